@@ -1,0 +1,98 @@
+/**
+ * Well-known label, taint and annotation keys, spelled as upstream Karpenter v1 and Kubernetes spell them.
+ * Sources: kubernetes-sigs/karpenter `pkg/apis/v1/labels.go`, aws/karpenter-provider-aws
+ * `pkg/apis/v1/labels.go`, Kubernetes `k8s.io/api/core/v1/well_known_labels.go`.
+ */
+
+export const LabelHostname = 'kubernetes.io/hostname';
+export const LabelArch = 'kubernetes.io/arch';
+export const LabelOS = 'kubernetes.io/os';
+export const LabelInstanceType = 'node.kubernetes.io/instance-type';
+export const LabelTopologyZone = 'topology.kubernetes.io/zone';
+export const LabelTopologyRegion = 'topology.kubernetes.io/region';
+export const LabelWindowsBuild = 'node.kubernetes.io/windows-build';
+
+export const Group = 'karpenter.sh';
+export const LabelNodePool = 'karpenter.sh/nodepool';
+export const LabelCapacityType = 'karpenter.sh/capacity-type';
+export const LabelNodeRegistered = 'karpenter.sh/registered';
+export const LabelNodeInitialized = 'karpenter.sh/initialized';
+export const LabelDoNotSync = 'karpenter.sh/do-not-sync-taints';
+
+export const CapacityTypeOnDemand = 'on-demand';
+export const CapacityTypeSpot = 'spot';
+export const CapacityTypeReserved = 'reserved';
+
+export const AnnotationDoNotDisrupt = 'karpenter.sh/do-not-disrupt';
+export const AnnotationNodePoolHash = 'karpenter.sh/nodepool-hash';
+export const AnnotationNodePoolHashVersion = 'karpenter.sh/nodepool-hash-version';
+export const AnnotationNodeClaimTerminationTimestamp = 'karpenter.sh/nodeclaim-termination-timestamp';
+
+export const TaintUnregistered = { key: 'karpenter.sh/unregistered', effect: 'NoExecute' } as const;
+export const TaintDisrupted = { key: 'karpenter.sh/disrupted', effect: 'NoSchedule' } as const;
+export const TaintCAPIUninitialized = {
+  key: 'node.cluster.x-k8s.io/uninitialized',
+  effect: 'NoSchedule',
+} as const;
+
+export const FinalizerTermination = 'karpenter.sh/termination';
+
+/** AWS provider labels (`karpenter.k8s.aws/*`), as set on nodes and usable in NodePool requirements. */
+export const AWSGroup = 'karpenter.k8s.aws';
+export const LabelEC2NodeClass = 'karpenter.k8s.aws/ec2nodeclass';
+export const LabelInstanceCategory = 'karpenter.k8s.aws/instance-category';
+export const LabelInstanceFamily = 'karpenter.k8s.aws/instance-family';
+export const LabelInstanceGeneration = 'karpenter.k8s.aws/instance-generation';
+export const LabelInstanceSize = 'karpenter.k8s.aws/instance-size';
+export const LabelInstanceCPU = 'karpenter.k8s.aws/instance-cpu';
+export const LabelInstanceMemory = 'karpenter.k8s.aws/instance-memory';
+
+/**
+ * Label keys that a NodePool may constrain even though they sit in a restricted domain
+ * (upstream `WellKnownLabels`). Requirement keys in `kubernetes.io`, `k8s.io` and `karpenter.sh`
+ * domains that are not listed here are rejected by validation (upstream `RestrictedLabelDomains`).
+ */
+export const WellKnownLabels: ReadonlySet<string> = new Set([
+  LabelNodePool,
+  LabelTopologyZone,
+  LabelTopologyRegion,
+  LabelInstanceType,
+  LabelArch,
+  LabelOS,
+  LabelCapacityType,
+  LabelWindowsBuild,
+  'topology.k8s.aws/zone-id',
+  'karpenter.k8s.aws/capacity-reservation-id',
+  'karpenter.k8s.aws/capacity-reservation-type',
+  'karpenter.k8s.aws/instance-hypervisor',
+  'karpenter.k8s.aws/instance-encryption-in-transit-supported',
+  LabelInstanceCategory,
+  LabelInstanceFamily,
+  LabelInstanceGeneration,
+  'karpenter.k8s.aws/instance-local-nvme',
+  LabelInstanceSize,
+  LabelInstanceCPU,
+  'karpenter.k8s.aws/instance-cpu-manufacturer',
+  'karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz',
+  LabelInstanceMemory,
+  'karpenter.k8s.aws/instance-ebs-bandwidth',
+  'karpenter.k8s.aws/instance-network-bandwidth',
+  'karpenter.k8s.aws/instance-gpu-name',
+  'karpenter.k8s.aws/instance-gpu-manufacturer',
+  'karpenter.k8s.aws/instance-gpu-count',
+  'karpenter.k8s.aws/instance-gpu-memory',
+  'karpenter.k8s.aws/instance-accelerator-name',
+  'karpenter.k8s.aws/instance-accelerator-manufacturer',
+  'karpenter.k8s.aws/instance-accelerator-count',
+  'karpenter.k8s.aws/instance-capability-flex',
+]);
+
+/** Label domains a NodePool may not use except for {@link WellKnownLabels} (upstream `RestrictedLabelDomains`). */
+export const RestrictedLabelDomains: readonly string[] = ['kubernetes.io', 'k8s.io', 'karpenter.sh'];
+
+/** Subdomains that are allowed despite sitting under a restricted domain (upstream `LabelDomainExceptions`). */
+export const LabelDomainExceptions: readonly string[] = [
+  'kops.k8s.io',
+  'node.kubernetes.io',
+  'node-restriction.kubernetes.io',
+];

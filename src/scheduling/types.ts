@@ -1,0 +1,107 @@
+/**
+ * Inputs and outputs of the scheduling simulation (`scheduling/scheduler.ts`). The core is pure: the
+ * controller, `capenter simulate`, the disruption simulation and the benchmarks build a
+ * {@link SchedulingInput} and get the same {@link SchedulingResult} for the same input.
+ * Semantics follow upstream kubernetes-sigs/karpenter `pkg/controllers/provisioning/scheduling`.
+ */
+import type { DaemonSet, Node, Pod } from '../apis/core.ts';
+import type { NodeClaim, NodePool, NodeSelectorRequirementWithMinValues } from '../apis/karpenter.ts';
+import type { Resources } from '../apis/quantity.ts';
+import type { InstanceType, Offering } from '../cloudprovider/types.ts';
+
+/** Existing capacity: a Node (managed or not) with the pods bound to it (daemon pods included). */
+export interface ExistingNode {
+  node: Node;
+  /** Pods bound to the node (`spec.nodeName`), including DaemonSet pods. */
+  pods: Pod[];
+  /** The NodeClaim behind a managed node, when known. */
+  nodeClaim?: NodeClaim;
+  /** True when the node is being deleted/disrupted: it takes no new pods. */
+  markedForDeletion?: boolean;
+}
+
+/**
+ * A NodeClaim that was created but whose Node has not registered yet (in-flight capacity).
+ * Pods may be packed onto it as long as they fit every instance type it still allows.
+ */
+export interface InFlightNodeClaim {
+  nodeClaim: NodeClaim;
+  nodePool: string;
+  instanceTypeOptions: InstanceType[];
+  /** Requests already promised to it (pods + daemon overhead), internal units. */
+  requests: Resources;
+}
+
+/** Everything the simulation needs; nothing here is read from a clock or the network. */
+export interface SchedulingInput {
+  /** Pods to place (pending, provisionable). Order does not matter: the scheduler sorts them. */
+  pods: Pod[];
+  existingNodes: ExistingNode[];
+  inFlight?: InFlightNodeClaim[];
+  /** Validated, defaulted NodePools. */
+  nodePools: NodePool[];
+  /** Instance types each NodePool can launch (resolved from its NodeClass), by NodePool name. */
+  instanceTypes: Record<string, InstanceType[]>;
+  daemonSets: DaemonSet[];
+  /** Resources already used by each NodePool's existing nodes (capacity), for `spec.limits`. */
+  nodePoolUsage?: Record<string, Resources>;
+  /** Namespace labels by namespace name, for pod affinity `namespaceSelector`. */
+  namespaces?: Record<string, Record<string, string>>;
+  /** Record per-pod explanations (`--explain`); costs some speed. */
+  explain?: boolean;
+}
+
+/** A NodeClaim the scheduler wants created. */
+export interface NodeClaimPlan {
+  nodePool: string;
+  /** Requirements of the NodeClaim: NodePool requirements ∩ pod requirements (incl. instance types). */
+  requirements: NodeSelectorRequirementWithMinValues[];
+  /** Types that fit pods + daemon overhead and satisfy the requirements, sorted by cheapest price (USD/hour). */
+  instanceTypeOptions: InstanceType[];
+  pods: Pod[];
+  /** Pods' requests + daemon overhead (internal units), as upstream's `spec.resources.requests`. */
+  requests: Resources;
+  daemonOverhead: Resources;
+  /** The cheapest available offering among the options that the requirements allow. */
+  cheapest: { instanceType: InstanceType; offering: Offering };
+}
+
+/** Where a pod went: an existing node (by name), an in-flight NodeClaim (by name) or a new plan (by index). */
+export type PlacementTarget =
+  | { kind: 'existing'; node: string }
+  | { kind: 'inflight'; nodeClaim: string }
+  | { kind: 'new'; index: number };
+
+export interface Placement {
+  pod: Pod;
+  target: PlacementTarget;
+}
+
+/** Why a pod could not be placed; `code` is stable, `message` has the numbers. */
+export interface Unschedulable {
+  pod: Pod;
+  code:
+    | 'IncompatibleRequirements'
+    | 'NoInstanceTypeFits'
+    | 'Untolerated'
+    | 'TopologyUnsatisfiable'
+    | 'AffinityUnsatisfiable'
+    | 'NodePoolLimitsExceeded'
+    | 'NoNodePool'
+    | 'InvalidPod';
+  message: string;
+}
+
+/** One line of the `--explain` trace for a pod. */
+export interface Explanation {
+  pod: string;
+  decision: string;
+  details: string[];
+}
+
+export interface SchedulingResult {
+  newNodeClaims: NodeClaimPlan[];
+  placements: Placement[];
+  unschedulable: Unschedulable[];
+  explanations: Explanation[];
+}
