@@ -1,0 +1,18 @@
+#!/usr/bin/env node
+/**
+ * capenter's command line. Each command lives in its own file under `src/cli/` and exports a
+ * `register…Command(program)` function that is wired here.
+ */
+import { Command } from 'commander';
+
+const program = new Command();
+program
+  .name('capenter')
+  .description('Karpenter-compatible node autoscaler for Cluster API and AWS clusters')
+  .version('0.1.0')
+  .showHelpAfterError();
+
+// Commands register themselves below (one line each).
+// @register-commands
+
+await program.parseAsync(process.argv);
