@@ -49,7 +49,8 @@ export interface Budget {
   reasons?: Array<'Underutilized' | 'Empty' | 'Drifted'>;
 }
 export interface Disruption {
-  consolidationPolicy: 'WhenEmpty' | 'WhenEmptyOrUnderutilized';
+  /** `Balanced` (Karpenter v1.12+) weighs savings against disruption; default `WhenEmptyOrUnderutilized`. */
+  consolidationPolicy: 'WhenEmpty' | 'WhenEmptyOrUnderutilized' | 'Balanced';
   /** Duration string (`"0s"`, `"30s"`) or `"Never"`. */
   consolidateAfter: string;
   budgets: Budget[];
@@ -133,6 +134,7 @@ export interface EC2NodeClass extends KubeObject {
       name?: string;
       owner?: string;
       tags?: Record<string, string>;
+      ssmParameter?: string;
     }>;
     role?: string;
     instanceProfile?: string;
@@ -143,6 +145,14 @@ export interface EC2NodeClass extends KubeObject {
     instanceStorePolicy?: 'RAID0';
     userData?: string;
     tags?: Record<string, string>;
+    /** IMDS options; defaulted to `{httpEndpoint: enabled, httpProtocolIPv6: disabled, httpPutResponseHopLimit: 1, httpTokens: required}`. */
+    metadataOptions?: {
+      httpEndpoint?: 'enabled' | 'disabled';
+      httpProtocolIPv6?: 'enabled' | 'disabled';
+      httpPutResponseHopLimit?: number;
+      httpTokens?: 'required' | 'optional';
+    };
+    associatePublicIPAddress?: boolean;
     [key: string]: unknown;
   };
   status?: Record<string, unknown>;

@@ -4,6 +4,8 @@
  * `register…Command(program)` function that is wired here.
  */
 import { Command } from 'commander';
+import { registerInstanceTypesCommand } from './instance-types.ts';
+import { registerSimulateCommand } from './simulate.ts';
 
 const program = new Command();
 program
@@ -14,5 +16,7 @@ program
 
 // Commands register themselves below (one line each).
 // @register-commands
+registerInstanceTypesCommand(program);
+registerSimulateCommand(program);
 
 await program.parseAsync(process.argv);

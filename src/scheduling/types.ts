@@ -18,6 +18,11 @@ export interface ExistingNode {
   nodeClaim?: NodeClaim;
   /** True when the node is being deleted/disrupted: it takes no new pods. */
   markedForDeletion?: boolean;
+  /**
+   * True when `pods` already lists every DaemonSet pod the node will run. When false/absent (upstream
+   * behaviour), room is kept for each compatible DaemonSet that has no pod on the node yet.
+   */
+  daemonSetPodsIncluded?: boolean;
 }
 
 /**

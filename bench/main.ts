@@ -1,0 +1,120 @@
+/**
+ * `npm run bench` (`tsx bench/main.ts [--json] [--sizes 100,1000] [--cpu-prof]`): the benchmarks.
+ *
+ * Scheduling: each size runs in a fresh child process (`bench/scheduling.ts`) so the peak RSS is that
+ * size's own. Targets (reported, never asserted in tests): ≥ 5,000 pods/s at 5,000 pods; 10,000 pods in
+ * < 3 s and < 500 MB RSS; plan cost ≤ 1.25 × lower bound.
+ * API server: `bench/apiserver.ts`'s `runApiServerBench()` when that file exists.
+ *
+ * `--json` prints a JSON array with one object per scheduling size:
+ * `{pods, podsPerSecond, nodeClaims, priceUSDPerHour, cpuUtilization, memoryUtilization, costToLowerBound,
+ * peakRssMB, unschedulable, solveSeconds}`; when the API server benchmark exists, its result follows as one
+ * more element `{apiServer: <result>}`.
+ * `--cpu-prof` writes a V8 CPU profile per size into `bench/profiles/` (open in Chrome DevTools).
+ */
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import type { SchedulingBenchRow } from './scheduling.ts';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const argv = process.argv.slice(2);
+const json = argv.includes('--json');
+const cpuProf = argv.includes('--cpu-prof');
+const sizesArg = argv.indexOf('--sizes');
+const sizes =
+  sizesArg >= 0
+    ? (argv[sizesArg + 1] ?? '')
+        .split(',')
+        .map(Number)
+        .filter((n) => n > 0)
+    : [100, 1000, 5000, 10000];
+
+function runChild(pods: number): Promise<SchedulingBenchRow> {
+  const nodeArgs = ['--import', 'tsx'];
+  if (cpuProf)
+    nodeArgs.push(
+      '--cpu-prof',
+      `--cpu-prof-dir=${join(here, 'profiles')}`,
+      `--cpu-prof-name=scheduling-${pods}.cpuprofile`,
+    );
+  return new Promise((resolve, reject) => {
+    const child = spawn(
+      process.execPath,
+      [...nodeArgs, join(here, 'scheduling.ts'), '--pods', String(pods), '--json'],
+      {
+        stdio: ['ignore', 'pipe', 'inherit'],
+        cwd: join(here, '..'),
+      },
+    );
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
+    child.on('error', reject);
+    child.on('close', (code) => {
+      if (code !== 0) return reject(new Error(`scheduling benchmark for ${pods} pods exited with ${code}`));
+      const line = out.trim().split('\n').pop() ?? '';
+      try {
+        resolve(JSON.parse(line) as SchedulingBenchRow);
+      } catch {
+        reject(new Error(`scheduling benchmark for ${pods} pods printed no JSON: ${out.slice(0, 500)}`));
+      }
+    });
+  });
+}
+
+const log = (s: string) => {
+  if (!json) process.stdout.write(`${s}\n`);
+};
+
+log(
+  'Scheduling: upstream "diverse" pod mix, full us-east-1 catalog, default NodePool (each size in a fresh process)',
+);
+const rows: SchedulingBenchRow[] = [];
+for (const n of sizes) {
+  const row = await runChild(n);
+  rows.push(row);
+  log(
+    `  ${String(n).padStart(6)} pods: ${String(row.podsPerSecond).padStart(7)} pods/s (${row.solveSeconds.toFixed(3)} s), ` +
+      `${row.nodeClaims} NodeClaims, $${row.priceUSDPerHour.toFixed(4)}/h, cpu ${(row.cpuUtilization * 100).toFixed(1)}%, ` +
+      `memory ${(row.memoryUtilization * 100).toFixed(1)}%, cost/lower bound ${row.costToLowerBound.toFixed(3)}, ` +
+      `peak RSS ${row.peakRssMB} MB${row.unschedulable ? `, ${row.unschedulable} unschedulable` : ''}`,
+  );
+}
+
+const at = (n: number) => rows.find((r) => r.pods === n);
+const verdict = (ok: boolean | undefined) => (ok === undefined ? 'not measured' : ok ? 'met' : 'MISSED');
+const r5k = at(5000);
+const r10k = at(10000);
+log('Targets:');
+log(
+  `  >= 5,000 pods/s at 5,000 pods: ${verdict(r5k && r5k.podsPerSecond >= 5000)}${r5k ? ` (${r5k.podsPerSecond})` : ''}`,
+);
+log(
+  `  10,000 pods in < 3 s: ${verdict(r10k && r10k.solveSeconds < 3)}${r10k ? ` (${r10k.solveSeconds} s)` : ''}`,
+);
+log(
+  `  10,000 pods in < 500 MB RSS: ${verdict(r10k && r10k.peakRssMB < 500)}${r10k ? ` (${r10k.peakRssMB} MB)` : ''}`,
+);
+const worst = rows.length ? Math.max(...rows.map((r) => r.costToLowerBound)) : undefined;
+log(
+  `  cost <= 1.25 x lower bound: ${verdict(worst === undefined ? undefined : worst <= 1.25)}${worst !== undefined ? ` (worst ${worst})` : ''}`,
+);
+
+const out: unknown[] = [...rows];
+const apiBench = join(here, 'apiserver.ts');
+if (existsSync(apiBench)) {
+  log('');
+  log('API server:');
+  const mod = (await import(pathToFileURL(apiBench).href)) as { runApiServerBench?: () => unknown };
+  if (typeof mod.runApiServerBench === 'function') {
+    const res = await mod.runApiServerBench();
+    out.push({ apiServer: res });
+    if (!json) log(typeof res === 'string' ? res : JSON.stringify(res, null, 2));
+  } else {
+    log('  bench/apiserver.ts exports no runApiServerBench(); skipped');
+  }
+}
+if (json) process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);

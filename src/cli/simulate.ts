@@ -1,0 +1,135 @@
+/**
+ * `capenter simulate -f PATH... [--region R] [-o table|json] [--explain]`: reads manifests (files, folders,
+ * `-` for stdin; `-f` repeatable), simulates what Karpenter would provision for the pending pods, prints the
+ * plan. Exit codes: 0 success; 2 invalid input (errors on stderr; the plan for the valid objects is still
+ * printed); 1 unexpected failure. See docs/simulate.md.
+ */
+import type { Command } from 'commander';
+import { loadManifestPaths, parseManifests } from '../apis/load.ts';
+import { DEFAULT_REGION, SUPPORTED_REGIONS } from '../cloudprovider/aws/catalog/index.ts';
+import type { SimulationIssue, SourcedObject } from '../simulate/input.ts';
+import { formatIssue, formatTable, toJSON } from '../simulate/output.ts';
+import { type SimulateOptions, simulate } from '../simulate/run.ts';
+
+/** Options of {@link runSimulate} (the parsed command line). */
+export interface SimulateCommandOptions {
+  /** Paths: files, folders (recursively, `*.yaml`/`*.yml`/`*.json`), or `-` for stdin. */
+  filenames: string[];
+  /** AWS region; default us-east-1. */
+  region?: string;
+  /** `table` (default) or `json`. */
+  output?: string;
+  explain?: boolean;
+}
+
+/** Where the command writes and reads; injected so tests run it in-process. */
+export interface CommandIO {
+  stdout: (text: string) => void;
+  stderr: (text: string) => void;
+  /** Reads all of stdin (for `-f -`). */
+  stdin?: () => Promise<string>;
+  /** Catalog override for tests (defaults to the embedded AWS catalog). */
+  catalog?: SimulateOptions['catalog'];
+}
+
+/** Exit code of a successful run. */
+export const EXIT_OK = 0;
+/** Exit code of an unexpected failure. */
+export const EXIT_FAILURE = 1;
+/** Exit code when any input was invalid (the valid part is still simulated and printed). */
+export const EXIT_INVALID_INPUT = 2;
+
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of process.stdin) chunks.push(typeof c === 'string' ? Buffer.from(c) : (c as Buffer));
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/**
+ * Runs `capenter simulate` and returns its exit code (0, 1 or 2). Never throws: unexpected errors are
+ * printed to stderr with exit code 1.
+ */
+export async function runSimulate(opts: SimulateCommandOptions, io: CommandIO): Promise<number> {
+  try {
+    const output = opts.output ?? 'table';
+    if (output !== 'table' && output !== 'json') {
+      io.stderr(`error: --output must be "table" or "json", got "${output}"\n`);
+      return EXIT_INVALID_INPUT;
+    }
+    const region = opts.region ?? DEFAULT_REGION;
+    if (!(SUPPORTED_REGIONS as readonly string[]).includes(region)) {
+      io.stderr(
+        `error: --region "${region}" is not in the embedded catalog; use one of: ${SUPPORTED_REGIONS.join(', ')}\n`,
+      );
+      return EXIT_INVALID_INPUT;
+    }
+    if (opts.filenames.length === 0) {
+      io.stderr('error: no input: pass manifests with -f PATH (a file, a folder, or - for stdin)\n');
+      return EXIT_INVALID_INPUT;
+    }
+
+    const objects: SourcedObject[] = [];
+    const errors: SimulationIssue[] = [];
+    const unknownKinds: Record<string, number> = {};
+    let stdinUsed = false;
+    for (const path of opts.filenames) {
+      let res: Awaited<ReturnType<typeof loadManifestPaths>>;
+      try {
+        if (path === '-') {
+          if (stdinUsed) continue;
+          stdinUsed = true;
+          res = parseManifests(await (io.stdin ?? readStdin)(), '<stdin>');
+        } else {
+          res = await loadManifestPaths([path]);
+        }
+      } catch (e) {
+        errors.push({ file: path, message: (e as Error).message });
+        continue;
+      }
+      objects.push(...res.objects);
+      errors.push(...res.errors);
+      for (const [k, n] of Object.entries(res.unknownKinds)) unknownKinds[k] = (unknownKinds[k] ?? 0) + n;
+    }
+
+    const result = await simulate(
+      { objects, errors, unknownKinds },
+      { region, explain: opts.explain ?? false, ...(io.catalog ? { catalog: io.catalog } : {}) },
+    );
+    for (const e of result.errors) io.stderr(`${formatIssue(e)}\n`);
+    if (output === 'json') {
+      io.stdout(`${JSON.stringify(toJSON(result, { explain: opts.explain ?? false }), null, 2)}\n`);
+    } else {
+      io.stdout(formatTable(result, { explain: opts.explain ?? false }));
+    }
+    return result.errors.length > 0 ? EXIT_INVALID_INPUT : EXIT_OK;
+  } catch (e) {
+    io.stderr(`error: simulation failed unexpectedly: ${(e as Error).stack ?? String(e)}\n`);
+    return EXIT_FAILURE;
+  }
+}
+
+/** Registers `capenter simulate` on the program. */
+export function registerSimulateCommand(program: Command): void {
+  program
+    .command('simulate')
+    .description(
+      'Simulate what Karpenter would provision for the pending pods in the given manifests (no cluster needed)',
+    )
+    .requiredOption(
+      '-f, --filename <paths...>',
+      'manifest files or folders (repeatable; - reads stdin)',
+      (value: string, previous: string[] | undefined) => [...(previous ?? []), value],
+    )
+    .option('--region <region>', 'AWS region of the catalog (types, zones, prices)', DEFAULT_REGION)
+    .option('-o, --output <format>', 'output format: table or json', 'table')
+    .option('--explain', 'explain every pod placement', false)
+    .action(async (o: { filename: string[]; region: string; output: string; explain: boolean }) => {
+      process.exitCode = await runSimulate(
+        { filenames: o.filename, region: o.region, output: o.output, explain: o.explain },
+        {
+          stdout: (t) => process.stdout.write(t),
+          stderr: (t) => process.stderr.write(t),
+        },
+      );
+    });
+}

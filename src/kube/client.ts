@@ -1,0 +1,731 @@
+/**
+ * `KubeClient`: typed, plain-JSON access to the Kubernetes REST API. Authentication, TLS and kubeconfig
+ * handling come from @kubernetes/client-node's `KubeConfig` (`applyToHTTPSOptions`); requests are issued
+ * with node's http/https over a keep-alive agent and bodies are parsed as plain JSON (no model classes, no
+ * Date conversion). Watches use client-node's `Watch`. The client never knows whether the server is the
+ * embedded one or a real cluster.
+ */
+import { readFileSync } from 'node:fs';
+import * as http from 'node:http';
+import * as https from 'node:https';
+import { KubeConfig, Watch } from '@kubernetes/client-node';
+import type { KubeObject, ObjectMeta } from '../apis/core.ts';
+import { KubeApiError, reasonForCode } from './errors.ts';
+import {
+  apiVersionOf,
+  type ObjectOf,
+  parseApiVersion,
+  type ResourceRef,
+  ResourceRegistry,
+  type ResourceType,
+} from './resources.ts';
+import {
+  type FieldSelectorInput,
+  formatFieldSelector,
+  formatLabelSelector,
+  type LabelSelectorInput,
+} from './selectors.ts';
+import type { ObjectList, Status, WatchEvent } from './types.ts';
+
+/** Patch flavours: JSON merge patch (RFC 7386), JSON patch (RFC 6902), strategic merge, server-side apply. */
+export type PatchType = 'merge' | 'json' | 'strategic' | 'apply';
+
+const PATCH_CONTENT_TYPES: Record<PatchType, string> = {
+  merge: 'application/merge-patch+json',
+  json: 'application/json-patch+json',
+  strategic: 'application/strategic-merge-patch+json',
+  apply: 'application/apply-patch+yaml',
+};
+
+/** Options of {@link KubeClient.list}. */
+export interface ListOptions {
+  /** Namespace to list in; omitted lists across all namespaces (namespaced kinds). */
+  namespace?: string;
+  labelSelector?: LabelSelectorInput;
+  fieldSelector?: FieldSelectorInput;
+  /** Return one page of at most `limit` items (caller follows `metadata.continue`). */
+  limit?: number;
+  /** Continue token from a previous page. */
+  continue?: string;
+  /**
+   * Fetch everything in pages of this size, following `continue` tokens (ignored when `limit` is set).
+   * Without `limit` or `pageSize` a single unpaginated request is made.
+   */
+  pageSize?: number;
+  resourceVersion?: string;
+  resourceVersionMatch?: 'Exact' | 'NotOlderThan';
+  signal?: AbortSignal;
+}
+
+/** Options of create/update/patch writes. */
+export interface WriteOptions {
+  /** Field manager recorded in managedFields (required for `apply`; default `capenter`). */
+  fieldManager?: string;
+  /** Server-side dry run (`dryRun=All`). */
+  dryRun?: boolean;
+  signal?: AbortSignal;
+}
+
+/** Options of {@link KubeClient.patch}. */
+export interface PatchOptions extends WriteOptions {
+  /** Patch flavour (default `merge`). */
+  type?: PatchType;
+  /** Apply only: take ownership of conflicting fields. */
+  force?: boolean;
+  /** Patch a subresource (`status`, `scale`). */
+  subresource?: string;
+}
+
+/** Options of {@link KubeClient.delete} (metav1.DeleteOptions). */
+export interface DeleteOptions {
+  /** `Background` (default for most kinds), `Foreground` or `Orphan`. */
+  propagationPolicy?: 'Background' | 'Foreground' | 'Orphan';
+  /** Seconds before the object is deleted; 0 deletes immediately. */
+  gracePeriodSeconds?: number;
+  /** Delete only if the object still has this uid / resourceVersion (else 409). */
+  preconditions?: { uid?: string; resourceVersion?: string };
+  dryRun?: boolean;
+  signal?: AbortSignal;
+}
+
+/** Options of {@link KubeClient.watch}. */
+export interface WatchOptions {
+  namespace?: string;
+  /** Start after this resourceVersion; omitted or `''` starts with synthetic ADDED events of the current state. */
+  resourceVersion?: string;
+  labelSelector?: LabelSelectorInput;
+  fieldSelector?: FieldSelectorInput;
+  /** Ask for BOOKMARK events (default true). */
+  allowWatchBookmarks?: boolean;
+  /** Server closes the watch after this many seconds. */
+  timeoutSeconds?: number;
+}
+
+/** A running watch; `stop()` closes it (the done callback then receives `undefined`). */
+export interface WatchHandle {
+  stop(): void;
+}
+
+/** Result of {@link KubeClient.evict}: a value, never thrown for API refusals. */
+export type EvictionResult =
+  | { ok: true }
+  | {
+      ok: false;
+      code: 'TooManyRequests' | 'NotFound' | 'Conflict' | 'Error';
+      message: string;
+      httpStatus: number;
+    };
+
+/** Options of {@link KubeClient.fromKubeconfig}. */
+export interface ClientOptions {
+  /** Kubeconfig context to use (default: current-context). */
+  context?: string;
+  /** Registry to resolve kinds (default: a fresh one with the built-in kinds). */
+  registry?: ResourceRegistry;
+  /** Max concurrent sockets to the API server (default 64). */
+  maxSockets?: number;
+  /** Per-request timeout in ms (default 60 000). */
+  timeoutMs?: number;
+  /** User-Agent header (default `capenter`). */
+  userAgent?: string;
+  /** Field manager for writes that do not name one (default `capenter`). */
+  fieldManager?: string;
+}
+
+/** What the server returns for a written object: the input's type with full metadata (uid, resourceVersion, ...). */
+export type Stored<T extends KubeObject> = T & { metadata: ObjectMeta };
+
+type Query = Record<string, string | number | boolean | undefined>;
+
+interface RawRequest {
+  query?: Query;
+  body?: unknown;
+  contentType?: string;
+  signal?: AbortSignal | undefined;
+}
+
+/**
+ * The Kubernetes client used by every controller. Objects in and out are plain JSON. Errors from the API
+ * are thrown as {@link KubeApiError} (see `errors.ts` for `isNotFound`, `isConflict`, ...); `evict`
+ * returns a value instead.
+ */
+export class KubeClient {
+  readonly kubeConfig: KubeConfig;
+  readonly registry: ResourceRegistry;
+  /** Base URL of the API server, without trailing slash. */
+  readonly server: string;
+  private readonly maxSockets: number;
+  private readonly timeoutMs: number;
+  private readonly userAgent: string;
+  private readonly fieldManager: string;
+  private agent: http.Agent | undefined;
+  private cachedOpts: { at: number; opts: https.RequestOptions } | undefined;
+  private readonly watcher: Watch;
+
+  constructor(kc: KubeConfig, opts: Omit<ClientOptions, 'context'> = {}) {
+    const cluster = kc.getCurrentCluster();
+    if (!cluster) throw new Error('kubeconfig: no current cluster (set current-context or pass a context)');
+    this.kubeConfig = kc;
+    this.server = cluster.server.replace(/\/+$/, '');
+    this.registry = opts.registry ?? new ResourceRegistry();
+    this.maxSockets = opts.maxSockets ?? 64;
+    this.timeoutMs = opts.timeoutMs ?? 60_000;
+    this.userAgent = opts.userAgent ?? 'capenter';
+    this.fieldManager = opts.fieldManager ?? 'capenter';
+    this.watcher = new Watch(kc);
+  }
+
+  /**
+   * Builds a client from a kubeconfig file path or its YAML text (anything containing a newline or starting
+   * with `apiVersion` is taken as YAML). Throws when the file is unreadable or has no usable cluster.
+   */
+  static fromKubeconfig(pathOrYaml: string, opts: ClientOptions = {}): KubeClient {
+    const kc = new KubeConfig();
+    const isYaml = pathOrYaml.includes('\n') || /^\s*(apiVersion|\{)/.test(pathOrYaml);
+    if (isYaml) kc.loadFromString(pathOrYaml);
+    else {
+      let text: string;
+      try {
+        text = readFileSync(pathOrYaml, 'utf8');
+      } catch (err) {
+        throw new Error(`kubeconfig: cannot read "${pathOrYaml}": ${(err as Error).message}`);
+      }
+      kc.loadFromString(text);
+    }
+    if (opts.context) kc.setCurrentContext(opts.context);
+    return new KubeClient(kc, opts);
+  }
+
+  /** Namespace of the kubeconfig's current context, or `default`. */
+  defaultNamespace(): string {
+    const ctx = this.kubeConfig.getContextObject(this.kubeConfig.getCurrentContext());
+    return ctx?.namespace ?? 'default';
+  }
+
+  // ---------------------------------------------------------------- resource resolution
+
+  /** Resolves a kind name or descriptor; throws naming the kind when it is not registered. */
+  resource<R extends ResourceRef>(ref: R): ResourceType<ObjectOf<R>> {
+    if (typeof ref !== 'string') return ref as ResourceType<ObjectOf<R>>;
+    const r = this.registry.forKind(ref);
+    if (!r)
+      throw new Error(
+        `unknown kind "${ref}": register it with client.registry.register({group, version, plural, kind, namespaced}) or use client.discover()`,
+      );
+    return r as ResourceType<ObjectOf<R>>;
+  }
+
+  /**
+   * Finds the descriptor for `apiVersion` + `kind`: from the registry, else by API discovery
+   * (`GET /api/v1` or `/apis/{group}/{version}`), registering what it finds. Throws `KubeApiError` (404)
+   * when the group/version is not served and `Error` when the kind is not in it.
+   */
+  async discover(apiVersion: string, kind: string): Promise<ResourceType> {
+    const known = this.registry.forApiVersionKind(apiVersion, kind);
+    if (known) return known;
+    const { group, version } = parseApiVersion(apiVersion);
+    const path = group === '' ? `/api/${version}` : `/apis/${group}/${version}`;
+    const list = await this.request<{
+      resources?: Array<{ name: string; kind: string; namespaced: boolean }>;
+    }>('GET', path);
+    const res = (list.resources ?? []).find((r) => r.kind === kind && !r.name.includes('/'));
+    if (!res) throw new Error(`API discovery: kind "${kind}" is not served by ${apiVersion}`);
+    const rt: ResourceType = { group, version, plural: res.name, kind, namespaced: res.namespaced };
+    this.registry.register(rt);
+    return rt;
+  }
+
+  private async resourceForObject(obj: KubeObject): Promise<ResourceType> {
+    if (!obj.apiVersion || !obj.kind)
+      throw new Error(
+        `object "${obj.metadata?.name ?? obj.metadata?.generateName ?? '?'}" has no apiVersion/kind; set both (e.g. apiVersion: v1, kind: Pod)`,
+      );
+    return this.discover(obj.apiVersion, obj.kind);
+  }
+
+  /** REST path of a collection (`/api/v1/namespaces/ns/pods`) or, with `name`, of one object. */
+  path(rt: ResourceType, namespace?: string, name?: string, subresource?: string): string {
+    const base = rt.group === '' ? `/api/${rt.version}` : `/apis/${rt.group}/${rt.version}`;
+    let p = base;
+    if (rt.namespaced && namespace) p += `/namespaces/${encodeURIComponent(namespace)}`;
+    else if (rt.namespaced && name !== undefined)
+      throw new Error(`${rt.kind} "${name}" is namespaced: pass its namespace`);
+    p += `/${rt.plural}`;
+    if (name !== undefined) {
+      if (name === '') throw new Error(`${rt.kind}: empty name`);
+      p += `/${encodeURIComponent(name)}`;
+      if (subresource) p += `/${subresource}`;
+    }
+    return p;
+  }
+
+  // ---------------------------------------------------------------- CRUD
+
+  /** GETs one object. Throws `KubeApiError` 404 when it does not exist. */
+  async get<R extends ResourceRef>(ref: R, name: string, namespace?: string): Promise<ObjectOf<R>> {
+    const rt = this.resource(ref);
+    return this.withTypeMeta(rt, await this.request<ObjectOf<R>>('GET', this.path(rt, namespace, name)));
+  }
+
+  /** Like `get` but resolves `undefined` on 404. */
+  async tryGet<R extends ResourceRef>(
+    ref: R,
+    name: string,
+    namespace?: string,
+  ): Promise<ObjectOf<R> | undefined> {
+    try {
+      return await this.get(ref, name, namespace);
+    } catch (err) {
+      if (err instanceof KubeApiError && err.code === 404) return undefined;
+      throw err;
+    }
+  }
+
+  /**
+   * Lists objects. Items get `apiVersion`/`kind` filled in (the API omits them in lists). See
+   * {@link ListOptions} for paging; `metadata.resourceVersion` is the list's, usable to start a watch.
+   */
+  async list<R extends ResourceRef>(ref: R, opts: ListOptions = {}): Promise<ObjectList<ObjectOf<R>>> {
+    const rt = this.resource(ref);
+    const path = this.path(rt, opts.namespace);
+    const baseQuery: Query = {
+      labelSelector:
+        opts.labelSelector !== undefined ? formatLabelSelector(opts.labelSelector) || undefined : undefined,
+      fieldSelector:
+        opts.fieldSelector !== undefined ? formatFieldSelector(opts.fieldSelector) || undefined : undefined,
+      resourceVersion: opts.resourceVersion,
+      resourceVersionMatch: opts.resourceVersionMatch,
+    };
+    const fill = (l: ObjectList<ObjectOf<R>>): ObjectList<ObjectOf<R>> => {
+      l.items = (l.items ?? []).map((o) => this.withTypeMeta(rt, o));
+      l.metadata = l.metadata ?? {};
+      return l;
+    };
+    if (opts.limit !== undefined || opts.pageSize === undefined) {
+      const q = { ...baseQuery, limit: opts.limit, continue: opts.continue };
+      return fill(
+        await this.request<ObjectList<ObjectOf<R>>>('GET', path, { query: q, signal: opts.signal }),
+      );
+    }
+    const items: ObjectOf<R>[] = [];
+    let cont: string | undefined = opts.continue;
+    let first: ObjectList<ObjectOf<R>> | undefined;
+    do {
+      const page = fill(
+        await this.request<ObjectList<ObjectOf<R>>>('GET', path, {
+          query: { ...baseQuery, limit: opts.pageSize, continue: cont },
+          signal: opts.signal,
+        }),
+      );
+      first ??= page;
+      for (const it of page.items) items.push(it);
+      cont = page.metadata.continue || undefined;
+    } while (cont);
+    const out = first as ObjectList<ObjectOf<R>>;
+    out.items = items;
+    out.metadata = { ...out.metadata };
+    delete out.metadata.continue;
+    return out;
+  }
+
+  /**
+   * Creates `obj` (kind from its `apiVersion`/`kind`, namespace from `metadata.namespace`). Returns the
+   * stored object (uid, resourceVersion, creationTimestamp, generated name). Throws 409 AlreadyExists.
+   */
+  async create<T extends KubeObject>(obj: T, opts: WriteOptions = {}): Promise<Stored<T>> {
+    const rt = await this.resourceForObject(obj);
+    const ns = this.namespaceOf(rt, obj);
+    return this.withTypeMeta(
+      rt,
+      await this.request<Stored<T>>('POST', this.path(rt, ns), {
+        body: obj,
+        query: this.writeQuery(opts, false),
+        signal: opts.signal,
+      }),
+    );
+  }
+
+  /**
+   * Replaces `obj` (PUT). With `metadata.resourceVersion` set the write is conditional: a stale version
+   * throws 409 Conflict. Changes to `status` are ignored by kinds with a status subresource.
+   */
+  async update<T extends KubeObject>(obj: T, opts: WriteOptions = {}): Promise<Stored<T>> {
+    return this.put(obj, undefined, opts);
+  }
+
+  /** Replaces the `status` subresource of `obj` (PUT …/status); spec changes are ignored by the server. */
+  async updateStatus<T extends KubeObject>(obj: T, opts: WriteOptions = {}): Promise<Stored<T>> {
+    return this.put(obj, 'status', opts);
+  }
+
+  private async put<T extends KubeObject>(obj: T, sub: string | undefined, opts: WriteOptions): Promise<Stored<T>> {
+    const rt = await this.resourceForObject(obj);
+    const name = obj.metadata?.name;
+    if (!name) throw new Error(`update ${rt.kind}: metadata.name is required`);
+    return this.withTypeMeta(
+      rt,
+      await this.request<Stored<T>>('PUT', this.path(rt, this.namespaceOf(rt, obj), name, sub), {
+        body: obj,
+        query: this.writeQuery(opts, false),
+        signal: opts.signal,
+      }),
+    );
+  }
+
+  /**
+   * Patches one object. `patch` is an object for merge/strategic/apply and an operation array for `json`.
+   * `apply` is server-side apply: `patch` must carry apiVersion/kind/metadata.name; `fieldManager` is
+   * required (defaults to the client's), `force` takes over conflicting fields.
+   */
+  async patch<R extends ResourceRef>(
+    ref: R,
+    name: string,
+    namespace: string | undefined,
+    patch: unknown,
+    opts: PatchOptions = {},
+  ): Promise<ObjectOf<R>> {
+    const rt = this.resource(ref);
+    const type = opts.type ?? 'merge';
+    if (type === 'json' && !Array.isArray(patch))
+      throw new Error(`json patch of ${rt.kind} "${name}": the patch must be an array of operations`);
+    const query = this.writeQuery(opts, type === 'apply');
+    if (type === 'apply' && opts.force) query.force = true;
+    return this.withTypeMeta(
+      rt,
+      await this.request<ObjectOf<R>>('PATCH', this.path(rt, namespace, name, opts.subresource), {
+        body: patch,
+        contentType: PATCH_CONTENT_TYPES[type],
+        query,
+        signal: opts.signal,
+      }),
+    );
+  }
+
+  /** `patch` on the `status` subresource. */
+  async patchStatus<R extends ResourceRef>(
+    ref: R,
+    name: string,
+    namespace: string | undefined,
+    patch: unknown,
+    opts: Omit<PatchOptions, 'subresource'> = {},
+  ): Promise<ObjectOf<R>> {
+    return this.patch(ref, name, namespace, patch, { ...opts, subresource: 'status' });
+  }
+
+  /**
+   * Server-side apply of a whole object (kind from its apiVersion/kind). Creates it if absent.
+   * Throws 409 Conflict when another manager owns a field and `force` is not set.
+   */
+  async apply<T extends KubeObject>(obj: T, opts: Omit<PatchOptions, 'type'> = {}): Promise<Stored<T>> {
+    const rt = await this.resourceForObject(obj);
+    const name = obj.metadata?.name;
+    if (!name) throw new Error(`apply ${rt.kind}: metadata.name is required`);
+    return (await this.patch(rt, name, this.namespaceOf(rt, obj), obj, { ...opts, type: 'apply' })) as Stored<T>;
+  }
+
+  /**
+   * Deletes one object. Returns the object as the server answered: with `deletionTimestamp` when
+   * finalizers (or foreground deletion) keep it, else the deleted object or a `Status`.
+   * Throws 404 when absent, 409 when a precondition fails.
+   */
+  async delete<R extends ResourceRef>(
+    ref: R,
+    name: string,
+    namespace?: string,
+    opts: DeleteOptions = {},
+  ): Promise<ObjectOf<R> | Status> {
+    const rt = this.resource(ref);
+    const body: Record<string, unknown> = { apiVersion: 'v1', kind: 'DeleteOptions' };
+    if (opts.propagationPolicy) body.propagationPolicy = opts.propagationPolicy;
+    if (opts.gracePeriodSeconds !== undefined) body.gracePeriodSeconds = opts.gracePeriodSeconds;
+    if (opts.preconditions) body.preconditions = opts.preconditions;
+    if (opts.dryRun) body.dryRun = ['All'];
+    const res = await this.request<ObjectOf<R> | Status>('DELETE', this.path(rt, namespace, name), {
+      body,
+      signal: opts.signal,
+    });
+    return res && (res as KubeObject).kind !== 'Status' ? this.withTypeMeta(rt, res as ObjectOf<R>) : res;
+  }
+
+  /** Like `delete` but resolves `false` on 404 instead of throwing, `true` otherwise. */
+  async tryDelete(
+    ref: ResourceRef,
+    name: string,
+    namespace?: string,
+    opts: DeleteOptions = {},
+  ): Promise<boolean> {
+    try {
+      await this.delete(ref, name, namespace, opts);
+      return true;
+    } catch (err) {
+      if (err instanceof KubeApiError && err.code === 404) return false;
+      throw err;
+    }
+  }
+
+  /**
+   * Evicts a pod through the Eviction API (`POST …/pods/{name}/eviction`, policy/v1), which honours
+   * PodDisruptionBudgets. Refusals are values: 429 `TooManyRequests` (a PDB blocks it now; retry later),
+   * `NotFound`, `Conflict`, `Error` (e.g. 500 when several PDBs select the pod). Connection failures throw.
+   */
+  async evict(
+    pod: { metadata?: { name?: string; namespace?: string } } | { name: string; namespace: string },
+    opts: { gracePeriodSeconds?: number; dryRun?: boolean; signal?: AbortSignal } = {},
+  ): Promise<EvictionResult> {
+    const name = 'metadata' in pod ? pod.metadata?.name : (pod as { name: string }).name;
+    const namespace = 'metadata' in pod ? pod.metadata?.namespace : (pod as { namespace: string }).namespace;
+    if (!name || !namespace) throw new Error('evict: the pod needs metadata.name and metadata.namespace');
+    const body: Record<string, unknown> = {
+      apiVersion: 'policy/v1',
+      kind: 'Eviction',
+      metadata: { name, namespace },
+    };
+    const del: Record<string, unknown> = {};
+    if (opts.gracePeriodSeconds !== undefined) del.gracePeriodSeconds = opts.gracePeriodSeconds;
+    if (opts.dryRun) del.dryRun = ['All'];
+    if (Object.keys(del).length > 0) body.deleteOptions = del;
+    try {
+      await this.request('POST', `${this.path(this.resource('Pod'), namespace, name)}/eviction`, {
+        body,
+        signal: opts.signal,
+      });
+      return { ok: true };
+    } catch (err) {
+      if (!(err instanceof KubeApiError) || err.code === 0) throw err;
+      const code =
+        err.code === 429
+          ? 'TooManyRequests'
+          : err.code === 404
+            ? 'NotFound'
+            : err.code === 409
+              ? 'Conflict'
+              : 'Error';
+      return { ok: false, code, message: err.status.message || err.message, httpStatus: err.code };
+    }
+  }
+
+  // ---------------------------------------------------------------- watch
+
+  /**
+   * Opens a watch (client-node `Watch`). `onEvent` gets each event (ERROR events carry a `Status`, e.g.
+   * code 410 when `resourceVersion` is too old); `onDone(err)` once when the stream ends: `undefined` on a
+   * normal close or `stop()`, a `KubeApiError` for HTTP errors (410 Gone included), else the error.
+   */
+  async watch<R extends ResourceRef>(
+    ref: R,
+    opts: WatchOptions,
+    onEvent: (ev: WatchEvent<ObjectOf<R>>) => void,
+    onDone: (err: unknown) => void,
+  ): Promise<WatchHandle> {
+    const rt = this.resource(ref);
+    const path = this.path(rt, opts.namespace);
+    let stopped = false;
+    let done = false;
+    const finish = (err: unknown): void => {
+      if (done) return;
+      done = true;
+      onDone(stopped ? undefined : err);
+    };
+    const query: Query = {
+      resourceVersion: opts.resourceVersion || undefined,
+      labelSelector:
+        opts.labelSelector !== undefined ? formatLabelSelector(opts.labelSelector) || undefined : undefined,
+      fieldSelector:
+        opts.fieldSelector !== undefined ? formatFieldSelector(opts.fieldSelector) || undefined : undefined,
+      allowWatchBookmarks: opts.allowWatchBookmarks ?? true,
+      timeoutSeconds: opts.timeoutSeconds,
+    };
+    const controller = await this.watcher.watch(
+      path,
+      query,
+      (type: string, obj: unknown) => {
+        if (done) return;
+        const o = obj as ObjectOf<R>;
+        if (type !== 'ERROR' && type !== 'BOOKMARK' && o && typeof o === 'object') this.withTypeMeta(rt, o);
+        onEvent({ type: type as WatchEvent['type'], object: o });
+      },
+      (err: unknown) => {
+        if (
+          err &&
+          typeof err === 'object' &&
+          typeof (err as { statusCode?: unknown }).statusCode === 'number'
+        ) {
+          const code = (err as { statusCode: number }).statusCode;
+          finish(
+            new KubeApiError(
+              code,
+              reasonForCode(code),
+              (err as Error).message || reasonForCode(code),
+              { kind: 'Status', code },
+              `WATCH ${path}`,
+            ),
+          );
+        } else if (err && (err as { name?: string }).name === 'AbortError') finish(undefined);
+        else finish(err ?? undefined);
+      },
+    );
+    return {
+      stop: () => {
+        if (stopped) return;
+        stopped = true;
+        controller.abort();
+        finish(undefined);
+      },
+    };
+  }
+
+  // ---------------------------------------------------------------- raw requests
+
+  /**
+   * Raw JSON request against the API server (`path` starting with `/`). Resolves the parsed body
+   * (`undefined` when empty); throws `KubeApiError` for HTTP ≥ 400 (with the server's Status) and with
+   * code 0 when no response arrives. Retries once on 401 with freshly computed credentials.
+   */
+  async request<T = unknown>(method: string, path: string, req: RawRequest = {}): Promise<T> {
+    try {
+      return await this.doRequest<T>(method, path, req, false);
+    } catch (err) {
+      if (err instanceof KubeApiError && err.code === 401) return this.doRequest<T>(method, path, req, true);
+      throw err;
+    }
+  }
+
+  private async requestOptions(fresh: boolean): Promise<https.RequestOptions> {
+    const now = Date.now();
+    if (!fresh && this.cachedOpts && now - this.cachedOpts.at < 5000) return this.cachedOpts.opts;
+    const o: https.RequestOptions = {};
+    await this.kubeConfig.applyToHTTPSOptions(o);
+    this.cachedOpts = { at: now, opts: o };
+    return o;
+  }
+
+  private agentFor(o: https.RequestOptions, isHttps: boolean): http.Agent {
+    const cluster = this.kubeConfig.getCurrentCluster();
+    if (cluster?.proxyUrl && o.agent) return o.agent as http.Agent;
+    if (this.agent) return this.agent;
+    const common = { keepAlive: true, maxSockets: this.maxSockets, maxFreeSockets: this.maxSockets };
+    this.agent = isHttps
+      ? new https.Agent({
+          ...common,
+          ...(o.ca !== undefined ? { ca: o.ca } : {}),
+          ...(o.cert !== undefined ? { cert: o.cert } : {}),
+          ...(o.key !== undefined ? { key: o.key } : {}),
+          ...(o.pfx !== undefined ? { pfx: o.pfx } : {}),
+          ...(o.passphrase !== undefined ? { passphrase: o.passphrase } : {}),
+          ...(o.rejectUnauthorized !== undefined ? { rejectUnauthorized: o.rejectUnauthorized } : {}),
+          ...(cluster?.tlsServerName ? { servername: cluster.tlsServerName } : {}),
+        })
+      : new http.Agent(common);
+    return this.agent;
+  }
+
+  private async doRequest<T>(method: string, path: string, req: RawRequest, fresh: boolean): Promise<T> {
+    const o = await this.requestOptions(fresh);
+    const url = new URL(this.server + path);
+    for (const [k, v] of Object.entries(req.query ?? {}))
+      if (v !== undefined) url.searchParams.set(k, String(v));
+    const isHttps = url.protocol === 'https:';
+    const headers: Record<string, string> = { Accept: 'application/json', 'User-Agent': this.userAgent };
+    for (const [k, v] of Object.entries(o.headers ?? {})) if (v !== undefined) headers[k] = String(v);
+    let payload: Buffer | undefined;
+    if (req.body !== undefined) {
+      payload = Buffer.from(typeof req.body === 'string' ? req.body : JSON.stringify(req.body));
+      headers['Content-Type'] = req.contentType ?? 'application/json';
+      headers['Content-Length'] = String(payload.length);
+    }
+    const reqDesc = `${method} ${path}`;
+    const options: https.RequestOptions = {
+      method,
+      headers,
+      agent: this.agentFor(o, isHttps),
+      ...(o.auth ? { auth: o.auth } : {}),
+      ...(req.signal ? { signal: req.signal } : {}),
+    };
+    return new Promise<T>((resolve, reject) => {
+      const onResponse = (res: http.IncomingMessage): void => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('error', (e) => reject(connErr(e, reqDesc)));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          let body: unknown;
+          if (text.length > 0) {
+            try {
+              body = JSON.parse(text);
+            } catch {
+              body = text;
+            }
+          }
+          const code = res.statusCode ?? 0;
+          if (code >= 400 || code === 0) reject(KubeApiError.fromResponse(code, body, reqDesc));
+          else resolve(body as T);
+        });
+      };
+      const r = isHttps ? https.request(url, options, onResponse) : http.request(url, options, onResponse);
+      r.setTimeout(this.timeoutMs, () => r.destroy(new Error(`timed out after ${this.timeoutMs} ms`)));
+      r.on('error', (e) => reject(connErr(e, reqDesc)));
+      if (payload) r.end(payload);
+      else r.end();
+    });
+  }
+
+  /** Closes idle keep-alive sockets. The client stays usable (new sockets open on demand). */
+  close(): void {
+    this.agent?.destroy();
+    this.agent = undefined;
+  }
+
+  // ---------------------------------------------------------------- helpers
+
+  private namespaceOf(rt: ResourceType, obj: KubeObject): string | undefined {
+    if (!rt.namespaced) return undefined;
+    const ns = obj.metadata?.namespace;
+    if (!ns)
+      throw new Error(
+        `${rt.kind} "${obj.metadata?.name ?? obj.metadata?.generateName ?? '?'}" is namespaced: set metadata.namespace`,
+      );
+    return ns;
+  }
+
+  private writeQuery(opts: WriteOptions, requireManager: boolean): Query {
+    const q: Query = {};
+    const fm = opts.fieldManager ?? (requireManager ? this.fieldManager : undefined);
+    if (fm) q.fieldManager = fm;
+    if (opts.dryRun) q.dryRun = 'All';
+    return q;
+  }
+
+  private withTypeMeta<T>(rt: ResourceType, obj: T): T {
+    if (obj && typeof obj === 'object') {
+      const o = obj as KubeObject;
+      if (!o.apiVersion) o.apiVersion = apiVersionOf(rt);
+      if (!o.kind) o.kind = rt.kind;
+    }
+    return obj;
+  }
+}
+
+function connErr(e: Error, req: string): KubeApiError {
+  if (e instanceof KubeApiError) return e;
+  const aborted = e.name === 'AbortError';
+  return new KubeApiError(
+    0,
+    aborted ? 'Aborted' : 'ConnectionError',
+    `${aborted ? 'request aborted' : 'cannot reach the API server'}: ${e.message}`,
+    { kind: 'Status', status: 'Failure', message: e.message },
+    req,
+  );
+}
+
+/** `namespace/name` (or `name` for cluster-scoped objects): the cache and work-queue key of an object. */
+export function objectKey(obj: KubeObject | { metadata?: { name?: string; namespace?: string } }): string {
+  const ns = obj.metadata?.namespace;
+  const name = obj.metadata?.name ?? '';
+  return ns ? `${ns}/${name}` : name;
+}
+
+/** Splits an {@link objectKey} back into namespace (undefined for cluster-scoped) and name. */
+export function splitKey(key: string): { namespace: string | undefined; name: string } {
+  const i = key.indexOf('/');
+  return i < 0 ? { namespace: undefined, name: key } : { namespace: key.slice(0, i), name: key.slice(i + 1) };
+}

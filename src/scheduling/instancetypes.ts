@@ -1,0 +1,176 @@
+/**
+ * Instance-type filtering and ordering for NodeClaims: compatibility with requirements (labels and
+ * offerings), prices, fit, `minValues`. Mirrors upstream Karpenter `pkg/cloudprovider/types.go`
+ * (`InstanceTypes.Compatible`, `Offerings.Compatible/Available/Cheapest`, `SatisfiesMinValues`) and
+ * `nodeclaim.go` `filterInstanceTypesByRequirements`.
+ *
+ * Hot-path data is precomputed once per instance type in {@link TypeInfo} (allocatable as a dense vector over a
+ * {@link ResourceIndex}, available offerings).
+ */
+import { LabelCapacityType, LabelTopologyZone } from '../apis/labels.ts';
+import type { Resources } from '../apis/quantity.ts';
+import type { InstanceType, Offering } from '../cloudprovider/types.ts';
+import { formatValues, type Requirement, type Requirements } from './requirements.ts';
+
+/** Dense indexing of resource names so requests/allocatable become number arrays. `cpu`, `memory`, `pods` come first. */
+export class ResourceIndex {
+  readonly names: string[] = ['cpu', 'memory', 'pods', 'ephemeral-storage'];
+  private readonly idx = new Map<string, number>(this.names.map((n, i) => [n, i]));
+
+  /** Registers the keys of `r` (call for every list before building vectors). */
+  register(r: Resources | undefined): void {
+    if (!r) return;
+    for (const k of Object.keys(r)) {
+      if (!this.idx.has(k)) {
+        this.idx.set(k, this.names.length);
+        this.names.push(k);
+      }
+    }
+  }
+  get size(): number {
+    return this.names.length;
+  }
+  /** The dense vector of `r`; keys not registered are dropped (register first). */
+  vector(r: Resources | undefined): Float64Array {
+    const v = new Float64Array(this.names.length);
+    if (r)
+      for (const [k, x] of Object.entries(r)) {
+        const i = this.idx.get(k);
+        if (i !== undefined) v[i] = x;
+      }
+    return v;
+  }
+  /** Back to a sparse Resources object (zero entries dropped). */
+  resources(v: Float64Array): Resources {
+    const out: Resources = {};
+    for (let i = 0; i < this.names.length; i++) if (v[i]) out[this.names[i]!] = v[i]!;
+    return out;
+  }
+}
+
+/** Per-type precomputed data. */
+export interface TypeInfo {
+  it: InstanceType;
+  /** Allocatable by {@link ResourceIndex}. */
+  alloc: Float64Array;
+  /** Offerings with `available: true`. */
+  offerings: Offering[];
+}
+
+/** Builds {@link TypeInfo} for each type (register their allocatable in `index` first). */
+export function typeInfos(types: readonly InstanceType[], index: ResourceIndex): TypeInfo[] {
+  return types.map((it) => ({
+    it,
+    alloc: index.vector(it.allocatable),
+    offerings: it.offerings.filter((o) => o.available),
+  }));
+}
+
+/** The label keys instance types define (a type lacking one of them has it as "DoesNotExist"). */
+export function providerKeys(types: readonly InstanceType[]): Set<string> {
+  const keys = new Set<string>([LabelTopologyZone, LabelCapacityType]);
+  for (const t of types) for (const k of Object.keys(t.labels)) keys.add(k);
+  return keys;
+}
+
+function offeringOk(o: Offering, zone: Requirement | undefined, ct: Requirement | undefined): boolean {
+  return (!zone || zone.has(o.zone)) && (!ct || ct.has(o.capacityType));
+}
+
+/**
+ * The cheapest available offering of `t` allowed by `reqs` (zone, capacity type), or undefined.
+ * Ties: lower zone name, then capacity type, for determinism.
+ */
+export function cheapestOffering(offerings: readonly Offering[], reqs: Requirements): Offering | undefined {
+  const zone = reqs.get(LabelTopologyZone);
+  const ct = reqs.get(LabelCapacityType);
+  let best: Offering | undefined;
+  for (const o of offerings) {
+    if (!o.available || !offeringOk(o, zone, ct)) continue;
+    if (
+      !best ||
+      o.priceUSDPerHour < best.priceUSDPerHour ||
+      (o.priceUSDPerHour === best.priceUSDPerHour &&
+        (o.zone < best.zone || (o.zone === best.zone && o.capacityType < best.capacityType)))
+    )
+      best = o;
+  }
+  return best;
+}
+
+/**
+ * Why instance type `it` is not compatible with `reqs`, or `undefined` when it is: every requirement on a
+ * label the type defines must allow its value; a key the provider defines (`keys`) but this type lacks must
+ * allow absence; and at least one AVAILABLE offering must satisfy the zone and capacity-type requirements.
+ * Keys neither the type nor the provider define (NodePool labels, hostname...) are not checked here.
+ */
+export function instanceTypeIncompatibility(
+  it: InstanceType,
+  reqs: Requirements,
+  keys: ReadonlySet<string> = providerKeys([it]),
+): string | undefined {
+  for (const r of reqs.values()) {
+    if (r.key === LabelTopologyZone || r.key === LabelCapacityType) continue;
+    const v = it.labels[r.key];
+    if (v !== undefined) {
+      if (!r.has(v)) return `${it.name}: key "${r.key}" value ${v} not in ${r.toString()}`;
+    } else if (keys.has(r.key) && !r.allowsAbsent()) {
+      return `${it.name}: has no label "${r.key}" (required ${r.toString()})`;
+    }
+  }
+  if (!cheapestOffering(it.offerings, reqs)) {
+    const zone = reqs.get(LabelTopologyZone);
+    const ct = reqs.get(LabelCapacityType);
+    return `${it.name}: no available offering in zones ${zone ? zone.toString() : 'any'} with capacity type ${ct ? ct.toString() : 'any'}`;
+  }
+  return undefined;
+}
+
+/** True when instance type `it` satisfies `reqs` (see {@link instanceTypeIncompatibility}). */
+export function instanceTypeCompatible(
+  it: InstanceType,
+  reqs: Requirements,
+  keys?: ReadonlySet<string>,
+): boolean {
+  return instanceTypeIncompatibility(it, reqs, keys) === undefined;
+}
+
+/** True when vector `need` ≤ `alloc` in every dimension. */
+export function vectorFits(need: Float64Array, alloc: Float64Array): boolean {
+  for (let i = 0; i < need.length; i++) if (need[i]! > alloc[i]!) return false;
+  return true;
+}
+
+/**
+ * `minValues` check (upstream `InstanceTypes.SatisfiesMinValues`): for each requirement with `minValues`, the
+ * types must offer at least that many distinct values of the key. Returns a message for the first key that
+ * falls short, or `undefined`.
+ */
+export function minValuesShortfall(types: readonly InstanceType[], reqs: Requirements): string | undefined {
+  for (const r of reqs.values()) {
+    if (r.minValues === undefined) continue;
+    const seen = new Set<string>();
+    for (const t of types) {
+      if (r.key === LabelTopologyZone || r.key === LabelCapacityType) {
+        for (const o of t.offerings) {
+          if (!o.available) continue;
+          const v = r.key === LabelTopologyZone ? o.zone : o.capacityType;
+          if (r.has(v)) seen.add(v);
+        }
+      } else {
+        const v = t.labels[r.key];
+        if (v !== undefined && r.has(v)) seen.add(v);
+      }
+      if (seen.size >= r.minValues) break;
+    }
+    if (seen.size < r.minValues) {
+      return `minValues requirement not met: key "${r.key}" needs at least ${r.minValues} distinct values, the remaining instance types offer ${seen.size} ${formatValues(seen)}`;
+    }
+  }
+  return undefined;
+}
+
+/** Sorts by price (USD/hour) ascending, ties by instance-type name. */
+export function byPriceThenName<T extends { price: number; t: TypeInfo }>(a: T, b: T): number {
+  return a.price - b.price || (a.t.it.name < b.t.it.name ? -1 : a.t.it.name > b.t.it.name ? 1 : 0);
+}

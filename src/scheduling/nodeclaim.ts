@@ -1,0 +1,578 @@
+/**
+ * A NodeClaim being planned in this scheduling run (upstream `nodeclaim.go`): the NodePool's template, the
+ * pods packed so far, their merged requirements and the instance types that still satisfy the requirements
+ * and fit every pod plus the daemon overhead. Adding a pod narrows the options; when none would remain the pod
+ * goes elsewhere.
+ *
+ * Speed: options are shared per requirement signature ({@link PoolContext.optionsFor}); within a plan, types
+ * that stopped fitting are pruned lazily (requests only grow), and a Pareto frontier of allocatable vectors
+ * rejects pods that no option could hold in O(frontier) without scanning all options.
+ *
+ * Packing quality (capenter addition, not upstream): a plan may grow into larger instance types only while its
+ * cheapest option stays cost-efficient for its own mix of requests — the cheapest option's price per "copy of
+ * the plan's requests" must stay within {@link GROWTH_EFFICIENCY} of the best type of the NodePool for that mix.
+ * This stops a NodeClaim from growing past the largest efficient type (e.g. 192-vCPU c6a.48xlarge) into huge
+ * special types (u7i, x2iedn) that would hold everything at several times the price.
+ */
+import type { Taint } from '../apis/core.ts';
+import type { NodePool } from '../apis/karpenter.ts';
+import { LabelCapacityType, LabelTopologyZone, WellKnownLabels } from '../apis/labels.ts';
+import type { Resources } from '../apis/quantity.ts';
+import type { DaemonOverhead } from './daemonoverhead.ts';
+import { HostPortUsage } from './hostports.ts';
+import {
+  byPriceThenName,
+  cheapestOffering,
+  instanceTypeIncompatibility,
+  minValuesShortfall,
+  type ResourceIndex,
+  type TypeInfo,
+  vectorFits,
+} from './instancetypes.ts';
+import type { PodInfo } from './podinfo.ts';
+import type { Requirements } from './requirements.ts';
+import { formatRequests } from './resources.ts';
+import { untoleratedTaint } from './taints.ts';
+import type { Topology } from './topology.ts';
+import type { Unschedulable } from './types.ts';
+
+/** Upstream `MaxInstanceTypes`: a NodeClaim lists at most this many instance types. */
+export const MAX_INSTANCE_TYPES = 60;
+/** See the module doc: max ratio of the cheapest option's cost per unit of the plan's mix to the best type's. */
+export const GROWTH_EFFICIENCY = 1.25;
+
+/** A type priced under some requirements. */
+export interface PricedType {
+  t: TypeInfo;
+  price: number;
+}
+
+/** Options of a requirement signature, shared by every plan with those requirements. */
+interface OptionSet {
+  base: PricedType[];
+  frontier: Float64Array[];
+  domains: Map<string, Set<string>>;
+}
+
+/** A failure as a value: the Unschedulable code and its message. */
+export interface Failure {
+  code: Unschedulable['code'];
+  message: string;
+}
+
+/** Pareto frontier (non-dominated allocatable vectors) of a list of types. */
+export function paretoFrontier(types: readonly PricedType[]): Float64Array[] {
+  const sorted = [...types].map((p) => p.t.alloc).sort((a, b) => b[0]! - a[0]! || b[1]! - a[1]!);
+  const out: Float64Array[] = [];
+  for (const v of sorted) {
+    let dominated = false;
+    for (const f of out) {
+      if (vectorFits(v, f)) {
+        dominated = true;
+        break;
+      }
+    }
+    if (!dominated) out.push(v);
+  }
+  return out;
+}
+
+/** Everything the scheduler knows about one NodePool during a run. */
+export class PoolContext {
+  readonly name: string;
+  readonly weight: number;
+  readonly taints: Taint[];
+  readonly daemonVec: Float64Array;
+  readonly hasMinValues: boolean;
+  /** Limits minus usage; undefined when the NodePool has no limits. Mutated as NodeClaims are planned. */
+  remaining: Resources | undefined;
+  private readonly cache = new Map<string, OptionSet>();
+  /** The NodePool's types compatible with its template requirements, priced and sorted. */
+  readonly types: PricedType[];
+
+  constructor(
+    readonly nodePool: NodePool,
+    /** Template requirements (see `nodeclaimtemplate.ts`). */
+    readonly requirements: Requirements,
+    types: readonly TypeInfo[],
+    /** Label keys the provider defines on instance types. */
+    readonly keys: ReadonlySet<string>,
+    readonly daemon: DaemonOverhead,
+    index: ResourceIndex,
+    limits: Resources | undefined,
+    usage: Resources | undefined,
+  ) {
+    this.name = nodePool.metadata.name;
+    this.weight = nodePool.spec.weight ?? 0;
+    this.taints = nodePool.spec.template.spec.taints ?? [];
+    this.daemonVec = index.vector(daemon.requests);
+    this.hasMinValues = [...requirements.values()].some((r) => r.minValues !== undefined);
+    if (limits) {
+      this.remaining = { ...limits };
+      for (const [k, v] of Object.entries(usage ?? {})) if (k in this.remaining) this.remaining[k]! -= v;
+    }
+    this.types = this.price(
+      types.map((t) => ({ t, price: 0 })),
+      requirements,
+    );
+  }
+
+  /** Filters `types` by `reqs` and prices them under `reqs` (cheapest compatible available offering), sorted. */
+  price(types: readonly PricedType[], reqs: Requirements): PricedType[] {
+    const out: PricedType[] = [];
+    for (const p of types) {
+      if (instanceTypeIncompatibility(p.t.it, reqs, this.keys)) continue;
+      const o = cheapestOffering(p.t.offerings, reqs);
+      if (o) out.push({ t: p.t, price: o.priceUSDPerHour });
+    }
+    return out.sort(byPriceThenName);
+  }
+
+  /** The (cached) options of the NodePool under `reqs` (which must include the template requirements). */
+  optionsFor(reqs: Requirements): OptionSet {
+    const sig = reqs.signature();
+    let hit = this.cache.get(sig);
+    if (!hit) {
+      const base = this.price(this.types, reqs);
+      hit = { base, frontier: paretoFrontier(base), domains: new Map() };
+      this.cache.set(sig, hit);
+    }
+    return hit;
+  }
+
+  /** True when the type's capacity stays within the remaining limits (upstream `filterByRemainingResources`). */
+  withinLimits(t: TypeInfo): boolean {
+    if (!this.remaining) return true;
+    for (const [k, v] of Object.entries(this.remaining)) if ((t.it.capacity[k] ?? 0) > v) return false;
+    return true;
+  }
+
+  /** Upstream `subtractMax`: a new NodeClaim counts the largest capacity among its options against the limits. */
+  subtractMax(options: readonly PricedType[]): void {
+    if (!this.remaining) return;
+    for (const k of Object.keys(this.remaining)) {
+      let max = 0;
+      for (const p of options) max = Math.max(max, p.t.it.capacity[k] ?? 0);
+      this.remaining[k]! -= max;
+    }
+  }
+}
+
+/** Domains of `key` offered by `types` under `reqs` (zone / capacity type from offerings; labels otherwise). */
+function domainsOf(types: readonly PricedType[], reqs: Requirements, key: string): Set<string> {
+  const r = reqs.get(key);
+  if (r && !r.complement) return new Set([...r.values].filter((v) => r.has(v)));
+  const out = new Set<string>();
+  const zone = reqs.get(LabelTopologyZone);
+  const ct = reqs.get(LabelCapacityType);
+  for (const p of types) {
+    if (key === LabelTopologyZone || key === LabelCapacityType) {
+      for (const o of p.t.offerings) {
+        if ((zone && !zone.has(o.zone)) || (ct && !ct.has(o.capacityType))) continue;
+        const v = key === LabelTopologyZone ? o.zone : o.capacityType;
+        if (!r || r.has(v)) out.add(v);
+      }
+    } else {
+      const v = p.t.it.labels[key];
+      if (v !== undefined && (!r || r.has(v))) out.add(v);
+    }
+  }
+  return out;
+}
+
+/** The state of an addition computed by {@link NewNodeClaim.canAdd}, applied by {@link NewNodeClaim.commit}. */
+export interface PendingAdd {
+  requirements: Requirements;
+  /** Replacement options/base when the requirements narrowed. */
+  narrowed?: { base: PricedType[]; options: PricedType[]; frontier: Float64Array[] };
+  need: Float64Array;
+  firstFit: number;
+}
+
+/** One planned NodeClaim. */
+export class NewNodeClaim {
+  readonly pods: PodInfo[] = [];
+  readonly hostPorts = new HostPortUsage();
+  requirements: Requirements;
+  /** Requirement-compatible options (within limits at creation), sorted by price. */
+  base: PricedType[];
+  /** `base` minus types known not to fit, from index `start`. */
+  options: PricedType[];
+  start = 0;
+  frontier: Float64Array[];
+  requests: Float64Array;
+  /** Set once the plan refused to grow into an inefficient type: it then only takes pods that fit its cheapest option. */
+  growthCapped = false;
+  private maxAlloc: Float64Array;
+  private domainCache = new Map<string, Set<string>>();
+
+  constructor(
+    readonly pool: PoolContext,
+    readonly hostname: string,
+    requirements: Requirements,
+    base: PricedType[],
+    frontier: Float64Array[],
+  ) {
+    this.requirements = requirements;
+    this.base = base;
+    this.options = base;
+    this.frontier = frontier;
+    this.requests = Float64Array.from(pool.daemonVec);
+    this.hostPorts.add(pool.daemon.hostPorts);
+    this.maxAlloc = componentMax(frontier, pool.daemonVec.length);
+  }
+
+  /** Domains this plan could still land in for `key`. */
+  domains(key: string): ReadonlySet<string> {
+    const r = this.requirements.get(key);
+    if (r && !r.complement) return new Set([...r.values].filter((v) => r.has(v)));
+    let d = this.domainCache.get(key);
+    if (!d) {
+      d = domainsOf(this.options.slice(this.start), this.requirements, key);
+      this.domainCache.set(key, d);
+    }
+    return d;
+  }
+
+  /**
+   * Slack left in the current cheapest option if `pod` joined without changing it (lower = tighter fit), or
+   * -1 when the pod would not fit the current cheapest option. Resources only; cheap.
+   */
+  slackIfFits(pod: PodInfo): number {
+    const cheapest = this.options[this.start];
+    if (!cheapest) return -1;
+    const a = cheapest.t.alloc;
+    let slack = 0;
+    for (let i = 0; i < a.length; i++) {
+      const left = a[i]! - this.requests[i]! - pod.vec[i]!;
+      if (left < 0) return -1;
+      if (i < 2 && a[i]! > 0) slack += left / a[i]!;
+    }
+    return slack;
+  }
+
+  /**
+   * Whether `pod` can join; on success the pending change for {@link commit}. Checks, cheapest first: resources
+   * against the frontier, taints, host ports, requirements, topology, the remaining options, minValues, growth.
+   * @param grow when false the pod must fit the current cheapest option at no extra price (no growth).
+   */
+  canAdd(pod: PodInfo, topology: Topology, explain: boolean, grow = true): PendingAdd | Failure {
+    const n = this.requests.length;
+    const need = new Float64Array(n);
+    for (let i = 0; i < n; i++) {
+      const v = this.requests[i]! + pod.vec[i]!;
+      if (v > this.maxAlloc[i]!) return fail('NoInstanceTypeFits', explain, () => this.noFitMessage(need, pod));
+      need[i] = v;
+    }
+    const current = this.options[this.start];
+    if (!grow || this.growthCapped) {
+      if (!current || !vectorFits(need, current.t.alloc))
+        return fail('NoInstanceTypeFits', explain, () =>
+          this.growthCapped ? 'NodeClaim reached its cost-efficient size' : 'does not fit the current cheapest type',
+        );
+    }
+    if (!this.frontier.some((f) => vectorFits(need, f)))
+      return fail('NoInstanceTypeFits', explain, () => this.noFitMessage(need, pod));
+    const taint = untoleratedTaint(pod.constraints.tolerations, this.pool.taints, { preferNoSchedule: true });
+    if (taint) return { code: 'Untolerated', message: taint };
+    if (pod.hostPorts.length) {
+      const c = this.hostPorts.conflict(pod.hostPorts);
+      if (c) return { code: 'IncompatibleRequirements', message: c };
+    }
+    const incompatible = this.requirements.compatible(pod.requirements, WellKnownLabels);
+    if (incompatible) return { code: 'IncompatibleRequirements', message: incompatible };
+    let reqs = this.requirements;
+    if (!subsumes(reqs, pod.requirements)) reqs = reqs.clone().addAll(pod.requirements);
+    const topo = topology.requirementsFor(pod, pod.groups, pod.strict, {
+      kind: 'new',
+      hostname: this.hostname,
+      requirements: reqs,
+      domains: (key) => (reqs === this.requirements ? this.domains(key) : this.domainsUnder(reqs, key)),
+    });
+    if (!topo.ok) return { code: topoCode(topo.reason), message: topo.reason };
+    if (topo.requirements.length) {
+      const extra = topo.requirements.filter((r) => !reqs.get(r.key)?.subsetOf(r));
+      if (extra.length) {
+        if (reqs === this.requirements) reqs = reqs.clone();
+        reqs.add(...extra);
+      }
+    }
+    if (reqs !== this.requirements) {
+      const priced = this.pool.price(this.base, reqs);
+      if (priced.length === 0)
+        return {
+          code: 'IncompatibleRequirements',
+          message: `no instance type of this NodeClaim satisfies ${reqs.toString()}`,
+        };
+      const options = priced.filter((p) => vectorFits(need, p.t.alloc));
+      if (options.length === 0) return fail('NoInstanceTypeFits', true, () => this.noFitMessage(need, pod));
+      if (!grow || this.growthCapped) {
+        if (!current || options[0]!.price > current.price)
+          return fail('NoInstanceTypeFits', explain, () => 'would raise the price of the NodeClaim');
+      } else if (this.pods.length > 0 && (!current || options[0]!.price > current.price)) {
+        if (!this.canGrowInto(options, 0, need, priced))
+          return fail('NoInstanceTypeFits', explain, () => 'NodeClaim reached its cost-efficient size');
+      }
+      if (this.pool.hasMinValues) {
+        const mv = minValuesShortfall(
+          options.map((p) => p.t.it),
+          reqs,
+        );
+        if (mv) return { code: 'IncompatibleRequirements', message: mv };
+      }
+      return {
+        requirements: reqs,
+        narrowed: { base: priced, options, frontier: paretoFrontier(options) },
+        need,
+        firstFit: 0,
+      };
+    }
+    let i = this.start;
+    while (i < this.options.length && !vectorFits(need, this.options[i]!.t.alloc)) i++;
+    if (i >= this.options.length) return fail('NoInstanceTypeFits', explain, () => this.noFitMessage(need, pod));
+    if (this.pool.hasMinValues) {
+      const fitting = this.options.slice(i).filter((p) => vectorFits(need, p.t.alloc));
+      const mv = minValuesShortfall(
+        fitting.map((p) => p.t.it),
+        reqs,
+      );
+      if (mv) return { code: 'IncompatibleRequirements', message: mv };
+    }
+    if (i !== this.start && this.pods.length > 0 && !this.canGrowInto(this.options, i, need, this.base)) {
+      this.growthCapped = true;
+      return fail('NoInstanceTypeFits', explain, () => 'NodeClaim reached its cost-efficient size');
+    }
+    return { requirements: reqs, need, firstFit: i };
+  }
+
+  private domainsUnder(reqs: Requirements, key: string): ReadonlySet<string> {
+    const r = reqs.get(key);
+    if (r && !r.complement) return new Set([...r.values].filter((v) => r.has(v)));
+    return domainsOf(this.options.slice(this.start), reqs, key);
+  }
+
+  /** Applies a successful {@link canAdd}. */
+  commit(pod: PodInfo, add: PendingAdd, topology: Topology): void {
+    this.pods.push(pod);
+    this.requests = add.need;
+    if (add.narrowed) {
+      this.requirements = add.requirements;
+      this.base = add.narrowed.base;
+      this.options = add.narrowed.options;
+      this.start = 0;
+      this.frontier = add.narrowed.frontier;
+      this.domainCache.clear();
+    } else {
+      if (add.firstFit !== this.start) this.domainCache.clear();
+      this.start = add.firstFit;
+      const before = this.frontier.length;
+      this.frontier = this.frontier.filter((f) => vectorFits(add.need, f));
+      if (this.frontier.length !== before) this.domainCache.clear();
+    }
+    this.maxAlloc = componentMax(this.frontier, this.requests.length);
+    if (pod.hostPorts.length) this.hostPorts.add(pod.hostPorts);
+    topology.record(pod, pod.inverse, {
+      kind: 'new',
+      hostname: this.hostname,
+      requirements: this.requirements,
+    });
+  }
+
+  /** Cost of `p` per "copy" of requests `need` (price × the tightest dimension's share). */
+  private static unitCost(p: PricedType, need: Float64Array): number {
+    let share = 0;
+    for (let i = 0; i < need.length; i++) {
+      const v = need[i]!;
+      if (v <= 0) continue;
+      const a = p.t.alloc[i]!;
+      if (a <= 0) return Number.POSITIVE_INFINITY;
+      share = Math.max(share, v / a);
+    }
+    return p.price * share;
+  }
+
+  /**
+   * Growth rule (see the module doc): some option from index `from` that fits `need` must cost at most
+   * {@link GROWTH_EFFICIENCY} × the best cost per copy of `need` over `base`.
+   */
+  private canGrowInto(options: readonly PricedType[], from: number, need: Float64Array, base: readonly PricedType[]) {
+    let best = Number.POSITIVE_INFINITY;
+    for (const p of base) best = Math.min(best, NewNodeClaim.unitCost(p, need));
+    const limit = GROWTH_EFFICIENCY * best;
+    for (let i = from; i < options.length; i++) {
+      const p = options[i]!;
+      if (vectorFits(need, p.t.alloc) && NewNodeClaim.unitCost(p, need) <= limit) return true;
+    }
+    return false;
+  }
+
+  /** The remaining options that fit the current requests, in price order. */
+  fittingOptions(): PricedType[] {
+    const out: PricedType[] = [];
+    for (let i = this.start; i < this.options.length; i++) {
+      const p = this.options[i]!;
+      if (vectorFits(this.requests, p.t.alloc)) out.push(p);
+    }
+    return out;
+  }
+
+  /** `no instance type has enough resources: ...` with the closest type's allocatable. */
+  noFitMessage(need: Float64Array, pod: PodInfo): string {
+    return noFitMessage(this.base, need, pod, this.pool, this.requests.length);
+  }
+}
+
+/** Builds the "no instance type has enough resources" message with numbers. */
+export function noFitMessage(
+  base: readonly PricedType[],
+  need: Float64Array,
+  pod: PodInfo,
+  pool: PoolContext,
+  dims: number,
+): string {
+  let best: PricedType | undefined;
+  let bestScore = -1;
+  for (const p of base) {
+    let score = Number.POSITIVE_INFINITY;
+    for (let i = 0; i < dims; i++) if (need[i]! > 0) score = Math.min(score, p.t.alloc[i]! / need[i]!);
+    if (score > bestScore) {
+      bestScore = score;
+      best = p;
+    }
+  }
+  const daemon = formatRequests(pool.daemon.requests);
+  let msg = `no instance type has enough resources: pod needs ${formatRequests(pod.requests)}`;
+  if (daemon) msg += ` (+ daemon overhead ${daemon})`;
+  if (best) {
+    const a = best.t.it.allocatable;
+    const cpu = a.cpu !== undefined ? `${Math.round(a.cpu)}m` : '?';
+    const mem = a.memory !== undefined ? `${Math.floor(a.memory / 2 ** 20)}Mi` : '?';
+    msg += `; largest allowed type ${best.t.it.name} has ${cpu}/${mem}/${a.pods ?? '?'} pods allocatable`;
+  } else {
+    msg += '; no instance type is allowed';
+  }
+  return msg;
+}
+
+function componentMax(vs: readonly Float64Array[], n: number): Float64Array {
+  const out = new Float64Array(n);
+  for (const v of vs) for (let i = 0; i < n; i++) if (v[i]! > out[i]!) out[i] = v[i]!;
+  return out;
+}
+
+/** True when `reqs` is at least as narrow as `pod` on every key the pod constrains. */
+export function subsumes(reqs: Requirements, pod: Requirements): boolean {
+  for (const r of pod.values()) {
+    const cur = reqs.get(r.key);
+    if (!cur) return false;
+    if (!cur.subsetOf(r)) return false;
+    if (r.minValues !== undefined && (cur.minValues ?? 0) < r.minValues) return false;
+  }
+  return true;
+}
+
+function fail(code: Failure['code'], explain: boolean, msg: () => string): Failure {
+  return { code, message: explain ? msg() : code };
+}
+
+/** Maps a topology failure message to its Unschedulable code. */
+export function topoCode(reason: string): Failure['code'] {
+  return reason.includes('affinity') ? 'AffinityUnsatisfiable' : 'TopologyUnsatisfiable';
+}
+
+/**
+ * Opens a new NodeClaim of `pool` for `pod` (upstream `addToNewNodeClaim` for one template), or says why not.
+ * On success the pod is already committed to the returned plan.
+ */
+export function openNewNodeClaim(
+  pool: PoolContext,
+  pod: PodInfo,
+  topology: Topology,
+  hostname: string,
+): NewNodeClaim | Failure {
+  const taint = untoleratedTaint(pod.constraints.tolerations, pool.taints, { preferNoSchedule: true });
+  if (taint) return { code: 'Untolerated', message: taint };
+  if (pod.hostPorts.length && pool.daemon.hostPorts.length) {
+    const usage = new HostPortUsage();
+    usage.add(pool.daemon.hostPorts);
+    const c = usage.conflict(pod.hostPorts);
+    if (c) return { code: 'IncompatibleRequirements', message: `${c} by a DaemonSet` };
+  }
+  const incompatible = pool.requirements.compatible(pod.requirements, WellKnownLabels);
+  if (incompatible) return { code: 'IncompatibleRequirements', message: incompatible };
+  let reqs = pool.requirements;
+  if (!subsumes(reqs, pod.requirements)) reqs = reqs.clone().addAll(pod.requirements);
+  let opts = pool.optionsFor(reqs);
+  if (opts.base.length === 0)
+    return { code: 'IncompatibleRequirements', message: unmetRequirement(pool, pod) };
+  const first = opts;
+  const topo = topology.requirementsFor(pod, pod.groups, pod.strict, {
+    kind: 'new',
+    hostname,
+    requirements: reqs,
+    domains: (key) => {
+      let d = first.domains.get(key);
+      if (!d) {
+        d = domainsOf(first.base, reqs, key);
+        first.domains.set(key, d);
+      }
+      return d;
+    },
+  });
+  if (!topo.ok) return { code: topoCode(topo.reason), message: topo.reason };
+  const extra = topo.requirements.filter((r) => !reqs.get(r.key)?.subsetOf(r));
+  if (extra.length) {
+    reqs = reqs.clone().add(...extra);
+    opts = pool.optionsFor(reqs);
+    if (opts.base.length === 0)
+      return {
+        code: 'TopologyUnsatisfiable',
+        message: `no instance type is offered in the domain topology requires (${reqs.toString()})`,
+      };
+  }
+  let base = opts.base;
+  let frontier = opts.frontier;
+  if (pool.remaining) {
+    base = base.filter((p) => pool.withinLimits(p.t));
+    if (base.length === 0) {
+      return {
+        code: 'NodePoolLimitsExceeded',
+        message: `all available instance types exceed limits for nodepool (remaining ${formatRequests(pool.remaining)})`,
+      };
+    }
+    frontier = paretoFrontier(base);
+  }
+  const n = pool.daemonVec.length;
+  const need = new Float64Array(n);
+  for (let i = 0; i < n; i++) need[i] = pool.daemonVec[i]! + pod.vec[i]!;
+  if (!frontier.some((f) => vectorFits(need, f))) {
+    return { code: 'NoInstanceTypeFits', message: noFitMessage(base, need, pod, pool, n) };
+  }
+  let firstFit = 0;
+  while (!vectorFits(need, base[firstFit]!.t.alloc)) firstFit++;
+  if (pool.hasMinValues || pool.remaining) {
+    const fitting = base.slice(firstFit).filter((p) => vectorFits(need, p.t.alloc));
+    if (pool.hasMinValues) {
+      const mv = minValuesShortfall(
+        fitting.map((p) => p.t.it),
+        reqs,
+      );
+      if (mv) return { code: 'IncompatibleRequirements', message: mv };
+    }
+    pool.subtractMax(fitting);
+  }
+  const plan = new NewNodeClaim(pool, hostname, reqs, base, frontier);
+  plan.commit(pod, { requirements: reqs, need, firstFit }, topology);
+  return plan;
+}
+
+/** Names the pod requirement no instance type of the pool meets (for messages). */
+function unmetRequirement(pool: PoolContext, pod: PodInfo): string {
+  const unmet: string[] = [];
+  for (const r of pod.requirements.values()) {
+    const single = pool.requirements.clone().add(r);
+    if (pool.price(pool.types, single).length === 0) unmet.push(`${r.key} ${single.get(r.key)!.toString()}`);
+  }
+  if (unmet.length) return `no instance type of nodepool "${pool.name}" meets ${unmet.join(' and ')}`;
+  return `no instance type of nodepool "${pool.name}" meets all of ${pod.requirements.toString()} together`;
+}

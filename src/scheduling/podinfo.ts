@@ -1,0 +1,81 @@
+/**
+ * Per-pod data the scheduler computes once (requests, host ports) and again after each relaxation
+ * (requirements, topology groups). Internal to the scheduler; exported for its sibling modules and tests.
+ */
+import type { Pod } from '../apis/core.ts';
+import type { Resources } from '../apis/quantity.ts';
+import { type HostPort, podHostPorts } from './hostports.ts';
+import type { ResourceIndex } from './instancetypes.ts';
+import { nodeAffinityRequirements, requiredAlternatives } from './nodeaffinity.ts';
+import { type PodConstraints, podConstraints } from './preferences.ts';
+import { Requirements } from './requirements.ts';
+import { podRequests } from './resources.ts';
+import type { Topology, TopologyGroup } from './topology.ts';
+
+/** A pod being scheduled, with cached derived data. */
+export interface PodInfo {
+  pod: Pod;
+  /** `namespace/name`. */
+  key: string;
+  namespace: string;
+  labels: Readonly<Record<string, string>>;
+  requests: Resources;
+  vec: Float64Array;
+  hostPorts: HostPort[];
+  /** Current (possibly relaxed) constraints. */
+  constraints: PodConstraints;
+  /** nodeSelector ∩ first required term ∩ heaviest preferred term. */
+  requirements: Requirements;
+  /** nodeSelector ∩ first required term. */
+  strict: Requirements;
+  /** nodeSelector ∩ each required term (spread node filter). */
+  alternatives: Requirements[];
+  /** Topology groups of the current constraints. */
+  groups: TopologyGroup[];
+  /** Inverse anti-affinity groups this pod owns (required anti-affinity terms). */
+  inverse: TopologyGroup[];
+}
+
+/** `namespace/name` of a pod. */
+export function podKey(pod: Pod): string {
+  return `${pod.metadata.namespace ?? 'default'}/${pod.metadata.name ?? pod.metadata.generateName ?? '?'}`;
+}
+
+/**
+ * Builds the info of a pod (constraints unrelaxed).
+ * @throws RequirementError / QuantityParseError for malformed affinity or requests.
+ */
+export function buildPodInfo(pod: Pod, index: ResourceIndex, topology: Topology): PodInfo {
+  const requests = podRequests(pod);
+  const info: PodInfo = {
+    pod,
+    key: podKey(pod),
+    namespace: pod.metadata.namespace ?? 'default',
+    labels: pod.metadata.labels ?? {},
+    requests,
+    vec: index.vector(requests),
+    hostPorts: podHostPorts(pod),
+    constraints: podConstraints(pod),
+    requirements: new Requirements(),
+    strict: new Requirements(),
+    alternatives: requiredAlternatives(pod),
+    groups: [],
+    inverse: [],
+  };
+  refreshPodInfo(info, topology);
+  return info;
+}
+
+/** Recomputes requirements and topology groups after the constraints changed. */
+export function refreshPodInfo(info: PodInfo, topology: Topology): void {
+  info.requirements = nodeAffinityRequirements(info.constraints.nodeAffinity);
+  info.strict = nodeAffinityRequirements(info.constraints.nodeAffinity, true);
+  info.groups = topology.ownedGroups(info, info.constraints, info.alternatives);
+  info.inverse = topology.inverseGroups(info, info.constraints.podAntiAffinityRequired);
+}
+
+/** Restores the unrelaxed constraints. */
+export function resetPodInfo(info: PodInfo, topology: Topology): void {
+  info.constraints = podConstraints(info.pod);
+  refreshPodInfo(info, topology);
+}

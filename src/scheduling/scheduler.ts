@@ -1,0 +1,466 @@
+/**
+ * The scheduling simulation (upstream Karpenter `pkg/controllers/provisioning/scheduling/scheduler.go`):
+ * given pending pods, existing capacity, NodePools and their instance types, decide where each pod goes —
+ * an existing node, an in-flight NodeClaim, or a new NodeClaim — and which NodeClaims to create.
+ *
+ * Algorithm:
+ * 1. pods are sorted by cpu desc, memory desc, creation timestamp, namespace/name (first-fit decreasing);
+ * 2. each pod tries, in order: existing nodes (initialized first, then by name), in-flight NodeClaims (by name),
+ *    the NodeClaims opened so far in this run (in creation order), then a new NodeClaim from each NodePool by
+ *    weight desc (ties by name) whose remaining `spec.limits` still admit some instance type;
+ * 3. when a pod fits nowhere its preferences are relaxed one at a time (`preferences.ts`) and it is tried again;
+ * 4. pods that still failed are retried with their full preferences while a pass makes progress (pods with
+ *    affinity to other pods of the batch);
+ * 5. each NodeClaim keeps the instance types that satisfy its merged requirements and fit all its pods plus the
+ *    daemon overhead, sorted by price, truncated to {@link MAX_INSTANCE_TYPES} (minValues re-checked).
+ *
+ * Deviation from upstream, for cost: open NodeClaims are tried first-fit in creation order (upstream tries the
+ * one with the fewest pods first), and a NodeClaim only grows into larger types while they stay cost-efficient
+ * for its requests (see `nodeclaim.ts`). Volume topology (zonal PersistentVolumes) is not considered.
+ *
+ * Pure and deterministic: no clock, no I/O, no randomness; the same input gives the same output.
+ */
+import type { DaemonSet, Pod } from '../apis/core.ts';
+import type { NodePool } from '../apis/karpenter.ts';
+import { LabelCapacityType, LabelInstanceType, LabelTopologyZone } from '../apis/labels.ts';
+import { parseResources, QuantityParseError, type Resources } from '../apis/quantity.ts';
+import { type DaemonOverhead, daemonOverhead, daemonSetPod } from './daemonoverhead.ts';
+import { type ExistingCapacity, existingNodeCapacity, inFlightCapacity, isTerminal } from './existingnode.ts';
+import {
+  cheapestOffering,
+  minValuesShortfall,
+  providerKeys,
+  ResourceIndex,
+  typeInfos,
+} from './instancetypes.ts';
+import {
+  type Failure,
+  MAX_INSTANCE_TYPES,
+  type NewNodeClaim,
+  openNewNodeClaim,
+  PoolContext,
+  type PricedType,
+} from './nodeclaim.ts';
+import { nodeClaimTemplateRequirements } from './nodeclaimtemplate.ts';
+import { buildPodInfo, type PodInfo, podKey, refreshPodInfo, resetPodInfo } from './podinfo.ts';
+import { podConstraints, relax } from './preferences.ts';
+import { Requirement, type RequirementError, type Requirements } from './requirements.ts';
+import { Topology } from './topology.ts';
+import type {
+  Explanation,
+  NodeClaimPlan,
+  Placement,
+  PlacementTarget,
+  SchedulingInput,
+  SchedulingResult,
+  Unschedulable,
+} from './types.ts';
+
+export { MAX_INSTANCE_TYPES } from './nodeclaim.ts';
+
+/** How many times failed pods are retried with their full preferences while progress is made. */
+const MAX_PASSES = 8;
+
+function cmpStr(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** Orders pods as the scheduler does: cpu desc, memory desc, creation timestamp asc, namespace/name. */
+export function comparePods(a: PodInfo, b: PodInfo): number {
+  return (
+    (b.requests.cpu ?? 0) - (a.requests.cpu ?? 0) ||
+    (b.requests.memory ?? 0) - (a.requests.memory ?? 0) ||
+    cmpStr(a.pod.metadata.creationTimestamp ?? '', b.pod.metadata.creationTimestamp ?? '') ||
+    cmpStr(a.key, b.key)
+  );
+}
+
+/** Orders NodePools as the scheduler does: weight desc, then name. */
+export function compareNodePools(a: NodePool, b: NodePool): number {
+  return (b.spec.weight ?? 0) - (a.spec.weight ?? 0) || cmpStr(a.metadata.name, b.metadata.name);
+}
+
+/** Price (USD/hour) of a planned NodeClaim: its cheapest allowed offering. */
+export function nodeClaimPrice(plan: NodeClaimPlan): number {
+  return plan.cheapest.offering.priceUSDPerHour;
+}
+
+function errorMessage(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
+
+type Where = { kind: 'existing' | 'inflight'; cap: ExistingCapacity } | { kind: 'new'; plan: NewNodeClaim };
+
+/** Runs the scheduling simulation. Never throws for bad objects: they become `InvalidPod` / messages. */
+export function solve(input: SchedulingInput): SchedulingResult {
+  const explain = input.explain === true;
+  const unschedulable: Unschedulable[] = [];
+  const explanations = new Map<string, Explanation>();
+  const note = (pod: PodInfo | string, detail: string) => {
+    if (!explain) return;
+    const key = typeof pod === 'string' ? pod : pod.key;
+    let e = explanations.get(key);
+    if (!e) {
+      e = { pod: key, decision: '', details: [] };
+      explanations.set(key, e);
+    }
+    e.details.push(detail);
+  };
+
+  // Resource index over everything that will be compared.
+  const index = new ResourceIndex();
+  for (const types of Object.values(input.instanceTypes))
+    for (const t of types) index.register(t.allocatable);
+
+  // NodePools (static NodePools with spec.replicas are not provisioned dynamically).
+  const poolErrors: string[] = [];
+  const pools: PoolContext[] = [];
+  const dynamicPools = input.nodePools.filter((np) => np.spec.replicas === undefined).sort(compareNodePools);
+  const overheads = new Map<string, DaemonOverhead>();
+  for (const np of dynamicPools) {
+    try {
+      const d = daemonOverhead(np, input.daemonSets);
+      index.register(d.requests);
+      overheads.set(np.metadata.name, d);
+    } catch (e) {
+      poolErrors.push(`nodepool "${np.metadata.name}": ${errorMessage(e)}`);
+    }
+  }
+  const pendingPods: Pod[] = [];
+  for (const pod of input.pods) {
+    if (pod.spec?.nodeName) {
+      unschedulable.push({
+        pod,
+        code: 'InvalidPod',
+        message: `pod is already bound to node "${pod.spec.nodeName}"`,
+      });
+      continue;
+    }
+    pendingPods.push(pod);
+  }
+  const podResources = new Map<Pod, Resources>();
+  for (const pod of pendingPods) {
+    try {
+      const r = parseAllRequests(pod);
+      index.register(r);
+      podResources.set(pod, r);
+    } catch (e) {
+      unschedulable.push({ pod, code: 'InvalidPod', message: `invalid resources: ${errorMessage(e)}` });
+    }
+  }
+  for (const np of dynamicPools) {
+    const d = overheads.get(np.metadata.name);
+    if (!d) continue;
+    try {
+      const reqs = nodeClaimTemplateRequirements(np);
+      const raw = input.instanceTypes[np.metadata.name] ?? [];
+      const limits = np.spec.limits ? parseResources(np.spec.limits) : undefined;
+      pools.push(
+        new PoolContext(
+          np,
+          reqs,
+          typeInfos(raw, index),
+          providerKeys(raw),
+          d,
+          index,
+          limits,
+          input.nodePoolUsage?.[np.metadata.name],
+        ),
+      );
+    } catch (e) {
+      poolErrors.push(`nodepool "${np.metadata.name}": ${errorMessage(e)}`);
+    }
+  }
+
+  // Topology domain universes (lazy, per key).
+  const universeCache = new Map<string, Set<string>>();
+  const universe = (key: string): ReadonlySet<string> => {
+    let u = universeCache.get(key);
+    if (u) return u;
+    u = new Set();
+    for (const pool of pools) {
+      const r = pool.requirements.get(key);
+      if (key === LabelTopologyZone || key === LabelCapacityType) {
+        const zone = pool.requirements.get(LabelTopologyZone);
+        const ct = pool.requirements.get(LabelCapacityType);
+        for (const p of pool.types) {
+          for (const o of p.t.offerings) {
+            if ((zone && !zone.has(o.zone)) || (ct && !ct.has(o.capacityType))) continue;
+            u.add(key === LabelTopologyZone ? o.zone : o.capacityType);
+          }
+        }
+      } else if (r && !r.complement) {
+        for (const v of r.values) if (r.has(v)) u.add(v);
+      } else {
+        for (const p of pool.types) {
+          const v = p.t.it.labels[key];
+          if (v !== undefined && (!r || r.has(v))) u.add(v);
+        }
+      }
+    }
+    for (const en of input.existingNodes) {
+      const v = en.node.metadata.labels?.[key];
+      if (v !== undefined) u.add(v);
+    }
+    universeCache.set(key, u);
+    return u;
+  };
+  const topology = new Topology(universe, input.namespaces ?? {});
+
+  // Pods.
+  const infos: PodInfo[] = [];
+  for (const pod of pendingPods) {
+    const r = podResources.get(pod);
+    if (!r) continue;
+    try {
+      infos.push(buildPodInfo(pod, index, topology));
+    } catch (e) {
+      unschedulable.push({ pod, code: 'InvalidPod', message: errorMessage(e) });
+    }
+  }
+
+  // Existing capacity, and the pods bound to it for topology counts.
+  const existing: ExistingCapacity[] = [];
+  for (const en of input.existingNodes) {
+    try {
+      existing.push(existingNodeCapacity(en, index, input.daemonSets));
+    } catch (e) {
+      poolErrors.push(`node "${en.node.metadata.name ?? '?'}": ${errorMessage(e)}`);
+    }
+  }
+  existing.sort((a, b) => Number(b.initialized) - Number(a.initialized) || cmpStr(a.name, b.name));
+  for (const en of input.existingNodes) {
+    if (en.markedForDeletion) continue;
+    const labels = en.node.metadata.labels ?? {};
+    const node = { hostname: labels['kubernetes.io/hostname'] ?? en.node.metadata.name ?? '?', labels };
+    for (const p of en.pods) {
+      if (isTerminal(p)) continue;
+      try {
+        const tp = { namespace: p.metadata.namespace ?? 'default', labels: p.metadata.labels ?? {} };
+        const inverse = topology.inverseGroups(tp, podConstraints(p).podAntiAffinityRequired);
+        topology.countExisting(tp, node, inverse);
+      } catch {
+        // a malformed bound pod does not stop scheduling
+      }
+    }
+  }
+  const inflight: ExistingCapacity[] = [];
+  for (const inf of [...(input.inFlight ?? [])].sort((a, b) =>
+    cmpStr(a.nodeClaim.metadata.name ?? '', b.nodeClaim.metadata.name ?? ''),
+  )) {
+    try {
+      inflight.push(inFlightCapacity(inf, index));
+    } catch (e) {
+      poolErrors.push(`nodeclaim "${inf.nodeClaim.metadata.name ?? '?'}": ${errorMessage(e)}`);
+    }
+  }
+
+  const allowPreferNoSchedule = pools.some((p) => p.taints.some((t) => t.effect === 'PreferNoSchedule'));
+  const plans: NewNodeClaim[] = [];
+  const where = new Map<PodInfo, Where>();
+  const failures = new Map<PodInfo, Failure>();
+  let hostnameSeq = 0;
+
+  const tryNew = (pod: PodInfo): Where | Failure => {
+    for (const cap of existing) {
+      const f = cap.canAdd(pod, topology, index, explain);
+      if (!f) {
+        cap.commit(pod, topology);
+        return { kind: 'existing', cap };
+      }
+      if (explain) note(pod, `existing node ${cap.name}: ${f.message}`);
+    }
+    for (const cap of inflight) {
+      const f = cap.canAdd(pod, topology, index, explain);
+      if (!f) {
+        cap.commit(pod, topology);
+        return { kind: 'inflight', cap };
+      }
+      if (explain) note(pod, `in-flight nodeclaim ${cap.name}: ${f.message}`);
+    }
+    // Planned NodeClaims: first the ones that hold the pod without a price change (tightest fit first), then the
+    // first one (in creation order) that can grow into a larger type.
+    const fitting: { plan: NewNodeClaim; slack: number; i: number }[] = [];
+    for (let i = 0; i < plans.length; i++) {
+      const slack = plans[i]!.slackIfFits(pod);
+      if (slack >= 0) fitting.push({ plan: plans[i]!, slack, i });
+    }
+    fitting.sort((a, b) => a.slack - b.slack || a.i - b.i);
+    for (const { plan, i } of fitting) {
+      const r = plan.canAdd(pod, topology, explain, false);
+      if ('need' in r) {
+        plan.commit(pod, r, topology);
+        return { kind: 'new', plan };
+      }
+      if (explain) note(pod, `planned nodeclaim #${i} (${plan.pool.name}): ${r.message}`);
+    }
+    for (let i = 0; i < plans.length; i++) {
+      const plan = plans[i]!;
+      if (plan.growthCapped) continue;
+      const r = plan.canAdd(pod, topology, explain, true);
+      if ('need' in r) {
+        plan.commit(pod, r, topology);
+        return { kind: 'new', plan };
+      }
+      if (explain) note(pod, `planned nodeclaim #${i} (${plan.pool.name}) growing: ${r.message}`);
+    }
+    const reasons: Failure[] = [];
+    for (const pool of pools) {
+      const hostname = `hostname-placeholder-${String(hostnameSeq + 1).padStart(4, '0')}`;
+      const r = openNewNodeClaim(pool, pod, topology, hostname);
+      if ('pods' in r) {
+        hostnameSeq++;
+        plans.push(r);
+        return { kind: 'new', plan: r };
+      }
+      const f = { code: r.code, message: `incompatible with nodepool "${pool.name}": ${r.message}` };
+      reasons.push(f);
+      if (explain) note(pod, f.message);
+    }
+    if (reasons.length === 0) {
+      const extra = poolErrors.length ? ` (${poolErrors.join('; ')})` : '';
+      return { code: 'NoNodePool', message: `no NodePool can provision new capacity${extra}` };
+    }
+    return { code: reasons[0]!.code, message: reasons.map((r) => r.message).join('; ') };
+  };
+
+  const trySchedule = (pod: PodInfo): boolean => {
+    for (;;) {
+      const r = tryNew(pod);
+      if ('kind' in r) {
+        where.set(pod, r);
+        failures.delete(pod);
+        return true;
+      }
+      failures.set(pod, r);
+      let relaxed: string | undefined;
+      try {
+        relaxed = relax(pod.constraints, allowPreferNoSchedule);
+        if (relaxed) refreshPodInfo(pod, topology);
+      } catch (e) {
+        failures.set(pod, { code: 'InvalidPod', message: errorMessage(e) });
+        return false;
+      }
+      if (!relaxed) return false;
+      note(pod, `relaxed: ${relaxed}`);
+    }
+  };
+
+  let queue = [...infos].sort(comparePods);
+  for (let pass = 0; pass < MAX_PASSES && queue.length > 0; pass++) {
+    const failed: PodInfo[] = [];
+    for (const pod of queue) {
+      if (pass > 0) {
+        resetPodInfo(pod, topology);
+        note(pod, `retry pass ${pass + 1}`);
+      }
+      if (!trySchedule(pod)) failed.push(pod);
+    }
+    if (failed.length === queue.length) break;
+    queue = failed;
+  }
+
+  // Finalize NodeClaims.
+  const planIndex = new Map<NewNodeClaim, number>();
+  const newNodeClaims: NodeClaimPlan[] = [];
+  for (const plan of plans) {
+    const final = finalizePlan(plan, index);
+    if ('message' in final) {
+      for (const pod of plan.pods) {
+        where.delete(pod);
+        failures.set(pod, { code: 'IncompatibleRequirements', message: final.message });
+      }
+      continue;
+    }
+    planIndex.set(plan, newNodeClaims.length);
+    newNodeClaims.push(final);
+  }
+
+  const placements: Placement[] = [];
+  for (const pod of [...infos].sort(comparePods)) {
+    const w = where.get(pod);
+    if (w) {
+      let target: PlacementTarget;
+      if (w.kind === 'new') target = { kind: 'new', index: planIndex.get(w.plan)! };
+      else if (w.kind === 'existing') target = { kind: 'existing', node: w.cap.name };
+      else target = { kind: 'inflight', nodeClaim: w.cap.name };
+      placements.push({ pod: pod.pod, target });
+      if (explain) {
+        const e = explanations.get(pod.key) ?? { pod: pod.key, decision: '', details: [] };
+        e.decision =
+          target.kind === 'new'
+            ? `new nodeclaim #${target.index} (nodepool ${newNodeClaims[target.index]!.nodePool}, cheapest ${newNodeClaims[target.index]!.cheapest.instanceType.name})`
+            : target.kind === 'existing'
+              ? `existing node ${target.node}`
+              : `in-flight nodeclaim ${target.nodeClaim}`;
+        explanations.set(pod.key, e);
+      }
+      continue;
+    }
+    const f = failures.get(pod) ?? { code: 'NoNodePool' as const, message: 'not scheduled' };
+    unschedulable.push({ pod: pod.pod, code: f.code, message: f.message });
+    if (explain) {
+      const e = explanations.get(pod.key) ?? { pod: pod.key, decision: '', details: [] };
+      e.decision = `unschedulable (${f.code}): ${f.message}`;
+      explanations.set(pod.key, e);
+    }
+  }
+  if (explain) {
+    for (const u of unschedulable) {
+      const key = podKey(u.pod);
+      if (!explanations.has(key))
+        explanations.set(key, { pod: key, decision: `unschedulable (${u.code}): ${u.message}`, details: [] });
+    }
+  }
+  return {
+    newNodeClaims,
+    placements,
+    unschedulable,
+    explanations: [...explanations.values()],
+  };
+}
+
+/** Parses every resource list of a pod (to register resource names and catch malformed quantities early). */
+function parseAllRequests(pod: Pod): Resources {
+  const out: Resources = {};
+  for (const c of [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? [])]) {
+    Object.assign(out, parseResources(c.resources?.limits), parseResources(c.resources?.requests));
+  }
+  Object.assign(out, parseResources(pod.spec?.overhead));
+  if (!pod.spec?.containers) throw new QuantityParseError('spec.containers missing');
+  return out;
+}
+
+/** Turns a plan into a {@link NodeClaimPlan}: fitting options by price, truncated, minValues re-checked. */
+function finalizePlan(plan: NewNodeClaim, index: ResourceIndex): NodeClaimPlan | { message: string } {
+  let options: PricedType[] = plan.fittingOptions();
+  if (options.length === 0) return { message: 'no instance type fits the NodeClaim' };
+  if (options.length > MAX_INSTANCE_TYPES) options = options.slice(0, MAX_INSTANCE_TYPES);
+  const mv = minValuesShortfall(
+    options.map((p) => p.t.it),
+    plan.requirements,
+  );
+  if (mv) return { message: `NodePool "${plan.pool.name}" could not meet minValues after truncation: ${mv}` };
+  const reqs: Requirements = plan.requirements.clone();
+  reqs.add(
+    Requirement.in(
+      LabelInstanceType,
+      options.map((p) => p.t.it.name),
+    ),
+  );
+  const cheapest = options[0]!;
+  const offering = cheapestOffering(cheapest.t.offerings, reqs)!;
+  return {
+    nodePool: plan.pool.name,
+    requirements: reqs.toNodeSelector(),
+    instanceTypeOptions: options.map((p) => p.t.it),
+    pods: plan.pods.map((p) => p.pod),
+    requests: index.resources(plan.requests),
+    daemonOverhead: { ...plan.pool.daemon.requests },
+    cheapest: { instanceType: cheapest.t.it, offering },
+  };
+}
+
+export type { DaemonSet, RequirementError };
+/** The pod a DaemonSet would run, re-exported for callers that build inputs. */
+export { daemonSetPod };

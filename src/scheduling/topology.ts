@@ -1,0 +1,383 @@
+/**
+ * Topology: topology spread constraints, pod affinity and pod anti-affinity (including the inverse
+ * anti-affinity of pods already placed), as upstream Karpenter
+ * `pkg/controllers/provisioning/scheduling/topology.go` and `topologygroup.go`.
+ *
+ * A {@link TopologyGroup} counts the pods matching one selector (+ namespaces) per domain of one topology key.
+ * Groups are shared by every pod with the same constraint (a Deployment's replicas share one group). Counts
+ * start from the pods bound to existing nodes and grow as the scheduler places pods ({@link Topology.record}).
+ *
+ * Rules (upstream semantics):
+ * - spread: a domain d is allowed when `count(d) + (pod matches selector ? 1 : 0) − min ≤ maxSkew`, where min is
+ *   the smallest count over the eligible domains (all domains of the key that the pod's own node affinity allows;
+ *   0 when fewer than `minDomains` are eligible; always 0 for `kubernetes.io/hostname`, since a new node can
+ *   always be created). A new NodeClaim is pinned to the allowed domain with the lowest count (then name).
+ *   `ScheduleAnyway` constraints are enforced like `DoNotSchedule` until relaxed (see `preferences.ts`).
+ * - affinity: allowed domains are those with a matching pod; if none exists anywhere and the pod matches its own
+ *   selector, any domain is allowed (a new NodeClaim is pinned to one, so later replicas follow it).
+ * - anti-affinity: allowed domains are those without a matching pod. Preferred (anti-)affinity terms are enforced
+ *   as required until relaxed.
+ * - inverse anti-affinity: a pod matching the required anti-affinity term of an already placed pod may not go to
+ *   that pod's domain.
+ * Counting: pods are recorded in a domain only once it is known (a single value); for anti-affinity every domain
+ * the pod might land in is recorded. Not supported: `nodeTaintsPolicy: Honor` (taints are ignored for counting),
+ * `mismatchLabelKeys`.
+ */
+import type { LabelSelector, PodAffinityTerm, TopologySpreadConstraint } from '../apis/core.ts';
+import { LabelHostname } from '../apis/labels.ts';
+import { selectorKey, selectorMatches } from './labelselector.ts';
+import type { PodConstraints } from './preferences.ts';
+import { formatValues, Requirement, type Requirements } from './requirements.ts';
+
+/** What a group constrains. */
+export type TopologyKind = 'spread' | 'affinity' | 'anti-affinity' | 'inverse-anti-affinity';
+
+/** A pod as the topology sees it. */
+export interface TopologyPod {
+  namespace: string;
+  labels: Readonly<Record<string, string>>;
+}
+
+/** One counted constraint (see module doc). */
+export class TopologyGroup {
+  /** Pods per domain. */
+  readonly counts = new Map<string, number>();
+
+  constructor(
+    readonly id: string,
+    readonly kind: TopologyKind,
+    readonly key: string,
+    readonly selector: LabelSelector | undefined,
+    /** Namespaces whose pods count; `null` = all namespaces. */
+    readonly namespaces: ReadonlySet<string> | null,
+    readonly maxSkew = 1,
+    readonly minDomains?: number,
+    /** Spread with nodeAffinityPolicy Honor: existing pods count only on nodes matching one of these. */
+    readonly nodeFilter?: readonly Requirements[],
+  ) {}
+
+  /** True when a pod in `ns` with `labels` is counted by (or, for inverse groups, blocked by) this group. */
+  selects(pod: TopologyPod): boolean {
+    if (this.namespaces && !this.namespaces.has(pod.namespace)) return false;
+    return selectorMatches(this.selector, pod.labels);
+  }
+
+  count(domain: string): number {
+    return this.counts.get(domain) ?? 0;
+  }
+
+  record(domain: string, n = 1): void {
+    this.counts.set(domain, (this.counts.get(domain) ?? 0) + n);
+  }
+
+  /** True when a node with these labels passes the node filter. */
+  nodeFilterMatches(labels: Readonly<Record<string, string>>): boolean {
+    return !this.nodeFilter || this.nodeFilter.some((r) => r.matchesLabels(labels));
+  }
+}
+
+/** Where the scheduler is trying to put a pod. */
+export type TopologyCandidate =
+  | { kind: 'node'; hostname: string; labels: Readonly<Record<string, string>> }
+  | {
+      kind: 'new';
+      hostname: string;
+      requirements: Requirements;
+      /** Domains the NodeClaim could still land in for `key` (from its requirements and instance-type offerings). */
+      domains: (key: string) => ReadonlySet<string>;
+    };
+
+/** Where a pod was placed, for {@link Topology.record}. */
+export type TopologyPlacement =
+  | { kind: 'node'; hostname: string; labels: Readonly<Record<string, string>> }
+  | { kind: 'new'; hostname: string; requirements: Requirements };
+
+/** Result of {@link Topology.requirementsFor}. */
+export type TopologyResult = { ok: true; requirements: Requirement[] } | { ok: false; reason: string };
+
+/** All topology groups of one scheduling run. */
+export class Topology {
+  private readonly groups = new Map<string, TopologyGroup>();
+  private readonly selectsCache = new Map<string, { counting: TopologyGroup[]; inverse: TopologyGroup[] }>();
+
+  /**
+   * @param universe every known domain of a topology key (from NodePools, instance-type offerings and existing
+   *   nodes); never called for hostname (its min count is always 0).
+   * @param namespaceLabels labels of each namespace, for `namespaceSelector`.
+   */
+  constructor(
+    private readonly universe: (key: string) => ReadonlySet<string>,
+    private readonly namespaceLabels: Readonly<Record<string, Readonly<Record<string, string>>>> = {},
+  ) {}
+
+  /** Every group (for tests and explanations). */
+  allGroups(): TopologyGroup[] {
+    return [...this.groups.values()];
+  }
+
+  private namespacesOf(term: PodAffinityTerm, ownNs: string): ReadonlySet<string> | null {
+    const out = new Set<string>(term.namespaces ?? []);
+    if (term.namespaceSelector) {
+      const sel = term.namespaceSelector;
+      if (!sel.matchLabels && !sel.matchExpressions?.length) return null;
+      for (const [ns, labels] of Object.entries(this.namespaceLabels))
+        if (selectorMatches(sel, labels)) out.add(ns);
+    }
+    if (!term.namespaces?.length && !term.namespaceSelector) out.add(ownNs);
+    return out;
+  }
+
+  private getOrCreate(g: TopologyGroup): TopologyGroup {
+    const existing = this.groups.get(g.id);
+    if (existing) return existing;
+    this.groups.set(g.id, g);
+    this.selectsCache.clear();
+    return g;
+  }
+
+  private spreadGroup(
+    pod: TopologyPod,
+    tsc: TopologySpreadConstraint,
+    nodeFilter: readonly Requirements[] | undefined,
+  ): TopologyGroup {
+    let selector = tsc.labelSelector;
+    if (tsc.matchLabelKeys?.length && selector) {
+      const extra = tsc.matchLabelKeys
+        .filter((k) => pod.labels[k] !== undefined)
+        .map((k) => ({ key: k, operator: 'In' as const, values: [pod.labels[k]!] }));
+      selector = { ...selector, matchExpressions: [...(selector.matchExpressions ?? []), ...extra] };
+    }
+    const honor = (tsc.nodeAffinityPolicy ?? 'Honor') === 'Honor' ? nodeFilter : undefined;
+    const filterSig = honor ? honor.map((r) => r.signature()).join('|') : '';
+    const id = `spread|${tsc.topologyKey}|${selectorKey(selector)}|${pod.namespace}|${tsc.maxSkew}|${tsc.minDomains ?? ''}|${filterSig}`;
+    return this.getOrCreate(
+      new TopologyGroup(
+        id,
+        'spread',
+        tsc.topologyKey,
+        selector,
+        new Set([pod.namespace]),
+        tsc.maxSkew,
+        tsc.minDomains,
+        honor,
+      ),
+    );
+  }
+
+  private affinityGroup(
+    kind: 'affinity' | 'anti-affinity' | 'inverse-anti-affinity',
+    pod: TopologyPod,
+    term: PodAffinityTerm,
+  ) {
+    let selector = term.labelSelector;
+    if (term.matchLabelKeys?.length && selector) {
+      const extra = term.matchLabelKeys
+        .filter((k) => pod.labels[k] !== undefined)
+        .map((k) => ({ key: k, operator: 'In' as const, values: [pod.labels[k]!] }));
+      selector = { ...selector, matchExpressions: [...(selector.matchExpressions ?? []), ...extra] };
+    }
+    const ns = this.namespacesOf(term, pod.namespace);
+    const id = `${kind}|${term.topologyKey}|${selectorKey(selector)}|${ns ? [...ns].sort().join(',') : '*'}`;
+    return this.getOrCreate(new TopologyGroup(id, kind, term.topologyKey, selector, ns));
+  }
+
+  /**
+   * The groups a pod's CURRENT constraints put it in (spread, affinity, anti-affinity; preferred terms
+   * included until relaxed). Creates missing groups. `nodeFilter` = the pod's required node-affinity
+   * alternatives (for spread `nodeAffinityPolicy: Honor`).
+   */
+  ownedGroups(pod: TopologyPod, c: PodConstraints, nodeFilter?: readonly Requirements[]): TopologyGroup[] {
+    const out: TopologyGroup[] = [];
+    for (const tsc of c.topologySpread) out.push(this.spreadGroup(pod, tsc, nodeFilter));
+    for (const t of c.podAffinityRequired) out.push(this.affinityGroup('affinity', pod, t));
+    for (const t of c.podAffinityPreferred) out.push(this.affinityGroup('affinity', pod, t.podAffinityTerm));
+    for (const t of c.podAntiAffinityRequired) out.push(this.affinityGroup('anti-affinity', pod, t));
+    for (const t of c.podAntiAffinityPreferred)
+      out.push(this.affinityGroup('anti-affinity', pod, t.podAffinityTerm));
+    return out;
+  }
+
+  /** The inverse anti-affinity groups a pod owns (its REQUIRED anti-affinity terms). Creates missing groups. */
+  inverseGroups(pod: TopologyPod, terms: readonly PodAffinityTerm[]): TopologyGroup[] {
+    return terms.map((t) => this.affinityGroup('inverse-anti-affinity', pod, t));
+  }
+
+  private selecting(pod: TopologyPod): { counting: TopologyGroup[]; inverse: TopologyGroup[] } {
+    const key = `${pod.namespace}\u0000${JSON.stringify(Object.entries(pod.labels).sort(([a], [b]) => (a < b ? -1 : 1)))}`;
+    let hit = this.selectsCache.get(key);
+    if (!hit) {
+      hit = { counting: [], inverse: [] };
+      for (const g of this.groups.values()) {
+        if (!g.selects(pod)) continue;
+        (g.kind === 'inverse-anti-affinity' ? hit.inverse : hit.counting).push(g);
+      }
+      this.selectsCache.set(key, hit);
+    }
+    return hit;
+  }
+
+  /**
+   * Counts a pod that is already bound to an existing node (at the start of a run): in every group selecting it,
+   * and in the inverse groups built from its own required anti-affinity terms.
+   */
+  countExisting(
+    pod: TopologyPod,
+    node: { hostname: string; labels: Readonly<Record<string, string>> },
+    inverse: TopologyGroup[],
+  ) {
+    for (const g of this.selecting(pod).counting) {
+      if (!g.nodeFilterMatches(node.labels)) continue;
+      const d = g.key === LabelHostname ? node.hostname : node.labels[g.key];
+      if (d !== undefined) g.record(d);
+    }
+    for (const g of inverse) {
+      const d = g.key === LabelHostname ? node.hostname : node.labels[g.key];
+      if (d !== undefined) g.record(d);
+    }
+  }
+
+  /**
+   * The topology requirements for placing `pod` on `candidate`: for a node, whether its domains are allowed; for a
+   * new NodeClaim, the `In [domains]` requirements that narrow it (spread and bootstrap affinity pin one domain).
+   * @param owned the pod's groups ({@link ownedGroups}).
+   * @param podReqs the pod's strict requirements (eligible domains for spread minimums).
+   */
+  requirementsFor(
+    pod: TopologyPod,
+    owned: readonly TopologyGroup[],
+    podReqs: Requirements,
+    candidate: TopologyCandidate,
+  ): TopologyResult {
+    const { inverse } = this.selecting(pod);
+    if (owned.length === 0 && inverse.length === 0) return { ok: true, requirements: [] };
+    const narrowed = new Map<string, Set<string>>();
+    const domainsFor = (key: string): ReadonlySet<string> => {
+      const n = narrowed.get(key);
+      if (n) return n;
+      if (candidate.kind === 'node') {
+        const d = key === LabelHostname ? candidate.hostname : candidate.labels[key];
+        return new Set(d === undefined ? [] : [d]);
+      }
+      if (key === LabelHostname) return new Set([candidate.hostname]);
+      return candidate.domains(key);
+    };
+    for (const g of [...owned, ...inverse]) {
+      const options = domainsFor(g.key);
+      const allowed = this.allowed(g, pod, podReqs, options, candidate.kind === 'new');
+      if (allowed.size === 0) return { ok: false, reason: this.describeFailure(g, options) };
+      narrowed.set(g.key, allowed);
+    }
+    const reqs: Requirement[] = [];
+    if (candidate.kind === 'new') {
+      for (const [key, values] of narrowed) if (key !== LabelHostname) reqs.push(Requirement.in(key, values));
+    }
+    return { ok: true, requirements: reqs };
+  }
+
+  private eligibleMin(g: TopologyGroup, podReqs: Requirements): { min: number; eligible: string[] } {
+    if (g.key === LabelHostname) return { min: 0, eligible: [] };
+    const podDomains = podReqs.get(g.key);
+    const eligible: string[] = [];
+    const universe = new Set<string>(this.universe(g.key));
+    for (const d of g.counts.keys()) universe.add(d);
+    for (const d of universe) if (!podDomains || podDomains.has(d)) eligible.push(d);
+    let min = Number.POSITIVE_INFINITY;
+    for (const d of eligible) min = Math.min(min, g.count(d));
+    if (!Number.isFinite(min)) min = 0;
+    if (g.minDomains !== undefined && eligible.length < g.minDomains) min = 0;
+    return { min, eligible };
+  }
+
+  private allowed(
+    g: TopologyGroup,
+    pod: TopologyPod,
+    podReqs: Requirements,
+    options: ReadonlySet<string>,
+    pin: boolean,
+  ): Set<string> {
+    const sorted = [...options].sort();
+    switch (g.kind) {
+      case 'spread': {
+        const self = g.selects(pod) ? 1 : 0;
+        const { min } = this.eligibleMin(g, podReqs);
+        const ok = sorted.filter((d) => g.count(d) + self - min <= g.maxSkew);
+        if (!pin || g.key === LabelHostname || ok.length <= 1) return new Set(ok);
+        let best = ok[0]!;
+        for (const d of ok) if (g.count(d) < g.count(best)) best = d;
+        return new Set([best]);
+      }
+      case 'affinity': {
+        const withPods = sorted.filter((d) => g.count(d) > 0);
+        if (withPods.length > 0) {
+          if (!pin || g.key === LabelHostname) return new Set(withPods);
+          let best = withPods[0]!;
+          for (const d of withPods) if (g.count(d) > g.count(best)) best = d;
+          return new Set([best]);
+        }
+        let any = false;
+        for (const v of g.counts.values()) if (v > 0) any = true;
+        if (any || !g.selects(pod)) return new Set();
+        return pin && g.key !== LabelHostname && sorted.length > 0 ? new Set([sorted[0]!]) : new Set(sorted);
+      }
+      case 'anti-affinity': {
+        const free = sorted.filter((d) => g.count(d) === 0);
+        return pin && g.key !== LabelHostname && free.length > 1 ? new Set([free[0]!]) : new Set(free);
+      }
+      case 'inverse-anti-affinity':
+        return new Set(sorted.filter((d) => g.count(d) === 0));
+    }
+  }
+
+  private describeFailure(g: TopologyGroup, options: ReadonlySet<string>): string {
+    const counts = [...options]
+      .sort()
+      .slice(0, 8)
+      .map((d) => `${d}=${g.count(d)}`)
+      .join(', ');
+    if (options.size === 0) return `no domain for topology key "${g.key}" is possible here (${g.kind})`;
+    switch (g.kind) {
+      case 'spread':
+        return `topology spread on "${g.key}" (maxSkew ${g.maxSkew}) would be violated in every possible domain ${formatValues(options)} (matching pods: ${counts})`;
+      case 'affinity':
+        return `pod affinity on "${g.key}": no possible domain ${formatValues(options)} has a matching pod`;
+      case 'anti-affinity':
+        return `pod anti-affinity on "${g.key}": every possible domain already has a matching pod (${counts})`;
+      case 'inverse-anti-affinity':
+        return `anti-affinity of already placed pods on "${g.key}" excludes every possible domain (${counts})`;
+    }
+  }
+
+  /**
+   * Records a placed pod: in each group selecting it (a single known domain; every possible domain for
+   * anti-affinity) and in its own inverse anti-affinity groups.
+   */
+  record(pod: TopologyPod, ownInverse: readonly TopologyGroup[], placement: TopologyPlacement): void {
+    const domainsOf = (key: string): string[] => {
+      if (key === LabelHostname) return [placement.hostname];
+      if (placement.kind === 'node') {
+        const d = placement.labels[key];
+        return d === undefined ? [] : [d];
+      }
+      const r = placement.requirements.get(key);
+      if (!r || r.complement) return [];
+      return [...r.values].filter((v) => r.has(v));
+    };
+    for (const g of this.selecting(pod).counting) {
+      if (placement.kind === 'node' && !g.nodeFilterMatches(placement.labels)) continue;
+      const ds = domainsOf(g.key);
+      if (g.kind === 'anti-affinity') for (const d of ds) g.record(d);
+      else if (ds.length === 1) g.record(ds[0]!);
+    }
+    for (const g of ownInverse) for (const d of domainsOf(g.key)) g.record(d);
+  }
+
+  /** Keys used by any group (the scheduler computes domain universes for these). */
+  keys(): Set<string> {
+    return new Set([...this.groups.values()].map((g) => g.key));
+  }
+
+  /** Term references of a pod for explanations. */
+  static describe(groups: readonly TopologyGroup[]): string[] {
+    return groups.map((g) => `${g.kind} on ${g.key}`);
+  }
+}

@@ -1,0 +1,142 @@
+/**
+ * The embedded Kubernetes API server: a real HTTPS server on loopback speaking the Kubernetes REST and
+ * watch protocol, usable unchanged by @kubernetes/client-node and kubectl.
+ *
+ * Limitations (documented): JSON/YAML only (protobuf → 415); no authn/authz (any bearer token);
+ * server-side apply is a merge without field-ownership conflicts or removal of dropped fields; CRD CEL
+ * rules and `format` are not enforced; no conversion webhooks (apiVersion rewrite only); core/v1 and
+ * events.k8s.io/v1 Events are stored separately; PDB expected pods = selected pods.
+ */
+import { writeFile, mkdir } from 'node:fs/promises';
+import { createServer as createHttpServer, type Server } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { dirname } from 'node:path';
+import { stringify as toYaml } from 'yaml';
+import { serverCert } from './certs.ts';
+import { createHandler } from './http.ts';
+import { ClusterStore } from './store.ts';
+import type { ApiServerLogger, KObj, StoredObj } from './types.ts';
+
+export { ClusterStore } from './store.ts';
+export type { StoreOptions, WatchEvent, WatchType, PatchType, DeleteOptions, ListOptions, WriteOptions } from './store.ts';
+export { ApiError } from './errors.ts';
+export type { ApiServerLogger, KObj, StoredObj, ResourceDef } from './types.ts';
+
+/** Options of {@link startEmbeddedCluster}. */
+export interface EmbeddedClusterOptions {
+  /** TCP port (default 0 = any free port) */
+  port?: number;
+  /** listen address (default 127.0.0.1) */
+  host?: string;
+  /** serve HTTPS with a self-signed certificate (default true); plain HTTP otherwise */
+  tls?: boolean;
+  /** watch events kept per resource (default 10000); older resourceVersions get 410 Gone */
+  watchHistory?: number;
+  /** graceful deletion of bound pods (see StoreOptions.podGracefulDeletion), default false */
+  podGracefulDeletion?: boolean;
+  /** BOOKMARK interval for watches with allowWatchBookmarks, in ms (default 10000) */
+  bookmarkIntervalMs?: number;
+  logger?: ApiServerLogger;
+}
+
+/** A running embedded cluster. */
+export interface EmbeddedCluster {
+  /** `https://127.0.0.1:<port>` */
+  url: string;
+  port: number;
+  /** kubeconfig YAML (context `capenter`, with certificate-authority-data, token auth) */
+  kubeconfig: string;
+  /** Write the kubeconfig to `path` (parent directories created). */
+  writeKubeconfig(path: string): Promise<void>;
+  /** Direct in-process access to the objects (returned objects must not be mutated). */
+  store: ClusterStore;
+  /**
+   * Install a CustomResourceDefinition (create or replace); its resources are served at once.
+   * @throws ApiError 422 for an invalid CRD
+   */
+  installCRD(crd: KObj): StoredObj;
+  /** Close watches and connections, stop listening. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Start an embedded API server. Resolves once it listens (well under a second; the certificate is
+ * generated once per process).
+ * @throws when the port cannot be bound
+ */
+export async function startEmbeddedCluster(opts: EmbeddedClusterOptions = {}): Promise<EmbeddedCluster> {
+  const host = opts.host ?? '127.0.0.1';
+  const tls = opts.tls ?? true;
+  const store = new ClusterStore({
+    ...(opts.watchHistory !== undefined ? { watchHistory: opts.watchHistory } : {}),
+    ...(opts.podGracefulDeletion !== undefined ? { podGracefulDeletion: opts.podGracefulDeletion } : {}),
+    ...(opts.logger ? { logger: opts.logger } : {}),
+  });
+  let port = 0;
+  const urlHost = host.includes(':') ? `[${host}]` : host;
+  const handler = createHandler(store, {
+    serverAddress: () => `${urlHost}:${port}`,
+    ...(opts.bookmarkIntervalMs !== undefined ? { bookmarkIntervalMs: opts.bookmarkIntervalMs } : {}),
+    ...(opts.logger ? { logger: opts.logger } : {}),
+  });
+  const cert = tls ? await serverCert() : undefined;
+  const server: Server = cert
+    ? createHttpsServer({ key: cert.key, cert: cert.cert }, handler.handle)
+    : createHttpServer(handler.handle);
+  server.keepAliveTimeout = 60_000;
+  server.headersTimeout = 65_000;
+  server.requestTimeout = 0;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port ?? 0, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  port = (server.address() as AddressInfo).port;
+  const url = `${tls ? 'https' : 'http'}://${urlHost}:${port}`;
+  const cluster: JsonKubeconfig = {
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [
+      {
+        name: 'capenter',
+        cluster: cert
+          ? { server: url, 'certificate-authority-data': Buffer.from(cert.cert).toString('base64') }
+          : { server: url, 'insecure-skip-tls-verify': true },
+      },
+    ],
+    users: [{ name: 'capenter', user: { token: 'capenter-embedded' } }],
+    contexts: [{ name: 'capenter', context: { cluster: 'capenter', user: 'capenter', namespace: 'default' } }],
+    'current-context': 'capenter',
+    preferences: {},
+  };
+  const kubeconfig = toYaml(cluster);
+  let stopped = false;
+  opts.logger?.info?.({ url }, 'embedded API server listening');
+  return {
+    url,
+    port,
+    kubeconfig,
+    store,
+    installCRD: (crd) => store.installCRD(crd),
+    writeKubeconfig: async (path) => {
+      await mkdir(dirname(path), { recursive: true });
+      await writeFile(path, kubeconfig, { mode: 0o600 });
+    },
+    stop: async () => {
+      if (stopped) return;
+      stopped = true;
+      handler.closeWatches();
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+    },
+  };
+}
+
+interface JsonKubeconfig {
+  [key: string]: unknown;
+}

@@ -1,0 +1,774 @@
+/**
+ * Turns loaded manifests into a {@link SchedulingInput}: workloads expand into pending pods, Nodes become
+ * existing capacity (with their bound pods and, where none is listed, one pod per matching DaemonSet),
+ * NodePools get their instance types from the AWS catalog through their EC2NodeClass.
+ *
+ * Rules (documented for users in docs/simulate.md, and matching `shared/cases/README.md` "Input"):
+ * - Deployment / ReplicaSet / ReplicationController / StatefulSet: `spec.replicas` pods (default 1);
+ *   Job: `min(parallelism, completions)` pods (parallelism default 1). Names are deterministic:
+ *   Deployment `<name>-<template-hash>-<i>`, ReplicaSet `<name>-<i>`, StatefulSet `<name>-<i>`, Job `<name>-<i>`.
+ * - Pod without `spec.nodeName`: pending; with it: bound to that node. Terminal (Succeeded/Failed) and
+ *   deleting pods are skipped. Pods owned by a DaemonSet are never provisioned for (upstream
+ *   `pod.IsProvisionable`): they are reported as unschedulable.
+ * - Namespace defaults to `default`.
+ * - Node: existing capacity; managed (with a NodeClaim of the same name) when labelled `karpenter.sh/nodepool`.
+ * - No NodePool in the input: {@link DEFAULT_NODEPOOL} (and {@link DEFAULT_EC2NODECLASS} unless the input has
+ *   an EC2NodeClass named `default`) is used, with a notice.
+ */
+import { createHash } from 'node:crypto';
+import type {
+  DaemonSet,
+  Deployment,
+  Job,
+  KubeObject,
+  Node,
+  PersistentVolumeClaim,
+  Pod,
+  PodDisruptionBudget,
+  PodTemplateSpec,
+  StatefulSet,
+} from '../apis/core.ts';
+import type { EC2NodeClass, NodeClaim, NodePool } from '../apis/karpenter.ts';
+import { LabelNodePool } from '../apis/labels.ts';
+import { parseResources, type Resources } from '../apis/quantity.ts';
+import type { InstanceType } from '../cloudprovider/types.ts';
+import { selectorMatches } from '../scheduling/labelselector.ts';
+import type { ExistingNode, SchedulingInput } from '../scheduling/types.ts';
+import { DAEMON_DEFAULT_TOLERATIONS, podFitsNodeLabelsAndTaints } from './match.ts';
+
+/** An object with where it came from (as `apis/load.ts` returns them). */
+export interface SourcedObject {
+  file?: string;
+  /** 0-based document index in the file. */
+  index?: number;
+  /** 1-based line where the object starts, when known. */
+  line?: number;
+  object: KubeObject;
+}
+
+/**
+ * An input problem that stops part of the input from being simulated (CLI exit code 2). `message` is complete
+ * and ready to print, in the loader's format: `<file>:<line> (document <i>): <Kind> "<name>": <field>: <text>`.
+ */
+export interface SimulationIssue {
+  file?: string;
+  index?: number;
+  kind?: string;
+  name?: string;
+  fieldPath?: string;
+  /** Validation rule that failed, when known (from `apis/load.ts`). */
+  rule?: string;
+  message: string;
+}
+
+/** A pending pod the simulator does not hand to the scheduler, with why. */
+export interface IgnoredPod {
+  pod: Pod;
+  code: 'OwnedByDaemonSet';
+  reason: string;
+}
+
+/**
+ * Resolves the instance types of one NodeClass in a region (the AWS catalog's `getInstanceTypes`).
+ * May be synchronous or asynchronous.
+ */
+export type CatalogFunction = (args: {
+  region: string;
+  nodeClass?: EC2NodeClass;
+}) =>
+  | { instanceTypes: readonly InstanceType[]; notices: readonly string[] }
+  | Promise<{ instanceTypes: readonly InstanceType[]; notices: readonly string[] }>;
+
+/** Options of {@link buildSchedulingInput}. */
+export interface BuildInputOptions {
+  /** AWS region whose catalog (types, zones, prices) is used, e.g. `us-east-1`. */
+  region: string;
+  explain?: boolean;
+  catalog: CatalogFunction;
+}
+
+/** What {@link buildSchedulingInput} produces besides the scheduler input itself. */
+export interface BuiltInput {
+  input: SchedulingInput;
+  /** Pending pods not given to the scheduler (reported as unschedulable). */
+  ignored: IgnoredPod[];
+  errors: SimulationIssue[];
+  notices: string[];
+  /** PVCs from the input plus those StatefulSet `volumeClaimTemplates` create (not used by the scheduler yet). */
+  persistentVolumeClaims: PersistentVolumeClaim[];
+  podDisruptionBudgets: PodDisruptionBudget[];
+  /** True when no NodePool was given and {@link DEFAULT_NODEPOOL} was used. */
+  usedDefaultNodePool: boolean;
+}
+
+/**
+ * The NodePool used when the input has none: upstream's getting-started NodePool without its CPU limit
+ * (on-demand, amd64, linux, instance categories c/m/r, generation > 2, EC2NodeClass `default`), with
+ * upstream v1 defaults (consolidation WhenEmptyOrUnderutilized after 0s, budget 10%, expireAfter 720h).
+ */
+export const DEFAULT_NODEPOOL: NodePool = {
+  apiVersion: 'karpenter.sh/v1',
+  kind: 'NodePool',
+  metadata: { name: 'default' },
+  spec: {
+    template: {
+      spec: {
+        nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' },
+        requirements: [
+          { key: 'kubernetes.io/arch', operator: 'In', values: ['amd64'] },
+          { key: 'kubernetes.io/os', operator: 'In', values: ['linux'] },
+          { key: 'karpenter.sh/capacity-type', operator: 'In', values: ['on-demand'] },
+          { key: 'karpenter.k8s.aws/instance-category', operator: 'In', values: ['c', 'm', 'r'] },
+          { key: 'karpenter.k8s.aws/instance-generation', operator: 'Gt', values: ['2'] },
+        ],
+        expireAfter: '720h',
+      },
+    },
+    disruption: {
+      consolidationPolicy: 'WhenEmptyOrUnderutilized',
+      consolidateAfter: '0s',
+      budgets: [{ nodes: '10%' }],
+    },
+  },
+};
+
+/**
+ * The EC2NodeClass used with {@link DEFAULT_NODEPOOL} when the input has no EC2NodeClass `default`: AL2023
+ * (`al2023@latest`), no kubelet overrides. Role and discovery tags name the neutral cluster `cluster-1`.
+ */
+export const DEFAULT_EC2NODECLASS: EC2NodeClass = {
+  apiVersion: 'karpenter.k8s.aws/v1',
+  kind: 'EC2NodeClass',
+  metadata: { name: 'default' },
+  spec: {
+    role: 'KarpenterNodeRole-cluster-1',
+    amiSelectorTerms: [{ alias: 'al2023@latest' }],
+    subnetSelectorTerms: [{ tags: { 'karpenter.sh/discovery': 'cluster-1' } }],
+    securityGroupSelectorTerms: [{ tags: { 'karpenter.sh/discovery': 'cluster-1' } }],
+  },
+};
+
+const PENDING_STATUS = {
+  phase: 'Pending' as const,
+  conditions: [{ type: 'PodScheduled', status: 'False' as const, reason: 'Unschedulable' }],
+};
+
+/** Deterministic UUID-shaped id for `key` (object uids in the simulation). */
+export function deterministicUid(key: string): string {
+  const h = createHash('sha256').update(key).digest('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
+}
+
+const SAFE_ALPHABET = 'bcdfghjklmnpqrstvwxz2456789';
+/** A `pod-template-hash`-like value (Kubernetes' safe alphabet, 10 characters) of a pod template. */
+export function templateHash(template: unknown): string {
+  const digest = createHash('sha256').update(JSON.stringify(template)).digest();
+  let out = '';
+  for (let i = 0; i < 10; i++) out += SAFE_ALPHABET[digest[i]! % SAFE_ALPHABET.length];
+  return out;
+}
+
+function nsOf(o: KubeObject): string {
+  return o.metadata?.namespace || 'default';
+}
+function nameOf(o: KubeObject): string {
+  return o.metadata?.name ?? '';
+}
+/** `namespace/name` of a pod, as printed in outputs. */
+export function podKey(p: Pod): string {
+  return `${nsOf(p)}/${nameOf(p)}`;
+}
+
+function controllerOwner(o: KubeObject): { kind: string; name: string } | undefined {
+  const refs = o.metadata?.ownerReferences ?? [];
+  return refs.find((r) => r.controller) ?? refs[0];
+}
+
+/** Builds a pod from a workload's template (pending unless `nodeName` is given). */
+function podFromTemplate(
+  template: PodTemplateSpec,
+  opts: {
+    name: string;
+    namespace: string;
+    owner: { apiVersion: string; kind: string; name: string };
+    labels?: Record<string, string>;
+    nodeName?: string;
+  },
+): Pod {
+  const spec = structuredClone(template.spec ?? { containers: [] });
+  if (!Array.isArray(spec.containers)) spec.containers = [];
+  if (opts.nodeName) spec.nodeName = opts.nodeName;
+  const meta = template.metadata ?? {};
+  const pod: Pod = {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: {
+      name: opts.name,
+      namespace: opts.namespace,
+      uid: deterministicUid(`Pod/${opts.namespace}/${opts.name}`),
+      labels: { ...(meta.labels ?? {}), ...(opts.labels ?? {}) },
+      ...(meta.annotations ? { annotations: { ...meta.annotations } } : {}),
+      ownerReferences: [
+        {
+          apiVersion: opts.owner.apiVersion,
+          kind: opts.owner.kind,
+          name: opts.owner.name,
+          uid: deterministicUid(`${opts.owner.kind}/${opts.namespace}/${opts.owner.name}`),
+          controller: true,
+          blockOwnerDeletion: true,
+        },
+      ],
+    },
+    spec,
+    status: opts.nodeName ? { phase: 'Running' } : structuredClone(PENDING_STATUS),
+  };
+  return pod;
+}
+
+function replicasOf(v: unknown): number {
+  return typeof v === 'number' && Number.isFinite(v) && v >= 0 ? Math.floor(v) : 1;
+}
+
+/**
+ * Expands one workload object into pods. Returns `undefined` for kinds that are not workloads.
+ * `existing` is the number of listed pods already owned by this object (they count towards replicas).
+ */
+export function expandWorkload(obj: KubeObject, existing = 0): Pod[] | undefined {
+  const ns = nsOf(obj);
+  const name = nameOf(obj);
+  const pods: Pod[] = [];
+  switch (obj.kind) {
+    case 'Deployment': {
+      const d = obj as Deployment;
+      if (!d.spec?.template) return [];
+      const hash = templateHash(d.spec.template);
+      const rs = `${name}-${hash}`;
+      for (let i = existing; i < replicasOf(d.spec.replicas); i++) {
+        pods.push(
+          podFromTemplate(d.spec.template, {
+            name: `${rs}-${i}`,
+            namespace: ns,
+            owner: { apiVersion: 'apps/v1', kind: 'ReplicaSet', name: rs },
+            labels: { 'pod-template-hash': hash },
+          }),
+        );
+      }
+      return pods;
+    }
+    case 'ReplicaSet':
+    case 'ReplicationController': {
+      const d = obj as Deployment;
+      if (!d.spec?.template) return [];
+      for (let i = existing; i < replicasOf(d.spec.replicas); i++) {
+        pods.push(
+          podFromTemplate(d.spec.template, {
+            name: `${name}-${i}`,
+            namespace: ns,
+            owner: { apiVersion: obj.apiVersion ?? 'apps/v1', kind: obj.kind, name },
+          }),
+        );
+      }
+      return pods;
+    }
+    case 'StatefulSet': {
+      const s = obj as StatefulSet;
+      if (!s.spec?.template) return [];
+      for (let i = existing; i < replicasOf(s.spec.replicas); i++) {
+        const podName = `${name}-${i}`;
+        const pod = podFromTemplate(s.spec.template, {
+          name: podName,
+          namespace: ns,
+          owner: { apiVersion: 'apps/v1', kind: 'StatefulSet', name },
+          labels: {
+            'statefulset.kubernetes.io/pod-name': podName,
+            'apps.kubernetes.io/pod-index': String(i),
+          },
+        });
+        // The StatefulSet controller mounts one PVC per volumeClaimTemplate: <template>-<set>-<ordinal>.
+        for (const t of s.spec.volumeClaimTemplates ?? []) {
+          const tname = t.metadata?.name ?? 'data';
+          pod.spec.volumes ??= [];
+          const volumes = pod.spec.volumes;
+          if (!volumes.some((v) => v.name === tname)) {
+            volumes.push({ name: tname, persistentVolumeClaim: { claimName: `${tname}-${podName}` } });
+          }
+        }
+        pods.push(pod);
+      }
+      return pods;
+    }
+    case 'Job': {
+      const j = obj as Job;
+      if (!j.spec?.template) return [];
+      let n = replicasOf(j.spec.parallelism);
+      if (typeof j.spec.completions === 'number') n = Math.min(n, Math.max(0, j.spec.completions));
+      for (let i = existing; i < n; i++) {
+        pods.push(
+          podFromTemplate(j.spec.template, {
+            name: `${name}-${i}`,
+            namespace: ns,
+            owner: { apiVersion: 'batch/v1', kind: 'Job', name },
+            labels: { 'batch.kubernetes.io/job-name': name, 'job-name': name },
+          }),
+        );
+      }
+      return pods;
+    }
+    default:
+      return undefined;
+  }
+}
+
+/** PVCs a StatefulSet's `volumeClaimTemplates` create for its replicas. */
+function statefulSetClaims(s: StatefulSet): PersistentVolumeClaim[] {
+  const out: PersistentVolumeClaim[] = [];
+  const ns = nsOf(s);
+  for (let i = 0; i < replicasOf(s.spec?.replicas); i++) {
+    for (const t of s.spec?.volumeClaimTemplates ?? []) {
+      const tname = t.metadata?.name ?? 'data';
+      out.push({
+        apiVersion: 'v1',
+        kind: 'PersistentVolumeClaim',
+        metadata: {
+          name: `${tname}-${nameOf(s)}-${i}`,
+          namespace: ns,
+          labels: { ...(t.metadata?.labels ?? {}) },
+        },
+        spec: structuredClone(t.spec ?? {}),
+      });
+    }
+  }
+  return out;
+}
+
+function isTerminalOrDeleting(p: Pod): boolean {
+  return p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed' || !!p.metadata.deletionTimestamp;
+}
+
+function withNamespace<T extends KubeObject>(o: T): T {
+  if (o.metadata?.namespace) return o;
+  return { ...o, metadata: { ...(o.metadata ?? {}), namespace: 'default' } };
+}
+
+/** A daemon pod for an existing node (the DaemonSet controller would have created it). */
+function daemonPodFor(ds: DaemonSet, node: Node): Pod {
+  const nodeName = nameOf(node);
+  const name = `${nameOf(ds)}-${templateHash(nodeName).slice(0, 5)}`;
+  return podFromTemplate(ds.spec.template, {
+    name,
+    namespace: nsOf(ds),
+    owner: { apiVersion: 'apps/v1', kind: 'DaemonSet', name: nameOf(ds) },
+    nodeName,
+  });
+}
+
+/** The NodeClaim behind a managed Node (registered, initialized, same name). */
+function nodeClaimForNode(node: Node, pool: NodePool | undefined): NodeClaim {
+  const name = nameOf(node);
+  const tmpl = pool?.spec.template.spec;
+  return {
+    apiVersion: 'karpenter.sh/v1',
+    kind: 'NodeClaim',
+    metadata: {
+      name,
+      uid: deterministicUid(`NodeClaim/${name}`),
+      labels: { ...(node.metadata.labels ?? {}) },
+      ...(node.metadata.creationTimestamp ? { creationTimestamp: node.metadata.creationTimestamp } : {}),
+    },
+    spec: {
+      nodeClassRef: tmpl?.nodeClassRef ?? {
+        group: 'karpenter.k8s.aws',
+        kind: 'EC2NodeClass',
+        name: 'default',
+      },
+      requirements: structuredClone(tmpl?.requirements ?? []),
+      ...(tmpl?.taints ? { taints: structuredClone(tmpl.taints) } : {}),
+      ...(tmpl?.startupTaints ? { startupTaints: structuredClone(tmpl.startupTaints) } : {}),
+      ...(tmpl?.expireAfter ? { expireAfter: tmpl.expireAfter } : {}),
+    },
+    status: {
+      ...(node.spec?.providerID ? { providerID: node.spec.providerID } : {}),
+      nodeName: name,
+      ...(node.status?.capacity ? { capacity: { ...node.status.capacity } } : {}),
+      ...(node.status?.allocatable ? { allocatable: { ...node.status.allocatable } } : {}),
+      conditions: ['Launched', 'Registered', 'Initialized', 'Ready'].map((type) => ({
+        type,
+        status: 'True' as const,
+      })),
+    },
+  };
+}
+
+function addResources(into: Resources, r: Resources): void {
+  for (const [k, v] of Object.entries(r)) into[k] = (into[k] ?? 0) + v;
+}
+
+/** Where an object came from, in the loader's format (`file.yaml:12 (document 3)`), or `<input>`. */
+function location(s: SourcedObject | undefined): string {
+  if (!s || s.file === undefined) return '<input>';
+  const loc = s.line !== undefined ? `${s.file}:${s.line}` : s.file;
+  return s.index !== undefined && s.index >= 0 ? `${loc} (document ${s.index})` : loc;
+}
+
+/** An issue about object `kind`/`name` (from `src`), with a complete message. */
+function issue(
+  src: SourcedObject | undefined,
+  kind: string,
+  name: string,
+  fieldPath: string | undefined,
+  text: string,
+): SimulationIssue {
+  return {
+    ...(src?.file !== undefined ? { file: src.file } : {}),
+    ...(src?.index !== undefined ? { index: src.index } : {}),
+    kind,
+    name,
+    ...(fieldPath ? { fieldPath } : {}),
+    message: `${location(src)}: ${kind} "${name}": ${fieldPath ? `${fieldPath}: ` : ''}${text}`,
+  };
+}
+
+/**
+ * Builds the scheduler input from loaded (validated, defaulted) objects. Never throws for bad input:
+ * problems come back in `errors` and the rest is still built. Reads nothing but `opts.catalog`.
+ */
+export async function buildSchedulingInput(
+  objects: ReadonlyArray<SourcedObject>,
+  opts: BuildInputOptions,
+): Promise<BuiltInput> {
+  const errors: SimulationIssue[] = [];
+  const notices: string[] = [];
+  const ignored: IgnoredPod[] = [];
+
+  const nodePools: NodePool[] = [];
+  const nodeClasses = new Map<string, EC2NodeClass>();
+  const nodes: Node[] = [];
+  const listedPods: Pod[] = [];
+  const workloads: KubeObject[] = [];
+  const daemonSets: DaemonSet[] = [];
+  const pdbs: PodDisruptionBudget[] = [];
+  const pvcs: PersistentVolumeClaim[] = [];
+  const namespaces: Record<string, Record<string, string>> = {};
+  const limitRanges: KubeObject[] = [];
+  const seen = new Map<string, SourcedObject>();
+
+  for (const s of objects) {
+    const o = s.object;
+    if (!o || typeof o !== 'object') continue;
+    const kind = o.kind ?? '';
+    const clusterScoped = ['NodePool', 'EC2NodeClass', 'Node', 'Namespace', 'NodeClaim'].includes(kind);
+    const key = `${kind}/${clusterScoped ? '' : nsOf(o)}/${nameOf(o)}`;
+    const first = seen.get(key);
+    if (first && nameOf(o)) {
+      errors.push(
+        issue(
+          s,
+          kind,
+          clusterScoped ? nameOf(o) : `${nsOf(o)}/${nameOf(o)}`,
+          'metadata.name',
+          `duplicate: already defined at ${location(first)}; this copy is ignored. Rename one of them or pass only one of the files.`,
+        ),
+      );
+      continue;
+    }
+    seen.set(key, s);
+    switch (kind) {
+      case 'NodePool':
+        nodePools.push(o as NodePool);
+        break;
+      case 'EC2NodeClass':
+        nodeClasses.set(nameOf(o), o as EC2NodeClass);
+        break;
+      case 'Node':
+        nodes.push(o as Node);
+        break;
+      case 'Pod':
+        listedPods.push(withNamespace(o as Pod));
+        break;
+      case 'Deployment':
+      case 'ReplicaSet':
+      case 'ReplicationController':
+      case 'StatefulSet':
+      case 'Job':
+        workloads.push(withNamespace(o));
+        break;
+      case 'DaemonSet':
+        daemonSets.push(withNamespace(o as DaemonSet));
+        break;
+      case 'PodDisruptionBudget':
+        pdbs.push(withNamespace(o as PodDisruptionBudget));
+        break;
+      case 'PersistentVolumeClaim':
+        pvcs.push(withNamespace(o as PersistentVolumeClaim));
+        break;
+      case 'LimitRange':
+        limitRanges.push(withNamespace(o));
+        break;
+      case 'Namespace':
+        namespaces[nameOf(o)] = { ...(o.metadata?.labels ?? {}), 'kubernetes.io/metadata.name': nameOf(o) };
+        break;
+      case 'CronJob':
+        notices.push(
+          `CronJob ${nsOf(o)}/${nameOf(o)}: not expanded (its Jobs only exist at run time); list a Job to simulate one run.`,
+        );
+        break;
+      default:
+        break;
+    }
+  }
+
+  // Pods listed in the input count towards their controller's replicas.
+  const ownedCount = new Map<string, number>();
+  for (const p of listedPods) {
+    const owner = controllerOwner(p);
+    if (owner) {
+      const k = `${owner.kind}/${nsOf(p)}/${owner.name}`;
+      ownedCount.set(k, (ownedCount.get(k) ?? 0) + 1);
+    }
+  }
+
+  const allPods: Pod[] = [...listedPods];
+  for (const w of workloads) {
+    // A ReplicaSet owned by a listed Deployment is the Deployment's: do not count its pods twice.
+    const owner = controllerOwner(w);
+    if (owner?.kind === 'Deployment' && seen.has(`Deployment/${nsOf(w)}/${owner.name}`)) continue;
+    const expanded = expandWorkload(w, ownedCount.get(`${w.kind}/${nsOf(w)}/${nameOf(w)}`) ?? 0) ?? [];
+    allPods.push(...expanded);
+    if (w.kind === 'StatefulSet') {
+      for (const c of statefulSetClaims(w as StatefulSet)) {
+        if (!pvcs.some((x) => nameOf(x) === nameOf(c) && nsOf(x) === nsOf(c))) pvcs.push(c);
+      }
+    }
+  }
+
+  if (limitRanges.length > 0) {
+    for (let i = 0; i < allPods.length; i++) allPods[i] = applyLimitRanges(allPods[i]!, limitRanges);
+  }
+
+  const nodeNames = new Set(nodes.map(nameOf));
+  const pending: Pod[] = [];
+  const boundByNode = new Map<string, Pod[]>();
+  for (const p of allPods) {
+    if (isTerminalOrDeleting(p)) continue;
+    const nodeName = p.spec?.nodeName;
+    if (nodeName) {
+      if (!nodeNames.has(nodeName)) {
+        notices.push(
+          `Pod ${podKey(p)} is bound to node "${nodeName}", which is not in the input; it is ignored.`,
+        );
+        continue;
+      }
+      const list = boundByNode.get(nodeName) ?? [];
+      list.push(p);
+      boundByNode.set(nodeName, list);
+      continue;
+    }
+    const owner = controllerOwner(p);
+    if (owner?.kind === 'DaemonSet') {
+      ignored.push({
+        pod: p,
+        code: 'OwnedByDaemonSet',
+        reason: `owned by DaemonSet ${nsOf(p)}/${owner.name}: Karpenter does not provision nodes for DaemonSet pods (they are counted as daemon overhead of new nodes)`,
+      });
+      continue;
+    }
+    pending.push(p);
+  }
+
+  // Existing nodes, with their bound pods and the daemon pods the DaemonSet controller would have added.
+  const poolByName = new Map(nodePools.map((np) => [nameOf(np), np]));
+  const existingNodes: ExistingNode[] = [];
+  const nodePoolUsage: Record<string, Resources> = {};
+  for (const node of nodes) {
+    const pods = [...(boundByNode.get(nameOf(node)) ?? [])];
+    for (const ds of daemonSets) {
+      const hasOne = pods.some((p) => {
+        const o = controllerOwner(p);
+        if (o?.kind === 'DaemonSet' && o.name === nameOf(ds) && nsOf(p) === nsOf(ds)) return true;
+        return nsOf(p) === nsOf(ds) && selectorMatches(ds.spec?.selector, p.metadata.labels ?? {});
+      });
+      if (hasOne || !ds.spec?.template) continue;
+      if (
+        podFitsNodeLabelsAndTaints(
+          ds.spec.template.spec ?? { containers: [] },
+          node,
+          DAEMON_DEFAULT_TOLERATIONS,
+        )
+      ) {
+        pods.push(daemonPodFor(ds, node));
+      }
+    }
+    const poolName = node.metadata.labels?.[LabelNodePool];
+    const existing: ExistingNode = { node, pods };
+    if (poolName) {
+      existing.nodeClaim = nodeClaimForNode(node, poolByName.get(poolName));
+      let capacity: Resources = {};
+      try {
+        capacity = parseResources(node.status?.capacity ?? node.status?.allocatable);
+      } catch (e) {
+        errors.push(
+          issue(
+            seen.get(`Node//${nameOf(node)}`),
+            'Node',
+            nameOf(node),
+            'status.capacity',
+            (e as Error).message,
+          ),
+        );
+      }
+      nodePoolUsage[poolName] ??= {};
+      addResources(nodePoolUsage[poolName], capacity);
+    }
+    existingNodes.push(existing);
+  }
+
+  // NodePools: the default one when none is given.
+  let usedDefaultNodePool = false;
+  if (nodePools.length === 0) {
+    usedDefaultNodePool = true;
+    nodePools.push(structuredClone(DEFAULT_NODEPOOL));
+    const own = nodeClasses.has('default');
+    if (!own) nodeClasses.set('default', structuredClone(DEFAULT_EC2NODECLASS));
+    notices.push(
+      `No NodePool in the input: using the default NodePool "default" (on-demand, amd64, linux, instance categories c/m/r, generation > 2) with ${own ? 'the EC2NodeClass "default" from the input' : 'a default EC2NodeClass (AL2023)'}.`,
+    );
+  }
+
+  const instanceTypes: Record<string, InstanceType[]> = {};
+  const catalogCache = new Map<string, InstanceType[]>();
+  const usablePools: NodePool[] = [];
+  for (const np of nodePools) {
+    const ref = np.spec?.template?.spec?.nodeClassRef;
+    const src = seen.get(`NodePool//${nameOf(np)}`);
+    if (ref?.kind !== 'EC2NodeClass') {
+      errors.push(
+        issue(
+          src,
+          'NodePool',
+          nameOf(np),
+          'spec.template.spec.nodeClassRef.kind',
+          `references a ${ref?.kind ?? 'missing'} NodeClass; capenter simulate only resolves EC2NodeClass (group karpenter.k8s.aws). This NodePool is not simulated.`,
+        ),
+      );
+      continue;
+    }
+    const nc = nodeClasses.get(ref.name);
+    if (!nc) {
+      const known = [...nodeClasses.keys()];
+      errors.push(
+        issue(
+          src,
+          'NodePool',
+          nameOf(np),
+          'spec.template.spec.nodeClassRef.name',
+          `EC2NodeClass "${ref.name}" is not in the input (${known.length ? `found: ${known.join(', ')}` : 'none given'}). Add that EC2NodeClass or fix nodeClassRef.name; this NodePool is not simulated.`,
+        ),
+      );
+      continue;
+    }
+    let types = catalogCache.get(ref.name);
+    if (!types) {
+      try {
+        const res = await opts.catalog({ region: opts.region, nodeClass: nc });
+        types = [...res.instanceTypes];
+        for (const n of res.notices) if (!notices.includes(n)) notices.push(n);
+      } catch (e) {
+        const field = (e as { field?: unknown }).field;
+        errors.push(
+          issue(
+            seen.get(`EC2NodeClass//${ref.name}`),
+            'EC2NodeClass',
+            ref.name,
+            typeof field === 'string' ? field : undefined,
+            `cannot resolve its instance types in ${opts.region}: ${(e as Error).message}`,
+          ),
+        );
+        continue;
+      }
+      catalogCache.set(ref.name, types);
+    }
+    instanceTypes[nameOf(np)] = types;
+    usablePools.push(np);
+  }
+
+  const input: SchedulingInput = {
+    pods: pending,
+    existingNodes,
+    nodePools: usablePools,
+    instanceTypes,
+    daemonSets,
+    nodePoolUsage,
+    namespaces: namespacesFor(namespaces, [...allPods, ...daemonSets]),
+    explain: opts.explain ?? false,
+  };
+  return {
+    input,
+    ignored,
+    errors,
+    notices,
+    persistentVolumeClaims: pvcs,
+    podDisruptionBudgets: pdbs,
+    usedDefaultNodePool,
+  };
+}
+
+/** Namespace labels, adding every namespace an object lives in (with `kubernetes.io/metadata.name`). */
+function namespacesFor(
+  declared: Record<string, Record<string, string>>,
+  objs: KubeObject[],
+): Record<string, Record<string, string>> {
+  const out = { ...declared };
+  for (const o of objs) {
+    const ns = nsOf(o);
+    out[ns] ??= { 'kubernetes.io/metadata.name': ns };
+  }
+  return out;
+}
+
+interface LimitRangeItem {
+  type?: string;
+  default?: Record<string, string | number>;
+  defaultRequest?: Record<string, string | number>;
+  max?: Record<string, string | number>;
+}
+
+/**
+ * Applies the `Container` defaults of the LimitRanges in the pod's namespace, as the LimitRanger admission
+ * plugin does when the pod is created: a resource with neither request nor limit gets `defaultRequest`
+ * (which itself defaults to `default`, then `max`) as request; a missing limit gets `default` (or `max`).
+ * Returns a copy when anything changed. Source: Kubernetes `plugin/pkg/admission/limitranger` and
+ * `SetDefaults_LimitRangeItem`.
+ */
+export function applyLimitRanges(pod: Pod, limitRanges: readonly KubeObject[]): Pod {
+  const ns = nsOf(pod);
+  const items = limitRanges
+    .filter((lr) => nsOf(lr) === ns)
+    .flatMap((lr) =>
+      ((lr.spec as { limits?: LimitRangeItem[] } | undefined)?.limits ?? []).filter(
+        (i) => i.type === 'Container',
+      ),
+    );
+  if (items.length === 0) return pod;
+  const out = structuredClone(pod);
+  for (const item of items) {
+    const limits = { ...(item.max ?? {}), ...(item.default ?? {}) };
+    const requests = { ...limits, ...(item.defaultRequest ?? {}) };
+    for (const c of [...(out.spec.initContainers ?? []), ...(out.spec.containers ?? [])]) {
+      c.resources ??= {};
+      const res = c.resources;
+      for (const [k, v] of Object.entries(requests)) {
+        if (res.requests?.[k] === undefined && res.limits?.[k] === undefined) {
+          res.requests ??= {};
+          res.requests[k] = v;
+        }
+      }
+      for (const [k, v] of Object.entries(limits)) {
+        if (res.limits?.[k] === undefined) {
+          res.limits ??= {};
+          res.limits[k] = v;
+        }
+      }
+    }
+  }
+  return out;
+}

@@ -1,0 +1,287 @@
+/**
+ * The scenario cases of `../shared/cases` (vendored in `test/cases/`), each checked against the decision users
+ * expect (format and meaning of every `expect` key: `test/cases/README.md`). Provisioning and catalog cases
+ * run through the same path as `capenter simulate` (parseManifests → simulate); consolidation, drift and
+ * termination cases are reported as todo until the disruption/termination simulation exists.
+ */
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
+import type { Container, LabelSelector, Pod, TopologySpreadConstraint } from '../src/apis/core.ts';
+import type { EC2NodeClass } from '../src/apis/karpenter.ts';
+import { parseManifests } from '../src/apis/load.ts';
+import { parseResource, parseResources, type Resources } from '../src/apis/quantity.ts';
+import { getInstanceTypes } from '../src/cloudprovider/aws/catalog/index.ts';
+import { selectorMatches } from '../src/scheduling/labelselector.ts';
+import { type SimulationResult, simulate } from '../src/simulate/run.ts';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const casesDir = join(here, 'cases');
+const sharedCasesDir = join(here, '..', '..', 'shared', 'cases');
+
+interface Bounds {
+  allIn?: string[];
+  noneIn?: string[];
+}
+interface AllocatableExpect {
+  type: string;
+  cpu: string | number;
+  memory: string | number;
+  pods: string | number;
+}
+interface CaseExpect {
+  unschedulablePods?: number;
+  nodeClaims?: { min: number; max: number };
+  everyNodeClaimFits?: boolean;
+  instanceTypes?: Bounds;
+  nodePools?: Bounds;
+  zones?: { distinctAtLeast: number };
+  maxPodsPerZoneSkew?: number;
+  allocatable?: AllocatableExpect | AllocatableExpect[];
+  disruption?: unknown;
+  terminated?: unknown;
+}
+interface Case {
+  id: string;
+  title: string;
+  kind: 'provisioning' | 'consolidation' | 'drift' | 'termination' | 'catalog';
+  region: string;
+  input: string;
+  expect: CaseExpect;
+}
+
+const caseFiles = readdirSync(casesDir)
+  .filter((f) => f.endsWith('.yaml'))
+  .sort();
+const cases: Case[] = caseFiles.map((f) => parseYaml(readFileSync(join(casesDir, f), 'utf8')) as Case);
+
+const SUPPORTED_KEYS = new Set([
+  'unschedulablePods',
+  'nodeClaims',
+  'everyNodeClaimFits',
+  'instanceTypes',
+  'nodePools',
+  'zones',
+  'maxPodsPerZoneSkew',
+  'allocatable',
+]);
+
+/**
+ * A pod's effective requests, computed here independently of the scheduler as the oracle:
+ * max(sum of containers + restartable init (sidecar) containers, each init container + the sidecars started
+ * before it) + pod overhead (Kubernetes `resourcehelper.PodRequests`); a missing request is the limit.
+ */
+function podRequestsOracle(pod: Pod): Resources {
+  // A missing request defaults to the limit (API server defaulting).
+  const req = (c: Container) => parseResources({ ...(c.resources?.limits ?? {}), ...(c.resources?.requests ?? {}) });
+  const add = (a: Resources, b: Resources) => {
+    for (const [k, v] of Object.entries(b)) a[k] = (a[k] ?? 0) + v;
+  };
+  const max = (a: Resources, b: Resources) => {
+    for (const [k, v] of Object.entries(b)) a[k] = Math.max(a[k] ?? 0, v);
+  };
+  const total: Resources = {};
+  for (const c of pod.spec.containers) add(total, req(c));
+  const sidecars: Resources = {};
+  const initMax: Resources = {};
+  for (const c of pod.spec.initContainers ?? []) {
+    if (c.restartPolicy === 'Always') {
+      add(sidecars, req(c));
+      continue;
+    }
+    const r = { ...req(c) };
+    add(r, sidecars);
+    max(initMax, r);
+  }
+  add(total, sidecars);
+  max(total, initMax);
+  add(total, parseResources(pod.spec.overhead ?? {}));
+  return total;
+}
+
+function checkBounds(what: string, actual: string[], bounds: Bounds) {
+  for (const v of actual) {
+    if (bounds.allIn)
+      expect(bounds.allIn, `${what} "${v}" (all: ${actual.join(', ')}) must be in allIn`).toContain(v);
+    if (bounds.noneIn)
+      expect(bounds.noneIn, `${what} "${v}" (all: ${actual.join(', ')}) must not be in noneIn`).not.toContain(
+        v,
+      );
+  }
+}
+
+/** The zonal topology spread constraint of the case's workload (first one found). */
+function zonalSpread(
+  result: SimulationResult,
+): { tsc: TopologySpreadConstraint; namespace: string } | undefined {
+  const pods = [...result.built.input.pods, ...result.built.input.existingNodes.flatMap((n) => n.pods)];
+  for (const p of pods) {
+    const tsc = p.spec.topologySpreadConstraints?.find(
+      (t) => t.topologyKey === 'topology.kubernetes.io/zone',
+    );
+    if (tsc) return { tsc, namespace: p.metadata.namespace ?? 'default' };
+  }
+  return undefined;
+}
+
+function maxZoneSkew(
+  result: SimulationResult,
+  selector: LabelSelector | undefined,
+  namespace: string,
+): number {
+  const counts = new Map<string, number>();
+  const inc = (zone: string | undefined) => {
+    if (zone) counts.set(zone, (counts.get(zone) ?? 0) + 1);
+  };
+  const matches = (p: Pod) =>
+    (p.metadata.namespace ?? 'default') === namespace && selectorMatches(selector, p.metadata.labels ?? {});
+  const nodeZone = new Map<string, string | undefined>();
+  for (const n of result.built.input.existingNodes) {
+    const zone = n.node.metadata.labels?.['topology.kubernetes.io/zone'];
+    nodeZone.set(n.node.metadata.name ?? '', zone);
+    for (const p of n.pods) if (matches(p)) inc(zone);
+  }
+  const claimZone = new Map(result.nodeClaims.map((nc) => [nc.name, nc.zone]));
+  const pods = new Map(
+    result.built.input.pods.map((p) => [`${p.metadata.namespace ?? 'default'}/${p.metadata.name}`, p]),
+  );
+  for (const pl of result.placements) {
+    const p = pods.get(pl.pod);
+    if (!p || !matches(p)) continue;
+    inc(pl.target === 'new' ? claimZone.get(pl.node) : nodeZone.get(pl.node));
+  }
+  const values = [...counts.values()];
+  return values.length ? Math.max(...values) - Math.min(...values) : 0;
+}
+
+function checkAllocatable(c: Case, exp: AllocatableExpect[]) {
+  const loaded = parseManifests(c.input, `${c.id}.yaml`);
+  const nodeClass = loaded.objects.map((o) => o.object).find((o) => o.kind === 'EC2NodeClass') as
+    | EC2NodeClass
+    | undefined;
+  if (!nodeClass) throw new Error(`case ${c.id} has no EC2NodeClass`);
+  const { instanceTypes } = getInstanceTypes({ region: c.region, nodeClass });
+  for (const e of exp) {
+    const t = instanceTypes.find((x) => x.name === e.type);
+    expect(t, `instance type ${e.type} in the ${c.region} catalog`).toBeDefined();
+    const actual = {
+      cpu: t!.allocatable.cpu,
+      memory: t!.allocatable.memory,
+      pods: t!.allocatable.pods,
+    };
+    const wanted = {
+      cpu: parseResource('cpu', e.cpu),
+      memory: parseResource('memory', e.memory),
+      pods: parseResource('pods', e.pods),
+    };
+    expect(actual, `allocatable of ${e.type} (memory in bytes, cpu in millicores)`).toEqual(wanted);
+  }
+}
+
+describe('vendored cases', () => {
+  it.skipIf(!existsSync(sharedCasesDir))('test/cases/*.yaml equal ../shared/cases/*.yaml', () => {
+    const shared = readdirSync(sharedCasesDir)
+      .filter((f) => f.endsWith('.yaml'))
+      .sort();
+    expect(caseFiles).toEqual(shared);
+    for (const f of shared) {
+      expect(readFileSync(join(casesDir, f), 'utf8'), `test/cases/${f}`).toBe(
+        readFileSync(join(sharedCasesDir, f), 'utf8'),
+      );
+    }
+  });
+
+  it('every case has an id equal to its file name and a known kind', () => {
+    expect(cases.length).toBeGreaterThan(0);
+    caseFiles.forEach((f, i) => {
+      expect(cases[i]!.id).toBe(f.replace(/\.yaml$/, ''));
+      expect(['provisioning', 'consolidation', 'drift', 'termination', 'catalog']).toContain(cases[i]!.kind);
+    });
+  });
+});
+
+describe('scenario cases', () => {
+  for (const c of cases) {
+    if (c.kind !== 'provisioning' && c.kind !== 'catalog') {
+      it.todo(`${c.id} (${c.kind})`);
+      continue;
+    }
+    it(`${c.id} (${c.kind}): ${c.title}`, async () => {
+      const unknown = Object.keys(c.expect).filter((k) => !SUPPORTED_KEYS.has(k));
+      expect(unknown, 'expect keys this test knows how to check').toEqual([]);
+
+      const loaded = parseManifests(c.input, `${c.id}.yaml`);
+      expect(loaded.errors, 'the case input loads without errors').toEqual([]);
+      const result = await simulate(loaded, { region: c.region });
+      expect(result.errors, 'no simulation errors').toEqual([]);
+      const e = c.expect;
+      const summary = result.nodeClaims.map(
+        (nc) =>
+          `${nc.nodePool}/${nc.instanceType} ${nc.zone} [${nc.pods.length} pods, ${JSON.stringify(nc.requests)}]`,
+      );
+
+      if (e.unschedulablePods !== undefined) {
+        expect(
+          result.unschedulable.length,
+          `unschedulable pods: ${JSON.stringify(result.unschedulable.map((u) => `${u.pod}: ${u.code}`))}`,
+        ).toBe(e.unschedulablePods);
+      }
+      if (e.nodeClaims) {
+        expect(result.nodeClaims.length, `NodeClaims: ${summary.join('; ')}`).toBeGreaterThanOrEqual(
+          e.nodeClaims.min,
+        );
+        expect(result.nodeClaims.length, `NodeClaims: ${summary.join('; ')}`).toBeLessThanOrEqual(
+          e.nodeClaims.max,
+        );
+      }
+      if (e.everyNodeClaimFits) {
+        for (const plan of result.scheduling.newNodeClaims) {
+          const need: Resources = { ...plan.daemonOverhead };
+          for (const p of plan.pods) {
+            for (const [k, v] of Object.entries(podRequestsOracle(p))) need[k] = (need[k] ?? 0) + v;
+          }
+          need.pods = plan.pods.length + (plan.daemonOverhead.pods ?? 0);
+          expect(
+            plan.instanceTypeOptions.length,
+            `${plan.nodePool} NodeClaim has instance type options`,
+          ).toBeGreaterThan(0);
+          for (const t of plan.instanceTypeOptions) {
+            for (const r of ['cpu', 'memory', 'pods']) {
+              expect(
+                need[r] ?? 0,
+                `${plan.nodePool} NodeClaim option ${t.name}: ${r} requested ${need[r] ?? 0} (pods + daemon overhead) > allocatable ${t.allocatable[r] ?? 0}`,
+              ).toBeLessThanOrEqual(t.allocatable[r] ?? 0);
+            }
+          }
+        }
+      }
+      if (e.instanceTypes)
+        checkBounds(
+          'cheapest instance type',
+          result.nodeClaims.map((nc) => nc.instanceType),
+          e.instanceTypes,
+        );
+      if (e.nodePools)
+        checkBounds(
+          'NodePool',
+          result.nodeClaims.map((nc) => nc.nodePool),
+          e.nodePools,
+        );
+      if (e.zones) {
+        const zones = new Set(result.nodeClaims.map((nc) => nc.zone));
+        expect(zones.size, `zones: ${[...zones].join(', ')}`).toBeGreaterThanOrEqual(e.zones.distinctAtLeast);
+      }
+      if (e.maxPodsPerZoneSkew !== undefined) {
+        const spread = zonalSpread(result);
+        expect(spread, 'the case has a zonal topology spread constraint').toBeDefined();
+        expect(
+          maxZoneSkew(result, spread!.tsc.labelSelector, spread!.namespace),
+          'per-zone skew',
+        ).toBeLessThanOrEqual(e.maxPodsPerZoneSkew);
+      }
+      if (e.allocatable) checkAllocatable(c, Array.isArray(e.allocatable) ? e.allocatable : [e.allocatable]);
+    });
+  }
+});
