@@ -10,10 +10,11 @@
  * `{pods, podsPerSecond, nodeClaims, priceUSDPerHour, cpuUtilization, memoryUtilization, costToLowerBound,
  * peakRssMB, unschedulable, solveSeconds}`; when the API server benchmark exists, its result follows as one
  * more element `{apiServer: <result>}`.
- * `--cpu-prof` writes a V8 CPU profile per size into `bench/profiles/` (open in Chrome DevTools).
+ * `--cpu-prof` writes a V8 CPU profile per size into `$TMPDIR/capenter-bench-profiles/` (open in Chrome DevTools).
  */
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { SchedulingBenchRow } from './scheduling.ts';
@@ -22,6 +23,7 @@ const here = dirname(fileURLToPath(import.meta.url));
 const argv = process.argv.slice(2);
 const json = argv.includes('--json');
 const cpuProf = argv.includes('--cpu-prof');
+const profileDir = join(tmpdir(), 'capenter-bench-profiles');
 const sizesArg = argv.indexOf('--sizes');
 const sizes =
   sizesArg >= 0
@@ -36,7 +38,7 @@ function runChild(pods: number): Promise<SchedulingBenchRow> {
   if (cpuProf)
     nodeArgs.push(
       '--cpu-prof',
-      `--cpu-prof-dir=${join(here, 'profiles')}`,
+      `--cpu-prof-dir=${profileDir}`,
       `--cpu-prof-name=scheduling-${pods}.cpuprofile`,
     );
   return new Promise((resolve, reject) => {
@@ -84,6 +86,7 @@ for (const n of sizes) {
   );
 }
 
+if (cpuProf) log(`CPU profiles: ${profileDir}`);
 const at = (n: number) => rows.find((r) => r.pods === n);
 const verdict = (ok: boolean | undefined) => (ok === undefined ? 'not measured' : ok ? 'met' : 'MISSED');
 const r5k = at(5000);
@@ -108,11 +111,15 @@ const apiBench = join(here, 'apiserver.ts');
 if (existsSync(apiBench)) {
   log('');
   log('API server:');
-  const mod = (await import(pathToFileURL(apiBench).href)) as { runApiServerBench?: () => unknown };
+  const mod = (await import(pathToFileURL(apiBench).href)) as {
+    runApiServerBench?: () => Promise<unknown>;
+    formatApiServerBench?: (r: never) => string;
+  };
   if (typeof mod.runApiServerBench === 'function') {
     const res = await mod.runApiServerBench();
     out.push({ apiServer: res });
-    if (!json) log(typeof res === 'string' ? res : JSON.stringify(res, null, 2));
+    if (typeof mod.formatApiServerBench === 'function') log(mod.formatApiServerBench(res as never));
+    else log(JSON.stringify(res, null, 2));
   } else {
     log('  bench/apiserver.ts exports no runApiServerBench(); skipped');
   }

@@ -152,7 +152,10 @@ function parseMem(q: string): number {
  * Instance types the NodePool allows, each with its cheapest allowed offering price (USD/hour): labels match
  * the NodePool's requirements and at least one available offering has an allowed zone and capacity type.
  */
-export function allowedTypes(pool: NodePool, types: InstanceType[]): Array<{ type: InstanceType; price: number }> {
+export function allowedTypes(
+  pool: NodePool,
+  types: InstanceType[],
+): Array<{ type: InstanceType; price: number }> {
   const all = pool.spec.template.spec.requirements;
   const offeringKeys = new Set(['karpenter.sh/capacity-type', ZONE]);
   const typeReqs = Requirements.fromNodeSelector(all.filter((r) => !offeringKeys.has(r.key)));
@@ -162,7 +165,9 @@ export function allowedTypes(pool: NodePool, types: InstanceType[]): Array<{ typ
     if (!typeReqs.matchesLabels(t.labels)) continue;
     const prices = t.offerings
       .filter(
-        (o) => o.available && offeringReqs.matchesLabels({ 'karpenter.sh/capacity-type': o.capacityType, [ZONE]: o.zone }),
+        (o) =>
+          o.available &&
+          offeringReqs.matchesLabels({ 'karpenter.sh/capacity-type': o.capacityType, [ZONE]: o.zone }),
       )
       .map((o) => o.priceUSDPerHour);
     if (prices.length > 0) out.push({ type: t, price: Math.min(...prices) });
@@ -174,7 +179,10 @@ export function allowedTypes(pool: NodePool, types: InstanceType[]): Array<{ typ
  * Lower bound on the hourly cost of any plan: max(total cpu × cheapest USD per allocatable vCPU,
  * total memory × cheapest USD per allocatable GiB), both over the allowed types' cheapest allowed offerings.
  */
-export function lowerBoundUSDPerHour(pods: Pod[], allowed: Array<{ type: InstanceType; price: number }>): number {
+export function lowerBoundUSDPerHour(
+  pods: Pod[],
+  allowed: Array<{ type: InstanceType; price: number }>,
+): number {
   let perVcpu = Number.POSITIVE_INFINITY;
   let perGiB = Number.POSITIVE_INFINITY;
   for (const { type: t, price } of allowed) {

@@ -75,7 +75,8 @@ const SUPPORTED_KEYS = new Set([
  */
 function podRequestsOracle(pod: Pod): Resources {
   // A missing request defaults to the limit (API server defaulting).
-  const req = (c: Container) => parseResources({ ...(c.resources?.limits ?? {}), ...(c.resources?.requests ?? {}) });
+  const req = (c: Container) =>
+    parseResources({ ...(c.resources?.limits ?? {}), ...(c.resources?.requests ?? {}) });
   const add = (a: Resources, b: Resources) => {
     for (const [k, v] of Object.entries(b)) a[k] = (a[k] ?? 0) + v;
   };

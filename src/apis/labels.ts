@@ -96,3 +96,16 @@ export const LabelDomainExceptions: readonly string[] = [
   'node.kubernetes.io',
   'node-restriction.kubernetes.io',
 ];
+
+/**
+ * Deprecated label keys Karpenter translates to their well-known equivalents in pod requirements
+ * (nodeSelector, node affinity), so `beta.kubernetes.io/os: linux` means `kubernetes.io/os: linux`
+ * (upstream `v1.NormalizedLabels`, kubernetes-sigs/karpenter `pkg/apis/v1/labels.go`).
+ */
+export const NormalizedLabels: Readonly<Record<string, string>> = {
+  'failure-domain.beta.kubernetes.io/zone': LabelTopologyZone,
+  'beta.kubernetes.io/arch': LabelArch,
+  'beta.kubernetes.io/os': LabelOS,
+  'beta.kubernetes.io/instance-type': LabelInstanceType,
+  'failure-domain.beta.kubernetes.io/region': LabelTopologyRegion,
+};

@@ -4,6 +4,7 @@
  * `register…Command(program)` function that is wired here.
  */
 import { Command } from 'commander';
+import { registerApiserverCommand } from './apiserver.ts';
 import { registerInstanceTypesCommand } from './instance-types.ts';
 import { registerSimulateCommand } from './simulate.ts';
 
@@ -16,6 +17,7 @@ program
 
 // Commands register themselves below (one line each).
 // @register-commands
+registerApiserverCommand(program);
 registerInstanceTypesCommand(program);
 registerSimulateCommand(program);
 

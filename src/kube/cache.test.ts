@@ -39,7 +39,10 @@ describe('Cache', () => {
       apiVersion: 'karpenter.sh/v1',
       kind: 'NodeClaim',
       metadata: { name },
-      spec: { nodeClassRef: { group: 'karpenter.kwok.sh', kind: 'KWOKNodeClass', name: 'default' }, requirements: [] },
+      spec: {
+        nodeClassRef: { group: 'karpenter.kwok.sh', kind: 'KWOKNodeClass', name: 'default' },
+        requirements: [],
+      },
       ...(providerID ? { status: { providerID } } : {}),
     });
     c.upsert(nc('x', 'kwok://x'));
@@ -53,9 +56,14 @@ describe('Cache', () => {
     const c = new Cache<Pod>().addIndexer('app', indexByLabel('app'));
     c.upsert(pod('a', undefined, { app: 'web' }));
     c.upsert(pod('b', undefined, { app: 'db' }));
-    c.upsert({ ...pod('c', undefined, { app: 'web' }), metadata: { name: 'c', namespace: 'other', labels: { app: 'web' } } });
+    c.upsert({
+      ...pod('c', undefined, { app: 'web' }),
+      metadata: { name: 'c', namespace: 'other', labels: { app: 'web' } },
+    });
     expect(c.list({ labelSelector: 'app=web' }).length).toBe(2);
-    expect(c.list({ labelSelector: { app: 'web' }, namespace: 'default' }).map((p) => p.metadata.name)).toEqual(['a']);
+    expect(
+      c.list({ labelSelector: { app: 'web' }, namespace: 'default' }).map((p) => p.metadata.name),
+    ).toEqual(['a']);
     expect(c.list({ fieldSelector: 'metadata.name=b' }).map((p) => p.metadata.name)).toEqual(['b']);
     expect(c.byIndex('app', 'web').length).toBe(2);
   });
@@ -67,7 +75,9 @@ describe('Cache', () => {
     c.upsert(pod('drop'));
     const d = c.replace([pod('keep'), pod('change', undefined, {}, '9'), pod('new')], '42');
     expect(d.added.map((p) => p.metadata.name)).toEqual(['new']);
-    expect(d.updated.map(([o, n]) => [o.metadata.resourceVersion, n.metadata.resourceVersion])).toEqual([['1', '9']]);
+    expect(d.updated.map(([o, n]) => [o.metadata.resourceVersion, n.metadata.resourceVersion])).toEqual([
+      ['1', '9'],
+    ]);
     expect(d.deleted.map((p) => p.metadata.name)).toEqual(['drop']);
     expect(c.size()).toBe(3);
     expect(c.resourceVersion).toBe('42');

@@ -10,6 +10,7 @@ import * as http from 'node:http';
 import * as https from 'node:https';
 import { KubeConfig, Watch } from '@kubernetes/client-node';
 import type { KubeObject, ObjectMeta } from '../apis/core.ts';
+import { type Clock, RealClock } from './clock.ts';
 import { KubeApiError, reasonForCode } from './errors.ts';
 import {
   apiVersionOf,
@@ -130,6 +131,8 @@ export interface ClientOptions {
   userAgent?: string;
   /** Field manager for writes that do not name one (default `capenter`). */
   fieldManager?: string;
+  /** Clock for the credential cache (default {@link RealClock}). */
+  clock?: Clock;
 }
 
 /** What the server returns for a written object: the input's type with full metadata (uid, resourceVersion, ...). */
@@ -161,6 +164,7 @@ export class KubeClient {
   private agent: http.Agent | undefined;
   private cachedOpts: { at: number; opts: https.RequestOptions } | undefined;
   private readonly watcher: Watch;
+  private readonly clock: Clock;
 
   constructor(kc: KubeConfig, opts: Omit<ClientOptions, 'context'> = {}) {
     const cluster = kc.getCurrentCluster();
@@ -173,6 +177,7 @@ export class KubeClient {
     this.userAgent = opts.userAgent ?? 'capenter';
     this.fieldManager = opts.fieldManager ?? 'capenter';
     this.watcher = new Watch(kc);
+    this.clock = opts.clock ?? new RealClock();
   }
 
   /**
@@ -193,6 +198,17 @@ export class KubeClient {
       kc.loadFromString(text);
     }
     if (opts.context) kc.setCurrentContext(opts.context);
+    return new KubeClient(kc, opts);
+  }
+
+  /**
+   * Builds a client from the in-cluster service account (client-node `loadFromCluster`: the token and CA
+   * under /var/run/secrets/kubernetes.io/serviceaccount and KUBERNETES_SERVICE_HOST/PORT, read by the
+   * library). Throws when not running in a pod.
+   */
+  static fromCluster(opts: Omit<ClientOptions, 'context'> = {}): KubeClient {
+    const kc = new KubeConfig();
+    kc.loadFromCluster();
     return new KubeClient(kc, opts);
   }
 
@@ -358,7 +374,11 @@ export class KubeClient {
     return this.put(obj, 'status', opts);
   }
 
-  private async put<T extends KubeObject>(obj: T, sub: string | undefined, opts: WriteOptions): Promise<Stored<T>> {
+  private async put<T extends KubeObject>(
+    obj: T,
+    sub: string | undefined,
+    opts: WriteOptions,
+  ): Promise<Stored<T>> {
     const rt = await this.resourceForObject(obj);
     const name = obj.metadata?.name;
     if (!name) throw new Error(`update ${rt.kind}: metadata.name is required`);
@@ -420,7 +440,10 @@ export class KubeClient {
     const rt = await this.resourceForObject(obj);
     const name = obj.metadata?.name;
     if (!name) throw new Error(`apply ${rt.kind}: metadata.name is required`);
-    return (await this.patch(rt, name, this.namespaceOf(rt, obj), obj, { ...opts, type: 'apply' })) as Stored<T>;
+    return (await this.patch(rt, name, this.namespaceOf(rt, obj), obj, {
+      ...opts,
+      type: 'apply',
+    })) as Stored<T>;
   }
 
   /**
@@ -590,8 +613,9 @@ export class KubeClient {
     }
   }
 
+  /** Credentials and TLS options from the KubeConfig, recomputed at most every 5 s (and on 401). */
   private async requestOptions(fresh: boolean): Promise<https.RequestOptions> {
-    const now = Date.now();
+    const now = this.clock.now();
     if (!fresh && this.cachedOpts && now - this.cachedOpts.at < 5000) return this.cachedOpts.opts;
     const o: https.RequestOptions = {};
     await this.kubeConfig.applyToHTTPSOptions(o);

@@ -122,8 +122,8 @@ export class Informer<R extends ResourceRef, T extends KubeObject = ObjectOf<R> 
   }
 
   /**
-   * Resolves once synced. Rejects when stopped first, or after `timeoutMs` (wall-clock ms, default none)
-   * with an error naming the kind.
+   * Resolves once synced. Rejects when stopped first, or after `timeoutMs` (ms on the informer's clock,
+   * default none) with an error naming the kind.
    */
   waitForSync(timeoutMs?: number): Promise<void> {
     if (this.synced) return Promise.resolve();
@@ -132,16 +132,15 @@ export class Informer<R extends ResourceRef, T extends KubeObject = ObjectOf<R> 
       const entry = { resolve, reject };
       this.syncWaiters.push(entry);
       if (timeoutMs !== undefined) {
-        const t = setTimeout(() => {
+        const t = this.opts.clock.setTimeout(() => {
           this.syncWaiters = this.syncWaiters.filter((w) => w !== entry);
           reject(
             new Error(`informer ${this.client.resource(this.ref).kind}: not synced after ${timeoutMs} ms`),
           );
         }, timeoutMs);
-        t.unref();
         const done = entry.resolve;
         entry.resolve = () => {
-          clearTimeout(t);
+          this.opts.clock.clearTimeout(t);
           done();
         };
       }

@@ -4,7 +4,7 @@
  */
 import type { KubeObject } from '../apis/core.ts';
 import type { KubeClient, PatchType } from './client.ts';
-import type { Clock } from './clock.ts';
+import { type Clock, RealClock } from './clock.ts';
 import { isConflict } from './errors.ts';
 import type { ObjectOf, ResourceRef } from './resources.ts';
 
@@ -15,7 +15,7 @@ export interface ObjectRef<R extends ResourceRef = ResourceRef> {
   namespace?: string;
 }
 
-/** Retry tuning: attempts (default 5), delay between them in ms (default 10), clock (default: timers). */
+/** Retry tuning: attempts (default 5), delay between them in ms (default 10), clock (default RealClock). */
 export interface RetryOptions {
   attempts?: number;
   delayMs?: number;
@@ -23,6 +23,8 @@ export interface RetryOptions {
   /** Write the `status` subresource instead of the main resource. */
   status?: boolean;
 }
+
+const realClock = new RealClock();
 
 /** Returned by a mutate function to mean "nothing to change": no write is made. */
 export const NO_CHANGE: unique symbol = Symbol('NO_CHANGE');
@@ -39,9 +41,7 @@ export async function retryOnConflict<T>(fn: () => Promise<T>, opts: RetryOption
       return await fn();
     } catch (err) {
       if (!isConflict(err) || i >= attempts) throw err;
-      const wait = delay * (1 + Math.random() * 0.1);
-      if (opts.clock) await opts.clock.sleep(wait);
-      else await new Promise((r) => setTimeout(r, wait));
+      await (opts.clock ?? realClock).sleep(delay * (1 + Math.random() * 0.1));
     }
   }
 }

@@ -58,14 +58,20 @@ describe('label selectors', () => {
     expect(matchesLabels('app,!missing', labels)).toBe(true);
     expect(matchesLabels('n>9,n<11', labels)).toBe(true);
     expect(matchesLabels('n>10', labels)).toBe(false);
-    expect(matchesLabels({ matchExpressions: [{ key: 'tier', operator: 'In', values: ['back'] }] }, labels)).toBe(false);
+    expect(
+      matchesLabels({ matchExpressions: [{ key: 'tier', operator: 'In', values: ['back'] }] }, labels),
+    ).toBe(false);
     expect(matchesLabels('', undefined)).toBe(true);
     expect(matchesLabels('app', undefined)).toBe(false);
   });
 });
 
 describe('field selectors', () => {
-  const pod = { metadata: { name: 'p', namespace: 'ns' }, spec: { nodeName: 'n1' }, status: { phase: 'Running' } };
+  const pod = {
+    metadata: { name: 'p', namespace: 'ns' },
+    spec: { nodeName: 'n1' },
+    status: { phase: 'Running' },
+  };
   it('parses, formats and matches dotted paths', () => {
     expect(parseFieldSelector('spec.nodeName=n1,status.phase!=Failed')).toEqual([
       { field: 'spec.nodeName', op: '=', value: 'n1' },

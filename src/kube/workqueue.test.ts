@@ -4,7 +4,10 @@ import { FakeClock } from './clock.ts';
 import { runWorkers, WorkQueue } from './workqueue.ts';
 
 function queue(clock = new FakeClock()): { q: WorkQueue<string>; clock: FakeClock } {
-  return { q: new WorkQueue<string>({ clock, rateLimiter: new ItemExponentialRateLimiter(0.005, 1000) }), clock };
+  return {
+    q: new WorkQueue<string>({ clock, rateLimiter: new ItemExponentialRateLimiter(0.005, 1000) }),
+    clock,
+  };
 }
 
 describe('WorkQueue', () => {
@@ -100,7 +103,8 @@ describe('WorkQueue', () => {
       async (key) => {
         calls.push([key, clock.now()]);
         if (key === 'flaky' && failures-- > 0) throw new Error('boom');
-        if (key === 'periodic' && calls.filter(([k]) => k === 'periodic').length < 2) return { requeueAfter: 30 };
+        if (key === 'periodic' && calls.filter(([k]) => k === 'periodic').length < 2)
+          return { requeueAfter: 30 };
         return undefined;
       },
       (key, err) => errors.push(`${key}:${(err as Error).message}`),
@@ -147,7 +151,10 @@ describe('rate limiters', () => {
 
   it('max-of picks the longer delay', () => {
     const clock = new FakeClock();
-    const rl = new MaxOfRateLimiter<string>(new ItemExponentialRateLimiter(0.005, 1000), new BucketRateLimiter(clock, 1, 1));
+    const rl = new MaxOfRateLimiter<string>(
+      new ItemExponentialRateLimiter(0.005, 1000),
+      new BucketRateLimiter(clock, 1, 1),
+    );
     expect(rl.when('a')).toBeCloseTo(0.005);
     expect(rl.when('a')).toBeCloseTo(1);
   });

@@ -72,6 +72,8 @@ export class ExistingCapacity {
         };
       }
     }
+    if (topology.hostnameBlocked(pod, pod.groups, this.hostname))
+      return { code: 'TopologyUnsatisfiable', message: 'hostname topology forbids this node' };
     const taint = untoleratedTaint(pod.constraints.tolerations, this.taints, { preferNoSchedule: true });
     if (taint) return { code: 'Untolerated', message: taint };
     if (pod.hostPorts.length) {
@@ -82,11 +84,13 @@ export class ExistingCapacity {
       ? strictlyCompatible(this.requirements, pod.requirements)
       : this.requirements.compatible(pod.requirements);
     if (msg) return { code: 'IncompatibleRequirements', message: msg };
-    const topo = topology.requirementsFor(pod, pod.groups, pod.strict, {
-      kind: 'node',
-      hostname: this.hostname,
-      labels: this.labels,
-    });
+    const topo = topology.requirementsFor(
+      pod,
+      pod.groups,
+      pod.strict,
+      { kind: 'node', hostname: this.hostname, labels: this.labels },
+      explain,
+    );
     if (!topo.ok) return { code: topoCode(topo.reason), message: topo.reason };
     return undefined;
   }

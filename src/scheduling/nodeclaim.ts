@@ -17,7 +17,7 @@
 import type { Taint } from '../apis/core.ts';
 import type { NodePool } from '../apis/karpenter.ts';
 import { LabelCapacityType, LabelTopologyZone, WellKnownLabels } from '../apis/labels.ts';
-import type { Resources } from '../apis/quantity.ts';
+import { formatResource, type Resources } from '../apis/quantity.ts';
 import type { DaemonOverhead } from './daemonoverhead.ts';
 import { HostPortUsage } from './hostports.ts';
 import {
@@ -39,7 +39,7 @@ import type { Unschedulable } from './types.ts';
 /** Upstream `MaxInstanceTypes`: a NodeClaim lists at most this many instance types. */
 export const MAX_INSTANCE_TYPES = 60;
 /** See the module doc: max ratio of the cheapest option's cost per unit of the plan's mix to the best type's. */
-export const GROWTH_EFFICIENCY = 1.25;
+export const GROWTH_EFFICIENCY = 1.1;
 
 /** A type priced under some requirements. */
 export interface PricedType {
@@ -140,6 +140,19 @@ export class PoolContext {
     return hit;
   }
 
+  /** Domains of `key` the NodePool's types offer under `reqs` (cached with the option set). */
+  domains(reqs: Requirements, key: string): ReadonlySet<string> {
+    const r = reqs.get(key);
+    if (r && !r.complement) return new Set([...r.values].filter((v) => r.has(v)));
+    const set = this.optionsFor(reqs);
+    let d = set.domains.get(key);
+    if (!d) {
+      d = domainsOf(set.base, reqs, key);
+      set.domains.set(key, d);
+    }
+    return d;
+  }
+
   /** True when the type's capacity stays within the remaining limits (upstream `filterByRemainingResources`). */
   withinLimits(t: TypeInfo): boolean {
     if (!this.remaining) return true;
@@ -183,8 +196,8 @@ function domainsOf(types: readonly PricedType[], reqs: Requirements, key: string
 /** The state of an addition computed by {@link NewNodeClaim.canAdd}, applied by {@link NewNodeClaim.commit}. */
 export interface PendingAdd {
   requirements: Requirements;
-  /** Replacement options/base when the requirements narrowed. */
-  narrowed?: { base: PricedType[]; options: PricedType[]; frontier: Float64Array[] };
+  /** The new base (requirement-compatible options) when the requirements narrowed. */
+  narrowed?: PricedType[];
   need: Float64Array;
   firstFit: number;
 }
@@ -203,8 +216,9 @@ export class NewNodeClaim {
   requests: Float64Array;
   /** Set once the plan refused to grow into an inefficient type: it then only takes pods that fit its cheapest option. */
   growthCapped = false;
+  /** Types admitted by the NodePool limits when the plan was opened (undefined: no limits). */
+  limited: Set<TypeInfo> | undefined;
   private maxAlloc: Float64Array;
-  private domainCache = new Map<string, Set<string>>();
 
   constructor(
     readonly pool: PoolContext,
@@ -222,16 +236,20 @@ export class NewNodeClaim {
     this.maxAlloc = componentMax(frontier, pool.daemonVec.length);
   }
 
-  /** Domains this plan could still land in for `key`. */
+  /** Current cheapest price (USD/hour) among the options that fit (Infinity when none). */
+  price(): number {
+    return this.options[this.start]?.price ?? Number.POSITIVE_INFINITY;
+  }
+
+  /** Domains this plan could still land in for `key` (from its requirements and the NodePool's types). */
   domains(key: string): ReadonlySet<string> {
-    const r = this.requirements.get(key);
-    if (r && !r.complement) return new Set([...r.values].filter((v) => r.has(v)));
-    let d = this.domainCache.get(key);
-    if (!d) {
-      d = domainsOf(this.options.slice(this.start), this.requirements, key);
-      this.domainCache.set(key, d);
-    }
-    return d;
+    return this.pool.domains(this.requirements, key);
+  }
+
+  /** Free cpu (millicores) in the current cheapest option; -1 when no option is left. */
+  cpuSlack(): number {
+    const c = this.options[this.start];
+    return c ? c.t.alloc[0]! - this.requests[0]! : -1;
   }
 
   /**
@@ -258,21 +276,21 @@ export class NewNodeClaim {
    */
   canAdd(pod: PodInfo, topology: Topology, explain: boolean, grow = true): PendingAdd | Failure {
     const n = this.requests.length;
-    const need = new Float64Array(n);
+    const need = scratch(n);
     for (let i = 0; i < n; i++) {
       const v = this.requests[i]! + pod.vec[i]!;
-      if (v > this.maxAlloc[i]!) return fail('NoInstanceTypeFits', explain, () => this.noFitMessage(need, pod));
+      if (v > this.maxAlloc[i]!) return explain ? this.noFit(need, pod, i) : NO_FIT;
       need[i] = v;
     }
+    if (topology.hostnameBlocked(pod, pod.groups, this.hostname))
+      return explain
+        ? { code: 'TopologyUnsatisfiable', message: 'hostname topology forbids this NodeClaim' }
+        : TOPO;
     const current = this.options[this.start];
     if (!grow || this.growthCapped) {
-      if (!current || !vectorFits(need, current.t.alloc))
-        return fail('NoInstanceTypeFits', explain, () =>
-          this.growthCapped ? 'NodeClaim reached its cost-efficient size' : 'does not fit the current cheapest type',
-        );
+      if (!current || !vectorFits(need, current.t.alloc)) return explain ? this.noGrowth() : NO_FIT;
     }
-    if (!this.frontier.some((f) => vectorFits(need, f)))
-      return fail('NoInstanceTypeFits', explain, () => this.noFitMessage(need, pod));
+    if (!this.frontier.some((f) => vectorFits(need, f))) return explain ? this.noFit(need, pod, n) : NO_FIT;
     const taint = untoleratedTaint(pod.constraints.tolerations, this.pool.taints, { preferNoSchedule: true });
     if (taint) return { code: 'Untolerated', message: taint };
     if (pod.hostPorts.length) {
@@ -283,12 +301,18 @@ export class NewNodeClaim {
     if (incompatible) return { code: 'IncompatibleRequirements', message: incompatible };
     let reqs = this.requirements;
     if (!subsumes(reqs, pod.requirements)) reqs = reqs.clone().addAll(pod.requirements);
-    const topo = topology.requirementsFor(pod, pod.groups, pod.strict, {
-      kind: 'new',
-      hostname: this.hostname,
-      requirements: reqs,
-      domains: (key) => (reqs === this.requirements ? this.domains(key) : this.domainsUnder(reqs, key)),
-    });
+    const topo = topology.requirementsFor(
+      pod,
+      pod.groups,
+      pod.strict,
+      {
+        kind: 'new',
+        hostname: this.hostname,
+        requirements: reqs,
+        domains: (key) => this.pool.domains(reqs, key),
+      },
+      explain,
+    );
     if (!topo.ok) return { code: topoCode(topo.reason), message: topo.reason };
     if (topo.requirements.length) {
       const extra = topo.requirements.filter((r) => !reqs.get(r.key)?.subsetOf(r));
@@ -298,38 +322,40 @@ export class NewNodeClaim {
       }
     }
     if (reqs !== this.requirements) {
-      const priced = this.pool.price(this.base, reqs);
-      if (priced.length === 0)
+      let base = this.pool.optionsFor(reqs).base;
+      if (this.limited) {
+        const limited = this.limited;
+        base = base.filter((p) => limited.has(p.t));
+      }
+      if (base.length === 0)
         return {
           code: 'IncompatibleRequirements',
           message: `no instance type of this NodeClaim satisfies ${reqs.toString()}`,
         };
-      const options = priced.filter((p) => vectorFits(need, p.t.alloc));
-      if (options.length === 0) return fail('NoInstanceTypeFits', true, () => this.noFitMessage(need, pod));
+      let f = 0;
+      while (f < base.length && !vectorFits(need, base[f]!.t.alloc)) f++;
+      if (f >= base.length) return explain ? this.noFit(need, pod, n) : NO_FIT;
+      const first = base[f]!;
       if (!grow || this.growthCapped) {
-        if (!current || options[0]!.price > current.price)
-          return fail('NoInstanceTypeFits', explain, () => 'would raise the price of the NodeClaim');
-      } else if (this.pods.length > 0 && (!current || options[0]!.price > current.price)) {
-        if (!this.canGrowInto(options, 0, need, priced))
-          return fail('NoInstanceTypeFits', explain, () => 'NodeClaim reached its cost-efficient size');
+        if (!current || first.price > current.price) return explain ? this.noGrowth() : NO_FIT;
+      } else if (this.pods.length > 0 && (!current || first.price > current.price)) {
+        if (!this.canGrowInto(base, f, need, base)) return explain ? this.noGrowth() : NO_FIT;
       }
       if (this.pool.hasMinValues) {
         const mv = minValuesShortfall(
-          options.map((p) => p.t.it),
+          base
+            .slice(f)
+            .filter((p) => vectorFits(need, p.t.alloc))
+            .map((p) => p.t.it),
           reqs,
         );
         if (mv) return { code: 'IncompatibleRequirements', message: mv };
       }
-      return {
-        requirements: reqs,
-        narrowed: { base: priced, options, frontier: paretoFrontier(options) },
-        need,
-        firstFit: 0,
-      };
+      return { requirements: reqs, narrowed: base, need: need.slice(), firstFit: f };
     }
     let i = this.start;
     while (i < this.options.length && !vectorFits(need, this.options[i]!.t.alloc)) i++;
-    if (i >= this.options.length) return fail('NoInstanceTypeFits', explain, () => this.noFitMessage(need, pod));
+    if (i >= this.options.length) return explain ? this.noFit(need, pod, n) : NO_FIT;
     if (this.pool.hasMinValues) {
       const fitting = this.options.slice(i).filter((p) => vectorFits(need, p.t.alloc));
       const mv = minValuesShortfall(
@@ -340,15 +366,24 @@ export class NewNodeClaim {
     }
     if (i !== this.start && this.pods.length > 0 && !this.canGrowInto(this.options, i, need, this.base)) {
       this.growthCapped = true;
-      return fail('NoInstanceTypeFits', explain, () => 'NodeClaim reached its cost-efficient size');
+      return explain ? this.noGrowth() : NO_FIT;
     }
-    return { requirements: reqs, need, firstFit: i };
+    return { requirements: reqs, need: need.slice(), firstFit: i };
   }
 
-  private domainsUnder(reqs: Requirements, key: string): ReadonlySet<string> {
-    const r = reqs.get(key);
-    if (r && !r.complement) return new Set([...r.values].filter((v) => r.has(v)));
-    return domainsOf(this.options.slice(this.start), reqs, key);
+  private noFit(need: Float64Array, pod: PodInfo, filled: number): Failure {
+    const full = need.slice();
+    for (let i = filled; i < full.length; i++) full[i] = this.requests[i]! + pod.vec[i]!;
+    return { code: 'NoInstanceTypeFits', message: this.noFitMessage(full, pod) };
+  }
+
+  private noGrowth(): Failure {
+    return {
+      code: 'NoInstanceTypeFits',
+      message: this.growthCapped
+        ? 'NodeClaim reached its cost-efficient size'
+        : 'would need a larger (more expensive) instance type',
+    };
   }
 
   /** Applies a successful {@link canAdd}. */
@@ -357,17 +392,15 @@ export class NewNodeClaim {
     this.requests = add.need;
     if (add.narrowed) {
       this.requirements = add.requirements;
-      this.base = add.narrowed.base;
-      this.options = add.narrowed.options;
-      this.start = 0;
-      this.frontier = add.narrowed.frontier;
-      this.domainCache.clear();
-    } else {
-      if (add.firstFit !== this.start) this.domainCache.clear();
+      this.base = add.narrowed;
+      this.options = add.narrowed;
       this.start = add.firstFit;
-      const before = this.frontier.length;
+      this.frontier = this.limited
+        ? paretoFrontier(this.base.filter((p) => vectorFits(add.need, p.t.alloc)))
+        : this.pool.optionsFor(this.requirements).frontier.filter((f) => vectorFits(add.need, f));
+    } else {
+      this.start = add.firstFit;
       this.frontier = this.frontier.filter((f) => vectorFits(add.need, f));
-      if (this.frontier.length !== before) this.domainCache.clear();
     }
     this.maxAlloc = componentMax(this.frontier, this.requests.length);
     if (pod.hostPorts.length) this.hostPorts.add(pod.hostPorts);
@@ -395,7 +428,12 @@ export class NewNodeClaim {
    * Growth rule (see the module doc): some option from index `from` that fits `need` must cost at most
    * {@link GROWTH_EFFICIENCY} × the best cost per copy of `need` over `base`.
    */
-  private canGrowInto(options: readonly PricedType[], from: number, need: Float64Array, base: readonly PricedType[]) {
+  private canGrowInto(
+    options: readonly PricedType[],
+    from: number,
+    need: Float64Array,
+    base: readonly PricedType[],
+  ) {
     let best = Number.POSITIVE_INFINITY;
     for (const p of base) best = Math.min(best, NewNodeClaim.unitCost(p, need));
     const limit = GROWTH_EFFICIENCY * best;
@@ -471,8 +509,13 @@ export function subsumes(reqs: Requirements, pod: Requirements): boolean {
   return true;
 }
 
-function fail(code: Failure['code'], explain: boolean, msg: () => string): Failure {
-  return { code, message: explain ? msg() : code };
+const NO_FIT: Failure = { code: 'NoInstanceTypeFits', message: 'does not fit' };
+const TOPO: Failure = { code: 'TopologyUnsatisfiable', message: 'topology' };
+let scratchBuf = new Float64Array(8);
+/** A reused buffer of length n (callers copy it before keeping it). */
+function scratch(n: number): Float64Array {
+  if (scratchBuf.length !== n) scratchBuf = new Float64Array(n);
+  return scratchBuf;
 }
 
 /** Maps a topology failure message to its Unschedulable code. */
@@ -505,19 +548,11 @@ export function openNewNodeClaim(
   let opts = pool.optionsFor(reqs);
   if (opts.base.length === 0)
     return { code: 'IncompatibleRequirements', message: unmetRequirement(pool, pod) };
-  const first = opts;
   const topo = topology.requirementsFor(pod, pod.groups, pod.strict, {
     kind: 'new',
     hostname,
     requirements: reqs,
-    domains: (key) => {
-      let d = first.domains.get(key);
-      if (!d) {
-        d = domainsOf(first.base, reqs, key);
-        first.domains.set(key, d);
-      }
-      return d;
-    },
+    domains: (key) => pool.domains(reqs, key),
   });
   if (!topo.ok) return { code: topoCode(topo.reason), message: topo.reason };
   const extra = topo.requirements.filter((r) => !reqs.get(r.key)?.subsetOf(r));
@@ -537,7 +572,11 @@ export function openNewNodeClaim(
     if (base.length === 0) {
       return {
         code: 'NodePoolLimitsExceeded',
-        message: `all available instance types exceed limits for nodepool (remaining ${formatRequests(pool.remaining)})`,
+        message: `all available instance types exceed limits for nodepool (remaining ${Object.entries(
+          pool.remaining,
+        )
+          .map(([k, v]) => `${k} ${formatResource(k, Math.max(0, v))}`)
+          .join(', ')})`,
       };
     }
     frontier = paretoFrontier(base);
@@ -562,6 +601,7 @@ export function openNewNodeClaim(
     pool.subtractMax(fitting);
   }
   const plan = new NewNodeClaim(pool, hostname, reqs, base, frontier);
+  if (pool.remaining) plan.limited = new Set(base.map((p) => p.t));
   plan.commit(pod, { requirements: reqs, need, firstFit }, topology);
   return plan;
 }

@@ -10,7 +10,7 @@ import { nodeAffinityRequirements, requiredAlternatives } from './nodeaffinity.t
 import { type PodConstraints, podConstraints } from './preferences.ts';
 import { Requirements } from './requirements.ts';
 import { podRequests } from './resources.ts';
-import type { Topology, TopologyGroup } from './topology.ts';
+import { selectKeyOf, type Topology, type TopologyGroup } from './topology.ts';
 
 /** A pod being scheduled, with cached derived data. */
 export interface PodInfo {
@@ -19,6 +19,8 @@ export interface PodInfo {
   key: string;
   namespace: string;
   labels: Readonly<Record<string, string>>;
+  /** See `topology.ts` `selectKeyOf`. */
+  selectKey: string;
   requests: Resources;
   vec: Float64Array;
   hostPorts: HostPort[];
@@ -52,6 +54,10 @@ export function buildPodInfo(pod: Pod, index: ResourceIndex, topology: Topology)
     key: podKey(pod),
     namespace: pod.metadata.namespace ?? 'default',
     labels: pod.metadata.labels ?? {},
+    selectKey: selectKeyOf({
+      namespace: pod.metadata.namespace ?? 'default',
+      labels: pod.metadata.labels ?? {},
+    }),
     requests,
     vec: index.vector(requests),
     hostPorts: podHostPorts(pod),

@@ -261,6 +261,7 @@ export function incompatibilityMessage(existing: Requirement, incoming: Requirem
  */
 export class Requirements {
   private readonly map: Map<string, Requirement>;
+  private sig: string | undefined;
 
   constructor(reqs: Iterable<Requirement> = []) {
     this.map = new Map();
@@ -290,12 +291,14 @@ export class Requirements {
       const cur = this.map.get(r.key);
       this.map.set(r.key, cur ? cur.intersection(r) : r);
     }
+    if (reqs.length) this.sig = undefined;
     return this;
   }
 
   /** Intersects every requirement of `other` into this set. Returns `this`. */
   addAll(other: Requirements): this {
     for (const r of other.map.values()) this.add(r);
+    this.sig = undefined;
     return this;
   }
 
@@ -317,11 +320,13 @@ export class Requirements {
   clone(): Requirements {
     const r = new Requirements();
     for (const [k, v] of this.map) r.map.set(k, v);
+    r.sig = this.sig;
     return r;
   }
   /** Removes a key (e.g. the placeholder hostname before handing the NodeClaim out). */
   delete(key: string): void {
     this.map.delete(key);
+    this.sig = undefined;
   }
 
   /**
@@ -383,13 +388,14 @@ export class Requirements {
 
   /** A canonical string (keys sorted), usable as a cache key. */
   signature(): string {
-    return [...this.map.keys()]
+    this.sig ??= [...this.map.keys()]
       .sort()
       .map((k) => {
         const r = this.map.get(k)!;
         return `${k}:${r.complement ? '!' : ''}${[...r.values].sort().join(',')}:${r.greaterThan ?? ''}:${r.lessThan ?? ''}:${r.minValues ?? ''}`;
       })
       .join(';');
+    return this.sig;
   }
 
   toString(): string {

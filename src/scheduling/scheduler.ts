@@ -22,7 +22,7 @@
  */
 import type { DaemonSet, Pod } from '../apis/core.ts';
 import type { NodePool } from '../apis/karpenter.ts';
-import { LabelCapacityType, LabelInstanceType, LabelTopologyZone } from '../apis/labels.ts';
+import { LabelCapacityType, LabelHostname, LabelInstanceType, LabelTopologyZone } from '../apis/labels.ts';
 import { parseResources, QuantityParseError, type Resources } from '../apis/quantity.ts';
 import { type DaemonOverhead, daemonOverhead, daemonSetPod } from './daemonoverhead.ts';
 import { type ExistingCapacity, existingNodeCapacity, inFlightCapacity, isTerminal } from './existingnode.ts';
@@ -260,6 +260,8 @@ export function solve(input: SchedulingInput): SchedulingResult {
   const where = new Map<PodInfo, Where>();
   const failures = new Map<PodInfo, Failure>();
   let hostnameSeq = 0;
+  const growable = new PriceOrderedPlans();
+  const slackIndex = new SlackIndex();
 
   const tryNew = (pod: PodInfo): Where | Failure => {
     for (const cap of existing) {
@@ -278,31 +280,33 @@ export function solve(input: SchedulingInput): SchedulingResult {
       }
       if (explain) note(pod, `in-flight nodeclaim ${cap.name}: ${f.message}`);
     }
-    // Planned NodeClaims: first the ones that hold the pod without a price change (tightest fit first), then the
-    // first one (in creation order) that can grow into a larger type.
-    const fitting: { plan: NewNodeClaim; slack: number; i: number }[] = [];
-    for (let i = 0; i < plans.length; i++) {
-      const slack = plans[i]!.slackIfFits(pod);
-      if (slack >= 0) fitting.push({ plan: plans[i]!, slack, i });
-    }
-    fitting.sort((a, b) => a.slack - b.slack || a.i - b.i);
-    for (const { plan, i } of fitting) {
+    // Planned NodeClaims: first those that hold the pod at no extra price (tightest fit first); then the one
+    // that grows at the lowest current price (ties: creation order); a new NodeClaim only when neither works.
+    const hostnameKeyed = pod.groups.some((g) => g.key === LabelHostname) || topology.hasHostnameInverse(pod);
+    for (let k = slackIndex.lowerBound(pod.vec[0]!); k < slackIndex.size; k++) {
+      const plan = slackIndex.at(k);
+      if (plan.slackIfFits(pod) < 0) continue;
+      if (hostnameKeyed && topology.hostnameBlocked(pod, pod.groups, plan.hostname)) continue;
       const r = plan.canAdd(pod, topology, explain, false);
       if ('need' in r) {
         plan.commit(pod, r, topology);
+        slackIndex.update(plan);
         return { kind: 'new', plan };
       }
-      if (explain) note(pod, `planned nodeclaim #${i} (${plan.pool.name}): ${r.message}`);
+      if (explain) note(pod, `planned nodeclaim #${plans.indexOf(plan)} (${plan.pool.name}): ${r.message}`);
     }
-    for (let i = 0; i < plans.length; i++) {
-      const plan = plans[i]!;
-      if (plan.growthCapped) continue;
+    for (const plan of growable.list()) {
+      const before = plan.price();
       const r = plan.canAdd(pod, topology, explain, true);
       if ('need' in r) {
         plan.commit(pod, r, topology);
+        growable.update(plan, before);
+        slackIndex.update(plan);
         return { kind: 'new', plan };
       }
-      if (explain) note(pod, `planned nodeclaim #${i} (${plan.pool.name}) growing: ${r.message}`);
+      if (plan.growthCapped) growable.remove(plan, before);
+      if (explain)
+        note(pod, `planned nodeclaim #${plans.indexOf(plan)} (${plan.pool.name}) growing: ${r.message}`);
     }
     const reasons: Failure[] = [];
     for (const pool of pools) {
@@ -311,6 +315,8 @@ export function solve(input: SchedulingInput): SchedulingResult {
       if ('pods' in r) {
         hostnameSeq++;
         plans.push(r);
+        growable.add(r);
+        slackIndex.add(r);
         return { kind: 'new', plan: r };
       }
       const f = { code: r.code, message: `incompatible with nodepool "${pool.name}": ${r.message}` };
@@ -418,6 +424,106 @@ export function solve(input: SchedulingInput): SchedulingResult {
     unschedulable,
     explanations: [...explanations.values()],
   };
+}
+
+/** Plans ordered by free cpu in their current cheapest type (ascending), for best-fit without scanning all. */
+class SlackIndex {
+  private readonly items: { plan: NewNodeClaim; slack: number; seq: number }[] = [];
+  private readonly byPlan = new Map<NewNodeClaim, { plan: NewNodeClaim; slack: number; seq: number }>();
+  private seq = 0;
+  get size(): number {
+    return this.items.length;
+  }
+  at(i: number): NewNodeClaim {
+    return this.items[i]!.plan;
+  }
+  /** First index whose slack ≥ `cpu`. */
+  lowerBound(cpu: number): number {
+    let lo = 0;
+    let hi = this.items.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (this.items[mid]!.slack < cpu) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+  private position(e: { slack: number; seq: number }): number {
+    let lo = 0;
+    let hi = this.items.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      const m = this.items[mid]!;
+      if (m.slack < e.slack || (m.slack === e.slack && m.seq < e.seq)) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+  add(plan: NewNodeClaim): void {
+    const e = { plan, slack: plan.cpuSlack(), seq: this.seq++ };
+    this.byPlan.set(plan, e);
+    this.items.splice(this.position(e), 0, e);
+  }
+  update(plan: NewNodeClaim): void {
+    const e = this.byPlan.get(plan);
+    if (!e) return;
+    const slack = plan.cpuSlack();
+    if (slack === e.slack) return;
+    this.items.splice(this.position(e), 1);
+    e.slack = slack;
+    this.items.splice(this.position(e), 0, e);
+  }
+}
+
+/** Plans that may still grow, ordered by current price (USD/hour), ties by creation order. */
+class PriceOrderedPlans {
+  private readonly items: { plan: NewNodeClaim; price: number; seq: number }[] = [];
+  private seq = 0;
+  private static cmp(a: { price: number; seq: number }, b: { price: number; seq: number }): number {
+    return a.price - b.price || a.seq - b.seq;
+  }
+  private find(plan: NewNodeClaim, price: number): number {
+    let lo = 0;
+    let hi = this.items.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (this.items[mid]!.price < price) lo = mid + 1;
+      else hi = mid;
+    }
+    for (let i = lo; i < this.items.length; i++) if (this.items[i]!.plan === plan) return i;
+    return this.items.findIndex((x) => x.plan === plan);
+  }
+  private insert(e: { plan: NewNodeClaim; price: number; seq: number }): void {
+    let lo = 0;
+    let hi = this.items.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (PriceOrderedPlans.cmp(this.items[mid]!, e) < 0) lo = mid + 1;
+      else hi = mid;
+    }
+    this.items.splice(lo, 0, e);
+  }
+  add(plan: NewNodeClaim): void {
+    this.insert({ plan, price: plan.price(), seq: this.seq++ });
+  }
+  remove(plan: NewNodeClaim, price: number): void {
+    const i = this.find(plan, price);
+    if (i >= 0) this.items.splice(i, 1);
+  }
+  update(plan: NewNodeClaim, before: number): void {
+    const after = plan.price();
+    if (after === before && !plan.growthCapped) return;
+    const i = this.find(plan, before);
+    if (i < 0) return;
+    const [e] = this.items.splice(i, 1);
+    if (plan.growthCapped) return;
+    e!.price = after;
+    this.insert(e!);
+  }
+  /** A snapshot (safe to iterate while updating). */
+  list(): NewNodeClaim[] {
+    return this.items.map((x) => x.plan);
+  }
 }
 
 /** Parses every resource list of a pod (to register resource names and catch malformed quantities early). */

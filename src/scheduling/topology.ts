@@ -36,6 +36,13 @@ export type TopologyKind = 'spread' | 'affinity' | 'anti-affinity' | 'inverse-an
 export interface TopologyPod {
   namespace: string;
   labels: Readonly<Record<string, string>>;
+  /** Optional precomputed {@link selectKeyOf} (saves recomputing it for every candidate). */
+  selectKey?: string;
+}
+
+/** Cache key of a pod for "which groups select it": namespace + sorted labels. */
+export function selectKeyOf(pod: TopologyPod): string {
+  return `${pod.namespace}\u0000${JSON.stringify(Object.entries(pod.labels).sort(([a], [b]) => (a < b ? -1 : 1)))}`;
 }
 
 /** One counted constraint (see module doc). */
@@ -56,10 +63,18 @@ export class TopologyGroup {
     readonly nodeFilter?: readonly Requirements[],
   ) {}
 
+  private readonly memo = new Map<string, boolean>();
+
   /** True when a pod in `ns` with `labels` is counted by (or, for inverse groups, blocked by) this group. */
   selects(pod: TopologyPod): boolean {
-    if (this.namespaces && !this.namespaces.has(pod.namespace)) return false;
-    return selectorMatches(this.selector, pod.labels);
+    if (pod.selectKey !== undefined) {
+      const hit = this.memo.get(pod.selectKey);
+      if (hit !== undefined) return hit;
+    }
+    const v =
+      (!this.namespaces || this.namespaces.has(pod.namespace)) && selectorMatches(this.selector, pod.labels);
+    if (pod.selectKey !== undefined) this.memo.set(pod.selectKey, v);
+    return v;
   }
 
   count(domain: string): number {
@@ -203,7 +218,7 @@ export class Topology {
   }
 
   private selecting(pod: TopologyPod): { counting: TopologyGroup[]; inverse: TopologyGroup[] } {
-    const key = `${pod.namespace}\u0000${JSON.stringify(Object.entries(pod.labels).sort(([a], [b]) => (a < b ? -1 : 1)))}`;
+    const key = pod.selectKey ?? selectKeyOf(pod);
     let hit = this.selectsCache.get(key);
     if (!hit) {
       hit = { counting: [], inverse: [] };
@@ -236,6 +251,33 @@ export class Topology {
     }
   }
 
+  /** True when an inverse anti-affinity group on hostname selects this pod. */
+  hasHostnameInverse(pod: TopologyPod): boolean {
+    return this.selecting(pod).inverse.some((g) => g.key === LabelHostname);
+  }
+
+  /**
+   * Fast pre-check of the hostname-keyed constraints for a node/NodeClaim named `hostname` (no allocation):
+   * true when some spread, affinity, anti-affinity or inverse anti-affinity on `kubernetes.io/hostname` forbids it.
+   */
+  hostnameBlocked(pod: TopologyPod, owned: readonly TopologyGroup[], hostname: string): boolean {
+    for (const g of owned) {
+      if (g.key !== LabelHostname) continue;
+      const c = g.count(hostname);
+      if (g.kind === 'spread') {
+        if (c + (g.selects(pod) ? 1 : 0) > g.maxSkew) return true;
+      } else if (g.kind === 'anti-affinity') {
+        if (c > 0) return true;
+      } else if (g.kind === 'affinity' && c === 0) {
+        for (const v of g.counts.values()) if (v > 0) return true;
+        if (!g.selects(pod)) return true;
+      }
+    }
+    for (const g of this.selecting(pod).inverse)
+      if (g.key === LabelHostname && g.count(hostname) > 0) return true;
+    return false;
+  }
+
   /**
    * The topology requirements for placing `pod` on `candidate`: for a node, whether its domains are allowed; for a
    * new NodeClaim, the `In [domains]` requirements that narrow it (spread and bootstrap affinity pin one domain).
@@ -247,6 +289,7 @@ export class Topology {
     owned: readonly TopologyGroup[],
     podReqs: Requirements,
     candidate: TopologyCandidate,
+    explain = true,
   ): TopologyResult {
     const { inverse } = this.selecting(pod);
     if (owned.length === 0 && inverse.length === 0) return { ok: true, requirements: [] };
@@ -264,7 +307,16 @@ export class Topology {
     for (const g of [...owned, ...inverse]) {
       const options = domainsFor(g.key);
       const allowed = this.allowed(g, pod, podReqs, options, candidate.kind === 'new');
-      if (allowed.size === 0) return { ok: false, reason: this.describeFailure(g, options) };
+      if (allowed.size === 0) {
+        return {
+          ok: false,
+          reason: explain
+            ? this.describeFailure(g, options)
+            : g.kind === 'spread'
+              ? 'topology spread'
+              : 'pod affinity',
+        };
+      }
       narrowed.set(g.key, allowed);
     }
     const reqs: Requirement[] = [];
@@ -274,13 +326,20 @@ export class Topology {
     return { ok: true, requirements: reqs };
   }
 
+  private readonly eligibleCache = new Map<string, string[]>();
+
   private eligibleMin(g: TopologyGroup, podReqs: Requirements): { min: number; eligible: string[] } {
     if (g.key === LabelHostname) return { min: 0, eligible: [] };
     const podDomains = podReqs.get(g.key);
-    const eligible: string[] = [];
-    const universe = new Set<string>(this.universe(g.key));
-    for (const d of g.counts.keys()) universe.add(d);
-    for (const d of universe) if (!podDomains || podDomains.has(d)) eligible.push(d);
+    const ck = `${g.id}\u0001${podDomains ? podDomains.toString() : ''}\u0001${g.counts.size}`;
+    let eligible = this.eligibleCache.get(ck);
+    if (!eligible) {
+      eligible = [];
+      const universe = new Set<string>(this.universe(g.key));
+      for (const d of g.counts.keys()) universe.add(d);
+      for (const d of universe) if (!podDomains || podDomains.has(d)) eligible.push(d);
+      this.eligibleCache.set(ck, eligible);
+    }
     let min = Number.POSITIVE_INFINITY;
     for (const d of eligible) min = Math.min(min, g.count(d));
     if (!Number.isFinite(min)) min = 0;

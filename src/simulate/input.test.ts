@@ -316,3 +316,37 @@ describe('applyLimitRanges', () => {
     expect(res['other-ns']).toEqual({});
   });
 });
+
+describe('listed pods', () => {
+  it('a pod with only generateName gets a deterministic name; terminal pods are skipped', async () => {
+    const { catalog } = recordingCatalog();
+    const objects = [
+      {
+        file: 'p.yaml',
+        index: 0,
+        object: {
+          apiVersion: 'v1',
+          kind: 'Pod',
+          metadata: { generateName: 'job-' },
+          spec: template({}).spec,
+        },
+      },
+      {
+        file: 'p.yaml',
+        index: 1,
+        object: {
+          apiVersion: 'v1',
+          kind: 'Pod',
+          metadata: { name: 'done' },
+          spec: template({}).spec,
+          status: { phase: 'Succeeded' },
+        },
+      },
+    ];
+    const a = await buildSchedulingInput(objects, { region: 'us-east-1', catalog });
+    const b = await buildSchedulingInput(objects, { region: 'us-east-1', catalog });
+    expect(a.input.pods).toHaveLength(1);
+    expect(a.input.pods[0]!.metadata.name).toMatch(/^job-[bcdfghjklmnpqrstvwxz2456789]{5}$/);
+    expect(b.input.pods[0]!.metadata.name).toBe(a.input.pods[0]!.metadata.name);
+  });
+});

@@ -43,6 +43,8 @@ export interface SourcedObject {
   index?: number;
   /** 1-based line where the object starts, when known. */
   line?: number;
+  /** 0-based position in a List document's `items`. */
+  item?: number;
   object: KubeObject;
 }
 
@@ -482,9 +484,16 @@ export async function buildSchedulingInput(
       case 'Node':
         nodes.push(o as Node);
         break;
-      case 'Pod':
-        listedPods.push(withNamespace(o as Pod));
+      case 'Pod': {
+        let pod = withNamespace(o as Pod);
+        if (!pod.metadata.name && pod.metadata.generateName) {
+          // The API server would append 5 random characters; use a deterministic suffix instead.
+          const name = `${pod.metadata.generateName}${templateHash(`${s.file}#${s.index}#${s.item ?? 0}`).slice(0, 5)}`;
+          pod = { ...pod, metadata: { ...pod.metadata, name } };
+        }
+        listedPods.push(pod);
         break;
+      }
       case 'Deployment':
       case 'ReplicaSet':
       case 'ReplicationController':

@@ -12,8 +12,8 @@ import type { NodeClaim } from '../../src/apis/karpenter.ts';
 import {
   EventRecorder,
   FakeClock,
-  Informer,
   IndexNames,
+  Informer,
   indexByProviderID,
   isNotFound,
   RealClock,
@@ -94,7 +94,10 @@ describe('CustomResourceDefinition', () => {
       expect(listed.items.map((o) => [o.kind, o.metadata?.name, (o.spec as { size: number }).size])).toEqual([
         ['Widget', 'w1', 3],
       ]);
-      const st = await c.client.patchStatus(rt, 'w1', c.namespace, { status: { ready: true }, spec: { size: 9 } });
+      const st = await c.client.patchStatus(rt, 'w1', c.namespace, {
+        status: { ready: true },
+        spec: { size: 9 },
+      });
       expect(st.status).toEqual({ ready: true });
       expect((st.spec as { size: number }).size).toBe(3);
       expect(st.metadata?.generation).toBe(1);
@@ -111,7 +114,7 @@ describe('CustomResourceDefinition', () => {
     }
   });
 
-  it("upstream Karpenter NodeClaim CRD: create, status with providerID, informer index", async (ctx) => {
+  it('upstream Karpenter NodeClaim CRD: create, status with providerID, informer index', async (ctx) => {
     if (c.real) ctx.skip(); // do not install or replace CRDs of a real cluster
     const crd = parse(readFileSync(resolve(crdDir, 'karpenter/karpenter.sh_nodeclaims.yaml'), 'utf8'));
     await c.client.create(crd as CustomResourceDefinition);
@@ -170,7 +173,13 @@ describe('events', () => {
       firstTimestamp: '2025-06-01T10:00:00Z',
       lastTimestamp: '2025-06-01T10:00:00Z',
       source: { component: 'karpenter', host: 'capenter-0' },
-      involvedObject: { kind: 'Pod', apiVersion: 'v1', name: 'ev-pod', namespace: c.namespace, uid: pod.metadata.uid },
+      involvedObject: {
+        kind: 'Pod',
+        apiVersion: 'v1',
+        name: 'ev-pod',
+        namespace: c.namespace,
+        uid: pod.metadata.uid,
+      },
     });
     clock.advance(30_000);
     const dups = await Promise.all([

@@ -52,8 +52,14 @@ describe('create / get / update / delete', () => {
   });
 
   it('generateName produces a unique name with the prefix', async () => {
-    const a = await c.client.create({ ...cm(''), metadata: { generateName: 'gen-', namespace: c.namespace } });
-    const b = await c.client.create({ ...cm(''), metadata: { generateName: 'gen-', namespace: c.namespace } });
+    const a = await c.client.create({
+      ...cm(''),
+      metadata: { generateName: 'gen-', namespace: c.namespace },
+    });
+    const b = await c.client.create({
+      ...cm(''),
+      metadata: { generateName: 'gen-', namespace: c.namespace },
+    });
     expect(a.metadata.name).toMatch(/^gen-[a-z0-9]{5}$/);
     expect(b.metadata.name).not.toBe(a.metadata.name);
   });
@@ -87,19 +93,27 @@ describe('create / get / update / delete', () => {
       },
     });
     expect(dep.metadata.generation).toBe(1);
-    const labelled = await c.client.patch('Deployment', 'gen', c.namespace, { metadata: { labels: { x: 'y' } } });
+    const labelled = await c.client.patch('Deployment', 'gen', c.namespace, {
+      metadata: { labels: { x: 'y' } },
+    });
     expect(labelled.metadata.generation).toBe(1);
-    const scaled = await c.client.patch('Deployment', 'gen', c.namespace, { spec: { replicas: 0, paused: true } });
+    const scaled = await c.client.patch('Deployment', 'gen', c.namespace, {
+      spec: { replicas: 0, paused: true },
+    });
     expect(scaled.metadata.generation).toBe(2);
   });
 
   it('delete removes the object; a wrong uid precondition gets 409', async () => {
     const obj = await c.client.create(cm('del'));
     const err = await c.client
-      .delete('ConfigMap', 'del', c.namespace, { preconditions: { uid: '00000000-0000-0000-0000-000000000000' } })
+      .delete('ConfigMap', 'del', c.namespace, {
+        preconditions: { uid: '00000000-0000-0000-0000-000000000000' },
+      })
       .catch((e: unknown) => e);
     expect(isConflict(err)).toBe(true);
-    await c.client.delete('ConfigMap', 'del', c.namespace, { preconditions: { uid: obj.metadata.uid as string } });
+    await c.client.delete('ConfigMap', 'del', c.namespace, {
+      preconditions: { uid: obj.metadata.uid as string },
+    });
     expect(await c.client.tryGet('ConfigMap', 'del', c.namespace)).toBeUndefined();
     expect(await c.client.tryDelete('ConfigMap', 'del', c.namespace)).toBe(false);
   });
@@ -130,7 +144,13 @@ describe('create / get / update / delete', () => {
 describe('patch', () => {
   it('merge patch sets and removes (null) keys', async () => {
     await c.client.create(cm('mp', { a: '1', b: '2' }));
-    const p = await c.client.patch('ConfigMap', 'mp', c.namespace, { data: { b: null, c: '3' } }, { type: 'merge' });
+    const p = await c.client.patch(
+      'ConfigMap',
+      'mp',
+      c.namespace,
+      { data: { b: null, c: '3' } },
+      { type: 'merge' },
+    );
     expect(p.data).toEqual({ a: '1', c: '3' });
   });
 
@@ -155,14 +175,19 @@ describe('patch', () => {
 
   it('strategic merge patch merges lists by key (containers by name)', async () => {
     const pod = await c.client.create(
-      testPod(c.namespace, 'smp', {}, {
-        spec: {
-          containers: [
-            { name: 'a', image: 'img-a' },
-            { name: 'b', image: 'img-b' },
-          ],
+      testPod(
+        c.namespace,
+        'smp',
+        {},
+        {
+          spec: {
+            containers: [
+              { name: 'a', image: 'img-a' },
+              { name: 'b', image: 'img-b' },
+            ],
+          },
         },
-      }),
+      ),
     );
     expect(pod.spec.containers.length).toBe(2);
     const patched = await c.client.patch(
@@ -183,23 +208,33 @@ describe('patch', () => {
     const applied = await c.client.apply(cm('ssa', { owned: 'by-a' }), { fieldManager: 'manager-a' });
     expect(applied.data).toEqual({ owned: 'by-a' });
     expect(applied.metadata.uid).toBeTruthy();
-    const again = await c.client.apply(cm('ssa', { owned: 'by-a', more: 'x' }), { fieldManager: 'manager-a' });
+    const again = await c.client.apply(cm('ssa', { owned: 'by-a', more: 'x' }), {
+      fieldManager: 'manager-a',
+    });
     expect(again.data).toEqual({ owned: 'by-a', more: 'x' });
     expect(again.metadata.uid).toBe(applied.metadata.uid);
-    const managers = ((again.metadata.managedFields as Array<{ manager: string }>) ?? []).map((m) => m.manager);
+    const managers = ((again.metadata.managedFields as Array<{ manager: string }>) ?? []).map(
+      (m) => m.manager,
+    );
     expect(managers).toContain('manager-a');
   });
 
   // The embedded server documents SSA as a merge without field-ownership conflicts (src/sim/apiserver/index.ts).
-  it.skipIf(!realKubeconfig)('server-side apply reports conflicts between field managers; force takes over', async () => {
-    await c.client.apply(cm('ssa-conflict', { owned: 'by-a' }), { fieldManager: 'manager-a' });
-    const err = await c.client
-      .apply(cm('ssa-conflict', { owned: 'by-b' }), { fieldManager: 'manager-b' })
-      .catch((e: unknown) => e);
-    expect(isConflict(err)).toBe(true);
-    const forced = await c.client.apply(cm('ssa-conflict', { owned: 'by-b' }), { fieldManager: 'manager-b', force: true });
-    expect(forced.data?.owned).toBe('by-b');
-  });
+  it.skipIf(!realKubeconfig)(
+    'server-side apply reports conflicts between field managers; force takes over',
+    async () => {
+      await c.client.apply(cm('ssa-conflict', { owned: 'by-a' }), { fieldManager: 'manager-a' });
+      const err = await c.client
+        .apply(cm('ssa-conflict', { owned: 'by-b' }), { fieldManager: 'manager-b' })
+        .catch((e: unknown) => e);
+      expect(isConflict(err)).toBe(true);
+      const forced = await c.client.apply(cm('ssa-conflict', { owned: 'by-b' }), {
+        fieldManager: 'manager-b',
+        force: true,
+      });
+      expect(forced.data?.owned).toBe('by-b');
+    },
+  );
 });
 
 describe('status subresource', () => {
@@ -252,7 +287,12 @@ describe('list and selectors', () => {
     for (const [n, labels] of specs) await c.client.create(cm(n, {}, { ...labels, suite: 'sel' }));
   });
   const names = async (labelSelector: string): Promise<string[]> =>
-    (await c.client.list('ConfigMap', { namespace: c.namespace, labelSelector: `suite=sel,${labelSelector}` })).items
+    (
+      await c.client.list('ConfigMap', {
+        namespace: c.namespace,
+        labelSelector: `suite=sel,${labelSelector}`,
+      })
+    ).items
       .map((o) => o.metadata.name as string)
       .sort();
 
@@ -282,11 +322,19 @@ describe('list and selectors', () => {
   });
 
   it('field selectors on metadata.name and pod spec.nodeName / status.phase', async () => {
-    const byName = await c.client.list('ConfigMap', { namespace: c.namespace, fieldSelector: 'metadata.name=sel-b' });
+    const byName = await c.client.list('ConfigMap', {
+      namespace: c.namespace,
+      fieldSelector: 'metadata.name=sel-b',
+    });
     expect(byName.items.map((o) => o.metadata.name)).toEqual(['sel-b']);
-    await c.client.create(testPod(c.namespace, 'fs-bound', {}, { spec: { nodeName: 'fs-node-1', nodeSelector: {} } }));
+    await c.client.create(
+      testPod(c.namespace, 'fs-bound', {}, { spec: { nodeName: 'fs-node-1', nodeSelector: {} } }),
+    );
     await c.client.create(testPod(c.namespace, 'fs-unbound'));
-    const bound = await c.client.list('Pod', { namespace: c.namespace, fieldSelector: { 'spec.nodeName': 'fs-node-1' } });
+    const bound = await c.client.list('Pod', {
+      namespace: c.namespace,
+      fieldSelector: { 'spec.nodeName': 'fs-node-1' },
+    });
     expect(bound.items.map((p: Pod) => p.metadata.name)).toEqual(['fs-bound']);
     const unbound = await c.client.list('Pod', {
       namespace: c.namespace,
@@ -297,7 +345,11 @@ describe('list and selectors', () => {
 
   it('pages with limit/continue and pageSize returns everything', async () => {
     for (let i = 0; i < 7; i++) await c.client.create(cm(`page-${i}`, {}, { suite: 'page' }));
-    const first = await c.client.list('ConfigMap', { namespace: c.namespace, labelSelector: 'suite=page', limit: 3 });
+    const first = await c.client.list('ConfigMap', {
+      namespace: c.namespace,
+      labelSelector: 'suite=page',
+      limit: 3,
+    });
     expect(first.items.length).toBe(3);
     expect(first.metadata.continue).toBeTruthy();
     const second = await c.client.list('ConfigMap', {
@@ -308,8 +360,14 @@ describe('list and selectors', () => {
     });
     expect(second.items.length).toBe(3);
     expect(second.items.map((o) => o.metadata.name)).not.toContain(first.items[0]?.metadata.name);
-    const all = await c.client.list('ConfigMap', { namespace: c.namespace, labelSelector: 'suite=page', pageSize: 2 });
-    expect(all.items.map((o) => o.metadata.name).sort()).toEqual([0, 1, 2, 3, 4, 5, 6].map((i) => `page-${i}`));
+    const all = await c.client.list('ConfigMap', {
+      namespace: c.namespace,
+      labelSelector: 'suite=page',
+      pageSize: 2,
+    });
+    expect(all.items.map((o) => o.metadata.name).sort()).toEqual(
+      [0, 1, 2, 3, 4, 5, 6].map((i) => `page-${i}`),
+    );
     expect(all.metadata.resourceVersion).toMatch(/^\d+$/);
   });
 });
@@ -327,14 +385,25 @@ describe('retry helpers', () => {
         },
         { attempts: 20, delayMs: 1 },
       );
-    await Promise.all([bump(c.client), bump(other), bump(c.client), bump(other), bump(c.client), bump(other)]);
+    await Promise.all([
+      bump(c.client),
+      bump(other),
+      bump(c.client),
+      bump(other),
+      bump(c.client),
+      bump(other),
+    ]);
     expect((await c.client.get('ConfigMap', 'counter', c.namespace)).data?.n).toBe('6');
     other.close();
   });
 
   it('updateWithRetry with NO_CHANGE does not write', async () => {
     const before = await c.client.create(cm('nochange', { a: '1' }));
-    const res = await updateWithRetry(c.client, { kind: 'ConfigMap', name: 'nochange', namespace: c.namespace }, () => NO_CHANGE);
+    const res = await updateWithRetry(
+      c.client,
+      { kind: 'ConfigMap', name: 'nochange', namespace: c.namespace },
+      () => NO_CHANGE,
+    );
     expect(res.metadata.resourceVersion).toBe(before.metadata.resourceVersion);
   });
 
@@ -349,7 +418,10 @@ describe('retry helpers', () => {
           ref,
           (o) =>
             i % 3 === 0
-              ? { type: 'json', patch: [{ op: 'replace', path: '/data/n', value: String(Number(o.data?.n) + 1) }] }
+              ? {
+                  type: 'json',
+                  patch: [{ op: 'replace', path: '/data/n', value: String(Number(o.data?.n) + 1) }],
+                }
               : { type: 'merge', patch: { data: { n: String(Number(o.data?.n) + 1) } } },
           { attempts: 30, delayMs: 1 },
         ),

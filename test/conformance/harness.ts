@@ -5,9 +5,9 @@
  * The tests themselves use only `src/kube/`.
  */
 import { randomBytes } from 'node:crypto';
-import { startEmbeddedCluster } from '../../src/sim/apiserver/index.ts';
 import { KubeClient } from '../../src/kube/client.ts';
 import { isNotFound } from '../../src/kube/errors.ts';
+import { startEmbeddedCluster } from '../../src/sim/apiserver/index.ts';
 
 /** A cluster to test against. */
 export interface TestCluster {
@@ -47,7 +47,9 @@ export async function startCluster(file: string, opts: HarnessOptions = {}): Pro
     kubeconfig = realKubeconfig;
     stopServer = async () => {};
   } else {
-    const srv = await startEmbeddedCluster(opts.watchHistory !== undefined ? { watchHistory: opts.watchHistory } : {});
+    const srv = await startEmbeddedCluster(
+      opts.watchHistory !== undefined ? { watchHistory: opts.watchHistory } : {},
+    );
     kubeconfig = srv.kubeconfig;
     stopServer = async () => {
       await srv.stop();
@@ -92,7 +94,9 @@ export async function eventually<T>(
       last = err;
     }
     if (Date.now() > end)
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ''}`,
+      );
     await new Promise((r) => setTimeout(r, intervalMs));
   }
 }

@@ -17,7 +17,12 @@ afterAll(async () => {
 });
 
 function cm(name: string, extra: Partial<ConfigMap['metadata']> = {}): ConfigMap {
-  return { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: c.namespace, ...extra }, data: {} };
+  return {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name, namespace: c.namespace, ...extra },
+    data: {},
+  };
 }
 
 function ownedBy(owner: ConfigMap, block = false): OwnerReference[] {
@@ -49,9 +54,15 @@ describe('finalizers', () => {
     await c.client.delete('ConfigMap', 'fin', c.namespace);
     // adding a new finalizer to a deleting object is forbidden; removing one is fine
     const err = await c.client
-      .patch('ConfigMap', 'fin', c.namespace, [{ op: 'add', path: '/metadata/finalizers/-', value: 'capenter.test/new' }], {
-        type: 'json',
-      })
+      .patch(
+        'ConfigMap',
+        'fin',
+        c.namespace,
+        [{ op: 'add', path: '/metadata/finalizers/-', value: 'capenter.test/new' }],
+        {
+          type: 'json',
+        },
+      )
       .catch((e: unknown) => e);
     expect((err as { code?: number }).code).toBe(422);
     const one = await c.client.patch(
@@ -64,13 +75,18 @@ describe('finalizers', () => {
     expect(one.metadata.finalizers).toEqual(['capenter.test/other']);
     expect(await c.client.tryGet('ConfigMap', 'fin', c.namespace)).toBeDefined();
     await removeFinalizers('fin');
-    await eventually(async () => (await c.client.tryGet('ConfigMap', 'fin', c.namespace)) === undefined, 'object gone');
+    await eventually(
+      async () => (await c.client.tryGet('ConfigMap', 'fin', c.namespace)) === undefined,
+      'object gone',
+    );
   });
 
   it('a stale update of a deleting object still conflicts', async () => {
     const obj = await c.client.create(cm('fin-stale', { finalizers: ['capenter.test/hold'] }));
     await c.client.delete('ConfigMap', 'fin-stale', c.namespace);
-    const err = await c.client.update({ ...obj, metadata: { ...obj.metadata, finalizers: [] } }).catch((e: unknown) => e);
+    const err = await c.client
+      .update({ ...obj, metadata: { ...obj.metadata, finalizers: [] } })
+      .catch((e: unknown) => e);
     expect(isConflict(err)).toBe(true);
     await removeFinalizers('fin-stale');
   });
@@ -94,7 +110,9 @@ describe('garbage collection', () => {
 
   it('foreground: the owner waits (foregroundDeletion) until blocking dependents are gone', async () => {
     const owner = await c.client.create(cm('fg-owner'));
-    await c.client.create(cm('fg-dep', { ownerReferences: ownedBy(owner, true), finalizers: ['capenter.test/hold'] }));
+    await c.client.create(
+      cm('fg-dep', { ownerReferences: ownedBy(owner, true), finalizers: ['capenter.test/hold'] }),
+    );
     await c.client.delete('ConfigMap', 'fg-owner', c.namespace, { propagationPolicy: 'Foreground' });
     const waiting = await c.client.get('ConfigMap', 'fg-owner', c.namespace);
     expect(waiting.metadata.deletionTimestamp).toBeTruthy();
@@ -142,7 +160,9 @@ describe('garbage collection', () => {
     const node = await c.client.create({ apiVersion: 'v1', kind: 'Node', metadata: { name: nodeName } });
     await c.client.create(
       cm('node-dep', {
-        ownerReferences: [{ apiVersion: 'v1', kind: 'Node', name: nodeName, uid: node.metadata?.uid as string }],
+        ownerReferences: [
+          { apiVersion: 'v1', kind: 'Node', name: nodeName, uid: node.metadata?.uid as string },
+        ],
       }),
     );
     await c.client.delete('Node', nodeName);

@@ -228,7 +228,14 @@ const SPECS: BuiltinSpec[] = [
     namespaced: true,
     columns: [{ name: 'Holder', type: 'string', jsonPath: '.spec.holderIdentity' }],
   },
-  { group: 'events.k8s.io', version: 'v1', plural: 'events', kind: 'Event', namespaced: true, shortNames: ['ev'] },
+  {
+    group: 'events.k8s.io',
+    version: 'v1',
+    plural: 'events',
+    kind: 'Event',
+    namespaced: true,
+    shortNames: ['ev'],
+  },
   {
     group: 'apiextensions.k8s.io',
     version: 'v1',

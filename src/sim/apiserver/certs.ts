@@ -26,7 +26,13 @@ export function serverCert(): Promise<ServerCert> {
         notAfterDate: notAfter,
         extensions: [
           { name: 'basicConstraints', cA: true, critical: true },
-          { name: 'keyUsage', digitalSignature: true, keyEncipherment: true, keyCertSign: true, critical: true },
+          {
+            name: 'keyUsage',
+            digitalSignature: true,
+            keyEncipherment: true,
+            keyCertSign: true,
+            critical: true,
+          },
           { name: 'extKeyUsage', serverAuth: true, clientAuth: true },
           {
             name: 'subjectAltName',

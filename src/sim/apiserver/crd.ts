@@ -6,9 +6,19 @@
  * CEL rules (`x-kubernetes-validations`), `format` checks and list-type uniqueness are NOT enforced
  * (documented limitation). Source: k8s.io/apiextensions-apiserver pkg/apiserver/schema/{pruning,defaulting}.
  */
+import { createHash } from 'node:crypto';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import type { StatusCause } from './errors.ts';
-import { asArr, asObj, asStr, clone, type Json, type JsonObject, type KObj, type ResourceDef } from './types.ts';
+import {
+  asArr,
+  asObj,
+  asStr,
+  clone,
+  type Json,
+  type JsonObject,
+  type KObj,
+  type ResourceDef,
+} from './types.ts';
 
 /** Errors found in a CRD definition itself (422 causes). */
 export function validateCrd(crd: KObj): StatusCause[] {
@@ -20,7 +30,8 @@ export function validateCrd(crd: KObj): StatusCause[] {
   const names = asObj(spec.names) ?? {};
   const plural = asStr(names.plural) ?? '';
   if (!group) causes.push({ reason: 'FieldValueRequired', field: 'spec.group', message: 'Required value' });
-  if (!plural) causes.push({ reason: 'FieldValueRequired', field: 'spec.names.plural', message: 'Required value' });
+  if (!plural)
+    causes.push({ reason: 'FieldValueRequired', field: 'spec.names.plural', message: 'Required value' });
   if (!asStr(names.kind))
     causes.push({ reason: 'FieldValueRequired', field: 'spec.names.kind', message: 'Required value' });
   if (plural && group && name !== `${plural}.${group}`)
@@ -49,7 +60,11 @@ export function validateCrd(crd: KObj): StatusCause[] {
   versions.forEach((v, i) => {
     const vo = asObj(v) ?? {};
     if (!asStr(vo.name))
-      causes.push({ reason: 'FieldValueRequired', field: `spec.versions[${i}].name`, message: 'Required value' });
+      causes.push({
+        reason: 'FieldValueRequired',
+        field: `spec.versions[${i}].name`,
+        message: 'Required value',
+      });
     if (vo.served === true && !asObj(asObj(vo.schema)?.openAPIV3Schema))
       causes.push({
         reason: 'FieldValueRequired',
@@ -119,6 +134,8 @@ export function crdResources(crd: KObj): ResourceDef[] {
   return out;
 }
 
+const COMPILED = new Map<string, ValidateFunction>();
+
 /** Schema for one version, with a lazily compiled ajv validator. */
 export class VersionSchema {
   readonly schema: JsonObject;
@@ -134,9 +151,20 @@ export class VersionSchema {
     return VersionSchema.ajv;
   }
 
-  /** Compile now (throws with ajv's message when the schema is not usable). */
+  /**
+   * Compile now (throws with ajv's message when the schema is not usable). Compiled validators are
+   * cached per process by schema content, so many servers installing the same CRDs compile once.
+   */
   compile(): ValidateFunction {
-    if (!this.validator) this.validator = VersionSchema.getAjv().compile(toAjvSchema(this.schema, true));
+    if (!this.validator) {
+      const key = createHash('sha1').update(JSON.stringify(this.schema)).digest('hex');
+      let v = COMPILED.get(key);
+      if (!v) {
+        v = VersionSchema.getAjv().compile(toAjvSchema(this.schema, true));
+        COMPILED.set(key, v);
+      }
+      this.validator = v;
+    }
     return this.validator;
   }
 
@@ -248,7 +276,7 @@ function prune(v: Json | undefined, schema: JsonObject, root: boolean, path: str
   }
   const a = asArr(v);
   const items = asObj(schema.items);
-  if (a && items) a.forEach((x, i) => prune(x, items, false, `${path}[${i}]`, pruned));
+  if (a && items) for (let i = 0; i < a.length; i++) prune(a[i], items, false, `${path}[${i}]`, pruned);
 }
 
 /** `/spec/template/0/x` → `spec.template[0].x` */
@@ -280,7 +308,9 @@ function render(v: unknown): string {
 function ajvCauses(errors: ErrorObject[], obj: JsonObject): StatusCause[] {
   const causes: StatusCause[] = [];
   const seen = new Set<string>();
-  const concrete = errors.filter((e) => e.keyword !== 'anyOf' && e.keyword !== 'oneOf' && e.keyword !== 'allOf');
+  const concrete = errors.filter(
+    (e) => e.keyword !== 'anyOf' && e.keyword !== 'oneOf' && e.keyword !== 'allOf',
+  );
   const list = concrete.length > 0 ? concrete : errors;
   for (const e of list) {
     let field = fieldPath(e.instancePath);
@@ -304,10 +334,26 @@ function ajvCauses(errors: ErrorObject[], obj: JsonObject): StatusCause[] {
         message: `Invalid value: ${render(val)}: ${field} in body must be of type ${String(params.type)}: ${render(val)}`,
       };
     } else {
+      // wording of k8s.io/kube-openapi/pkg/validation/errors
+      const lim = params.limit;
+      const what: Record<string, string> = {
+        maximum: `should be less than or equal to ${String(lim)}`,
+        minimum: `should be greater than or equal to ${String(lim)}`,
+        exclusiveMaximum: `should be less than ${String(lim)}`,
+        exclusiveMinimum: `should be greater than ${String(lim)}`,
+        maxLength: `should be at most ${String(lim)} chars long`,
+        minLength: `should be at least ${String(lim)} chars long`,
+        maxItems: `must have at most ${String(lim)} items`,
+        minItems: `should have at least ${String(lim)} items`,
+        maxProperties: `must have at most ${String(lim)} properties`,
+        minProperties: `should have at least ${String(lim)} properties`,
+        pattern: `should match '${String(params.pattern)}'`,
+      };
+      const reason = e.keyword.startsWith('max') ? 'FieldValueTooLong' : 'FieldValueInvalid';
       cause = {
-        reason: 'FieldValueInvalid',
+        reason: e.keyword === 'maxLength' || e.keyword === 'maxItems' ? reason : 'FieldValueInvalid',
         field,
-        message: `Invalid value: ${render(val)}: ${field} in body ${e.message ?? 'is invalid'}`,
+        message: `Invalid value: ${render(val)}: ${field} in body ${what[e.keyword] ?? e.message ?? 'is invalid'}`,
       };
     }
     const key = `${cause.field}|${cause.message}`;

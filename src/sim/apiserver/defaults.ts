@@ -52,7 +52,8 @@ export function podQos(spec: JsonObject): string {
     const lim = asObj(res.limits) ?? {};
     if (Object.keys(req).length > 0 || Object.keys(lim).length > 0) anySet = true;
     for (const r of ['cpu', 'memory']) {
-      if (lim[r] === undefined || (req[r] !== undefined && String(req[r]) !== String(lim[r]))) guaranteed = false;
+      if (lim[r] === undefined || (req[r] !== undefined && String(req[r]) !== String(lim[r])))
+        guaranteed = false;
     }
   }
   if (!anySet) return 'BestEffort';
@@ -79,7 +80,11 @@ export function applyDefaults(def: ResourceDef, obj: KObj, isCreate: boolean): v
         for (const k of ['node.kubernetes.io/not-ready', 'node.kubernetes.io/unreachable']) {
           const has = tol.some((t) => {
             const to = asObj(t);
-            return to && (to.key === k || (to.key === undefined && to.operator === 'Exists')) && (to.effect ?? 'NoExecute') === 'NoExecute';
+            return (
+              to &&
+              (to.key === k || (to.key === undefined && to.operator === 'Exists')) &&
+              (to.effect ?? 'NoExecute') === 'NoExecute'
+            );
           });
           if (!has) tol.push({ key: k, operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 });
         }
@@ -181,23 +186,50 @@ function checkName(name: string, label: boolean, field: string, causes: StatusCa
 export function validateMeta(def: ResourceDef, obj: KObj): StatusCause[] {
   const causes: StatusCause[] = [];
   const meta = obj.metadata ?? {};
+  if (meta.name !== undefined && typeof meta.name !== 'string')
+    return [
+      {
+        reason: 'FieldValueInvalid',
+        field: 'metadata.name',
+        message: `Invalid value: ${JSON.stringify(meta.name)}: must be a string`,
+      },
+    ];
   const name = meta.name ?? '';
-  if (!name) causes.push({ reason: 'FieldValueRequired', field: 'metadata.name', message: 'Required value: name or generateName is required' });
+  if (!name)
+    causes.push({
+      reason: 'FieldValueRequired',
+      field: 'metadata.name',
+      message: 'Required value: name or generateName is required',
+    });
   else checkName(name, def.kind === 'Namespace' && !def.crdName, 'metadata.name', causes);
   const labels = asObj(meta.labels);
   if (meta.labels !== undefined && (labels === undefined || Array.isArray(meta.labels)))
-    causes.push({ reason: 'FieldValueInvalid', field: 'metadata.labels', message: 'Invalid value: labels must be a map of strings' });
+    causes.push({
+      reason: 'FieldValueInvalid',
+      field: 'metadata.labels',
+      message: 'Invalid value: labels must be a map of strings',
+    });
   for (const [k, v] of Object.entries(labels ?? {})) {
-    const [prefix, local] = k.includes('/') ? [k.slice(0, k.indexOf('/')), k.slice(k.indexOf('/') + 1)] : [undefined, k];
+    const [prefix, local] = k.includes('/')
+      ? [k.slice(0, k.indexOf('/')), k.slice(k.indexOf('/') + 1)]
+      : [undefined, k];
     if (typeof v !== 'string')
-      causes.push({ reason: 'FieldValueInvalid', field: `metadata.labels`, message: `Invalid value: label "${k}" must have a string value` });
+      causes.push({
+        reason: 'FieldValueInvalid',
+        field: `metadata.labels`,
+        message: `Invalid value: label "${k}" must have a string value`,
+      });
     else if (v.length > 63 || !LABEL_VALUE.test(v))
       causes.push({
         reason: 'FieldValueInvalid',
         field: 'metadata.labels',
         message: `Invalid value: "${v}": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')`,
       });
-    if (local.length > 63 || !QUALIFIED_NAME.test(local) || (prefix !== undefined && (prefix.length > 253 || !DNS1123_SUBDOMAIN.test(prefix))))
+    if (
+      local.length > 63 ||
+      !QUALIFIED_NAME.test(local) ||
+      (prefix !== undefined && (prefix.length > 253 || !DNS1123_SUBDOMAIN.test(prefix)))
+    )
       causes.push({
         reason: 'FieldValueInvalid',
         field: 'metadata.labels',
@@ -205,10 +237,24 @@ export function validateMeta(def: ResourceDef, obj: KObj): StatusCause[] {
       });
   }
   const ann = meta.annotations;
-  if (ann !== undefined && (asObj(ann) === undefined || Object.values(asObj(ann)!).some((v) => typeof v !== 'string')))
-    causes.push({ reason: 'FieldValueInvalid', field: 'metadata.annotations', message: 'Invalid value: annotations must be a map of strings' });
-  if (meta.finalizers !== undefined && (!Array.isArray(meta.finalizers) || meta.finalizers.some((f) => typeof f !== 'string')))
-    causes.push({ reason: 'FieldValueInvalid', field: 'metadata.finalizers', message: 'Invalid value: finalizers must be a list of strings' });
+  if (
+    ann !== undefined &&
+    (asObj(ann) === undefined || Object.values(asObj(ann)!).some((v) => typeof v !== 'string'))
+  )
+    causes.push({
+      reason: 'FieldValueInvalid',
+      field: 'metadata.annotations',
+      message: 'Invalid value: annotations must be a map of strings',
+    });
+  if (
+    meta.finalizers !== undefined &&
+    (!Array.isArray(meta.finalizers) || meta.finalizers.some((f) => typeof f !== 'string'))
+  )
+    causes.push({
+      reason: 'FieldValueInvalid',
+      field: 'metadata.finalizers',
+      message: 'Invalid value: finalizers must be a list of strings',
+    });
   return causes;
 }
 
@@ -228,9 +274,11 @@ function validateContainers(spec: JsonObject, base: string, causes: StatusCause[
     }
     const n = asStr(co.name);
     if (!n) causes.push({ reason: 'FieldValueRequired', field: `${f}.name`, message: 'Required value' });
-    else if (names.has(n)) causes.push({ reason: 'FieldValueDuplicate', field: `${f}.name`, message: `Duplicate value: "${n}"` });
+    else if (names.has(n))
+      causes.push({ reason: 'FieldValueDuplicate', field: `${f}.name`, message: `Duplicate value: "${n}"` });
     else names.add(n);
-    if (!asStr(co.image)) causes.push({ reason: 'FieldValueRequired', field: `${f}.image`, message: 'Required value' });
+    if (!asStr(co.image))
+      causes.push({ reason: 'FieldValueRequired', field: `${f}.image`, message: 'Required value' });
   });
 }
 
@@ -253,10 +301,12 @@ export function validateBuiltin(def: ResourceDef, obj: KObj): StatusCause[] {
         break;
       }
       const sel = asObj(spec.selector);
-      if (!sel) causes.push({ reason: 'FieldValueRequired', field: 'spec.selector', message: 'Required value' });
+      if (!sel)
+        causes.push({ reason: 'FieldValueRequired', field: 'spec.selector', message: 'Required value' });
       const tmpl = asObj(spec.template);
       const tspec = asObj(tmpl?.spec);
-      if (!tspec) causes.push({ reason: 'FieldValueRequired', field: 'spec.template.spec', message: 'Required value' });
+      if (!tspec)
+        causes.push({ reason: 'FieldValueRequired', field: 'spec.template.spec', message: 'Required value' });
       else validateContainers(tspec, 'spec.template.spec', causes);
       const tl = (asObj(asObj(tmpl?.metadata)?.labels) ?? {}) as Record<string, string>;
       const ml = asObj(sel?.matchLabels) ?? {};
@@ -268,31 +318,57 @@ export function validateBuiltin(def: ResourceDef, obj: KObj): StatusCause[] {
         });
       const r = spec.replicas;
       if (r !== undefined && (typeof r !== 'number' || !Number.isInteger(r) || r < 0))
-        causes.push({ reason: 'FieldValueInvalid', field: 'spec.replicas', message: `Invalid value: ${JSON.stringify(r)}: must be greater than or equal to 0` });
+        causes.push({
+          reason: 'FieldValueInvalid',
+          field: 'spec.replicas',
+          message: `Invalid value: ${JSON.stringify(r)}: must be greater than or equal to 0`,
+        });
       break;
     }
     case 'batch/Job': {
       const tspec = asObj(asObj(spec?.template)?.spec);
-      if (!tspec) causes.push({ reason: 'FieldValueRequired', field: 'spec.template.spec', message: 'Required value' });
+      if (!tspec)
+        causes.push({ reason: 'FieldValueRequired', field: 'spec.template.spec', message: 'Required value' });
       else validateContainers(tspec, 'spec.template.spec', causes);
       break;
     }
     case 'policy/PodDisruptionBudget':
       if (spec && spec.minAvailable !== undefined && spec.maxUnavailable !== undefined)
-        causes.push({ reason: 'FieldValueInvalid', field: 'spec', message: 'Invalid value: minAvailable and maxUnavailable cannot be both set' });
+        causes.push({
+          reason: 'FieldValueInvalid',
+          field: 'spec',
+          message: 'Invalid value: minAvailable and maxUnavailable cannot be both set',
+        });
       for (const f of ['minAvailable', 'maxUnavailable']) {
         const v = spec?.[f];
         if (v === undefined) continue;
-        if (!((typeof v === 'number' && Number.isInteger(v) && v >= 0) || (typeof v === 'string' && /^\d+%$/.test(v))))
-          causes.push({ reason: 'FieldValueInvalid', field: `spec.${f}`, message: `Invalid value: ${JSON.stringify(v)}: must be a non-negative integer or a percentage` });
+        if (
+          !(
+            (typeof v === 'number' && Number.isInteger(v) && v >= 0) ||
+            (typeof v === 'string' && /^\d+%$/.test(v))
+          )
+        )
+          causes.push({
+            reason: 'FieldValueInvalid',
+            field: `spec.${f}`,
+            message: `Invalid value: ${JSON.stringify(v)}: must be a non-negative integer or a percentage`,
+          });
       }
       break;
     case '/ConfigMap':
     case '/Secret':
       for (const f of ['data', 'stringData', 'binaryData']) {
         const v = obj[f];
-        if (v !== undefined && v !== null && (asObj(v) === undefined || Object.values(asObj(v)!).some((x) => typeof x !== 'string')))
-          causes.push({ reason: 'FieldValueInvalid', field: f, message: 'Invalid value: must be a map of strings' });
+        if (
+          v !== undefined &&
+          v !== null &&
+          (asObj(v) === undefined || Object.values(asObj(v)!).some((x) => typeof x !== 'string'))
+        )
+          causes.push({
+            reason: 'FieldValueInvalid',
+            field: f,
+            message: 'Invalid value: must be a map of strings',
+          });
       }
       break;
   }
@@ -304,7 +380,8 @@ const POD_MUTABLE_MESSAGE =
 
 function neutralizePodSpec(spec: JsonObject | undefined): JsonObject {
   const s: JsonObject = JSON.parse(JSON.stringify(spec ?? {}));
-  for (const f of ['containers', 'initContainers']) for (const c of asArr(s[f]) ?? []) if (asObj(c)) delete asObj(c)!.image;
+  for (const f of ['containers', 'initContainers'])
+    for (const c of asArr(s[f]) ?? []) if (asObj(c)) delete asObj(c)!.image;
   delete s.activeDeadlineSeconds;
   delete s.tolerations;
   delete s.terminationGracePeriodSeconds;
@@ -313,7 +390,10 @@ function neutralizePodSpec(spec: JsonObject | undefined): JsonObject {
 }
 
 /** Pod spec immutability on update (pkg/apis/core/validation ValidatePodUpdate, simplified). */
-export function validatePodUpdate(oldSpec: JsonObject | undefined, newSpec: JsonObject | undefined): StatusCause[] {
+export function validatePodUpdate(
+  oldSpec: JsonObject | undefined,
+  newSpec: JsonObject | undefined,
+): StatusCause[] {
   const a = JSON.stringify(sortKeys(neutralizePodSpec(oldSpec)));
   const b = JSON.stringify(sortKeys(neutralizePodSpec(newSpec)));
   return a === b ? [] : [{ reason: 'FieldValueForbidden', field: 'spec', message: POD_MUTABLE_MESSAGE }];

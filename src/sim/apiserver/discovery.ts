@@ -25,7 +25,13 @@ export const SERVER_VERSION = {
 function subresourceEntries(d: ResourceDef): JsonObject[] {
   const out: JsonObject[] = [];
   if (d.hasStatus)
-    out.push({ name: `${d.plural}/status`, singularName: '', namespaced: d.namespaced, kind: d.kind, verbs: ['get', 'patch', 'update'] });
+    out.push({
+      name: `${d.plural}/status`,
+      singularName: '',
+      namespaced: d.namespaced,
+      kind: d.kind,
+      verbs: ['get', 'patch', 'update'],
+    });
   if (d.scale)
     out.push({
       name: `${d.plural}/scale`,
@@ -37,7 +43,13 @@ function subresourceEntries(d: ResourceDef): JsonObject[] {
       verbs: ['get', 'patch', 'update'],
     });
   if (d.postSubresources.includes('binding'))
-    out.push({ name: `${d.plural}/binding`, singularName: '', namespaced: true, kind: 'Binding', verbs: ['create'] });
+    out.push({
+      name: `${d.plural}/binding`,
+      singularName: '',
+      namespaced: true,
+      kind: 'Binding',
+      verbs: ['create'],
+    });
   if (d.postSubresources.includes('eviction'))
     out.push({
       name: `${d.plural}/eviction`,
@@ -60,12 +72,23 @@ export function resourceList(store: ClusterStore, group: string, version: string
   if (defs.length === 0) return undefined;
   const resources: JsonObject[] = [];
   for (const d of defs) {
-    const r: JsonObject = { name: d.plural, singularName: d.singular, namespaced: d.namespaced, kind: d.kind, verbs: d.verbs };
+    const r: JsonObject = {
+      name: d.plural,
+      singularName: d.singular,
+      namespaced: d.namespaced,
+      kind: d.kind,
+      verbs: d.verbs,
+    };
     if (d.shortNames.length) r.shortNames = d.shortNames;
     if (d.categories.length) r.categories = d.categories;
     resources.push(r, ...subresourceEntries(d));
   }
-  return { kind: 'APIResourceList', apiVersion: 'v1', groupVersion: group ? `${group}/${version}` : version, resources };
+  return {
+    kind: 'APIResourceList',
+    apiVersion: 'v1',
+    groupVersion: group ? `${group}/${version}` : version,
+    resources,
+  };
 }
 
 /** Groups with their served versions, preferred version first. */
@@ -80,7 +103,15 @@ export function groups(store: ClusterStore): { name: string; versions: string[] 
     }
     s.add(d.version);
   }
-  const builtinOrder = ['apps', 'events.k8s.io', 'batch', 'policy', 'storage.k8s.io', 'coordination.k8s.io', 'apiextensions.k8s.io'];
+  const builtinOrder = [
+    'apps',
+    'events.k8s.io',
+    'batch',
+    'policy',
+    'storage.k8s.io',
+    'coordination.k8s.io',
+    'apiextensions.k8s.io',
+  ];
   const names = [...m.keys()].sort((a, b) => {
     const ia = builtinOrder.indexOf(a);
     const ib = builtinOrder.indexOf(b);
@@ -97,7 +128,11 @@ function groupDoc(name: string, versions: string[]): JsonObject {
 
 /** APIGroupList for /apis. */
 export function apiGroupList(store: ClusterStore): JsonObject {
-  return { kind: 'APIGroupList', apiVersion: 'v1', groups: groups(store).map((g) => groupDoc(g.name, g.versions)) };
+  return {
+    kind: 'APIGroupList',
+    apiVersion: 'v1',
+    groups: groups(store).map((g) => groupDoc(g.name, g.versions)),
+  };
 }
 
 /** APIGroup for /apis/<group>. */
@@ -166,7 +201,11 @@ export function openapiV3Doc(store: ClusterStore, group: string, version: string
     const s = store.schemaFor(d)?.schema;
     const schema: JsonObject = s
       ? { ...s, 'x-kubernetes-group-version-kind': [gvk] }
-      : { type: 'object', 'x-kubernetes-group-version-kind': [gvk], 'x-kubernetes-preserve-unknown-fields': true };
+      : {
+          type: 'object',
+          'x-kubernetes-group-version-kind': [gvk],
+          'x-kubernetes-preserve-unknown-fields': true,
+        };
     schemas[name] = schema;
   }
   return {
@@ -186,5 +225,10 @@ export function openapiV2Doc(store: ClusterStore): JsonObject {
       'x-kubernetes-group-version-kind': [{ group: d.group, version: d.version, kind: d.kind }],
     };
   }
-  return { swagger: '2.0', info: { title: 'Kubernetes', version: SERVER_VERSION.gitVersion }, paths: {}, definitions };
+  return {
+    swagger: '2.0',
+    info: { title: 'Kubernetes', version: SERVER_VERSION.gitVersion },
+    paths: {},
+    definitions,
+  };
 }

@@ -18,7 +18,16 @@ import {
 import { ApiError, badRequest, internal, methodNotAllowed, unsupportedMediaType } from './errors.ts';
 import type { ClusterStore, DeleteOptions, PatchType, WatchEvent, WatchType } from './store.ts';
 import { type IncludeObject, toTable } from './table.ts';
-import { type ApiServerLogger, asObj, asStr, type Json, type JsonObject, type KObj, type ResourceDef, type StoredObj } from './types.ts';
+import {
+  type ApiServerLogger,
+  asObj,
+  asStr,
+  type Json,
+  type JsonObject,
+  type KObj,
+  type ResourceDef,
+  type StoredObj,
+} from './types.ts';
 
 /** Options of the HTTP handler. */
 export interface HandlerOptions {
@@ -45,7 +54,11 @@ interface Route {
 export function createHandler(
   store: ClusterStore,
   opts: HandlerOptions,
-): { handle: (req: IncomingMessage, res: ServerResponse) => void; closeWatches: () => void; openWatches: () => number } {
+): {
+  handle: (req: IncomingMessage, res: ServerResponse) => void;
+  closeWatches: () => void;
+  openWatches: () => number;
+} {
   const watches = new Set<() => void>();
   const log = opts.logger ?? {};
   const bookmarkMs = opts.bookmarkIntervalMs ?? 10_000;
@@ -55,13 +68,22 @@ export function createHandler(
     openapiHash = String(store.resourceVersion);
   });
 
-  function send(res: ServerResponse, code: number, body: Json | string, headers: Record<string, string> = {}): void {
+  function send(
+    res: ServerResponse,
+    code: number,
+    body: Json | string,
+    headers: Record<string, string> = {},
+  ): void {
     if (res.headersSent) {
       res.end();
       return;
     }
     const text = typeof body === 'string' ? body : JSON.stringify(body);
-    res.writeHead(code, { 'Content-Type': 'application/json', 'Cache-Control': 'no-cache, private', ...headers });
+    res.writeHead(code, {
+      'Content-Type': 'application/json',
+      'Cache-Control': 'no-cache, private',
+      ...headers,
+    });
     res.end(text);
   }
 
@@ -80,7 +102,8 @@ export function createHandler(
     for await (const c of req) {
       const b = c as Buffer;
       size += b.length;
-      if (size > maxBody) throw new ApiError(413, 'RequestEntityTooLarge', `request body too large (limit ${maxBody} bytes)`);
+      if (size > maxBody)
+        throw new ApiError(413, 'RequestEntityTooLarge', `request body too large (limit ${maxBody} bytes)`);
       chunks.push(b);
     }
     return Buffer.concat(chunks).toString('utf8');
@@ -96,13 +119,17 @@ export function createHandler(
       try {
         return parseYaml(text) as Json;
       } catch (e) {
-        throw badRequest(`error converting YAML to JSON: ${e instanceof Error ? e.message.split('\n')[0] : String(e)}`);
+        throw badRequest(
+          `error converting YAML to JSON: ${e instanceof Error ? e.message.split('\n')[0] : String(e)}`,
+        );
       }
     }
     try {
       return JSON.parse(text) as Json;
     } catch (e) {
-      throw badRequest(`couldn't get version/kind; json parse error: ${e instanceof Error ? e.message : String(e)}`);
+      throw badRequest(
+        `couldn't get version/kind; json parse error: ${e instanceof Error ? e.message : String(e)}`,
+      );
     }
   }
 
@@ -164,7 +191,10 @@ export function createHandler(
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'https://embedded');
-    const segs = url.pathname.split('/').filter((s) => s !== '').map((s) => decodeURIComponent(s));
+    const segs = url.pathname
+      .split('/')
+      .filter((s) => s !== '')
+      .map((s) => decodeURIComponent(s));
     const q = url.searchParams;
     const method = (req.method ?? 'GET').toUpperCase();
     log.debug?.({ method, url: req.url }, 'request');
@@ -192,7 +222,11 @@ export function createHandler(
       if (p === '/openapi/v2') {
         const accept = req.headers.accept ?? '';
         if (!/json|\*\/\*/.test(accept) && accept !== '')
-          return send(res, 406, new ApiError(406, 'NotAcceptable', 'only application/json is served for /openapi/v2').toStatus());
+          return send(
+            res,
+            406,
+            new ApiError(406, 'NotAcceptable', 'only application/json is served for /openapi/v2').toStatus(),
+          );
         return send(res, 200, openapiV2Doc(store));
       }
       if (p === '/openapi/v3') return send(res, 200, openapiV3Root(store, openapiHash));
@@ -205,7 +239,8 @@ export function createHandler(
     }
 
     let route: Route | undefined;
-    if (segs[0] === 'api' && segs[1] === 'v1' && segs.length > 2) route = resolveRoute('', 'v1', segs.slice(2));
+    if (segs[0] === 'api' && segs[1] === 'v1' && segs.length > 2)
+      route = resolveRoute('', 'v1', segs.slice(2));
     else if (segs[0] === 'apis' && segs.length > 3) route = resolveRoute(segs[1]!, segs[2]!, segs.slice(3));
     if (!route) throw new ApiError(404, 'NotFound', 'the server could not find the requested resource');
     await handleResource(req, res, route, q, method);
@@ -215,7 +250,8 @@ export function createHandler(
 
   function dryRun(q: URLSearchParams): boolean {
     const v = q.get('dryRun');
-    if (v !== null && v !== 'All') throw badRequest(`dryRun: Unsupported value: "${v}": supported values: "All"`);
+    if (v !== null && v !== 'All')
+      throw badRequest(`dryRun: Unsupported value: "${v}": supported values: "All"`);
     return v === 'All';
   }
 
@@ -233,22 +269,31 @@ export function createHandler(
       // one header value with comma-separated warn-values (RFC 7234 §5.5)
       headers.Warning = warnings.map((w) => `299 - ${JSON.stringify(w)}`).join(', ');
     }
-    if (acceptsTable(req)) return send(res, code, tableJson(def, [o], q), headers);
-    send(res, code, objJson(def, o), headers);
+    send(res, code, acceptsTable(req) ? tableJson(def, [o], q) : objJson(def, o), headers);
   }
 
   function fieldValidation(q: URLSearchParams): 'Strict' | 'Warn' | 'Ignore' {
     const v = q.get('fieldValidation') ?? 'Warn';
     if (v !== 'Strict' && v !== 'Warn' && v !== 'Ignore')
-      throw badRequest(`fieldValidation: Unsupported value: "${v}": supported values: "Ignore", "Strict", "Warn"`);
+      throw badRequest(
+        `fieldValidation: Unsupported value: "${v}": supported values: "Ignore", "Strict", "Warn"`,
+      );
     return v;
   }
 
-  async function handleResource(req: IncomingMessage, res: ServerResponse, r: Route, q: URLSearchParams, method: string): Promise<void> {
+  async function handleResource(
+    req: IncomingMessage,
+    res: ServerResponse,
+    r: Route,
+    q: URLSearchParams,
+    method: string,
+  ): Promise<void> {
     const { def, namespace, name, subresource } = r;
     const fieldManager = q.get('fieldManager') ?? undefined;
     const verbNotAllowed = (verb: string): never => {
-      throw methodNotAllowed(`the server does not allow this method on the requested resource (${verb} ${def.plural})`);
+      throw methodNotAllowed(
+        `the server does not allow this method on the requested resource (${verb} ${def.plural})`,
+      );
     };
     if (subresource !== undefined) {
       const known = ['status', ...(def.scale ? ['scale'] : []), ...def.postSubresources];
@@ -286,10 +331,18 @@ export function createHandler(
           const del = await deleteOptions(req, q);
           const items = store.deleteCollection(
             def,
-            { namespace, labelSelector: q.get('labelSelector') ?? undefined, fieldSelector: q.get('fieldSelector') ?? undefined },
+            {
+              namespace,
+              labelSelector: q.get('labelSelector') ?? undefined,
+              fieldSelector: q.get('fieldSelector') ?? undefined,
+            },
             del,
           );
-          return send(res, 200, `{"kind":"${def.kind}List","apiVersion":"${apiVersionOf(def)}","metadata":{"resourceVersion":"${store.resourceVersion}"},"items":[${items.map((o) => objJson(def, o)).join(',')}]}`);
+          return send(
+            res,
+            200,
+            `{"kind":"${def.kind}List","apiVersion":"${apiVersionOf(def)}","metadata":{"resourceVersion":"${store.resourceVersion}"},"items":[${items.map((o) => objJson(def, o)).join(',')}]}`,
+          );
         }
         default:
           return verbNotAllowed(method);
@@ -314,7 +367,11 @@ export function createHandler(
           return send(res, 200, store.getScale(def, namespace, name));
         case 'PUT': {
           const body = asObj(await bodyOf(req, ['application/json', 'application/yaml'])) ?? {};
-          return send(res, 200, store.updateScale(def, namespace, name, body as KObj, { dryRun: dryRun(q), fieldManager }));
+          return send(
+            res,
+            200,
+            store.updateScale(def, namespace, name, body as KObj, { dryRun: dryRun(q), fieldManager }),
+          );
         }
         case 'PATCH': {
           const type = patchType(req);
@@ -322,11 +379,25 @@ export function createHandler(
           const cur = store.getScale(def, namespace, name);
           const { mergePatch, jsonPatch, strategicMerge } = await import('./patch.ts');
           const next =
-            type === 'json' ? jsonPatch(cur, patch) : type === 'strategic' || type === 'apply' ? strategicMerge(cur, patch) : mergePatch(cur, patch);
+            type === 'json'
+              ? jsonPatch(cur, patch)
+              : type === 'strategic' || type === 'apply'
+                ? strategicMerge(cur, patch)
+                : mergePatch(cur, patch);
           const nm = asObj(asObj(next)?.metadata);
-          if (nm && asObj(cur.metadata)) nm.resourceVersion = asObj(patch)?.metadata ? (asObj(asObj(patch)?.metadata)?.resourceVersion ?? null) : null;
+          if (nm && asObj(cur.metadata))
+            nm.resourceVersion = asObj(patch)?.metadata
+              ? (asObj(asObj(patch)?.metadata)?.resourceVersion ?? null)
+              : null;
           if (nm && nm.resourceVersion === null) delete nm.resourceVersion;
-          return send(res, 200, store.updateScale(def, namespace, name, (asObj(next) ?? {}) as KObj, { dryRun: dryRun(q), fieldManager }));
+          return send(
+            res,
+            200,
+            store.updateScale(def, namespace, name, (asObj(next) ?? {}) as KObj, {
+              dryRun: dryRun(q),
+              fieldManager,
+            }),
+          );
         }
         default:
           return verbNotAllowed(method);
@@ -351,7 +422,9 @@ export function createHandler(
         const type = patchType(req);
         const patch = await bodyOf(req, [mediaType(req)]);
         if (type === 'apply' && !fieldManager)
-          throw badRequest('PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch');
+          throw badRequest(
+            'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch',
+          );
         const force = q.get('force');
         const warnings: string[] = [];
         const { obj, created } = store.patch(def, namespace, name, type, patch, {
@@ -406,7 +479,9 @@ export function createHandler(
     const text = await readBody(req);
     const o: JsonObject = text.trim() ? (asObj(decode(text, mediaType(req))) ?? {}) : {};
     const del: DeleteOptions = {};
-    const g = q.get('gracePeriodSeconds') ?? (typeof o.gracePeriodSeconds === 'number' ? String(o.gracePeriodSeconds) : null);
+    const g =
+      q.get('gracePeriodSeconds') ??
+      (typeof o.gracePeriodSeconds === 'number' ? String(o.gracePeriodSeconds) : null);
     if (g !== null) {
       const n = Number(g);
       if (!Number.isInteger(n)) throw badRequest(`gracePeriodSeconds: invalid value "${g}"`);
@@ -415,10 +490,13 @@ export function createHandler(
     const pp = q.get('propagationPolicy') ?? asStr(o.propagationPolicy);
     if (pp !== undefined && pp !== null) {
       if (pp !== 'Background' && pp !== 'Foreground' && pp !== 'Orphan')
-        throw badRequest(`propagationPolicy: Unsupported value: "${pp}": supported values: "Background", "Foreground", "Orphan"`);
+        throw badRequest(
+          `propagationPolicy: Unsupported value: "${pp}": supported values: "Background", "Foreground", "Orphan"`,
+        );
       del.propagationPolicy = pp;
     }
-    if (o.orphanDependents === true || q.get('orphanDependents') === 'true') del.propagationPolicy ??= 'Orphan';
+    if (o.orphanDependents === true || q.get('orphanDependents') === 'true')
+      del.propagationPolicy ??= 'Orphan';
     const pre = asObj(o.preconditions);
     if (pre)
       del.preconditions = {
@@ -456,14 +534,17 @@ export function createHandler(
       const last = page[limit - 1]!;
       remaining = page.length - limit;
       page = page.slice(0, limit);
-      cont = Buffer.from(JSON.stringify({ k: `${last.metadata.namespace ?? ''}/${last.metadata.name}`, rv: resourceVersion })).toString('base64url');
+      cont = Buffer.from(
+        JSON.stringify({ k: `${last.metadata.namespace ?? ''}/${last.metadata.name}`, rv: resourceVersion }),
+      ).toString('base64url');
     }
     if (acceptsTable(req)) {
       const t = JSON.parse(tableJson(def, page, q)) as JsonObject;
       const meta = asObj(t.metadata)!;
       meta.resourceVersion = resourceVersion;
       if (cont) meta.continue = cont;
-      return send(res, 200, t);
+      send(res, 200, t);
+      return;
     }
     const meta: JsonObject = { resourceVersion };
     if (cont) {
@@ -481,15 +562,27 @@ export function createHandler(
     const asTable = acceptsTable(req);
     const sendInitial = q.get('sendInitialEvents') === 'true';
     const bookmarks = q.get('allowWatchBookmarks') === 'true' || q.get('allowWatchBookmarks') === '1';
-    const fieldSelector = r.name ? `metadata.name=${r.name}${q.get('fieldSelector') ? `,${q.get('fieldSelector')}` : ''}` : (q.get('fieldSelector') ?? undefined);
+    const fieldSelector = r.name
+      ? `metadata.name=${r.name}${q.get('fieldSelector') ? `,${q.get('fieldSelector')}` : ''}`
+      : (q.get('fieldSelector') ?? undefined);
     const pendingLines: string[] = [];
     let started = false;
     let closed = false;
+    let corked = false;
     const write = (line: string): void => {
       if (closed) return;
       if (!started) {
         pendingLines.push(line);
         return;
+      }
+      // coalesce the events of one tick into one socket write
+      if (!corked) {
+        corked = true;
+        res.cork();
+        setImmediate(() => {
+          corked = false;
+          if (!closed) res.uncork();
+        });
       }
       res.write(line);
       if (res.writableLength > MAX_BUFFERED_WATCH_BYTES) {
@@ -499,7 +592,12 @@ export function createHandler(
     };
     const deliver = (type: WatchType, ev: WatchEvent): void => {
       if (asTable) {
-        const t = toTable(def, [ev.obj], { includeObject: includeObject(q), resourceVersion: ev.obj.metadata.resourceVersion, now: store.now(), apiVersion: av });
+        const t = toTable(def, [ev.obj], {
+          includeObject: includeObject(q),
+          resourceVersion: ev.obj.metadata.resourceVersion,
+          now: store.now(),
+          apiVersion: av,
+        });
         write(`{"type":"${type}","object":${JSON.stringify(t)}}\n`);
       } else write(store.eventLine(ev, type, av));
     };
@@ -519,7 +617,11 @@ export function createHandler(
       if (initialEnd) meta.annotations = { 'k8s.io/initial-events-end': 'true' };
       return `{"type":"BOOKMARK","object":${JSON.stringify({ kind: def.kind, apiVersion: av, metadata: meta })}}\n`;
     };
-    res.writeHead(200, { 'Content-Type': 'application/json', 'Cache-Control': 'no-cache, private', 'Transfer-Encoding': 'chunked' });
+    res.writeHead(200, {
+      'Content-Type': 'application/json',
+      'Cache-Control': 'no-cache, private',
+      'Transfer-Encoding': 'chunked',
+    });
     started = true;
     for (const l of pendingLines) res.write(l);
     if (sendInitial && bookmarks) res.write(bookmarkLine(true));

@@ -7,7 +7,7 @@
  * rules and `format` are not enforced; no conversion webhooks (apiVersion rewrite only); core/v1 and
  * events.k8s.io/v1 Events are stored separately; PDB expected pods = selected pods.
  */
-import { writeFile, mkdir } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { createServer as createHttpServer, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -18,10 +18,18 @@ import { createHandler } from './http.ts';
 import { ClusterStore } from './store.ts';
 import type { ApiServerLogger, KObj, StoredObj } from './types.ts';
 
-export { ClusterStore } from './store.ts';
-export type { StoreOptions, WatchEvent, WatchType, PatchType, DeleteOptions, ListOptions, WriteOptions } from './store.ts';
 export { ApiError } from './errors.ts';
-export type { ApiServerLogger, KObj, StoredObj, ResourceDef } from './types.ts';
+export type {
+  DeleteOptions,
+  ListOptions,
+  PatchType,
+  StoreOptions,
+  WatchEvent,
+  WatchType,
+  WriteOptions,
+} from './store.ts';
+export { ClusterStore } from './store.ts';
+export type { ApiServerLogger, KObj, ResourceDef, StoredObj } from './types.ts';
 
 /** Options of {@link startEmbeddedCluster}. */
 export interface EmbeddedClusterOptions {
@@ -55,7 +63,7 @@ export interface EmbeddedCluster {
    * Install a CustomResourceDefinition (create or replace); its resources are served at once.
    * @throws ApiError 422 for an invalid CRD
    */
-  installCRD(crd: KObj): StoredObj;
+  installCRD(crd: object): StoredObj;
   /** Close watches and connections, stop listening. */
   stop(): Promise<void>;
 }
@@ -108,7 +116,9 @@ export async function startEmbeddedCluster(opts: EmbeddedClusterOptions = {}): P
       },
     ],
     users: [{ name: 'capenter', user: { token: 'capenter-embedded' } }],
-    contexts: [{ name: 'capenter', context: { cluster: 'capenter', user: 'capenter', namespace: 'default' } }],
+    contexts: [
+      { name: 'capenter', context: { cluster: 'capenter', user: 'capenter', namespace: 'default' } },
+    ],
     'current-context': 'capenter',
     preferences: {},
   };
@@ -120,7 +130,7 @@ export async function startEmbeddedCluster(opts: EmbeddedClusterOptions = {}): P
     port,
     kubeconfig,
     store,
-    installCRD: (crd) => store.installCRD(crd),
+    installCRD: (crd) => store.installCRD(crd as KObj),
     writeKubeconfig: async (path) => {
       await mkdir(dirname(path), { recursive: true });
       await writeFile(path, kubeconfig, { mode: 0o600 });

@@ -5,7 +5,7 @@
  * `$deleteFromPrimitiveList/…`, `$setElementOrder/…`), and a simplified server-side apply.
  */
 import fastJsonPatch from 'fast-json-patch';
-import { badRequest, ApiError } from './errors.ts';
+import { ApiError, badRequest } from './errors.ts';
 import { asArr, asObj, clone, type Json, type JsonObject } from './types.ts';
 
 /** RFC 7386 merge patch: objects merge recursively, `null` deletes, everything else replaces. */
@@ -38,7 +38,11 @@ export function jsonPatch(target: JsonObject, ops: Json): JsonObject {
     if (e instanceof ApiError) throw e;
     const msg = e instanceof Error ? e.message.split('\n')[0] : String(e);
     // the real server answers 422 for a failed test op / missing path, 400 for malformed ops
-    throw new ApiError(422, 'Invalid', `the server rejected our request due to an error in our request: ${msg}`);
+    throw new ApiError(
+      422,
+      'Invalid',
+      `the server rejected our request due to an error in our request: ${msg}`,
+    );
   }
 }
 
@@ -90,7 +94,12 @@ function keyOf(item: Json | undefined, key: string): string | undefined {
   return v === undefined ? undefined : JSON.stringify(v);
 }
 
-function smpList(field: string, orig: Json | undefined, patch: Json[], deleteFromPrimitive: Json[] | undefined): Json[] {
+function smpList(
+  field: string,
+  orig: Json | undefined,
+  patch: Json[],
+  deleteFromPrimitive: Json[] | undefined,
+): Json[] {
   const o = asArr(orig) ?? [];
   const sample = asObj(patch.find((x) => asObj(x)) ?? o.find((x) => asObj(x)));
   const mk = mergeKeyFor(field, sample);
@@ -100,7 +109,9 @@ function smpList(field: string, orig: Json | undefined, patch: Json[], deleteFro
   }
   if (mk === undefined) return patch.map((x) => stripDirectives(x));
   if (mk === '') {
-    const out = o.filter((x) => !(deleteFromPrimitive ?? []).some((d) => JSON.stringify(d) === JSON.stringify(x)));
+    const out = o.filter(
+      (x) => !(deleteFromPrimitive ?? []).some((d) => JSON.stringify(d) === JSON.stringify(x)),
+    );
     for (const p of patch) if (!out.some((x) => JSON.stringify(x) === JSON.stringify(p))) out.push(p);
     return out;
   }
@@ -209,7 +220,8 @@ export function fieldsV1Of(v: Json, field = ''): JsonObject {
     if (mk) {
       for (const item of a) {
         const io = asObj(item);
-        if (io && io[mk] !== undefined) out[`k:${JSON.stringify({ [mk]: io[mk] })}`] = { '.': {}, ...fieldsV1Of(io) };
+        if (io && io[mk] !== undefined)
+          out[`k:${JSON.stringify({ [mk]: io[mk] })}`] = { '.': {}, ...fieldsV1Of(io) };
       }
     } else if (mk === '') {
       for (const item of a) out[`v:${JSON.stringify(item)}`] = {};

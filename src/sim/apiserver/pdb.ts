@@ -67,7 +67,9 @@ export function recomputePdbStatus(pdb: StoredObj, allPods: StoredObj[], now: nu
   }
   let allowed = healthy - desired;
   if (expected <= 0 || allowed <= 0) allowed = 0;
-  const prevCond = (asArr(old.conditions) ?? []).map((c) => asObj(c) ?? {}).find((c) => c.type === 'DisruptionAllowed');
+  const prevCond = (asArr(old.conditions) ?? [])
+    .map((c) => asObj(c) ?? {})
+    .find((c) => c.type === 'DisruptionAllowed');
   const condStatus = allowed > 0 ? 'True' : 'False';
   const cond: JsonObject = {
     type: 'DisruptionAllowed',
@@ -114,7 +116,11 @@ export function evictionDecision(pod: StoredObj, pdbs: StoredObj[]): EvictionDec
   if (matching.length > 1)
     return {
       kind: 'deny',
-      error: new ApiError(500, 'InternalError', 'This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.'),
+      error: new ApiError(
+        500,
+        'InternalError',
+        'This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.',
+      ),
     };
   const pdb = matching[0]!;
   const st = asObj(pdb.status) ?? {};
@@ -138,6 +144,8 @@ export function evictionDecision(pod: StoredObj, pdbs: StoredObj[]): EvictionDec
   if ((st.observedGeneration ?? 0) !== (pdb.metadata.generation ?? 1))
     return tooMany(`The disruption budget ${pdb.metadata.name} is still being processed by the server.`);
   if (allowed <= 0)
-    return tooMany(`The disruption budget ${pdb.metadata.name} needs ${desired} healthy pods and has ${current} currently`);
+    return tooMany(
+      `The disruption budget ${pdb.metadata.name} needs ${desired} healthy pods and has ${current} currently`,
+    );
   return { kind: 'decrement', pdb };
 }

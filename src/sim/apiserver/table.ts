@@ -3,7 +3,15 @@
  * nodes, deployments and statefulsets mirroring pkg/printers/internalversion, `additionalPrinterColumns`
  * for custom resources (simple JSONPath subset), NAME and AGE for everything else.
  */
-import { asArr, asObj, asStr, type Json, type JsonObject, type ResourceDef, type StoredObj } from './types.ts';
+import {
+  asArr,
+  asObj,
+  asStr,
+  type Json,
+  type JsonObject,
+  type ResourceDef,
+  type StoredObj,
+} from './types.ts';
 
 /** `kubectl`'s short human duration (k8s.io/apimachinery/pkg/util/duration.HumanDuration). */
 export function humanDuration(ms: number): string {
@@ -119,7 +127,13 @@ function podStatus(o: StoredObj): string {
 function nodeStatus(o: StoredObj): string {
   const conds = (asArr(asObj(o.status)?.conditions) ?? []).map((c) => asObj(c) ?? {});
   const ready = conds.find((c) => c.type === 'Ready');
-  let s = ready ? (ready.status === 'True' ? 'Ready' : ready.status === 'False' ? 'NotReady' : 'Unknown') : 'Unknown';
+  let s = ready
+    ? ready.status === 'True'
+      ? 'Ready'
+      : ready.status === 'False'
+        ? 'NotReady'
+        : 'Unknown'
+    : 'Unknown';
   if (asObj(o.spec)?.unschedulable === true) s += ',SchedulingDisabled';
   return s;
 }
@@ -146,12 +160,19 @@ function columnsFor(def: ResourceDef): Column[] {
         col('Ready', (o) => {
           const spec = asObj(o.spec) ?? {};
           const total = (asArr(spec.containers) ?? []).length;
-          const ready = (asArr(asObj(o.status)?.containerStatuses) ?? []).filter((c) => asObj(c)?.ready === true).length;
+          const ready = (asArr(asObj(o.status)?.containerStatuses) ?? []).filter(
+            (c) => asObj(c)?.ready === true,
+          ).length;
           return `${ready}/${total}`;
         }),
         col('Status', podStatus),
-        col('Restarts', (o) =>
-          (asArr(asObj(o.status)?.containerStatuses) ?? []).reduce<number>((a, c) => a + num(asObj(c)?.restartCount), 0),
+        col(
+          'Restarts',
+          (o) =>
+            (asArr(asObj(o.status)?.containerStatuses) ?? []).reduce<number>(
+              (a, c) => a + num(asObj(c)?.restartCount),
+              0,
+            ),
           0,
           'string',
         ),
@@ -181,14 +202,22 @@ function columnsFor(def: ResourceDef): Column[] {
         AGE,
       ];
     case 'apps/StatefulSet':
-      return [NAME, col('Ready', (o) => `${num(asObj(o.status)?.readyReplicas)}/${num(asObj(o.spec)?.replicas)}`), AGE];
+      return [
+        NAME,
+        col('Ready', (o) => `${num(asObj(o.status)?.readyReplicas)}/${num(asObj(o.spec)?.replicas)}`),
+        AGE,
+      ];
     default: {
       const cols: Column[] = [NAME];
       let hasAge = false;
       for (const pc of def.printerColumns ?? []) {
         if (pc.jsonPath === '.metadata.creationTimestamp' && def.kind !== 'CustomResourceDefinition') {
           hasAge = true;
-          cols.push({ ...AGE, name: pc.name === 'Created At' ? 'Created At' : pc.name, priority: pc.priority ?? 0 });
+          cols.push({
+            ...AGE,
+            name: pc.name === 'Created At' ? 'Created At' : pc.name,
+            priority: pc.priority ?? 0,
+          });
           continue;
         }
         cols.push({
@@ -199,7 +228,8 @@ function columnsFor(def: ResourceDef): Column[] {
           priority: pc.priority ?? 0,
           cell: (o, now) => {
             const v = jsonPath(o, pc.jsonPath)[0];
-            if (v === undefined || v === null) return pc.type === 'integer' || pc.type === 'number' ? null : '';
+            if (v === undefined || v === null)
+              return pc.type === 'integer' || pc.type === 'number' ? null : '';
             if (pc.type === 'date' && typeof v === 'string')
               return def.kind === 'CustomResourceDefinition' ? v : humanDuration(now - Date.parse(v));
             if (typeof v === 'object') return JSON.stringify(v);
@@ -225,7 +255,13 @@ export type IncludeObject = 'None' | 'Metadata' | 'Object';
 export function toTable(
   def: ResourceDef,
   items: StoredObj[],
-  opts: { includeObject: IncludeObject; resourceVersion: string; now: number; apiVersion: string; noHeaders?: boolean },
+  opts: {
+    includeObject: IncludeObject;
+    resourceVersion: string;
+    now: number;
+    apiVersion: string;
+    noHeaders?: boolean;
+  },
 ): JsonObject {
   const cols = columnsFor(def);
   const rows = items.map((o) => {
@@ -241,7 +277,13 @@ export function toTable(
     metadata: { resourceVersion: opts.resourceVersion },
     columnDefinitions: opts.noHeaders
       ? []
-      : cols.map((c) => ({ name: c.name, type: c.type, format: c.format, description: c.description, priority: c.priority })),
+      : cols.map((c) => ({
+          name: c.name,
+          type: c.type,
+          format: c.format,
+          description: c.description,
+          priority: c.priority,
+        })),
     rows,
   };
   return t;

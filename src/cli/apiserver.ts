@@ -1,0 +1,55 @@
+/**
+ * `capenter apiserver`: run the embedded Kubernetes API server on loopback until SIGINT/SIGTERM and
+ * write a kubeconfig for kubectl and clients.
+ */
+import { resolve } from 'node:path';
+import type { Command } from 'commander';
+import { startEmbeddedCluster } from '../sim/apiserver/index.ts';
+
+/** Options of the apiserver command. */
+export interface ApiserverCommandOptions {
+  port: string;
+  host: string;
+  kubeconfigOut: string;
+  podGracefulDeletion?: boolean;
+}
+
+/** Register `capenter apiserver [--port N] [--kubeconfig-out PATH]`. */
+export function registerApiserverCommand(program: Command): void {
+  program
+    .command('apiserver')
+    .description('run the embedded Kubernetes API server (HTTPS on loopback) until interrupted')
+    .option('--port <port>', 'TCP port (0 = any free port)', '6443')
+    .option('--host <host>', 'listen address', '127.0.0.1')
+    .option('--kubeconfig-out <path>', 'where to write the kubeconfig', '.capenter/kubeconfig')
+    .option('--pod-graceful-deletion', 'keep deleted pods bound to a node until deleted with grace 0')
+    .action(async (opts: ApiserverCommandOptions) => {
+      const port = Number(opts.port);
+      if (!Number.isInteger(port) || port < 0 || port > 65535) {
+        process.stderr.write(`error: --port must be an integer between 0 and 65535, got "${opts.port}"\n`);
+        process.exitCode = 2;
+        return;
+      }
+      const cluster = await startEmbeddedCluster({
+        port,
+        host: opts.host,
+        ...(opts.podGracefulDeletion ? { podGracefulDeletion: true } : {}),
+      });
+      const path = resolve(process.cwd(), opts.kubeconfigOut);
+      await cluster.writeKubeconfig(path);
+      process.stdout.write(
+        `embedded API server listening on ${cluster.url}\nkubeconfig written to ${path}\n`,
+      );
+      process.stdout.write(`try: kubectl --kubeconfig ${path} get nodes\n`);
+      await new Promise<void>((done) => {
+        const stop = (): void => {
+          process.off('SIGINT', stop);
+          process.off('SIGTERM', stop);
+          void cluster.stop().then(done);
+        };
+        process.on('SIGINT', stop);
+        process.on('SIGTERM', stop);
+      });
+      process.stdout.write('embedded API server stopped\n');
+    });
+}

@@ -1,0 +1,130 @@
+/**
+ * Prometheus metrics of the NodeClaim/Node lifecycle, named and labelled as upstream Karpenter
+ * (kubernetes-sigs/karpenter `pkg/metrics/metrics.go`, `pkg/controllers/nodeclaim/lifecycle/metrics.go`,
+ * `pkg/controllers/node/termination/metrics.go`). Metrics are created once per registry and shared by every
+ * controller that asks for them (the operator passes one prom-client `Registry`).
+ */
+import { Counter, Histogram, type Registry } from 'prom-client';
+
+/** Label names, as upstream spells them. */
+export type LifecycleLabel = 'nodepool' | 'capacity_type' | 'reason';
+
+/** The lifecycle metrics. Durations are seconds. */
+export interface LifecycleMetrics {
+  /** `karpenter_nodeclaims_launched_total{nodepool}` */
+  launched: Counter<'nodepool'>;
+  /** `karpenter_nodeclaims_registered_total{nodepool}` */
+  registered: Counter<'nodepool'>;
+  /** `karpenter_nodeclaims_initialized_total{nodepool}` */
+  initialized: Counter<'nodepool'>;
+  /** `karpenter_nodeclaims_terminated_total{nodepool, capacity_type}` (finalizer removed). */
+  terminated: Counter<'nodepool' | 'capacity_type'>;
+  /** `karpenter_nodeclaims_disrupted_total{reason, nodepool, capacity_type}`: liveness timeouts, ICE, GC. */
+  disrupted: Counter<'reason' | 'nodepool' | 'capacity_type'>;
+  /** `karpenter_nodes_created_total{nodepool}` (at registration). */
+  nodesCreated: Counter<'nodepool'>;
+  /** `karpenter_nodes_terminated_total{nodepool}` (Node finalizer removed). */
+  nodesTerminated: Counter<'nodepool'>;
+  /** `karpenter_nodeclaims_termination_duration_seconds{nodepool}`: deletionTimestamp → finalizer removed. */
+  nodeClaimTerminationDuration: Histogram<'nodepool'>;
+  /** `karpenter_nodeclaims_instance_termination_duration_seconds{nodepool}` */
+  instanceTerminationDuration: Histogram<'nodepool'>;
+  /** `karpenter_nodes_termination_duration_seconds{nodepool}`: Node deletion request → finalizer removed. */
+  nodeTerminationDuration: Histogram<'nodepool'>;
+}
+
+function counter<L extends string>(registry: Registry, name: string, help: string, labelNames: L[]): Counter<L> {
+  const existing = registry.getSingleMetric(name);
+  if (existing) return existing as Counter<L>;
+  return new Counter({ name, help, labelNames, registers: [registry] });
+}
+
+function histogram<L extends string>(
+  registry: Registry,
+  name: string,
+  help: string,
+  labelNames: L[],
+  buckets: number[],
+): Histogram<L> {
+  const existing = registry.getSingleMetric(name);
+  if (existing) return existing as Histogram<L>;
+  return new Histogram({ name, help, labelNames, buckets, registers: [registry] });
+}
+
+const exp = (start: number, factor: number, n: number): number[] =>
+  Array.from({ length: n }, (_, i) => start * factor ** i);
+
+const cache = new WeakMap<Registry, LifecycleMetrics>();
+
+/** The lifecycle metrics registered in `registry` (created on first call). */
+export function lifecycleMetrics(registry: Registry): LifecycleMetrics {
+  const hit = cache.get(registry);
+  if (hit) return hit;
+  const m: LifecycleMetrics = {
+    launched: counter(
+      registry,
+      'karpenter_nodeclaims_launched_total',
+      'Number of nodeclaims launched in total by Karpenter. Labeled by the owning nodepool.',
+      ['nodepool'],
+    ),
+    registered: counter(
+      registry,
+      'karpenter_nodeclaims_registered_total',
+      'Number of nodeclaims registered in total by Karpenter. Labeled by the owning nodepool.',
+      ['nodepool'],
+    ),
+    initialized: counter(
+      registry,
+      'karpenter_nodeclaims_initialized_total',
+      'Number of nodeclaims initialized in total by Karpenter. Labeled by the owning nodepool.',
+      ['nodepool'],
+    ),
+    terminated: counter(
+      registry,
+      'karpenter_nodeclaims_terminated_total',
+      'Number of nodeclaims terminated in total by Karpenter. Labeled by the owning nodepool.',
+      ['nodepool', 'capacity_type'],
+    ),
+    disrupted: counter(
+      registry,
+      'karpenter_nodeclaims_disrupted_total',
+      'Number of nodeclaims disrupted in total by Karpenter. Labeled by reason the nodeclaim was disrupted and the owning nodepool.',
+      ['reason', 'nodepool', 'capacity_type'],
+    ),
+    nodesCreated: counter(
+      registry,
+      'karpenter_nodes_created_total',
+      'Number of nodes created in total by Karpenter. Labeled by owning nodepool.',
+      ['nodepool'],
+    ),
+    nodesTerminated: counter(
+      registry,
+      'karpenter_nodes_terminated_total',
+      'Number of nodes terminated in total by Karpenter. Labeled by owning nodepool.',
+      ['nodepool'],
+    ),
+    nodeClaimTerminationDuration: histogram(
+      registry,
+      'karpenter_nodeclaims_termination_duration_seconds',
+      'Duration of NodeClaim termination in seconds.',
+      ['nodepool'],
+      exp(1, 2, 12),
+    ),
+    instanceTerminationDuration: histogram(
+      registry,
+      'karpenter_nodeclaims_instance_termination_duration_seconds',
+      'Duration of CloudProvider Instance termination in seconds.',
+      ['nodepool'],
+      exp(1, 2, 11),
+    ),
+    nodeTerminationDuration: histogram(
+      registry,
+      'karpenter_nodes_termination_duration_seconds',
+      "The time taken between a node's deletion request and the removal of its finalizer",
+      ['nodepool'],
+      exp(1, 2, 14),
+    ),
+  };
+  cache.set(registry, m);
+  return m;
+}

@@ -1,0 +1,163 @@
+/**
+ * `nodepool`: one keyed controller running, per NodePool, the upstream NodePool controllers as steps:
+ * hash ({@link reconcileHash}), validation (`ValidationSucceeded`), readiness (`NodeClassReady`), counter
+ * (`status.resources`, `status.nodes`); the root `Ready` = ValidationSucceeded ∧ NodeClassReady. A NodePool that
+ * fails validation or whose NodeClass is missing/not ready gets `Ready=False` with the reason and message and a
+ * Warning Event (on transition) — never a crash; provisioning skips NodePools that are not Ready.
+ * Triggered by NodePool events, NodeClass events (every NodePool referencing it), and NodeClaim/Node events
+ * (their `karpenter.sh/nodepool`, for the counter).
+ */
+import type { KubeObject } from '../../apis/core.ts';
+import type { NodePool } from '../../apis/karpenter.ts';
+import { LabelNodePool } from '../../apis/labels.ts';
+import { isConflict, isNotFound } from '../../kube/errors.ts';
+import { SharedInformers } from '../../kube/informer.ts';
+import type { ResourceType } from '../../kube/resources.ts';
+import { ConditionSet } from '../nodeclaim/conditions.ts';
+import type { ControllerDeps } from '../nodeclaim/lifecycle/controller.ts';
+import { type Controller, QueueController, type ReconcileResult } from '../runtime.ts';
+import { nodePoolUsage } from './counter.ts';
+import { reconcileHash } from './hash.ts';
+import { ConditionNodeClassReady, nodeClassReadiness } from './readiness.ts';
+import { ConditionValidationSucceeded, nodePoolValidationError } from './validation.ts';
+
+/** Dependents of the NodePool's root `Ready` condition. */
+export const NodePoolDependents = [ConditionValidationSucceeded, ConditionNodeClassReady] as const;
+
+/** Options of {@link NodePoolController}. */
+export interface NodePoolControllerOptions extends ControllerDeps {
+  concurrency?: number;
+  syncTimeoutMs?: number;
+}
+
+/** The NodePool controller. */
+export class NodePoolController implements Controller {
+  readonly name = 'nodepool';
+  readonly queue: QueueController;
+  private readonly informers: SharedInformers;
+  private readonly ownInformers: boolean;
+
+  constructor(private readonly opts: NodePoolControllerOptions) {
+    this.ownInformers = opts.informers === undefined;
+    this.informers = opts.informers ?? new SharedInformers(opts.client, { clock: opts.clock });
+    this.queue = new QueueController({
+      name: this.name,
+      clock: opts.clock,
+      logger: opts.logger,
+      concurrency: opts.concurrency ?? 4,
+      reconcile: (key) => this.reconcile(key),
+    });
+  }
+
+  /** Descriptors of the NodeClass kinds the provider supports (registered in the client's registry). */
+  private nodeClassTypes(): ResourceType[] {
+    return this.opts.cloudProvider
+      .supportedNodeClasses()
+      .map((k) => this.opts.client.registry.forKind(`${k.kind}.${k.group}`))
+      .filter((r): r is ResourceType => r !== undefined);
+  }
+
+  async start(signal: AbortSignal): Promise<void> {
+    const npInf = this.informers.informerFor('NodePool');
+    const byLabel = (o: KubeObject): void => {
+      const np = o.metadata?.labels?.[LabelNodePool];
+      if (np) this.queue.enqueue(np);
+    };
+    const offs = [
+      npInf.on({
+        add: (np) => this.queue.enqueue(np.metadata.name),
+        update: (_, np) => this.queue.enqueue(np.metadata.name),
+      }),
+      this.informers.informerFor('NodeClaim').on({ add: byLabel, update: (_, o) => byLabel(o), delete: byLabel }),
+      this.informers.informerFor('Node').on({ add: byLabel, update: (_, o) => byLabel(o), delete: byLabel }),
+    ];
+    for (const rt of this.nodeClassTypes()) {
+      const onClass = (nc: KubeObject): void => {
+        for (const np of npInf.cache.list()) {
+          const ref = np.spec.template.spec.nodeClassRef;
+          if (ref.kind === rt.kind && ref.group === rt.group && ref.name === nc.metadata?.name)
+            this.queue.enqueue(np.metadata.name);
+        }
+      };
+      offs.push(
+        this.informers.informerFor(rt).on({ add: onClass, update: (_, o) => onClass(o), delete: onClass }),
+      );
+    }
+    this.informers.start();
+    try {
+      await this.informers.waitForSync(this.opts.syncTimeoutMs ?? 60_000);
+      await this.queue.start(signal);
+    } catch (err) {
+      this.opts.logger.error({ controller: this.name, err: String(err) }, 'informers did not sync');
+    } finally {
+      for (const off of offs) off();
+      if (this.ownInformers) await this.informers.stop();
+    }
+  }
+
+  /** Reconciles one NodePool (exposed for tests). */
+  async reconcile(name: string): Promise<ReconcileResult> {
+    const { client, clock } = this.opts;
+    const nodePool = await client.tryGet('NodePool', name);
+    if (!nodePool || nodePool.metadata.deletionTimestamp) return {};
+    const stored = structuredClone(nodePool);
+    const conds = new ConditionSet(nodePool, NodePoolDependents, clock);
+
+    const invalid = nodePoolValidationError(nodePool);
+    if (invalid) conds.setFalse(ConditionValidationSucceeded, 'NodePoolValidationFailed', invalid);
+    else conds.setTrue(ConditionValidationSucceeded);
+
+    if (!invalid) await reconcileHash(client, nodePool);
+
+    const ref = nodePool.spec?.template?.spec?.nodeClassRef;
+    let nodeClass: KubeObject | undefined;
+    const rt = ref ? client.registry.forKind(`${ref.kind}.${ref.group}`) : undefined;
+    const supported = this.opts.cloudProvider.supportedNodeClasses();
+    if (rt && ref && supported.some((k) => k.group === ref.group && k.kind === ref.kind))
+      nodeClass = await client.tryGet(rt, ref.name);
+    const verdict = ref
+      ? nodeClassReadiness(nodePool, nodeClass, supported)
+      : { status: 'False' as const, reason: 'NodeClassNotFound', message: 'spec.template.spec.nodeClassRef is missing' };
+    if (verdict.status === 'True') conds.setTrue(ConditionNodeClassReady);
+    else conds.setFalse(ConditionNodeClassReady, verdict.reason, verdict.message);
+
+    const [claims, nodes] = await Promise.all([
+      client.list('NodeClaim', { labelSelector: { [LabelNodePool]: name } }),
+      client.list('Node', { labelSelector: { [LabelNodePool]: name } }),
+    ]);
+    const usage = nodePoolUsage(name, claims.items, nodes.items);
+    const st = (nodePool.status ??= {});
+    st.resources = usage.resources;
+    st.nodes = usage.nodes;
+
+    if (JSON.stringify(stored.status ?? {}) !== JSON.stringify(nodePool.status)) {
+      try {
+        await client.patchStatus(
+          'NodePool',
+          name,
+          undefined,
+          { metadata: { resourceVersion: nodePool.metadata.resourceVersion }, status: nodePool.status },
+          { type: 'merge' },
+        );
+      } catch (err) {
+        if (isNotFound(err)) return {};
+        if (isConflict(err)) return { requeue: true };
+        throw err;
+      }
+      this.warnOnTransition(stored, nodePool);
+    }
+    return {};
+  }
+
+  private warnOnTransition(before: NodePool, after: NodePool): void {
+    const was = (t: string) => before.status?.conditions?.find((c) => c.type === t);
+    for (const t of NodePoolDependents) {
+      const now = after.status?.conditions?.find((c) => c.type === t);
+      const prev = was(t);
+      if (now?.status === 'False' && (prev?.status !== 'False' || prev.message !== now.message)) {
+        this.opts.logger.warn({ controller: this.name, nodepool: after.metadata.name, reason: now.reason, message: now.message }, 'nodepool not ready');
+        void this.opts.recorder.publish(after, 'Warning', now.reason ?? t, now.message ?? '');
+      }
+    }
+  }
+}

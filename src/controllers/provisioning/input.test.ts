@@ -1,0 +1,242 @@
+import { describe, expect, it } from 'vitest';
+import type { Node, Pod } from '../../apis/core.ts';
+import type { NodeClaim } from '../../apis/karpenter.ts';
+import { getInstanceTypes } from '../../cloudprovider/aws/catalog/index.ts';
+import type { InstanceType } from '../../cloudprovider/types.ts';
+import { solve } from '../../scheduling/scheduler.ts';
+import type { ClusterSnapshot, Nomination, StateNode } from '../../state/cluster.ts';
+import { buildSchedulingInput, nodePoolUsability, selectPods } from './input.ts';
+import { pendingPod, testDaemonSet, testNodePool } from './testing.ts';
+
+const types = getInstanceTypes({ region: 'us-east-1' }).instanceTypes as InstanceType[];
+const kwok = [{ group: 'karpenter.kwok.sh', kind: 'KWOKNodeClass' }];
+const kwokClass = {
+  apiVersion: 'karpenter.kwok.sh/v1alpha1',
+  kind: 'KWOKNodeClass',
+  metadata: { name: 'default' },
+  status: { conditions: [{ type: 'Ready', status: 'True' }] },
+};
+
+function stateNode(sn: Partial<StateNode> & { name: string }): StateNode {
+  const pool = sn.nodeClaim?.metadata.labels?.['karpenter.sh/nodepool'] ?? sn.node?.metadata.labels?.['karpenter.sh/nodepool'];
+  return {
+    ...(pool ? { nodePool: pool } : {}),
+    key: sn.name,
+    managed: !!sn.nodeClaim,
+    inFlight: !!sn.nodeClaim && !sn.node,
+    initialized: !!sn.node,
+    markedForDeletion: false,
+    nominated: false,
+    pods: [],
+    daemonSetPods: [],
+    podRequests: {},
+    daemonSetRequests: {},
+    ...sn,
+  };
+}
+
+function snapshot(s: Partial<ClusterSnapshot>): ClusterSnapshot {
+  return {
+    takenAt: 0,
+    stateNodes: [],
+    pods: [],
+    nodePools: [],
+    nodeClaims: [],
+    nodes: [],
+    daemonSets: [],
+    podDisruptionBudgets: [],
+    nodeClasses: [kwokClass],
+    namespaces: {},
+    nominations: new Map(),
+    ...s,
+  };
+}
+
+function node(name: string, instanceType: string, extra: Partial<Node['metadata']> = {}): Node {
+  const it = types.find((t) => t.name === instanceType)!;
+  return {
+    apiVersion: 'v1',
+    kind: 'Node',
+    metadata: {
+      name,
+      labels: {
+        'kubernetes.io/hostname': name,
+        'node.kubernetes.io/instance-type': instanceType,
+        'kubernetes.io/arch': 'amd64',
+        'kubernetes.io/os': 'linux',
+        'karpenter.sh/nodepool': 'default',
+        'karpenter.sh/initialized': 'true',
+        'karpenter.sh/capacity-type': 'on-demand',
+        'topology.kubernetes.io/zone': 'us-east-1a',
+      },
+      ...extra,
+    },
+    spec: { providerID: `kwok://us-east-1/us-east-1a/${name}` },
+    status: {
+      capacity: { cpu: String(it.capacity.cpu! / 1000), memory: `${it.capacity.memory! / 2 ** 20}Mi`, pods: String(it.capacity.pods) },
+      allocatable: {
+        cpu: `${it.allocatable.cpu}m`,
+        memory: `${Math.floor(it.allocatable.memory! / 2 ** 20)}Mi`,
+        pods: String(it.allocatable.pods),
+      },
+    },
+  };
+}
+
+function bound(p: Pod, nodeName: string): Pod {
+  return { ...p, spec: { ...p.spec, nodeName }, status: { phase: 'Running' } };
+}
+
+function inflightClaim(name: string, options: string[]): NodeClaim {
+  return {
+    apiVersion: 'karpenter.sh/v1',
+    kind: 'NodeClaim',
+    metadata: { name, labels: { 'karpenter.sh/nodepool': 'default' } },
+    spec: {
+      nodeClassRef: { group: 'karpenter.kwok.sh', kind: 'KWOKNodeClass', name: 'default' },
+      requirements: [{ key: 'node.kubernetes.io/instance-type', operator: 'In', values: options }],
+    },
+  };
+}
+
+describe('selectPods', () => {
+  it('takes provisionable pending pods, skips nominated and non-provisionable ones, adds pods of deleting nodes', () => {
+    const a = pendingPod('a');
+    const b = pendingPod('b');
+    const notYet = pendingPod('c', { notYetUnschedulable: true });
+    const ds = pendingPod('d', { ownerKind: 'DaemonSet' });
+    const avoid = pendingPod('e');
+    avoid.spec.affinity = {
+      nodeAffinity: {
+        requiredDuringSchedulingIgnoredDuringExecution: {
+          nodeSelectorTerms: [{ matchExpressions: [{ key: 'karpenter.sh/nodepool', operator: 'DoesNotExist' }] }],
+        },
+      },
+    };
+    const onDeleting = bound(pendingPod('moving'), 'old');
+    const dsOnDeleting = bound(pendingPod('ds-pod', { ownerKind: 'DaemonSet' }), 'old');
+    const nominations = new Map<string, Nomination>([
+      ['default/b', { target: { kind: 'nodeclaim', name: 'default-x' }, until: 1e15 }],
+    ]);
+    const sel = selectPods(
+      snapshot({
+        pods: [a, b, notYet, ds, avoid, onDeleting, dsOnDeleting],
+        nominations,
+        stateNodes: [
+          stateNode({ name: 'old', node: node('old', 'm5.large'), markedForDeletion: true, pods: [onDeleting, dsOnDeleting] }),
+        ],
+      }),
+    );
+    expect(sel.pods.map((p) => p.metadata.name)).toEqual(['a', 'moving']);
+    expect(sel.pods[1]!.spec.nodeName).toBeUndefined();
+    expect(onDeleting.spec.nodeName).toBe('old'); // the state object is not modified
+    expect([...sel.fromDeletingNodes]).toEqual(['default/moving']);
+    expect(sel.nominated.map((p) => p.metadata.name)).toEqual(['b']);
+    expect(sel.ignored.map((i) => [i.pod.metadata.name, i.reason])).toEqual([
+      ['c', 'not marked Unschedulable by the scheduler yet (PodScheduled condition)'],
+      ['d', 'owned by a DaemonSet'],
+      ['e', 'configured to not run on a Karpenter provisioned node via the karpenter.sh/nodepool DoesNotExist requirement'],
+    ]);
+  });
+});
+
+describe('buildSchedulingInput', () => {
+  const np = testNodePool('default');
+  const daemon = testDaemonSet('agent', '200m', '256Mi');
+
+  it('reserves nominated pods on existing nodes and in-flight NodeClaims, with daemon overhead', () => {
+    const n1 = node('n1', 'm5.xlarge'); // 4 vCPU
+    const running = bound(pendingPod('running', { cpu: '1' }), 'n1');
+    const nomNode = pendingPod('nom-node', { cpu: '2' });
+    const nomClaim = pendingPod('nom-claim', { cpu: '1500m', memory: '2Gi' });
+    const nc = inflightClaim('default-abc', ['c5.large', 'm5.large']);
+    const snap = snapshot({
+      pods: [running, nomNode, nomClaim],
+      nodePools: [np],
+      daemonSets: [daemon],
+      nominations: new Map([
+        ['default/nom-node', { target: { kind: 'node', name: 'n1' }, until: 1e15 }],
+        ['default/nom-claim', { target: { kind: 'nodeclaim', name: 'default-abc' }, until: 1e15 }],
+      ]),
+      stateNodes: [
+        stateNode({ name: 'n1', node: n1, pods: [running] }),
+        stateNode({ name: 'default-abc', nodeClaim: nc }),
+      ],
+    });
+    const input = buildSchedulingInput({ snapshot: snap, pods: [], nodePools: [np], instanceTypes: { default: types } });
+    expect(input.existingNodes).toHaveLength(1);
+    expect(input.existingNodes[0]!.pods.map((p) => p.metadata.name)).toEqual(['running', 'nom-node']);
+    expect(input.inFlight).toHaveLength(1);
+    const inf = input.inFlight![0]!;
+    expect(inf.nodePool).toBe('default');
+    expect(inf.instanceTypeOptions.map((t) => t.name)).toEqual(['c5.large', 'm5.large']);
+    // daemon 200m/256Mi + nominated 1500m/2Gi, pods 1 + 1
+    expect(inf.requests).toEqual({ cpu: 1700, memory: 256 * 2 ** 20 + 2 * 2 ** 30, pods: 2 });
+    // usage: n1 capacity + the largest capacity among the in-flight options (c5.large/m5.large: 2 vCPU)
+    expect(input.nodePoolUsage!.default!.cpu).toBe(4000 + 2000);
+  });
+
+  it('a pending pod fitting the in-flight NodeClaim is placed there, not on a new one', () => {
+    const nc = inflightClaim('default-abc', ['m5.xlarge']);
+    const pod = pendingPod('new', { cpu: '1' });
+    const snap = snapshot({ pods: [pod], nodePools: [np], stateNodes: [stateNode({ name: 'default-abc', nodeClaim: nc })] });
+    const input = buildSchedulingInput({ snapshot: snap, pods: [pod], nodePools: [np], instanceTypes: { default: types } });
+    const res = solve(input);
+    expect(res.newNodeClaims).toHaveLength(0);
+    expect(res.placements).toEqual([{ pod, target: { kind: 'inflight', nodeClaim: 'default-abc' } }]);
+    // ... unless the nominated pods already fill it (m5.xlarge: ~3.9 vCPU allocatable)
+    const big = pendingPod('big', { cpu: '3500m' });
+    const snap2 = snapshot({
+      pods: [pod, big],
+      nodePools: [np],
+      nominations: new Map([['default/big', { target: { kind: 'nodeclaim', name: 'default-abc' }, until: 1e15 }]]),
+      stateNodes: [stateNode({ name: 'default-abc', nodeClaim: nc })],
+    });
+    const res2 = solve(buildSchedulingInput({ snapshot: snap2, pods: [pod], nodePools: [np], instanceTypes: { default: types } }));
+    expect(res2.newNodeClaims).toHaveLength(1);
+  });
+
+  it('leaves out in-flight NodeClaims marked for deletion and flags deleting nodes', () => {
+    const nc = inflightClaim('default-gone', ['m5.large']);
+    const snap = snapshot({
+      nodePools: [np],
+      stateNodes: [
+        stateNode({ name: 'default-gone', nodeClaim: nc, markedForDeletion: true }),
+        stateNode({ name: 'n2', node: node('n2', 'm5.large'), markedForDeletion: true }),
+      ],
+    });
+    const input = buildSchedulingInput({ snapshot: snap, pods: [], nodePools: [np], instanceTypes: { default: types } });
+    expect(input.inFlight).toEqual([]);
+    expect(input.existingNodes.map((e) => [e.node.metadata.name, e.markedForDeletion])).toEqual([['n2', true]]);
+  });
+});
+
+describe('nodePoolUsability', () => {
+  const snap = snapshot({});
+  it('uses Ready=True NodePools and rejects Ready=False with its reason', () => {
+    expect(nodePoolUsability(testNodePool('a', { ready: true }), snap, kwok)).toEqual({ ok: true });
+    const np = testNodePool('b');
+    np.status = { conditions: [{ type: 'Ready', status: 'False', reason: 'NodeClassNotReady', message: 'missing' }] };
+    expect(nodePoolUsability(np, snap, kwok)).toEqual({ ok: false, reason: 'NodePool Ready=False (NodeClassNotReady: missing)' });
+  });
+  it('without status: requires the NodeClass to exist and not be Ready=False', () => {
+    expect(nodePoolUsability(testNodePool('c'), snap, kwok)).toEqual({ ok: true });
+    expect(nodePoolUsability(testNodePool('d', { nodeClass: 'other' }), snap, kwok)).toEqual({
+      ok: false,
+      reason: 'KWOKNodeClass "other" not found',
+    });
+    const notReady = snapshot({ nodeClasses: [{ ...kwokClass, status: { conditions: [{ type: 'Ready', status: 'False' }] } }] });
+    expect(nodePoolUsability(testNodePool('e'), notReady, kwok)).toMatchObject({ ok: false });
+  });
+  it('rejects deleting, static and unsupported NodePools', () => {
+    const del = testNodePool('f', { ready: true });
+    del.metadata.deletionTimestamp = '2024-01-01T00:00:00Z';
+    expect(nodePoolUsability(del, snap, kwok)).toEqual({ ok: false, reason: 'NodePool is being deleted' });
+    const stat = testNodePool('g', { ready: true });
+    stat.spec.replicas = 3;
+    expect(nodePoolUsability(stat, snap, kwok).ok).toBe(false);
+    const aws = testNodePool('h', { ready: true });
+    aws.spec.template.spec.nodeClassRef = { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' };
+    expect(nodePoolUsability(aws, snap, kwok)).toMatchObject({ ok: false, reason: expect.stringContaining('not supported') });
+  });
+});

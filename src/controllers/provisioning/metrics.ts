@@ -1,0 +1,78 @@
+/**
+ * Prometheus metrics of provisioning, named and labelled as upstream Karpenter v1
+ * (`pkg/controllers/provisioning/scheduling/metrics.go`, `pkg/metrics/metrics.go`):
+ * - `karpenter_scheduler_scheduling_duration_seconds{controller}` histogram (seconds);
+ * - `karpenter_scheduler_queue_depth{controller, scheduling_id}` gauge (pods waiting in a running simulation);
+ * - `karpenter_scheduler_unschedulable_pods_count{controller}` gauge (pods the last simulation could not place);
+ * - `karpenter_nodeclaims_created_total{reason, nodepool, min_values_relaxed}` counter (also used by disruption,
+ *   reason `provisioned` here).
+ * Each getter returns the metric already registered in `registry` under that name, so controllers share them.
+ */
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+
+/** Upstream `metrics.DurationBuckets()` (seconds). */
+export const DURATION_BUCKETS: readonly number[] = [
+  0.001, 0.002, 0.003, 0.004, 0.005, 0.006, 0.007, 0.008, 0.009, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2,
+  0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1, 1.25, 1.5, 1.75, 2, 2.5, 3, 3.5, 4, 4.5, 5, 6, 7, 8,
+  9, 10, 15, 20, 25, 30, 40, 50, 60,
+];
+
+/** Metric names. */
+export const METRIC_SCHEDULING_DURATION = 'karpenter_scheduler_scheduling_duration_seconds';
+export const METRIC_QUEUE_DEPTH = 'karpenter_scheduler_queue_depth';
+export const METRIC_UNSCHEDULABLE_PODS = 'karpenter_scheduler_unschedulable_pods_count';
+export const METRIC_NODECLAIMS_CREATED = 'karpenter_nodeclaims_created_total';
+
+/** `reason` label value of NodeClaims created for pending pods (upstream `metrics.ProvisionedReason`). */
+export const ProvisionedReason = 'provisioned';
+
+/** The scheduling-duration histogram (label `controller`). */
+export function schedulingDurationHistogram(registry: Registry): Histogram<'controller'> {
+  const m = registry.getSingleMetric(METRIC_SCHEDULING_DURATION);
+  if (m) return m as Histogram<'controller'>;
+  return new Histogram({
+    name: METRIC_SCHEDULING_DURATION,
+    help: 'Duration of scheduling simulations used for deprovisioning and provisioning in seconds.',
+    labelNames: ['controller'],
+    buckets: [...DURATION_BUCKETS],
+    registers: [registry],
+  });
+}
+
+/** The queue-depth gauge (labels `controller`, `scheduling_id`). */
+export function queueDepthGauge(registry: Registry): Gauge<'controller' | 'scheduling_id'> {
+  const m = registry.getSingleMetric(METRIC_QUEUE_DEPTH);
+  if (m) return m as Gauge<'controller' | 'scheduling_id'>;
+  return new Gauge({
+    name: METRIC_QUEUE_DEPTH,
+    help: 'The number of pods currently waiting to be scheduled.',
+    labelNames: ['controller', 'scheduling_id'],
+    registers: [registry],
+  });
+}
+
+/** The unschedulable-pods gauge (label `controller`). */
+export function unschedulablePodsGauge(registry: Registry): Gauge<'controller'> {
+  const m = registry.getSingleMetric(METRIC_UNSCHEDULABLE_PODS);
+  if (m) return m as Gauge<'controller'>;
+  return new Gauge({
+    name: METRIC_UNSCHEDULABLE_PODS,
+    help: 'The number of unschedulable Pods.',
+    labelNames: ['controller'],
+    registers: [registry],
+  });
+}
+
+/** The NodeClaims-created counter (labels `reason`, `nodepool`, `min_values_relaxed`). */
+export function nodeClaimsCreatedCounter(
+  registry: Registry,
+): Counter<'reason' | 'nodepool' | 'min_values_relaxed'> {
+  const m = registry.getSingleMetric(METRIC_NODECLAIMS_CREATED);
+  if (m) return m as Counter<'reason' | 'nodepool' | 'min_values_relaxed'>;
+  return new Counter({
+    name: METRIC_NODECLAIMS_CREATED,
+    help: 'Number of nodeclaims created in total by Karpenter. Labeled by reason the nodeclaim was created, the owning nodepool, and if min values was relaxed for this nodeclaim.',
+    labelNames: ['reason', 'nodepool', 'min_values_relaxed'],
+    registers: [registry],
+  });
+}

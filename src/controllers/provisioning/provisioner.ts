@@ -1,0 +1,468 @@
+/**
+ * The provisioner (upstream kubernetes-sigs/karpenter `pkg/controllers/provisioning/provisioner.go`): a
+ * singleton loop that waits for a batch window, checks that cluster state is synced, simulates scheduling of the
+ * pending pods against existing nodes, in-flight NodeClaims and the NodePools (`scheduling/solve`), and creates
+ * one NodeClaim per planned node. Pods placed on existing or in-flight capacity, and the pods of each created
+ * NodeClaim, are nominated (state + `Nominated` Event); pods that cannot be placed get a `FailedScheduling`
+ * Warning. Never creates from a partial view: a pass is skipped until state is synced, and each created
+ * NodeClaim enters state at once, so the next pass counts it in-flight. NodePool limits are checked again right
+ * before each create against current usage.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import type { KubeObject, Pod } from '../../apis/core.ts';
+import type { NodeClaim, NodePool } from '../../apis/karpenter.ts';
+import type { CloudProvider, InstanceType } from '../../cloudprovider/types.ts';
+import type { KubeClient } from '../../kube/client.ts';
+import type { Clock } from '../../kube/clock.ts';
+import { solve } from '../../scheduling/scheduler.ts';
+import type {
+  NodeClaimPlan,
+  SchedulingInput,
+  SchedulingResult,
+  Unschedulable,
+} from '../../scheduling/types.ts';
+import type { Cluster } from '../../state/cluster.ts';
+import { NOMINATION_TTL_SECONDS } from '../../state/cluster.ts';
+import { isProvisionable, podKey } from '../../state/pods.ts';
+import { type Controller, errorMessage, SingletonController } from '../runtime.ts';
+import { BATCH_IDLE_DURATION, BATCH_MAX_DURATION, Batcher } from './batcher.ts';
+import {
+  buildSchedulingInput,
+  instanceTypeIndex,
+  nodePoolUsability,
+  type SelectedPods,
+  selectPods,
+} from './input.ts';
+import {
+  nodeClaimsCreatedCounter,
+  ProvisionedReason,
+  queueDepthGauge,
+  schedulingDurationHistogram,
+  unschedulablePodsGauge,
+} from './metrics.ts';
+import {
+  exceedsLimits,
+  type NodePoolHash,
+  nodeClaimFromPlan,
+  planCapacity,
+  templateHash,
+} from './nodeclaim.ts';
+
+/** Records Events (the `EventRecorder` of `kube/events.ts` fits). */
+export interface EventPublisher {
+  publish(obj: KubeObject, type: 'Normal' | 'Warning', reason: string, message: string): Promise<unknown>;
+}
+
+/** Tunables of the {@link Provisioner}. */
+export interface ProvisionerOptions {
+  /** Batch idle seconds (default 1). */
+  batchIdleSeconds?: number;
+  /** Batch max seconds (default 10). */
+  batchMaxSeconds?: number;
+  /** Seconds a nomination lives (default 20). */
+  nominationTTLSeconds?: number;
+  /** The NodePool hash stamped on NodeClaims; default {@link templateHash}. Inject the NodePool controller's. */
+  nodePoolHash?: (nodePool: NodePool) => NodePoolHash;
+  /** Parallel NodeClaim creates for NodePools without limits (default 10). */
+  createConcurrency?: number;
+  /** Monotonic ms source for durations (default `performance.now`). */
+  now?: () => number;
+}
+
+/** Constructor dependencies of {@link Provisioner}. */
+export interface ProvisionerDeps {
+  client: KubeClient;
+  cluster: Cluster;
+  cloudProvider: CloudProvider;
+  clock: Clock;
+  logger: Logger;
+  recorder: EventPublisher;
+  registry: Registry;
+  options?: ProvisionerOptions;
+}
+
+/** A plan that was not created, with why. */
+export interface SkippedPlan {
+  plan: NodeClaimPlan;
+  reason: string;
+}
+
+/** What one provisioning pass did. */
+export interface ProvisioningResult {
+  /** False when the pass stopped because cluster state was not synced (nothing else was done). */
+  synced: boolean;
+  /** Pod selection of the pass (absent when nothing was pending). */
+  selection?: SelectedPods;
+  input?: SchedulingInput;
+  result?: SchedulingResult;
+  /** NodeClaims created, as returned by the API server, with their plans. */
+  created: Array<{ plan: NodeClaimPlan; nodeClaim: NodeClaim }>;
+  skipped: SkippedPlan[];
+  /** NodePools left out, with why. */
+  skippedNodePools: Array<{ nodePool: string; reason: string }>;
+}
+
+/** Seconds a `FailedScheduling` event for the same pod and message is not repeated (upstream DedupeTimeout). */
+const FAILED_SCHEDULING_DEDUPE_SECONDS = 300;
+/** Seconds a `Nominated` event for the same pod and target is not repeated. */
+const NOMINATED_DEDUPE_SECONDS = 120;
+const CONTROLLER = 'provisioner';
+
+/** First five instance type names, then ` and N other(s)` (upstream `instanceTypeList`). */
+export function instanceTypeList(names: readonly string[]): string {
+  if (names.length <= 5) return names.join(', ');
+  return `${names.slice(0, 5).join(', ')} and ${names.length - 5} other(s)`;
+}
+
+/** The provisioning controller. Also usable pass by pass ({@link Provisioner.provision}) in tests and the CLI. */
+export class Provisioner implements Controller {
+  readonly name = CONTROLLER;
+  readonly batcher: Batcher;
+  private readonly deps: ProvisionerDeps;
+  private readonly log: Logger;
+  private readonly loop: SingletonController;
+  private readonly hash: (np: NodePool) => NodePoolHash;
+  private readonly now: () => number;
+  private readonly eventSeen = new Map<string, number>();
+  private readonly metrics;
+
+  constructor(deps: ProvisionerDeps) {
+    this.deps = deps;
+    const o = deps.options ?? {};
+    this.log = deps.logger.child({ controller: CONTROLLER });
+    this.batcher = new Batcher({
+      clock: deps.clock,
+      idleSeconds: o.batchIdleSeconds ?? BATCH_IDLE_DURATION,
+      maxSeconds: o.batchMaxSeconds ?? BATCH_MAX_DURATION,
+    });
+    this.hash = o.nodePoolHash ?? templateHash;
+    this.now = o.now ?? (() => performance.now());
+    this.metrics = {
+      duration: schedulingDurationHistogram(deps.registry),
+      queueDepth: queueDepthGauge(deps.registry),
+      unschedulable: unschedulablePodsGauge(deps.registry),
+      created: nodeClaimsCreatedCounter(deps.registry),
+    };
+    this.loop = new SingletonController({
+      name: CONTROLLER,
+      clock: deps.clock,
+      logger: deps.logger,
+      reconcile: (signal) => this.reconcile(signal),
+    });
+  }
+
+  /** Opens or extends the batch window (pod/node events call this; `key` dedupes, e.g. a pod UID). */
+  trigger(key?: string): void {
+    this.batcher.trigger(key);
+  }
+
+  /** Runs batch → pass → batch ... until `signal` aborts. Never rejects. */
+  start(signal: AbortSignal): Promise<void> {
+    return this.loop.start(signal);
+  }
+
+  private async reconcile(signal: AbortSignal): Promise<{ requeueAfter: number }> {
+    if (!(await this.batcher.wait(signal))) return { requeueAfter: 0 };
+    if (signal.aborted) return { requeueAfter: 0 };
+    const res = await this.provision();
+    if (!res.synced) {
+      // Upstream requeues immediately; we re-arm the batch so the pending pods are looked at again.
+      this.batcher.trigger();
+      return { requeueAfter: 1 };
+    }
+    return { requeueAfter: 0 };
+  }
+
+  /**
+   * One provisioning pass without the batch wait: sync check, scheduling simulation, NodeClaim creation,
+   * nominations and events. Throws only for unexpected errors (API errors of single creates are logged and
+   * reported in `skipped`).
+   */
+  async provision(): Promise<ProvisioningResult> {
+    const out: ProvisioningResult = { synced: true, created: [], skipped: [], skippedNodePools: [] };
+    const { cluster } = this.deps;
+    // Cheap exit before any API call: nothing pending and no node is being deleted.
+    const anyPending = cluster.pendingPods().some((p) => isProvisionable(p));
+    const anyDeleting =
+      !anyPending && cluster.stateNodes().some((sn) => sn.markedForDeletion && sn.pods.length);
+    if (!anyPending && !anyDeleting) {
+      this.metrics.unschedulable.set({ controller: CONTROLLER }, 0);
+      return out;
+    }
+    if (!(await cluster.synced())) {
+      this.log.debug('waiting on cluster sync');
+      out.synced = false;
+      return out;
+    }
+    const start = this.now();
+    const scheduled = await this.schedule(out);
+    this.metrics.duration.observe({ controller: CONTROLLER }, (this.now() - start) / 1000);
+    if (!scheduled) return out;
+    const { result, input } = scheduled;
+    this.metrics.unschedulable.set({ controller: CONTROLLER }, result.unschedulable.length);
+    if (result.newNodeClaims.length > 0)
+      this.log.info(
+        {
+          pods:
+            input.pods.slice(0, 5).map(podKey).join(', ') +
+            (input.pods.length > 5 ? ` and ${input.pods.length - 5} other(s)` : ''),
+          nodeclaims: result.newNodeClaims.length,
+          duration: `${Math.round(this.now() - start)}ms`,
+        },
+        'found provisionable pod(s)',
+      );
+    this.nominateExisting(result);
+    await this.createNodeClaims(result, input, out);
+    await this.recordUnschedulable(result, input, out);
+    return out;
+  }
+
+  /** Builds the scheduler input from state and solves it; `undefined` when there is nothing to schedule. */
+  private async schedule(
+    out: ProvisioningResult,
+  ): Promise<{ input: SchedulingInput; result: SchedulingResult } | undefined> {
+    const { cluster, cloudProvider } = this.deps;
+    const supported = cloudProvider.supportedNodeClasses();
+    const pre = cluster.snapshot();
+    const usable: NodePool[] = [];
+    const instanceTypes: Record<string, InstanceType[]> = {};
+    for (const np of pre.nodePools) {
+      const u = nodePoolUsability(np, pre, supported);
+      if (!u.ok) {
+        out.skippedNodePools.push({ nodePool: np.metadata.name, reason: u.reason });
+        continue;
+      }
+      try {
+        const types = await cloudProvider.instanceTypes(np);
+        if (types.length === 0) {
+          out.skippedNodePools.push({ nodePool: np.metadata.name, reason: 'no instance types resolved' });
+          continue;
+        }
+        instanceTypes[np.metadata.name] = types;
+        usable.push(np);
+      } catch (err) {
+        out.skippedNodePools.push({
+          nodePool: np.metadata.name,
+          reason: `unable to resolve instance types: ${errorMessage(err)}`,
+        });
+      }
+    }
+    for (const s of out.skippedNodePools)
+      this.log.debug({ nodepool: s.nodePool, reason: s.reason }, 'skipping nodepool');
+    // Fresh snapshot after the async lookups: nodes first, then pods (upstream order, to never overshoot).
+    const snapshot = cluster.snapshot();
+    const selection = selectPods(snapshot);
+    out.selection = selection;
+    if (selection.pods.length === 0) {
+      this.metrics.unschedulable.set({ controller: CONTROLLER }, 0);
+      return undefined;
+    }
+    const livePools = usable
+      .map((np) => snapshot.nodePools.find((x) => x.metadata.name === np.metadata.name) ?? np)
+      .filter((np) => !np.metadata.deletionTimestamp);
+    const input = buildSchedulingInput({
+      snapshot,
+      pods: selection.pods,
+      nodePools: livePools,
+      instanceTypes,
+    });
+    const schedulingId = randomUUID();
+    this.metrics.queueDepth.set({ controller: CONTROLLER, scheduling_id: schedulingId }, input.pods.length);
+    let result: SchedulingResult;
+    try {
+      result = solve(input);
+    } finally {
+      this.metrics.queueDepth.remove({ controller: CONTROLLER, scheduling_id: schedulingId });
+    }
+    // Messages with numbers need the explaining run; do it only when some event would actually be written.
+    if (
+      result.unschedulable.some((u) =>
+        this.eventDue(`fs|${u.pod.metadata.uid ?? podKey(u.pod)}`, FAILED_SCHEDULING_DEDUPE_SECONDS, false),
+      )
+    ) {
+      const explained = solve({ ...input, explain: true });
+      result = { ...result, unschedulable: explained.unschedulable };
+    }
+    out.input = input;
+    out.result = result;
+    return { input, result };
+  }
+
+  private nominateExisting(result: SchedulingResult): void {
+    const ttl = this.deps.options?.nominationTTLSeconds ?? NOMINATION_TTL_SECONDS;
+    for (const pl of result.placements) {
+      if (pl.target.kind === 'new') continue;
+      if (pl.target.kind === 'existing') {
+        const node = this.deps.cluster.getNode(pl.target.node);
+        const nc = node ? this.nodeClaimOfNode(pl.target.node) : undefined;
+        this.deps.cluster.nominate(pl.pod, { kind: 'node', name: pl.target.node }, ttl);
+        const where = [nc ? `nodeclaim/${nc}` : undefined, `node/${pl.target.node}`]
+          .filter(Boolean)
+          .join(', ');
+        this.nominatedEvent(pl.pod, where);
+      } else {
+        this.deps.cluster.nominate(pl.pod, { kind: 'nodeclaim', name: pl.target.nodeClaim }, ttl);
+        this.nominatedEvent(pl.pod, `nodeclaim/${pl.target.nodeClaim}`);
+      }
+    }
+  }
+
+  private nodeClaimOfNode(nodeName: string): string | undefined {
+    for (const sn of this.deps.cluster.stateNodes())
+      if (sn.node?.metadata.name === nodeName) return sn.nodeClaim?.metadata.name;
+    return undefined;
+  }
+
+  private async createNodeClaims(
+    result: SchedulingResult,
+    input: SchedulingInput,
+    out: ProvisioningResult,
+  ): Promise<void> {
+    const byPool = new Map<string, NodeClaimPlan[]>();
+    for (const plan of result.newNodeClaims) {
+      const l = byPool.get(plan.nodePool) ?? [];
+      l.push(plan);
+      byPool.set(plan.nodePool, l);
+    }
+    const index = instanceTypeIndex(input.instanceTypes);
+    const concurrency = Math.max(1, this.deps.options?.createConcurrency ?? 10);
+    const tasks: Array<Promise<void>> = [];
+    for (const [poolName, plans] of byPool) {
+      const pool =
+        this.deps.cluster.getNodePool(poolName) ??
+        input.nodePools.find((np) => np.metadata.name === poolName);
+      if (pool?.spec.limits) {
+        // Sequential: each create is checked against usage that includes the previous one.
+        tasks.push(
+          (async () => {
+            for (const plan of plans) await this.createOne(plan, index, out);
+          })(),
+        );
+      } else {
+        for (let i = 0; i < plans.length; i += concurrency) {
+          const chunk = plans.slice(i, i + concurrency);
+          tasks.push(
+            (async () => {
+              for (const plan of chunk) await this.createOne(plan, index, out);
+            })(),
+          );
+        }
+      }
+    }
+    await Promise.all(tasks);
+  }
+
+  private async createOne(
+    plan: NodeClaimPlan,
+    index: Map<string, InstanceType>,
+    out: ProvisioningResult,
+  ): Promise<void> {
+    const { cluster, client, recorder } = this.deps;
+    const pool = cluster.getNodePool(plan.nodePool);
+    if (!pool || pool.metadata.deletionTimestamp) {
+      out.skipped.push({ plan, reason: `NodePool "${plan.nodePool}" no longer exists or is being deleted` });
+      return;
+    }
+    let over: string | undefined;
+    try {
+      over = exceedsLimits(pool, cluster.nodePoolUsage(index)[plan.nodePool] ?? {}, planCapacity(plan));
+    } catch (err) {
+      over = `spec.limits is malformed: ${errorMessage(err)}`;
+    }
+    if (over) {
+      const reason = `NodePool "${plan.nodePool}" limits exceeded: ${over}`;
+      out.skipped.push({ plan, reason });
+      this.log.info({ nodepool: plan.nodePool, pods: plan.pods.length }, reason);
+      if (this.eventDue(`lim|${plan.nodePool}|${over}`, FAILED_SCHEDULING_DEDUPE_SECONDS))
+        void recorder.publish(
+          pool,
+          'Warning',
+          'NodePoolLimitsExceeded',
+          `Not launching a NodeClaim for ${plan.pods.length} pod(s): ${over}`,
+        );
+      return;
+    }
+    const nodeClaim = nodeClaimFromPlan(plan, pool, this.hash(pool));
+    let created: NodeClaim;
+    try {
+      created = (await client.create(nodeClaim)) as NodeClaim;
+    } catch (err) {
+      const reason = `creating nodeclaim: ${errorMessage(err)}`;
+      out.skipped.push({ plan, reason });
+      this.log.error({ nodepool: plan.nodePool, err: errorMessage(err) }, 'creating nodeclaim failed');
+      return;
+    }
+    cluster.updateNodeClaim(created);
+    out.created.push({ plan, nodeClaim: created });
+    this.metrics.created.inc({
+      reason: ProvisionedReason,
+      nodepool: plan.nodePool,
+      min_values_relaxed: 'false',
+    });
+    const itReq = created.spec.requirements.find((r) => r.key === 'node.kubernetes.io/instance-type');
+    this.log.info(
+      {
+        nodepool: plan.nodePool,
+        nodeclaim: created.metadata.name,
+        requests: created.spec.resources?.requests,
+        'instance-types': instanceTypeList(itReq?.values ?? []),
+      },
+      'created nodeclaim',
+    );
+    const ttl = this.deps.options?.nominationTTLSeconds ?? NOMINATION_TTL_SECONDS;
+    const name = created.metadata.name ?? '';
+    for (const pod of plan.pods) {
+      cluster.nominate(pod, { kind: 'nodeclaim', name }, ttl);
+      this.nominatedEvent(pod, `nodeclaim/${name}`);
+    }
+  }
+
+  private async recordUnschedulable(
+    result: SchedulingResult,
+    _input: SchedulingInput,
+    out: ProvisioningResult,
+  ): Promise<void> {
+    const failed: Unschedulable[] = [...result.unschedulable];
+    for (const s of out.skipped)
+      for (const pod of s.plan.pods) failed.push({ pod, code: 'NodePoolLimitsExceeded', message: s.reason });
+    for (const u of failed) {
+      const msg = `Failed to schedule pod, ${u.message}`;
+      const key = `fs|${u.pod.metadata.uid ?? podKey(u.pod)}`;
+      if (!this.eventDue(key, FAILED_SCHEDULING_DEDUPE_SECONDS)) continue;
+      void this.deps.recorder.publish(u.pod, 'Warning', 'FailedScheduling', msg);
+    }
+    if (failed.length > 0)
+      this.log.info(
+        {
+          pods: failed
+            .slice(0, 5)
+            .map((u) => `${podKey(u.pod)}: ${u.code}`)
+            .join('; '),
+          count: failed.length,
+        },
+        'could not schedule pod(s)',
+      );
+  }
+
+  private nominatedEvent(pod: Pod, where: string): void {
+    if (!this.eventDue(`nom|${pod.metadata.uid ?? podKey(pod)}|${where}`, NOMINATED_DEDUPE_SECONDS)) return;
+    void this.deps.recorder.publish(pod, 'Normal', 'Nominated', `Pod should schedule on: ${where}`);
+  }
+
+  /** True (and remembered, unless `record` is false) when `key` was not published within `seconds`. */
+  private eventDue(key: string, seconds: number, record = true): boolean {
+    const now = this.deps.clock.now();
+    const last = this.eventSeen.get(key);
+    if (last !== undefined && now - last < seconds * 1000) return false;
+    if (record) {
+      this.eventSeen.set(key, now);
+      if (this.eventSeen.size > 20_000) {
+        for (const [k, t] of this.eventSeen)
+          if (now - t >= FAILED_SCHEDULING_DEDUPE_SECONDS * 1000) this.eventSeen.delete(k);
+      }
+    }
+    return true;
+  }
+}

@@ -1,0 +1,501 @@
+/**
+ * The kube-scheduler stand-in's filter and score plugins, pure and synchronous. They mirror the default
+ * kube-scheduler profile (kubernetes/pkg/scheduler/framework/plugins) in the order it runs filters:
+ * NodeUnschedulable, TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit, PodTopologySpread,
+ * InterPodAffinity; the first failing plugin decides a node's reasons (NodeResourcesFit may give several).
+ * Resource requests, taint tolerance and host ports come from the scheduling core (`src/scheduling`) so the
+ * stand-in and capenter's provisioner agree on what fits.
+ *
+ * Differences from kube-scheduler (documented gaps): volumes (VolumeBinding/VolumeZone/limits) are not
+ * checked; a node without a `Ready=True` condition is treated as tainted `node.kubernetes.io/not-ready:NoSchedule`
+ * (what the node lifecycle controller does); a node without `allocatable.pods` allows 110 pods; scoring uses
+ * NodeResourcesFit (MostAllocated or LeastAllocated), preferred node affinity and PreferNoSchedule taints
+ * only (no spread/pod-affinity/balanced-allocation/image scores); ties go to the lowest node name.
+ */
+import type {
+  LabelSelector,
+  LabelSelectorRequirement,
+  Node,
+  NodeSelectorRequirement,
+  NodeSelectorTerm,
+  Pod,
+  PodAffinityTerm,
+  Taint,
+  Toleration,
+} from '../../apis/core.ts';
+import { parseResources, type Resources } from '../../apis/quantity.ts';
+import { type HostPort, HostPortUsage, podHostPorts } from '../../scheduling/hostports.ts';
+import { selectorMatches } from '../../scheduling/labelselector.ts';
+import { Requirement } from '../../scheduling/requirements.ts';
+import { addInto, podRequests } from '../../scheduling/resources.ts';
+import { toleratesTaint } from '../../scheduling/taints.ts';
+
+/** Taint the node lifecycle controller puts on nodes that are not Ready (here: virtual). */
+export const TaintNotReady = 'node.kubernetes.io/not-ready';
+/** Taint matching `spec.unschedulable` (cordoned nodes). */
+export const TaintUnschedulable = 'node.kubernetes.io/unschedulable';
+/** `allocatable.pods` assumed when a node does not report it (kubelet's default maxPods). */
+export const DefaultMaxPods = 110;
+
+/** kube-scheduler's reason strings (`pkg/scheduler/framework/plugins/*`). */
+export const Reasons = {
+  unschedulable: 'node(s) were unschedulable',
+  nodeAffinity: "node(s) didn't match Pod's node affinity/selector",
+  ports: "node(s) didn't have free ports for the requested pod ports",
+  tooManyPods: 'Too many pods',
+  spreadMissingLabel: "node(s) didn't match pod topology spread constraints (missing required label)",
+  spread: "node(s) didn't match pod topology spread constraints",
+  existingAntiAffinity: "node(s) didn't satisfy existing pods anti-affinity rules",
+  antiAffinity: "node(s) didn't match pod anti-affinity rules",
+  affinity: "node(s) didn't match pod affinity rules",
+} as const;
+
+/** `Insufficient <resource>` as NodeResourcesFit reports it. */
+export function insufficient(resource: string): string {
+  return `Insufficient ${resource}`;
+}
+
+/** `node(s) had untolerated taint {key: value}` as TaintToleration reports it. */
+export function untoleratedTaintReason(t: Taint): string {
+  return `node(s) had untolerated taint {${t.key}: ${t.value ?? ''}}`;
+}
+
+/** A node as the scheduler sees it: its pods (non-terminal, bound or assumed) and their totals. */
+export interface NodeInfo {
+  node: Node;
+  name: string;
+  labels: Readonly<Record<string, string>>;
+  /** Non-terminal pods on the node, including ones being deleted and ones just bound (assumed). */
+  pods: Pod[];
+  /** The subset of `pods` with required pod anti-affinity terms. */
+  antiAffinityPods: Pod[];
+  /** Sum of the pods' requests (internal units; `pods` is the pod count). */
+  requested: Resources;
+  /** Like `requested` but with kube-scheduler's non-zero defaults (100m cpu, 200Mi memory) for scoring. */
+  requestedNonZero: Resources;
+  /** Allocatable in internal units (`pods` defaulted to {@link DefaultMaxPods}). */
+  allocatable: Resources;
+  ports: HostPortUsage;
+  /** NoSchedule/NoExecute/PreferNoSchedule taints, plus the virtual not-ready taint. */
+  taints: Taint[];
+  ready: boolean;
+}
+
+const NONZERO_CPU = 100;
+const NONZERO_MEMORY = 200 * 1024 * 1024;
+
+/** Requests of a pod for scoring: cpu/memory default to 100m/200Mi when unset (schedutil.GetNonzeroRequests). */
+export function nonZeroRequests(req: Resources): Resources {
+  return { ...req, cpu: req.cpu || NONZERO_CPU, memory: req.memory || NONZERO_MEMORY };
+}
+
+/** True when the node has `Ready=True`. */
+export function nodeIsReady(node: Node): boolean {
+  return node.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+}
+
+/** Requests of a pod, tolerating malformed quantities (they count as zero; the API server validates them). */
+export function safePodRequests(pod: Pod): Resources {
+  try {
+    return podRequests(pod);
+  } catch {
+    return { pods: 1 };
+  }
+}
+
+/** Builds a {@link NodeInfo} from a node and the (non-terminal) pods on it. */
+export function buildNodeInfo(node: Node, pods: readonly Pod[]): NodeInfo {
+  let allocatable: Resources;
+  try {
+    allocatable = parseResources(node.status?.allocatable ?? node.status?.capacity);
+  } catch {
+    allocatable = {};
+  }
+  if (allocatable.pods === undefined) allocatable.pods = DefaultMaxPods;
+  const ready = nodeIsReady(node);
+  const taints = [...(node.spec?.taints ?? [])];
+  if (!ready && !taints.some((t) => t.key === TaintNotReady && t.effect === 'NoSchedule'))
+    taints.push({ key: TaintNotReady, effect: 'NoSchedule' });
+  const info: NodeInfo = {
+    node,
+    name: node.metadata.name ?? '',
+    labels: node.metadata.labels ?? {},
+    pods: [],
+    antiAffinityPods: [],
+    requested: {},
+    requestedNonZero: {},
+    allocatable,
+    ports: new HostPortUsage(),
+    taints,
+    ready,
+  };
+  for (const p of pods) addPodToNodeInfo(info, p);
+  return info;
+}
+
+/** Accounts `pod` on `info` (used for pods bound by the scheduler before the informer shows them). */
+export function addPodToNodeInfo(info: NodeInfo, pod: Pod, req = safePodRequests(pod)): void {
+  info.pods.push(pod);
+  if (pod.spec.affinity?.podAntiAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.length)
+    info.antiAffinityPods.push(pod);
+  addInto(info.requested, req);
+  addInto(info.requestedNonZero, nonZeroRequests(req));
+  info.ports.add(podHostPorts(pod));
+}
+
+// ---------------------------------------------------------------- selectors and terms
+
+/** Label selector plus `matchLabelKeys` (key In [pod's value]) and `mismatchLabelKeys` (NotIn). */
+function effectiveSelector(
+  sel: LabelSelector | undefined,
+  labels: Readonly<Record<string, string>>,
+  matchKeys: readonly string[] | undefined,
+  mismatchKeys?: readonly string[],
+): LabelSelector | undefined {
+  if (!sel) return undefined;
+  const extra: LabelSelectorRequirement[] = [];
+  for (const k of matchKeys ?? []) {
+    const v = labels[k];
+    if (v !== undefined) extra.push({ key: k, operator: 'In', values: [v] });
+  }
+  for (const k of mismatchKeys ?? []) {
+    const v = labels[k];
+    if (v !== undefined) extra.push({ key: k, operator: 'NotIn', values: [v] });
+  }
+  if (extra.length === 0) return sel;
+  return { ...sel, matchExpressions: [...(sel.matchExpressions ?? []), ...extra] };
+}
+
+/** Looks up a namespace's labels (for `namespaceSelector`); undefined when unknown. */
+export type NamespaceLabels = (namespace: string) => Readonly<Record<string, string>> | undefined;
+
+/** A pod affinity term resolved against its owner pod: which pods it selects. */
+interface ResolvedTerm {
+  topologyKey: string;
+  selector: LabelSelector | undefined;
+  namespaces: ReadonlySet<string>;
+  /** `namespaceSelector` (matched in addition to `namespaces`), `{}` = all namespaces. */
+  nsSelector: LabelSelector | undefined;
+}
+
+function resolveTerm(term: PodAffinityTerm, owner: Pod): ResolvedTerm {
+  const labels = owner.metadata.labels ?? {};
+  const namespaces = new Set(term.namespaces ?? []);
+  if (namespaces.size === 0 && !term.namespaceSelector) namespaces.add(owner.metadata.namespace ?? 'default');
+  return {
+    topologyKey: term.topologyKey,
+    selector: effectiveSelector(term.labelSelector, labels, term.matchLabelKeys, term.mismatchLabelKeys),
+    namespaces,
+    nsSelector: term.namespaceSelector,
+  };
+}
+
+function termMatches(t: ResolvedTerm, pod: Pod, nsLabels: NamespaceLabels): boolean {
+  const ns = pod.metadata.namespace ?? 'default';
+  let nsOk = t.namespaces.has(ns);
+  if (!nsOk && t.nsSelector) nsOk = selectorMatches(t.nsSelector, nsLabels(ns) ?? {});
+  return nsOk && selectorMatches(t.selector, pod.metadata.labels ?? {});
+}
+
+/**
+ * True when a node with `labels` and `name` matches one node selector term: all `matchExpressions`
+ * (label requirements, Gt/Lt included) and all `matchFields` (only `metadata.name`, In/NotIn). An empty
+ * term matches nothing, as in kube-scheduler.
+ */
+export function nodeMatchesTerm(term: NodeSelectorTerm, name: string, labels: Readonly<Record<string, string>>): boolean {
+  const exprs = term.matchExpressions ?? [];
+  const fields = term.matchFields ?? [];
+  if (exprs.length === 0 && fields.length === 0) return false;
+  for (const e of exprs) {
+    let r: Requirement;
+    try {
+      r = Requirement.from(e);
+    } catch {
+      return false;
+    }
+    const v = labels[e.key];
+    if (v === undefined ? !r.allowsAbsent() : !r.has(v)) return false;
+  }
+  for (const f of fields) if (!fieldMatches(f, name)) return false;
+  return true;
+}
+
+function fieldMatches(f: NodeSelectorRequirement, name: string): boolean {
+  if (f.key !== 'metadata.name') return false;
+  if (f.operator === 'In') return (f.values ?? []).includes(name);
+  if (f.operator === 'NotIn') return !(f.values ?? []).includes(name);
+  return false;
+}
+
+/** kube-scheduler's NodeAffinity filter: `nodeSelector` and any required term (none = any node). */
+export function nodeMatchesPod(pod: Pod, name: string, labels: Readonly<Record<string, string>>): boolean {
+  for (const [k, v] of Object.entries(pod.spec.nodeSelector ?? {})) if (labels[k] !== v) return false;
+  const terms = pod.spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms;
+  if (!terms) return true;
+  return terms.some((t) => nodeMatchesTerm(t, name, labels));
+}
+
+/** The first NoSchedule/NoExecute taint not tolerated, if any. */
+export function firstUntoleratedTaint(
+  tolerations: readonly Toleration[] | undefined,
+  taints: readonly Taint[],
+  effects: ReadonlySet<string> = HARD_EFFECTS,
+): Taint | undefined {
+  for (const t of taints) {
+    if (!effects.has(t.effect)) continue;
+    if (!tolerations?.some((tol) => toleratesTaint(tol, t))) return t;
+  }
+  return undefined;
+}
+
+const HARD_EFFECTS: ReadonlySet<string> = new Set(['NoSchedule', 'NoExecute']);
+
+// ---------------------------------------------------------------- per-pod prepared state
+
+interface SpreadState {
+  topologyKey: string;
+  maxSkew: number;
+  counts: Map<string, number>;
+  minMatch: number;
+  selfMatch: number;
+}
+
+/**
+ * What one scheduling attempt precomputes for a pod (the PreFilter step): requests, host ports, topology
+ * spread counts and inter-pod (anti-)affinity domains over the current snapshot.
+ */
+export interface PodSchedulingState {
+  pod: Pod;
+  requests: Resources;
+  ports: HostPort[];
+  spread: SpreadState[];
+  /** topologyKey → values blocked by existing pods' required anti-affinity matching this pod. */
+  existingAnti: Map<string, Set<string>>;
+  /** Own required anti-affinity: per term, blocked values of its topologyKey. */
+  anti: Array<{ key: string; values: Set<string> }>;
+  /** Own required affinity: per term, values with matching pods. */
+  affinity: Array<{ key: string; values: Set<string> }>;
+  /** True when no pod anywhere matches any affinity term and the pod matches all its own terms. */
+  affinityFirstPod: boolean;
+}
+
+/**
+ * Precomputes the pod's state over `nodes` (PreFilter of NodeResourcesFit, NodePorts, PodTopologySpread,
+ * InterPodAffinity).
+ */
+export function prepare(pod: Pod, nodes: readonly NodeInfo[], nsLabels: NamespaceLabels = () => undefined): PodSchedulingState {
+  const labels = pod.metadata.labels ?? {};
+  const ns = pod.metadata.namespace ?? 'default';
+  const state: PodSchedulingState = {
+    pod,
+    requests: safePodRequests(pod),
+    ports: podHostPorts(pod),
+    spread: [],
+    existingAnti: new Map(),
+    anti: [],
+    affinity: [],
+    affinityFirstPod: false,
+  };
+
+  // PodTopologySpread (DoNotSchedule constraints only)
+  const constraints = (pod.spec.topologySpreadConstraints ?? []).filter((c) => c.whenUnsatisfiable === 'DoNotSchedule');
+  if (constraints.length > 0) {
+    const keys = constraints.map((c) => c.topologyKey);
+    const selectors = constraints.map((c) => effectiveSelector(c.labelSelector, labels, c.matchLabelKeys));
+    const states: SpreadState[] = constraints.map((c, i) => ({
+      topologyKey: c.topologyKey,
+      maxSkew: c.maxSkew,
+      counts: new Map(),
+      minMatch: 0,
+      selfMatch: selectorMatches(selectors[i], labels) ? 1 : 0,
+    }));
+    for (const n of nodes) {
+      if (!keys.every((k) => n.labels[k] !== undefined)) continue;
+      constraints.forEach((c, i) => {
+        if ((c.nodeAffinityPolicy ?? 'Honor') === 'Honor' && !nodeMatchesPod(pod, n.name, n.labels)) return;
+        if (c.nodeTaintsPolicy === 'Honor' && firstUntoleratedTaint(pod.spec.tolerations, n.taints)) return;
+        const st = states[i]!;
+        const value = n.labels[c.topologyKey]!;
+        let count = st.counts.get(value) ?? 0;
+        for (const p of n.pods) {
+          if (p.metadata.deletionTimestamp || (p.metadata.namespace ?? 'default') !== ns) continue;
+          if (selectorMatches(selectors[i], p.metadata.labels ?? {})) count++;
+        }
+        st.counts.set(value, count);
+      });
+    }
+    constraints.forEach((c, i) => {
+      const st = states[i]!;
+      const values = [...st.counts.values()];
+      st.minMatch = values.length > 0 && values.length >= (c.minDomains ?? 1) ? Math.min(...values) : 0;
+    });
+    state.spread = states;
+  }
+
+  // InterPodAffinity
+  const aff = pod.spec.affinity;
+  const ownAnti = (aff?.podAntiAffinity?.requiredDuringSchedulingIgnoredDuringExecution ?? []).map((t) => resolveTerm(t, pod));
+  const ownAff = (aff?.podAffinity?.requiredDuringSchedulingIgnoredDuringExecution ?? []).map((t) => resolveTerm(t, pod));
+  state.anti = ownAnti.map((t) => ({ key: t.topologyKey, values: new Set<string>() }));
+  state.affinity = ownAff.map((t) => ({ key: t.topologyKey, values: new Set<string>() }));
+  let anyAffinityMatch = false;
+  for (const n of nodes) {
+    // existing pods' required anti-affinity against the incoming pod
+    for (const p of n.antiAffinityPods) {
+      for (const term of p.spec.affinity?.podAntiAffinity?.requiredDuringSchedulingIgnoredDuringExecution ?? []) {
+        const v = n.labels[term.topologyKey];
+        if (v === undefined) continue;
+        if (!termMatches(resolveTerm(term, p), pod, nsLabels)) continue;
+        let s = state.existingAnti.get(term.topologyKey);
+        if (!s) {
+          s = new Set();
+          state.existingAnti.set(term.topologyKey, s);
+        }
+        s.add(v);
+      }
+    }
+    if (ownAnti.length === 0 && ownAff.length === 0) continue;
+    for (const p of n.pods) {
+      ownAnti.forEach((t, i) => {
+        const v = n.labels[t.topologyKey];
+        if (v !== undefined && termMatches(t, p, nsLabels)) state.anti[i]!.values.add(v);
+      });
+      ownAff.forEach((t, i) => {
+        if (!termMatches(t, p, nsLabels)) return;
+        anyAffinityMatch = true;
+        const v = n.labels[t.topologyKey];
+        if (v !== undefined) state.affinity[i]!.values.add(v);
+      });
+    }
+  }
+  state.affinityFirstPod = ownAff.length > 0 && !anyAffinityMatch && ownAff.every((t) => termMatches(t, pod, nsLabels));
+  return state;
+}
+
+// ---------------------------------------------------------------- filter
+
+/**
+ * Runs the filters for one node; returns the failure reasons (empty when the pod fits). Reasons are
+ * kube-scheduler's strings, e.g. `Insufficient cpu`, `node(s) had untolerated taint {k: v}`.
+ */
+export function filterNode(state: PodSchedulingState, n: NodeInfo): string[] {
+  const pod = state.pod;
+  const tolerations = pod.spec.tolerations;
+  // NodeUnschedulable
+  if (
+    n.node.spec?.unschedulable &&
+    !tolerations?.some((t) => toleratesTaint(t, { key: TaintUnschedulable, effect: 'NoSchedule' }))
+  )
+    return [Reasons.unschedulable];
+  // TaintToleration
+  const taint = firstUntoleratedTaint(tolerations, n.taints);
+  if (taint) return [untoleratedTaintReason(taint)];
+  // NodeAffinity
+  if (!nodeMatchesPod(pod, n.name, n.labels)) return [Reasons.nodeAffinity];
+  // NodePorts
+  if (state.ports.length > 0 && n.ports.conflict(state.ports)) return [Reasons.ports];
+  // NodeResourcesFit
+  const fit = resourceReasons(state.requests, n);
+  if (fit.length > 0) return fit;
+  // PodTopologySpread
+  for (const s of state.spread) {
+    const v = n.labels[s.topologyKey];
+    if (v === undefined) return [Reasons.spreadMissingLabel];
+  }
+  for (const s of state.spread) {
+    const v = n.labels[s.topologyKey]!;
+    if ((s.counts.get(v) ?? 0) + s.selfMatch - s.minMatch > s.maxSkew) return [Reasons.spread];
+  }
+  // InterPodAffinity (upstream order: own affinity, own anti-affinity, existing pods' anti-affinity)
+  if (state.affinity.length > 0) {
+    let podsExist = true;
+    for (const a of state.affinity) {
+      const v = n.labels[a.key];
+      if (v === undefined) return [Reasons.affinity];
+      if (!a.values.has(v)) podsExist = false;
+    }
+    if (!podsExist && !state.affinityFirstPod) return [Reasons.affinity];
+  }
+  for (const a of state.anti) {
+    const v = n.labels[a.key];
+    if (v !== undefined && a.values.has(v)) return [Reasons.antiAffinity];
+  }
+  for (const [key, values] of state.existingAnti) {
+    const v = n.labels[key];
+    if (v !== undefined && values.has(v)) return [Reasons.existingAntiAffinity];
+  }
+  return [];
+}
+
+/** NodeResourcesFit: `Too many pods` and `Insufficient <r>` for each requested resource that does not fit. */
+export function resourceReasons(req: Resources, n: NodeInfo): string[] {
+  const out: string[] = [];
+  if ((n.requested.pods ?? 0) + 1 > (n.allocatable.pods ?? 0)) out.push(Reasons.tooManyPods);
+  for (const k of Object.keys(req)) {
+    if (k === 'pods') continue;
+    const need = req[k]!;
+    if (need <= 0) continue;
+    if (need > (n.allocatable[k] ?? 0) - (n.requested[k] ?? 0)) out.push(insufficient(k));
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- score
+
+/** How NodeResourcesFit scores: pack nodes (`MostAllocated`, what Karpenter users configure) or spread (`LeastAllocated`, the kube-scheduler default). */
+export type ScoringStrategy = 'MostAllocated' | 'LeastAllocated';
+
+/**
+ * Scores feasible nodes (higher is better) as the default profile weighs its plugins: NodeResourcesFit
+ * (0-100 over cpu and memory, weight 1), NodeAffinity preferred terms (normalised 0-100, weight 2),
+ * TaintToleration PreferNoSchedule (normalised, fewer untolerated is better, weight 3).
+ * Returns the best node name (ties: lowest name), or undefined for an empty list.
+ */
+export function pickNode(state: PodSchedulingState, feasible: readonly NodeInfo[], strategy: ScoringStrategy): string | undefined {
+  if (feasible.length === 0) return undefined;
+  const req = nonZeroRequests(state.requests);
+  const preferred = state.pod.spec.affinity?.nodeAffinity?.preferredDuringSchedulingIgnoredDuringExecution ?? [];
+  const soft = new Set(['PreferNoSchedule']);
+  const raw = feasible.map((n) => {
+    let fit = 0;
+    let dims = 0;
+    for (const r of ['cpu', 'memory']) {
+      const cap = n.allocatable[r] ?? 0;
+      dims++;
+      if (cap <= 0) continue;
+      const used = Math.min(cap, (n.requestedNonZero[r] ?? 0) + (req[r] ?? 0));
+      const frac = used / cap;
+      fit += (strategy === 'MostAllocated' ? frac : 1 - frac) * 100;
+    }
+    let aff = 0;
+    for (const p of preferred) if (nodeMatchesTerm(p.preference, n.name, n.labels)) aff += p.weight;
+    let taints = 0;
+    for (const t of n.taints) if (soft.has(t.effect) && firstUntoleratedTaint(state.pod.spec.tolerations, [t], soft)) taints++;
+    return { n, fit: dims ? fit / dims : 0, aff, taints };
+  });
+  const maxAff = Math.max(0, ...raw.map((r) => r.aff));
+  const maxTaints = Math.max(0, ...raw.map((r) => r.taints));
+  let best: { name: string; score: number } | undefined;
+  for (const r of raw) {
+    const score =
+      r.fit + (maxAff > 0 ? (r.aff / maxAff) * 100 * 2 : 0) + (maxTaints > 0 ? (1 - r.taints / maxTaints) * 100 * 3 : 0);
+    if (!best || score > best.score + 1e-9 || (Math.abs(score - best.score) <= 1e-9 && r.n.name < best.name))
+      best = { name: r.n.name, score };
+  }
+  return best?.name;
+}
+
+// ---------------------------------------------------------------- messages
+
+/** kube-scheduler's message when there are no nodes at all (`ErrNoNodesAvailable`). */
+export const NoNodesAvailableMessage = 'no nodes available to schedule pods';
+
+/**
+ * kube-scheduler's FitError message: `0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated
+ * taint {karpenter.sh/unregistered: }.` — reasons counted over nodes, `"<count> <reason>"` strings sorted.
+ */
+export function fitErrorMessage(numNodes: number, reasons: ReadonlyMap<string, number>): string {
+  if (numNodes === 0) return NoNodesAvailableMessage;
+  const parts = [...reasons].map(([r, c]) => `${c} ${r}`).sort();
+  return `0/${numNodes} nodes are available: ${parts.join(', ')}.`;
+}

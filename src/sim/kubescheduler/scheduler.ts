@@ -1,0 +1,294 @@
+/**
+ * kube-scheduler stand-in: binds pending pods to nodes where they fit, through the `pods/binding`
+ * subresource, and marks the others `PodScheduled=False` / `Unschedulable` with kube-scheduler's message
+ * (`0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated taint {…}.`), which is the
+ * signal capenter's provisioner reacts to. Predicates and scoring: see `filters.ts`.
+ *
+ * Queueing follows kube-scheduler's idea in a simple form: a pod is tried when it appears or changes;
+ * unschedulable pods are tried again on cluster events that may make them fit (node added or changed,
+ * a bound pod deleted or finished, a pod bound when someone waits for pod affinity) and every
+ * `retryIntervalSeconds`. Pods are scheduled one at a time (one worker), so the accounting of pods just
+ * bound ("assumed" until the informer shows them) stays exact.
+ *
+ * Deviation: with no nodes at all kube-scheduler reports reason `SchedulerError`; the stand-in reports
+ * `Unschedulable` (message "no nodes available to schedule pods") so a provisioner also starts from an
+ * empty cluster. No preemption, no volume checks, no extenders, no per-pod backoff.
+ */
+import type { Node, Pod } from '../../apis/core.ts';
+import { objectKey } from '../../kube/client.ts';
+import { isConflict, isNotFound } from '../../kube/errors.ts';
+import { EventRecorder } from '../../kube/events.ts';
+import type { Informer } from '../../kube/informer.ts';
+import type { ResourceRef } from '../../kube/resources.ts';
+import type { ReconcileResult } from '../../kube/workqueue.ts';
+import { ensureIndex, isPodTerminal, rfc3339, SimController, type SimControllerOptions, withCondition } from '../workloads/controller.ts';
+import {
+  addPodToNodeInfo,
+  buildNodeInfo,
+  filterNode,
+  fitErrorMessage,
+  type NodeInfo,
+  pickNode,
+  prepare,
+  type ScoringStrategy,
+} from './filters.ts';
+
+/** Options of {@link KubeSchedulerStandIn}. */
+export interface KubeSchedulerOptions extends SimControllerOptions {
+  /** `spec.schedulerName` values handled (default `['default-scheduler']`; an unset name counts as default). */
+  schedulerNames?: string[];
+  /** NodeResourcesFit scoring (default `MostAllocated`: bin-packing, as Karpenter users configure). */
+  scoring?: ScoringStrategy;
+  /** Seconds between retries of unschedulable pods without a cluster event (default 30). */
+  retryIntervalSeconds?: number;
+  /** Record `Scheduled` / `FailedScheduling` Events like kube-scheduler (default true). */
+  events?: boolean;
+}
+
+const IndexNodeName = 'spec.nodeName';
+
+/** The kube-scheduler stand-in controller. Construct, `start()`, and `stop()` when done. */
+export class KubeSchedulerStandIn extends SimController {
+  private readonly pods: Informer<'Pod'>;
+  private readonly nodes: Informer<'Node'>;
+  private readonly namespaces: Informer<'Namespace'>;
+  private readonly names: ReadonlySet<string>;
+  private readonly scoring: ScoringStrategy;
+  private readonly retrySeconds: number;
+  private readonly recorder: EventRecorder | undefined;
+  /** Pods we bound that the cache still shows unbound: key → pod with nodeName. */
+  private readonly assumed = new Map<string, Pod>();
+  /** Keys of pending pods (unbound, not deleting, ours). */
+  private readonly pending = new Set<string>();
+  /** Keys of pending pods with required pod affinity (retried when a pod gets bound). */
+  private readonly waitingForAffinity = new Set<string>();
+  private readonly nodeInfos = new Map<string, NodeInfo>();
+  private readonly dirtyNodes = new Set<string>();
+  /** Bindings done (diagnostics). */
+  bindings = 0;
+
+  constructor(opts: KubeSchedulerOptions) {
+    super('kube-scheduler', opts, 1);
+    this.names = new Set(opts.schedulerNames ?? ['default-scheduler']);
+    this.scoring = opts.scoring ?? 'MostAllocated';
+    this.retrySeconds = opts.retryIntervalSeconds ?? 30;
+    this.pods = opts.informers.informerFor('Pod');
+    this.nodes = opts.informers.informerFor('Node');
+    this.namespaces = opts.informers.informerFor('Namespace');
+    ensureIndex(this.pods.cache, IndexNodeName, (p: Pod) => (p.spec?.nodeName ? [p.spec.nodeName] : []));
+    this.recorder =
+      opts.events === false
+        ? undefined
+        : new EventRecorder(opts.client, {
+            clock: opts.clock,
+            component: 'default-scheduler',
+            onError: (e) => this.onError(e, 'kube-scheduler event'),
+          });
+  }
+
+  protected informersUsed(): Array<Informer<ResourceRef>> {
+    return [this.pods, this.nodes, this.namespaces] as Array<Informer<ResourceRef>>;
+  }
+
+  private isOurs(p: Pod): boolean {
+    return this.names.has(p.spec.schedulerName ?? 'default-scheduler');
+  }
+
+  private isPending(p: Pod): boolean {
+    return !p.spec.nodeName && !p.metadata.deletionTimestamp && !isPodTerminal(p) && this.isOurs(p);
+  }
+
+  protected register(): Array<() => void> {
+    const onPod = (p: Pod): void => {
+      const key = objectKey(p);
+      if (this.isPending(p) && !this.assumed.has(key)) {
+        this.pending.add(key);
+        if (p.spec.affinity?.podAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.length)
+          this.waitingForAffinity.add(key);
+        this.queue.add(key);
+      } else {
+        this.pending.delete(key);
+        this.waitingForAffinity.delete(key);
+      }
+      if (p.spec.nodeName) this.assumed.delete(key);
+    };
+    const offPods = this.pods.on({
+      add: (p) => {
+        onPod(p);
+        if (p.spec.nodeName) {
+          this.dirtyNodes.add(p.spec.nodeName);
+          this.retryAffinityWaiters();
+        }
+      },
+      update: (o, p) => {
+        onPod(p);
+        if (o.spec.nodeName) this.dirtyNodes.add(o.spec.nodeName);
+        if (p.spec.nodeName) this.dirtyNodes.add(p.spec.nodeName);
+        if (!o.spec.nodeName && p.spec.nodeName) this.retryAffinityWaiters();
+        // capacity freed: a bound pod finished
+        if (p.spec.nodeName && !isPodTerminal(o) && isPodTerminal(p)) this.retryAll();
+      },
+      delete: (p) => {
+        const key = objectKey(p);
+        this.pending.delete(key);
+        this.waitingForAffinity.delete(key);
+        this.assumed.delete(key);
+        if (p.spec.nodeName) {
+          this.dirtyNodes.add(p.spec.nodeName);
+          if (!isPodTerminal(p)) this.retryAll();
+        }
+      },
+    });
+    const offNodes = this.nodes.on({
+      add: (n) => {
+        this.dirtyNodes.add(n.metadata.name ?? '');
+        this.retryAll();
+      },
+      update: (o, n) => {
+        this.dirtyNodes.add(n.metadata.name ?? '');
+        if (schedulingView(o) !== schedulingView(n)) this.retryAll();
+      },
+      delete: (n) => {
+        this.dirtyNodes.add(n.metadata.name ?? '');
+      },
+    });
+    const offNs = this.namespaces.on({
+      update: (o, n) => {
+        if (JSON.stringify(o.metadata?.labels) !== JSON.stringify(n.metadata?.labels)) this.retryAll();
+      },
+    });
+    return [offPods, offNodes, offNs];
+  }
+
+  /** Queues every pending pod, highest priority then oldest first (kube-scheduler's PrioritySort). */
+  private retryAll(): void {
+    const pods: Pod[] = [];
+    for (const k of this.pending) {
+      const p = this.pods.cache.get(k);
+      if (p) pods.push(p);
+    }
+    pods.sort(
+      (a, b) =>
+        (b.spec.priority ?? 0) - (a.spec.priority ?? 0) ||
+        (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? ''),
+    );
+    for (const p of pods) this.queue.add(objectKey(p));
+  }
+
+  private retryAffinityWaiters(): void {
+    for (const k of this.waitingForAffinity) this.queue.add(k);
+  }
+
+  /** Up-to-date node infos (recomputed for nodes whose pods or spec changed), sorted by name. */
+  private snapshot(): NodeInfo[] {
+    for (const name of this.dirtyNodes) this.nodeInfos.delete(name);
+    this.dirtyNodes.clear();
+    const out: NodeInfo[] = [];
+    for (const node of this.nodes.cache.list()) {
+      const name = node.metadata.name ?? '';
+      let info = this.nodeInfos.get(name);
+      if (!info || info.node !== node) {
+        const pods = this.pods.cache.byIndex(IndexNodeName, name).filter((p) => !isPodTerminal(p));
+        for (const a of this.assumed.values()) {
+          if (a.spec.nodeName !== name) continue;
+          const cached = this.pods.cache.get(objectKey(a));
+          if (cached && !cached.spec.nodeName) pods.push(a);
+        }
+        info = buildNodeInfo(node, pods);
+        this.nodeInfos.set(name, info);
+      }
+      out.push(info);
+    }
+    for (const name of [...this.nodeInfos.keys()]) if (!this.nodes.cache.get(name)) this.nodeInfos.delete(name);
+    return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
+
+  protected async reconcile(key: string): Promise<ReconcileResult | undefined> {
+    const pod = this.pods.cache.get(key);
+    if (!pod || !this.isPending(pod) || this.assumed.has(key)) return undefined;
+    const gates = (pod.spec as { schedulingGates?: unknown[] }).schedulingGates;
+    if (Array.isArray(gates) && gates.length > 0) {
+      await this.setUnschedulable(pod, 'SchedulingGated', 'Scheduling is blocked due to non-empty scheduling gates');
+      return undefined;
+    }
+    const nodes = this.snapshot();
+    const state = prepare(pod, nodes, (ns) => this.namespaces.cache.get(ns)?.metadata?.labels);
+    const feasible: NodeInfo[] = [];
+    const reasons = new Map<string, number>();
+    for (const n of nodes) {
+      const r = filterNode(state, n);
+      if (r.length === 0) feasible.push(n);
+      else for (const x of r) reasons.set(x, (reasons.get(x) ?? 0) + 1);
+    }
+    const target = pickNode(state, feasible, this.scoring);
+    if (target === undefined) {
+      const message = fitErrorMessage(nodes.length, reasons);
+      await this.setUnschedulable(pod, 'Unschedulable', message);
+      if (this.recorder) void this.recorder.publish(pod, 'Warning', 'FailedScheduling', message);
+      return { requeueAfter: this.retrySeconds };
+    }
+    try {
+      await this.client.request('POST', `/api/v1/namespaces/${encodeURIComponent(pod.metadata.namespace ?? 'default')}/pods/${encodeURIComponent(pod.metadata.name ?? '')}/binding`, {
+        body: {
+          apiVersion: 'v1',
+          kind: 'Binding',
+          metadata: { name: pod.metadata.name, namespace: pod.metadata.namespace, uid: pod.metadata.uid },
+          target: { apiVersion: 'v1', kind: 'Node', name: target },
+        },
+      });
+    } catch (err) {
+      if (isConflict(err) || isNotFound(err)) return undefined; // bound or deleted meanwhile
+      throw err;
+    }
+    this.bindings++;
+    const bound: Pod = { ...pod, spec: { ...pod.spec, nodeName: target } };
+    this.assumed.set(key, bound);
+    this.pending.delete(key);
+    this.waitingForAffinity.delete(key);
+    const info = this.nodeInfos.get(target);
+    if (info) addPodToNodeInfo(info, bound, state.requests);
+    if (this.recorder)
+      void this.recorder.publish(
+        pod,
+        'Normal',
+        'Scheduled',
+        `Successfully assigned ${pod.metadata.namespace}/${pod.metadata.name} to ${target}`,
+      );
+    this.retryAffinityWaiters();
+    return undefined;
+  }
+
+  /** Sets `PodScheduled=False` with `reason`/`message` through the status subresource (no write when unchanged). */
+  private async setUnschedulable(pod: Pod, reason: string, message: string): Promise<void> {
+    const conditions = withCondition(
+      pod.status?.conditions,
+      { type: 'PodScheduled', status: 'False', reason, message },
+      rfc3339(this.clock.now()),
+    );
+    if (!conditions) return;
+    try {
+      await this.client.patchStatus('Pod', pod.metadata.name ?? '', pod.metadata.namespace, {
+        metadata: { resourceVersion: pod.metadata.resourceVersion },
+        status: { conditions },
+      });
+    } catch (err) {
+      if (isNotFound(err)) return;
+      if (isConflict(err)) {
+        this.queue.addAfter(objectKey(pod), 0.05);
+        return;
+      }
+      throw err;
+    }
+  }
+}
+
+/** The parts of a node that decide where pods fit (changes trigger a retry of pending pods). */
+function schedulingView(n: Node): string {
+  return JSON.stringify([
+    n.metadata.labels,
+    n.spec?.taints,
+    n.spec?.unschedulable,
+    n.status?.allocatable,
+    n.status?.conditions?.find((c) => c.type === 'Ready')?.status,
+  ]);
+}

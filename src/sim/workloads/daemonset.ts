@@ -1,0 +1,252 @@
+/**
+ * DaemonSet controller stand-in (kube-controller-manager `daemon`): one pod per eligible node. A node is
+ * eligible when it matches the template's `nodeSelector` and required node affinity and its NoSchedule/
+ * NoExecute taints are tolerated by the template's tolerations plus the ones every DaemonSet pod gets
+ * (`AddOrUpdateDaemonPodTolerations`: not-ready and unreachable NoExecute; disk-, memory-, pid-pressure
+ * and unschedulable NoSchedule; network-unavailable NoSchedule for hostNetwork pods). A running pod stays
+ * while affinity still matches and NoExecute taints are tolerated (a new NoSchedule taint does not evict).
+ *
+ * Pods are created like the real controller does, unbound: `generateName: <ds>-`, the template's node
+ * affinity replaced by a single required term `matchFields: metadata.name In [<node>]`
+ * (`ReplaceDaemonSetPodNodeNameNodeAffinity`), labels `controller-revision-hash` and
+ * `pod-template-generation`; the scheduler (stand-in) binds them. Pods on nodes that are gone or no longer
+ * eligible are deleted, failed pods are replaced, duplicates removed. Status: desired/current/ready/
+ * available/misscheduled/updated counts. Not simulated: rolling updates of existing pods, surge, backoff.
+ */
+import type { DaemonSet, Node, Pod, Toleration } from '../../apis/core.ts';
+import { objectKey } from '../../kube/client.ts';
+import { isNotFound } from '../../kube/errors.ts';
+import type { Informer } from '../../kube/informer.ts';
+import type { ResourceRef } from '../../kube/resources.ts';
+import type { ReconcileResult } from '../../kube/workqueue.ts';
+import { firstUntoleratedTaint, nodeMatchesPod } from '../kubescheduler/filters.ts';
+import {
+  changedFields,
+  controllerOwnerRef,
+  controllerRef,
+  Expectations,
+  ensureIndex,
+  IndexControllerUID,
+  indexByControllerUID,
+  isPodActive,
+  isPodReady,
+  podFromTemplate,
+  SimController,
+  type SimControllerOptions,
+  stableStringify,
+} from './controller.ts';
+import { podTemplateHash } from './deployment.ts';
+
+/** Tolerations every DaemonSet pod gets (kubernetes `pkg/controller/daemon/util.AddOrUpdateDaemonPodTolerations`). */
+export function daemonPodTolerations(hostNetwork: boolean): Toleration[] {
+  const t: Toleration[] = [
+    { key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoExecute' },
+    { key: 'node.kubernetes.io/unreachable', operator: 'Exists', effect: 'NoExecute' },
+    { key: 'node.kubernetes.io/disk-pressure', operator: 'Exists', effect: 'NoSchedule' },
+    { key: 'node.kubernetes.io/memory-pressure', operator: 'Exists', effect: 'NoSchedule' },
+    { key: 'node.kubernetes.io/pid-pressure', operator: 'Exists', effect: 'NoSchedule' },
+    { key: 'node.kubernetes.io/unschedulable', operator: 'Exists', effect: 'NoSchedule' },
+  ];
+  if (hostNetwork) t.push({ key: 'node.kubernetes.io/network-unavailable', operator: 'Exists', effect: 'NoSchedule' });
+  return t;
+}
+
+/** Template tolerations plus the DaemonSet ones (missing ones appended). */
+function withDaemonTolerations(ds: DaemonSet): Toleration[] {
+  const own = [...(ds.spec.template.spec.tolerations ?? [])];
+  const seen = new Set(own.map((t) => stableStringify(t)));
+  for (const t of daemonPodTolerations(ds.spec.template.spec.hostNetwork === true))
+    if (!seen.has(stableStringify(t))) own.push(t);
+  return own;
+}
+
+const NO_EXECUTE: ReadonlySet<string> = new Set(['NoExecute']);
+
+/**
+ * Whether a DaemonSet should have a pod on `node` (`shouldRun`: new pods may be created) and whether an
+ * existing pod may stay (`shouldContinue`), as `NodeShouldRunDaemonPod` decides.
+ */
+export function daemonNodeFit(ds: DaemonSet, node: Node): { shouldRun: boolean; shouldContinue: boolean } {
+  const probe: Pod = { metadata: {}, spec: { ...ds.spec.template.spec, tolerations: withDaemonTolerations(ds) } };
+  const name = node.metadata.name ?? '';
+  if (!nodeMatchesPod(probe, name, node.metadata.labels ?? {})) return { shouldRun: false, shouldContinue: false };
+  const taints = node.spec?.taints ?? [];
+  const shouldContinue = !firstUntoleratedTaint(probe.spec.tolerations, taints, NO_EXECUTE);
+  const shouldRun = shouldContinue && !firstUntoleratedTaint(probe.spec.tolerations, taints);
+  return { shouldRun, shouldContinue };
+}
+
+/** The node a DaemonSet pod is for: `spec.nodeName`, else the `matchFields metadata.name In [x]` value. */
+export function daemonPodNode(p: Pod): string | undefined {
+  if (p.spec.nodeName) return p.spec.nodeName;
+  for (const t of p.spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms ?? [])
+    for (const f of t.matchFields ?? [])
+      if (f.key === 'metadata.name' && f.operator === 'In' && f.values?.length === 1) return f.values[0];
+  return undefined;
+}
+
+/** The DaemonSet controller stand-in. */
+export class DaemonSetController extends SimController {
+  private readonly pods: Informer<'Pod'>;
+  private readonly nodes: Informer<'Node'>;
+  private readonly sets: Informer<'DaemonSet'>;
+  private readonly expectations: Expectations<Pod>;
+
+  constructor(opts: SimControllerOptions) {
+    super('daemonset', opts, 4);
+    this.pods = opts.informers.informerFor('Pod');
+    this.nodes = opts.informers.informerFor('Node');
+    this.sets = opts.informers.informerFor('DaemonSet');
+    ensureIndex(this.pods.cache, IndexControllerUID, indexByControllerUID);
+    this.expectations = new Expectations(opts.clock);
+  }
+
+  protected informersUsed(): Array<Informer<ResourceRef>> {
+    return [this.pods, this.nodes, this.sets] as Array<Informer<ResourceRef>>;
+  }
+
+  protected register(): Array<() => void> {
+    const onPod = (p: Pod): void => {
+      this.expectations.observed(objectKey(p));
+      const ref = controllerRef(p);
+      if (ref?.kind === 'DaemonSet') this.queue.add(`${p.metadata.namespace}/${ref.name}`);
+    };
+    const all = (): void => {
+      for (const ds of this.sets.cache.list()) this.queue.add(objectKey(ds));
+    };
+    const offPods = this.pods.on({ add: onPod, update: (_o, p) => onPod(p), delete: onPod });
+    const offNodes = this.nodes.on({
+      add: all,
+      update: (o, n) => {
+        if (
+          stableStringify([o.metadata.labels, o.spec?.taints]) !== stableStringify([n.metadata.labels, n.spec?.taints])
+        )
+          all();
+      },
+      delete: all,
+    });
+    const offSets = this.sets.on({
+      add: (s) => this.queue.add(objectKey(s)),
+      update: (_o, s) => this.queue.add(objectKey(s)),
+      delete: (s) => this.expectations.forget(objectKey(s)),
+    });
+    return [offPods, offNodes, offSets];
+  }
+
+  protected async reconcile(key: string): Promise<ReconcileResult | undefined> {
+    const ds = this.sets.cache.get(key);
+    if (!ds || ds.metadata.deletionTimestamp) return undefined;
+    const inCache = (k: string) => this.pods.cache.get(k) !== undefined;
+    const deleting = this.expectations.pendingDeletes(key, inCache);
+    const owned = this.pods.cache
+      .byIndex(IndexControllerUID, ds.metadata.uid ?? '')
+      .filter((p) => !deleting.has(objectKey(p)));
+    const byNode = new Map<string, Pod[]>();
+    const add = (node: string, p: Pod) => {
+      const l = byNode.get(node);
+      if (l) l.push(p);
+      else byNode.set(node, [p]);
+    };
+    for (const p of owned) {
+      const n = daemonPodNode(p);
+      if (n !== undefined) add(n, p);
+    }
+    const creating = this.expectations.pendingCreates(key, inCache);
+    const creatingOn = new Set(creating.map((p) => daemonPodNode(p) ?? ''));
+
+    const toCreate: string[] = [];
+    const toDelete: Pod[] = [];
+    let desired = 0;
+    let misscheduled = 0;
+    const nodes = this.nodes.cache.list();
+    const nodeNames = new Set(nodes.map((n) => n.metadata.name ?? ''));
+    for (const node of nodes) {
+      const name = node.metadata.name ?? '';
+      const { shouldRun, shouldContinue } = daemonNodeFit(ds, node);
+      const pods = byNode.get(name) ?? [];
+      const live = pods.filter((p) => isPodActive(p));
+      for (const p of pods) if (p.status?.phase === 'Failed' && !p.metadata.deletionTimestamp) toDelete.push(p);
+      if (shouldRun) desired++;
+      if (shouldContinue && (shouldRun || live.length > 0)) {
+        if (live.length === 0 && shouldRun && !creatingOn.has(name)) toCreate.push(name);
+        if (live.length > 1) {
+          const sorted = [...live].sort((a, b) =>
+            (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? ''),
+          );
+          toDelete.push(...sorted.slice(1));
+        }
+      } else if (live.length > 0) {
+        misscheduled += live.filter((p) => p.spec.nodeName).length;
+        toDelete.push(...live);
+      }
+    }
+    for (const [node, pods] of byNode)
+      if (!nodeNames.has(node)) toDelete.push(...pods.filter((p) => !p.metadata.deletionTimestamp));
+
+    const owner = controllerOwnerRef(ds, 'apps/v1', 'DaemonSet');
+    const hash = podTemplateHash(ds.spec.template);
+    const tolerations = withDaemonTolerations(ds);
+    const results = await Promise.allSettled([
+      ...toCreate.map(async (node) => {
+        const pod = podFromTemplate(ds.spec.template, {
+          namespace: ds.metadata.namespace ?? 'default',
+          owner,
+          generateName: `${ds.metadata.name}-`,
+          extraLabels: {
+            'controller-revision-hash': hash,
+            'pod-template-generation': String(ds.metadata.generation ?? 1),
+          },
+        });
+        pod.spec.tolerations = tolerations;
+        pod.spec.affinity = {
+          ...(pod.spec.affinity ?? {}),
+          nodeAffinity: {
+            ...(pod.spec.affinity?.nodeAffinity ?? {}),
+            requiredDuringSchedulingIgnoredDuringExecution: {
+              nodeSelectorTerms: [{ matchFields: [{ key: 'metadata.name', operator: 'In', values: [node] }] }],
+            },
+          },
+        };
+        const created = await this.client.create(pod);
+        this.expectations.expectCreate(key, objectKey(created), created);
+      }),
+      ...toDelete.map(async (p) => {
+        this.expectations.expectDelete(key, objectKey(p));
+        try {
+          await this.client.delete('Pod', p.metadata.name ?? '', p.metadata.namespace, {
+            ...(p.metadata.uid ? { preconditions: { uid: p.metadata.uid } } : {}),
+          });
+        } catch (err) {
+          if (!isNotFound(err)) throw err;
+        }
+      }),
+    ]);
+    await this.updateStatus(ds, owned, nodeNames, desired, misscheduled);
+    const failed = results.find((r) => r.status === 'rejected');
+    if (failed) throw (failed as PromiseRejectedResult).reason;
+    return undefined;
+  }
+
+  private async updateStatus(
+    ds: DaemonSet,
+    owned: Pod[],
+    nodeNames: ReadonlySet<string>,
+    desired: number,
+    misscheduled: number,
+  ): Promise<void> {
+    const scheduled = owned.filter((p) => isPodActive(p) && p.spec.nodeName && nodeNames.has(p.spec.nodeName));
+    const ready = scheduled.filter(isPodReady).length;
+    const status = {
+      observedGeneration: ds.metadata.generation ?? 1,
+      desiredNumberScheduled: desired,
+      currentNumberScheduled: scheduled.length,
+      updatedNumberScheduled: scheduled.length,
+      numberReady: ready,
+      numberAvailable: ready,
+      numberUnavailable: Math.max(0, desired - ready),
+      numberMisscheduled: misscheduled,
+    };
+    const patch = changedFields(ds.status as Record<string, unknown> | undefined, status);
+    if (patch) await this.client.patchStatus('DaemonSet', ds.metadata.name ?? '', ds.metadata.namespace, { status: patch });
+  }
+}

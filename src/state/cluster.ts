@@ -1,0 +1,816 @@
+/**
+ * Cluster state: what the controllers know about nodes, NodeClaims, pods and NodePools, kept current by
+ * informers and joined into {@link StateNode}s. Mirrors kubernetes-sigs/karpenter `pkg/controllers/state`
+ * (`cluster.go`, `statenode.go`):
+ * - a StateNode is a Node joined with its NodeClaim by provider ID (or the NodeClaim's `status.nodeName`);
+ *   a NodeClaim without a Node yet is in-flight; a Node without a NodeClaim is unmanaged;
+ * - pods bound to each node and their summed requests (DaemonSet pods separately);
+ * - `markedForDeletion`: marked by a controller ({@link Cluster.markForDeletion}), NodeClaim or Node being
+ *   deleted, or the Node carrying the `karpenter.sh/disrupted` taint;
+ * - pod nominations (pod → NodeClaim/Node, with a TTL, upstream 20 s = 2 × the max batch window);
+ * - {@link Cluster.synced}: informers synced AND every NodeClaim/Node the API server lists is in state
+ *   (upstream `Synced`), so a restarted controller never provisions from a partial view;
+ * - NodePool usage (summed capacity) for `spec.limits`, a change counter and the consolidation state.
+ *
+ * Informer events update state synchronously, then {@link Cluster.onChange} listeners run. Objects held or
+ * returned are the informers' cached instances: treat them as read-only.
+ */
+import type { Logger } from 'pino';
+import { Gauge, type Registry } from 'prom-client';
+import type { DaemonSet, KubeObject, Node, Pod, PodDisruptionBudget } from '../apis/core.ts';
+import type { Condition, NodeClaim, NodeClassReference, NodePool } from '../apis/karpenter.ts';
+import { LabelInstanceType, LabelNodeInitialized, LabelNodePool, TaintDisrupted } from '../apis/labels.ts';
+import { parseResources, type Resources } from '../apis/quantity.ts';
+import type { InstanceType, NodeClassKind } from '../cloudprovider/types.ts';
+import type { KubeClient } from '../kube/client.ts';
+import type { Clock } from '../kube/clock.ts';
+import type { Informer, SharedInformers } from '../kube/informer.ts';
+import type { ResourceRef } from '../kube/resources.ts';
+import type { Namespace } from '../kube/types.ts';
+import { addInto, podRequests } from '../scheduling/resources.ts';
+import { isOwnedByDaemonSet, isTerminal, podKey } from './pods.ts';
+
+/** Seconds a pod nomination lives (upstream: twice the 10 s max batch window). */
+export const NOMINATION_TTL_SECONDS = 20;
+/** The consolidation state is forced to change after this many seconds without changes (upstream 5 min). */
+export const CONSOLIDATION_STATE_TTL_SECONDS = 300;
+
+/** Where a pod was nominated to go. */
+export interface NominationTarget {
+  kind: 'nodeclaim' | 'node';
+  name: string;
+}
+
+/** A live nomination of a pending pod. `until` is ms since epoch on the cluster's clock. */
+export interface Nomination {
+  target: NominationTarget;
+  until: number;
+}
+
+/**
+ * One node as the controllers see it: a Node, its NodeClaim, or both.
+ * `pods`/`podRequests` cover non-terminal pods bound to the node (DaemonSet pods included);
+ * `daemonSetPods`/`daemonSetRequests` only those owned by a DaemonSet. Requests are internal units.
+ */
+export interface StateNode {
+  /** Stable key: the provider ID, else `nodeclaim/<name>` (not launched yet), else `node/<name>`. */
+  key: string;
+  /** Node name, else NodeClaim name. */
+  name: string;
+  node?: Node;
+  nodeClaim?: NodeClaim;
+  providerID?: string;
+  /** Value of the `karpenter.sh/nodepool` label (NodeClaim first, then Node). */
+  nodePool?: string;
+  /** Has a NodeClaim (Karpenter manages it). */
+  managed: boolean;
+  /** A NodeClaim whose Node has not registered yet. */
+  inFlight: boolean;
+  /** Unmanaged: the Node exists. Managed: the Node exists and is initialized (label or NodeClaim condition). */
+  initialized: boolean;
+  markedForDeletion: boolean;
+  /** True while a pod nomination onto this node is live (disruption leaves it alone). */
+  nominated: boolean;
+  pods: Pod[];
+  daemonSetPods: Pod[];
+  podRequests: Resources;
+  daemonSetRequests: Resources;
+}
+
+/** Plain arrays of everything in state at one instant, for the pure scheduler and the disruption simulation. */
+export interface ClusterSnapshot {
+  /** ms since epoch (cluster clock). */
+  takenAt: number;
+  stateNodes: StateNode[];
+  /** Every non-terminal pod (bound or not). */
+  pods: Pod[];
+  nodePools: NodePool[];
+  nodeClaims: NodeClaim[];
+  nodes: Node[];
+  daemonSets: DaemonSet[];
+  podDisruptionBudgets: PodDisruptionBudget[];
+  /** NodeClass objects of the watched kinds. */
+  nodeClasses: KubeObject[];
+  /** Namespace labels by name (with `kubernetes.io/metadata.name`). */
+  namespaces: Record<string, Record<string, string>>;
+  /** Live nominations by pod key (`namespace/name`). */
+  nominations: Map<string, Nomination>;
+}
+
+/** A change delivered to {@link Cluster.onChange} listeners after state was updated. */
+export interface ClusterChange {
+  kind:
+    | 'Node'
+    | 'NodeClaim'
+    | 'Pod'
+    | 'NodePool'
+    | 'DaemonSet'
+    | 'PodDisruptionBudget'
+    | 'NodeClass'
+    | 'Namespace';
+  type: 'add' | 'update' | 'delete';
+  object: KubeObject;
+  old?: KubeObject;
+}
+
+/** Constructor dependencies of {@link Cluster}. */
+export interface ClusterOptions {
+  client: KubeClient;
+  /** Shared informers; the Cluster registers its handlers, the operator starts them. */
+  informers: SharedInformers;
+  clock: Clock;
+  logger?: Logger;
+  /** NodeClass kinds to watch, usually `cloudProvider.supportedNodeClasses()` (none when omitted). */
+  nodeClassKinds?: readonly NodeClassKind[];
+  /** Registers `karpenter_cluster_state_synced` and `karpenter_cluster_state_node_count` when given. */
+  registry?: Registry;
+}
+
+interface PodEntry {
+  pod: Pod;
+  requests: Resources;
+}
+
+/** Condition `type` of `obj.status.conditions`, if present. */
+export function conditionOf(obj: KubeObject | undefined, type: string): Condition | undefined {
+  const conds = (obj?.status as { conditions?: Condition[] } | undefined)?.conditions;
+  return Array.isArray(conds) ? conds.find((c) => c.type === type) : undefined;
+}
+
+/** Key of a NodeClass in state: `<group>/<kind>/<name>`. */
+export function nodeClassKey(ref: NodeClassReference): string {
+  return `${ref.group}/${ref.kind}/${ref.name}`;
+}
+
+/**
+ * Resources of `nodeClaim` against NodePool limits (upstream: capacity): `status.capacity` once launched;
+ * before launch, per resource the largest capacity among its instance-type options (the scheduler's
+ * `subtractMax`), resolved by name in `instanceTypes`; `{}` when neither is known.
+ */
+export function nodeClaimCapacity(
+  nodeClaim: NodeClaim,
+  instanceTypes?: ReadonlyMap<string, InstanceType>,
+): Resources {
+  if (nodeClaim.status?.capacity && Object.keys(nodeClaim.status.capacity).length > 0) {
+    try {
+      return parseResources(nodeClaim.status.capacity);
+    } catch {
+      return {};
+    }
+  }
+  const out: Resources = {};
+  for (const it of instanceTypeOptionsOf(nodeClaim, instanceTypes)) {
+    for (const [k, v] of Object.entries(it.capacity)) out[k] = Math.max(out[k] ?? 0, v);
+  }
+  return out;
+}
+
+/**
+ * The instance types a NodeClaim may still become: the values of its `node.kubernetes.io/instance-type In`
+ * requirement resolved in `instanceTypes` (unknown names dropped), in requirement order. Empty when there is
+ * no such requirement or no map.
+ */
+export function instanceTypeOptionsOf(
+  nodeClaim: NodeClaim,
+  instanceTypes?: ReadonlyMap<string, InstanceType>,
+): InstanceType[] {
+  if (!instanceTypes) return [];
+  const req = (nodeClaim.spec?.requirements ?? []).find(
+    (r) => r.key === LabelInstanceType && r.operator === 'In',
+  );
+  const out: InstanceType[] = [];
+  for (const v of req?.values ?? []) {
+    const it = instanceTypes.get(v);
+    if (it) out.push(it);
+  }
+  return out;
+}
+
+function hasTaint(node: Node | undefined, key: string, effect: string): boolean {
+  return (node?.spec?.taints ?? []).some((t) => t.key === key && t.effect === effect);
+}
+
+/** The cluster state. Construct once per process; see the module comment. */
+export class Cluster {
+  private readonly opts: ClusterOptions;
+  private readonly log: Logger | undefined;
+  private readonly nodeClaims = new Map<string, NodeClaim>();
+  private readonly nodes = new Map<string, Node>();
+  private readonly nodeNameByProviderID = new Map<string, string>();
+  private readonly pods = new Map<string, PodEntry>();
+  private readonly podsByNode = new Map<string, Set<string>>();
+  private readonly nodePools = new Map<string, NodePool>();
+  private readonly daemonSets = new Map<string, DaemonSet>();
+  private readonly pdbs = new Map<string, PodDisruptionBudget>();
+  private readonly nodeClasses = new Map<string, KubeObject>();
+  private readonly namespaces = new Map<string, Record<string, string>>();
+  private readonly nominations = new Map<string, Nomination>();
+  private readonly nodeNominatedUntil = new Map<string, number>();
+  private readonly marked = new Set<string>();
+  /** uids of NodeClaims seen deleted, so a late optimistic add cannot resurrect them. */
+  private readonly deletedNodeClaimUids = new Set<string>();
+  private readonly listeners = new Set<(c: ClusterChange) => void>();
+  private readonly informerList: Array<Informer<ResourceRef>> = [];
+  private readonly unregister: Array<() => void> = [];
+  private changes = 0;
+  private consolidationMs: number;
+  private readonly syncedGauge: Gauge | undefined;
+  private readonly nodeCountGauge: Gauge | undefined;
+
+  constructor(opts: ClusterOptions) {
+    this.opts = opts;
+    this.log = opts.logger?.child({ component: 'cluster-state' });
+    this.consolidationMs = opts.clock.now();
+    if (opts.registry) {
+      this.syncedGauge = gauge(
+        opts.registry,
+        'karpenter_cluster_state_synced',
+        "Returns 1 if cluster state is synced and 0 otherwise. Synced checks that nodeclaims and nodes that are stored in the APIServer have the same representation as Karpenter's cluster state",
+      );
+      this.nodeCountGauge = gauge(
+        opts.registry,
+        'karpenter_cluster_state_node_count',
+        'Current count of nodes in cluster state',
+      );
+    }
+    const inf = opts.informers;
+    this.watch<Node>(inf.informerFor('Node') as unknown as Informer<ResourceRef>, 'Node', {
+      set: (n) => this.setNode(n),
+      del: (n) => this.deleteNode(n),
+    });
+    this.watch<NodeClaim>(inf.informerFor('NodeClaim') as unknown as Informer<ResourceRef>, 'NodeClaim', {
+      set: (nc) => this.setNodeClaim(nc),
+      del: (nc) => this.deleteNodeClaim(nc),
+    });
+    this.watch<Pod>(inf.informerFor('Pod') as unknown as Informer<ResourceRef>, 'Pod', {
+      set: (p) => this.setPod(p),
+      del: (p) => this.deletePod(p),
+    });
+    this.watch<NodePool>(inf.informerFor('NodePool') as unknown as Informer<ResourceRef>, 'NodePool', {
+      set: (np) => void this.nodePools.set(np.metadata.name, np),
+      del: (np) => void this.nodePools.delete(np.metadata.name),
+    });
+    this.watch<DaemonSet>(inf.informerFor('DaemonSet') as unknown as Informer<ResourceRef>, 'DaemonSet', {
+      set: (ds) => void this.daemonSets.set(objKey(ds), ds),
+      del: (ds) => void this.daemonSets.delete(objKey(ds)),
+    });
+    this.watch<PodDisruptionBudget>(
+      inf.informerFor('PodDisruptionBudget') as unknown as Informer<ResourceRef>,
+      'PodDisruptionBudget',
+      { set: (p) => void this.pdbs.set(objKey(p), p), del: (p) => void this.pdbs.delete(objKey(p)) },
+    );
+    this.watch<Namespace>(inf.informerFor('Namespace') as unknown as Informer<ResourceRef>, 'Namespace', {
+      set: (ns) => {
+        const name = ns.metadata.name ?? '';
+        this.namespaces.set(name, { ...(ns.metadata.labels ?? {}), 'kubernetes.io/metadata.name': name });
+      },
+      del: (ns) => void this.namespaces.delete(ns.metadata.name ?? ''),
+    });
+    for (const k of opts.nodeClassKinds ?? []) {
+      const rt = opts.client.registry.forKind(`${k.kind}.${k.group}`);
+      if (!rt) {
+        this.log?.warn({ kind: k.kind, group: k.group }, 'NodeClass kind is not registered; not watched');
+        continue;
+      }
+      this.watch<KubeObject>(inf.informerFor(rt) as unknown as Informer<ResourceRef>, 'NodeClass', {
+        set: (o) =>
+          void this.nodeClasses.set(
+            nodeClassKey({ group: rt.group, kind: rt.kind, name: o.metadata?.name ?? '' }),
+            o,
+          ),
+        del: (o) =>
+          void this.nodeClasses.delete(
+            nodeClassKey({ group: rt.group, kind: rt.kind, name: o.metadata?.name ?? '' }),
+          ),
+      });
+    }
+  }
+
+  private watch<T extends KubeObject>(
+    informer: Informer<ResourceRef>,
+    kind: ClusterChange['kind'],
+    h: { set: (o: T) => void; del: (o: T) => void },
+  ): void {
+    this.informerList.push(informer);
+    this.unregister.push(
+      informer.on({
+        add: (o) => {
+          h.set(o as T);
+          this.changed({ kind, type: 'add', object: o });
+        },
+        update: (old, o) => {
+          h.set(o as T);
+          this.changed({ kind, type: 'update', object: o, old });
+        },
+        delete: (o) => {
+          h.del(o as T);
+          this.changed({ kind, type: 'delete', object: o });
+        },
+      }),
+    );
+  }
+
+  /** Detaches the informer handlers (the informers themselves keep running). */
+  close(): void {
+    for (const u of this.unregister.splice(0)) u();
+    this.listeners.clear();
+  }
+
+  // ------------------------------------------------------------------------------------------ updates
+
+  private setNode(n: Node): void {
+    const name = n.metadata.name ?? '';
+    const old = this.nodes.get(name);
+    const oldID = old?.spec?.providerID;
+    if (oldID && oldID !== n.spec?.providerID && this.nodeNameByProviderID.get(oldID) === name)
+      this.nodeNameByProviderID.delete(oldID);
+    this.nodes.set(name, n);
+    if (n.spec?.providerID) this.nodeNameByProviderID.set(n.spec.providerID, name);
+  }
+
+  private deleteNode(n: Node): void {
+    const name = n.metadata.name ?? '';
+    const stored = this.nodes.get(name);
+    this.nodes.delete(name);
+    const id = stored?.spec?.providerID ?? n.spec?.providerID;
+    if (id && this.nodeNameByProviderID.get(id) === name) this.nodeNameByProviderID.delete(id);
+    this.nodeNominatedUntil.delete(name);
+    this.marked.delete(name);
+  }
+
+  private setNodeClaim(nc: NodeClaim): void {
+    const name = nc.metadata.name ?? '';
+    const uid = nc.metadata.uid;
+    if (uid && this.deletedNodeClaimUids.has(uid)) return;
+    const cur = this.nodeClaims.get(name);
+    // Never go back to an older version (an optimistic add racing the watch).
+    if (cur && cur.metadata.uid === uid && olderVersion(nc, cur)) return;
+    this.nodeClaims.set(name, nc);
+  }
+
+  private deleteNodeClaim(nc: NodeClaim): void {
+    const name = nc.metadata.name ?? '';
+    const cur = this.nodeClaims.get(name);
+    if (cur && nc.metadata.uid && cur.metadata.uid && cur.metadata.uid !== nc.metadata.uid) return;
+    this.nodeClaims.delete(name);
+    if (nc.metadata.uid) {
+      this.deletedNodeClaimUids.add(nc.metadata.uid);
+      if (this.deletedNodeClaimUids.size > 10_000) {
+        const first = this.deletedNodeClaimUids.values().next().value;
+        if (first !== undefined) this.deletedNodeClaimUids.delete(first);
+      }
+    }
+    this.nodeNominatedUntil.delete(name);
+    this.marked.delete(name);
+  }
+
+  private setPod(p: Pod): void {
+    const key = podKey(p);
+    const old = this.pods.get(key);
+    if (old?.pod.spec?.nodeName && old.pod.spec.nodeName !== p.spec?.nodeName)
+      this.podsByNode.get(old.pod.spec.nodeName)?.delete(key);
+    let requests: Resources = {};
+    try {
+      requests = podRequests(p);
+    } catch (err) {
+      this.log?.warn({ pod: key, err: (err as Error).message }, 'pod has malformed resource requests');
+    }
+    this.pods.set(key, { pod: p, requests });
+    const nodeName = p.spec?.nodeName;
+    if (nodeName) {
+      let s = this.podsByNode.get(nodeName);
+      if (!s) {
+        s = new Set();
+        this.podsByNode.set(nodeName, s);
+      }
+      s.add(key);
+      this.nominations.delete(key);
+    }
+  }
+
+  private deletePod(p: Pod): void {
+    const key = podKey(p);
+    const old = this.pods.get(key);
+    this.pods.delete(key);
+    const nodeName = old?.pod.spec?.nodeName ?? p.spec?.nodeName;
+    if (nodeName) {
+      const s = this.podsByNode.get(nodeName);
+      s?.delete(key);
+      if (s && s.size === 0) this.podsByNode.delete(nodeName);
+    }
+    this.nominations.delete(key);
+  }
+
+  private changed(c: ClusterChange): void {
+    this.changes++;
+    if (c.kind !== 'Pod' || podChangeMatters(c)) this.consolidationMs = this.opts.clock.now();
+    for (const l of this.listeners) {
+      try {
+        l(c);
+      } catch (err) {
+        this.log?.error({ err: (err as Error).message }, 'cluster state listener failed');
+      }
+    }
+  }
+
+  /**
+   * Records a NodeClaim this process just created (or updated) before the watch delivers it, so the next
+   * scheduling pass counts it as in-flight (upstream `UpdateNodeClaim` after create). A later watch event
+   * with the same or a newer version replaces it; a NodeClaim already seen deleted is ignored.
+   */
+  updateNodeClaim(nc: NodeClaim): void {
+    const had = this.nodeClaims.has(nc.metadata.name ?? '');
+    this.setNodeClaim(nc);
+    this.changed({ kind: 'NodeClaim', type: had ? 'update' : 'add', object: nc });
+  }
+
+  /** Listens to every state change (after it was applied). Returns an unsubscribe function. */
+  onChange(listener: (c: ClusterChange) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Number of changes applied so far (monotonic). */
+  get changeCount(): number {
+    return this.changes;
+  }
+
+  // ------------------------------------------------------------------------------------------ sync
+
+  /** True once every informer the Cluster uses has listed once. */
+  informersSynced(): boolean {
+    return this.informerList.every((i) => i.hasSynced());
+  }
+
+  /**
+   * True when the informers have synced and every NodeClaim and Node the API server lists right now is in
+   * state (upstream `Cluster.Synced`). Never throws: an API error means "not synced" (logged).
+   */
+  async synced(): Promise<boolean> {
+    let ok = false;
+    try {
+      if (!this.informersSynced()) return false;
+      const [ncs, nodes] = await Promise.all([
+        this.opts.client.list('NodeClaim'),
+        this.opts.client.list('Node'),
+      ]);
+      ok =
+        ncs.items.every((nc) => this.nodeClaims.has(nc.metadata.name ?? '')) &&
+        nodes.items.every((n) => this.nodes.has(n.metadata.name ?? ''));
+      return ok;
+    } catch (err) {
+      this.log?.error({ err: (err as Error).message }, 'checking cluster state sync');
+      return false;
+    } finally {
+      this.syncedGauge?.set(ok ? 1 : 0);
+      this.nodeCountGauge?.set(this.stateNodeCount());
+    }
+  }
+
+  /** Resolves once {@link synced} is true, polling every `intervalMs` on the cluster clock; false when aborted. */
+  async waitForSync(signal?: AbortSignal, intervalMs = 250): Promise<boolean> {
+    while (!signal?.aborted) {
+      if (await this.synced()) return true;
+      await this.opts.clock.sleep(intervalMs, signal);
+    }
+    return false;
+  }
+
+  private stateNodeCount(): number {
+    let n = this.nodeClaims.size;
+    const claimed = new Set<string>();
+    for (const nc of this.nodeClaims.values()) {
+      const nn = this.nodeNameFor(nc);
+      if (nn) claimed.add(nn);
+    }
+    for (const name of this.nodes.keys()) if (!claimed.has(name)) n++;
+    return n;
+  }
+
+  // ------------------------------------------------------------------------------------------ nominations
+
+  /**
+   * Nominates a pending pod to a NodeClaim or Node for `ttlSeconds` (default {@link NOMINATION_TTL_SECONDS}):
+   * while live, provisioning does not plan capacity for the pod again and counts its requests on the target.
+   * Also marks the target StateNode nominated (disruption leaves it alone).
+   */
+  nominate(pod: Pod, target: NominationTarget, ttlSeconds = NOMINATION_TTL_SECONDS): void {
+    const until = this.opts.clock.now() + ttlSeconds * 1000;
+    this.nominations.set(podKey(pod), { target: { ...target }, until });
+    this.nodeNominatedUntil.set(target.name, Math.max(until, this.nodeNominatedUntil.get(target.name) ?? 0));
+  }
+
+  /**
+   * The live nomination of a pod (by object or `namespace/name`), or undefined when none, expired, or its
+   * target is gone or marked for deletion (the nomination is then dropped).
+   */
+  nominationFor(pod: Pod | string): Nomination | undefined {
+    const key = typeof pod === 'string' ? pod : podKey(pod);
+    const n = this.nominations.get(key);
+    if (!n) return undefined;
+    if (!this.nominationValid(n)) {
+      this.nominations.delete(key);
+      return undefined;
+    }
+    return n;
+  }
+
+  private nominationValid(n: Nomination): boolean {
+    if (n.until <= this.opts.clock.now()) return false;
+    if (n.target.kind === 'nodeclaim') {
+      const nc = this.nodeClaims.get(n.target.name);
+      return !!nc && !nc.metadata.deletionTimestamp && !this.marked.has(n.target.name);
+    }
+    const node = this.nodes.get(n.target.name);
+    return !!node && !this.isNodeMarked(node, this.nodeClaimForNode(node));
+  }
+
+  /** True while a nomination onto the node/NodeClaim named `name` is live. */
+  isNominated(name: string): boolean {
+    return (this.nodeNominatedUntil.get(name) ?? 0) > this.opts.clock.now();
+  }
+
+  // ------------------------------------------------------------------------------------------ deletion marks
+
+  /** Marks nodes/NodeClaims (by name) for deletion: the scheduler stops placing pods there. */
+  markForDeletion(...names: string[]): void {
+    for (const n of names) this.marked.add(n);
+    this.consolidationMs = this.opts.clock.now();
+    this.changes++;
+  }
+
+  /** Removes marks set by {@link markForDeletion}. */
+  unmarkForDeletion(...names: string[]): void {
+    for (const n of names) this.marked.delete(n);
+    this.consolidationMs = this.opts.clock.now();
+    this.changes++;
+  }
+
+  private isNodeMarked(node: Node | undefined, nc: NodeClaim | undefined): boolean {
+    return (
+      (!!node && (this.marked.has(node.metadata.name ?? '') || !!node.metadata.deletionTimestamp)) ||
+      hasTaint(node, TaintDisrupted.key, TaintDisrupted.effect) ||
+      (!!nc && (this.marked.has(nc.metadata.name ?? '') || !!nc.metadata.deletionTimestamp))
+    );
+  }
+
+  // ------------------------------------------------------------------------------------------ consolidation
+
+  /** Records that something relevant to consolidation changed (upstream `MarkUnconsolidated`). */
+  markUnconsolidated(): void {
+    this.consolidationMs = this.opts.clock.now();
+  }
+
+  /**
+   * ms timestamp of the last change relevant to consolidation; forced forward when older than
+   * {@link CONSOLIDATION_STATE_TTL_SECONDS} so waiters re-check now and then (upstream `ConsolidationState`).
+   */
+  consolidationState(): number {
+    const now = this.opts.clock.now();
+    if (now - this.consolidationMs >= CONSOLIDATION_STATE_TTL_SECONDS * 1000) this.consolidationMs = now;
+    return this.consolidationMs;
+  }
+
+  // ------------------------------------------------------------------------------------------ queries
+
+  private nodeNameFor(nc: NodeClaim): string | undefined {
+    const id = nc.status?.providerID;
+    if (id) {
+      const n = this.nodeNameByProviderID.get(id);
+      if (n) return n;
+    }
+    const nn = nc.status?.nodeName;
+    if (nn) {
+      const node = this.nodes.get(nn);
+      if (node && (!id || !node.spec?.providerID || node.spec.providerID === id)) return nn;
+    }
+    return undefined;
+  }
+
+  private nodeClaimForNode(node: Node): NodeClaim | undefined {
+    const id = node.spec?.providerID;
+    for (const nc of this.nodeClaims.values()) {
+      if (id && nc.status?.providerID === id) return nc;
+      if (nc.status?.nodeName === node.metadata.name && (!id || !nc.status?.providerID)) return nc;
+    }
+    return undefined;
+  }
+
+  /** The NodeClaim by name. */
+  getNodeClaim(name: string): NodeClaim | undefined {
+    return this.nodeClaims.get(name);
+  }
+
+  /** The Node by name. */
+  getNode(name: string): Node | undefined {
+    return this.nodes.get(name);
+  }
+
+  /** The NodePool by name. */
+  getNodePool(name: string): NodePool | undefined {
+    return this.nodePools.get(name);
+  }
+
+  /** The pod by `namespace/name`. */
+  getPod(key: string): Pod | undefined {
+    return this.pods.get(key)?.pod;
+  }
+
+  /** The NodeClass an object references, when its kind is watched and it exists. */
+  getNodeClass(ref: NodeClassReference): KubeObject | undefined {
+    return this.nodeClasses.get(nodeClassKey(ref));
+  }
+
+  /** True when NodeClass kind `group`/`kind` is watched by this Cluster. */
+  watchesNodeClass(group: string, kind: string): boolean {
+    return (this.opts.nodeClassKinds ?? []).some((k) => k.group === group && k.kind === kind);
+  }
+
+  /** Every NodePool. */
+  listNodePools(): NodePool[] {
+    return [...this.nodePools.values()];
+  }
+
+  /** Every DaemonSet. */
+  listDaemonSets(): DaemonSet[] {
+    return [...this.daemonSets.values()];
+  }
+
+  /** Every non-terminal pod that is not bound to a node. */
+  pendingPods(): Pod[] {
+    const out: Pod[] = [];
+    for (const { pod } of this.pods.values()) if (!pod.spec?.nodeName && !isTerminal(pod)) out.push(pod);
+    return out;
+  }
+
+  /** Resource requests of a known pod (internal units), computed once per pod spec. */
+  podRequests(pod: Pod): Resources {
+    const e = this.pods.get(podKey(pod));
+    if (e && e.pod.spec === pod.spec) return e.requests;
+    try {
+      return podRequests(pod);
+    } catch {
+      return {};
+    }
+  }
+
+  /** Every StateNode, sorted by key. */
+  stateNodes(): StateNode[] {
+    const now = this.opts.clock.now();
+    const out: StateNode[] = [];
+    const claimedNodes = new Set<string>();
+    for (const nc of this.nodeClaims.values()) {
+      const nodeName = this.nodeNameFor(nc);
+      const node = nodeName ? this.nodes.get(nodeName) : undefined;
+      if (node) claimedNodes.add(node.metadata.name ?? '');
+      out.push(this.buildStateNode(node, nc, now));
+    }
+    for (const node of this.nodes.values()) {
+      if (claimedNodes.has(node.metadata.name ?? '')) continue;
+      out.push(this.buildStateNode(node, undefined, now));
+    }
+    return out.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  }
+
+  private buildStateNode(node: Node | undefined, nc: NodeClaim | undefined, now: number): StateNode {
+    const providerID = nc?.status?.providerID || node?.spec?.providerID || undefined;
+    const name = node?.metadata.name ?? nc?.metadata.name ?? '';
+    const key = providerID ?? (node ? `node/${name}` : `nodeclaim/${name}`);
+    const podNode = node?.metadata.name ?? nc?.status?.nodeName;
+    const pods: Pod[] = [];
+    const daemonSetPods: Pod[] = [];
+    const requests: Resources = {};
+    const dsRequests: Resources = {};
+    for (const k of podNode ? (this.podsByNode.get(podNode) ?? []) : []) {
+      const e = this.pods.get(k);
+      if (!e || isTerminal(e.pod)) continue;
+      pods.push(e.pod);
+      addInto(requests, e.requests);
+      if (isOwnedByDaemonSet(e.pod)) {
+        daemonSetPods.push(e.pod);
+        addInto(dsRequests, e.requests);
+      }
+    }
+    const nodePool = nc?.metadata.labels?.[LabelNodePool] ?? node?.metadata.labels?.[LabelNodePool];
+    const initialized = nc
+      ? !!node &&
+        (node.metadata.labels?.[LabelNodeInitialized] === 'true' ||
+          conditionOf(nc, 'Initialized')?.status === 'True')
+      : !!node;
+    const nominated =
+      (this.nodeNominatedUntil.get(name) ?? 0) > now ||
+      (!!nc && (this.nodeNominatedUntil.get(nc.metadata.name ?? '') ?? 0) > now);
+    const sn: StateNode = {
+      key,
+      name,
+      managed: !!nc,
+      inFlight: !!nc && !node,
+      initialized,
+      markedForDeletion: this.isNodeMarked(node, nc),
+      nominated,
+      pods,
+      daemonSetPods,
+      podRequests: requests,
+      daemonSetRequests: dsRequests,
+    };
+    if (node) sn.node = node;
+    if (nc) sn.nodeClaim = nc;
+    if (providerID) sn.providerID = providerID;
+    if (nodePool) sn.nodePool = nodePool;
+    return sn;
+  }
+
+  /**
+   * Resources used per NodePool against `spec.limits`: the capacity of each NodeClaim of the NodePool
+   * ({@link nodeClaimCapacity}; with `instanceTypes`, not-yet-launched NodeClaims count their largest option)
+   * plus the `status.capacity` of labelled Nodes that have no NodeClaim.
+   */
+  nodePoolUsage(instanceTypes?: ReadonlyMap<string, InstanceType>): Record<string, Resources> {
+    return nodePoolUsage(this.stateNodes(), instanceTypes);
+  }
+
+  /** Everything in state now, as plain arrays (cached instances: read-only). Drops expired nominations. */
+  snapshot(): ClusterSnapshot {
+    const nominations = new Map<string, Nomination>();
+    for (const [k, n] of [...this.nominations]) {
+      const pod = this.pods.get(k)?.pod;
+      if (!pod || pod.spec?.nodeName || !this.nominationValid(n)) {
+        this.nominations.delete(k);
+        continue;
+      }
+      nominations.set(k, n);
+    }
+    const pods: Pod[] = [];
+    for (const { pod } of this.pods.values()) if (!isTerminal(pod)) pods.push(pod);
+    const namespaces: Record<string, Record<string, string>> = {};
+    for (const [k, v] of this.namespaces) namespaces[k] = v;
+    return {
+      takenAt: this.opts.clock.now(),
+      stateNodes: this.stateNodes(),
+      pods,
+      nodePools: [...this.nodePools.values()],
+      nodeClaims: [...this.nodeClaims.values()],
+      nodes: [...this.nodes.values()],
+      daemonSets: [...this.daemonSets.values()],
+      podDisruptionBudgets: [...this.pdbs.values()],
+      nodeClasses: [...this.nodeClasses.values()],
+      namespaces,
+      nominations,
+    };
+  }
+}
+
+/**
+ * Resources used per NodePool against `spec.limits` by `stateNodes`: each NodeClaim's
+ * {@link nodeClaimCapacity} (with `instanceTypes`, a NodeClaim not launched yet counts its largest option),
+ * else the Node's `status.capacity`. StateNodes without a `karpenter.sh/nodepool` label are ignored.
+ */
+export function nodePoolUsage(
+  stateNodes: readonly StateNode[],
+  instanceTypes?: ReadonlyMap<string, InstanceType>,
+): Record<string, Resources> {
+  const out: Record<string, Resources> = {};
+  for (const sn of stateNodes) {
+    if (!sn.nodePool) continue;
+    let cap: Resources = {};
+    if (sn.nodeClaim) cap = nodeClaimCapacity(sn.nodeClaim, instanceTypes);
+    if (Object.keys(cap).length === 0 && sn.node) {
+      try {
+        cap = parseResources(sn.node.status?.capacity);
+      } catch {
+        cap = {};
+      }
+    }
+    out[sn.nodePool] = addInto(out[sn.nodePool] ?? {}, cap);
+  }
+  return out;
+}
+
+function objKey(o: KubeObject): string {
+  return `${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`;
+}
+
+/** True when `a` is known to be older than `b` (numeric resourceVersions, as both API servers use). */
+function olderVersion(a: KubeObject, b: KubeObject): boolean {
+  const ra = Number(a.metadata?.resourceVersion);
+  const rb = Number(b.metadata?.resourceVersion);
+  return Number.isFinite(ra) && Number.isFinite(rb) && ra < rb;
+}
+
+/** Pod changes that matter to consolidation: add/delete, binding, phase or deletion changes. */
+function podChangeMatters(c: ClusterChange): boolean {
+  if (c.type !== 'update' || !c.old) return true;
+  const a = c.old as Pod;
+  const b = c.object as Pod;
+  return (
+    a.spec?.nodeName !== b.spec?.nodeName ||
+    a.status?.phase !== b.status?.phase ||
+    !!a.metadata.deletionTimestamp !== !!b.metadata.deletionTimestamp
+  );
+}
+
+function gauge(registry: Registry, name: string, help: string): Gauge {
+  const existing = registry.getSingleMetric(name);
+  if (existing) return existing as Gauge;
+  return new Gauge({ name, help, registers: [registry] });
+}

@@ -1,0 +1,66 @@
+import { describe, expect, it } from 'vitest';
+import type { Pod } from '../apis/core.ts';
+import { pendingPod } from '../controllers/provisioning/testing.ts';
+import { isProvisionable, isReschedulable, podKey, provisionableReason } from './pods.ts';
+
+function withPatch(p: Pod, patch: (p: Pod) => void): Pod {
+  const c = structuredClone(p);
+  patch(c);
+  return c;
+}
+
+describe('provisionableReason (upstream IsProvisionable + active + default scheduler)', () => {
+  const base = pendingPod('web-1');
+
+  it('accepts a pending pod the scheduler marked Unschedulable', () => {
+    expect(provisionableReason(base)).toBeUndefined();
+    expect(isProvisionable(base)).toBe(true);
+    expect(podKey(base)).toBe('default/web-1');
+  });
+
+  it.each([
+    ['bound', (p: Pod) => void (p.spec.nodeName = 'n1'), 'bound to node "n1"'],
+    ['not yet looked at', (p: Pod) => void (p.status = { phase: 'Pending' }), 'not marked Unschedulable'],
+    [
+      'PodScheduled=False for another reason',
+      (p: Pod) => void (p.status!.conditions![0]!.reason = 'SchedulingGated'),
+      'not marked Unschedulable',
+    ],
+    ['preempting', (p: Pod) => void (p.status!.nominatedNodeName = 'n2'), 'preempting pods on node "n2"'],
+    [
+      'DaemonSet-owned',
+      (p: Pod) =>
+        void (p.metadata.ownerReferences = [{ apiVersion: 'apps/v1', kind: 'DaemonSet', name: 'ds', uid: 'u' }]),
+      'owned by a DaemonSet',
+    ],
+    [
+      'mirror pod',
+      (p: Pod) => void (p.metadata.ownerReferences = [{ apiVersion: 'v1', kind: 'Node', name: 'n', uid: 'u' }]),
+      'mirror pod',
+    ],
+    ['terminal', (p: Pod) => void (p.status!.phase = 'Failed'), 'terminal (phase Failed)'],
+    ['being deleted', (p: Pod) => void (p.metadata.deletionTimestamp = '2024-01-01T00:00:00Z'), 'being deleted'],
+    ['other scheduler', (p: Pod) => void (p.spec.schedulerName = 'volcano'), 'uses scheduler "volcano"'],
+  ])('rejects a %s pod', (_name, patch, reason) => {
+    const p = withPatch(base, patch);
+    expect(provisionableReason(p)).toContain(reason);
+    expect(isProvisionable(p)).toBe(false);
+  });
+
+  it('accepts an explicit default-scheduler', () => {
+    expect(isProvisionable(withPatch(base, (p) => void (p.spec.schedulerName = 'default-scheduler')))).toBe(true);
+  });
+});
+
+describe('isReschedulable', () => {
+  it('moves active workload pods, not daemon, mirror or finished pods', () => {
+    const bound = withPatch(pendingPod('a'), (p) => {
+      p.spec.nodeName = 'n1';
+      p.status = { phase: 'Running' };
+    });
+    expect(isReschedulable(bound)).toBe(true);
+    expect(isReschedulable(withPatch(bound, (p) => void (p.status!.phase = 'Succeeded')))).toBe(false);
+    expect(isReschedulable(pendingPod('d', { ownerKind: 'DaemonSet' }))).toBe(false);
+    expect(isReschedulable(pendingPod('m', { ownerKind: 'Node' }))).toBe(false);
+  });
+});

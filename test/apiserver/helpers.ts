@@ -1,0 +1,178 @@
+/**
+ * Test helpers: an HTTPS client that trusts the embedded server's CA, JSON requests and watch streams.
+ */
+import { request as httpsRequest } from 'node:https';
+import { parse as parseYaml } from 'yaml';
+import {
+  type EmbeddedCluster,
+  type EmbeddedClusterOptions,
+  startEmbeddedCluster,
+} from '../../src/sim/apiserver/index.ts';
+
+/** A decoded HTTP response. */
+export interface Resp {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  text: string;
+  // biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary JSON fields
+  body: any;
+}
+
+/** Cluster plus a request helper bound to it. */
+export interface TestServer {
+  cluster: EmbeddedCluster;
+  ca: string;
+  req(
+    method: string,
+    path: string,
+    body?: unknown,
+    contentType?: string,
+    headers?: Record<string, string>,
+  ): Promise<Resp>;
+  watch(path: string): WatchStream;
+  stop(): Promise<void>;
+}
+
+/** An open watch collecting parsed events. */
+export interface WatchStream {
+  // biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary JSON fields
+  events: any[];
+  status: Promise<number>;
+  /** Wait until at least n events arrived (or time out). */
+  // biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary JSON fields
+  waitFor(n: number, timeoutMs?: number): Promise<any[]>;
+  /** Resolves when the server ends the stream. */
+  ended: Promise<void>;
+  close(): void;
+}
+
+/** Start an embedded cluster and a client trusting its CA. */
+export async function startServer(opts: EmbeddedClusterOptions = {}): Promise<TestServer> {
+  const cluster = await startEmbeddedCluster(opts);
+  const kc = parseYaml(cluster.kubeconfig) as { clusters: { cluster: Record<string, string> }[] };
+  const ca = Buffer.from(kc.clusters[0]!.cluster['certificate-authority-data']!, 'base64').toString('utf8');
+  const url = new URL(cluster.url);
+  const req: TestServer['req'] = (method, path, body, contentType = 'application/json', headers = {}) =>
+    new Promise((resolve, reject) => {
+      const payload = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
+      const r = httpsRequest(
+        {
+          host: url.hostname,
+          port: url.port,
+          path,
+          method,
+          ca,
+          headers: {
+            Accept: 'application/json',
+            ...(payload !== undefined
+              ? { 'Content-Type': contentType, 'Content-Length': Buffer.byteLength(payload) }
+              : {}),
+            ...headers,
+          },
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => {
+            const text = Buffer.concat(chunks).toString('utf8');
+            let parsed: unknown;
+            try {
+              parsed = JSON.parse(text);
+            } catch {
+              parsed = undefined;
+            }
+            resolve({ status: res.statusCode ?? 0, headers: res.headers, text, body: parsed });
+          });
+        },
+      );
+      r.on('error', reject);
+      if (payload !== undefined) r.write(payload);
+      r.end();
+    });
+  const watch = (path: string): WatchStream => {
+    // biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary JSON fields
+    const events: any[] = [];
+    const waiters: (() => void)[] = [];
+    let endResolve: () => void = () => {};
+    const ended = new Promise<void>((r) => {
+      endResolve = r;
+    });
+    let statusResolve: (n: number) => void = () => {};
+    const status = new Promise<number>((r) => {
+      statusResolve = r;
+    });
+    let buf = '';
+    const r = httpsRequest({ host: url.hostname, port: url.port, path, method: 'GET', ca }, (res) => {
+      statusResolve(res.statusCode ?? 0);
+      res.on('data', (c: Buffer) => {
+        buf += c.toString('utf8');
+        let i = buf.indexOf('\n');
+        while (i >= 0) {
+          const line = buf.slice(0, i).trim();
+          buf = buf.slice(i + 1);
+          if (line) events.push(JSON.parse(line));
+          i = buf.indexOf('\n');
+        }
+        for (const w of waiters.splice(0)) w();
+      });
+      res.on('end', () => {
+        if (buf.trim()) events.push(JSON.parse(buf));
+        for (const w of waiters.splice(0)) w();
+        endResolve();
+      });
+      res.on('error', () => endResolve());
+    });
+    r.on('error', () => endResolve());
+    r.end();
+    return {
+      events,
+      status,
+      ended,
+      close: () => r.destroy(),
+      waitFor: async (n, timeoutMs = 3000) => {
+        const deadline = Date.now() + timeoutMs;
+        while (events.length < n) {
+          const left = deadline - Date.now();
+          if (left <= 0)
+            throw new Error(
+              `timed out waiting for ${n} watch events, got ${JSON.stringify(events.map((e) => e.type))}`,
+            );
+          await new Promise<void>((res) => {
+            const t = setTimeout(res, left);
+            waiters.push(() => {
+              clearTimeout(t);
+              res();
+            });
+          });
+        }
+        return events;
+      },
+    };
+  };
+  return { cluster, ca, req, watch, stop: () => cluster.stop() };
+}
+
+/** A minimal pod manifest. */
+export function pod(
+  name: string,
+  extra: Record<string, unknown> = {},
+  labels: Record<string, string> = {},
+): Record<string, unknown> {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, labels },
+    spec: { containers: [{ name: 'c', image: 'nginx:1.27' }], ...extra },
+  };
+}
+
+/** Wait until `fn` returns a truthy value (polling every 10 ms). */
+export async function until<T>(fn: () => Promise<T> | T, timeoutMs = 3000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}

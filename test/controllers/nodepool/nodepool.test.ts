@@ -1,0 +1,120 @@
+/** Integration: the NodePool and NodeClass status controllers against the embedded API server. */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { NodePool } from '../../../src/apis/karpenter.ts';
+import { startTestEnv, type TestEnv } from '../../../src/controllers/nodeclaim/testing.ts';
+import { NodePoolController } from '../../../src/controllers/nodepool/controller.ts';
+import { NodePoolHashVersion, nodePoolHash } from '../../../src/controllers/nodepool/hash.ts';
+import { NodeClassStatusController } from '../../../src/controllers/nodepool/nodeclass.ts';
+import { SharedInformers } from '../../../src/kube/informer.ts';
+import { silentLogger } from '../../../src/operator/logger.ts';
+
+let env: TestEnv;
+const ac = new AbortController();
+let running: Promise<unknown>;
+let ticker: NodeJS.Timeout;
+
+async function eventually<T>(fn: () => Promise<T | undefined | false>, what: string, ms = 10_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await fn().catch(() => undefined);
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+function nodePool(name: string, nodeClass: string, key = 'karpenter.sh/capacity-type'): NodePool {
+  return {
+    apiVersion: 'karpenter.sh/v1',
+    kind: 'NodePool',
+    metadata: { name },
+    spec: {
+      template: {
+        spec: {
+          nodeClassRef: { group: 'karpenter.kwok.sh', kind: 'KWOKNodeClass', name: nodeClass },
+          requirements: [{ key, operator: 'In', values: ['on-demand'] }],
+        },
+      },
+      disruption: { consolidationPolicy: 'WhenEmptyOrUnderutilized', consolidateAfter: '0s', budgets: [{ nodes: '10%' }] },
+    },
+  } as NodePool;
+}
+
+const cond = (np: NodePool | undefined, t: string) => np?.status?.conditions?.find((c) => c.type === t);
+
+beforeAll(async () => {
+  env = await startTestEnv();
+  const deps = {
+    client: env.client,
+    cloudProvider: env.provider,
+    clock: env.clock,
+    logger: silentLogger(),
+    recorder: env.recorder,
+    registry: env.registry,
+    informers: new SharedInformers(env.client, { clock: env.clock }),
+  };
+  await env.client.create({ apiVersion: 'karpenter.kwok.sh/v1alpha1', kind: 'KWOKNodeClass', metadata: { name: 'default' }, spec: {} });
+  running = Promise.all([new NodePoolController(deps).start(ac.signal), new NodeClassStatusController(deps).start(ac.signal)]);
+  ticker = setInterval(() => env.clock.advance(100), 10);
+});
+
+afterAll(async () => {
+  clearInterval(ticker);
+  ac.abort();
+  await running;
+  await env.stop();
+});
+
+describe('NodePool controller (integration)', () => {
+  it('marks a valid NodePool Ready, stamps the hash and counts its nodes', async () => {
+    await env.client.create(nodePool('good', 'default'));
+    await env.client.create({
+      apiVersion: 'karpenter.sh/v1',
+      kind: 'NodeClaim',
+      metadata: { name: 'good-1', labels: { 'karpenter.sh/nodepool': 'good' } },
+      spec: { nodeClassRef: { group: 'karpenter.kwok.sh', kind: 'KWOKNodeClass', name: 'default' }, requirements: [] },
+    });
+    await env.client.patchStatus('NodeClaim', 'good-1', undefined, { status: { providerID: 'kwok://x/y/z', capacity: { cpu: '4', memory: '16Gi', pods: '110' } } }, { type: 'merge' });
+    const np = await eventually(async () => {
+      const x = await env.client.get('NodePool', 'good');
+      return cond(x, 'Ready')?.status === 'True' && x.status?.nodes === 1 && x;
+    }, 'good Ready with 1 node');
+    expect(cond(np, 'ValidationSucceeded')?.status).toBe('True');
+    expect(cond(np, 'NodeClassReady')?.status).toBe('True');
+    expect(np.status?.resources).toMatchObject({ cpu: '4', memory: '16384Mi', pods: '110', nodes: '1' });
+    expect(np.metadata.annotations?.['karpenter.sh/nodepool-hash']).toBe(nodePoolHash(np));
+    expect(np.metadata.annotations?.['karpenter.sh/nodepool-hash-version']).toBe(NodePoolHashVersion);
+    const nc = await env.client.get('NodeClaim', 'good-1');
+    expect(nc.metadata.annotations?.['karpenter.sh/nodepool-hash']).toBe(nodePoolHash(np));
+  });
+
+  it('an invalid NodePool gets Ready=False with the message and a Warning Event; the controller keeps running', async () => {
+    await env.client.create(nodePool('bad', 'default', 'karpenter.sh/custom'));
+    const np = await eventually(async () => {
+      const x = await env.client.get('NodePool', 'bad');
+      return cond(x, 'Ready')?.status === 'False' && x;
+    }, 'bad Ready=False');
+    expect(cond(np, 'ValidationSucceeded')).toMatchObject({ status: 'False', reason: 'NodePoolValidationFailed' });
+    expect(cond(np, 'ValidationSucceeded')?.message).toContain('spec.template.spec.requirements[0]');
+    const ev = await eventually(async () => (await env.events('bad')).find((e) => e.reason === 'NodePoolValidationFailed'), 'event');
+    expect(ev.type).toBe('Warning');
+
+    // still alive: a NodePool pointing at a missing NodeClass is reported too
+    await env.client.create(nodePool('orphan', 'missing'));
+    const o = await eventually(async () => {
+      const x = await env.client.get('NodePool', 'orphan');
+      return cond(x, 'NodeClassReady')?.status === 'False' && x;
+    }, 'orphan NodeClassReady=False');
+    expect(cond(o, 'NodeClassReady')?.reason).toBe('NodeClassNotFound');
+    expect(cond(o, 'Ready')?.status).toBe('False');
+
+    // creating the NodeClass makes it Ready (NodeClass events requeue the NodePool)
+    await env.client.create({ apiVersion: 'karpenter.kwok.sh/v1alpha1', kind: 'KWOKNodeClass', metadata: { name: 'missing' }, spec: {} });
+    await eventually(async () => cond(await env.client.get('NodePool', 'orphan'), 'Ready')?.status === 'True', 'orphan Ready');
+    const kc = await env.client.get('KWOKNodeClass', 'missing');
+    expect((kc.status as { conditions?: Array<{ type: string; status: string }> }).conditions?.map((c) => `${c.type}=${c.status}`)).toEqual([
+      'Ready=True',
+      'ValidationSucceeded=True',
+    ]);
+  });
+});

@@ -1,0 +1,253 @@
+/**
+ * Provisioning against the embedded API server through the real client: NodeClaims created match what the
+ * pure scheduler plans for the same pods, existing capacity is used first, NodePool limits hold across
+ * batches, and a restarted provisioner (fresh state, same API server) creates no duplicates.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Pod } from '../../../src/apis/core.ts';
+import { Provisioner } from '../../../src/controllers/provisioning/provisioner.ts';
+import { pendingPod, testNodePool } from '../../../src/controllers/provisioning/testing.ts';
+import { ProvisioningTrigger } from '../../../src/controllers/provisioning/trigger.ts';
+import { silentLogger } from '../../../src/operator/logger.ts';
+import { solve } from '../../../src/scheduling/scheduler.ts';
+import {
+  catalog,
+  cheapestOf,
+  createNodePool,
+  createPendingPod,
+  type Env,
+  events,
+  eventually,
+  listNodeClaims,
+  readyNode,
+  startEnv,
+} from './harness.ts';
+
+let env: Env | undefined;
+afterEach(async () => {
+  await env?.stop();
+  env = undefined;
+});
+
+async function podsSeen(cluster: { pendingPods(): Pod[] }, n: number): Promise<void> {
+  await eventually(() => cluster.pendingPods().length === n, `${n} pending pods in state`);
+}
+
+describe('provisioner (embedded API server, kwok provider)', () => {
+  it('creates exactly the NodeClaims the scheduler plans, nominates the pods, then creates none on the next passes', async () => {
+    env = await startEnv();
+    const { client, clock } = env;
+    // At most 8 vCPUs per node: the 19 requested cores need several NodeClaims.
+    const np = await createNodePool(
+      client,
+      testNodePool('default', {
+        requirements: [
+          ...testNodePool('x').spec.template.spec.requirements,
+          { key: 'karpenter.k8s.aws/instance-cpu', operator: 'Lt', values: ['9'] },
+        ],
+      }),
+    );
+    const pods: Pod[] = [];
+    for (let i = 0; i < 10; i++) pods.push(await createPendingPod(client, pendingPod(`web-${i}`, { cpu: '1', memory: '2Gi' })));
+    for (let i = 0; i < 3; i++) pods.push(await createPendingPod(client, pendingPod(`db-${i}`, { cpu: '3', memory: '12Gi' })));
+    const p = await env.startProcess();
+    await podsSeen(p.cluster, 13);
+
+    // What the scheduler plans for the same pods and NodePool, built without cluster state (as `simulate` does).
+    const expected = solve({ pods, existingNodes: [], nodePools: [np], instanceTypes: { default: catalog }, daemonSets: [] });
+    expect(expected.unschedulable).toEqual([]);
+    expect(expected.newNodeClaims.length).toBeGreaterThanOrEqual(3);
+
+    const res = await p.provisioner.provision();
+    expect(res.synced).toBe(true);
+    expect(res.created).toHaveLength(expected.newNodeClaims.length);
+    const api = await listNodeClaims(client);
+    expect(api).toHaveLength(expected.newNodeClaims.length);
+    expect(api.map(cheapestOf).sort()).toEqual(expected.newNodeClaims.map((pl) => pl.cheapest.instanceType.name).sort());
+    expect(api.map((nc) => nc.spec.resources?.requests?.cpu).sort()).toEqual(
+      expected.newNodeClaims.map((pl) => `${pl.requests.cpu! / 1000}`).sort(),
+    );
+    for (const nc of api) {
+      expect(nc.metadata.name).toMatch(/^default-[a-z0-9]{5}$/);
+      expect(nc.metadata.ownerReferences?.[0]).toMatchObject({ kind: 'NodePool', name: 'default', uid: np.metadata.uid });
+      expect(nc.metadata.annotations?.['karpenter.sh/nodepool-hash']).toMatch(/^\d+$/);
+    }
+    // every pod is nominated to one of the created NodeClaims, with an Event
+    const names = new Set(api.map((nc) => nc.metadata.name));
+    for (const pod of pods) expect(names.has(p.cluster.nominationFor(pod)?.target.name)).toBe(true);
+    await p.recorder.flush();
+    const nominated = await events(client, 'Nominated');
+    expect(nominated).toHaveLength(13);
+    expect(nominated[0]!.message).toMatch(/^Pod should schedule on: nodeclaim\/default-[a-z0-9]{5}$/);
+    const metrics = await p.registry.getSingleMetricAsString('karpenter_nodeclaims_created_total');
+    expect(metrics).toContain(
+      `karpenter_nodeclaims_created_total{reason="provisioned",nodepool="default",min_values_relaxed="false"} ${api.length}`,
+    );
+
+    // Next pass: all pods nominated → nothing to do.
+    const again = await p.provisioner.provision();
+    expect(again.created).toHaveLength(0);
+    expect(again.selection?.nominated).toHaveLength(13);
+    // After the nominations expire the pods are scheduled again: onto the in-flight NodeClaims.
+    clock.advance(21_000);
+    const later = await p.provisioner.provision();
+    expect(later.selection?.pods).toHaveLength(13);
+    expect(later.created).toHaveLength(0);
+    expect(later.result?.placements.every((pl) => pl.target.kind === 'inflight')).toBe(true);
+    expect(await listNodeClaims(client)).toHaveLength(api.length);
+  });
+
+  it('creates no NodeClaim when the pods fit an existing node, and nominates them to it', async () => {
+    env = await startEnv();
+    const { client } = env;
+    await createNodePool(client, testNodePool('default'));
+    await client.create(readyNode('node-a', 'm5.2xlarge', 'default'));
+    for (let i = 0; i < 3; i++) await createPendingPod(client, pendingPod(`api-${i}`, { cpu: '2', memory: '4Gi' }));
+    const p = await env.startProcess();
+    await podsSeen(p.cluster, 3);
+    const res = await p.provisioner.provision();
+    expect(res.created).toHaveLength(0);
+    expect(res.result?.placements.map((pl) => pl.target)).toEqual([
+      { kind: 'existing', node: 'node-a' },
+      { kind: 'existing', node: 'node-a' },
+      { kind: 'existing', node: 'node-a' },
+    ]);
+    expect(await listNodeClaims(client)).toHaveLength(0);
+    await p.recorder.flush();
+    expect((await events(client, 'Nominated')).map((e) => e.message)).toEqual([
+      'Pod should schedule on: node/node-a',
+      'Pod should schedule on: node/node-a',
+      'Pod should schedule on: node/node-a',
+    ]);
+    // A fourth pod no longer fits (m5.2xlarge: 8 vCPU, 6 reserved by the nominated pods): one new NodeClaim.
+    await createPendingPod(client, pendingPod('api-3', { cpu: '2', memory: '4Gi' }));
+    await podsSeen(p.cluster, 4);
+    const res2 = await p.provisioner.provision();
+    expect(res2.selection?.pods.map((x) => x.metadata.name)).toEqual(['api-3']);
+    expect(res2.created).toHaveLength(1);
+  });
+
+  it('holds NodePool limits across two batches and reports the pods that do not fit', async () => {
+    env = await startEnv();
+    const { client } = env;
+    await createNodePool(client, testNodePool('small', { limits: { cpu: '8' } }));
+    for (let i = 0; i < 6; i++) await createPendingPod(client, pendingPod(`a-${i}`, { cpu: '1', memory: '1Gi' }));
+    const p = await env.startProcess();
+    await podsSeen(p.cluster, 6);
+    const first = await p.provisioner.provision();
+    expect(first.created).toHaveLength(1);
+    const [nc] = await listNodeClaims(client);
+    const options = nc!.spec.requirements.find((r) => r.key === 'node.kubernetes.io/instance-type')!.values!;
+    const byName = new Map(catalog.map((t) => [t.name, t]));
+    // every option stays within the 8-cpu limit; the largest is what the limit reserves
+    expect(Math.max(...options.map((n) => byName.get(n)!.capacity.cpu!))).toBeLessThanOrEqual(8000);
+
+    // Second batch while the first NodeClaim is still in flight (not launched): more pods than it can hold.
+    for (let i = 0; i < 8; i++) await createPendingPod(client, pendingPod(`b-${i}`, { cpu: '1', memory: '1Gi' }));
+    await podsSeen(p.cluster, 14);
+    const second = await p.provisioner.provision();
+    const usage = p.cluster.nodePoolUsage(new Map(catalog.map((t) => [t.name, t]))).small!;
+    expect(usage.cpu).toBeLessThanOrEqual(8000);
+    expect(await listNodeClaims(client)).toHaveLength(1 + second.created.length);
+    const placedInflight = second.result!.placements.filter((pl) => pl.target.kind === 'inflight').length;
+    expect(second.created).toHaveLength(0);
+    expect(second.result!.unschedulable.length).toBe(8 - placedInflight);
+    expect(second.result!.unschedulable[0]!.code).toBe('NodePoolLimitsExceeded');
+    await p.recorder.flush();
+    const failed = await events(client, 'FailedScheduling');
+    expect(failed.length).toBe(8 - placedInflight);
+    expect(failed[0]!.type).toBe('Warning');
+    expect(failed[0]!.message).toMatch(/^Failed to schedule pod, .*exceed limits for nodepool/);
+
+    // A second provisioner (its own, fresh state) finds the limit used up as well.
+    const other = await env.startProcess();
+    await podsSeen(other.cluster, 14);
+    const third = await other.provisioner.provision();
+    expect(third.created).toHaveLength(0);
+    expect(await listNodeClaims(client)).toHaveLength(1);
+  });
+
+  it('a restarted provisioner creates no duplicates for pods already nominated or in flight', async () => {
+    env = await startEnv();
+    const { client } = env;
+    await createNodePool(client, testNodePool('default'));
+    for (let i = 0; i < 12; i++) await createPendingPod(client, pendingPod(`w-${i}`, { cpu: '1500m', memory: '3Gi' }));
+    const p1 = await env.startProcess();
+    await podsSeen(p1.cluster, 12);
+    const first = await p1.provisioner.provision();
+    expect(first.created.length).toBeGreaterThan(0);
+    const before = (await listNodeClaims(client)).map((nc) => nc.metadata.name).sort();
+    await p1.stop();
+
+    // Not synced yet: a process whose informers have not listed does nothing.
+    const p2 = await env.startProcess();
+    await podsSeen(p2.cluster, 12);
+    const again = await p2.provisioner.provision();
+    expect(again.synced).toBe(true);
+    expect(again.selection?.nominated).toHaveLength(0); // nominations were in the old process's memory
+    expect(again.created).toHaveLength(0);
+    expect(again.result?.placements).toHaveLength(12);
+    expect(again.result?.placements.every((pl) => pl.target.kind === 'inflight')).toBe(true);
+    expect((await listNodeClaims(client)).map((nc) => nc.metadata.name).sort()).toEqual(before);
+  });
+
+  it('does not provision while state is not synced', async () => {
+    env = await startEnv();
+    const { client } = env;
+    await createNodePool(client, testNodePool('default'));
+    await createPendingPod(client, pendingPod('x'));
+    const p = await env.startProcess();
+    await podsSeen(p.cluster, 1);
+    // A NodeClaim the API has but this state has not seen (its watch event is not applied yet).
+    p.cluster.close();
+    await client.create({
+      apiVersion: 'karpenter.sh/v1',
+      kind: 'NodeClaim',
+      metadata: { name: 'unseen', labels: { 'karpenter.sh/nodepool': 'default' } },
+      spec: {
+        nodeClassRef: { group: 'karpenter.kwok.sh', kind: 'KWOKNodeClass', name: 'default' },
+        requirements: [{ key: 'node.kubernetes.io/instance-type', operator: 'In', values: ['m5.large'] }],
+      },
+    });
+    const res = await p.provisioner.provision();
+    expect(res.synced).toBe(false);
+    expect(res.created).toHaveLength(0);
+    expect(await listNodeClaims(client)).toHaveLength(1);
+  });
+
+  it('runs end to end: pod events open a batch that closes after 1 s idle on the fake clock', async () => {
+    env = await startEnv();
+    const { client, clock } = env;
+    await createNodePool(client, testNodePool('default'));
+    const p = await env.startProcess();
+    const trigger = new ProvisioningTrigger({ cluster: p.cluster, provisioner: p.provisioner, clock, logger: silentLogger() });
+    const ac = new AbortController();
+    const running = Promise.all([p.provisioner.start(ac.signal), trigger.start(ac.signal)]);
+    try {
+      for (let i = 0; i < 4; i++) await createPendingPod(client, pendingPod(`e-${i}`, { cpu: '500m', memory: '512Mi' }));
+      await podsSeen(p.cluster, 4);
+      expect(p.provisioner.batcher.pending || (await listNodeClaims(client)).length === 0).toBe(true);
+      await clock.tick(999);
+      expect(await listNodeClaims(client)).toHaveLength(0);
+      await clock.tick(1);
+      const ncs = await eventually(async () => {
+        const l = await listNodeClaims(client);
+        return l.length > 0 ? l : undefined;
+      }, 'a NodeClaim');
+      expect(ncs).toHaveLength(1);
+      expect(cheapestOf(ncs[0]!)).toBe(
+        solve({
+          pods: [0, 1, 2, 3].map((i) => pendingPod(`e-${i}`, { cpu: '500m', memory: '512Mi' })),
+          existingNodes: [],
+          nodePools: [testNodePool('default')],
+          instanceTypes: { default: catalog },
+          daemonSets: [],
+        }).newNodeClaims[0]!.cheapest.instanceType.name,
+      );
+    } finally {
+      ac.abort();
+      await running;
+    }
+    expect(p.provisioner).toBeInstanceOf(Provisioner);
+  });
+});
