@@ -48,6 +48,8 @@ export interface ApiServerBenchResult {
   listPodsPagedMs: number;
   /** Items the list returned (must equal `pods`). */
   listedPods: number;
+  /** Process CPU time (user + system) from the first create until all informers saw everything, s. */
+  cpuSeconds: number;
   /** Peak resident set size of the process, MB. Target < 400. */
   peakRssMB: number;
   /** Whether the targets were met. */
@@ -166,6 +168,7 @@ export async function runApiServerBench(opts: ApiServerBenchOptions = {}): Promi
     for (const i of informers) i.start();
     await Promise.all(informers.map((i) => i.waitForSync(30_000)));
 
+    const cpu0 = process.cpuUsage();
     const t0 = performance.now();
     await pool(nodeCount, concurrency, async (i) => {
       await client.create(node(i));
@@ -177,6 +180,7 @@ export async function runApiServerBench(opts: ApiServerBenchOptions = {}): Promi
     const tCreated = performance.now();
     const podsSeen = Math.max(...(await Promise.all(podTrackers)));
     const allSeen = Math.max(podsSeen, ...(await Promise.all(nodeTrackers)));
+    const cpu = process.cpuUsage(cpu0);
 
     const sl = performance.now();
     const listed = (await client.list('Pod', { namespace: 'bench' })).items.length;
@@ -203,6 +207,7 @@ export async function runApiServerBench(opts: ApiServerBenchOptions = {}): Promi
       listPodsMs: Math.round(listMs),
       listPodsPagedMs: Math.round(pagedMs),
       listedPods: listed,
+      cpuSeconds: round((cpu.user + cpu.system) / 1e6, 2),
       peakRssMB: Math.round(peakRssMB),
       targetsMet: { podsUnder10s: podsEndToEndMs < 10_000, rssUnder400MB: peakRssMB < 400 },
     };
@@ -228,6 +233,7 @@ export function formatApiServerBench(r: ApiServerBenchResult): string {
     ],
     ['create time', `${r.createSeconds} s`],
     ['create throughput', `${r.createThroughput} objects/s`],
+    ['process CPU during creates', `${r.cpuSeconds} s`],
     [
       'pods created + seen by all informers',
       `${r.podsEndToEndMs} ms (target < 10000) ${r.targetsMet.podsUnder10s ? 'OK' : 'MISSED'}`,

@@ -41,10 +41,22 @@ export interface NominationTarget {
   name: string;
 }
 
-/** A live nomination of a pending pod. `until` is ms since epoch on the cluster's clock. */
+/**
+ * NodeClaim annotation written at creation: the UIDs (comma-separated) of the pods the NodeClaim was planned
+ * for. A restarted controller restores their nominations from it while the NodeClaim is not initialized, so
+ * it does not re-pack (and possibly re-provision) them. capenter-specific.
+ */
+export const AnnotationNominatedPods = 'capenter.dev/nominated-pods';
+
+/**
+ * A live nomination of a pending pod. `until` is ms since epoch on the cluster's clock; a nomination onto a
+ * NodeClaim whose Node is not initialized yet is extended (the TTL counts from initialization).
+ */
 export interface Nomination {
   target: NominationTarget;
   until: number;
+  /** The TTL the nomination was made with, in seconds. */
+  ttlSeconds: number;
 }
 
 /**
@@ -205,6 +217,10 @@ export class Cluster {
   private readonly nodeClasses = new Map<string, KubeObject>();
   private readonly namespaces = new Map<string, Record<string, string>>();
   private readonly nominations = new Map<string, Nomination>();
+  /** pod uid → pod key. */
+  private readonly podKeyByUid = new Map<string, string>();
+  /** pod uid → NodeClaim name, from {@link AnnotationNominatedPods}. */
+  private readonly annotatedNominations = new Map<string, string>();
   private readonly nodeNominatedUntil = new Map<string, number>();
   private readonly marked = new Set<string>();
   /** uids of NodeClaims seen deleted, so a late optimistic add cannot resurrect them. */
@@ -346,6 +362,7 @@ export class Cluster {
     // Never go back to an older version (an optimistic add racing the watch).
     if (cur && cur.metadata.uid === uid && olderVersion(nc, cur)) return;
     this.nodeClaims.set(name, nc);
+    if (!cur) for (const podUid of nominatedPodUids(nc)) this.annotatedNominations.set(podUid, name);
   }
 
   private deleteNodeClaim(nc: NodeClaim): void {
@@ -353,6 +370,8 @@ export class Cluster {
     const cur = this.nodeClaims.get(name);
     if (cur && nc.metadata.uid && cur.metadata.uid && cur.metadata.uid !== nc.metadata.uid) return;
     this.nodeClaims.delete(name);
+    for (const podUid of nominatedPodUids(cur ?? nc))
+      if (this.annotatedNominations.get(podUid) === name) this.annotatedNominations.delete(podUid);
     if (nc.metadata.uid) {
       this.deletedNodeClaimUids.add(nc.metadata.uid);
       if (this.deletedNodeClaimUids.size > 10_000) {
@@ -376,6 +395,7 @@ export class Cluster {
       this.log?.warn({ pod: key, err: (err as Error).message }, 'pod has malformed resource requests');
     }
     this.pods.set(key, { pod: p, requests });
+    if (p.metadata.uid) this.podKeyByUid.set(p.metadata.uid, key);
     const nodeName = p.spec?.nodeName;
     if (nodeName) {
       let s = this.podsByNode.get(nodeName);
@@ -385,6 +405,7 @@ export class Cluster {
       }
       s.add(key);
       this.nominations.delete(key);
+      if (p.metadata.uid) this.annotatedNominations.delete(p.metadata.uid);
     }
   }
 
@@ -392,6 +413,11 @@ export class Cluster {
     const key = podKey(p);
     const old = this.pods.get(key);
     this.pods.delete(key);
+    const uid = old?.pod.metadata.uid ?? p.metadata.uid;
+    if (uid) {
+      if (this.podKeyByUid.get(uid) === key) this.podKeyByUid.delete(uid);
+      this.annotatedNominations.delete(uid);
+    }
     const nodeName = old?.pod.spec?.nodeName ?? p.spec?.nodeName;
     if (nodeName) {
       const s = this.podsByNode.get(nodeName);
@@ -496,17 +522,18 @@ export class Cluster {
    */
   nominate(pod: Pod, target: NominationTarget, ttlSeconds = NOMINATION_TTL_SECONDS): void {
     const until = this.opts.clock.now() + ttlSeconds * 1000;
-    this.nominations.set(podKey(pod), { target: { ...target }, until });
+    this.nominations.set(podKey(pod), { target: { ...target }, until, ttlSeconds });
     this.nodeNominatedUntil.set(target.name, Math.max(until, this.nodeNominatedUntil.get(target.name) ?? 0));
   }
 
   /**
    * The live nomination of a pod (by object or `namespace/name`), or undefined when none, expired, or its
-   * target is gone or marked for deletion (the nomination is then dropped).
+   * target is gone or marked for deletion (the nomination is then dropped). A pod listed in the
+   * {@link AnnotationNominatedPods} of a NodeClaim that is not initialized is nominated to it.
    */
   nominationFor(pod: Pod | string): Nomination | undefined {
     const key = typeof pod === 'string' ? pod : podKey(pod);
-    const n = this.nominations.get(key);
+    const n = this.nominations.get(key) ?? this.restoreNomination(key);
     if (!n) return undefined;
     if (!this.nominationValid(n)) {
       this.nominations.delete(key);
@@ -515,12 +542,48 @@ export class Cluster {
     return n;
   }
 
+  /** A nomination from a NodeClaim's {@link AnnotationNominatedPods}, recorded, or undefined. */
+  private restoreNomination(key: string): Nomination | undefined {
+    const pod = this.pods.get(key)?.pod;
+    const uid = pod?.metadata.uid;
+    if (!pod || !uid || pod.spec?.nodeName) return undefined;
+    const ncName = this.annotatedNominations.get(uid);
+    if (!ncName) return undefined;
+    // One restoration per pod: once it expires the scheduler decides again.
+    this.annotatedNominations.delete(uid);
+    const nc = this.nodeClaims.get(ncName);
+    if (!nc || this.nodeClaimInitialized(nc)) return undefined;
+    this.nominate(pod, { kind: 'nodeclaim', name: ncName });
+    return this.nominations.get(key);
+  }
+
+  private nodeClaimInitialized(nc: NodeClaim): boolean {
+    const nodeName = this.nodeNameFor(nc);
+    const node = nodeName ? this.nodes.get(nodeName) : undefined;
+    return (
+      !!node &&
+      (node.metadata.labels?.[LabelNodeInitialized] === 'true' ||
+        conditionOf(nc, 'Initialized')?.status === 'True')
+    );
+  }
+
   private nominationValid(n: Nomination): boolean {
-    if (n.until <= this.opts.clock.now()) return false;
+    const now = this.opts.clock.now();
     if (n.target.kind === 'nodeclaim') {
       const nc = this.nodeClaims.get(n.target.name);
-      return !!nc && !nc.metadata.deletionTimestamp && !this.marked.has(n.target.name);
+      if (!nc || nc.metadata.deletionTimestamp || this.marked.has(n.target.name)) return false;
+      // The pod cannot bind before the Node is initialized: keep the nomination until then.
+      if (!this.nodeClaimInitialized(nc)) {
+        n.until = Math.max(n.until, now + n.ttlSeconds * 1000);
+        this.nodeNominatedUntil.set(
+          n.target.name,
+          Math.max(n.until, this.nodeNominatedUntil.get(n.target.name) ?? 0),
+        );
+        return true;
+      }
+      return n.until > now;
     }
+    if (n.until <= now) return false;
     const node = this.nodes.get(n.target.name);
     return !!node && !this.isNodeMarked(node, this.nodeClaimForNode(node));
   }
@@ -732,6 +795,9 @@ export class Cluster {
   /** Everything in state now, as plain arrays (cached instances: read-only). Drops expired nominations. */
   snapshot(): ClusterSnapshot {
     const nominations = new Map<string, Nomination>();
+    if (this.annotatedNominations.size > 0)
+      for (const k of [...this.annotatedNominations.keys()].map((uid) => this.podKeyByUid.get(uid)))
+        if (k && !this.nominations.has(k)) this.restoreNomination(k);
     for (const [k, n] of [...this.nominations]) {
       const pod = this.pods.get(k)?.pod;
       if (!pod || pod.spec?.nodeName || !this.nominationValid(n)) {
@@ -784,6 +850,12 @@ export function nodePoolUsage(
     out[sn.nodePool] = addInto(out[sn.nodePool] ?? {}, cap);
   }
   return out;
+}
+
+/** Pod UIDs of a NodeClaim's {@link AnnotationNominatedPods} annotation. */
+export function nominatedPodUids(nc: NodeClaim): string[] {
+  const v = nc.metadata.annotations?.[AnnotationNominatedPods];
+  return v ? v.split(',').filter((x) => x !== '') : [];
 }
 
 function objKey(o: KubeObject): string {

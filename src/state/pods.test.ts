@@ -19,28 +19,69 @@ describe('provisionableReason (upstream IsProvisionable + active + default sched
   });
 
   it.each([
-    ['bound', (p: Pod) => void (p.spec.nodeName = 'n1'), 'bound to node "n1"'],
-    ['not yet looked at', (p: Pod) => void (p.status = { phase: 'Pending' }), 'not marked Unschedulable'],
     [
-      'PodScheduled=False for another reason',
-      (p: Pod) => void (p.status!.conditions![0]!.reason = 'SchedulingGated'),
+      'bound',
+      (p: Pod) => {
+        p.spec.nodeName = 'n1';
+      },
+      'bound to node "n1"',
+    ],
+    [
+      'not yet looked at',
+      (p: Pod) => {
+        p.status = { phase: 'Pending' };
+      },
       'not marked Unschedulable',
     ],
-    ['preempting', (p: Pod) => void (p.status!.nominatedNodeName = 'n2'), 'preempting pods on node "n2"'],
+    [
+      'PodScheduled=False for another reason',
+      (p: Pod) => {
+        p.status!.conditions![0]!.reason = 'SchedulingGated';
+      },
+      'not marked Unschedulable',
+    ],
+    [
+      'preempting',
+      (p: Pod) => {
+        p.status!.nominatedNodeName = 'n2';
+      },
+      'preempting pods on node "n2"',
+    ],
     [
       'DaemonSet-owned',
-      (p: Pod) =>
-        void (p.metadata.ownerReferences = [{ apiVersion: 'apps/v1', kind: 'DaemonSet', name: 'ds', uid: 'u' }]),
+      (p: Pod) => {
+        p.metadata.ownerReferences = [{ apiVersion: 'apps/v1', kind: 'DaemonSet', name: 'ds', uid: 'u' }];
+      },
       'owned by a DaemonSet',
     ],
     [
       'mirror pod',
-      (p: Pod) => void (p.metadata.ownerReferences = [{ apiVersion: 'v1', kind: 'Node', name: 'n', uid: 'u' }]),
+      (p: Pod) => {
+        p.metadata.ownerReferences = [{ apiVersion: 'v1', kind: 'Node', name: 'n', uid: 'u' }];
+      },
       'mirror pod',
     ],
-    ['terminal', (p: Pod) => void (p.status!.phase = 'Failed'), 'terminal (phase Failed)'],
-    ['being deleted', (p: Pod) => void (p.metadata.deletionTimestamp = '2024-01-01T00:00:00Z'), 'being deleted'],
-    ['other scheduler', (p: Pod) => void (p.spec.schedulerName = 'volcano'), 'uses scheduler "volcano"'],
+    [
+      'terminal',
+      (p: Pod) => {
+        p.status!.phase = 'Failed';
+      },
+      'terminal (phase Failed)',
+    ],
+    [
+      'being deleted',
+      (p: Pod) => {
+        p.metadata.deletionTimestamp = '2024-01-01T00:00:00Z';
+      },
+      'being deleted',
+    ],
+    [
+      'other scheduler',
+      (p: Pod) => {
+        p.spec.schedulerName = 'volcano';
+      },
+      'uses scheduler "volcano"',
+    ],
   ])('rejects a %s pod', (_name, patch, reason) => {
     const p = withPatch(base, patch);
     expect(provisionableReason(p)).toContain(reason);
@@ -48,7 +89,13 @@ describe('provisionableReason (upstream IsProvisionable + active + default sched
   });
 
   it('accepts an explicit default-scheduler', () => {
-    expect(isProvisionable(withPatch(base, (p) => void (p.spec.schedulerName = 'default-scheduler')))).toBe(true);
+    expect(
+      isProvisionable(
+        withPatch(base, (p) => {
+          p.spec.schedulerName = 'default-scheduler';
+        }),
+      ),
+    ).toBe(true);
   });
 });
 
@@ -59,7 +106,13 @@ describe('isReschedulable', () => {
       p.status = { phase: 'Running' };
     });
     expect(isReschedulable(bound)).toBe(true);
-    expect(isReschedulable(withPatch(bound, (p) => void (p.status!.phase = 'Succeeded')))).toBe(false);
+    expect(
+      isReschedulable(
+        withPatch(bound, (p) => {
+          p.status!.phase = 'Succeeded';
+        }),
+      ),
+    ).toBe(false);
     expect(isReschedulable(pendingPod('d', { ownerKind: 'DaemonSet' }))).toBe(false);
     expect(isReschedulable(pendingPod('m', { ownerKind: 'Node' }))).toBe(false);
   });

@@ -80,7 +80,11 @@ export interface KwokClock extends NowClock {
  * Called on every `create`, `instanceTypes` and `isDrifted` (memoize inside when expensive); `nodePool` is
  * given when known (kwok's types do not depend on it).
  */
-export type KwokInstanceTypeSource = (nodePool?: NodePool) => InstanceType[] | Promise<InstanceType[]>;
+export type KwokInstanceTypeSource = (
+  nodePool?: NodePool,
+  /** The NodeClaim being launched or checked for drift (`create`, `isDrifted`), when there is one. */
+  nodeClaim?: NodeClaim,
+) => InstanceType[] | Promise<InstanceType[]>;
 
 /** Constructor dependencies of {@link KwokCloudProvider}. */
 export interface KwokCloudProviderDeps {
@@ -286,7 +290,7 @@ export class KwokCloudProvider implements CloudProvider {
     const delaySeconds = this.registrationDelay(nodeClaim, nodeClass);
 
     const requirements = nodeClaim.spec.requirements ?? [];
-    const types = await this.source();
+    const types = await this.source(undefined, nodeClaim);
     // A concurrent create for the same NodeClaim may have finished while we awaited the catalog.
     const raced = this.byNodeClaim.get(name);
     if (raced && !raced.deleted) return structuredClone(raced.launched);
@@ -475,7 +479,7 @@ export class KwokCloudProvider implements CloudProvider {
     const zone = record?.zone ?? labels[LabelTopologyZone];
     const capacityType = record?.capacityType ?? labels[LabelCapacityType];
     if (!typeName) return undefined;
-    const types = await this.source();
+    const types = await this.source(undefined, nodeClaim);
     const it = types.find((t) => t.name === typeName);
     if (!it) return DriftInstanceTypeNotOffered;
     if (zone !== undefined && capacityType !== undefined) {

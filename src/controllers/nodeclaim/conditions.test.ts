@@ -16,7 +16,11 @@ describe('ConditionSet', () => {
     cs.setUnknown('B', 'Waiting', 'still waiting');
     expect(cs.get('B')?.lastTransitionTime).toBe('2025-01-01T00:00:00Z');
     cs.setTrue('A');
-    expect(cs.get('A')).toMatchObject({ status: 'True', reason: 'A', lastTransitionTime: '2025-01-01T00:00:05Z' });
+    expect(cs.get('A')).toMatchObject({
+      status: 'True',
+      reason: 'A',
+      lastTransitionTime: '2025-01-01T00:00:05Z',
+    });
     expect(cs.get('Ready')).toMatchObject({ status: 'Unknown', reason: 'Waiting' });
     cs.setFalse('B', 'Broken', 'it broke');
     expect(cs.get('Ready')).toMatchObject({ status: 'False', reason: 'Broken', message: 'it broke' });

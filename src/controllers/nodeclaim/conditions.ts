@@ -48,7 +48,8 @@ export class ConditionSet {
 
   /** All conditions (live array). */
   list(): Condition[] {
-    const st = (this.obj.status ??= {}) as { conditions?: Condition[] };
+    this.obj.status ??= {};
+    const st = this.obj.status as { conditions?: Condition[] };
     st.conditions ??= [];
     return st.conditions;
   }
@@ -116,7 +117,13 @@ export class ConditionSet {
       .filter((c): c is Condition => c !== undefined)
       .sort((a, b) => Date.parse(b.lastTransitionTime ?? '') - Date.parse(a.lastTransitionTime ?? ''));
     const bad = deps.find((c) => c.status === 'False') ?? deps.find((c) => c.status === 'Unknown');
-    if (bad) this.write({ type: ConditionReady, status: bad.status, reason: bad.reason ?? '', message: bad.message ?? '' });
+    if (bad)
+      this.write({
+        type: ConditionReady,
+        status: bad.status,
+        reason: bad.reason ?? '',
+        message: bad.message ?? '',
+      });
     else this.write({ type: ConditionReady, status: 'True', reason: ConditionReady, message: '' });
   }
 }

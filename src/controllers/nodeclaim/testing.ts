@@ -9,7 +9,11 @@ import { crdObjects } from '../../apis/crds.ts';
 import type { KWOKNodeClass, NodeClaim, NodeSelectorRequirementWithMinValues } from '../../apis/karpenter.ts';
 import { LabelNodePool } from '../../apis/labels.ts';
 import type { NodeWriter } from '../../cloudprovider/kwok/nodes.ts';
-import { KwokCloudProvider, type KwokCloudProviderDeps, sequentialInstanceIds } from '../../cloudprovider/kwok/provider.ts';
+import {
+  KwokCloudProvider,
+  type KwokCloudProviderDeps,
+  sequentialInstanceIds,
+} from '../../cloudprovider/kwok/provider.ts';
 import { KubeClient } from '../../kube/client.ts';
 import { FakeClock } from '../../kube/clock.ts';
 import { EventRecorder } from '../../kube/events.ts';
@@ -158,7 +162,9 @@ export function testNodeClaim(
   } = {},
 ): NodeClaim {
   const requirements: NodeSelectorRequirementWithMinValues[] = [
-    ...(opts.instanceType ? [{ key: 'node.kubernetes.io/instance-type', operator: 'In' as const, values: [opts.instanceType] }] : []),
+    ...(opts.instanceType
+      ? [{ key: 'node.kubernetes.io/instance-type', operator: 'In' as const, values: [opts.instanceType] }]
+      : []),
     { key: 'karpenter.sh/capacity-type', operator: 'In', values: ['on-demand'] },
     ...(opts.requirements ?? []),
   ];

@@ -68,7 +68,9 @@ export class NodePoolController implements Controller {
         add: (np) => this.queue.enqueue(np.metadata.name),
         update: (_, np) => this.queue.enqueue(np.metadata.name),
       }),
-      this.informers.informerFor('NodeClaim').on({ add: byLabel, update: (_, o) => byLabel(o), delete: byLabel }),
+      this.informers
+        .informerFor('NodeClaim')
+        .on({ add: byLabel, update: (_, o) => byLabel(o), delete: byLabel }),
       this.informers.informerFor('Node').on({ add: byLabel, update: (_, o) => byLabel(o), delete: byLabel }),
     ];
     for (const rt of this.nodeClassTypes()) {
@@ -117,7 +119,11 @@ export class NodePoolController implements Controller {
       nodeClass = await client.tryGet(rt, ref.name);
     const verdict = ref
       ? nodeClassReadiness(nodePool, nodeClass, supported)
-      : { status: 'False' as const, reason: 'NodeClassNotFound', message: 'spec.template.spec.nodeClassRef is missing' };
+      : {
+          status: 'False' as const,
+          reason: 'NodeClassNotFound',
+          message: 'spec.template.spec.nodeClassRef is missing',
+        };
     if (verdict.status === 'True') conds.setTrue(ConditionNodeClassReady);
     else conds.setFalse(ConditionNodeClassReady, verdict.reason, verdict.message);
 
@@ -126,7 +132,8 @@ export class NodePoolController implements Controller {
       client.list('Node', { labelSelector: { [LabelNodePool]: name } }),
     ]);
     const usage = nodePoolUsage(name, claims.items, nodes.items);
-    const st = (nodePool.status ??= {});
+    nodePool.status ??= {};
+    const st = nodePool.status;
     st.resources = usage.resources;
     st.nodes = usage.nodes;
 
@@ -155,7 +162,10 @@ export class NodePoolController implements Controller {
       const now = after.status?.conditions?.find((c) => c.type === t);
       const prev = was(t);
       if (now?.status === 'False' && (prev?.status !== 'False' || prev.message !== now.message)) {
-        this.opts.logger.warn({ controller: this.name, nodepool: after.metadata.name, reason: now.reason, message: now.message }, 'nodepool not ready');
+        this.opts.logger.warn(
+          { controller: this.name, nodepool: after.metadata.name, reason: now.reason, message: now.message },
+          'nodepool not ready',
+        );
         void this.opts.recorder.publish(after, 'Warning', now.reason ?? t, now.message ?? '');
       }
     }

@@ -50,14 +50,19 @@ export function nodePoolHash(nodePool: NodePool): string {
       expireAfter: t.spec.expireAfter,
     },
   });
-  const digest = createHash('sha256').update(JSON.stringify(hashed ?? {})).digest();
+  const digest = createHash('sha256')
+    .update(JSON.stringify(hashed ?? {}))
+    .digest();
   return digest.readBigUInt64BE(0).toString(10);
 }
 
 /** True when the NodePool's hash annotations are current. */
 export function hashIsCurrent(nodePool: NodePool): boolean {
   const a = nodePool.metadata.annotations ?? {};
-  return a[AnnotationNodePoolHash] === nodePoolHash(nodePool) && a[AnnotationNodePoolHashVersion] === NodePoolHashVersion;
+  return (
+    a[AnnotationNodePoolHash] === nodePoolHash(nodePool) &&
+    a[AnnotationNodePoolHashVersion] === NodePoolHashVersion
+  );
 }
 
 /**
@@ -78,7 +83,13 @@ export async function reconcileHash(client: KubeClient, nodePool: NodePool): Pro
       const annotations: Record<string, string> = { [AnnotationNodePoolHashVersion]: NodePoolHashVersion };
       if (!drifted) annotations[AnnotationNodePoolHash] = hash;
       try {
-        await client.patch('NodeClaim', nc.metadata.name as string, undefined, { metadata: { annotations } }, { type: 'merge' });
+        await client.patch(
+          'NodeClaim',
+          nc.metadata.name as string,
+          undefined,
+          { metadata: { annotations } },
+          { type: 'merge' },
+        );
         updated.push(nc.metadata.name as string);
       } catch (err) {
         if (!isNotFound(err)) throw err;
@@ -90,7 +101,14 @@ export async function reconcileHash(client: KubeClient, nodePool: NodePool): Pro
       'NodePool',
       name,
       undefined,
-      { metadata: { annotations: { [AnnotationNodePoolHash]: hash, [AnnotationNodePoolHashVersion]: NodePoolHashVersion } } },
+      {
+        metadata: {
+          annotations: {
+            [AnnotationNodePoolHash]: hash,
+            [AnnotationNodePoolHashVersion]: NodePoolHashVersion,
+          },
+        },
+      },
       { type: 'merge' },
     );
   }

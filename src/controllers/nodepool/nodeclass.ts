@@ -24,7 +24,15 @@ export interface NodeClassStatusOptions extends ControllerDeps {
 export function nodeClassValidationError(nodeClass: KubeObject): string | undefined {
   const { status: _s, ...rest } = nodeClass;
   const meta = { ...(rest.metadata ?? {}) };
-  for (const k of ['managedFields', 'resourceVersion', 'uid', 'creationTimestamp', 'generation', 'deletionTimestamp', 'finalizers'])
+  for (const k of [
+    'managedFields',
+    'resourceVersion',
+    'uid',
+    'creationTimestamp',
+    'generation',
+    'deletionTimestamp',
+    'finalizers',
+  ])
     delete (meta as Record<string, unknown>)[k];
   const r = validateObject({ ...rest, metadata: meta });
   return r.ok ? undefined : r.issues.map((i) => i.message).join('; ');
@@ -40,7 +48,12 @@ export class NodeClassStatusController implements Controller {
   constructor(private readonly opts: NodeClassStatusOptions) {
     this.ownInformers = opts.informers === undefined;
     this.informers = opts.informers ?? new SharedInformers(opts.client, { clock: opts.clock });
-    this.queue = new QueueController({ name: this.name, clock: opts.clock, logger: opts.logger, reconcile: (k) => this.reconcile(k) });
+    this.queue = new QueueController({
+      name: this.name,
+      clock: opts.clock,
+      logger: opts.logger,
+      reconcile: (k) => this.reconcile(k),
+    });
   }
 
   private types(): ResourceType[] {
@@ -77,13 +90,23 @@ export class NodeClassStatusController implements Controller {
     const obj = await this.opts.client.tryGet(rt, name);
     if (!obj || obj.metadata?.deletionTimestamp) return {};
     const stored = JSON.stringify(obj.status ?? {});
-    const conds = new ConditionSet(obj, ['ValidationSucceeded', ...(this.opts.extraDependents?.[rt.kind] ?? [])], this.opts.clock);
+    const conds = new ConditionSet(
+      obj,
+      ['ValidationSucceeded', ...(this.opts.extraDependents?.[rt.kind] ?? [])],
+      this.opts.clock,
+    );
     const invalid = nodeClassValidationError(obj);
     if (invalid) conds.setFalse('ValidationSucceeded', 'ValidationFailed', invalid);
     else conds.setTrue('ValidationSucceeded');
     if (JSON.stringify(obj.status) === stored) return {};
     try {
-      await this.opts.client.patchStatus(rt, name, undefined, { metadata: { resourceVersion: obj.metadata?.resourceVersion }, status: obj.status }, { type: 'merge' });
+      await this.opts.client.patchStatus(
+        rt,
+        name,
+        undefined,
+        { metadata: { resourceVersion: obj.metadata?.resourceVersion }, status: obj.status },
+        { type: 'merge' },
+      );
     } catch (err) {
       if (isNotFound(err)) return {};
       if (isConflict(err)) return { requeue: true };

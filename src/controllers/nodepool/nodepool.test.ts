@@ -5,7 +5,10 @@ import { nodePoolHash } from './hash.ts';
 import { nodeClassReadiness } from './readiness.ts';
 import { nodePoolValidationError } from './validation.ts';
 
-function pool(over: Partial<NodePool['spec']['template']['spec']> = {}, labels?: Record<string, string>): NodePool {
+function pool(
+  over: Partial<NodePool['spec']['template']['spec']> = {},
+  labels?: Record<string, string>,
+): NodePool {
   return {
     apiVersion: 'karpenter.sh/v1',
     kind: 'NodePool',
@@ -20,7 +23,11 @@ function pool(over: Partial<NodePool['spec']['template']['spec']> = {}, labels?:
           ...over,
         },
       },
-      disruption: { consolidationPolicy: 'WhenEmptyOrUnderutilized', consolidateAfter: '0s', budgets: [{ nodes: '10%' }] },
+      disruption: {
+        consolidationPolicy: 'WhenEmptyOrUnderutilized',
+        consolidateAfter: '0s',
+        budgets: [{ nodes: '10%' }],
+      },
     },
   };
 }
@@ -44,22 +51,35 @@ describe('nodePoolValidationError', () => {
   it('accepts a valid NodePool and names the field of an invalid one', () => {
     expect(nodePoolValidationError(pool())).toBeUndefined();
     const bad = pool({ requirements: [{ key: 'karpenter.sh/custom', operator: 'In', values: ['x'] }] });
-    expect(nodePoolValidationError(bad)).toMatch(/NodePool "p": spec.template.spec.requirements\[0\].*karpenter.sh/);
+    expect(nodePoolValidationError(bad)).toMatch(
+      /NodePool "p": spec.template.spec.requirements\[0\].*karpenter.sh/,
+    );
   });
 });
 
 describe('nodeClassReadiness', () => {
   const kinds = [{ group: 'karpenter.kwok.sh', kind: 'KWOKNodeClass' }];
   it('reports missing, unsupported, not-ready and ready NodeClasses', () => {
-    expect(nodeClassReadiness(pool(), undefined, kinds)).toMatchObject({ status: 'False', reason: 'NodeClassNotFound' });
+    expect(nodeClassReadiness(pool(), undefined, kinds)).toMatchObject({
+      status: 'False',
+      reason: 'NodeClassNotFound',
+    });
     expect(
-      nodeClassReadiness(pool({ nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'x' } }), undefined, kinds),
+      nodeClassReadiness(
+        pool({ nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'x' } }),
+        undefined,
+        kinds,
+      ),
     ).toMatchObject({ status: 'False', reason: 'NodeClassNotSupported' });
     const nc = (status: 'True' | 'False', reason = 'Ready') => ({
       metadata: { name: 'default' },
       status: { conditions: [{ type: 'Ready', status, reason, message: 'm' }] },
     });
-    expect(nodeClassReadiness(pool(), nc('False', 'SubnetsNotFound'), kinds)).toEqual({ status: 'False', reason: 'SubnetsNotFound', message: 'm' });
+    expect(nodeClassReadiness(pool(), nc('False', 'SubnetsNotFound'), kinds)).toEqual({
+      status: 'False',
+      reason: 'SubnetsNotFound',
+      message: 'm',
+    });
     expect(nodeClassReadiness(pool(), nc('True'), kinds)).toEqual({ status: 'True' });
   });
 });
@@ -73,8 +93,15 @@ describe('nodePoolUsage', () => {
       spec: { nodeClassRef: { group: 'g', kind: 'k', name: 'n' }, requirements: [] },
       status: { providerID: id, capacity: { cpu, memory: '1Gi', pods: '10' } },
     });
-    const node = { metadata: { name: 'n1', labels: { 'karpenter.sh/nodepool': 'p' } }, spec: { providerID: 'a' }, status: { capacity: { cpu: '4', memory: '2Gi', pods: '20' } } };
+    const node = {
+      metadata: { name: 'n1', labels: { 'karpenter.sh/nodepool': 'p' } },
+      spec: { providerID: 'a' },
+      status: { capacity: { cpu: '4', memory: '2Gi', pods: '20' } },
+    };
     const u = nodePoolUsage('p', [nc('c1', 'a', '2'), nc('c2', 'b', '2')], [node]);
-    expect(u).toEqual({ nodes: 2, resources: { cpu: '6', memory: '3072Mi', pods: '30', 'ephemeral-storage': '0', nodes: '2' } });
+    expect(u).toEqual({
+      nodes: 2,
+      resources: { cpu: '6', memory: '3072Mi', pods: '30', 'ephemeral-storage': '0', nodes: '2' },
+    });
   });
 });

@@ -27,12 +27,23 @@ export function nodeClassReadiness(
       message: `nodeClassRef ${ref.group}/${ref.kind} is not launched by this cloud provider; use one of ${supported.map((k) => `${k.group}/${k.kind}`).join(', ')}`,
     };
   }
-  if (!nodeClass) return { status: 'False', reason: 'NodeClassNotFound', message: `NodeClass not found on cluster (${ref.kind} "${ref.name}")` };
-  if (nodeClass.metadata?.deletionTimestamp) return { status: 'False', reason: 'NodeClassTerminating', message: 'NodeClass is Terminating' };
-  const conds = ((nodeClass.status as { conditions?: Condition[] } | undefined)?.conditions ?? []);
+  if (!nodeClass)
+    return {
+      status: 'False',
+      reason: 'NodeClassNotFound',
+      message: `NodeClass not found on cluster (${ref.kind} "${ref.name}")`,
+    };
+  if (nodeClass.metadata?.deletionTimestamp)
+    return { status: 'False', reason: 'NodeClassTerminating', message: 'NodeClass is Terminating' };
+  const conds = (nodeClass.status as { conditions?: Condition[] } | undefined)?.conditions ?? [];
   const ready = conds.find((c) => c.type === 'Ready');
-  if (!ready || ready.status === 'Unknown') return { status: 'False', reason: 'NodeClassReadinessUnknown', message: 'Node Class Readiness Unknown' };
+  if (!ready || ready.status === 'Unknown')
+    return { status: 'False', reason: 'NodeClassReadinessUnknown', message: 'Node Class Readiness Unknown' };
   if (ready.status === 'False')
-    return { status: 'False', reason: ready.reason || 'NodeClassNotReady', message: ready.message || 'NodeClass is not Ready' };
+    return {
+      status: 'False',
+      reason: ready.reason || 'NodeClassNotReady',
+      message: ready.message || 'NodeClass is not Ready',
+    };
   return { status: 'True' };
 }

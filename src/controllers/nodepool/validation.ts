@@ -14,7 +14,14 @@ export const ConditionValidationSucceeded = 'ValidationSucceeded';
 export function nodePoolValidationError(nodePool: NodePool): string | undefined {
   const { status: _status, ...rest } = nodePool;
   const meta = { ...rest.metadata };
-  for (const k of ['managedFields', 'resourceVersion', 'uid', 'creationTimestamp', 'generation', 'deletionTimestamp'])
+  for (const k of [
+    'managedFields',
+    'resourceVersion',
+    'uid',
+    'creationTimestamp',
+    'generation',
+    'deletionTimestamp',
+  ])
     delete (meta as Record<string, unknown>)[k];
   const r = validateObject({ ...rest, metadata: meta });
   if (r.ok) return undefined;

@@ -18,7 +18,9 @@ const kwokClass = {
 };
 
 function stateNode(sn: Partial<StateNode> & { name: string }): StateNode {
-  const pool = sn.nodeClaim?.metadata.labels?.['karpenter.sh/nodepool'] ?? sn.node?.metadata.labels?.['karpenter.sh/nodepool'];
+  const pool =
+    sn.nodeClaim?.metadata.labels?.['karpenter.sh/nodepool'] ??
+    sn.node?.metadata.labels?.['karpenter.sh/nodepool'];
   return {
     ...(pool ? { nodePool: pool } : {}),
     key: sn.name,
@@ -73,7 +75,11 @@ function node(name: string, instanceType: string, extra: Partial<Node['metadata'
     },
     spec: { providerID: `kwok://us-east-1/us-east-1a/${name}` },
     status: {
-      capacity: { cpu: String(it.capacity.cpu! / 1000), memory: `${it.capacity.memory! / 2 ** 20}Mi`, pods: String(it.capacity.pods) },
+      capacity: {
+        cpu: String(it.capacity.cpu! / 1000),
+        memory: `${it.capacity.memory! / 2 ** 20}Mi`,
+        pods: String(it.capacity.pods),
+      },
       allocatable: {
         cpu: `${it.allocatable.cpu}m`,
         memory: `${Math.floor(it.allocatable.memory! / 2 ** 20)}Mi`,
@@ -109,21 +115,28 @@ describe('selectPods', () => {
     avoid.spec.affinity = {
       nodeAffinity: {
         requiredDuringSchedulingIgnoredDuringExecution: {
-          nodeSelectorTerms: [{ matchExpressions: [{ key: 'karpenter.sh/nodepool', operator: 'DoesNotExist' }] }],
+          nodeSelectorTerms: [
+            { matchExpressions: [{ key: 'karpenter.sh/nodepool', operator: 'DoesNotExist' }] },
+          ],
         },
       },
     };
     const onDeleting = bound(pendingPod('moving'), 'old');
     const dsOnDeleting = bound(pendingPod('ds-pod', { ownerKind: 'DaemonSet' }), 'old');
     const nominations = new Map<string, Nomination>([
-      ['default/b', { target: { kind: 'nodeclaim', name: 'default-x' }, until: 1e15 }],
+      ['default/b', { target: { kind: 'nodeclaim', name: 'default-x' }, until: 1e15, ttlSeconds: 20 }],
     ]);
     const sel = selectPods(
       snapshot({
         pods: [a, b, notYet, ds, avoid, onDeleting, dsOnDeleting],
         nominations,
         stateNodes: [
-          stateNode({ name: 'old', node: node('old', 'm5.large'), markedForDeletion: true, pods: [onDeleting, dsOnDeleting] }),
+          stateNode({
+            name: 'old',
+            node: node('old', 'm5.large'),
+            markedForDeletion: true,
+            pods: [onDeleting, dsOnDeleting],
+          }),
         ],
       }),
     );
@@ -135,7 +148,10 @@ describe('selectPods', () => {
     expect(sel.ignored.map((i) => [i.pod.metadata.name, i.reason])).toEqual([
       ['c', 'not marked Unschedulable by the scheduler yet (PodScheduled condition)'],
       ['d', 'owned by a DaemonSet'],
-      ['e', 'configured to not run on a Karpenter provisioned node via the karpenter.sh/nodepool DoesNotExist requirement'],
+      [
+        'e',
+        'configured to not run on a Karpenter provisioned node via the karpenter.sh/nodepool DoesNotExist requirement',
+      ],
     ]);
   });
 });
@@ -155,15 +171,23 @@ describe('buildSchedulingInput', () => {
       nodePools: [np],
       daemonSets: [daemon],
       nominations: new Map([
-        ['default/nom-node', { target: { kind: 'node', name: 'n1' }, until: 1e15 }],
-        ['default/nom-claim', { target: { kind: 'nodeclaim', name: 'default-abc' }, until: 1e15 }],
+        ['default/nom-node', { target: { kind: 'node', name: 'n1' }, until: 1e15, ttlSeconds: 20 }],
+        [
+          'default/nom-claim',
+          { target: { kind: 'nodeclaim', name: 'default-abc' }, until: 1e15, ttlSeconds: 20 },
+        ],
       ]),
       stateNodes: [
         stateNode({ name: 'n1', node: n1, pods: [running] }),
         stateNode({ name: 'default-abc', nodeClaim: nc }),
       ],
     });
-    const input = buildSchedulingInput({ snapshot: snap, pods: [], nodePools: [np], instanceTypes: { default: types } });
+    const input = buildSchedulingInput({
+      snapshot: snap,
+      pods: [],
+      nodePools: [np],
+      instanceTypes: { default: types },
+    });
     expect(input.existingNodes).toHaveLength(1);
     expect(input.existingNodes[0]!.pods.map((p) => p.metadata.name)).toEqual(['running', 'nom-node']);
     expect(input.inFlight).toHaveLength(1);
@@ -179,8 +203,17 @@ describe('buildSchedulingInput', () => {
   it('a pending pod fitting the in-flight NodeClaim is placed there, not on a new one', () => {
     const nc = inflightClaim('default-abc', ['m5.xlarge']);
     const pod = pendingPod('new', { cpu: '1' });
-    const snap = snapshot({ pods: [pod], nodePools: [np], stateNodes: [stateNode({ name: 'default-abc', nodeClaim: nc })] });
-    const input = buildSchedulingInput({ snapshot: snap, pods: [pod], nodePools: [np], instanceTypes: { default: types } });
+    const snap = snapshot({
+      pods: [pod],
+      nodePools: [np],
+      stateNodes: [stateNode({ name: 'default-abc', nodeClaim: nc })],
+    });
+    const input = buildSchedulingInput({
+      snapshot: snap,
+      pods: [pod],
+      nodePools: [np],
+      instanceTypes: { default: types },
+    });
     const res = solve(input);
     expect(res.newNodeClaims).toHaveLength(0);
     expect(res.placements).toEqual([{ pod, target: { kind: 'inflight', nodeClaim: 'default-abc' } }]);
@@ -189,10 +222,19 @@ describe('buildSchedulingInput', () => {
     const snap2 = snapshot({
       pods: [pod, big],
       nodePools: [np],
-      nominations: new Map([['default/big', { target: { kind: 'nodeclaim', name: 'default-abc' }, until: 1e15 }]]),
+      nominations: new Map([
+        ['default/big', { target: { kind: 'nodeclaim', name: 'default-abc' }, until: 1e15, ttlSeconds: 20 }],
+      ]),
       stateNodes: [stateNode({ name: 'default-abc', nodeClaim: nc })],
     });
-    const res2 = solve(buildSchedulingInput({ snapshot: snap2, pods: [pod], nodePools: [np], instanceTypes: { default: types } }));
+    const res2 = solve(
+      buildSchedulingInput({
+        snapshot: snap2,
+        pods: [pod],
+        nodePools: [np],
+        instanceTypes: { default: types },
+      }),
+    );
     expect(res2.newNodeClaims).toHaveLength(1);
   });
 
@@ -205,9 +247,16 @@ describe('buildSchedulingInput', () => {
         stateNode({ name: 'n2', node: node('n2', 'm5.large'), markedForDeletion: true }),
       ],
     });
-    const input = buildSchedulingInput({ snapshot: snap, pods: [], nodePools: [np], instanceTypes: { default: types } });
+    const input = buildSchedulingInput({
+      snapshot: snap,
+      pods: [],
+      nodePools: [np],
+      instanceTypes: { default: types },
+    });
     expect(input.inFlight).toEqual([]);
-    expect(input.existingNodes.map((e) => [e.node.metadata.name, e.markedForDeletion])).toEqual([['n2', true]]);
+    expect(input.existingNodes.map((e) => [e.node.metadata.name, e.markedForDeletion])).toEqual([
+      ['n2', true],
+    ]);
   });
 });
 
@@ -216,8 +265,13 @@ describe('nodePoolUsability', () => {
   it('uses Ready=True NodePools and rejects Ready=False with its reason', () => {
     expect(nodePoolUsability(testNodePool('a', { ready: true }), snap, kwok)).toEqual({ ok: true });
     const np = testNodePool('b');
-    np.status = { conditions: [{ type: 'Ready', status: 'False', reason: 'NodeClassNotReady', message: 'missing' }] };
-    expect(nodePoolUsability(np, snap, kwok)).toEqual({ ok: false, reason: 'NodePool Ready=False (NodeClassNotReady: missing)' });
+    np.status = {
+      conditions: [{ type: 'Ready', status: 'False', reason: 'NodeClassNotReady', message: 'missing' }],
+    };
+    expect(nodePoolUsability(np, snap, kwok)).toEqual({
+      ok: false,
+      reason: 'NodePool Ready=False (NodeClassNotReady: missing)',
+    });
   });
   it('without status: requires the NodeClass to exist and not be Ready=False', () => {
     expect(nodePoolUsability(testNodePool('c'), snap, kwok)).toEqual({ ok: true });
@@ -225,7 +279,9 @@ describe('nodePoolUsability', () => {
       ok: false,
       reason: 'KWOKNodeClass "other" not found',
     });
-    const notReady = snapshot({ nodeClasses: [{ ...kwokClass, status: { conditions: [{ type: 'Ready', status: 'False' }] } }] });
+    const notReady = snapshot({
+      nodeClasses: [{ ...kwokClass, status: { conditions: [{ type: 'Ready', status: 'False' }] } }],
+    });
     expect(nodePoolUsability(testNodePool('e'), notReady, kwok)).toMatchObject({ ok: false });
   });
   it('rejects deleting, static and unsupported NodePools', () => {
@@ -236,7 +292,14 @@ describe('nodePoolUsability', () => {
     stat.spec.replicas = 3;
     expect(nodePoolUsability(stat, snap, kwok).ok).toBe(false);
     const aws = testNodePool('h', { ready: true });
-    aws.spec.template.spec.nodeClassRef = { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' };
-    expect(nodePoolUsability(aws, snap, kwok)).toMatchObject({ ok: false, reason: expect.stringContaining('not supported') });
+    aws.spec.template.spec.nodeClassRef = {
+      group: 'karpenter.k8s.aws',
+      kind: 'EC2NodeClass',
+      name: 'default',
+    };
+    expect(nodePoolUsability(aws, snap, kwok)).toMatchObject({
+      ok: false,
+      reason: expect.stringContaining('not supported'),
+    });
   });
 });

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { getInstanceTypes } from '../../cloudprovider/aws/catalog/index.ts';
 import type { InstanceType } from '../../cloudprovider/types.ts';
 import { solve } from '../../scheduling/scheduler.ts';
+import { nodePoolHash } from '../nodepool/hash.ts';
 import { exceedsLimits, nodeClaimFromPlan, planCapacity, templateHash } from './nodeclaim.ts';
 import { pendingPod, testNodePool } from './testing.ts';
 
@@ -9,7 +10,9 @@ const types = getInstanceTypes({ region: 'us-east-1' }).instanceTypes as Instanc
 
 function onDemandPrice(it: InstanceType): number {
   return Math.min(
-    ...it.offerings.filter((o) => o.available && o.capacityType === 'on-demand').map((o) => o.priceUSDPerHour),
+    ...it.offerings
+      .filter((o) => o.available && o.capacityType === 'on-demand')
+      .map((o) => o.priceUSDPerHour),
   );
 }
 
@@ -22,11 +25,16 @@ describe('nodeClaimFromPlan', () => {
     terminationGracePeriod: '1h',
   });
   np.metadata.uid = 'np-uid-1';
-  const pods = [1, 2, 3].map((i) =>
-    pendingPod(`web-${i}`, { cpu: '1', memory: '1Gi' }),
-  );
-  for (const p of pods) p.spec.tolerations = [{ key: 'dedicated', operator: 'Equal', value: 'payments', effect: 'NoSchedule' }];
-  const result = solve({ pods, existingNodes: [], nodePools: [np], instanceTypes: { general: types }, daemonSets: [] });
+  const pods = [1, 2, 3].map((i) => pendingPod(`web-${i}`, { cpu: '1', memory: '1Gi' }));
+  for (const p of pods)
+    p.spec.tolerations = [{ key: 'dedicated', operator: 'Equal', value: 'payments', effect: 'NoSchedule' }];
+  const result = solve({
+    pods,
+    existingNodes: [],
+    nodePools: [np],
+    instanceTypes: { general: types },
+    daemonSets: [],
+  });
 
   it('builds exactly the fields upstream ToNodeClaim sets', () => {
     expect(result.unschedulable).toEqual([]);
@@ -42,13 +50,26 @@ describe('nodeClaimFromPlan', () => {
       'example.com/owner': 'sre',
       'karpenter.sh/nodepool-hash': '1234567890',
       'karpenter.sh/nodepool-hash-version': 'v3',
+      'capenter.dev/nominated-pods': 'uid-default-web-1,uid-default-web-2,uid-default-web-3',
     });
     expect(nc.metadata.ownerReferences).toEqual([
-      { apiVersion: 'karpenter.sh/v1', kind: 'NodePool', name: 'general', uid: 'np-uid-1', blockOwnerDeletion: true },
+      {
+        apiVersion: 'karpenter.sh/v1',
+        kind: 'NodePool',
+        name: 'general',
+        uid: 'np-uid-1',
+        blockOwnerDeletion: true,
+      },
     ]);
-    expect(nc.spec.nodeClassRef).toEqual({ group: 'karpenter.kwok.sh', kind: 'KWOKNodeClass', name: 'default' });
+    expect(nc.spec.nodeClassRef).toEqual({
+      group: 'karpenter.kwok.sh',
+      kind: 'KWOKNodeClass',
+      name: 'default',
+    });
     expect(nc.spec.taints).toEqual([{ key: 'dedicated', value: 'payments', effect: 'NoSchedule' }]);
-    expect(nc.spec.startupTaints).toEqual([{ key: 'node.cilium.io/agent-not-ready', value: 'true', effect: 'NoExecute' }]);
+    expect(nc.spec.startupTaints).toEqual([
+      { key: 'node.cilium.io/agent-not-ready', value: 'true', effect: 'NoExecute' },
+    ]);
     expect(nc.spec.expireAfter).toBe('720h');
     expect(nc.spec.terminationGracePeriod).toBe('1h');
     // 3 pods × (1 cpu, 1Gi) = requests as quantity strings
@@ -71,19 +92,28 @@ describe('nodeClaimFromPlan', () => {
     for (let i = 1; i < prices.length; i++) expect(prices[i]!).toBeGreaterThanOrEqual(prices[i - 1]!);
     // every option fits 3 cpu + 3Gi, and the cheapest is a c/m/r type
     for (const n of it.values!) expect(byName.get(n)!.allocatable.cpu!).toBeGreaterThanOrEqual(3000);
-    expect(['c', 'm', 'r']).toContain(byName.get(it.values![0]!)!.labels['karpenter.k8s.aws/instance-category']);
-    expect(nc.spec.requirements).toContainEqual({ key: 'karpenter.sh/capacity-type', operator: 'In', values: ['on-demand'] });
-    expect(nc.spec.requirements).toContainEqual({ key: 'karpenter.sh/nodepool', operator: 'In', values: ['general'] });
+    expect(['c', 'm', 'r']).toContain(
+      byName.get(it.values![0]!)!.labels['karpenter.k8s.aws/instance-category'],
+    );
+    expect(nc.spec.requirements).toContainEqual({
+      key: 'karpenter.sh/capacity-type',
+      operator: 'In',
+      values: ['on-demand'],
+    });
+    expect(nc.spec.requirements).toContainEqual({
+      key: 'karpenter.sh/nodepool',
+      operator: 'In',
+      values: ['general'],
+    });
     expect(nc.spec.requirements).toContainEqual({ key: 'team', operator: 'In', values: ['payments'] });
   });
 
-  it('templateHash is stable, ignores requirements and taint order, changes with labels', () => {
+  it("templateHash is the NodePool controllers' hash: ignores requirements and taint order, changes with labels", () => {
     const a = templateHash(np);
-    expect(a.version).toBe('v3');
+    expect(a).toEqual({ hash: nodePoolHash(np), version: 'v3' });
     expect(a.hash).toMatch(/^\d+$/);
     const reordered = structuredClone(np);
     reordered.spec.template.spec.requirements = [];
-    reordered.spec.template.spec.expireAfter = 'Never';
     expect(templateHash(reordered)).toEqual(a);
     const relabelled = structuredClone(np);
     relabelled.spec.template.metadata!.labels = { team: 'search' };

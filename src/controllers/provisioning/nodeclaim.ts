@@ -3,7 +3,6 @@
  * kubernetes-sigs/karpenter `scheduling/nodeclaimtemplate.go` `ToNodeClaim`), and the NodePool-limits
  * arithmetic checked right before each create. Pure functions.
  */
-import { createHash } from 'node:crypto';
 import type { NodeClaim, NodePool, NodeSelectorRequirementWithMinValues } from '../../apis/karpenter.ts';
 import {
   AnnotationNodePoolHash,
@@ -15,6 +14,8 @@ import {
 import { formatResources, parseResources, type Resources } from '../../apis/quantity.ts';
 import { MAX_INSTANCE_TYPES } from '../../scheduling/nodeclaim.ts';
 import type { NodeClaimPlan } from '../../scheduling/types.ts';
+import { AnnotationNominatedPods } from '../../state/cluster.ts';
+import { NodePoolHashVersion, nodePoolHash } from '../nodepool/hash.ts';
 
 /** The NodePool hash stamped on NodeClaims (`karpenter.sh/nodepool-hash` and `-hash-version`). */
 export interface NodePoolHash {
@@ -22,47 +23,19 @@ export interface NodePoolHash {
   version: string;
 }
 
-/** Version of {@link templateHash} (upstream `NodePoolHashVersion` is `v3`). */
-export const TemplateHashVersion = 'v3';
-
-function stableJSON(v: unknown): string {
-  if (Array.isArray(v)) return `[${v.map(stableJSON).join(',')}]`;
-  if (v && typeof v === 'object') {
-    const entries = Object.entries(v as Record<string, unknown>)
-      .filter(([, x]) => x !== undefined && x !== null)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, x]) => `${JSON.stringify(k)}:${stableJSON(x)}`).join(',')}}`;
-  }
-  return JSON.stringify(v) ?? 'null';
-}
-
 /**
- * A stable hash of the parts of a NodePool template that make its NodeClaims drift when changed, as upstream
- * `NodePool.Hash()` selects them: template labels and annotations, `taints`, `startupTaints`, `nodeClassRef`
- * (requirements, `expireAfter` and `terminationGracePeriod` are excluded upstream with `hash:"ignore"`; taint
- * order does not matter). Decimal string of the first 64 bits of SHA-256. Used when the NodePool controllers'
- * hash function is not injected.
+ * The NodePool hash as the NodePool controllers compute it (`controllers/nodepool/hash.ts` `nodePoolHash`,
+ * version `NodePoolHashVersion`), so new NodeClaims are not seen as drifted.
  */
 export function templateHash(nodePool: NodePool): NodePoolHash {
-  const t = nodePool.spec.template;
-  const byKey = (a: { key: string; effect: string }, b: { key: string; effect: string }): number =>
-    `${a.key}:${a.effect}` < `${b.key}:${b.effect}` ? -1 : 1;
-  const parts = {
-    labels: t.metadata?.labels ?? {},
-    annotations: t.metadata?.annotations ?? {},
-    taints: [...(t.spec.taints ?? [])].sort(byKey),
-    startupTaints: [...(t.spec.startupTaints ?? [])].sort(byKey),
-    nodeClassRef: t.spec.nodeClassRef,
-  };
-  const digest = createHash('sha256').update(stableJSON(parts)).digest();
-  return { hash: digest.readBigUInt64BE(0).toString(10), version: TemplateHashVersion };
+  return { hash: nodePoolHash(nodePool), version: NodePoolHashVersion };
 }
 
 /**
  * The NodeClaim for a plan of `nodePool`:
  * - `metadata.generateName: <nodepool>-`; labels = template labels + `karpenter.sh/nodepool`; annotations =
- *   template annotations + `karpenter.sh/nodepool-hash` / `-hash-version`; an ownerReference to the NodePool
- *   (`blockOwnerDeletion: true`);
+ *   template annotations + `karpenter.sh/nodepool-hash` / `-hash-version` + (capenter) the planned pods' UIDs in
+ *   {@link AnnotationNominatedPods}; an ownerReference to the NodePool (`blockOwnerDeletion: true`);
  * - `spec` = the template spec (`nodeClassRef`, `taints`, `startupTaints`, `expireAfter`,
  *   `terminationGracePeriod`), `requirements` = the plan's requirements without `kubernetes.io/hostname`, with
  *   `node.kubernetes.io/instance-type In` listing the plan's options in price order (cheapest first, at most
@@ -104,6 +77,7 @@ export function nodeClaimFromPlan(plan: NodeClaimPlan, nodePool: NodePool, hash:
   if (tmpl.spec.terminationGracePeriod !== undefined)
     spec.terminationGracePeriod = tmpl.spec.terminationGracePeriod;
 
+  const uids = plan.pods.map((p) => p.metadata.uid).filter((u): u is string => !!u);
   return {
     apiVersion: 'karpenter.sh/v1',
     kind: 'NodeClaim',
@@ -114,6 +88,7 @@ export function nodeClaimFromPlan(plan: NodeClaimPlan, nodePool: NodePool, hash:
         ...(tmpl.metadata?.annotations ?? {}),
         [AnnotationNodePoolHash]: hash.hash,
         [AnnotationNodePoolHashVersion]: hash.version,
+        ...(uids.length ? { [AnnotationNominatedPods]: uids.join(',') } : {}),
       },
       ownerReferences: [
         {

@@ -53,7 +53,11 @@ export function testNodePool(name: string, o: TestNodePoolOptions = {}): NodePoo
           ...(o.terminationGracePeriod ? { terminationGracePeriod: o.terminationGracePeriod } : {}),
         },
       },
-      disruption: { consolidationPolicy: 'WhenEmptyOrUnderutilized', consolidateAfter: '0s', budgets: [{ nodes: '10%' }] },
+      disruption: {
+        consolidationPolicy: 'WhenEmptyOrUnderutilized',
+        consolidateAfter: '0s',
+        budgets: [{ nodes: '10%' }],
+      },
       ...(o.limits ? { limits: o.limits } : {}),
       ...(o.weight !== undefined ? { weight: o.weight } : {}),
     },
@@ -88,7 +92,11 @@ export function pendingPod(name: string, o: PendingPodOptions = {}): Pod {
       labels: o.labels ?? { app: 'test' },
       creationTimestamp: '2024-01-01T00:00:00Z',
       ...(o.ownerKind
-        ? { ownerReferences: [{ apiVersion: 'apps/v1', kind: o.ownerKind, name: 'owner', uid: 'owner-uid', controller: true }] }
+        ? {
+            ownerReferences: [
+              { apiVersion: 'apps/v1', kind: o.ownerKind, name: 'owner', uid: 'owner-uid', controller: true },
+            ],
+          }
         : {}),
     },
     spec: {
@@ -105,13 +113,25 @@ export function pendingPod(name: string, o: PendingPodOptions = {}): Pod {
       ? { phase: 'Pending' }
       : {
           phase: 'Pending',
-          conditions: [{ type: 'PodScheduled', status: 'False', reason: 'Unschedulable', message: '0/0 nodes are available' }],
+          conditions: [
+            {
+              type: 'PodScheduled',
+              status: 'False',
+              reason: 'Unschedulable',
+              message: '0/0 nodes are available',
+            },
+          ],
         },
   };
 }
 
 /** A DaemonSet whose pods request `cpu`/`memory` and tolerate everything. */
-export function testDaemonSet(name: string, cpu = '100m', memory = '128Mi', namespace = 'kube-system'): DaemonSet {
+export function testDaemonSet(
+  name: string,
+  cpu = '100m',
+  memory = '128Mi',
+  namespace = 'kube-system',
+): DaemonSet {
   return {
     apiVersion: 'apps/v1',
     kind: 'DaemonSet',
@@ -122,7 +142,9 @@ export function testDaemonSet(name: string, cpu = '100m', memory = '128Mi', name
         metadata: { labels: { app: name } },
         spec: {
           tolerations: [{ operator: 'Exists' }],
-          containers: [{ name: 'd', image: 'registry.k8s.io/pause:3.10', resources: { requests: { cpu, memory } } }],
+          containers: [
+            { name: 'd', image: 'registry.k8s.io/pause:3.10', resources: { requests: { cpu, memory } } },
+          ],
         },
       },
     },

@@ -22,6 +22,12 @@ export interface SimControllerOptions {
   clock: Clock;
   /** Concurrent reconciles (default per controller). */
   workers?: number;
+  /**
+   * Seconds for which events of an owner's children (pods of a ReplicaSet, ReplicaSets of a Deployment)
+   * are collected into one reconcile of the owner (default 0.2; 0 reconciles on every event). Keeps
+   * large workloads from costing one O(pods) reconcile per pod event.
+   */
+  batchSeconds?: number;
   /** Receives reconcile and write errors (default: ignored; failed keys are retried with backoff). */
   onError?: (err: unknown, where: string) => void;
 }
@@ -39,6 +45,7 @@ export abstract class SimController {
   protected readonly queue: WorkQueue<string>;
   protected readonly onError: (err: unknown, where: string) => void;
   private readonly workers: number;
+  private readonly batchSeconds: number;
   private loop: Promise<void> | undefined;
   private unregister: Array<() => void> = [];
 
@@ -51,6 +58,7 @@ export abstract class SimController {
     this.informers = opts.informers;
     this.clock = opts.clock;
     this.workers = opts.workers ?? defaultWorkers;
+    this.batchSeconds = opts.batchSeconds ?? 0.2;
     this.onError = opts.onError ?? (() => {});
     this.queue = new WorkQueue<string>({ clock: opts.clock, name });
   }
@@ -92,6 +100,12 @@ export abstract class SimController {
     await this.loop;
   }
 
+  /** Queues `key` after the batching window (see {@link SimControllerOptions.batchSeconds}). */
+  protected enqueueBatched(key: string): void {
+    if (this.batchSeconds > 0) this.queue.addAfter(key, this.batchSeconds);
+    else this.queue.add(key);
+  }
+
   /** Runs `fn`, reporting (not throwing) its error. For fire-and-forget writes. */
   protected async bestEffort(where: string, fn: () => Promise<unknown>): Promise<void> {
     try {
@@ -100,6 +114,17 @@ export abstract class SimController {
       this.onError(err, `${this.name} ${where}`);
     }
   }
+}
+
+/**
+ * True when an update of a workload object needs a reconcile: anything but a status-only change
+ * (status is written by the controller itself; reacting to it would only echo).
+ */
+export function specChanged(a: KubeObject, b: KubeObject): boolean {
+  if (a.metadata?.generation !== b.metadata?.generation) return true;
+  if (Boolean(a.metadata?.deletionTimestamp) !== Boolean(b.metadata?.deletionTimestamp)) return true;
+  return stableStringify([a.spec, a.metadata?.labels, a.metadata?.annotations]) !==
+    stableStringify([b.spec, b.metadata?.labels, b.metadata?.annotations]);
 }
 
 /** Adds index `name` to `cache` unless it already exists (informers are shared between controllers). */

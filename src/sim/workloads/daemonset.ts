@@ -33,6 +33,7 @@ import {
   podFromTemplate,
   SimController,
   type SimControllerOptions,
+  specChanged,
   stableStringify,
 } from './controller.ts';
 import { podTemplateHash } from './deployment.ts';
@@ -109,7 +110,7 @@ export class DaemonSetController extends SimController {
     const onPod = (p: Pod): void => {
       this.expectations.observed(objectKey(p));
       const ref = controllerRef(p);
-      if (ref?.kind === 'DaemonSet') this.queue.add(`${p.metadata.namespace}/${ref.name}`);
+      if (ref?.kind === 'DaemonSet') this.enqueueBatched(`${p.metadata.namespace}/${ref.name}`);
     };
     const all = (): void => {
       for (const ds of this.sets.cache.list()) this.queue.add(objectKey(ds));
@@ -127,7 +128,9 @@ export class DaemonSetController extends SimController {
     });
     const offSets = this.sets.on({
       add: (s) => this.queue.add(objectKey(s)),
-      update: (_o, s) => this.queue.add(objectKey(s)),
+      update: (o, s) => {
+        if (specChanged(o, s)) this.queue.add(objectKey(s));
+      },
       delete: (s) => this.expectations.forget(objectKey(s)),
     });
     return [offPods, offNodes, offSets];

@@ -29,6 +29,7 @@ import {
   rfc3339,
   SimController,
   type SimControllerOptions,
+  specChanged,
   safeEncode,
   stableStringify,
 } from './controller.ts';
@@ -73,12 +74,14 @@ export class DeploymentController extends SimController {
   protected register(): Array<() => void> {
     const onRs = (rs: ReplicaSet): void => {
       const ref = controllerRef(rs);
-      if (ref?.kind === 'Deployment') this.queue.add(`${rs.metadata.namespace}/${ref.name}`);
+      if (ref?.kind === 'Deployment') this.enqueueBatched(`${rs.metadata.namespace}/${ref.name}`);
     };
     const offRs = this.replicaSets.on({ add: onRs, update: (_o, rs) => onRs(rs), delete: onRs });
     const offD = this.deployments.on({
       add: (d) => this.queue.add(objectKey(d)),
-      update: (_o, d) => this.queue.add(objectKey(d)),
+      update: (o, d) => {
+        if (specChanged(o, d)) this.queue.add(objectKey(d));
+      },
     });
     return [offRs, offD];
   }

@@ -33,6 +33,7 @@ import {
   rfc3339,
   SimController,
   type SimControllerOptions,
+  specChanged,
 } from './controller.ts';
 
 interface JobStatus {
@@ -66,12 +67,14 @@ export class JobController extends SimController {
     const onPod = (p: Pod): void => {
       this.expectations.observed(objectKey(p));
       const ref = controllerRef(p);
-      if (ref?.kind === 'Job') this.queue.add(`${p.metadata.namespace}/${ref.name}`);
+      if (ref?.kind === 'Job') this.enqueueBatched(`${p.metadata.namespace}/${ref.name}`);
     };
     const offPods = this.pods.on({ add: onPod, update: (_o, p) => onPod(p), delete: onPod });
     const offJobs = this.jobs.on({
       add: (j) => this.queue.add(objectKey(j)),
-      update: (_o, j) => this.queue.add(objectKey(j)),
+      update: (o, j) => {
+        if (specChanged(o, j)) this.queue.add(objectKey(j));
+      },
       delete: (j) => this.expectations.forget(objectKey(j)),
     });
     return [offPods, offJobs];

@@ -27,6 +27,7 @@ import {
   podFromTemplate,
   SimController,
   type SimControllerOptions,
+  specChanged,
 } from './controller.ts';
 
 /** The ReplicaSet controller stand-in. */
@@ -51,12 +52,14 @@ export class ReplicaSetController extends SimController {
     const onPod = (p: Pod): void => {
       this.expectations.observed(objectKey(p));
       const ref = controllerRef(p);
-      if (ref?.kind === 'ReplicaSet') this.queue.add(`${p.metadata.namespace}/${ref.name}`);
+      if (ref?.kind === 'ReplicaSet') this.enqueueBatched(`${p.metadata.namespace}/${ref.name}`);
     };
     const offPods = this.pods.on({ add: onPod, update: (_o, p) => onPod(p), delete: onPod });
     const offRs = this.replicaSets.on({
       add: (rs) => this.queue.add(objectKey(rs)),
-      update: (_o, rs) => this.queue.add(objectKey(rs)),
+      update: (o, rs) => {
+        if (specChanged(o, rs)) this.queue.add(objectKey(rs));
+      },
       delete: (rs) => this.expectations.forget(objectKey(rs)),
     });
     return [offPods, offRs];

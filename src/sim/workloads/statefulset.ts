@@ -29,6 +29,7 @@ import {
   podFromTemplate,
   SimController,
   type SimControllerOptions,
+  specChanged,
 } from './controller.ts';
 
 /** The StatefulSet controller stand-in. */
@@ -50,12 +51,14 @@ export class StatefulSetController extends SimController {
   protected register(): Array<() => void> {
     const onPod = (p: Pod): void => {
       const ref = controllerRef(p);
-      if (ref?.kind === 'StatefulSet') this.queue.add(`${p.metadata.namespace}/${ref.name}`);
+      if (ref?.kind === 'StatefulSet') this.enqueueBatched(`${p.metadata.namespace}/${ref.name}`);
     };
     const offPods = this.pods.on({ add: onPod, update: (_o, p) => onPod(p), delete: onPod });
     const offSets = this.sets.on({
       add: (s) => this.queue.add(objectKey(s)),
-      update: (_o, s) => this.queue.add(objectKey(s)),
+      update: (o, s) => {
+        if (specChanged(o, s)) this.queue.add(objectKey(s));
+      },
     });
     return [offPods, offSets];
   }

@@ -16,7 +16,11 @@ const ac = new AbortController();
 let running: Promise<unknown>;
 let ticker: NodeJS.Timeout;
 
-async function eventually<T>(fn: () => Promise<T | undefined | false>, what: string, ms = 10_000): Promise<T> {
+async function eventually<T>(
+  fn: () => Promise<T | undefined | false>,
+  what: string,
+  ms = 10_000,
+): Promise<T> {
   const end = Date.now() + ms;
   let last: unknown;
   for (;;) {
@@ -94,7 +98,9 @@ describe('NodeClaim lifecycle (integration)', () => {
       'Registered=True',
     ]);
     expect(ready.status?.nodeName).toBe('life-1');
-    expect((await env.client.get('Node', 'life-1')).metadata.labels?.['karpenter.sh/initialized']).toBe('true');
+    expect((await env.client.get('Node', 'life-1')).metadata.labels?.['karpenter.sh/initialized']).toBe(
+      'true',
+    );
   });
 
   it('deleting the NodeClaim deletes the Node and the instance and removes the finalizers', async () => {
@@ -103,7 +109,9 @@ describe('NodeClaim lifecycle (integration)', () => {
     await eventually(async () => !(await env.client.tryGet('NodeClaim', 'life-1')), 'NodeClaim gone');
     expect(await env.client.tryGet('Node', 'life-1')).toBeUndefined();
     expect(env.provider.instanceCount).toBe(before - 1);
-    expect(await env.metric('karpenter_nodeclaims_terminated_total', { nodepool: 'default' })).toBeGreaterThanOrEqual(1);
+    expect(
+      await env.metric('karpenter_nodeclaims_terminated_total', { nodepool: 'default' }),
+    ).toBeGreaterThanOrEqual(1);
     expect(await env.metric('karpenter_nodes_terminated_total', { nodepool: 'default' })).toBe(1);
   });
 
@@ -111,7 +119,10 @@ describe('NodeClaim lifecycle (integration)', () => {
     for (const z of ['us-east-1a', 'us-east-1b', 'us-east-1c', 'us-east-1d', 'us-east-1e', 'us-east-1f'])
       env.provider.markUnavailable('r5.large', z, 'on-demand');
     await env.client.create(testNodeClaim('life-ice', { instanceType: 'r5.large' }));
-    await eventually(async () => !(await env.client.tryGet('NodeClaim', 'life-ice')), 'ICE NodeClaim deleted');
+    await eventually(
+      async () => !(await env.client.tryGet('NodeClaim', 'life-ice')),
+      'ICE NodeClaim deleted',
+    );
     const ev = await eventually(
       async () => (await env.events('life-ice')).find((e) => e.reason === 'InsufficientCapacityError'),
       'ICE event',
@@ -120,7 +131,9 @@ describe('NodeClaim lifecycle (integration)', () => {
   });
 
   it('deletes a NodeClaim whose Node never registers after 15 minutes', async () => {
-    await env.client.create(testNodeClaim('life-slow', { instanceType: 'm5.large', labels: { 'test/slow': 'yes' } }));
+    await env.client.create(
+      testNodeClaim('life-slow', { instanceType: 'm5.large', labels: { 'test/slow': 'yes' } }),
+    );
     await eventually(async () => {
       const nc = await env.client.get('NodeClaim', 'life-slow');
       return cond(nc, 'Launched')?.status === 'True' && cond(nc, 'Registered')?.reason === 'NodeNotFound';
@@ -128,7 +141,10 @@ describe('NodeClaim lifecycle (integration)', () => {
     await env.clock.tick(14 * 60_000);
     expect(await env.client.tryGet('NodeClaim', 'life-slow')).toBeDefined();
     await env.clock.tick(61_000);
-    await eventually(async () => !(await env.client.tryGet('NodeClaim', 'life-slow')), 'slow NodeClaim deleted');
+    await eventually(
+      async () => !(await env.client.tryGet('NodeClaim', 'life-slow')),
+      'slow NodeClaim deleted',
+    );
     expect(await env.client.tryGet('Node', 'life-slow')).toBeUndefined();
     expect((await env.events('life-slow')).map((e) => e.reason)).toContain('RegistrationTimeout');
   });
@@ -159,6 +175,8 @@ describe('NodeClaim lifecycle (integration)', () => {
     expect(await gcView.collect()).toEqual({ nodeClaims: [], instances: [orphan.status?.providerID] });
     await eventually(async () => !(await env.client.tryGet('NodeClaim', 'life-gc')), 'gc NodeClaim gone');
     await eventually(async () => !(await env.client.tryGet('Node', 'orphan')), 'orphan Node gone');
-    await expect(env.provider.get(orphan.status?.providerID as string)).rejects.toThrow(/nodeclaim not found/);
+    await expect(env.provider.get(orphan.status?.providerID as string)).rejects.toThrow(
+      /nodeclaim not found/,
+    );
   });
 });

@@ -13,7 +13,11 @@ const ac = new AbortController();
 let running: Promise<unknown>;
 let ticker: NodeJS.Timeout;
 
-async function eventually<T>(fn: () => Promise<T | undefined | false>, what: string, ms = 10_000): Promise<T> {
+async function eventually<T>(
+  fn: () => Promise<T | undefined | false>,
+  what: string,
+  ms = 10_000,
+): Promise<T> {
   const end = Date.now() + ms;
   for (;;) {
     const v = await fn().catch(() => undefined);
@@ -35,7 +39,11 @@ function nodePool(name: string, nodeClass: string, key = 'karpenter.sh/capacity-
           requirements: [{ key, operator: 'In', values: ['on-demand'] }],
         },
       },
-      disruption: { consolidationPolicy: 'WhenEmptyOrUnderutilized', consolidateAfter: '0s', budgets: [{ nodes: '10%' }] },
+      disruption: {
+        consolidationPolicy: 'WhenEmptyOrUnderutilized',
+        consolidateAfter: '0s',
+        budgets: [{ nodes: '10%' }],
+      },
     },
   } as NodePool;
 }
@@ -53,8 +61,16 @@ beforeAll(async () => {
     registry: env.registry,
     informers: new SharedInformers(env.client, { clock: env.clock }),
   };
-  await env.client.create({ apiVersion: 'karpenter.kwok.sh/v1alpha1', kind: 'KWOKNodeClass', metadata: { name: 'default' }, spec: {} });
-  running = Promise.all([new NodePoolController(deps).start(ac.signal), new NodeClassStatusController(deps).start(ac.signal)]);
+  await env.client.create({
+    apiVersion: 'karpenter.kwok.sh/v1alpha1',
+    kind: 'KWOKNodeClass',
+    metadata: { name: 'default' },
+    spec: {},
+  });
+  running = Promise.all([
+    new NodePoolController(deps).start(ac.signal),
+    new NodeClassStatusController(deps).start(ac.signal),
+  ]);
   ticker = setInterval(() => env.clock.advance(100), 10);
 });
 
@@ -72,9 +88,18 @@ describe('NodePool controller (integration)', () => {
       apiVersion: 'karpenter.sh/v1',
       kind: 'NodeClaim',
       metadata: { name: 'good-1', labels: { 'karpenter.sh/nodepool': 'good' } },
-      spec: { nodeClassRef: { group: 'karpenter.kwok.sh', kind: 'KWOKNodeClass', name: 'default' }, requirements: [] },
+      spec: {
+        nodeClassRef: { group: 'karpenter.kwok.sh', kind: 'KWOKNodeClass', name: 'default' },
+        requirements: [],
+      },
     });
-    await env.client.patchStatus('NodeClaim', 'good-1', undefined, { status: { providerID: 'kwok://x/y/z', capacity: { cpu: '4', memory: '16Gi', pods: '110' } } }, { type: 'merge' });
+    await env.client.patchStatus(
+      'NodeClaim',
+      'good-1',
+      undefined,
+      { status: { providerID: 'kwok://x/y/z', capacity: { cpu: '4', memory: '16Gi', pods: '110' } } },
+      { type: 'merge' },
+    );
     const np = await eventually(async () => {
       const x = await env.client.get('NodePool', 'good');
       return cond(x, 'Ready')?.status === 'True' && x.status?.nodes === 1 && x;
@@ -94,9 +119,15 @@ describe('NodePool controller (integration)', () => {
       const x = await env.client.get('NodePool', 'bad');
       return cond(x, 'Ready')?.status === 'False' && x;
     }, 'bad Ready=False');
-    expect(cond(np, 'ValidationSucceeded')).toMatchObject({ status: 'False', reason: 'NodePoolValidationFailed' });
+    expect(cond(np, 'ValidationSucceeded')).toMatchObject({
+      status: 'False',
+      reason: 'NodePoolValidationFailed',
+    });
     expect(cond(np, 'ValidationSucceeded')?.message).toContain('spec.template.spec.requirements[0]');
-    const ev = await eventually(async () => (await env.events('bad')).find((e) => e.reason === 'NodePoolValidationFailed'), 'event');
+    const ev = await eventually(
+      async () => (await env.events('bad')).find((e) => e.reason === 'NodePoolValidationFailed'),
+      'event',
+    );
     expect(ev.type).toBe('Warning');
 
     // still alive: a NodePool pointing at a missing NodeClass is reported too
@@ -109,12 +140,21 @@ describe('NodePool controller (integration)', () => {
     expect(cond(o, 'Ready')?.status).toBe('False');
 
     // creating the NodeClass makes it Ready (NodeClass events requeue the NodePool)
-    await env.client.create({ apiVersion: 'karpenter.kwok.sh/v1alpha1', kind: 'KWOKNodeClass', metadata: { name: 'missing' }, spec: {} });
-    await eventually(async () => cond(await env.client.get('NodePool', 'orphan'), 'Ready')?.status === 'True', 'orphan Ready');
+    await env.client.create({
+      apiVersion: 'karpenter.kwok.sh/v1alpha1',
+      kind: 'KWOKNodeClass',
+      metadata: { name: 'missing' },
+      spec: {},
+    });
+    await eventually(
+      async () => cond(await env.client.get('NodePool', 'orphan'), 'Ready')?.status === 'True',
+      'orphan Ready',
+    );
     const kc = await env.client.get('KWOKNodeClass', 'missing');
-    expect((kc.status as { conditions?: Array<{ type: string; status: string }> }).conditions?.map((c) => `${c.type}=${c.status}`)).toEqual([
-      'Ready=True',
-      'ValidationSucceeded=True',
-    ]);
+    expect(
+      (kc.status as { conditions?: Array<{ type: string; status: string }> }).conditions?.map(
+        (c) => `${c.type}=${c.status}`,
+      ),
+    ).toEqual(['Ready=True', 'ValidationSucceeded=True']);
   });
 });

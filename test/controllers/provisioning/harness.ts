@@ -6,8 +6,8 @@
 import { Registry } from 'prom-client';
 import type { Node, Pod } from '../../../src/apis/core.ts';
 import type { KWOKNodeClass, NodeClaim, NodePool } from '../../../src/apis/karpenter.ts';
-import { KwokCloudProvider, sequentialInstanceIds } from '../../../src/cloudprovider/kwok/provider.ts';
 import { getInstanceTypes } from '../../../src/cloudprovider/aws/catalog/index.ts';
+import { KwokCloudProvider, sequentialInstanceIds } from '../../../src/cloudprovider/kwok/provider.ts';
 import type { InstanceType } from '../../../src/cloudprovider/types.ts';
 import { Provisioner, type ProvisionerOptions } from '../../../src/controllers/provisioning/provisioner.ts';
 import { FakeClock } from '../../../src/kube/clock.ts';
@@ -73,7 +73,13 @@ export async function startEnv(): Promise<Env> {
     ...created,
     status: {
       conditions: [
-        { type: 'Ready', status: 'True', reason: 'Ready', message: '', lastTransitionTime: '2025-01-01T00:00:00Z' },
+        {
+          type: 'Ready',
+          status: 'True',
+          reason: 'Ready',
+          message: '',
+          lastTransitionTime: '2025-01-01T00:00:00Z',
+        },
       ],
     },
   });
@@ -92,9 +98,17 @@ export async function startEnv(): Promise<Env> {
         clock,
         instanceId: sequentialInstanceIds(),
         nodeClass: (name) =>
-          cluster?.getNodeClass({ group: 'karpenter.kwok.sh', kind: 'KWOKNodeClass', name }) as KWOKNodeClass | undefined,
+          cluster?.getNodeClass({ group: 'karpenter.kwok.sh', kind: 'KWOKNodeClass', name }) as
+            | KWOKNodeClass
+            | undefined,
       });
-      cluster = new Cluster({ client, informers, clock, nodeClassKinds: provider.supportedNodeClasses(), registry });
+      cluster = new Cluster({
+        client,
+        informers,
+        clock,
+        nodeClassKinds: provider.supportedNodeClasses(),
+        registry,
+      });
       informers.start();
       await informers.waitForSync(10_000);
       const recorder = new EventRecorder(client, { clock });
@@ -167,8 +181,16 @@ export function readyNode(name: string, instanceType: string, nodePool?: string)
     },
     spec: { providerID: `kwok://us-east-1/us-east-1a/${name}` },
     status: {
-      capacity: { cpu: `${it.capacity.cpu}m`, memory: String(it.capacity.memory), pods: String(it.capacity.pods) },
-      allocatable: { cpu: `${it.allocatable.cpu}m`, memory: String(it.allocatable.memory), pods: String(it.allocatable.pods) },
+      capacity: {
+        cpu: `${it.capacity.cpu}m`,
+        memory: String(it.capacity.memory),
+        pods: String(it.capacity.pods),
+      },
+      allocatable: {
+        cpu: `${it.allocatable.cpu}m`,
+        memory: String(it.allocatable.memory),
+        pods: String(it.allocatable.pods),
+      },
       conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady' }],
     },
   };
@@ -180,8 +202,14 @@ export async function listNodeClaims(client: SimulatedCluster['client']): Promis
 }
 
 /** Events in `namespace` with `reason`. */
-export async function events(client: SimulatedCluster['client'], reason: string, namespace = 'default'): Promise<KubeEvent[]> {
-  return (await client.list('Event', { namespace })).items.filter((e) => (e as KubeEvent).reason === reason) as KubeEvent[];
+export async function events(
+  client: SimulatedCluster['client'],
+  reason: string,
+  namespace = 'default',
+): Promise<KubeEvent[]> {
+  return (await client.list('Event', { namespace })).items.filter(
+    (e) => (e as KubeEvent).reason === reason,
+  ) as KubeEvent[];
 }
 
 /** The first (cheapest) value of a NodeClaim's instance-type requirement. */

@@ -48,13 +48,21 @@ describe('provisioner (embedded API server, kwok provider)', () => {
       }),
     );
     const pods: Pod[] = [];
-    for (let i = 0; i < 10; i++) pods.push(await createPendingPod(client, pendingPod(`web-${i}`, { cpu: '1', memory: '2Gi' })));
-    for (let i = 0; i < 3; i++) pods.push(await createPendingPod(client, pendingPod(`db-${i}`, { cpu: '3', memory: '12Gi' })));
+    for (let i = 0; i < 10; i++)
+      pods.push(await createPendingPod(client, pendingPod(`web-${i}`, { cpu: '1', memory: '2Gi' })));
+    for (let i = 0; i < 3; i++)
+      pods.push(await createPendingPod(client, pendingPod(`db-${i}`, { cpu: '3', memory: '12Gi' })));
     const p = await env.startProcess();
     await podsSeen(p.cluster, 13);
 
     // What the scheduler plans for the same pods and NodePool, built without cluster state (as `simulate` does).
-    const expected = solve({ pods, existingNodes: [], nodePools: [np], instanceTypes: { default: catalog }, daemonSets: [] });
+    const expected = solve({
+      pods,
+      existingNodes: [],
+      nodePools: [np],
+      instanceTypes: { default: catalog },
+      daemonSets: [],
+    });
     expect(expected.unschedulable).toEqual([]);
     expect(expected.newNodeClaims.length).toBeGreaterThanOrEqual(3);
 
@@ -63,13 +71,19 @@ describe('provisioner (embedded API server, kwok provider)', () => {
     expect(res.created).toHaveLength(expected.newNodeClaims.length);
     const api = await listNodeClaims(client);
     expect(api).toHaveLength(expected.newNodeClaims.length);
-    expect(api.map(cheapestOf).sort()).toEqual(expected.newNodeClaims.map((pl) => pl.cheapest.instanceType.name).sort());
+    expect(api.map(cheapestOf).sort()).toEqual(
+      expected.newNodeClaims.map((pl) => pl.cheapest.instanceType.name).sort(),
+    );
     expect(api.map((nc) => nc.spec.resources?.requests?.cpu).sort()).toEqual(
       expected.newNodeClaims.map((pl) => `${pl.requests.cpu! / 1000}`).sort(),
     );
     for (const nc of api) {
       expect(nc.metadata.name).toMatch(/^default-[a-z0-9]{5}$/);
-      expect(nc.metadata.ownerReferences?.[0]).toMatchObject({ kind: 'NodePool', name: 'default', uid: np.metadata.uid });
+      expect(nc.metadata.ownerReferences?.[0]).toMatchObject({
+        kind: 'NodePool',
+        name: 'default',
+        uid: np.metadata.uid,
+      });
       expect(nc.metadata.annotations?.['karpenter.sh/nodepool-hash']).toMatch(/^\d+$/);
     }
     // every pod is nominated to one of the created NodeClaims, with an Event
@@ -88,13 +102,24 @@ describe('provisioner (embedded API server, kwok provider)', () => {
     const again = await p.provisioner.provision();
     expect(again.created).toHaveLength(0);
     expect(again.selection?.nominated).toHaveLength(13);
-    // After the nominations expire the pods are scheduled again: onto the in-flight NodeClaims.
-    clock.advance(21_000);
+    // The nominations outlive their 20 s TTL while the NodeClaims have no initialized Node.
+    clock.advance(60_000);
     const later = await p.provisioner.provision();
-    expect(later.selection?.pods).toHaveLength(13);
+    expect(later.selection?.nominated).toHaveLength(13);
     expect(later.created).toHaveLength(0);
-    expect(later.result?.placements.every((pl) => pl.target.kind === 'inflight')).toBe(true);
-    expect(await listNodeClaims(client)).toHaveLength(api.length);
+    // A NodeClaim that goes away (e.g. ICE) releases its pods: they are planned again, and only they.
+    const gone = api[0]!;
+    const released = pods.filter((pod) => p.cluster.nominationFor(pod)?.target.name === gone.metadata.name);
+    expect(released.length).toBeGreaterThan(0);
+    await client.delete('NodeClaim', gone.metadata.name!);
+    await eventually(() => !p.cluster.getNodeClaim(gone.metadata.name!), 'the NodeClaim deletion in state');
+    const replan = await p.provisioner.provision();
+    expect(replan.selection?.pods.map((x) => x.metadata.name).sort()).toEqual(
+      released.map((x) => x.metadata.name).sort(),
+    );
+    expect(replan.created.length).toBeLessThanOrEqual(1);
+    expect(await listNodeClaims(client)).toHaveLength(api.length - 1 + replan.created.length);
+    for (const pod of pods) expect(p.cluster.nominationFor(pod)).toBeDefined();
   });
 
   it('creates no NodeClaim when the pods fit an existing node, and nominates them to it', async () => {
@@ -102,7 +127,8 @@ describe('provisioner (embedded API server, kwok provider)', () => {
     const { client } = env;
     await createNodePool(client, testNodePool('default'));
     await client.create(readyNode('node-a', 'm5.2xlarge', 'default'));
-    for (let i = 0; i < 3; i++) await createPendingPod(client, pendingPod(`api-${i}`, { cpu: '2', memory: '4Gi' }));
+    for (let i = 0; i < 3; i++)
+      await createPendingPod(client, pendingPod(`api-${i}`, { cpu: '2', memory: '4Gi' }));
     const p = await env.startProcess();
     await podsSeen(p.cluster, 3);
     const res = await p.provisioner.provision();
@@ -131,7 +157,8 @@ describe('provisioner (embedded API server, kwok provider)', () => {
     env = await startEnv();
     const { client } = env;
     await createNodePool(client, testNodePool('small', { limits: { cpu: '8' } }));
-    for (let i = 0; i < 6; i++) await createPendingPod(client, pendingPod(`a-${i}`, { cpu: '1', memory: '1Gi' }));
+    for (let i = 0; i < 6; i++)
+      await createPendingPod(client, pendingPod(`a-${i}`, { cpu: '1', memory: '1Gi' }));
     const p = await env.startProcess();
     await podsSeen(p.cluster, 6);
     const first = await p.provisioner.provision();
@@ -143,7 +170,8 @@ describe('provisioner (embedded API server, kwok provider)', () => {
     expect(Math.max(...options.map((n) => byName.get(n)!.capacity.cpu!))).toBeLessThanOrEqual(8000);
 
     // Second batch while the first NodeClaim is still in flight (not launched): more pods than it can hold.
-    for (let i = 0; i < 8; i++) await createPendingPod(client, pendingPod(`b-${i}`, { cpu: '1', memory: '1Gi' }));
+    for (let i = 0; i < 8; i++)
+      await createPendingPod(client, pendingPod(`b-${i}`, { cpu: '1', memory: '1Gi' }));
     await podsSeen(p.cluster, 14);
     const second = await p.provisioner.provision();
     const usage = p.cluster.nodePoolUsage(new Map(catalog.map((t) => [t.name, t]))).small!;
@@ -171,7 +199,8 @@ describe('provisioner (embedded API server, kwok provider)', () => {
     env = await startEnv();
     const { client } = env;
     await createNodePool(client, testNodePool('default'));
-    for (let i = 0; i < 12; i++) await createPendingPod(client, pendingPod(`w-${i}`, { cpu: '1500m', memory: '3Gi' }));
+    for (let i = 0; i < 12; i++)
+      await createPendingPod(client, pendingPod(`w-${i}`, { cpu: '1500m', memory: '3Gi' }));
     const p1 = await env.startProcess();
     await podsSeen(p1.cluster, 12);
     const first = await p1.provisioner.provision();
@@ -179,15 +208,30 @@ describe('provisioner (embedded API server, kwok provider)', () => {
     const before = (await listNodeClaims(client)).map((nc) => nc.metadata.name).sort();
     await p1.stop();
 
-    // Not synced yet: a process whose informers have not listed does nothing.
+    // A new process (fresh state, same API server) restores the nominations from the NodeClaims.
     const p2 = await env.startProcess();
     await podsSeen(p2.cluster, 12);
     const again = await p2.provisioner.provision();
     expect(again.synced).toBe(true);
-    expect(again.selection?.nominated).toHaveLength(0); // nominations were in the old process's memory
+    expect(again.selection?.nominated).toHaveLength(12);
+    expect(again.selection?.pods).toHaveLength(0);
     expect(again.created).toHaveLength(0);
-    expect(again.result?.placements).toHaveLength(12);
-    expect(again.result?.placements.every((pl) => pl.target.kind === 'inflight')).toBe(true);
+    expect((await listNodeClaims(client)).map((nc) => nc.metadata.name).sort()).toEqual(before);
+
+    // Without the annotation (NodeClaims made by another tool) the pods are re-packed onto the in-flight ones.
+    for (const nc of await listNodeClaims(client)) {
+      const anns = { ...(nc.metadata.annotations ?? {}) };
+      delete anns['capenter.dev/nominated-pods'];
+      await client.update({ ...nc, metadata: { ...nc.metadata, annotations: anns } });
+    }
+    await p2.stop();
+    const p3 = await env.startProcess();
+    await podsSeen(p3.cluster, 12);
+    const third = await p3.provisioner.provision();
+    expect(third.selection?.nominated).toHaveLength(0);
+    expect(third.result?.placements).toHaveLength(12);
+    expect(third.result?.placements.every((pl) => pl.target.kind === 'inflight')).toBe(true);
+    expect(third.created).toHaveLength(0);
     expect((await listNodeClaims(client)).map((nc) => nc.metadata.name).sort()).toEqual(before);
   });
 
@@ -220,20 +264,26 @@ describe('provisioner (embedded API server, kwok provider)', () => {
     const { client, clock } = env;
     await createNodePool(client, testNodePool('default'));
     const p = await env.startProcess();
-    const trigger = new ProvisioningTrigger({ cluster: p.cluster, provisioner: p.provisioner, clock, logger: silentLogger() });
+    const trigger = new ProvisioningTrigger({
+      cluster: p.cluster,
+      provisioner: p.provisioner,
+      clock,
+      logger: silentLogger(),
+    });
     const ac = new AbortController();
     const running = Promise.all([p.provisioner.start(ac.signal), trigger.start(ac.signal)]);
     try {
-      for (let i = 0; i < 4; i++) await createPendingPod(client, pendingPod(`e-${i}`, { cpu: '500m', memory: '512Mi' }));
+      for (let i = 0; i < 4; i++)
+        await createPendingPod(client, pendingPod(`e-${i}`, { cpu: '500m', memory: '512Mi' }));
       await podsSeen(p.cluster, 4);
       expect(p.provisioner.batcher.pending || (await listNodeClaims(client)).length === 0).toBe(true);
       await clock.tick(999);
       expect(await listNodeClaims(client)).toHaveLength(0);
       await clock.tick(1);
-      const ncs = await eventually(async () => {
+      const ncs = (await eventually(async () => {
         const l = await listNodeClaims(client);
         return l.length > 0 ? l : undefined;
-      }, 'a NodeClaim');
+      }, 'a NodeClaim'))!;
       expect(ncs).toHaveLength(1);
       expect(cheapestOf(ncs[0]!)).toBe(
         solve({

@@ -21,10 +21,16 @@ import type { Cache } from '../../../kube/cache.ts';
 import { isConflict, isNotFound } from '../../../kube/errors.ts';
 import { SharedInformers } from '../../../kube/informer.ts';
 import { ConditionSet } from '../../nodeclaim/conditions.ts';
-import type { ControllerDeps } from '../../nodeclaim/lifecycle/controller.ts';
 import { ConditionInstanceTerminating, NodeClaimDependents } from '../../nodeclaim/lifecycle/context.ts';
+import type { ControllerDeps } from '../../nodeclaim/lifecycle/controller.ts';
 import { type LifecycleMetrics, lifecycleMetrics } from '../../nodeclaim/metrics.ts';
-import { indexProviderID, matchTaint, nodeClaimsForNode, nodePoolOf, withoutFinalizer } from '../../nodeclaim/util.ts';
+import {
+  indexProviderID,
+  matchTaint,
+  nodeClaimsForNode,
+  nodePoolOf,
+  withoutFinalizer,
+} from '../../nodeclaim/util.ts';
 import { type Controller, QueueController, type ReconcileResult } from '../../runtime.ts';
 import { drainNode } from './drain.ts';
 
@@ -96,7 +102,8 @@ export class NodeTerminationController implements Controller {
       return {};
     const claims = await this.claimsFor(node);
     for (const nc of claims) {
-      if (!nc.metadata.deletionTimestamp) await this.opts.client.tryDelete('NodeClaim', nc.metadata.name as string);
+      if (!nc.metadata.deletionTimestamp)
+        await this.opts.client.tryDelete('NodeClaim', nc.metadata.name as string);
     }
     // cordon + disrupted taint
     const taints: Taint[] = [...(node.spec?.taints ?? [])];
@@ -108,7 +115,10 @@ export class NodeTerminationController implements Controller {
           'Node',
           name,
           undefined,
-          { metadata: { resourceVersion: node.metadata.resourceVersion }, spec: { unschedulable: true, taints } },
+          {
+            metadata: { resourceVersion: node.metadata.resourceVersion },
+            spec: { unschedulable: true, taints },
+          },
           { type: 'merge' },
         );
       } catch (err) {
@@ -128,7 +138,12 @@ export class NodeTerminationController implements Controller {
       log.info({ evicted: drain.evicted, deleted: drain.deleted }, 'draining node');
     if (drain.remaining > 0) {
       if (drain.blocked.length > 0) {
-        void this.opts.recorder.publish(node, 'Warning', 'FailedDraining', `Failed to drain node, ${drain.blocked.length} pods are waiting to be evicted`);
+        void this.opts.recorder.publish(
+          node,
+          'Warning',
+          'FailedDraining',
+          `Failed to drain node, ${drain.blocked.length} pods are waiting to be evicted`,
+        );
       }
       return { requeueAfter: 1 };
     }

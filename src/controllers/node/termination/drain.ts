@@ -50,7 +50,8 @@ export async function drainNode(client: KubeClient, nodeName: string, force: boo
     const id = `${pod.metadata.namespace}/${pod.metadata.name}`;
     if (pod.metadata.deletionTimestamp && !force) continue;
     if (force) {
-      if (await client.tryDelete('Pod', pod.metadata.name as string, pod.metadata.namespace)) out.deleted.push(id);
+      if (await client.tryDelete('Pod', pod.metadata.name as string, pod.metadata.namespace))
+        out.deleted.push(id);
       continue;
     }
     const r = await client.evict(pod);

@@ -10,12 +10,12 @@
  */
 import type { NodeClaim } from '../../../apis/karpenter.ts';
 import { isNodeClaimNotFoundError } from '../../../cloudprovider/types.ts';
+import { type Controller, SingletonController } from '../../runtime.ts';
 import { ConditionSet } from '../conditions.ts';
-import type { ControllerDeps } from '../lifecycle/controller.ts';
 import { ConditionRegistered, NodeClaimDependents } from '../lifecycle/context.ts';
+import type { ControllerDeps } from '../lifecycle/controller.ts';
 import { lifecycleMetrics } from '../metrics.ts';
 import { capacityTypeOf, nodePoolOf } from '../util.ts';
-import { type Controller, SingletonController } from '../../runtime.ts';
 
 /** Options of {@link NodeClaimGarbageCollectionController}. */
 export interface GarbageCollectionOptions extends ControllerDeps {
@@ -74,13 +74,22 @@ export class NodeClaimGarbageCollectionController implements Controller {
     for (const nc of nodeClaims) {
       const id = nc.status?.providerID;
       if (!id || nc.metadata.deletionTimestamp || cloudIDs.has(id)) continue;
-      if (!new ConditionSet(structuredClone(nc), NodeClaimDependents, clock).isTrue(ConditionRegistered)) continue;
+      if (!new ConditionSet(structuredClone(nc), NodeClaimDependents, clock).isTrue(ConditionRegistered))
+        continue;
       const node = nodes.find((n) => n.spec?.providerID === id);
-      if (node && (node.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True')) continue;
+      if (node && (node.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True'))
+        continue;
       if (await client.tryDelete('NodeClaim', nc.metadata.name as string)) {
         out.nodeClaims.push(nc.metadata.name as string);
-        log.info({ nodeclaim: nc.metadata.name, 'provider-id': id }, 'garbage collecting nodeclaim with no cloudprovider representation');
-        metrics.disrupted.inc({ reason: 'garbage_collected', nodepool: nodePoolOf(nc), capacity_type: capacityTypeOf(nc) });
+        log.info(
+          { nodeclaim: nc.metadata.name, 'provider-id': id },
+          'garbage collecting nodeclaim with no cloudprovider representation',
+        );
+        metrics.disrupted.inc({
+          reason: 'garbage_collected',
+          nodepool: nodePoolOf(nc),
+          capacity_type: capacityTypeOf(nc),
+        });
       }
     }
 
@@ -95,7 +104,8 @@ export class NodeClaimGarbageCollectionController implements Controller {
       } catch (err) {
         if (!isNodeClaimNotFoundError(err)) throw err;
       }
-      for (const n of nodes) if (n.spec?.providerID === id) await client.tryDelete('Node', n.metadata.name as string);
+      for (const n of nodes)
+        if (n.spec?.providerID === id) await client.tryDelete('Node', n.metadata.name as string);
       out.instances.push(id);
       log.info({ 'provider-id': id }, 'garbage collected cloudprovider instance without nodeclaim');
     }

@@ -9,6 +9,8 @@
  *   (labels, annotations) and status once; step errors are returned after the patch so failure conditions are
  *   persisted; the smallest requeue wins.
  */
+
+import type { Registry } from 'prom-client';
 import type { Node } from '../../../apis/core.ts';
 import type { NodeClaim } from '../../../apis/karpenter.ts';
 import { FinalizerTermination } from '../../../apis/labels.ts';
@@ -19,10 +21,15 @@ import type { Clock } from '../../../kube/clock.ts';
 import { isConflict, isNotFound } from '../../../kube/errors.ts';
 import { SharedInformers } from '../../../kube/informer.ts';
 import type { Logger } from '../../../operator/logger.ts';
-import type { Registry } from 'prom-client';
 import { type Controller, QueueController, type ReconcileResult } from '../../runtime.ts';
 import { lifecycleMetrics } from '../metrics.ts';
-import { indexProviderID, nodeClaimsForNode, nodesForNodeClaim, type Recorder, withFinalizer } from '../util.ts';
+import {
+  indexProviderID,
+  nodeClaimsForNode,
+  nodesForNodeClaim,
+  type Recorder,
+  withFinalizer,
+} from '../util.ts';
 import type { LifecycleContext, StepResult } from './context.ts';
 import { Initialization } from './initialization.ts';
 import { Launch } from './launch.ts';
@@ -93,7 +100,9 @@ export class NodeClaimLifecycleController implements Controller {
     this.registration = new Registration(this.ctx);
     this.initialization = new Initialization(this.ctx);
     this.liveness = new Liveness(this.ctx, {
-      ...(opts.registrationTimeoutSeconds !== undefined ? { registrationTimeoutSeconds: opts.registrationTimeoutSeconds } : {}),
+      ...(opts.registrationTimeoutSeconds !== undefined
+        ? { registrationTimeoutSeconds: opts.registrationTimeoutSeconds }
+        : {}),
       ...(opts.launchTimeoutSeconds !== undefined ? { launchTimeoutSeconds: opts.launchTimeoutSeconds } : {}),
     });
     this.termination = new NodeClaimTermination(this.ctx);
@@ -191,7 +200,8 @@ export class NodeClaimLifecycleController implements Controller {
     const name = nodeClaim.metadata.name as string;
     const metaChanged =
       JSON.stringify(stored.metadata.labels ?? {}) !== JSON.stringify(nodeClaim.metadata.labels ?? {}) ||
-      JSON.stringify(stored.metadata.annotations ?? {}) !== JSON.stringify(nodeClaim.metadata.annotations ?? {});
+      JSON.stringify(stored.metadata.annotations ?? {}) !==
+        JSON.stringify(nodeClaim.metadata.annotations ?? {});
     const statusChanged = JSON.stringify(stored.status ?? {}) !== JSON.stringify(nodeClaim.status ?? {});
     try {
       if (metaChanged) {
@@ -199,12 +209,23 @@ export class NodeClaimLifecycleController implements Controller {
           'NodeClaim',
           name,
           undefined,
-          { metadata: { labels: nodeClaim.metadata.labels ?? {}, annotations: nodeClaim.metadata.annotations ?? {} } },
+          {
+            metadata: {
+              labels: nodeClaim.metadata.labels ?? {},
+              annotations: nodeClaim.metadata.annotations ?? {},
+            },
+          },
           { type: 'merge' },
         );
       }
       if (statusChanged) {
-        await this.opts.client.patchStatus('NodeClaim', name, undefined, { status: nodeClaim.status }, { type: 'merge' });
+        await this.opts.client.patchStatus(
+          'NodeClaim',
+          name,
+          undefined,
+          { status: nodeClaim.status },
+          { type: 'merge' },
+        );
       }
     } catch (err) {
       if (isNotFound(err)) return;

@@ -23,7 +23,10 @@ describe('Initialization', () => {
     await new Registration(env.ctx).reconcile(nc);
     const init = new Initialization(env.ctx);
     await init.reconcile(nc);
-    expect(nodeClaimConditions(nc, env.clock).get('Initialized')).toMatchObject({ status: 'Unknown', reason: 'NodeNotReady' });
+    expect(nodeClaimConditions(nc, env.clock).get('Initialized')).toMatchObject({
+      status: 'Unknown',
+      reason: 'NodeNotReady',
+    });
     await env.markReady('init-ok');
     await init.reconcile(nc);
     expect(nodeClaimConditions(nc, env.clock).get('Initialized')).toMatchObject({
@@ -36,18 +39,30 @@ describe('Initialization', () => {
     const conds = nodeClaimConditions(nc, env.clock);
     expect(conds.get('Initialized')?.status).toBe('True');
     expect(conds.get('Ready')).toMatchObject({ status: 'True', reason: 'Ready' });
-    expect((await env.client.get('Node', 'init-ok')).metadata.labels?.['karpenter.sh/initialized']).toBe('true');
+    expect((await env.client.get('Node', 'init-ok')).metadata.labels?.['karpenter.sh/initialized']).toBe(
+      'true',
+    );
     expect(await env.metric('karpenter_nodeclaims_initialized_total', { nodepool: 'default' })).toBe(1);
   });
 
   it('requires requested extended resources to be allocatable and ephemeral taints to be gone', () => {
     const nc = testNodeClaim('x', { requests: { 'nvidia.com/gpu': '1', cpu: '0' } });
     const ready = { type: 'Ready', status: 'True' as const };
-    const node = { metadata: { name: 'x' }, spec: { taints: [] }, status: { conditions: [ready], allocatable: { cpu: '2', 'nvidia.com/gpu': '0' } } };
-    expect(notInitializedReason(nc, node)).toEqual({ reason: 'ResourceNotRegistered', message: 'Resource "nvidia.com/gpu" was requested but not registered' });
+    const node = {
+      metadata: { name: 'x' },
+      spec: { taints: [] },
+      status: { conditions: [ready], allocatable: { cpu: '2', 'nvidia.com/gpu': '0' } },
+    };
+    expect(notInitializedReason(nc, node)).toEqual({
+      reason: 'ResourceNotRegistered',
+      message: 'Resource "nvidia.com/gpu" was requested but not registered',
+    });
     node.status.allocatable['nvidia.com/gpu'] = '1';
     expect(notInitializedReason(nc, node)).toBeUndefined();
-    const tainted = { ...node, spec: { taints: [{ key: 'node.kubernetes.io/not-ready', effect: 'NoSchedule' as const }] } };
+    const tainted = {
+      ...node,
+      spec: { taints: [{ key: 'node.kubernetes.io/not-ready', effect: 'NoSchedule' as const }] },
+    };
     expect(notInitializedReason(nc, tainted)?.reason).toBe('KnownEphemeralTaintsExist');
   });
 });

@@ -32,7 +32,10 @@ export const KnownEphemeralTaints: ReadonlyArray<Pick<Taint, 'key' | 'effect'>> 
 ];
 
 /** Why a Node is not initialized yet, or `undefined` when it is. Pure. */
-export function notInitializedReason(nodeClaim: NodeClaim, node: Node): { reason: string; message: string } | undefined {
+export function notInitializedReason(
+  nodeClaim: NodeClaim,
+  node: Node,
+): { reason: string; message: string } | undefined {
   const ready = (node.status?.conditions ?? []).find((c) => c.type === 'Ready');
   if (ready?.status !== 'True') return { reason: 'NodeNotReady', message: 'Node status is NotReady' };
   const taints = node.spec?.taints ?? [];
@@ -42,12 +45,19 @@ export function notInitializedReason(nodeClaim: NodeClaim, node: Node): { reason
   }
   for (const k of KnownEphemeralTaints) {
     const t = taints.find((x) => matchTaint(x, k));
-    if (t) return { reason: 'KnownEphemeralTaintsExist', message: `KnownEphemeralTaint "${formatTaint(t)}" still exists` };
+    if (t)
+      return {
+        reason: 'KnownEphemeralTaintsExist',
+        message: `KnownEphemeralTaint "${formatTaint(t)}" still exists`,
+      };
   }
   for (const [name, q] of Object.entries(nodeClaim.spec.resources?.requests ?? {})) {
     if (isZero(q)) continue;
     if (isZero(node.status?.allocatable?.[name])) {
-      return { reason: 'ResourceNotRegistered', message: `Resource "${name}" was requested but not registered` };
+      return {
+        reason: 'ResourceNotRegistered',
+        message: `Resource "${name}" was requested but not registered`,
+      };
     }
   }
   return undefined;
@@ -100,7 +110,12 @@ export class Initialization {
       'initialized nodeclaim',
     );
     this.ctx.metrics.initialized.inc({ nodepool: nodePoolOf(nodeClaim) });
-    void this.ctx.recorder.publish(nodeClaim, 'Normal', 'Initialized', `Status condition transitioned, Type: Initialized, Status: True, Node: ${node.metadata.name}`);
+    void this.ctx.recorder.publish(
+      nodeClaim,
+      'Normal',
+      'Initialized',
+      `Status condition transitioned, Type: Initialized, Status: True, Node: ${node.metadata.name}`,
+    );
     return {};
   }
 }

@@ -48,7 +48,10 @@ describe('Launch', () => {
     expect(ev?.type).toBe('Warning');
     expect(ev?.message).toContain('NodeClaim launch-ice event: insufficient capacity');
     expect(
-      await env.metric('karpenter_nodeclaims_disrupted_total', { reason: 'insufficient_capacity', nodepool: 'default' }),
+      await env.metric('karpenter_nodeclaims_disrupted_total', {
+        reason: 'insufficient_capacity',
+        nodepool: 'default',
+      }),
     ).toBe(1);
   });
 

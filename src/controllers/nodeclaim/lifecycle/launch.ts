@@ -76,7 +76,8 @@ export class Launch {
 
   private expire(): void {
     const now = this.ctx.clock.now();
-    for (const [k, v] of this.launched) if (now - v.at > LaunchCacheTTLSeconds * 1000) this.launched.delete(k);
+    for (const [k, v] of this.launched)
+      if (now - v.at > LaunchCacheTTLSeconds * 1000) this.launched.delete(k);
   }
 
   private async onError(nodeClaim: NodeClaim, err: unknown): Promise<StepResult> {
@@ -84,7 +85,12 @@ export class Launch {
     const name = nodeClaim.metadata.name ?? '';
     const msg = truncateMessage(errorText(err));
     if (isInsufficientCapacityError(err)) {
-      void this.ctx.recorder.publish(nodeClaim, 'Warning', 'InsufficientCapacityError', `NodeClaim ${name} event: ${msg}`);
+      void this.ctx.recorder.publish(
+        nodeClaim,
+        'Warning',
+        'InsufficientCapacityError',
+        `NodeClaim ${name} event: ${msg}`,
+      );
       this.ctx.logger.error({ nodeclaim: name, err: msg }, 'failed launching nodeclaim');
       await this.ctx.client.tryDelete('NodeClaim', name);
       this.ctx.metrics.disrupted.inc({
@@ -95,7 +101,12 @@ export class Launch {
       return { deleted: true };
     }
     if (isNodeClassNotReadyError(err)) {
-      void this.ctx.recorder.publish(nodeClaim, 'Warning', 'NodeClassNotReady', `NodeClaim ${name} event: ${msg}`);
+      void this.ctx.recorder.publish(
+        nodeClaim,
+        'Warning',
+        'NodeClassNotReady',
+        `NodeClaim ${name} event: ${msg}`,
+      );
       conds.setFalse(ConditionLaunched, 'NodeClassNotReady', msg);
       return { requeue: true };
     }
@@ -124,7 +135,8 @@ export function populateNodeClaimDetails(nodeClaim: NodeClaim, created: NodeClai
   };
   const annotations = { ...(nodeClaim.metadata.annotations ?? {}), ...(created.metadata.annotations ?? {}) };
   if (Object.keys(annotations).length > 0) nodeClaim.metadata.annotations = annotations;
-  const st = (nodeClaim.status ??= {});
+  nodeClaim.status ??= {};
+  const st = nodeClaim.status;
   const cs = created.status ?? {};
   if (cs.providerID !== undefined) st.providerID = cs.providerID;
   if (cs.imageID !== undefined) st.imageID = cs.imageID;

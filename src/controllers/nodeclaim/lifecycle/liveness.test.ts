@@ -22,7 +22,10 @@ describe('Liveness', () => {
     expect(await l.reconcile(nc)).toEqual({ deleted: true });
     expect(await env.client.tryGet('NodeClaim', 'live-reg')).toBeUndefined();
     expect(
-      await env.metric('karpenter_nodeclaims_disrupted_total', { reason: 'registration_timeout', nodepool: 'default' }),
+      await env.metric('karpenter_nodeclaims_disrupted_total', {
+        reason: 'registration_timeout',
+        nodepool: 'default',
+      }),
     ).toBe(1);
     expect((await env.events('live-reg')).map((e) => e.reason)).toContain('RegistrationTimeout');
   });
@@ -34,7 +37,12 @@ describe('Liveness', () => {
     expect(await l.reconcile(nc)).toEqual({ requeueAfter: 300 });
     env.clock.advance(301_000);
     expect(await l.reconcile(nc)).toEqual({ deleted: true });
-    expect(await env.metric('karpenter_nodeclaims_disrupted_total', { reason: 'launch_timeout', nodepool: 'default' })).toBe(1);
+    expect(
+      await env.metric('karpenter_nodeclaims_disrupted_total', {
+        reason: 'launch_timeout',
+        nodepool: 'default',
+      }),
+    ).toBe(1);
   });
 
   it('leaves registered NodeClaims alone', async () => {

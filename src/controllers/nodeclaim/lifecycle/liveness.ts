@@ -40,21 +40,40 @@ export class Liveness {
       const ttl = this.opts.launchTimeoutSeconds ?? LaunchTimeoutSeconds;
       const left = ttl - secondsSince(this.ctx.clock, launched.lastTransitionTime);
       if (left > 0) return { requeueAfter: left };
-      await this.delete(nodeClaim, 'launch_timeout', 'LaunchTimeout', `NodeClaim did not launch within ${ttl}s: ${launched.message ?? ''}`);
+      await this.delete(
+        nodeClaim,
+        'launch_timeout',
+        'LaunchTimeout',
+        `NodeClaim did not launch within ${ttl}s: ${launched.message ?? ''}`,
+      );
       return { deleted: true };
     }
     if (!registered) return { requeue: true };
     const ttl = this.opts.registrationTimeoutSeconds ?? RegistrationTimeoutSeconds;
     const left = ttl - secondsSince(this.ctx.clock, registered.lastTransitionTime);
     if (left > 0) return { requeueAfter: left };
-    await this.delete(nodeClaim, 'registration_timeout', 'RegistrationTimeout', `Node did not register within ${ttl}s; deleting the NodeClaim`);
+    await this.delete(
+      nodeClaim,
+      'registration_timeout',
+      'RegistrationTimeout',
+      `Node did not register within ${ttl}s; deleting the NodeClaim`,
+    );
     return { deleted: true };
   }
 
-  private async delete(nodeClaim: NodeClaim, reason: string, eventReason: string, message: string): Promise<void> {
+  private async delete(
+    nodeClaim: NodeClaim,
+    reason: string,
+    eventReason: string,
+    message: string,
+  ): Promise<void> {
     await this.ctx.client.tryDelete('NodeClaim', nodeClaim.metadata.name as string);
     this.ctx.logger.info({ nodeclaim: nodeClaim.metadata.name, reason }, 'terminating due to timeout');
-    this.ctx.metrics.disrupted.inc({ reason, nodepool: nodePoolOf(nodeClaim), capacity_type: capacityTypeOf(nodeClaim) });
+    this.ctx.metrics.disrupted.inc({
+      reason,
+      nodepool: nodePoolOf(nodeClaim),
+      capacity_type: capacityTypeOf(nodeClaim),
+    });
     void this.ctx.recorder.publish(nodeClaim, 'Warning', eventReason, message);
   }
 }

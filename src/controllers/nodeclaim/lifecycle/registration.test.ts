@@ -29,10 +29,20 @@ describe('Registration', () => {
     );
     expect(await new Registration(env.ctx).reconcile(nc)).toEqual({});
     const node = await env.client.get('Node', 'reg-ok');
-    expect(node.metadata.labels).toMatchObject({ team: 'a', 'karpenter.sh/registered': 'true', 'node.kubernetes.io/instance-type': 'm5.large' });
+    expect(node.metadata.labels).toMatchObject({
+      team: 'a',
+      'karpenter.sh/registered': 'true',
+      'node.kubernetes.io/instance-type': 'm5.large',
+    });
     expect(node.metadata.finalizers).toEqual(['karpenter.sh/termination']);
     expect(node.metadata.ownerReferences).toEqual([
-      { apiVersion: 'karpenter.sh/v1', kind: 'NodeClaim', name: 'reg-ok', uid: nc.metadata.uid, blockOwnerDeletion: true },
+      {
+        apiVersion: 'karpenter.sh/v1',
+        kind: 'NodeClaim',
+        name: 'reg-ok',
+        uid: nc.metadata.uid,
+        blockOwnerDeletion: true,
+      },
     ]);
     expect(node.spec?.taints).toEqual([
       { key: 'dedicated', value: 'x', effect: 'NoSchedule' },
@@ -48,20 +58,31 @@ describe('Registration', () => {
     const nc = await env.client.create(testNodeClaim('reg-none'));
     nc.status = { providerID: 'kwok://us-east-1/us-east-1a/i-nothere' };
     await new Registration(env.ctx).reconcile(nc);
-    expect(nodeClaimConditions(nc, env.clock).get('Registered')).toMatchObject({ status: 'Unknown', reason: 'NodeNotFound' });
+    expect(nodeClaimConditions(nc, env.clock).get('Registered')).toMatchObject({
+      status: 'Unknown',
+      reason: 'NodeNotFound',
+    });
   });
 
   it('refuses a Node that registered without the unregistered taint', async () => {
     const nc = await launched(testNodeClaim('reg-notaint', { instanceType: 'm5.large' }));
     await env.client.patch('Node', 'reg-notaint', undefined, { spec: { taints: [] } }, { type: 'merge' });
-    await expect(new Registration(env.ctx).reconcile(nc)).rejects.toThrow(/registered without the karpenter.sh\/unregistered/);
-    expect(nodeClaimConditions(nc, env.clock).get('Registered')).toMatchObject({ status: 'False', reason: 'UnregisteredTaintNotFound' });
+    await expect(new Registration(env.ctx).reconcile(nc)).rejects.toThrow(
+      /registered without the karpenter.sh\/unregistered/,
+    );
+    expect(nodeClaimConditions(nc, env.clock).get('Registered')).toMatchObject({
+      status: 'False',
+      reason: 'UnregisteredTaintNotFound',
+    });
   });
 
   it('registeredNode is pure and idempotent', () => {
     const nc = testNodeClaim('p');
     nc.metadata.uid = 'u1';
-    const node = { metadata: { name: 'p', labels: { a: 'b' } }, spec: { taints: [{ key: 'karpenter.sh/unregistered', effect: 'NoExecute' as const }] } };
+    const node = {
+      metadata: { name: 'p', labels: { a: 'b' } },
+      spec: { taints: [{ key: 'karpenter.sh/unregistered', effect: 'NoExecute' as const }] },
+    };
     const once = registeredNode(nc, node);
     expect(node.spec.taints).toHaveLength(1);
     expect(registeredNode(nc, once)).toEqual(once);

@@ -16,7 +16,12 @@ import type { NodeClaim } from '../../../apis/karpenter.ts';
 import { FinalizerTermination, LabelNodeRegistered, TaintUnregistered } from '../../../apis/labels.ts';
 import { isConflict } from '../../../kube/errors.ts';
 import { matchTaint, mergeTaints, nodePoolOf, withFinalizer } from '../util.ts';
-import { ConditionRegistered, type LifecycleContext, nodeClaimConditions, type StepResult } from './context.ts';
+import {
+  ConditionRegistered,
+  type LifecycleContext,
+  nodeClaimConditions,
+  type StepResult,
+} from './context.ts';
 
 /** The registration step. */
 export class Registration {
@@ -54,11 +59,20 @@ export class Registration {
       throw err;
     }
     conds.setTrue(ConditionRegistered);
-    (nodeClaim.status ??= {}).nodeName = node.metadata.name as string;
-    this.ctx.logger.info({ nodeclaim: nodeClaim.metadata.name, node: node.metadata.name }, 'registered nodeclaim');
+    nodeClaim.status ??= {};
+    nodeClaim.status.nodeName = node.metadata.name as string;
+    this.ctx.logger.info(
+      { nodeclaim: nodeClaim.metadata.name, node: node.metadata.name },
+      'registered nodeclaim',
+    );
     this.ctx.metrics.registered.inc({ nodepool: nodePoolOf(nodeClaim) });
     this.ctx.metrics.nodesCreated.inc({ nodepool: nodePoolOf(nodeClaim) });
-    void this.ctx.recorder.publish(nodeClaim, 'Normal', 'Registered', `Status condition transitioned, Type: Registered, Status: True, Node: ${node.metadata.name}`);
+    void this.ctx.recorder.publish(
+      nodeClaim,
+      'Normal',
+      'Registered',
+      `Status condition transitioned, Type: Registered, Status: True, Node: ${node.metadata.name}`,
+    );
     return {};
   }
 }
@@ -82,7 +96,11 @@ export function registeredNode(nodeClaim: NodeClaim, node: Node): Node {
     blockOwnerDeletion: true,
   });
   meta.ownerReferences = owners;
-  meta.labels = { ...(meta.labels ?? {}), ...(nodeClaim.metadata.labels ?? {}), [LabelNodeRegistered]: 'true' };
+  meta.labels = {
+    ...(meta.labels ?? {}),
+    ...(nodeClaim.metadata.labels ?? {}),
+    [LabelNodeRegistered]: 'true',
+  };
   const annotations = { ...(meta.annotations ?? {}), ...(nodeClaim.metadata.annotations ?? {}) };
   if (Object.keys(annotations).length > 0) meta.annotations = annotations;
   let taints = mergeTaints(out.spec?.taints ?? [], nodeClaim.spec.taints);
@@ -94,7 +112,10 @@ export function registeredNode(nodeClaim: NodeClaim, node: Node): Node {
 
 async function syncNode(ctx: LifecycleContext, nodeClaim: NodeClaim, node: Node): Promise<void> {
   const want = registeredNode(nodeClaim, node);
-  if (JSON.stringify(want.metadata) === JSON.stringify(node.metadata) && JSON.stringify(want.spec) === JSON.stringify(node.spec))
+  if (
+    JSON.stringify(want.metadata) === JSON.stringify(node.metadata) &&
+    JSON.stringify(want.spec) === JSON.stringify(node.spec)
+  )
     return;
   const m = want.metadata;
   await ctx.client.patch(

@@ -9,8 +9,9 @@
  *    meanwhile, re-checked every 5 s);
  * 4. remove the finalizer; count `karpenter_nodeclaims_terminated_total` and the termination duration.
  */
-import type { NodeClaim } from '../../../apis/karpenter.ts';
+
 import { parseDuration } from '../../../apis/duration.ts';
+import type { NodeClaim } from '../../../apis/karpenter.ts';
 import { AnnotationNodeClaimTerminationTimestamp, FinalizerTermination } from '../../../apis/labels.ts';
 import { isNodeClaimNotFoundError } from '../../../cloudprovider/types.ts';
 import { isConflict, isNotFound } from '../../../kube/errors.ts';
@@ -68,7 +69,10 @@ export class NodeClaimTermination {
               'NodeClaim',
               name,
               undefined,
-              { metadata: { resourceVersion: nodeClaim.metadata.resourceVersion }, status: { conditions: conds.list() } },
+              {
+                metadata: { resourceVersion: nodeClaim.metadata.resourceVersion },
+                status: { conditions: conds.list() },
+              },
               { type: 'merge' },
             );
           } catch (err) {
@@ -134,7 +138,8 @@ export class NodeClaimTermination {
       { type: 'merge' },
     );
     nodeClaim.metadata.annotations = { ...ann, [AnnotationNodeClaimTerminationTimestamp]: at };
-    if (updated.metadata.resourceVersion) nodeClaim.metadata.resourceVersion = updated.metadata.resourceVersion;
+    if (updated.metadata.resourceVersion)
+      nodeClaim.metadata.resourceVersion = updated.metadata.resourceVersion;
     void this.ctx.recorder.publish(
       nodeClaim,
       'Warning',

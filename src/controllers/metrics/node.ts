@@ -1,0 +1,135 @@
+/**
+ * `metrics.node` (kubernetes-sigs/karpenter `pkg/controllers/metrics/node`): every 5 s, per Node in cluster state,
+ * the gauges `karpenter_nodes_allocatable`, `karpenter_nodes_total_pod_requests` (non-DaemonSet pods),
+ * `karpenter_nodes_total_pod_limits`, `karpenter_nodes_total_daemon_requests`,
+ * `karpenter_nodes_total_daemon_limits` and `karpenter_nodes_system_overhead` (capacity − allocatable), labelled
+ * `node_name`, `resource_type`, `phase` and the well-known node labels (`nodepool`, `instance_type`,
+ * `capacity_type`, `zone`, `region`, `arch`, `os`). cpu in cores, memory/storage in bytes, others counts.
+ * Gauges are rebuilt on every pass, so deleted nodes disappear.
+ */
+import type { Pod } from '../../apis/core.ts';
+import { parseResources, type Resources } from '../../apis/quantity.ts';
+import type { StateNode } from '../../state/cluster.ts';
+import { type Controller, SingletonController } from '../runtime.ts';
+import { gauge, type MetricsControllerDeps, metricValue, resourceTypeLabel } from './common.ts';
+
+/** Well-known node label → metric label (upstream `getWellKnownLabels`, core subset). */
+export const NODE_WELL_KNOWN_LABELS: Readonly<Record<string, string>> = {
+  'karpenter.sh/nodepool': 'nodepool',
+  'node.kubernetes.io/instance-type': 'instance_type',
+  'karpenter.sh/capacity-type': 'capacity_type',
+  'topology.kubernetes.io/zone': 'zone',
+  'topology.kubernetes.io/region': 'region',
+  'kubernetes.io/arch': 'arch',
+  'kubernetes.io/os': 'os',
+};
+
+const LABELS = ['node_name', 'resource_type', 'phase', ...Object.values(NODE_WELL_KNOWN_LABELS)] as const;
+type NodeLabel = (typeof LABELS)[number];
+
+/** Metric names of this controller. */
+export const NODE_METRICS = {
+  allocatable: 'karpenter_nodes_allocatable',
+  podRequests: 'karpenter_nodes_total_pod_requests',
+  podLimits: 'karpenter_nodes_total_pod_limits',
+  daemonRequests: 'karpenter_nodes_total_daemon_requests',
+  daemonLimits: 'karpenter_nodes_total_daemon_limits',
+  overhead: 'karpenter_nodes_system_overhead',
+} as const;
+
+/** Sum of container limits of `pods` (internal units); malformed quantities are skipped. */
+export function podsLimits(pods: readonly Pod[]): Resources {
+  const out: Resources = {};
+  for (const p of pods)
+    for (const c of p.spec?.containers ?? []) {
+      let l: Resources;
+      try {
+        l = parseResources(c.resources?.limits as Record<string, string> | undefined);
+      } catch {
+        continue;
+      }
+      for (const [k, v] of Object.entries(l)) out[k] = (out[k] ?? 0) + v;
+    }
+  return out;
+}
+
+function minus(a: Resources, b: Resources): Resources {
+  const out: Resources = {};
+  for (const k of new Set([...Object.keys(a), ...Object.keys(b)])) out[k] = (a[k] ?? 0) - (b[k] ?? 0);
+  return out;
+}
+
+function safeParse(list: Record<string, string> | undefined): Resources {
+  try {
+    return parseResources(list);
+  } catch {
+    return {};
+  }
+}
+
+/** The node metrics controller. */
+export class NodeMetricsController implements Controller {
+  readonly name = 'metrics.node';
+  private readonly loop: SingletonController;
+  private readonly gauges;
+
+  constructor(private readonly deps: MetricsControllerDeps) {
+    const g = (name: string, help: string) => gauge<NodeLabel>(deps.registry, name, help, LABELS);
+    this.gauges = {
+      allocatable: g(NODE_METRICS.allocatable, 'Node allocatable are the resources allocatable by nodes.'),
+      podRequests: g(NODE_METRICS.podRequests, 'Node total pod requests are the resources requested by non-DaemonSet pods bound to nodes.'),
+      podLimits: g(NODE_METRICS.podLimits, 'Node total pod limits are the resources specified by non-DaemonSet pod limits.'),
+      daemonRequests: g(NODE_METRICS.daemonRequests, 'Node total daemon requests are the resource requested by DaemonSet pods bound to nodes.'),
+      daemonLimits: g(NODE_METRICS.daemonLimits, 'Node total daemon limits are the resources specified by DaemonSet pod limits.'),
+      overhead: g(NODE_METRICS.overhead, "Node system daemon overhead are the resources reserved for system overhead, the difference between the node's capacity and allocatable values are reported by the status."),
+    };
+    this.loop = new SingletonController({
+      name: this.name,
+      clock: deps.clock,
+      logger: deps.logger,
+      reconcile: async () => {
+        this.update();
+        return { requeueAfter: deps.periodSeconds ?? 5 };
+      },
+    });
+  }
+
+  start(signal: AbortSignal): Promise<void> {
+    return this.loop.start(signal);
+  }
+
+  /** One pass: rebuilds every gauge from cluster state (synchronous, so a scrape never sees a half-built set). */
+  update(): void {
+    for (const g of Object.values(this.gauges)) g.reset();
+    for (const sn of this.deps.cluster.stateNodes()) if (sn.node) this.record(sn);
+  }
+
+  private record(sn: StateNode): void {
+    const node = sn.node!;
+    const base: Partial<Record<NodeLabel, string>> = {
+      node_name: node.metadata.name ?? '',
+      phase: (node.status as { phase?: string } | undefined)?.phase ?? '',
+    };
+    const labels = node.metadata.labels ?? {};
+    for (const [k, l] of Object.entries(NODE_WELL_KNOWN_LABELS)) base[l as NodeLabel] = labels[k] ?? '';
+    const capacity = safeParse(node.status?.capacity as Record<string, string> | undefined);
+    const allocatable = safeParse(node.status?.allocatable as Record<string, string> | undefined);
+    const dsPods = sn.daemonSetPods;
+    const otherPods = sn.pods.filter((p) => !dsPods.includes(p));
+    const strip = (r: Resources): Resources => {
+      const { pods: _p, ...rest } = r;
+      return rest;
+    };
+    const lists: Array<[keyof typeof this.gauges, Resources]> = [
+      ['allocatable', allocatable],
+      ['overhead', minus(capacity, allocatable)],
+      ['podRequests', strip(minus(sn.podRequests, sn.daemonSetRequests))],
+      ['daemonRequests', strip(sn.daemonSetRequests)],
+      ['podLimits', podsLimits(otherPods)],
+      ['daemonLimits', podsLimits(dsPods)],
+    ];
+    for (const [g, list] of lists)
+      for (const [res, v] of Object.entries(list))
+        this.gauges[g].set({ ...base, resource_type: resourceTypeLabel(res) }, metricValue(res, v));
+  }
+}

@@ -1,0 +1,254 @@
+/**
+ * Builds the disruption view of a snapshot: one {@link Candidate} per managed node (label `karpenter.sh/nodepool`
+ * with a NodeClaim and a known NodePool), with its price, pods, disruption cost, consolidatable state, drift
+ * reason and — when it cannot be disrupted — why. Rules mirror upstream kubernetes-sigs/karpenter
+ * `pkg/controllers/disruption/types.go` (`NewCandidate`), `pkg/controllers/state/statenode.go`
+ * (`ValidateNodeDisruptable`, `ValidatePodsDisruptable`) and `pkg/controllers/nodeclaim/disruption/consolidation.go`
+ * (the `Consolidatable` condition):
+ * - not a candidate: not initialized, marked for deletion, nominated, node/NodeClaim annotated
+ *   `karpenter.sh/do-not-disrupt: "true"`;
+ * - pods block: an active pod annotated `karpenter.sh/do-not-disrupt: "true"` (DaemonSet and static pods
+ *   included, as upstream), or a PDB refusing eviction of an evictable pod (see `pdb.ts`);
+ * - consolidatable: `consolidateAfter` (not `Never`) has elapsed since the NodeClaim's `status.lastPodEventTime`,
+ *   else its `Initialized` condition's transition, else its creation; with no timestamp at all, only
+ *   `consolidateAfter: 0s` qualifies (or a `Consolidatable=True` condition set by the controller).
+ */
+import type { Node, Pod } from '../apis/core.ts';
+import { tryParseDuration } from '../apis/duration.ts';
+import type { NodeClaim, NodePool } from '../apis/karpenter.ts';
+import {
+  AnnotationDoNotDisrupt,
+  LabelCapacityType,
+  LabelInstanceType,
+  LabelNodeInitialized,
+  LabelNodePool,
+  LabelTopologyZone,
+  TaintDisrupted,
+} from '../apis/labels.ts';
+import type { InstanceType } from '../cloudprovider/types.ts';
+import type { PoolCounts } from './budgets.ts';
+import { disruptionCost, parseTime } from './cost.ts';
+import { driftReason } from './drift-reason.ts';
+import { pdbBlocks, type ResolvedPDB, resolvePDBs } from './pdb.ts';
+import type { Candidate, DisruptionInput, DisruptionNode } from './types.ts';
+
+/** True for a pod that still runs (not Succeeded/Failed, not being deleted); upstream `IsActive`. */
+export function podActive(p: Pod): boolean {
+  return p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed' && !p.metadata.deletionTimestamp;
+}
+
+/** True for static/mirror pods (owned by the Node or carrying `kubernetes.io/config.mirror`). */
+export function podStatic(p: Pod): boolean {
+  return (
+    p.metadata.annotations?.['kubernetes.io/config.mirror'] !== undefined ||
+    (p.metadata.ownerReferences ?? []).some((o) => o.kind === 'Node')
+  );
+}
+
+/** True for DaemonSet-owned pods. */
+export function podDaemon(p: Pod): boolean {
+  return (p.metadata.ownerReferences ?? []).some((o) => o.kind === 'DaemonSet');
+}
+
+/** Pods that must find another node when the node goes (upstream `IsReschedulable`). */
+export function podReschedulable(p: Pod): boolean {
+  return podActive(p) && !podDaemon(p) && !podStatic(p);
+}
+
+/** `namespace/name`. */
+export function podName(p: Pod): string {
+  return `${p.metadata.namespace ?? 'default'}/${p.metadata.name ?? ''}`;
+}
+
+/** True when the node is being disrupted or deleted. */
+export function nodeMarkedForDeletion(dn: DisruptionNode): boolean {
+  return (
+    dn.markedForDeletion === true ||
+    !!dn.node.metadata.deletionTimestamp ||
+    !!dn.nodeClaim?.metadata.deletionTimestamp ||
+    (dn.node.spec?.taints ?? []).some((t) => t.key === TaintDisrupted.key && t.effect === TaintDisrupted.effect)
+  );
+}
+
+/** Node condition Ready is True. */
+export function nodeReady(node: Node): boolean {
+  return (node.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
+}
+
+function condition(nc: NodeClaim, type: string) {
+  return (nc.status?.conditions ?? []).find((c) => c.type === type);
+}
+
+/** NodeClaim `Initialized=True`, or the node's `karpenter.sh/initialized: "true"` label. */
+export function nodeInitialized(dn: DisruptionNode): boolean {
+  if (dn.node.metadata.labels?.[LabelNodeInitialized] === 'true') return true;
+  return dn.nodeClaim ? condition(dn.nodeClaim, 'Initialized')?.status === 'True' : false;
+}
+
+/** The cheapest offering price (USD/hour) of `it` in `zone` × `capacityType` (availability ignored, as upstream). */
+export function offeringPrice(it: InstanceType, zone: string | undefined, capacityType: string | undefined) {
+  let best: number | undefined;
+  for (const o of it.offerings) {
+    if (zone !== undefined && o.zone !== zone) continue;
+    if (capacityType !== undefined && o.capacityType !== capacityType) continue;
+    if (best === undefined || o.priceUSDPerHour < best) best = o.priceUSDPerHour;
+  }
+  return best;
+}
+
+/** Whether `consolidateAfter` has elapsed for the NodeClaim (see the module doc), and why not. */
+export function consolidatableState(
+  nc: NodeClaim,
+  node: Node,
+  nodePool: NodePool,
+  nowMs: number,
+): { consolidatable: boolean; reason?: string } {
+  const after = nodePool.spec.disruption?.consolidateAfter ?? '0s';
+  const d = tryParseDuration(after);
+  if (!d.ok) return { consolidatable: false, reason: `consolidateAfter "${after}" is not a duration` };
+  if (!Number.isFinite(d.seconds)) return { consolidatable: false, reason: 'consolidateAfter is Never' };
+  const base =
+    parseTime(nc.status?.lastPodEventTime) ??
+    parseTime(condition(nc, 'Initialized')?.lastTransitionTime) ??
+    parseTime(nc.metadata.creationTimestamp) ??
+    parseTime(node.metadata.creationTimestamp);
+  if (base === undefined) {
+    if (d.seconds === 0 || condition(nc, 'Consolidatable')?.status === 'True') return { consolidatable: true };
+    return { consolidatable: false, reason: `consolidateAfter ${after} has not elapsed (no pod event time known)` };
+  }
+  const elapsed = (nowMs - base) / 1000;
+  if (elapsed >= d.seconds) return { consolidatable: true };
+  return {
+    consolidatable: false,
+    reason: `consolidateAfter ${after} has not elapsed since the last pod event (${Math.max(0, Math.floor(elapsed))}s ago)`,
+  };
+}
+
+/** The disruption view of a snapshot. */
+export interface ClusterView {
+  /** Every managed node with a NodeClaim and a known NodePool, eligible or not, by node name. */
+  candidates: Map<string, Candidate>;
+  /** Nodes that are not candidates at all (unmanaged, no NodeClaim, unknown NodePool), with why. */
+  notManaged: Map<string, string>;
+  /** NodePool → managed initialized nodes and how many of them are already disrupting (for budgets). */
+  poolCounts: Map<string, PoolCounts>;
+  pdbs: ResolvedPDB[];
+}
+
+/** Builds the {@link ClusterView} of `input` (pure). */
+export function buildClusterView(input: DisruptionInput): ClusterView {
+  const pools = new Map(input.nodePools.map((np) => [np.metadata.name, np]));
+  const allPods: Pod[] = [...(input.pendingPods ?? [])];
+  for (const dn of input.nodes) allPods.push(...dn.pods);
+  const pdbs = resolvePDBs(input.pdbs, allPods);
+  const typeMaps = new Map<string, Map<string, InstanceType>>();
+  const typesOf = (pool: string) => {
+    let m = typeMaps.get(pool);
+    if (!m) {
+      m = new Map((input.instanceTypes[pool] ?? []).map((t) => [t.name, t]));
+      typeMaps.set(pool, m);
+    }
+    return m;
+  };
+
+  const candidates = new Map<string, Candidate>();
+  const notManaged = new Map<string, string>();
+  const poolCounts = new Map<string, PoolCounts>();
+  for (const dn of input.nodes) {
+    const name = dn.node.metadata.name ?? '?';
+    const labels = dn.node.metadata.labels ?? {};
+    const poolName = labels[LabelNodePool];
+    if (!poolName) {
+      notManaged.set(name, 'not managed by Karpenter (no karpenter.sh/nodepool label)');
+      continue;
+    }
+    const marked = nodeMarkedForDeletion(dn);
+    const initialized = nodeInitialized(dn);
+    if (initialized) {
+      const c = poolCounts.get(poolName) ?? { nodes: 0, disrupting: 0 };
+      c.nodes++;
+      if (marked || !nodeReady(dn.node)) c.disrupting++;
+      poolCounts.set(poolName, c);
+    }
+    if (!dn.nodeClaim) {
+      notManaged.set(name, 'managed node without a NodeClaim');
+      continue;
+    }
+    const nodePool = pools.get(poolName);
+    if (!nodePool) {
+      notManaged.set(name, `NodePool "${poolName}" not found`);
+      continue;
+    }
+    const nc = dn.nodeClaim;
+    const typeName = labels[LabelInstanceType] ?? nc.metadata.labels?.[LabelInstanceType];
+    const instanceType = typeName ? typesOf(poolName).get(typeName) : undefined;
+    const zone = labels[LabelTopologyZone] ?? nc.metadata.labels?.[LabelTopologyZone];
+    const capacityType = labels[LabelCapacityType] ?? nc.metadata.labels?.[LabelCapacityType];
+    const price = instanceType ? offeringPrice(instanceType, zone, capacityType) : undefined;
+    const reschedulablePods = dn.pods.filter(podReschedulable);
+    const created = parseTime(nc.metadata.creationTimestamp) ?? parseTime(dn.node.metadata.creationTimestamp);
+    const cost = disruptionCost(
+      reschedulablePods,
+      nc.spec.expireAfter ?? nodePool.spec.template.spec.expireAfter,
+      created,
+      input.now,
+    );
+    const cons = consolidatableState(nc, dn.node, nodePool, input.now);
+
+    let ineligible: string | undefined;
+    if (marked) ineligible = 'node is being disrupted or deleted';
+    else if (!initialized) ineligible = 'node is not initialized';
+    else if (dn.nominated) ineligible = 'node is nominated for pending pods';
+    else if (
+      dn.node.metadata.annotations?.[AnnotationDoNotDisrupt] === 'true' ||
+      nc.metadata.annotations?.[AnnotationDoNotDisrupt] === 'true'
+    )
+      ineligible = 'node is annotated karpenter.sh/do-not-disrupt';
+
+    let podsBlock: string | undefined;
+    for (const p of dn.pods) {
+      if (podActive(p) && p.metadata.annotations?.[AnnotationDoNotDisrupt] === 'true') {
+        podsBlock = `pod ${podName(p)} is annotated karpenter.sh/do-not-disrupt`;
+        break;
+      }
+    }
+    if (!podsBlock) {
+      for (const p of dn.pods) {
+        if (!podActive(p) || podStatic(p)) continue;
+        const b = pdbBlocks(p, pdbs);
+        if (b) {
+          podsBlock = b;
+          break;
+        }
+      }
+    }
+    const c: Candidate = {
+      name,
+      node: dn.node,
+      nodeClaim: nc,
+      nodePool,
+      pods: dn.pods,
+      reschedulablePods,
+      disruptionCost: cost,
+      consolidatable: cons.consolidatable,
+      initialized,
+      markedForDeletion: marked,
+    };
+    if (instanceType) c.instanceType = instanceType;
+    if (zone !== undefined) c.zone = zone;
+    if (capacityType !== undefined) c.capacityType = capacityType;
+    if (price !== undefined) c.priceUSDPerHour = price;
+    if (cons.reason) c.notConsolidatableReason = cons.reason;
+    if (ineligible) c.ineligible = ineligible;
+    if (podsBlock) c.podsBlock = podsBlock;
+    const drift = driftReason(dn, nodePool, input.instanceTypes[poolName], instanceType);
+    if (drift) c.driftReason = drift;
+    candidates.set(name, c);
+  }
+  return { candidates, notManaged, poolCounts, pdbs };
+}
+
+/** Sorts candidates by disruption cost ascending, ties by name (upstream sorts by cost only). */
+export function byDisruptionCost(a: Candidate, b: Candidate): number {
+  return a.disruptionCost - b.disruptionCost || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+}

@@ -1,0 +1,72 @@
+/**
+ * Why a NodeClaim is drifted (upstream kubernetes-sigs/karpenter `pkg/controllers/nodeclaim/disruption/drift.go`),
+ * checked in upstream's order:
+ * 1. a `Drifted=True` condition already on the NodeClaim (its reason, default `Drifted`);
+ * 2. `NodePoolDrifted`: the NodeClaim's `karpenter.sh/nodepool-hash` differs from the NodePool's current hash
+ *    (`nodePoolHash()`), when both carry hash annotations of the same `karpenter.sh/nodepool-hash-version`;
+ * 3. `RequirementsDrifted`: the node's labels (its instance type's labels, then the NodeClaim's, then the Node's)
+ *    no longer satisfy every NodePool requirement (strictly: a missing label fails unless the operator allows
+ *    absence);
+ * 4. `InstanceTypeNotFound`: the node's instance type is not among the NodePool's instance types (or has no
+ *    offerings);
+ * 5. the provider's reason (`CloudProvider.isDrifted`), passed in as `providerDrifted`.
+ */
+import type { NodePool } from '../apis/karpenter.ts';
+import { AnnotationNodePoolHash, AnnotationNodePoolHashVersion, LabelInstanceType } from '../apis/labels.ts';
+import type { InstanceType } from '../cloudprovider/types.ts';
+import { NodePoolHashVersion, nodePoolHash } from '../controllers/nodepool/hash.ts';
+import { Requirements } from '../scheduling/requirements.ts';
+import type { DisruptionNode } from './types.ts';
+
+/** Static (hash) drift: `NodePoolDrifted` or undefined (see the module doc, step 2). */
+export function staticDrift(dn: DisruptionNode, nodePool: NodePool): string | undefined {
+  const a = dn.nodeClaim?.metadata.annotations ?? {};
+  const claimHash = a[AnnotationNodePoolHash];
+  const claimVersion = a[AnnotationNodePoolHashVersion];
+  if (claimHash === undefined || claimVersion === undefined) return undefined;
+  const pa = nodePool.metadata.annotations ?? {};
+  const poolVersion = pa[AnnotationNodePoolHashVersion] ?? NodePoolHashVersion;
+  if (poolVersion !== claimVersion) return undefined;
+  const poolHash = poolVersion === NodePoolHashVersion ? nodePoolHash(nodePool) : pa[AnnotationNodePoolHash];
+  if (poolHash === undefined) return undefined;
+  return poolHash !== claimHash ? 'NodePoolDrifted' : undefined;
+}
+
+/** Requirement drift: the first unsatisfied requirement as a message, or undefined. */
+export function requirementsDrift(
+  labels: Readonly<Record<string, string>>,
+  nodePool: NodePool,
+): string | undefined {
+  let reqs: Requirements;
+  try {
+    reqs = Requirements.fromNodeSelector(nodePool.spec.template.spec.requirements ?? []);
+  } catch {
+    return undefined;
+  }
+  return Requirements.fromLabels(labels).compatible(reqs);
+}
+
+/** The drift reason of a managed node, or undefined when it matches its NodePool (see the module doc). */
+export function driftReason(
+  dn: DisruptionNode,
+  nodePool: NodePool,
+  poolTypes: readonly InstanceType[] | undefined,
+  instanceType: InstanceType | undefined,
+): string | undefined {
+  const nc = dn.nodeClaim;
+  const cond = (nc?.status?.conditions ?? []).find((c) => c.type === 'Drifted');
+  if (cond?.status === 'True') return cond.reason || 'Drifted';
+  const s = staticDrift(dn, nodePool);
+  if (s) return s;
+  const labels = {
+    ...(instanceType?.labels ?? {}),
+    ...(nc?.metadata.labels ?? {}),
+    ...(dn.node.metadata.labels ?? {}),
+  };
+  if (requirementsDrift(labels, nodePool)) return 'RequirementsDrifted';
+  const typeName = labels[LabelInstanceType];
+  if (poolTypes && (!instanceType || instanceType.offerings.length === 0) && typeName !== undefined)
+    return 'InstanceTypeNotFound';
+  if (dn.providerDrifted) return dn.providerDrifted;
+  return undefined;
+}

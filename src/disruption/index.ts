@@ -1,0 +1,133 @@
+/**
+ * The disruption decision core: `computeDisruption(input)` runs one pass of upstream Karpenter's disruption
+ * controller (kubernetes-sigs/karpenter `pkg/controllers/disruption/controller.go`) on a snapshot, purely:
+ * 1. expired NodeClaims → `Expired` delete commands (not budgeted; see `expiration.ts`);
+ * 2. the methods in order — emptiness, drift, multi-node consolidation, single-node consolidation — each over its
+ *    candidates (eligible managed nodes its `shouldDisrupt` accepts) with the per-NodePool budget for its reason;
+ *    the first method returning a command ends the pass;
+ * 3. every node no command disrupts is listed in `blocked` with the most specific reason known.
+ * The controller executes the commands (taint, launch replacements, wait, delete) and re-validates a command by
+ * calling this again ~15 s later with a fresh snapshot.
+ */
+import { budgetMapping } from './budgets.ts';
+import { buildClusterView } from './candidates.ts';
+import { PassContext } from './context.ts';
+import { Drift } from './drift.ts';
+import { Emptiness } from './emptiness.ts';
+import { expirationCommands } from './expiration.ts';
+import { MultiNodeConsolidation } from './multinode.ts';
+import { SingleNodeConsolidation } from './singlenode.ts';
+import type { BlockedNode, Candidate, Command, DisruptionInput, DisruptionResult, Method } from './types.ts';
+
+export type * from './types.ts';
+export { PassContext } from './context.ts';
+
+/** The methods in upstream's order. */
+export function defaultMethods(): Method[] {
+  return [new Emptiness(), new Drift(), new MultiNodeConsolidation(), new SingleNodeConsolidation()];
+}
+
+/** Extra facts about a finished pass, for benchmarks and logs. */
+export interface DisruptionStats {
+  /** Scheduling simulations run. */
+  simulations: number;
+  /** The method whose command was chosen, if any. */
+  method?: string;
+}
+
+/** Why a candidate cannot be disrupted by a method of `m`'s class, or undefined. */
+function blockFor(c: Candidate, m: Method): string | undefined {
+  if (c.ineligible) return c.ineligible;
+  if (c.podsBlock) {
+    const tgp = c.nodeClaim.spec.terminationGracePeriod ?? c.nodePool.spec.template.spec.terminationGracePeriod;
+    if (!(m.class === 'eventual' && tgp !== undefined)) return c.podsBlock;
+  }
+  return undefined;
+}
+
+/**
+ * One disruption pass over `input` (see the module doc). Pure: same input, same result. Never throws for
+ * malformed objects (they become `blocked` reasons); `stats`, when given, is filled in.
+ */
+export function computeDisruption(input: DisruptionInput, stats?: DisruptionStats): DisruptionResult {
+  const view = buildClusterView(input);
+  const expired = expirationCommands(view.candidates.values(), input.now);
+  const excluded = new Set(expired.map((c) => c.candidates[0]!.name));
+  // Expired nodes are being deleted from now on: they count as disrupting for budgets.
+  for (const name of excluded) {
+    const c = view.candidates.get(name)!;
+    const pc = view.poolCounts.get(c.nodePool.metadata.name);
+    if (pc && c.initialized) pc.disrupting++;
+  }
+  const ctx = new PassContext(input, view, excluded);
+  const commands: Command[] = [...expired];
+  const why = new Map<string, string>();
+  const remember = (name: string, reason: string) => {
+    if (!why.has(name)) why.set(name, reason);
+  };
+  let chosen: Command | undefined;
+  for (const m of defaultMethods()) {
+    const cands: Candidate[] = [];
+    const rejected = new Map<string, string>();
+    for (const c of view.candidates.values()) {
+      if (excluded.has(c.name)) continue;
+      const block = blockFor(c, m);
+      if (block) {
+        rejected.set(c.name, block);
+        continue;
+      }
+      const no = m.shouldDisrupt(c, ctx);
+      if (no) rejected.set(c.name, `${m.name}: ${no}`);
+      else cands.push(c);
+    }
+    const notes = new Map<string, string>();
+    if (cands.length > 0) {
+      const budgets = budgetMapping(input.nodePools, view.poolCounts, m.reason, input.now);
+      const res = m.computeCommands(ctx, budgets, cands);
+      for (const [k, v] of res.notes) notes.set(k, v);
+      const cmd = res.commands[0];
+      if (cmd) chosen = cmd;
+    }
+    // Method notes (about real candidates) beat generic rejections; keep the first specific reason per node.
+    for (const [k, v] of notes) remember(k, v);
+    if (chosen) {
+      for (const c of cands) if (!notes.has(c.name)) remember(c.name, `not evaluated: ${chosen.method} chose a command first this pass`);
+      break;
+    }
+    for (const [k, v] of rejected) {
+      // Node-level blocks are the most useful answer; method mismatches are kept only as a fallback.
+      if (!v.includes(': ') || v.startsWith('pod ') || v.startsWith('PodDisruptionBudget') || v.startsWith('node '))
+        remember(k, v);
+    }
+    void rejected;
+  }
+  if (chosen) commands.push(chosen);
+  if (stats) {
+    stats.simulations = ctx.simulations;
+    if (chosen) stats.method = chosen.method;
+  }
+
+  const disrupted = new Set(commands.flatMap((c) => c.candidates.map((x) => x.name)));
+  const blocked: BlockedNode[] = [];
+  for (const dn of input.nodes) {
+    const name = dn.node.metadata.name ?? '?';
+    if (disrupted.has(name)) continue;
+    const reason =
+      view.notManaged.get(name) ?? why.get(name) ?? fallbackReason(view.candidates.get(name), chosen);
+    blocked.push({ node: name, reason });
+  }
+  blocked.sort((a, b) => (a.node < b.node ? -1 : a.node > b.node ? 1 : 0));
+  return { commands, blocked };
+}
+
+function fallbackReason(c: Candidate | undefined, chosen: Command | undefined): string {
+  if (!c) return 'not a disruption candidate';
+  if (c.ineligible) return c.ineligible;
+  if (c.podsBlock) return c.podsBlock;
+  const policy = c.nodePool.spec.disruption?.consolidationPolicy ?? 'WhenEmptyOrUnderutilized';
+  if (!c.consolidatable) return c.notConsolidatableReason ?? 'not consolidatable yet';
+  if (policy === 'WhenEmpty' && c.reschedulablePods.length > 0)
+    return 'consolidationPolicy is WhenEmpty and the node is not empty';
+  if (chosen) return `not evaluated: ${chosen.method} chose a command first this pass`;
+  return 'no disruption method applies (not empty, not drifted, no cheaper placement found)';
+}

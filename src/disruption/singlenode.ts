@@ -1,0 +1,157 @@
+/**
+ * Single-node consolidation (upstream kubernetes-sigs/karpenter `pkg/controllers/disruption/singlenodeconsolidation.go`):
+ * candidates in disruption-cost order; each with `Underutilized` budget left and at least one reschedulable pod is
+ * simulated alone, and the first that can be deleted or replaced by one cheaper NodeClaim wins. Upstream stops after
+ * 3 minutes; the pure core stops after `singleNodeMaxSimulations` simulations instead.
+ *
+ * Pruning (capenter, exact-safe): a candidate is skipped without a simulation when a lower bound on what its
+ * replacement must hold — the pods that fit no other node's free capacity, or the part of its pods' total requests
+ * exceeding the other nodes' total free capacity (cpu, memory, pods) — is held by no instance type of any NodePool
+ * cheaper than the candidate. Such a candidate can neither be deleted nor replaced more cheaply.
+ */
+import { parseResource, type Resources } from '../apis/quantity.ts';
+import { podRequests } from '../scheduling/resources.ts';
+import { byDisruptionCost } from './candidates.ts';
+import type { PassContext } from './context.ts';
+import { computeConsolidation } from './consolidation.ts';
+import type { Candidate, Method, MethodResult } from './types.ts';
+
+/** Upstream consolidation `ShouldDisrupt`: policy, `consolidateAfter`, consolidatable, price known. */
+export function consolidationShouldDisrupt(c: Candidate): string | undefined {
+  const policy = c.nodePool.spec.disruption?.consolidationPolicy ?? 'WhenEmptyOrUnderutilized';
+  if (policy === 'WhenEmpty') return 'consolidationPolicy is WhenEmpty (only empty nodes are consolidated)';
+  if (!c.consolidatable) return c.notConsolidatableReason ?? 'not consolidatable yet';
+  if (!c.instanceType) return 'instance type not found in its NodePool\'s catalog';
+  if (c.priceUSDPerHour === undefined) return 'no offering price for its zone and capacity type';
+  return undefined;
+}
+
+const DIMS = ['cpu', 'memory', 'pods'] as const;
+
+/** Precomputed spare capacity and price-sorted instance types for the prune (see the module doc). */
+export class SpareCapacity {
+  private readonly free = new Map<string, number[]>();
+  private readonly total = [0, 0, 0];
+  /** Top two free values per dimension: [value, node] pairs. */
+  private readonly top: [number, string][][] = [[], [], []];
+  private readonly types: { price: number; alloc: number[] }[] = [];
+
+  constructor(ctx: PassContext) {
+    for (const dn of ctx.input.nodes) {
+      const name = dn.node.metadata.name ?? '?';
+      const c = ctx.view.candidates.get(name);
+      if (c?.markedForDeletion || ctx.excluded.has(name) || dn.node.spec?.unschedulable) continue;
+      if (c && !c.initialized) continue;
+      let f: number[];
+      try {
+        const alloc = dn.node.status?.allocatable ?? {};
+        const a = DIMS.map((d) => (alloc[d] === undefined ? 0 : parseResource(d, alloc[d]!)));
+        for (const p of dn.pods) {
+          if (p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed') continue;
+          const r = podRequests(p);
+          for (let i = 0; i < 3; i++) a[i]! -= r[DIMS[i]!] ?? 0;
+        }
+        f = a.map((v) => Math.max(0, v));
+      } catch {
+        continue;
+      }
+      this.free.set(name, f);
+      for (let i = 0; i < 3; i++) {
+        this.total[i]! += f[i]!;
+        const t = this.top[i]!;
+        t.push([f[i]!, name]);
+        t.sort((x, y) => y[0] - x[0]);
+        if (t.length > 2) t.pop();
+      }
+    }
+    for (const types of Object.values(ctx.input.instanceTypes)) {
+      for (const it of types) {
+        let price = Number.POSITIVE_INFINITY;
+        for (const o of it.offerings) if (o.available && o.priceUSDPerHour < price) price = o.priceUSDPerHour;
+        if (!Number.isFinite(price)) continue;
+        this.types.push({ price, alloc: DIMS.map((d) => it.allocatable[d] ?? 0) });
+      }
+    }
+    this.types.sort((a, b) => a.price - b.price);
+  }
+
+  /** Why `c` cannot be consolidated (see the module doc), or undefined when it might be. */
+  prune(c: Candidate): string | undefined {
+    const price = c.priceUSDPerHour;
+    if (price === undefined) return undefined;
+    const own = this.free.get(c.name) ?? [0, 0, 0];
+    const maxOther = DIMS.map((_, i) => {
+      const t = this.top[i]!;
+      const first = t[0];
+      if (!first) return 0;
+      return first[1] === c.name ? (t[1]?.[0] ?? 0) : first[0];
+    });
+    const sum = [0, 0, 0];
+    const unfit = [0, 0, 0];
+    for (const p of c.reschedulablePods) {
+      let r: Resources;
+      try {
+        r = podRequests(p);
+      } catch {
+        return undefined;
+      }
+      const v = DIMS.map((d) => r[d] ?? 0);
+      let fitsSomewhere = true;
+      for (let i = 0; i < 3; i++) {
+        sum[i]! += v[i]!;
+        if (v[i]! > maxOther[i]!) fitsSomewhere = false;
+      }
+      if (!fitsSomewhere) for (let i = 0; i < 3; i++) unfit[i]! += v[i]!;
+    }
+    const need = DIMS.map((_, i) => Math.max(unfit[i]!, sum[i]! - (this.total[i]! - own[i]!)));
+    if (need.every((v) => v <= 0)) return undefined;
+    for (const t of this.types) {
+      if (t.price >= price) break;
+      if (t.alloc.every((a, i) => a >= need[i]!)) return undefined;
+    }
+    return `its pods need at least cpu ${Math.round(need[0]!)}m, memory ${Math.round(need[1]! / 2 ** 20)}Mi, ${need[2]} pods beyond the other nodes' free capacity, and no instance type cheaper than $${price}/h holds that`;
+  }
+}
+
+/** The single-node consolidation method. */
+export class SingleNodeConsolidation implements Method {
+  readonly name = 'SingleNodeConsolidation';
+  readonly reason = 'Underutilized' as const;
+  readonly class = 'graceful' as const;
+
+  shouldDisrupt(c: Candidate): string | undefined {
+    return consolidationShouldDisrupt(c);
+  }
+
+  computeCommands(ctx: PassContext, budgets: Map<string, number>, candidates: Candidate[]): MethodResult {
+    const notes = new Map<string, string>();
+    const spare = new SpareCapacity(ctx);
+    const max = ctx.options.singleNodeMaxSimulations;
+    let runs = 0;
+    for (const c of [...candidates].sort(byDisruptionCost)) {
+      const pool = c.nodePool.metadata.name;
+      if ((budgets.get(pool) ?? 0) <= 0) {
+        notes.set(c.name, `the budget of NodePool "${pool}" allows no more Underutilized disruptions now`);
+        continue;
+      }
+      if (c.reschedulablePods.length === 0) {
+        notes.set(c.name, 'empty: left to emptiness');
+        continue;
+      }
+      const pruned = spare.prune(c);
+      if (pruned) {
+        notes.set(c.name, `cannot be consolidated: ${pruned}`);
+        continue;
+      }
+      if (runs >= max) {
+        notes.set(c.name, `not evaluated: single-node consolidation reached its limit of ${max} simulations this pass`);
+        continue;
+      }
+      runs++;
+      const out = computeConsolidation(ctx, [c], this.name);
+      if ('command' in out) return { commands: [out.command], notes };
+      notes.set(c.name, `cannot be consolidated: ${out.reason}`);
+    }
+    return { commands: [], notes };
+  }
+}

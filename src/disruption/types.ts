@@ -1,0 +1,176 @@
+/**
+ * Inputs and outputs of the PURE disruption decision core (`computeDisruption` in `index.ts`).
+ * Semantics follow upstream kubernetes-sigs/karpenter `pkg/controllers/disruption` (v1): methods run in the order
+ * emptiness, drift, multi-node consolidation, single-node consolidation; the first method that produces a command
+ * wins the pass. Expiration (`expireAfter`) is not a budgeted method: expired nodes are reported as `Expired`
+ * delete commands ahead of the method's command.
+ *
+ * Nothing here reads a clock, the network or randomness: `now` is an input (milliseconds since the epoch), so the
+ * disruption controller can call `computeDisruption(snapshot)` every 10 s and re-validate a command 15 s later by
+ * calling it again with the new snapshot.
+ */
+import type { DaemonSet, Node, Pod, PodDisruptionBudget } from '../apis/core.ts';
+import type { NodeClaim, NodePool } from '../apis/karpenter.ts';
+import type { InstanceType } from '../cloudprovider/types.ts';
+import type { NodeClaimPlan } from '../scheduling/types.ts';
+import type { PassContext } from './context.ts';
+
+/** Budget reasons (`spec.disruption.budgets[].reasons`) plus `Expired` (never budgeted). */
+export type DisruptionReason = 'Empty' | 'Drifted' | 'Underutilized' | 'Expired';
+/** The reasons a disruption budget can name (upstream `DisruptionReason`). */
+export type BudgetReason = Exclude<DisruptionReason, 'Expired'>;
+
+/** One Node of the snapshot, with its NodeClaim and the pods bound to it. */
+export interface DisruptionNode {
+  node: Node;
+  /** The NodeClaim behind a managed node (label `karpenter.sh/nodepool`); a managed node without one is never disrupted. */
+  nodeClaim?: NodeClaim;
+  /** Pods bound to the node (`spec.nodeName`), DaemonSet pods included. */
+  pods: Pod[];
+  /** True while the node is being disrupted or deleted (tainted `karpenter.sh/disrupted`, deleting, or queued). */
+  markedForDeletion?: boolean;
+  /** True when provisioning nominated the node for pending pods (upstream: not a candidate while nominated). */
+  nominated?: boolean;
+  /** Provider drift reason (`CloudProvider.isDrifted`, e.g. `AMIDrift`), when the provider says it drifted. */
+  providerDrifted?: string;
+}
+
+/** Feature gates the core honours (upstream `--feature-gates`). */
+export interface DisruptionFeatureGates {
+  /** `SpotToSpotConsolidation` (default false): allow replacing spot nodes with cheaper spot nodes. */
+  spotToSpotConsolidation?: boolean;
+}
+
+/** Tunables of one pass; defaults mirror upstream where upstream has a number. */
+export interface DisruptionOptions {
+  /** Candidates multi-node consolidation considers at most (upstream 100). */
+  multiNodeMaxCandidates?: number;
+  /**
+   * Scheduling simulations single-node consolidation may run in one pass before giving up (upstream stops after
+   * 3 minutes of wall time; the pure core counts simulations instead). Default 500.
+   */
+  singleNodeMaxSimulations?: number;
+  /**
+   * Keep every cheaper instance type in an on-demand replacement (upstream behaviour) instead of only the
+   * cheapest-priced ones (capenter default, see `consolidation.ts` {@link narrowReplacement}). Default false.
+   */
+  flexibleOnDemandReplacements?: boolean;
+}
+
+/** Everything one disruption pass needs (a snapshot of cluster state plus the time). */
+export interface DisruptionInput {
+  nodes: DisruptionNode[];
+  /** Pending pods: consolidation must not take capacity they will need; they may stay pending. */
+  pendingPods?: Pod[];
+  /** Validated, defaulted NodePools. */
+  nodePools: NodePool[];
+  /**
+   * Instance types by NodePool name (the NodeClass's full list, e.g. from the AWS catalog's `getInstanceTypes`):
+   * used to price candidates (offering for the node's zone and capacity type), to detect `InstanceTypeNotFound`
+   * drift, and by the scheduling simulation for replacements.
+   */
+  instanceTypes: Record<string, InstanceType[]>;
+  daemonSets: DaemonSet[];
+  /** PodDisruptionBudgets; `status.disruptionsAllowed` is used when present, else computed from the pods. */
+  pdbs: PodDisruptionBudget[];
+  /** Namespace labels by namespace (pod affinity `namespaceSelector`). */
+  namespaces?: Record<string, Record<string, string>>;
+  /** Current time, milliseconds since the epoch (never read from a clock inside the core). */
+  now: number;
+  featureGates?: DisruptionFeatureGates;
+  options?: DisruptionOptions;
+}
+
+/**
+ * A node considered for disruption, with everything the methods need precomputed. Built for every managed node
+ * (see `candidates.ts`); `ineligible` says why it cannot be a candidate at all.
+ */
+export interface Candidate {
+  /** Node name. */
+  name: string;
+  node: Node;
+  nodeClaim: NodeClaim;
+  nodePool: NodePool;
+  /** The node's instance type in its NodePool's catalog, when found. */
+  instanceType?: InstanceType;
+  zone?: string;
+  capacityType?: string;
+  /** Current price: the cheapest offering of its type for its zone and capacity type, USD/hour; undefined when unknown. */
+  priceUSDPerHour?: number;
+  /** Every bound pod. */
+  pods: Pod[];
+  /** Pods that must move elsewhere (active, not DaemonSet-owned, not static/mirror). */
+  reschedulablePods: Pod[];
+  /** Upstream disruption cost: Σ eviction cost of reschedulable pods × lifetime remaining (see `cost.ts`). */
+  disruptionCost: number;
+  /** True when `consolidateAfter` has elapsed since the last pod event (see `candidates.ts`). */
+  consolidatable: boolean;
+  /** Why consolidation may not touch it yet (consolidateAfter not elapsed / Never), when not consolidatable. */
+  notConsolidatableReason?: string;
+  /** Drift reason (`NodePoolDrifted`, `RequirementsDrifted`, `InstanceTypeNotFound`, provider reasons), if drifted. */
+  driftReason?: string;
+  /** Why it cannot be disrupted gracefully at all (node-level), when it cannot. */
+  ineligible?: string;
+  /**
+   * Why its pods block eviction (`karpenter.sh/do-not-disrupt` pod, PDB with 0 allowed, multiple PDBs), if they
+   * do. Blocks every method, except drift when the NodeClaim has a `terminationGracePeriod` (upstream eventual
+   * disruption class).
+   */
+  podsBlock?: string;
+  /** True when the node is being disrupted or deleted already. */
+  markedForDeletion: boolean;
+  /** True when the NodeClaim is initialized (condition `Initialized` or label `karpenter.sh/initialized`). */
+  initialized: boolean;
+}
+
+/** A disruption decision: delete the candidates, or replace them with the planned NodeClaims. */
+export interface Command {
+  decision: 'delete' | 'replace';
+  reason: DisruptionReason;
+  /** The method that produced it: `Expiration`, `Emptiness`, `Drift`, `MultiNodeConsolidation`, `SingleNodeConsolidation`. */
+  method: string;
+  candidates: Candidate[];
+  /** NodeClaims to launch (and wait for) before the candidates are deleted; empty for `delete`. */
+  replacements: NodeClaimPlan[];
+  /** Σ candidate prices − Σ replacement prices (cheapest option), USD/hour; 0 when a price is unknown. */
+  savingsUSDPerHour: number;
+}
+
+/** A node that no command disrupts, and why (for `capenter simulate --disruption` and events). */
+export interface BlockedNode {
+  node: string;
+  reason: string;
+}
+
+/** Result of one pass. */
+export interface DisruptionResult {
+  /** `Expired` deletes first, then at most one command from the first method that produced one. */
+  commands: Command[];
+  blocked: BlockedNode[];
+}
+
+/** Disruption classes (upstream): graceful methods respect every block; eventual ones (drift) may bypass pod blocks. */
+export type DisruptionClass = 'graceful' | 'eventual';
+
+/** What a method returns: its commands (usually zero or one) and per-node notes explaining non-selection. */
+export interface MethodResult {
+  commands: Command[];
+  /** Node name → why this method did not disrupt it. */
+  notes: Map<string, string>;
+}
+
+/** One disruption method (upstream `disruption.Method`). */
+export interface Method {
+  /** `Emptiness`, `Drift`, `MultiNodeConsolidation`, `SingleNodeConsolidation`. */
+  readonly name: string;
+  /** The budget reason it spends. */
+  readonly reason: BudgetReason;
+  readonly class: DisruptionClass;
+  /** `undefined` when the candidate is one for this method, else why not. */
+  shouldDisrupt(c: Candidate, ctx: PassContext): string | undefined;
+  /**
+   * Computes the method's commands over its candidates. `budgets` maps NodePool name → disruptions still allowed
+   * for {@link reason} (the method decrements a copy).
+   */
+  computeCommands(ctx: PassContext, budgets: Map<string, number>, candidates: Candidate[]): MethodResult;
+}

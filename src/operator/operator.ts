@@ -1,0 +1,323 @@
+/**
+ * The operator: wires one capenter controller process (upstream kubernetes-sigs/karpenter `pkg/operator` +
+ * `cmd/controller`). It builds the Kubernetes client, the shared informers and cluster state, the cloud provider
+ * (the embedded kwok provider with EC2NodeClass support unless one is injected) decorated with cloud-provider
+ * metrics, an EventRecorder (component `karpenter`) and every controller:
+ * provisioner + its trigger, `nodeclaim.lifecycle`, `nodeclaim.garbagecollection`, `node.termination`,
+ * `nodepool` (hash, validation, readiness, counter), `nodeclass.status` and the metrics controllers.
+ * Controllers run only while this process holds the leader Lease (`karpenter-leader-election` in
+ * `kube-system`, 15 s / 10 s / 2 s); like upstream, losing leadership stops the operator (the process should
+ * exit and be restarted). `/metrics`, `/healthz` and `/readyz` are served from the start; ready means the
+ * informers have synced and leader election has decided (we lead, or another candidate is known to).
+ */
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import { collectDefaultMetrics, Registry } from 'prom-client';
+import type { KubeObject } from '../apis/core.ts';
+import { withMetrics } from '../cloudprovider/metrics.ts';
+import type { CloudProvider } from '../cloudprovider/types.ts';
+import { metricsControllers } from '../controllers/metrics/index.ts';
+import { NodeTerminationController } from '../controllers/node/termination/controller.ts';
+import { NodeClaimGarbageCollectionController } from '../controllers/nodeclaim/garbagecollection/controller.ts';
+import { type ControllerDeps, NodeClaimLifecycleController } from '../controllers/nodeclaim/lifecycle/controller.ts';
+import { NodePoolController } from '../controllers/nodepool/controller.ts';
+import { NodePoolHashVersion, nodePoolHash } from '../controllers/nodepool/hash.ts';
+import { NodeClassStatusController } from '../controllers/nodepool/nodeclass.ts';
+import { Provisioner } from '../controllers/provisioning/provisioner.ts';
+import { ProvisioningTrigger } from '../controllers/provisioning/trigger.ts';
+import { type Controller, errorMessage } from '../controllers/runtime.ts';
+import { KubeClient } from '../kube/client.ts';
+import { type Clock, RealClock } from '../kube/clock.ts';
+import { EventRecorder } from '../kube/events.ts';
+import { SharedInformers } from '../kube/informer.ts';
+import { LeaderElector } from '../kube/leaderelection.ts';
+import { Cluster } from '../state/cluster.ts';
+import { KubeNodeWriter } from '../state/kwoknodes.ts';
+import { EmbeddedCloudProvider, type EmbeddedCloudProviderDeps } from './embedded.ts';
+import { type Logger, silentLogger } from './logger.ts';
+import type { OperatorOptions } from './options.ts';
+import { type HttpEndpoints, startHttpEndpoints } from './server.ts';
+
+/** Inputs of {@link createOperator}. Give `client` or `kubeconfig` (a path or YAML text). */
+export interface OperatorConfig {
+  /** Kubeconfig path or YAML; ignored when `client` is given. */
+  kubeconfig?: string;
+  /** A ready client (the operator does not close it on stop). */
+  client?: KubeClient;
+  /**
+   * The cloud provider; default: {@link EmbeddedCloudProvider} (kwok Nodes, AWS catalog of `options.region`,
+   * KWOKNodeClass and EC2NodeClass).
+   */
+  cloudProvider?: CloudProvider;
+  /** Extra kwok options for the default provider (instance IDs, registration delay, ...). */
+  kwok?: EmbeddedCloudProviderDeps['kwok'];
+  /** Time source (default wall clock). */
+  clock?: Clock;
+  logger?: Logger;
+  options: OperatorOptions;
+  /** Leader-election identity (default `<hostname>_<random>`), also the Event `source.host`. */
+  identity?: string;
+  /** Register prom-client's default process metrics (default true; only once per registry). */
+  defaultMetrics?: boolean;
+  /** Overrides for controller internals, mostly for tests (GC instance grace, registration TTL, ...). */
+  tuning?: {
+    gcInstanceGraceSeconds?: number;
+    registrationTimeoutSeconds?: number;
+    launchTimeoutSeconds?: number;
+    /** Seconds between provisioning resyncs of waiting pods (default 10). */
+    provisioningResyncSeconds?: number;
+  };
+}
+
+/** A running (or ready to run) operator. */
+export interface Operator {
+  /**
+   * Serves the endpoints, starts informers and leader election; controllers start when this process leads.
+   * Resolves once the endpoints listen. `signal` aborting stops the operator like {@link stop}.
+   * @throws when a port cannot be bound.
+   */
+  start(signal?: AbortSignal): Promise<void>;
+  /** Stops controllers, releases the Lease, stops informers and endpoints (idempotent). */
+  stop(): Promise<void>;
+  /** Resolves when the operator has stopped (after `stop()`, an aborted signal, or lost leadership). */
+  readonly done: Promise<void>;
+  /** prom-client registry behind `/metrics`. */
+  readonly registry: Registry;
+  /** Cluster state. */
+  readonly cluster: Cluster;
+  readonly client: KubeClient;
+  /** The undecorated provider (for the embedded one: `markUnavailable`, `idle`, ...). */
+  readonly cloudProvider: CloudProvider;
+  readonly informers: SharedInformers;
+  readonly recorder: EventRecorder;
+  readonly provisioner: Provisioner;
+  /** Every controller run while leading. */
+  readonly controllers: readonly Controller[];
+  /** Leader-election identity. */
+  readonly identity: string;
+  /** Bound metrics port (after `start`). */
+  readonly metricsPort: number | undefined;
+  /** Bound health-probe port (after `start`). */
+  readonly healthProbePort: number | undefined;
+  /** True while controllers run (this process holds the Lease, or leader election is off). */
+  isLeader(): boolean;
+  /** `undefined` when ready, else why not (the `/readyz` answer). */
+  readiness(): string | undefined;
+}
+
+/**
+ * Builds an operator; nothing runs until `start`.
+ * @throws Error when neither `client` nor `kubeconfig` is given, the kubeconfig is unusable, or the region has
+ * no catalog (default provider).
+ */
+export function createOperator(cfg: OperatorConfig): Operator {
+  const options = cfg.options;
+  const clock = cfg.clock ?? new RealClock();
+  const logger = cfg.logger ?? silentLogger();
+  const log = logger.child({ component: 'operator' });
+  let client: KubeClient;
+  if (cfg.client) client = cfg.client;
+  else if (cfg.kubeconfig) client = KubeClient.fromKubeconfig(cfg.kubeconfig, { clock, userAgent: 'capenter-controller' });
+  else throw new Error('createOperator: pass a client or a kubeconfig (path or YAML)');
+  const ownClient = !cfg.client;
+  const identity = cfg.identity ?? `${hostname()}_${randomBytes(4).toString('hex')}`;
+
+  const registry = new Registry();
+  if (cfg.defaultMetrics ?? true) collectDefaultMetrics({ register: registry });
+
+  const informers = new SharedInformers(client, {
+    clock,
+    onError: (err, phase) => log.debug({ phase, err: errorMessage(err) }, 'informer error (retrying)'),
+  });
+  let cluster: Cluster | undefined;
+  const nodeClassLookup = (ref: { group: string; kind: string; name: string }): KubeObject | undefined =>
+    cluster?.getNodeClass(ref);
+  const rawProvider: CloudProvider =
+    cfg.cloudProvider ??
+    new EmbeddedCloudProvider({
+      region: options.region,
+      nodes: new KubeNodeWriter(client),
+      clock,
+      nodeClass: nodeClassLookup,
+      kwok: {
+        onError: (err, ctx) => log.warn({ nodeclaim: ctx.nodeClaim, action: ctx.action, err: errorMessage(err) }, 'kwok node write failed'),
+        ...(cfg.kwok ?? {}),
+      },
+    });
+  cluster = new Cluster({
+    client,
+    informers,
+    clock,
+    logger,
+    nodeClassKinds: rawProvider.supportedNodeClasses(),
+    registry,
+  });
+  const recorder = new EventRecorder(client, {
+    clock,
+    component: 'karpenter',
+    host: identity,
+    onError: (err) => log.debug({ err: errorMessage(err) }, 'event write failed'),
+  });
+  const provider = (controller: string): CloudProvider => withMetrics(rawProvider, registry, { controller });
+  const deps = (controller: string): ControllerDeps => ({
+    client,
+    cloudProvider: provider(controller),
+    clock,
+    logger,
+    recorder,
+    registry,
+    informers,
+  });
+  const tuning = cfg.tuning ?? {};
+  const provisioner = new Provisioner({
+    client,
+    cluster,
+    cloudProvider: provider('provisioner'),
+    clock,
+    logger,
+    recorder,
+    registry,
+    options: {
+      batchIdleSeconds: options.batchIdleSeconds,
+      batchMaxSeconds: options.batchMaxSeconds,
+      nodePoolHash: (np) => ({ hash: nodePoolHash(np), version: NodePoolHashVersion }),
+    },
+  });
+  const metricsDeps = { cluster, clock, logger, registry, periodSeconds: options.metricsPeriodSeconds };
+  const controllers: Controller[] = [
+    provisioner,
+    new ProvisioningTrigger({
+      cluster,
+      provisioner,
+      clock,
+      logger,
+      ...(tuning.provisioningResyncSeconds !== undefined ? { resyncSeconds: tuning.provisioningResyncSeconds } : {}),
+    }),
+    new NodeClaimLifecycleController({
+      ...deps('nodeclaim.lifecycle'),
+      ...(tuning.registrationTimeoutSeconds !== undefined ? { registrationTimeoutSeconds: tuning.registrationTimeoutSeconds } : {}),
+      ...(tuning.launchTimeoutSeconds !== undefined ? { launchTimeoutSeconds: tuning.launchTimeoutSeconds } : {}),
+    }),
+    new NodeClaimGarbageCollectionController({
+      ...deps('nodeclaim.garbagecollection'),
+      periodSeconds: options.gcPeriodSeconds,
+      ...(tuning.gcInstanceGraceSeconds !== undefined ? { instanceGraceSeconds: tuning.gcInstanceGraceSeconds } : {}),
+    }),
+    new NodeTerminationController(deps('node.termination')),
+    new NodePoolController(deps('nodepool')),
+    new NodeClassStatusController(deps('nodeclass.status')),
+    ...metricsControllers(metricsDeps),
+  ];
+
+  let endpoints: HttpEndpoints | undefined;
+  let elector: LeaderElector | undefined;
+  let leading: AbortController | undefined;
+  let running: Promise<unknown> | undefined;
+  let started = false;
+  let stopping: Promise<void> | undefined;
+  let electionDecided = !options.leaderElect;
+  let resolveDone: () => void = () => {};
+  const done = new Promise<void>((r) => {
+    resolveDone = r;
+  });
+
+  const runControllers = (signal: AbortSignal): void => {
+    log.info({ identity, controllers: controllers.map((c) => c.name) }, 'starting controllers');
+    running = Promise.all(
+      controllers.map((c) =>
+        c.start(signal).catch((err: unknown) => log.error({ controller: c.name, err: errorMessage(err) }, 'controller stopped with an error')),
+      ),
+    );
+  };
+
+  const stop = (): Promise<void> => {
+    stopping ??= (async () => {
+      log.info({ identity }, 'stopping operator');
+      leading?.abort();
+      await running;
+      await elector?.stop();
+      await recorder.flush();
+      cluster.close();
+      await informers.stop();
+      await endpoints?.close();
+      if (ownClient) client.close();
+      resolveDone();
+    })();
+    return stopping;
+  };
+
+  const op: Operator = {
+    registry,
+    cluster,
+    client,
+    cloudProvider: rawProvider,
+    informers,
+    recorder,
+    provisioner,
+    controllers,
+    identity,
+    done,
+    get metricsPort() {
+      return endpoints?.metricsPort;
+    },
+    get healthProbePort() {
+      return endpoints?.healthProbePort;
+    },
+    isLeader: () => leading !== undefined && !leading.signal.aborted,
+    readiness: () => {
+      if (!informers.hasSynced()) return 'informers have not synced';
+      if (!electionDecided) return 'leader election has not decided';
+      return undefined;
+    },
+    stop,
+    async start(signal?: AbortSignal) {
+      if (started) return;
+      started = true;
+      signal?.addEventListener('abort', () => void stop(), { once: true });
+      endpoints = await startHttpEndpoints({
+        registry,
+        metricsPort: options.metricsPort,
+        healthProbePort: options.healthProbePort,
+        host: options.bindAddress,
+        readiness: op.readiness,
+      });
+      log.info({ metricsPort: endpoints.metricsPort, healthProbePort: endpoints.healthProbePort }, 'serving /metrics, /healthz, /readyz');
+      informers.start();
+      if (!options.leaderElect) {
+        leading = new AbortController();
+        runControllers(leading.signal);
+        return;
+      }
+      elector = new LeaderElector({
+        client,
+        clock,
+        lockName: options.leaderElectionName,
+        lockNamespace: options.leaderElectionNamespace,
+        identity,
+        leaseDurationSeconds: options.leaseDurationSeconds,
+        renewDeadlineSeconds: options.renewDeadlineSeconds,
+        retryPeriodSeconds: options.retryPeriodSeconds,
+        onError: (err) => log.warn({ err: errorMessage(err) }, 'leader election error'),
+        callbacks: {
+          onStartedLeading: (s) => {
+            electionDecided = true;
+            leading = new AbortController();
+            s.addEventListener('abort', () => leading?.abort(), { once: true });
+            log.info({ identity }, 'acquired leader lease');
+            runControllers(leading.signal);
+          },
+          onStoppedLeading: () => {
+            log.info({ identity }, 'leader lease lost or released');
+            void stop();
+          },
+          onNewLeader: (id) => {
+            electionDecided = true;
+            if (id !== identity) log.info({ leader: id }, 'another instance leads');
+          },
+        },
+      });
+      elector.start();
+    },
+  };
+  return op;
+}
