@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { formatResource, parseQuantity, parseResource, parseResources, QuantityParseError } from './quantity.ts';
+import {
+  formatResource,
+  parseQuantity,
+  parseResource,
+  parseResources,
+  QuantityParseError,
+} from './quantity.ts';
 
 describe('quantity', () => {
   it('parses decimal, binary and exponent suffixes', () => {

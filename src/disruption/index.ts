@@ -68,38 +68,19 @@ export function computeDisruption(input: DisruptionInput, stats?: DisruptionStat
   let chosen: Command | undefined;
   for (const m of defaultMethods()) {
     const cands: Candidate[] = [];
-    const rejected = new Map<string, string>();
     for (const c of view.candidates.values()) {
-      if (excluded.has(c.name)) continue;
-      const block = blockFor(c, m);
-      if (block) {
-        rejected.set(c.name, block);
-        continue;
-      }
-      const no = m.shouldDisrupt(c, ctx);
-      if (no) rejected.set(c.name, `${m.name}: ${no}`);
-      else cands.push(c);
+      if (excluded.has(c.name) || blockFor(c, m) || m.shouldDisrupt(c, ctx)) continue;
+      cands.push(c);
     }
-    const notes = new Map<string, string>();
-    if (cands.length > 0) {
-      const budgets = budgetMapping(input.nodePools, view.poolCounts, m.reason, input.now);
-      const res = m.computeCommands(ctx, budgets, cands);
-      for (const [k, v] of res.notes) notes.set(k, v);
-      const cmd = res.commands[0];
-      if (cmd) chosen = cmd;
-    }
-    // Method notes (about real candidates) beat generic rejections; keep the first specific reason per node.
-    for (const [k, v] of notes) remember(k, v);
+    if (cands.length === 0) continue;
+    const budgets = budgetMapping(input.nodePools, view.poolCounts, m.reason, input.now);
+    const res = m.computeCommands(ctx, budgets, cands);
+    for (const [k, v] of res.notes) remember(k, `${m.name}: ${v}`);
+    chosen = res.commands[0];
     if (chosen) {
-      for (const c of cands) if (!notes.has(c.name)) remember(c.name, `not evaluated: ${chosen.method} chose a command first this pass`);
+      for (const c of cands) remember(c.name, `not evaluated: ${chosen.method} chose a command first this pass`);
       break;
     }
-    for (const [k, v] of rejected) {
-      // Node-level blocks are the most useful answer; method mismatches are kept only as a fallback.
-      if (!v.includes(': ') || v.startsWith('pod ') || v.startsWith('PodDisruptionBudget') || v.startsWith('node '))
-        remember(k, v);
-    }
-    void rejected;
   }
   if (chosen) commands.push(chosen);
   if (stats) {
@@ -112,8 +93,9 @@ export function computeDisruption(input: DisruptionInput, stats?: DisruptionStat
   for (const dn of input.nodes) {
     const name = dn.node.metadata.name ?? '?';
     if (disrupted.has(name)) continue;
+    const c = view.candidates.get(name);
     const reason =
-      view.notManaged.get(name) ?? why.get(name) ?? fallbackReason(view.candidates.get(name), chosen);
+      view.notManaged.get(name) ?? c?.ineligible ?? why.get(name) ?? fallbackReason(c, chosen);
     blocked.push({ node: name, reason });
   }
   blocked.sort((a, b) => (a.node < b.node ? -1 : a.node > b.node ? 1 : 0));

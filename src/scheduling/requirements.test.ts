@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Requirement, RequirementError, Requirements } from './requirements.ts';
+import { normalizeLabelKey, Requirement, RequirementError, Requirements } from './requirements.ts';
 
 describe('Requirement', () => {
   it('In/NotIn/Exists/DoesNotExist membership and absence', () => {
@@ -114,5 +114,34 @@ describe('Requirements', () => {
     expect(r.matchesLabels({ a: '1' })).toBe(true);
     expect(r.matchesLabels({ a: '1', b: 'x' })).toBe(false);
     expect(r.matchesLabels({})).toBe(false);
+  });
+});
+
+describe('deprecated label keys (upstream v1.NormalizedLabels)', () => {
+  it('maps every deprecated key to its well-known key in every factory', () => {
+    expect(Requirement.in('beta.kubernetes.io/os', ['linux']).key).toBe('kubernetes.io/os');
+    expect(Requirement.notIn('beta.kubernetes.io/arch', ['arm64']).key).toBe('kubernetes.io/arch');
+    expect(Requirement.exists('beta.kubernetes.io/instance-type').key).toBe('node.kubernetes.io/instance-type');
+    expect(Requirement.doesNotExist('failure-domain.beta.kubernetes.io/zone').key).toBe(
+      'topology.kubernetes.io/zone',
+    );
+    expect(
+      Requirement.from({ key: 'failure-domain.beta.kubernetes.io/region', operator: 'In', values: ['r1'] }).key,
+    ).toBe('topology.kubernetes.io/region');
+    expect(Requirement.in('example.com/os', ['x']).key).toBe('example.com/os');
+    expect(normalizeLabelKey('beta.kubernetes.io/os')).toBe('kubernetes.io/os');
+    expect(normalizeLabelKey('toString')).toBe('toString');
+  });
+
+  it('a deprecated and a current key for the same label intersect into one requirement', () => {
+    const r = Requirements.fromLabels({ 'beta.kubernetes.io/os': 'linux' });
+    r.add(Requirement.in('kubernetes.io/os', ['linux', 'windows']));
+    expect(r.size).toBe(1);
+    expect(r.get('kubernetes.io/os')!.toString()).toBe('In [linux]');
+    expect(r.matchesLabels({ 'kubernetes.io/os': 'linux' })).toBe(true);
+    const clash = Requirements.fromLabels({ 'beta.kubernetes.io/arch': 'amd64' });
+    expect(clash.compatible(Requirements.fromLabels({ 'kubernetes.io/arch': 'arm64' }))).toContain(
+      'kubernetes.io/arch',
+    );
   });
 });

@@ -10,6 +10,7 @@
  */
 import type { NodeSelectorRequirement } from '../apis/core.ts';
 import type { NodeSelectorRequirementWithMinValues } from '../apis/karpenter.ts';
+import { NormalizedLabels } from '../apis/labels.ts';
 
 /** Thrown by the constructors for a malformed requirement (unknown operator, non-integer `Gt` value...). */
 export class RequirementError extends Error {
@@ -17,6 +18,15 @@ export class RequirementError extends Error {
 }
 
 const EMPTY: ReadonlySet<string> = new Set();
+
+/**
+ * The key a requirement is stored under: deprecated keys map to their well-known equivalents
+ * (`beta.kubernetes.io/os` → `kubernetes.io/os`, ...; upstream `v1.NormalizedLabels`, applied by upstream
+ * `scheduling.NewRequirement` to every requirement it builds). Other keys are returned unchanged.
+ */
+export function normalizeLabelKey(key: string): string {
+  return Object.hasOwn(NormalizedLabels, key) ? NormalizedLabels[key]! : key;
+}
 
 /** Formats values for messages: sorted, at most 8 shown (`[a, b, c and 4 more]`). */
 export function formatValues(values: Iterable<string>): string {
@@ -47,31 +57,32 @@ export class Requirement {
     readonly minValues?: number,
   ) {}
 
-  /** `key In values`. */
+  /** `key In values` (deprecated keys normalized, see {@link normalizeLabelKey}; so for every factory below). */
   static in(key: string, values: Iterable<string>, minValues?: number): Requirement {
-    return new Requirement(key, false, new Set(values), undefined, undefined, minValues);
+    return new Requirement(normalizeLabelKey(key), false, new Set(values), undefined, undefined, minValues);
   }
   /** `key NotIn values`. */
   static notIn(key: string, values: Iterable<string>): Requirement {
-    return new Requirement(key, true, new Set(values));
+    return new Requirement(normalizeLabelKey(key), true, new Set(values));
   }
   /** `key Exists`. */
   static exists(key: string): Requirement {
-    return new Requirement(key, true, EMPTY);
+    return new Requirement(normalizeLabelKey(key), true, EMPTY);
   }
   /** `key DoesNotExist`. */
   static doesNotExist(key: string): Requirement {
-    return new Requirement(key, false, EMPTY);
+    return new Requirement(normalizeLabelKey(key), false, EMPTY);
   }
 
   /**
    * Builds a requirement from a NodeSelectorRequirement (operators In, NotIn, Exists, DoesNotExist, Gt, Lt,
-   * Gte, Lte; `Gte n` is `Gt n-1`, `Lte n` is `Lt n+1`).
+   * Gte, Lte; `Gte n` is `Gt n-1`, `Lte n` is `Lt n+1`). Deprecated keys are normalized ({@link normalizeLabelKey}).
    * @throws RequirementError naming the key when the operator is unknown or a bound is not one integer.
    */
   static from(r: NodeSelectorRequirement | NodeSelectorRequirementWithMinValues): Requirement {
     const minValues = (r as NodeSelectorRequirementWithMinValues).minValues;
     const values = r.values ?? [];
+    const key = normalizeLabelKey(r.key);
     const bound = (): number => {
       const n = values.length === 1 ? parseIntStrict(values[0]!) : undefined;
       if (n === undefined) {
@@ -83,21 +94,21 @@ export class Requirement {
     };
     switch (r.operator) {
       case 'In':
-        return new Requirement(r.key, false, new Set(values), undefined, undefined, minValues);
+        return new Requirement(key, false, new Set(values), undefined, undefined, minValues);
       case 'NotIn':
-        return new Requirement(r.key, true, new Set(values), undefined, undefined, minValues);
+        return new Requirement(key, true, new Set(values), undefined, undefined, minValues);
       case 'Exists':
-        return new Requirement(r.key, true, EMPTY, undefined, undefined, minValues);
+        return new Requirement(key, true, EMPTY, undefined, undefined, minValues);
       case 'DoesNotExist':
-        return new Requirement(r.key, false, EMPTY, undefined, undefined, minValues);
+        return new Requirement(key, false, EMPTY, undefined, undefined, minValues);
       case 'Gt':
-        return new Requirement(r.key, true, EMPTY, bound(), undefined, minValues);
+        return new Requirement(key, true, EMPTY, bound(), undefined, minValues);
       case 'Gte':
-        return new Requirement(r.key, true, EMPTY, bound() - 1, undefined, minValues);
+        return new Requirement(key, true, EMPTY, bound() - 1, undefined, minValues);
       case 'Lt':
-        return new Requirement(r.key, true, EMPTY, undefined, bound(), minValues);
+        return new Requirement(key, true, EMPTY, undefined, bound(), minValues);
       case 'Lte':
-        return new Requirement(r.key, true, EMPTY, undefined, bound() + 1, minValues);
+        return new Requirement(key, true, EMPTY, undefined, bound() + 1, minValues);
       default:
         throw new RequirementError(
           `requirement on key "${r.key}": unknown operator "${String(r.operator)}" (expected In, NotIn, Exists, DoesNotExist, Gt, Lt, Gte, Lte)`,

@@ -441,6 +441,57 @@ describe('solve: topology', () => {
   });
 });
 
+describe('solve: deprecated label keys', () => {
+  it('nodeSelector and node affinity on beta.kubernetes.io/* keys mean the well-known keys', () => {
+    const bySelector = makePod('sel', {
+      cpu: '1',
+      spec: { nodeSelector: { 'beta.kubernetes.io/os': 'linux', 'beta.kubernetes.io/arch': 'arm64' } },
+    });
+    const byAffinity = makePod('aff', {
+      cpu: '1',
+      spec: {
+        affinity: {
+          nodeAffinity: {
+            requiredDuringSchedulingIgnoredDuringExecution: {
+              nodeSelectorTerms: [
+                {
+                  matchExpressions: [
+                    { key: 'beta.kubernetes.io/instance-type', operator: 'In', values: ['m5.xlarge'] },
+                  ],
+                },
+              ],
+            },
+            preferredDuringSchedulingIgnoredDuringExecution: [
+              {
+                weight: 1,
+                preference: {
+                  matchExpressions: [
+                    { key: 'failure-domain.beta.kubernetes.io/zone', operator: 'In', values: ['test-zone-b'] },
+                  ],
+                },
+              },
+            ],
+          },
+        },
+      },
+    });
+    const pool = makeNodePool('any', { requirements: [onDemand] });
+    const r = solve(input([bySelector, byAffinity], [pool]));
+    expect(r.unschedulable).toEqual([]);
+    const of = (name: string) => {
+      const p = r.placements.find((x) => x.pod.metadata.name === name)!;
+      return r.newNodeClaims[(p.target as { index: number }).index]!;
+    };
+    expect(of('sel').cheapest.instanceType.name).toBe('c6g.large');
+    expect(of('sel').requirements).toContainEqual({ key: 'kubernetes.io/arch', operator: 'In', values: ['arm64'] });
+    expect(of('aff').cheapest.instanceType.name).toBe('m5.xlarge');
+    expect(of('aff').cheapest.offering.zone).toBe('test-zone-b');
+    expect(of('aff').requirements.some((q) => q.key.startsWith('beta.') || q.key.startsWith('failure-domain.'))).toBe(
+      false,
+    );
+  });
+});
+
 describe('solve: determinism and bad input', () => {
   it('returns the same result for the same input, independent of pod order', () => {
     const pods = [

@@ -223,8 +223,8 @@ export class KubeSchedulerStandIn extends SimController {
     const target = pickNode(state, feasible, this.scoring);
     if (target === undefined) {
       const message = fitErrorMessage(nodes.length, reasons);
-      await this.setUnschedulable(pod, 'Unschedulable', message);
-      if (this.recorder) void this.recorder.publish(pod, 'Warning', 'FailedScheduling', message);
+      const changed = await this.setUnschedulable(pod, 'Unschedulable', message);
+      if (changed && this.recorder) void this.recorder.publish(pod, 'Warning', 'FailedScheduling', message);
       return { requeueAfter: this.retrySeconds };
     }
     try {
@@ -258,24 +258,28 @@ export class KubeSchedulerStandIn extends SimController {
     return undefined;
   }
 
-  /** Sets `PodScheduled=False` with `reason`/`message` through the status subresource (no write when unchanged). */
-  private async setUnschedulable(pod: Pod, reason: string, message: string): Promise<void> {
+  /**
+   * Sets `PodScheduled=False` with `reason`/`message` through the status subresource; no write when
+   * unchanged. Resolves true when the condition was written.
+   */
+  private async setUnschedulable(pod: Pod, reason: string, message: string): Promise<boolean> {
     const conditions = withCondition(
       pod.status?.conditions,
       { type: 'PodScheduled', status: 'False', reason, message },
       rfc3339(this.clock.now()),
     );
-    if (!conditions) return;
+    if (!conditions) return false;
     try {
       await this.client.patchStatus('Pod', pod.metadata.name ?? '', pod.metadata.namespace, {
         metadata: { resourceVersion: pod.metadata.resourceVersion },
         status: { conditions },
       });
+      return true;
     } catch (err) {
-      if (isNotFound(err)) return;
+      if (isNotFound(err)) return false;
       if (isConflict(err)) {
         this.queue.addAfter(objectKey(pod), 0.05);
-        return;
+        return false;
       }
       throw err;
     }

@@ -98,6 +98,12 @@ describe('provisioner (embedded API server, kwok provider)', () => {
       `karpenter_nodeclaims_created_total{reason="provisioned",nodepool="default",min_values_relaxed="false"} ${api.length}`,
     );
 
+    expect(
+      await p.registry.getSingleMetricAsString('karpenter_scheduler_scheduling_duration_seconds'),
+    ).toContain('karpenter_scheduler_scheduling_duration_seconds_count{controller="provisioner"} 1');
+    expect(
+      await p.registry.getSingleMetricAsString('karpenter_scheduler_unschedulable_pods_count'),
+    ).toContain('karpenter_scheduler_unschedulable_pods_count{controller="provisioner"} 0');
     // Next pass: all pods nominated → nothing to do.
     const again = await p.provisioner.provision();
     expect(again.created).toHaveLength(0);

@@ -1,0 +1,43 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { KubeClient } from '../kube/client.ts';
+import { FakeClock } from '../kube/clock.ts';
+import { capenterCRDs, startSimulatedCluster } from './cluster.ts';
+
+describe('startSimulatedCluster', () => {
+  it('parses the generated CRDs', () => {
+    const names = capenterCRDs()
+      .map((c) => c.metadata?.name)
+      .sort();
+    expect(names).toEqual(expect.arrayContaining(['nodeclaims.karpenter.sh', 'nodepools.karpenter.sh']));
+  });
+
+  it('serves capenter CRDs, writes a usable kubeconfig, runs the chosen stand-ins and stops twice', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'capenter-sim-'));
+    const path = join(dir, 'nested', 'kubeconfig');
+    const clock = new FakeClock();
+    const c = await startSimulatedCluster({ clock, kubeconfigPath: path, components: { workloads: false } });
+    try {
+      expect(c.kubeconfigPath).toBe(path);
+      expect(await readFile(path, 'utf8')).toBe(c.kubeconfig);
+      const other = KubeClient.fromKubeconfig(path);
+      const crds = (await other.list('CustomResourceDefinition')).items.map((x) => x.metadata?.name);
+      expect(crds).toEqual(expect.arrayContaining(['nodepools.karpenter.sh', 'nodeclaims.karpenter.sh']));
+      expect((await other.list('NodePool')).items).toEqual([]);
+      other.close();
+      expect(c.clock).toBe(clock);
+      expect(c.scheduler).toBeDefined();
+      expect(c.kubelet).toBeDefined();
+      expect(c.podGC).toBeDefined();
+      expect(c.workloads).toBeUndefined();
+      expect(c.informers.hasSynced()).toBe(true);
+    } finally {
+      await c.stop();
+      await c.stop();
+      await rm(dir, { recursive: true, force: true });
+    }
+    await expect(c.client.list('Pod')).rejects.toThrow();
+  });
+});
