@@ -5,8 +5,10 @@
  */
 import { Command } from 'commander';
 import { registerApiserverCommand } from './apiserver.ts';
+import { registerControllerCommand } from './controller.ts';
 import { registerInstanceTypesCommand } from './instance-types.ts';
 import { registerSimulateCommand } from './simulate.ts';
+import { registerStartCommand } from './start.ts';
 
 const program = new Command();
 program
@@ -20,5 +22,7 @@ program
 registerApiserverCommand(program);
 registerInstanceTypesCommand(program);
 registerSimulateCommand(program);
+registerControllerCommand(program);
+registerStartCommand(program);
 
 await program.parseAsync(process.argv);

@@ -46,7 +46,7 @@ export function budgetAllowed(budget: Budget, numNodes: number, nowMs: number): 
   if (v.endsWith('%')) {
     const pct = Number(v.slice(0, -1));
     if (!Number.isFinite(pct) || pct < 0) return 0;
-    return Math.ceil((pct * numNodes) / 100 - 1e-9);
+    return Math.max(0, Math.ceil((pct * numNodes) / 100 - 1e-9));
   }
   const n = Number(v);
   return Number.isInteger(n) && n >= 0 ? n : 0;

@@ -24,7 +24,7 @@ function scaled(v: number | string, total: number): number {
   const s = v.trim();
   if (s.endsWith('%')) {
     const pct = Number(s.slice(0, -1));
-    return Number.isFinite(pct) ? Math.ceil((pct * total) / 100 - 1e-9) : 0;
+    return Number.isFinite(pct) ? Math.max(0, Math.ceil((pct * total) / 100 - 1e-9)) : 0;
   }
   const n = Number(s);
   return Number.isFinite(n) ? n : 0;

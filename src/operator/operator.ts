@@ -11,6 +11,7 @@
  * informers have synced and leader election has decided (we lead, or another candidate is known to).
  */
 import { randomBytes } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import { hostname } from 'node:os';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import type { KubeObject } from '../apis/core.ts';
@@ -222,6 +223,7 @@ export function createOperator(cfg: OperatorConfig): Operator {
   });
 
   const runControllers = (signal: AbortSignal): void => {
+    setMaxListeners(10 * controllers.length, signal);
     log.info({ identity, controllers: controllers.map((c) => c.name) }, 'starting controllers');
     running = Promise.all(
       controllers.map((c) =>

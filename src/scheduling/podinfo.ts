@@ -3,9 +3,11 @@
  * (requirements, topology groups). Internal to the scheduler; exported for its sibling modules and tests.
  */
 import type { Pod } from '../apis/core.ts';
+import { LabelHostname } from '../apis/labels.ts';
 import type { Resources } from '../apis/quantity.ts';
 import { type HostPort, podHostPorts } from './hostports.ts';
 import type { ResourceIndex } from './instancetypes.ts';
+import { selectorMatches } from './labelselector.ts';
 import { nodeAffinityRequirements, requiredAlternatives } from './nodeaffinity.ts';
 import { type PodConstraints, podConstraints } from './preferences.ts';
 import { Requirements } from './requirements.ts';
@@ -36,6 +38,12 @@ export interface PodInfo {
   groups: TopologyGroup[];
   /** Inverse anti-affinity groups this pod owns (required anti-affinity terms). */
   inverse: TopologyGroup[];
+  /**
+   * True when the pod's own (required or preferred) pod anti-affinity on `kubernetes.io/hostname` selects the pod
+   * itself: every such replica needs a node of its own, so the scheduler places these pods first and packs other
+   * pods onto their nodes (see `scheduler.ts` `comparePods`).
+   */
+  ownNode: boolean;
 }
 
 /** `namespace/name` of a pod. */
@@ -67,9 +75,29 @@ export function buildPodInfo(pod: Pod, index: ResourceIndex, topology: Topology)
     alternatives: requiredAlternatives(pod),
     groups: [],
     inverse: [],
+    ownNode: needsOwnNode(pod),
   };
   refreshPodInfo(info, topology);
   return info;
+}
+
+/** See {@link PodInfo.ownNode}. */
+export function needsOwnNode(pod: Pod): boolean {
+  const anti = pod.spec.affinity?.podAntiAffinity;
+  if (!anti) return false;
+  const ns = pod.metadata.namespace ?? 'default';
+  const labels = pod.metadata.labels ?? {};
+  const terms = [
+    ...(anti.requiredDuringSchedulingIgnoredDuringExecution ?? []),
+    ...(anti.preferredDuringSchedulingIgnoredDuringExecution ?? []).map((t) => t.podAffinityTerm),
+  ];
+  return terms.some(
+    (t) =>
+      t.topologyKey === LabelHostname &&
+      !t.namespaceSelector &&
+      (!t.namespaces?.length || t.namespaces.includes(ns)) &&
+      selectorMatches(t.labelSelector, labels),
+  );
 }
 
 /** Recomputes requirements and topology groups after the constraints changed. */

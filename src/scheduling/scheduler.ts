@@ -65,9 +65,13 @@ function cmpStr(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
-/** Orders pods as the scheduler does: cpu desc, memory desc, creation timestamp asc, namespace/name. */
+/**
+ * Orders pods as the scheduler does: pods that need a node of their own first ({@link PodInfo.ownNode}: hostname
+ * self anti-affinity), then cpu desc, memory desc, creation timestamp asc, namespace/name.
+ */
 export function comparePods(a: PodInfo, b: PodInfo): number {
   return (
+    Number(b.ownNode) - Number(a.ownNode) ||
     (b.requests.cpu ?? 0) - (a.requests.cpu ?? 0) ||
     (b.requests.memory ?? 0) - (a.requests.memory ?? 0) ||
     cmpStr(a.pod.metadata.creationTimestamp ?? '', b.pod.metadata.creationTimestamp ?? '') ||
@@ -285,8 +289,10 @@ export function solve(input: SchedulingInput): SchedulingResult {
     const hostnameKeyed = pod.groups.some((g) => g.key === LabelHostname) || topology.hasHostnameInverse(pod);
     for (let k = slackIndex.lowerBound(pod.vec[0]!); k < slackIndex.size; k++) {
       const plan = slackIndex.at(k);
+      (globalThis as any).C1 = ((globalThis as any).C1 ?? 0) + 1;
       if (plan.slackIfFits(pod) < 0) continue;
       if (hostnameKeyed && topology.hostnameBlocked(pod, pod.groups, plan.hostname)) continue;
+      (globalThis as any).C2 = ((globalThis as any).C2 ?? 0) + 1;
       const r = plan.canAdd(pod, topology, explain, false);
       if ('need' in r) {
         plan.commit(pod, r, topology);
@@ -296,6 +302,7 @@ export function solve(input: SchedulingInput): SchedulingResult {
       if (explain) note(pod, `planned nodeclaim #${plans.indexOf(plan)} (${plan.pool.name}): ${r.message}`);
     }
     for (const plan of growable.list()) {
+      (globalThis as any).C3 = ((globalThis as any).C3 ?? 0) + 1;
       const before = plan.price();
       const r = plan.canAdd(pod, topology, explain, true);
       if ('need' in r) {
@@ -309,6 +316,7 @@ export function solve(input: SchedulingInput): SchedulingResult {
         note(pod, `planned nodeclaim #${plans.indexOf(plan)} (${plan.pool.name}) growing: ${r.message}`);
     }
     const reasons: Failure[] = [];
+    (globalThis as any).C4 = ((globalThis as any).C4 ?? 0) + 1;
     for (const pool of pools) {
       const hostname = `hostname-placeholder-${String(hostnameSeq + 1).padStart(4, '0')}`;
       const r = openNewNodeClaim(pool, pod, topology, hostname);

@@ -7,8 +7,8 @@
  * end-to-end tests.
  */
 import { parseAllDocuments } from 'yaml';
+import type { KubeObject, Node } from '../apis/core.ts';
 import { generateCRDs } from '../apis/crds.ts';
-import type { KubeObject } from '../apis/core.ts';
 import { KubeClient } from '../kube/client.ts';
 import { type Clock, RealClock } from '../kube/clock.ts';
 import { SharedInformers } from '../kube/informer.ts';
@@ -16,7 +16,6 @@ import { type ApiServerLogger, type EmbeddedCluster, startEmbeddedCluster } from
 import { KubeletStandIn, PodGCStandIn } from './kubelet/index.ts';
 import { KubeSchedulerStandIn, type ScoringStrategy } from './kubescheduler/index.ts';
 import { WorkloadControllers } from './workloads/index.ts';
-import type { Node } from '../apis/core.ts';
 
 /** Options of {@link startSimulatedCluster}. */
 export interface SimulatedClusterOptions {
@@ -146,16 +145,26 @@ export async function startSimulatedCluster(opts: SimulatedClusterOptions = {}):
       cluster.scheduler = new KubeSchedulerStandIn({
         ...base,
         ...(opts.scoring ? { scoring: opts.scoring } : {}),
-        ...(opts.schedulerRetrySeconds !== undefined ? { retryIntervalSeconds: opts.schedulerRetrySeconds } : {}),
+        ...(opts.schedulerRetrySeconds !== undefined
+          ? { retryIntervalSeconds: opts.schedulerRetrySeconds }
+          : {}),
       });
     if (comp.kubelet ?? true)
       cluster.kubelet = new KubeletStandIn({
         ...base,
-        ...(opts.kubeletReadyDelaySeconds !== undefined ? { readyDelaySeconds: opts.kubeletReadyDelaySeconds } : {}),
+        ...(opts.kubeletReadyDelaySeconds !== undefined
+          ? { readyDelaySeconds: opts.kubeletReadyDelaySeconds }
+          : {}),
         ...(opts.startupTaintRemoval ? { startupTaintRemoval: opts.startupTaintRemoval } : {}),
-        ...(opts.podStartDelaySeconds !== undefined ? { podStartDelaySeconds: opts.podStartDelaySeconds } : {}),
-        ...(opts.maxTerminationSeconds !== undefined ? { maxTerminationSeconds: opts.maxTerminationSeconds } : {}),
-        ...(opts.kubeletProviderIDPrefix !== undefined ? { providerIDPrefix: opts.kubeletProviderIDPrefix } : {}),
+        ...(opts.podStartDelaySeconds !== undefined
+          ? { podStartDelaySeconds: opts.podStartDelaySeconds }
+          : {}),
+        ...(opts.maxTerminationSeconds !== undefined
+          ? { maxTerminationSeconds: opts.maxTerminationSeconds }
+          : {}),
+        ...(opts.kubeletProviderIDPrefix !== undefined
+          ? { providerIDPrefix: opts.kubeletProviderIDPrefix }
+          : {}),
       });
     if (comp.podGC ?? true) cluster.podGC = new PodGCStandIn(base);
     if (comp.workloads ?? true) cluster.workloads = new WorkloadControllers(base);

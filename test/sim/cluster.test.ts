@@ -4,11 +4,19 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Deployment, Pod } from '../../src/apis/core.ts';
-import { type FakeTimeCluster, scheduledCondition, startFakeTimeCluster, testNode, testPod } from './helpers.ts';
+import {
+  type FakeTimeCluster,
+  scheduledCondition,
+  startFakeTimeCluster,
+  testNode,
+  testPod,
+} from './helpers.ts';
 
 let c: FakeTimeCluster;
 afterEach(async () => {
-  const unexpected = c.errors.filter((e) => !/409|Conflict|the object has been modified/i.test(String(e.err)));
+  const unexpected = c.errors.filter(
+    (e) => !/409|Conflict|the object has been modified/i.test(String(e.err)),
+  );
   await c.stop();
   expect(unexpected.map((e) => `${e.where}: ${String(e.err)}`)).toEqual([]);
 });
@@ -26,7 +34,13 @@ function deployment(name: string, replicas: number, cpu = '100m'): Deployment {
       template: {
         metadata: { labels: { app: name } },
         spec: {
-          containers: [{ name: 'app', image: 'registry.k8s.io/pause:3.10', resources: { requests: { cpu, memory: '64Mi' } } }],
+          containers: [
+            {
+              name: 'app',
+              image: 'registry.k8s.io/pause:3.10',
+              resources: { requests: { cpu, memory: '64Mi' } },
+            },
+          ],
         },
       },
     },
@@ -38,7 +52,8 @@ async function podsOf(app: string): Promise<Pod[]> {
 }
 
 const isRunningReady = (p: Pod) =>
-  p.status?.phase === 'Running' && p.status.conditions?.some((x) => x.type === 'Ready' && x.status === 'True');
+  p.status?.phase === 'Running' &&
+  p.status.conditions?.some((x) => x.type === 'Ready' && x.status === 'True');
 
 describe('workloads', () => {
   it('a Deployment of 3 gets one ReplicaSet and 3 pods with owner references; scale 5 then 2', async () => {
@@ -57,20 +72,36 @@ describe('workloads', () => {
     expect(rs.metadata.name).toBe(`web-${hash}`);
     expect(rs.spec.selector.matchLabels).toEqual({ app: 'web', 'pod-template-hash': hash });
     expect(rs.metadata.ownerReferences).toEqual([
-      { apiVersion: 'apps/v1', kind: 'Deployment', name: 'web', uid: d.metadata.uid, controller: true, blockOwnerDeletion: true },
+      {
+        apiVersion: 'apps/v1',
+        kind: 'Deployment',
+        name: 'web',
+        uid: d.metadata.uid,
+        controller: true,
+        blockOwnerDeletion: true,
+      },
     ]);
     for (const p of pods) {
       expect(p.metadata.name).toMatch(new RegExp(`^web-${hash}-[a-z0-9]{5}$`));
       expect(p.metadata.labels?.['pod-template-hash']).toBe(hash);
       expect(p.metadata.ownerReferences).toEqual([
-        { apiVersion: 'apps/v1', kind: 'ReplicaSet', name: rs.metadata.name, uid: rs.metadata.uid, controller: true, blockOwnerDeletion: true },
+        {
+          apiVersion: 'apps/v1',
+          kind: 'ReplicaSet',
+          name: rs.metadata.name,
+          uid: rs.metadata.uid,
+          controller: true,
+          blockOwnerDeletion: true,
+        },
       ]);
       expect(p.spec.nodeName).toBe('n1');
     }
     await c.until(async () => {
       const cur = await c.client.get('Deployment', 'web', NS);
       const st = cur.status as Record<string, number> | undefined;
-      return st?.replicas === 3 && st.readyReplicas === 3 && st.availableReplicas === 3 && st.updatedReplicas === 3;
+      return (
+        st?.replicas === 3 && st.readyReplicas === 3 && st.availableReplicas === 3 && st.updatedReplicas === 3
+      );
     }, 'deployment status 3/3');
 
     // scale subresource: 5
@@ -81,8 +112,13 @@ describe('workloads', () => {
     }, '5 running pods');
     // then 2: three pods terminate (30 s grace on the simulated clock) and disappear
     await c.client.patch('Deployment', 'web', NS, { spec: { replicas: 2 } }, { subresource: 'scale' });
-    await c.until(async () => (await podsOf('web')).filter((p) => !p.metadata.deletionTimestamp).length === 2, '2 live pods');
-    await c.until(async () => (await podsOf('web')).length === 2, 'terminated pods removed', { stepMs: 2000 });
+    await c.until(
+      async () => (await podsOf('web')).filter((p) => !p.metadata.deletionTimestamp).length === 2,
+      '2 live pods',
+    );
+    await c.until(async () => (await podsOf('web')).length === 2, 'terminated pods removed', {
+      stepMs: 2000,
+    });
     await c.until(async () => {
       const st = (await c.client.get('Deployment', 'web', NS)).status as Record<string, number> | undefined;
       return st?.replicas === 2 && st.readyReplicas === 2;
@@ -93,6 +129,43 @@ describe('workloads', () => {
     );
     expect(scale.spec.replicas).toBe(2);
     expect(scale.status.replicas).toBe(2);
+  });
+
+  it('a template change rolls out a new ReplicaSet and scales the old one to 0', async () => {
+    c = await startFakeTimeCluster();
+    await c.client.create(testNode('n1'));
+    await c.client.create(deployment('roll', 2));
+    await c.until(async () => (await podsOf('roll')).filter(isRunningReady).length === 2, '2 running pods');
+    const first = (await c.client.list('ReplicaSet', { namespace: NS })).items[0]!;
+    expect(first.metadata.annotations?.['deployment.kubernetes.io/revision']).toBe('1');
+    await c.client.patch('Deployment', 'roll', NS, {
+      spec: { template: { spec: { containers: [{ name: 'app', image: 'registry.k8s.io/pause:3.9' }] } } },
+    });
+    const second = await c.until(async () => {
+      const rs = (await c.client.list('ReplicaSet', { namespace: NS })).items;
+      return rs.length === 2 ? rs.find((r) => r.metadata.name !== first.metadata.name) : undefined;
+    }, 'a second ReplicaSet');
+    expect(second.metadata.annotations?.['deployment.kubernetes.io/revision']).toBe('2');
+    expect(second.metadata.labels?.['pod-template-hash']).not.toBe(
+      first.metadata.labels?.['pod-template-hash'],
+    );
+    await c.until(
+      async () => {
+        const ps = await podsOf('roll');
+        return (
+          ps.length === 2 &&
+          ps.every((p) => isRunningReady(p) && p.spec.containers[0]?.image === 'registry.k8s.io/pause:3.9')
+        );
+      },
+      'pods of the new template only',
+      { stepMs: 2000 },
+    );
+    expect((await c.client.get('ReplicaSet', first.metadata.name ?? '', NS)).spec.replicas).toBe(0);
+    expect(
+      (await c.client.get('Deployment', 'roll', NS)).metadata.annotations?.[
+        'deployment.kubernetes.io/revision'
+      ],
+    ).toBe('2');
   });
 
   it('an evicted Deployment pod is replaced by a pending pod that binds once the old one is gone', async () => {
@@ -145,12 +218,19 @@ describe('workloads', () => {
         .filter((p) => isRunningReady(p))
         .map((p) => p.spec.nodeName)
         .sort();
-    await c.until(async () => JSON.stringify(await nodesOf()) === '["n1"]', 'agent on n1 only (gpu taint not tolerated)');
+    await c.until(
+      async () => JSON.stringify(await nodesOf()) === '["n1"]',
+      'agent on n1 only (gpu taint not tolerated)',
+    );
     const [p1] = await podsOf('agent');
     expect(p1!.spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution).toEqual({
       nodeSelectorTerms: [{ matchFields: [{ key: 'metadata.name', operator: 'In', values: ['n1'] }] }],
     });
-    expect(p1!.spec.tolerations).toContainEqual({ key: 'node.kubernetes.io/unschedulable', operator: 'Exists', effect: 'NoSchedule' });
+    expect(p1!.spec.tolerations).toContainEqual({
+      key: 'node.kubernetes.io/unschedulable',
+      operator: 'Exists',
+      effect: 'NoSchedule',
+    });
 
     await c.client.create(testNode('n2'));
     await c.until(async () => JSON.stringify(await nodesOf()) === '["n1","n2"]', 'agent on the new node');
@@ -189,16 +269,25 @@ describe('workloads', () => {
       },
     });
     const created: string[] = [];
-    await c.until(async () => {
-      const ps = await podsOf('db');
-      for (const p of ps) if (!created.includes(p.metadata.name ?? '')) created.push(p.metadata.name ?? '');
-      return ps.length === 3 && ps.every(isRunningReady);
-    }, '3 running ordinals', { stepMs: 50 });
+    await c.until(
+      async () => {
+        const ps = await podsOf('db');
+        for (const p of ps) if (!created.includes(p.metadata.name ?? '')) created.push(p.metadata.name ?? '');
+        return ps.length === 3 && ps.every(isRunningReady);
+      },
+      '3 running ordinals',
+      { stepMs: 50 },
+    );
     expect(created).toEqual(['db-0', 'db-1', 'db-2']);
     const db1 = await c.client.get('Pod', 'db-1', NS);
     expect(db1.spec.hostname).toBe('db-1');
-    expect(db1.spec.volumes).toContainEqual({ name: 'data', persistentVolumeClaim: { claimName: 'data-db-1' } });
-    const pvcs = (await c.client.list('PersistentVolumeClaim', { namespace: NS })).items.map((p) => p.metadata.name).sort();
+    expect(db1.spec.volumes).toContainEqual({
+      name: 'data',
+      persistentVolumeClaim: { claimName: 'data-db-1' },
+    });
+    const pvcs = (await c.client.list('PersistentVolumeClaim', { namespace: NS })).items
+      .map((p) => p.metadata.name)
+      .sort();
     expect(pvcs).toEqual(['data-db-0', 'data-db-1', 'data-db-2']);
 
     await c.client.patch('StatefulSet', 'db', NS, { spec: { replicas: 1 } }, { subresource: 'scale' });
@@ -207,9 +296,13 @@ describe('workloads', () => {
       return ps.find((p) => p.metadata.deletionTimestamp)?.metadata.name;
     }, 'a terminating ordinal');
     expect(firstGone).toBe('db-2');
-    await c.until(async () => JSON.stringify((await podsOf('db')).map((p) => p.metadata.name)) === '["db-0"]', 'only db-0 left', {
-      stepMs: 2000,
-    });
+    await c.until(
+      async () => JSON.stringify((await podsOf('db')).map((p) => p.metadata.name)) === '["db-0"]',
+      'only db-0 left',
+      {
+        stepMs: 2000,
+      },
+    );
   });
 
   it('a Job runs parallelism pods until completions succeeded', async () => {
@@ -231,11 +324,15 @@ describe('workloads', () => {
         },
       },
     });
-    await c.until(async () => (await podsOf('batch')).filter(isRunningReady).length === 2, '2 running workers');
+    await c.until(
+      async () => (await podsOf('batch')).filter(isRunningReady).length === 2,
+      '2 running workers',
+    );
     const job = await c.until(
       async () => {
         const j = await c.client.get('Job', 'batch', NS);
-        const conds = (j.status as { conditions?: Array<{ type: string; status: string }> } | undefined)?.conditions;
+        const conds = (j.status as { conditions?: Array<{ type: string; status: string }> } | undefined)
+          ?.conditions;
         return conds?.some((x) => x.type === 'Complete' && x.status === 'True') ? j : undefined;
       },
       'job complete',
@@ -263,10 +360,14 @@ describe('kube-scheduler and kubelet', () => {
     });
     await c.client.create(testNode('n1'));
     // not Ready yet: kube-scheduler sees the not-ready taint
-    const notReady = await c.until(async () => {
-      const p = await c.client.get('Pod', 'lonely', NS);
-      return scheduledCondition(p)?.message?.startsWith('0/1') ? p : undefined;
-    }, 'not-ready message', { stepMs: 10 });
+    const notReady = await c.until(
+      async () => {
+        const p = await c.client.get('Pod', 'lonely', NS);
+        return scheduledCondition(p)?.message?.startsWith('0/1') ? p : undefined;
+      },
+      'not-ready message',
+      { stepMs: 10 },
+    );
     expect(scheduledCondition(notReady)?.message).toBe(
       '0/1 nodes are available: 1 node(s) had untolerated taint {node.kubernetes.io/not-ready: }.',
     );
@@ -291,16 +392,37 @@ describe('kube-scheduler and kubelet', () => {
     });
     expect(node.status?.allocatable).toEqual({ cpu: '4', memory: '16Gi', pods: '110' });
     // the kubelet waited for the configured delay on the simulated clock
-    const readyAt = Date.parse(node.status?.conditions?.find((x) => x.type === 'Ready')?.lastTransitionTime ?? '');
+    const readyAt = Date.parse(
+      node.status?.conditions?.find((x) => x.type === 'Ready')?.lastTransitionTime ?? '',
+    );
     expect(readyAt - Date.UTC(2024, 0, 1)).toBeGreaterThanOrEqual(2000);
+  });
+
+  it('with a providerID prefix the kubelet runs only matching nodes', async () => {
+    c = await startFakeTimeCluster({ kubeletProviderIDPrefix: 'kwok://' });
+    await c.client.create(testNode('kwok-1', { providerID: 'kwok://us-east-1/us-east-1a/i-1' }));
+    await c.client.create(testNode('other'));
+    await c.until(async () => {
+      const n = await c.client.get('Node', 'kwok-1');
+      return n.status?.conditions?.some((x) => x.type === 'Ready' && x.status === 'True');
+    }, 'kwok node Ready');
+    await c.advance(3000);
+    expect((await c.client.get('Node', 'other')).status?.conditions).toBeUndefined();
   });
 
   it('reports why each node is unsuitable; too-big pods stay pending while others run', async () => {
     c = await startFakeTimeCluster();
     await c.client.create(testNode('small', { cpu: '1' }));
-    await c.client.create(testNode('new-1', { taints: [{ key: 'karpenter.sh/unregistered', effect: 'NoExecute' }] }));
-    await c.client.create(testNode('new-2', { taints: [{ key: 'karpenter.sh/unregistered', effect: 'NoExecute' }] }));
-    await c.until(async () => (await c.client.list('Node')).items.every((n) => n.status?.conditions?.length), 'nodes ready');
+    await c.client.create(
+      testNode('new-1', { taints: [{ key: 'karpenter.sh/unregistered', effect: 'NoExecute' }] }),
+    );
+    await c.client.create(
+      testNode('new-2', { taints: [{ key: 'karpenter.sh/unregistered', effect: 'NoExecute' }] }),
+    );
+    await c.until(
+      async () => (await c.client.list('Node')).items.every((n) => n.status?.conditions?.length),
+      'nodes ready',
+    );
     await c.client.create(testPod(NS, 'big', { cpu: '2' }));
     await c.client.create(testPod(NS, 'small-pod', { cpu: '500m' }));
     const big = await c.until(async () => {
@@ -321,7 +443,9 @@ describe('kube-scheduler and kubelet', () => {
 
   it('taints block, tolerations allow, cordoned nodes get nothing', async () => {
     c = await startFakeTimeCluster();
-    await c.client.create(testNode('tainted', { taints: [{ key: 'dedicated', value: 'db', effect: 'NoSchedule' }] }));
+    await c.client.create(
+      testNode('tainted', { taints: [{ key: 'dedicated', value: 'db', effect: 'NoSchedule' }] }),
+    );
     await c.client.create(testNode('cordoned'));
     await c.client.patch('Node', 'cordoned', undefined, { spec: { unschedulable: true } });
     await c.client.create(testPod(NS, 'plain'));
@@ -344,7 +468,10 @@ describe('kube-scheduler and kubelet', () => {
     expect(tolerant.spec.nodeName).toBe('tainted');
     // uncordon: the pending pod is retried on the node update and binds
     await c.client.patch('Node', 'cordoned', undefined, { spec: { unschedulable: false } });
-    const bound = await c.until(async () => (await c.client.get('Pod', 'plain', NS)).spec.nodeName, 'plain bound');
+    const bound = await c.until(
+      async () => (await c.client.get('Pod', 'plain', NS)).spec.nodeName,
+      'plain bound',
+    );
     expect(bound).toBe('cordoned');
   });
 

@@ -4,7 +4,11 @@
  */
 import type { Node, Pod, Taint } from '../../src/apis/core.ts';
 import { FakeClock } from '../../src/kube/clock.ts';
-import { type SimulatedCluster, type SimulatedClusterOptions, startSimulatedCluster } from '../../src/sim/cluster.ts';
+import {
+  type SimulatedCluster,
+  type SimulatedClusterOptions,
+  startSimulatedCluster,
+} from '../../src/sim/cluster.ts';
 
 /** A simulated cluster driven by a FakeClock. */
 export interface FakeTimeCluster extends SimulatedCluster {
@@ -15,7 +19,11 @@ export interface FakeTimeCluster extends SimulatedCluster {
    * Polls `fn` until truthy: each round advances simulated time by `stepMs` (default 100) and lets real
    * I/O run for a few ms. Throws after `timeoutMs` of wall time (default 10 000) naming `what`.
    */
-  until<T>(fn: () => T | Promise<T>, what: string, opts?: { stepMs?: number; timeoutMs?: number }): Promise<NonNullable<T>>;
+  until<T>(
+    fn: () => T | Promise<T>,
+    what: string,
+    opts?: { stepMs?: number; timeoutMs?: number },
+  ): Promise<NonNullable<T>>;
   /** Advances simulated time by `ms` in steps, letting I/O settle in between. */
   advance(ms: number, stepMs?: number): Promise<void>;
 }
@@ -46,7 +54,8 @@ export async function startFakeTimeCluster(opts: SimulatedClusterOptions = {}): 
       } catch (err) {
         last = err;
       }
-      if (Date.now() > end) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+      if (Date.now() > end)
+        throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
       await clock.tick(o.stepMs ?? 100);
       await realSleep(5);
     }
@@ -63,7 +72,15 @@ export async function startFakeTimeCluster(opts: SimulatedClusterOptions = {}): 
 /** A Node with allocatable resources, labels and taints (no conditions: the kubelet stand-in makes it Ready). */
 export function testNode(
   name: string,
-  o: { cpu?: string; memory?: string; pods?: string; labels?: Record<string, string>; taints?: Taint[]; zone?: string; providerID?: string } = {},
+  o: {
+    cpu?: string;
+    memory?: string;
+    pods?: string;
+    labels?: Record<string, string>;
+    taints?: Taint[];
+    zone?: string;
+    providerID?: string;
+  } = {},
 ): Node {
   const alloc = { cpu: o.cpu ?? '4', memory: o.memory ?? '16Gi', pods: o.pods ?? '110' };
   return {
@@ -79,13 +96,20 @@ export function testNode(
         ...(o.labels ?? {}),
       },
     },
-    spec: { ...(o.taints ? { taints: o.taints } : {}), ...(o.providerID ? { providerID: o.providerID } : {}) },
+    spec: {
+      ...(o.taints ? { taints: o.taints } : {}),
+      ...(o.providerID ? { providerID: o.providerID } : {}),
+    },
     status: { capacity: alloc, allocatable: alloc },
   };
 }
 
 /** A Pod with one container requesting `cpu`/`memory`. */
-export function testPod(namespace: string, name: string, o: { cpu?: string; memory?: string; labels?: Record<string, string>; spec?: Partial<Pod['spec']> } = {}): Pod {
+export function testPod(
+  namespace: string,
+  name: string,
+  o: { cpu?: string; memory?: string; labels?: Record<string, string>; spec?: Partial<Pod['spec']> } = {},
+): Pod {
   return {
     apiVersion: 'v1',
     kind: 'Pod',
@@ -104,6 +128,8 @@ export function testPod(namespace: string, name: string, o: { cpu?: string; memo
 }
 
 /** The `PodScheduled` condition of a pod. */
-export function scheduledCondition(p: Pod | undefined): { status: string; reason?: string; message?: string } | undefined {
+export function scheduledCondition(
+  p: Pod | undefined,
+): { status: string; reason?: string; message?: string } | undefined {
   return p?.status?.conditions?.find((c) => c.type === 'PodScheduled');
 }

@@ -123,17 +123,23 @@ export class KubeletStandIn extends SimController {
       },
     });
     const offNodes = this.nodes.on({
-      add: (n) => this.queue.add(`node:${n.metadata.name}`),
+      add: (n) => {
+        this.queue.add(`node:${n.metadata.name}`);
+        // pods bound before the node appeared
+        for (const p of this.pods.cache.byIndex(IndexNodeName, n.metadata.name ?? '')) this.queue.add(podKey(p));
+      },
       update: (o, n) => {
         this.queue.add(`node:${n.metadata.name}`);
         if (isReady(n) !== isReady(o) || this.manages(n) !== this.manages(o))
-          for (const p of this.pods.cache.byIndex(IndexNodeName, n.metadata.name ?? '')) this.queue.add(podKey(p));
+          for (const p of this.pods.cache.byIndex(IndexNodeName, n.metadata.name ?? ''))
+            this.queue.add(podKey(p));
       },
       delete: (n) => {
         const name = n.metadata.name ?? '';
         this.nodeSeen.delete(name);
         this.ipCounters.delete(name);
-        for (const k of [...this.taintSeen.keys()]) if (k.startsWith(`${name}\u0000`)) this.taintSeen.delete(k);
+        for (const k of [...this.taintSeen.keys()])
+          if (k.startsWith(`${name}\u0000`)) this.taintSeen.delete(k);
       },
     });
     return [offPods, offNodes];
@@ -197,7 +203,12 @@ export class KubeletStandIn extends SimController {
   private readyStatusPatch(node: Node, now: number): Record<string, unknown> {
     const ts = rfc3339(now);
     const mine: NodeCondition[] = [
-      cond('MemoryPressure', 'False', 'KubeletHasSufficientMemory', 'kubelet has sufficient memory available'),
+      cond(
+        'MemoryPressure',
+        'False',
+        'KubeletHasSufficientMemory',
+        'kubelet has sufficient memory available',
+      ),
       cond('DiskPressure', 'False', 'KubeletHasNoDiskPressure', 'kubelet has no disk pressure'),
       cond('PIDPressure', 'False', 'KubeletHasSufficientPID', 'kubelet has sufficient PID available'),
       cond('Ready', 'True', 'KubeletReady', 'kubelet is posting ready status'),
@@ -320,7 +331,8 @@ export class KubeletStandIn extends SimController {
         lastTransitionTime: scheduled?.status === 'True' ? (scheduled.lastTransitionTime ?? ts) : ts,
       },
     ];
-    const containerID = (c: string) => `containerd://${fnv32a(`${pod.metadata.uid}/${c}`).toString(16).padStart(8, '0')}`;
+    const containerID = (c: string) =>
+      `containerd://${fnv32a(`${pod.metadata.uid}/${c}`).toString(16).padStart(8, '0')}`;
     return {
       phase: 'Running',
       conditions,

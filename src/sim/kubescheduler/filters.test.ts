@@ -10,11 +10,26 @@ import {
   Reasons,
 } from './filters.ts';
 
-function node(name: string, o: { cpu?: string; pods?: string; zone?: string; taints?: Taint[]; ready?: boolean; unschedulable?: boolean; labels?: Record<string, string> } = {}): Node {
+function node(
+  name: string,
+  o: {
+    cpu?: string;
+    pods?: string;
+    zone?: string;
+    taints?: Taint[];
+    ready?: boolean;
+    unschedulable?: boolean;
+    labels?: Record<string, string>;
+  } = {},
+): Node {
   return {
     metadata: {
       name,
-      labels: { 'kubernetes.io/hostname': name, 'topology.kubernetes.io/zone': o.zone ?? 'a', ...(o.labels ?? {}) },
+      labels: {
+        'kubernetes.io/hostname': name,
+        'topology.kubernetes.io/zone': o.zone ?? 'a',
+        ...(o.labels ?? {}),
+      },
     },
     spec: { ...(o.taints ? { taints: o.taints } : {}), ...(o.unschedulable ? { unschedulable: true } : {}) },
     status: {
@@ -24,7 +39,10 @@ function node(name: string, o: { cpu?: string; pods?: string; zone?: string; tai
   };
 }
 
-function pod(name: string, o: { cpu?: string; labels?: Record<string, string>; nodeName?: string; spec?: Partial<Pod['spec']> } = {}): Pod {
+function pod(
+  name: string,
+  o: { cpu?: string; labels?: Record<string, string>; nodeName?: string; spec?: Partial<Pod['spec']> } = {},
+): Pod {
   return {
     metadata: { name, namespace: 'ns', labels: o.labels ?? {} },
     spec: {
@@ -36,7 +54,12 @@ function pod(name: string, o: { cpu?: string; labels?: Record<string, string>; n
 }
 
 function infos(nodes: Node[], pods: Pod[] = []): NodeInfo[] {
-  return nodes.map((n) => buildNodeInfo(n, pods.filter((p) => p.spec.nodeName === n.metadata.name)));
+  return nodes.map((n) =>
+    buildNodeInfo(
+      n,
+      pods.filter((p) => p.spec.nodeName === n.metadata.name),
+    ),
+  );
 }
 
 function reasons(p: Pod, ns: NodeInfo[]): Record<string, string[]> {
@@ -64,7 +87,10 @@ describe('kube-scheduler stand-in filters', () => {
     const ns = infos([node('n', { cpu: '2' })], [pod('a', { cpu: '1', nodeName: 'n' })]);
     expect(reasons(pod('fits', { cpu: '1' }), ns).n).toEqual([]);
     expect(reasons(pod('big', { cpu: '1100m' }), ns).n).toEqual(['Insufficient cpu']);
-    const init = pod('init', { cpu: '100m', spec: { initContainers: [{ name: 'i', resources: { requests: { cpu: '1500m' } } }] } });
+    const init = pod('init', {
+      cpu: '100m',
+      spec: { initContainers: [{ name: 'i', resources: { requests: { cpu: '1500m' } } }] },
+    });
     expect(reasons(init, ns).n).toEqual(['Insufficient cpu']);
     const overhead = pod('oh', { cpu: '900m', spec: { overhead: { cpu: '200m' } } });
     expect(reasons(overhead, ns).n).toEqual(['Insufficient cpu']);
@@ -124,7 +150,9 @@ describe('kube-scheduler stand-in filters', () => {
       },
     });
     expect(reasons(byName, ns)).toEqual({ a: [Reasons.nodeAffinity], b: [] });
-    expect(reasons(pod('sel', { spec: { nodeSelector: { tier: '1' } } }), ns).a).toEqual([Reasons.nodeAffinity]);
+    expect(reasons(pod('sel', { spec: { nodeSelector: { tier: '1' } } }), ns).a).toEqual([
+      Reasons.nodeAffinity,
+    ]);
   });
 
   it('host ports conflict', () => {
@@ -169,7 +197,10 @@ describe('kube-scheduler stand-in filters', () => {
     };
     const empty = infos([node('a', { zone: 'z1' }), node('b', { zone: 'z2' })]);
     expect(reasons(pod('first', { labels, spec: aff }), empty)).toEqual({ a: [], b: [] });
-    const ns = infos([node('a', { zone: 'z1' }), node('b', { zone: 'z2' })], [pod('c1', { labels, nodeName: 'b' })]);
+    const ns = infos(
+      [node('a', { zone: 'z1' }), node('b', { zone: 'z2' })],
+      [pod('c1', { labels, nodeName: 'b' })],
+    );
     expect(reasons(pod('second', { labels, spec: aff }), ns)).toEqual({ a: [Reasons.affinity], b: [] });
   });
 

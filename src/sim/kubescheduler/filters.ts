@@ -202,7 +202,11 @@ function termMatches(t: ResolvedTerm, pod: Pod, nsLabels: NamespaceLabels): bool
  * (label requirements, Gt/Lt included) and all `matchFields` (only `metadata.name`, In/NotIn). An empty
  * term matches nothing, as in kube-scheduler.
  */
-export function nodeMatchesTerm(term: NodeSelectorTerm, name: string, labels: Readonly<Record<string, string>>): boolean {
+export function nodeMatchesTerm(
+  term: NodeSelectorTerm,
+  name: string,
+  labels: Readonly<Record<string, string>>,
+): boolean {
   const exprs = term.matchExpressions ?? [];
   const fields = term.matchFields ?? [];
   if (exprs.length === 0 && fields.length === 0) return false;
@@ -230,7 +234,8 @@ function fieldMatches(f: NodeSelectorRequirement, name: string): boolean {
 /** kube-scheduler's NodeAffinity filter: `nodeSelector` and any required term (none = any node). */
 export function nodeMatchesPod(pod: Pod, name: string, labels: Readonly<Record<string, string>>): boolean {
   for (const [k, v] of Object.entries(pod.spec.nodeSelector ?? {})) if (labels[k] !== v) return false;
-  const terms = pod.spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms;
+  const terms =
+    pod.spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms;
   if (!terms) return true;
   return terms.some((t) => nodeMatchesTerm(t, name, labels));
 }
@@ -283,7 +288,11 @@ export interface PodSchedulingState {
  * Precomputes the pod's state over `nodes` (PreFilter of NodeResourcesFit, NodePorts, PodTopologySpread,
  * InterPodAffinity).
  */
-export function prepare(pod: Pod, nodes: readonly NodeInfo[], nsLabels: NamespaceLabels = () => undefined): PodSchedulingState {
+export function prepare(
+  pod: Pod,
+  nodes: readonly NodeInfo[],
+  nsLabels: NamespaceLabels = () => undefined,
+): PodSchedulingState {
   const labels = pod.metadata.labels ?? {};
   const ns = pod.metadata.namespace ?? 'default';
   const state: PodSchedulingState = {
@@ -298,7 +307,9 @@ export function prepare(pod: Pod, nodes: readonly NodeInfo[], nsLabels: Namespac
   };
 
   // PodTopologySpread (DoNotSchedule constraints only)
-  const constraints = (pod.spec.topologySpreadConstraints ?? []).filter((c) => c.whenUnsatisfiable === 'DoNotSchedule');
+  const constraints = (pod.spec.topologySpreadConstraints ?? []).filter(
+    (c) => c.whenUnsatisfiable === 'DoNotSchedule',
+  );
   if (constraints.length > 0) {
     const keys = constraints.map((c) => c.topologyKey);
     const selectors = constraints.map((c) => effectiveSelector(c.labelSelector, labels, c.matchLabelKeys));
@@ -334,15 +345,20 @@ export function prepare(pod: Pod, nodes: readonly NodeInfo[], nsLabels: Namespac
 
   // InterPodAffinity
   const aff = pod.spec.affinity;
-  const ownAnti = (aff?.podAntiAffinity?.requiredDuringSchedulingIgnoredDuringExecution ?? []).map((t) => resolveTerm(t, pod));
-  const ownAff = (aff?.podAffinity?.requiredDuringSchedulingIgnoredDuringExecution ?? []).map((t) => resolveTerm(t, pod));
+  const ownAnti = (aff?.podAntiAffinity?.requiredDuringSchedulingIgnoredDuringExecution ?? []).map((t) =>
+    resolveTerm(t, pod),
+  );
+  const ownAff = (aff?.podAffinity?.requiredDuringSchedulingIgnoredDuringExecution ?? []).map((t) =>
+    resolveTerm(t, pod),
+  );
   state.anti = ownAnti.map((t) => ({ key: t.topologyKey, values: new Set<string>() }));
   state.affinity = ownAff.map((t) => ({ key: t.topologyKey, values: new Set<string>() }));
   let anyAffinityMatch = false;
   for (const n of nodes) {
     // existing pods' required anti-affinity against the incoming pod
     for (const p of n.antiAffinityPods) {
-      for (const term of p.spec.affinity?.podAntiAffinity?.requiredDuringSchedulingIgnoredDuringExecution ?? []) {
+      for (const term of p.spec.affinity?.podAntiAffinity?.requiredDuringSchedulingIgnoredDuringExecution ??
+        []) {
         const v = n.labels[term.topologyKey];
         if (v === undefined) continue;
         if (!termMatches(resolveTerm(term, p), pod, nsLabels)) continue;
@@ -368,7 +384,8 @@ export function prepare(pod: Pod, nodes: readonly NodeInfo[], nsLabels: Namespac
       });
     }
   }
-  state.affinityFirstPod = ownAff.length > 0 && !anyAffinityMatch && ownAff.every((t) => termMatches(t, pod, nsLabels));
+  state.affinityFirstPod =
+    ownAff.length > 0 && !anyAffinityMatch && ownAff.every((t) => termMatches(t, pod, nsLabels));
   return state;
 }
 
@@ -451,10 +468,15 @@ export type ScoringStrategy = 'MostAllocated' | 'LeastAllocated';
  * TaintToleration PreferNoSchedule (normalised, fewer untolerated is better, weight 3).
  * Returns the best node name (ties: lowest name), or undefined for an empty list.
  */
-export function pickNode(state: PodSchedulingState, feasible: readonly NodeInfo[], strategy: ScoringStrategy): string | undefined {
+export function pickNode(
+  state: PodSchedulingState,
+  feasible: readonly NodeInfo[],
+  strategy: ScoringStrategy,
+): string | undefined {
   if (feasible.length === 0) return undefined;
   const req = nonZeroRequests(state.requests);
-  const preferred = state.pod.spec.affinity?.nodeAffinity?.preferredDuringSchedulingIgnoredDuringExecution ?? [];
+  const preferred =
+    state.pod.spec.affinity?.nodeAffinity?.preferredDuringSchedulingIgnoredDuringExecution ?? [];
   const soft = new Set(['PreferNoSchedule']);
   const raw = feasible.map((n) => {
     let fit = 0;
@@ -470,7 +492,8 @@ export function pickNode(state: PodSchedulingState, feasible: readonly NodeInfo[
     let aff = 0;
     for (const p of preferred) if (nodeMatchesTerm(p.preference, n.name, n.labels)) aff += p.weight;
     let taints = 0;
-    for (const t of n.taints) if (soft.has(t.effect) && firstUntoleratedTaint(state.pod.spec.tolerations, [t], soft)) taints++;
+    for (const t of n.taints)
+      if (soft.has(t.effect) && firstUntoleratedTaint(state.pod.spec.tolerations, [t], soft)) taints++;
     return { n, fit: dims ? fit / dims : 0, aff, taints };
   });
   const maxAff = Math.max(0, ...raw.map((r) => r.aff));
@@ -478,7 +501,9 @@ export function pickNode(state: PodSchedulingState, feasible: readonly NodeInfo[
   let best: { name: string; score: number } | undefined;
   for (const r of raw) {
     const score =
-      r.fit + (maxAff > 0 ? (r.aff / maxAff) * 100 * 2 : 0) + (maxTaints > 0 ? (1 - r.taints / maxTaints) * 100 * 3 : 0);
+      r.fit +
+      (maxAff > 0 ? (r.aff / maxAff) * 100 * 2 : 0) +
+      (maxTaints > 0 ? (1 - r.taints / maxTaints) * 100 * 3 : 0);
     if (!best || score > best.score + 1e-9 || (Math.abs(score - best.score) <= 1e-9 && r.n.name < best.name))
       best = { name: r.n.name, score };
   }

@@ -21,7 +21,14 @@ import { EventRecorder } from '../../kube/events.ts';
 import type { Informer } from '../../kube/informer.ts';
 import type { ResourceRef } from '../../kube/resources.ts';
 import type { ReconcileResult } from '../../kube/workqueue.ts';
-import { ensureIndex, isPodTerminal, rfc3339, SimController, type SimControllerOptions, withCondition } from '../workloads/controller.ts';
+import {
+  ensureIndex,
+  isPodTerminal,
+  rfc3339,
+  SimController,
+  type SimControllerOptions,
+  withCondition,
+} from '../workloads/controller.ts';
 import {
   addPodToNodeInfo,
   buildNodeInfo,
@@ -199,7 +206,8 @@ export class KubeSchedulerStandIn extends SimController {
       }
       out.push(info);
     }
-    for (const name of [...this.nodeInfos.keys()]) if (!this.nodes.cache.get(name)) this.nodeInfos.delete(name);
+    for (const name of [...this.nodeInfos.keys()])
+      if (!this.nodes.cache.get(name)) this.nodeInfos.delete(name);
     return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 
@@ -208,7 +216,11 @@ export class KubeSchedulerStandIn extends SimController {
     if (!pod || !this.isPending(pod) || this.assumed.has(key)) return undefined;
     const gates = (pod.spec as { schedulingGates?: unknown[] }).schedulingGates;
     if (Array.isArray(gates) && gates.length > 0) {
-      await this.setUnschedulable(pod, 'SchedulingGated', 'Scheduling is blocked due to non-empty scheduling gates');
+      await this.setUnschedulable(
+        pod,
+        'SchedulingGated',
+        'Scheduling is blocked due to non-empty scheduling gates',
+      );
       return undefined;
     }
     const nodes = this.snapshot();
@@ -228,14 +240,18 @@ export class KubeSchedulerStandIn extends SimController {
       return { requeueAfter: this.retrySeconds };
     }
     try {
-      await this.client.request('POST', `/api/v1/namespaces/${encodeURIComponent(pod.metadata.namespace ?? 'default')}/pods/${encodeURIComponent(pod.metadata.name ?? '')}/binding`, {
-        body: {
-          apiVersion: 'v1',
-          kind: 'Binding',
-          metadata: { name: pod.metadata.name, namespace: pod.metadata.namespace, uid: pod.metadata.uid },
-          target: { apiVersion: 'v1', kind: 'Node', name: target },
+      await this.client.request(
+        'POST',
+        `/api/v1/namespaces/${encodeURIComponent(pod.metadata.namespace ?? 'default')}/pods/${encodeURIComponent(pod.metadata.name ?? '')}/binding`,
+        {
+          body: {
+            apiVersion: 'v1',
+            kind: 'Binding',
+            metadata: { name: pod.metadata.name, namespace: pod.metadata.namespace, uid: pod.metadata.uid },
+            target: { apiVersion: 'v1', kind: 'Node', name: target },
+          },
         },
-      });
+      );
     } catch (err) {
       if (isConflict(err) || isNotFound(err)) return undefined; // bound or deleted meanwhile
       throw err;

@@ -4,7 +4,14 @@
  * `reconcile(key)` via {@link runWorkers}) and pod/owner helpers. Everything talks to the API server
  * only through `kube/` (client + informers), and every delay goes through the injected {@link Clock}.
  */
-import type { KubeObject, ObjectMeta, OwnerReference, Pod, PodCondition, PodTemplateSpec } from '../../apis/core.ts';
+import type {
+  KubeObject,
+  ObjectMeta,
+  OwnerReference,
+  Pod,
+  PodCondition,
+  PodTemplateSpec,
+} from '../../apis/core.ts';
 import type { Cache, IndexFunc } from '../../kube/cache.ts';
 import type { KubeClient } from '../../kube/client.ts';
 import type { Clock } from '../../kube/clock.ts';
@@ -123,8 +130,10 @@ export abstract class SimController {
 export function specChanged(a: KubeObject, b: KubeObject): boolean {
   if (a.metadata?.generation !== b.metadata?.generation) return true;
   if (Boolean(a.metadata?.deletionTimestamp) !== Boolean(b.metadata?.deletionTimestamp)) return true;
-  return stableStringify([a.spec, a.metadata?.labels, a.metadata?.annotations]) !==
-    stableStringify([b.spec, b.metadata?.labels, b.metadata?.annotations]);
+  return (
+    stableStringify([a.spec, a.metadata?.labels, a.metadata?.annotations]) !==
+    stableStringify([b.spec, b.metadata?.labels, b.metadata?.annotations])
+  );
 }
 
 /** Adds index `name` to `cache` unless it already exists (informers are shared between controllers). */

@@ -48,7 +48,8 @@ export function daemonPodTolerations(hostNetwork: boolean): Toleration[] {
     { key: 'node.kubernetes.io/pid-pressure', operator: 'Exists', effect: 'NoSchedule' },
     { key: 'node.kubernetes.io/unschedulable', operator: 'Exists', effect: 'NoSchedule' },
   ];
-  if (hostNetwork) t.push({ key: 'node.kubernetes.io/network-unavailable', operator: 'Exists', effect: 'NoSchedule' });
+  if (hostNetwork)
+    t.push({ key: 'node.kubernetes.io/network-unavailable', operator: 'Exists', effect: 'NoSchedule' });
   return t;
 }
 
@@ -68,9 +69,13 @@ const NO_EXECUTE: ReadonlySet<string> = new Set(['NoExecute']);
  * existing pod may stay (`shouldContinue`), as `NodeShouldRunDaemonPod` decides.
  */
 export function daemonNodeFit(ds: DaemonSet, node: Node): { shouldRun: boolean; shouldContinue: boolean } {
-  const probe: Pod = { metadata: {}, spec: { ...ds.spec.template.spec, tolerations: withDaemonTolerations(ds) } };
+  const probe: Pod = {
+    metadata: {},
+    spec: { ...ds.spec.template.spec, tolerations: withDaemonTolerations(ds) },
+  };
   const name = node.metadata.name ?? '';
-  if (!nodeMatchesPod(probe, name, node.metadata.labels ?? {})) return { shouldRun: false, shouldContinue: false };
+  if (!nodeMatchesPod(probe, name, node.metadata.labels ?? {}))
+    return { shouldRun: false, shouldContinue: false };
   const taints = node.spec?.taints ?? [];
   const shouldContinue = !firstUntoleratedTaint(probe.spec.tolerations, taints, NO_EXECUTE);
   const shouldRun = shouldContinue && !firstUntoleratedTaint(probe.spec.tolerations, taints);
@@ -80,7 +85,8 @@ export function daemonNodeFit(ds: DaemonSet, node: Node): { shouldRun: boolean; 
 /** The node a DaemonSet pod is for: `spec.nodeName`, else the `matchFields metadata.name In [x]` value. */
 export function daemonPodNode(p: Pod): string | undefined {
   if (p.spec.nodeName) return p.spec.nodeName;
-  for (const t of p.spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms ?? [])
+  for (const t of p.spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution
+    ?.nodeSelectorTerms ?? [])
     for (const f of t.matchFields ?? [])
       if (f.key === 'metadata.name' && f.operator === 'In' && f.values?.length === 1) return f.values[0];
   return undefined;
@@ -120,7 +126,8 @@ export class DaemonSetController extends SimController {
       add: all,
       update: (o, n) => {
         if (
-          stableStringify([o.metadata.labels, o.spec?.taints]) !== stableStringify([n.metadata.labels, n.spec?.taints])
+          stableStringify([o.metadata.labels, o.spec?.taints]) !==
+          stableStringify([n.metadata.labels, n.spec?.taints])
         )
           all();
       },
@@ -168,7 +175,8 @@ export class DaemonSetController extends SimController {
       const { shouldRun, shouldContinue } = daemonNodeFit(ds, node);
       const pods = byNode.get(name) ?? [];
       const live = pods.filter((p) => isPodActive(p));
-      for (const p of pods) if (p.status?.phase === 'Failed' && !p.metadata.deletionTimestamp) toDelete.push(p);
+      for (const p of pods)
+        if (p.status?.phase === 'Failed' && !p.metadata.deletionTimestamp) toDelete.push(p);
       if (shouldRun) desired++;
       if (shouldContinue && (shouldRun || live.length > 0)) {
         if (live.length === 0 && shouldRun && !creatingOn.has(name)) toCreate.push(name);
@@ -206,7 +214,9 @@ export class DaemonSetController extends SimController {
           nodeAffinity: {
             ...(pod.spec.affinity?.nodeAffinity ?? {}),
             requiredDuringSchedulingIgnoredDuringExecution: {
-              nodeSelectorTerms: [{ matchFields: [{ key: 'metadata.name', operator: 'In', values: [node] }] }],
+              nodeSelectorTerms: [
+                { matchFields: [{ key: 'metadata.name', operator: 'In', values: [node] }] },
+              ],
             },
           },
         };
@@ -237,7 +247,9 @@ export class DaemonSetController extends SimController {
     desired: number,
     misscheduled: number,
   ): Promise<void> {
-    const scheduled = owned.filter((p) => isPodActive(p) && p.spec.nodeName && nodeNames.has(p.spec.nodeName));
+    const scheduled = owned.filter(
+      (p) => isPodActive(p) && p.spec.nodeName && nodeNames.has(p.spec.nodeName),
+    );
     const ready = scheduled.filter(isPodReady).length;
     const status = {
       observedGeneration: ds.metadata.generation ?? 1,
@@ -250,6 +262,9 @@ export class DaemonSetController extends SimController {
       numberMisscheduled: misscheduled,
     };
     const patch = changedFields(ds.status as Record<string, unknown> | undefined, status);
-    if (patch) await this.client.patchStatus('DaemonSet', ds.metadata.name ?? '', ds.metadata.namespace, { status: patch });
+    if (patch)
+      await this.client.patchStatus('DaemonSet', ds.metadata.name ?? '', ds.metadata.namespace, {
+        status: patch,
+      });
   }
 }

@@ -29,8 +29,8 @@ import {
   rfc3339,
   SimController,
   type SimControllerOptions,
-  specChanged,
   safeEncode,
+  specChanged,
   stableStringify,
 } from './controller.ts';
 
@@ -124,7 +124,9 @@ export class DeploymentController extends SimController {
 
   private async scale(rs: ReplicaSet, replicas: number): Promise<void> {
     try {
-      await this.client.patch('ReplicaSet', rs.metadata.name ?? '', rs.metadata.namespace, { spec: { replicas } });
+      await this.client.patch('ReplicaSet', rs.metadata.name ?? '', rs.metadata.namespace, {
+        spec: { replicas },
+      });
     } catch (err) {
       if (!isNotFound(err)) throw err;
     }
@@ -175,7 +177,8 @@ export class DeploymentController extends SimController {
   }
 
   private async updateStatus(d: Deployment, owned: ReplicaSet[], current: ReplicaSet): Promise<void> {
-    const st = (rs: ReplicaSet, f: string) => Number((rs.status as Record<string, unknown> | undefined)?.[f] ?? 0) || 0;
+    const st = (rs: ReplicaSet, f: string) =>
+      Number((rs.status as Record<string, unknown> | undefined)?.[f] ?? 0) || 0;
     const all = owned.some((rs) => rs.metadata.name === current.metadata.name) ? owned : [...owned, current];
     const sum = (f: string) => all.reduce((n, rs) => n + st(rs, f), 0);
     const replicas = d.spec.replicas ?? 1;
@@ -197,7 +200,8 @@ export class DeploymentController extends SimController {
     };
     const isAvailable = available >= replicas - maxUnavailable;
     const updated = st(current, 'replicas');
-    const complete = updated === replicas && st(current, 'availableReplicas') === replicas && sum('replicas') === replicas;
+    const complete =
+      updated === replicas && st(current, 'availableReplicas') === replicas && sum('replicas') === replicas;
     const desired = {
       observedGeneration: d.metadata.generation ?? 1,
       replicas: sum('replicas'),
@@ -210,7 +214,9 @@ export class DeploymentController extends SimController {
           'Available',
           isAvailable ? 'True' : 'False',
           isAvailable ? 'MinimumReplicasAvailable' : 'MinimumReplicasUnavailable',
-          isAvailable ? 'Deployment has minimum availability.' : 'Deployment does not have minimum availability.',
+          isAvailable
+            ? 'Deployment has minimum availability.'
+            : 'Deployment does not have minimum availability.',
         ),
         condition(
           'Progressing',
@@ -223,13 +229,18 @@ export class DeploymentController extends SimController {
       ],
     };
     const patch = changedFields(d.status as Record<string, unknown> | undefined, desired);
-    if (patch) await this.client.patchStatus('Deployment', d.metadata.name ?? '', d.metadata.namespace, { status: patch });
+    if (patch)
+      await this.client.patchStatus('Deployment', d.metadata.name ?? '', d.metadata.namespace, {
+        status: patch,
+      });
   }
 }
 
 /** `spec.strategy.rollingUpdate.maxUnavailable` resolved against `replicas` (percent rounded down; default 25%). */
 function resolveMaxUnavailable(d: Deployment, replicas: number): number {
-  const strategy = d.spec.strategy as { type?: string; rollingUpdate?: { maxUnavailable?: number | string } } | undefined;
+  const strategy = d.spec.strategy as
+    | { type?: string; rollingUpdate?: { maxUnavailable?: number | string } }
+    | undefined;
   if (strategy?.type === 'Recreate') return replicas;
   const v = strategy?.rollingUpdate?.maxUnavailable ?? '25%';
   if (typeof v === 'number') return v;

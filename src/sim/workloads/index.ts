@@ -2,12 +2,13 @@
  * Workload controller stand-ins of the simulated cluster: Deployment → ReplicaSet → Pods, StatefulSet,
  * DaemonSet, Job. {@link WorkloadControllers} starts and stops them together.
  */
+
+import type { SimController, SimControllerOptions } from './controller.ts';
 import { DaemonSetController } from './daemonset.ts';
 import { DeploymentController } from './deployment.ts';
 import { JobController } from './job.ts';
 import { ReplicaSetController } from './replicaset.ts';
 import { StatefulSetController } from './statefulset.ts';
-import type { SimController, SimControllerOptions } from './controller.ts';
 
 export * from './controller.ts';
 export * from './daemonset.ts';

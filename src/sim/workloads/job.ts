@@ -12,7 +12,7 @@
  * `sim.capenter.dev/exit-code`. Not simulated: Indexed completion mode (pods are NonIndexed), pod failure
  * policy, backoff delays between retries, tracking finalizers, `activeDeadlineSeconds`, TTL after finished.
  */
-import type { Job, Pod } from '../../apis/core.ts';
+import type { Pod } from '../../apis/core.ts';
 import { objectKey } from '../../kube/client.ts';
 import { isNotFound } from '../../kube/errors.ts';
 import type { Informer } from '../../kube/informer.ts';
@@ -84,14 +84,19 @@ export class JobController extends SimController {
     const job = this.jobs.cache.get(key);
     if (!job || job.metadata.deletionTimestamp) return undefined;
     const status = (job.status ?? {}) as JobStatus;
-    const finished = status.conditions?.some((c) => (c.type === 'Complete' || c.type === 'Failed') && c.status === 'True');
+    const finished = status.conditions?.some(
+      (c) => (c.type === 'Complete' || c.type === 'Failed') && c.status === 'True',
+    );
     const ns = job.metadata.namespace ?? 'default';
     const inCache = (k: string) => this.pods.cache.get(k) !== undefined;
     const deleting = this.expectations.pendingDeletes(key, inCache);
     const owned = this.pods.cache.byIndex(IndexControllerUID, job.metadata.uid ?? '');
     const active = owned.filter((p) => isPodActive(p) && !deleting.has(objectKey(p)));
     const creating = this.expectations.pendingCreates(key, inCache);
-    const succeeded = Math.max(status.succeeded ?? 0, owned.filter((p) => p.status?.phase === 'Succeeded').length);
+    const succeeded = Math.max(
+      status.succeeded ?? 0,
+      owned.filter((p) => p.status?.phase === 'Succeeded').length,
+    );
     const failed = Math.max(status.failed ?? 0, owned.filter((p) => p.status?.phase === 'Failed').length);
     const now = rfc3339(this.clock.now());
 
@@ -106,13 +111,26 @@ export class JobController extends SimController {
 
     let condition: { type: string; reason: string; message: string } | undefined;
     if (failed > backoffLimit)
-      condition = { type: 'Failed', reason: 'BackoffLimitExceeded', message: 'Job has reached the specified backoff limit' };
+      condition = {
+        type: 'Failed',
+        reason: 'BackoffLimitExceeded',
+        message: 'Job has reached the specified backoff limit',
+      };
     else if (completions !== undefined ? succeeded >= completions : succeeded > 0 && active.length === 0)
-      condition = { type: 'Complete', reason: 'CompletionsReached', message: 'Reached expected number of succeeded pods' };
+      condition = {
+        type: 'Complete',
+        reason: 'CompletionsReached',
+        message: 'Reached expected number of succeeded pods',
+      };
 
     let want = 0;
     if (!condition && !suspended) {
-      want = completions !== undefined ? Math.min(parallelism, completions - succeeded) : succeeded > 0 ? 0 : parallelism;
+      want =
+        completions !== undefined
+          ? Math.min(parallelism, completions - succeeded)
+          : succeeded > 0
+            ? 0
+            : parallelism;
     }
     const have = active.length + creating.length;
     if (condition || suspended) {
@@ -151,7 +169,14 @@ export class JobController extends SimController {
     if (condition) {
       desired.conditions = [
         ...(status.conditions ?? []).filter((c) => c.type !== condition.type),
-        { type: condition.type, status: 'True', reason: condition.reason, message: condition.message, lastProbeTime: now, lastTransitionTime: now },
+        {
+          type: condition.type,
+          status: 'True',
+          reason: condition.reason,
+          message: condition.message,
+          lastProbeTime: now,
+          lastTransitionTime: now,
+        },
       ];
       if (condition.type === 'Complete') desired.completionTime = now;
     }

@@ -120,7 +120,10 @@ export class ReplicaSetController extends SimController {
       observedGeneration: rs.metadata.generation ?? 1,
     };
     const patch = changedFields(rs.status as Record<string, unknown> | undefined, desired);
-    if (patch) await this.client.patchStatus('ReplicaSet', rs.metadata.name ?? '', rs.metadata.namespace, { status: patch });
+    if (patch)
+      await this.client.patchStatus('ReplicaSet', rs.metadata.name ?? '', rs.metadata.namespace, {
+        status: patch,
+      });
     // availability depends on time: look again when the next pod becomes available
     if (available < ready) return { requeueAfter: Math.max(1, minReady) };
     return undefined;

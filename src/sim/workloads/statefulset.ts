@@ -16,7 +16,6 @@ import { isAlreadyExists, isNotFound } from '../../kube/errors.ts';
 import type { Informer } from '../../kube/informer.ts';
 import type { ResourceRef } from '../../kube/resources.ts';
 import type { ReconcileResult } from '../../kube/workqueue.ts';
-import { podTemplateHash } from './deployment.ts';
 import {
   changedFields,
   controllerOwnerRef,
@@ -31,6 +30,7 @@ import {
   type SimControllerOptions,
   specChanged,
 } from './controller.ts';
+import { podTemplateHash } from './deployment.ts';
 
 /** The StatefulSet controller stand-in. */
 export class StatefulSetController extends SimController {
@@ -67,7 +67,6 @@ export class StatefulSetController extends SimController {
     const sts = this.sets.cache.get(key);
     if (!sts || sts.metadata.deletionTimestamp) return undefined;
     const name = sts.metadata.name ?? '';
-    const ns = sts.metadata.namespace ?? 'default';
     const replicas = sts.spec.replicas ?? 1;
     const ordered = (sts.spec.podManagementPolicy ?? 'OrderedReady') !== 'Parallel';
     const byOrdinal = new Map<number, Pod>();
@@ -182,7 +181,10 @@ export class StatefulSetController extends SimController {
       updateRevision: revision,
     };
     const patch = changedFields(sts.status as Record<string, unknown> | undefined, desired);
-    if (patch) await this.client.patchStatus('StatefulSet', sts.metadata.name ?? '', sts.metadata.namespace, { status: patch });
+    if (patch)
+      await this.client.patchStatus('StatefulSet', sts.metadata.name ?? '', sts.metadata.namespace, {
+        status: patch,
+      });
   }
 }
 

@@ -1,15 +1,19 @@
 /**
  * `node.termination`: finalizes Nodes carrying `karpenter.sh/termination` once they are being deleted, after
- * kubernetes-sigs/karpenter `pkg/controllers/node/termination/controller.go` (basic part):
- * 1. delete the Node's NodeClaims (so they never outlive the Node);
+ * kubernetes-sigs/karpenter `pkg/controllers/node/termination/controller.go`:
+ * 1. delete the Node's NodeClaims (so they never outlive the Node; the NodeClaim finalizer stamps
+ *    `karpenter.sh/nodeclaim-termination-timestamp` = deletion + `terminationGracePeriod`);
  * 2. cordon: `spec.unschedulable=true` and the taint `karpenter.sh/disrupted:NoSchedule`;
- * 3. drain ({@link drainNode}); pods are deleted outright after the NodeClaim's
- *    `karpenter.sh/nodeclaim-termination-timestamp`; re-checked every second until drained;
- * 4. terminate the instance of each NodeClaim (`CloudProvider.delete`, then `get` until NodeClaimNotFound,
+ * 3. drain ({@link Drainer}, see `drain.ts`): evictions in four tiers through the Eviction API (429 → Warning
+ *    `FailedDraining` on the Node, retried with backoff), `karpenter.sh/do-not-disrupt` pods wait, pods past
+ *    (deadline − their terminationGracePeriodSeconds) are deleted regardless; re-checked every second; NodeClaim
+ *    condition `Drained`;
+ * 4. wait until the node's VolumeAttachments are gone (unless the deadline passed); condition `VolumesDetached`;
+ * 5. terminate the instance of each NodeClaim (`CloudProvider.delete`, then `get` until NodeClaimNotFound,
  *    `InstanceTerminating=True` meanwhile, re-checked every 5 s);
- * 5. remove the finalizer; count `karpenter_nodes_terminated_total` and `karpenter_nodes_termination_duration_seconds`.
- */
-import type { Node, Taint } from '../../../apis/core.ts';
+ * 6. remove the finalizer; count `karpenter_nodes_terminated_total` and `karpenter_nodes_termination_duration_seconds`
+ *    (plus `karpenter_nodes_drained_total`, `karpenter_pods_drained_total`, `karpenter_pods_eviction_requests_total`). */
+import type { KubeObject, Node, Taint } from '../../../apis/core.ts';
 import type { NodeClaim } from '../../../apis/karpenter.ts';
 import {
   AnnotationNodeClaimTerminationTimestamp,
@@ -20,7 +24,7 @@ import { isNodeClaimNotFoundError } from '../../../cloudprovider/types.ts';
 import type { Cache } from '../../../kube/cache.ts';
 import { isConflict, isNotFound } from '../../../kube/errors.ts';
 import { SharedInformers } from '../../../kube/informer.ts';
-import { ConditionSet } from '../../nodeclaim/conditions.ts';
+import { ConditionSet, rfc3339 } from '../../nodeclaim/conditions.ts';
 import { ConditionInstanceTerminating, NodeClaimDependents } from '../../nodeclaim/lifecycle/context.ts';
 import type { ControllerDeps } from '../../nodeclaim/lifecycle/controller.ts';
 import { type LifecycleMetrics, lifecycleMetrics } from '../../nodeclaim/metrics.ts';
@@ -32,7 +36,37 @@ import {
   withoutFinalizer,
 } from '../../nodeclaim/util.ts';
 import { type Controller, QueueController, type ReconcileResult } from '../../runtime.ts';
-import { drainNode } from './drain.ts';
+import {
+  DefaultPodTerminationGracePeriodSeconds,
+  Drainer,
+  isTerminal,
+  isWaitingEviction,
+  podID,
+} from './drain.ts';
+import { type DrainMetrics, drainMetrics } from './metrics.ts';
+
+/** NodeClaim condition: the node's pods were drained (upstream `ConditionTypeDrained`). */
+export const ConditionDrained = 'Drained';
+/** NodeClaim condition: the node's volume attachments are gone (upstream `ConditionTypeVolumesDetached`). */
+export const ConditionVolumesDetached = 'VolumesDetached';
+/** NodeClaim condition whose reason names why Karpenter disrupted it (upstream `ConditionTypeDisruptionReason`). */
+export const ConditionDisruptionReason = 'DisruptionReason';
+
+interface VolumeAttachmentLike {
+  spec?: { nodeName?: string; source?: { persistentVolumeName?: string } };
+}
+
+/**
+ * The disruption reason of a Node's NodeClaims (condition `DisruptionReason`'s reason, e.g. `Underutilized`),
+ * else `Forceful Termination` (upstream label value of `karpenter_pods_drained_total`).
+ */
+export function disruptionReasonOf(claims: readonly NodeClaim[]): string {
+  for (const nc of claims) {
+    const c = (nc.status?.conditions ?? []).find((x) => x.type === ConditionDisruptionReason);
+    if (c?.status === 'True' && c.reason) return c.reason;
+  }
+  return 'Forceful Termination';
+}
 
 /** Options of {@link NodeTerminationController}. */
 export interface NodeTerminationOptions extends ControllerDeps {
@@ -52,11 +86,16 @@ export class NodeTerminationController implements Controller {
   private readonly ownInformers: boolean;
   private nodeClaims: Cache<NodeClaim> | undefined;
   private readonly metrics: LifecycleMetrics;
+  private readonly drainMetrics: DrainMetrics;
+  private readonly drainer: Drainer;
+  private readonly drainedNodes = new Set<string>();
 
   constructor(private readonly opts: NodeTerminationOptions) {
     this.ownInformers = opts.informers === undefined;
     this.informers = opts.informers ?? new SharedInformers(opts.client, { clock: opts.clock });
     this.metrics = lifecycleMetrics(opts.registry);
+    this.drainMetrics = drainMetrics(opts.registry);
+    this.drainer = new Drainer({ client: opts.client, now: () => opts.clock.now() });
     this.queue = new QueueController({
       name: this.name,
       clock: opts.clock,
@@ -127,26 +166,83 @@ export class NodeTerminationController implements Controller {
         throw err;
       }
     }
-    // drain
+    // drain (tiered, PDB-safe; pods past the deadline are deleted)
     const deadline = claims
       .map((c) => Date.parse(c.metadata.annotations?.[AnnotationNodeClaimTerminationTimestamp] ?? ''))
       .filter(Number.isFinite)
       .sort((a, b) => a - b)[0];
-    const force = deadline !== undefined && this.opts.clock.now() >= deadline;
-    const drain = await drainNode(this.opts.client, name, force);
-    if (drain.evicted.length + drain.deleted.length > 0)
-      log.info({ evicted: drain.evicted, deleted: drain.deleted }, 'draining node');
-    if (drain.remaining > 0) {
-      if (drain.blocked.length > 0) {
+    const reason = disruptionReasonOf(claims);
+    const drain = await this.drainer.drain(name, deadline, {
+      onEvictionRequest: (code) => this.drainMetrics.evictionRequests.inc({ code: String(code) }),
+      onEvicted: (pod) => {
+        this.drainMetrics.podsDrained.inc({ reason });
+        void this.opts.recorder.publish(pod, 'Normal', 'Evicted', `Evicted pod: ${reason}`);
+      },
+      onDeleted: (pod, grace) => {
+        const tgp = pod.spec?.terminationGracePeriodSeconds ?? DefaultPodTerminationGracePeriodSeconds;
         void this.opts.recorder.publish(
-          node,
-          'Warning',
-          'FailedDraining',
-          `Failed to drain node, ${drain.blocked.length} pods are waiting to be evicted`,
+          pod,
+          'Normal',
+          'Disrupted',
+          `Deleting the pod to accommodate the terminationTime ${rfc3339(deadline ?? 0)} of the node. The pod was granted ${grace} seconds of grace-period of its ${tgp} terminationGracePeriodSeconds. This bypasses the PDB of the pod and the do-not-disrupt annotation.`,
         );
-      }
+      },
+      onBlocked: (pod, message, status) => {
+        const why =
+          status === 429
+            ? `evicting pod ${podID(pod)} violates a PDB: ${message}`
+            : `evicting pod ${podID(pod)}: ${message}`;
+        void this.opts.recorder.publish(node, 'Warning', 'FailedDraining', `Failed to drain node, ${why}`);
+      },
+    });
+    if (drain.evicted.length + drain.deleted.length > 0)
+      log.info({ evicted: drain.evicted, deleted: drain.deleted, tier: drain.tier }, 'draining node');
+    if (drain.remaining > 0) {
+      void this.opts.recorder.publish(
+        node,
+        'Warning',
+        'FailedDraining',
+        `Failed to drain node, ${drain.remaining} pods are waiting to be evicted`,
+      );
+      await this.setClaimCondition(claims, ConditionDrained, 'Unknown', 'Draining', 'Draining');
       return { requeueAfter: 1 };
     }
+    if (await this.setClaimCondition(claims, ConditionDrained, 'True', ConditionDrained, '')) {
+      const uid = node.metadata.uid ?? name;
+      if (!this.drainedNodes.has(uid)) {
+        this.drainedNodes.add(uid);
+        if (this.drainedNodes.size > 10_000) this.drainedNodes.clear();
+        this.drainMetrics.nodesDrained.inc({ nodepool: nodePoolOf(node) });
+      }
+    }
+    // volume attachments of drained pods must be gone before the instance goes (unless the deadline passed)
+    const pastDeadline = deadline !== undefined && this.opts.clock.now() >= deadline;
+    const attached = await this.blockingVolumeAttachments(name);
+    if (attached.length > 0 && !pastDeadline) {
+      void this.opts.recorder.publish(
+        node,
+        'Normal',
+        'AwaitingVolumeDetachment',
+        `Awaiting deletion of bound volumeattachments (${attached.join(', ')})`,
+      );
+      await this.setClaimCondition(
+        claims,
+        ConditionVolumesDetached,
+        'Unknown',
+        'AwaitingVolumeDetachment',
+        'AwaitingVolumeDetachment',
+      );
+      return { requeueAfter: 1 };
+    }
+    if (attached.length > 0)
+      await this.setClaimCondition(
+        claims,
+        ConditionVolumesDetached,
+        'False',
+        'TerminationGracePeriodElapsed',
+        'TerminationGracePeriodElapsed',
+      );
+    else await this.setClaimCondition(claims, ConditionVolumesDetached, 'True', ConditionVolumesDetached, '');
     // instance termination
     for (const nc of claims) {
       if (!(await this.ensureTerminated(nc))) return { requeueAfter: 5 };
@@ -177,6 +273,82 @@ export class NodeTerminationController implements Controller {
     );
     log.info('deleted node');
     return {};
+  }
+
+  /**
+   * Names of the VolumeAttachments (storage.k8s.io/v1, `spec.nodeName` = the node) still to wait for: those not
+   * backing a pod that stays on the node until the end (pods the drain leaves alone, e.g. tolerating the disrupted
+   * taint, static pods), as upstream `filterVolumeAttachments`.
+   */
+  private async blockingVolumeAttachments(nodeName: string): Promise<string[]> {
+    let vas: KubeObject[];
+    try {
+      vas = (await this.opts.client.list('VolumeAttachment')).items.filter(
+        (va) => (va as VolumeAttachmentLike).spec?.nodeName === nodeName,
+      );
+    } catch (err) {
+      if (isNotFound(err)) return [];
+      throw err;
+    }
+    if (vas.length === 0) return [];
+    const pods = (await this.opts.client.list('Pod', { fieldSelector: `spec.nodeName=${nodeName}` })).items.filter(
+      (p) => p.spec?.nodeName === nodeName && !isTerminal(p) && !isWaitingEviction(p, this.opts.clock.now()),
+    );
+    const keep = new Set<string>();
+    for (const p of pods) {
+      for (const v of p.spec?.volumes ?? []) {
+        const claim = v.persistentVolumeClaim?.claimName;
+        if (!claim) continue;
+        const pvc = await this.opts.client.tryGet('PersistentVolumeClaim', claim, p.metadata.namespace);
+        const pv = pvc?.spec?.volumeName;
+        if (pv) keep.add(pv);
+      }
+    }
+    return vas
+      .filter((va) => !keep.has((va as VolumeAttachmentLike).spec?.source?.persistentVolumeName ?? ''))
+      .map((va) => va.metadata?.name ?? '')
+      .sort();
+  }
+
+  /**
+   * Sets condition `type` on each NodeClaim when it differs (status + reason). Returns true when every NodeClaim
+   * now has it (written or already there); conflicts leave it for the next pass.
+   */
+  private async setClaimCondition(
+    claims: NodeClaim[],
+    type: string,
+    status: 'True' | 'False' | 'Unknown',
+    reason: string,
+    message: string,
+  ): Promise<boolean> {
+    let ok = true;
+    for (const nc of claims) {
+      const cur = (nc.status?.conditions ?? []).find((c) => c.type === type);
+      if (cur?.status === status && cur.reason === reason) continue;
+      try {
+        const fresh = await this.opts.client.tryGet('NodeClaim', nc.metadata.name as string);
+        if (!fresh) continue;
+        const conds = new ConditionSet(fresh, NodeClaimDependents, this.opts.clock);
+        if (status === 'True') conds.setTrue(type, reason, message);
+        else if (status === 'False') conds.setFalse(type, reason, message);
+        else conds.setUnknown(type, reason, message);
+        const updated = await this.opts.client.patchStatus(
+          'NodeClaim',
+          nc.metadata.name as string,
+          undefined,
+          {
+            metadata: { resourceVersion: fresh.metadata.resourceVersion },
+            status: { conditions: conds.list() },
+          },
+          { type: 'merge' },
+        );
+        if (updated.status) nc.status = updated.status;
+      } catch (err) {
+        if (!isNotFound(err) && !isConflict(err)) throw err;
+        ok = false;
+      }
+    }
+    return ok;
   }
 
   /** True once the NodeClaim's instance is gone (upstream `termination.EnsureTerminated`). */

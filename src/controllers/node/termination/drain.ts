@@ -1,23 +1,44 @@
 /**
- * Basic drain for Node termination: evicts every drainable pod on the Node through the Eviction API (PDBs
- * respected; 429 means "try again later"), or deletes them once the NodeClaim's termination grace period has
- * expired. Drainable = not owned by a DaemonSet, not a mirror/static pod (owned by the Node), not terminal, and
- * not tolerating `karpenter.sh/disrupted:NoSchedule` (upstream `pkg/controllers/node/termination/terminator`:
- * such pods are left to run until the instance goes away). The full tiered drain (critical pods last,
- * do-not-disrupt) comes with the disruption work; this function is its insertion point.
+ * Tiered, PDB-safe drain for Node termination, after kubernetes-sigs/karpenter
+ * `pkg/controllers/node/termination/terminator/{terminator.go,eviction.go}` and `pkg/utils/pod`:
+ *
+ * - pods past their delete time (the node's termination deadline minus the pod's own
+ *   `terminationGracePeriodSeconds`) are DELETEd with the remaining seconds as grace period, regardless of PDBs and
+ *   `karpenter.sh/do-not-disrupt` ({@link podDeleteTime});
+ * - evictable pods ({@link isEvictable}) are evicted through the Eviction API in tiers: non-critical non-DaemonSet,
+ *   non-critical DaemonSet, critical non-DaemonSet, critical DaemonSet (critical = priority class
+ *   `system-cluster-critical` / `system-node-critical`); a tier starts only when the previous tiers are gone;
+ * - a 429 (PDB) is retried with per-pod exponential backoff (1 s → 10 s) and reported as a Warning Event
+ *   `FailedDraining` on the Node; 404/409 mean the pod is gone;
+ * - the node is drained once no pod is waiting eviction ({@link isWaitingEviction}): pods with
+ *   `karpenter.sh/do-not-disrupt` are never evicted, they keep the node waiting until their delete time; pods
+ *   tolerating `karpenter.sh/disrupted:NoSchedule`, static/mirror pods, terminal pods and pods stuck terminating
+ *   (more than 1 minute past their deletionTimestamp) do not hold the drain.
  */
-import type { Pod, Toleration } from '../../../apis/core.ts';
-import { TaintDisrupted } from '../../../apis/labels.ts';
+import type { KubeObject, Pod, Toleration } from '../../../apis/core.ts';
+import { AnnotationDoNotDisrupt, TaintDisrupted } from '../../../apis/labels.ts';
 import type { KubeClient } from '../../../kube/client.ts';
 
 /** Outcome of one drain pass: pods still on the Node (0 = drained) and what was done. */
 export interface DrainResult {
+  /** Pods still waiting eviction (0 = drained). */
   remaining: number;
+  /** `namespace/name` of pods evicted in this pass. */
   evicted: string[];
+  /** `namespace/name` of pods deleted (deadline) in this pass. */
   deleted: string[];
   /** Evictions refused now (PDB 429 and the like), as `namespace/name: message`. */
   blocked: string[];
+  /** The tier evicted from in this pass (0..3, see {@link drainTier}), when any pod was evictable. */
+  tier?: number;
 }
+
+/** Priority classes upstream treats as critical (drained last). */
+export const CriticalPriorityClasses: readonly string[] = ['system-cluster-critical', 'system-node-critical'];
+/** Seconds after its deletionTimestamp a terminating pod counts as stuck (upstream `IsStuckTerminating`: 1 min). */
+export const StuckTerminatingSeconds = 60;
+/** Kubernetes' default `terminationGracePeriodSeconds`. */
+export const DefaultPodTerminationGracePeriodSeconds = 30;
 
 function tolerates(tols: readonly Toleration[] | undefined, key: string, effect: string): boolean {
   return (tols ?? []).some((t) => {
@@ -26,37 +47,231 @@ function tolerates(tols: readonly Toleration[] | undefined, key: string, effect:
   });
 }
 
-/** True when the drain must remove `pod` before the Node goes away. Pure. */
-export function isDrainable(pod: Pod): boolean {
-  const owners = pod.metadata.ownerReferences ?? [];
-  if (owners.some((o) => o.kind === 'DaemonSet' || o.kind === 'Node')) return false;
-  if (pod.metadata.annotations?.['kubernetes.io/config.mirror'] !== undefined) return false;
-  const phase = pod.status?.phase;
-  if (phase === 'Succeeded' || phase === 'Failed') return false;
-  if (tolerates(pod.spec.tolerations, TaintDisrupted.key, TaintDisrupted.effect)) return false;
-  return true;
+/** True for Succeeded/Failed pods. */
+export function isTerminal(pod: Pod): boolean {
+  return pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed';
+}
+
+/** True for static/mirror pods (owned by the Node, or carrying `kubernetes.io/config.mirror`). */
+export function isStatic(pod: Pod): boolean {
+  return (
+    (pod.metadata.ownerReferences ?? []).some((o) => o.kind === 'Node') ||
+    pod.metadata.annotations?.['kubernetes.io/config.mirror'] !== undefined
+  );
+}
+
+/** True for pods owned by a DaemonSet. */
+export function isDaemonPod(pod: Pod): boolean {
+  return (pod.metadata.ownerReferences ?? []).some((o) => o.kind === 'DaemonSet');
+}
+
+/** True when the pod tolerates `karpenter.sh/disrupted:NoSchedule` (upstream leaves such pods running). */
+export function toleratesDisrupted(pod: Pod): boolean {
+  return tolerates(pod.spec?.tolerations, TaintDisrupted.key, TaintDisrupted.effect);
+}
+
+/** True when the pod is annotated `karpenter.sh/do-not-disrupt: "true"`. */
+export function hasDoNotDisrupt(pod: Pod): boolean {
+  return pod.metadata.annotations?.[AnnotationDoNotDisrupt] === 'true';
+}
+
+/** True when the pod has been terminating for more than {@link StuckTerminatingSeconds} (ms clock `nowMs`). */
+export function isStuckTerminating(pod: Pod, nowMs: number): boolean {
+  const del = Date.parse(pod.metadata.deletionTimestamp ?? '');
+  return Number.isFinite(del) && nowMs - del > StuckTerminatingSeconds * 1000;
 }
 
 /**
- * One drain pass over the pods bound to `nodeName`. `force` deletes instead of evicting (grace period over).
- * Pods already terminating count as remaining. Connection errors throw.
+ * True while the drain must wait for the pod to leave the Node (upstream `IsWaitingEviction`): not terminal, not
+ * stuck terminating, not tolerating the disrupted taint, not static. Pure.
+ */
+export function isWaitingEviction(pod: Pod, nowMs: number): boolean {
+  return !isTerminal(pod) && !isStuckTerminating(pod, nowMs) && !toleratesDisrupted(pod) && !isStatic(pod);
+}
+
+/**
+ * True when the drain may evict the pod now (upstream `IsEvictable`): active (not terminal, not terminating), not
+ * tolerating the disrupted taint, not static, not annotated `karpenter.sh/do-not-disrupt`. Pure.
+ */
+export function isEvictable(pod: Pod): boolean {
+  return (
+    !isTerminal(pod) &&
+    !pod.metadata.deletionTimestamp &&
+    !toleratesDisrupted(pod) &&
+    !isStatic(pod) &&
+    !hasDoNotDisrupt(pod)
+  );
+}
+
+/**
+ * Compatibility predicate kept from the basic drain: true when the drain must remove `pod` before the Node goes
+ * away (waiting eviction, ignoring the stuck-terminating rule). DaemonSet pods are drained too (last tiers).
+ */
+export function isDrainable(pod: Pod): boolean {
+  return !isTerminal(pod) && !toleratesDisrupted(pod) && !isStatic(pod);
+}
+
+/** Drain tier of a pod: 0 non-critical non-daemon, 1 non-critical daemon, 2 critical non-daemon, 3 critical daemon. */
+export function drainTier(pod: Pod): number {
+  const critical = CriticalPriorityClasses.includes(pod.spec?.priorityClassName ?? '');
+  return (critical ? 2 : 0) + (isDaemonPod(pod) ? 1 : 0);
+}
+
+/**
+ * When (ms since the epoch) the pod must be deleted so it still gets its full `terminationGracePeriodSeconds`
+ * (default 30) before the node's termination deadline `deadlineMs` (upstream `podDeleteTimeWithGracePeriod`).
+ */
+export function podDeleteTime(pod: Pod, deadlineMs: number): number {
+  const tgp = pod.spec?.terminationGracePeriodSeconds ?? DefaultPodTerminationGracePeriodSeconds;
+  return deadlineMs - tgp * 1000;
+}
+
+/** What one drain pass should do, computed purely from the pods on the node. */
+export interface DrainPlan {
+  /** Pods to DELETE now with `graceSeconds` (past their delete time). */
+  delete: Array<{ pod: Pod; graceSeconds: number }>;
+  /** Pods of the first non-empty tier, to evict now. */
+  evict: Pod[];
+  /** The tier of `evict`. */
+  tier?: number;
+  /** Pods the drain is still waiting for (0 = drained). */
+  waiting: Pod[];
+}
+
+/**
+ * Plans one drain pass over `pods` (those bound to the node) at `nowMs`, with the node's termination deadline
+ * `deadlineMs` (undefined: no `terminationGracePeriod`, nothing is force-deleted). Pure.
+ */
+export function planDrain(pods: readonly Pod[], nowMs: number, deadlineMs: number | undefined): DrainPlan {
+  const plan: DrainPlan = { delete: [], evict: [], waiting: [] };
+  const deleting = new Set<Pod>();
+  if (deadlineMs !== undefined) {
+    for (const pod of pods) {
+      if (!isWaitingEviction(pod, nowMs) || pod.metadata.deletionTimestamp) continue;
+      if (nowMs >= podDeleteTime(pod, deadlineMs)) {
+        plan.delete.push({ pod, graceSeconds: Math.max(0, Math.floor((deadlineMs - nowMs) / 1000)) });
+        deleting.add(pod);
+      }
+    }
+  }
+  const tiers: Pod[][] = [[], [], [], []];
+  for (const pod of pods) if (!deleting.has(pod) && isEvictable(pod)) tiers[drainTier(pod)]?.push(pod);
+  const first = tiers.findIndex((t) => t.length > 0);
+  if (first >= 0) {
+    plan.evict = tiers[first] ?? [];
+    plan.tier = first;
+  }
+  plan.waiting = pods.filter((p) => isWaitingEviction(p, nowMs));
+  return plan;
+}
+
+/** `namespace/name`. */
+export function podID(pod: Pod): string {
+  return `${pod.metadata.namespace ?? 'default'}/${pod.metadata.name ?? ''}`;
+}
+
+/** Hooks the {@link Drainer} reports through (Events and metrics live in the controller). */
+export interface DrainHooks {
+  /** An eviction request returned `code` (200, 429, 404, ...). */
+  onEvictionRequest?(code: number): void;
+  /** A pod was evicted. */
+  onEvicted?(pod: Pod): void;
+  /** A pod was deleted at `graceSeconds` because the node's deadline is near. */
+  onDeleted?(pod: Pod, graceSeconds: number): void;
+  /** An eviction was refused (429 PDB, 500 several PDBs, ...). */
+  onBlocked?(pod: Pod, message: string, httpStatus: number): void;
+}
+
+/** Options of {@link Drainer}. */
+export interface DrainerOptions {
+  client: KubeClient;
+  /** ms since the epoch. */
+  now: () => number;
+  /** First retry delay after a refused eviction, seconds (default 1). */
+  baseBackoffSeconds?: number;
+  /** Max retry delay, seconds (default 10). */
+  maxBackoffSeconds?: number;
+}
+
+/**
+ * Executes drain passes and remembers per-pod eviction backoff across passes (upstream's eviction queue with its
+ * exponential rate limiter). One instance per controller.
+ */
+export class Drainer {
+  private readonly backoff = new Map<string, { failures: number; nextAt: number }>();
+
+  constructor(private readonly opts: DrainerOptions) {}
+
+  /**
+   * One pass over the pods bound to `nodeName` (see {@link planDrain}) with the node's termination deadline
+   * `deadlineMs` (ms since the epoch, or undefined). Connection errors throw; API refusals are reported in the
+   * result and through `hooks`.
+   */
+  async drain(nodeName: string, deadlineMs: number | undefined, hooks: DrainHooks = {}): Promise<DrainResult> {
+    const client = this.opts.client;
+    const pods = (await client.list('Pod', { fieldSelector: `spec.nodeName=${nodeName}` })).items.filter(
+      (p) => p.spec?.nodeName === nodeName,
+    );
+    const now = this.opts.now();
+    const plan = planDrain(pods, now, deadlineMs);
+    const out: DrainResult = {
+      remaining: plan.waiting.length,
+      evicted: [],
+      deleted: [],
+      blocked: [],
+    };
+    if (plan.tier !== undefined) out.tier = plan.tier;
+    for (const { pod, graceSeconds } of plan.delete) {
+      if (
+        await client.tryDelete('Pod', pod.metadata.name as string, pod.metadata.namespace, {
+          gracePeriodSeconds: graceSeconds,
+        })
+      ) {
+        out.deleted.push(podID(pod));
+        hooks.onDeleted?.(pod, graceSeconds);
+      }
+    }
+    await Promise.all(
+      plan.evict.map(async (pod) => {
+        const key = pod.metadata.uid ?? podID(pod);
+        const b = this.backoff.get(key);
+        if (b && b.nextAt > now) {
+          out.blocked.push(`${podID(pod)}: waiting to retry eviction`);
+          return;
+        }
+        const r = await client.evict(pod);
+        hooks.onEvictionRequest?.(r.ok ? 200 : r.httpStatus);
+        if (r.ok || r.code === 'NotFound' || r.code === 'Conflict') {
+          this.backoff.delete(key);
+          if (r.ok) {
+            out.evicted.push(podID(pod));
+            hooks.onEvicted?.(pod);
+          }
+          return;
+        }
+        const failures = (b?.failures ?? 0) + 1;
+        const base = this.opts.baseBackoffSeconds ?? 1;
+        const delay = Math.min(this.opts.maxBackoffSeconds ?? 10, base * 2 ** (failures - 1));
+        this.backoff.set(key, { failures, nextAt: now + delay * 1000 });
+        out.blocked.push(`${podID(pod)}: ${r.message}`);
+        hooks.onBlocked?.(pod, r.message, r.httpStatus);
+      }),
+    );
+    if (this.backoff.size > 10_000) this.backoff.clear();
+    return out;
+  }
+
+  /** Forgets the backoff of pods that no longer exist (call when a node finished draining). */
+  forget(pods: readonly KubeObject[]): void {
+    for (const p of pods) this.backoff.delete(p.metadata?.uid ?? '');
+  }
+}
+
+/**
+ * One drain pass without remembered backoff (kept for callers of the basic drain). `force` deletes every waiting
+ * pod at once with grace period 0 (the node's deadline has passed).
  */
 export async function drainNode(client: KubeClient, nodeName: string, force: boolean): Promise<DrainResult> {
-  const pods = (await client.list('Pod', { fieldSelector: `spec.nodeName=${nodeName}` })).items.filter(
-    (p) => p.spec?.nodeName === nodeName && isDrainable(p),
-  );
-  const out: DrainResult = { remaining: pods.length, evicted: [], deleted: [], blocked: [] };
-  for (const pod of pods) {
-    const id = `${pod.metadata.namespace}/${pod.metadata.name}`;
-    if (pod.metadata.deletionTimestamp && !force) continue;
-    if (force) {
-      if (await client.tryDelete('Pod', pod.metadata.name as string, pod.metadata.namespace))
-        out.deleted.push(id);
-      continue;
-    }
-    const r = await client.evict(pod);
-    if (r.ok) out.evicted.push(id);
-    else if (r.code !== 'NotFound') out.blocked.push(`${id}: ${r.message}`);
-  }
-  return out;
+  const drainer = new Drainer({ client, now: () => Date.now() });
+  return drainer.drain(nodeName, force ? 0 : undefined);
 }

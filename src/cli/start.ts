@@ -1,0 +1,356 @@
+/**
+ * `capenter start [-f PATH]... [--port N] [--kubeconfig-out PATH] [--exit-when-settled] [--timeout S]
+ * [-o table|json] [--region R] [--log-level L]`: a whole simulated cluster in one process. Starts the embedded API
+ * server with capenter's CRDs and the kube-scheduler / kubelet / workload-controller stand-ins, applies the
+ * manifests (default: the bundled `examples/microservices-demo`), and runs the real capenter operator against it
+ * with the kwok cloud provider (NodePools may reference a KWOKNodeClass or an EC2NodeClass: EC2NodeClass NodePools
+ * get the AWS catalog computed for that EC2NodeClass, as `capenter simulate`; see `operator/embedded.ts`).
+ *
+ * Prints the kubeconfig path (use `kubectl --kubeconfig PATH get nodeclaims -w` while it runs), progress lines on
+ * stderr, and once every pod is Running a summary of the NodeClaims on stdout. With `--exit-when-settled` it then
+ * exits 0 (1 with a summary of what is still pending after `--timeout`, default 120 s); without, it keeps running
+ * until Ctrl-C. Exit 2: invalid flags or manifests (valid objects are still applied).
+ */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Command } from 'commander';
+import type { KubeObject, Node, Pod } from '../apis/core.ts';
+import type { NodeClaim } from '../apis/karpenter.ts';
+import { loadManifestPaths } from '../apis/load.ts';
+import { getInstanceTypes, isSupportedRegion, SUPPORTED_REGIONS } from '../cloudprovider/aws/catalog/index.ts';
+import type { KubeClient } from '../kube/client.ts';
+import { applyObjects } from '../operator/apply.ts';
+import { createLogger } from '../operator/logger.ts';
+import { createOperator } from '../operator/operator.ts';
+import { checkLogLevel, embeddedOptions } from '../operator/options.ts';
+import { startSimulatedCluster } from '../sim/cluster.ts';
+
+/** Parsed flags of `capenter start`. */
+export interface StartCommandOptions {
+  filename?: string[];
+  port?: string;
+  kubeconfigOut?: string;
+  exitWhenSettled?: boolean;
+  /** Seconds (default 120). */
+  timeout?: string;
+  output?: string;
+  region?: string;
+  logLevel?: string;
+  metricsPort?: string;
+}
+
+/** One NodeClaim row of the summary. */
+export interface NodeClaimSummary {
+  name: string;
+  nodePool: string;
+  instanceType: string;
+  zone: string;
+  capacityType: string;
+  /** USD per hour (on-demand list price or spot estimate of the catalog), 0 when unknown. */
+  pricePerHour: number;
+  /** Pods bound to its Node (DaemonSet pods included). */
+  pods: number;
+  /** Lifecycle: Launching, Registered, Initialized, Deleting. */
+  state: string;
+}
+
+/** The summary printed when the cluster settles (or times out). */
+export interface StartSummary {
+  settled: boolean;
+  elapsedSeconds: number;
+  kubeconfig: string;
+  region: string;
+  pods: { total: number; running: number; pending: number };
+  nodeClaims: NodeClaimSummary[];
+  totals: { nodeClaims: number; nodes: number; pricePerHour: number };
+  /** `namespace/name` of pods not Running. */
+  pendingPods: string[];
+}
+
+/** A point-in-time view of the cluster for progress lines and the summary. */
+export interface ClusterView {
+  pods: Pod[];
+  nodeClaims: NodeClaim[];
+  nodes: Node[];
+}
+
+/** Reads pods, NodeClaims and Nodes through the client. */
+export async function readClusterView(client: KubeClient): Promise<ClusterView> {
+  const [pods, nodeClaims, nodes] = await Promise.all([
+    client.list('Pod'),
+    client.list('NodeClaim'),
+    client.list('Node'),
+  ]);
+  return { pods: pods.items as Pod[], nodeClaims: nodeClaims.items as NodeClaim[], nodes: nodes.items as Node[] };
+}
+
+const isTrue = (nc: NodeClaim, t: string): boolean =>
+  nc.status?.conditions?.some((c) => c.type === t && c.status === 'True') ?? false;
+
+function ncState(nc: NodeClaim): string {
+  if (nc.metadata.deletionTimestamp) return 'Deleting';
+  if (isTrue(nc, 'Initialized')) return 'Initialized';
+  if (isTrue(nc, 'Registered')) return 'Registered';
+  if (isTrue(nc, 'Launched')) return 'Launched';
+  return 'Launching';
+}
+
+/** Pods that count for settling: not finished (Succeeded/Failed) and not being deleted. */
+function livePods(pods: readonly Pod[]): Pod[] {
+  return pods.filter(
+    (p) => p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed' && !p.metadata.deletionTimestamp,
+  );
+}
+
+/** USD/hour of an instance type × zone × capacity type in `region`'s catalog (0 when unknown). */
+export function priceOf(region: string, instanceType: string, zone: string, capacityType: string): number {
+  if (!isSupportedRegion(region)) return 0;
+  const it = getInstanceTypes({ region }).instanceTypes.find((t) => t.name === instanceType);
+  const o = it?.offerings.find((x) => x.zone === zone && x.capacityType === capacityType);
+  return o?.priceUSDPerHour ?? 0;
+}
+
+/** Builds the summary of `view`. */
+export function summarize(view: ClusterView, region: string, kubeconfig: string, elapsedSeconds: number): StartSummary {
+  const pods = livePods(view.pods);
+  const running = pods.filter((p) => p.status?.phase === 'Running');
+  const podsByNode = new Map<string, number>();
+  for (const p of pods) if (p.spec?.nodeName) podsByNode.set(p.spec.nodeName, (podsByNode.get(p.spec.nodeName) ?? 0) + 1);
+  const rows: NodeClaimSummary[] = view.nodeClaims
+    .map((nc) => {
+      const l = nc.metadata.labels ?? {};
+      const instanceType = l['node.kubernetes.io/instance-type'] ?? '';
+      const zone = l['topology.kubernetes.io/zone'] ?? '';
+      const capacityType = l['karpenter.sh/capacity-type'] ?? '';
+      return {
+        name: nc.metadata.name ?? '',
+        nodePool: l['karpenter.sh/nodepool'] ?? '',
+        instanceType,
+        zone,
+        capacityType,
+        pricePerHour: instanceType ? priceOf(region, instanceType, zone, capacityType) : 0,
+        pods: podsByNode.get(nc.status?.nodeName ?? nc.metadata.name ?? '') ?? 0,
+        state: ncState(nc),
+      };
+    })
+    .sort((a, b) => a.nodePool.localeCompare(b.nodePool) || a.name.localeCompare(b.name));
+  const settled = pods.length === running.length;
+  return {
+    settled,
+    elapsedSeconds: Math.round(elapsedSeconds * 10) / 10,
+    kubeconfig,
+    region,
+    pods: { total: pods.length, running: running.length, pending: pods.length - running.length },
+    nodeClaims: rows,
+    totals: {
+      nodeClaims: rows.length,
+      nodes: view.nodes.length,
+      pricePerHour: Math.round(rows.reduce((s, r) => s + r.pricePerHour, 0) * 10000) / 10000,
+    },
+    pendingPods: pods
+      .filter((p) => p.status?.phase !== 'Running')
+      .map((p) => `${p.metadata.namespace ?? ''}/${p.metadata.name ?? ''}`)
+      .sort(),
+  };
+}
+
+/** One progress line: pods, NodeClaims by lifecycle state, nodes, $/h. */
+export function progressLine(s: StartSummary): string {
+  const by = (st: string) => s.nodeClaims.filter((r) => r.state === st).length;
+  return (
+    `[${s.elapsedSeconds.toFixed(1)}s] pods ${s.pods.running}/${s.pods.total} running (${s.pods.pending} pending) · ` +
+    `nodeclaims ${s.totals.nodeClaims} (launching ${by('Launching') + by('Launched')}, registered ${by('Registered')}, ` +
+    `initialized ${by('Initialized')}) · nodes ${s.totals.nodes} · $${s.totals.pricePerHour.toFixed(4)}/h`
+  );
+}
+
+/** The summary as a text table (NodeClaims, then totals). */
+export function formatSummaryTable(s: StartSummary): string {
+  const head = ['NODECLAIM', 'NODEPOOL', 'INSTANCE TYPE', 'ZONE', 'CAPACITY', '$/H', 'PODS'];
+  const rows = s.nodeClaims.map((r) => [
+    r.name,
+    r.nodePool,
+    r.instanceType,
+    r.zone,
+    r.capacityType,
+    r.pricePerHour.toFixed(4),
+    String(r.pods),
+  ]);
+  rows.push(['TOTAL', '', '', '', '', s.totals.pricePerHour.toFixed(4), String(s.pods.total)]);
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (r: string[]) => r.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ').trimEnd();
+  const out = [line(head), ...rows.map(line)];
+  out.push(
+    '',
+    `${s.settled ? 'Settled' : 'NOT settled'} after ${s.elapsedSeconds}s: ${s.pods.running}/${s.pods.total} pods running on ` +
+      `${s.totals.nodeClaims} NodeClaim(s), $${s.totals.pricePerHour.toFixed(4)}/h (${s.region}).`,
+  );
+  if (!s.settled && s.pendingPods.length > 0)
+    out.push(
+      `Pending: ${s.pendingPods.slice(0, 10).join(', ')}${s.pendingPods.length > 10 ? ` and ${s.pendingPods.length - 10} more` : ''}`,
+    );
+  return `${out.join('\n')}\n`;
+}
+
+/** The bundled example (`examples/microservices-demo` of the package). */
+export function defaultExamplePath(): string {
+  const here = dirname(fileURLToPath(import.meta.url));
+  return resolve(here, '..', '..', 'examples', 'microservices-demo');
+}
+
+/** IO of {@link runStart}. */
+export interface StartIO {
+  stdout: (t: string) => void;
+  stderr: (t: string) => void;
+  /** Aborting stops the run (like Ctrl-C). */
+  signal?: AbortSignal;
+  /** Progress interval in ms (default 1000). */
+  progressIntervalMs?: number;
+}
+
+/** Runs `capenter start`; returns the exit code. Never throws. */
+export async function runStart(flags: StartCommandOptions, io: StartIO): Promise<number> {
+  const output = flags.output ?? 'table';
+  if (output !== 'table' && output !== 'json') {
+    io.stderr(`error: --output must be "table" or "json", got "${output}"\n`);
+    return 2;
+  }
+  const region = flags.region ?? 'us-east-1';
+  if (!isSupportedRegion(region)) {
+    io.stderr(`error: --region "${region}" has no embedded catalog; use one of ${SUPPORTED_REGIONS.join(', ')}\n`);
+    return 2;
+  }
+  const timeout = flags.timeout === undefined ? 120 : Number(flags.timeout);
+  if (!Number.isFinite(timeout) || timeout <= 0) {
+    io.stderr(`error: --timeout must be a positive number of seconds, got "${flags.timeout}"\n`);
+    return 2;
+  }
+  const port = flags.port === undefined ? 0 : Number(flags.port);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    io.stderr(`error: --port must be a port number (0 = any free port), got "${flags.port}"\n`);
+    return 2;
+  }
+  let logLevel: string;
+  try {
+    logLevel = checkLogLevel(flags.logLevel ?? 'warn');
+  } catch (err) {
+    io.stderr(`error: ${(err as Error).message}\n`);
+    return 2;
+  }
+  const paths = flags.filename && flags.filename.length > 0 ? flags.filename : [defaultExamplePath()];
+  const loaded = await loadManifestPaths(paths);
+  for (const e of loaded.errors) io.stderr(`error: ${e.message}\n`);
+  let exitCode = loaded.errors.length > 0 ? 2 : 0;
+  const kubeconfigPath = resolve(
+    flags.kubeconfigOut ?? join(mkdtempSync(join(tmpdir(), 'capenter-')), 'kubeconfig'),
+  );
+  const started = performance.now();
+  const elapsed = (): number => (performance.now() - started) / 1000;
+  const logger = createLogger({ level: logLevel });
+  const ac = new AbortController();
+  io.signal?.addEventListener('abort', () => ac.abort(), { once: true });
+  const onSignal = (): void => ac.abort();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  let sim: Awaited<ReturnType<typeof startSimulatedCluster>> | undefined;
+  let op: ReturnType<typeof createOperator> | undefined;
+  try {
+    sim = await startSimulatedCluster({
+      port,
+      kubeconfigPath,
+      onError: (err, where) => logger.debug({ where, err: String(err) }, 'simulated cluster error (retrying)'),
+    });
+    io.stderr(`capenter: embedded cluster at ${sim.apiServer.url}\n`);
+    io.stderr(`capenter: kubeconfig ${kubeconfigPath}  (try: kubectl --kubeconfig ${kubeconfigPath} get nodeclaims -w)\n`);
+    const options = { ...embeddedOptions(), region, logLevel };
+    if (flags.metricsPort !== undefined) options.metricsPort = Number(flags.metricsPort);
+    op = createOperator({ kubeconfig: sim.kubeconfig, logger, options });
+    await op.start(ac.signal);
+    io.stderr(`capenter: controller metrics http://127.0.0.1:${op.metricsPort}/metrics\n`);
+    const applied = await applyObjects(
+      sim.client,
+      loaded.objects.map((o) => o.object as KubeObject),
+    );
+    const failed = applied.filter((a) => a.result === 'failed');
+    for (const f of failed) io.stderr(`error: ${f.error}\n`);
+    if (failed.length > 0) exitCode = 2;
+    io.stderr(
+      `capenter: applied ${applied.length - failed.length} object(s) from ${paths.join(', ')}` +
+        (Object.keys(loaded.unknownKinds).length > 0
+          ? ` (ignored kinds: ${Object.entries(loaded.unknownKinds).map(([k, n]) => `${k}×${n}`).join(', ')})`
+          : '') +
+        '\n',
+    );
+    const deadline = performance.now() + timeout * 1000;
+    let lastLine = '';
+    let printed = false;
+    let summary: StartSummary | undefined;
+    let stableSince: number | undefined;
+    while (!ac.signal.aborted) {
+      await new Promise((r) => setTimeout(r, io.progressIntervalMs ?? 1000));
+      if (ac.signal.aborted) break;
+      const view = await readClusterView(sim.client);
+      summary = summarize(view, region, kubeconfigPath, elapsed());
+      const line = progressLine(summary);
+      const sans = line.replace(/^\[[^\]]*\] /, '');
+      if (sans !== lastLine) {
+        io.stderr(`${line}\n`);
+        lastLine = sans;
+      }
+      // Settled: every pod Running and nothing changed for one more interval (in-flight NodeClaims done too).
+      const inFlight = summary.nodeClaims.some((r) => r.state !== 'Initialized');
+      if (summary.settled && !inFlight && summary.pods.total > 0) {
+        stableSince ??= performance.now();
+        if (!printed) {
+          io.stdout(output === 'json' ? `${JSON.stringify(summary, null, 2)}\n` : formatSummaryTable(summary));
+          printed = true;
+          if (flags.exitWhenSettled) break;
+        }
+      } else {
+        stableSince = undefined;
+        if (printed && !summary.settled) printed = false;
+      }
+      if (flags.exitWhenSettled && performance.now() > deadline) {
+        io.stderr(`capenter: timed out after ${timeout}s with ${summary.pods.pending} pod(s) not running\n`);
+        io.stdout(output === 'json' ? `${JSON.stringify(summary, null, 2)}\n` : formatSummaryTable(summary));
+        exitCode = 1;
+        break;
+      }
+    }
+    if (!printed && summary && exitCode !== 1 && !flags.exitWhenSettled)
+      io.stdout(output === 'json' ? `${JSON.stringify(summary, null, 2)}\n` : formatSummaryTable(summary));
+    return exitCode;
+  } catch (err) {
+    io.stderr(`error: ${(err as Error).message}\n`);
+    return 1;
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    await op?.stop();
+    await sim?.stop();
+  }
+}
+
+/** Registers `capenter start`. */
+export function registerStartCommand(program: Command): void {
+  program
+    .command('start')
+    .description('start a simulated cluster with the capenter controller, apply manifests and watch it provision')
+    .option('-f, --filename <path>', 'manifest file or folder (repeatable; default: examples/microservices-demo)', (v: string, prev: string[] = []) => [...prev, v])
+    .option('--port <n>', 'API server port (default: any free port)')
+    .option('--kubeconfig-out <path>', 'where to write the kubeconfig (default: a temporary file)')
+    .option('--exit-when-settled', 'exit 0 once every pod is Running (1 on --timeout)')
+    .option('--timeout <seconds>', 'with --exit-when-settled: give up after this many seconds', '120')
+    .option('-o, --output <format>', 'table|json', 'table')
+    .option('--region <region>', 'AWS region whose catalog and prices are simulated', 'us-east-1')
+    .option('--log-level <level>', 'controller log level on stderr: debug|info|warn|error|silent', 'warn')
+    .option('--metrics-port <n>', 'controller /metrics port (default: any free port)')
+    .action(async (flags: StartCommandOptions) => {
+      process.exitCode = await runStart(flags, {
+        stdout: (t) => process.stdout.write(t),
+        stderr: (t) => process.stderr.write(t),
+      });
+    });
+}
