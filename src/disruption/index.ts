@@ -75,7 +75,10 @@ export function computeDisruption(input: DisruptionInput, stats?: DisruptionStat
     if (cands.length === 0) continue;
     const budgets = budgetMapping(input.nodePools, view.poolCounts, m.reason, input.now);
     const res = m.computeCommands(ctx, budgets, cands);
-    for (const [k, v] of res.notes) remember(k, `${m.name}: ${v}`);
+    for (const [k, v] of res.notes) {
+      const prev = why.get(k);
+      why.set(k, prev ? `${prev}; ${m.name}: ${v}` : `${m.name}: ${v}`);
+    }
     chosen = res.commands[0];
     if (chosen) {
       for (const c of cands) remember(c.name, `not evaluated: ${chosen.method} chose a command first this pass`);

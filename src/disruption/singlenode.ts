@@ -6,10 +6,13 @@
  *
  * Pruning (capenter, exact-safe): a candidate is skipped without a simulation when a lower bound on what its
  * replacement must hold — the pods that fit no other node's free capacity, or the part of its pods' total requests
- * exceeding the other nodes' total free capacity (cpu, memory, pods) — is held by no instance type of any NodePool
- * cheaper than the candidate. Such a candidate can neither be deleted nor replaced more cheaply.
+ * exceeding the other nodes' total free capacity (cpu, memory, pods) — is held by no instance type any NodePool's
+ * template requirements allow at a price below the candidate's. Such a candidate can neither be deleted nor replaced more cheaply.
  */
 import { parseResource, type Resources } from '../apis/quantity.ts';
+import { cheapestOffering, instanceTypeIncompatibility, providerKeys } from '../scheduling/instancetypes.ts';
+import { nodeClaimTemplateRequirements } from '../scheduling/nodeclaimtemplate.ts';
+import type { Requirements } from '../scheduling/requirements.ts';
 import { podRequests } from '../scheduling/resources.ts';
 import { byDisruptionCost } from './candidates.ts';
 import type { PassContext } from './context.ts';
@@ -64,12 +67,21 @@ export class SpareCapacity {
         if (t.length > 2) t.pop();
       }
     }
-    for (const types of Object.values(ctx.input.instanceTypes)) {
+    for (const np of ctx.input.nodePools) {
+      let reqs: Requirements;
+      try {
+        reqs = nodeClaimTemplateRequirements(np);
+      } catch {
+        continue;
+      }
+      const types = ctx.input.instanceTypes[np.metadata.name] ?? [];
+      const keys = providerKeys(types);
       for (const it of types) {
-        let price = Number.POSITIVE_INFINITY;
-        for (const o of it.offerings) if (o.available && o.priceUSDPerHour < price) price = o.priceUSDPerHour;
-        if (!Number.isFinite(price)) continue;
-        this.types.push({ price, alloc: DIMS.map((d) => it.allocatable[d] ?? 0) });
+        // A replacement from this NodePool satisfies at least its template requirements (a superset is safe).
+        if (instanceTypeIncompatibility(it, reqs, keys)) continue;
+        const o = cheapestOffering(it.offerings, reqs);
+        if (!o) continue;
+        this.types.push({ price: o.priceUSDPerHour, alloc: DIMS.map((d) => it.allocatable[d] ?? 0) });
       }
     }
     this.types.sort((a, b) => a.price - b.price);

@@ -202,6 +202,57 @@ export interface PendingAdd {
   firstFit: number;
 }
 
+/**
+ * The part of adding a pod that depends only on the NodePool and the NodeClaim's requirements, not on the
+ * NodeClaim itself: computed once per pod for every NodeClaim with the same requirements
+ * ({@link fitRequirements}).
+ */
+export interface RequirementsFit {
+  /** The NodeClaim's requirements ∩ the pod's ∩ what topology pins (the same object when nothing narrowed). */
+  requirements: Requirements;
+  /** The NodePool's options under the narrowed requirements, by price (undefined when nothing narrowed). */
+  base?: PricedType[];
+}
+
+/**
+ * Taints, requirement compatibility and (non-hostname) topology of `pod` against a NodeClaim of `pool` whose
+ * requirements are `current` (upstream `NodeClaim.Add` minus resources): the narrowed requirements and
+ * options, or the failure.
+ */
+export function fitRequirements(
+  pool: PoolContext,
+  current: Requirements,
+  pod: PodInfo,
+  topology: Topology,
+  explain: boolean,
+): RequirementsFit | Failure {
+  const taint = untoleratedTaint(pod.constraints.tolerations, pool.taints, { preferNoSchedule: true });
+  if (taint) return { code: 'Untolerated', message: taint };
+  const incompatible = current.compatible(pod.requirements, WellKnownLabels);
+  if (incompatible) return { code: 'IncompatibleRequirements', message: incompatible };
+  let reqs = current;
+  if (!subsumes(reqs, pod.requirements)) reqs = reqs.clone().addAll(pod.requirements);
+  const merged = reqs;
+  const topo = topology.requirementsFor(
+    pod,
+    pod.groups,
+    pod.strict,
+    { kind: 'new', hostname: '', requirements: merged, domains: (key) => pool.domains(merged, key) },
+    explain,
+    true,
+  );
+  if (!topo.ok) return { code: topoCode(topo.reason), message: topo.reason };
+  if (topo.requirements.length) {
+    const extra = topo.requirements.filter((r) => !reqs.get(r.key)?.subsetOf(r));
+    if (extra.length) {
+      if (reqs === current) reqs = reqs.clone();
+      reqs.add(...extra);
+    }
+  }
+  if (reqs === current) return { requirements: reqs };
+  return { requirements: reqs, base: pool.optionsFor(reqs).base };
+}
+
 /** One planned NodeClaim. */
 export class NewNodeClaim {
   readonly pods: PodInfo[] = [];
@@ -219,6 +270,16 @@ export class NewNodeClaim {
   /** Types admitted by the NodePool limits when the plan was opened (undefined: no limits). */
   limited: Set<TypeInfo> | undefined;
   private maxAlloc: Float64Array;
+  /** Creation order in the run (set by the scheduler; ties are broken by it). */
+  seq = 0;
+  /** The scheduler's id for (NodePool, requirements signature); -1 after the requirements changed. */
+  reqKey = -1;
+  /** Allocatable of the current cheapest option minus requests (all -1 when no option is left). Cache for scans. */
+  cheapLeft: Float64Array;
+  /** Allocatable of the current cheapest option (zeros when none). */
+  cheapAlloc: Float64Array;
+  /** Component-wise max allocatable over the remaining options minus requests. */
+  maxLeft: Float64Array;
 
   constructor(
     readonly pool: PoolContext,
@@ -234,6 +295,22 @@ export class NewNodeClaim {
     this.requests = Float64Array.from(pool.daemonVec);
     this.hostPorts.add(pool.daemon.hostPorts);
     this.maxAlloc = componentMax(frontier, pool.daemonVec.length);
+    const n = pool.daemonVec.length;
+    this.cheapLeft = new Float64Array(n);
+    this.cheapAlloc = new Float64Array(n);
+    this.maxLeft = new Float64Array(n);
+    this.refreshCaches();
+  }
+
+  /** Recomputes {@link cheapLeft}, {@link cheapAlloc} and {@link maxLeft} after requests or options changed. */
+  private refreshCaches(): void {
+    const c = this.options[this.start];
+    for (let i = 0; i < this.requests.length; i++) {
+      const r = this.requests[i]!;
+      this.maxLeft[i] = this.maxAlloc[i]! - r;
+      this.cheapAlloc[i] = c ? c.t.alloc[i]! : 0;
+      this.cheapLeft[i] = c ? c.t.alloc[i]! - r : -1;
+    }
   }
 
   /** Current cheapest price (USD/hour) among the options that fit (Infinity when none). */
@@ -271,58 +348,54 @@ export class NewNodeClaim {
 
   /**
    * Whether `pod` can join; on success the pending change for {@link commit}. Checks, cheapest first: resources
-   * against the frontier, taints, host ports, requirements, topology, the remaining options, minValues, growth.
+   * against the frontier, hostname topology, taints, requirements, other topology, host ports, the remaining
+   * options, minValues, growth. The same as {@link fitRequirements} followed by {@link fitPod}.
    * @param grow when false the pod must fit the current cheapest option at no extra price (no growth).
    */
   canAdd(pod: PodInfo, topology: Topology, explain: boolean, grow = true): PendingAdd | Failure {
-    const n = this.requests.length;
-    const need = scratch(n);
-    for (let i = 0; i < n; i++) {
-      const v = this.requests[i]! + pod.vec[i]!;
-      if (v > this.maxAlloc[i]!) return explain ? this.noFit(need, pod, i) : NO_FIT;
-      need[i] = v;
-    }
+    if (!this.mayHold(pod)) return explain ? this.noFit(pod) : NO_FIT;
     if (topology.hostnameBlocked(pod, pod.groups, this.hostname))
       return explain
         ? { code: 'TopologyUnsatisfiable', message: 'hostname topology forbids this NodeClaim' }
         : TOPO;
+    if ((!grow || this.growthCapped) && this.slackIfFits(pod) < 0) return explain ? this.noGrowth() : NO_FIT;
+    const fit = fitRequirements(this.pool, this.requirements, pod, topology, explain);
+    if ('code' in fit) return fit;
+    return this.fitPod(pod, fit, explain, grow);
+  }
+
+  /** True when `pod` fits what some remaining option could hold (necessary, not sufficient). Cheap. */
+  mayHold(pod: PodInfo): boolean {
+    const n = this.requests.length;
+    for (let i = 0; i < n; i++) if (this.requests[i]! + pod.vec[i]! > this.maxAlloc[i]!) return false;
+    return true;
+  }
+
+  /**
+   * The NodeClaim-specific part of {@link canAdd} once the requirements part (`fit`, from {@link fitRequirements}
+   * for this plan's NodePool and requirements) succeeded: host ports, options that fit the grown requests, price,
+   * growth rule, minValues. Hostname topology is NOT checked here (see {@link Topology.hostnameBlocked}).
+   */
+  fitPod(pod: PodInfo, fit: RequirementsFit, explain: boolean, grow = true): PendingAdd | Failure {
+    const n = this.requests.length;
+    const need = scratch(n);
+    for (let i = 0; i < n; i++) {
+      const v = this.requests[i]! + pod.vec[i]!;
+      if (v > this.maxAlloc[i]!) return explain ? this.noFit(pod) : NO_FIT;
+      need[i] = v;
+    }
     const current = this.options[this.start];
     if (!grow || this.growthCapped) {
       if (!current || !vectorFits(need, current.t.alloc)) return explain ? this.noGrowth() : NO_FIT;
     }
-    if (!this.frontier.some((f) => vectorFits(need, f))) return explain ? this.noFit(need, pod, n) : NO_FIT;
-    const taint = untoleratedTaint(pod.constraints.tolerations, this.pool.taints, { preferNoSchedule: true });
-    if (taint) return { code: 'Untolerated', message: taint };
+    if (!this.frontier.some((f) => vectorFits(need, f))) return explain ? this.noFit(pod) : NO_FIT;
     if (pod.hostPorts.length) {
       const c = this.hostPorts.conflict(pod.hostPorts);
       if (c) return { code: 'IncompatibleRequirements', message: c };
     }
-    const incompatible = this.requirements.compatible(pod.requirements, WellKnownLabels);
-    if (incompatible) return { code: 'IncompatibleRequirements', message: incompatible };
-    let reqs = this.requirements;
-    if (!subsumes(reqs, pod.requirements)) reqs = reqs.clone().addAll(pod.requirements);
-    const topo = topology.requirementsFor(
-      pod,
-      pod.groups,
-      pod.strict,
-      {
-        kind: 'new',
-        hostname: this.hostname,
-        requirements: reqs,
-        domains: (key) => this.pool.domains(reqs, key),
-      },
-      explain,
-    );
-    if (!topo.ok) return { code: topoCode(topo.reason), message: topo.reason };
-    if (topo.requirements.length) {
-      const extra = topo.requirements.filter((r) => !reqs.get(r.key)?.subsetOf(r));
-      if (extra.length) {
-        if (reqs === this.requirements) reqs = reqs.clone();
-        reqs.add(...extra);
-      }
-    }
-    if (reqs !== this.requirements) {
-      let base = this.pool.optionsFor(reqs).base;
+    const reqs = fit.requirements;
+    if (fit.base) {
+      let base = fit.base;
       if (this.limited) {
         const limited = this.limited;
         base = base.filter((p) => limited.has(p.t));
@@ -334,7 +407,7 @@ export class NewNodeClaim {
         };
       let f = 0;
       while (f < base.length && !vectorFits(need, base[f]!.t.alloc)) f++;
-      if (f >= base.length) return explain ? this.noFit(need, pod, n) : NO_FIT;
+      if (f >= base.length) return explain ? this.noFit(pod) : NO_FIT;
       const first = base[f]!;
       if (!grow || this.growthCapped) {
         if (!current || first.price > current.price) return explain ? this.noGrowth() : NO_FIT;
@@ -355,7 +428,7 @@ export class NewNodeClaim {
     }
     let i = this.start;
     while (i < this.options.length && !vectorFits(need, this.options[i]!.t.alloc)) i++;
-    if (i >= this.options.length) return explain ? this.noFit(need, pod, n) : NO_FIT;
+    if (i >= this.options.length) return explain ? this.noFit(pod) : NO_FIT;
     if (this.pool.hasMinValues) {
       const fitting = this.options.slice(i).filter((p) => vectorFits(need, p.t.alloc));
       const mv = minValuesShortfall(
@@ -371,9 +444,9 @@ export class NewNodeClaim {
     return { requirements: reqs, need: need.slice(), firstFit: i };
   }
 
-  private noFit(need: Float64Array, pod: PodInfo, filled: number): Failure {
-    const full = need.slice();
-    for (let i = filled; i < full.length; i++) full[i] = this.requests[i]! + pod.vec[i]!;
+  private noFit(pod: PodInfo): Failure {
+    const full = this.requests.slice();
+    for (let i = 0; i < full.length; i++) full[i] = this.requests[i]! + pod.vec[i]!;
     return { code: 'NoInstanceTypeFits', message: this.noFitMessage(full, pod) };
   }
 
@@ -391,6 +464,7 @@ export class NewNodeClaim {
     this.pods.push(pod);
     this.requests = add.need;
     if (add.narrowed) {
+      if (this.requirements !== add.requirements) this.reqKey = -1;
       this.requirements = add.requirements;
       this.base = add.narrowed;
       this.options = add.narrowed;
@@ -403,6 +477,7 @@ export class NewNodeClaim {
       this.frontier = this.frontier.filter((f) => vectorFits(add.need, f));
     }
     this.maxAlloc = componentMax(this.frontier, this.requests.length);
+    this.refreshCaches();
     if (pod.hostPorts.length) this.hostPorts.add(pod.hostPorts);
     topology.record(pod, pod.inverse, {
       kind: 'new',

@@ -35,11 +35,13 @@ import {
 } from './instancetypes.ts';
 import {
   type Failure,
+  fitRequirements,
   MAX_INSTANCE_TYPES,
   type NewNodeClaim,
   openNewNodeClaim,
   PoolContext,
   type PricedType,
+  type RequirementsFit,
 } from './nodeclaim.ts';
 import { nodeClaimTemplateRequirements } from './nodeclaimtemplate.ts';
 import { buildPodInfo, type PodInfo, podKey, refreshPodInfo, resetPodInfo } from './podinfo.ts';
@@ -264,8 +266,7 @@ export function solve(input: SchedulingInput): SchedulingResult {
   const where = new Map<PodInfo, Where>();
   const failures = new Map<PodInfo, Failure>();
   let hostnameSeq = 0;
-  const growable = new PriceOrderedPlans();
-  const slackIndex = new SlackIndex();
+  const search = new PlanSearch(plans, topology, explain);
 
   const tryNew = (pod: PodInfo): Where | Failure => {
     for (const cap of existing) {
@@ -284,47 +285,16 @@ export function solve(input: SchedulingInput): SchedulingResult {
       }
       if (explain) note(pod, `in-flight nodeclaim ${cap.name}: ${f.message}`);
     }
-    // Planned NodeClaims: first those that hold the pod at no extra price (tightest fit first); then the one
-    // that grows at the lowest current price (ties: creation order); a new NodeClaim only when neither works.
-    const hostnameKeyed = pod.groups.some((g) => g.key === LabelHostname) || topology.hasHostnameInverse(pod);
-    for (let k = slackIndex.lowerBound(pod.vec[0]!); k < slackIndex.size; k++) {
-      const plan = slackIndex.at(k);
-      (globalThis as any).C1 = ((globalThis as any).C1 ?? 0) + 1;
-      if (plan.slackIfFits(pod) < 0) continue;
-      if (hostnameKeyed && topology.hostnameBlocked(pod, pod.groups, plan.hostname)) continue;
-      (globalThis as any).C2 = ((globalThis as any).C2 ?? 0) + 1;
-      const r = plan.canAdd(pod, topology, explain, false);
-      if ('need' in r) {
-        plan.commit(pod, r, topology);
-        slackIndex.update(plan);
-        return { kind: 'new', plan };
-      }
-      if (explain) note(pod, `planned nodeclaim #${plans.indexOf(plan)} (${plan.pool.name}): ${r.message}`);
-    }
-    for (const plan of growable.list()) {
-      (globalThis as any).C3 = ((globalThis as any).C3 ?? 0) + 1;
-      const before = plan.price();
-      const r = plan.canAdd(pod, topology, explain, true);
-      if ('need' in r) {
-        plan.commit(pod, r, topology);
-        growable.update(plan, before);
-        slackIndex.update(plan);
-        return { kind: 'new', plan };
-      }
-      if (plan.growthCapped) growable.remove(plan, before);
-      if (explain)
-        note(pod, `planned nodeclaim #${plans.indexOf(plan)} (${plan.pool.name}) growing: ${r.message}`);
-    }
+    const found = search.place(pod, explain ? (d) => note(pod, d) : undefined);
+    if (found) return { kind: 'new', plan: found };
     const reasons: Failure[] = [];
-    (globalThis as any).C4 = ((globalThis as any).C4 ?? 0) + 1;
     for (const pool of pools) {
       const hostname = `hostname-placeholder-${String(hostnameSeq + 1).padStart(4, '0')}`;
       const r = openNewNodeClaim(pool, pod, topology, hostname);
       if ('pods' in r) {
         hostnameSeq++;
+        r.seq = plans.length;
         plans.push(r);
-        growable.add(r);
-        slackIndex.add(r);
         return { kind: 'new', plan: r };
       }
       const f = { code: r.code, message: `incompatible with nodepool "${pool.name}": ${r.message}` };
@@ -434,103 +404,131 @@ export function solve(input: SchedulingInput): SchedulingResult {
   };
 }
 
-/** Plans ordered by free cpu in their current cheapest type (ascending), for best-fit without scanning all. */
-class SlackIndex {
-  private readonly items: { plan: NewNodeClaim; slack: number; seq: number }[] = [];
-  private readonly byPlan = new Map<NewNodeClaim, { plan: NewNodeClaim; slack: number; seq: number }>();
-  private seq = 0;
-  get size(): number {
-    return this.items.length;
-  }
-  at(i: number): NewNodeClaim {
-    return this.items[i]!.plan;
-  }
-  /** First index whose slack ≥ `cpu`. */
-  lowerBound(cpu: number): number {
-    let lo = 0;
-    let hi = this.items.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (this.items[mid]!.slack < cpu) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
-  }
-  private position(e: { slack: number; seq: number }): number {
-    let lo = 0;
-    let hi = this.items.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      const m = this.items[mid]!;
-      if (m.slack < e.slack || (m.slack === e.slack && m.seq < e.seq)) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
-  }
-  add(plan: NewNodeClaim): void {
-    const e = { plan, slack: plan.cpuSlack(), seq: this.seq++ };
-    this.byPlan.set(plan, e);
-    this.items.splice(this.position(e), 0, e);
-  }
-  update(plan: NewNodeClaim): void {
-    const e = this.byPlan.get(plan);
-    if (!e) return;
-    const slack = plan.cpuSlack();
-    if (slack === e.slack) return;
-    this.items.splice(this.position(e), 1);
-    e.slack = slack;
-    this.items.splice(this.position(e), 0, e);
-  }
-}
+/**
+ * Finds the planned NodeClaim a pod should join (capenter's packing rule, see the module doc):
+ * 1. among the NodeClaims whose current cheapest option still holds the pod (no extra price), the tightest fit
+ *    (least free cpu + memory share left in that option), ties by creation order;
+ * 2. else the NodeClaim with the lowest current price that can grow to hold it (growth rule in `nodeclaim.ts`),
+ *    ties by creation order.
+ * Speed: one linear pass over the NodeClaims with cheap cached checks (free resources of the cheapest and of the
+ * largest option); taints, requirements and non-hostname topology are evaluated once per distinct
+ * (NodePool, requirements) per pod ({@link fitRequirements}), hostname topology per NodeClaim with a map lookup;
+ * only the chosen candidate gets the full check ({@link NewNodeClaim.fitPod}).
+ */
+class PlanSearch {
+  private attempt = 0;
+  private readonly keyIds = new Map<PoolContext, Map<string, number>>();
+  private fitStamp: number[] = [];
+  private fitValue: (RequirementsFit | Failure | undefined)[] = [];
+  private readonly zero: NewNodeClaim[] = [];
+  private readonly zeroScore: number[] = [];
+  private readonly grow: NewNodeClaim[] = [];
 
-/** Plans that may still grow, ordered by current price (USD/hour), ties by creation order. */
-class PriceOrderedPlans {
-  private readonly items: { plan: NewNodeClaim; price: number; seq: number }[] = [];
-  private seq = 0;
-  private static cmp(a: { price: number; seq: number }, b: { price: number; seq: number }): number {
-    return a.price - b.price || a.seq - b.seq;
-  }
-  private find(plan: NewNodeClaim, price: number): number {
-    let lo = 0;
-    let hi = this.items.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (this.items[mid]!.price < price) lo = mid + 1;
-      else hi = mid;
+  constructor(
+    private readonly plans: readonly NewNodeClaim[],
+    private readonly topology: Topology,
+    private readonly explain: boolean,
+  ) {}
+
+  private keyOf(plan: NewNodeClaim): number {
+    let m = this.keyIds.get(plan.pool);
+    if (!m) {
+      m = new Map();
+      this.keyIds.set(plan.pool, m);
     }
-    for (let i = lo; i < this.items.length; i++) if (this.items[i]!.plan === plan) return i;
-    return this.items.findIndex((x) => x.plan === plan);
-  }
-  private insert(e: { plan: NewNodeClaim; price: number; seq: number }): void {
-    let lo = 0;
-    let hi = this.items.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (PriceOrderedPlans.cmp(this.items[mid]!, e) < 0) lo = mid + 1;
-      else hi = mid;
+    const sig = plan.requirements.signature();
+    let id = m.get(sig);
+    if (id === undefined) {
+      id = this.fitStamp.length;
+      m.set(sig, id);
+      this.fitStamp.push(-1);
+      this.fitValue.push(undefined);
     }
-    this.items.splice(lo, 0, e);
+    plan.reqKey = id;
+    return id;
   }
-  add(plan: NewNodeClaim): void {
-    this.insert({ plan, price: plan.price(), seq: this.seq++ });
+
+  private fitFor(plan: NewNodeClaim, pod: PodInfo, note?: (d: string) => void): RequirementsFit | Failure {
+    const k = plan.reqKey >= 0 ? plan.reqKey : this.keyOf(plan);
+    if (this.fitStamp[k] === this.attempt) return this.fitValue[k]!;
+    const fit = fitRequirements(plan.pool, plan.requirements, pod, this.topology, this.explain);
+    this.fitStamp[k] = this.attempt;
+    this.fitValue[k] = fit;
+    if (note && 'code' in fit)
+      note(`planned nodeclaims of nodepool "${plan.pool.name}" with ${plan.requirements.toString()}: ${fit.message}`);
+    return fit;
   }
-  remove(plan: NewNodeClaim, price: number): void {
-    const i = this.find(plan, price);
-    if (i >= 0) this.items.splice(i, 1);
-  }
-  update(plan: NewNodeClaim, before: number): void {
-    const after = plan.price();
-    if (after === before && !plan.growthCapped) return;
-    const i = this.find(plan, before);
-    if (i < 0) return;
-    const [e] = this.items.splice(i, 1);
-    if (plan.growthCapped) return;
-    e!.price = after;
-    this.insert(e!);
-  }
-  /** A snapshot (safe to iterate while updating). */
-  list(): NewNodeClaim[] {
-    return this.items.map((x) => x.plan);
+
+  /** Places `pod` on a planned NodeClaim (committed) and returns it, or undefined when none can take it. */
+  place(pod: PodInfo, note?: (d: string) => void): NewNodeClaim | undefined {
+    this.attempt++;
+    const topology = this.topology;
+    const hostnameKeyed = pod.groups.some((g) => g.key === LabelHostname) || topology.hasHostnameInverse(pod);
+    const c = pod.vec[0]!;
+    const m = pod.vec[1]!;
+    const zero = this.zero;
+    const zeroScore = this.zeroScore;
+    const grow = this.grow;
+    zero.length = 0;
+    zeroScore.length = 0;
+    grow.length = 0;
+    for (const plan of this.plans) {
+      const ml = plan.maxLeft;
+      if (c > ml[0]! || m > ml[1]!) continue;
+      const cl = plan.cheapLeft;
+      const fitsCheapest = c <= cl[0]! && m <= cl[1]!;
+      if (!fitsCheapest && plan.growthCapped) continue;
+      if (hostnameKeyed && topology.hostnameBlocked(pod, pod.groups, plan.hostname)) continue;
+      if ('code' in this.fitFor(plan, pod, note)) continue;
+      if (fitsCheapest) {
+        const ca = plan.cheapAlloc;
+        zero.push(plan);
+        zeroScore.push((ca[0]! > 0 ? (cl[0]! - c) / ca[0]! : 0) + (ca[1]! > 0 ? (cl[1]! - m) / ca[1]! : 0));
+      } else grow.push(plan);
+    }
+    // 1. no extra price, tightest fit first
+    while (zero.length > 0) {
+      let best = 0;
+      for (let i = 1; i < zero.length; i++) {
+        if (zeroScore[i]! < zeroScore[best]! || (zeroScore[i] === zeroScore[best] && zero[i]!.seq < zero[best]!.seq))
+          best = i;
+      }
+      const plan = zero[best]!;
+      zero[best] = zero[zero.length - 1]!;
+      zeroScore[best] = zeroScore[zeroScore.length - 1]!;
+      zero.pop();
+      zeroScore.pop();
+      const fit = this.fitFor(plan, pod) as RequirementsFit;
+      const r = plan.fitPod(pod, fit, this.explain, false);
+      if ('need' in r) {
+        plan.commit(pod, r, topology);
+        return plan;
+      }
+      if (note) note(`planned nodeclaim #${plan.seq} (${plan.pool.name}): ${r.message}`);
+      if (!plan.growthCapped) grow.push(plan);
+    }
+    // 2. grow the cheapest NodeClaim that can
+    while (grow.length > 0) {
+      let best = 0;
+      for (let i = 1; i < grow.length; i++) {
+        const a = grow[i]!;
+        const b = grow[best]!;
+        const pa = a.price();
+        const pb = b.price();
+        if (pa < pb || (pa === pb && a.seq < b.seq)) best = i;
+      }
+      const plan = grow[best]!;
+      grow[best] = grow[grow.length - 1]!;
+      grow.pop();
+      const fit = this.fitFor(plan, pod) as RequirementsFit;
+      const r = plan.fitPod(pod, fit, this.explain, true);
+      if ('need' in r) {
+        plan.commit(pod, r, topology);
+        return plan;
+      }
+      if (note) note(`planned nodeclaim #${plan.seq} (${plan.pool.name}) growing: ${r.message}`);
+    }
+    return undefined;
   }
 }
 

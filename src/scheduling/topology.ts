@@ -110,6 +110,8 @@ export type TopologyPlacement =
 /** Result of {@link Topology.requirementsFor}. */
 export type TopologyResult = { ok: true; requirements: Requirement[] } | { ok: false; reason: string };
 
+const OK_NONE: TopologyResult = Object.freeze({ ok: true, requirements: Object.freeze([]) as unknown as Requirement[] });
+
 /** All topology groups of one scheduling run. */
 export class Topology {
   private readonly groups = new Map<string, TopologyGroup>();
@@ -283,6 +285,9 @@ export class Topology {
    * new NodeClaim, the `In [domains]` requirements that narrow it (spread and bootstrap affinity pin one domain).
    * @param owned the pod's groups ({@link ownedGroups}).
    * @param podReqs the pod's strict requirements (eligible domains for spread minimums).
+   * @param skipHostname skip the groups keyed on `kubernetes.io/hostname` (the caller checks those per NodeClaim
+   *   with {@link hostnameBlocked}, which decides them identically); the result then holds for every NodeClaim
+   *   with the candidate's requirements.
    */
   requirementsFor(
     pod: TopologyPod,
@@ -290,9 +295,10 @@ export class Topology {
     podReqs: Requirements,
     candidate: TopologyCandidate,
     explain = true,
+    skipHostname = false,
   ): TopologyResult {
     const { inverse } = this.selecting(pod);
-    if (owned.length === 0 && inverse.length === 0) return { ok: true, requirements: [] };
+    if (owned.length === 0 && inverse.length === 0) return OK_NONE;
     const narrowed = new Map<string, Set<string>>();
     const domainsFor = (key: string): ReadonlySet<string> => {
       const n = narrowed.get(key);
@@ -304,7 +310,9 @@ export class Topology {
       if (key === LabelHostname) return new Set([candidate.hostname]);
       return candidate.domains(key);
     };
-    for (const g of [...owned, ...inverse]) {
+    for (let gi = 0; gi < owned.length + inverse.length; gi++) {
+      const g = gi < owned.length ? owned[gi]! : inverse[gi - owned.length]!;
+      if (skipHostname && g.key === LabelHostname) continue;
       const options = domainsFor(g.key);
       const allowed = this.allowed(g, pod, podReqs, options, candidate.kind === 'new');
       if (allowed.size === 0) {
@@ -319,6 +327,7 @@ export class Topology {
       }
       narrowed.set(g.key, allowed);
     }
+    if (narrowed.size === 0) return OK_NONE;
     const reqs: Requirement[] = [];
     if (candidate.kind === 'new') {
       for (const [key, values] of narrowed) if (key !== LabelHostname) reqs.push(Requirement.in(key, values));

@@ -126,7 +126,8 @@ export class KubeletStandIn extends SimController {
       add: (n) => {
         this.queue.add(`node:${n.metadata.name}`);
         // pods bound before the node appeared
-        for (const p of this.pods.cache.byIndex(IndexNodeName, n.metadata.name ?? '')) this.queue.add(podKey(p));
+        for (const p of this.pods.cache.byIndex(IndexNodeName, n.metadata.name ?? ''))
+          this.queue.add(podKey(p));
       },
       update: (o, n) => {
         this.queue.add(`node:${n.metadata.name}`);

@@ -53,6 +53,8 @@ export interface KubeSchedulerOptions extends SimControllerOptions {
 }
 
 const IndexNodeName = 'spec.nodeName';
+/** Concurrent Binding requests (the scheduling loop waits beyond this). */
+const MAX_INFLIGHT_BINDINGS = 32;
 
 /** The kube-scheduler stand-in controller. Construct, `start()`, and `stop()` when done. */
 export class KubeSchedulerStandIn extends SimController {
@@ -71,6 +73,8 @@ export class KubeSchedulerStandIn extends SimController {
   private readonly waitingForAffinity = new Set<string>();
   private readonly nodeInfos = new Map<string, NodeInfo>();
   private readonly dirtyNodes = new Set<string>();
+  /** Bindings in flight. */
+  private readonly inflight = new Set<Promise<void>>();
   /** Bindings done (diagnostics). */
   bindings = 0;
 
@@ -239,30 +243,45 @@ export class KubeSchedulerStandIn extends SimController {
       if (changed && this.recorder) void this.recorder.publish(pod, 'Warning', 'FailedScheduling', message);
       return { requeueAfter: this.retrySeconds };
     }
-    try {
-      await this.client.request(
-        'POST',
-        `/api/v1/namespaces/${encodeURIComponent(pod.metadata.namespace ?? 'default')}/pods/${encodeURIComponent(pod.metadata.name ?? '')}/binding`,
-        {
-          body: {
-            apiVersion: 'v1',
-            kind: 'Binding',
-            metadata: { name: pod.metadata.name, namespace: pod.metadata.namespace, uid: pod.metadata.uid },
-            target: { apiVersion: 'v1', kind: 'Node', name: target },
-          },
-        },
-      );
-    } catch (err) {
-      if (isConflict(err) || isNotFound(err)) return undefined; // bound or deleted meanwhile
-      throw err;
-    }
-    this.bindings++;
+    // assume the pod on the node, then bind asynchronously (kube-scheduler's binding cycle)
     const bound: Pod = { ...pod, spec: { ...pod.spec, nodeName: target } };
     this.assumed.set(key, bound);
     this.pending.delete(key);
     this.waitingForAffinity.delete(key);
     const info = this.nodeInfos.get(target);
     if (info) addPodToNodeInfo(info, bound, state.requests);
+    while (this.inflight.size >= MAX_INFLIGHT_BINDINGS) await Promise.race(this.inflight);
+    const p = this.bind(pod, target).finally(() => this.inflight.delete(p));
+    this.inflight.add(p);
+    this.retryAffinityWaiters();
+    return undefined;
+  }
+
+  /** POSTs the Binding; on failure forgets the assumed pod and retries it. Never rejects. */
+  private async bind(pod: Pod, target: string): Promise<void> {
+    const key = objectKey(pod);
+    const ns = encodeURIComponent(pod.metadata.namespace ?? 'default');
+    const name = encodeURIComponent(pod.metadata.name ?? '');
+    try {
+      await this.client.request('POST', `/api/v1/namespaces/${ns}/pods/${name}/binding`, {
+        body: {
+          apiVersion: 'v1',
+          kind: 'Binding',
+          metadata: { name: pod.metadata.name, namespace: pod.metadata.namespace, uid: pod.metadata.uid },
+          target: { apiVersion: 'v1', kind: 'Node', name: target },
+        },
+      });
+    } catch (err) {
+      this.assumed.delete(key);
+      this.dirtyNodes.add(target);
+      if (isConflict(err) || isNotFound(err)) return; // bound elsewhere or deleted meanwhile
+      this.onError(err, `kube-scheduler bind ${key} to ${target}`);
+      const cur = this.pods.cache.get(key);
+      if (cur && this.isPending(cur)) this.pending.add(key);
+      this.queue.addRateLimited(key);
+      return;
+    }
+    this.bindings++;
     if (this.recorder)
       void this.recorder.publish(
         pod,
@@ -270,8 +289,12 @@ export class KubeSchedulerStandIn extends SimController {
         'Scheduled',
         `Successfully assigned ${pod.metadata.namespace}/${pod.metadata.name} to ${target}`,
       );
-    this.retryAffinityWaiters();
-    return undefined;
+  }
+
+  /** Stops the worker and waits for bindings in flight. */
+  override async stop(): Promise<void> {
+    await super.stop();
+    await Promise.all(this.inflight);
   }
 
   /**

@@ -175,17 +175,15 @@ export function podCondition(p: Pod, type: string): PodCondition | undefined {
  * Returns `conditions` with `cond` set (replacing the entry of the same type), keeping
  * `lastTransitionTime` when the status did not change; `undefined` when nothing changed (no write needed).
  */
-export function withCondition<C extends { type: string; status: string; reason?: string; message?: string }>(
-  conditions: readonly C[] | undefined,
-  cond: C & { lastTransitionTime?: string },
-  nowIso: string,
-): C[] | undefined {
+export function withCondition<
+  C extends { type: string; status: string; reason?: string; message?: string; lastTransitionTime?: string },
+>(conditions: readonly C[] | undefined, cond: C, nowIso: string): C[] | undefined {
   const list = [...(conditions ?? [])];
   const i = list.findIndex((c) => c.type === cond.type);
-  const old = i >= 0 ? (list[i] as C & { lastTransitionTime?: string }) : undefined;
+  const old = i >= 0 ? list[i] : undefined;
   if (old && old.status === cond.status && old.reason === cond.reason && old.message === cond.message)
     return undefined;
-  const next = {
+  const next: C = {
     ...cond,
     lastTransitionTime: old && old.status === cond.status ? (old.lastTransitionTime ?? nowIso) : nowIso,
   };

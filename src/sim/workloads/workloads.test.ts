@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import type { DaemonSet, Node, Pod, PodStatus, PodTemplateSpec, Taint } from '../../apis/core.ts';
+import type {
+  DaemonSet,
+  Node,
+  Pod,
+  PodCondition,
+  PodStatus,
+  PodTemplateSpec,
+  Taint,
+} from '../../apis/core.ts';
 import { FakeClock } from '../../kube/clock.ts';
 import { deletionOrder, Expectations, safeEncode, withCondition } from './controller.ts';
 import { daemonNodeFit, daemonPodNode } from './daemonset.ts';
@@ -118,7 +126,7 @@ describe('workload helpers', () => {
   });
 
   it('conditions keep lastTransitionTime unless the status flips; no-op changes give undefined', () => {
-    const c1 = withCondition(
+    const c1 = withCondition<PodCondition>(
       undefined,
       { type: 'PodScheduled', status: 'False', reason: 'Unschedulable', message: 'a' },
       'T1',

@@ -23,7 +23,7 @@ const pod = (name: string, node: string, extra: Partial<Pod['metadata']> = {}): 
 });
 
 describe('NodeTerminationController', () => {
-  it('cordons, taints, drains (not DaemonSet pods), deletes the NodeClaim and instance, then the finalizer', async () => {
+  it('cordons, taints, drains (DaemonSet pods in a later tier), deletes the NodeClaim and instance, then the finalizer', async () => {
     const nc = await env.client.create(testNodeClaim('term-1', { instanceType: 'm5.large' }));
     await new Launch(env.ctx).reconcile(nc);
     await new Registration(env.ctx).reconcile(nc);
@@ -60,6 +60,9 @@ describe('NodeTerminationController', () => {
     expect(await env.client.tryGet('Pod', 'ds', 'w')).toBeDefined();
     const deleting = await env.client.get('NodeClaim', 'term-1');
     expect(deleting.metadata.deletionTimestamp).toBeDefined();
+    // second tier: the DaemonSet pod
+    expect(await ctl.reconcile('term-1')).toEqual({ requeueAfter: 1 });
+    expect(await env.client.tryGet('Pod', 'ds', 'w')).toBeUndefined();
     // drained: the instance is asked to terminate
     expect(await ctl.reconcile('term-1')).toEqual({ requeueAfter: 5 });
     expect(

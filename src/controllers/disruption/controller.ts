@@ -1,0 +1,268 @@
+/**
+ * `disruption`: the voluntary disruption controller, after kubernetes-sigs/karpenter
+ * `pkg/controllers/disruption/controller.go`. A singleton loop (every 10 s, at once again after a command ran):
+ * 1. wait until cluster state is synced; remove stale `karpenter.sh/disrupted` taints from nodes that no command
+ *    of this process is disrupting and that are not being deleted (left by a restart or a failure);
+ * 2. build the pure core's input from state ({@link buildDisruptionInput}) and call `computeDisruption`;
+ *    update `karpenter_voluntary_disruption_eligible_nodes`, `karpenter_nodepools_allowed_disruptions`, publish
+ *    `DisruptionBlocked` Events for nodes blocked by pods, PDBs, annotations or budgets (deduplicated, 15 min);
+ * 3. for the chosen (non-`Expired`) command: emptiness/consolidation wait 15 s and re-validate on a fresh snapshot
+ *    (`validation.ts`); then the {@link Orchestrator} taints, launches replacements, waits for them and deletes the
+ *    candidates.
+ * `Expired` commands are left to the expiration controller (`nodeclaim/expiration`), which deletes expired
+ * NodeClaims directly, as upstream v1.
+ */
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import type { KubeObject } from '../../apis/core.ts';
+import type { NodePool } from '../../apis/karpenter.ts';
+import { TaintDisrupted } from '../../apis/labels.ts';
+import type { CloudProvider } from '../../cloudprovider/types.ts';
+import { type BudgetReason, budgetMapping } from '../../disruption/budgets.ts';
+import { buildClusterView } from '../../disruption/candidates.ts';
+import {
+  type Command,
+  computeDisruption,
+  type DisruptionFeatureGates,
+  type DisruptionInput,
+  type DisruptionOptions,
+  type DisruptionResult,
+  type DisruptionStats,
+  defaultMethods,
+  PassContext,
+} from '../../disruption/index.ts';
+import type { Clock } from '../../kube/clock.ts';
+import type { KubeClient } from '../../kube/client.ts';
+import type { Cluster } from '../../state/cluster.ts';
+import { matchTaint, type Recorder } from '../nodeclaim/util.ts';
+import type { NodePoolHash } from '../provisioning/nodeclaim.ts';
+import { type Controller, errorMessage, SingletonController } from '../runtime.ts';
+import { buildDisruptionInput } from './input.ts';
+import { consolidationType, type DisruptionMetrics, disruptionMetrics } from './metrics.ts';
+import { Orchestrator } from './orchestration.ts';
+import { chosenCommand, needsValidation, ValidationSeconds, validateCommand } from './validation.ts';
+
+/** Seconds between passes when nothing was done (upstream `pollingPeriod`). */
+export const DisruptionPollSeconds = 10;
+/** Seconds before the same `DisruptionBlocked` Event is published again for a node. */
+export const BlockedEventDedupeSeconds = 900;
+
+/** Constructor options of {@link DisruptionController}. */
+export interface DisruptionControllerOptions {
+  client: KubeClient;
+  cluster: Cluster;
+  cloudProvider: CloudProvider;
+  clock: Clock;
+  logger: Logger;
+  recorder: Recorder;
+  registry: Registry;
+  /** Seconds between idle passes (default 10). */
+  pollSeconds?: number;
+  /** Seconds to wait before re-validating a command (default 15). */
+  validationSeconds?: number;
+  /** Seconds to wait for replacements to initialize (default 600). */
+  replacementTimeoutSeconds?: number;
+  featureGates?: DisruptionFeatureGates;
+  /** Tunables of the pure core. */
+  coreOptions?: DisruptionOptions;
+  /** NodePool hash stamped on replacements (default: `templateHash`, as provisioning). */
+  nodePoolHash?: (np: NodePool) => NodePoolHash;
+}
+
+/** What one pass saw and did (the last one is kept in {@link DisruptionController.lastPass}). */
+export interface DisruptionPass {
+  at: number;
+  result: DisruptionResult;
+  /** The command the pass chose (before validation). */
+  chosen?: Command;
+  /** The command executed (after validation), if any. */
+  executed?: Command;
+  /** Why the chosen command was dropped at validation or launch. */
+  abandoned?: string;
+}
+
+const BudgetReasons: readonly BudgetReason[] = ['Empty', 'Drifted', 'Underutilized'];
+
+/** True for blocked reasons worth a `DisruptionBlocked` Event (pods, PDBs, annotations, budgets). */
+export function isBlockingReason(reason: string): boolean {
+  return /^pod |PodDisruptionBudget|do-not-disrupt|budget/i.test(reason);
+}
+
+/** The disruption controller; see the module doc. */
+export class DisruptionController implements Controller {
+  readonly name = 'disruption';
+  readonly orchestrator: Orchestrator;
+  private readonly loop: SingletonController;
+  private readonly metrics: DisruptionMetrics;
+  private readonly published = new Map<string, number>();
+  /** The last pass (for logs, tests and `capenter` diagnostics). */
+  lastPass: DisruptionPass | undefined;
+  /** Observers of every pass. */
+  readonly passListeners = new Set<(p: DisruptionPass) => void>();
+
+  constructor(private readonly opts: DisruptionControllerOptions) {
+    this.metrics = disruptionMetrics(opts.registry);
+    this.orchestrator = new Orchestrator({
+      client: opts.client,
+      cluster: opts.cluster,
+      clock: opts.clock,
+      logger: opts.logger,
+      recorder: opts.recorder,
+      registry: opts.registry,
+      metrics: this.metrics,
+      ...(opts.nodePoolHash ? { nodePoolHash: opts.nodePoolHash } : {}),
+      ...(opts.replacementTimeoutSeconds !== undefined
+        ? { replacementTimeoutSeconds: opts.replacementTimeoutSeconds }
+        : {}),
+    });
+    this.loop = new SingletonController({
+      name: this.name,
+      clock: opts.clock,
+      logger: opts.logger,
+      reconcile: (signal) => this.reconcile(signal),
+    });
+  }
+
+  /** Runs passes until `signal` aborts; waits for in-flight commands to stop. */
+  async start(signal: AbortSignal): Promise<void> {
+    await this.opts.cluster.waitForSync(signal);
+    await this.loop.start(signal);
+    await this.orchestrator.idle();
+  }
+
+  /** Wakes the loop for a pass now. */
+  trigger(): void {
+    this.loop.trigger();
+  }
+
+  /** The pure core's input for the current state (exposed for diagnostics and tests). */
+  async input(): Promise<DisruptionInput> {
+    return buildDisruptionInput(this.opts.cluster.snapshot(), {
+      cloudProvider: this.opts.cloudProvider,
+      ...(this.opts.featureGates ? { featureGates: this.opts.featureGates } : {}),
+      ...(this.opts.coreOptions ? { options: this.opts.coreOptions } : {}),
+      onInstanceTypeError: (np, msg) =>
+        this.opts.logger.warn({ controller: this.name, nodepool: np, err: msg }, 'unable to resolve instance types'),
+    });
+  }
+
+  /** One pass (see the module doc). Returns the seconds until the next one. */
+  async reconcile(signal: AbortSignal): Promise<{ requeueAfter: number }> {
+    const poll = this.opts.pollSeconds ?? DisruptionPollSeconds;
+    const log = this.opts.logger.child({ controller: this.name });
+    if (!(await this.opts.cluster.synced())) return { requeueAfter: 1 };
+    await this.cleanupTaints();
+    const input = await this.input();
+    const stats: DisruptionStats = { simulations: 0 };
+    const started = performance.now();
+    const result = computeDisruption(input, stats);
+    this.metrics.evaluationDuration.observe(
+      { method: stats.method ?? 'none', consolidation_type: consolidationType(stats.method ?? '') },
+      (performance.now() - started) / 1000,
+    );
+    this.recordGauges(input);
+    this.publishBlocked(input, result);
+    const pass: DisruptionPass = { at: input.now, result };
+    const chosen = chosenCommand(result);
+    if (!chosen) return this.finish(pass, poll);
+    pass.chosen = chosen;
+    let command: Command | undefined = chosen;
+    if (needsValidation(chosen)) {
+      await this.opts.clock.sleep((this.opts.validationSeconds ?? ValidationSeconds) * 1000, signal);
+      if (signal.aborted) return this.finish(pass, poll);
+      const v = validateCommand(chosen, computeDisruption(await this.input()));
+      if (!v.command) {
+        log.info({ method: chosen.method, reason: v.reason }, 'abandoning disruption command after validation');
+        pass.abandoned = `validation: ${v.reason}`;
+        return this.finish(pass, 0);
+      }
+      command = v.command;
+    }
+    const ok = await this.orchestrator.execute(command, signal);
+    if (!ok) {
+      pass.abandoned = 'rolled back at launch';
+      return this.finish(pass, poll);
+    }
+    pass.executed = command;
+    return this.finish(pass, 0);
+  }
+
+  private finish(pass: DisruptionPass, requeueAfter: number): { requeueAfter: number } {
+    this.lastPass = pass;
+    for (const l of this.passListeners) {
+      try {
+        l(pass);
+      } catch (err) {
+        this.opts.logger.warn({ controller: this.name, err: errorMessage(err) }, 'pass listener failed');
+      }
+    }
+    return { requeueAfter };
+  }
+
+  /** Removes `karpenter.sh/disrupted` from nodes no command disrupts and that are not being deleted. */
+  private async cleanupTaints(): Promise<void> {
+    const active = this.orchestrator.disruptingNodes();
+    for (const sn of this.opts.cluster.stateNodes()) {
+      const node = sn.node;
+      if (!node || active.has(sn.name)) continue;
+      if (node.metadata.deletionTimestamp || sn.nodeClaim?.metadata.deletionTimestamp) continue;
+      if (!(node.spec?.taints ?? []).some((t) => matchTaint(t, TaintDisrupted))) continue;
+      try {
+        await this.orchestrator.setTaint(sn.name, false);
+        this.opts.cluster.unmarkForDeletion(sn.name, sn.nodeClaim?.metadata.name ?? sn.name);
+        this.opts.logger.info({ controller: this.name, node: sn.name }, 'removed stale disrupted taint');
+      } catch (err) {
+        this.opts.logger.warn({ controller: this.name, node: sn.name, err: errorMessage(err) }, 'untaint failed');
+      }
+    }
+  }
+
+  private recordGauges(input: DisruptionInput): void {
+    const view = buildClusterView(input);
+    for (const reason of BudgetReasons) {
+      for (const [pool, n] of budgetMapping(input.nodePools, view.poolCounts, reason, input.now))
+        this.metrics.allowedDisruptions.set({ nodepool: pool, reason: reason.toLowerCase() }, n);
+    }
+    const ctx = new PassContext(input, view, new Set());
+    for (const m of defaultMethods()) {
+      let eligible = 0;
+      for (const c of view.candidates.values()) {
+        if (c.ineligible) continue;
+        const tgp = c.nodeClaim.spec.terminationGracePeriod ?? c.nodePool.spec.template.spec.terminationGracePeriod;
+        if (c.podsBlock && !(m.class === 'eventual' && tgp !== undefined)) continue;
+        if (m.shouldDisrupt(c, ctx) === undefined) eligible++;
+      }
+      this.metrics.eligibleNodes.set({ reason: m.reason.toLowerCase() }, eligible);
+    }
+  }
+
+  private publishBlocked(input: DisruptionInput, result: DisruptionResult): void {
+    const now = input.now;
+    const due = (key: string): boolean => {
+      const last = this.published.get(key);
+      if (last !== undefined && now - last < BlockedEventDedupeSeconds * 1000) return false;
+      this.published.set(key, now);
+      return true;
+    };
+    if (this.published.size > 20_000) this.published.clear();
+    const byName = new Map(input.nodes.map((dn) => [dn.node.metadata.name ?? '', dn]));
+    for (const b of result.blocked) {
+      if (!isBlockingReason(b.reason) || !due(`${b.node}|${b.reason}`)) continue;
+      const dn = byName.get(b.node);
+      if (!dn) continue;
+      const objs: KubeObject[] = [dn.node];
+      if (dn.nodeClaim) objs.push(dn.nodeClaim);
+      for (const o of objs) void this.opts.recorder.publish(o, 'Normal', 'DisruptionBlocked', b.reason);
+    }
+    const view = buildClusterView(input);
+    for (const reason of BudgetReasons) {
+      for (const [pool, n] of budgetMapping(input.nodePools, view.poolCounts, reason, now)) {
+        const counts = view.poolCounts.get(pool);
+        if (n > 0 || !counts || counts.nodes === 0) continue;
+        const np = input.nodePools.find((p) => p.metadata.name === pool);
+        const msg = `No allowed disruptions for disruption reason ${reason} due to blocking budget`;
+        if (np && due(`nodepool/${pool}|${msg}`)) void this.opts.recorder.publish(np, 'Normal', 'DisruptionBlocked', msg);
+      }
+    }
+  }
+}

@@ -1,0 +1,119 @@
+/**
+ * Metrics of the disruption controller, named and labelled as upstream Karpenter
+ * (kubernetes-sigs/karpenter `pkg/controllers/disruption/metrics.go`, `orchestration/metrics.go`). Created once per
+ * registry (prom-client refuses duplicates) and shared afterwards.
+ */
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+
+/** The disruption metrics. */
+export interface DisruptionMetrics {
+  /** `karpenter_voluntary_disruption_decisions_total{decision, reason, consolidation_type}`: commands executed. */
+  decisions: Counter<'decision' | 'reason' | 'consolidation_type'>;
+  /** `karpenter_voluntary_disruption_eligible_nodes{reason}`: candidates per method reason, last pass. */
+  eligibleNodes: Gauge<'reason'>;
+  /** `karpenter_voluntary_disruption_consolidation_timeouts_total{consolidation_type}`. */
+  consolidationTimeouts: Counter<'consolidation_type'>;
+  /** `karpenter_nodepools_allowed_disruptions{nodepool, reason}`: budget left per NodePool and reason. */
+  allowedDisruptions: Gauge<'nodepool' | 'reason'>;
+  /** `karpenter_voluntary_disruption_decision_evaluation_duration_seconds{method, consolidation_type}`. */
+  evaluationDuration: Histogram<'method' | 'consolidation_type'>;
+  /** `karpenter_voluntary_disruption_queue_failures_total{decision, reason, consolidation_type}`: rolled back commands. */
+  queueFailures: Counter<'decision' | 'reason' | 'consolidation_type'>;
+}
+
+function get<T>(registry: Registry, name: string, make: () => T): T {
+  return (registry.getSingleMetric(name) as T | undefined) ?? make();
+}
+
+/** The disruption metrics registered in `registry`. */
+export function disruptionMetrics(registry: Registry): DisruptionMetrics {
+  const registers = [registry];
+  return {
+    decisions: get(
+      registry,
+      'karpenter_voluntary_disruption_decisions_total',
+      () =>
+        new Counter({
+          name: 'karpenter_voluntary_disruption_decisions_total',
+          help: 'Number of disruption decisions performed. Labeled by disruption decision, reason, and consolidation type.',
+          labelNames: ['decision', 'reason', 'consolidation_type'],
+          registers,
+        }),
+    ),
+    eligibleNodes: get(
+      registry,
+      'karpenter_voluntary_disruption_eligible_nodes',
+      () =>
+        new Gauge({
+          name: 'karpenter_voluntary_disruption_eligible_nodes',
+          help: 'Number of nodes eligible for disruption by Karpenter. Labeled by disruption reason.',
+          labelNames: ['reason'],
+          registers,
+        }),
+    ),
+    consolidationTimeouts: get(
+      registry,
+      'karpenter_voluntary_disruption_consolidation_timeouts_total',
+      () =>
+        new Counter({
+          name: 'karpenter_voluntary_disruption_consolidation_timeouts_total',
+          help: 'Number of times the Consolidation algorithm has reached a timeout. Labeled by consolidation type.',
+          labelNames: ['consolidation_type'],
+          registers,
+        }),
+    ),
+    allowedDisruptions: get(
+      registry,
+      'karpenter_nodepools_allowed_disruptions',
+      () =>
+        new Gauge({
+          name: 'karpenter_nodepools_allowed_disruptions',
+          help: 'The number of nodes for a given NodePool that can be concurrently disrupting at a point in time. Labeled by NodePool and reason.',
+          labelNames: ['nodepool', 'reason'],
+          registers,
+        }),
+    ),
+    evaluationDuration: get(
+      registry,
+      'karpenter_voluntary_disruption_decision_evaluation_duration_seconds',
+      () =>
+        new Histogram({
+          name: 'karpenter_voluntary_disruption_decision_evaluation_duration_seconds',
+          help: 'Duration of the disruption decision evaluation process in seconds. Labeled by method and consolidation type.',
+          labelNames: ['method', 'consolidation_type'],
+          buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300],
+          registers,
+        }),
+    ),
+    queueFailures: get(
+      registry,
+      'karpenter_voluntary_disruption_queue_failures_total',
+      () =>
+        new Counter({
+          name: 'karpenter_voluntary_disruption_queue_failures_total',
+          help: 'The number of times that an enqueued disruption decision failed. Labeled by disruption method.',
+          labelNames: ['decision', 'reason', 'consolidation_type'],
+          registers,
+        }),
+    ),
+  };
+}
+
+/** Upstream `consolidation_type` label of a method: `empty`, `single`, `multi`, or `''` (drift, expiration). */
+export function consolidationType(method: string): string {
+  switch (method) {
+    case 'Emptiness':
+      return 'empty';
+    case 'SingleNodeConsolidation':
+      return 'single';
+    case 'MultiNodeConsolidation':
+      return 'multi';
+    default:
+      return '';
+  }
+}
+
+/** Metric label form of a disruption reason (`Underutilized` → `underutilized`), as upstream lower-cases it. */
+export function reasonLabel(reason: string): string {
+  return reason.toLowerCase();
+}

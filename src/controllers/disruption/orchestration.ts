@@ -1,0 +1,313 @@
+/**
+ * Executes disruption commands, after kubernetes-sigs/karpenter `pkg/controllers/disruption/controller.go`
+ * (`executeCommand`) and `orchestration/queue.go`:
+ * 1. taint the candidates `karpenter.sh/disrupted:NoSchedule` and mark them for deletion in cluster state (so
+ *    provisioning reschedules their pods and later passes count them against budgets);
+ * 2. stamp condition `DisruptionReason` on their NodeClaims;
+ * 3. create the replacement NodeClaims (same construction as provisioning: `nodeClaimFromPlan` + the NodePool
+ *    hash), nominate the moving pods to them; Events `DisruptionLaunching`;
+ * 4. asynchronously wait until every replacement is `Initialized` (Events `DisruptionWaitingReadiness`), at most
+ *    `replacementTimeoutSeconds` (upstream 10 min) — on timeout, a replacement deleted, or a failed launch: roll back
+ *    (untaint, unmark, delete the replacements; `karpenter_voluntary_disruption_queue_failures_total`);
+ * 5. delete the candidates' NodeClaims (the termination controllers drain them); Events `DisruptionTerminating`,
+ *    `karpenter_nodeclaims_disrupted_total{reason, nodepool, capacity_type}`.
+ */
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import type { Node, Taint } from '../../apis/core.ts';
+import type { NodeClaim, NodePool } from '../../apis/karpenter.ts';
+import { TaintDisrupted } from '../../apis/labels.ts';
+import type { Command } from '../../disruption/index.ts';
+import type { KubeClient } from '../../kube/client.ts';
+import type { Clock } from '../../kube/clock.ts';
+import { isConflict, isNotFound } from '../../kube/errors.ts';
+import { type Cluster, conditionOf } from '../../state/cluster.ts';
+import { ConditionDisruptionReason } from '../node/termination/controller.ts';
+import { ConditionSet } from '../nodeclaim/conditions.ts';
+import { NodeClaimDependents } from '../nodeclaim/lifecycle/context.ts';
+import { lifecycleMetrics } from '../nodeclaim/metrics.ts';
+import { capacityTypeOf, matchTaint, nodePoolOf, type Recorder } from '../nodeclaim/util.ts';
+import { nodeClaimsCreatedCounter } from '../provisioning/metrics.ts';
+import { type NodePoolHash, nodeClaimFromPlan, templateHash } from '../provisioning/nodeclaim.ts';
+import { errorMessage } from '../runtime.ts';
+import { consolidationType, type DisruptionMetrics, reasonLabel } from './metrics.ts';
+
+/** Seconds to wait for replacements to initialize before rolling back (upstream `maxRetryDuration`, 10 min). */
+export const ReplacementTimeoutSeconds = 600;
+/** Seconds between readiness checks of the replacements. */
+export const ReplacementPollSeconds = 1;
+
+/** Dependencies of {@link Orchestrator}. */
+export interface OrchestratorDeps {
+  client: KubeClient;
+  cluster: Cluster;
+  clock: Clock;
+  logger: Logger;
+  recorder: Recorder;
+  registry: Registry;
+  metrics: DisruptionMetrics;
+  /** NodePool hash stamped on replacements (default: `templateHash`, as provisioning). */
+  nodePoolHash?: (np: NodePool) => NodePoolHash;
+  replacementTimeoutSeconds?: number;
+}
+
+/** Where a command stands, for observers (tests, logs). */
+export type CommandPhase = 'started' | 'launched' | 'terminating' | 'done' | 'rolledBack';
+
+/** One executed command, as the orchestrator tracks it. */
+export interface InFlightCommand {
+  id: number;
+  command: Command;
+  /** Candidate node names. */
+  nodes: string[];
+  /** Replacement NodeClaim names (after launch). */
+  replacements: string[];
+  phase: CommandPhase;
+  startedAt: number;
+  /** Why it was rolled back. */
+  failure?: string;
+}
+
+/** `Drifted` → `Drifted`; upstream title-cases the reason in Event messages. */
+function title(reason: string): string {
+  return reason.charAt(0).toUpperCase() + reason.slice(1);
+}
+
+/** Runs commands; see the module doc. */
+export class Orchestrator {
+  private readonly inflight = new Map<number, InFlightCommand>();
+  private readonly tasks = new Set<Promise<void>>();
+  private readonly disrupting = new Set<string>();
+  private seq = 0;
+  /** Observers of phase changes. */
+  readonly listeners = new Set<(c: InFlightCommand) => void>();
+
+  constructor(private readonly deps: OrchestratorDeps) {}
+
+  /** Node names of every command in flight (tainted by this process). */
+  disruptingNodes(): ReadonlySet<string> {
+    return this.disrupting;
+  }
+
+  /** Commands in flight. */
+  commands(): InFlightCommand[] {
+    return [...this.inflight.values()];
+  }
+
+  /** Resolves when every started command finished (done or rolled back). */
+  async idle(): Promise<void> {
+    while (this.tasks.size > 0) await Promise.all([...this.tasks]);
+  }
+
+  private emit(c: InFlightCommand, phase: CommandPhase): void {
+    c.phase = phase;
+    for (const l of this.listeners) l(c);
+  }
+
+  /**
+   * Starts `command`: taints, marks and launches synchronously (resolves after that), then waits for the
+   * replacements and deletes the candidates in the background (`signal` aborts the wait, leaving the taints for the
+   * controller's cleanup). Returns false when it was rolled back at once (launch failure, candidate gone).
+   */
+  async execute(command: Command, signal: AbortSignal): Promise<boolean> {
+    const { client, cluster, clock } = this.deps;
+    const log = this.deps.logger.child({ controller: 'disruption', method: command.method });
+    const c: InFlightCommand = {
+      id: ++this.seq,
+      command,
+      nodes: command.candidates.map((x) => x.name),
+      replacements: [],
+      phase: 'started',
+      startedAt: clock.now(),
+    };
+    this.inflight.set(c.id, c);
+    for (const n of c.nodes) this.disrupting.add(n);
+    this.emit(c, 'started');
+    const ncNames = command.candidates.map((x) => x.nodeClaim.metadata.name as string);
+    try {
+      for (const cand of command.candidates) {
+        if (!(await this.setTaint(cand.name, true))) throw new Error(`candidate node ${cand.name} is gone or deleting`);
+      }
+      cluster.markForDeletion(...c.nodes, ...ncNames);
+      for (const cand of command.candidates) await this.stampReason(cand.nodeClaim, command.reason);
+      const counter = nodeClaimsCreatedCounter(this.deps.registry);
+      for (const plan of command.replacements) {
+        const np = cand0Pool(command, plan.nodePool) ?? cluster.getNodePool(plan.nodePool);
+        if (!np) throw new Error(`NodePool ${plan.nodePool} of a replacement not found`);
+        const nc = nodeClaimFromPlan(plan, np, (this.deps.nodePoolHash ?? templateHash)(np));
+        const created = (await client.create(nc)) as NodeClaim;
+        const name = created.metadata.name as string;
+        c.replacements.push(name);
+        cluster.updateNodeClaim(created);
+        for (const pod of plan.pods) cluster.nominate(pod, { kind: 'nodeclaim', name });
+        counter.inc({ reason: reasonLabel(command.reason), nodepool: plan.nodePool, min_values_relaxed: 'false' });
+        void this.deps.recorder.publish(created, 'Normal', 'DisruptionLaunching', `Launching NodeClaim: ${title(command.reason)}`);
+        log.info({ nodeclaim: name, nodepool: plan.nodePool }, 'launched replacement nodeclaim');
+      }
+    } catch (err) {
+      await this.rollback(c, `launching: ${errorMessage(err)}`);
+      return false;
+    }
+    this.deps.metrics.decisions.inc({
+      decision: command.decision,
+      reason: reasonLabel(command.reason),
+      consolidation_type: consolidationType(command.method),
+    });
+    log.info(
+      {
+        decision: command.decision,
+        reason: command.reason,
+        candidates: c.nodes,
+        replacements: c.replacements,
+        savingsUSDPerHour: Number(command.savingsUSDPerHour.toFixed(4)),
+      },
+      'disrupting nodes',
+    );
+    this.emit(c, 'launched');
+    const task = this.waitAndTerminate(c, signal).catch(async (err: unknown) => {
+      await this.rollback(c, errorMessage(err)).catch(() => {});
+    });
+    const tracked = task.finally(() => this.tasks.delete(tracked));
+    this.tasks.add(tracked);
+    return true;
+  }
+
+  private async waitAndTerminate(c: InFlightCommand, signal: AbortSignal): Promise<void> {
+    const { cluster, clock } = this.deps;
+    const timeout = (this.deps.replacementTimeoutSeconds ?? ReplacementTimeoutSeconds) * 1000;
+    const waitingNoted = new Set<string>();
+    for (;;) {
+      if (signal.aborted) return this.forget(c);
+      let ready = true;
+      for (const name of c.replacements) {
+        const nc = cluster.getNodeClaim(name) ?? (await this.deps.client.tryGet('NodeClaim', name));
+        if (!nc || nc.metadata.deletionTimestamp) {
+          await this.rollback(c, `replacement nodeclaim ${name} was deleted`);
+          return;
+        }
+        if (conditionOf(nc, 'Initialized')?.status !== 'True') {
+          ready = false;
+          if (!waitingNoted.has(name)) {
+            waitingNoted.add(name);
+            void this.deps.recorder.publish(
+              nc,
+              'Normal',
+              'DisruptionWaitingReadiness',
+              'Waiting on readiness to continue disruption',
+            );
+          }
+        }
+      }
+      if (ready) break;
+      if (clock.now() - c.startedAt >= timeout) {
+        await this.rollback(c, `timed out after ${timeout / 1000}s waiting for replacements to initialize`);
+        return;
+      }
+      await clock.sleep(ReplacementPollSeconds * 1000, signal);
+    }
+    this.emit(c, 'terminating');
+    const disrupted = lifecycleMetrics(this.deps.registry).disrupted;
+    for (const cand of c.command.candidates) {
+      const ncName = cand.nodeClaim.metadata.name as string;
+      const msg = `Disrupting Node: ${title(c.command.reason)}`;
+      if (await this.deps.client.tryDelete('NodeClaim', ncName)) {
+        disrupted.inc({
+          reason: reasonLabel(c.command.reason),
+          nodepool: nodePoolOf(cand.nodeClaim),
+          capacity_type: capacityTypeOf(cand.nodeClaim),
+        });
+        void this.deps.recorder.publish(cand.node, 'Normal', 'DisruptionTerminating', msg);
+        void this.deps.recorder.publish(cand.nodeClaim, 'Normal', 'DisruptionTerminating', msg);
+      }
+    }
+    this.emit(c, 'done');
+    this.forget(c);
+  }
+
+  private forget(c: InFlightCommand): void {
+    this.inflight.delete(c.id);
+    for (const n of c.nodes) this.disrupting.delete(n);
+  }
+
+  /** Undoes a command: untaint and unmark the candidates, delete its replacements. */
+  private async rollback(c: InFlightCommand, why: string): Promise<void> {
+    const { cluster, client } = this.deps;
+    this.deps.logger.warn(
+      { controller: 'disruption', candidates: c.nodes, replacements: c.replacements, reason: why },
+      'rolling back disruption command',
+    );
+    c.failure = why;
+    for (const name of c.replacements) await client.tryDelete('NodeClaim', name).catch(() => false);
+    for (const n of c.nodes) await this.setTaint(n, false).catch(() => false);
+    for (const cand of c.command.candidates) await this.stampReason(cand.nodeClaim, undefined).catch(() => {});
+    cluster.unmarkForDeletion(...c.nodes, ...c.command.candidates.map((x) => x.nodeClaim.metadata.name as string));
+    this.deps.metrics.queueFailures.inc({
+      decision: c.command.decision,
+      reason: reasonLabel(c.command.reason),
+      consolidation_type: consolidationType(c.command.method),
+    });
+    this.emit(c, 'rolledBack');
+    this.forget(c);
+  }
+
+  /**
+   * Adds (`on`) or removes the disrupted taint on Node `name`. Adding returns false when the Node is gone or being
+   * deleted; removing skips deleting Nodes. Retries conflicts.
+   */
+  async setTaint(name: string, on: boolean): Promise<boolean> {
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const node = (await this.deps.client.tryGet('Node', name)) as Node | undefined;
+      if (!node || node.metadata.deletionTimestamp) return !on;
+      const taints: Taint[] = node.spec?.taints ?? [];
+      const has = taints.some((t) => matchTaint(t, TaintDisrupted));
+      if (has === on) return true;
+      const next = on
+        ? [...taints, { key: TaintDisrupted.key, effect: TaintDisrupted.effect }]
+        : taints.filter((t) => !matchTaint(t, TaintDisrupted));
+      try {
+        await this.deps.client.patch(
+          'Node',
+          name,
+          undefined,
+          { metadata: { resourceVersion: node.metadata.resourceVersion }, spec: { taints: next } },
+          { type: 'merge' },
+        );
+        return true;
+      } catch (err) {
+        if (isNotFound(err)) return !on;
+        if (!isConflict(err)) throw err;
+      }
+    }
+    throw new Error(`node ${name}: too many conflicts updating the ${TaintDisrupted.key} taint`);
+  }
+
+  /** Sets (reason) or clears (undefined) the NodeClaim's `DisruptionReason` condition; best effort. */
+  private async stampReason(nc: NodeClaim, reason: string | undefined): Promise<void> {
+    const name = nc.metadata.name as string;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const fresh = await this.deps.client.tryGet('NodeClaim', name);
+      if (!fresh || fresh.metadata.deletionTimestamp) return;
+      const conds = new ConditionSet(fresh, NodeClaimDependents, this.deps.clock);
+      if (reason) conds.setTrue(ConditionDisruptionReason, reason, `Disrupting: ${reason}`);
+      else if (conds.get(ConditionDisruptionReason)) conds.clear(ConditionDisruptionReason);
+      else return;
+      try {
+        await this.deps.client.patchStatus(
+          'NodeClaim',
+          name,
+          undefined,
+          { metadata: { resourceVersion: fresh.metadata.resourceVersion }, status: { conditions: conds.list() } },
+          { type: 'merge' },
+        );
+        return;
+      } catch (err) {
+        if (isNotFound(err)) return;
+        if (!isConflict(err)) throw err;
+      }
+    }
+  }
+}
+
+function cand0Pool(command: Command, name: string): NodePool | undefined {
+  return command.candidates.find((c) => c.nodePool.metadata.name === name)?.nodePool;
+}

@@ -1,0 +1,79 @@
+import { describe, expect, it } from 'vitest';
+import { computeDisruption, type DisruptionStats } from './index.ts';
+import { input, node, pod, pool } from './testing.ts';
+
+const summary = (r: ReturnType<typeof computeDisruption>) =>
+  r.commands.map((c) => ({
+    decision: c.decision,
+    method: c.method,
+    candidates: c.candidates.map((x) => x.name).sort(),
+    replacements: c.replacements.map((p) => p.instanceTypeOptions.map((t) => t.name)),
+    savings: c.savingsUSDPerHour,
+  }));
+
+describe('multi-node consolidation', () => {
+  it('replaces three lightly used m5.xlarge with one m5.large', () => {
+    const r = computeDisruption(
+      input([
+        node('a', [pod('p1', { cpu: '500m' })]),
+        node('b', [pod('p2', { cpu: '500m' })]),
+        node('c', [pod('p3', { cpu: '500m' })]),
+      ]),
+    );
+    expect(summary(r)).toEqual([
+      {
+        decision: 'replace',
+        method: 'MultiNodeConsolidation',
+        candidates: ['a', 'b', 'c'],
+        replacements: [['m5.large']],
+        savings: 0.48,
+      },
+    ]);
+  });
+  it('two half-empty m5.xlarge merge into one: the other is deleted (replacing both by an m5.xlarge is refused)', () => {
+    const r = computeDisruption(
+      input([node('a', [pod('p1', { cpu: '1500m', memory: '4Gi' })]), node('b', [pod('p2', { cpu: '1500m', memory: '4Gi' })])]),
+    );
+    // Multi-node: both → one new m5.xlarge, filtered out by filterOutSameType (an m5.xlarge is being removed);
+    // single-node then deletes one of them, its pod moving to the other.
+    expect(r.commands).toHaveLength(1);
+    const c = r.commands[0]!;
+    expect([c.decision, c.method, c.candidates.length, c.savingsUSDPerHour]).toEqual([
+      'delete',
+      'SingleNodeConsolidation',
+      1,
+      0.192,
+    ]);
+  });
+  it('deletes the largest prefix whose pods fit the remaining nodes', () => {
+    const stats: DisruptionStats = { simulations: 0 };
+    const r = computeDisruption(
+      input([
+        node('a', [pod('p1', { cpu: '250m' })]),
+        node('b', [pod('p2', { cpu: '250m' })]),
+        node('big', [pod('p3', { cpu: '1', priority: 1_000_000 }), pod('p4', { cpu: '1', priority: 1_000_000 })], { type: 'm5.2xlarge' }),
+      ]),
+      stats,
+    );
+    expect(summary(r)).toEqual([
+      { decision: 'delete', method: 'MultiNodeConsolidation', candidates: ['a', 'b'], replacements: [], savings: 0.384 },
+    ]);
+    expect(stats.simulations).toBeGreaterThan(0);
+  });
+  it('spends each NodePool\'s Underutilized budget in cost order', () => {
+    const np = pool('default', { budgets: [{ nodes: '1' }] });
+    const r = computeDisruption(
+      input(
+        [
+          node('a', [pod('p1', { cpu: '250m' })], { pool: np }),
+          node('b', [pod('p2', { cpu: '250m' }), pod('p3', { cpu: '250m' })], { pool: np }),
+          node('big', [pod('p4', { cpu: '3' })], { type: 'm5.2xlarge', pool: np }),
+        ],
+        { nodePools: [np] },
+      ),
+    );
+    expect(r.commands).toHaveLength(1);
+    expect(r.commands[0]!.candidates.map((x) => x.name)).toEqual(['a']);
+    expect(r.commands[0]!.method).toBe('SingleNodeConsolidation');
+  });
+});

@@ -1,0 +1,270 @@
+/**
+ * Node termination through the embedded API server and the real client: tiered drain, PDBs (429 → FailedDraining,
+ * then progress once the PDB allows), `karpenter.sh/do-not-disrupt`, `terminationGracePeriod` forcing deletion,
+ * VolumeAttachments. Time is the test env's FakeClock; each step is one explicit reconcile.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Pod } from '../../../src/apis/core.ts';
+import { NodeTerminationController } from '../../../src/controllers/node/termination/controller.ts';
+import { Launch } from '../../../src/controllers/nodeclaim/lifecycle/launch.ts';
+import { Registration } from '../../../src/controllers/nodeclaim/lifecycle/registration.ts';
+import { NodeClaimTermination } from '../../../src/controllers/nodeclaim/lifecycle/termination.ts';
+import { startTestEnv, type TestEnv, testNodeClaim } from '../../../src/controllers/nodeclaim/testing.ts';
+import { silentLogger } from '../../../src/operator/logger.ts';
+
+let env: TestEnv;
+let ctl: NodeTerminationController;
+const NS = 'w';
+
+beforeAll(async () => {
+  env = await startTestEnv();
+  // object timestamps (deletionTimestamp → the termination deadline) follow the fake clock
+  Object.defineProperty(env.cluster.store, 'now', { value: () => env.clock.now() });
+  await env.client.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
+  ctl = new NodeTerminationController({
+    client: env.client,
+    cloudProvider: env.provider,
+    clock: env.clock,
+    logger: silentLogger(),
+    recorder: env.recorder,
+    registry: env.registry,
+    nodeClaimsFor: async (n) =>
+      (await env.client.list('NodeClaim')).items.filter((c) => c.status?.providerID === n.spec?.providerID),
+  });
+});
+afterAll(async () => env.stop());
+
+/** A launched, registered NodeClaim `name` with its Node (both carrying the termination finalizer). */
+async function launchNode(name: string, terminationGracePeriod?: string): Promise<void> {
+  const nc = await env.client.create(
+    testNodeClaim(name, { instanceType: 'm5.large', ...(terminationGracePeriod ? { terminationGracePeriod } : {}) }),
+  );
+  await new Launch(env.ctx).reconcile(nc);
+  await new Registration(env.ctx).reconcile(nc);
+  await env.client.patchStatus('NodeClaim', name, undefined, { status: nc.status }, { type: 'merge' });
+  await env.client.patch(
+    'NodeClaim',
+    name,
+    undefined,
+    { metadata: { labels: nc.metadata.labels, finalizers: ['karpenter.sh/termination'] } },
+    { type: 'merge' },
+  );
+  const node = await env.client.get('Node', name);
+  expect(node.metadata.finalizers).toContain('karpenter.sh/termination');
+}
+
+/** Creates a Running, Ready pod bound to `node`. */
+async function runningPod(
+  name: string,
+  node: string,
+  opts: {
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    daemon?: boolean;
+    priorityClassName?: string;
+    terminationGracePeriodSeconds?: number;
+  } = {},
+): Promise<void> {
+  const pod: Pod = {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: {
+      name,
+      namespace: NS,
+      labels: opts.labels ?? {},
+      ...(opts.annotations ? { annotations: opts.annotations } : {}),
+      ...(opts.daemon
+        ? { ownerReferences: [{ apiVersion: 'apps/v1', kind: 'DaemonSet', name: 'ds', uid: 'ds-uid', controller: true }] }
+        : {}),
+    },
+    spec: {
+      nodeName: node,
+      containers: [{ name: 'c', image: 'registry.example/app:1' }],
+      ...(opts.priorityClassName ? { priorityClassName: opts.priorityClassName } : {}),
+      ...(opts.terminationGracePeriodSeconds !== undefined
+        ? { terminationGracePeriodSeconds: opts.terminationGracePeriodSeconds }
+        : {}),
+    },
+  };
+  await env.client.create(pod);
+  await env.client.patchStatus(
+    'Pod',
+    name,
+    NS,
+    { status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] } },
+    { type: 'merge' },
+  );
+}
+
+async function pdb(name: string, app: string, spec: Record<string, unknown>): Promise<void> {
+  await env.client.create({
+    apiVersion: 'policy/v1',
+    kind: 'PodDisruptionBudget',
+    metadata: { name, namespace: NS },
+    spec: { selector: { matchLabels: { app } }, ...spec },
+  });
+  await env.cluster.store.settle();
+}
+
+const podNames = async (node: string): Promise<string[]> =>
+  (await env.client.list('Pod', { namespace: NS })).items
+    .filter((p) => p.spec.nodeName === node)
+    .map((p) => p.metadata.name as string)
+    .sort();
+
+/** Deletes the NodeClaim and runs its finalizer step once: stamps the deadline, deletes the Node. Returns the deadline (ms). */
+async function deleteNodeClaim(name: string): Promise<number | undefined> {
+  await env.client.delete('NodeClaim', name);
+  await new NodeClaimTermination(env.ctx).reconcile(await env.client.get('NodeClaim', name));
+  const nc = await env.client.get('NodeClaim', name);
+  const node = await env.client.get('Node', name);
+  expect(node.metadata.deletionTimestamp).toBeDefined();
+  const at = nc.metadata.annotations?.['karpenter.sh/nodeclaim-termination-timestamp'];
+  return at ? Date.parse(at) : undefined;
+}
+
+/** Reconciles the Node until it is gone (finalizer removed), at most `passes` times; returns the passes used. */
+async function finish(name: string, passes = 6): Promise<number> {
+  for (let i = 1; i <= passes; i++) {
+    await ctl.reconcile(name);
+    if (!(await env.client.tryGet('Node', name))) return i;
+  }
+  throw new Error(`node ${name} still exists after ${passes} passes`);
+}
+
+describe('node termination drain', () => {
+  it('a PDB allowing 0 disruptions blocks the drain (FailedDraining) until it allows one', async () => {
+    await launchNode('pdb-1');
+    await runningPod('guarded', 'pdb-1', { labels: { app: 'guarded' } });
+    await pdb('guarded', 'guarded', { minAvailable: 1 });
+    await env.client.delete('Node', 'pdb-1');
+    for (let i = 0; i < 3; i++) {
+      expect(await ctl.reconcile('pdb-1')).toEqual({ requeueAfter: 1 });
+      env.clock.advance(11_000); // past the eviction backoff (max 10 s)
+    }
+    expect(await podNames('pdb-1')).toEqual(['guarded']);
+    const events = await env.events('pdb-1');
+    const failed = events.filter((e) => e.reason === 'FailedDraining' && e.type === 'Warning');
+    expect(failed.map((e) => e.message)).toContainEqual(
+      expect.stringMatching(/^Failed to drain node, evicting pod w\/guarded violates a PDB: .*disruption budget/),
+    );
+    expect(await env.metric('karpenter_pods_eviction_requests_total', { code: '429' })).toBe(3);
+    // still cordoned and tainted meanwhile
+    const node = await env.client.get('Node', 'pdb-1');
+    expect(node.spec?.taints).toContainEqual({ key: 'karpenter.sh/disrupted', effect: 'NoSchedule' });
+    // the PDB now allows one disruption
+    await env.client.patch(
+      'PodDisruptionBudget',
+      'guarded',
+      NS,
+      { spec: { minAvailable: null, maxUnavailable: 1 } },
+      { type: 'merge' },
+    );
+    await env.cluster.store.settle();
+    env.clock.advance(11_000);
+    expect(await ctl.reconcile('pdb-1')).toEqual({ requeueAfter: 1 });
+    expect(await podNames('pdb-1')).toEqual([]);
+    expect(await finish('pdb-1')).toBeLessThanOrEqual(3);
+    expect(await env.metric('karpenter_pods_eviction_requests_total', { code: '200' })).toBe(1);
+    expect(await env.metric('karpenter_pods_drained_total', { reason: 'Forceful Termination' })).toBe(1);
+    expect(await env.metric('karpenter_nodes_drained_total', { nodepool: 'default' })).toBe(1);
+  });
+
+  it('evicts critical pods only after non-critical ones, DaemonSet pods after the others of their class', async () => {
+    await launchNode('tier-1');
+    await runningPod('app', 'tier-1', { labels: { app: 'tier-app' } });
+    await runningPod('ds', 'tier-1', { daemon: true });
+    await runningPod('crit', 'tier-1', { priorityClassName: 'system-cluster-critical' });
+    await runningPod('crit-ds', 'tier-1', { daemon: true, priorityClassName: 'system-node-critical' });
+    await pdb('tier-app', 'tier-app', { maxUnavailable: 0 });
+    await env.client.delete('Node', 'tier-1');
+    // tier 0 (app) is blocked by its PDB: nothing else moves
+    for (let i = 0; i < 3; i++) {
+      await ctl.reconcile('tier-1');
+      env.clock.advance(11_000);
+    }
+    expect(await podNames('tier-1')).toEqual(['app', 'crit', 'crit-ds', 'ds']);
+    await env.client.patch('PodDisruptionBudget', 'tier-app', NS, { spec: { maxUnavailable: 1 } }, { type: 'merge' });
+    await env.cluster.store.settle();
+    env.clock.advance(11_000);
+    const order: string[][] = [];
+    for (let i = 0; i < 4; i++) {
+      await ctl.reconcile('tier-1');
+      order.push(await podNames('tier-1'));
+    }
+    expect(order).toEqual([['crit', 'crit-ds', 'ds'], ['crit', 'crit-ds'], ['crit-ds'], []]);
+    expect(await finish('tier-1')).toBeLessThanOrEqual(3);
+  });
+
+  it('a karpenter.sh/do-not-disrupt pod is never evicted; it is deleted at deadline minus its grace period', async () => {
+    await launchNode('dnd-1', '10m');
+    await runningPod('keep', 'dnd-1', {
+      annotations: { 'karpenter.sh/do-not-disrupt': 'true' },
+      terminationGracePeriodSeconds: 120,
+    });
+    await runningPod('free', 'dnd-1');
+    const deadline = await deleteNodeClaim('dnd-1');
+    expect(deadline).toBeDefined();
+    const d = deadline as number;
+    expect(await ctl.reconcile('dnd-1')).toEqual({ requeueAfter: 1 });
+    expect(await podNames('dnd-1')).toEqual(['keep']); // `free` evicted, `keep` waits
+    env.clock.set(d - 121_000);
+    expect(await ctl.reconcile('dnd-1')).toEqual({ requeueAfter: 1 });
+    expect(await podNames('dnd-1')).toEqual(['keep']);
+    env.clock.set(d - 120_000);
+    await ctl.reconcile('dnd-1');
+    expect(await podNames('dnd-1')).toEqual([]);
+    const disrupted = (await env.events('keep')).find((e) => e.reason === 'Disrupted');
+    expect(disrupted?.message).toContain('granted 120 seconds of grace-period of its 120 terminationGracePeriodSeconds');
+    expect(await finish('dnd-1')).toBeLessThanOrEqual(3);
+  });
+
+  it('terminationGracePeriod deletes PDB-protected pods once the deadline nears, then the node goes', async () => {
+    await launchNode('tgp-1', '5m');
+    await runningPod('stuck', 'tgp-1', { labels: { app: 'stuck' } }); // default grace 30 s
+    await pdb('stuck', 'stuck', { maxUnavailable: 0 });
+    const d = (await deleteNodeClaim('tgp-1')) as number;
+    expect(d - env.clock.now()).toBe(300_000);
+    for (const at of [d - 200_000, d - 31_000]) {
+      env.clock.set(at);
+      expect(await ctl.reconcile('tgp-1')).toEqual({ requeueAfter: 1 });
+      expect(await podNames('tgp-1')).toEqual(['stuck']);
+    }
+    env.clock.set(d - 30_000);
+    await ctl.reconcile('tgp-1');
+    expect(await podNames('tgp-1')).toEqual([]);
+    expect(await finish('tgp-1')).toBeLessThanOrEqual(3);
+    expect(await env.client.tryGet('Node', 'tgp-1')).toBeUndefined();
+  });
+
+  it('pods tolerating karpenter.sh/disrupted stay; VolumeAttachments of drained pods are awaited', async () => {
+    await launchNode('va-1');
+    await env.client.create({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'tolerant', namespace: NS },
+      spec: {
+        nodeName: 'va-1',
+        containers: [{ name: 'c', image: 'registry.example/app:1' }],
+        tolerations: [{ key: 'karpenter.sh/disrupted', operator: 'Exists' }],
+      },
+    });
+    await env.client.create({
+      apiVersion: 'storage.k8s.io/v1',
+      kind: 'VolumeAttachment',
+      metadata: { name: 'va-data' },
+      spec: { attacher: 'ebs.csi.aws.com', nodeName: 'va-1', source: { persistentVolumeName: 'pv-data' } },
+    });
+    await env.client.delete('Node', 'va-1');
+    expect(await ctl.reconcile('va-1')).toEqual({ requeueAfter: 1 });
+    expect(await ctl.reconcile('va-1')).toEqual({ requeueAfter: 1 });
+    const awaiting = (await env.events('va-1')).find((e) => e.reason === 'AwaitingVolumeDetachment');
+    expect(awaiting?.message).toBe('Awaiting deletion of bound volumeattachments (va-data)');
+    expect(await podNames('va-1')).toEqual(['tolerant']);
+    const nc = await env.client.get('NodeClaim', 'va-1');
+    expect(nc.status?.conditions?.find((c) => c.type === 'Drained')?.status).toBe('True');
+    expect(nc.status?.conditions?.find((c) => c.type === 'VolumesDetached')?.status).toBe('Unknown');
+    await env.client.delete('VolumeAttachment', 'va-data');
+    expect(await finish('va-1')).toBeLessThanOrEqual(3);
+  });
+});
