@@ -11,11 +11,12 @@
  *   (upstream: it would not really start there yet); pending pods may stay pending;
  * - new NodeClaims that hold only pending pods are not the command's (provisioning launches them anyway).
  *
- * Speed: bound pods that can matter to no pending pod's topology (no affinity/anti-affinity/spread terms select
- * them, they have no required anti-affinity and no host ports) are folded into their node's allocatable once per
- * pass, so each simulation only rebuilds a few pods per node.
+ * Speed: a bound pod only matters to a simulation when a moving pod's topology spread or (anti-)affinity selector
+ * may select it, or when it has required anti-affinity, host ports or is a DaemonSet pod. All others are folded
+ * into their node's allocatable (free capacity unchanged); the node lists are cached per selector set, so a
+ * simulation of plain pods sees nodes with almost no pods.
  */
-import type { LabelSelector, Node, Pod } from '../apis/core.ts';
+import type { LabelSelector, Pod } from '../apis/core.ts';
 import { formatResources, type Resources } from '../apis/quantity.ts';
 import { LabelNodePool } from '../apis/labels.ts';
 import { parseResources } from '../apis/quantity.ts';
@@ -39,16 +40,31 @@ export type SimulationOutcome =
   | { ok: true; newNodeClaims: NodeClaimPlan[] }
   | { ok: false; reason: string };
 
+/** A node prepared once per pass: pods that can matter to no simulation folded into its allocatable. */
+interface PreparedNode {
+  name: string;
+  dn: DisruptionNode;
+  /** Pods always shown to the scheduler (DaemonSet, required anti-affinity, host ports, malformed). */
+  keep: Pod[];
+  /** The other active pods, shown only when a moving pod's selector may select them. */
+  selectable: { pod: Pod; requests: Resources }[];
+  /** Allocatable minus the requests of every `selectable` pod; undefined when allocatable is malformed. */
+  folded: Resources | undefined;
+  uninitialized: boolean;
+}
+
 /** See the module doc. Build once per pass; {@link simulate} may be called many times. */
 export class Simulator {
   /** Simulations run so far (for budgets and benchmarks). */
   simulations = 0;
-  private readonly base: { name: string; en: ExistingNode; uninitialized: boolean }[] = [];
+  private readonly base: PreparedNode[] = [];
   private readonly deletingPods: Pod[] = [];
   private readonly pending: Pod[];
   private readonly unboundCache = new Map<Pod, Pod>();
   private readonly usage: Record<string, Resources> = {};
   private readonly capacityByNode = new Map<string, { pool: string; capacity: Resources }>();
+  /** Existing-node lists by the signature of the selectors in play (see {@link nodesFor}). */
+  private readonly nodeCache = new Map<string, ExistingNode[]>();
 
   constructor(
     private readonly input: DisruptionInput,
@@ -56,7 +72,6 @@ export class Simulator {
     excluded: ReadonlySet<string>,
   ) {
     this.pending = input.pendingPods ?? [];
-    const relevant = topologyRelevance(input);
     for (const dn of input.nodes) {
       const name = dn.node.metadata.name ?? '?';
       const deleting = nodeMarkedForDeletion(dn) || excluded.has(name);
@@ -77,11 +92,7 @@ export class Simulator {
         for (const [k, v] of Object.entries(capacity)) u[k] = (u[k] ?? 0) + v;
       }
       const c = view.candidates.get(name);
-      this.base.push({
-        name,
-        en: compactNode(dn, relevant),
-        uninitialized: pool !== undefined && c !== undefined && !c.initialized,
-      });
+      this.base.push(prepare(dn, name, pool !== undefined && c !== undefined && !c.initialized));
     }
   }
 
@@ -96,19 +107,63 @@ export class Simulator {
     return u;
   }
 
+  /**
+   * The existing nodes as the scheduler sees them when `selectors` are in play: each node's `keep` pods plus the
+   * `selectable` pods some selector may select (namespaces ignored: a superset is safe), the rest folded into
+   * allocatable. Cached by the selectors' signature.
+   */
+  private nodesFor(selectors: readonly LabelSelector[]): ExistingNode[] {
+    const sig = selectors
+      .map((x) => JSON.stringify(x))
+      .sort()
+      .join('|');
+    let hit = this.nodeCache.get(sig);
+    if (hit) return hit;
+    hit = this.base.map((b) => {
+      const shown = [...b.keep];
+      let alloc = b.folded;
+      if (alloc === undefined) {
+        shown.push(...b.selectable.map((s) => s.pod));
+      } else if (selectors.length > 0) {
+        let copied = false;
+        for (const s of b.selectable) {
+          const labels = s.pod.metadata.labels ?? {};
+          if (!selectors.some((sel) => selectorMatches(sel, labels))) continue;
+          if (!copied) {
+            alloc = { ...alloc };
+            copied = true;
+          }
+          shown.push(s.pod);
+          for (const [k, v] of Object.entries(s.requests)) alloc[k] = (alloc[k] ?? 0) + v;
+        }
+      }
+      const en: ExistingNode = { node: b.dn.node, pods: shown };
+      if (b.dn.nodeClaim) en.nodeClaim = b.dn.nodeClaim;
+      if (alloc !== undefined && b.selectable.length > 0)
+        en.node = { ...b.dn.node, status: { ...(b.dn.node.status ?? {}), allocatable: formatResources(alloc) } };
+      return en;
+    });
+    if (this.nodeCache.size >= 32) this.nodeCache.delete(this.nodeCache.keys().next().value!);
+    this.nodeCache.set(sig, hit);
+    return hit;
+  }
+
   /** Simulates removing `cands` (see the module doc). */
   simulate(cands: readonly Candidate[]): SimulationOutcome {
     this.simulations++;
     const names = new Set(cands.map((c) => c.name));
-    const existingNodes: ExistingNode[] = [];
-    const uninitialized = new Set<string>();
-    for (const b of this.base) {
-      if (names.has(b.name)) continue;
-      existingNodes.push(b.en);
-      if (b.uninitialized) uninitialized.add(b.name);
-    }
     const moving: Pod[] = [];
     for (const c of cands) for (const p of c.reschedulablePods) moving.push(this.unbound(p));
+    const pods = [...moving, ...this.deletingPods, ...this.pending];
+    const all = this.nodesFor(selectorsOf(pods));
+    const existingNodes: ExistingNode[] = [];
+    const uninitialized = new Set<string>();
+    for (let i = 0; i < this.base.length; i++) {
+      const b = this.base[i]!;
+      if (names.has(b.name)) continue;
+      existingNodes.push(all[i]!);
+      if (b.uninitialized) uninitialized.add(b.name);
+    }
     const nonPending = new Set<Pod>([...moving, ...this.deletingPods]);
     const usage: Record<string, Resources> = {};
     for (const [k, v] of Object.entries(this.usage)) usage[k] = { ...v };
@@ -119,7 +174,7 @@ export class Simulator {
       if (u) for (const [k, v] of Object.entries(cap.capacity)) u[k] = (u[k] ?? 0) - v;
     }
     const schedInput: SchedulingInput = {
-      pods: [...moving, ...this.deletingPods, ...this.pending],
+      pods,
       existingNodes,
       nodePools: this.input.nodePools,
       instanceTypes: this.input.instanceTypes,
@@ -177,81 +232,64 @@ export class PassContext {
   }
 }
 
-interface Relevance {
-  selectors: { selector: LabelSelector; namespaces?: readonly string[] }[];
-}
-
-/** Every label selector a pod's affinity, anti-affinity or topology spread uses (any pod may become pending). */
-function topologyRelevance(input: DisruptionInput): Relevance {
-  const selectors: Relevance['selectors'] = [];
+/** Every label selector the pods' topology spread, pod affinity and anti-affinity terms use. */
+function selectorsOf(pods: readonly Pod[]): LabelSelector[] {
+  const out: LabelSelector[] = [];
   const seen = new Set<string>();
   const add = (s: LabelSelector | undefined) => {
     if (!s) return;
     const k = JSON.stringify(s);
     if (seen.has(k)) return;
     seen.add(k);
-    selectors.push({ selector: s });
+    out.push(s);
   };
-  const visit = (p: Pod) => {
+  for (const p of pods) {
     const spec = p.spec;
     for (const t of spec.topologySpreadConstraints ?? []) add(t.labelSelector);
     const aff = spec.affinity;
     for (const group of [aff?.podAffinity, aff?.podAntiAffinity]) {
       if (!group) continue;
       for (const t of group.requiredDuringSchedulingIgnoredDuringExecution ?? []) add(t.labelSelector);
-      for (const w of group.preferredDuringSchedulingIgnoredDuringExecution ?? [])
-        add(w.podAffinityTerm?.labelSelector);
+      for (const w of group.preferredDuringSchedulingIgnoredDuringExecution ?? []) add(w.podAffinityTerm?.labelSelector);
     }
-  };
-  for (const p of input.pendingPods ?? []) visit(p);
-  for (const dn of input.nodes) for (const p of dn.pods) visit(p);
-  return { selectors };
-}
-
-/** True when a bound pod must stay visible to the scheduler (topology, anti-affinity, host ports, daemons). */
-function mustKeep(p: Pod, rel: Relevance): boolean {
-  if ((p.metadata.ownerReferences ?? []).some((o) => o.kind === 'DaemonSet')) return true;
-  const aff = p.spec.affinity;
-  if (aff?.podAntiAffinity || aff?.podAffinity) return true;
-  for (const c of [...(p.spec.containers ?? []), ...(p.spec.initContainers ?? [])])
-    if ((c.ports ?? []).some((port) => port.hostPort)) return true;
-  const labels = p.metadata.labels ?? {};
-  for (const s of rel.selectors) if (selectorMatches(s.selector, labels)) return true;
-  return false;
+  }
+  return out;
 }
 
 /**
- * The node as the scheduler needs it: pods that cannot matter to topology are removed and their requests taken
- * off `status.allocatable` (so the free capacity is unchanged).
+ * True when a bound pod must always be visible to the scheduler: DaemonSet pods (daemon overhead bookkeeping),
+ * pods with required anti-affinity (they repel incoming pods) and pods with host ports.
  */
-function compactNode(dn: DisruptionNode, rel: Relevance): ExistingNode {
+function alwaysKeep(p: Pod): boolean {
+  if ((p.metadata.ownerReferences ?? []).some((o) => o.kind === 'DaemonSet')) return true;
+  if (p.spec.affinity?.podAntiAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.length) return true;
+  for (const c of [...(p.spec.containers ?? []), ...(p.spec.initContainers ?? [])])
+    if ((c.ports ?? []).some((port) => port.hostPort)) return true;
+  return false;
+}
+
+/** Splits a node's pods into always-shown and selectable ones and folds the latter into allocatable. */
+function prepare(dn: DisruptionNode, name: string, uninitialized: boolean): PreparedNode {
   const keep: Pod[] = [];
-  const folded: Resources = {};
-  let any = false;
+  const selectable: PreparedNode['selectable'] = [];
   for (const p of dn.pods) {
     if (!podActive(p)) continue;
-    if (mustKeep(p, rel)) {
+    if (alwaysKeep(p)) {
       keep.push(p);
       continue;
     }
     try {
-      for (const [k, v] of Object.entries(podRequests(p))) folded[k] = (folded[k] ?? 0) + v;
-      any = true;
+      selectable.push({ pod: p, requests: podRequests(p) });
     } catch {
       keep.push(p); // let the scheduler report the malformed pod
     }
   }
-  const en: ExistingNode = { node: dn.node, pods: keep };
-  if (dn.nodeClaim) en.nodeClaim = dn.nodeClaim;
-  if (!any) return en;
-  let alloc: Resources;
+  let folded: Resources | undefined;
   try {
-    alloc = parseResources(dn.node.status?.allocatable);
+    folded = parseResources(dn.node.status?.allocatable);
+    for (const s of selectable) for (const [k, v] of Object.entries(s.requests)) folded[k] = (folded[k] ?? 0) - v;
   } catch {
-    return { ...en, pods: dn.pods };
+    folded = undefined;
   }
-  for (const [k, v] of Object.entries(folded)) alloc[k] = (alloc[k] ?? 0) - v;
-  const node: Node = { ...dn.node, status: { ...(dn.node.status ?? {}), allocatable: formatResources(alloc) } };
-  en.node = node;
-  return en;
+  return { name, dn, keep, selectable, folded, uninitialized };
 }

@@ -55,12 +55,12 @@ export class MultiNodeConsolidation implements Method {
     const left = new Map(budgets);
     const usable: Candidate[] = [];
     for (const c of [...candidates].sort(byDisruptionCost)) {
+      if (c.reschedulablePods.length === 0) continue; // emptiness owns empty nodes; they spend no budget here
       const pool = c.nodePool.metadata.name;
       if ((left.get(pool) ?? 0) <= 0) {
         notes.set(c.name, `the budget of NodePool "${pool}" allows no more Underutilized disruptions now`);
         continue;
       }
-      if (c.reschedulablePods.length === 0) continue;
       usable.push(c);
       left.set(pool, (left.get(pool) ?? 0) - 1);
     }

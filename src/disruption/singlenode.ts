@@ -141,13 +141,10 @@ export class SingleNodeConsolidation implements Method {
     const max = ctx.options.singleNodeMaxSimulations;
     let runs = 0;
     for (const c of [...candidates].sort(byDisruptionCost)) {
+      if (c.reschedulablePods.length === 0) continue; // emptiness owns empty nodes
       const pool = c.nodePool.metadata.name;
       if ((budgets.get(pool) ?? 0) <= 0) {
         notes.set(c.name, `the budget of NodePool "${pool}" allows no more Underutilized disruptions now`);
-        continue;
-      }
-      if (c.reschedulablePods.length === 0) {
-        notes.set(c.name, 'empty: left to emptiness');
         continue;
       }
       const pruned = spare.prune(c);

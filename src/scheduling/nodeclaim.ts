@@ -274,6 +274,9 @@ export class NewNodeClaim {
   seq = 0;
   /** The scheduler's id for (NodePool, requirements signature); -1 after the requirements changed. */
   reqKey = -1;
+  /** Scheduler scratch: the pod attempt for which this plan is ruled out / cannot take the pod at no extra price. */
+  skipStamp = 0;
+  noZeroStamp = 0;
   /** Allocatable of the current cheapest option minus requests (all -1 when no option is left). Cache for scans. */
   cheapLeft: Float64Array;
   /** Allocatable of the current cheapest option (zeros when none). */

@@ -266,7 +266,13 @@ export function solve(input: SchedulingInput): SchedulingResult {
   const where = new Map<PodInfo, Where>();
   const failures = new Map<PodInfo, Failure>();
   let hostnameSeq = 0;
-  const search = new PlanSearch(plans, topology, explain);
+  let minCpu = Number.POSITIVE_INFINITY;
+  let minMemory = Number.POSITIVE_INFINITY;
+  for (const p of infos) {
+    minCpu = Math.min(minCpu, p.vec[0]!);
+    minMemory = Math.min(minMemory, p.vec[1]!);
+  }
+  const search = new PlanSearch(topology, explain, minCpu, minMemory);
 
   const tryNew = (pod: PodInfo): Where | Failure => {
     for (const cap of existing) {
@@ -295,6 +301,7 @@ export function solve(input: SchedulingInput): SchedulingResult {
         hostnameSeq++;
         r.seq = plans.length;
         plans.push(r);
+        search.add(r);
         return { kind: 'new', plan: r };
       }
       const f = { code: r.code, message: `incompatible with nodepool "${pool.name}": ${r.message}` };
@@ -420,15 +427,97 @@ class PlanSearch {
   private readonly keyIds = new Map<PoolContext, Map<string, number>>();
   private fitStamp: number[] = [];
   private fitValue: (RequirementsFit | Failure | undefined)[] = [];
-  private readonly zero: NewNodeClaim[] = [];
-  private readonly zeroScore: number[] = [];
-  private readonly grow: NewNodeClaim[] = [];
+  /** NodeClaims that may still take a pod, in creation order, with their scan data in parallel typed arrays. */
+  private active: NewNodeClaim[] = [];
+  private slot = new Map<NewNodeClaim, number>();
+  private dead = 0;
+  private maxLeftCpu = new Float64Array(64);
+  private maxLeftMem = new Float64Array(64);
+  private cheapLeftCpu = new Float64Array(64);
+  private cheapLeftMem = new Float64Array(64);
+  private cheapAllocCpu = new Float64Array(64);
+  private cheapAllocMem = new Float64Array(64);
+  private price = new Float64Array(64);
+  private capped = new Uint8Array(64);
 
   constructor(
-    private readonly plans: readonly NewNodeClaim[],
     private readonly topology: Topology,
     private readonly explain: boolean,
+    /** Smallest cpu / memory request of any pod of the run: a NodeClaim with less room is retired from scans. */
+    private readonly minCpu: number,
+    private readonly minMemory: number,
   ) {}
+
+  /** Registers a newly opened NodeClaim. */
+  add(plan: NewNodeClaim): void {
+    const i = this.active.length;
+    if (i >= this.price.length) this.resize(this.price.length * 2);
+    this.active.push(plan);
+    this.slot.set(plan, i);
+    this.update(plan);
+  }
+
+  private resize(n: number): void {
+    const grow = <T extends Float64Array | Uint8Array>(a: T, make: (n: number) => T): T => {
+      const b = make(n);
+      b.set(a.subarray(0, Math.min(a.length, n)));
+      return b;
+    };
+    const f = (k: number) => new Float64Array(k);
+    this.maxLeftCpu = grow(this.maxLeftCpu, f);
+    this.maxLeftMem = grow(this.maxLeftMem, f);
+    this.cheapLeftCpu = grow(this.cheapLeftCpu, f);
+    this.cheapLeftMem = grow(this.cheapLeftMem, f);
+    this.cheapAllocCpu = grow(this.cheapAllocCpu, f);
+    this.cheapAllocMem = grow(this.cheapAllocMem, f);
+    this.price = grow(this.price, f);
+    this.capped = grow(this.capped, (k) => new Uint8Array(k));
+  }
+
+  /** Refreshes the scan data of a NodeClaim after it changed (pod added, growth capped). */
+  private update(plan: NewNodeClaim): void {
+    const i = this.slot.get(plan);
+    if (i === undefined) return;
+    this.maxLeftCpu[i] = plan.maxLeft[0]!;
+    this.maxLeftMem[i] = plan.maxLeft[1]!;
+    this.cheapLeftCpu[i] = plan.cheapLeft[0]!;
+    this.cheapLeftMem[i] = plan.cheapLeft[1]!;
+    this.cheapAllocCpu[i] = plan.cheapAlloc[0]!;
+    this.cheapAllocMem[i] = plan.cheapAlloc[1]!;
+    this.price[i] = plan.price();
+    this.capped[i] = plan.growthCapped ? 1 : 0;
+    const roomCpu = plan.growthCapped ? plan.cheapLeft[0]! : plan.maxLeft[0]!;
+    const roomMem = plan.growthCapped ? plan.cheapLeft[1]! : plan.maxLeft[1]!;
+    if (roomCpu < this.minCpu || roomMem < this.minMemory) {
+      // can never take another pod of this run: retire it (its row can no longer match any pod)
+      this.maxLeftCpu[i] = -1;
+      this.maxLeftMem[i] = -1;
+      this.slot.delete(plan);
+      this.dead++;
+      if (this.dead > 64 && this.dead * 4 > this.active.length) this.compact();
+    }
+  }
+
+  private compact(): void {
+    let j = 0;
+    for (let i = 0; i < this.active.length; i++) {
+      const plan = this.active[i]!;
+      if (!this.slot.has(plan)) continue;
+      this.active[j] = plan;
+      this.slot.set(plan, j);
+      this.maxLeftCpu[j] = this.maxLeftCpu[i]!;
+      this.maxLeftMem[j] = this.maxLeftMem[i]!;
+      this.cheapLeftCpu[j] = this.cheapLeftCpu[i]!;
+      this.cheapLeftMem[j] = this.cheapLeftMem[i]!;
+      this.cheapAllocCpu[j] = this.cheapAllocCpu[i]!;
+      this.cheapAllocMem[j] = this.cheapAllocMem[i]!;
+      this.price[j] = this.price[i]!;
+      this.capped[j] = this.capped[i]!;
+      j++;
+    }
+    this.active.length = j;
+    this.dead = 0;
+  }
 
   private keyOf(plan: NewNodeClaim): number {
     let m = this.keyIds.get(plan.pool);
@@ -462,73 +551,76 @@ class PlanSearch {
   /** Places `pod` on a planned NodeClaim (committed) and returns it, or undefined when none can take it. */
   place(pod: PodInfo, note?: (d: string) => void): NewNodeClaim | undefined {
     this.attempt++;
+    const attempt = this.attempt;
     const topology = this.topology;
     const hostnameKeyed = pod.groups.some((g) => g.key === LabelHostname) || topology.hasHostnameInverse(pod);
     const c = pod.vec[0]!;
     const m = pod.vec[1]!;
-    const zero = this.zero;
-    const zeroScore = this.zeroScore;
-    const grow = this.grow;
-    zero.length = 0;
-    zeroScore.length = 0;
-    grow.length = 0;
-    for (const plan of this.plans) {
-      const ml = plan.maxLeft;
-      if (c > ml[0]! || m > ml[1]!) continue;
-      const cl = plan.cheapLeft;
-      const fitsCheapest = c <= cl[0]! && m <= cl[1]!;
-      if (!fitsCheapest && plan.growthCapped) continue;
-      if (hostnameKeyed && topology.hostnameBlocked(pod, pod.groups, plan.hostname)) continue;
-      if ('code' in this.fitFor(plan, pod, note)) continue;
-      if (fitsCheapest) {
-        const ca = plan.cheapAlloc;
-        zero.push(plan);
-        zeroScore.push((ca[0]! > 0 ? (cl[0]! - c) / ca[0]! : 0) + (ca[1]! > 0 ? (cl[1]! - m) / ca[1]! : 0));
-      } else grow.push(plan);
-    }
-    // 1. no extra price, tightest fit first
-    while (zero.length > 0) {
-      let best = 0;
-      for (let i = 1; i < zero.length; i++) {
-        if (zeroScore[i]! < zeroScore[best]! || (zeroScore[i] === zeroScore[best] && zero[i]!.seq < zero[best]!.seq))
-          best = i;
+    const { maxLeftCpu, maxLeftMem, cheapLeftCpu, cheapLeftMem, cheapAllocCpu, cheapAllocMem, price, capped } =
+      this;
+    for (;;) {
+      // One pass: the best candidate of each kind; the expensive checks (hostname topology, requirements) only
+      // run for a NodeClaim that would beat the best so far.
+      const active = this.active;
+      const n = active.length;
+      let zero: NewNodeClaim | undefined;
+      let zeroScore = Number.POSITIVE_INFINITY;
+      let grow: NewNodeClaim | undefined;
+      let growPrice = Number.POSITIVE_INFINITY;
+      for (let i = 0; i < n; i++) {
+        if (c > maxLeftCpu[i]! || m > maxLeftMem[i]!) continue;
+        const lc = cheapLeftCpu[i]!;
+        const lm = cheapLeftMem[i]!;
+        if (c <= lc && m <= lm) {
+          const ac = cheapAllocCpu[i]!;
+          const am = cheapAllocMem[i]!;
+          const score = (ac > 0 ? (lc - c) / ac : 0) + (am > 0 ? (lm - m) / am : 0);
+          if (score >= zeroScore) continue;
+          const plan = active[i]!;
+          if (plan.skipStamp === attempt) continue;
+          if (plan.noZeroStamp !== attempt) {
+            if (!this.eligible(plan, pod, hostnameKeyed, note)) continue;
+            zero = plan;
+            zeroScore = score;
+            continue;
+          }
+        }
+        if (zero || capped[i] === 1) continue;
+        const p = price[i]!;
+        if (p >= growPrice) continue;
+        const plan = active[i]!;
+        if (plan.skipStamp === attempt || !this.eligible(plan, pod, hostnameKeyed, note)) continue;
+        grow = plan;
+        growPrice = p;
       }
-      const plan = zero[best]!;
-      zero[best] = zero[zero.length - 1]!;
-      zeroScore[best] = zeroScore[zeroScore.length - 1]!;
-      zero.pop();
-      zeroScore.pop();
+      const plan = zero ?? grow;
+      if (!plan) return undefined;
       const fit = this.fitFor(plan, pod) as RequirementsFit;
-      const r = plan.fitPod(pod, fit, this.explain, false);
+      const r = plan.fitPod(pod, fit, this.explain, zero === undefined);
       if ('need' in r) {
         plan.commit(pod, r, topology);
+        this.update(plan);
         return plan;
       }
-      if (note) note(`planned nodeclaim #${plan.seq} (${plan.pool.name}): ${r.message}`);
-      if (!plan.growthCapped) grow.push(plan);
+      if (note) note(`planned nodeclaim #${plan.seq} (${plan.pool.name})${zero ? '' : ' growing'}: ${r.message}`);
+      // failed at no extra price: it may still grow; failed growing: out for this pod
+      if (zero) plan.noZeroStamp = attempt;
+      else plan.skipStamp = attempt;
+      this.update(plan);
     }
-    // 2. grow the cheapest NodeClaim that can
-    while (grow.length > 0) {
-      let best = 0;
-      for (let i = 1; i < grow.length; i++) {
-        const a = grow[i]!;
-        const b = grow[best]!;
-        const pa = a.price();
-        const pb = b.price();
-        if (pa < pb || (pa === pb && a.seq < b.seq)) best = i;
-      }
-      const plan = grow[best]!;
-      grow[best] = grow[grow.length - 1]!;
-      grow.pop();
-      const fit = this.fitFor(plan, pod) as RequirementsFit;
-      const r = plan.fitPod(pod, fit, this.explain, true);
-      if ('need' in r) {
-        plan.commit(pod, r, topology);
-        return plan;
-      }
-      if (note) note(`planned nodeclaim #${plan.seq} (${plan.pool.name}) growing: ${r.message}`);
+  }
+
+  /** Hostname topology and the (cached) requirements part for a NodeClaim. */
+  private eligible(plan: NewNodeClaim, pod: PodInfo, hostnameKeyed: boolean, note?: (d: string) => void): boolean {
+    if (hostnameKeyed && this.topology.hostnameBlocked(pod, pod.groups, plan.hostname)) {
+      plan.skipStamp = this.attempt;
+      return false;
     }
-    return undefined;
+    if ('code' in this.fitFor(plan, pod, note)) {
+      plan.skipStamp = this.attempt;
+      return false;
+    }
+    return true;
   }
 }
 

@@ -18,9 +18,10 @@ import type { KubeObject } from '../../apis/core.ts';
 import type { NodePool } from '../../apis/karpenter.ts';
 import { TaintDisrupted } from '../../apis/labels.ts';
 import type { CloudProvider } from '../../cloudprovider/types.ts';
-import { type BudgetReason, budgetMapping } from '../../disruption/budgets.ts';
+import { budgetMapping } from '../../disruption/budgets.ts';
 import { buildClusterView } from '../../disruption/candidates.ts';
 import {
+  type BudgetReason,
   type Command,
   computeDisruption,
   type DisruptionFeatureGates,

@@ -143,6 +143,8 @@ export class KubeSchedulerStandIn extends SimController {
         const key = objectKey(p);
         this.pending.delete(key);
         this.waitingForAffinity.delete(key);
+        const assumedOn = this.assumed.get(key)?.spec.nodeName;
+        if (assumedOn) this.dirtyNodes.add(assumedOn);
         this.assumed.delete(key);
         if (p.spec.nodeName) {
           this.dirtyNodes.add(p.spec.nodeName);

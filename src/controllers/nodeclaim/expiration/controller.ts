@@ -1,0 +1,138 @@
+/**
+ * `nodeclaim.expiration`: deletes NodeClaims older than their `spec.expireAfter` (else their NodePool template's;
+ * `Never` = never), after kubernetes-sigs/karpenter v1 `pkg/controllers/nodeclaim/expiration/controller.go`:
+ * forceful — no disruption budgets, no do-not-disrupt or PDB checks at decision time (the drain is bounded by
+ * `terminationGracePeriod`). Before deleting it stamps condition `DisruptionReason=Expired` and afterwards counts
+ * `karpenter_nodeclaims_disrupted_total{reason="expired"}`. A NodeClaim not yet expired is re-checked at its expiry.
+ */
+import { tryParseDuration } from '../../../apis/duration.ts';
+import type { NodeClaim, NodePool } from '../../../apis/karpenter.ts';
+import { LabelNodePool } from '../../../apis/labels.ts';
+import type { Cache } from '../../../kube/cache.ts';
+import { isConflict, isNotFound } from '../../../kube/errors.ts';
+import { SharedInformers } from '../../../kube/informer.ts';
+import { ConditionDisruptionReason } from '../../node/termination/controller.ts';
+import { type Controller, QueueController, type ReconcileResult } from '../../runtime.ts';
+import { ConditionSet } from '../conditions.ts';
+import { NodeClaimDependents } from '../lifecycle/context.ts';
+import type { ControllerDeps } from '../lifecycle/controller.ts';
+import { lifecycleMetrics } from '../metrics.ts';
+import { capacityTypeOf, nodePoolOf } from '../util.ts';
+
+/** Options of {@link ExpirationController}. */
+export interface ExpirationOptions extends Omit<ControllerDeps, 'cloudProvider'> {
+  /** Wall-clock ms to wait for the informers' first list (default 60 000). */
+  syncTimeoutMs?: number;
+}
+
+/**
+ * When `nc` expires (ms since the epoch): creation + `spec.expireAfter` (else `nodePool`'s template value), or
+ * undefined when it never does (`Never`, unparsable, no creation time). Pure.
+ */
+export function expirationTime(nc: NodeClaim, nodePool: NodePool | undefined): number | undefined {
+  const after = nc.spec.expireAfter ?? nodePool?.spec.template.spec.expireAfter;
+  if (after === undefined) return undefined;
+  const d = tryParseDuration(after);
+  if (!d.ok || !Number.isFinite(d.seconds)) return undefined;
+  const created = Date.parse(nc.metadata.creationTimestamp ?? '');
+  return Number.isFinite(created) ? created + d.seconds * 1000 : undefined;
+}
+
+/** The expiration controller. */
+export class ExpirationController implements Controller {
+  readonly name = 'nodeclaim.expiration';
+  readonly queue: QueueController;
+  private readonly informers: SharedInformers;
+  private readonly ownInformers: boolean;
+  private nodeClaims: Cache<NodeClaim> | undefined;
+  private nodePools: Cache<NodePool> | undefined;
+
+  constructor(private readonly opts: ExpirationOptions) {
+    this.ownInformers = opts.informers === undefined;
+    this.informers = opts.informers ?? new SharedInformers(opts.client, { clock: opts.clock });
+    this.queue = new QueueController({
+      name: this.name,
+      clock: opts.clock,
+      logger: opts.logger,
+      concurrency: 5,
+      reconcile: (key) => this.reconcile(key),
+    });
+  }
+
+  async start(signal: AbortSignal): Promise<void> {
+    const ncInf = this.informers.informerFor('NodeClaim');
+    const npInf = this.informers.informerFor('NodePool');
+    this.nodeClaims = ncInf.cache;
+    this.nodePools = npInf.cache;
+    const offs = [
+      ncInf.on({
+        add: (nc) => this.queue.enqueue(nc.metadata.name as string),
+        update: (_, nc) => this.queue.enqueue(nc.metadata.name as string),
+      }),
+      npInf.on({
+        update: (_, np) => {
+          for (const nc of ncInf.cache.list())
+            if (nc.metadata.labels?.[LabelNodePool] === np.metadata.name) this.queue.enqueue(nc.metadata.name as string);
+        },
+      }),
+    ];
+    this.informers.start();
+    try {
+      await this.informers.waitForSync(this.opts.syncTimeoutMs ?? 60_000);
+      await this.queue.start(signal);
+    } catch (err) {
+      this.opts.logger.error({ controller: this.name, err: String(err) }, 'informers did not sync');
+    } finally {
+      for (const off of offs) off();
+      if (this.ownInformers) await this.informers.stop();
+    }
+  }
+
+  /** One check of NodeClaim `name` (exposed for tests): deletes it when expired, else re-checks at its expiry. */
+  async reconcile(name: string): Promise<ReconcileResult> {
+    const nc = this.nodeClaims?.get(name) ?? (await this.opts.client.tryGet('NodeClaim', name));
+    if (!nc || nc.metadata.deletionTimestamp) return {};
+    const poolName = nc.metadata.labels?.[LabelNodePool];
+    const pool = poolName
+      ? (this.nodePools?.get(poolName) ?? (await this.opts.client.tryGet('NodePool', poolName)))
+      : undefined;
+    const at = expirationTime(nc, pool);
+    if (at === undefined) return {};
+    const now = this.opts.clock.now();
+    if (now < at) return { requeueAfter: Math.min((at - now) / 1000, 24 * 3600) };
+    await this.stampExpired(name);
+    if (!(await this.opts.client.tryDelete('NodeClaim', name))) return {};
+    lifecycleMetrics(this.opts.registry).disrupted.inc({
+      reason: 'expired',
+      nodepool: nodePoolOf(nc),
+      capacity_type: capacityTypeOf(nc),
+    });
+    this.opts.logger.info(
+      { controller: this.name, nodeclaim: name, expireAfter: nc.spec.expireAfter ?? pool?.spec.template.spec.expireAfter },
+      'deleting expired nodeclaim',
+    );
+    return {};
+  }
+
+  private async stampExpired(name: string): Promise<void> {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const fresh = await this.opts.client.tryGet('NodeClaim', name);
+      if (!fresh) return;
+      const conds = new ConditionSet(fresh, NodeClaimDependents, this.opts.clock);
+      conds.setTrue(ConditionDisruptionReason, 'Expired', 'Disrupting: Expired');
+      try {
+        await this.opts.client.patchStatus(
+          'NodeClaim',
+          name,
+          undefined,
+          { metadata: { resourceVersion: fresh.metadata.resourceVersion }, status: { conditions: conds.list() } },
+          { type: 'merge' },
+        );
+        return;
+      } catch (err) {
+        if (isNotFound(err)) return;
+        if (!isConflict(err)) throw err;
+      }
+    }
+  }
+}
