@@ -5,8 +5,8 @@
  * - a full pass (`computeDisruption`: emptiness, drift, multi-node, single-node — the first command wins);
  * - multi-node consolidation alone (binary search over 100 candidates);
  * - single-node consolidation alone (first command in cost order);
- * - single-node on the cluster BEFORE the pods were removed (tightly packed: the worst case, every candidate
- *   pruned or simulated without finding a command).
+ * - single-node on the cluster BEFORE the pods were removed (tightly packed), and an exhaustive scan of all its
+ *   candidates (pruned or simulated, at most 200 simulations): the cost per simulation when nothing consolidates.
  * Target (reported, never asserted): a full pass < 5 s on 2 cores.
  *
  * Run directly: `tsx bench/disruption.ts [--json]`. `bench/main.ts` may call {@link runDisruptionBench}.
@@ -19,12 +19,17 @@ import { formatResources } from '../src/apis/quantity.ts';
 import { getInstanceTypes } from '../src/cloudprovider/aws/catalog/index.ts';
 import type { InstanceType } from '../src/cloudprovider/types.ts';
 import { NodePoolHashVersion, nodePoolHash } from '../src/controllers/nodepool/hash.ts';
-import { buildClusterView } from '../src/disruption/candidates.ts';
-import { PassContext } from '../src/disruption/context.ts';
 import { budgetMapping } from '../src/disruption/budgets.ts';
+import { buildClusterView, byDisruptionCost } from '../src/disruption/candidates.ts';
+import { computeConsolidation } from '../src/disruption/consolidation.ts';
+import { PassContext } from '../src/disruption/context.ts';
 import { computeDisruption, type DisruptionStats } from '../src/disruption/index.ts';
 import { MultiNodeConsolidation } from '../src/disruption/multinode.ts';
-import { SingleNodeConsolidation } from '../src/disruption/singlenode.ts';
+import {
+  consolidationShouldDisrupt,
+  SingleNodeConsolidation,
+  SpareCapacity,
+} from '../src/disruption/singlenode.ts';
 import type { Command, DisruptionInput, DisruptionNode, Method } from '../src/disruption/types.ts';
 import { solve } from '../src/scheduling/scheduler.ts';
 import { DEFAULT_EC2NODECLASS, DEFAULT_NODEPOOL } from '../src/simulate/input.ts';
@@ -61,7 +66,7 @@ function mulberry32(seed: number): () => number {
   };
 }
 
-const CPUS = ['100m', '250m', '500m', '750m', '1', '1500m'];
+const CPUS = ['100m', '250m', '500m', '750m', '1', '1500m', '2'];
 const MEMORIES = ['128Mi', '256Mi', '512Mi', '1Gi', '2Gi', '4Gi'];
 
 /** The bench's pod mix: 80% plain, 20% zonal topology spread over 10 apps; sizes from a seeded PRNG. */
@@ -80,11 +85,17 @@ export function makePods(count: number, seed = 7): Pod[] {
         namespace: 'default',
         uid: `uid-p-${i}`,
         labels: { app: spread ? `spread-${app}` : app },
-        ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: app, uid: `rs-${app}`, controller: true }],
+        ownerReferences: [
+          { apiVersion: 'apps/v1', kind: 'ReplicaSet', name: app, uid: `rs-${app}`, controller: true },
+        ],
       },
       spec: {
         containers: [
-          { name: 'app', image: 'registry.example/app:1', resources: { requests: { cpu: pick(CPUS), memory: pick(MEMORIES) } } },
+          {
+            name: 'app',
+            image: 'registry.example/app:1',
+            resources: { requests: { cpu: pick(CPUS), memory: pick(MEMORIES) } },
+          },
         ],
         ...(spread
           ? {
@@ -120,7 +131,13 @@ export function benchNodePool(): NodePool {
 
 /** Provisions `pods` with `solve()` and turns each NodeClaim into a running node (names `node-0001`...). */
 export function provision(pods: Pod[], np: NodePool, types: InstanceType[]): DisruptionNode[] {
-  const res = solve({ pods, existingNodes: [], nodePools: [np], instanceTypes: { [np.metadata.name]: types }, daemonSets: [] });
+  const res = solve({
+    pods,
+    existingNodes: [],
+    nodePools: [np],
+    instanceTypes: { [np.metadata.name]: types },
+    daemonSets: [],
+  });
   const hash = nodePoolHash(np);
   const created = '2025-12-31T00:00:00Z';
   return res.newNodeClaims.map((plan, i) => {
@@ -154,9 +171,15 @@ export function provision(pods: Pod[], np: NodePool, types: InstanceType[]): Dis
         name,
         labels,
         creationTimestamp: created,
-        annotations: { 'karpenter.sh/nodepool-hash': hash, 'karpenter.sh/nodepool-hash-version': NodePoolHashVersion },
+        annotations: {
+          'karpenter.sh/nodepool-hash': hash,
+          'karpenter.sh/nodepool-hash-version': NodePoolHashVersion,
+        },
       },
-      spec: { nodeClassRef: np.spec.template.spec.nodeClassRef, requirements: np.spec.template.spec.requirements },
+      spec: {
+        nodeClassRef: np.spec.template.spec.nodeClassRef,
+        requirements: np.spec.template.spec.requirements,
+      },
       status: { nodeName: name, conditions: [{ type: 'Initialized', status: 'True' }] },
     };
     const bound = plan.pods.map((p) => ({
@@ -180,15 +203,62 @@ function timeMethod(name: string, m: Method, input: DisruptionInput): Disruption
   const t0 = performance.now();
   const view = buildClusterView(input);
   const ctx = new PassContext(input, view, new Set());
-  const cands = [...view.candidates.values()].filter((c) => !c.ineligible && !c.podsBlock && !m.shouldDisrupt(c, ctx));
+  const cands = [...view.candidates.values()].filter(
+    (c) => !c.ineligible && !c.podsBlock && !m.shouldDisrupt(c, ctx),
+  );
   const budgets = budgetMapping(input.nodePools, view.poolCounts, m.reason, input.now);
   const res = m.computeCommands(ctx, budgets, cands);
   const seconds = (performance.now() - t0) / 1000;
   return { name, seconds, simulations: ctx.simulations, ...describe(res.commands[0]) };
 }
 
+/**
+ * Worst case of single-node consolidation: every candidate evaluated in cost order (as if none could be
+ * consolidated), pruned ones skipped, at most `maxSimulations` simulated.
+ */
+function scanAll(
+  input: DisruptionInput,
+  maxSimulations: number,
+): DisruptionBenchStep & { pruned: number; found: number } {
+  const t0 = performance.now();
+  const view = buildClusterView(input);
+  const ctx = new PassContext(input, view, new Set());
+  const spare = new SpareCapacity(ctx);
+  const cands = [...view.candidates.values()]
+    .filter(
+      (c) =>
+        !c.ineligible && !c.podsBlock && !consolidationShouldDisrupt(c) && c.reschedulablePods.length > 0,
+    )
+    .sort(byDisruptionCost);
+  let pruned = 0;
+  let found = 0;
+  let best: Command | undefined;
+  for (const c of cands) {
+    if (spare.prune(c)) {
+      pruned++;
+      continue;
+    }
+    if (ctx.simulations >= maxSimulations) break;
+    const out = computeConsolidation(ctx, [c], 'SingleNodeConsolidation');
+    if ('command' in out) {
+      found++;
+      if (!best || out.command.savingsUSDPerHour > best.savingsUSDPerHour) best = out.command;
+    }
+  }
+  return {
+    name: `single-node scan of all ${cands.length} candidates (packed, ≤${maxSimulations} simulations)`,
+    seconds: (performance.now() - t0) / 1000,
+    simulations: ctx.simulations,
+    pruned,
+    found,
+    ...describe(best),
+  };
+}
+
 /** Builds the cluster and times the steps (see the module doc). */
-export function runDisruptionBench(opts: { pods?: number; seed?: number } = {}): DisruptionBenchResult {
+export function runDisruptionBench(
+  opts: { pods?: number; seed?: number; scanSimulations?: number } = {},
+): DisruptionBenchResult {
   const count = opts.pods ?? 10_000;
   const t0 = performance.now();
   const np = benchNodePool();
@@ -209,7 +279,10 @@ export function runDisruptionBench(opts: { pods?: number; seed?: number } = {}):
   let clusterUSDPerHour = 0;
   for (const dn of full) {
     const it = types.find((t) => t.name === dn.node.metadata.labels!['node.kubernetes.io/instance-type'])!;
-    clusterUSDPerHour += it.offerings.find((o) => o.zone === dn.node.metadata.labels!['topology.kubernetes.io/zone'] && o.capacityType === 'on-demand')!.priceUSDPerHour;
+    clusterUSDPerHour += it.offerings.find(
+      (o) =>
+        o.zone === dn.node.metadata.labels!['topology.kubernetes.io/zone'] && o.capacityType === 'on-demand',
+    )!.priceUSDPerHour;
   }
 
   const steps: DisruptionBenchStep[] = [];
@@ -226,7 +299,12 @@ export function runDisruptionBench(opts: { pods?: number; seed?: number } = {}):
   }
   steps.push(timeMethod('multi-node only (40% removed)', new MultiNodeConsolidation(), mk(thinned)));
   steps.push(timeMethod('single-node only (40% removed)', new SingleNodeConsolidation(), mk(thinned)));
-  steps.push(timeMethod('single-node only (packed cluster, worst case)', new SingleNodeConsolidation(), mk(full)));
+  steps.push(timeMethod('single-node only (packed cluster)', new SingleNodeConsolidation(), mk(full)));
+  const scan = scanAll(mk(full), opts.scanSimulations ?? 200);
+  steps.push({
+    ...scan,
+    command: `${scan.found} of ${scan.simulations} simulated could be consolidated, ${scan.pruned} pruned; best ${scan.command}`,
+  });
   {
     const stats: DisruptionStats = { simulations: 0 };
     const t = performance.now();

@@ -44,24 +44,32 @@ export function controllerOptions(
   const o = optionsFromEnv(env, defaultOptions());
   if (flags.region) o.region = flags.region;
   if (flags.metricsPort !== undefined) o.metricsPort = portFlag(flags.metricsPort, '--metrics-port');
-  if (flags.healthProbePort !== undefined) o.healthProbePort = portFlag(flags.healthProbePort, '--health-probe-port');
+  if (flags.healthProbePort !== undefined)
+    o.healthProbePort = portFlag(flags.healthProbePort, '--health-probe-port');
   if (flags.logLevel) o.logLevel = checkLogLevel(flags.logLevel);
   if (flags.leaderElect === false) o.leaderElect = false;
-  if (flags.batchIdleDuration) o.batchIdleSeconds = parseSeconds(flags.batchIdleDuration, '--batch-idle-duration');
-  if (flags.batchMaxDuration) o.batchMaxSeconds = parseSeconds(flags.batchMaxDuration, '--batch-max-duration');
+  if (flags.batchIdleDuration)
+    o.batchIdleSeconds = parseSeconds(flags.batchIdleDuration, '--batch-idle-duration');
+  if (flags.batchMaxDuration)
+    o.batchMaxSeconds = parseSeconds(flags.batchMaxDuration, '--batch-max-duration');
   return validateOptions(o);
 }
 
 function portFlag(v: string, flag: string): number {
   const n = Number(v);
-  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new Error(`${flag}: "${v}" is not a port (0–65535; 0 = any free port)`);
+  if (!Number.isInteger(n) || n < 0 || n > 65535)
+    throw new Error(`${flag}: "${v}" is not a port (0–65535; 0 = any free port)`);
   return n;
 }
 
 /** Runs the controller until a signal; returns the exit code. Never throws. */
 export async function runController(
   flags: ControllerCommandOptions,
-  io: { stderr: (t: string) => void; env: Readonly<Record<string, string | undefined>>; signal?: AbortSignal },
+  io: {
+    stderr: (t: string) => void;
+    env: Readonly<Record<string, string | undefined>>;
+    signal?: AbortSignal;
+  },
 ): Promise<number> {
   let options: OperatorOptions;
   try {
@@ -121,6 +129,9 @@ export function registerControllerCommand(program: Command): void {
     .option('--batch-max-duration <d>', 'env BATCH_MAX_DURATION (default 10s)')
     .option('--no-leader-elect', 'run controllers without the leader Lease (env LEADER_ELECT=false)')
     .action(async (flags: ControllerCommandOptions) => {
-      process.exitCode = await runController(flags, { stderr: (t) => process.stderr.write(t), env: process.env });
+      process.exitCode = await runController(flags, {
+        stderr: (t) => process.stderr.write(t),
+        env: process.env,
+      });
     });
 }

@@ -1,12 +1,13 @@
 /**
- * `capenter simulate -f PATH... [--region R] [-o table|json] [--explain]`: reads manifests (files, folders,
- * `-` for stdin; `-f` repeatable), simulates what Karpenter would provision for the pending pods, prints the
- * plan. Exit codes: 0 success; 2 invalid input (errors on stderr; the plan for the valid objects is still
+ * `capenter simulate -f PATH... [--region R] [-o table|json] [--explain] [--disruption]`: reads manifests
+ * (files, folders, `-` for stdin; `-f` repeatable), simulates what Karpenter would provision for the pending pods,
+ * prints the plan; `--disruption` adds the first disruption pass (`simulate/disruption.ts`). Exit codes: 0 success; 2 invalid input (errors on stderr; the plan for the valid objects is still
  * printed); 1 unexpected failure. See docs/simulate.md.
  */
 import type { Command } from 'commander';
 import { loadManifestPaths, parseManifests } from '../apis/load.ts';
 import { DEFAULT_REGION, SUPPORTED_REGIONS } from '../cloudprovider/aws/catalog/index.ts';
+import { disruptionJSON, formatDisruptionTable, simulateDisruption } from '../simulate/disruption.ts';
 import type { SimulationIssue, SourcedObject } from '../simulate/input.ts';
 import { formatIssue, formatTable, toJSON } from '../simulate/output.ts';
 import { type SimulateOptions, simulate } from '../simulate/run.ts';
@@ -20,6 +21,8 @@ export interface SimulateCommandOptions {
   /** `table` (default) or `json`. */
   output?: string;
   explain?: boolean;
+  /** Also compute the first disruption pass (`--disruption`): commands and why other nodes stay. */
+  disruption?: boolean;
 }
 
 /** Where the command writes and reads; injected so tests run it in-process. */
@@ -96,10 +99,17 @@ export async function runSimulate(opts: SimulateCommandOptions, io: CommandIO): 
       { region, explain: opts.explain ?? false, ...(io.catalog ? { catalog: io.catalog } : {}) },
     );
     for (const e of result.errors) io.stderr(`${formatIssue(e)}\n`);
+    // The disruption pass reads the same objects; its input problems are the ones printed above.
+    const disruption = opts.disruption
+      ? await simulateDisruption({ objects }, { region, ...(io.catalog ? { catalog: io.catalog } : {}) })
+      : undefined;
     if (output === 'json') {
-      io.stdout(`${JSON.stringify(toJSON(result, { explain: opts.explain ?? false }), null, 2)}\n`);
+      const doc = toJSON(result, { explain: opts.explain ?? false });
+      const full = disruption ? { ...doc, disruption: disruptionJSON(disruption) } : doc;
+      io.stdout(`${JSON.stringify(full, null, 2)}\n`);
     } else {
       io.stdout(formatTable(result, { explain: opts.explain ?? false }));
+      if (disruption) io.stdout(`\n${formatDisruptionTable(disruption)}`);
     }
     return result.errors.length > 0 ? EXIT_INVALID_INPUT : EXIT_OK;
   } catch (e) {
@@ -123,13 +133,32 @@ export function registerSimulateCommand(program: Command): void {
     .option('--region <region>', 'AWS region of the catalog (types, zones, prices)', DEFAULT_REGION)
     .option('-o, --output <format>', 'output format: table or json', 'table')
     .option('--explain', 'explain every pod placement', false)
-    .action(async (o: { filename: string[]; region: string; output: string; explain: boolean }) => {
-      process.exitCode = await runSimulate(
-        { filenames: o.filename, region: o.region, output: o.output, explain: o.explain },
-        {
-          stdout: (t) => process.stdout.write(t),
-          stderr: (t) => process.stderr.write(t),
-        },
-      );
-    });
+    .option(
+      '--disruption',
+      'also compute the first disruption pass (consolidation, drift, expiration)',
+      false,
+    )
+    .action(
+      async (o: {
+        filename: string[];
+        region: string;
+        output: string;
+        explain: boolean;
+        disruption: boolean;
+      }) => {
+        process.exitCode = await runSimulate(
+          {
+            filenames: o.filename,
+            region: o.region,
+            output: o.output,
+            explain: o.explain,
+            disruption: o.disruption,
+          },
+          {
+            stdout: (t) => process.stdout.write(t),
+            stderr: (t) => process.stderr.write(t),
+          },
+        );
+      },
+    );
 }

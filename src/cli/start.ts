@@ -19,7 +19,11 @@ import type { Command } from 'commander';
 import type { KubeObject, Node, Pod } from '../apis/core.ts';
 import type { NodeClaim } from '../apis/karpenter.ts';
 import { loadManifestPaths } from '../apis/load.ts';
-import { getInstanceTypes, isSupportedRegion, SUPPORTED_REGIONS } from '../cloudprovider/aws/catalog/index.ts';
+import {
+  getInstanceTypes,
+  isSupportedRegion,
+  SUPPORTED_REGIONS,
+} from '../cloudprovider/aws/catalog/index.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { applyObjects } from '../operator/apply.ts';
 import { createLogger } from '../operator/logger.ts';
@@ -83,7 +87,11 @@ export async function readClusterView(client: KubeClient): Promise<ClusterView> 
     client.list('NodeClaim'),
     client.list('Node'),
   ]);
-  return { pods: pods.items as Pod[], nodeClaims: nodeClaims.items as NodeClaim[], nodes: nodes.items as Node[] };
+  return {
+    pods: pods.items as Pod[],
+    nodeClaims: nodeClaims.items as NodeClaim[],
+    nodes: nodes.items as Node[],
+  };
 }
 
 const isTrue = (nc: NodeClaim, t: string): boolean =>
@@ -113,11 +121,17 @@ export function priceOf(region: string, instanceType: string, zone: string, capa
 }
 
 /** Builds the summary of `view`. */
-export function summarize(view: ClusterView, region: string, kubeconfig: string, elapsedSeconds: number): StartSummary {
+export function summarize(
+  view: ClusterView,
+  region: string,
+  kubeconfig: string,
+  elapsedSeconds: number,
+): StartSummary {
   const pods = livePods(view.pods);
   const running = pods.filter((p) => p.status?.phase === 'Running');
   const podsByNode = new Map<string, number>();
-  for (const p of pods) if (p.spec?.nodeName) podsByNode.set(p.spec.nodeName, (podsByNode.get(p.spec.nodeName) ?? 0) + 1);
+  for (const p of pods)
+    if (p.spec?.nodeName) podsByNode.set(p.spec.nodeName, (podsByNode.get(p.spec.nodeName) ?? 0) + 1);
   const rows: NodeClaimSummary[] = view.nodeClaims
     .map((nc) => {
       const l = nc.metadata.labels ?? {};
@@ -180,7 +194,11 @@ export function formatSummaryTable(s: StartSummary): string {
   ]);
   rows.push(['TOTAL', '', '', '', '', s.totals.pricePerHour.toFixed(4), String(s.pods.total)]);
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (r: string[]) => r.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ').trimEnd();
+  const line = (r: string[]) =>
+    r
+      .map((c, i) => c.padEnd(widths[i] ?? 0))
+      .join('  ')
+      .trimEnd();
   const out = [line(head), ...rows.map(line)];
   out.push(
     '',
@@ -219,7 +237,9 @@ export async function runStart(flags: StartCommandOptions, io: StartIO): Promise
   }
   const region = flags.region ?? 'us-east-1';
   if (!isSupportedRegion(region)) {
-    io.stderr(`error: --region "${region}" has no embedded catalog; use one of ${SUPPORTED_REGIONS.join(', ')}\n`);
+    io.stderr(
+      `error: --region "${region}" has no embedded catalog; use one of ${SUPPORTED_REGIONS.join(', ')}\n`,
+    );
     return 2;
   }
   const timeout = flags.timeout === undefined ? 120 : Number(flags.timeout);
@@ -260,10 +280,13 @@ export async function runStart(flags: StartCommandOptions, io: StartIO): Promise
     sim = await startSimulatedCluster({
       port,
       kubeconfigPath,
-      onError: (err, where) => logger.debug({ where, err: String(err) }, 'simulated cluster error (retrying)'),
+      onError: (err, where) =>
+        logger.debug({ where, err: String(err) }, 'simulated cluster error (retrying)'),
     });
     io.stderr(`capenter: embedded cluster at ${sim.apiServer.url}\n`);
-    io.stderr(`capenter: kubeconfig ${kubeconfigPath}  (try: kubectl --kubeconfig ${kubeconfigPath} get nodeclaims -w)\n`);
+    io.stderr(
+      `capenter: kubeconfig ${kubeconfigPath}  (try: kubectl --kubeconfig ${kubeconfigPath} get nodeclaims -w)\n`,
+    );
     const options = { ...embeddedOptions(), region, logLevel };
     if (flags.metricsPort !== undefined) options.metricsPort = Number(flags.metricsPort);
     op = createOperator({ kubeconfig: sim.kubeconfig, logger, options });
@@ -279,7 +302,9 @@ export async function runStart(flags: StartCommandOptions, io: StartIO): Promise
     io.stderr(
       `capenter: applied ${applied.length - failed.length} object(s) from ${paths.join(', ')}` +
         (Object.keys(loaded.unknownKinds).length > 0
-          ? ` (ignored kinds: ${Object.entries(loaded.unknownKinds).map(([k, n]) => `${k}×${n}`).join(', ')})`
+          ? ` (ignored kinds: ${Object.entries(loaded.unknownKinds)
+              .map(([k, n]) => `${k}×${n}`)
+              .join(', ')})`
           : '') +
         '\n',
     );
@@ -287,7 +312,6 @@ export async function runStart(flags: StartCommandOptions, io: StartIO): Promise
     let lastLine = '';
     let printed = false;
     let summary: StartSummary | undefined;
-    let stableSince: number | undefined;
     while (!ac.signal.aborted) {
       await new Promise((r) => setTimeout(r, io.progressIntervalMs ?? 1000));
       if (ac.signal.aborted) break;
@@ -299,17 +323,17 @@ export async function runStart(flags: StartCommandOptions, io: StartIO): Promise
         io.stderr(`${line}\n`);
         lastLine = sans;
       }
-      // Settled: every pod Running and nothing changed for one more interval (in-flight NodeClaims done too).
+      // Settled: every pod Running and no NodeClaim still in flight.
       const inFlight = summary.nodeClaims.some((r) => r.state !== 'Initialized');
       if (summary.settled && !inFlight && summary.pods.total > 0) {
-        stableSince ??= performance.now();
         if (!printed) {
-          io.stdout(output === 'json' ? `${JSON.stringify(summary, null, 2)}\n` : formatSummaryTable(summary));
+          io.stdout(
+            output === 'json' ? `${JSON.stringify(summary, null, 2)}\n` : formatSummaryTable(summary),
+          );
           printed = true;
           if (flags.exitWhenSettled) break;
         }
       } else {
-        stableSince = undefined;
         if (printed && !summary.settled) printed = false;
       }
       if (flags.exitWhenSettled && performance.now() > deadline) {
@@ -337,8 +361,14 @@ export async function runStart(flags: StartCommandOptions, io: StartIO): Promise
 export function registerStartCommand(program: Command): void {
   program
     .command('start')
-    .description('start a simulated cluster with the capenter controller, apply manifests and watch it provision')
-    .option('-f, --filename <path>', 'manifest file or folder (repeatable; default: examples/microservices-demo)', (v: string, prev: string[] = []) => [...prev, v])
+    .description(
+      'start a simulated cluster with the capenter controller, apply manifests and watch it provision',
+    )
+    .option(
+      '-f, --filename <path>',
+      'manifest file or folder (repeatable; default: examples/microservices-demo)',
+      (v: string, prev: string[] = []) => [...prev, v],
+    )
     .option('--port <n>', 'API server port (default: any free port)')
     .option('--kubeconfig-out <path>', 'where to write the kubeconfig (default: a temporary file)')
     .option('--exit-when-settled', 'exit 0 once every pod is Running (1 on --timeout)')

@@ -52,7 +52,11 @@ describe('budget schedules (cron, UTC)', () => {
 
 describe('allowedDisruptions by reason', () => {
   const np = pool('p', {
-    budgets: [{ nodes: '20%' }, { nodes: '0', reasons: ['Drifted'] }, { nodes: '1', reasons: ['Empty', 'Underutilized'] }],
+    budgets: [
+      { nodes: '20%' },
+      { nodes: '0', reasons: ['Drifted'] },
+      { nodes: '1', reasons: ['Empty', 'Underutilized'] },
+    ],
   });
   it('takes the minimum of the budgets that apply to the reason', () => {
     expect(allowedDisruptions(np, 20, 'Drifted', 0)).toBe(0);

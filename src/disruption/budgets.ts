@@ -9,8 +9,8 @@
  * - minus the NodePool's nodes already disrupting (NotReady or marked for deletion), never below 0.
  */
 import { CronExpressionParser } from 'cron-parser';
-import type { Budget, NodePool } from '../apis/karpenter.ts';
 import { tryParseDuration } from '../apis/duration.ts';
+import type { Budget, NodePool } from '../apis/karpenter.ts';
 import type { BudgetReason } from './types.ts';
 
 /** "Unlimited" (upstream uses MaxInt32). */
@@ -22,11 +22,15 @@ export function budgetActive(budget: Budget, nowMs: number): { active: boolean; 
   if (budget.schedule === undefined || budget.duration === undefined)
     return { active: false, error: 'budget needs both schedule and duration' };
   const d = tryParseDuration(budget.duration);
-  if (!d.ok || !Number.isFinite(d.seconds)) return { active: false, error: `duration: ${d.ok ? 'Never' : d.message}` };
+  if (!d.ok || !Number.isFinite(d.seconds))
+    return { active: false, error: `duration: ${d.ok ? 'Never' : d.message}` };
   try {
     // Walk back `duration` from now; active when the next hit after that point is not after now.
     const checkpoint = nowMs - d.seconds * 1000;
-    const expr = CronExpressionParser.parse(budget.schedule, { currentDate: new Date(checkpoint), tz: 'UTC' });
+    const expr = CronExpressionParser.parse(budget.schedule, {
+      currentDate: new Date(checkpoint),
+      tz: 'UTC',
+    });
     const next = expr.next().getTime();
     return { active: next <= nowMs };
   } catch (e) {

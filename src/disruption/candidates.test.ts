@@ -20,7 +20,10 @@ describe('buildClusterView', () => {
   it('a do-not-disrupt pod blocks; DaemonSet pods are not reschedulable', () => {
     const v = buildClusterView(
       input([
-        node('n1', [pod('a', { annotations: { 'karpenter.sh/do-not-disrupt': 'true' } }), pod('ds', { ownerKind: 'DaemonSet' })]),
+        node('n1', [
+          pod('a', { annotations: { 'karpenter.sh/do-not-disrupt': 'true' } }),
+          pod('ds', { ownerKind: 'DaemonSet' }),
+        ]),
       ]),
     );
     const c = v.candidates.get('n1')!;
@@ -47,7 +50,11 @@ describe('buildClusterView', () => {
 describe('consolidatableState', () => {
   it('waits consolidateAfter from the last pod event', () => {
     const np = pool('default', { after: '30s' });
-    const dn = node('n1', [], { pool: np, created: '2025-12-31T00:00:00Z', lastPodEventTime: '2025-12-31T23:59:40Z' });
+    const dn = node('n1', [], {
+      pool: np,
+      created: '2025-12-31T00:00:00Z',
+      lastPodEventTime: '2025-12-31T23:59:40Z',
+    });
     const s = consolidatableState(dn.nodeClaim!, dn.node, np, NOW);
     expect(s).toEqual({
       consolidatable: false,

@@ -28,7 +28,7 @@ import {
 import type { InstanceType } from '../cloudprovider/types.ts';
 import type { PoolCounts } from './budgets.ts';
 import { disruptionCost, parseTime } from './cost.ts';
-import { driftReason } from './drift-reason.ts';
+import { driftMemo, driftReason } from './drift-reason.ts';
 import { pdbBlocks, type ResolvedPDB, resolvePDBs } from './pdb.ts';
 import type { Candidate, DisruptionInput, DisruptionNode } from './types.ts';
 
@@ -66,7 +66,9 @@ export function nodeMarkedForDeletion(dn: DisruptionNode): boolean {
     dn.markedForDeletion === true ||
     !!dn.node.metadata.deletionTimestamp ||
     !!dn.nodeClaim?.metadata.deletionTimestamp ||
-    (dn.node.spec?.taints ?? []).some((t) => t.key === TaintDisrupted.key && t.effect === TaintDisrupted.effect)
+    (dn.node.spec?.taints ?? []).some(
+      (t) => t.key === TaintDisrupted.key && t.effect === TaintDisrupted.effect,
+    )
   );
 }
 
@@ -113,8 +115,12 @@ export function consolidatableState(
     parseTime(nc.metadata.creationTimestamp) ??
     parseTime(node.metadata.creationTimestamp);
   if (base === undefined) {
-    if (d.seconds === 0 || condition(nc, 'Consolidatable')?.status === 'True') return { consolidatable: true };
-    return { consolidatable: false, reason: `consolidateAfter ${after} has not elapsed (no pod event time known)` };
+    if (d.seconds === 0 || condition(nc, 'Consolidatable')?.status === 'True')
+      return { consolidatable: true };
+    return {
+      consolidatable: false,
+      reason: `consolidateAfter ${after} has not elapsed (no pod event time known)`,
+    };
   }
   const elapsed = (nowMs - base) / 1000;
   if (elapsed >= d.seconds) return { consolidatable: true };
@@ -151,6 +157,7 @@ export function buildClusterView(input: DisruptionInput): ClusterView {
     return m;
   };
 
+  const memo = driftMemo();
   const candidates = new Map<string, Candidate>();
   const notManaged = new Map<string, string>();
   const poolCounts = new Map<string, PoolCounts>();
@@ -241,7 +248,7 @@ export function buildClusterView(input: DisruptionInput): ClusterView {
     if (cons.reason) c.notConsolidatableReason = cons.reason;
     if (ineligible) c.ineligible = ineligible;
     if (podsBlock) c.podsBlock = podsBlock;
-    const drift = driftReason(dn, nodePool, input.instanceTypes[poolName], instanceType);
+    const drift = driftReason(dn, nodePool, input.instanceTypes[poolName], instanceType, memo);
     if (drift) c.driftReason = drift;
     candidates.set(name, c);
   }

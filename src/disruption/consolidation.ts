@@ -20,7 +20,13 @@
  * `options.flexibleOnDemandReplacements` for upstream behaviour.
  */
 import type { NodeSelectorRequirementWithMinValues } from '../apis/karpenter.ts';
-import { CapacityTypeOnDemand, CapacityTypeReserved, CapacityTypeSpot, LabelCapacityType, LabelInstanceType } from '../apis/labels.ts';
+import {
+  CapacityTypeOnDemand,
+  CapacityTypeReserved,
+  CapacityTypeSpot,
+  LabelCapacityType,
+  LabelInstanceType,
+} from '../apis/labels.ts';
 import type { InstanceType } from '../cloudprovider/types.ts';
 import { cheapestOffering, minValuesShortfall } from '../scheduling/instancetypes.ts';
 import { Requirement, Requirements } from '../scheduling/requirements.ts';
@@ -66,12 +72,20 @@ export function worstLaunchPrice(it: InstanceType, reqs: Requirements): number {
 }
 
 /** Upstream `filterByPrice`: options whose {@link worstLaunchPrice} is below `price`, in their order. */
-export function filterByPrice(options: readonly InstanceType[], reqs: Requirements, price: number): InstanceType[] {
+export function filterByPrice(
+  options: readonly InstanceType[],
+  reqs: Requirements,
+  price: number,
+): InstanceType[] {
   return options.filter((it) => worstLaunchPrice(it, reqs) < price);
 }
 
 /** Rebuilds a plan with `options` (price-ordered) and `reqs`; undefined when no option can launch. */
-export function withOptions(plan: NodeClaimPlan, options: InstanceType[], reqs: Requirements): NodeClaimPlan | undefined {
+export function withOptions(
+  plan: NodeClaimPlan,
+  options: InstanceType[],
+  reqs: Requirements,
+): NodeClaimPlan | undefined {
   const r = reqs.clone();
   r.delete(LabelInstanceType);
   r.add(
@@ -83,13 +97,15 @@ export function withOptions(plan: NodeClaimPlan, options: InstanceType[], reqs: 
   let cheapest: NodeClaimPlan['cheapest'] | undefined;
   for (const it of options) {
     const o = cheapestOffering(it.offerings, r);
-    if (o && (!cheapest || o.priceUSDPerHour < cheapest.offering.priceUSDPerHour)) cheapest = { instanceType: it, offering: o };
+    if (o && (!cheapest || o.priceUSDPerHour < cheapest.offering.priceUSDPerHour))
+      cheapest = { instanceType: it, offering: o };
   }
   if (!cheapest) return undefined;
   const sorted = [...options].sort(
     (a, b) =>
       (cheapestOffering(a.offerings, r)?.priceUSDPerHour ?? Number.POSITIVE_INFINITY) -
-        (cheapestOffering(b.offerings, r)?.priceUSDPerHour ?? Number.POSITIVE_INFINITY) || (a.name < b.name ? -1 : 1),
+        (cheapestOffering(b.offerings, r)?.priceUSDPerHour ?? Number.POSITIVE_INFINITY) ||
+      (a.name < b.name ? -1 : 1),
   );
   return { ...plan, requirements: r.toNodeSelector(), instanceTypeOptions: sorted, cheapest };
 }
@@ -152,9 +168,13 @@ export function computeConsolidation(
   if (!sim.ok) return { reason: sim.reason };
   const base = { reason: 'Underutilized' as const, method, candidates: [...cands] };
   if (sim.newNodeClaims.length === 0)
-    return { command: { ...base, decision: 'delete', replacements: [], savingsUSDPerHour: savings(cands, []) } };
+    return {
+      command: { ...base, decision: 'delete', replacements: [], savingsUSDPerHour: savings(cands, []) },
+    };
   if (sim.newNodeClaims.length > 1)
-    return { reason: `its pods would need ${sim.newNodeClaims.length} new NodeClaims (at most 1 may replace it)` };
+    return {
+      reason: `its pods would need ${sim.newNodeClaims.length} new NodeClaims (at most 1 may replace it)`,
+    };
   const plan = sim.newNodeClaims[0]!;
   const reqs = planRequirements(plan);
   const ct = reqs.get(LabelCapacityType);
@@ -176,7 +196,12 @@ export function computeConsolidation(
     const replacement = withOptions(plan, truncate(options, spotReqs, MIN_SPOT_TO_SPOT_TYPES), spotReqs);
     if (!replacement) return { reason: 'no available spot offering for the replacement' };
     return {
-      command: { ...base, decision: 'replace', replacements: [replacement], savingsUSDPerHour: savings(cands, [replacement]) },
+      command: {
+        ...base,
+        decision: 'replace',
+        replacements: [replacement],
+        savingsUSDPerHour: savings(cands, [replacement]),
+      },
     };
   }
 
@@ -191,12 +216,17 @@ export function computeConsolidation(
   const mv = minValuesShortfall(options, reqs);
   if (mv) return { reason: mv };
   const finalReqs = reqs.clone();
-  if (ct && ct.has(CapacityTypeSpot) && ct.has(CapacityTypeOnDemand))
+  if (ct?.has(CapacityTypeSpot) && ct.has(CapacityTypeOnDemand))
     finalReqs.add(Requirement.in(LabelCapacityType, [CapacityTypeSpot]));
   let replacement = withOptions(plan, options, finalReqs);
   if (!replacement) return { reason: 'no available offering for the replacement' };
   replacement = narrowReplacement(replacement, ctx);
   return {
-    command: { ...base, decision: 'replace', replacements: [replacement], savingsUSDPerHour: savings(cands, [replacement]) },
+    command: {
+      ...base,
+      decision: 'replace',
+      replacements: [replacement],
+      savingsUSDPerHour: savings(cands, [replacement]),
+    },
   };
 }

@@ -13,18 +13,24 @@
  *
  * Speed: a bound pod only matters to a simulation when a moving pod's topology spread or (anti-)affinity selector
  * may select it, or when it has required anti-affinity, host ports or is a DaemonSet pod. All others are folded
- * into their node's allocatable (free capacity unchanged); the node lists are cached per selector set, so a
- * simulation of plain pods sees nodes with almost no pods.
+ * into their node's allocatable (free capacity unchanged), and node labels no moving pod, DaemonSet or the
+ * scheduler reads are dropped; the node lists are cached per (selectors, label keys) signature, so a simulation of
+ * plain pods sees small nodes with almost no pods.
  */
 import type { LabelSelector, Pod } from '../apis/core.ts';
-import { formatResources, type Resources } from '../apis/quantity.ts';
 import { LabelNodePool } from '../apis/labels.ts';
-import { parseResources } from '../apis/quantity.ts';
+import { formatResources, parseResources, type Resources } from '../apis/quantity.ts';
+import { selectorMatches } from '../scheduling/labelselector.ts';
 import { podRequests } from '../scheduling/resources.ts';
 import { solve } from '../scheduling/scheduler.ts';
-import { selectorMatches } from '../scheduling/labelselector.ts';
-import type { ExistingNode, NodeClaimPlan, SchedulingInput } from '../scheduling/types.ts';
-import { type ClusterView, nodeMarkedForDeletion, podActive, podName, podReschedulable } from './candidates.ts';
+import type { ExistingNode, NodeClaimPlan, Placement, SchedulingInput } from '../scheduling/types.ts';
+import {
+  type ClusterView,
+  nodeMarkedForDeletion,
+  podActive,
+  podName,
+  podReschedulable,
+} from './candidates.ts';
 import type { Candidate, DisruptionInput, DisruptionNode } from './types.ts';
 
 /** Options with defaults applied. */
@@ -37,7 +43,13 @@ export interface ResolvedOptions {
 
 /** Outcome of one scheduling simulation. */
 export type SimulationOutcome =
-  | { ok: true; newNodeClaims: NodeClaimPlan[] }
+  | {
+      ok: true;
+      /** NodeClaims holding at least one moving pod. */
+      newNodeClaims: NodeClaimPlan[];
+      /** Where each moving pod went. */
+      placements: Placement[];
+    }
   | { ok: false; reason: string };
 
 /** A node prepared once per pass: pods that can matter to no simulation folded into its allocatable. */
@@ -63,8 +75,10 @@ export class Simulator {
   private readonly unboundCache = new Map<Pod, Pod>();
   private readonly usage: Record<string, Resources> = {};
   private readonly capacityByNode = new Map<string, { pool: string; capacity: Resources }>();
-  /** Existing-node lists by the signature of the selectors in play (see {@link nodesFor}). */
+  /** Existing-node lists by the signature of the selectors and label keys in play (see {@link nodesFor}). */
   private readonly nodeCache = new Map<string, ExistingNode[]>();
+  /** Nodes with only their always-kept pods, by label-key signature (reused by every selector set). */
+  private readonly plainCache = new Map<string, ExistingNode[]>();
 
   constructor(
     private readonly input: DisruptionInput,
@@ -88,7 +102,8 @@ export class Simulator {
           // malformed capacity: the node does not count towards limits
         }
         this.capacityByNode.set(name, { pool, capacity });
-        const u = (this.usage[pool] ??= {});
+        const u = this.usage[pool] ?? {};
+        this.usage[pool] = u;
         for (const [k, v] of Object.entries(capacity)) u[k] = (u[k] ?? 0) + v;
       }
       const c = view.candidates.get(name);
@@ -107,45 +122,96 @@ export class Simulator {
     return u;
   }
 
+  /** Per selector (JSON): base node index → indices of its `selectable` pods the selector matches. */
+  private readonly matchCache = new Map<string, Map<number, number[]>>();
+  /** Label keys every simulation needs (fixed set, DaemonSets, always-kept pods' anti-affinity). */
+  private baseKeys: Set<string> | undefined;
+
+  private matches(key: string, sel: LabelSelector): Map<number, number[]> {
+    let m = this.matchCache.get(key);
+    if (m) return m;
+    m = new Map();
+    for (let i = 0; i < this.base.length; i++) {
+      const sel2 = this.base[i]!.selectable;
+      let hits: number[] | undefined;
+      for (let j = 0; j < sel2.length; j++) {
+        if (!selectorMatches(sel, sel2[j]!.pod.metadata.labels ?? {})) continue;
+        if (!hits) hits = [];
+        hits.push(j);
+      }
+      if (hits) m.set(i, hits);
+    }
+    this.matchCache.set(key, m);
+    return m;
+  }
+
+  private fixedKeys(): Set<string> {
+    if (this.baseKeys) return this.baseKeys;
+    const keys = new Set(ALWAYS_LABELS);
+    for (const ds of this.input.daemonSets) addPodSpecKeys(ds.spec?.template?.spec, keys);
+    for (const b of this.base) for (const p of b.keep) addPodSpecKeys(p.spec, keys);
+    this.baseKeys = keys;
+    return keys;
+  }
+
   /**
-   * The existing nodes as the scheduler sees them when `selectors` are in play: each node's `keep` pods plus the
-   * `selectable` pods some selector may select (namespaces ignored: a superset is safe), the rest folded into
-   * allocatable. Cached by the selectors' signature.
+   * The existing nodes as the scheduler sees them for the moving `pods`: each node's `keep` pods plus the
+   * `selectable` pods some moving pod's selector may select (namespaces ignored: a superset is safe), the rest
+   * folded into allocatable; node labels cut down to the keys any of these pods, the DaemonSets or the scheduler
+   * look at (a pod's requirements can only be decided by the keys it names). Cached per signature.
    */
-  private nodesFor(selectors: readonly LabelSelector[]): ExistingNode[] {
-    const sig = selectors
-      .map((x) => JSON.stringify(x))
-      .sort()
-      .join('|');
+  private nodesFor(pods: readonly Pod[]): ExistingNode[] {
+    const selectors = selectorsOf(pods);
+    const keys = new Set(this.fixedKeys());
+    for (const p of pods) addPodSpecKeys(p.spec, keys);
+    const selKeys = selectors.map((x) => JSON.stringify(x)).sort();
+    const sig = `${[...keys].sort().join(',')}#${selKeys.join('|')}`;
     let hit = this.nodeCache.get(sig);
     if (hit) return hit;
-    hit = this.base.map((b) => {
+    const maps = selectors.map((sel) => this.matches(JSON.stringify(sel), sel));
+    const keySig = [...keys].sort().join(',');
+    let plain = this.plainCache.get(keySig);
+    if (!plain) {
+      plain = this.base.map((b) => this.build(b, keys, b.keep, b.folded ?? undefined));
+      this.plainCache.set(keySig, plain);
+    }
+    hit = this.base.map((b, i) => {
+      if (b.folded === undefined)
+        return this.build(b, keys, [...b.keep, ...b.selectable.map((x) => x.pod)], undefined);
+      const picked = new Set<number>();
+      for (const m of maps) for (const j of m.get(i) ?? []) picked.add(j);
+      if (picked.size === 0) return plain[i]!;
+      const alloc = { ...b.folded };
       const shown = [...b.keep];
-      let alloc = b.folded;
-      if (alloc === undefined) {
-        shown.push(...b.selectable.map((s) => s.pod));
-      } else if (selectors.length > 0) {
-        let copied = false;
-        for (const s of b.selectable) {
-          const labels = s.pod.metadata.labels ?? {};
-          if (!selectors.some((sel) => selectorMatches(sel, labels))) continue;
-          if (!copied) {
-            alloc = { ...alloc };
-            copied = true;
-          }
-          shown.push(s.pod);
-          for (const [k, v] of Object.entries(s.requests)) alloc[k] = (alloc[k] ?? 0) + v;
-        }
+      for (const j of [...picked].sort((x, y) => x - y)) {
+        const sp = b.selectable[j]!;
+        shown.push(sp.pod);
+        for (const [k, v] of Object.entries(sp.requests)) alloc[k] = (alloc[k] ?? 0) + v;
       }
-      const en: ExistingNode = { node: b.dn.node, pods: shown };
-      if (b.dn.nodeClaim) en.nodeClaim = b.dn.nodeClaim;
-      if (alloc !== undefined && b.selectable.length > 0)
-        en.node = { ...b.dn.node, status: { ...(b.dn.node.status ?? {}), allocatable: formatResources(alloc) } };
-      return en;
+      return this.build(b, keys, shown, alloc);
     });
     if (this.nodeCache.size >= 32) this.nodeCache.delete(this.nodeCache.keys().next().value!);
     this.nodeCache.set(sig, hit);
     return hit;
+  }
+
+  /** One existing node for the scheduler: `pods` shown, labels cut to `keys`, allocatable `alloc` when given. */
+  private build(
+    b: PreparedNode,
+    keys: ReadonlySet<string>,
+    pods: Pod[],
+    alloc: Resources | undefined,
+  ): ExistingNode {
+    const labels: Record<string, string> = {};
+    for (const [k, v] of Object.entries(b.dn.node.metadata.labels ?? {})) if (keys.has(k)) labels[k] = v;
+    const status = { ...(b.dn.node.status ?? {}) };
+    if (alloc !== undefined && b.selectable.length > 0) status.allocatable = formatResources(alloc);
+    const en: ExistingNode = {
+      node: { ...b.dn.node, metadata: { ...b.dn.node.metadata, labels }, status },
+      pods,
+    };
+    if (b.dn.nodeClaim) en.nodeClaim = b.dn.nodeClaim;
+    return en;
   }
 
   /** Simulates removing `cands` (see the module doc). */
@@ -155,7 +221,7 @@ export class Simulator {
     const moving: Pod[] = [];
     for (const c of cands) for (const p of c.reschedulablePods) moving.push(this.unbound(p));
     const pods = [...moving, ...this.deletingPods, ...this.pending];
-    const all = this.nodesFor(selectorsOf(pods));
+    const all = this.nodesFor(pods);
     const existingNodes: ExistingNode[] = [];
     const uninitialized = new Set<string>();
     for (let i = 0; i < this.base.length; i++) {
@@ -184,7 +250,8 @@ export class Simulator {
     };
     const res = solve(schedInput);
     for (const u of res.unschedulable) {
-      if (nonPending.has(u.pod)) return { ok: false, reason: `pod ${podName(u.pod)} would not schedule: ${u.message}` };
+      if (nonPending.has(u.pod))
+        return { ok: false, reason: `pod ${podName(u.pod)} would not schedule: ${u.message}` };
     }
     for (const p of res.placements) {
       if (p.target.kind === 'existing' && uninitialized.has(p.target.node) && nonPending.has(p.pod))
@@ -194,7 +261,7 @@ export class Simulator {
         };
     }
     const newNodeClaims = res.newNodeClaims.filter((nc) => nc.pods.some((p) => nonPending.has(p)));
-    return { ok: true, newNodeClaims };
+    return { ok: true, newNodeClaims, placements: res.placements.filter((p) => nonPending.has(p.pod)) };
   }
 }
 
@@ -214,7 +281,7 @@ export class PassContext {
     const o = input.options ?? {};
     this.options = {
       multiNodeMaxCandidates: o.multiNodeMaxCandidates ?? 100,
-      singleNodeMaxSimulations: o.singleNodeMaxSimulations ?? 500,
+      singleNodeMaxSimulations: o.singleNodeMaxSimulations ?? 200,
       flexibleOnDemandReplacements: o.flexibleOnDemandReplacements ?? false,
       spotToSpotConsolidation: input.featureGates?.spotToSpotConsolidation ?? false,
     };
@@ -229,6 +296,37 @@ export class PassContext {
   /** Simulations run in this pass so far. */
   get simulations(): number {
     return this.sim?.simulations ?? 0;
+  }
+}
+
+/** Node labels the scheduler itself reads on existing nodes. */
+const ALWAYS_LABELS = [
+  'kubernetes.io/hostname',
+  'topology.kubernetes.io/zone',
+  'topology.kubernetes.io/region',
+  'karpenter.sh/nodepool',
+  'karpenter.sh/initialized',
+  'karpenter.sh/registered',
+  'karpenter.sh/capacity-type',
+  'node.kubernetes.io/instance-type',
+  'kubernetes.io/arch',
+  'kubernetes.io/os',
+];
+
+/** Adds every node label key a pod spec can look at (node selector, node affinity, topology keys). */
+function addPodSpecKeys(spec: Pod['spec'] | undefined, keys: Set<string>): void {
+  if (!spec) return;
+  for (const k of Object.keys(spec.nodeSelector ?? {})) keys.add(k);
+  const na = spec.affinity?.nodeAffinity;
+  for (const t of na?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms ?? [])
+    for (const e of t.matchExpressions ?? []) keys.add(e.key);
+  for (const w of na?.preferredDuringSchedulingIgnoredDuringExecution ?? [])
+    for (const e of w.preference?.matchExpressions ?? []) keys.add(e.key);
+  for (const t of spec.topologySpreadConstraints ?? []) keys.add(t.topologyKey);
+  for (const group of [spec.affinity?.podAffinity, spec.affinity?.podAntiAffinity]) {
+    for (const t of group?.requiredDuringSchedulingIgnoredDuringExecution ?? []) keys.add(t.topologyKey);
+    for (const w of group?.preferredDuringSchedulingIgnoredDuringExecution ?? [])
+      keys.add(w.podAffinityTerm.topologyKey);
   }
 }
 
@@ -250,7 +348,8 @@ function selectorsOf(pods: readonly Pod[]): LabelSelector[] {
     for (const group of [aff?.podAffinity, aff?.podAntiAffinity]) {
       if (!group) continue;
       for (const t of group.requiredDuringSchedulingIgnoredDuringExecution ?? []) add(t.labelSelector);
-      for (const w of group.preferredDuringSchedulingIgnoredDuringExecution ?? []) add(w.podAffinityTerm?.labelSelector);
+      for (const w of group.preferredDuringSchedulingIgnoredDuringExecution ?? [])
+        add(w.podAffinityTerm?.labelSelector);
     }
   }
   return out;
@@ -287,7 +386,8 @@ function prepare(dn: DisruptionNode, name: string, uninitialized: boolean): Prep
   let folded: Resources | undefined;
   try {
     folded = parseResources(dn.node.status?.allocatable);
-    for (const s of selectable) for (const [k, v] of Object.entries(s.requests)) folded[k] = (folded[k] ?? 0) - v;
+    for (const s of selectable)
+      for (const [k, v] of Object.entries(s.requests)) folded[k] = (folded[k] ?? 0) - v;
   } catch {
     folded = undefined;
   }

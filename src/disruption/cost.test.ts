@@ -7,14 +7,24 @@ describe('evictionCost', () => {
     expect(evictionCost(pod('a'))).toBe(1);
   });
   it('adds pod-deletion-cost / 2^27 and priority / 2^25', () => {
-    expect(evictionCost(pod('a', { annotations: { 'controller.kubernetes.io/pod-deletion-cost': String(2 ** 27) } }))).toBe(2);
+    expect(
+      evictionCost(
+        pod('a', { annotations: { 'controller.kubernetes.io/pod-deletion-cost': String(2 ** 27) } }),
+      ),
+    ).toBe(2);
     expect(evictionCost(pod('a', { priority: 2 ** 25 }))).toBe(2);
     expect(evictionCost(pod('a', { priority: -(2 ** 26) }))).toBe(-1);
   });
   it('clamps to [-10, 10] and ignores malformed annotations', () => {
     expect(evictionCost(pod('a', { priority: 1_000_000_000 }))).toBe(10);
-    expect(evictionCost(pod('a', { annotations: { 'controller.kubernetes.io/pod-deletion-cost': '-2147483647' } }))).toBe(-10);
-    expect(evictionCost(pod('a', { annotations: { 'controller.kubernetes.io/pod-deletion-cost': 'x' } }))).toBe(1);
+    expect(
+      evictionCost(
+        pod('a', { annotations: { 'controller.kubernetes.io/pod-deletion-cost': '-2147483647' } }),
+      ),
+    ).toBe(-10);
+    expect(
+      evictionCost(pod('a', { annotations: { 'controller.kubernetes.io/pod-deletion-cost': 'x' } })),
+    ).toBe(1);
   });
 });
 

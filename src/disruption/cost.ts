@@ -4,8 +4,8 @@
  * Candidates are ranked by this cost, cheapest to disrupt first.
  */
 import type { Pod } from '../apis/core.ts';
-import type { NodeClaim } from '../apis/karpenter.ts';
 import { tryParseDuration } from '../apis/duration.ts';
+import type { NodeClaim } from '../apis/karpenter.ts';
 
 /** Annotation Kubernetes uses to rank pods for deletion (ReplicaSet scale-down); higher = costlier to evict. */
 export const AnnotationPodDeletionCost = 'controller.kubernetes.io/pod-deletion-cost';

@@ -18,8 +18,23 @@ import { NodePoolHashVersion, nodePoolHash } from '../controllers/nodepool/hash.
 import { Requirements } from '../scheduling/requirements.ts';
 import type { DisruptionNode } from './types.ts';
 
+/** Per-pass memo of NodePool hashes and parsed requirements (both are pure functions of the NodePool). */
+export interface DriftMemo {
+  hash: Map<NodePool, string>;
+  requirements: Map<NodePool, Requirements | null>;
+}
+
+/** A fresh {@link DriftMemo}. */
+export function driftMemo(): DriftMemo {
+  return { hash: new Map(), requirements: new Map() };
+}
+
 /** Static (hash) drift: `NodePoolDrifted` or undefined (see the module doc, step 2). */
-export function staticDrift(dn: DisruptionNode, nodePool: NodePool): string | undefined {
+export function staticDrift(
+  dn: DisruptionNode,
+  nodePool: NodePool,
+  memo: DriftMemo = driftMemo(),
+): string | undefined {
   const a = dn.nodeClaim?.metadata.annotations ?? {};
   const claimHash = a[AnnotationNodePoolHash];
   const claimVersion = a[AnnotationNodePoolHashVersion];
@@ -27,7 +42,12 @@ export function staticDrift(dn: DisruptionNode, nodePool: NodePool): string | un
   const pa = nodePool.metadata.annotations ?? {};
   const poolVersion = pa[AnnotationNodePoolHashVersion] ?? NodePoolHashVersion;
   if (poolVersion !== claimVersion) return undefined;
-  const poolHash = poolVersion === NodePoolHashVersion ? nodePoolHash(nodePool) : pa[AnnotationNodePoolHash];
+  let current = memo.hash.get(nodePool);
+  if (current === undefined && poolVersion === NodePoolHashVersion) {
+    current = nodePoolHash(nodePool);
+    memo.hash.set(nodePool, current);
+  }
+  const poolHash = poolVersion === NodePoolHashVersion ? current : pa[AnnotationNodePoolHash];
   if (poolHash === undefined) return undefined;
   return poolHash !== claimHash ? 'NodePoolDrifted' : undefined;
 }
@@ -36,13 +56,18 @@ export function staticDrift(dn: DisruptionNode, nodePool: NodePool): string | un
 export function requirementsDrift(
   labels: Readonly<Record<string, string>>,
   nodePool: NodePool,
+  memo: DriftMemo = driftMemo(),
 ): string | undefined {
-  let reqs: Requirements;
-  try {
-    reqs = Requirements.fromNodeSelector(nodePool.spec.template.spec.requirements ?? []);
-  } catch {
-    return undefined;
+  let reqs = memo.requirements.get(nodePool);
+  if (reqs === undefined) {
+    try {
+      reqs = Requirements.fromNodeSelector(nodePool.spec.template.spec.requirements ?? []);
+    } catch {
+      reqs = null; // malformed requirements are reported by validation, not as drift
+    }
+    memo.requirements.set(nodePool, reqs);
   }
+  if (reqs === null) return undefined;
   return Requirements.fromLabels(labels).compatible(reqs);
 }
 
@@ -52,18 +77,19 @@ export function driftReason(
   nodePool: NodePool,
   poolTypes: readonly InstanceType[] | undefined,
   instanceType: InstanceType | undefined,
+  memo: DriftMemo = driftMemo(),
 ): string | undefined {
   const nc = dn.nodeClaim;
   const cond = (nc?.status?.conditions ?? []).find((c) => c.type === 'Drifted');
   if (cond?.status === 'True') return cond.reason || 'Drifted';
-  const s = staticDrift(dn, nodePool);
+  const s = staticDrift(dn, nodePool, memo);
   if (s) return s;
   const labels = {
     ...(instanceType?.labels ?? {}),
     ...(nc?.metadata.labels ?? {}),
     ...(dn.node.metadata.labels ?? {}),
   };
-  if (requirementsDrift(labels, nodePool)) return 'RequirementsDrifted';
+  if (requirementsDrift(labels, nodePool, memo)) return 'RequirementsDrifted';
   const typeName = labels[LabelInstanceType];
   if (poolTypes && (!instanceType || instanceType.offerings.length === 0) && typeName !== undefined)
     return 'InstanceTypeNotFound';

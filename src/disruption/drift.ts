@@ -7,8 +7,8 @@
  * not stop it (the drain is bounded by that period).
  */
 import { byDisruptionCost } from './candidates.ts';
-import type { PassContext } from './context.ts';
 import { narrowReplacement, savings } from './consolidation.ts';
+import type { PassContext } from './context.ts';
 import type { Candidate, Method, MethodResult } from './types.ts';
 
 /** The drift method. */
@@ -30,7 +30,10 @@ export class Drift implements Method {
       if (c.reschedulablePods.length > 0) continue;
       const pool = c.nodePool.metadata.name;
       if ((left.get(pool) ?? 0) <= 0) {
-        notes.set(c.name, `drifted (${c.driftReason}), but the budget of NodePool "${pool}" allows no more Drifted disruptions now`);
+        notes.set(
+          c.name,
+          `drifted (${c.driftReason}), but the budget of NodePool "${pool}" allows no more Drifted disruptions now`,
+        );
         continue;
       }
       empty.push(c);
@@ -53,7 +56,10 @@ export class Drift implements Method {
     for (const c of sorted) {
       const pool = c.nodePool.metadata.name;
       if ((budgets.get(pool) ?? 0) <= 0) {
-        notes.set(c.name, `drifted (${c.driftReason}), but the budget of NodePool "${pool}" allows no more Drifted disruptions now`);
+        notes.set(
+          c.name,
+          `drifted (${c.driftReason}), but the budget of NodePool "${pool}" allows no more Drifted disruptions now`,
+        );
         continue;
       }
       const sim = ctx.simulator().simulate([c]);

@@ -2,15 +2,24 @@ import { describe, expect, it } from 'vitest';
 import { computeDisruption } from './index.ts';
 import { input, node, pod, pool } from './testing.ts';
 
-const names = (r: ReturnType<typeof computeDisruption>) => r.commands.map((c) => c.candidates.map((x) => x.name).sort());
+const names = (r: ReturnType<typeof computeDisruption>) =>
+  r.commands.map((c) => c.candidates.map((x) => x.name).sort());
 
 describe('emptiness', () => {
   it('deletes every empty node in one command, within the Empty budget', () => {
     const np = pool('default', { budgets: [{ nodes: '2' }] });
     const r = computeDisruption(
-      input([node('e1', [], { pool: np }), node('e2', [], { pool: np }), node('e3', [], { pool: np }), node('busy', [pod('a', { cpu: '3' })], { pool: np })], {
-        nodePools: [np],
-      }),
+      input(
+        [
+          node('e1', [], { pool: np }),
+          node('e2', [], { pool: np }),
+          node('e3', [], { pool: np }),
+          node('busy', [pod('a', { cpu: '3' })], { pool: np }),
+        ],
+        {
+          nodePools: [np],
+        },
+      ),
     );
     expect(r.commands).toHaveLength(1);
     expect(r.commands[0]!.decision).toBe('delete');
@@ -23,16 +32,24 @@ describe('emptiness', () => {
   });
   it('runs with WhenEmpty and ignores DaemonSet pods', () => {
     const np = pool('default', { policy: 'WhenEmpty' });
-    const r = computeDisruption(input([node('e1', [pod('ds', { ownerKind: 'DaemonSet' })], { pool: np })], { nodePools: [np] }));
+    const r = computeDisruption(
+      input([node('e1', [pod('ds', { ownerKind: 'DaemonSet' })], { pool: np })], { nodePools: [np] }),
+    );
     expect(names(r)).toEqual([['e1']]);
   });
   it('waits for consolidateAfter and never runs with Never', () => {
     const np = pool('default', { after: '30s' });
-    const r = computeDisruption(input([node('e1', [], { pool: np, created: '2025-12-31T23:59:50Z' })], { nodePools: [np] }));
+    const r = computeDisruption(
+      input([node('e1', [], { pool: np, created: '2025-12-31T23:59:50Z' })], { nodePools: [np] }),
+    );
     expect(r.commands).toEqual([]);
-    expect(r.blocked[0]!.reason).toBe('consolidateAfter 30s has not elapsed since the last pod event (10s ago)');
+    expect(r.blocked[0]!.reason).toBe(
+      'consolidateAfter 30s has not elapsed since the last pod event (10s ago)',
+    );
     const never = pool('default', { after: 'Never' });
-    const r2 = computeDisruption(input([node('e1', [], { pool: never, created: '2025-12-20T00:00:00Z' })], { nodePools: [never] }));
+    const r2 = computeDisruption(
+      input([node('e1', [], { pool: never, created: '2025-12-20T00:00:00Z' })], { nodePools: [never] }),
+    );
     expect(r2.commands).toEqual([]);
   });
   it('a budget of 0 for Empty blocks while other reasons stay open', () => {

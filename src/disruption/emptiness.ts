@@ -4,8 +4,8 @@
  * allows (cheapest disruption cost first). Runs for both consolidation policies; not with `consolidateAfter: Never`.
  */
 import { byDisruptionCost } from './candidates.ts';
-import type { PassContext } from './context.ts';
 import { savings } from './consolidation.ts';
+import type { PassContext } from './context.ts';
 import type { Candidate, Method, MethodResult } from './types.ts';
 
 /** The emptiness method. */
@@ -27,7 +27,10 @@ export class Emptiness implements Method {
     for (const c of [...candidates].sort(byDisruptionCost)) {
       const pool = c.nodePool.metadata.name;
       if ((left.get(pool) ?? 0) <= 0) {
-        notes.set(c.name, `empty, but the disruption budget of NodePool "${pool}" allows no more Empty disruptions now`);
+        notes.set(
+          c.name,
+          `empty, but the disruption budget of NodePool "${pool}" allows no more Empty disruptions now`,
+        );
         continue;
       }
       empty.push(c);

@@ -26,7 +26,9 @@ describe('expiration', () => {
         node('pool', [pod('c')], { created: '2025-11-01T00:00:00Z' }), // pool() template: 720h
       ]),
     );
-    expect(r.commands.filter((c) => c.reason === 'Expired').map((c) => c.candidates[0]!.name)).toEqual(['pool']);
+    expect(r.commands.filter((c) => c.reason === 'Expired').map((c) => c.candidates[0]!.name)).toEqual([
+      'pool',
+    ]);
   });
   it('an expired node takes no pods in the same pass', () => {
     const r = computeDisruption(

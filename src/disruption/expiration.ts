@@ -5,9 +5,9 @@
  * `delete` commands with reason `Expired`, one per node, oldest first.
  */
 import { tryParseDuration } from '../apis/duration.ts';
+import { savings } from './consolidation.ts';
 import { parseTime } from './cost.ts';
 import type { Candidate, Command } from './types.ts';
-import { savings } from './consolidation.ts';
 
 /** When `c` expires (ms since the epoch), or undefined when it never does or its age is unknown. */
 export function expiresAt(c: Candidate): number | undefined {
@@ -15,7 +15,8 @@ export function expiresAt(c: Candidate): number | undefined {
   if (after === undefined) return undefined;
   const d = tryParseDuration(after);
   if (!d.ok || !Number.isFinite(d.seconds)) return undefined;
-  const created = parseTime(c.nodeClaim.metadata.creationTimestamp) ?? parseTime(c.node.metadata.creationTimestamp);
+  const created =
+    parseTime(c.nodeClaim.metadata.creationTimestamp) ?? parseTime(c.node.metadata.creationTimestamp);
   if (created === undefined) return undefined;
   return created + d.seconds * 1000;
 }

@@ -11,7 +11,9 @@ describe('computeDisruption', () => {
   const under = () => node('under', [pod('u', { cpu: '500m' })], { type: 'm5.2xlarge' });
 
   it('runs the methods in upstream order: emptiness, drift, consolidation', () => {
-    expect(first(computeDisruption(input([under(), drifted(), empty()])))).toEqual(['Emptiness:delete:empty']);
+    expect(first(computeDisruption(input([under(), drifted(), empty()])))).toEqual([
+      'Emptiness:delete:empty',
+    ]);
     expect(first(computeDisruption(input([under(), drifted()])))).toEqual(['Drift:delete:drifted']);
     expect(first(computeDisruption(input([under()])))).toEqual(['SingleNodeConsolidation:replace:under']);
   });
@@ -29,7 +31,8 @@ describe('computeDisruption', () => {
     expect(r.blocked).toEqual([
       {
         node: 'empty',
-        reason: 'Emptiness: empty, but the disruption budget of NodePool "default" allows no more Empty disruptions now',
+        reason:
+          'Emptiness: empty, but the disruption budget of NodePool "default" allows no more Empty disruptions now',
       },
       { node: 'going', reason: 'node is being disrupted or deleted' },
     ]);
@@ -38,13 +41,17 @@ describe('computeDisruption', () => {
     const np = pool('default', { budgets: [{ nodes: '1' }] });
     const sick = node('sick', [pod('s')], { pool: np });
     sick.node.status!.conditions = [{ type: 'Ready', status: 'False' }];
-    expect(computeDisruption(input([sick, node('empty', [], { pool: np })], { nodePools: [np] })).commands).toEqual([]);
+    expect(
+      computeDisruption(input([sick, node('empty', [], { pool: np })], { nodePools: [np] })).commands,
+    ).toEqual([]);
   });
   it('lists unmanaged nodes and pending pods do not block', () => {
     const unmanaged = node('u1', [pod('x')]);
     delete unmanaged.node.metadata.labels!['karpenter.sh/nodepool'];
     const r = computeDisruption(input([unmanaged, empty()], { pendingPods: [] }));
     expect(first(r)).toEqual(['Emptiness:delete:empty']);
-    expect(r.blocked).toEqual([{ node: 'u1', reason: 'not managed by Karpenter (no karpenter.sh/nodepool label)' }]);
+    expect(r.blocked).toEqual([
+      { node: 'u1', reason: 'not managed by Karpenter (no karpenter.sh/nodepool label)' },
+    ]);
   });
 });

@@ -19,8 +19,8 @@ import { MultiNodeConsolidation } from './multinode.ts';
 import { SingleNodeConsolidation } from './singlenode.ts';
 import type { BlockedNode, Candidate, Command, DisruptionInput, DisruptionResult, Method } from './types.ts';
 
-export type * from './types.ts';
 export { PassContext } from './context.ts';
+export type * from './types.ts';
 
 /** The methods in upstream's order. */
 export function defaultMethods(): Method[] {
@@ -39,7 +39,8 @@ export interface DisruptionStats {
 function blockFor(c: Candidate, m: Method): string | undefined {
   if (c.ineligible) return c.ineligible;
   if (c.podsBlock) {
-    const tgp = c.nodeClaim.spec.terminationGracePeriod ?? c.nodePool.spec.template.spec.terminationGracePeriod;
+    const tgp =
+      c.nodeClaim.spec.terminationGracePeriod ?? c.nodePool.spec.template.spec.terminationGracePeriod;
     if (!(m.class === 'eventual' && tgp !== undefined)) return c.podsBlock;
   }
   return undefined;
@@ -81,7 +82,8 @@ export function computeDisruption(input: DisruptionInput, stats?: DisruptionStat
     }
     chosen = res.commands[0];
     if (chosen) {
-      for (const c of cands) remember(c.name, `not evaluated: ${chosen.method} chose a command first this pass`);
+      for (const c of cands)
+        remember(c.name, `not evaluated: ${chosen.method} chose a command first this pass`);
       break;
     }
   }
@@ -97,8 +99,7 @@ export function computeDisruption(input: DisruptionInput, stats?: DisruptionStat
     const name = dn.node.metadata.name ?? '?';
     if (disrupted.has(name)) continue;
     const c = view.candidates.get(name);
-    const reason =
-      view.notManaged.get(name) ?? c?.ineligible ?? why.get(name) ?? fallbackReason(c, chosen);
+    const reason = view.notManaged.get(name) ?? c?.ineligible ?? why.get(name) ?? fallbackReason(c, chosen);
     blocked.push({ node: name, reason });
   }
   blocked.sort((a, b) => (a.node < b.node ? -1 : a.node > b.node ? 1 : 0));

@@ -32,7 +32,10 @@ describe('multi-node consolidation', () => {
   });
   it('two half-empty m5.xlarge merge into one: the other is deleted (replacing both by an m5.xlarge is refused)', () => {
     const r = computeDisruption(
-      input([node('a', [pod('p1', { cpu: '1500m', memory: '4Gi' })]), node('b', [pod('p2', { cpu: '1500m', memory: '4Gi' })])]),
+      input([
+        node('a', [pod('p1', { cpu: '1500m', memory: '4Gi' })]),
+        node('b', [pod('p2', { cpu: '1500m', memory: '4Gi' })]),
+      ]),
     );
     // Multi-node: both → one new m5.xlarge, filtered out by filterOutSameType (an m5.xlarge is being removed);
     // single-node then deletes one of them, its pod moving to the other.
@@ -51,16 +54,26 @@ describe('multi-node consolidation', () => {
       input([
         node('a', [pod('p1', { cpu: '250m' })]),
         node('b', [pod('p2', { cpu: '250m' })]),
-        node('big', [pod('p3', { cpu: '1', priority: 1_000_000 }), pod('p4', { cpu: '1', priority: 1_000_000 })], { type: 'm5.2xlarge' }),
+        node(
+          'big',
+          [pod('p3', { cpu: '1', priority: 1_000_000 }), pod('p4', { cpu: '1', priority: 1_000_000 })],
+          { type: 'm5.2xlarge' },
+        ),
       ]),
       stats,
     );
     expect(summary(r)).toEqual([
-      { decision: 'delete', method: 'MultiNodeConsolidation', candidates: ['a', 'b'], replacements: [], savings: 0.384 },
+      {
+        decision: 'delete',
+        method: 'MultiNodeConsolidation',
+        candidates: ['a', 'b'],
+        replacements: [],
+        savings: 0.384,
+      },
     ]);
     expect(stats.simulations).toBeGreaterThan(0);
   });
-  it('spends each NodePool\'s Underutilized budget in cost order', () => {
+  it("spends each NodePool's Underutilized budget in cost order", () => {
     const np = pool('default', { budgets: [{ nodes: '1' }] });
     const r = computeDisruption(
       input(

@@ -7,22 +7,29 @@
  * the candidates' own instance types, only options cheaper than the cheapest such candidate are kept (else deleting
  * the other candidates alone would be the better move).
  */
-import { byDisruptionCost } from './candidates.ts';
-import type { PassContext } from './context.ts';
-import { computeConsolidation, savings, withOptions } from './consolidation.ts';
-import { Requirements } from '../scheduling/requirements.ts';
+
 import { cheapestOffering } from '../scheduling/instancetypes.ts';
+import { Requirements } from '../scheduling/requirements.ts';
 import type { NodeClaimPlan } from '../scheduling/types.ts';
+import { byDisruptionCost } from './candidates.ts';
+import { computeConsolidation, savings, withOptions } from './consolidation.ts';
+import type { PassContext } from './context.ts';
 import { consolidationShouldDisrupt } from './singlenode.ts';
 import type { Candidate, Command, Method, MethodResult } from './types.ts';
 
 /** Upstream `filterOutSameType` (see the module doc); returns the surviving plan or undefined. */
-export function filterOutSameType(plan: NodeClaimPlan, cands: readonly Candidate[]): NodeClaimPlan | undefined {
+export function filterOutSameType(
+  plan: NodeClaimPlan,
+  cands: readonly Candidate[],
+): NodeClaimPlan | undefined {
   const priceByType = new Map<string, number>();
   for (const c of cands) {
     if (!c.instanceType || c.priceUSDPerHour === undefined) continue;
     const cur = priceByType.get(c.instanceType.name);
-    priceByType.set(c.instanceType.name, cur === undefined ? c.priceUSDPerHour : Math.min(cur, c.priceUSDPerHour));
+    priceByType.set(
+      c.instanceType.name,
+      cur === undefined ? c.priceUSDPerHour : Math.min(cur, c.priceUSDPerHour),
+    );
   }
   let max = Number.POSITIVE_INFINITY;
   for (const it of plan.instanceTypeOptions) {

@@ -57,7 +57,8 @@ export function computeDisruptionsAllowed(pdb: PodDisruptionBudget, pods: readon
     if (podHealthy(p) && !p.metadata.deletionTimestamp) healthy++;
   }
   let desired = 0;
-  if (pdb.spec?.maxUnavailable !== undefined) desired = Math.max(0, expected - scaled(pdb.spec.maxUnavailable, expected));
+  if (pdb.spec?.maxUnavailable !== undefined)
+    desired = Math.max(0, expected - scaled(pdb.spec.maxUnavailable, expected));
   else if (pdb.spec?.minAvailable !== undefined) desired = scaled(pdb.spec.minAvailable, expected);
   return Math.max(0, healthy - desired);
 }

@@ -6,7 +6,8 @@ import { computeDisruption, type DisruptionStats } from './index.ts';
 import { SpareCapacity } from './singlenode.ts';
 import { input, node, pod, pool } from './testing.ts';
 
-const big = (pods = [pod('a', { cpu: '500m', memory: '1Gi' })], o = {}) => node('big', pods, { type: 'm5.2xlarge', ...o });
+const big = (pods = [pod('a', { cpu: '500m', memory: '1Gi' })], o = {}) =>
+  node('big', pods, { type: 'm5.2xlarge', ...o });
 
 describe('single-node consolidation', () => {
   it('replaces an underutilized m5.2xlarge with an m5.large ($0.384 → $0.096)', () => {
@@ -19,10 +20,15 @@ describe('single-node consolidation', () => {
   });
   it('keeps every cheaper type with flexibleOnDemandReplacements (upstream)', () => {
     const r = computeDisruption(input([big()], { options: { flexibleOnDemandReplacements: true } }));
-    expect(r.commands[0]!.replacements[0]!.instanceTypeOptions.map((t) => t.name)).toEqual(['m5.large', 'm5.xlarge']);
+    expect(r.commands[0]!.replacements[0]!.instanceTypeOptions.map((t) => t.name)).toEqual([
+      'm5.large',
+      'm5.xlarge',
+    ]);
   });
   it('no command when no cheaper type holds the pods', () => {
-    const r = computeDisruption(input([node('n', [pod('a', { cpu: '1500m', memory: '1Gi' })], { type: 'm5.large' })]));
+    const r = computeDisruption(
+      input([node('n', [pod('a', { cpu: '1500m', memory: '1Gi' })], { type: 'm5.large' })]),
+    );
     expect(r.commands).toEqual([]);
     expect(r.blocked[0]!.reason).toMatch(/^SingleNodeConsolidation: cannot be consolidated: /);
   });
@@ -30,24 +36,34 @@ describe('single-node consolidation', () => {
     const np = pool('default', { policy: 'WhenEmpty' });
     const r = computeDisruption(input([big(undefined, { pool: np })], { nodePools: [np] }));
     expect(r.commands).toEqual([]);
-    expect(r.blocked).toEqual([{ node: 'big', reason: 'consolidationPolicy is WhenEmpty and the node is not empty' }]);
+    expect(r.blocked).toEqual([
+      { node: 'big', reason: 'consolidationPolicy is WhenEmpty and the node is not empty' },
+    ]);
   });
   it('consolidateAfter 30s not yet elapsed → no command; Never → no consolidation', () => {
     const np = pool('default', { after: '30s' });
-    const r = computeDisruption(input([big(undefined, { pool: np, created: '2025-12-31T23:59:45Z' })], { nodePools: [np] }));
+    const r = computeDisruption(
+      input([big(undefined, { pool: np, created: '2025-12-31T23:59:45Z' })], { nodePools: [np] }),
+    );
     expect(r.commands).toEqual([]);
-    expect(r.blocked[0]!.reason).toBe('consolidateAfter 30s has not elapsed since the last pod event (15s ago)');
+    expect(r.blocked[0]!.reason).toBe(
+      'consolidateAfter 30s has not elapsed since the last pod event (15s ago)',
+    );
     const later = computeDisruption(
       input([big(undefined, { pool: np, created: '2025-12-31T23:59:15Z' })], { nodePools: [np] }),
     );
     expect(later.commands[0]!.decision).toBe('replace');
     const never = pool('default', { after: 'Never' });
-    const r2 = computeDisruption(input([big(undefined, { pool: never, created: '2025-12-20T00:00:00Z' })], { nodePools: [never] }));
+    const r2 = computeDisruption(
+      input([big(undefined, { pool: never, created: '2025-12-20T00:00:00Z' })], { nodePools: [never] }),
+    );
     expect(r2.commands).toEqual([]);
     expect(r2.blocked[0]!.reason).toBe('consolidateAfter is Never');
   });
   it('a do-not-disrupt pod blocks', () => {
-    const r = computeDisruption(input([big([pod('a', { annotations: { 'karpenter.sh/do-not-disrupt': 'true' } })])]));
+    const r = computeDisruption(
+      input([big([pod('a', { annotations: { 'karpenter.sh/do-not-disrupt': 'true' } })])]),
+    );
     expect(r.commands).toEqual([]);
     expect(r.blocked[0]!.reason).toBe('pod default/a is annotated karpenter.sh/do-not-disrupt');
   });
@@ -67,11 +83,17 @@ describe('single-node consolidation', () => {
   });
   it('spot-to-spot needs the feature gate and 15 cheaper types', () => {
     const np = pool('default', { capacityTypes: ['spot'], families: ['m5', 'c5', 'r5'] });
-    const spotBig = node('big', [pod('a', { cpu: '500m', memory: '1Gi' })], { type: 'r5.4xlarge', capacityType: 'spot', pool: np });
+    const spotBig = node('big', [pod('a', { cpu: '500m', memory: '1Gi' })], {
+      type: 'r5.4xlarge',
+      capacityType: 'spot',
+      pool: np,
+    });
     const off = computeDisruption(input([spotBig], { nodePools: [np] }));
     expect(off.commands).toEqual([]);
     expect(off.blocked[0]!.reason).toContain('SpotToSpotConsolidation feature gate');
-    const on = computeDisruption(input([spotBig], { nodePools: [np], featureGates: { spotToSpotConsolidation: true } }));
+    const on = computeDisruption(
+      input([spotBig], { nodePools: [np], featureGates: { spotToSpotConsolidation: true } }),
+    );
     expect(on.commands).toEqual([]);
     // 11 of the 12 m5/c5/r5 types are cheaper than r5.4xlarge spot: fewer than 15
     expect(on.blocked[0]!.reason).toContain('needs 15 cheaper instance types, found 11');
@@ -96,8 +118,16 @@ describe('single-node consolidation', () => {
     const np = pool('default', { budgets: [{ nodes: '1' }] });
     const large = (n: string, cpu: string, memory: string) =>
       node(n, [pod(`${n}-p`, { cpu, memory })], { type: 'm5.large', pool: np });
-    const nodes = [large('a', '1', '2Gi'), large('a2', '1', '2Gi'), large('x', '500m', '6500Mi'), large('y', '1500m', '1Gi')];
-    const r = computeDisruption(input(nodes, { nodePools: [np], options: { singleNodeMaxSimulations: 1 } }), stats);
+    const nodes = [
+      large('a', '1', '2Gi'),
+      large('a2', '1', '2Gi'),
+      large('x', '500m', '6500Mi'),
+      large('y', '1500m', '1Gi'),
+    ];
+    const r = computeDisruption(
+      input(nodes, { nodePools: [np], options: { singleNodeMaxSimulations: 1 } }),
+      stats,
+    );
     expect(r.commands).toEqual([]);
     expect(stats.simulations).toBe(1);
     const reasons = Object.fromEntries(r.blocked.map((b) => [b.node, b.reason]));
@@ -110,12 +140,22 @@ describe('single-node consolidation', () => {
     expect(reasons.x).toMatch(/cannot be consolidated: its pods need at least/);
   });
   it('prunes candidates whose pods cannot fit elsewhere nor on a cheaper type', () => {
-    const inp = input([node('a', [pod('pa', { cpu: '1800m', memory: '6Gi' })], { type: 'm5.large' }), node('b', [pod('pb', { cpu: '1800m' })], { type: 'm5.large' })]);
+    const inp = input([
+      node('a', [pod('pa', { cpu: '1800m', memory: '6Gi' })], { type: 'm5.large' }),
+      node('b', [pod('pb', { cpu: '1800m' })], { type: 'm5.large' }),
+    ]);
     const view = buildClusterView(inp);
     const spare = new SpareCapacity(new PassContext(inp, view, new Set()));
-    expect(spare.prune(view.candidates.get('a')!)).toMatch(/no instance type cheaper than \$0.096\/h holds that/);
-    const roomy = input([node('a', [pod('pa', { cpu: '1' })], { type: 'm5.large' }), node('b', [], { type: 'm5.2xlarge' })]);
+    expect(spare.prune(view.candidates.get('a')!)).toMatch(
+      /no instance type cheaper than \$0.096\/h holds that/,
+    );
+    const roomy = input([
+      node('a', [pod('pa', { cpu: '1' })], { type: 'm5.large' }),
+      node('b', [], { type: 'm5.2xlarge' }),
+    ]);
     const v2 = buildClusterView(roomy);
-    expect(new SpareCapacity(new PassContext(roomy, v2, new Set())).prune(v2.candidates.get('a')!)).toBeUndefined();
+    expect(
+      new SpareCapacity(new PassContext(roomy, v2, new Set())).prune(v2.candidates.get('a')!),
+    ).toBeUndefined();
   });
 });

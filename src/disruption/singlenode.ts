@@ -15,8 +15,8 @@ import { nodeClaimTemplateRequirements } from '../scheduling/nodeclaimtemplate.t
 import type { Requirements } from '../scheduling/requirements.ts';
 import { podRequests } from '../scheduling/resources.ts';
 import { byDisruptionCost } from './candidates.ts';
-import type { PassContext } from './context.ts';
 import { computeConsolidation } from './consolidation.ts';
+import type { PassContext } from './context.ts';
 import type { Candidate, Method, MethodResult } from './types.ts';
 
 /** Upstream consolidation `ShouldDisrupt`: policy, `consolidateAfter`, consolidatable, price known. */
@@ -24,7 +24,7 @@ export function consolidationShouldDisrupt(c: Candidate): string | undefined {
   const policy = c.nodePool.spec.disruption?.consolidationPolicy ?? 'WhenEmptyOrUnderutilized';
   if (policy === 'WhenEmpty') return 'consolidationPolicy is WhenEmpty (only empty nodes are consolidated)';
   if (!c.consolidatable) return c.notConsolidatableReason ?? 'not consolidatable yet';
-  if (!c.instanceType) return 'instance type not found in its NodePool\'s catalog';
+  if (!c.instanceType) return "instance type not found in its NodePool's catalog";
   if (c.priceUSDPerHour === undefined) return 'no offering price for its zone and capacity type';
   return undefined;
 }
@@ -153,7 +153,10 @@ export class SingleNodeConsolidation implements Method {
         continue;
       }
       if (runs >= max) {
-        notes.set(c.name, `not evaluated: single-node consolidation reached its limit of ${max} simulations this pass`);
+        notes.set(
+          c.name,
+          `not evaluated: single-node consolidation reached its limit of ${max} simulations this pass`,
+        );
         continue;
       }
       runs++;

@@ -18,7 +18,13 @@ export const CATALOG: InstanceType[] = smallCatalog();
 /** A NodePool of m5 on-demand types with the given disruption settings (defaults: underutilized, 0s, 100%). */
 export function pool(
   name = 'default',
-  d: { policy?: 'WhenEmpty' | 'WhenEmptyOrUnderutilized'; after?: string; budgets?: Budget[]; capacityTypes?: string[]; families?: string[] } = {},
+  d: {
+    policy?: 'WhenEmpty' | 'WhenEmptyOrUnderutilized';
+    after?: string;
+    budgets?: Budget[];
+    capacityTypes?: string[];
+    families?: string[];
+  } = {},
 ): NodePool {
   const np = makeNodePool(name, {
     requirements: [
@@ -69,7 +75,10 @@ export function node(name: string, pods: Pod[] = [], o: NodeOptions = {}): Disru
     metadata: {
       name,
       labels,
-      annotations: { [AnnotationNodePoolHash]: nodePoolHash(np), [AnnotationNodePoolHashVersion]: NodePoolHashVersion },
+      annotations: {
+        [AnnotationNodePoolHash]: nodePoolHash(np),
+        [AnnotationNodePoolHashVersion]: NodePoolHashVersion,
+      },
       ...(o.created ? { creationTimestamp: o.created } : {}),
     },
     spec: {
@@ -96,7 +105,11 @@ export function node(name: string, pods: Pod[] = [], o: NodeOptions = {}): Disru
         ...(o.nodeAnnotations ? { annotations: o.nodeAnnotations } : {}),
       },
       spec: { providerID: `kwok://${name}`, ...(o.taints ? { taints: o.taints } : {}) },
-      status: { allocatable: alloc, capacity: formatResources(it.capacity), conditions: [{ type: 'Ready', status: 'True' }] },
+      status: {
+        allocatable: alloc,
+        capacity: formatResources(it.capacity),
+        conditions: [{ type: 'Ready', status: 'True' }],
+      },
     },
     nodeClaim: nc,
     pods: pods.map((p) => ({ ...p, spec: { ...p.spec, nodeName: name } })),
@@ -127,7 +140,15 @@ export function pod(name: string, o: BoundPodOptions = {}): Pod {
       uid: `uid-${name}`,
       labels: o.labels ?? { app: name },
       ...(o.annotations ? { annotations: o.annotations } : {}),
-      ownerReferences: [{ apiVersion: 'apps/v1', kind: o.ownerKind ?? 'ReplicaSet', name: 'rs-1', uid: 'rs-uid', controller: true }],
+      ownerReferences: [
+        {
+          apiVersion: 'apps/v1',
+          kind: o.ownerKind ?? 'ReplicaSet',
+          name: 'rs-1',
+          uid: 'rs-uid',
+          controller: true,
+        },
+      ],
     },
     spec: {
       containers: [{ name: 'app', image: 'registry.example/app:1', resources: { requests } }],

@@ -47,7 +47,8 @@ export interface DisruptionOptions {
   multiNodeMaxCandidates?: number;
   /**
    * Scheduling simulations single-node consolidation may run in one pass before giving up (upstream stops after
-   * 3 minutes of wall time; the pure core counts simulations instead). Default 500.
+   * 3 minutes of wall time; the pure core counts simulations instead). Default 200 (≈ 7 s at 1,000 nodes, see
+   * bench/disruption.ts).
    */
   singleNodeMaxSimulations?: number;
   /**

@@ -12,8 +12,16 @@
  * NodeClaims, Nodes and metrics always show the user's `EC2NodeClass` reference.
  */
 import type { KubeObject } from '../apis/core.ts';
-import type { Condition, EC2NodeClass, KWOKNodeClass, NodeClaim, NodeClassReference, NodePool } from '../apis/karpenter.ts';
+import type {
+  Condition,
+  EC2NodeClass,
+  KWOKNodeClass,
+  NodeClaim,
+  NodeClassReference,
+  NodePool,
+} from '../apis/karpenter.ts';
 import { getInstanceTypes } from '../cloudprovider/aws/catalog/index.ts';
+import type { NodeWriter } from '../cloudprovider/kwok/nodes.ts';
 import {
   type KwokClock,
   KwokCloudProvider,
@@ -21,7 +29,6 @@ import {
   KwokGroup,
   KwokNodeClassKind,
 } from '../cloudprovider/kwok/provider.ts';
-import type { NodeWriter } from '../cloudprovider/kwok/nodes.ts';
 import {
   type CapacityType,
   type CloudProvider,
@@ -51,7 +58,11 @@ export interface EmbeddedCloudProviderDeps {
   kwok?: Partial<
     Pick<
       KwokCloudProviderDeps,
-      'instanceId' | 'registrationDelaySeconds' | 'unavailableOfferings' | 'registrationRetrySeconds' | 'onError'
+      | 'instanceId'
+      | 'registrationDelaySeconds'
+      | 'unavailableOfferings'
+      | 'registrationRetrySeconds'
+      | 'onError'
     >
   >;
 }
@@ -61,7 +72,9 @@ function isEC2Ref(ref: NodeClassReference | undefined): boolean {
 }
 
 function toKwokRef(ref: NodeClassReference): NodeClassReference {
-  return isEC2Ref(ref) ? { group: KwokGroup, kind: KwokNodeClassKind, name: `${EC2AliasPrefix}${ref.name}` } : ref;
+  return isEC2Ref(ref)
+    ? { group: KwokGroup, kind: KwokNodeClassKind, name: `${EC2AliasPrefix}${ref.name}` }
+    : ref;
 }
 
 function fromKwokRef(ref: NodeClassReference): NodeClassReference {
@@ -106,7 +119,9 @@ export class EmbeddedCloudProvider implements CloudProvider {
             spec: {},
           } satisfies KWOKNodeClass;
         }
-        return deps.nodeClass({ group: KwokGroup, kind: KwokNodeClassKind, name }) as KWOKNodeClass | undefined;
+        return deps.nodeClass({ group: KwokGroup, kind: KwokNodeClassKind, name }) as
+          | KWOKNodeClass
+          | undefined;
       },
       instanceTypes: (nodePool, nodeClaim) => {
         const ref = nodePool?.spec.template.spec.nodeClassRef ?? nodeClaim?.spec.nodeClassRef;
@@ -119,14 +134,26 @@ export class EmbeddedCloudProvider implements CloudProvider {
 
   private ec2NodeClass(name: string): EC2NodeClass {
     const id = `${EC2NodeClassKind}/${name}`;
-    const obj = this.deps.nodeClass({ group: EC2Group, kind: EC2NodeClassKind, name }) as EC2NodeClass | undefined;
-    if (!obj) throw new NodeClassNotReadyError(`${id} not found; create it or fix spec.template.spec.nodeClassRef.name`, { nodeClass: id });
-    if (obj.metadata.deletionTimestamp) throw new NodeClassNotReadyError(`${id} is being deleted`, { nodeClass: id });
-    const ready = ((obj.status as { conditions?: Condition[] } | undefined)?.conditions ?? []).find((c) => c.type === 'Ready');
+    const obj = this.deps.nodeClass({ group: EC2Group, kind: EC2NodeClassKind, name }) as
+      | EC2NodeClass
+      | undefined;
+    if (!obj)
+      throw new NodeClassNotReadyError(
+        `${id} not found; create it or fix spec.template.spec.nodeClassRef.name`,
+        { nodeClass: id },
+      );
+    if (obj.metadata.deletionTimestamp)
+      throw new NodeClassNotReadyError(`${id} is being deleted`, { nodeClass: id });
+    const ready = ((obj.status as { conditions?: Condition[] } | undefined)?.conditions ?? []).find(
+      (c) => c.type === 'Ready',
+    );
     if (ready?.status === 'False')
-      throw new NodeClassNotReadyError(`${id} has Ready=False (${ready.reason ?? ''}${ready.message ? `: ${ready.message}` : ''})`, {
-        nodeClass: id,
-      });
+      throw new NodeClassNotReadyError(
+        `${id} has Ready=False (${ready.reason ?? ''}${ready.message ? `: ${ready.message}` : ''})`,
+        {
+          nodeClass: id,
+        },
+      );
     return obj;
   }
 

@@ -20,7 +20,10 @@ import type { CloudProvider } from '../cloudprovider/types.ts';
 import { metricsControllers } from '../controllers/metrics/index.ts';
 import { NodeTerminationController } from '../controllers/node/termination/controller.ts';
 import { NodeClaimGarbageCollectionController } from '../controllers/nodeclaim/garbagecollection/controller.ts';
-import { type ControllerDeps, NodeClaimLifecycleController } from '../controllers/nodeclaim/lifecycle/controller.ts';
+import {
+  type ControllerDeps,
+  NodeClaimLifecycleController,
+} from '../controllers/nodeclaim/lifecycle/controller.ts';
 import { NodePoolController } from '../controllers/nodepool/controller.ts';
 import { NodePoolHashVersion, nodePoolHash } from '../controllers/nodepool/hash.ts';
 import { NodeClassStatusController } from '../controllers/nodepool/nodeclass.ts';
@@ -118,7 +121,8 @@ export function createOperator(cfg: OperatorConfig): Operator {
   const log = logger.child({ component: 'operator' });
   let client: KubeClient;
   if (cfg.client) client = cfg.client;
-  else if (cfg.kubeconfig) client = KubeClient.fromKubeconfig(cfg.kubeconfig, { clock, userAgent: 'capenter-controller' });
+  else if (cfg.kubeconfig)
+    client = KubeClient.fromKubeconfig(cfg.kubeconfig, { clock, userAgent: 'capenter-controller' });
   else throw new Error('createOperator: pass a client or a kubeconfig (path or YAML)');
   const ownClient = !cfg.client;
   const identity = cfg.identity ?? `${hostname()}_${randomBytes(4).toString('hex')}`;
@@ -141,7 +145,11 @@ export function createOperator(cfg: OperatorConfig): Operator {
       clock,
       nodeClass: nodeClassLookup,
       kwok: {
-        onError: (err, ctx) => log.warn({ nodeclaim: ctx.nodeClaim, action: ctx.action, err: errorMessage(err) }, 'kwok node write failed'),
+        onError: (err, ctx) =>
+          log.warn(
+            { nodeclaim: ctx.nodeClaim, action: ctx.action, err: errorMessage(err) },
+            'kwok node write failed',
+          ),
         ...(cfg.kwok ?? {}),
       },
     });
@@ -192,17 +200,25 @@ export function createOperator(cfg: OperatorConfig): Operator {
       provisioner,
       clock,
       logger,
-      ...(tuning.provisioningResyncSeconds !== undefined ? { resyncSeconds: tuning.provisioningResyncSeconds } : {}),
+      ...(tuning.provisioningResyncSeconds !== undefined
+        ? { resyncSeconds: tuning.provisioningResyncSeconds }
+        : {}),
     }),
     new NodeClaimLifecycleController({
       ...deps('nodeclaim.lifecycle'),
-      ...(tuning.registrationTimeoutSeconds !== undefined ? { registrationTimeoutSeconds: tuning.registrationTimeoutSeconds } : {}),
-      ...(tuning.launchTimeoutSeconds !== undefined ? { launchTimeoutSeconds: tuning.launchTimeoutSeconds } : {}),
+      ...(tuning.registrationTimeoutSeconds !== undefined
+        ? { registrationTimeoutSeconds: tuning.registrationTimeoutSeconds }
+        : {}),
+      ...(tuning.launchTimeoutSeconds !== undefined
+        ? { launchTimeoutSeconds: tuning.launchTimeoutSeconds }
+        : {}),
     }),
     new NodeClaimGarbageCollectionController({
       ...deps('nodeclaim.garbagecollection'),
       periodSeconds: options.gcPeriodSeconds,
-      ...(tuning.gcInstanceGraceSeconds !== undefined ? { instanceGraceSeconds: tuning.gcInstanceGraceSeconds } : {}),
+      ...(tuning.gcInstanceGraceSeconds !== undefined
+        ? { instanceGraceSeconds: tuning.gcInstanceGraceSeconds }
+        : {}),
     }),
     new NodeTerminationController(deps('node.termination')),
     new NodePoolController(deps('nodepool')),
@@ -227,7 +243,11 @@ export function createOperator(cfg: OperatorConfig): Operator {
     log.info({ identity, controllers: controllers.map((c) => c.name) }, 'starting controllers');
     running = Promise.all(
       controllers.map((c) =>
-        c.start(signal).catch((err: unknown) => log.error({ controller: c.name, err: errorMessage(err) }, 'controller stopped with an error')),
+        c
+          .start(signal)
+          .catch((err: unknown) =>
+            log.error({ controller: c.name, err: errorMessage(err) }, 'controller stopped with an error'),
+          ),
       ),
     );
   };
@@ -283,7 +303,10 @@ export function createOperator(cfg: OperatorConfig): Operator {
         host: options.bindAddress,
         readiness: op.readiness,
       });
-      log.info({ metricsPort: endpoints.metricsPort, healthProbePort: endpoints.healthProbePort }, 'serving /metrics, /healthz, /readyz');
+      log.info(
+        { metricsPort: endpoints.metricsPort, healthProbePort: endpoints.healthProbePort },
+        'serving /metrics, /healthz, /readyz',
+      );
       informers.start();
       if (!options.leaderElect) {
         leading = new AbortController();

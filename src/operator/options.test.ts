@@ -1,11 +1,22 @@
 import { describe, expect, it } from 'vitest';
-import { defaultOptions, embeddedOptions, optionsFromEnv, parseFeatureGates, parseSeconds } from './options.ts';
+import {
+  defaultOptions,
+  embeddedOptions,
+  optionsFromEnv,
+  parseFeatureGates,
+  parseSeconds,
+} from './options.ts';
 
 describe('operator options', () => {
   it('has upstream defaults', () => {
     const o = defaultOptions();
-    expect([o.batchIdleSeconds, o.batchMaxSeconds, o.metricsPort, o.healthProbePort]).toEqual([1, 10, 8080, 8081]);
-    expect([o.leaderElectionName, o.leaderElectionNamespace]).toEqual(['karpenter-leader-election', 'kube-system']);
+    expect([o.batchIdleSeconds, o.batchMaxSeconds, o.metricsPort, o.healthProbePort]).toEqual([
+      1, 10, 8080, 8081,
+    ]);
+    expect([o.leaderElectionName, o.leaderElectionNamespace]).toEqual([
+      'karpenter-leader-election',
+      'kube-system',
+    ]);
     expect([o.leaseDurationSeconds, o.renewDeadlineSeconds, o.retryPeriodSeconds]).toEqual([15, 10, 2]);
     expect(embeddedOptions().metricsPort).toBe(0);
   });
@@ -40,10 +51,18 @@ describe('operator options', () => {
   });
 
   it('rejects bad values with the variable name and the fix', () => {
-    expect(() => optionsFromEnv({ METRICS_PORT: '70000' }, defaultOptions())).toThrow(/METRICS_PORT: "70000" is not a port/);
-    expect(() => optionsFromEnv({ BATCH_IDLE_DURATION: 'soon' }, defaultOptions())).toThrow(/BATCH_IDLE_DURATION: "soon" is not a duration/);
-    expect(() => optionsFromEnv({ BATCH_IDLE_DURATION: '20s' }, defaultOptions())).toThrow(/must not exceed BATCH_MAX_DURATION/);
-    expect(() => optionsFromEnv({ LEADER_ELECT: 'maybe' }, defaultOptions())).toThrow(/LEADER_ELECT: "maybe" is not a boolean/);
+    expect(() => optionsFromEnv({ METRICS_PORT: '70000' }, defaultOptions())).toThrow(
+      /METRICS_PORT: "70000" is not a port/,
+    );
+    expect(() => optionsFromEnv({ BATCH_IDLE_DURATION: 'soon' }, defaultOptions())).toThrow(
+      /BATCH_IDLE_DURATION: "soon" is not a duration/,
+    );
+    expect(() => optionsFromEnv({ BATCH_IDLE_DURATION: '20s' }, defaultOptions())).toThrow(
+      /must not exceed BATCH_MAX_DURATION/,
+    );
+    expect(() => optionsFromEnv({ LEADER_ELECT: 'maybe' }, defaultOptions())).toThrow(
+      /LEADER_ELECT: "maybe" is not a boolean/,
+    );
     expect(() => optionsFromEnv({ LOG_LEVEL: 'loud' }, defaultOptions())).toThrow(/LOG_LEVEL/);
     expect(() => parseFeatureGates('Foo')).toThrow(/"Foo" is not Name=true\|false/);
   });

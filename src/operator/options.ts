@@ -92,7 +92,9 @@ export function parseSeconds(text: string, what: string): number {
     consumed += m[0].length;
   }
   if (consumed === 0 || consumed !== t.length)
-    throw new Error(`${what}: "${text}" is not a duration; use e.g. "1s", "100ms", "1m30s" or a number of seconds`);
+    throw new Error(
+      `${what}: "${text}" is not a duration; use e.g. "1s", "100ms", "1m30s" or a number of seconds`,
+    );
   return total;
 }
 
@@ -100,11 +102,20 @@ export function parseSeconds(text: string, what: string): number {
  * Parses `FEATURE_GATES` (`A=true,B=false`) over the defaults.
  * @throws Error naming the malformed entry.
  */
-export function parseFeatureGates(text: string, base: Record<string, boolean> = DEFAULT_FEATURE_GATES): Record<string, boolean> {
+export function parseFeatureGates(
+  text: string,
+  base: Record<string, boolean> = DEFAULT_FEATURE_GATES,
+): Record<string, boolean> {
   const out = { ...base };
-  for (const part of text.split(',').map((s) => s.trim()).filter(Boolean)) {
+  for (const part of text
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const m = /^([A-Za-z0-9]+)=(true|false)$/.exec(part);
-    if (!m) throw new Error(`FEATURE_GATES: "${part}" is not Name=true|false (e.g. "SpotToSpotConsolidation=true")`);
+    if (!m)
+      throw new Error(
+        `FEATURE_GATES: "${part}" is not Name=true|false (e.g. "SpotToSpotConsolidation=true")`,
+      );
     out[m[1]!] = m[2] === 'true';
   }
   return out;
@@ -132,7 +143,10 @@ const LOG_LEVELS = new Set(['debug', 'info', 'warn', 'error', 'silent']);
  * `AWS_REGION`) on `base`. Called by the CLI with `process.env`; flags are applied afterwards and win.
  * @throws Error naming the variable and the accepted values.
  */
-export function optionsFromEnv(env: Readonly<Record<string, string | undefined>>, base: OperatorOptions): OperatorOptions {
+export function optionsFromEnv(
+  env: Readonly<Record<string, string | undefined>>,
+  base: OperatorOptions,
+): OperatorOptions {
   const o: OperatorOptions = { ...base, featureGates: { ...base.featureGates } };
   const v = (k: string): string | undefined => {
     const x = env[k];
@@ -157,7 +171,8 @@ export function optionsFromEnv(env: Readonly<Record<string, string | undefined>>
 /** @throws Error when `level` is not a log level. */
 export function checkLogLevel(level: string, what = '--log-level'): string {
   const l = level.toLowerCase();
-  if (!LOG_LEVELS.has(l)) throw new Error(`${what}: "${level}" is not one of debug, info, warn, error, silent`);
+  if (!LOG_LEVELS.has(l))
+    throw new Error(`${what}: "${level}" is not one of debug, info, warn, error, silent`);
   return l;
 }
 
@@ -166,7 +181,8 @@ export function checkLogLevel(level: string, what = '--log-level'): string {
  * @throws Error naming the field and the fix.
  */
 export function validateOptions(o: OperatorOptions): OperatorOptions {
-  if (!(o.batchIdleSeconds > 0)) throw new Error(`BATCH_IDLE_DURATION must be > 0 (got ${o.batchIdleSeconds}s)`);
+  if (!(o.batchIdleSeconds > 0))
+    throw new Error(`BATCH_IDLE_DURATION must be > 0 (got ${o.batchIdleSeconds}s)`);
   if (!(o.batchMaxSeconds > 0)) throw new Error(`BATCH_MAX_DURATION must be > 0 (got ${o.batchMaxSeconds}s)`);
   if (o.batchIdleSeconds > o.batchMaxSeconds)
     throw new Error(

@@ -48,7 +48,10 @@ function listen(server: Server, port: number, host: string): Promise<number> {
  */
 export async function startHttpEndpoints(opts: HttpEndpointsOptions): Promise<HttpEndpoints> {
   const host = opts.host ?? '127.0.0.1';
-  const handler = (req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse): void => {
+  const handler = (
+    req: import('node:http').IncomingMessage,
+    res: import('node:http').ServerResponse,
+  ): void => {
     const path = (req.url ?? '/').split('?')[0];
     if (path === '/metrics') {
       opts.registry

@@ -513,7 +513,7 @@ export class NewNodeClaim {
     base: readonly PricedType[],
   ) {
     let best = Number.POSITIVE_INFINITY;
-    for (const p of base) best = Math.min(best, NewNodeClaim.unitCost(p, need));
+    for (const p of costFrontier(base)) best = Math.min(best, NewNodeClaim.unitCost(p, need));
     const limit = GROWTH_EFFICIENCY * best;
     for (let i = from; i < options.length; i++) {
       const p = options[i]!;
@@ -522,10 +522,10 @@ export class NewNodeClaim {
     return false;
   }
 
-  /** The remaining options that fit the current requests, in price order. */
-  fittingOptions(): PricedType[] {
+  /** The remaining options that fit the current requests, in price order (at most `limit`). */
+  fittingOptions(limit = Number.POSITIVE_INFINITY): PricedType[] {
     const out: PricedType[] = [];
-    for (let i = this.start; i < this.options.length; i++) {
+    for (let i = this.start; i < this.options.length && out.length < limit; i++) {
       const p = this.options[i]!;
       if (vectorFits(this.requests, p.t.alloc)) out.push(p);
     }
@@ -568,6 +568,42 @@ export function noFitMessage(
     msg += '; no instance type is allowed';
   }
   return msg;
+}
+
+const costFrontiers = new WeakMap<readonly PricedType[], PricedType[]>();
+
+/**
+ * The types of `base` not dominated in price per unit of allocatable (USD/hour per millicore, per byte, per pod,
+ * ...): a dominated type never has the lowest cost per copy of any request vector, so the growth rule only needs
+ * these. Cached per options array.
+ */
+function costFrontier(base: readonly PricedType[]): readonly PricedType[] {
+  let hit = costFrontiers.get(base);
+  if (hit) return hit;
+  const per = base.map((p) => Array.from(p.t.alloc, (a) => (a > 0 ? p.price / a : Number.POSITIVE_INFINITY)));
+  hit = [];
+  for (let i = 0; i < base.length; i++) {
+    const pi = per[i]!;
+    let dominated = false;
+    for (let j = 0; j < base.length && !dominated; j++) {
+      if (j === i) continue;
+      const pj = per[j]!;
+      let le = true;
+      let lt = false;
+      for (let k = 0; k < pi.length; k++) {
+        if (pj[k]! > pi[k]!) {
+          le = false;
+          break;
+        }
+        if (pj[k]! < pi[k]!) lt = true;
+      }
+      // strictly better somewhere, or identical and earlier (keep one of equal vectors)
+      if (le && (lt || j < i)) dominated = true;
+    }
+    if (!dominated) hit.push(base[i]!);
+  }
+  costFrontiers.set(base, hit);
+  return hit;
 }
 
 function componentMax(vs: readonly Float64Array[], n: number): Float64Array {

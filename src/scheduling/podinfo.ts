@@ -2,7 +2,7 @@
  * Per-pod data the scheduler computes once (requests, host ports) and again after each relaxation
  * (requirements, topology groups). Internal to the scheduler; exported for its sibling modules and tests.
  */
-import type { Pod } from '../apis/core.ts';
+import type { Container, Pod } from '../apis/core.ts';
 import { LabelHostname } from '../apis/labels.ts';
 import type { Resources } from '../apis/quantity.ts';
 import { type HostPort, podHostPorts } from './hostports.ts';
@@ -44,6 +44,12 @@ export interface PodInfo {
    * pods onto their nodes (see `scheduler.ts` `comparePods`).
    */
   ownNode: boolean;
+  /**
+   * True while `constraints` (and everything derived from it) is shared with the other pods of the same template
+   * (copy before relaxing); then `template` identifies the template within the run.
+   */
+  shared?: boolean;
+  template?: number;
 }
 
 /** `namespace/name` of a pod. */
@@ -111,5 +117,63 @@ export function refreshPodInfo(info: PodInfo, topology: Topology): void {
 /** Restores the unrelaxed constraints. */
 export function resetPodInfo(info: PodInfo, topology: Topology): void {
   info.constraints = podConstraints(info.pod);
+  info.shared = false;
   refreshPodInfo(info, topology);
+}
+
+/**
+ * The scheduling-relevant part of a pod's template: namespace, labels, and every spec field the scheduler reads
+ * (container resources and ports, init containers, overhead, node selector, affinity, tolerations, topology
+ * spread, host network). Keep in step with what `buildPodInfo` reads. Pods with equal keys (replicas of one Deployment) get the same {@link PodInfo} data.
+ */
+export function templateKey(pod: Pod): string {
+  const spec = pod.spec;
+  const slim = (c: Container) => [c.resources ?? null, c.ports ?? null, c.restartPolicy ?? null];
+  return JSON.stringify([
+    pod.metadata.namespace ?? 'default',
+    pod.metadata.labels ?? null,
+    spec?.containers?.map(slim) ?? null,
+    spec?.initContainers?.map(slim) ?? null,
+    spec?.overhead ?? null,
+    spec?.nodeSelector ?? null,
+    spec?.affinity ?? null,
+    spec?.tolerations ?? null,
+    spec?.topologySpreadConstraints ?? null,
+    spec?.hostNetwork ?? null,
+  ]);
+}
+
+/** What {@link PodInfoCache} shares between pods of one template. */
+interface Template {
+  info: PodInfo;
+  constraints: PodConstraints;
+}
+
+/**
+ * Builds {@link PodInfo}s, computing requests, constraints, requirements and topology groups once per pod
+ * template ({@link templateKey}) instead of once per pod. The shared parts are read-only; a pod's `constraints`
+ * object is shared until the scheduler relaxes it (it copies first, see `preferences.ts` `copyConstraints`).
+ */
+export class PodInfoCache {
+  private readonly templates = new Map<string, Template>();
+
+  constructor(
+    private readonly index: ResourceIndex,
+    private readonly topology: Topology,
+  ) {}
+
+  /**
+   * The info of `pod` (constraints unrelaxed).
+   * @throws RequirementError / QuantityParseError for malformed affinity or requests (as {@link buildPodInfo}).
+   */
+  build(pod: Pod, key: string = templateKey(pod)): PodInfo {
+    let t = this.templates.get(key);
+    if (!t) {
+      const info = buildPodInfo(pod, this.index, this.topology);
+      t = { info: { ...info, template: this.templates.size }, constraints: info.constraints };
+      this.templates.set(key, t);
+      return { ...t.info, shared: true };
+    }
+    return { ...t.info, pod, key: podKey(pod), constraints: t.constraints, shared: true };
+  }
 }

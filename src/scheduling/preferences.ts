@@ -57,6 +57,24 @@ export function podConstraints(pod: Pod): PodConstraints {
   };
 }
 
+/** A copy of `c` that can be relaxed without touching `c` (arrays copied; terms themselves are never mutated). */
+export function copyConstraints(c: PodConstraints): PodConstraints {
+  return {
+    nodeAffinity: {
+      nodeSelector: c.nodeAffinity.nodeSelector,
+      requiredTerms: [...c.nodeAffinity.requiredTerms],
+      preferredTerms: [...c.nodeAffinity.preferredTerms],
+    },
+    podAffinityRequired: [...c.podAffinityRequired],
+    podAffinityPreferred: [...c.podAffinityPreferred],
+    podAntiAffinityRequired: [...c.podAntiAffinityRequired],
+    podAntiAffinityPreferred: [...c.podAntiAffinityPreferred],
+    topologySpread: [...c.topologySpread],
+    tolerations: [...c.tolerations],
+    toleratePreferNoSchedule: c.toleratePreferNoSchedule,
+  };
+}
+
 /**
  * Relaxes one preference in upstream's order (see the module doc). Mutates `c`. Returns a description of
  * what was removed (for `--explain`), or `undefined` when nothing is left to relax.

@@ -121,12 +121,15 @@ describe('deprecated label keys (upstream v1.NormalizedLabels)', () => {
   it('maps every deprecated key to its well-known key in every factory', () => {
     expect(Requirement.in('beta.kubernetes.io/os', ['linux']).key).toBe('kubernetes.io/os');
     expect(Requirement.notIn('beta.kubernetes.io/arch', ['arm64']).key).toBe('kubernetes.io/arch');
-    expect(Requirement.exists('beta.kubernetes.io/instance-type').key).toBe('node.kubernetes.io/instance-type');
+    expect(Requirement.exists('beta.kubernetes.io/instance-type').key).toBe(
+      'node.kubernetes.io/instance-type',
+    );
     expect(Requirement.doesNotExist('failure-domain.beta.kubernetes.io/zone').key).toBe(
       'topology.kubernetes.io/zone',
     );
     expect(
-      Requirement.from({ key: 'failure-domain.beta.kubernetes.io/region', operator: 'In', values: ['r1'] }).key,
+      Requirement.from({ key: 'failure-domain.beta.kubernetes.io/region', operator: 'In', values: ['r1'] })
+        .key,
     ).toBe('topology.kubernetes.io/region');
     expect(Requirement.in('example.com/os', ['x']).key).toBe('example.com/os');
     expect(normalizeLabelKey('beta.kubernetes.io/os')).toBe('kubernetes.io/os');

@@ -466,7 +466,11 @@ describe('solve: deprecated label keys', () => {
                 weight: 1,
                 preference: {
                   matchExpressions: [
-                    { key: 'failure-domain.beta.kubernetes.io/zone', operator: 'In', values: ['test-zone-b'] },
+                    {
+                      key: 'failure-domain.beta.kubernetes.io/zone',
+                      operator: 'In',
+                      values: ['test-zone-b'],
+                    },
                   ],
                 },
               },
@@ -483,12 +487,16 @@ describe('solve: deprecated label keys', () => {
       return r.newNodeClaims[(p.target as { index: number }).index]!;
     };
     expect(of('sel').cheapest.instanceType.name).toBe('c6g.large');
-    expect(of('sel').requirements).toContainEqual({ key: 'kubernetes.io/arch', operator: 'In', values: ['arm64'] });
+    expect(of('sel').requirements).toContainEqual({
+      key: 'kubernetes.io/arch',
+      operator: 'In',
+      values: ['arm64'],
+    });
     expect(of('aff').cheapest.instanceType.name).toBe('m5.xlarge');
     expect(of('aff').cheapest.offering.zone).toBe('test-zone-b');
-    expect(of('aff').requirements.some((q) => q.key.startsWith('beta.') || q.key.startsWith('failure-domain.'))).toBe(
-      false,
-    );
+    expect(
+      of('aff').requirements.some((q) => q.key.startsWith('beta.') || q.key.startsWith('failure-domain.')),
+    ).toBe(false);
   });
 });
 

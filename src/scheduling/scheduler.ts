@@ -26,6 +26,7 @@ import { LabelCapacityType, LabelHostname, LabelInstanceType, LabelTopologyZone 
 import { parseResources, QuantityParseError, type Resources } from '../apis/quantity.ts';
 import { type DaemonOverhead, daemonOverhead, daemonSetPod } from './daemonoverhead.ts';
 import { type ExistingCapacity, existingNodeCapacity, inFlightCapacity, isTerminal } from './existingnode.ts';
+import type { TypeInfo } from './instancetypes.ts';
 import {
   cheapestOffering,
   minValuesShortfall,
@@ -44,8 +45,8 @@ import {
   type RequirementsFit,
 } from './nodeclaim.ts';
 import { nodeClaimTemplateRequirements } from './nodeclaimtemplate.ts';
-import { buildPodInfo, type PodInfo, podKey, refreshPodInfo, resetPodInfo } from './podinfo.ts';
-import { podConstraints, relax } from './preferences.ts';
+import { type PodInfo, PodInfoCache, podKey, refreshPodInfo, resetPodInfo, templateKey } from './podinfo.ts';
+import { copyConstraints, podConstraints, relax } from './preferences.ts';
 import { Requirement, type RequirementError, type Requirements } from './requirements.ts';
 import { Topology } from './topology.ts';
 import type {
@@ -74,8 +75,8 @@ function cmpStr(a: string, b: string): number {
 export function comparePods(a: PodInfo, b: PodInfo): number {
   return (
     Number(b.ownNode) - Number(a.ownNode) ||
-    (b.requests.cpu ?? 0) - (a.requests.cpu ?? 0) ||
-    (b.requests.memory ?? 0) - (a.requests.memory ?? 0) ||
+    b.vec[0]! - a.vec[0]! ||
+    b.vec[1]! - a.vec[1]! ||
     cmpStr(a.pod.metadata.creationTimestamp ?? '', b.pod.metadata.creationTimestamp ?? '') ||
     cmpStr(a.key, b.key)
   );
@@ -144,15 +145,23 @@ export function solve(input: SchedulingInput): SchedulingResult {
     }
     pendingPods.push(pod);
   }
-  const podResources = new Map<Pod, Resources>();
+  // Pods of one template (Deployment replicas) share everything but their name: parse and derive once.
+  const podKeys = new Map<Pod, string>();
+  const parsedKeys = new Map<string, string | undefined>();
   for (const pod of pendingPods) {
-    try {
-      const r = parseAllRequests(pod);
-      index.register(r);
-      podResources.set(pod, r);
-    } catch (e) {
-      unschedulable.push({ pod, code: 'InvalidPod', message: `invalid resources: ${errorMessage(e)}` });
+    const key = templateKey(pod);
+    let err = parsedKeys.get(key);
+    if (!parsedKeys.has(key)) {
+      try {
+        index.register(parseAllRequests(pod));
+        err = undefined;
+      } catch (e) {
+        err = `invalid resources: ${errorMessage(e)}`;
+      }
+      parsedKeys.set(key, err);
     }
+    if (err !== undefined) unschedulable.push({ pod, code: 'InvalidPod', message: err });
+    else podKeys.set(pod, key);
   }
   for (const np of dynamicPools) {
     const d = overheads.get(np.metadata.name);
@@ -215,11 +224,12 @@ export function solve(input: SchedulingInput): SchedulingResult {
 
   // Pods.
   const infos: PodInfo[] = [];
+  const infoCache = new PodInfoCache(index, topology);
   for (const pod of pendingPods) {
-    const r = podResources.get(pod);
-    if (!r) continue;
+    const key = podKeys.get(pod);
+    if (key === undefined) continue;
     try {
-      infos.push(buildPodInfo(pod, index, topology));
+      infos.push(infoCache.build(pod, key));
     } catch (e) {
       unschedulable.push({ pod, code: 'InvalidPod', message: errorMessage(e) });
     }
@@ -326,6 +336,10 @@ export function solve(input: SchedulingInput): SchedulingResult {
       failures.set(pod, r);
       let relaxed: string | undefined;
       try {
+        if (pod.shared) {
+          pod.constraints = copyConstraints(pod.constraints);
+          pod.shared = false;
+        }
         relaxed = relax(pod.constraints, allowPreferNoSchedule);
         if (relaxed) refreshPodInfo(pod, topology);
       } catch (e) {
@@ -337,7 +351,8 @@ export function solve(input: SchedulingInput): SchedulingResult {
     }
   };
 
-  let queue = [...infos].sort(comparePods);
+  const ordered = [...infos].sort(comparePods);
+  let queue = ordered;
   for (let pass = 0; pass < MAX_PASSES && queue.length > 0; pass++) {
     const failed: PodInfo[] = [];
     for (const pod of queue) {
@@ -368,7 +383,7 @@ export function solve(input: SchedulingInput): SchedulingResult {
   }
 
   const placements: Placement[] = [];
-  for (const pod of [...infos].sort(comparePods)) {
+  for (const pod of ordered) {
     const w = where.get(pod);
     if (w) {
       let target: PlacementTarget;
@@ -435,8 +450,8 @@ class PlanSearch {
   private maxLeftMem = new Float64Array(64);
   private cheapLeftCpu = new Float64Array(64);
   private cheapLeftMem = new Float64Array(64);
-  private cheapAllocCpu = new Float64Array(64);
-  private cheapAllocMem = new Float64Array(64);
+  private cheapInvCpu = new Float64Array(64);
+  private cheapInvMem = new Float64Array(64);
   private price = new Float64Array(64);
   private capped = new Uint8Array(64);
 
@@ -448,8 +463,17 @@ class PlanSearch {
     private readonly minMemory: number,
   ) {}
 
+  /**
+   * Per {@link Topology.hostnameKey}: NodeClaims (by seq) known to be blocked by hostname topology for pods with
+   * that key. Such a block is permanent within a run, so later pods with the same key skip them for free.
+   */
+  private readonly blocked = new Map<string, Uint8Array>();
+  private blockedNow: Uint8Array | undefined;
+  private seqLimit = 0;
+
   /** Registers a newly opened NodeClaim. */
   add(plan: NewNodeClaim): void {
+    this.seqLimit = Math.max(this.seqLimit, plan.seq + 1);
     const i = this.active.length;
     if (i >= this.price.length) this.resize(this.price.length * 2);
     this.active.push(plan);
@@ -468,8 +492,8 @@ class PlanSearch {
     this.maxLeftMem = grow(this.maxLeftMem, f);
     this.cheapLeftCpu = grow(this.cheapLeftCpu, f);
     this.cheapLeftMem = grow(this.cheapLeftMem, f);
-    this.cheapAllocCpu = grow(this.cheapAllocCpu, f);
-    this.cheapAllocMem = grow(this.cheapAllocMem, f);
+    this.cheapInvCpu = grow(this.cheapInvCpu, f);
+    this.cheapInvMem = grow(this.cheapInvMem, f);
     this.price = grow(this.price, f);
     this.capped = grow(this.capped, (k) => new Uint8Array(k));
   }
@@ -482,8 +506,9 @@ class PlanSearch {
     this.maxLeftMem[i] = plan.maxLeft[1]!;
     this.cheapLeftCpu[i] = plan.cheapLeft[0]!;
     this.cheapLeftMem[i] = plan.cheapLeft[1]!;
-    this.cheapAllocCpu[i] = plan.cheapAlloc[0]!;
-    this.cheapAllocMem[i] = plan.cheapAlloc[1]!;
+    // 1 / allocatable of the cheapest option (0 when it has none), for the fit score
+    this.cheapInvCpu[i] = plan.cheapAlloc[0]! > 0 ? 1 / plan.cheapAlloc[0]! : 0;
+    this.cheapInvMem[i] = plan.cheapAlloc[1]! > 0 ? 1 / plan.cheapAlloc[1]! : 0;
     this.price[i] = plan.price();
     this.capped[i] = plan.growthCapped ? 1 : 0;
     const roomCpu = plan.growthCapped ? plan.cheapLeft[0]! : plan.maxLeft[0]!;
@@ -492,6 +517,8 @@ class PlanSearch {
       // can never take another pod of this run: retire it (its row can no longer match any pod)
       this.maxLeftCpu[i] = -1;
       this.maxLeftMem[i] = -1;
+      this.cheapLeftCpu[i] = -1;
+      this.cheapLeftMem[i] = -1;
       this.slot.delete(plan);
       this.dead++;
       if (this.dead > 64 && this.dead * 4 > this.active.length) this.compact();
@@ -509,8 +536,8 @@ class PlanSearch {
       this.maxLeftMem[j] = this.maxLeftMem[i]!;
       this.cheapLeftCpu[j] = this.cheapLeftCpu[i]!;
       this.cheapLeftMem[j] = this.cheapLeftMem[i]!;
-      this.cheapAllocCpu[j] = this.cheapAllocCpu[i]!;
-      this.cheapAllocMem[j] = this.cheapAllocMem[i]!;
+      this.cheapInvCpu[j] = this.cheapInvCpu[i]!;
+      this.cheapInvMem[j] = this.cheapInvMem[i]!;
       this.price[j] = this.price[i]!;
       this.capped[j] = this.capped[i]!;
       j++;
@@ -540,24 +567,69 @@ class PlanSearch {
   private fitFor(plan: NewNodeClaim, pod: PodInfo, note?: (d: string) => void): RequirementsFit | Failure {
     const k = plan.reqKey >= 0 ? plan.reqKey : this.keyOf(plan);
     if (this.fitStamp[k] === this.attempt) return this.fitValue[k]!;
-    const fit = fitRequirements(plan.pool, plan.requirements, pod, this.topology, this.explain);
+    let fit: RequirementsFit | Failure | undefined;
+    if (this.memoizable) {
+      // unrelaxed template, no zone/other non-hostname topology: the answer never changes during the run
+      let m = this.memo[k];
+      if (!m) {
+        m = new Map();
+        this.memo[k] = m;
+      }
+      fit = m.get(pod.template!);
+      if (!fit) {
+        fit = fitRequirements(plan.pool, plan.requirements, pod, this.topology, this.explain);
+        m.set(pod.template!, fit);
+      }
+    } else fit = fitRequirements(plan.pool, plan.requirements, pod, this.topology, this.explain);
     this.fitStamp[k] = this.attempt;
     this.fitValue[k] = fit;
     if (note && 'code' in fit)
-      note(`planned nodeclaims of nodepool "${plan.pool.name}" with ${plan.requirements.toString()}: ${fit.message}`);
+      note(
+        `planned nodeclaims of nodepool "${plan.pool.name}" with ${plan.requirements.toString()}: ${fit.message}`,
+      );
     return fit;
   }
+
+  /** Per requirements key: {@link fitRequirements} results by pod template, for {@link memoizable} pods. */
+  private readonly memo: (Map<number, RequirementsFit | Failure> | undefined)[] = [];
+  /** Whether the current pod's requirements fit may come from / go to {@link memo}. */
+  private memoizable = false;
 
   /** Places `pod` on a planned NodeClaim (committed) and returns it, or undefined when none can take it. */
   place(pod: PodInfo, note?: (d: string) => void): NewNodeClaim | undefined {
     this.attempt++;
+    this.memoizable =
+      pod.shared === true &&
+      pod.template !== undefined &&
+      !this.explain &&
+      !this.topology.hasNonHostnameTopology(pod, pod.groups);
     const attempt = this.attempt;
     const topology = this.topology;
     const hostnameKeyed = pod.groups.some((g) => g.key === LabelHostname) || topology.hasHostnameInverse(pod);
+    const hostKey = hostnameKeyed ? topology.hostnameKey(pod, pod.groups) : undefined;
+    let blocked: Uint8Array | undefined;
+    if (hostKey !== undefined) {
+      blocked = this.blocked.get(hostKey);
+      if (!blocked || blocked.length < this.seqLimit) {
+        const b = new Uint8Array(Math.max(64, this.seqLimit * 2));
+        if (blocked) b.set(blocked);
+        blocked = b;
+        this.blocked.set(hostKey, b);
+      }
+    }
+    this.blockedNow = blocked;
     const c = pod.vec[0]!;
     const m = pod.vec[1]!;
-    const { maxLeftCpu, maxLeftMem, cheapLeftCpu, cheapLeftMem, cheapAllocCpu, cheapAllocMem, price, capped } =
-      this;
+    const {
+      maxLeftCpu,
+      maxLeftMem,
+      cheapLeftCpu,
+      cheapLeftMem,
+      cheapInvCpu,
+      cheapInvMem,
+      price,
+      capped,
+    } = this;
     for (;;) {
       // One pass: the best candidate of each kind; the expensive checks (hostname topology, requirements) only
       // run for a NodeClaim that would beat the best so far.
@@ -568,28 +640,30 @@ class PlanSearch {
       let grow: NewNodeClaim | undefined;
       let growPrice = Number.POSITIVE_INFINITY;
       for (let i = 0; i < n; i++) {
-        if (c > maxLeftCpu[i]! || m > maxLeftMem[i]!) continue;
         const lc = cheapLeftCpu[i]!;
         const lm = cheapLeftMem[i]!;
         if (c <= lc && m <= lm) {
-          const ac = cheapAllocCpu[i]!;
-          const am = cheapAllocMem[i]!;
-          const score = (ac > 0 ? (lc - c) / ac : 0) + (am > 0 ? (lm - m) / am : 0);
+          const score = (lc - c) * cheapInvCpu[i]! + (lm - m) * cheapInvMem[i]!;
           if (score >= zeroScore) continue;
           const plan = active[i]!;
-          if (plan.skipStamp === attempt) continue;
+          if (plan.skipStamp === attempt || (blocked && blocked[plan.seq] === 1)) continue;
           if (plan.noZeroStamp !== attempt) {
             if (!this.eligible(plan, pod, hostnameKeyed, note)) continue;
-            zero = plan;
-            zeroScore = score;
-            continue;
+            if (this.keepsPrice(plan)) {
+              zero = plan;
+              zeroScore = score;
+              continue;
+            }
+            plan.noZeroStamp = attempt;
           }
         }
-        if (zero || capped[i] === 1) continue;
+        // growth candidates only matter while no NodeClaim holds the pod at its current price
+        if (zero || capped[i] === 1 || c > maxLeftCpu[i]! || m > maxLeftMem[i]!) continue;
         const p = price[i]!;
         if (p >= growPrice) continue;
         const plan = active[i]!;
-        if (plan.skipStamp === attempt || !this.eligible(plan, pod, hostnameKeyed, note)) continue;
+        if (plan.skipStamp === attempt || (blocked && blocked[plan.seq] === 1)) continue;
+        if (!this.eligible(plan, pod, hostnameKeyed, note)) continue;
         grow = plan;
         growPrice = p;
       }
@@ -602,7 +676,8 @@ class PlanSearch {
         this.update(plan);
         return plan;
       }
-      if (note) note(`planned nodeclaim #${plan.seq} (${plan.pool.name})${zero ? '' : ' growing'}: ${r.message}`);
+      if (note)
+        note(`planned nodeclaim #${plan.seq} (${plan.pool.name})${zero ? '' : ' growing'}: ${r.message}`);
       // failed at no extra price: it may still grow; failed growing: out for this pod
       if (zero) plan.noZeroStamp = attempt;
       else plan.skipStamp = attempt;
@@ -610,10 +685,37 @@ class PlanSearch {
     }
   }
 
+  private readonly basePrices = new WeakMap<readonly PricedType[], Map<TypeInfo, number>>();
+
+  /**
+   * Whether the plan's current cheapest option keeps its price under the requirements this pod brings (always
+   * when nothing narrows; when the pod pins e.g. a zone, the same type must be offered there at that price).
+   * Call after {@link eligible} succeeded for this attempt.
+   */
+  private keepsPrice(plan: NewNodeClaim): boolean {
+    const fit = this.fitValue[plan.reqKey] as RequirementsFit;
+    if (!fit.base) return true;
+    const cheapest = plan.options[plan.start];
+    if (!cheapest) return false;
+    let prices = this.basePrices.get(fit.base);
+    if (!prices) {
+      prices = new Map(fit.base.map((p) => [p.t, p.price]));
+      this.basePrices.set(fit.base, prices);
+    }
+    const p = prices.get(cheapest.t);
+    return p !== undefined && p <= cheapest.price;
+  }
+
   /** Hostname topology and the (cached) requirements part for a NodeClaim. */
-  private eligible(plan: NewNodeClaim, pod: PodInfo, hostnameKeyed: boolean, note?: (d: string) => void): boolean {
+  private eligible(
+    plan: NewNodeClaim,
+    pod: PodInfo,
+    hostnameKeyed: boolean,
+    note?: (d: string) => void,
+  ): boolean {
     if (hostnameKeyed && this.topology.hostnameBlocked(pod, pod.groups, plan.hostname)) {
       plan.skipStamp = this.attempt;
+      if (this.blockedNow) this.blockedNow[plan.seq] = 1;
       return false;
     }
     if ('code' in this.fitFor(plan, pod, note)) {
@@ -637,9 +739,8 @@ function parseAllRequests(pod: Pod): Resources {
 
 /** Turns a plan into a {@link NodeClaimPlan}: fitting options by price, truncated, minValues re-checked. */
 function finalizePlan(plan: NewNodeClaim, index: ResourceIndex): NodeClaimPlan | { message: string } {
-  let options: PricedType[] = plan.fittingOptions();
+  const options: PricedType[] = plan.fittingOptions(MAX_INSTANCE_TYPES);
   if (options.length === 0) return { message: 'no instance type fits the NodeClaim' };
-  if (options.length > MAX_INSTANCE_TYPES) options = options.slice(0, MAX_INSTANCE_TYPES);
   const mv = minValuesShortfall(
     options.map((p) => p.t.it),
     plan.requirements,

@@ -110,7 +110,10 @@ export type TopologyPlacement =
 /** Result of {@link Topology.requirementsFor}. */
 export type TopologyResult = { ok: true; requirements: Requirement[] } | { ok: false; reason: string };
 
-const OK_NONE: TopologyResult = Object.freeze({ ok: true, requirements: Object.freeze([]) as unknown as Requirement[] });
+const OK_NONE: TopologyResult = Object.freeze({
+  ok: true,
+  requirements: Object.freeze([]) as unknown as Requirement[],
+});
 
 /** All topology groups of one scheduling run. */
 export class Topology {
@@ -253,9 +256,33 @@ export class Topology {
     }
   }
 
+  /** True when some group of the pod, or an inverse group selecting it, has a key other than hostname. */
+  hasNonHostnameTopology(pod: TopologyPod, owned: readonly TopologyGroup[]): boolean {
+    for (const g of owned) if (g.key !== LabelHostname) return true;
+    for (const g of this.selecting(pod).inverse) if (g.key !== LabelHostname) return true;
+    return false;
+  }
+
   /** True when an inverse anti-affinity group on hostname selects this pod. */
   hasHostnameInverse(pod: TopologyPod): boolean {
     return this.selecting(pod).inverse.some((g) => g.key === LabelHostname);
+  }
+
+  /**
+   * A key that identifies what {@link hostnameBlocked} decides for this pod (its hostname-keyed groups and, for
+   * spread, whether it counts itself), when that decision can only go from allowed to blocked as pods are placed
+   * (spread, anti-affinity, inverse anti-affinity; counts never decrease within a run). Undefined when a
+   * hostname-keyed pod affinity is involved (not monotone) or no hostname group applies.
+   */
+  hostnameKey(pod: TopologyPod, owned: readonly TopologyGroup[]): string | undefined {
+    let key = '';
+    for (const g of owned) {
+      if (g.key !== LabelHostname) continue;
+      if (g.kind === 'affinity') return undefined;
+      key += `${g.id}\u0002${g.kind === 'spread' && g.selects(pod) ? 1 : 0}\u0003`;
+    }
+    for (const g of this.selecting(pod).inverse) if (g.key === LabelHostname) key += `${g.id}\u0003`;
+    return key === '' ? undefined : key;
   }
 
   /**

@@ -14,10 +14,17 @@ import type { NodeClaim } from '../apis/karpenter.ts';
 import { AnnotationNodePoolHash, AnnotationNodePoolHashVersion } from '../apis/labels.ts';
 import { DEFAULT_REGION, getInstanceTypes } from '../cloudprovider/aws/catalog/index.ts';
 import { NodePoolHashVersion, nodePoolHash } from '../controllers/nodepool/hash.ts';
-import { computeDisruption, type DisruptionStats } from '../disruption/index.ts';
-import type { BlockedNode, Command, DisruptionInput, DisruptionNode, DisruptionResult } from '../disruption/types.ts';
 import { podName } from '../disruption/candidates.ts';
-import type { DisruptionFeatureGates, DisruptionOptions } from '../disruption/types.ts';
+import { computeDisruption, type DisruptionStats } from '../disruption/index.ts';
+import type {
+  BlockedNode,
+  Command,
+  DisruptionFeatureGates,
+  DisruptionInput,
+  DisruptionNode,
+  DisruptionOptions,
+  DisruptionResult,
+} from '../disruption/types.ts';
 import {
   type BuiltInput,
   buildSchedulingInput,
@@ -93,7 +100,9 @@ function toSourced(source: DisruptionSource): { objects: SourcedObject[]; errors
   if (Array.isArray(source)) {
     return {
       objects: (source as ReadonlyArray<SourcedObject | KubeObject>).map((o) =>
-        typeof (o as SourcedObject).object === 'object' && !('kind' in o) ? (o as SourcedObject) : { object: o as KubeObject },
+        typeof (o as SourcedObject).object === 'object' && !('kind' in o)
+          ? (o as SourcedObject)
+          : { object: o as KubeObject },
       ),
       errors: [],
     };
@@ -239,7 +248,9 @@ export function formatDisruptionTable(report: DisruptionReport): string {
   }
   if (report.blocked.length > 0) {
     out.push('');
-    out.push(renderTable([['NODE', 'NOT DISRUPTED BECAUSE'], ...report.blocked.map((b) => [b.node, b.reason])]));
+    out.push(
+      renderTable([['NODE', 'NOT DISRUPTED BECAUSE'], ...report.blocked.map((b) => [b.node, b.reason])]),
+    );
   }
   return `${out.join('\n')}\n`;
 }

@@ -12,8 +12,8 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { parseManifests } from '../../src/apis/load.ts';
-import { Requirements } from '../../src/scheduling/requirements.ts';
 import { worstLaunchPrice } from '../../src/disruption/consolidation.ts';
+import { Requirements } from '../../src/scheduling/requirements.ts';
 import { simulateDisruption } from '../../src/simulate/disruption.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -51,7 +51,9 @@ async function run(c: Case) {
 }
 
 describe('disruption scenario cases', () => {
-  const disruptionCases = cases.filter((c) => (c.kind === 'consolidation' || c.kind === 'drift') && c.expect.disruption);
+  const disruptionCases = cases.filter(
+    (c) => (c.kind === 'consolidation' || c.kind === 'drift') && c.expect.disruption,
+  );
   it('finds the consolidation and drift cases', () => {
     expect(disruptionCases.length).toBeGreaterThanOrEqual(4);
   });
@@ -70,12 +72,14 @@ describe('disruption scenario cases', () => {
       }
       expect(cmd, JSON.stringify(report.blocked)).toBeDefined();
       expect(cmd!.decision).toBe(want.decision);
-      if (want.candidates) expect(cmd!.candidates.map((x) => x.name).sort()).toEqual([...want.candidates].sort());
+      if (want.candidates)
+        expect(cmd!.candidates.map((x) => x.name).sort()).toEqual([...want.candidates].sort());
       if (want.decision === 'replace') expect(cmd!.replacements).toHaveLength(1);
       for (const r of cmd!.replacements) {
         const names = r.instanceTypeOptions.map((t) => t.name);
         expect(names.length).toBeGreaterThan(0);
-        if (want.replacementTypesAllIn) for (const n of names) expect(want.replacementTypesAllIn).toContain(n);
+        if (want.replacementTypesAllIn)
+          for (const n of names) expect(want.replacementTypesAllIn).toContain(n);
         if (want.replacementCheaperThanUSDPerHour !== undefined) {
           const reqs = Requirements.fromNodeSelector(r.requirements);
           for (const t of r.instanceTypeOptions)

@@ -11,7 +11,11 @@ import { applyObjects } from '../../src/operator/apply.ts';
 import { silentLogger } from '../../src/operator/logger.ts';
 import { createOperator, type Operator, type OperatorConfig } from '../../src/operator/operator.ts';
 import { embeddedOptions, type OperatorOptions } from '../../src/operator/options.ts';
-import { type SimulatedCluster, type SimulatedClusterOptions, startSimulatedCluster } from '../../src/sim/cluster.ts';
+import {
+  type SimulatedCluster,
+  type SimulatedClusterOptions,
+  startSimulatedCluster,
+} from '../../src/sim/cluster.ts';
 
 /** A running e2e environment. */
 export interface E2E {
@@ -32,7 +36,12 @@ export function testOptions(o: Partial<OperatorOptions> = {}): OperatorOptions {
 
 /** Starts the simulated cluster (and, unless `operator: false`, one operator). */
 export async function startE2E(
-  opts: { sim?: SimulatedClusterOptions; operator?: Partial<OperatorOptions> | false; config?: Partial<OperatorConfig>; clock?: Clock } = {},
+  opts: {
+    sim?: SimulatedClusterOptions;
+    operator?: Partial<OperatorOptions> | false;
+    config?: Partial<OperatorConfig>;
+    clock?: Clock;
+  } = {},
 ): Promise<E2E> {
   const sim = await startSimulatedCluster({
     kubeletReadyDelaySeconds: 0,
@@ -82,7 +91,12 @@ export function parseYaml(text: string): KubeObject[] {
 }
 
 /** Polls `fn` (real time) until truthy; throws naming `what` (and the last value/error) after `timeoutMs`. */
-export async function eventually<T>(fn: () => T | Promise<T>, what: string, timeoutMs = 20_000, intervalMs = 50): Promise<NonNullable<T>> {
+export async function eventually<T>(
+  fn: () => T | Promise<T>,
+  what: string,
+  timeoutMs = 20_000,
+  intervalMs = 50,
+): Promise<NonNullable<T>> {
   const end = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
@@ -106,7 +120,9 @@ export async function nodeClaims(client: E2E['client']): Promise<NodeClaim[]> {
 /** Pods not finished and not deleting. */
 export async function livePods(client: E2E['client'], namespace?: string): Promise<Pod[]> {
   const pods = (await client.list('Pod', namespace ? { namespace } : {})).items as Pod[];
-  return pods.filter((p) => !p.metadata.deletionTimestamp && p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed');
+  return pods.filter(
+    (p) => !p.metadata.deletionTimestamp && p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed',
+  );
 }
 
 /** True when at least `min` live pods exist and all of them are Running. */
@@ -126,7 +142,10 @@ export function kwokNodeClassYaml(name = 'default', spec = '{}'): string {
 }
 
 /** A NodePool on KWOKNodeClass `nodeClass`: on-demand amd64 linux c/m/r, optional limits (YAML map text). */
-export function nodePoolYaml(name: string, o: { nodeClass?: string; limits?: string; extraRequirements?: string } = {}): string {
+export function nodePoolYaml(
+  name: string,
+  o: { nodeClass?: string; limits?: string; extraRequirements?: string } = {},
+): string {
   return `apiVersion: karpenter.sh/v1
 kind: NodePool
 metadata:
@@ -145,7 +164,13 @@ ${o.extraRequirements ?? ''}${o.limits ? `  limits: ${o.limits}\n` : ''}`;
 }
 
 /** A Deployment of `replicas` pause pods requesting `cpu`/`memory`. */
-export function deploymentYaml(name: string, replicas: number, cpu: string, memory: string, namespace = 'default'): string {
+export function deploymentYaml(
+  name: string,
+  replicas: number,
+  cpu: string,
+  memory: string,
+  namespace = 'default',
+): string {
   return `apiVersion: apps/v1
 kind: Deployment
 metadata: {name: ${name}, namespace: ${namespace}}
@@ -163,7 +188,12 @@ spec:
 }
 
 /** Scales a Deployment through a merge patch of `spec.replicas`. */
-export async function scale(client: E2E['client'], name: string, replicas: number, namespace = 'default'): Promise<void> {
+export async function scale(
+  client: E2E['client'],
+  name: string,
+  replicas: number,
+  namespace = 'default',
+): Promise<void> {
   await client.patch('Deployment', name, namespace, { spec: { replicas } }, { type: 'merge' });
 }
 

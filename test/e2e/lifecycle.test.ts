@@ -30,7 +30,8 @@ afterEach(async () => {
 async function metricValue(text: string, name: string, labels: Record<string, string>): Promise<number> {
   for (const line of text.split('\n')) {
     if (!line.startsWith(`${name}{`)) continue;
-    if (Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))) return Number(line.split(' ').pop());
+    if (Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`)))
+      return Number(line.split(' ').pop());
   }
   return 0;
 }
@@ -40,7 +41,9 @@ describe('operator e2e: lifecycle and robustness', () => {
     env = await startE2E({ operator: false });
     const { client } = env;
     const a = await env.startOperator();
-    await env.apply(`${kwokNodeClassYaml('default', '{nodeRegistrationDelay: 2s}')}---\n${nodePoolYaml('default')}---\n${deploymentYaml('app', 4, '500m', '512Mi')}`);
+    await env.apply(
+      `${kwokNodeClassYaml('default', '{nodeRegistrationDelay: 2s}')}---\n${nodePoolYaml('default')}---\n${deploymentYaml('app', 4, '500m', '512Mi')}`,
+    );
     let maxLive = 0;
     const watchCount = setInterval(() => {
       void nodeClaims(client).then((l) => {
@@ -49,7 +52,10 @@ describe('operator e2e: lifecycle and robustness', () => {
     }, 50);
     try {
       await eventually(
-        async () => (await nodeClaims(client)).some((n) => n.status?.conditions?.some((c) => c.type === 'Launched' && c.status === 'True')),
+        async () =>
+          (await nodeClaims(client)).some((n) =>
+            n.status?.conditions?.some((c) => c.type === 'Launched' && c.status === 'True'),
+          ),
         'a launched NodeClaim',
       );
       expect((await client.list('Node')).items).toHaveLength(0); // still registering
@@ -77,20 +83,32 @@ describe('operator e2e: lifecycle and robustness', () => {
     const op = env.operators[0]!;
     const provider = op.cloudProvider as EmbeddedCloudProvider;
     ticker = setInterval(() => clock.advance(100), 10); // fake time runs 10× real time
-    await env.apply(`${kwokNodeClassYaml('default', '{nodeRegistrationDelay: 20m}')}---\n${nodePoolYaml('default')}---\n${deploymentYaml('stuck', 1, '500m', '512Mi')}`);
+    await env.apply(
+      `${kwokNodeClassYaml('default', '{nodeRegistrationDelay: 20m}')}---\n${nodePoolYaml('default')}---\n${deploymentYaml('stuck', 1, '500m', '512Mi')}`,
+    );
     const first = await eventually(
       async () =>
-        (await nodeClaims(client)).find((n) => n.status?.conditions?.some((c) => c.type === 'Launched' && c.status === 'True')),
+        (await nodeClaims(client)).find((n) =>
+          n.status?.conditions?.some((c) => c.type === 'Launched' && c.status === 'True'),
+        ),
       'a launched NodeClaim',
     );
     expect(provider.instanceCount).toBe(1);
     const created = Date.parse(first.metadata.creationTimestamp ?? '');
     // jump 15 minutes after its launch (the Node would only appear after 20)
     clock.set(created + 15 * 60 * 1000 + 2000);
-    await eventually(async () => !(await client.tryGet('NodeClaim', first.metadata.name ?? '')), 'NodeClaim deleted', 20_000);
-    expect((await client.list('Node')).items.filter((n) => n.metadata.name === first.metadata.name)).toHaveLength(0);
+    await eventually(
+      async () => !(await client.tryGet('NodeClaim', first.metadata.name ?? '')),
+      'NodeClaim deleted',
+      20_000,
+    );
+    expect(
+      (await client.list('Node')).items.filter((n) => n.metadata.name === first.metadata.name),
+    ).toHaveLength(0);
     const text = await op.registry.metrics();
-    expect(await metricValue(text, 'karpenter_nodeclaims_disrupted_total', { reason: 'registration_timeout' })).toBe(1);
+    expect(
+      await metricValue(text, 'karpenter_nodeclaims_disrupted_total', { reason: 'registration_timeout' }),
+    ).toBe(1);
     // its instance is gone; at most the replacement NodeClaim's instance is live
     const live = await nodeClaims(client);
     expect(provider.instanceCount).toBeLessThanOrEqual(live.length);
@@ -116,13 +134,20 @@ ${deploymentYaml('ok', 2, '500m', '512Mi')}`,
     );
     const cond = async (np: string, type: string) =>
       ((await client.get('NodePool', np)).status?.conditions ?? []).find((c) => c.type === type);
-    await eventually(async () => (await cond('orphan', 'NodeClassReady'))?.status === 'False', 'orphan NodeClassReady=False');
+    await eventually(
+      async () => (await cond('orphan', 'NodeClassReady'))?.status === 'False',
+      'orphan NodeClassReady=False',
+    );
     expect((await cond('orphan', 'NodeClassReady'))?.reason).toBe('NodeClassNotFound');
     expect((await cond('orphan', 'Ready'))?.status).toBe('False');
-    await eventually(async () => (await cond('foreign', 'NodeClassReady'))?.reason === 'NodeClassNotSupported', 'foreign not supported');
+    await eventually(
+      async () => (await cond('foreign', 'NodeClassReady'))?.reason === 'NodeClassNotSupported',
+      'foreign not supported',
+    );
     const events = await eventually(async () => {
       const evs = (await client.list('Event')).items.filter(
-        (e) => e.involvedObject.kind === 'NodePool' && e.involvedObject.name === 'orphan' && e.type === 'Warning',
+        (e) =>
+          e.involvedObject.kind === 'NodePool' && e.involvedObject.name === 'orphan' && e.type === 'Warning',
       );
       return evs.length > 0 ? evs : undefined;
     }, 'Warning Event on the orphan NodePool');
@@ -142,7 +167,9 @@ ${deploymentYaml('ok', 2, '500m', '512Mi')}`,
     const b = await env.startOperator();
     await eventually(() => b.readiness() === undefined, 'standby ready (election decided)');
     expect(b.isLeader()).toBe(false);
-    await env.apply(`${kwokNodeClassYaml()}---\n${nodePoolYaml('default')}---\n${deploymentYaml('le', 3, '500m', '512Mi')}`);
+    await env.apply(
+      `${kwokNodeClassYaml()}---\n${nodePoolYaml('default')}---\n${deploymentYaml('le', 3, '500m', '512Mi')}`,
+    );
     await eventually(() => allRunning(client, 3), 'pods running');
     const created = async (op: typeof a) =>
       metricValue(await op.registry.metrics(), 'karpenter_nodeclaims_created_total', { nodepool: 'default' });

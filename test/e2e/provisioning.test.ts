@@ -30,7 +30,9 @@ describe('operator e2e: provisioning', () => {
   it('scales a Deployment 10 → 200: pods that fit need no NodeClaim, the rest get nodes, all run', async () => {
     env = await startE2E();
     const { client } = env;
-    await env.apply(`${kwokNodeClassYaml()}---\n${nodePoolYaml('default')}---\n${deploymentYaml('web', 10, '100m', '128Mi')}`);
+    await env.apply(
+      `${kwokNodeClassYaml()}---\n${nodePoolYaml('default')}---\n${deploymentYaml('web', 10, '100m', '128Mi')}`,
+    );
     await eventually(() => allRunning(client, 10), '10 pods running');
     const first = await nodeClaims(client);
     expect(first.length).toBe(1);
@@ -70,7 +72,10 @@ describe('operator e2e: provisioning', () => {
       await env.apply(deploymentYaml(`wave-${i}`, 6, '900m', '512Mi'));
       await new Promise((r) => setTimeout(r, 200));
     }
-    await eventually(async () => (await livePods(client)).filter((p) => p.status?.phase === 'Running').length >= 4, 'some pods running');
+    await eventually(
+      async () => (await livePods(client)).filter((p) => p.status?.phase === 'Running').length >= 4,
+      'some pods running',
+    );
     await new Promise((r) => setTimeout(r, 2500));
     const ncs = await nodeClaims(client);
     const cpu = ncs.reduce((s, nc) => s + (parseResources(nc.status?.capacity).cpu ?? 0), 0);
@@ -86,7 +91,9 @@ describe('operator e2e: provisioning', () => {
     const op = await env.startOperator();
     const provider = op.cloudProvider as EmbeddedCloudProvider;
     // first learn the cheapest choice for a 1.5 cpu pod, in a throwaway namespace-free run
-    await env.apply(`${kwokNodeClassYaml()}---\n${nodePoolYaml('default')}---\n${deploymentYaml('probe', 1, '1500m', '1Gi')}`);
+    await env.apply(
+      `${kwokNodeClassYaml()}---\n${nodePoolYaml('default')}---\n${deploymentYaml('probe', 1, '1500m', '1Gi')}`,
+    );
     await eventually(() => allRunning(client, 1), 'probe running');
     const cheapest = (await nodeClaims(client))[0]!;
     const type = instanceTypeOf(cheapest)!;
@@ -101,7 +108,8 @@ describe('operator e2e: provisioning', () => {
     expect(instanceTypeOf(second)).not.toBe(type);
     // the fallback is the cheapest remaining option: the ICE'd type is no longer offered, the launched one is the
     // first (cheapest) of the NodeClaim's options, and it costs at least as much as the unavailable one
-    const options = second.spec.requirements.find((r) => r.key === 'node.kubernetes.io/instance-type')?.values ?? [];
+    const options =
+      second.spec.requirements.find((r) => r.key === 'node.kubernetes.io/instance-type')?.values ?? [];
     expect(options).not.toContain(type);
     expect(options[0]).toBe(instanceTypeOf(second));
     const z2 = second.metadata.labels?.['topology.kubernetes.io/zone'] ?? '';
@@ -115,7 +123,9 @@ describe('operator e2e: provisioning', () => {
     env = await startE2E();
     const { client } = env;
     const op = env.operators[0]!;
-    await env.apply(`${kwokNodeClassYaml()}---\n${nodePoolYaml('default', { limits: '{cpu: "100"}' })}---\n${deploymentYaml('m', 3, '250m', '256Mi')}`);
+    await env.apply(
+      `${kwokNodeClassYaml()}---\n${nodePoolYaml('default', { limits: '{cpu: "100"}' })}---\n${deploymentYaml('m', 3, '250m', '256Mi')}`,
+    );
     await eventually(() => allRunning(client, 3), 'pods running');
     const base = `http://127.0.0.1:${op.metricsPort}`;
     const health = `http://127.0.0.1:${op.healthProbePort}`;
@@ -141,7 +151,9 @@ describe('operator e2e: provisioning', () => {
     ])
       expect(text, name).toContain(name);
     expect(text).toMatch(/karpenter_nodepools_limit\{nodepool="default",resource_type="cpu"\} 100/);
-    expect(text).toMatch(/karpenter_pods_state\{name="m-[^"]+",namespace="default",owner="\/apis\/apps\/v1\/namespaces\/default\/replicasets\/m-[^"]+",node="default-[^"]+",nodepool="default"/);
+    expect(text).toMatch(
+      /karpenter_pods_state\{name="m-[^"]+",namespace="default",owner="\/apis\/apps\/v1\/namespaces\/default\/replicasets\/m-[^"]+",node="default-[^"]+",nodepool="default"/,
+    );
     expect((await fetch(`${base}/nope`)).status).toBe(404);
   }, 60_000);
 });

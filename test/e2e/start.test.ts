@@ -38,7 +38,10 @@ describe('capenter start', () => {
 
 describe('capenter controller', () => {
   it('flags win over environment variables', () => {
-    const o = controllerOptions({ metricsPort: '0', region: 'us-west-2', leaderElect: false }, { METRICS_PORT: '9000', AWS_REGION: 'eu-west-1' });
+    const o = controllerOptions(
+      { metricsPort: '0', region: 'us-west-2', leaderElect: false },
+      { METRICS_PORT: '9000', AWS_REGION: 'eu-west-1' },
+    );
     expect([o.metricsPort, o.region, o.leaderElect]).toEqual([0, 'us-west-2', false]);
   });
 

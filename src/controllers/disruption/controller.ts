@@ -6,6 +6,7 @@
  * 2. build the pure core's input from state ({@link buildDisruptionInput}) and call `computeDisruption`;
  *    update `karpenter_voluntary_disruption_eligible_nodes`, `karpenter_nodepools_allowed_disruptions`, publish
  *    `DisruptionBlocked` Events for nodes blocked by pods, PDBs, annotations or budgets (deduplicated, 15 min);
+ *    write the NodeClaim conditions `Consolidatable` / `Drifted` (`nodeclaim/disruption/conditions.ts`);
  * 3. for the chosen (non-`Expired`) command: emptiness/consolidation wait 15 s and re-validate on a fresh snapshot
  *    (`validation.ts`); then the {@link Orchestrator} taints, launches replacements, waits for them and deletes the
  *    candidates.
@@ -32,9 +33,10 @@ import {
   defaultMethods,
   PassContext,
 } from '../../disruption/index.ts';
-import type { Clock } from '../../kube/clock.ts';
 import type { KubeClient } from '../../kube/client.ts';
+import type { Clock } from '../../kube/clock.ts';
 import type { Cluster } from '../../state/cluster.ts';
+import { syncDisruptionConditions } from '../nodeclaim/disruption/conditions.ts';
 import { matchTaint, type Recorder } from '../nodeclaim/util.ts';
 import type { NodePoolHash } from '../provisioning/nodeclaim.ts';
 import { type Controller, errorMessage, SingletonController } from '../runtime.ts';
@@ -68,6 +70,8 @@ export interface DisruptionControllerOptions {
   coreOptions?: DisruptionOptions;
   /** NodePool hash stamped on replacements (default: `templateHash`, as provisioning). */
   nodePoolHash?: (np: NodePool) => NodePoolHash;
+  /** Write the NodeClaim conditions `Consolidatable` / `Drifted` each pass (default true). */
+  syncConditions?: boolean;
 }
 
 /** What one pass saw and did (the last one is kept in {@link DisruptionController.lastPass}). */
@@ -143,7 +147,10 @@ export class DisruptionController implements Controller {
       ...(this.opts.featureGates ? { featureGates: this.opts.featureGates } : {}),
       ...(this.opts.coreOptions ? { options: this.opts.coreOptions } : {}),
       onInstanceTypeError: (np, msg) =>
-        this.opts.logger.warn({ controller: this.name, nodepool: np, err: msg }, 'unable to resolve instance types'),
+        this.opts.logger.warn(
+          { controller: this.name, nodepool: np, err: msg },
+          'unable to resolve instance types',
+        ),
     });
   }
 
@@ -163,6 +170,13 @@ export class DisruptionController implements Controller {
     );
     this.recordGauges(input);
     this.publishBlocked(input, result);
+    if (this.opts.syncConditions ?? true) {
+      try {
+        await syncDisruptionConditions(this.opts.client, this.opts.clock, input);
+      } catch (err) {
+        log.warn({ err: errorMessage(err) }, 'unable to update NodeClaim disruption conditions');
+      }
+    }
     const pass: DisruptionPass = { at: input.now, result };
     const chosen = chosenCommand(result);
     if (!chosen) return this.finish(pass, poll);
@@ -173,11 +187,19 @@ export class DisruptionController implements Controller {
       if (signal.aborted) return this.finish(pass, poll);
       const v = validateCommand(chosen, computeDisruption(await this.input()));
       if (!v.command) {
-        log.info({ method: chosen.method, reason: v.reason }, 'abandoning disruption command after validation');
+        log.info(
+          { method: chosen.method, reason: v.reason },
+          'abandoning disruption command after validation',
+        );
         pass.abandoned = `validation: ${v.reason}`;
         return this.finish(pass, 0);
       }
       command = v.command;
+    }
+    const busy = command.candidates.filter((c) => this.orchestrator.disruptingNodes().has(c.name));
+    if (busy.length > 0) {
+      pass.abandoned = `already disrupting ${busy.map((c) => c.name).join(', ')}`;
+      return this.finish(pass, poll);
     }
     const ok = await this.orchestrator.execute(command, signal);
     if (!ok) {
@@ -213,7 +235,10 @@ export class DisruptionController implements Controller {
         this.opts.cluster.unmarkForDeletion(sn.name, sn.nodeClaim?.metadata.name ?? sn.name);
         this.opts.logger.info({ controller: this.name, node: sn.name }, 'removed stale disrupted taint');
       } catch (err) {
-        this.opts.logger.warn({ controller: this.name, node: sn.name, err: errorMessage(err) }, 'untaint failed');
+        this.opts.logger.warn(
+          { controller: this.name, node: sn.name, err: errorMessage(err) },
+          'untaint failed',
+        );
       }
     }
   }
@@ -229,7 +254,8 @@ export class DisruptionController implements Controller {
       let eligible = 0;
       for (const c of view.candidates.values()) {
         if (c.ineligible) continue;
-        const tgp = c.nodeClaim.spec.terminationGracePeriod ?? c.nodePool.spec.template.spec.terminationGracePeriod;
+        const tgp =
+          c.nodeClaim.spec.terminationGracePeriod ?? c.nodePool.spec.template.spec.terminationGracePeriod;
         if (c.podsBlock && !(m.class === 'eventual' && tgp !== undefined)) continue;
         if (m.shouldDisrupt(c, ctx) === undefined) eligible++;
       }
@@ -262,7 +288,8 @@ export class DisruptionController implements Controller {
         if (n > 0 || !counts || counts.nodes === 0) continue;
         const np = input.nodePools.find((p) => p.metadata.name === pool);
         const msg = `No allowed disruptions for disruption reason ${reason} due to blocking budget`;
-        if (np && due(`nodepool/${pool}|${msg}`)) void this.opts.recorder.publish(np, 'Normal', 'DisruptionBlocked', msg);
+        if (np && due(`nodepool/${pool}|${msg}`))
+          void this.opts.recorder.publish(np, 'Normal', 'DisruptionBlocked', msg);
       }
     }
   }

@@ -9,7 +9,12 @@ import type { Pod } from '../../apis/core.ts';
 import { applyDefaults } from '../../apis/defaults.ts';
 import type { NodePool } from '../../apis/karpenter.ts';
 import type { CloudProvider, InstanceType } from '../../cloudprovider/types.ts';
-import type { DisruptionFeatureGates, DisruptionInput, DisruptionNode, DisruptionOptions } from '../../disruption/index.ts';
+import type {
+  DisruptionFeatureGates,
+  DisruptionInput,
+  DisruptionNode,
+  DisruptionOptions,
+} from '../../disruption/index.ts';
 import type { ClusterSnapshot } from '../../state/cluster.ts';
 import { errorMessage } from '../runtime.ts';
 

@@ -36,6 +36,8 @@ import { consolidationType, type DisruptionMetrics, reasonLabel } from './metric
 export const ReplacementTimeoutSeconds = 600;
 /** Seconds between readiness checks of the replacements. */
 export const ReplacementPollSeconds = 1;
+/** Seconds a finished command's nodes still count as disrupted by this process (state catching up). */
+export const FinishedGraceSeconds = 60;
 
 /** Dependencies of {@link Orchestrator}. */
 export interface OrchestratorDeps {
@@ -78,15 +80,26 @@ export class Orchestrator {
   private readonly inflight = new Map<number, InFlightCommand>();
   private readonly tasks = new Set<Promise<void>>();
   private readonly disrupting = new Set<string>();
+  /** Node name → when (clock ms) its command finished; cluster state may lag the deletion for a moment. */
+  private readonly finished = new Map<string, number>();
   private seq = 0;
   /** Observers of phase changes. */
   readonly listeners = new Set<(c: InFlightCommand) => void>();
 
   constructor(private readonly deps: OrchestratorDeps) {}
 
-  /** Node names of every command in flight (tainted by this process). */
+  /**
+   * Node names of every command in flight (tainted by this process), plus those whose command finished less than
+   * {@link FinishedGraceSeconds} ago (their deletion may not have reached cluster state yet).
+   */
   disruptingNodes(): ReadonlySet<string> {
-    return this.disrupting;
+    const now = this.deps.clock.now();
+    const out = new Set(this.disrupting);
+    for (const [n, at] of this.finished) {
+      if (now - at < FinishedGraceSeconds * 1000) out.add(n);
+      else this.finished.delete(n);
+    }
+    return out;
   }
 
   /** Commands in flight. */
@@ -126,7 +139,8 @@ export class Orchestrator {
     const ncNames = command.candidates.map((x) => x.nodeClaim.metadata.name as string);
     try {
       for (const cand of command.candidates) {
-        if (!(await this.setTaint(cand.name, true))) throw new Error(`candidate node ${cand.name} is gone or deleting`);
+        if (!(await this.setTaint(cand.name, true)))
+          throw new Error(`candidate node ${cand.name} is gone or deleting`);
       }
       cluster.markForDeletion(...c.nodes, ...ncNames);
       for (const cand of command.candidates) await this.stampReason(cand.nodeClaim, command.reason);
@@ -140,8 +154,17 @@ export class Orchestrator {
         c.replacements.push(name);
         cluster.updateNodeClaim(created);
         for (const pod of plan.pods) cluster.nominate(pod, { kind: 'nodeclaim', name });
-        counter.inc({ reason: reasonLabel(command.reason), nodepool: plan.nodePool, min_values_relaxed: 'false' });
-        void this.deps.recorder.publish(created, 'Normal', 'DisruptionLaunching', `Launching NodeClaim: ${title(command.reason)}`);
+        counter.inc({
+          reason: reasonLabel(command.reason),
+          nodepool: plan.nodePool,
+          min_values_relaxed: 'false',
+        });
+        void this.deps.recorder.publish(
+          created,
+          'Normal',
+          'DisruptionLaunching',
+          `Launching NodeClaim: ${title(command.reason)}`,
+        );
         log.info({ nodeclaim: name, nodepool: plan.nodePool }, 'launched replacement nodeclaim');
       }
     } catch (err) {
@@ -226,7 +249,11 @@ export class Orchestrator {
 
   private forget(c: InFlightCommand): void {
     this.inflight.delete(c.id);
-    for (const n of c.nodes) this.disrupting.delete(n);
+    const now = this.deps.clock.now();
+    for (const n of c.nodes) {
+      this.disrupting.delete(n);
+      if (c.phase === 'done') this.finished.set(n, now);
+    }
   }
 
   /** Undoes a command: untaint and unmark the candidates, delete its replacements. */
@@ -239,8 +266,12 @@ export class Orchestrator {
     c.failure = why;
     for (const name of c.replacements) await client.tryDelete('NodeClaim', name).catch(() => false);
     for (const n of c.nodes) await this.setTaint(n, false).catch(() => false);
-    for (const cand of c.command.candidates) await this.stampReason(cand.nodeClaim, undefined).catch(() => {});
-    cluster.unmarkForDeletion(...c.nodes, ...c.command.candidates.map((x) => x.nodeClaim.metadata.name as string));
+    for (const cand of c.command.candidates)
+      await this.stampReason(cand.nodeClaim, undefined).catch(() => {});
+    cluster.unmarkForDeletion(
+      ...c.nodes,
+      ...c.command.candidates.map((x) => x.nodeClaim.metadata.name as string),
+    );
     this.deps.metrics.queueFailures.inc({
       decision: c.command.decision,
       reason: reasonLabel(c.command.reason),
@@ -296,7 +327,10 @@ export class Orchestrator {
           'NodeClaim',
           name,
           undefined,
-          { metadata: { resourceVersion: fresh.metadata.resourceVersion }, status: { conditions: conds.list() } },
+          {
+            metadata: { resourceVersion: fresh.metadata.resourceVersion },
+            status: { conditions: conds.list() },
+          },
           { type: 'merge' },
         );
         return;

@@ -3,8 +3,9 @@
  * formatting and unit conversion as upstream (kubernetes-sigs/karpenter `pkg/controllers/metrics/*`: cpu in
  * cores, everything else in its base unit; resource names lower-cased with `-` → `_`).
  */
-import { Gauge, type Registry } from 'prom-client';
+
 import type { Logger } from 'pino';
+import { Gauge, type Registry } from 'prom-client';
 import type { Clock } from '../../kube/clock.ts';
 import type { Cluster } from '../../state/cluster.ts';
 
@@ -20,7 +21,12 @@ export interface MetricsControllerDeps {
 }
 
 /** The gauge `name` in `registry`, created with `labelNames` on first use. */
-export function gauge<L extends string>(registry: Registry, name: string, help: string, labelNames: readonly L[]): Gauge<L> {
+export function gauge<L extends string>(
+  registry: Registry,
+  name: string,
+  help: string,
+  labelNames: readonly L[],
+): Gauge<L> {
   const existing = registry.getSingleMetric(name);
   if (existing) return existing as Gauge<L>;
   return new Gauge<L>({ name, help, labelNames: [...labelNames], registers: [registry] });

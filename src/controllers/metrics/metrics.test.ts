@@ -12,7 +12,9 @@ const pod = (limits: Record<string, string>, owner?: { kind: string; name: strin
   metadata: {
     name: 'p',
     namespace: 'shop',
-    ...(owner ? { ownerReferences: [{ apiVersion: 'apps/v1', kind: owner.kind, name: owner.name, uid: 'u' }] } : {}),
+    ...(owner
+      ? { ownerReferences: [{ apiVersion: 'apps/v1', kind: owner.kind, name: owner.name, uid: 'u' }] }
+      : {}),
   },
   spec: { containers: [{ name: 'a', image: 'x', resources: { limits } }] },
 });
@@ -26,12 +28,17 @@ describe('metrics helpers', () => {
   });
 
   it('sums container limits', () => {
-    expect(podsLimits([pod({ cpu: '500m', memory: '1Gi' }), pod({ cpu: '1' })])).toEqual({ cpu: 1500, memory: 2 ** 30 });
+    expect(podsLimits([pod({ cpu: '500m', memory: '1Gi' }), pod({ cpu: '1' })])).toEqual({
+      cpu: 1500,
+      memory: 2 ** 30,
+    });
     expect(podsLimits([pod({ cpu: 'lots' })])).toEqual({});
   });
 
   it('builds the owner self link of the first owner reference', () => {
-    expect(ownerSelfLink(pod({}, { kind: 'ReplicaSet', name: 'web-1' }))).toBe('/apis/apps/v1/namespaces/shop/replicasets/web-1');
+    expect(ownerSelfLink(pod({}, { kind: 'ReplicaSet', name: 'web-1' }))).toBe(
+      '/apis/apps/v1/namespaces/shop/replicasets/web-1',
+    );
     expect(ownerSelfLink(pod({}))).toBe('');
   });
 

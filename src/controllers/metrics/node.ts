@@ -77,11 +77,26 @@ export class NodeMetricsController implements Controller {
     const g = (name: string, help: string) => gauge<NodeLabel>(deps.registry, name, help, LABELS);
     this.gauges = {
       allocatable: g(NODE_METRICS.allocatable, 'Node allocatable are the resources allocatable by nodes.'),
-      podRequests: g(NODE_METRICS.podRequests, 'Node total pod requests are the resources requested by non-DaemonSet pods bound to nodes.'),
-      podLimits: g(NODE_METRICS.podLimits, 'Node total pod limits are the resources specified by non-DaemonSet pod limits.'),
-      daemonRequests: g(NODE_METRICS.daemonRequests, 'Node total daemon requests are the resource requested by DaemonSet pods bound to nodes.'),
-      daemonLimits: g(NODE_METRICS.daemonLimits, 'Node total daemon limits are the resources specified by DaemonSet pod limits.'),
-      overhead: g(NODE_METRICS.overhead, "Node system daemon overhead are the resources reserved for system overhead, the difference between the node's capacity and allocatable values are reported by the status."),
+      podRequests: g(
+        NODE_METRICS.podRequests,
+        'Node total pod requests are the resources requested by non-DaemonSet pods bound to nodes.',
+      ),
+      podLimits: g(
+        NODE_METRICS.podLimits,
+        'Node total pod limits are the resources specified by non-DaemonSet pod limits.',
+      ),
+      daemonRequests: g(
+        NODE_METRICS.daemonRequests,
+        'Node total daemon requests are the resource requested by DaemonSet pods bound to nodes.',
+      ),
+      daemonLimits: g(
+        NODE_METRICS.daemonLimits,
+        'Node total daemon limits are the resources specified by DaemonSet pod limits.',
+      ),
+      overhead: g(
+        NODE_METRICS.overhead,
+        "Node system daemon overhead are the resources reserved for system overhead, the difference between the node's capacity and allocatable values are reported by the status.",
+      ),
     };
     this.loop = new SingletonController({
       name: this.name,

@@ -34,9 +34,24 @@ export class NodeClaimMetricsController implements Controller {
   constructor(private readonly deps: MetricsControllerDeps) {
     const cond = ['type', 'status', 'reason'] as const;
     this.gauges = {
-      nc: gauge(deps.registry, NODECLAIM_METRICS.nodeClaimConditions, 'The number of nodeclaims with a status condition, labeled by type, status and reason.', cond),
-      np: gauge(deps.registry, NODECLAIM_METRICS.nodePoolConditions, 'The number of nodepools with a status condition, labeled by type, status and reason.', cond),
-      current: gauge(deps.registry, NODECLAIM_METRICS.current, 'NodeClaims that currently exist, by nodepool and lifecycle phase.', ['nodepool', 'phase'] as const),
+      nc: gauge(
+        deps.registry,
+        NODECLAIM_METRICS.nodeClaimConditions,
+        'The number of nodeclaims with a status condition, labeled by type, status and reason.',
+        cond,
+      ),
+      np: gauge(
+        deps.registry,
+        NODECLAIM_METRICS.nodePoolConditions,
+        'The number of nodepools with a status condition, labeled by type, status and reason.',
+        cond,
+      ),
+      current: gauge(
+        deps.registry,
+        NODECLAIM_METRICS.current,
+        'NodeClaims that currently exist, by nodepool and lifecycle phase.',
+        ['nodepool', 'phase'] as const,
+      ),
     };
     this.loop = new SingletonController({
       name: this.name,
@@ -62,8 +77,12 @@ export class NodeClaimMetricsController implements Controller {
     };
     for (const nc of snap.nodeClaims) {
       count(this.gauges.nc, nc.status?.conditions);
-      this.gauges.current.inc({ nodepool: nc.metadata.labels?.['karpenter.sh/nodepool'] ?? '', phase: nodeClaimPhase(nc) });
+      this.gauges.current.inc({
+        nodepool: nc.metadata.labels?.['karpenter.sh/nodepool'] ?? '',
+        phase: nodeClaimPhase(nc),
+      });
     }
-    for (const np of snap.nodePools) count(this.gauges.np, (np.status as { conditions?: Condition[] } | undefined)?.conditions);
+    for (const np of snap.nodePools)
+      count(this.gauges.np, (np.status as { conditions?: Condition[] } | undefined)?.conditions);
   }
 }

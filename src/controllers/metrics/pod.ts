@@ -95,7 +95,9 @@ export class PodMetricsController implements Controller {
           namespace: pod.metadata.namespace ?? '',
           owner: ownerSelfLink(pod),
           node: nodeName,
-          nodepool: node ? (l?.['karpenter.sh/nodepool'] ?? 'N/A') : (pod.spec?.nodeSelector?.['karpenter.sh/nodepool'] ?? 'N/A'),
+          nodepool: node
+            ? (l?.['karpenter.sh/nodepool'] ?? 'N/A')
+            : (pod.spec?.nodeSelector?.['karpenter.sh/nodepool'] ?? 'N/A'),
           zone: na(l?.['topology.kubernetes.io/zone']),
           arch: na(l?.['kubernetes.io/arch']),
           capacity_type: na(l?.['karpenter.sh/capacity-type']),

@@ -7,7 +7,11 @@
 import { parseAllDocuments } from 'yaml';
 import type { KubeObject, Node, Pod } from '../../../src/apis/core.ts';
 import type { NodeClaim } from '../../../src/apis/karpenter.ts';
-import { DisruptionController, type DisruptionControllerOptions } from '../../../src/controllers/disruption/controller.ts';
+import {
+  DisruptionController,
+  type DisruptionControllerOptions,
+  type DisruptionPass,
+} from '../../../src/controllers/disruption/controller.ts';
 import { PodEventsController } from '../../../src/controllers/nodeclaim/disruption/podevents.ts';
 import { ExpirationController } from '../../../src/controllers/nodeclaim/expiration/controller.ts';
 import { FakeClock } from '../../../src/kube/clock.ts';
@@ -24,6 +28,8 @@ export interface Env {
   clock: FakeClock;
   op: Operator;
   disruption: DisruptionController;
+  /** Every disruption pass so far, oldest first. */
+  passes: DisruptionPass[];
   /** Creates objects (YAML text or objects) in dependency order; throws on failure. */
   apply(objs: string | KubeObject[]): Promise<void>;
   /** Polls `fn` (wall time, the pump keeps simulated time moving) until truthy. */
@@ -44,8 +50,13 @@ export interface EnvOptions {
   start?: number;
   /** Overrides for the disruption controller. */
   disruption?: Partial<DisruptionControllerOptions>;
-  /** Objects created before the operator starts (with API timestamps at `createdAt`, when given). */
-  preload?: { objects: KubeObject[]; createdAt?: number };
+  /**
+   * Batches of objects created in order before the operator starts; API timestamps at `createdAt` when given
+   * (e.g. long-lived nodes), else the clock.
+   */
+  preload?: Array<{ objects: KubeObject[]; createdAt?: number | undefined }>;
+  /** Runs after the preloads, before the operator starts (e.g. to write statuses). */
+  afterPreload?: (client: SimulatedCluster['client']) => Promise<void>;
   kubeletReadyDelaySeconds?: number;
 }
 
@@ -73,11 +84,16 @@ export async function startEnv(o: EnvOptions = {}): Promise<Env> {
     const failed = res.filter((r) => r.result === 'failed');
     if (failed.length > 0) throw new Error(failed.map((f) => f.error).join('; '));
   };
-  if (o.preload) {
-    stampAt = o.preload.createdAt;
-    await apply(o.preload.objects);
-    stampAt = undefined;
+  for (const batch of o.preload ?? []) {
+    if (batch.objects.length === 0) continue;
+    stampAt = batch.createdAt;
+    try {
+      await apply(batch.objects);
+    } finally {
+      stampAt = undefined;
+    }
   }
+  await o.afterPreload?.(client);
   const logger = silentLogger();
   const op = createOperator({
     client,
@@ -96,7 +112,16 @@ export async function startEnv(o: EnvOptions = {}): Promise<Env> {
     registry: op.registry,
     ...(o.disruption ?? {}),
   });
-  const deps = { client, clock, logger, recorder: op.recorder, registry: op.registry, informers: op.informers };
+  const passes: DisruptionPass[] = [];
+  disruption.passListeners.add((p) => passes.push(p));
+  const deps = {
+    client,
+    clock,
+    logger,
+    recorder: op.recorder,
+    registry: op.registry,
+    informers: op.informers,
+  };
   const extra = [disruption, new ExpirationController(deps), new PodEventsController(deps)];
   await op.start();
   const ac = new AbortController();
@@ -115,6 +140,7 @@ export async function startEnv(o: EnvOptions = {}): Promise<Env> {
     clock,
     op,
     disruption,
+    passes,
     apply,
     async until(fn, what, timeoutMs = 60_000) {
       const end = Date.now() + timeoutMs;
@@ -168,14 +194,16 @@ export async function livePods(client: Env['client'], namespace = 'default'): Pr
 }
 
 /** A KWOKNodeClass `default` plus a NodePool `default` (on-demand, c/m/r, amd64) with the given extras. */
-export function poolYaml(o: {
-  budgets?: string;
-  consolidateAfter?: string;
-  policy?: string;
-  labels?: string;
-  expireAfter?: string;
-  terminationGracePeriod?: string;
-} = {}): string {
+export function poolYaml(
+  o: {
+    budgets?: string;
+    consolidateAfter?: string;
+    policy?: string;
+    labels?: string;
+    expireAfter?: string;
+    terminationGracePeriod?: string;
+  } = {},
+): string {
   return `apiVersion: karpenter.kwok.sh/v1alpha1
 kind: KWOKNodeClass
 metadata: {name: default}

@@ -37,7 +37,10 @@ afterAll(async () => env.stop());
 /** A launched, registered NodeClaim `name` with its Node (both carrying the termination finalizer). */
 async function launchNode(name: string, terminationGracePeriod?: string): Promise<void> {
   const nc = await env.client.create(
-    testNodeClaim(name, { instanceType: 'm5.large', ...(terminationGracePeriod ? { terminationGracePeriod } : {}) }),
+    testNodeClaim(name, {
+      instanceType: 'm5.large',
+      ...(terminationGracePeriod ? { terminationGracePeriod } : {}),
+    }),
   );
   await new Launch(env.ctx).reconcile(nc);
   await new Registration(env.ctx).reconcile(nc);
@@ -74,7 +77,11 @@ async function runningPod(
       labels: opts.labels ?? {},
       ...(opts.annotations ? { annotations: opts.annotations } : {}),
       ...(opts.daemon
-        ? { ownerReferences: [{ apiVersion: 'apps/v1', kind: 'DaemonSet', name: 'ds', uid: 'ds-uid', controller: true }] }
+        ? {
+            ownerReferences: [
+              { apiVersion: 'apps/v1', kind: 'DaemonSet', name: 'ds', uid: 'ds-uid', controller: true },
+            ],
+          }
         : {}),
     },
     spec: {
@@ -146,7 +153,9 @@ describe('node termination drain', () => {
     const events = await env.events('pdb-1');
     const failed = events.filter((e) => e.reason === 'FailedDraining' && e.type === 'Warning');
     expect(failed.map((e) => e.message)).toContainEqual(
-      expect.stringMatching(/^Failed to drain node, evicting pod w\/guarded violates a PDB: .*disruption budget/),
+      expect.stringMatching(
+        /^Failed to drain node, evicting pod w\/guarded violates a PDB: .*disruption budget/,
+      ),
     );
     expect(await env.metric('karpenter_pods_eviction_requests_total', { code: '429' })).toBe(3);
     // still cordoned and tainted meanwhile
@@ -184,7 +193,13 @@ describe('node termination drain', () => {
       env.clock.advance(11_000);
     }
     expect(await podNames('tier-1')).toEqual(['app', 'crit', 'crit-ds', 'ds']);
-    await env.client.patch('PodDisruptionBudget', 'tier-app', NS, { spec: { maxUnavailable: 1 } }, { type: 'merge' });
+    await env.client.patch(
+      'PodDisruptionBudget',
+      'tier-app',
+      NS,
+      { spec: { maxUnavailable: 1 } },
+      { type: 'merge' },
+    );
     await env.cluster.store.settle();
     env.clock.advance(11_000);
     const order: string[][] = [];
@@ -215,7 +230,9 @@ describe('node termination drain', () => {
     await ctl.reconcile('dnd-1');
     expect(await podNames('dnd-1')).toEqual([]);
     const disrupted = (await env.events('keep')).find((e) => e.reason === 'Disrupted');
-    expect(disrupted?.message).toContain('granted 120 seconds of grace-period of its 120 terminationGracePeriodSeconds');
+    expect(disrupted?.message).toContain(
+      'granted 120 seconds of grace-period of its 120 terminationGracePeriodSeconds',
+    );
     expect(await finish('dnd-1')).toBeLessThanOrEqual(3);
   });
 

@@ -291,7 +291,9 @@ export class NodeTerminationController implements Controller {
       throw err;
     }
     if (vas.length === 0) return [];
-    const pods = (await this.opts.client.list('Pod', { fieldSelector: `spec.nodeName=${nodeName}` })).items.filter(
+    const pods = (
+      await this.opts.client.list('Pod', { fieldSelector: `spec.nodeName=${nodeName}` })
+    ).items.filter(
       (p) => p.spec?.nodeName === nodeName && !isTerminal(p) && !isWaitingEviction(p, this.opts.clock.now()),
     );
     const keep = new Set<string>();

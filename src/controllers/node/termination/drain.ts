@@ -207,7 +207,11 @@ export class Drainer {
    * `deadlineMs` (ms since the epoch, or undefined). Connection errors throw; API refusals are reported in the
    * result and through `hooks`.
    */
-  async drain(nodeName: string, deadlineMs: number | undefined, hooks: DrainHooks = {}): Promise<DrainResult> {
+  async drain(
+    nodeName: string,
+    deadlineMs: number | undefined,
+    hooks: DrainHooks = {},
+  ): Promise<DrainResult> {
     const client = this.opts.client;
     const pods = (await client.list('Pod', { fieldSelector: `spec.nodeName=${nodeName}` })).items.filter(
       (p) => p.spec?.nodeName === nodeName,

@@ -16,7 +16,12 @@ export interface DrainMetrics {
   evictionRequests: Counter<'code'>;
 }
 
-function counter<L extends string>(registry: Registry, name: string, help: string, labelNames: L[]): Counter<L> {
+function counter<L extends string>(
+  registry: Registry,
+  name: string,
+  help: string,
+  labelNames: L[],
+): Counter<L> {
   const existing = registry.getSingleMetric(name);
   if (existing) return existing as Counter<L>;
   return new Counter({ name, help, labelNames, registers: [registry] });

@@ -93,7 +93,9 @@ export class PodEventsController implements Controller {
     if (!node) return {};
     const claims = this.nodeClaims
       ? nodeClaimsForNode(this.nodeClaims, node)
-      : (await this.opts.client.list('NodeClaim')).items.filter((c) => c.status?.providerID === node.spec?.providerID);
+      : (await this.opts.client.list('NodeClaim')).items.filter(
+          (c) => c.status?.providerID === node.spec?.providerID,
+        );
     const now = this.opts.clock.now();
     for (const nc of claims) {
       if (nc.metadata.deletionTimestamp) continue;

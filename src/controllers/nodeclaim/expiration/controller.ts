@@ -72,7 +72,8 @@ export class ExpirationController implements Controller {
       npInf.on({
         update: (_, np) => {
           for (const nc of ncInf.cache.list())
-            if (nc.metadata.labels?.[LabelNodePool] === np.metadata.name) this.queue.enqueue(nc.metadata.name as string);
+            if (nc.metadata.labels?.[LabelNodePool] === np.metadata.name)
+              this.queue.enqueue(nc.metadata.name as string);
         },
       }),
     ];
@@ -108,7 +109,11 @@ export class ExpirationController implements Controller {
       capacity_type: capacityTypeOf(nc),
     });
     this.opts.logger.info(
-      { controller: this.name, nodeclaim: name, expireAfter: nc.spec.expireAfter ?? pool?.spec.template.spec.expireAfter },
+      {
+        controller: this.name,
+        nodeclaim: name,
+        expireAfter: nc.spec.expireAfter ?? pool?.spec.template.spec.expireAfter,
+      },
       'deleting expired nodeclaim',
     );
     return {};
@@ -125,7 +130,10 @@ export class ExpirationController implements Controller {
           'NodeClaim',
           name,
           undefined,
-          { metadata: { resourceVersion: fresh.metadata.resourceVersion }, status: { conditions: conds.list() } },
+          {
+            metadata: { resourceVersion: fresh.metadata.resourceVersion },
+            status: { conditions: conds.list() },
+          },
           { type: 'merge' },
         );
         return;

@@ -1,0 +1,249 @@
+/**
+ * Provisioning benchmark: upstream Karpenter's performance "basic" case in the embedded cluster — 1,000 pods
+ * (500 × 0.9 cpu / 3100Mi and 500 × 3.5 cpu / 28Gi, two Deployments) on a general-purpose NodePool
+ * (on-demand amd64 linux, instance categories c/m/r) — measured from apply to every pod bound to a node.
+ *
+ * The operator runs in its own child process (`capenter controller` against the simulated cluster's kubeconfig,
+ * upstream batch windows 1 s / 10 s, no leader election) so its peak RSS (Linux `VmHWM` of that process,
+ * including the tsx loader) is its own; the API server and the scheduler/kubelet/workload stand-ins run in this
+ * process. Targets (reported, never asserted): < 20 s, cpu and memory utilisation ≥ 80 %, controller RSS < 150 MB.
+ *
+ * Run directly: `npx tsx bench/provisioning.ts [--json]`.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import type { Pod } from '../src/apis/core.ts';
+import type { NodeClaim } from '../src/apis/karpenter.ts';
+import { parseResources } from '../src/apis/quantity.ts';
+import { priceOf } from '../src/cli/start.ts';
+import { applyObjects } from '../src/operator/apply.ts';
+import { podRequests } from '../src/scheduling/resources.ts';
+import { startSimulatedCluster } from '../src/sim/cluster.ts';
+
+/** What {@link runProvisioningBench} measures. */
+export interface ProvisioningBenchResult {
+  pods: number;
+  /** Seconds from the first apply to every pod bound (`spec.nodeName` set). */
+  wallSeconds: number;
+  /** Seconds until every pod was Running (kubelet stand-in start delay included). */
+  runningSeconds: number | undefined;
+  nodeClaims: number;
+  /** Instance type → count. */
+  instanceTypes: Record<string, number>;
+  /** USD per hour of all NodeClaims (catalog price of their offering). */
+  priceUSDPerHour: number;
+  /** Σ pod requests ÷ Σ node allocatable, 0..1. */
+  cpuUtilization: number;
+  memoryUtilization: number;
+  /** Peak RSS of the controller process in MB (Linux VmHWM), undefined when unavailable. */
+  controllerPeakRssMB: number | undefined;
+  /** True when every pod was bound before the timeout. */
+  complete: boolean;
+  targets: { wallSeconds: number; utilization: number; controllerRssMB: number };
+}
+
+const here = dirname(fileURLToPath(import.meta.url));
+const root = resolve(here, '..');
+
+function manifests(perGroup: number): string {
+  const dep = (name: string, replicas: number, cpu: string, memory: string) => `---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: ${name}, namespace: default}
+spec:
+  replicas: ${replicas}
+  selector: {matchLabels: {app: ${name}}}
+  template:
+    metadata: {labels: {app: ${name}}}
+    spec:
+      containers:
+        - {name: app, image: registry.k8s.io/pause:3.10, resources: {requests: {cpu: "${cpu}", memory: "${memory}"}}}
+`;
+  return `apiVersion: karpenter.kwok.sh/v1alpha1
+kind: KWOKNodeClass
+metadata: {name: default}
+spec: {}
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: default}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}
+      expireAfter: 720h
+      requirements:
+        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+        - {key: kubernetes.io/arch, operator: In, values: [amd64]}
+        - {key: kubernetes.io/os, operator: In, values: [linux]}
+        - {key: karpenter.k8s.aws/instance-category, operator: In, values: [c, m, r]}
+${dep('small', perGroup, '900m', '3100Mi')}${dep('large', perGroup, '3500m', '28Gi')}`;
+}
+
+function peakRssMB(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Math.round(Number(m[1]) / 1024) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Runs the benchmark once. `pods` (default 1000) is split evenly between the two pod shapes; `timeoutSeconds`
+ * (default 120) bounds the wait. Never throws for a slow run (`complete: false`); throws when the cluster or the
+ * controller cannot start.
+ */
+export async function runProvisioningBench(
+  opts: { pods?: number; timeoutSeconds?: number; region?: string } = {},
+): Promise<ProvisioningBenchResult> {
+  const total = opts.pods ?? 1000;
+  const perGroup = Math.floor(total / 2);
+  const region = opts.region ?? 'us-east-1';
+  const dir = mkdtempSync(join(tmpdir(), 'capenter-bench-'));
+  const kubeconfigPath = join(dir, 'kubeconfig');
+  const sim = await startSimulatedCluster({
+    kubeconfigPath,
+    podStartDelaySeconds: 1,
+    kubeletReadyDelaySeconds: 0,
+  });
+  const child = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      join(root, 'src/cli/main.ts'),
+      'controller',
+      '--kubeconfig',
+      kubeconfigPath,
+      '--metrics-port',
+      '0',
+      '--health-probe-port',
+      '0',
+      '--no-leader-elect',
+      '--log-level',
+      'error',
+      '--region',
+      region,
+    ],
+    {
+      cwd: root,
+      stdio: ['ignore', 'ignore', 'pipe'],
+      env: { ...process.env, BATCH_IDLE_DURATION: '1s', BATCH_MAX_DURATION: '10s' },
+    },
+  );
+  let childErr = '';
+  child.stderr?.on('data', (d: Buffer) => {
+    childErr += d.toString();
+  });
+  try {
+    // wait for the controller to come up (it prints its endpoints)
+    const upBy = Date.now() + 60_000;
+    while (!childErr.includes('capenter controller:')) {
+      if (child.exitCode !== null || Date.now() > upBy)
+        throw new Error(`controller did not start: ${childErr.slice(0, 2000)}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const { parseAllDocuments } = await import('yaml');
+    const objects = parseAllDocuments(manifests(perGroup)).map((d) => d.toJS());
+    const start = performance.now();
+    await applyObjects(sim.client, objects);
+    const deadline = start + (opts.timeoutSeconds ?? 120) * 1000;
+    let wallSeconds = Number.NaN;
+    let runningSeconds: number | undefined;
+    let pods: Pod[] = [];
+    let complete = false;
+    while (performance.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 200));
+      pods = (await sim.client.list('Pod')).items as Pod[];
+      if (pods.length < perGroup * 2) continue;
+      if (!complete && pods.every((p) => p.spec?.nodeName)) {
+        complete = true;
+        wallSeconds = (performance.now() - start) / 1000;
+      }
+      if (complete && pods.every((p) => p.status?.phase === 'Running')) {
+        runningSeconds = (performance.now() - start) / 1000;
+        break;
+      }
+    }
+    if (!complete) wallSeconds = (performance.now() - start) / 1000;
+    const rss = peakRssMB(child.pid);
+    const ncs = (await sim.client.list('NodeClaim')).items as NodeClaim[];
+    const nodes = (await sim.client.list('Node')).items;
+    const instanceTypes: Record<string, number> = {};
+    let price = 0;
+    for (const nc of ncs) {
+      const l = nc.metadata.labels ?? {};
+      const it = l['node.kubernetes.io/instance-type'] ?? '?';
+      instanceTypes[it] = (instanceTypes[it] ?? 0) + 1;
+      price += priceOf(
+        region,
+        it,
+        l['topology.kubernetes.io/zone'] ?? '',
+        l['karpenter.sh/capacity-type'] ?? '',
+      );
+    }
+    let reqCpu = 0;
+    let reqMem = 0;
+    for (const p of pods) {
+      if (!p.spec?.nodeName) continue;
+      const r = podRequests(p);
+      reqCpu += r.cpu ?? 0;
+      reqMem += r.memory ?? 0;
+    }
+    let allocCpu = 0;
+    let allocMem = 0;
+    for (const n of nodes) {
+      const a = parseResources(n.status?.allocatable as Record<string, string> | undefined);
+      allocCpu += a.cpu ?? 0;
+      allocMem += a.memory ?? 0;
+    }
+    return {
+      pods: perGroup * 2,
+      wallSeconds: Math.round(wallSeconds * 100) / 100,
+      runningSeconds: runningSeconds === undefined ? undefined : Math.round(runningSeconds * 100) / 100,
+      nodeClaims: ncs.length,
+      instanceTypes,
+      priceUSDPerHour: Math.round(price * 10000) / 10000,
+      cpuUtilization: allocCpu ? Math.round((reqCpu / allocCpu) * 1000) / 1000 : 0,
+      memoryUtilization: allocMem ? Math.round((reqMem / allocMem) * 1000) / 1000 : 0,
+      controllerPeakRssMB: rss,
+      complete,
+      targets: { wallSeconds: 20, utilization: 0.8, controllerRssMB: 150 },
+    };
+  } finally {
+    child.kill('SIGTERM');
+    await new Promise<void>((r) => {
+      if (child.exitCode !== null) r();
+      else child.once('exit', () => r());
+      setTimeout(r, 5000);
+    });
+    await sim.stop();
+  }
+}
+
+/** Human-readable report of one result. */
+export function formatProvisioningBench(r: ProvisioningBenchResult): string {
+  const ok = (b: boolean) => (b ? 'ok' : 'MISSED');
+  return [
+    `provisioning (upstream perf "basic", ${r.pods} pods, controller in a child process):`,
+    `  all pods bound   ${r.wallSeconds}s ${r.complete ? '' : '(TIMED OUT) '}[target < ${r.targets.wallSeconds}s: ${ok(r.complete && r.wallSeconds < r.targets.wallSeconds)}]` +
+      (r.runningSeconds !== undefined ? `; all Running ${r.runningSeconds}s` : ''),
+    `  NodeClaims       ${r.nodeClaims} (${Object.entries(r.instanceTypes)
+      .map(([k, v]) => `${v}× ${k}`)
+      .join(', ')})`,
+    `  price            $${r.priceUSDPerHour}/h`,
+    `  utilisation      cpu ${(r.cpuUtilization * 100).toFixed(1)}%, memory ${(r.memoryUtilization * 100).toFixed(1)}% [target ≥ 80%: ${ok(Math.min(r.cpuUtilization, r.memoryUtilization) >= r.targets.utilization)}]`,
+    `  controller RSS   ${r.controllerPeakRssMB ?? 'n/a'} MB peak [target < ${r.targets.controllerRssMB} MB: ${ok((r.controllerPeakRssMB ?? Infinity) < r.targets.controllerRssMB)}]`,
+  ].join('\n');
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
+  const r = await runProvisioningBench();
+  if (process.argv.includes('--json')) console.log(JSON.stringify(r, null, 2));
+  else console.log(formatProvisioningBench(r));
+}

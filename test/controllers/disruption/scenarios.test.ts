@@ -1,0 +1,220 @@
+/**
+ * Drift, expiration and emptiness through the whole stack (simulated cluster + operator + disruption, expiration
+ * and pod-events controllers on a pumped FakeClock). Workloads use required pod anti-affinity on the hostname so
+ * each replica gets its own node.
+ */
+import { describe, expect, it } from 'vitest';
+import type { Node } from '../../../src/apis/core.ts';
+import type { InFlightCommand } from '../../../src/controllers/disruption/orchestration.ts';
+import type { WatchHandle } from '../../../src/kube/client.ts';
+import { conditionOf } from '../../../src/state/cluster.ts';
+import { type Env, liveNodeClaims, livePods, poolYaml, startEnv } from './harness.ts';
+
+/** A Deployment whose replicas refuse to share a node. */
+function spreadDeployment(name: string, replicas: number): string {
+  return `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: ${name}, namespace: default}
+spec:
+  replicas: ${replicas}
+  selector: {matchLabels: {app: ${name}}}
+  template:
+    metadata: {labels: {app: ${name}}}
+    spec:
+      terminationGracePeriodSeconds: 5
+      affinity:
+        podAntiAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            - topologyKey: kubernetes.io/hostname
+              labelSelector: {matchLabels: {app: ${name}}}
+      containers:
+        - name: app
+          image: registry.example/app:1
+          resources: {requests: {cpu: "1", memory: 1Gi}}
+`;
+}
+
+const running = async (env: Env, n: number): Promise<boolean> =>
+  (await livePods(env.client)).filter((p) => p.status?.phase === 'Running').length === n;
+
+/** Watches Nodes: max simultaneously disrupting nodes, and when each node was first seen deleting (fake ms). */
+async function watchNodes(env: Env) {
+  const state = new Map<string, boolean>();
+  const deletingAt = new Map<string, number>();
+  const out = { maxDisrupting: 0, deletingAt, handle: undefined as WatchHandle | undefined };
+  out.handle = await env.client.watch(
+    'Node',
+    {},
+    (ev) => {
+      if (ev.type === 'BOOKMARK' || ev.type === 'ERROR') return;
+      const n = ev.object as Node;
+      const name = n.metadata.name as string;
+      if (n.metadata.deletionTimestamp && !deletingAt.has(name)) deletingAt.set(name, env.clock.now());
+      if (ev.type === 'DELETED') state.delete(name);
+      else
+        state.set(
+          name,
+          !!n.metadata.deletionTimestamp ||
+            (n.spec?.taints ?? []).some((t) => t.key === 'karpenter.sh/disrupted'),
+        );
+      out.maxDisrupting = Math.max(out.maxDisrupting, [...state.values()].filter(Boolean).length);
+    },
+    () => {},
+  );
+  return out;
+}
+
+describe('drift', () => {
+  it('changing the NodePool template rolls every node, one at a time, replacements initialized first', async () => {
+    const env = await startEnv();
+    const watch = await watchNodes(env);
+    const phases: Array<{ phase: string; replacementsInitialized: boolean; method: string }> = [];
+    env.disruption.orchestrator.listeners.add((c: InFlightCommand) => {
+      phases.push({
+        phase: c.phase,
+        method: c.command.method,
+        replacementsInitialized: c.replacements.every(
+          (r) => conditionOf(env.op.cluster.getNodeClaim(r), 'Initialized')?.status === 'True',
+        ),
+      });
+    });
+    try {
+      await env.apply(
+        poolYaml({ labels: '{team: a}', consolidateAfter: 'Never', budgets: '[{nodes: "1"}]' }),
+      );
+      await env.apply(spreadDeployment('web', 3));
+      await env.until(() => running(env, 3), '3 pods running', 60_000);
+      const original = (await liveNodeClaims(env.client)).map((n) => n.metadata.name as string).sort();
+      expect(original).toHaveLength(3);
+      await env.client.patch(
+        'NodePool',
+        'default',
+        undefined,
+        { spec: { template: { metadata: { labels: { team: 'b' } } } } },
+        { type: 'merge' },
+      );
+      // the NodeClaims show why they are disrupted
+      await env.until(
+        async () =>
+          (await env.client.list('NodeClaim')).items.some((nc) =>
+            (nc.status?.conditions ?? []).some(
+              (c) => c.type === 'Drifted' && c.status === 'True' && c.reason === 'NodePoolDrifted',
+            ),
+          ),
+        'a Drifted=True (NodePoolDrifted) condition',
+        30_000,
+      );
+      await env.until(
+        async () => {
+          const ncs = await liveNodeClaims(env.client);
+          const nodes = (await env.client.list('Node')).items;
+          return (
+            ncs.length === 3 &&
+            nodes.length === 3 &&
+            ncs.every((n) => n.metadata.labels?.team === 'b') &&
+            (await running(env, 3))
+          );
+        },
+        'every node rolled to team=b',
+        90_000,
+      );
+      const now = (await liveNodeClaims(env.client)).map((n) => n.metadata.name as string);
+      expect(now.filter((n) => original.includes(n))).toEqual([]);
+      const terminating = phases.filter((p) => p.phase === 'terminating');
+      expect(terminating.length).toBe(3);
+      expect(terminating.every((p) => p.method === 'Drift' && p.replacementsInitialized)).toBe(true);
+      expect(watch.maxDisrupting).toBe(1);
+      expect(
+        await metric(env, 'karpenter_voluntary_disruption_decisions_total', {
+          decision: 'replace',
+          reason: 'drifted',
+          consolidation_type: '',
+        }),
+      ).toBe(3);
+    } finally {
+      watch.handle?.stop();
+      await env.stop();
+    }
+  }, 150_000);
+});
+
+describe('expiration', () => {
+  it('expireAfter deletes nodes past their lifetime; their pods move to new nodes', async () => {
+    const env = await startEnv({ msPerStep: 1000 });
+    try {
+      await env.apply(poolYaml({ expireAfter: '10m', consolidateAfter: 'Never' }));
+      await env.apply(spreadDeployment('web', 2));
+      await env.until(() => running(env, 2), '2 pods running', 60_000);
+      const original = await liveNodeClaims(env.client);
+      const created = Math.max(...original.map((n) => Date.parse(n.metadata.creationTimestamp ?? '')));
+      await env.until(
+        async () => {
+          const ncs = await liveNodeClaims(env.client);
+          const names = new Set(ncs.map((n) => n.metadata.name));
+          return (
+            original.every((o) => !names.has(o.metadata.name)) && ncs.length >= 2 && (await running(env, 2))
+          );
+        },
+        'original nodes expired and replaced',
+        90_000,
+      );
+      // not before their lifetime
+      expect(env.clock.now() - created).toBeGreaterThanOrEqual(600_000);
+      expect(
+        await metric(env, 'karpenter_nodeclaims_disrupted_total', {
+          reason: 'expired',
+          nodepool: 'default',
+          capacity_type: 'on-demand',
+        }),
+      ).toBeGreaterThanOrEqual(2);
+    } finally {
+      await env.stop();
+    }
+  }, 150_000);
+});
+
+describe('emptiness', () => {
+  it('an empty node is removed once consolidateAfter has passed since its last pod left', async () => {
+    const env = await startEnv();
+    const watch = await watchNodes(env);
+    try {
+      await env.apply(
+        poolYaml({ policy: 'WhenEmpty', consolidateAfter: '2m', budgets: '[{nodes: "100%"}]' }),
+      );
+      await env.apply(spreadDeployment('web', 3));
+      await env.until(() => running(env, 3), '3 pods running', 60_000);
+      expect(await liveNodeClaims(env.client)).toHaveLength(3);
+      await env.client.patch('Deployment', 'web', 'default', { spec: { replicas: 1 } }, { type: 'merge' });
+      await env.until(async () => (await livePods(env.client)).length === 1, 'scaled to 1', 30_000);
+      const emptiedAt = env.clock.now();
+      await env.until(
+        async () => (await env.client.list('Node')).items.length === 1,
+        'empty nodes removed',
+        60_000,
+      );
+      const removed = [...watch.deletingAt.values()];
+      expect(removed).toHaveLength(2);
+      for (const at of removed) {
+        expect(at - emptiedAt).toBeGreaterThanOrEqual(120_000 - 6_000); // pods left within the scale-down window
+        expect(at - emptiedAt).toBeLessThanOrEqual(120_000 + 10_000 + 15_000 + 20_000); // + poll + validation + slack
+      }
+      expect(await running(env, 1)).toBe(true);
+      const events = (await env.client.list('Event')).items.filter(
+        (e) => (e as { reason?: string }).reason === 'DisruptionTerminating',
+      );
+      expect(events.map((e) => (e as { message?: string }).message)).toContain('Disrupting Node: Empty');
+    } finally {
+      watch.handle?.stop();
+      await env.stop();
+    }
+  }, 150_000);
+});
+
+async function metric(env: Env, name: string, labels: Record<string, string>): Promise<number> {
+  const m = env.op.registry.getSingleMetric(name);
+  if (!m) return 0;
+  const v = (await m.get()).values.find((x) =>
+    Object.entries(labels).every(([k, val]) => String(x.labels[k] ?? '') === val),
+  );
+  return v?.value ?? 0;
+}
