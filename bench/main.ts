@@ -4,12 +4,14 @@
  * Scheduling: each size runs in a fresh child process (`bench/scheduling.ts`) so the peak RSS is that
  * size's own. Targets (reported, never asserted in tests): ≥ 5,000 pods/s at 5,000 pods; 10,000 pods in
  * < 3 s and < 500 MB RSS; plan cost ≤ 1.25 × lower bound.
- * API server: `bench/apiserver.ts`'s `runApiServerBench()` when that file exists.
+ * Then the API-server, provisioning and disruption sections (`bench/apiserver.ts`, `bench/provisioning.ts`,
+ * `bench/disruption.ts`); `--only apiServer,provisioning,disruption` picks sections (scheduling always runs
+ * unless `--sizes` is empty, e.g. `--sizes 0`).
  *
  * `--json` prints a JSON array with one object per scheduling size:
  * `{pods, podsPerSecond, nodeClaims, priceUSDPerHour, cpuUtilization, memoryUtilization, costToLowerBound,
- * peakRssMB, unschedulable, solveSeconds}`; when the API server benchmark exists, its result follows as one
- * more element `{apiServer: <result>}`.
+ * peakRssMB, unschedulable, solveSeconds}`; each further section follows as one more element
+ * (`{apiServer: …}`, `{provisioning: …}`, `{disruption: …}`).
  * `--cpu-prof` writes a V8 CPU profile per size into `$TMPDIR/capenter-bench-profiles/` (open in Chrome DevTools).
  */
 import { spawn } from 'node:child_process';
@@ -107,21 +109,55 @@ log(
 );
 
 const out: unknown[] = [...rows];
-const apiBench = join(here, 'apiserver.ts');
-if (existsSync(apiBench)) {
+
+/** A further benchmark section: a module in bench/ exporting a run function and (optionally) a formatter. */
+interface Section {
+  key: string;
+  title: string;
+  file: string;
+  run: string;
+  format: string;
+}
+const sections: Section[] = [
+  {
+    key: 'apiServer',
+    title: 'API server',
+    file: 'apiserver.ts',
+    run: 'runApiServerBench',
+    format: 'formatApiServerBench',
+  },
+  {
+    key: 'provisioning',
+    title: 'Provisioning (embedded cluster, upstream "basic" case)',
+    file: 'provisioning.ts',
+    run: 'runProvisioningBench',
+    format: 'formatProvisioningBench',
+  },
+  {
+    key: 'disruption',
+    title: 'Disruption (1,000 nodes, 10,000 pods)',
+    file: 'disruption.ts',
+    run: 'runDisruptionBench',
+    format: 'formatDisruptionBench',
+  },
+];
+const onlyArg = argv.indexOf('--only');
+const only = onlyArg >= 0 ? new Set((argv[onlyArg + 1] ?? '').split(',')) : undefined;
+for (const sec of sections) {
+  if (only && !only.has(sec.key)) continue;
+  const file = join(here, sec.file);
+  if (!existsSync(file)) continue;
   log('');
-  log('API server:');
-  const mod = (await import(pathToFileURL(apiBench).href)) as {
-    runApiServerBench?: () => Promise<unknown>;
-    formatApiServerBench?: (r: never) => string;
-  };
-  if (typeof mod.runApiServerBench === 'function') {
-    const res = await mod.runApiServerBench();
-    out.push({ apiServer: res });
-    if (typeof mod.formatApiServerBench === 'function') log(mod.formatApiServerBench(res as never));
-    else log(JSON.stringify(res, null, 2));
-  } else {
-    log('  bench/apiserver.ts exports no runApiServerBench(); skipped');
+  log(`${sec.title}:`);
+  const mod = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
+  const run = mod[sec.run];
+  if (typeof run !== 'function') {
+    log(`  bench/${sec.file} exports no ${sec.run}(); skipped`);
+    continue;
   }
+  const res = await (run as () => unknown)();
+  out.push({ [sec.key]: res });
+  const format = mod[sec.format];
+  log(typeof format === 'function' ? (format as (r: unknown) => string)(res) : JSON.stringify(res, null, 2));
 }
 if (json) process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);

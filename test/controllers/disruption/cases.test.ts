@@ -223,6 +223,25 @@ describe('disruption cases: controller and pure core choose the same first comma
         if (want.decision === 'none') {
           const blocked = pass.result.blocked.map((b) => b.reason).join('; ');
           expect(blocked).toMatch(/do-not-disrupt/);
+          // and says so on the Node and its NodeClaim
+          for (const kind of ['Node', 'NodeClaim'])
+            await env.until(
+              async () =>
+                (
+                  (await env.client.list('Event')).items as Array<{
+                    reason?: string;
+                    message?: string;
+                    involvedObject: { kind?: string };
+                  }>
+                ).some(
+                  (e) =>
+                    e.reason === 'DisruptionBlocked' &&
+                    e.involvedObject.kind === kind &&
+                    /do-not-disrupt/.test(e.message ?? ''),
+                ),
+              `DisruptionBlocked event on the ${kind}`,
+              10_000,
+            );
         }
       } finally {
         await env.stop();

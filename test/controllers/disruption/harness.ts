@@ -57,7 +57,7 @@ export interface EnvOptions {
   preload?: Array<{ objects: KubeObject[]; createdAt?: number | undefined }>;
   /** Runs after the preloads, before the operator starts (e.g. to write statuses). */
   afterPreload?: (client: SimulatedCluster['client']) => Promise<void>;
-  kubeletReadyDelaySeconds?: number;
+  kubeletReadyDelaySeconds?: number | ((node: Node) => number);
 }
 
 /** Parses multi-document YAML. */

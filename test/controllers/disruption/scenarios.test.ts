@@ -138,6 +138,60 @@ describe('drift', () => {
   }, 150_000);
 });
 
+describe('rollback', () => {
+  it('replacements that never initialize are deleted after the timeout and the candidate is untainted', async () => {
+    let stall = false;
+    const env = await startEnv({
+      kubeletReadyDelaySeconds: () => (stall ? 1e7 : 1),
+      disruption: { replacementTimeoutSeconds: 120 },
+    });
+    let rolledBack: InFlightCommand | undefined;
+    env.disruption.orchestrator.listeners.add((c: InFlightCommand) => {
+      if (c.phase === 'rolledBack' && !rolledBack) {
+        env.pause();
+        rolledBack = { ...c, replacements: [...c.replacements] };
+      }
+    });
+    try {
+      await env.apply(poolYaml({ labels: '{team: a}', consolidateAfter: 'Never' }));
+      await env.apply(spreadDeployment('web', 1));
+      await env.until(() => running(env, 1), '1 pod running', 60_000);
+      const [original] = await liveNodeClaims(env.client);
+      stall = true;
+      const t0 = env.clock.now();
+      await env.client.patch(
+        'NodePool',
+        'default',
+        undefined,
+        { spec: { template: { metadata: { labels: { team: 'b' } } } } },
+        { type: 'merge' },
+      );
+      const c = await env.until(() => rolledBack, 'a rolled back command', 60_000);
+      expect(c.failure).toBe('timed out after 120s waiting for replacements to initialize');
+      expect(env.clock.now() - t0).toBeGreaterThanOrEqual(120_000);
+      expect(c.replacements).toHaveLength(1);
+      const replacement = await env.client.tryGet('NodeClaim', c.replacements[0] as string);
+      expect(replacement === undefined || !!replacement.metadata.deletionTimestamp).toBe(true);
+      const node = (await env.client.list('Node')).items.find(
+        (n) => n.spec?.providerID === original?.status?.providerID,
+      );
+      expect(node?.metadata.deletionTimestamp).toBeUndefined();
+      expect((node?.spec?.taints ?? []).some((t) => t.key === 'karpenter.sh/disrupted')).toBe(false);
+      expect(await running(env, 1)).toBe(true);
+      expect(
+        await metric(env, 'karpenter_voluntary_disruption_queue_failures_total', {
+          decision: 'replace',
+          reason: 'drifted',
+          consolidation_type: '',
+        }),
+      ).toBe(1);
+    } finally {
+      env.resume();
+      await env.stop();
+    }
+  }, 150_000);
+});
+
 describe('expiration', () => {
   it('expireAfter deletes nodes past their lifetime; their pods move to new nodes', async () => {
     const env = await startEnv({ msPerStep: 1000 });
