@@ -30,7 +30,7 @@ import {
   vectorFits,
 } from './instancetypes.ts';
 import type { PodInfo } from './podinfo.ts';
-import type { Requirements } from './requirements.ts';
+import type { Requirement, Requirements } from './requirements.ts';
 import { formatRequests } from './resources.ts';
 import { untoleratedTaint } from './taints.ts';
 import type { Topology } from './topology.ts';
@@ -140,6 +140,23 @@ export class PoolContext {
     return hit;
   }
 
+  private readonly narrowCache = new Map<string, Requirements>();
+
+  /**
+   * `current` ∩ `extra` (topology pins such as `zone In [a]`), shared between calls with the same inputs (the
+   * result is never mutated by the scheduler: plans clone before narrowing further).
+   */
+  narrowed(current: Requirements, extra: readonly Requirement[]): Requirements {
+    let key = current.signature();
+    for (const r of extra) key += `\u0004${r.key}\u0005${[...r.values].join('\u0006')}\u0005${r.complement}`;
+    let hit = this.narrowCache.get(key);
+    if (!hit) {
+      hit = current.clone().add(...extra);
+      this.narrowCache.set(key, hit);
+    }
+    return hit;
+  }
+
   /** Domains of `key` the NodePool's types offer under `reqs` (cached with the option set). */
   domains(reqs: Requirements, key: string): ReadonlySet<string> {
     const r = reqs.get(key);
@@ -245,8 +262,8 @@ export function fitRequirements(
   if (topo.requirements.length) {
     const extra = topo.requirements.filter((r) => !reqs.get(r.key)?.subsetOf(r));
     if (extra.length) {
-      if (reqs === current) reqs = reqs.clone();
-      reqs.add(...extra);
+      if (reqs === current) reqs = pool.narrowed(current, extra);
+      else reqs.add(...extra);
     }
   }
   if (reqs === current) return { requirements: reqs };

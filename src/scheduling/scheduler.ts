@@ -568,7 +568,6 @@ class PlanSearch {
     const k = plan.reqKey >= 0 ? plan.reqKey : this.keyOf(plan);
     if (this.fitStamp[k] === this.attempt) return this.fitValue[k]!;
     let fit: RequirementsFit | Failure | undefined;
-    (globalThis as any).C3 = ((globalThis as any).C3 ?? 0) + 1;
     if (this.memoizable) {
       // unrelaxed template, no zone/other non-hostname topology: the answer never changes during the run
       let m = this.memo[k];
@@ -640,7 +639,6 @@ class PlanSearch {
       let zeroScore = Number.POSITIVE_INFINITY;
       let grow: NewNodeClaim | undefined;
       let growPrice = Number.POSITIVE_INFINITY;
-      (globalThis as any).C1 = ((globalThis as any).C1 ?? 0) + n; (globalThis as any).C2 = ((globalThis as any).C2 ?? 0) + 1;
       for (let i = 0; i < n; i++) {
         const lc = cheapLeftCpu[i]!;
         const lm = cheapLeftMem[i]!;

@@ -362,20 +362,30 @@ export class Topology {
     return { ok: true, requirements: reqs };
   }
 
-  private readonly eligibleCache = new Map<string, string[]>();
+  /** Per group and pod-domain requirement (shared per pod template): the eligible domains, valid while the group's domain count is unchanged. */
+  private readonly eligibleCache = new WeakMap<
+    TopologyGroup,
+    Map<Requirement | undefined, { size: number; eligible: string[] }>
+  >();
 
   private eligibleMin(g: TopologyGroup, podReqs: Requirements): { min: number; eligible: string[] } {
     if (g.key === LabelHostname) return { min: 0, eligible: [] };
     const podDomains = podReqs.get(g.key);
-    const ck = `${g.id}\u0001${podDomains ? podDomains.toString() : ''}\u0001${g.counts.size}`;
-    let eligible = this.eligibleCache.get(ck);
-    if (!eligible) {
-      eligible = [];
+    let byReq = this.eligibleCache.get(g);
+    if (!byReq) {
+      byReq = new Map();
+      this.eligibleCache.set(g, byReq);
+    }
+    let hit = byReq.get(podDomains);
+    if (!hit || hit.size !== g.counts.size) {
+      const eligible: string[] = [];
       const universe = new Set<string>(this.universe(g.key));
       for (const d of g.counts.keys()) universe.add(d);
       for (const d of universe) if (!podDomains || podDomains.has(d)) eligible.push(d);
-      this.eligibleCache.set(ck, eligible);
+      hit = { size: g.counts.size, eligible };
+      byReq.set(podDomains, hit);
     }
+    const eligible = hit.eligible;
     let min = Number.POSITIVE_INFINITY;
     for (const d of eligible) min = Math.min(min, g.count(d));
     if (!Number.isFinite(min)) min = 0;
