@@ -1,8 +1,9 @@
 /**
  * The scenario cases of `../shared/cases` (vendored in `test/cases/`), each checked against the decision users
  * expect (format and meaning of every `expect` key: `test/cases/README.md`). Provisioning and catalog cases
- * run through the same path as `capenter simulate` (parseManifests → simulate); consolidation, drift and
- * termination cases are reported as todo until the disruption/termination simulation exists.
+ * run through the same path as `capenter simulate` (parseManifests → simulate). Cases of the other kinds run in
+ * the test files listed in {@link COVERED_ELSEWHERE}; this file checks that each of them is listed there, so a
+ * new case (or case kind) without a test fails here.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -56,6 +57,28 @@ const caseFiles = readdirSync(casesDir)
   .filter((f) => f.endsWith('.yaml'))
   .sort();
 const cases: Case[] = caseFiles.map((f) => parseYaml(readFileSync(join(casesDir, f), 'utf8')) as Case);
+
+/** The case kinds this file runs. */
+const KINDS_HERE: ReadonlySet<string> = new Set(['provisioning', 'catalog']);
+
+/**
+ * Where the cases of the other kinds run. `kinds`: the file runs EVERY case of that kind that has the named
+ * `expect` key (it filters on both); `ids`: single cases it runs by id.
+ */
+const COVERED_ELSEWHERE: ReadonlyArray<{
+  file: string;
+  kinds?: Readonly<Record<string, string>>;
+  ids?: readonly string[];
+}> = [
+  // pure core through simulateDisruption: first command, candidates, replacement types and price
+  { file: 'test/disruption/cases.test.ts', kinds: { consolidation: 'disruption', drift: 'disruption' } },
+  // the disruption controller on the simulated API server; the termination case through the termination controllers
+  {
+    file: 'test/controllers/disruption/cases.test.ts',
+    kinds: { consolidation: 'disruption', drift: 'disruption' },
+    ids: ['expire-with-blocking-pdb-terminates-after-grace-period'],
+  },
+];
 
 const SUPPORTED_KEYS = new Set([
   'unschedulablePods',
@@ -203,12 +226,45 @@ describe('vendored cases', () => {
   });
 });
 
-describe('scenario cases', () => {
-  for (const c of cases) {
-    if (c.kind !== 'provisioning' && c.kind !== 'catalog') {
-      it.todo(`${c.id} (${c.kind})`);
-      continue;
+describe('cases run by other test files', () => {
+  const elsewhere = cases.filter((c) => !KINDS_HERE.has(c.kind));
+
+  it('every case of another kind is run by a listed test file', () => {
+    expect(elsewhere.length).toBeGreaterThan(0);
+    for (const c of elsewhere) {
+      const by = COVERED_ELSEWHERE.filter((e) => {
+        const key = e.kinds?.[c.kind];
+        return e.ids?.includes(c.id) || (key !== undefined && key in c.expect);
+      });
+      expect(
+        by.map((e) => e.file),
+        `case ${c.id} (kind ${c.kind}) is run by no test: add one and list it in COVERED_ELSEWHERE`,
+      ).not.toEqual([]);
     }
+  });
+
+  it('the listed test files exist and name the kinds and ids they run', () => {
+    for (const e of COVERED_ELSEWHERE) {
+      const path = join(here, '..', e.file);
+      expect(existsSync(path), `${e.file} exists`).toBe(true);
+      const text = readFileSync(path, 'utf8');
+      for (const [kind, key] of Object.entries(e.kinds ?? {})) {
+        expect(text, `${e.file} filters on kind '${kind}'`).toContain(`'${kind}'`);
+        expect(text, `${e.file} filters on expect.${key}`).toContain(`expect.${key}`);
+      }
+      for (const id of e.ids ?? []) {
+        expect(text, `${e.file} runs case ${id}`).toContain(`'${id}'`);
+        expect(
+          cases.map((c) => c.id),
+          `case ${id} listed for ${e.file} exists`,
+        ).toContain(id);
+      }
+    }
+  });
+});
+
+describe('scenario cases', () => {
+  for (const c of cases.filter((x) => KINDS_HERE.has(x.kind))) {
     it(`${c.id} (${c.kind}): ${c.title}`, async () => {
       const unknown = Object.keys(c.expect).filter((k) => !SUPPORTED_KEYS.has(k));
       expect(unknown, 'expect keys this test knows how to check').toEqual([]);

@@ -18,6 +18,7 @@ import {
   type JSONSchemaNode,
 } from '../src/apis/crds.ts';
 import { applyDefaults } from '../src/apis/defaults.ts';
+import { exampleEC2NodeClass, exampleNodePool } from '../src/apis/examples.ts';
 import { validateObject } from '../src/apis/validation.ts';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -138,33 +139,19 @@ describe('generated CRDs', () => {
 
   it('compile with ajv, and ajv defaulting equals applyDefaults', () => {
     const ajv = makeAjv(true);
-    const np: KubeObject = {
-      apiVersion: 'karpenter.sh/v1',
-      kind: 'NodePool',
-      metadata: { name: 'default' },
-      spec: {
-        template: {
-          spec: {
-            nodeClassRef: { group: 'karpenter.kwok.sh', kind: 'KWOKNodeClass', name: 'default' },
-            requirements: [{ key: 'kubernetes.io/arch', operator: 'In', values: ['amd64'] }],
-          },
-        },
-      },
-    };
+    const np = exampleNodePool('default', {
+      group: 'karpenter.kwok.sh',
+      kind: 'KWOKNodeClass',
+      name: 'default',
+    });
     const ajvDefaulted = structuredClone(np);
     expect(validatorFor('NodePool', ajv)(ajvDefaulted)).toBe(true);
     expect(ajvDefaulted).toEqual(applyDefaults(np));
-    const ec2: KubeObject = {
-      apiVersion: 'karpenter.k8s.aws/v1',
-      kind: 'EC2NodeClass',
-      metadata: { name: 'default' },
-      spec: {
-        role: 'r',
-        amiSelectorTerms: [{ alias: 'al2023@latest' }],
-        subnetSelectorTerms: [{ id: 'subnet-1' }],
-        securityGroupSelectorTerms: [{ id: 'sg-1' }],
-      },
-    };
+    const ec2 = exampleEC2NodeClass({
+      role: 'r',
+      subnetSelectorTerms: [{ id: 'subnet-1' }],
+      securityGroupSelectorTerms: [{ id: 'sg-1' }],
+    });
     const ec2Defaulted = structuredClone(ec2);
     expect(validatorFor('EC2NodeClass', ajv)(ec2Defaulted)).toBe(true);
     expect(ec2Defaulted).toEqual(applyDefaults(ec2));

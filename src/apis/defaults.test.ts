@@ -1,33 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import type { KubeObject } from './core.ts';
 import { applyDefaults } from './defaults.ts';
+import { exampleEC2NodeClass, exampleNodePool } from './examples.ts';
 import { validateObject } from './validation.ts';
 
-const nodePool = (): KubeObject => ({
-  apiVersion: 'karpenter.sh/v1',
-  kind: 'NodePool',
-  metadata: { name: 'default' },
-  spec: {
-    template: {
-      spec: {
-        nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' },
-        requirements: [{ key: 'kubernetes.io/arch', operator: 'In', values: ['amd64'] }],
-      },
-    },
-  },
-});
-
-const ec2NodeClass = (): KubeObject => ({
-  apiVersion: 'karpenter.k8s.aws/v1',
-  kind: 'EC2NodeClass',
-  metadata: { name: 'default' },
-  spec: {
-    role: 'KarpenterNodeRole-cluster-1',
-    amiSelectorTerms: [{ alias: 'al2023@latest' }],
-    subnetSelectorTerms: [{ tags: { 'karpenter.sh/discovery': 'cluster-1' } }],
-    securityGroupSelectorTerms: [{ tags: { 'karpenter.sh/discovery': 'cluster-1' } }],
-  },
-});
+const nodePool = (): KubeObject => exampleNodePool();
+const ec2NodeClass = (): KubeObject => exampleEC2NodeClass();
 
 describe('applyDefaults', () => {
   it('fills upstream v1 NodePool defaults', () => {

@@ -1,39 +1,17 @@
 import { describe, expect, it } from 'vitest';
 import type { KubeObject } from './core.ts';
+import { exampleEC2NodeClass, exampleNodePool } from './examples.ts';
 import { validateObject } from './validation.ts';
 
 // biome-ignore lint/suspicious/noExplicitAny: test fixtures are mutated freely
 type AnyObj = Record<string, any>;
 
 function nodePool(): AnyObj {
-  return {
-    apiVersion: 'karpenter.sh/v1',
-    kind: 'NodePool',
-    metadata: { name: 'general' },
-    spec: {
-      template: {
-        spec: {
-          nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' },
-          requirements: [{ key: 'kubernetes.io/arch', operator: 'In', values: ['amd64'] }],
-        },
-      },
-    },
-  };
+  return exampleNodePool('general');
 }
 
 function ec2(spec: AnyObj = {}): AnyObj {
-  return {
-    apiVersion: 'karpenter.k8s.aws/v1',
-    kind: 'EC2NodeClass',
-    metadata: { name: 'default' },
-    spec: {
-      role: 'KarpenterNodeRole-cluster-1',
-      amiSelectorTerms: [{ alias: 'al2023@latest' }],
-      subnetSelectorTerms: [{ tags: { 'karpenter.sh/discovery': 'cluster-1' } }],
-      securityGroupSelectorTerms: [{ tags: { 'karpenter.sh/discovery': 'cluster-1' } }],
-      ...spec,
-    },
-  };
+  return exampleEC2NodeClass(spec);
 }
 
 function messages(o: AnyObj): string[] {

@@ -17,8 +17,11 @@ import { collectDefaultMetrics, Registry } from 'prom-client';
 import type { KubeObject } from '../apis/core.ts';
 import { withMetrics } from '../cloudprovider/metrics.ts';
 import type { CloudProvider } from '../cloudprovider/types.ts';
+import { DisruptionController } from '../controllers/disruption/controller.ts';
 import { metricsControllers } from '../controllers/metrics/index.ts';
 import { NodeTerminationController } from '../controllers/node/termination/controller.ts';
+import { PodEventsController } from '../controllers/nodeclaim/disruption/podevents.ts';
+import { ExpirationController } from '../controllers/nodeclaim/expiration/controller.ts';
 import { NodeClaimGarbageCollectionController } from '../controllers/nodeclaim/garbagecollection/controller.ts';
 import {
   type ControllerDeps,
@@ -221,6 +224,19 @@ export function createOperator(cfg: OperatorConfig): Operator {
         : {}),
     }),
     new NodeTerminationController(deps('node.termination')),
+    new DisruptionController({
+      client,
+      cluster,
+      cloudProvider: provider('disruption'),
+      clock,
+      logger,
+      recorder,
+      registry,
+      nodePoolHash: (np) => ({ hash: nodePoolHash(np), version: NodePoolHashVersion }),
+      featureGates: { spotToSpotConsolidation: options.featureGates.SpotToSpotConsolidation === true },
+    }),
+    new ExpirationController(deps('nodeclaim.expiration')),
+    new PodEventsController(deps('nodeclaim.podevents')),
     new NodePoolController(deps('nodepool')),
     new NodeClassStatusController(deps('nodeclass.status')),
     ...metricsControllers(metricsDeps),

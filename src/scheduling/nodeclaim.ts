@@ -597,28 +597,24 @@ const costFrontiers = new WeakMap<readonly PricedType[], PricedType[]>();
 function costFrontier(base: readonly PricedType[]): readonly PricedType[] {
   let hit = costFrontiers.get(base);
   if (hit) return hit;
-  const per = base.map((p) => Array.from(p.t.alloc, (a) => (a > 0 ? p.price / a : Number.POSITIVE_INFINITY)));
-  hit = [];
-  for (let i = 0; i < base.length; i++) {
-    const pi = per[i]!;
-    let dominated = false;
-    for (let j = 0; j < base.length && !dominated; j++) {
-      if (j === i) continue;
-      const pj = per[j]!;
-      let le = true;
-      let lt = false;
-      for (let k = 0; k < pi.length; k++) {
-        if (pj[k]! > pi[k]!) {
-          le = false;
-          break;
-        }
-        if (pj[k]! < pi[k]!) lt = true;
-      }
-      // strictly better somewhere, or identical and earlier (keep one of equal vectors)
-      if (le && (lt || j < i)) dominated = true;
+  const rows = base.map((p) => ({
+    p,
+    per: Array.from(p.t.alloc, (a) => (a > 0 ? p.price / a : Number.POSITIVE_INFINITY)),
+  }));
+  // Lexicographic order: a type can only be dominated by one sorted before it (equal vectors: the first is kept).
+  rows.sort((a, b) => {
+    for (let k = 0; k < a.per.length; k++) {
+      const d = a.per[k]! - b.per[k]!;
+      if (d !== 0 && !Number.isNaN(d)) return d;
     }
-    if (!dominated) hit.push(base[i]!);
+    return 0;
+  });
+  const kept: { p: PricedType; per: number[] }[] = [];
+  for (const r of rows) {
+    const dominated = kept.some((f) => f.per.every((v, k) => v <= r.per[k]!));
+    if (!dominated) kept.push(r);
   }
+  hit = kept.map((r) => r.p);
   costFrontiers.set(base, hit);
   return hit;
 }

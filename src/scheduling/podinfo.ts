@@ -122,40 +122,48 @@ export function resetPodInfo(info: PodInfo, topology: Topology): void {
 }
 
 /**
- * The scheduling-relevant part of a pod's template: namespace, labels, and every spec field the scheduler reads
- * (container resources and ports, init containers, overhead, node selector, affinity, tolerations, topology
- * spread, host network). Keep in step with what `buildPodInfo` reads. Pods with equal keys (replicas of one Deployment) get the same {@link PodInfo} data.
+ * The resource part of a pod's template: container and init-container resources, ports and restart policies,
+ * overhead, host network (everything `podRequests` and `podHostPorts` read).
  */
-export function templateKey(pod: Pod): string {
+export function resourceKey(pod: Pod): string {
   const spec = pod.spec;
   const slim = (c: Container) => [c.resources ?? null, c.ports ?? null, c.restartPolicy ?? null];
   return JSON.stringify([
-    pod.metadata.namespace ?? 'default',
-    pod.metadata.labels ?? null,
     spec?.containers?.map(slim) ?? null,
     spec?.initContainers?.map(slim) ?? null,
     spec?.overhead ?? null,
-    spec?.nodeSelector ?? null,
-    spec?.affinity ?? null,
-    spec?.tolerations ?? null,
-    spec?.topologySpreadConstraints ?? null,
     spec?.hostNetwork ?? null,
   ]);
 }
 
-/** What {@link PodInfoCache} shares between pods of one template. */
-interface Template {
-  info: PodInfo;
-  constraints: PodConstraints;
+/**
+ * The constraint part of a pod's template: namespace, labels, node selector, affinity, tolerations, topology
+ * spread (everything `podConstraints`, `requiredAlternatives`, topology groups and `needsOwnNode` read).
+ */
+export function constraintKey(pod: Pod): string {
+  const spec = pod.spec;
+  return JSON.stringify([
+    pod.metadata.namespace ?? 'default',
+    pod.metadata.labels ?? null,
+    spec?.nodeSelector ?? null,
+    spec?.affinity ?? null,
+    spec?.tolerations ?? null,
+    spec?.topologySpreadConstraints ?? null,
+  ]);
 }
 
+type ResourcePart = Pick<PodInfo, 'requests' | 'vec' | 'hostPorts'>;
+type ConstraintPart = Omit<PodInfo, 'pod' | 'key' | keyof ResourcePart>;
+
 /**
- * Builds {@link PodInfo}s, computing requests, constraints, requirements and topology groups once per pod
- * template ({@link templateKey}) instead of once per pod. The shared parts are read-only; a pod's `constraints`
- * object is shared until the scheduler relaxes it (it copies first, see `preferences.ts` `copyConstraints`).
+ * Builds {@link PodInfo}s, computing requests once per distinct {@link resourceKey} and constraints,
+ * requirements and topology groups once per distinct {@link constraintKey} (replicas of one Deployment share
+ * both) instead of once per pod. The shared parts are read-only; a pod's `constraints` object is shared until
+ * the scheduler relaxes it (it copies first, see `preferences.ts` `copyConstraints`).
  */
 export class PodInfoCache {
-  private readonly templates = new Map<string, Template>();
+  private readonly resources = new Map<string, ResourcePart>();
+  private readonly constraints = new Map<string, ConstraintPart>();
 
   constructor(
     private readonly index: ResourceIndex,
@@ -163,17 +171,60 @@ export class PodInfoCache {
   ) {}
 
   /**
-   * The info of `pod` (constraints unrelaxed).
+   * The info of `pod` (constraints unrelaxed); `template` of the result identifies its constraint part.
    * @throws RequirementError / QuantityParseError for malformed affinity or requests (as {@link buildPodInfo}).
    */
-  build(pod: Pod, key: string = templateKey(pod)): PodInfo {
-    let t = this.templates.get(key);
-    if (!t) {
-      const info = buildPodInfo(pod, this.index, this.topology);
-      t = { info: { ...info, template: this.templates.size }, constraints: info.constraints };
-      this.templates.set(key, t);
-      return { ...t.info, shared: true };
+  build(pod: Pod, rkey: string = resourceKey(pod)): PodInfo {
+    let r = this.resources.get(rkey);
+    if (!r) {
+      const requests = podRequests(pod);
+      r = { requests, vec: this.index.vector(requests), hostPorts: podHostPorts(pod) };
+      this.resources.set(rkey, r);
     }
-    return { ...t.info, pod, key: podKey(pod), constraints: t.constraints, shared: true };
+    const ckey = constraintKey(pod);
+    let c = this.constraints.get(ckey);
+    if (!c) {
+      const namespace = pod.metadata.namespace ?? 'default';
+      const labels = pod.metadata.labels ?? {};
+      const info: PodInfo = {
+        pod,
+        key: '',
+        namespace,
+        labels,
+        selectKey: selectKeyOf({ namespace, labels }),
+        ...r,
+        constraints: podConstraints(pod),
+        requirements: new Requirements(),
+        strict: new Requirements(),
+        alternatives: requiredAlternatives(pod),
+        groups: [],
+        inverse: [],
+        ownNode: needsOwnNode(pod),
+      };
+      refreshPodInfo(info, this.topology);
+      const { pod: _p, key: _k, requests: _r, vec: _v, hostPorts: _h, ...rest } = info;
+      c = { ...rest, shared: true, template: this.constraints.size };
+      this.constraints.set(ckey, c);
+    }
+    // an explicit literal keeps one object shape for every PodInfo (spreads can produce slow dictionary objects)
+    return {
+      pod,
+      key: podKey(pod),
+      namespace: c.namespace,
+      labels: c.labels,
+      selectKey: c.selectKey,
+      requests: r.requests,
+      vec: r.vec,
+      hostPorts: r.hostPorts,
+      constraints: c.constraints,
+      requirements: c.requirements,
+      strict: c.strict,
+      alternatives: c.alternatives,
+      groups: c.groups,
+      inverse: c.inverse,
+      ownNode: c.ownNode,
+      shared: true,
+      template: c.template!,
+    };
   }
 }

@@ -335,6 +335,44 @@ describe('solve: topology', () => {
     ]);
   });
 
+  it('places hostname self-anti-affinity pods first, then fills their NodeClaims with the other pods', () => {
+    const anti = {
+      labels: { app: 'db' },
+      spec: {
+        affinity: {
+          podAntiAffinity: {
+            requiredDuringSchedulingIgnoredDuringExecution: [
+              { labelSelector: { matchLabels: { app: 'db' } }, topologyKey: 'kubernetes.io/hostname' },
+            ],
+          },
+        },
+      },
+    };
+    // cpu-descending order alone would pack the three 1500m pods into one c5.2xlarge first and then open two
+    // more NodeClaims for the small db replicas ($0.34 + 2 × $0.085); db first gives 3 × c5.large.
+    const r = solve(
+      input(
+        [
+          ...replicas(3, 'web', { cpu: '1500m', memory: '1Gi' }),
+          ...replicas(3, 'db', { cpu: '100m', ...anti }),
+        ],
+        [general()],
+      ),
+    );
+    expect(r.unschedulable).toEqual([]);
+    expect(r.newNodeClaims.map((n) => n.cheapest.instanceType.name)).toEqual([
+      'c5.large',
+      'c5.large',
+      'c5.large',
+    ]);
+    expect(r.newNodeClaims.map((n) => n.pods.map((p) => p.metadata.name?.split('-')[0]).sort())).toEqual([
+      ['db', 'web'],
+      ['db', 'web'],
+      ['db', 'web'],
+    ]);
+    expect(r.newNodeClaims.reduce((sum, n) => sum + nodeClaimPrice(n), 0)).toBeCloseTo(0.255, 6);
+  });
+
   it('inverse anti-affinity: a running pod that repels app=web keeps new web pods off its node', () => {
     const guard: Pod = {
       ...makePod('guard', { labels: { app: 'guard' } }),

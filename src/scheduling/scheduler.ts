@@ -4,19 +4,26 @@
  * an existing node, an in-flight NodeClaim, or a new NodeClaim — and which NodeClaims to create.
  *
  * Algorithm:
- * 1. pods are sorted by cpu desc, memory desc, creation timestamp, namespace/name (first-fit decreasing);
+ * 1. pods are sorted: pods that need a node of their own first (hostname self anti-affinity, see
+ *    `podinfo.ts` `needsOwnNode`), then cpu desc, memory desc, creation timestamp, namespace/name (first-fit
+ *    decreasing);
  * 2. each pod tries, in order: existing nodes (initialized first, then by name), in-flight NodeClaims (by name),
- *    the NodeClaims opened so far in this run (in creation order), then a new NodeClaim from each NodePool by
- *    weight desc (ties by name) whose remaining `spec.limits` still admit some instance type;
+ *    the NodeClaims opened so far in this run ({@link PlanSearch}: the tightest one that holds it at no extra
+ *    price, else the cheapest one that can grow to hold it), then a new NodeClaim from each NodePool by weight desc
+ *    (ties by name) whose remaining `spec.limits` still admit some instance type;
  * 3. when a pod fits nowhere its preferences are relaxed one at a time (`preferences.ts`) and it is tried again;
  * 4. pods that still failed are retried with their full preferences while a pass makes progress (pods with
  *    affinity to other pods of the batch);
  * 5. each NodeClaim keeps the instance types that satisfy its merged requirements and fit all its pods plus the
  *    daemon overhead, sorted by price, truncated to {@link MAX_INSTANCE_TYPES} (minValues re-checked).
  *
- * Deviation from upstream, for cost: open NodeClaims are tried first-fit in creation order (upstream tries the
- * one with the fewest pods first), and a NodeClaim only grows into larger types while they stay cost-efficient
- * for its requests (see `nodeclaim.ts`). Volume topology (zonal PersistentVolumes) is not considered.
+ * Deviations from upstream, for cost: pods needing their own node go first, so the nodes they force are filled
+ * by the other pods instead of opening more; open NodeClaims are chosen by fit and price (upstream tries the one
+ * with the fewest pods first); a NodeClaim only grows into larger types while they stay cost-efficient for its
+ * requests (see `nodeclaim.ts`). Volume topology (zonal PersistentVolumes) is not considered.
+ *
+ * Speed: per-template pod data is derived once (`podinfo.ts` `PodInfoCache`); open NodeClaims are scanned as
+ * typed arrays (see {@link PlanSearch}).
  *
  * Pure and deterministic: no clock, no I/O, no randomness; the same input gives the same output.
  */
@@ -45,7 +52,7 @@ import {
   type RequirementsFit,
 } from './nodeclaim.ts';
 import { nodeClaimTemplateRequirements } from './nodeclaimtemplate.ts';
-import { type PodInfo, PodInfoCache, podKey, refreshPodInfo, resetPodInfo, templateKey } from './podinfo.ts';
+import { type PodInfo, PodInfoCache, podKey, refreshPodInfo, resetPodInfo, resourceKey } from './podinfo.ts';
 import { copyConstraints, podConstraints, relax } from './preferences.ts';
 import { Requirement, type RequirementError, type Requirements } from './requirements.ts';
 import { Topology } from './topology.ts';
@@ -146,10 +153,11 @@ export function solve(input: SchedulingInput): SchedulingResult {
     pendingPods.push(pod);
   }
   // Pods of one template (Deployment replicas) share everything but their name: parse and derive once.
+  // (Resources here, constraints in PodInfoCache.)
   const podKeys = new Map<Pod, string>();
   const parsedKeys = new Map<string, string | undefined>();
   for (const pod of pendingPods) {
-    const key = templateKey(pod);
+    const key = resourceKey(pod);
     let err = parsedKeys.get(key);
     if (!parsedKeys.has(key)) {
       try {
@@ -432,20 +440,24 @@ export function solve(input: SchedulingInput): SchedulingResult {
  *    (least free cpu + memory share left in that option), ties by creation order;
  * 2. else the NodeClaim with the lowest current price that can grow to hold it (growth rule in `nodeclaim.ts`),
  *    ties by creation order.
- * Speed: one linear pass over the NodeClaims with cheap cached checks (free resources of the cheapest and of the
- * largest option); taints, requirements and non-hostname topology are evaluated once per distinct
- * (NodePool, requirements) per pod ({@link fitRequirements}), hostname topology per NodeClaim with a map lookup;
- * only the chosen candidate gets the full check ({@link NewNodeClaim.fitPod}).
+ * Speed: the NodeClaims' free cpu/memory (in their cheapest and in their largest option), price and flags live in
+ * parallel typed arrays scanned by two small numeric loops ({@link scanZero}, {@link scanGrow}); the best row is
+ * then checked for real: hostname topology (a map lookup), taints + requirements + other topology (evaluated once
+ * per distinct NodePool+requirements per pod, {@link fitRequirements}; a failure excludes every NodeClaim with
+ * those requirements), then {@link NewNodeClaim.fitPod}. A failed row is excluded and the scan repeats.
  */
 class PlanSearch {
   private attempt = 0;
   private readonly keyIds = new Map<PoolContext, Map<string, number>>();
   private fitStamp: number[] = [];
   private fitValue: (RequirementsFit | Failure | undefined)[] = [];
+  /** Per requirements key: 1 when its requirements fit failed for the current pod (reset per pod). */
+  private keyBad = new Uint8Array(16);
   /** NodeClaims that may still take a pod, in creation order, with their scan data in parallel typed arrays. */
   private active: NewNodeClaim[] = [];
-  private slot = new Map<NewNodeClaim, number>();
+  private readonly slot = new Map<NewNodeClaim, number>();
   private dead = 0;
+  private rows = 0;
   private maxLeftCpu = new Float64Array(64);
   private maxLeftMem = new Float64Array(64);
   private cheapLeftCpu = new Float64Array(64);
@@ -454,6 +466,22 @@ class PlanSearch {
   private cheapInvMem = new Float64Array(64);
   private price = new Float64Array(64);
   private capped = new Uint8Array(64);
+  private keyOfRow = new Int32Array(64);
+  private seqOfRow = new Int32Array(64);
+  /** Per row: the attempt for which the row is out entirely / out of the no-extra-price phase. */
+  private skip = new Uint32Array(64);
+  private noZero = new Uint32Array(64);
+  /**
+   * Per {@link Topology.hostnameKey}: NodeClaims (by seq) known to be blocked by hostname topology for pods with
+   * that key. Such a block is permanent within a run, so later pods with the same key skip them for free.
+   */
+  private readonly blocked = new Map<string, Uint8Array>();
+  private noBlock = new Uint8Array(64);
+  private seqLimit = 0;
+  /** Per requirements key: {@link fitRequirements} results by pod template, for memoizable pods. */
+  private readonly memo: (Map<number, RequirementsFit | Failure> | undefined)[] = [];
+  private memoizable = false;
+  private readonly basePrices = new WeakMap<readonly PricedType[], Map<TypeInfo, number>>();
 
   constructor(
     private readonly topology: Topology,
@@ -463,42 +491,49 @@ class PlanSearch {
     private readonly minMemory: number,
   ) {}
 
-  /**
-   * Per {@link Topology.hostnameKey}: NodeClaims (by seq) known to be blocked by hostname topology for pods with
-   * that key. Such a block is permanent within a run, so later pods with the same key skip them for free.
-   */
-  private readonly blocked = new Map<string, Uint8Array>();
-  private blockedNow: Uint8Array | undefined;
-  private seqLimit = 0;
-
   /** Registers a newly opened NodeClaim. */
   add(plan: NewNodeClaim): void {
     this.seqLimit = Math.max(this.seqLimit, plan.seq + 1);
-    const i = this.active.length;
+    if (this.noBlock.length < this.seqLimit) this.noBlock = new Uint8Array(this.seqLimit * 2);
+    const i = this.rows;
     if (i >= this.price.length) this.resize(this.price.length * 2);
     this.active.push(plan);
+    this.rows++;
     this.slot.set(plan, i);
     this.update(plan);
   }
 
   private resize(n: number): void {
-    const grow = <T extends Float64Array | Uint8Array>(a: T, make: (n: number) => T): T => {
-      const b = make(n);
-      b.set(a.subarray(0, Math.min(a.length, n)));
+    const f64 = (a: Float64Array) => {
+      const b = new Float64Array(n);
+      b.set(a);
       return b;
     };
-    const f = (k: number) => new Float64Array(k);
-    this.maxLeftCpu = grow(this.maxLeftCpu, f);
-    this.maxLeftMem = grow(this.maxLeftMem, f);
-    this.cheapLeftCpu = grow(this.cheapLeftCpu, f);
-    this.cheapLeftMem = grow(this.cheapLeftMem, f);
-    this.cheapInvCpu = grow(this.cheapInvCpu, f);
-    this.cheapInvMem = grow(this.cheapInvMem, f);
-    this.price = grow(this.price, f);
-    this.capped = grow(this.capped, (k) => new Uint8Array(k));
+    this.maxLeftCpu = f64(this.maxLeftCpu);
+    this.maxLeftMem = f64(this.maxLeftMem);
+    this.cheapLeftCpu = f64(this.cheapLeftCpu);
+    this.cheapLeftMem = f64(this.cheapLeftMem);
+    this.cheapInvCpu = f64(this.cheapInvCpu);
+    this.cheapInvMem = f64(this.cheapInvMem);
+    this.price = f64(this.price);
+    const u8 = new Uint8Array(n);
+    u8.set(this.capped);
+    this.capped = u8;
+    const k = new Int32Array(n);
+    k.set(this.keyOfRow);
+    this.keyOfRow = k;
+    const q = new Int32Array(n);
+    q.set(this.seqOfRow);
+    this.seqOfRow = q;
+    const sk = new Uint32Array(n);
+    sk.set(this.skip);
+    this.skip = sk;
+    const nz = new Uint32Array(n);
+    nz.set(this.noZero);
+    this.noZero = nz;
   }
 
-  /** Refreshes the scan data of a NodeClaim after it changed (pod added, growth capped). */
+  /** Refreshes the scan data of a NodeClaim after it changed (pod added, requirements narrowed, growth capped). */
   private update(plan: NewNodeClaim): void {
     const i = this.slot.get(plan);
     if (i === undefined) return;
@@ -511,6 +546,8 @@ class PlanSearch {
     this.cheapInvMem[i] = plan.cheapAlloc[1]! > 0 ? 1 / plan.cheapAlloc[1]! : 0;
     this.price[i] = plan.price();
     this.capped[i] = plan.growthCapped ? 1 : 0;
+    this.keyOfRow[i] = plan.reqKey >= 0 ? plan.reqKey : this.keyOf(plan);
+    this.seqOfRow[i] = plan.seq;
     const roomCpu = plan.growthCapped ? plan.cheapLeft[0]! : plan.maxLeft[0]!;
     const roomMem = plan.growthCapped ? plan.cheapLeft[1]! : plan.maxLeft[1]!;
     if (roomCpu < this.minCpu || roomMem < this.minMemory) {
@@ -521,13 +558,13 @@ class PlanSearch {
       this.cheapLeftMem[i] = -1;
       this.slot.delete(plan);
       this.dead++;
-      if (this.dead > 64 && this.dead * 4 > this.active.length) this.compact();
+      if (this.dead > 64 && this.dead * 4 > this.rows) this.compact();
     }
   }
 
   private compact(): void {
     let j = 0;
-    for (let i = 0; i < this.active.length; i++) {
+    for (let i = 0; i < this.rows; i++) {
       const plan = this.active[i]!;
       if (!this.slot.has(plan)) continue;
       this.active[j] = plan;
@@ -540,9 +577,14 @@ class PlanSearch {
       this.cheapInvMem[j] = this.cheapInvMem[i]!;
       this.price[j] = this.price[i]!;
       this.capped[j] = this.capped[i]!;
+      this.keyOfRow[j] = this.keyOfRow[i]!;
+      this.seqOfRow[j] = this.seqOfRow[i]!;
+      this.skip[j] = this.skip[i]!;
+      this.noZero[j] = this.noZero[i]!;
       j++;
     }
     this.active.length = j;
+    this.rows = j;
     this.dead = 0;
   }
 
@@ -559,6 +601,11 @@ class PlanSearch {
       m.set(sig, id);
       this.fitStamp.push(-1);
       this.fitValue.push(undefined);
+      if (id >= this.keyBad.length) {
+        const b = new Uint8Array(this.keyBad.length * 2);
+        b.set(this.keyBad);
+        this.keyBad = b;
+      }
     }
     plan.reqKey = id;
     return id;
@@ -583,117 +630,21 @@ class PlanSearch {
     } else fit = fitRequirements(plan.pool, plan.requirements, pod, this.topology, this.explain);
     this.fitStamp[k] = this.attempt;
     this.fitValue[k] = fit;
-    if (note && 'code' in fit)
-      note(
-        `planned nodeclaims of nodepool "${plan.pool.name}" with ${plan.requirements.toString()}: ${fit.message}`,
-      );
+    if ('code' in fit) {
+      this.keyBad[k] = 1;
+      if (note)
+        note(
+          `planned nodeclaims of nodepool "${plan.pool.name}" with ${plan.requirements.toString()}: ${fit.message}`,
+        );
+    }
     return fit;
   }
-
-  /** Per requirements key: {@link fitRequirements} results by pod template, for {@link memoizable} pods. */
-  private readonly memo: (Map<number, RequirementsFit | Failure> | undefined)[] = [];
-  /** Whether the current pod's requirements fit may come from / go to {@link memo}. */
-  private memoizable = false;
-
-  /** Places `pod` on a planned NodeClaim (committed) and returns it, or undefined when none can take it. */
-  place(pod: PodInfo, note?: (d: string) => void): NewNodeClaim | undefined {
-    this.attempt++;
-    this.memoizable =
-      pod.shared === true &&
-      pod.template !== undefined &&
-      !this.explain &&
-      !this.topology.hasNonHostnameTopology(pod, pod.groups);
-    const attempt = this.attempt;
-    const topology = this.topology;
-    const hostnameKeyed = pod.groups.some((g) => g.key === LabelHostname) || topology.hasHostnameInverse(pod);
-    const hostKey = hostnameKeyed ? topology.hostnameKey(pod, pod.groups) : undefined;
-    let blocked: Uint8Array | undefined;
-    if (hostKey !== undefined) {
-      blocked = this.blocked.get(hostKey);
-      if (!blocked || blocked.length < this.seqLimit) {
-        const b = new Uint8Array(Math.max(64, this.seqLimit * 2));
-        if (blocked) b.set(blocked);
-        blocked = b;
-        this.blocked.set(hostKey, b);
-      }
-    }
-    this.blockedNow = blocked;
-    const c = pod.vec[0]!;
-    const m = pod.vec[1]!;
-    const {
-      maxLeftCpu,
-      maxLeftMem,
-      cheapLeftCpu,
-      cheapLeftMem,
-      cheapInvCpu,
-      cheapInvMem,
-      price,
-      capped,
-    } = this;
-    for (;;) {
-      // One pass: the best candidate of each kind; the expensive checks (hostname topology, requirements) only
-      // run for a NodeClaim that would beat the best so far.
-      const active = this.active;
-      const n = active.length;
-      let zero: NewNodeClaim | undefined;
-      let zeroScore = Number.POSITIVE_INFINITY;
-      let grow: NewNodeClaim | undefined;
-      let growPrice = Number.POSITIVE_INFINITY;
-      for (let i = 0; i < n; i++) {
-        const lc = cheapLeftCpu[i]!;
-        const lm = cheapLeftMem[i]!;
-        if (c <= lc && m <= lm) {
-          const score = (lc - c) * cheapInvCpu[i]! + (lm - m) * cheapInvMem[i]!;
-          if (score >= zeroScore) continue;
-          const plan = active[i]!;
-          if (plan.skipStamp === attempt || (blocked && blocked[plan.seq] === 1)) continue;
-          if (plan.noZeroStamp !== attempt) {
-            if (!this.eligible(plan, pod, hostnameKeyed, note)) continue;
-            if (this.keepsPrice(plan)) {
-              zero = plan;
-              zeroScore = score;
-              continue;
-            }
-            plan.noZeroStamp = attempt;
-          }
-        }
-        // growth candidates only matter while no NodeClaim holds the pod at its current price
-        if (zero || capped[i] === 1 || c > maxLeftCpu[i]! || m > maxLeftMem[i]!) continue;
-        const p = price[i]!;
-        if (p >= growPrice) continue;
-        const plan = active[i]!;
-        if (plan.skipStamp === attempt || (blocked && blocked[plan.seq] === 1)) continue;
-        if (!this.eligible(plan, pod, hostnameKeyed, note)) continue;
-        grow = plan;
-        growPrice = p;
-      }
-      const plan = zero ?? grow;
-      if (!plan) return undefined;
-      const fit = this.fitFor(plan, pod) as RequirementsFit;
-      const r = plan.fitPod(pod, fit, this.explain, zero === undefined);
-      if ('need' in r) {
-        plan.commit(pod, r, topology);
-        this.update(plan);
-        return plan;
-      }
-      if (note)
-        note(`planned nodeclaim #${plan.seq} (${plan.pool.name})${zero ? '' : ' growing'}: ${r.message}`);
-      // failed at no extra price: it may still grow; failed growing: out for this pod
-      if (zero) plan.noZeroStamp = attempt;
-      else plan.skipStamp = attempt;
-      this.update(plan);
-    }
-  }
-
-  private readonly basePrices = new WeakMap<readonly PricedType[], Map<TypeInfo, number>>();
 
   /**
    * Whether the plan's current cheapest option keeps its price under the requirements this pod brings (always
    * when nothing narrows; when the pod pins e.g. a zone, the same type must be offered there at that price).
-   * Call after {@link eligible} succeeded for this attempt.
    */
-  private keepsPrice(plan: NewNodeClaim): boolean {
-    const fit = this.fitValue[plan.reqKey] as RequirementsFit;
+  private keepsPrice(plan: NewNodeClaim, fit: RequirementsFit): boolean {
     if (!fit.base) return true;
     const cheapest = plan.options[plan.start];
     if (!cheapest) return false;
@@ -706,24 +657,179 @@ class PlanSearch {
     return p !== undefined && p <= cheapest.price;
   }
 
-  /** Hostname topology and the (cached) requirements part for a NodeClaim. */
+  /**
+   * Hostname topology and the (cached) requirements part for the NodeClaim in row `i`; on failure the row (or,
+   * for requirements, every row with the same requirements) is excluded for this pod.
+   */
   private eligible(
-    plan: NewNodeClaim,
+    i: number,
     pod: PodInfo,
     hostnameKeyed: boolean,
+    blocked: Uint8Array | undefined,
     note?: (d: string) => void,
-  ): boolean {
+  ): RequirementsFit | undefined {
+    const plan = this.active[i]!;
     if (hostnameKeyed && this.topology.hostnameBlocked(pod, pod.groups, plan.hostname)) {
-      plan.skipStamp = this.attempt;
-      if (this.blockedNow) this.blockedNow[plan.seq] = 1;
-      return false;
+      if (blocked) blocked[plan.seq] = 1;
+      else this.skip[i] = this.attempt;
+      return undefined;
     }
-    if ('code' in this.fitFor(plan, pod, note)) {
-      plan.skipStamp = this.attempt;
-      return false;
-    }
-    return true;
+    const fit = this.fitFor(plan, pod, note);
+    return 'code' in fit ? undefined : fit;
   }
+
+  /** Places `pod` on a planned NodeClaim (committed) and returns it, or undefined when none can take it. */
+  place(pod: PodInfo, note?: (d: string) => void): NewNodeClaim | undefined {
+    const attempt = ++this.attempt;
+    const topology = this.topology;
+    this.memoizable =
+      pod.shared === true &&
+      pod.template !== undefined &&
+      !this.explain &&
+      !topology.hasNonHostnameTopology(pod, pod.groups);
+    this.keyBad.fill(0);
+    let hostnameKeyed = topology.hasHostnameInverse(pod);
+    for (const g of pod.groups) if (g.key === LabelHostname) hostnameKeyed = true;
+    const hostKey = hostnameKeyed ? topology.hostnameKey(pod, pod.groups) : undefined;
+    let blocked: Uint8Array | undefined;
+    if (hostKey !== undefined) {
+      blocked = this.blocked.get(hostKey);
+      if (!blocked || blocked.length < this.seqLimit) {
+        const b = new Uint8Array(Math.max(64, this.seqLimit * 2));
+        if (blocked) b.set(blocked);
+        blocked = b;
+        this.blocked.set(hostKey, b);
+      }
+    }
+    const c = pod.vec[0]!;
+    const m = pod.vec[1]!;
+    // 1. no extra price, tightest fit first
+    for (;;) {
+      const i = scanZero(
+        this.rows,
+        c,
+        m,
+        this.cheapLeftCpu,
+        this.cheapLeftMem,
+        this.cheapInvCpu,
+        this.cheapInvMem,
+        this.keyOfRow,
+        this.keyBad,
+        this.seqOfRow,
+        blocked ?? this.noBlock,
+        this.skip,
+        this.noZero,
+        attempt,
+      );
+      if (i < 0) break;
+      const fit = this.eligible(i, pod, hostnameKeyed, blocked, note);
+      if (!fit) continue;
+      const plan = this.active[i]!;
+      if (this.keepsPrice(plan, fit)) {
+        const r = plan.fitPod(pod, fit, this.explain, false);
+        if ('need' in r) {
+          plan.commit(pod, r, topology);
+          this.update(plan);
+          return plan;
+        }
+        if (note) note(`planned nodeclaim #${plan.seq} (${plan.pool.name}): ${r.message}`);
+      }
+      this.noZero[i] = attempt;
+    }
+    // 2. grow the cheapest NodeClaim that can
+    for (;;) {
+      const i = scanGrow(
+        this.rows,
+        c,
+        m,
+        this.maxLeftCpu,
+        this.maxLeftMem,
+        this.price,
+        this.capped,
+        this.keyOfRow,
+        this.keyBad,
+        this.seqOfRow,
+        blocked ?? this.noBlock,
+        this.skip,
+        attempt,
+      );
+      if (i < 0) return undefined;
+      const fit = this.eligible(i, pod, hostnameKeyed, blocked, note);
+      if (!fit) continue;
+      const plan = this.active[i]!;
+      const r = plan.fitPod(pod, fit, this.explain, true);
+      if ('need' in r) {
+        plan.commit(pod, r, topology);
+        this.update(plan);
+        return plan;
+      }
+      if (note) note(`planned nodeclaim #${plan.seq} (${plan.pool.name}) growing: ${r.message}`);
+      this.skip[i] = attempt;
+      this.update(plan);
+    }
+  }
+}
+
+/** Row with the least free cpu+memory share left after adding (c, m) in its cheapest option; -1 when none. */
+function scanZero(
+  n: number,
+  c: number,
+  m: number,
+  leftCpu: Float64Array,
+  leftMem: Float64Array,
+  invCpu: Float64Array,
+  invMem: Float64Array,
+  keyOf: Int32Array,
+  keyBad: Uint8Array,
+  seqOf: Int32Array,
+  blocked: Uint8Array,
+  skip: Uint32Array,
+  noZero: Uint32Array,
+  attempt: number,
+): number {
+  let best = -1;
+  let bestScore = Number.POSITIVE_INFINITY;
+  for (let i = 0; i < n; i++) {
+    const lc = leftCpu[i]!;
+    const lm = leftMem[i]!;
+    if (c > lc || m > lm) continue;
+    const score = (lc - c) * invCpu[i]! + (lm - m) * invMem[i]!;
+    if (score >= bestScore) continue;
+    if (skip[i] === attempt || noZero[i] === attempt || keyBad[keyOf[i]!] === 1 || blocked[seqOf[i]!] === 1)
+      continue;
+    best = i;
+    bestScore = score;
+  }
+  return best;
+}
+
+/** Row with the lowest price whose largest option still holds (c, m) and that may grow; -1 when none. */
+function scanGrow(
+  n: number,
+  c: number,
+  m: number,
+  maxLeftCpu: Float64Array,
+  maxLeftMem: Float64Array,
+  price: Float64Array,
+  capped: Uint8Array,
+  keyOf: Int32Array,
+  keyBad: Uint8Array,
+  seqOf: Int32Array,
+  blocked: Uint8Array,
+  skip: Uint32Array,
+  attempt: number,
+): number {
+  let best = -1;
+  let bestPrice = Number.POSITIVE_INFINITY;
+  for (let i = 0; i < n; i++) {
+    if (c > maxLeftCpu[i]! || m > maxLeftMem[i]!) continue;
+    const p = price[i]!;
+    if (p >= bestPrice || capped[i] === 1) continue;
+    if (skip[i] === attempt || keyBad[keyOf[i]!] === 1 || blocked[seqOf[i]!] === 1) continue;
+    best = i;
+    bestPrice = p;
+  }
+  return best;
 }
 
 /** Parses every resource list of a pod (to register resource names and catch malformed quantities early). */

@@ -275,6 +275,11 @@ export class Topology {
    * hostname-keyed pod affinity is involved (not monotone) or no hostname group applies.
    */
   hostnameKey(pod: TopologyPod, owned: readonly TopologyGroup[]): string | undefined {
+    // cached per (owned groups array, pod selection), valid until a new group appears
+    const ck = pod.selectKey;
+    let byPod = ck !== undefined ? this.hostnameKeyCache.get(owned) : undefined;
+    const hit = ck !== undefined ? byPod?.get(ck) : undefined;
+    if (hit && hit.groups === this.groups.size) return hit.key;
     let key = '';
     for (const g of owned) {
       if (g.key !== LabelHostname) continue;
@@ -282,8 +287,21 @@ export class Topology {
       key += `${g.id}\u0002${g.kind === 'spread' && g.selects(pod) ? 1 : 0}\u0003`;
     }
     for (const g of this.selecting(pod).inverse) if (g.key === LabelHostname) key += `${g.id}\u0003`;
-    return key === '' ? undefined : key;
+    const out = key === '' ? undefined : key;
+    if (ck !== undefined) {
+      if (!byPod) {
+        byPod = new Map();
+        this.hostnameKeyCache.set(owned, byPod);
+      }
+      byPod.set(ck, { groups: this.groups.size, key: out });
+    }
+    return out;
   }
+
+  private readonly hostnameKeyCache = new WeakMap<
+    readonly TopologyGroup[],
+    Map<string, { groups: number; key: string | undefined }>
+  >();
 
   /**
    * Fast pre-check of the hostname-keyed constraints for a node/NodeClaim named `hostname` (no allocation):

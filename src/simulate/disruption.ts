@@ -10,10 +10,10 @@
  * without `metadata.creationTimestamp` was created `now`.
  */
 import type { KubeObject } from '../apis/core.ts';
+import { NodePoolHashVersion, nodePoolHash } from '../apis/hash.ts';
 import type { NodeClaim } from '../apis/karpenter.ts';
 import { AnnotationNodePoolHash, AnnotationNodePoolHashVersion } from '../apis/labels.ts';
 import { DEFAULT_REGION, getInstanceTypes } from '../cloudprovider/aws/catalog/index.ts';
-import { NodePoolHashVersion, nodePoolHash } from '../controllers/nodepool/hash.ts';
 import { podName } from '../disruption/candidates.ts';
 import { computeDisruption, type DisruptionStats } from '../disruption/index.ts';
 import type {

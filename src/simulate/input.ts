@@ -28,6 +28,7 @@ import type {
   PodTemplateSpec,
   StatefulSet,
 } from '../apis/core.ts';
+import { exampleEC2NodeClass } from '../apis/examples.ts';
 import type { EC2NodeClass, NodeClaim, NodePool } from '../apis/karpenter.ts';
 import { LabelNodePool } from '../apis/labels.ts';
 import { parseResources, type Resources } from '../apis/quantity.ts';
@@ -136,19 +137,10 @@ export const DEFAULT_NODEPOOL: NodePool = {
 
 /**
  * The EC2NodeClass used with {@link DEFAULT_NODEPOOL} when the input has no EC2NodeClass `default`: AL2023
- * (`al2023@latest`), no kubelet overrides. Role and discovery tags name the neutral cluster `cluster-1`.
+ * (`al2023@latest`), no kubelet overrides. Role and discovery tags name the neutral cluster `cluster-1`
+ * (`apis/examples.ts` {@link exampleEC2NodeClass}).
  */
-export const DEFAULT_EC2NODECLASS: EC2NodeClass = {
-  apiVersion: 'karpenter.k8s.aws/v1',
-  kind: 'EC2NodeClass',
-  metadata: { name: 'default' },
-  spec: {
-    role: 'KarpenterNodeRole-cluster-1',
-    amiSelectorTerms: [{ alias: 'al2023@latest' }],
-    subnetSelectorTerms: [{ tags: { 'karpenter.sh/discovery': 'cluster-1' } }],
-    securityGroupSelectorTerms: [{ tags: { 'karpenter.sh/discovery': 'cluster-1' } }],
-  },
-};
+export const DEFAULT_EC2NODECLASS: EC2NodeClass = exampleEC2NodeClass();
 
 const PENDING_STATUS = {
   phase: 'Pending' as const,

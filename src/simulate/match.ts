@@ -1,22 +1,15 @@
 /**
  * "Would this DaemonSet run a pod on that existing Node": node selector, required node affinity and taints vs.
  * tolerations, using the scheduler's own matching (`scheduling/nodeaffinity.ts`, `scheduling/taints.ts`).
- * The DaemonSet controller's default tolerations come from Kubernetes
- * `pkg/controller/daemon/util.AddOrUpdateDaemonPodTolerations`.
+ * The DaemonSet controller's default tolerations come from `apis/daemonset.ts`.
  */
 import type { Node, PodSpec, Toleration } from '../apis/core.ts';
+import { daemonPodTolerations } from '../apis/daemonset.ts';
 import { nodeMatchesPodAffinity } from '../scheduling/nodeaffinity.ts';
 import { tolerates } from '../scheduling/taints.ts';
 
-/** Tolerations the DaemonSet controller adds to every daemon pod (Kubernetes 1.32). */
-export const DAEMON_DEFAULT_TOLERATIONS: readonly Toleration[] = [
-  { key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoExecute' },
-  { key: 'node.kubernetes.io/unreachable', operator: 'Exists', effect: 'NoExecute' },
-  { key: 'node.kubernetes.io/disk-pressure', operator: 'Exists', effect: 'NoSchedule' },
-  { key: 'node.kubernetes.io/memory-pressure', operator: 'Exists', effect: 'NoSchedule' },
-  { key: 'node.kubernetes.io/pid-pressure', operator: 'Exists', effect: 'NoSchedule' },
-  { key: 'node.kubernetes.io/unschedulable', operator: 'Exists', effect: 'NoSchedule' },
-];
+/** Tolerations the DaemonSet controller adds to every (non-hostNetwork) daemon pod: `apis/daemonset.ts`. */
+export const DAEMON_DEFAULT_TOLERATIONS: readonly Toleration[] = daemonPodTolerations(false);
 
 /**
  * True when a pod with `spec` may run on `node` as far as labels and taints go: `nodeSelector`, required

@@ -222,6 +222,8 @@ export class Cluster {
   /** pod uid → NodeClaim name, from {@link AnnotationNominatedPods}. */
   private readonly annotatedNominations = new Map<string, string>();
   private readonly nodeNominatedUntil = new Map<string, number>();
+  /** Parsed `status.allocatable` per cached Node object. */
+  private readonly allocatableCache = new WeakMap<Node, Resources>();
   private readonly marked = new Set<string>();
   /** uids of NodeClaims seen deleted, so a late optimistic add cannot resurrect them. */
   private readonly deletedNodeClaimUids = new Set<string>();
@@ -535,7 +537,7 @@ export class Cluster {
     const key = typeof pod === 'string' ? pod : podKey(pod);
     const n = this.nominations.get(key) ?? this.restoreNomination(key);
     if (!n) return undefined;
-    if (!this.nominationValid(n)) {
+    if (!this.nominationValid(n, key)) {
       this.nominations.delete(key);
       return undefined;
     }
@@ -567,7 +569,13 @@ export class Cluster {
     );
   }
 
-  private nominationValid(n: Nomination): boolean {
+  /**
+   * A nomination stays valid while its target exists and is not marked for deletion, and: onto a NodeClaim
+   * whose Node is not initialized, always (extended); otherwise until its TTL, and only while the pods bound
+   * to the target leave room for the pod (`podKey`) — once kube-scheduler has filled the node with others,
+   * the pod needs new capacity now, as upstream's re-simulation of every pending pod would find.
+   */
+  private nominationValid(n: Nomination, podKey: string): boolean {
     const now = this.opts.clock.now();
     if (n.target.kind === 'nodeclaim') {
       const nc = this.nodeClaims.get(n.target.name);
@@ -581,11 +589,45 @@ export class Cluster {
         );
         return true;
       }
-      return n.until > now;
+      if (n.until <= now) return false;
+      const nodeName = this.nodeNameFor(nc);
+      return !nodeName || this.fitsBesideBound(nodeName, podKey);
     }
     if (n.until <= now) return false;
     const node = this.nodes.get(n.target.name);
-    return !!node && !this.isNodeMarked(node, this.nodeClaimForNode(node));
+    return (
+      !!node &&
+      !this.isNodeMarked(node, this.nodeClaimForNode(node)) &&
+      this.fitsBesideBound(n.target.name, podKey)
+    );
+  }
+
+  /** True when the pod `podKey` fits in the allocatable of Node `nodeName` minus its bound pods' requests. */
+  private fitsBesideBound(nodeName: string, podKey: string): boolean {
+    const node = this.nodes.get(nodeName);
+    const want = this.pods.get(podKey)?.requests;
+    if (!node || !want) return true;
+    let alloc = this.allocatableCache.get(node);
+    if (!alloc) {
+      try {
+        alloc = parseResources(node.status?.allocatable ?? node.status?.capacity);
+      } catch {
+        return true;
+      }
+      this.allocatableCache.set(node, alloc);
+    }
+    const used: Resources = {};
+    for (const k of this.podsByNode.get(nodeName) ?? []) {
+      const e = this.pods.get(k);
+      if (e && !isTerminal(e.pod)) addInto(used, e.requests);
+    }
+    for (const [r, q] of Object.entries(want)) {
+      if (!(q > 0)) continue;
+      const cap = alloc[r];
+      if (cap === undefined) continue; // not reported: no evidence the pod cannot fit
+      if ((used[r] ?? 0) + q > cap) return false; // `pods: 1` is part of the requests
+    }
+    return true;
   }
 
   /** True while a nomination onto the node/NodeClaim named `name` is live. */
@@ -800,7 +842,7 @@ export class Cluster {
         if (k && !this.nominations.has(k)) this.restoreNomination(k);
     for (const [k, n] of [...this.nominations]) {
       const pod = this.pods.get(k)?.pod;
-      if (!pod || pod.spec?.nodeName || !this.nominationValid(n)) {
+      if (!pod || pod.spec?.nodeName || !this.nominationValid(n, k)) {
         this.nominations.delete(k);
         continue;
       }

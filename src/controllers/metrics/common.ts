@@ -6,8 +6,10 @@
 
 import type { Logger } from 'pino';
 import { Gauge, type Registry } from 'prom-client';
+import { parseResources, type Resources } from '../../apis/quantity.ts';
 import type { Clock } from '../../kube/clock.ts';
 import type { Cluster } from '../../state/cluster.ts';
+import { type Controller, SingletonController } from '../runtime.ts';
 
 /** Dependencies of every metrics controller. */
 export interface MetricsControllerDeps {
@@ -30,6 +32,63 @@ export function gauge<L extends string>(
   const existing = registry.getSingleMetric(name);
   if (existing) return existing as Gauge<L>;
   return new Gauge<L>({ name, help, labelNames: [...labelNames], registers: [registry] });
+}
+
+/**
+ * Base of every metrics controller: a singleton loop that calls {@link update} once per pass and then waits
+ * `deps.periodSeconds` (default 5 s, upstream's node metrics period). A failing pass is logged and retried by
+ * {@link SingletonController}.
+ */
+export abstract class PeriodicMetricsController implements Controller {
+  private readonly loop: SingletonController;
+
+  /** `name`: the controller name in logs (`metrics.<kind>`). */
+  constructor(
+    readonly name: string,
+    protected readonly deps: MetricsControllerDeps,
+  ) {
+    this.loop = new SingletonController({
+      name,
+      clock: deps.clock,
+      logger: deps.logger,
+      reconcile: async () => {
+        this.update();
+        return { requeueAfter: deps.periodSeconds ?? 5 };
+      },
+    });
+  }
+
+  /** Runs passes until `signal` aborts. */
+  start(signal: AbortSignal): Promise<void> {
+    return this.loop.start(signal);
+  }
+
+  /** One pass: rebuilds this controller's metrics from cluster state (synchronous, so a scrape never sees a half-built set). */
+  abstract update(): void;
+}
+
+/**
+ * Sets one series of `g` per resource in `resources` (internal units), labelled `labels` plus
+ * `resource_type` ({@link resourceTypeLabel}), valued as upstream ({@link metricValue}).
+ */
+export function setResourceGauge<L extends string>(
+  g: Gauge<L | 'resource_type'>,
+  labels: Partial<Record<L, string>>,
+  resources: Resources,
+): void {
+  for (const [r, v] of Object.entries(resources)) {
+    const series = { ...labels, resource_type: resourceTypeLabel(r) };
+    g.set(series as Partial<Record<L | 'resource_type', string>>, metricValue(r, v));
+  }
+}
+
+/** `parseResources(list)`, or `{}` when a quantity is malformed (a metric pass never throws on bad objects). */
+export function parseResourcesOrEmpty(list: Record<string, string> | undefined): Resources {
+  try {
+    return parseResources(list);
+  } catch {
+    return {};
+  }
 }
 
 /** Prometheus label value of a resource name: `ephemeral-storage` → `ephemeral_storage`. */

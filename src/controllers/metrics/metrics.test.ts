@@ -1,9 +1,14 @@
+import pino from 'pino';
+import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import type { Pod } from '../../apis/core.ts';
-import type { NodeClaim } from '../../apis/karpenter.ts';
+import type { NodeClaim, NodePool } from '../../apis/karpenter.ts';
+import { FakeClock } from '../../kube/clock.ts';
+import type { Cluster } from '../../state/cluster.ts';
 import { metricValue, resourceTypeLabel } from './common.ts';
 import { podsLimits } from './node.ts';
 import { nodeClaimPhase } from './nodeclaim.ts';
+import { NODEPOOL_METRICS, NodePoolMetricsController } from './nodepool.ts';
 import { ownerSelfLink } from './pod.ts';
 
 const pod = (limits: Record<string, string>, owner?: { kind: string; name: string }): Pod => ({
@@ -54,5 +59,49 @@ describe('metrics helpers', () => {
     expect(nodeClaimPhase(nc(['Launched', 'Registered']))).toBe('Initializing');
     expect(nodeClaimPhase(nc(['Launched', 'Registered', 'Initialized']))).toBe('Ready');
     expect(nodeClaimPhase(nc(['Launched'], true))).toBe('Deleting');
+  });
+
+  it('rebuilds NodePool usage and limit gauges on every pass', async () => {
+    const np = (
+      name: string,
+      limits?: Record<string, string>,
+      resources?: Record<string, string>,
+    ): NodePool =>
+      ({
+        metadata: { name },
+        spec: { ...(limits ? { limits } : {}), template: { spec: {} } },
+        ...(resources ? { status: { resources } } : {}),
+      }) as unknown as NodePool;
+    let pools = [np('a', { cpu: '100', memory: '64Gi' }, { cpu: '2500m' }), np('b')];
+    const cluster = {
+      listNodePools: () => pools,
+      nodePoolUsage: () => ({ b: { cpu: 4000, 'ephemeral-storage': 10 } }),
+    } as unknown as Cluster;
+    const registry = new Registry();
+    const c = new NodePoolMetricsController({
+      cluster,
+      clock: new FakeClock(),
+      logger: pino({ level: 'silent' }),
+      registry,
+    });
+    expect(c.name).toBe('metrics.nodepool');
+    const series = async (metric: string) =>
+      Object.fromEntries(
+        (await registry.getSingleMetric(metric)!.get()).values.map((v) => [
+          `${v.labels.nodepool}/${v.labels.resource_type}`,
+          v.value,
+        ]),
+      );
+    c.update();
+    expect(await series(NODEPOOL_METRICS.usage)).toEqual({
+      'a/cpu': 2.5,
+      'b/cpu': 4,
+      'b/ephemeral_storage': 10,
+    });
+    expect(await series(NODEPOOL_METRICS.limit)).toEqual({ 'a/cpu': 100, 'a/memory': 64 * 2 ** 30 });
+    pools = [np('b')];
+    c.update();
+    expect(await series(NODEPOOL_METRICS.usage)).toEqual({ 'b/cpu': 4, 'b/ephemeral_storage': 10 });
+    expect(await series(NODEPOOL_METRICS.limit)).toEqual({});
   });
 });

@@ -10,8 +10,13 @@
 import type { Pod } from '../../apis/core.ts';
 import { parseResources, type Resources } from '../../apis/quantity.ts';
 import type { StateNode } from '../../state/cluster.ts';
-import { type Controller, SingletonController } from '../runtime.ts';
-import { gauge, type MetricsControllerDeps, metricValue, resourceTypeLabel } from './common.ts';
+import {
+  gauge,
+  type MetricsControllerDeps,
+  PeriodicMetricsController,
+  parseResourcesOrEmpty,
+  setResourceGauge,
+} from './common.ts';
 
 /** Well-known node label → metric label (upstream `getWellKnownLabels`, core subset). */
 export const NODE_WELL_KNOWN_LABELS: Readonly<Record<string, string>> = {
@@ -59,21 +64,12 @@ function minus(a: Resources, b: Resources): Resources {
   return out;
 }
 
-function safeParse(list: Record<string, string> | undefined): Resources {
-  try {
-    return parseResources(list);
-  } catch {
-    return {};
-  }
-}
-
 /** The node metrics controller. */
-export class NodeMetricsController implements Controller {
-  readonly name = 'metrics.node';
-  private readonly loop: SingletonController;
+export class NodeMetricsController extends PeriodicMetricsController {
   private readonly gauges;
 
-  constructor(private readonly deps: MetricsControllerDeps) {
+  constructor(deps: MetricsControllerDeps) {
+    super('metrics.node', deps);
     const g = (name: string, help: string) => gauge<NodeLabel>(deps.registry, name, help, LABELS);
     this.gauges = {
       allocatable: g(NODE_METRICS.allocatable, 'Node allocatable are the resources allocatable by nodes.'),
@@ -98,19 +94,6 @@ export class NodeMetricsController implements Controller {
         "Node system daemon overhead are the resources reserved for system overhead, the difference between the node's capacity and allocatable values are reported by the status.",
       ),
     };
-    this.loop = new SingletonController({
-      name: this.name,
-      clock: deps.clock,
-      logger: deps.logger,
-      reconcile: async () => {
-        this.update();
-        return { requeueAfter: deps.periodSeconds ?? 5 };
-      },
-    });
-  }
-
-  start(signal: AbortSignal): Promise<void> {
-    return this.loop.start(signal);
   }
 
   /** One pass: rebuilds every gauge from cluster state (synchronous, so a scrape never sees a half-built set). */
@@ -127,8 +110,8 @@ export class NodeMetricsController implements Controller {
     };
     const labels = node.metadata.labels ?? {};
     for (const [k, l] of Object.entries(NODE_WELL_KNOWN_LABELS)) base[l as NodeLabel] = labels[k] ?? '';
-    const capacity = safeParse(node.status?.capacity as Record<string, string> | undefined);
-    const allocatable = safeParse(node.status?.allocatable as Record<string, string> | undefined);
+    const capacity = parseResourcesOrEmpty(node.status?.capacity as Record<string, string> | undefined);
+    const allocatable = parseResourcesOrEmpty(node.status?.allocatable as Record<string, string> | undefined);
     const dsPods = sn.daemonSetPods;
     const otherPods = sn.pods.filter((p) => !dsPods.includes(p));
     const strip = (r: Resources): Resources => {
@@ -143,8 +126,6 @@ export class NodeMetricsController implements Controller {
       ['podLimits', podsLimits(otherPods)],
       ['daemonLimits', podsLimits(dsPods)],
     ];
-    for (const [g, list] of lists)
-      for (const [res, v] of Object.entries(list))
-        this.gauges[g].set({ ...base, resource_type: resourceTypeLabel(res) }, metricValue(res, v));
+    for (const [g, list] of lists) setResourceGauge(this.gauges[g], base, list);
   }
 }

@@ -5,8 +5,7 @@
  * phase `Launching`, `Registering`, `Initializing`, `Ready`, `Deleting`, for dashboards without PromQL joins).
  */
 import type { Condition, NodeClaim } from '../../apis/karpenter.ts';
-import { type Controller, SingletonController } from '../runtime.ts';
-import { gauge, type MetricsControllerDeps } from './common.ts';
+import { gauge, type MetricsControllerDeps, PeriodicMetricsController } from './common.ts';
 
 /** Metric names of this controller. */
 export const NODECLAIM_METRICS = {
@@ -26,12 +25,11 @@ export function nodeClaimPhase(nc: NodeClaim): string {
 }
 
 /** The NodeClaim/NodePool count metrics controller. */
-export class NodeClaimMetricsController implements Controller {
-  readonly name = 'metrics.nodeclaim';
-  private readonly loop: SingletonController;
+export class NodeClaimMetricsController extends PeriodicMetricsController {
   private readonly gauges;
 
-  constructor(private readonly deps: MetricsControllerDeps) {
+  constructor(deps: MetricsControllerDeps) {
+    super('metrics.nodeclaim', deps);
     const cond = ['type', 'status', 'reason'] as const;
     this.gauges = {
       nc: gauge(
@@ -53,22 +51,8 @@ export class NodeClaimMetricsController implements Controller {
         ['nodepool', 'phase'] as const,
       ),
     };
-    this.loop = new SingletonController({
-      name: this.name,
-      clock: deps.clock,
-      logger: deps.logger,
-      reconcile: async () => {
-        this.update();
-        return { requeueAfter: deps.periodSeconds ?? 5 };
-      },
-    });
   }
 
-  start(signal: AbortSignal): Promise<void> {
-    return this.loop.start(signal);
-  }
-
-  /** One pass (synchronous). */
   update(): void {
     const snap = this.deps.cluster.snapshot();
     for (const g of Object.values(this.gauges)) g.reset();

@@ -5,9 +5,13 @@
  * `karpenter_nodepools_limit{nodepool, resource_type}` (`spec.limits`). cpu in cores, memory in bytes.
  */
 import type { NodePool } from '../../apis/karpenter.ts';
-import { parseResources, type Resources } from '../../apis/quantity.ts';
-import { type Controller, SingletonController } from '../runtime.ts';
-import { gauge, type MetricsControllerDeps, metricValue, resourceTypeLabel } from './common.ts';
+import {
+  gauge,
+  type MetricsControllerDeps,
+  PeriodicMetricsController,
+  parseResourcesOrEmpty,
+  setResourceGauge,
+} from './common.ts';
 
 /** Metric names of this controller. */
 export const NODEPOOL_METRICS = {
@@ -15,22 +19,13 @@ export const NODEPOOL_METRICS = {
   limit: 'karpenter_nodepools_limit',
 } as const;
 
-function safe(list: Record<string, string> | undefined): Resources {
-  try {
-    return parseResources(list);
-  } catch {
-    return {};
-  }
-}
-
 /** The NodePool metrics controller. */
-export class NodePoolMetricsController implements Controller {
-  readonly name = 'metrics.nodepool';
-  private readonly loop: SingletonController;
+export class NodePoolMetricsController extends PeriodicMetricsController {
   private readonly usage;
   private readonly limit;
 
-  constructor(private readonly deps: MetricsControllerDeps) {
+  constructor(deps: MetricsControllerDeps) {
+    super('metrics.nodepool', deps);
     const labels = ['nodepool', 'resource_type'] as const;
     this.usage = gauge(
       deps.registry,
@@ -44,22 +39,8 @@ export class NodePoolMetricsController implements Controller {
       'Limits specified on the nodepool that restrict the quantity of resources provisioned. Labeled by nodepool name and resource type.',
       labels,
     );
-    this.loop = new SingletonController({
-      name: this.name,
-      clock: deps.clock,
-      logger: deps.logger,
-      reconcile: async () => {
-        this.update();
-        return { requeueAfter: deps.periodSeconds ?? 5 };
-      },
-    });
   }
 
-  start(signal: AbortSignal): Promise<void> {
-    return this.loop.start(signal);
-  }
-
-  /** One pass (synchronous). */
   update(): void {
     const { cluster } = this.deps;
     this.usage.reset();
@@ -68,11 +49,11 @@ export class NodePoolMetricsController implements Controller {
     for (const np of cluster.listNodePools() as NodePool[]) {
       const name = np.metadata.name;
       const status = (np.status as { resources?: Record<string, string> } | undefined)?.resources;
-      const usage = status && Object.keys(status).length > 0 ? safe(status) : (computed[name] ?? {});
-      for (const [r, v] of Object.entries(usage))
-        this.usage.set({ nodepool: name, resource_type: resourceTypeLabel(r) }, metricValue(r, v));
-      for (const [r, v] of Object.entries(safe(np.spec.limits as Record<string, string> | undefined)))
-        this.limit.set({ nodepool: name, resource_type: resourceTypeLabel(r) }, metricValue(r, v));
+      const usage =
+        status && Object.keys(status).length > 0 ? parseResourcesOrEmpty(status) : (computed[name] ?? {});
+      setResourceGauge(this.usage, { nodepool: name }, usage);
+      const limits = parseResourcesOrEmpty(np.spec.limits as Record<string, string> | undefined);
+      setResourceGauge(this.limit, { nodepool: name }, limits);
     }
   }
 }

@@ -8,8 +8,7 @@
 import { Summary } from 'prom-client';
 import type { Pod } from '../../apis/core.ts';
 import { podKey } from '../../state/pods.ts';
-import { type Controller, SingletonController } from '../runtime.ts';
-import { gauge, type MetricsControllerDeps } from './common.ts';
+import { gauge, type MetricsControllerDeps, PeriodicMetricsController } from './common.ts';
 
 const LABELS = [
   'name',
@@ -39,14 +38,13 @@ export function ownerSelfLink(pod: Pod): string {
 }
 
 /** The pod metrics controller. */
-export class PodMetricsController implements Controller {
-  readonly name = 'metrics.pod';
-  private readonly loop: SingletonController;
+export class PodMetricsController extends PeriodicMetricsController {
   private readonly state;
   private readonly startup: Summary;
   private readonly pending = new Set<string>();
 
-  constructor(private readonly deps: MetricsControllerDeps) {
+  constructor(deps: MetricsControllerDeps) {
+    super('metrics.pod', deps);
     this.state = gauge<PodLabel>(
       deps.registry,
       POD_METRICS.state,
@@ -61,22 +59,8 @@ export class PodMetricsController implements Controller {
         percentiles: [0, 0.5, 0.9, 0.99, 1],
         registers: [deps.registry],
       });
-    this.loop = new SingletonController({
-      name: this.name,
-      clock: deps.clock,
-      logger: deps.logger,
-      reconcile: async () => {
-        this.update();
-        return { requeueAfter: deps.periodSeconds ?? 5 };
-      },
-    });
   }
 
-  start(signal: AbortSignal): Promise<void> {
-    return this.loop.start(signal);
-  }
-
-  /** One pass (synchronous). */
   update(): void {
     const { cluster } = this.deps;
     this.state.reset();

@@ -10,54 +10,30 @@
 import type { KubeObject } from '../../apis/core.ts';
 import type { NodePool } from '../../apis/karpenter.ts';
 import { LabelNodePool } from '../../apis/labels.ts';
-import { isConflict, isNotFound } from '../../kube/errors.ts';
-import { SharedInformers } from '../../kube/informer.ts';
-import type { ResourceType } from '../../kube/resources.ts';
 import { ConditionSet } from '../nodeclaim/conditions.ts';
-import type { ControllerDeps } from '../nodeclaim/lifecycle/controller.ts';
-import { type Controller, QueueController, type ReconcileResult } from '../runtime.ts';
+import type { ReconcileResult } from '../runtime.ts';
 import { nodePoolUsage } from './counter.ts';
 import { reconcileHash } from './hash.ts';
 import { ConditionNodeClassReady, nodeClassReadiness } from './readiness.ts';
+import { StatusController, type StatusControllerOptions } from './statuscontroller.ts';
 import { ConditionValidationSucceeded, nodePoolValidationError } from './validation.ts';
 
 /** Dependents of the NodePool's root `Ready` condition. */
 export const NodePoolDependents = [ConditionValidationSucceeded, ConditionNodeClassReady] as const;
 
 /** Options of {@link NodePoolController}. */
-export interface NodePoolControllerOptions extends ControllerDeps {
+export interface NodePoolControllerOptions extends StatusControllerOptions {
+  /** Parallel reconciles of distinct NodePools (default 4). */
   concurrency?: number;
-  syncTimeoutMs?: number;
 }
 
 /** The NodePool controller. */
-export class NodePoolController implements Controller {
-  readonly name = 'nodepool';
-  readonly queue: QueueController;
-  private readonly informers: SharedInformers;
-  private readonly ownInformers: boolean;
-
-  constructor(private readonly opts: NodePoolControllerOptions) {
-    this.ownInformers = opts.informers === undefined;
-    this.informers = opts.informers ?? new SharedInformers(opts.client, { clock: opts.clock });
-    this.queue = new QueueController({
-      name: this.name,
-      clock: opts.clock,
-      logger: opts.logger,
-      concurrency: opts.concurrency ?? 4,
-      reconcile: (key) => this.reconcile(key),
-    });
+export class NodePoolController extends StatusController<NodePoolControllerOptions> {
+  constructor(opts: NodePoolControllerOptions) {
+    super('nodepool', opts, opts.concurrency ?? 4);
   }
 
-  /** Descriptors of the NodeClass kinds the provider supports (registered in the client's registry). */
-  private nodeClassTypes(): ResourceType[] {
-    return this.opts.cloudProvider
-      .supportedNodeClasses()
-      .map((k) => this.opts.client.registry.forKind(`${k.kind}.${k.group}`))
-      .filter((r): r is ResourceType => r !== undefined);
-  }
-
-  async start(signal: AbortSignal): Promise<void> {
+  protected watch(): Array<() => void> {
     const npInf = this.informers.informerFor('NodePool');
     const byLabel = (o: KubeObject): void => {
       const np = o.metadata?.labels?.[LabelNodePool];
@@ -85,16 +61,7 @@ export class NodePoolController implements Controller {
         this.informers.informerFor(rt).on({ add: onClass, update: (_, o) => onClass(o), delete: onClass }),
       );
     }
-    this.informers.start();
-    try {
-      await this.informers.waitForSync(this.opts.syncTimeoutMs ?? 60_000);
-      await this.queue.start(signal);
-    } catch (err) {
-      this.opts.logger.error({ controller: this.name, err: String(err) }, 'informers did not sync');
-    } finally {
-      for (const off of offs) off();
-      if (this.ownInformers) await this.informers.stop();
-    }
+    return offs;
   }
 
   /** Reconciles one NodePool (exposed for tests). */
@@ -138,19 +105,8 @@ export class NodePoolController implements Controller {
     st.nodes = usage.nodes;
 
     if (JSON.stringify(stored.status ?? {}) !== JSON.stringify(nodePool.status)) {
-      try {
-        await client.patchStatus(
-          'NodePool',
-          name,
-          undefined,
-          { metadata: { resourceVersion: nodePool.metadata.resourceVersion }, status: nodePool.status },
-          { type: 'merge' },
-        );
-      } catch (err) {
-        if (isNotFound(err)) return {};
-        if (isConflict(err)) return { requeue: true };
-        throw err;
-      }
+      const failed = await this.writeStatus('NodePool', nodePool);
+      if (failed) return failed;
       this.warnOnTransition(stored, nodePool);
     }
     return {};

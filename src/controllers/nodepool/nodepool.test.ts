@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { nodePoolHash } from '../../apis/hash.ts';
 import type { NodePool } from '../../apis/karpenter.ts';
 import { nodePoolUsage } from './counter.ts';
-import { nodePoolHash } from './hash.ts';
+import * as hashController from './hash.ts';
 import { nodeClassReadiness } from './readiness.ts';
 import { nodePoolValidationError } from './validation.ts';
 
@@ -44,6 +45,11 @@ describe('nodePoolHash', () => {
     expect(nodePoolHash(pool({ taints: [a] }))).not.toBe(base);
     expect(nodePoolHash(pool({}, { team: 'x' }))).not.toBe(base);
     expect(nodePoolHash(pool({ expireAfter: 'Never' }))).not.toBe(base);
+  });
+
+  it('is re-exported unchanged by the hash controller module', () => {
+    expect(hashController.nodePoolHash).toBe(nodePoolHash);
+    expect(hashController.NodePoolHashVersion).toBe('v3');
   });
 });
 

@@ -568,7 +568,18 @@ export function createHandler(
     const pendingLines: string[] = [];
     let started = false;
     let closed = false;
-    let corked = false;
+    /** Lines of the current tick, written as one chunk (one TLS record train, one syscall) on setImmediate. */
+    let batch: string[] = [];
+    const flush = (): void => {
+      const lines = batch;
+      batch = [];
+      if (closed || lines.length === 0) return;
+      res.write(lines.length === 1 ? lines[0]! : lines.join(''));
+      if (res.writableLength > MAX_BUFFERED_WATCH_BYTES) {
+        log.warn?.({ resource: def.plural }, 'watch client too slow; closing the watch');
+        stop();
+      }
+    };
     const write = (line: string): void => {
       if (closed) return;
       if (!started) {
@@ -576,19 +587,8 @@ export function createHandler(
         return;
       }
       // coalesce the events of one tick into one socket write
-      if (!corked) {
-        corked = true;
-        res.cork();
-        setImmediate(() => {
-          corked = false;
-          if (!closed) res.uncork();
-        });
-      }
-      res.write(line);
-      if (res.writableLength > MAX_BUFFERED_WATCH_BYTES) {
-        log.warn?.({ resource: def.plural }, 'watch client too slow; closing the watch');
-        stop();
-      }
+      if (batch.length === 0) setImmediate(flush);
+      batch.push(line);
     };
     const deliver = (type: WatchType, ev: WatchEvent): void => {
       if (asTable) {
@@ -623,7 +623,7 @@ export function createHandler(
       'Transfer-Encoding': 'chunked',
     });
     started = true;
-    for (const l of pendingLines) res.write(l);
+    if (pendingLines.length > 0) res.write(pendingLines.join(''));
     if (sendInitial && bookmarks) res.write(bookmarkLine(true));
     if (typeof res.flushHeaders === 'function') res.flushHeaders();
     const timers: NodeJS.Timeout[] = [];
@@ -636,6 +636,9 @@ export function createHandler(
       handle.stop();
       for (const t of timers) clearTimeout(t);
       watches.delete(stop);
+      const rest = batch;
+      batch = [];
+      if (rest.length > 0 && !res.destroyed) res.write(rest.join(''));
       res.end();
     }
     watches.add(stop);

@@ -53,8 +53,10 @@ export interface KubeSchedulerOptions extends SimControllerOptions {
 }
 
 const IndexNodeName = 'spec.nodeName';
-/** Concurrent Binding requests (the scheduling loop waits beyond this). */
-const MAX_INFLIGHT_BINDINGS = 32;
+/** Concurrent Binding requests (more wait for a slot). */
+const MAX_INFLIGHT_WRITES = 32;
+/** Concurrent status writers for unschedulable pods (fewer than bindings, so bindings are not queued behind them). */
+const MAX_STATUS_WRITERS = 8;
 
 /** The kube-scheduler stand-in controller. Construct, `start()`, and `stop()` when done. */
 export class KubeSchedulerStandIn extends SimController {
@@ -73,8 +75,17 @@ export class KubeSchedulerStandIn extends SimController {
   private readonly waitingForAffinity = new Set<string>();
   private readonly nodeInfos = new Map<string, NodeInfo>();
   private readonly dirtyNodes = new Set<string>();
-  /** Bindings in flight. */
+  /** Writes (Bindings, status updates) in flight. */
   private readonly inflight = new Set<Promise<void>>();
+  /** Latest unwritten outcome per pending pod (see {@link wantStatus}), oldest first. */
+  private readonly statusWanted = new Map<string, { reason: string; message: string; event: boolean }>();
+  /** Pods whose status write is in flight. */
+  private readonly statusWriting = new Set<string>();
+  /** Last reason + message written per pending pod (skips rewriting what the cache will show shortly). */
+  private readonly written = new Map<string, string>();
+  private statusWriters = 0;
+  /** Writes waiting for a slot (see {@link limit}). */
+  private readonly writeWaiters: Array<() => void> = [];
   /** Bindings done (diagnostics). */
   bindings = 0;
 
@@ -110,16 +121,19 @@ export class KubeSchedulerStandIn extends SimController {
   }
 
   protected register(): Array<() => void> {
-    const onPod = (p: Pod): void => {
+    const onPod = (p: Pod, o?: Pod): void => {
       const key = objectKey(p);
       if (this.isPending(p) && !this.assumed.has(key)) {
         this.pending.add(key);
         if (p.spec.affinity?.podAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.length)
           this.waitingForAffinity.add(key);
-        this.queue.add(key);
+        // like kube-scheduler's isPodUpdated: a status-only update (e.g. our own condition write) is no retry
+        if (!o || !this.isPending(o) || podSchedulingView(o) !== podSchedulingView(p)) this.queue.add(key);
       } else {
         this.pending.delete(key);
         this.waitingForAffinity.delete(key);
+        this.statusWanted.delete(key);
+        this.written.delete(key);
       }
       if (p.spec.nodeName) this.assumed.delete(key);
     };
@@ -132,7 +146,7 @@ export class KubeSchedulerStandIn extends SimController {
         }
       },
       update: (o, p) => {
-        onPod(p);
+        onPod(p, o);
         if (o.spec.nodeName) this.dirtyNodes.add(o.spec.nodeName);
         if (p.spec.nodeName) this.dirtyNodes.add(p.spec.nodeName);
         if (!o.spec.nodeName && p.spec.nodeName) this.retryAffinityWaiters();
@@ -142,6 +156,8 @@ export class KubeSchedulerStandIn extends SimController {
       delete: (p) => {
         const key = objectKey(p);
         this.pending.delete(key);
+        this.statusWanted.delete(key);
+        this.written.delete(key);
         this.waitingForAffinity.delete(key);
         const assumedOn = this.assumed.get(key)?.spec.nodeName;
         if (assumedOn) this.dirtyNodes.add(assumedOn);
@@ -173,19 +189,9 @@ export class KubeSchedulerStandIn extends SimController {
     return [offPods, offNodes, offNs];
   }
 
-  /** Queues every pending pod, highest priority then oldest first (kube-scheduler's PrioritySort). */
+  /** Queues every pending pod (a cycle orders them by {@link queueOrder}). */
   private retryAll(): void {
-    const pods: Pod[] = [];
-    for (const k of this.pending) {
-      const p = this.pods.cache.get(k);
-      if (p) pods.push(p);
-    }
-    pods.sort(
-      (a, b) =>
-        (b.spec.priority ?? 0) - (a.spec.priority ?? 0) ||
-        (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? ''),
-    );
-    for (const p of pods) this.queue.add(objectKey(p));
+    for (const k of this.pending) this.queue.add(k);
   }
 
   private retryAffinityWaiters(): void {
@@ -217,46 +223,146 @@ export class KubeSchedulerStandIn extends SimController {
     return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 
+  /**
+   * One scheduling cycle over `key` and every other key ready in the queue (kube-scheduler pops one pod at a
+   * time, but its cycles take microseconds; here the API round trips dominate, so the pods of a cycle are
+   * decided in memory against one snapshot and their writes go out concurrently). Results of the extra keys
+   * are applied here with the same semantics as {@link runWorkers}; the result for `key` is returned.
+   */
   protected async reconcile(key: string): Promise<ReconcileResult | undefined> {
-    const pod = this.pods.cache.get(key);
-    if (!pod || !this.isPending(pod) || this.assumed.has(key)) return undefined;
-    const gates = (pod.spec as { schedulingGates?: unknown[] }).schedulingGates;
-    if (Array.isArray(gates) && gates.length > 0) {
-      await this.setUnschedulable(
-        pod,
-        'SchedulingGated',
-        'Scheduling is blocked due to non-empty scheduling gates',
-      );
-      return undefined;
+    const keys = [key];
+    for (let k = this.queue.tryGet(); k !== undefined; k = this.queue.tryGet()) keys.push(k);
+    let results = new Map<string, ReconcileResult | Error | undefined>();
+    try {
+      results = await this.scheduleCycle(keys);
+    } finally {
+      for (const k of keys) {
+        if (k === key) continue;
+        const r = results.get(k);
+        if (r instanceof Error) {
+          this.queue.addRateLimited(k);
+          this.onError(r, `kube-scheduler ${k}`);
+        } else {
+          this.queue.forget(k);
+          if (r?.requeueAfter !== undefined) this.queue.addAfter(k, r.requeueAfter);
+        }
+        this.queue.done(k);
+      }
     }
+    const own = results.get(key);
+    if (own instanceof Error) throw own;
+    return own;
+  }
+
+  /** Decides every pod of `keys` in queue order, starts their writes and waits for the status writes. */
+  private async scheduleCycle(keys: readonly string[]): Promise<Map<string, ReconcileResult | Error | undefined>> {
+    const results = new Map<string, ReconcileResult | Error | undefined>();
+    const pods: Pod[] = [];
+    for (const key of keys) {
+      const pod = this.pods.cache.get(key);
+      if (pod && this.isPending(pod) && !this.assumed.has(key)) pods.push(pod);
+    }
+    if (pods.length === 0) return results;
+    pods.sort(queueOrder);
     const nodes = this.snapshot();
-    const state = prepare(pod, nodes, (ns) => this.namespaces.cache.get(ns)?.metadata?.labels);
-    const feasible: NodeInfo[] = [];
-    const reasons = new Map<string, number>();
-    for (const n of nodes) {
-      const r = filterNode(state, n);
-      if (r.length === 0) feasible.push(n);
-      else for (const x of r) reasons.set(x, (reasons.get(x) ?? 0) + 1);
+    const nsLabels = (ns: string) => this.namespaces.cache.get(ns)?.metadata?.labels;
+    const mark = (pod: Pod, reason: string, message: string, event: boolean, after?: number) => {
+      if (after !== undefined) results.set(objectKey(pod), { requeueAfter: after });
+      this.wantStatus(pod, reason, message, event);
+    };
+    for (const pod of pods) {
+      const key = objectKey(pod);
+      const gates = (pod.spec as { schedulingGates?: unknown[] }).schedulingGates;
+      if (Array.isArray(gates) && gates.length > 0) {
+        mark(pod, 'SchedulingGated', 'Scheduling is blocked due to non-empty scheduling gates', false);
+        continue;
+      }
+      const state = prepare(pod, nodes, nsLabels);
+      const feasible: NodeInfo[] = [];
+      const reasons = new Map<string, number>();
+      for (const n of nodes) {
+        const r = filterNode(state, n);
+        if (r.length === 0) feasible.push(n);
+        else for (const x of r) reasons.set(x, (reasons.get(x) ?? 0) + 1);
+      }
+      const target = pickNode(state, feasible, this.scoring);
+      if (target === undefined) {
+        mark(pod, 'Unschedulable', fitErrorMessage(nodes.length, reasons), true, this.retrySeconds);
+        continue;
+      }
+      // assume the pod on the node, then bind asynchronously (kube-scheduler's binding cycle)
+      const bound: Pod = { ...pod, spec: { ...pod.spec, nodeName: target } };
+      this.assumed.set(key, bound);
+      this.pending.delete(key);
+      this.waitingForAffinity.delete(key);
+      const info = this.nodeInfos.get(target);
+      if (info) addPodToNodeInfo(info, bound, state.requests);
+      void this.limit(() => this.bind(pod, target));
+      this.retryAffinityWaiters();
     }
-    const target = pickNode(state, feasible, this.scoring);
-    if (target === undefined) {
-      const message = fitErrorMessage(nodes.length, reasons);
-      const changed = await this.setUnschedulable(pod, 'Unschedulable', message);
-      if (changed && this.recorder) void this.recorder.publish(pod, 'Warning', 'FailedScheduling', message);
-      return { requeueAfter: this.retrySeconds };
+    return results;
+  }
+
+  /**
+   * Records the latest outcome of a failed attempt for `pod` and makes sure a writer picks it up. Writes are
+   * coalesced per pod: a pod tried several times while its write waits gets one write with the last message.
+   */
+  private wantStatus(pod: Pod, reason: string, message: string, event: boolean): void {
+    const key = objectKey(pod);
+    if (this.written.get(key) === `${reason}\u0000${message}`) return;
+    this.statusWanted.delete(key);
+    this.statusWanted.set(key, { reason, message, event });
+    while (this.statusWriters < MAX_STATUS_WRITERS && this.statusWanted.size > this.statusWriting.size) {
+      this.statusWriters++;
+      const p: Promise<void> = this.statusWriter().finally(() => {
+        this.statusWriters--;
+        this.inflight.delete(p);
+      });
+      this.inflight.add(p);
     }
-    // assume the pod on the node, then bind asynchronously (kube-scheduler's binding cycle)
-    const bound: Pod = { ...pod, spec: { ...pod.spec, nodeName: target } };
-    this.assumed.set(key, bound);
-    this.pending.delete(key);
-    this.waitingForAffinity.delete(key);
-    const info = this.nodeInfos.get(target);
-    if (info) addPodToNodeInfo(info, bound, state.requests);
-    while (this.inflight.size >= MAX_INFLIGHT_BINDINGS) await Promise.race(this.inflight);
-    const p = this.bind(pod, target).finally(() => this.inflight.delete(p));
+  }
+
+  /** Writes wanted statuses (oldest first, skipping pods whose previous write is still in flight) until none is left. */
+  private async statusWriter(): Promise<void> {
+    for (;;) {
+      let next: [string, { reason: string; message: string; event: boolean }] | undefined;
+      for (const e of this.statusWanted) {
+        if (this.statusWriting.has(e[0])) continue;
+        next = e;
+        break;
+      }
+      if (!next) return;
+      const [key, want] = next;
+      this.statusWanted.delete(key);
+      const pod = this.pods.cache.get(key);
+      if (!pod || !this.isPending(pod) || this.assumed.has(key)) continue;
+      this.statusWriting.add(key);
+      try {
+        const changed = await this.setUnschedulable(pod, want.reason, want.message);
+        if (changed) this.written.set(key, `${want.reason}\u0000${want.message}`);
+        if (changed && want.event && this.recorder)
+          void this.recorder.publish(pod, 'Warning', 'FailedScheduling', want.message);
+      } catch (err) {
+        this.onError(err, `kube-scheduler status ${key}`);
+        this.queue.addRateLimited(key);
+      } finally {
+        this.statusWriting.delete(key);
+      }
+    }
+  }
+
+  /**
+   * Runs `fn` once fewer than {@link MAX_INFLIGHT_WRITES} writes are in flight (first come, first served).
+   * The returned promise settles when `fn` does; `fn` must not reject.
+   */
+  private async limit(fn: () => Promise<void>): Promise<void> {
+    if (this.inflight.size >= MAX_INFLIGHT_WRITES) await new Promise<void>((r) => this.writeWaiters.push(r));
+    const p: Promise<void> = fn().finally(() => {
+      this.inflight.delete(p);
+      this.writeWaiters.shift()?.();
+    });
     this.inflight.add(p);
-    this.retryAffinityWaiters();
-    return undefined;
+    return p;
   }
 
   /** POSTs the Binding; on failure forgets the assumed pod and retries it. Never rejects. */
@@ -296,7 +402,10 @@ export class KubeSchedulerStandIn extends SimController {
   /** Stops the worker and waits for bindings in flight. */
   override async stop(): Promise<void> {
     await super.stop();
-    await Promise.all(this.inflight);
+    while (this.inflight.size > 0 || this.writeWaiters.length > 0) {
+      await Promise.all([...this.inflight]);
+      await new Promise((r) => setImmediate(r));
+    }
   }
 
   /**
@@ -325,6 +434,19 @@ export class KubeSchedulerStandIn extends SimController {
       throw err;
     }
   }
+}
+
+/** kube-scheduler's PrioritySort: higher `spec.priority` first, then older (`creationTimestamp`) first. */
+export function queueOrder(a: Pod, b: Pod): number {
+  return (
+    (b.spec.priority ?? 0) - (a.spec.priority ?? 0) ||
+    (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? '')
+  );
+}
+
+/** The parts of a pod that decide where it fits (kube-scheduler retries a pending pod when they change). */
+function podSchedulingView(p: Pod): string {
+  return JSON.stringify([p.spec, p.metadata.labels, p.metadata.annotations]);
 }
 
 /** The parts of a node that decide where pods fit (changes trigger a retry of pending pods). */

@@ -14,8 +14,8 @@
  * available/misscheduled/updated counts. Not simulated: rolling updates of existing pods, surge, backoff.
  */
 import type { DaemonSet, Node, Pod, Toleration } from '../../apis/core.ts';
+import { daemonPodTolerations } from '../../apis/daemonset.ts';
 import { objectKey } from '../../kube/client.ts';
-import { isNotFound } from '../../kube/errors.ts';
 import type { Informer } from '../../kube/informer.ts';
 import type { ResourceRef } from '../../kube/resources.ts';
 import type { ReconcileResult } from '../../kube/workqueue.ts';
@@ -23,35 +23,16 @@ import { firstUntoleratedTaint, nodeMatchesPod } from '../kubescheduler/filters.
 import {
   changedFields,
   controllerOwnerRef,
-  controllerRef,
-  Expectations,
-  ensureIndex,
-  IndexControllerUID,
-  indexByControllerUID,
   isPodActive,
   isPodReady,
   podFromTemplate,
-  SimController,
   type SimControllerOptions,
-  specChanged,
   stableStringify,
 } from './controller.ts';
 import { podTemplateHash } from './deployment.ts';
+import { PodOwnerController, settleAll } from './podowner.ts';
 
-/** Tolerations every DaemonSet pod gets (kubernetes `pkg/controller/daemon/util.AddOrUpdateDaemonPodTolerations`). */
-export function daemonPodTolerations(hostNetwork: boolean): Toleration[] {
-  const t: Toleration[] = [
-    { key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoExecute' },
-    { key: 'node.kubernetes.io/unreachable', operator: 'Exists', effect: 'NoExecute' },
-    { key: 'node.kubernetes.io/disk-pressure', operator: 'Exists', effect: 'NoSchedule' },
-    { key: 'node.kubernetes.io/memory-pressure', operator: 'Exists', effect: 'NoSchedule' },
-    { key: 'node.kubernetes.io/pid-pressure', operator: 'Exists', effect: 'NoSchedule' },
-    { key: 'node.kubernetes.io/unschedulable', operator: 'Exists', effect: 'NoSchedule' },
-  ];
-  if (hostNetwork)
-    t.push({ key: 'node.kubernetes.io/network-unavailable', operator: 'Exists', effect: 'NoSchedule' });
-  return t;
-}
+export { daemonPodTolerations } from '../../apis/daemonset.ts';
 
 /** Template tolerations plus the DaemonSet ones (missing ones appended). */
 function withDaemonTolerations(ds: DaemonSet): Toleration[] {
@@ -93,35 +74,22 @@ export function daemonPodNode(p: Pod): string | undefined {
 }
 
 /** The DaemonSet controller stand-in. */
-export class DaemonSetController extends SimController {
-  private readonly pods: Informer<'Pod'>;
+export class DaemonSetController extends PodOwnerController<'DaemonSet'> {
   private readonly nodes: Informer<'Node'>;
-  private readonly sets: Informer<'DaemonSet'>;
-  private readonly expectations: Expectations<Pod>;
 
   constructor(opts: SimControllerOptions) {
-    super('daemonset', opts, 4);
-    this.pods = opts.informers.informerFor('Pod');
+    super('daemonset', opts, 'DaemonSet');
     this.nodes = opts.informers.informerFor('Node');
-    this.sets = opts.informers.informerFor('DaemonSet');
-    ensureIndex(this.pods.cache, IndexControllerUID, indexByControllerUID);
-    this.expectations = new Expectations(opts.clock);
   }
 
-  protected informersUsed(): Array<Informer<ResourceRef>> {
-    return [this.pods, this.nodes, this.sets] as Array<Informer<ResourceRef>>;
+  protected override informersUsed(): Array<Informer<ResourceRef>> {
+    return [...super.informersUsed(), this.nodes as Informer<ResourceRef>];
   }
 
-  protected register(): Array<() => void> {
-    const onPod = (p: Pod): void => {
-      this.expectations.observed(objectKey(p));
-      const ref = controllerRef(p);
-      if (ref?.kind === 'DaemonSet') this.enqueueBatched(`${p.metadata.namespace}/${ref.name}`);
-    };
+  protected override register(): Array<() => void> {
     const all = (): void => {
-      for (const ds of this.sets.cache.list()) this.queue.add(objectKey(ds));
+      for (const ds of this.owners.cache.list()) this.queue.add(objectKey(ds));
     };
-    const offPods = this.pods.on({ add: onPod, update: (_o, p) => onPod(p), delete: onPod });
     const offNodes = this.nodes.on({
       add: all,
       update: (o, n) => {
@@ -133,24 +101,14 @@ export class DaemonSetController extends SimController {
       },
       delete: all,
     });
-    const offSets = this.sets.on({
-      add: (s) => this.queue.add(objectKey(s)),
-      update: (o, s) => {
-        if (specChanged(o, s)) this.queue.add(objectKey(s));
-      },
-      delete: (s) => this.expectations.forget(objectKey(s)),
-    });
-    return [offPods, offNodes, offSets];
+    return [...super.register(), offNodes];
   }
 
   protected async reconcile(key: string): Promise<ReconcileResult | undefined> {
-    const ds = this.sets.cache.get(key);
+    const ds = this.owners.cache.get(key);
     if (!ds || ds.metadata.deletionTimestamp) return undefined;
-    const inCache = (k: string) => this.pods.cache.get(k) !== undefined;
-    const deleting = this.expectations.pendingDeletes(key, inCache);
-    const owned = this.pods.cache
-      .byIndex(IndexControllerUID, ds.metadata.uid ?? '')
-      .filter((p) => !deleting.has(objectKey(p)));
+    const { owned: ownedAll, deleting, creating } = this.ownedPods(key, ds.metadata.uid);
+    const owned = ownedAll.filter((p) => !deleting.has(objectKey(p)));
     const byNode = new Map<string, Pod[]>();
     const add = (node: string, p: Pod) => {
       const l = byNode.get(node);
@@ -161,7 +119,6 @@ export class DaemonSetController extends SimController {
       const n = daemonPodNode(p);
       if (n !== undefined) add(n, p);
     }
-    const creating = this.expectations.pendingCreates(key, inCache);
     const creatingOn = new Set(creating.map((p) => daemonPodNode(p) ?? ''));
 
     const toCreate: string[] = [];
@@ -197,8 +154,8 @@ export class DaemonSetController extends SimController {
     const owner = controllerOwnerRef(ds, 'apps/v1', 'DaemonSet');
     const hash = podTemplateHash(ds.spec.template);
     const tolerations = withDaemonTolerations(ds);
-    const results = await Promise.allSettled([
-      ...toCreate.map(async (node) => {
+    const writes = [
+      ...toCreate.map((node) => {
         const pod = podFromTemplate(ds.spec.template, {
           namespace: ds.metadata.namespace ?? 'default',
           owner,
@@ -220,23 +177,16 @@ export class DaemonSetController extends SimController {
             },
           },
         };
-        const created = await this.client.create(pod);
-        this.expectations.expectCreate(key, objectKey(created), created);
+        return this.createPod(key, pod);
       }),
-      ...toDelete.map(async (p) => {
-        this.expectations.expectDelete(key, objectKey(p));
-        try {
-          await this.client.delete('Pod', p.metadata.name ?? '', p.metadata.namespace, {
-            ...(p.metadata.uid ? { preconditions: { uid: p.metadata.uid } } : {}),
-          });
-        } catch (err) {
-          if (!isNotFound(err)) throw err;
-        }
-      }),
-    ]);
-    await this.updateStatus(ds, owned, nodeNames, desired, misscheduled);
-    const failed = results.find((r) => r.status === 'rejected');
-    if (failed) throw (failed as PromiseRejectedResult).reason;
+      ...toDelete.map((p) => this.deletePod(key, p)),
+    ];
+    try {
+      await settleAll(writes);
+    } finally {
+      // the status is written even when a pod write failed; the failure is thrown afterwards
+      await this.updateStatus(ds, owned, nodeNames, desired, misscheduled);
+    }
     return undefined;
   }
 

@@ -14,6 +14,7 @@ export * from './controller.ts';
 export * from './daemonset.ts';
 export * from './deployment.ts';
 export * from './job.ts';
+export * from './podowner.ts';
 export * from './replicaset.ts';
 export * from './statefulset.ts';
 

@@ -45,6 +45,9 @@ import {
 } from './drain.ts';
 import { type DrainMetrics, drainMetrics } from './metrics.ts';
 
+/** Seconds before the termination controller publishes the same Event again (upstream default dedupe, 2 min). */
+export const EventDedupeSeconds = 120;
+
 /** NodeClaim condition: the node's pods were drained (upstream `ConditionTypeDrained`). */
 export const ConditionDrained = 'Drained';
 /** NodeClaim condition: the node's volume attachments are gone (upstream `ConditionTypeVolumesDetached`). */
@@ -89,6 +92,7 @@ export class NodeTerminationController implements Controller {
   private readonly drainMetrics: DrainMetrics;
   private readonly drainer: Drainer;
   private readonly drainedNodes = new Set<string>();
+  private readonly lastEvents = new Map<string, number>();
 
   constructor(private readonly opts: NodeTerminationOptions) {
     this.ownInformers = opts.informers === undefined;
@@ -192,13 +196,13 @@ export class NodeTerminationController implements Controller {
           status === 429
             ? `evicting pod ${podID(pod)} violates a PDB: ${message}`
             : `evicting pod ${podID(pod)}: ${message}`;
-        void this.opts.recorder.publish(node, 'Warning', 'FailedDraining', `Failed to drain node, ${why}`);
+        this.publishDeduped(node, 'Warning', 'FailedDraining', `Failed to drain node, ${why}`);
       },
     });
     if (drain.evicted.length + drain.deleted.length > 0)
       log.info({ evicted: drain.evicted, deleted: drain.deleted, tier: drain.tier }, 'draining node');
     if (drain.remaining > 0) {
-      void this.opts.recorder.publish(
+      this.publishDeduped(
         node,
         'Warning',
         'FailedDraining',
@@ -219,7 +223,7 @@ export class NodeTerminationController implements Controller {
     const pastDeadline = deadline !== undefined && this.opts.clock.now() >= deadline;
     const attached = await this.blockingVolumeAttachments(name);
     if (attached.length > 0 && !pastDeadline) {
-      void this.opts.recorder.publish(
+      this.publishDeduped(
         node,
         'Normal',
         'AwaitingVolumeDetachment',
@@ -273,6 +277,21 @@ export class NodeTerminationController implements Controller {
     );
     log.info('deleted node');
     return {};
+  }
+
+  /**
+   * Publishes an Event unless the same one (object, reason, message) was published less than
+   * {@link EventDedupeSeconds} ago by this controller (upstream's recorder drops such repeats; ours would bump the
+   * Event's count with an API write on every 1 s pass).
+   */
+  private publishDeduped(obj: KubeObject, type: 'Normal' | 'Warning', reason: string, message: string): void {
+    const key = `${obj.metadata?.uid ?? obj.metadata?.name}|${reason}|${message}`;
+    const now = this.opts.clock.now();
+    const last = this.lastEvents.get(key);
+    if (last !== undefined && now - last < EventDedupeSeconds * 1000) return;
+    if (this.lastEvents.size > 10_000) this.lastEvents.clear();
+    this.lastEvents.set(key, now);
+    void this.opts.recorder.publish(obj, type, reason, message);
   }
 
   /**

@@ -17,8 +17,9 @@ import { isConflict, isNotFound } from '../../../kube/errors.ts';
 import { ConditionSet } from '../conditions.ts';
 import { NodeClaimDependents } from '../lifecycle/context.ts';
 
-/** Condition types (upstream `ConditionTypeConsolidatable`, `ConditionTypeDrifted`). */
+/** Condition type: `consolidateAfter` has elapsed (upstream `ConditionTypeConsolidatable`). */
 export const ConditionConsolidatable = 'Consolidatable';
+/** Condition type: the NodeClaim no longer matches its NodePool/NodeClass (upstream `ConditionTypeDrifted`). */
 export const ConditionDrifted = 'Drifted';
 
 /** The wanted disruption conditions of one NodeClaim: `undefined` = absent, else the True condition's reason. */

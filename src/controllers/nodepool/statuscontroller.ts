@@ -1,0 +1,95 @@
+/**
+ * Scaffolding shared by the NodePool and NodeClass status controllers (upstream operatorpkg's status
+ * controllers): a keyed {@link QueueController} fed by informer handlers (the operator's shared informers, or
+ * private ones it starts and stops itself), the list of NodeClass kinds the cloud provider supports, and the
+ * optimistic status write (`resourceVersion` precondition; NotFound ends the reconcile, Conflict requeues).
+ */
+import type { KubeObject } from '../../apis/core.ts';
+import { isConflict, isNotFound } from '../../kube/errors.ts';
+import { SharedInformers } from '../../kube/informer.ts';
+import type { ResourceRef, ResourceType } from '../../kube/resources.ts';
+import type { ControllerDeps } from '../nodeclaim/lifecycle/controller.ts';
+import { type Controller, QueueController, type ReconcileResult } from '../runtime.ts';
+
+/** Options every status controller takes. */
+export interface StatusControllerOptions extends ControllerDeps {
+  /** Wall-clock ms to wait for the informers' first list (default 60 000). */
+  syncTimeoutMs?: number;
+}
+
+/**
+ * Base of a keyed status controller. Subclasses register their informer handlers in {@link watch} (returning
+ * the unregister functions) and implement {@link reconcile}. `start()` never rejects: an informer that does not
+ * sync is logged and the controller stops.
+ */
+export abstract class StatusController<O extends StatusControllerOptions> implements Controller {
+  readonly queue: QueueController;
+  protected readonly informers: SharedInformers;
+  private readonly ownInformers: boolean;
+
+  /** `concurrency`: parallel reconciles (QueueController default 10 when omitted). */
+  protected constructor(
+    readonly name: string,
+    protected readonly opts: O,
+    concurrency?: number,
+  ) {
+    this.ownInformers = opts.informers === undefined;
+    this.informers = opts.informers ?? new SharedInformers(opts.client, { clock: opts.clock });
+    this.queue = new QueueController({
+      name,
+      clock: opts.clock,
+      logger: opts.logger,
+      ...(concurrency !== undefined ? { concurrency } : {}),
+      reconcile: (key) => this.reconcile(key),
+    });
+  }
+
+  /** Registers the informer handlers that enqueue keys; returns their unregister functions. */
+  protected abstract watch(): Array<() => void>;
+
+  /** Reconciles one key (public for tests). */
+  abstract reconcile(key: string): Promise<ReconcileResult>;
+
+  async start(signal: AbortSignal): Promise<void> {
+    const offs = this.watch();
+    this.informers.start();
+    try {
+      await this.informers.waitForSync(this.opts.syncTimeoutMs ?? 60_000);
+      await this.queue.start(signal);
+    } catch (err) {
+      this.opts.logger.error({ controller: this.name, err: String(err) }, 'informers did not sync');
+    } finally {
+      for (const off of offs) off();
+      if (this.ownInformers) await this.informers.stop();
+    }
+  }
+
+  /** Descriptors of the NodeClass kinds the cloud provider supports that the client's registry knows. */
+  protected nodeClassTypes(): ResourceType[] {
+    return this.opts.cloudProvider
+      .supportedNodeClasses()
+      .map((k) => this.opts.client.registry.forKind(`${k.kind}.${k.group}`))
+      .filter((r): r is ResourceType => r !== undefined);
+  }
+
+  /**
+   * Writes `obj.status` (merge patch, precondition `obj.metadata.resourceVersion`). Returns `undefined` when
+   * written, `{}` when the object is gone, `{requeue: true}` on a conflict; throws other API errors.
+   */
+  protected async writeStatus(ref: ResourceRef, obj: KubeObject): Promise<ReconcileResult | undefined> {
+    try {
+      await this.opts.client.patchStatus(
+        ref,
+        obj.metadata?.name ?? '',
+        undefined,
+        { metadata: { resourceVersion: obj.metadata?.resourceVersion }, status: obj.status },
+        { type: 'merge' },
+      );
+      return undefined;
+    } catch (err) {
+      if (isNotFound(err)) return {};
+      if (isConflict(err)) return { requeue: true };
+      throw err;
+    }
+  }
+}
