@@ -14,7 +14,7 @@
 import type { NodePool } from '../apis/karpenter.ts';
 import { AnnotationNodePoolHash, AnnotationNodePoolHashVersion, LabelInstanceType } from '../apis/labels.ts';
 import type { InstanceType } from '../cloudprovider/types.ts';
-import { NodePoolHashVersion, nodePoolHash } from '../controllers/nodepool/hash.ts';
+import { NodePoolHashVersion, nodePoolHash } from '../apis/hash.ts';
 import { Requirements } from '../scheduling/requirements.ts';
 import type { DisruptionNode } from './types.ts';
 

@@ -8,7 +8,7 @@ import type { Budget, NodeClaim, NodePool } from '../apis/karpenter.ts';
 import { AnnotationNodePoolHash, AnnotationNodePoolHashVersion } from '../apis/labels.ts';
 import { formatResources } from '../apis/quantity.ts';
 import type { InstanceType } from '../cloudprovider/types.ts';
-import { NodePoolHashVersion, nodePoolHash } from '../controllers/nodepool/hash.ts';
+import { NodePoolHashVersion, nodePoolHash } from '../apis/hash.ts';
 import { makeNodePool, smallCatalog } from '../scheduling/testing.ts';
 import type { DisruptionInput, DisruptionNode } from './types.ts';
 
