@@ -11,10 +11,11 @@
  *    offerings);
  * 5. the provider's reason (`CloudProvider.isDrifted`), passed in as `providerDrifted`.
  */
+
+import { NodePoolHashVersion, nodePoolHash } from '../apis/hash.ts';
 import type { NodePool } from '../apis/karpenter.ts';
 import { AnnotationNodePoolHash, AnnotationNodePoolHashVersion, LabelInstanceType } from '../apis/labels.ts';
 import type { InstanceType } from '../cloudprovider/types.ts';
-import { NodePoolHashVersion, nodePoolHash } from '../apis/hash.ts';
 import { Requirements } from '../scheduling/requirements.ts';
 import type { DisruptionNode } from './types.ts';
 

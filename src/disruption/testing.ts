@@ -4,11 +4,11 @@
  * ready-to-run {@link DisruptionInput}. Only for tests and benchmarks.
  */
 import type { Pod, Taint } from '../apis/core.ts';
+import { NodePoolHashVersion, nodePoolHash } from '../apis/hash.ts';
 import type { Budget, NodeClaim, NodePool } from '../apis/karpenter.ts';
 import { AnnotationNodePoolHash, AnnotationNodePoolHashVersion } from '../apis/labels.ts';
 import { formatResources } from '../apis/quantity.ts';
 import type { InstanceType } from '../cloudprovider/types.ts';
-import { NodePoolHashVersion, nodePoolHash } from '../apis/hash.ts';
 import { makeNodePool, smallCatalog } from '../scheduling/testing.ts';
 import type { DisruptionInput, DisruptionNode } from './types.ts';
 
