@@ -23,6 +23,8 @@ export interface SimulateCommandOptions {
   explain?: boolean;
   /** Also compute the first disruption pass (`--disruption`): commands and why other nodes stay. */
   disruption?: boolean;
+  /** Time of the disruption pass, RFC 3339 (`--now`); default the wall clock. Makes expiration reproducible. */
+  now?: string;
 }
 
 /** Where the command writes and reads; injected so tests run it in-process. */
@@ -94,6 +96,15 @@ export async function runSimulate(opts: SimulateCommandOptions, io: CommandIO): 
       for (const [k, n] of Object.entries(res.unknownKinds)) unknownKinds[k] = (unknownKinds[k] ?? 0) + n;
     }
 
+    let now: number | undefined;
+    if (opts.now !== undefined) {
+      now = Date.parse(opts.now);
+      if (Number.isNaN(now)) {
+        io.stderr(`error: --now must be an RFC 3339 time such as 2026-11-29T16:51:30Z, got "${opts.now}"\n`);
+        return EXIT_INVALID_INPUT;
+      }
+    }
+
     const result = await simulate(
       { objects, errors, unknownKinds },
       { region, explain: opts.explain ?? false, ...(io.catalog ? { catalog: io.catalog } : {}) },
@@ -101,7 +112,10 @@ export async function runSimulate(opts: SimulateCommandOptions, io: CommandIO): 
     for (const e of result.errors) io.stderr(`${formatIssue(e)}\n`);
     // The disruption pass reads the same objects; its input problems are the ones printed above.
     const disruption = opts.disruption
-      ? await simulateDisruption({ objects }, { region, ...(io.catalog ? { catalog: io.catalog } : {}) })
+      ? await simulateDisruption(
+          { objects },
+          { region, ...(now !== undefined ? { now } : {}), ...(io.catalog ? { catalog: io.catalog } : {}) },
+        )
       : undefined;
     if (output === 'json') {
       const doc = toJSON(result, { explain: opts.explain ?? false });
@@ -138,6 +152,10 @@ export function registerSimulateCommand(program: Command): void {
       'also compute the first disruption pass (consolidation, drift, expiration)',
       false,
     )
+    .option(
+      '--now <time>',
+      'time of the disruption pass (RFC 3339), for reproducible expiration; default now',
+    )
     .action(
       async (o: {
         filename: string[];
@@ -145,6 +163,7 @@ export function registerSimulateCommand(program: Command): void {
         output: string;
         explain: boolean;
         disruption: boolean;
+        now?: string;
       }) => {
         process.exitCode = await runSimulate(
           {
@@ -153,6 +172,7 @@ export function registerSimulateCommand(program: Command): void {
             output: o.output,
             explain: o.explain,
             disruption: o.disruption,
+            ...(o.now !== undefined ? { now: o.now } : {}),
           },
           {
             stdout: (t) => process.stdout.write(t),

@@ -11,14 +11,19 @@ const here = dirname(fileURLToPath(import.meta.url));
 const caseInput = (id: string) =>
   (parseYaml(readFileSync(join(here, '..', 'cases', `${id}.yaml`), 'utf8')) as { input: string }).input;
 
-async function run(args: { output: string; disruption: boolean }, id: string) {
+async function run(args: { output: string; disruption: boolean; now?: string }, id: string) {
   const dir = mkdtempSync(join(tmpdir(), 'capenter-disruption-'));
   const file = join(dir, `${id}.yaml`);
   writeFileSync(file, caseInput(id));
   let out = '';
   let err = '';
   const code = await runSimulate(
-    { filenames: [file], output: args.output, disruption: args.disruption },
+    {
+      filenames: [file],
+      output: args.output,
+      disruption: args.disruption,
+      ...(args.now !== undefined ? { now: args.now } : {}),
+    },
     { stdout: (t) => (out += t), stderr: (t) => (err += t) },
   );
   return { code, out, err };
@@ -61,5 +66,15 @@ describe('capenter simulate --disruption', () => {
   it('leaves the output unchanged without the flag', async () => {
     const r = await run({ output: 'json', disruption: false }, 'underutilized-node-replaced-by-cheaper');
     expect(JSON.parse(r.out).disruption).toBeUndefined();
+  });
+
+  it('--now sets the pass time and rejects a value that is not RFC 3339', async () => {
+    const id = 'underutilized-node-replaced-by-cheaper';
+    const early = await run({ output: 'json', disruption: true, now: '2026-01-01T00:00:00Z' }, id);
+    expect(JSON.parse(early.out).disruption.now).toBe('2026-01-01T00:00:00.000Z');
+    expect(JSON.parse(early.out).disruption.commands[0].reason).toBe('Underutilized');
+    const bad = await run({ output: 'json', disruption: true, now: 'yesterday' }, id);
+    expect(bad.code).toBe(2);
+    expect(bad.err).toContain('--now must be an RFC 3339 time');
   });
 });

@@ -40,10 +40,11 @@ export function jsonPath(obj: unknown, path: string): unknown[] {
   let p = path.trim();
   if (p.startsWith('{') && p.endsWith('}')) p = p.slice(1, -1);
   const tokens: string[] = [];
-  const re = /\.([A-Za-z0-9_\-/]+)|\[([^\]]*)\]/g;
+  // A field name may contain escaped dots (`.metadata.labels.node\.kubernetes\.io/instance-type`).
+  const re = /\.((?:\\\.|[A-Za-z0-9_\-/])+)|\[([^\]]*)\]/g;
   let m: RegExpExecArray | null = re.exec(p);
   while (m !== null) {
-    tokens.push(m[1] !== undefined ? `.${m[1]}` : `[${m[2]}]`);
+    tokens.push(m[1] !== undefined ? `.${m[1].replaceAll('\\.', '.')}` : `[${m[2]}]`);
     m = re.exec(p);
   }
   let cur: unknown[] = [obj];
