@@ -1,17 +1,26 @@
 /**
- * `KubeClient`: typed, plain-JSON access to the Kubernetes REST API. Authentication, TLS and kubeconfig
- * handling come from @kubernetes/client-node's `KubeConfig` (`applyToHTTPSOptions`); requests are issued
- * with node's http/https over a keep-alive agent and bodies are parsed as plain JSON (no model classes, no
- * Date conversion). Watches use client-node's `Watch`. The client never knows whether the server is the
- * embedded one or a real cluster.
+ * `KubeClient`: typed, plain-JSON access to the Kubernetes REST API. Kubeconfig contexts with certificates,
+ * tokens or basic auth (and the in-cluster service account) are resolved by `kubeconfig.ts`; users with
+ * `exec`/`auth-provider` plugins and clusters with `proxy-url` get their request options from
+ * @kubernetes/client-node's `KubeConfig` (`applyToHTTPSOptions`), imported only then (it costs ~55 MB).
+ * Requests are issued with node's http/https over a keep-alive agent and bodies are parsed as plain JSON (no
+ * model classes, no Date conversion). Watches are streamed newline-delimited JSON over a separate agent (a
+ * long-lived watch never takes a request socket). The client never knows whether the server is the embedded
+ * one or a real cluster.
  */
 import { readFileSync } from 'node:fs';
 import * as http from 'node:http';
 import * as https from 'node:https';
-import { KubeConfig, Watch } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import type { KubeObject, ObjectMeta } from '../apis/core.ts';
 import { type Clock, RealClock } from './clock.ts';
-import { KubeApiError, reasonForCode } from './errors.ts';
+import { KubeApiError } from './errors.ts';
+import {
+  connectionOptions,
+  inClusterKubeconfig,
+  type ResolvedKubeconfig,
+  resolveKubeconfig,
+} from './kubeconfig.ts';
 import {
   apiVersionOf,
   type ObjectOf,
@@ -153,7 +162,8 @@ interface RawRequest {
  * returns a value instead.
  */
 export class KubeClient {
-  readonly kubeConfig: KubeConfig;
+  /** The resolved kubeconfig context (server, TLS, credentials). */
+  readonly config: ResolvedKubeconfig;
   readonly registry: ResourceRegistry;
   /** Base URL of the API server, without trailing slash. */
   readonly server: string;
@@ -162,21 +172,20 @@ export class KubeClient {
   private readonly userAgent: string;
   private readonly fieldManager: string;
   private agent: http.Agent | undefined;
+  private watchAgent: http.Agent | undefined;
   private cachedOpts: { at: number; opts: https.RequestOptions } | undefined;
-  private readonly watcher: Watch;
+  /** client-node's KubeConfig, loaded on first use for `needsClientNode` configs only. */
+  private clientNodeConfig: Promise<KubeConfig> | undefined;
   private readonly clock: Clock;
 
-  constructor(kc: KubeConfig, opts: Omit<ClientOptions, 'context'> = {}) {
-    const cluster = kc.getCurrentCluster();
-    if (!cluster) throw new Error('kubeconfig: no current cluster (set current-context or pass a context)');
-    this.kubeConfig = kc;
-    this.server = cluster.server.replace(/\/+$/, '');
+  constructor(config: ResolvedKubeconfig, opts: Omit<ClientOptions, 'context'> = {}) {
+    this.config = config;
+    this.server = config.server.replace(/\/+$/, '');
     this.registry = opts.registry ?? new ResourceRegistry();
     this.maxSockets = opts.maxSockets ?? 64;
     this.timeoutMs = opts.timeoutMs ?? 60_000;
     this.userAgent = opts.userAgent ?? 'capenter';
     this.fieldManager = opts.fieldManager ?? 'capenter';
-    this.watcher = new Watch(kc);
     this.clock = opts.clock ?? new RealClock();
   }
 
@@ -185,37 +194,33 @@ export class KubeClient {
    * with `apiVersion` is taken as YAML). Throws when the file is unreadable or has no usable cluster.
    */
   static fromKubeconfig(pathOrYaml: string, opts: ClientOptions = {}): KubeClient {
-    const kc = new KubeConfig();
     const isYaml = pathOrYaml.includes('\n') || /^\s*(apiVersion|\{)/.test(pathOrYaml);
-    if (isYaml) kc.loadFromString(pathOrYaml);
-    else {
-      let text: string;
+    let text = pathOrYaml;
+    if (!isYaml) {
       try {
         text = readFileSync(pathOrYaml, 'utf8');
       } catch (err) {
         throw new Error(`kubeconfig: cannot read "${pathOrYaml}": ${(err as Error).message}`);
       }
-      kc.loadFromString(text);
     }
-    if (opts.context) kc.setCurrentContext(opts.context);
-    return new KubeClient(kc, opts);
+    return new KubeClient(resolveKubeconfig(text, opts.context), opts);
   }
 
   /**
-   * Builds a client from the in-cluster service account (client-node `loadFromCluster`: the token and CA
-   * under /var/run/secrets/kubernetes.io/serviceaccount and KUBERNETES_SERVICE_HOST/PORT, read by the
-   * library). Throws when not running in a pod.
+   * Builds a client from the in-cluster service account (the token and CA under
+   * /var/run/secrets/kubernetes.io/serviceaccount and `KUBERNETES_SERVICE_HOST`/`_PORT` of `env`, default
+   * `process.env`; the token is re-read as it rotates). Throws when not running in a pod.
    */
-  static fromCluster(opts: Omit<ClientOptions, 'context'> = {}): KubeClient {
-    const kc = new KubeConfig();
-    kc.loadFromCluster();
-    return new KubeClient(kc, opts);
+  static fromCluster(
+    opts: Omit<ClientOptions, 'context'> = {},
+    env: Readonly<Record<string, string | undefined>> = process.env,
+  ): KubeClient {
+    return new KubeClient(inClusterKubeconfig(env), opts);
   }
 
   /** Namespace of the kubeconfig's current context, or `default`. */
   defaultNamespace(): string {
-    const ctx = this.kubeConfig.getContextObject(this.kubeConfig.getCurrentContext());
-    return ctx?.namespace ?? 'default';
+    return this.config.namespace;
   }
 
   // ---------------------------------------------------------------- resource resolution
@@ -530,7 +535,7 @@ export class KubeClient {
   // ---------------------------------------------------------------- watch
 
   /**
-   * Opens a watch (client-node `Watch`). `onEvent` gets each event (ERROR events carry a `Status`, e.g.
+   * Opens a watch (`?watch=true`, newline-delimited JSON). `onEvent` gets each event (ERROR events carry a `Status`, e.g.
    * code 410 when `resourceVersion` is too old); `onDone(err)` once when the stream ends: `undefined` on a
    * normal close or `stop()`, a `KubeApiError` for HTTP errors (410 Gone included), else the error.
    */
@@ -558,40 +563,79 @@ export class KubeClient {
       allowWatchBookmarks: opts.allowWatchBookmarks ?? true,
       timeoutSeconds: opts.timeoutSeconds,
     };
-    const controller = await this.watcher.watch(
-      path,
-      query,
-      (type: string, obj: unknown) => {
-        if (done) return;
-        const o = obj as ObjectOf<R>;
-        if (type !== 'ERROR' && type !== 'BOOKMARK' && o && typeof o === 'object') this.withTypeMeta(rt, o);
-        onEvent({ type: type as WatchEvent['type'], object: o });
-      },
-      (err: unknown) => {
-        if (
-          err &&
-          typeof err === 'object' &&
-          typeof (err as { statusCode?: unknown }).statusCode === 'number'
-        ) {
-          const code = (err as { statusCode: number }).statusCode;
-          finish(
-            new KubeApiError(
-              code,
-              reasonForCode(code),
-              (err as Error).message || reasonForCode(code),
-              { kind: 'Status', code },
-              `WATCH ${path}`,
-            ),
-          );
-        } else if (err && (err as { name?: string }).name === 'AbortError') finish(undefined);
-        else finish(err ?? undefined);
-      },
-    );
+    const url = new URL(this.server + path);
+    url.searchParams.set('watch', 'true');
+    for (const [k, v] of Object.entries(query)) if (v !== undefined) url.searchParams.set(k, String(v));
+    const desc = `WATCH ${path}`;
+    let req: http.ClientRequest | undefined;
+    try {
+      const o = await this.requestOptions(false);
+      const isHttps = url.protocol === 'https:';
+      const headers: Record<string, string> = { Accept: 'application/json', 'User-Agent': this.userAgent };
+      for (const [k, v] of Object.entries(o.headers ?? {})) if (v !== undefined) headers[k] = String(v);
+      const options: https.RequestOptions = {
+        method: 'GET',
+        headers,
+        agent: this.agentFor(o, isHttps, true),
+        ...(o.auth ? { auth: o.auth } : {}),
+      };
+      const onResponse = (res: http.IncomingMessage): void => {
+        const code = res.statusCode ?? 0;
+        if (code !== 200) {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('error', (e) => finish(connErr(e, desc)));
+          res.on('end', () => {
+            const text = Buffer.concat(chunks).toString('utf8');
+            let body: unknown = text;
+            try {
+              body = JSON.parse(text);
+            } catch {
+              // not JSON: keep the text
+            }
+            finish(KubeApiError.fromResponse(code || 500, body, desc));
+          });
+          return;
+        }
+        res.socket?.setKeepAlive(true, 30_000);
+        res.setEncoding('utf8');
+        let buf = '';
+        res.on('data', (chunk: string) => {
+          buf += chunk;
+          let nl = buf.indexOf('\n');
+          while (nl >= 0) {
+            const line = buf.slice(0, nl);
+            buf = buf.slice(nl + 1);
+            nl = buf.indexOf('\n');
+            if (done || line.trim() === '') continue;
+            let ev: { type?: string; object?: unknown };
+            try {
+              ev = JSON.parse(line) as { type?: string; object?: unknown };
+            } catch {
+              continue; // a malformed line is skipped, like client-go's decoder would fail the watch: resume instead
+            }
+            const obj = ev.object as ObjectOf<R>;
+            const type = ev.type ?? '';
+            if (type !== 'ERROR' && type !== 'BOOKMARK' && obj && typeof obj === 'object')
+              this.withTypeMeta(rt, obj);
+            onEvent({ type: type as WatchEvent['type'], object: obj });
+          }
+        });
+        res.on('error', (e) => finish(stopped ? undefined : connErr(e, desc)));
+        res.on('end', () => finish(undefined));
+        res.on('close', () => finish(undefined));
+      };
+      req = isHttps ? https.request(url, options, onResponse) : http.request(url, options, onResponse);
+      req.on('error', (e) => finish(stopped ? undefined : connErr(e, desc)));
+      req.end();
+    } catch (err) {
+      finish(err);
+    }
     return {
       stop: () => {
         if (stopped) return;
         stopped = true;
-        controller.abort();
+        req?.destroy();
         finish(undefined);
       },
     };
@@ -613,22 +657,39 @@ export class KubeClient {
     }
   }
 
-  /** Credentials and TLS options from the KubeConfig, recomputed at most every 5 s (and on 401). */
+  /** Credentials and TLS options from the kubeconfig, recomputed at most every 5 s (and on 401). */
   private async requestOptions(fresh: boolean): Promise<https.RequestOptions> {
     const now = this.clock.now();
     if (!fresh && this.cachedOpts && now - this.cachedOpts.at < 5000) return this.cachedOpts.opts;
-    const o: https.RequestOptions = {};
-    await this.kubeConfig.applyToHTTPSOptions(o);
+    let o: https.RequestOptions = {};
+    if (this.config.needsClientNode) {
+      this.clientNodeConfig ??= this.loadClientNodeConfig();
+      await (await this.clientNodeConfig).applyToHTTPSOptions(o);
+    } else {
+      const c = connectionOptions(this.config);
+      o = { ...c.tls, headers: c.headers, ...(c.auth ? { auth: c.auth } : {}) };
+    }
     this.cachedOpts = { at: now, opts: o };
     return o;
   }
 
-  private agentFor(o: https.RequestOptions, isHttps: boolean): http.Agent {
-    const cluster = this.kubeConfig.getCurrentCluster();
-    if (cluster?.proxyUrl && o.agent) return o.agent as http.Agent;
-    if (this.agent) return this.agent;
-    const common = { keepAlive: true, maxSockets: this.maxSockets, maxFreeSockets: this.maxSockets };
-    this.agent = isHttps
+  private async loadClientNodeConfig(): Promise<KubeConfig> {
+    const { KubeConfig } = await import('@kubernetes/client-node');
+    const kc = new KubeConfig();
+    kc.loadFromString(this.config.text ?? '');
+    if (this.config.context) kc.setCurrentContext(this.config.context);
+    return kc;
+  }
+
+  private agentFor(o: https.RequestOptions, isHttps: boolean, forWatch = false): http.Agent {
+    if (this.config.needsClientNode && o.agent) return o.agent as http.Agent;
+    if (forWatch ? this.watchAgent : this.agent)
+      return (forWatch ? this.watchAgent : this.agent) as http.Agent;
+    const common = forWatch
+      ? { keepAlive: true }
+      : { keepAlive: true, maxSockets: this.maxSockets, maxFreeSockets: this.maxSockets };
+    const servername = o.servername ?? this.config.tlsServerName;
+    const agent = isHttps
       ? new https.Agent({
           ...common,
           ...(o.ca !== undefined ? { ca: o.ca } : {}),
@@ -637,10 +698,12 @@ export class KubeClient {
           ...(o.pfx !== undefined ? { pfx: o.pfx } : {}),
           ...(o.passphrase !== undefined ? { passphrase: o.passphrase } : {}),
           ...(o.rejectUnauthorized !== undefined ? { rejectUnauthorized: o.rejectUnauthorized } : {}),
-          ...(cluster?.tlsServerName ? { servername: cluster.tlsServerName } : {}),
+          ...(servername ? { servername } : {}),
         })
       : new http.Agent(common);
-    return this.agent;
+    if (forWatch) this.watchAgent = agent;
+    else this.agent = agent;
+    return agent;
   }
 
   private async doRequest<T>(method: string, path: string, req: RawRequest, fresh: boolean): Promise<T> {
@@ -697,6 +760,8 @@ export class KubeClient {
   close(): void {
     this.agent?.destroy();
     this.agent = undefined;
+    this.watchAgent?.destroy();
+    this.watchAgent = undefined;
   }
 
   // ---------------------------------------------------------------- helpers

@@ -187,6 +187,44 @@ describe('Cluster state (embedded API server)', () => {
     expect(cluster.nominationFor(p1)).toBeUndefined();
   });
 
+  it('a nomination onto a node ends once the pods bound there leave no room for the pod', async () => {
+    const { client } = sim;
+    await client.create(node('fill-1', 'kwok://fill-1'));
+    const strip = (p: ReturnType<typeof pendingPod>) => {
+      delete p.metadata.uid;
+      return p;
+    };
+    await client.create(strip(pendingPod('wants-2', { cpu: '2' })));
+    await eventually(
+      () => !!cluster.getNode('fill-1') && cluster.pendingPods().some((p) => p.metadata.name === 'wants-2'),
+      'node and pod',
+    );
+    cluster.nominate(cluster.pendingPods().find((p) => p.metadata.name === 'wants-2')!, {
+      kind: 'node',
+      name: 'fill-1',
+    });
+    expect(cluster.nominationFor('default/wants-2')?.target.name).toBe('fill-1'); // 3920m free
+    const small = strip(pendingPod('bound-1', { cpu: '1' }));
+    small.spec.nodeName = 'fill-1';
+    await client.create(small);
+    await eventually(
+      () => cluster.stateNodes().find((s) => s.name === 'fill-1')?.pods.length === 1,
+      'bound-1',
+    );
+    expect(cluster.nominationFor('default/wants-2')?.target.name).toBe('fill-1'); // 2920m free: still fits
+    const big = strip(pendingPod('bound-2', { cpu: '1500m' }));
+    big.spec.nodeName = 'fill-1';
+    await client.create(big);
+    await eventually(
+      () => cluster.stateNodes().find((s) => s.name === 'fill-1')?.pods.length === 2,
+      'bound-2',
+    );
+    expect(cluster.nominationFor('default/wants-2')).toBeUndefined(); // 1420m free < 2 cpu
+    for (const n of ['wants-2', 'bound-1', 'bound-2'])
+      await client.delete('Pod', n, 'default', { gracePeriodSeconds: 0 });
+    await client.delete('Node', 'fill-1');
+  });
+
   it('an optimistic add counts at once, is replaced by the watch and never resurrects a deleted NodeClaim', async () => {
     const { client } = sim;
     const created = (await client.create(nodeClaim('default-d'))) as NodeClaim;

@@ -94,13 +94,25 @@ export function nodeIsReady(node: Node): boolean {
   return node.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
 }
 
-/** Requests of a pod, tolerating malformed quantities (they count as zero; the API server validates them). */
+/** Requests per pod spec object (cached objects are never mutated, so the spec identity is a version). */
+const requestsBySpec = new WeakMap<object, Resources>();
+
+/**
+ * Requests of a pod, tolerating malformed quantities (they count as zero; the API server validates them).
+ * Memoised per `pod.spec` object: treat the result as read-only.
+ */
 export function safePodRequests(pod: Pod): Resources {
+  const spec = pod.spec as object | undefined;
+  const cached = spec ? requestsBySpec.get(spec) : undefined;
+  if (cached) return cached;
+  let r: Resources;
   try {
-    return podRequests(pod);
+    r = podRequests(pod);
   } catch {
-    return { pods: 1 };
+    r = { pods: 1 };
   }
+  if (spec) requestsBySpec.set(spec, r);
+  return r;
 }
 
 /** Builds a {@link NodeInfo} from a node and the (non-terminal) pods on it. */
