@@ -17,7 +17,10 @@ import { collectDefaultMetrics, Registry } from 'prom-client';
 import type { KubeObject } from '../apis/core.ts';
 import { withMetrics } from '../cloudprovider/metrics.ts';
 import type { CloudProvider } from '../cloudprovider/types.ts';
-import { DisruptionController } from '../controllers/disruption/controller.ts';
+import {
+  DisruptionController,
+  type DisruptionControllerOptions,
+} from '../controllers/disruption/controller.ts';
 import { metricsControllers } from '../controllers/metrics/index.ts';
 import { NodeTerminationController } from '../controllers/node/termination/controller.ts';
 import { PodEventsController } from '../controllers/nodeclaim/disruption/podevents.ts';
@@ -73,6 +76,11 @@ export interface OperatorConfig {
     launchTimeoutSeconds?: number;
     /** Seconds between provisioning resyncs of waiting pods (default 10). */
     provisioningResyncSeconds?: number;
+    /** Disruption controller tunables (poll and validation periods, replacement timeout, core options). */
+    disruption?: Pick<
+      DisruptionControllerOptions,
+      'pollSeconds' | 'validationSeconds' | 'replacementTimeoutSeconds' | 'coreOptions' | 'syncConditions'
+    >;
   };
 }
 
@@ -98,6 +106,8 @@ export interface Operator {
   readonly informers: SharedInformers;
   readonly recorder: EventRecorder;
   readonly provisioner: Provisioner;
+  /** The disruption controller (its `passListeners` and `orchestrator` are useful to tests and tools). */
+  readonly disruption: DisruptionController;
   /** Every controller run while leading. */
   readonly controllers: readonly Controller[];
   /** Leader-election identity. */
@@ -195,6 +205,18 @@ export function createOperator(cfg: OperatorConfig): Operator {
       nodePoolHash: (np) => ({ hash: nodePoolHash(np), version: NodePoolHashVersion }),
     },
   });
+  const disruption = new DisruptionController({
+    client,
+    cluster,
+    cloudProvider: provider('disruption'),
+    clock,
+    logger,
+    recorder,
+    registry,
+    nodePoolHash: (np) => ({ hash: nodePoolHash(np), version: NodePoolHashVersion }),
+    featureGates: { spotToSpotConsolidation: options.featureGates.SpotToSpotConsolidation === true },
+    ...(tuning.disruption ?? {}),
+  });
   const metricsDeps = { cluster, clock, logger, registry, periodSeconds: options.metricsPeriodSeconds };
   const controllers: Controller[] = [
     provisioner,
@@ -224,17 +246,7 @@ export function createOperator(cfg: OperatorConfig): Operator {
         : {}),
     }),
     new NodeTerminationController(deps('node.termination')),
-    new DisruptionController({
-      client,
-      cluster,
-      cloudProvider: provider('disruption'),
-      clock,
-      logger,
-      recorder,
-      registry,
-      nodePoolHash: (np) => ({ hash: nodePoolHash(np), version: NodePoolHashVersion }),
-      featureGates: { spotToSpotConsolidation: options.featureGates.SpotToSpotConsolidation === true },
-    }),
+    disruption,
     new ExpirationController(deps('nodeclaim.expiration')),
     new PodEventsController(deps('nodeclaim.podevents')),
     new NodePoolController(deps('nodepool')),
@@ -292,6 +304,7 @@ export function createOperator(cfg: OperatorConfig): Operator {
     informers,
     recorder,
     provisioner,
+    disruption,
     controllers,
     identity,
     done,

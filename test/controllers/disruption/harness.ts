@@ -7,13 +7,7 @@
 import { parseAllDocuments } from 'yaml';
 import type { KubeObject, Node, Pod } from '../../../src/apis/core.ts';
 import type { NodeClaim } from '../../../src/apis/karpenter.ts';
-import {
-  DisruptionController,
-  type DisruptionControllerOptions,
-  type DisruptionPass,
-} from '../../../src/controllers/disruption/controller.ts';
-import { PodEventsController } from '../../../src/controllers/nodeclaim/disruption/podevents.ts';
-import { ExpirationController } from '../../../src/controllers/nodeclaim/expiration/controller.ts';
+import type { DisruptionController, DisruptionPass } from '../../../src/controllers/disruption/controller.ts';
 import { FakeClock } from '../../../src/kube/clock.ts';
 import { applyObjects } from '../../../src/operator/apply.ts';
 import { silentLogger } from '../../../src/operator/logger.ts';
@@ -49,7 +43,7 @@ export interface EnvOptions {
   /** Start time of the clock (ms). */
   start?: number;
   /** Overrides for the disruption controller. */
-  disruption?: Partial<DisruptionControllerOptions>;
+  disruption?: NonNullable<NonNullable<Parameters<typeof createOperator>[0]['tuning']>['disruption']>;
   /**
    * Batches of objects created in order before the operator starts; API timestamps at `createdAt` when given
    * (e.g. long-lived nodes), else the clock.
@@ -101,31 +95,13 @@ export async function startEnv(o: EnvOptions = {}): Promise<Env> {
     logger,
     options: { ...embeddedOptions(), leaderElect: false, batchIdleSeconds: 1, batchMaxSeconds: 10 },
     defaultMetrics: false,
+    ...(o.disruption ? { tuning: { disruption: o.disruption } } : {}),
   });
-  const disruption = new DisruptionController({
-    client,
-    cluster: op.cluster,
-    cloudProvider: op.cloudProvider,
-    clock,
-    logger,
-    recorder: op.recorder,
-    registry: op.registry,
-    ...(o.disruption ?? {}),
-  });
+  // The operator runs the disruption, expiration and pod-event controllers itself.
+  const disruption = op.disruption;
   const passes: DisruptionPass[] = [];
   disruption.passListeners.add((p) => passes.push(p));
-  const deps = {
-    client,
-    clock,
-    logger,
-    recorder: op.recorder,
-    registry: op.registry,
-    informers: op.informers,
-  };
-  const extra = [disruption, new ExpirationController(deps), new PodEventsController(deps)];
   await op.start();
-  const ac = new AbortController();
-  const running = extra.map((c) => c.start(ac.signal));
   let paused = false;
   let stopped = false;
   const pump = (async () => {
@@ -164,13 +140,12 @@ export async function startEnv(o: EnvOptions = {}): Promise<Env> {
       paused = false;
     },
     async stop() {
-      ac.abort();
       stopped = true;
       await pump;
+      const stopping = op.stop();
       // let timers of stopping controllers fire
       for (let i = 0; i < 50; i++) clock.advance(1000);
-      await Promise.all(running);
-      await op.stop();
+      await stopping;
       await sim.stop();
     },
   };
