@@ -409,6 +409,26 @@ spec:
     expect(out).toContain('input error');
   });
 
+  it('every NodePool invalid: the default NodePool is not used, the pods stay unschedulable', async () => {
+    const file = join(tmp, 'only-invalid-nodepool.yaml');
+    writeFileSync(
+      file,
+      [
+        nodePool('np', 'default').replace('spec:\n  template', 'spec:\n  weight: 500\n  template'),
+        nodeClass,
+        deployment('app-1', '500m'),
+      ].join('\n---\n'),
+    );
+    const { code, json } = await runJSON([file]);
+    expect(code).toBe(2);
+    expect(json.nodeClaims).toEqual([]);
+    expect(json.unschedulable.map((u) => u.reason)).toEqual([
+      'no NodePool can provision new capacity',
+      'no NodePool can provision new capacity',
+    ]);
+    expect(json.notices.join('\n')).toContain('Every NodePool in the input is invalid (1, see the errors)');
+  });
+
   it('broken YAML: exit 2 naming the file', async () => {
     const file = join(tmp, 'broken.yaml');
     writeFileSync(file, 'kind: Deployment\nmetadata: {name: x\n  spec: [');

@@ -88,6 +88,11 @@ export interface BuildInputOptions {
   region: string;
   explain?: boolean;
   catalog: CatalogFunction;
+  /**
+   * NodePools the input had but that failed validation (dropped at load). When there are any, the default
+   * NodePool is NOT used: the user meant their own NodePools, and upstream launches nothing for an invalid one.
+   */
+  invalidNodePools?: number;
 }
 
 /** What {@link buildSchedulingInput} produces besides the scheduler input itself. */
@@ -625,7 +630,11 @@ export async function buildSchedulingInput(
 
   // NodePools: the default one when none is given.
   let usedDefaultNodePool = false;
-  if (nodePools.length === 0) {
+  if (nodePools.length === 0 && (opts.invalidNodePools ?? 0) > 0) {
+    notices.push(
+      `Every NodePool in the input is invalid (${opts.invalidNodePools}, see the errors): nothing can be provisioned until they are fixed; the default NodePool is only used when the input has no NodePool at all.`,
+    );
+  } else if (nodePools.length === 0) {
     usedDefaultNodePool = true;
     nodePools.push(structuredClone(DEFAULT_NODEPOOL));
     const own = nodeClasses.has('default');

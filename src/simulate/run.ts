@@ -137,10 +137,12 @@ export async function simulate(
     unknownKinds = { ...(s.unknownKinds ?? {}) };
   }
   const catalog: CatalogFunction = opts.catalog ?? ((args) => getInstanceTypes(args));
+  const invalidNodePools = errors.filter((e) => e.kind === 'NodePool').length;
   const built = await buildSchedulingInput(objects, {
     region,
     explain: opts.explain ?? false,
     catalog,
+    invalidNodePools,
   });
   errors.push(...built.errors);
   const result = solve(built.input);

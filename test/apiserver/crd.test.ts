@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { startServer, type TestServer } from './helpers.ts';
 
-const CRDS = join(import.meta.dirname, '../../../shared/data/crds');
+const CRDS = join(import.meta.dirname, '../fixtures/crds');
 function load(rel: string): Record<string, unknown> {
   return parseYaml(readFileSync(join(CRDS, rel), 'utf8')) as Record<string, unknown>;
 }

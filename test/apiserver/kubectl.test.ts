@@ -146,7 +146,7 @@ describe.skipIf(!hasKubectl)('kubectl', () => {
     const crd = await kubectl([
       'create',
       '-f',
-      join(import.meta.dirname, '../../../shared/data/crds/karpenter/karpenter.sh_nodepools.yaml'),
+      join(import.meta.dirname, '../fixtures/crds/karpenter/karpenter.sh_nodepools.yaml'),
     ]);
     expect(crd.stdout).toBe('customresourcedefinition.apiextensions.k8s.io/nodepools.karpenter.sh created\n');
     const np = file(

@@ -23,7 +23,7 @@ import type { CustomResourceDefinition, KubeEvent } from '../../src/kube/types.t
 import { eventually, startCluster, type TestCluster, testPod } from './harness.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const crdDir = resolve(here, '../../../shared/data/crds');
+const crdDir = resolve(here, '../fixtures/crds');
 
 let c: TestCluster;
 beforeAll(async () => {

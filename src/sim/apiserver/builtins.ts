@@ -63,7 +63,21 @@ const SPECS: BuiltinSpec[] = [
     keepStatusOnCreate: true,
   },
   { group: '', version: 'v1', plural: 'bindings', kind: 'Binding', namespaced: true, verbs: ['create'] },
-  { group: '', version: 'v1', plural: 'events', kind: 'Event', namespaced: true, shortNames: ['ev'] },
+  {
+    group: '',
+    version: 'v1',
+    plural: 'events',
+    kind: 'Event',
+    namespaced: true,
+    shortNames: ['ev'],
+    // kubectl's columns for events (LAST SEEN is the object's age here).
+    columns: [
+      { name: 'Type', type: 'string', jsonPath: '.type' },
+      { name: 'Reason', type: 'string', jsonPath: '.reason' },
+      { name: 'Object', type: 'string', jsonPath: '.involvedObject.name' },
+      { name: 'Message', type: 'string', jsonPath: '.message' },
+    ],
+  },
   {
     group: '',
     version: 'v1',

@@ -145,6 +145,22 @@ describe('rollback', () => {
       kubeletReadyDelaySeconds: () => (stall ? 1e7 : 1),
       disruption: { replacementTimeoutSeconds: 120 },
     });
+    // Per node, the disrupted-taint state of every watch event, in order.
+    const taintHistory = new Map<string, boolean[]>();
+    const nodeWatch = await env.client.watch(
+      'Node',
+      {},
+      (ev) => {
+        if (ev.type === 'BOOKMARK' || ev.type === 'ERROR') return;
+        const n = ev.object as Node;
+        const name = n.metadata.name as string;
+        const tainted = (n.spec?.taints ?? []).some((t) => t.key === 'karpenter.sh/disrupted');
+        const seq = taintHistory.get(name) ?? [];
+        if (seq.at(-1) !== tainted) seq.push(tainted);
+        taintHistory.set(name, seq);
+      },
+      () => {},
+    );
     let rolledBack: InFlightCommand | undefined;
     env.disruption.orchestrator.listeners.add((c: InFlightCommand) => {
       if (c.phase === 'rolledBack' && !rolledBack) {
@@ -176,7 +192,11 @@ describe('rollback', () => {
         (n) => n.spec?.providerID === original?.status?.providerID,
       );
       expect(node?.metadata.deletionTimestamp).toBeUndefined();
-      expect((node?.spec?.taints ?? []).some((t) => t.key === 'karpenter.sh/disrupted')).toBe(false);
+      // The rollback removed the disrupted taint. (The node is still drifted, so the next pass may taint it
+      // again right away; the watch shows the tainted → untainted transition whatever happens after.)
+      const seq = taintHistory.get(node?.metadata.name as string) ?? [];
+      expect(seq.indexOf(true)).toBeGreaterThanOrEqual(0);
+      expect(seq.indexOf(false, seq.indexOf(true))).toBeGreaterThan(seq.indexOf(true));
       expect(await running(env, 1)).toBe(true);
       expect(
         await metric(env, 'karpenter_voluntary_disruption_queue_failures_total', {
@@ -186,6 +206,7 @@ describe('rollback', () => {
         }),
       ).toBe(1);
     } finally {
+      nodeWatch.stop();
       env.resume();
       await env.stop();
     }
