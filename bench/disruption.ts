@@ -326,19 +326,30 @@ export function runDisruptionBench(
   };
 }
 
+/**
+ * Human-readable lines for a {@link DisruptionBenchResult}; passes of the decision core are compared with the
+ * 5 s target (a full pass) from the issue.
+ */
+export function formatDisruptionBench(r: DisruptionBenchResult): string {
+  const lines = [
+    `cluster: ${r.nodes} nodes, ${r.pods} pods (${r.podsAfterRemoval} after removal), $${r.clusterUSDPerHour}/h; built in ${r.buildSeconds.toFixed(2)} s`,
+  ];
+  for (const s of r.steps) {
+    const target = s.name.startsWith('full pass')
+      ? s.seconds < 5
+        ? ' [target < 5 s: ok]'
+        : ' [target < 5 s: MISSED]'
+      : '';
+    lines.push(
+      `${s.name.padEnd(48)} ${s.seconds.toFixed(3).padStart(8)} s${target}  ${String(s.simulations).padStart(4)} simulations  ${s.command}  saves $${s.savingsUSDPerHour.toFixed(4)}/h`,
+    );
+  }
+  return lines.join('\n');
+}
+
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const argv = process.argv.slice(2);
   const podsArg = argv.indexOf('--pods');
   const r = runDisruptionBench(podsArg >= 0 ? { pods: Number(argv[podsArg + 1]) } : {});
-  if (argv.includes('--json')) {
-    console.log(JSON.stringify(r));
-  } else {
-    console.log(
-      `cluster: ${r.nodes} nodes, ${r.pods} pods (${r.podsAfterRemoval} after removal), $${r.clusterUSDPerHour}/h; built in ${r.buildSeconds.toFixed(2)} s`,
-    );
-    for (const s of r.steps)
-      console.log(
-        `${s.name.padEnd(48)} ${s.seconds.toFixed(3).padStart(8)} s  ${String(s.simulations).padStart(4)} simulations  ${s.command}  saves $${s.savingsUSDPerHour.toFixed(4)}/h`,
-      );
-  }
+  console.log(argv.includes('--json') ? JSON.stringify(r) : formatDisruptionBench(r));
 }
