@@ -219,11 +219,19 @@ export class NodeClaimLifecycleController implements Controller {
         );
       }
       if (statusChanged) {
+        // Only the fields the steps changed: other controllers write status too (e.g. `lastPodEventTime`),
+        // and a whole-status merge from a stale copy would undo their writes.
+        const before = (stored.status ?? {}) as Record<string, unknown>;
+        const after = (nodeClaim.status ?? {}) as Record<string, unknown>;
+        const changed: Record<string, unknown> = {};
+        for (const k of new Set([...Object.keys(before), ...Object.keys(after)])) {
+          if (JSON.stringify(before[k]) !== JSON.stringify(after[k])) changed[k] = after[k] ?? null;
+        }
         await this.opts.client.patchStatus(
           'NodeClaim',
           name,
           undefined,
-          { status: nodeClaim.status },
+          { status: changed },
           { type: 'merge' },
         );
       }
