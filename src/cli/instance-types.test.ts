@@ -123,6 +123,16 @@ describe('capenter instance-types', () => {
     expect(lines.at(-1)).toBe('3 instance types');
   });
 
+  it('orders the table by family, then by size (c3.large before c3.2xlarge)', async () => {
+    const { code, out } = await run({});
+    expect(code).toBe(0);
+    const c3 = out
+      .split('\n')
+      .map((l) => l.split(/\s+/)[0] ?? '')
+      .filter((n) => n.startsWith('c3.'));
+    expect(c3).toEqual(['c3.large', 'c3.xlarge', 'c3.2xlarge', 'c3.4xlarge', 'c3.8xlarge']);
+  });
+
   it('rejects a NodePool whose EC2NodeClass is missing, naming the field', async () => {
     const { code, err } = await run({ filenames: [manifests(NODEPOOL)] });
     expect(code).toBe(2);

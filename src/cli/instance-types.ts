@@ -133,7 +133,22 @@ function cheapest(it: InstanceType, ct: Offering['capacityType']): string {
   return prices.length ? Math.min(...prices).toFixed(4) : '-';
 }
 
-function table(rows: Array<{ it: InstanceType; nodePool?: string }>): string {
+/** Table order: family (numbers compared as numbers), then size by vCPU and memory (`c3.large` before `c3.2xlarge`). */
+function compareForTable(a: InstanceType, b: InstanceType): number {
+  const fa = a.name.split('.')[0] ?? a.name;
+  const fb = b.name.split('.')[0] ?? b.name;
+  return (
+    fa.localeCompare(fb, 'en', { numeric: true }) ||
+    (a.capacity.cpu ?? 0) - (b.capacity.cpu ?? 0) ||
+    (a.capacity.memory ?? 0) - (b.capacity.memory ?? 0) ||
+    a.name.localeCompare(b.name, 'en', { numeric: true })
+  );
+}
+
+function table(unsorted: Array<{ it: InstanceType; nodePool?: string }>): string {
+  const rows = [...unsorted].sort(
+    (x, y) => (x.nodePool ?? '').localeCompare(y.nodePool ?? '') || compareForTable(x.it, y.it),
+  );
   const withPool = rows.some((r) => r.nodePool !== undefined);
   const head = [
     ...(withPool ? ['NODEPOOL'] : []),
