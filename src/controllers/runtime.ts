@@ -9,6 +9,7 @@
  */
 import type { Logger } from 'pino';
 import type { Clock } from '../kube/clock.ts';
+import type { SharedInformers } from '../kube/informer.ts';
 import { type ReconcileResult, runWorkers, WorkQueue } from '../kube/workqueue.ts';
 
 export type { ReconcileResult } from '../kube/workqueue.ts';
@@ -126,4 +127,42 @@ export class SingletonController implements Controller {
 /** A printable message for any thrown value (never includes request bodies). */
 export function errorMessage(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
+}
+
+/** Options of {@link runQueueWithInformers}. */
+export interface InformerQueueRun {
+  /** Controller name, for the log line when informers never sync. */
+  name: string;
+  logger: Logger;
+  /** The informers whose caches the controller reads (started here; idempotent when shared). */
+  informers: SharedInformers;
+  /** True when the controller created `informers` itself: they are stopped when it stops. */
+  ownInformers: boolean;
+  queue: QueueController;
+  signal: AbortSignal;
+  /** Unsubscribe functions of the informer handlers, called when the controller stops. */
+  offs: ReadonlyArray<() => void>;
+  /** Milliseconds to wait for the caches to sync (default 60,000). */
+  syncTimeoutMs?: number | undefined;
+  /** Called once the caches have synced, before the first reconcile. */
+  onSynced?: () => void;
+}
+
+/**
+ * The common body of an informer-fed {@link QueueController}'s `start`: start the informers, wait for their
+ * caches, run the queue until `signal` aborts, then drop the handlers and stop informers it owns. A sync that
+ * never completes is logged, not thrown (a controller never crashes the operator).
+ */
+export async function runQueueWithInformers(o: InformerQueueRun): Promise<void> {
+  o.informers.start();
+  try {
+    await o.informers.waitForSync(o.syncTimeoutMs ?? 60_000);
+    o.onSynced?.();
+    await o.queue.start(o.signal);
+  } catch (err) {
+    o.logger.error({ controller: o.name, err: String(err) }, 'informers did not sync');
+  } finally {
+    for (const off of o.offs) off();
+    if (o.ownInformers) await o.informers.stop();
+  }
 }

@@ -35,7 +35,12 @@ import {
   nodePoolOf,
   withoutFinalizer,
 } from '../../nodeclaim/util.ts';
-import { type Controller, QueueController, type ReconcileResult } from '../../runtime.ts';
+import {
+  type Controller,
+  QueueController,
+  type ReconcileResult,
+  runQueueWithInformers,
+} from '../../runtime.ts';
 import {
   DefaultPodTerminationGracePeriodSeconds,
   Drainer,
@@ -120,16 +125,16 @@ export class NodeTerminationController implements Controller {
         this.queue.enqueue(n.metadata.name as string);
     };
     const off = nodeInf.on({ add: maybe, update: (_, n) => maybe(n) });
-    this.informers.start();
-    try {
-      await this.informers.waitForSync(this.opts.syncTimeoutMs ?? 60_000);
-      await this.queue.start(signal);
-    } catch (err) {
-      this.opts.logger.error({ controller: this.name, err: String(err) }, 'informers did not sync');
-    } finally {
-      off();
-      if (this.ownInformers) await this.informers.stop();
-    }
+    await runQueueWithInformers({
+      name: this.name,
+      logger: this.opts.logger,
+      informers: this.informers,
+      ownInformers: this.ownInformers,
+      queue: this.queue,
+      signal,
+      offs: [off],
+      syncTimeoutMs: this.opts.syncTimeoutMs,
+    });
   }
 
   private async claimsFor(node: Node): Promise<NodeClaim[]> {

@@ -10,7 +10,12 @@ import type { NodeClaim } from '../../../apis/karpenter.ts';
 import type { Cache } from '../../../kube/cache.ts';
 import { isNotFound } from '../../../kube/errors.ts';
 import { SharedInformers } from '../../../kube/informer.ts';
-import { type Controller, QueueController, type ReconcileResult } from '../../runtime.ts';
+import {
+  type Controller,
+  QueueController,
+  type ReconcileResult,
+  runQueueWithInformers,
+} from '../../runtime.ts';
 import { rfc3339 } from '../conditions.ts';
 import type { ControllerDeps } from '../lifecycle/controller.ts';
 import { indexProviderID, nodeClaimsForNode } from '../util.ts';
@@ -74,17 +79,19 @@ export class PodEventsController implements Controller {
       update: (o, p) => on(podEventNode(o, p)),
       delete: (p) => on(podEventNode(p, undefined)),
     });
-    this.informers.start();
-    try {
-      await this.informers.waitForSync(this.opts.syncTimeoutMs ?? 60_000);
-      synced = true; // the initial list is not a pod event
-      await this.queue.start(signal);
-    } catch (err) {
-      this.opts.logger.error({ controller: this.name, err: String(err) }, 'informers did not sync');
-    } finally {
-      off();
-      if (this.ownInformers) await this.informers.stop();
-    }
+    await runQueueWithInformers({
+      name: this.name,
+      logger: this.opts.logger,
+      informers: this.informers,
+      ownInformers: this.ownInformers,
+      queue: this.queue,
+      signal,
+      offs: [off],
+      syncTimeoutMs: this.opts.syncTimeoutMs,
+      onSynced: () => {
+        synced = true; // the initial list is not a pod event
+      },
+    });
   }
 
   /** Records a pod event now on the NodeClaims of Node `nodeName` (exposed for tests). */

@@ -12,7 +12,12 @@ import type { Cache } from '../../../kube/cache.ts';
 import { isConflict, isNotFound } from '../../../kube/errors.ts';
 import { SharedInformers } from '../../../kube/informer.ts';
 import { ConditionDisruptionReason } from '../../node/termination/controller.ts';
-import { type Controller, QueueController, type ReconcileResult } from '../../runtime.ts';
+import {
+  type Controller,
+  QueueController,
+  type ReconcileResult,
+  runQueueWithInformers,
+} from '../../runtime.ts';
 import { ConditionSet } from '../conditions.ts';
 import { NodeClaimDependents } from '../lifecycle/context.ts';
 import type { ControllerDeps } from '../lifecycle/controller.ts';
@@ -77,16 +82,16 @@ export class ExpirationController implements Controller {
         },
       }),
     ];
-    this.informers.start();
-    try {
-      await this.informers.waitForSync(this.opts.syncTimeoutMs ?? 60_000);
-      await this.queue.start(signal);
-    } catch (err) {
-      this.opts.logger.error({ controller: this.name, err: String(err) }, 'informers did not sync');
-    } finally {
-      for (const off of offs) off();
-      if (this.ownInformers) await this.informers.stop();
-    }
+    await runQueueWithInformers({
+      name: this.name,
+      logger: this.opts.logger,
+      informers: this.informers,
+      ownInformers: this.ownInformers,
+      queue: this.queue,
+      signal,
+      offs,
+      syncTimeoutMs: this.opts.syncTimeoutMs,
+    });
   }
 
   /** One check of NodeClaim `name` (exposed for tests): deletes it when expired, else re-checks at its expiry. */

@@ -21,7 +21,12 @@ import type { Clock } from '../../../kube/clock.ts';
 import { isConflict, isNotFound } from '../../../kube/errors.ts';
 import { SharedInformers } from '../../../kube/informer.ts';
 import type { Logger } from '../../../operator/logger.ts';
-import { type Controller, QueueController, type ReconcileResult } from '../../runtime.ts';
+import {
+  type Controller,
+  QueueController,
+  type ReconcileResult,
+  runQueueWithInformers,
+} from '../../runtime.ts';
 import { lifecycleMetrics } from '../metrics.ts';
 import {
   indexProviderID,
@@ -134,16 +139,16 @@ export class NodeClaimLifecycleController implements Controller {
       }),
       nodeInf.on({ add: enqueueNode, update: (_, n) => enqueueNode(n), delete: enqueueNode }),
     ];
-    this.informers.start();
-    try {
-      await this.informers.waitForSync(this.opts.syncTimeoutMs ?? 60_000);
-      await this.queue.start(signal);
-    } catch (err) {
-      this.ctx.logger.error({ err: String(err) }, 'informers did not sync');
-    } finally {
-      for (const off of offs) off();
-      if (this.ownInformers) await this.informers.stop();
-    }
+    await runQueueWithInformers({
+      name: this.name,
+      logger: this.ctx.logger,
+      informers: this.informers,
+      ownInformers: this.ownInformers,
+      queue: this.queue,
+      signal,
+      offs,
+      syncTimeoutMs: this.opts.syncTimeoutMs,
+    });
   }
 
   /** Reconciles one NodeClaim by name (exposed for tests). */
