@@ -38,7 +38,7 @@ interface CaseExpect {
   everyNodeClaimFits?: boolean;
   instanceTypes?: Bounds;
   nodePools?: Bounds;
-  zones?: { distinctAtLeast: number };
+  zones?: { distinctAtLeast?: number; allIn?: string[] };
   maxPodsPerZoneSkew?: number;
   allocatable?: AllocatableExpect | AllocatableExpect[];
   disruption?: unknown;
@@ -263,82 +263,101 @@ describe('cases run by other test files', () => {
   });
 });
 
+/**
+ * Cases that fail until the named issue is done: run as expected failures (`it.fails`), so they turn red
+ * the moment they start passing and the entry must be removed. Never skipped, never deleted.
+ */
+const EXPECTED_FAILURES: Readonly<Record<string, string>> = {
+  'bound-volume-zone-pins-new-node': 'issue 11 (volume topology)',
+  'nodepool-node-count-limit-caps-one-pass': 'issue 11 (NodePool limits as running totals)',
+  'spread-node-affinity-policy-ignores-other-pool-domains': 'issue 11 (spread nodeAffinityPolicy)',
+};
+
 describe('scenario cases', () => {
   for (const c of cases.filter((x) => KINDS_HERE.has(x.kind))) {
-    it(`${c.id} (${c.kind}): ${c.title}`, async () => {
-      const unknown = Object.keys(c.expect).filter((k) => !SUPPORTED_KEYS.has(k));
-      expect(unknown, 'expect keys this test knows how to check').toEqual([]);
+    const xfail = EXPECTED_FAILURES[c.id];
+    (xfail ? it.fails : it)(
+      `${c.id} (${c.kind}): ${c.title}${xfail ? ` [expected failure until ${xfail}]` : ''}`,
+      async () => {
+        const unknown = Object.keys(c.expect).filter((k) => !SUPPORTED_KEYS.has(k));
+        expect(unknown, 'expect keys this test knows how to check').toEqual([]);
 
-      const loaded = parseManifests(c.input, `${c.id}.yaml`);
-      expect(loaded.errors, 'the case input loads without errors').toEqual([]);
-      const result = await simulate(loaded, { region: c.region });
-      expect(result.errors, 'no simulation errors').toEqual([]);
-      const e = c.expect;
-      const summary = result.nodeClaims.map(
-        (nc) =>
-          `${nc.nodePool}/${nc.instanceType} ${nc.zone} [${nc.pods.length} pods, ${JSON.stringify(nc.requests)}]`,
-      );
+        const loaded = parseManifests(c.input, `${c.id}.yaml`);
+        expect(loaded.errors, 'the case input loads without errors').toEqual([]);
+        const result = await simulate(loaded, { region: c.region });
+        expect(result.errors, 'no simulation errors').toEqual([]);
+        const e = c.expect;
+        const summary = result.nodeClaims.map(
+          (nc) =>
+            `${nc.nodePool}/${nc.instanceType} ${nc.zone} [${nc.pods.length} pods, ${JSON.stringify(nc.requests)}]`,
+        );
 
-      if (e.unschedulablePods !== undefined) {
-        expect(
-          result.unschedulable.length,
-          `unschedulable pods: ${JSON.stringify(result.unschedulable.map((u) => `${u.pod}: ${u.code}`))}`,
-        ).toBe(e.unschedulablePods);
-      }
-      if (e.nodeClaims) {
-        expect(result.nodeClaims.length, `NodeClaims: ${summary.join('; ')}`).toBeGreaterThanOrEqual(
-          e.nodeClaims.min,
-        );
-        expect(result.nodeClaims.length, `NodeClaims: ${summary.join('; ')}`).toBeLessThanOrEqual(
-          e.nodeClaims.max,
-        );
-      }
-      if (e.everyNodeClaimFits) {
-        for (const plan of result.scheduling.newNodeClaims) {
-          const need: Resources = { ...plan.daemonOverhead };
-          for (const p of plan.pods) {
-            for (const [k, v] of Object.entries(podRequestsOracle(p))) need[k] = (need[k] ?? 0) + v;
-          }
-          need.pods = plan.pods.length + (plan.daemonOverhead.pods ?? 0);
+        if (e.unschedulablePods !== undefined) {
           expect(
-            plan.instanceTypeOptions.length,
-            `${plan.nodePool} NodeClaim has instance type options`,
-          ).toBeGreaterThan(0);
-          for (const t of plan.instanceTypeOptions) {
-            for (const r of ['cpu', 'memory', 'pods']) {
-              expect(
-                need[r] ?? 0,
-                `${plan.nodePool} NodeClaim option ${t.name}: ${r} requested ${need[r] ?? 0} (pods + daemon overhead) > allocatable ${t.allocatable[r] ?? 0}`,
-              ).toBeLessThanOrEqual(t.allocatable[r] ?? 0);
+            result.unschedulable.length,
+            `unschedulable pods: ${JSON.stringify(result.unschedulable.map((u) => `${u.pod}: ${u.code}`))}`,
+          ).toBe(e.unschedulablePods);
+        }
+        if (e.nodeClaims) {
+          expect(result.nodeClaims.length, `NodeClaims: ${summary.join('; ')}`).toBeGreaterThanOrEqual(
+            e.nodeClaims.min,
+          );
+          expect(result.nodeClaims.length, `NodeClaims: ${summary.join('; ')}`).toBeLessThanOrEqual(
+            e.nodeClaims.max,
+          );
+        }
+        if (e.everyNodeClaimFits) {
+          for (const plan of result.scheduling.newNodeClaims) {
+            const need: Resources = { ...plan.daemonOverhead };
+            for (const p of plan.pods) {
+              for (const [k, v] of Object.entries(podRequestsOracle(p))) need[k] = (need[k] ?? 0) + v;
+            }
+            need.pods = plan.pods.length + (plan.daemonOverhead.pods ?? 0);
+            expect(
+              plan.instanceTypeOptions.length,
+              `${plan.nodePool} NodeClaim has instance type options`,
+            ).toBeGreaterThan(0);
+            for (const t of plan.instanceTypeOptions) {
+              for (const r of ['cpu', 'memory', 'pods']) {
+                expect(
+                  need[r] ?? 0,
+                  `${plan.nodePool} NodeClaim option ${t.name}: ${r} requested ${need[r] ?? 0} (pods + daemon overhead) > allocatable ${t.allocatable[r] ?? 0}`,
+                ).toBeLessThanOrEqual(t.allocatable[r] ?? 0);
+              }
             }
           }
         }
-      }
-      if (e.instanceTypes)
-        checkBounds(
-          'cheapest instance type',
-          result.nodeClaims.map((nc) => nc.instanceType),
-          e.instanceTypes,
-        );
-      if (e.nodePools)
-        checkBounds(
-          'NodePool',
-          result.nodeClaims.map((nc) => nc.nodePool),
-          e.nodePools,
-        );
-      if (e.zones) {
-        const zones = new Set(result.nodeClaims.map((nc) => nc.zone));
-        expect(zones.size, `zones: ${[...zones].join(', ')}`).toBeGreaterThanOrEqual(e.zones.distinctAtLeast);
-      }
-      if (e.maxPodsPerZoneSkew !== undefined) {
-        const spread = zonalSpread(result);
-        expect(spread, 'the case has a zonal topology spread constraint').toBeDefined();
-        expect(
-          maxZoneSkew(result, spread!.tsc.labelSelector, spread!.namespace),
-          'per-zone skew',
-        ).toBeLessThanOrEqual(e.maxPodsPerZoneSkew);
-      }
-      if (e.allocatable) checkAllocatable(c, Array.isArray(e.allocatable) ? e.allocatable : [e.allocatable]);
-    });
+        if (e.instanceTypes)
+          checkBounds(
+            'cheapest instance type',
+            result.nodeClaims.map((nc) => nc.instanceType),
+            e.instanceTypes,
+          );
+        if (e.nodePools)
+          checkBounds(
+            'NodePool',
+            result.nodeClaims.map((nc) => nc.nodePool),
+            e.nodePools,
+          );
+        if (e.zones) {
+          const zones = new Set(result.nodeClaims.map((nc) => nc.zone));
+          if (e.zones.distinctAtLeast !== undefined)
+            expect(zones.size, `zones: ${[...zones].join(', ')}`).toBeGreaterThanOrEqual(
+              e.zones.distinctAtLeast,
+            );
+          if (e.zones.allIn) checkBounds('NodeClaim zone', [...zones], { allIn: e.zones.allIn });
+        }
+        if (e.maxPodsPerZoneSkew !== undefined) {
+          const spread = zonalSpread(result);
+          expect(spread, 'the case has a zonal topology spread constraint').toBeDefined();
+          expect(
+            maxZoneSkew(result, spread!.tsc.labelSelector, spread!.namespace),
+            'per-zone skew',
+          ).toBeLessThanOrEqual(e.maxPodsPerZoneSkew);
+        }
+        if (e.allocatable)
+          checkAllocatable(c, Array.isArray(e.allocatable) ? e.allocatable : [e.allocatable]);
+      },
+    );
   }
 });

@@ -47,6 +47,15 @@ const PLACEMENT_DIVERGES: Record<string, string> = {
     'MostAllocated packs the 4-pod t3a.micro nodes differently from the plan; one pod waits for a later batch',
 };
 
+/**
+ * Cases whose controller run differs from simulate until the named issue is done: expected failures
+ * (`it.fails`), so the entry must be removed once they pass.
+ */
+const EXPECTED_FAILURES_E2E: Readonly<Record<string, string>> = {
+  // the kube-scheduler stand-in binds the web pod to the new node before the DaemonSet pod arrives
+  'hostport-taken-by-daemonset-no-nodeclaim': 'issue 11 (host port taken by a DaemonSet)',
+};
+
 let env: E2E | undefined;
 afterEach(async () => {
   await env?.stop();
@@ -59,58 +68,63 @@ describe('provisioning cases through the controller (e2e)', () => {
   });
 
   for (const c of cases) {
-    it(`${c.id}: same decision as capenter simulate`, async () => {
-      const loaded = parseManifests(c.input, `${c.id}.yaml`);
-      expect(loaded.errors.map((e) => e.message)).toEqual([]);
-      const sim = await simulate(loaded, { region: c.region });
-      const expectedTypes = sim.nodeClaims.map((n) => `${n.nodePool}/${n.instanceType}`).sort();
-      const expectedUnschedulable = sim.unschedulable.length;
+    const xfail = EXPECTED_FAILURES_E2E[c.id];
+    (xfail ? it.fails : it)(
+      `${c.id}: same decision as capenter simulate${xfail ? ` [expected failure until ${xfail}]` : ''}`,
+      async () => {
+        const loaded = parseManifests(c.input, `${c.id}.yaml`);
+        expect(loaded.errors.map((e) => e.message)).toEqual([]);
+        const sim = await simulate(loaded, { region: c.region });
+        const expectedTypes = sim.nodeClaims.map((n) => `${n.nodePool}/${n.instanceType}`).sort();
+        const expectedUnschedulable = sim.unschedulable.length;
 
-      // batch idle 1 s (upstream default) so that the workload controllers' pods land in one batch, as simulate sees them
-      env = await startE2E({ operator: { region: c.region, batchIdleSeconds: 1, batchMaxSeconds: 10 } });
-      const client = env.client;
-      await env.apply(loaded.objects.map((o) => o.object));
+        // batch idle 1 s (upstream default) so that the workload controllers' pods land in one batch, as simulate sees them
+        env = await startE2E({ operator: { region: c.region, batchIdleSeconds: 1, batchMaxSeconds: 10 } });
+        const client = env.client;
+        await env.apply(loaded.objects.map((o) => o.object));
 
-      let stableSince = 0;
-      let lastKey = '';
-      await eventually(
-        async () => {
-          const [ncs, pods] = await Promise.all([nodeClaims(client), livePods(client)]);
-          const initialized = ncs.every((n) =>
-            n.status?.conditions?.some((x) => x.type === 'Initialized' && x.status === 'True'),
-          );
-          const notRunning = workloadPods(pods).filter((p) => p.status?.phase !== 'Running').length;
-          const key = `${ncs.length}/${notRunning}/${initialized}`;
-          if (key !== lastKey) {
-            lastKey = key;
-            stableSince = Date.now();
-          }
-          return (
-            pods.length > 0 &&
-            initialized &&
-            ncs.length >= expectedTypes.length &&
-            (notRunning <= expectedUnschedulable || c.id in PLACEMENT_DIVERGES) &&
-            Date.now() - stableSince > 1500
-          );
-        },
-        `case ${c.id} to settle`,
-        30_000,
-        100,
-      );
-      const ncs = await nodeClaims(client);
-      const launched = ncs
-        .map((n) => `${n.metadata.labels?.['karpenter.sh/nodepool']}/${instanceTypeOf(n)}`)
-        .sort();
-      expect(launched).toEqual(expectedTypes);
-      const pods = await livePods(client);
-      if (!(c.id in PLACEMENT_DIVERGES))
-        expect(workloadPods(pods).filter((p) => p.status?.phase !== 'Running').length).toBe(
-          expectedUnschedulable,
+        let stableSince = 0;
+        let lastKey = '';
+        await eventually(
+          async () => {
+            const [ncs, pods] = await Promise.all([nodeClaims(client), livePods(client)]);
+            const initialized = ncs.every((n) =>
+              n.status?.conditions?.some((x) => x.type === 'Initialized' && x.status === 'True'),
+            );
+            const notRunning = workloadPods(pods).filter((p) => p.status?.phase !== 'Running').length;
+            const key = `${ncs.length}/${notRunning}/${initialized}`;
+            if (key !== lastKey) {
+              lastKey = key;
+              stableSince = Date.now();
+            }
+            return (
+              pods.length > 0 &&
+              initialized &&
+              ncs.length >= expectedTypes.length &&
+              (notRunning <= expectedUnschedulable || c.id in PLACEMENT_DIVERGES) &&
+              Date.now() - stableSince > 1500
+            );
+          },
+          `case ${c.id} to settle`,
+          30_000,
+          100,
         );
-      // every launched NodeClaim has exactly one Node (nothing leaked)
-      const nodes = (await client.list('Node')).items;
-      for (const nc of ncs)
-        expect(nodes.filter((n) => n.spec?.providerID === nc.status?.providerID)).toHaveLength(1);
-    }, 45_000);
+        const ncs = await nodeClaims(client);
+        const launched = ncs
+          .map((n) => `${n.metadata.labels?.['karpenter.sh/nodepool']}/${instanceTypeOf(n)}`)
+          .sort();
+        expect(launched).toEqual(expectedTypes);
+        const pods = await livePods(client);
+        if (!(c.id in PLACEMENT_DIVERGES))
+          expect(workloadPods(pods).filter((p) => p.status?.phase !== 'Running').length).toBe(
+            expectedUnschedulable,
+          );
+        // every launched NodeClaim has exactly one Node (nothing leaked)
+        const nodes = (await client.list('Node')).items;
+        for (const nc of ncs)
+          expect(nodes.filter((n) => n.spec?.providerID === nc.status?.providerID)).toHaveLength(1);
+      },
+      45_000,
+    );
   }
 });
