@@ -1,0 +1,70 @@
+/**
+ * Non-resource endpoints served on GET: /version, health checks, discovery (/api, /apis, group and
+ * group/version documents) and OpenAPI (/openapi/v2, /openapi/v3 and one document per group/version).
+ */
+import {
+  apiGroup,
+  apiGroupList,
+  apiVersions,
+  openapiV2Doc,
+  openapiV3Doc,
+  openapiV3Root,
+  resourceList,
+  SERVER_VERSION,
+} from '../discovery.ts';
+import { ApiError } from '../errors.ts';
+import type { RequestContext } from './context.ts';
+import type { Reply } from './encoding.ts';
+
+type NonResource = (ctx: RequestContext) => Reply | undefined;
+
+const health: NonResource = () => ({ code: 200, body: 'ok', headers: { 'Content-Type': 'text/plain' } });
+
+/** Exact paths → handler. */
+const EXACT: ReadonlyMap<string, NonResource> = new Map<string, NonResource>([
+  ['/version', () => ({ code: 200, body: SERVER_VERSION })],
+  ['/healthz', health],
+  ['/livez', health],
+  ['/readyz', health],
+  ['/api', (ctx) => ({ code: 200, body: apiVersions(ctx.server.serverAddress()) })],
+  ['/apis', (ctx) => ({ code: 200, body: apiGroupList(ctx.store) })],
+  ['/api/v1', (ctx) => ({ code: 200, body: resourceList(ctx.store, '', 'v1')! })],
+  ['/openapi/v2', openapiV2],
+  ['/openapi/v3', (ctx) => ({ code: 200, body: openapiV3Root(ctx.store, ctx.server.openapiHash()) })],
+]);
+
+function openapiV2(ctx: RequestContext): Reply {
+  const accept = ctx.req.headers.accept ?? '';
+  if (!/json|\*\/\*/.test(accept) && accept !== '')
+    throw new ApiError(406, 'NotAcceptable', 'only application/json is served for /openapi/v2');
+  return { code: 200, body: openapiV2Doc(ctx.store) };
+}
+
+function byShape(ctx: RequestContext): Reply | undefined {
+  const segs = ctx.segments;
+  if (segs[0] === 'apis' && segs.length === 2) {
+    const g = apiGroup(ctx.store, segs[1]!);
+    return g ? { code: 200, body: g } : undefined;
+  }
+  if (segs[0] === 'apis' && segs.length === 3) {
+    const l = resourceList(ctx.store, segs[1]!, segs[2]!);
+    return l ? { code: 200, body: l } : undefined;
+  }
+  if (segs[0] === 'openapi' && segs[1] === 'v3') {
+    const rest = segs.slice(2);
+    const [g, v] = rest[0] === 'api' ? ['', rest[1] ?? ''] : [rest[1] ?? '', rest[2] ?? ''];
+    const doc = openapiV3Doc(ctx.store, g, v);
+    return doc ? { code: 200, body: doc, headers: { Etag: `"${ctx.server.openapiHash()}"` } } : undefined;
+  }
+  return undefined;
+}
+
+/**
+ * The reply for a non-resource GET, or undefined when the path is not one (then it is a resource path).
+ * @throws ApiError 406 for /openapi/v2 asked in a format other than JSON
+ */
+export function nonResource(ctx: RequestContext): Reply | undefined {
+  if (ctx.method !== 'GET') return undefined;
+  const exact = EXACT.get(ctx.path);
+  return exact ? exact(ctx) : byShape(ctx);
+}
