@@ -535,13 +535,13 @@ export class ClusterStore {
   }
 
   /** Custom-resource schema processing + built-in validation; throws 422 with every cause. */
-  private validate(def: ResourceDef, obj: KObj, name: string, opts: WriteOptions = {}): void {
+  private validate(def: ResourceDef, obj: KObj, name: string, opts: WriteOptions = {}, old?: KObj): void {
     const causes: StatusCause[] = [...validateMeta(def, obj)];
     const schema = this.schemaFor(def);
     if (schema) {
       const pruned: string[] = [];
       try {
-        causes.push(...schema.process(obj as JsonObject, pruned));
+        causes.push(...schema.process(obj as JsonObject, pruned, old as JsonObject | undefined));
       } catch (e) {
         throw internal(
           `schema of ${def.plural}.${def.group}/${def.version} cannot be compiled: ${String(e)}`,
@@ -700,7 +700,7 @@ export class ClusterStore {
       opts.subresource !== 'status'
     )
       obj.status = crdStatus(obj);
-    this.validate(def, obj, name, opts);
+    this.validate(def, obj, name, opts, old);
     if (def.tracksGeneration && !specEqual(def, old, obj))
       meta.generation = (old.metadata.generation ?? 0) + 1;
     if (opts.fieldManager) {
