@@ -233,4 +233,238 @@ const celRows: Row[] = [
   },
 ];
 
-export const ROWS: Row[] = [...celRows];
+const CM = '/api/v1/namespaces/{ns}/configmaps';
+const PODS = '/api/v1/namespaces/{ns}/pods';
+
+function pod(name: string, spec: O = {}): O {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name },
+    spec: { containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.10' }], ...spec },
+  };
+}
+
+const node = (name: string, spec: O = {}): O => ({
+  apiVersion: 'v1',
+  kind: 'Node',
+  metadata: { name },
+  spec,
+});
+
+/** Core (built-in) validation. */
+const coreRows: Row[] = [
+  {
+    name: 'ConfigMap key with a slash',
+    req: post(CM, {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'badkey' },
+      data: { 'bad/key': 'x' },
+    }),
+    expect: invalid([
+      `data[bad/key]: Invalid value: "bad/key": a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')`,
+    ]),
+  },
+  {
+    name: 'Node taint effect Sometimes',
+    req: post(
+      '/api/v1/nodes',
+      node('taint-{id}', { taints: [{ key: 'a', value: 'b', effect: 'Sometimes' }] }),
+    ),
+    expect: invalid([
+      // sic: the real server names the field metadata.taints
+      'metadata.taints[0].effect: Unsupported value: "Sometimes": supported values: "NoSchedule", "PreferNoSchedule", "NoExecute"',
+    ]),
+  },
+  {
+    name: 'Pod requests above limits',
+    req: post(
+      PODS,
+      pod('reqlim', {
+        containers: [
+          {
+            name: 'c',
+            image: 'registry.k8s.io/pause:3.10',
+            resources: { requests: { cpu: '2' }, limits: { cpu: '1' } },
+          },
+        ],
+      }),
+    ),
+    expect: invalid([
+      'spec.containers[0].resources.requests: Invalid value: "2": must be less than or equal to cpu limit of 1',
+    ]),
+  },
+  {
+    name: 'events.k8s.io/v1 Event without reportingController, reportingInstance, action',
+    req: post('/apis/events.k8s.io/v1/namespaces/{ns}/events', {
+      apiVersion: 'events.k8s.io/v1',
+      kind: 'Event',
+      metadata: { name: 'ev' },
+      eventTime: '2026-01-01T00:00:00.000000Z',
+      type: 'Normal',
+      reason: 'Test',
+      regarding: { kind: 'Pod', name: 'p', namespace: '{ns}' },
+    }),
+    expect: invalid([
+      'reportingController: Required value',
+      'reportingController: Invalid value: "": name part must be non-empty',
+      `reportingController: Invalid value: "": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')`,
+      'reportingInstance: Required value',
+      'action: Required value',
+    ]),
+  },
+  {
+    name: 'Lease with leaseDurationSeconds 0',
+    req: post('/apis/coordination.k8s.io/v1/namespaces/{ns}/leases', {
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: { name: 'l0' },
+      spec: { holderIdentity: 'a', leaseDurationSeconds: 0 },
+    }),
+    expect: invalid(['spec.leaseDurationSeconds: Invalid value: 0: must be greater than 0']),
+  },
+  {
+    name: 'list with an unknown field selector',
+    req: { method: 'GET', path: `${PODS}?fieldSelector=spec.bogus%3Dx` },
+    expect: { code: 400, reason: 'BadRequest', message: 'field label not supported: spec.bogus' },
+  },
+  {
+    name: 'unknown field with fieldValidation=Warn',
+    req: post(
+      CM,
+      { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'warn' }, data: { a: 'b' }, bogus: 1 },
+      '?fieldValidation=Warn',
+    ),
+    expect: { code: 201, warning: /^299 - "unknown field \\"bogus\\""$/ },
+  },
+  {
+    name: 'unknown field with fieldValidation=Strict',
+    req: post(
+      CM,
+      { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'strict' }, data: { a: 'b' }, bogus: 1 },
+      '?fieldValidation=Strict',
+    ),
+    expect: {
+      code: 400,
+      reason: 'BadRequest',
+      message:
+        'ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: unknown field "bogus"',
+    },
+  },
+];
+
+/** Graceful deletion of bound pods, namespaces that terminate. */
+const deletionRows: Row[] = [
+  {
+    name: 'DELETE of a bound pod sets deletionTimestamp and the grace period',
+    setup: [post('/api/v1/nodes', node('gd-{id}')), post(PODS, pod('bound', { nodeName: 'gd-{id}' }))],
+    req: { method: 'DELETE', path: `${PODS}/bound` },
+    expect: {
+      code: 200,
+      fields: { 'metadata.deletionTimestamp': PRESENT, 'metadata.deletionGracePeriodSeconds': 30 },
+    },
+  },
+  {
+    name: 'eviction of a bound pod leaves it terminating',
+    setup: [
+      post('/api/v1/nodes', node('ev-{id}')),
+      post(PODS, pod('evicted', { nodeName: 'ev-{id}' })),
+      post(`${PODS}/evicted/eviction`, {
+        apiVersion: 'policy/v1',
+        kind: 'Eviction',
+        metadata: { name: 'evicted', namespace: '{ns}' },
+      }),
+    ],
+    req: { method: 'GET', path: `${PODS}/evicted` },
+    expect: {
+      code: 200,
+      fields: { 'metadata.deletionTimestamp': PRESENT, 'metadata.deletionGracePeriodSeconds': 30 },
+    },
+  },
+  {
+    name: 'DELETE of an unbound pod removes it at once',
+    setup: [post(PODS, pod('unbound'))],
+    req: { method: 'DELETE', path: `${PODS}/unbound` },
+    expect: { code: 200, fields: { 'metadata.deletionTimestamp': PRESENT } },
+  },
+  {
+    name: 'DELETE of a namespace: Terminating with finalizer kubernetes',
+    setup: [
+      post('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: '{ns}-t' } }),
+      post('/api/v1/namespaces/{ns}-t/configmaps', {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: 'held', finalizers: ['example.com/hold'] },
+      }),
+    ],
+    req: { method: 'DELETE', path: '/api/v1/namespaces/{ns}-t' },
+    expect: {
+      code: 200,
+      fields: {
+        'status.phase': 'Terminating',
+        'spec.finalizers': ['kubernetes'],
+        'metadata.deletionTimestamp': PRESENT,
+      },
+    },
+  },
+  {
+    name: 'create inside a terminating namespace',
+    req: post('/api/v1/namespaces/{ns}-t/configmaps', {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'late' },
+    }),
+    expect: {
+      code: 403,
+      reason: 'Forbidden',
+      message:
+        'configmaps "late" is forbidden: unable to create new content in namespace {ns}-t because it is being terminated',
+    },
+  },
+];
+
+/** Discovery and OpenAPI. */
+const discoveryRows: Row[] = [
+  {
+    name: 'OpenAPI v3 document of a group/version the server does not serve',
+    req: { method: 'GET', path: '/openapi/v3/apis/nosuch.example.com/v1' },
+    expect: { code: 404, text: /^$/ },
+  },
+  {
+    name: 'discovery of a group the server does not serve',
+    req: { method: 'GET', path: '/apis/nosuch.example.com/v1' },
+    expect: { code: 404, text: /^404 page not found\n$/ },
+  },
+  {
+    name: 'a resource the served core group does not have',
+    req: { method: 'GET', path: '/api/v1/nosuchthings' },
+    expect: { code: 404, reason: 'NotFound', message: 'the server could not find the requested resource' },
+  },
+];
+
+/** Authentication. */
+const authRows: Row[] = [
+  {
+    name: 'a wrong bearer token',
+    req: { method: 'GET', path: '/api/v1/namespaces', auth: 'bad-token' },
+    expect: { code: 401, reason: 'Unauthorized', message: 'Unauthorized' },
+  },
+  {
+    name: 'no credentials',
+    req: { method: 'GET', path: '/api/v1/namespaces', auth: 'none' },
+    expect: {
+      code: 403,
+      reason: 'Forbidden',
+      message:
+        'namespaces is forbidden: User "system:anonymous" cannot list resource "namespaces" in API group "" at the cluster scope',
+    },
+  },
+  {
+    name: 'no credentials on /version',
+    req: { method: 'GET', path: '/version', auth: 'none' },
+    expect: { code: 200, fields: { major: '1' } },
+  },
+];
+
+export const ROWS: Row[] = [...celRows, ...coreRows, ...deletionRows, ...discoveryRows, ...authRows];

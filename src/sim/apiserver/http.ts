@@ -5,10 +5,11 @@
  * `rest/`: list/get, watch, write (create, update, patch, scale, binding, eviction), delete.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { anonymousAllowed, authenticate, forbiddenPath, forbiddenResource } from './rest/auth.ts';
 import { RequestContext, type ServerState } from './rest/context.ts';
 import { send, sendError } from './rest/encoding.ts';
 import { nonResource } from './rest/nonresource.ts';
-import { handlerFor, resolveRoute } from './rest/routes.ts';
+import { handlerFor, isResourcePath, resolveRoute } from './rest/routes.ts';
 import type { ClusterStore } from './store.ts';
 import type { ApiServerLogger } from './types.ts';
 
@@ -21,6 +22,11 @@ export interface HandlerOptions {
   maxBodyBytes?: number;
   /** `host:port` reported in /api */
   serverAddress: () => string;
+  /**
+   * The bearer token of the administrator; other tokens get 401, no credentials 403 (except /version and
+   * health checks). Undefined: no authentication at all (every request is the administrator).
+   */
+  token?: string | undefined;
 }
 
 /** The request handler of {@link createHandler} and its watch bookkeeping. */
@@ -50,9 +56,13 @@ export function createHandler(store: ClusterStore, opts: HandlerOptions): Handle
 
   async function dispatch(ctx: RequestContext): Promise<void> {
     server.log.debug?.({ method: ctx.method, url: ctx.req.url }, 'request');
-    const plain = nonResource(ctx);
+    const who = opts.token === undefined ? 'admin' : authenticate(ctx, opts.token);
+    const anonymous = who === 'anonymous' && !anonymousAllowed(ctx);
+    const plain = anonymous ? undefined : nonResource(ctx);
     if (plain) return send(ctx.res, plain);
+    if (anonymous && !isResourcePath(ctx.segments)) throw forbiddenPath(ctx);
     ctx.route = resolveRoute(store, ctx.segments);
+    if (anonymous) throw forbiddenResource(ctx);
     const reply = await handlerFor(ctx)(ctx);
     if (reply) send(ctx.res, reply);
   }

@@ -56,16 +56,12 @@ import {
   type StoredObj,
   setPath,
 } from './types.ts';
+import { dropUnknownTopLevel, validateCore } from './validation.ts';
 
 /** Options of the store. */
 export interface StoreOptions {
   /** events kept per resource for watches from an older resourceVersion (default 10000) */
   watchHistory?: number;
-  /**
-   * When true, deleting a pod bound to a node sets deletionTimestamp and keeps it until someone
-   * (the kubelet stand-in) deletes it with gracePeriodSeconds=0. Default false: immediate deletion.
-   */
-  podGracefulDeletion?: boolean;
   logger?: ApiServerLogger;
   /** wall clock in ms (default Date.now) */
   now?: () => number;
@@ -115,6 +111,8 @@ export interface WriteOptions {
 export interface DeleteOptions {
   gracePeriodSeconds?: number | undefined;
   propagationPolicy?: 'Background' | 'Foreground' | 'Orphan' | undefined;
+  /** `orphanDependents: false` was sent (the only case the real server answers 202) */
+  orphanDependents?: false;
   preconditions?: { uid?: string; resourceVersion?: string } | undefined;
   dryRun?: boolean;
 }
@@ -166,8 +164,6 @@ export class ClusterStore {
   private readonly dirtyPdbNamespaces = new Set<string>();
   private pdbFlushScheduled = false;
   private readonly historyCap: number;
-  /** pod graceful deletion (see StoreOptions) — may be switched at runtime by the kubelet stand-in */
-  podGracefulDeletion: boolean;
   private readonly log: ApiServerLogger;
   readonly now: () => number;
   private readonly jsonCache = new WeakMap<StoredObj, string>();
@@ -177,7 +173,6 @@ export class ClusterStore {
 
   constructor(opts: StoreOptions = {}) {
     this.historyCap = Math.max(1, opts.watchHistory ?? 10_000);
-    this.podGracefulDeletion = opts.podGracefulDeletion ?? false;
     this.log = opts.logger ?? {};
     this.now = opts.now ?? Date.now;
     for (const d of builtinResources()) this.addDef(d);
@@ -517,14 +512,28 @@ export class ClusterStore {
     return def.namespaced && ns ? `${gv}/namespaces/${ns}/${def.plural}` : `${gv}/${def.plural}`;
   }
 
-  private checkNamespace(def: ResourceDef, ns: string | undefined): void {
+  private checkNamespace(def: ResourceDef, ns: string | undefined, name: string): void {
     if (!def.namespaced) return;
     if (!ns) throw badRequest(`the namespace of the object must be set for ${def.plural}`);
     const nsObj = this.find(this.def('v1', 'namespaces'), undefined, ns);
     if (!nsObj) throw notFound('', 'namespaces', ns);
     if (nsObj.metadata.deletionTimestamp)
-      throw forbidden(
-        `${def.plural}${def.group ? `.${def.group}` : ''} "" is forbidden: unable to create new content in namespace ${ns} because it is being terminated`,
+      throw new ApiError(
+        403,
+        'Forbidden',
+        `${def.plural}${def.group ? `.${def.group}` : ''} "${name}" is forbidden: unable to create new content in namespace ${ns} because it is being terminated`,
+        {
+          name,
+          ...(def.group ? { group: def.group } : {}),
+          kind: def.plural,
+          causes: [
+            {
+              reason: 'NamespaceTerminating',
+              message: `namespace ${ns} is being terminated`,
+              field: 'metadata.namespace',
+            },
+          ],
+        },
       );
   }
 
@@ -552,7 +561,14 @@ export class ClusterStore {
       if (pruned.length > 0 && opts.fieldValidation !== 'Ignore')
         opts.warnings?.push(...pruned.map((p) => `unknown field "${p}"`));
     }
-    causes.push(...validateBuiltin(def, obj));
+    const dropped = dropUnknownTopLevel(def, obj);
+    if (dropped.length > 0 && opts.fieldValidation === 'Strict')
+      throw badRequest(
+        `${def.kind} in version "${def.version}" cannot be handled as a ${def.kind}: strict decoding error: ${dropped.map((p) => `unknown field "${p}"`).join(', ')}`,
+      );
+    if (dropped.length > 0 && opts.fieldValidation !== 'Ignore')
+      opts.warnings?.push(...dropped.map((p) => `unknown field "${p}"`));
+    causes.push(...validateBuiltin(def, obj), ...validateCore(def, obj));
     if (def.group === 'apiextensions.k8s.io' && def.kind === 'CustomResourceDefinition') {
       // schemas are compiled lazily on first use (compiling every CRD at install costs ~0.3 s each)
       causes.push(...validateCrd(obj));
@@ -608,7 +624,7 @@ export class ClusterStore {
       meta.managedFields = [
         managedEntry(opts.fieldManager, opts.subresource === 'apply' ? 'Apply' : 'Update', obj, this.now()),
       ];
-    this.checkNamespace(def, meta.namespace);
+    this.checkNamespace(def, meta.namespace, name);
     if (this.find(def, meta.namespace, name)) throw alreadyExists(def.group, def.plural, name);
     const stored = obj as StoredObj;
     if (opts.dryRun) return stored;
@@ -841,7 +857,7 @@ export class ClusterStore {
     if (policy === 'Orphan') this.orphanDependents(old.metadata.uid);
 
     let grace = 0;
-    if (isPod && this.podGracefulDeletion) {
+    if (isPod) {
       const spec = asObj(old.spec) ?? {};
       const phase = asStr(asObj(old.status)?.phase);
       grace =
@@ -854,7 +870,6 @@ export class ClusterStore {
       if (old.metadata.deletionTimestamp) return { obj: old, removed: false };
       const ns = clone(old) as StoredObj;
       ns.metadata.deletionTimestamp = rfc3339(this.now());
-      ns.metadata.deletionGracePeriodSeconds = 0;
       ns.status = { ...(asObj(ns.status) ?? {}), phase: 'Terminating' };
       const stored = this.commit(def, 'MODIFIED', ns, old);
       this.defer(() => this.cleanNamespace(name));
@@ -890,7 +905,12 @@ export class ClusterStore {
       return { obj: old, removed: false };
     }
     if (finalizers.length === 0 && grace === 0) {
-      return { obj: this.commit(def, 'DELETED', old, undefined), removed: true };
+      if (!isPod) return { obj: this.commit(def, 'DELETED', old, undefined), removed: true };
+      // a pod always goes through graceful deletion: its last state carries the deletion stamp
+      const last = clone(old) as StoredObj;
+      last.metadata.deletionTimestamp = rfc3339(this.now());
+      last.metadata.deletionGracePeriodSeconds = 0;
+      return { obj: this.commit(def, 'DELETED', last, undefined), removed: true };
     }
     const next = clone(old) as StoredObj;
     next.metadata.deletionTimestamp = rfc3339(this.now() + grace * 1000);

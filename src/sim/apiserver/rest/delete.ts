@@ -5,6 +5,7 @@
 import { badRequest } from '../errors.ts';
 import type { DeleteOptions } from '../store.ts';
 import { asObj, asStr, type JsonObject } from '../types.ts';
+import { checkFieldLabels } from '../validation.ts';
 import type { RequestContext } from './context.ts';
 import { decode, listJson, mediaType, type Reply } from './encoding.ts';
 
@@ -36,6 +37,7 @@ export async function deleteOptions(ctx: RequestContext): Promise<DeleteOptions>
     del.propagationPolicy = pp as DeleteOptions['propagationPolicy'];
   }
   if (o.orphanDependents === true || q.get('orphanDependents') === 'true') del.propagationPolicy ??= 'Orphan';
+  if (o.orphanDependents === false || q.get('orphanDependents') === 'false') del.orphanDependents = false;
   const pre = asObj(o.preconditions);
   if (pre)
     del.preconditions = {
@@ -48,13 +50,16 @@ export async function deleteOptions(ctx: RequestContext): Promise<DeleteOptions>
 }
 
 /**
- * DELETE of one object: 202 with the object while finalizers or a grace period keep it, 200 with the
- * object (pods, custom resources) or a Success `Status` (other built-ins) once it is gone.
+ * DELETE of one object: 200 with the object while finalizers or a grace period keep it (202 when the
+ * client sent `orphanDependents: false`), 200 with the object (pods, custom resources) or a Success
+ * `Status` (other built-ins) once it is gone.
  */
 export async function deleteObject(ctx: RequestContext): Promise<Reply> {
   const { def, namespace, name } = ctx.route;
-  const { obj, removed } = ctx.store.delete(def, namespace, name!, await deleteOptions(ctx));
-  if (!removed) return ctx.object(202, obj);
+  const del = await deleteOptions(ctx);
+  const { obj, removed } = ctx.store.delete(def, namespace, name!, del);
+  // like the real server: 202 only when the client asked for cascading with orphanDependents=false
+  if (!removed) return ctx.object(del.orphanDependents === false ? 202 : 200, obj);
   if (def.kind === 'Pod' || def.crdName) return ctx.object(200, obj);
   return {
     code: 200,
@@ -73,6 +78,7 @@ export async function deleteObject(ctx: RequestContext): Promise<Reply> {
 export async function deleteCollection(ctx: RequestContext): Promise<Reply> {
   const { def, namespace } = ctx.route;
   if (!def.verbs.includes('deletecollection')) throw ctx.notAllowed('DELETE');
+  checkFieldLabels(def, ctx.query.get('fieldSelector') ?? undefined);
   const del = await deleteOptions(ctx);
   const items = ctx.store.deleteCollection(
     def,

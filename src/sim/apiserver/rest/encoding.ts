@@ -40,6 +40,10 @@ export function send(res: ServerResponse, reply: Reply): void {
  * is logged with its stack and answered 500 InternalError.
  */
 export function sendError(res: ServerResponse, e: unknown, log: ApiServerLogger): void {
+  if (e instanceof ApiError && e.plainText !== undefined) {
+    send(res, { code: e.code, body: e.plainText, headers: { 'Content-Type': 'text/plain; charset=utf-8' } });
+    return;
+  }
   if (e instanceof ApiError) {
     send(res, { code: e.code, body: e.toStatus(), headers: e.headers });
     return;

@@ -4,6 +4,7 @@
  */
 import { badRequest } from '../errors.ts';
 import type { JsonObject, StoredObj } from '../types.ts';
+import { checkFieldLabels } from '../validation.ts';
 import type { RequestContext } from './context.ts';
 import { acceptsTable, listJson, type Reply, tableOf } from './encoding.ts';
 
@@ -52,6 +53,7 @@ function paginate(items: StoredObj[], q: URLSearchParams, resourceVersion: strin
 export function list(ctx: RequestContext): Reply {
   const { def, namespace } = ctx.route;
   const q = ctx.query;
+  checkFieldLabels(def, q.get('fieldSelector') ?? undefined);
   const { items, resourceVersion } = ctx.store.list(def, {
     namespace,
     labelSelector: q.get('labelSelector') ?? undefined,

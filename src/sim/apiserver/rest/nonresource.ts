@@ -12,7 +12,7 @@ import {
   resourceList,
   SERVER_VERSION,
 } from '../discovery.ts';
-import { ApiError } from '../errors.ts';
+import { ApiError, pageNotFound } from '../errors.ts';
 import type { RequestContext } from './context.ts';
 import type { Reply } from './encoding.ts';
 
@@ -54,7 +54,9 @@ function byShape(ctx: RequestContext): Reply | undefined {
     const rest = segs.slice(2);
     const [g, v] = rest[0] === 'api' ? ['', rest[1] ?? ''] : [rest[1] ?? '', rest[2] ?? ''];
     const doc = openapiV3Doc(ctx.store, g, v);
-    return doc ? { code: 200, body: doc, headers: { Etag: `"${ctx.server.openapiHash()}"` } } : undefined;
+    // a group/version not served: an empty 404 (kubectl then reports "no matches for kind")
+    if (!doc) throw pageNotFound('');
+    return { code: 200, body: doc, headers: { Etag: `"${ctx.server.openapiHash()}"` } };
   }
   return undefined;
 }

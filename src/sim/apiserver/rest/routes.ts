@@ -3,7 +3,7 @@
  * {@link ResourceRoute} (resource, namespace, name, subresource, shape), and the routing table maps
  * (verb, route shape) to the handler. A verb missing from the table for a shape is 405.
  */
-import { ApiError } from '../errors.ts';
+import { ApiError, pageNotFound } from '../errors.ts';
 import type { ClusterStore } from '../store.ts';
 import type { RequestContext, ResourceRoute, RouteShape } from './context.ts';
 import { deleteCollection, deleteObject } from './delete.ts';
@@ -76,6 +76,11 @@ function resolveIn(
   return { def, namespace, name, subresource, legacyWatch, shape };
 }
 
+/** Whether a path has the shape of a resource request (`/api/v1/<resource>…`, `/apis/<g>/<v>/<resource>…`). */
+export function isResourcePath(segs: string[]): boolean {
+  return (segs[0] === 'api' && segs.length > 2) || (segs[0] === 'apis' && segs.length > 3);
+}
+
 /**
  * Resolve a resource path from its segments (`['api','v1',…]` or `['apis',group,version,…]`).
  * @throws ApiError 404 when no served resource matches
@@ -85,8 +90,11 @@ export function resolveRoute(store: ClusterStore, segs: string[]): ResourceRoute
   if (segs[0] === 'api' && segs[1] === 'v1' && segs.length > 2)
     route = resolveIn(store, '', 'v1', segs.slice(2));
   else if (segs[0] === 'apis' && segs.length > 3) route = resolveIn(store, segs[1]!, segs[2]!, segs.slice(3));
-  if (!route) throw NOT_FOUND();
-  return route;
+  if (route) return route;
+  // outside every served group/version the real server's mux answers, not the API machinery
+  const [g, v] = segs[0] === 'api' ? ['', segs[1]] : [segs[1], segs[2]];
+  if (!store.resources().some((d) => d.group === g && d.version === v)) throw pageNotFound();
+  throw NOT_FOUND();
 }
 
 /**

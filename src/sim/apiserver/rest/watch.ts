@@ -6,6 +6,7 @@
  */
 import type { WatchEvent, WatchType } from '../store.ts';
 import type { JsonObject } from '../types.ts';
+import { checkFieldLabels } from '../validation.ts';
 import type { RequestContext } from './context.ts';
 import { acceptsTable, apiVersionOf, tableOf } from './encoding.ts';
 
@@ -83,6 +84,7 @@ export function watch(ctx: RequestContext): undefined {
   const asTable = acceptsTable(ctx.req);
   const sendInitial = q.get('sendInitialEvents') === 'true';
   const bookmarks = q.get('allowWatchBookmarks') === 'true' || q.get('allowWatchBookmarks') === '1';
+  checkFieldLabels(def, q.get('fieldSelector') ?? undefined);
   const fieldSelector = name
     ? `metadata.name=${name}${q.get('fieldSelector') ? `,${q.get('fieldSelector')}` : ''}`
     : (q.get('fieldSelector') ?? undefined);
