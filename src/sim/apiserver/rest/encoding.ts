@@ -13,7 +13,7 @@ import type { ApiServerLogger, Json, JsonObject, ResourceDef, StoredObj } from '
 /** A response a handler returns: status code, body (pre-serialised JSON text or a JSON value), headers. */
 export interface Reply {
   code: number;
-  body: Json | string;
+  body: Json | string | Buffer;
   headers?: Record<string, string>;
 }
 
@@ -26,7 +26,8 @@ export function send(res: ServerResponse, reply: Reply): void {
     res.end();
     return;
   }
-  const text = typeof reply.body === 'string' ? reply.body : JSON.stringify(reply.body);
+  const text =
+    typeof reply.body === 'string' || Buffer.isBuffer(reply.body) ? reply.body : JSON.stringify(reply.body);
   res.writeHead(reply.code, {
     'Content-Type': 'application/json',
     'Cache-Control': 'no-cache, private',

@@ -12,7 +12,7 @@ import {
   resourceList,
   SERVER_VERSION,
 } from '../discovery.ts';
-import { ApiError, pageNotFound } from '../errors.ts';
+import { pageNotFound } from '../errors.ts';
 import type { RequestContext } from './context.ts';
 import type { Reply } from './encoding.ts';
 
@@ -33,10 +33,31 @@ const EXACT: ReadonlyMap<string, NonResource> = new Map<string, NonResource>([
   ['/openapi/v3', (ctx) => ({ code: 200, body: openapiV3Root(ctx.store, ctx.server.openapiHash()) })],
 ]);
 
+const OPENAPI_V2_PROTOBUF = 'application/com.github.proto-openapi.spec.v2.v1.0+protobuf';
+
+/** Protobuf length-delimited field `n` (wire type 2) holding `payload`. */
+function field(n: number, payload: Buffer): Buffer {
+  return Buffer.concat([Buffer.from([(n << 3) | 2, payload.length]), payload]);
+}
+
+/**
+ * gnostic `openapi_v2.Document` {swagger: "2.0", info: {title: "Kubernetes", version}, paths: {},
+ * definitions: {}} in protobuf (fields 1, 2, 8, 9).
+ */
+const EMPTY_V2_PROTOBUF = Buffer.concat([
+  field(1, Buffer.from('2.0')),
+  field(2, Buffer.concat([field(1, Buffer.from('Kubernetes')), field(2, Buffer.from(SERVER_VERSION.gitVersion))])),
+  field(8, Buffer.alloc(0)),
+  field(9, Buffer.alloc(0)),
+]);
+
 function openapiV2(ctx: RequestContext): Reply {
   const accept = ctx.req.headers.accept ?? '';
+  // kubectl asks for protobuf only when a group/version is missing from /openapi/v3: it gets an OpenAPI v2
+  // document without definitions, finds no schema for the kind, and reports "no matches for kind" from
+  // the REST mapping, as against a real server
   if (!/json|\*\/\*/.test(accept) && accept !== '')
-    throw new ApiError(406, 'NotAcceptable', 'only application/json is served for /openapi/v2');
+    return { code: 200, body: EMPTY_V2_PROTOBUF, headers: { 'Content-Type': OPENAPI_V2_PROTOBUF } };
   return { code: 200, body: openapiV2Doc(ctx.store) };
 }
 
@@ -63,7 +84,6 @@ function byShape(ctx: RequestContext): Reply | undefined {
 
 /**
  * The reply for a non-resource GET, or undefined when the path is not one (then it is a resource path).
- * @throws ApiError 406 for /openapi/v2 asked in a format other than JSON
  */
 export function nonResource(ctx: RequestContext): Reply | undefined {
   if (ctx.method !== 'GET') return undefined;
