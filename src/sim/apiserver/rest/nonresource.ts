@@ -46,7 +46,10 @@ function field(n: number, payload: Buffer): Buffer {
  */
 const EMPTY_V2_PROTOBUF = Buffer.concat([
   field(1, Buffer.from('2.0')),
-  field(2, Buffer.concat([field(1, Buffer.from('Kubernetes')), field(2, Buffer.from(SERVER_VERSION.gitVersion))])),
+  field(
+    2,
+    Buffer.concat([field(1, Buffer.from('Kubernetes')), field(2, Buffer.from(SERVER_VERSION.gitVersion))]),
+  ),
   field(8, Buffer.alloc(0)),
   field(9, Buffer.alloc(0)),
 ]);
