@@ -46,6 +46,14 @@ function observed(r: Resp, e: Expect): Record<string, unknown> {
   if (e.warning)
     o.warning = e.warning.test(String(r.headers.warning ?? '')) ? String(e.warning) : r.headers.warning;
   if (e.text) o.text = e.text.test(r.text) ? String(e.text) : r.text.slice(0, 300);
+  if (e.managed)
+    o.managed = (r.body?.metadata?.managedFields ?? []).map(
+      (m: { manager: string; operation: string; fieldsV1: unknown }) => ({
+        manager: m.manager,
+        operation: m.operation,
+        fieldsV1: m.fieldsV1,
+      }),
+    );
   return o;
 }
 
@@ -57,6 +65,7 @@ function wanted(e: Expect): Record<string, unknown> {
   for (const [p, v] of Object.entries(e.fields ?? {})) o[p] = v;
   if (e.warning) o.warning = String(e.warning);
   if (e.text) o.text = String(e.text);
+  if (e.managed) o.managed = e.managed;
   return o;
 }
 

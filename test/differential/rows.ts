@@ -20,6 +20,8 @@ export interface Expect {
   warning?: RegExp;
   /** the body text matches (non-JSON answers) */
   text?: RegExp;
+  /** `metadata.managedFields` as `{manager, operation, fieldsV1}` (times and apiVersion left out) */
+  managed?: { manager: string; operation: string; fieldsV1: unknown }[];
 }
 
 /** One row of the table. */
@@ -467,4 +469,134 @@ const authRows: Row[] = [
   },
 ];
 
-export const ROWS: Row[] = [...celRows, ...coreRows, ...deletionRows, ...discoveryRows, ...authRows];
+const applyCm = (name: string, manager: string, data: O, labels?: O, force = false): Req => ({
+  method: 'PATCH',
+  path: `${CM}/${name}?fieldManager=${manager}${force ? '&force=true' : ''}`,
+  contentType: 'application/apply-patch+yaml',
+  body: {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name, ...(labels ? { labels } : {}) },
+    data,
+  },
+});
+
+/** Server-side apply: field managers, conflicts, force, fields dropped from an apply. */
+const applyRows: Row[] = [
+  {
+    name: 'create records an Update entry for the writer',
+    req: post(CM, {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'mf', labels: { a: 'b' } },
+      data: { k: 'v' },
+    }),
+    expect: {
+      code: 201,
+      managed: [
+        {
+          manager: 'unknown',
+          operation: 'Update',
+          fieldsV1: {
+            'f:data': { '.': {}, 'f:k': {} },
+            'f:metadata': { 'f:labels': { '.': {}, 'f:a': {} } },
+          },
+        },
+      ],
+    },
+  },
+  {
+    name: 'apply creates with an Apply entry',
+    req: applyCm('ssa', 'a', { x: '1', y: '2' }, { l: 'a' }),
+    expect: {
+      code: 201,
+      managed: [
+        {
+          manager: 'a',
+          operation: 'Apply',
+          fieldsV1: { 'f:data': { 'f:x': {}, 'f:y': {} }, 'f:metadata': { 'f:labels': { 'f:l': {} } } },
+        },
+      ],
+    },
+  },
+  {
+    name: 'a second manager applying owned fields conflicts',
+    req: applyCm('ssa', 'b', { x: '9' }, { l: 'b' }),
+    expect: {
+      code: 409,
+      reason: 'Conflict',
+      message: 'Apply failed with 2 conflicts: conflicts with "a":\n- .data.x\n- .metadata.labels.l',
+      causes: ['.data.x: conflict with "a"', '.metadata.labels.l: conflict with "a"'],
+    },
+  },
+  {
+    name: 'force takes the fields over',
+    req: applyCm('ssa', 'b', { x: '9' }, { l: 'b' }, true),
+    expect: {
+      code: 200,
+      fields: { 'data.x': '9', 'data.y': '2', 'metadata.labels.l': 'b' },
+      managed: [
+        { manager: 'a', operation: 'Apply', fieldsV1: { 'f:data': { 'f:y': {} } } },
+        {
+          manager: 'b',
+          operation: 'Apply',
+          fieldsV1: { 'f:data': { 'f:x': {} }, 'f:metadata': { 'f:labels': { 'f:l': {} } } },
+        },
+      ],
+    },
+  },
+  {
+    name: 'applying the same value another manager owns shares it',
+    req: applyCm('ssa', 'c', { x: '9' }),
+    expect: {
+      code: 200,
+      // nothing changed, so c's new entry has no time and sorts first
+      fields: { 'metadata.managedFields': PRESENT },
+      managed: [
+        { manager: 'c', operation: 'Apply', fieldsV1: { 'f:data': { 'f:x': {} } } },
+        { manager: 'a', operation: 'Apply', fieldsV1: { 'f:data': { 'f:y': {} } } },
+        {
+          manager: 'b',
+          operation: 'Apply',
+          fieldsV1: { 'f:data': { 'f:x': {} }, 'f:metadata': { 'f:labels': { 'f:l': {} } } },
+        },
+      ],
+    },
+  },
+  {
+    name: 'a field dropped from the next apply is removed',
+    setup: [applyCm('drop', 'a', { x: '1', y: '2' })],
+    req: applyCm('drop', 'a', { y: '2' }),
+    expect: {
+      code: 200,
+      fields: { data: { y: '2' } },
+      managed: [{ manager: 'a', operation: 'Apply', fieldsV1: { 'f:data': { 'f:y': {} } } }],
+    },
+  },
+  {
+    name: 'an update takes a field from its applier',
+    setup: [applyCm('upd', 'a', { x: '1', y: '2' })],
+    req: {
+      method: 'PATCH',
+      path: `${CM}/upd?fieldManager=editor`,
+      contentType: 'application/merge-patch+json',
+      body: { data: { y: '3' } },
+    },
+    expect: {
+      code: 200,
+      managed: [
+        { manager: 'a', operation: 'Apply', fieldsV1: { 'f:data': { 'f:x': {} } } },
+        { manager: 'editor', operation: 'Update', fieldsV1: { 'f:data': { 'f:y': {} } } },
+      ],
+    },
+  },
+];
+
+export const ROWS: Row[] = [
+  ...celRows,
+  ...coreRows,
+  ...deletionRows,
+  ...discoveryRows,
+  ...authRows,
+  ...applyRows,
+];

@@ -50,7 +50,7 @@ export function jsonPatch(target: JsonObject, ops: Json): JsonObject {
  * Merge key of a list field for strategic merge patch, chosen from the field name and the element shape.
  * `undefined` = atomic list (replaced whole), `''` = primitive list with merge strategy (set union).
  */
-function mergeKeyFor(field: string, sample: JsonObject | undefined): string | undefined {
+export function mergeKeyFor(field: string, sample: JsonObject | undefined): string | undefined {
   switch (field) {
     case 'containers':
     case 'initContainers':

@@ -28,6 +28,7 @@ import {
   notFound,
   type StatusCause,
 } from './errors.ts';
+import { apply as applyFields, recordUpdate, type WriteContext } from './managedfields.ts';
 import { applyConfig, fieldsV1Of, jsonPatch, mergePatch, strategicMerge } from './patch.ts';
 import { evictionDecision, recomputePdbStatus } from './pdb.ts';
 import {
@@ -105,6 +106,10 @@ export interface WriteOptions {
   fieldValidation?: 'Strict' | 'Warn' | 'Ignore' | undefined;
   /** collects warnings (unknown fields) for the `Warning` response header */
   warnings?: string[] | undefined;
+  /** apiVersion the request used (managedFields entries); default the storage version */
+  apiVersion?: string | undefined;
+  /** managedFields an apply computed (set by {@link ClusterStore.patch}) */
+  appliedManagedFields?: JsonObject[] | undefined;
 }
 
 /** Options of a delete (`metav1.DeleteOptions`). */
@@ -543,6 +548,17 @@ export class ClusterStore {
     return `${prefix.slice(0, 58)}${s}`;
   }
 
+  /** Who writes (managedFields): the manager, the request's apiVersion, now, the subresource. */
+  private writeContext(def: ResourceDef, opts: WriteOptions): WriteContext {
+    return {
+      manager: opts.fieldManager ?? 'unknown',
+      apiVersion: opts.apiVersion ?? def.storageApiVersion,
+      time: rfc3339(this.now()),
+      subresource: opts.subresource === 'status' ? 'status' : undefined,
+      hasStatus: def.hasStatus,
+    };
+  }
+
   /** Custom-resource schema processing + built-in validation; throws 422 with every cause. */
   private validate(def: ResourceDef, obj: KObj, name: string, opts: WriteOptions = {}, old?: KObj): void {
     const causes: StatusCause[] = [...validateMeta(def, obj)];
@@ -620,10 +636,14 @@ export class ClusterStore {
     if (def.kind === 'CustomResourceDefinition' && def.group === 'apiextensions.k8s.io')
       obj.status = crdStatus(obj);
     this.validate(def, obj, name, opts);
-    if (opts.fieldManager)
-      meta.managedFields = [
-        managedEntry(opts.fieldManager, opts.subresource === 'apply' ? 'Apply' : 'Update', obj, this.now()),
-      ];
+    if (opts.fieldManager) {
+      const w = this.writeContext(def, opts);
+      meta.managedFields =
+        opts.subresource === 'apply'
+          ? applyFields(undefined, body as JsonObject, { ...w, subresource: undefined }, true, (l) => l)
+              .managedFields
+          : recordUpdate(undefined, undefined, obj, w);
+    }
     this.checkNamespace(def, meta.namespace, name);
     if (this.find(def, meta.namespace, name)) throw alreadyExists(def.group, def.plural, name);
     const stored = obj as StoredObj;
@@ -719,14 +739,10 @@ export class ClusterStore {
     this.validate(def, obj, name, opts, old);
     if (def.tracksGeneration && !specEqual(def, old, obj))
       meta.generation = (old.metadata.generation ?? 0) + 1;
-    if (opts.fieldManager) {
-      const op = opts.force !== undefined || opts.subresource === 'apply' ? 'Apply' : 'Update';
-      const entries = (asArr(meta.managedFields) ?? []).filter(
-        (e) => !(asObj(e)?.manager === opts.fieldManager && asObj(e)?.operation === op),
-      );
-      entries.push(managedEntry(opts.fieldManager, op, obj, this.now()));
-      meta.managedFields = entries;
-    }
+    if (opts.appliedManagedFields) meta.managedFields = opts.appliedManagedFields;
+    else if (opts.fieldManager)
+      meta.managedFields = recordUpdate(meta.managedFields, old, obj, this.writeContext(def, opts));
+    if (Array.isArray(meta.managedFields) && meta.managedFields.length === 0) delete meta.managedFields;
     meta.resourceVersion = old.metadata.resourceVersion;
     const stored = obj as StoredObj;
     if (unchanged(old, stored)) return old;
@@ -796,8 +812,15 @@ export class ClusterStore {
           throw badRequest(
             `the name of the object (${String(pm.name)}) does not match the name on the URL (${name})`,
           );
-        next = applyConfig(old as JsonObject, p as JsonObject);
-        opts = { ...opts, force: opts.force ?? false };
+        const applied = applyFields(
+          old,
+          p as JsonObject,
+          this.writeContext(def, opts),
+          opts.force ?? false,
+          applyConfig,
+        );
+        next = applied.obj;
+        opts = { ...opts, force: opts.force ?? false, appliedManagedFields: applied.managedFields };
         break;
       }
     }
@@ -1279,27 +1302,6 @@ function crdStatus(crd: KObj): JsonObject {
   };
 }
 
-function managedEntry(manager: string, operation: string, obj: KObj, now: number): JsonObject {
-  const copy: JsonObject = { ...obj };
-  delete copy.status;
-  const meta = asObj(copy.metadata);
-  if (meta) {
-    const m: JsonObject = {};
-    if (meta.labels) m.labels = meta.labels;
-    if (meta.annotations) m.annotations = meta.annotations;
-    if (meta.finalizers) m.finalizers = meta.finalizers;
-    copy.metadata = m;
-  }
-  return {
-    manager,
-    operation,
-    apiVersion: obj.apiVersion ?? '',
-    time: rfc3339(now),
-    fieldsType: 'FieldsV1',
-    fieldsV1: fieldsV1Of(copy),
-  };
-}
-
 /** Whether the parts that drive `generation` are unchanged (all but metadata, and status if a subresource). */
 function specEqual(def: ResourceDef, a: KObj, b: KObj): boolean {
   const strip = (o: KObj): JsonObject => {
@@ -1319,7 +1321,8 @@ function unchanged(old: StoredObj, next: StoredObj): boolean {
   const strip = (o: StoredObj): JsonObject => {
     const m: JsonObject = { ...o.metadata };
     delete m.resourceVersion;
-    delete m.managedFields;
+    // a change of ownership is a change; a new timestamp alone is not
+    m.managedFields = (asArr(m.managedFields) ?? []).map((e) => ({ ...asObj(e), time: undefined }));
     return { ...o, metadata: m };
   };
   return deepEqual(strip(old), strip(next));

@@ -82,9 +82,20 @@ export class RequestContext {
     return this.server.store;
   }
 
-  /** `fieldManager` query parameter. */
-  get fieldManager(): string | undefined {
-    return this.query.get('fieldManager') ?? undefined;
+  /**
+   * The field manager of a write: the `fieldManager` query parameter, else the program name of the
+   * User-Agent (`kubectl/v1.34 …` → `kubectl`), else `unknown` (apiserver fieldmanager defaulting).
+   */
+  get fieldManager(): string {
+    const q = this.query.get('fieldManager');
+    if (q) return q;
+    const ua = (this.req.headers['user-agent'] ?? '').split('/')[0]!.trim();
+    return ua ? ua.slice(0, 128) : 'unknown';
+  }
+
+  /** `apiVersion` of the request's resource (`v1`, `apps/v1`), recorded in managedFields. */
+  get apiVersion(): string {
+    return apiVersionOf(this.route.def);
   }
 
   /**

@@ -23,6 +23,7 @@ export async function create(ctx: RequestContext): Promise<Reply> {
   const created = ctx.store.create(def, namespace, body as KObj, {
     dryRun: ctx.dryRun(),
     fieldManager: ctx.fieldManager,
+    apiVersion: ctx.apiVersion,
     fieldValidation: ctx.fieldValidation(),
     warnings,
   });
@@ -37,6 +38,7 @@ export async function update(ctx: RequestContext): Promise<Reply> {
   const o = ctx.store.update(def, namespace, name!, body as KObj, {
     dryRun: ctx.dryRun(),
     fieldManager: ctx.fieldManager,
+    apiVersion: ctx.apiVersion,
     subresource,
     fieldValidation: ctx.fieldValidation(),
     warnings,
@@ -53,7 +55,7 @@ export async function patch(ctx: RequestContext): Promise<Reply> {
   const type = patchType(ctx.req);
   const body = await ctx.body([mediaType(ctx.req)]);
   const fieldManager = ctx.fieldManager;
-  if (type === 'apply' && !fieldManager)
+  if (type === 'apply' && !ctx.query.get('fieldManager'))
     throw badRequest(
       'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch',
     );
@@ -62,6 +64,7 @@ export async function patch(ctx: RequestContext): Promise<Reply> {
   const { obj, created } = ctx.store.patch(def, namespace, name!, type, body, {
     dryRun: ctx.dryRun(),
     fieldManager,
+    apiVersion: ctx.apiVersion,
     subresource,
     fieldValidation: ctx.fieldValidation(),
     warnings,
