@@ -148,7 +148,7 @@ function removeAt(obj: JsonObject, path: string): void {
   const arr = asArr(parent);
   if (!arr) return;
   const target = valueAt(arr, last);
-  const i = arr.findIndex((x) => x === target);
+  const i = target === undefined ? -1 : arr.indexOf(target);
   if (i >= 0) arr.splice(i, 1);
 }
 

@@ -29,7 +29,7 @@ import {
   type StatusCause,
 } from './errors.ts';
 import { apply as applyFields, recordUpdate, type WriteContext } from './managedfields.ts';
-import { applyConfig, fieldsV1Of, jsonPatch, mergePatch, strategicMerge } from './patch.ts';
+import { applyConfig, jsonPatch, mergePatch, strategicMerge } from './patch.ts';
 import { evictionDecision, recomputePdbStatus } from './pdb.ts';
 import {
   type FieldRequirement,
