@@ -540,6 +540,27 @@ const applyRows: Row[] = [
         },
       ],
     },
+    known: {
+      why: 'writes naming no fieldManager are recorded only on objects already under field management',
+      embedded: { code: 201, managed: [] },
+    },
+  },
+  {
+    name: 'an update without fieldManager on an applied object is recorded under the User-Agent',
+    setup: [applyCm('ua', 'a', { x: '1' })],
+    req: {
+      method: 'PATCH',
+      path: `${CM}/ua`,
+      contentType: 'application/merge-patch+json',
+      body: { data: { z: '1' } },
+    },
+    expect: {
+      code: 200,
+      managed: [
+        { manager: 'a', operation: 'Apply', fieldsV1: { 'f:data': { 'f:x': {} } } },
+        { manager: 'unknown', operation: 'Update', fieldsV1: { 'f:data': { 'f:z': {} } } },
+      ],
+    },
   },
   {
     name: 'apply creates with an Apply entry',

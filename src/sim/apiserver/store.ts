@@ -106,6 +106,11 @@ export interface WriteOptions {
   fieldValidation?: 'Strict' | 'Warn' | 'Ignore' | undefined;
   /** collects warnings (unknown fields) for the `Warning` response header */
   warnings?: string[] | undefined;
+  /**
+   * Manager of a write without `fieldManager` (the User-Agent's program name), recorded only for objects
+   * already under field management (see docs/apiserver.md, known differences)
+   */
+  defaultFieldManager?: string | undefined;
   /** apiVersion the request used (managedFields entries); default the storage version */
   apiVersion?: string | undefined;
   /** managedFields an apply computed (set by {@link ClusterStore.patch}) */
@@ -739,9 +744,14 @@ export class ClusterStore {
     this.validate(def, obj, name, opts, old);
     if (def.tracksGeneration && !specEqual(def, old, obj))
       meta.generation = (old.metadata.generation ?? 0) + 1;
+    const manager =
+      opts.fieldManager ?? (asArr(meta.managedFields)?.length ? opts.defaultFieldManager : undefined);
     if (opts.appliedManagedFields) meta.managedFields = opts.appliedManagedFields;
-    else if (opts.fieldManager)
-      meta.managedFields = recordUpdate(meta.managedFields, old, obj, this.writeContext(def, opts));
+    else if (manager)
+      meta.managedFields = recordUpdate(meta.managedFields, old, obj, {
+        ...this.writeContext(def, opts),
+        manager,
+      });
     if (Array.isArray(meta.managedFields) && meta.managedFields.length === 0) delete meta.managedFields;
     meta.resourceVersion = old.metadata.resourceVersion;
     const stored = obj as StoredObj;

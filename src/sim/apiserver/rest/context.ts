@@ -82,13 +82,16 @@ export class RequestContext {
     return this.server.store;
   }
 
+  /** `fieldManager` query parameter. */
+  get fieldManager(): string | undefined {
+    return this.query.get('fieldManager') || undefined;
+  }
+
   /**
-   * The field manager of a write: the `fieldManager` query parameter, else the program name of the
-   * User-Agent (`kubectl/v1.34 …` → `kubectl`), else `unknown` (apiserver fieldmanager defaulting).
+   * The manager a write without `fieldManager` is recorded under: the program name of the User-Agent
+   * (`kubectl/v1.34 …` → `kubectl`), else `unknown` (apiserver fieldmanager defaulting).
    */
-  get fieldManager(): string {
-    const q = this.query.get('fieldManager');
-    if (q) return q;
+  get defaultFieldManager(): string {
     const ua = (this.req.headers['user-agent'] ?? '').split('/')[0]!.trim();
     return ua ? ua.slice(0, 128) : 'unknown';
   }

@@ -23,6 +23,7 @@ export async function create(ctx: RequestContext): Promise<Reply> {
   const created = ctx.store.create(def, namespace, body as KObj, {
     dryRun: ctx.dryRun(),
     fieldManager: ctx.fieldManager,
+    defaultFieldManager: ctx.defaultFieldManager,
     apiVersion: ctx.apiVersion,
     fieldValidation: ctx.fieldValidation(),
     warnings,
@@ -38,6 +39,7 @@ export async function update(ctx: RequestContext): Promise<Reply> {
   const o = ctx.store.update(def, namespace, name!, body as KObj, {
     dryRun: ctx.dryRun(),
     fieldManager: ctx.fieldManager,
+    defaultFieldManager: ctx.defaultFieldManager,
     apiVersion: ctx.apiVersion,
     subresource,
     fieldValidation: ctx.fieldValidation(),
@@ -55,7 +57,7 @@ export async function patch(ctx: RequestContext): Promise<Reply> {
   const type = patchType(ctx.req);
   const body = await ctx.body([mediaType(ctx.req)]);
   const fieldManager = ctx.fieldManager;
-  if (type === 'apply' && !ctx.query.get('fieldManager'))
+  if (type === 'apply' && !fieldManager)
     throw badRequest(
       'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch',
     );
@@ -64,6 +66,7 @@ export async function patch(ctx: RequestContext): Promise<Reply> {
   const { obj, created } = ctx.store.patch(def, namespace, name!, type, body, {
     dryRun: ctx.dryRun(),
     fieldManager,
+    defaultFieldManager: ctx.defaultFieldManager,
     apiVersion: ctx.apiVersion,
     subresource,
     fieldValidation: ctx.fieldValidation(),
