@@ -14,7 +14,7 @@ import { homedir, tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments, stringify } from 'yaml';
-import { embeddedTarget, type Target } from './targets.ts';
+import { embeddedTarget, realTarget, type Target } from './targets.ts';
 
 const ROOT = join(import.meta.dirname, '../fixtures/manifests');
 
@@ -147,7 +147,10 @@ beforeAll(async () => {
   writeFileSync(path, embedded.cluster.kubeconfig);
   clusters.push({ name: 'embedded', kubeconfig: path });
   const real = process.env.CAPENTER_TEST_KUBECONFIG;
-  if (real && existsSync(real)) clusters.push({ name: 'real', kubeconfig: real });
+  if (real && existsSync(real)) {
+    await realTarget(real); // capenter's CRDs created and Established there too
+    clusters.push({ name: 'real', kubeconfig: real });
+  }
 }, 60_000);
 
 afterAll(async () => {
