@@ -5,7 +5,8 @@
  * - `NodePoolUnusable`: pending pods exist and none of them can use the NodePool (its taints are not
  *   tolerated or its requirements and template labels exclude every pod's node affinity), the check upstream
  *   runs per pod (`nodePoolRequirements.Compatible(podRequirements, AllowUndefinedWellKnownLabels)`).
- * - `NodeClassNotReady`: an EC2NodeClass whose `Ready` condition is not True launches nothing.
+ * - `NodeClassNotReady`: an EC2NodeClass whose `Ready` condition is not True launches nothing (an error; a
+ *   warning while it has no conditions at all, i.e. no controller has reconciled it yet).
  * - `DoNotDisruptOutlivesExpiry`: a `karpenter.sh/do-not-disrupt` pod older than its NodePool's
  *   `expireAfter` holds an expired node until `terminationGracePeriod` (or forever without one).
  */
@@ -116,7 +117,8 @@ export const nodeClassReadyCheck: Check = (s) => {
       .map((c) => `${c.type}: ${c.message ?? c.reason ?? 'False'}`);
     out.push({
       check: 'NodeClassNotReady',
-      severity: 'error',
+      // No condition at all: nothing has reconciled the class yet (a fresh class, or no aws controller running).
+      severity: ready ? 'error' : 'warning',
       objects: [ref({ ...nc, kind: 'EC2NodeClass' }), ...pools],
       message: ready
         ? `Ready is ${ready.status}${ready.message ? `: ${ready.message}` : ''}${failing.length ? ` (${failing.join('; ')})` : ''}`
