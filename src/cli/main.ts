@@ -5,6 +5,7 @@
  */
 import { Command } from 'commander';
 import { registerApiserverCommand } from './apiserver.ts';
+import { registerBootstrapCommand } from './bootstrap.ts';
 import { registerControllerCommand } from './controller.ts';
 import { registerDoctorCommand } from './doctor.ts';
 import { registerInstanceTypesCommand } from './instance-types.ts';
@@ -34,5 +35,6 @@ registerSimulateCommand(program);
 registerControllerCommand(program);
 registerStartCommand(program);
 registerDoctorCommand(program);
+registerBootstrapCommand(program);
 
 await program.parseAsync(process.argv);

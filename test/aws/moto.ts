@@ -55,6 +55,8 @@ export interface StartMotoOptions {
   region?: string;
   /** Seconds to wait for the server to print its port, default 60 (a cold Python import can be slow on 2 shared cores). */
   startTimeoutSeconds?: number;
+  /** Extra environment for moto_server (e.g. `MOTO_IAM_LOAD_MANAGED_POLICIES: 'true'` for AWS-managed policy ARNs). */
+  env?: Record<string, string>;
 }
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
@@ -120,6 +122,7 @@ export async function startMoto(opts: StartMotoOptions = {}): Promise<MotoServer
       AWS_SECRET_ACCESS_KEY: 'testing',
       AWS_DEFAULT_REGION: region,
       PYTHONUNBUFFERED: '1',
+      ...(opts.env ?? {}),
     },
   });
   let output = '';
