@@ -5,7 +5,9 @@
  */
 import { Command } from 'commander';
 import { registerApiserverCommand } from './apiserver.ts';
+import { registerBootstrapCommand } from './bootstrap.ts';
 import { registerControllerCommand } from './controller.ts';
+import { registerDoctorCommand } from './doctor.ts';
 import { registerInstanceTypesCommand } from './instance-types.ts';
 import { registerSimulateCommand } from './simulate.ts';
 import { registerStartCommand } from './start.ts';
@@ -32,5 +34,7 @@ registerInstanceTypesCommand(program);
 registerSimulateCommand(program);
 registerControllerCommand(program);
 registerStartCommand(program);
+registerDoctorCommand(program);
+registerBootstrapCommand(program);
 
 await program.parseAsync(process.argv);
