@@ -39,7 +39,7 @@ describe('capenter start', () => {
 describe('capenter controller', () => {
   it('flags win over environment variables', () => {
     const o = controllerOptions(
-      { metricsPort: '0', region: 'us-west-2', leaderElect: false },
+      { metricsPort: '0', region: 'us-west-2', disableLeaderElection: true },
       { METRICS_PORT: '9000', AWS_REGION: 'eu-west-1' },
     );
     expect([o.metricsPort, o.region, o.leaderElect]).toEqual([0, 'us-west-2', false]);
@@ -48,6 +48,8 @@ describe('capenter controller', () => {
   it('exits 2 on invalid options', async () => {
     let err = '';
     expect(await runController({ metricsPort: 'x' }, { stderr: (t) => (err += t), env: {} })).toBe(2);
-    expect(err).toMatch(/--metrics-port: "x" is not a port/);
+    expect(err).toMatch(
+      /--metrics-port: "x" is not valid \(not a port\); METRICS_PORT accepts a port number/,
+    );
   });
 });
