@@ -89,7 +89,7 @@ export async function runController(
 export function registerControllerCommand(program: Command): void {
   const cmd = program
     .command('controller')
-    .description('Run the controller (kwok provider) against a cluster until interrupted')
+    .description('run the controller (kwok provider) against a cluster until interrupted')
     .option('--kubeconfig <path>', 'kubeconfig file (default: $KUBECONFIG, else the in-cluster config)')
     .option('--context <name>', 'kubeconfig context');
   addSettingFlags(cmd, SETTINGS).action(async (flags: ControllerCommandOptions) => {

@@ -23,14 +23,20 @@ program
   .name('capenter')
   .description('Karpenter-compatible node autoscaler for Cluster API and AWS clusters')
   .version('0.1.0')
-  .showHelpAfterError();
+  .showHelpAfterError()
+  // Usage errors (unknown command or option, missing argument) exit 2, like invalid input; help and version 0.
+  // Set before the commands are added: each command inherits it.
+  .exitOverride((err) => {
+    process.exit(err.code === 'commander.helpDisplayed' || err.code === 'commander.version' ? 0 : 2);
+  });
 
-// Commands register themselves below (one line each).
+// Commands register themselves below (one line each), in the order `--help` lists them: the ones a new user
+// runs first, then the tools.
 // @register-commands
-registerApiserverCommand(program);
-registerInstanceTypesCommand(program);
+registerStartCommand(program);
 registerSimulateCommand(program);
 registerControllerCommand(program);
-registerStartCommand(program);
+registerInstanceTypesCommand(program);
+registerApiserverCommand(program);
 
 await program.parseAsync(process.argv);
