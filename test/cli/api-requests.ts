@@ -2,6 +2,10 @@
  * Records the Kubernetes API requests a client makes, as RBAC sees them: (verb, API group, resource[/subresource],
  * namespace). Used to derive the Helm chart's least-privilege RBAC from what the controllers actually do.
  */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse } from 'yaml';
+import { ROOT } from '../../scripts/build.ts';
 import { KubeClient, type WatchHandle, type WatchOptions } from '../../src/kube/client.ts';
 import { resolveKubeconfig } from '../../src/kube/kubeconfig.ts';
 import type { ObjectOf, ResourceRef } from '../../src/kube/resources.ts';
@@ -125,4 +129,11 @@ export function ruleKeys(rules: readonly PolicyRule[]): string[] {
     for (const g of rule.apiGroups)
       for (const res of rule.resources) for (const v of rule.verbs) out.add(`${v} ${g || 'core'} ${res}`);
   return [...out].sort();
+}
+
+/** The chart's rules: ClusterRole and the Role of the Lease (the templates include these files verbatim). */
+export function chartRules(): { cluster: PolicyRule[]; namespaced: PolicyRule[] } {
+  const read = (f: string) =>
+    parse(readFileSync(join(ROOT, 'charts/capenter/files', f), 'utf8')) as PolicyRule[];
+  return { cluster: read('clusterrole-rules.yaml'), namespaced: read('role-rules.yaml') };
 }

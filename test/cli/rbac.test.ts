@@ -8,11 +8,7 @@
  * each with its source) must equal the rules in `charts/capenter/files/clusterrole-rules.yaml` and
  * `role-rules.yaml` (the Lease, in the release namespace). `test/cluster/helm.test.ts` then proves each rule with `kubectl auth can-i` on a real API server.
  */
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { parse } from 'yaml';
-import { ROOT } from '../../scripts/build.ts';
 import type { NodeClaim } from '../../src/apis/karpenter.ts';
 import {
   allRunning,
@@ -24,7 +20,7 @@ import {
   scale,
   startE2E,
 } from '../e2e/harness.ts';
-import { allows, type PolicyRule, RecordingClient, requestKeys, ruleKeys } from './api-requests.ts';
+import { allows, chartRules, RecordingClient, requestKeys, ruleKeys } from './api-requests.ts';
 
 const LEASE_NAMESPACE = 'capenter-system';
 
@@ -38,13 +34,6 @@ const NOT_EXERCISED: Record<string, string> = {
   'patch core events':
     'src/kube/events.ts: the same Event again within the aggregation window increments its count',
 };
-
-/** The chart's rules (the templates include these files verbatim). */
-export function chartRules(): { cluster: PolicyRule[]; namespaced: PolicyRule[] } {
-  const read = (f: string) =>
-    parse(readFileSync(join(ROOT, 'charts/capenter/files', f), 'utf8')) as PolicyRule[];
-  return { cluster: read('clusterrole-rules.yaml'), namespaced: read('role-rules.yaml') };
-}
 
 let env: E2E | undefined;
 afterAll(async () => {
