@@ -1,11 +1,13 @@
 /**
  * `capenter controller [--kubeconfig PATH] [--context C] [--region R] [--metrics-port N] [--health-probe-port N]
- * [--log-level L] [--no-leader-elect]`: runs the controller alone against any cluster (the embedded one of
+ * [--log-level L] [--no-leader-elect] [--install-crds]`: runs the controller alone against any cluster (the embedded one of
  * `capenter start`/`capenter apiserver`, or a real one), with the kwok cloud provider (NodeClaims become Node
  * objects). Settings come from upstream's environment variables (`BATCH_IDLE_DURATION`, `BATCH_MAX_DURATION`,
  * `METRICS_PORT`, `HEALTH_PROBE_PORT`, `LOG_LEVEL`, `CLUSTER_NAME`, `LEADER_ELECT`, `FEATURE_GATES`, `AWS_REGION`),
  * then flags (flags win). Runs until SIGINT/SIGTERM; exits 1 on lost leadership (to be restarted, as upstream)
- * or a startup failure, 2 on invalid options.
+ * or a startup failure, 2 on invalid options. Against a cluster without capenter's CRDs it logs one error naming
+ * them and the fix (`kubectl apply -f crds/`), reports them on `/readyz` and waits; `--install-crds` applies
+ * them first (off by default).
  */
 import type { Command } from 'commander';
 import { KubeClient } from '../kube/client.ts';
@@ -31,6 +33,8 @@ export interface ControllerCommandOptions {
   leaderElect?: boolean;
   batchIdleDuration?: string;
   batchMaxDuration?: string;
+  /** Apply capenter's CRDs (`crds/`) at start (default false). */
+  installCrds?: boolean;
 }
 
 /**
@@ -87,7 +91,7 @@ export async function runController(
           ...(flags.context ? { context: flags.context } : {}),
         })
       : KubeClient.fromCluster({ userAgent: 'capenter-controller' });
-    const op = createOperator({ client, logger, options });
+    const op = createOperator({ client, logger, options, installCRDs: flags.installCrds === true });
     const ac = new AbortController();
     io.signal?.addEventListener('abort', () => ac.abort(), { once: true });
     let interrupted = false;
@@ -128,6 +132,7 @@ export function registerControllerCommand(program: Command): void {
     .option('--batch-idle-duration <d>', 'env BATCH_IDLE_DURATION (default 1s)')
     .option('--batch-max-duration <d>', 'env BATCH_MAX_DURATION (default 10s)')
     .option('--no-leader-elect', 'run controllers without the leader Lease (env LEADER_ELECT=false)')
+    .option('--install-crds', "apply capenter's CRDs (as `kubectl apply -f crds/`) at start (default off)")
     .action(async (flags: ControllerCommandOptions) => {
       process.exitCode = await runController(flags, {
         stderr: (t) => process.stderr.write(t),
