@@ -1,6 +1,6 @@
 /**
  * `capenter controller [--kubeconfig PATH] [--context C] [--region R] [--metrics-port N] [--health-probe-port N]
- * [--log-level L] [--no-leader-elect] [--install-crds]`: runs the controller alone against any cluster (the embedded one of
+ * [--log-level L] [--no-leader-elect] [--bind-address A] [--install-crds]`: runs the controller alone against any cluster (the embedded one of
  * `capenter start`/`capenter apiserver`, or a real one), with the kwok cloud provider (NodeClaims become Node
  * objects). Settings come from upstream's environment variables (`BATCH_IDLE_DURATION`, `BATCH_MAX_DURATION`,
  * `METRICS_PORT`, `HEALTH_PROBE_PORT`, `LOG_LEVEL`, `CLUSTER_NAME`, `LEADER_ELECT`, `FEATURE_GATES`, `AWS_REGION`),
@@ -35,6 +35,8 @@ export interface ControllerCommandOptions {
   batchMaxDuration?: string;
   /** Apply capenter's CRDs (`crds/`) at start (default false). */
   installCrds?: boolean;
+  /** Address `/metrics`, `/healthz` and `/readyz` listen on (default 0.0.0.0, as in a pod). */
+  bindAddress?: string;
 }
 
 /**
@@ -51,6 +53,7 @@ export function controllerOptions(
   if (flags.healthProbePort !== undefined)
     o.healthProbePort = portFlag(flags.healthProbePort, '--health-probe-port');
   if (flags.logLevel) o.logLevel = checkLogLevel(flags.logLevel);
+  if (flags.bindAddress) o.bindAddress = flags.bindAddress;
   if (flags.leaderElect === false) o.leaderElect = false;
   if (flags.batchIdleDuration)
     o.batchIdleSeconds = parseSeconds(flags.batchIdleDuration, '--batch-idle-duration');
@@ -132,6 +135,7 @@ export function registerControllerCommand(program: Command): void {
     .option('--batch-idle-duration <d>', 'env BATCH_IDLE_DURATION (default 1s)')
     .option('--batch-max-duration <d>', 'env BATCH_MAX_DURATION (default 10s)')
     .option('--no-leader-elect', 'run controllers without the leader Lease (env LEADER_ELECT=false)')
+    .option('--bind-address <addr>', 'address of /metrics, /healthz, /readyz (default 0.0.0.0)')
     .option('--install-crds', "apply capenter's CRDs (as `kubectl apply -f crds/`) at start (default off)")
     .action(async (flags: ControllerCommandOptions) => {
       process.exitCode = await runController(flags, {
