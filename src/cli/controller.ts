@@ -5,9 +5,11 @@
  * table in docs/settings.md) is a flag and an upstream environment variable (`BATCH_IDLE_DURATION`,
  * `METRICS_PORT`, `DISABLE_LEADER_ELECTION`, ...); flags win. Runs until SIGINT/SIGTERM (then stops the
  * controllers and releases the leader Lease); exits 1 on lost leadership (to be restarted, as upstream) or a
- * startup failure, 2 on an invalid setting.
+ * startup failure, 2 on an invalid setting. Against a cluster without capenter's CRDs it logs one error naming them
+ * and the fix (`kubectl apply -f crds/`), reports them on `/readyz` and waits; `--install-crds` applies them first
+ * (off by default). `--bind-address` sets where `/metrics`, `/healthz` and `/readyz` listen (default 0.0.0.0).
  */
-import type { Command } from 'commander';
+import { type Command, Option } from 'commander';
 import { KubeClient } from '../kube/client.ts';
 import { createLogger } from '../operator/logger.ts';
 import { createOperator } from '../operator/operator.ts';
@@ -18,6 +20,10 @@ import { addSettingFlags } from '../operator/settings.ts';
 export interface ControllerCommandOptions {
   kubeconfig?: string;
   context?: string;
+  /** Apply capenter's CRDs (`crds/`) at start (default false). */
+  installCrds?: boolean;
+  /** Address `/metrics`, `/healthz` and `/readyz` listen on (default 0.0.0.0, as in a pod). */
+  bindAddress?: string;
   /** Setting flags by commander attribute name (`metricsPort`, `batchIdleDuration`, `disableLeaderElection`). */
   [setting: string]: unknown;
 }
@@ -30,7 +36,11 @@ export function controllerOptions(
   flags: ControllerCommandOptions,
   env: Readonly<Record<string, string | undefined>>,
 ): OperatorOptions {
-  return resolveOperatorOptions({ flags, env });
+  const o = resolveOperatorOptions({ flags, env });
+  if (flags.bindAddress) o.bindAddress = flags.bindAddress;
+  // `--no-leader-elect` (before the registry; commander sets leaderElect=false): DISABLE_LEADER_ELECTION's alias
+  if (flags.leaderElect === false) o.leaderElect = false;
+  return o;
 }
 
 /** Runs the controller until a signal; returns the exit code. Never throws. */
@@ -58,7 +68,7 @@ export async function runController(
           ...(flags.context ? { context: flags.context } : {}),
         })
       : KubeClient.fromCluster({ userAgent: 'capenter-controller' });
-    const op = createOperator({ client, logger, options });
+    const op = createOperator({ client, logger, options, installCRDs: flags.installCrds === true });
     const ac = new AbortController();
     io.signal?.addEventListener('abort', () => ac.abort(), { once: true });
     let interrupted = false;
@@ -91,7 +101,12 @@ export function registerControllerCommand(program: Command): void {
     .command('controller')
     .description('run the controller (kwok provider) against a cluster until interrupted')
     .option('--kubeconfig <path>', 'kubeconfig file (default: $KUBECONFIG, else the in-cluster config)')
-    .option('--context <name>', 'kubeconfig context');
+    .option('--context <name>', 'kubeconfig context')
+    .option('--install-crds', "apply capenter's CRDs (as `kubectl apply -f crds/`) at start (default off)")
+    .option('--bind-address <addr>', 'address of /metrics, /healthz, /readyz (default 0.0.0.0)')
+    .addOption(
+      new Option('--no-leader-elect', 'same as --disable-leader-election (kept for scripts)').hideHelp(),
+    );
   addSettingFlags(cmd, SETTINGS).action(async (flags: ControllerCommandOptions) => {
     const code = await runController(flags, {
       stderr: (t) => process.stderr.write(t),
