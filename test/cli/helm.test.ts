@@ -6,12 +6,12 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../src/apis/core.ts';
 import { createOperator } from '../../src/operator/operator.ts';
 import { embeddedOptions, resolveOperatorOptions, SETTINGS } from '../../src/operator/options.ts';
 import { chartRules } from './api-requests.ts';
-import { CHART, helm, renderChart } from './helm-tools.ts';
+import { CHART, helm, helmBinary, renderChart } from './helm-tools.ts';
 
 const FULL = join(CHART, 'ci', 'full-values.yaml');
 /** Variables the chart sets for settings a provider registers on its own branch (issue 9: the aws provider). */
@@ -41,6 +41,11 @@ function settingsOf(objs: KubeObject[], namespace: string) {
   for (const e of c.env ?? []) env[e.name] = e.value ?? (e.valueFrom ? namespace : '');
   return { env, options: resolveOperatorOptions({ env }) };
 }
+
+// a fresh CI machine builds Helm from the Go module proxy once (scripts/ensure-helm.sh, cached in ~/.cache/helm-bin)
+beforeAll(() => {
+  helmBinary();
+}, 900_000);
 
 describe('Helm chart', () => {
   it('passes helm lint with the default and the full values', () => {
