@@ -65,9 +65,15 @@ export async function runController(
     const client = kubeconfig
       ? KubeClient.fromKubeconfig(kubeconfig, {
           userAgent: 'capenter-controller',
+          qps: options.kubeClientQPS,
+          burst: options.kubeClientBurst,
           ...(flags.context ? { context: flags.context } : {}),
         })
-      : KubeClient.fromCluster({ userAgent: 'capenter-controller' });
+      : KubeClient.fromCluster({
+          userAgent: 'capenter-controller',
+          qps: options.kubeClientQPS,
+          burst: options.kubeClientBurst,
+        });
     const op = createOperator({ client, logger, options, installCRDs: flags.installCrds === true });
     const ac = new AbortController();
     io.signal?.addEventListener('abort', () => ac.abort(), { once: true });

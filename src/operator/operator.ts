@@ -145,7 +145,12 @@ export function createOperator(cfg: OperatorConfig): Operator {
   let client: KubeClient;
   if (cfg.client) client = cfg.client;
   else if (cfg.kubeconfig)
-    client = KubeClient.fromKubeconfig(cfg.kubeconfig, { clock, userAgent: 'capenter-controller' });
+    client = KubeClient.fromKubeconfig(cfg.kubeconfig, {
+      clock,
+      userAgent: 'capenter-controller',
+      qps: options.kubeClientQPS,
+      burst: options.kubeClientBurst,
+    });
   else throw new Error('createOperator: pass a client or a kubeconfig (path or YAML)');
   const ownClient = !cfg.client;
   const identity = cfg.identity ?? `${hostname()}_${randomBytes(4).toString('hex')}`;

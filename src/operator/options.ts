@@ -175,7 +175,7 @@ export const CORE_SETTINGS = [
     flag: 'preference-policy',
     key: 'preferencePolicy',
     description:
-      'Respect: preferred affinities and ScheduleAnyway spreads shape the plan; Ignore: they do not',
+      'whether preferred affinities and ScheduleAnyway spreads shape the plan (Respect) or not (Ignore)',
     default: 'Respect' as PreferencePolicy,
     accepts: 'Respect, Ignore',
     parse: oneOf<PreferencePolicy>(['Respect', 'Ignore']),
@@ -185,7 +185,7 @@ export const CORE_SETTINGS = [
     flag: 'min-values-policy',
     key: 'minValuesPolicy',
     description:
-      'Strict: a NodeClaim that cannot meet minValues is not created; BestEffort: minValues are relaxed',
+      'whether a NodeClaim that cannot meet minValues is not created (Strict) or minValues are relaxed (BestEffort)',
     default: 'Strict' as MinValuesPolicy,
     accepts: 'Strict, BestEffort',
     parse: oneOf<MinValuesPolicy>(['Strict', 'BestEffort']),
