@@ -50,7 +50,10 @@ describe('capenter start', () => {
   it('exits 2 at once, before starting anything, on a missing path or an invalid NodePool', async () => {
     for (const [f, msg] of [
       ['/nonexistent', /error: \/nonexistent: no such file or directory/],
-      [fixture('invalid-nodepool.yaml'), /NodePool "broken": spec.disruption.consolidateAfter: Invalid value "soon"/],
+      [
+        fixture('invalid-nodepool.yaml'),
+        /NodePool "broken": spec.disruption.consolidateAfter: Invalid value "soon"/,
+      ],
     ] as const) {
       let err = '';
       const code = await runStart(
