@@ -12,6 +12,7 @@ import {
   type E2E,
   eventually,
   kwokNodeClassYaml,
+  livePods,
   scale,
   startE2E,
 } from './harness.ts';
@@ -44,15 +45,15 @@ spec:
         - {key: karpenter.k8s.aws/instance-size, operator: In, values: [large]}
 ---
 ${deploymentYaml('reserve', 4, '1500m', '256Mi')}`);
-    // four nodes, then emptied (consolidateAfter 1h keeps them): the 40 pods below start on them at once
+    // nodes for the reserve pods, then emptied (consolidateAfter 1h keeps them): the 40 pods below start on them at once
     await eventually(() => allRunning(client, 4), 'reserve pods running', 90_000);
     await scale(client, 'reserve', 0);
-    await eventually(async () => (await client.list('Pod')).items.length === 0, 'reserve pods gone', 30_000);
+    await eventually(async () => (await livePods(client)).length === 0, 'reserve pods gone', 60_000);
     const nodes = (await client.list('Node')).items.length;
-    expect(nodes).toBe(4);
+    expect(nodes).toBeGreaterThanOrEqual(2);
     await env.apply(deploymentYaml('web', 40, '100m', '128Mi'));
     await eventually(() => allRunning(client, 40), '40 pods running', 90_000);
-    expect((await client.list('Node')).items.length).toBe(4); // no new capacity was needed
+    expect((await client.list('Node')).items.length).toBe(nodes); // no new capacity was needed
     const startupCount = async (): Promise<number> => {
       const m = (await op.registry.getSingleMetric('karpenter_pods_startup_duration_seconds')?.get())?.values;
       return m?.find((v) => (v as { metricName?: string }).metricName?.endsWith('_count'))?.value ?? 0;
