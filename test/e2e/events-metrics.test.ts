@@ -12,7 +12,6 @@ import {
   type E2E,
   eventually,
   kwokNodeClassYaml,
-  livePods,
   scale,
   startE2E,
 } from './harness.ts';
@@ -44,21 +43,26 @@ spec:
         - {key: karpenter.k8s.aws/instance-category, operator: In, values: [c, m, r]}
         - {key: karpenter.k8s.aws/instance-size, operator: In, values: [large]}
 ---
-${deploymentYaml('reserve', 4, '1500m', '256Mi')}`);
+${deploymentYaml('reserve', 4, '1500m', '256Mi').replace('      containers:', '      terminationGracePeriodSeconds: 0\n      containers:')}`);
     // nodes for the reserve pods, then emptied (consolidateAfter 1h keeps them): the 40 pods below start on them at once
+    const startupCount = async (): Promise<number> => {
+      const m = (await op.registry.getSingleMetric('karpenter_pods_startup_duration_seconds')?.get())?.values;
+      return m?.find((v) => (v as { metricName?: string }).metricName?.endsWith('_count'))?.value ?? 0;
+    };
     await eventually(() => allRunning(client, 4), 'reserve pods running', 90_000);
+    await eventually(async () => (await startupCount()) === 4, 'reserve pod startups observed', 20_000);
     await scale(client, 'reserve', 0);
-    await eventually(async () => (await livePods(client)).length === 0, 'reserve pods gone', 60_000);
+    await eventually(async () => (await client.list('Pod')).items.length === 0, 'reserve pods gone', 60_000);
     const nodes = (await client.list('Node')).items.length;
     expect(nodes).toBeGreaterThanOrEqual(2);
     await env.apply(deploymentYaml('web', 40, '100m', '128Mi'));
     await eventually(() => allRunning(client, 40), '40 pods running', 90_000);
     expect((await client.list('Node')).items.length).toBe(nodes); // no new capacity was needed
-    const startupCount = async (): Promise<number> => {
-      const m = (await op.registry.getSingleMetric('karpenter_pods_startup_duration_seconds')?.get())?.values;
-      return m?.find((v) => (v as { metricName?: string }).metricName?.endsWith('_count'))?.value ?? 0;
-    };
-    await eventually(async () => (await startupCount()) >= 44, 'startup durations observed', 20_000);
+    await eventually(async () => (await startupCount()) >= 44, 'startup durations observed', 20_000).catch(
+      async (e) => {
+        throw new Error(`${(e as Error).message}: ${await startupCount()} observed`);
+      },
+    );
     expect(await startupCount()).toBe(44); // 4 reserve + 40 web pods, each once
 
     await client.patch(
