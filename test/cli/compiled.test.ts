@@ -57,9 +57,9 @@ describe('the compiled CLI', () => {
       stderr += d.toString();
     });
     const exited = new Promise<number | null>((r) => child?.once('exit', (code) => r(code)));
-    // wait until the child holds the Lease (observable through the API)
+    // wait until the child holds the Lease (observable through the API) and has said so
     let lease: Lease | undefined;
-    while (!lease?.spec?.holderIdentity) {
+    while (!lease?.spec?.holderIdentity || !stderr.includes('acquired leader lease')) {
       if (child.exitCode !== null) throw new Error(`controller exited early: ${stderr}`);
       await new Promise((r) => setTimeout(r, 100));
       lease = (await sim.client
