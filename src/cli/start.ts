@@ -13,7 +13,7 @@
  * manifests (errors name file, document, kind/name, field and rule, as `simulate`). The temporary folder of the
  * kubeconfig is removed on exit (not the file of `--kubeconfig-out`).
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -270,10 +270,17 @@ export function formatSummaryTable(s: StartSummary): string {
   return `${out.join('\n')}\n`;
 }
 
-/** The bundled example (`examples/microservices-demo` of the package). */
+/**
+ * The bundled example (`examples/microservices-demo` of the package): the nearest `examples/microservices-demo`
+ * above this module, so it is found from `src/cli/` (tsx) and from `dist/` (the compiled program) alike.
+ */
 export function defaultExamplePath(): string {
   const here = dirname(fileURLToPath(import.meta.url));
-  return resolve(here, '..', '..', 'examples', 'microservices-demo');
+  for (let dir = here; ; dir = dirname(dir)) {
+    const candidate = join(dir, 'examples', 'microservices-demo');
+    if (existsSync(candidate)) return candidate;
+    if (dirname(dir) === dir) return resolve(here, '..', '..', 'examples', 'microservices-demo');
+  }
 }
 
 /** IO of {@link runStart}. */

@@ -77,6 +77,28 @@ describe('the compiled CLI', () => {
     expect(stderr).toContain('stopping operator');
   }, 60_000);
 
+  it('npm start path: the compiled start runs the bundled example to settled, exit 0', async () => {
+    // asynchronously, with the whole run in the child (it embeds its own API server)
+    const r = await new Promise<{ code: number | null; stdout: string; stderr: string }>((res) => {
+      const p = spawn(
+        process.execPath,
+        [BIN, 'start', '--exit-when-settled', '-o', 'json', '--timeout', '90'],
+        {
+          cwd: tmpdir(), // not the repository: the example is found next to the program
+        },
+      );
+      let stdout = '';
+      let stderr = '';
+      p.stdout.on('data', (d) => (stdout += d));
+      p.stderr.on('data', (d) => (stderr += d));
+      p.on('exit', (code) => res({ code, stdout, stderr }));
+    });
+    expect(r.code, r.stderr).toBe(0);
+    const s = JSON.parse(r.stdout) as { settled: boolean; nodeClaims: Array<{ instanceType: string }> };
+    expect(s.settled).toBe(true);
+    expect(s.nodeClaims.map((n) => n.instanceType)).toEqual(['c6a.large']);
+  }, 120_000);
+
   it('exits 2 at once on an invalid setting, naming it and what it accepts (flags and env)', () => {
     const a = run(['controller', '--kubeconfig', '/nonexistent', '--batch-idle-duration', 'soon']);
     expect(a.code).toBe(2);
