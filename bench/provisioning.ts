@@ -5,9 +5,9 @@
  *
  * The operator runs in its own child process (`capenter controller` against the simulated cluster's kubeconfig,
  * upstream batch windows 1 s / 10 s, no leader election) so its peak RSS (Linux `VmHWM` of that process) is its
- * own; the API server and the scheduler/kubelet/workload stand-ins run in this process. The child runs the CLI
- * entry bundled by esbuild under plain node (the same source as `src/cli/main.ts`, as a release build would run
- * it); `--tsx` runs it through the tsx loader instead, which adds ~100 MB of RSS for on-the-fly transpiling.
+ * own; the API server and the scheduler/kubelet/workload stand-ins run in this process. The child runs what
+ * ships: `bin/capenter.js` on the compiled `dist/capenter.mjs` (`npm run build`), under plain node; `--tsx` runs
+ * the TypeScript through the tsx loader instead, which adds ~100 MB of RSS for on-the-fly transpiling.
  * Completion and the milestones of `--timeline` come from this process's informers (no polling lists).
  * Targets (reported, never asserted): < 20 s, cpu and memory utilisation ≥ 80 %, controller RSS < 150 MB.
  *
@@ -15,7 +15,7 @@
  * [--cpu-prof-dir=DIR]` (the last profiles the controller process).
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -118,31 +118,14 @@ function peakRssMB(pid: number | undefined): number | undefined {
 }
 
 /**
- * Bundles the CLI entry (`src/cli/main.ts`, the same code `capenter controller` runs) with esbuild into
- * `node_modules/.cache/capenter-bench/main.mjs` (packages stay external, resolved from this repository's
- * node_modules) and returns its path. The AWS catalog reads its JSON next to its module (`./data/`), so the
- * data directory is linked beside the bundle. Without this the controller would run under the tsx loader,
- * whose on-the-fly transpiling and source maps add ~100 MB of RSS that a built release does not carry.
+ * Builds what ships (`scripts/build.ts`: the esbuild bundle `dist/capenter.mjs` that `bin/capenter.js` runs) and
+ * returns the executable's path. Without this the controller would run under the tsx loader, whose on-the-fly
+ * transpiling adds ~100 MB of RSS that the shipped program does not carry.
  */
 async function bundleController(): Promise<string> {
-  const { build } = await import('esbuild');
-  const dir = join(root, 'node_modules', '.cache', 'capenter-bench');
-  mkdirSync(dir, { recursive: true });
-  const out = join(dir, 'main.mjs');
-  await build({
-    entryPoints: [join(root, 'src/cli/main.ts')],
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    target: 'node20',
-    packages: 'external',
-    outfile: out,
-    logLevel: 'warning',
-  });
-  const data = join(dir, 'data');
-  rmSync(data, { force: true, recursive: true });
-  symlinkSync(join(root, 'src/cloudprovider/aws/catalog/data'), data, 'dir');
-  return out;
+  const { buildCli } = await import('../scripts/build.ts');
+  await buildCli();
+  return join(root, 'bin', 'capenter.js');
 }
 
 /**
@@ -250,7 +233,7 @@ export async function runProvisioningBench(
       '0',
       '--health-probe-port',
       '0',
-      '--no-leader-elect',
+      '--disable-leader-election',
       '--log-level',
       'error',
       '--region',

@@ -115,13 +115,35 @@ describe('capenter simulate -f examples/microservices-demo', () => {
     expect(out).not.toContain('Unschedulable');
   });
 
-  it('--explain adds a line per pod', async () => {
+  it('--explain answers why this NodePool and type (next cheaper rejected, with numbers), once per NodeClaim', async () => {
     const { code, out } = await run({ filenames: [example], explain: true });
     expect(code).toBe(0);
-    expect(out).toContain('Placements:');
-    expect(out).toMatch(
-      /default\/frontend-\w+-0 -> new NodeClaim general-purpose-1 \(general-purpose, c6a\.large\)/,
+    expect(out).not.toMatch(/new nodeclaim #\d/); // the plan's names only
+    expect(out).toContain('general-purpose-1: NodePool general-purpose (the only NodePool)');
+    expect(out).toContain(
+      'c6a.large on-demand in us-east-1a at $0.0765/h: the cheapest of 60 instance type(s) that satisfy the requirements and fit its 12 pod(s)',
     );
+    expect(out).toContain(
+      'rejected cheaper r7a.medium ($0.0761/h): too small: cpu: need 1682m, have 940m (short 742m); pods: need 13, have 8 (short 5)',
+    );
+    expect(out).toContain(
+      'rejected cheaper t3a.large ($0.0752/h): key "karpenter.k8s.aws/instance-category" value t not in In [c, m, r]',
+    );
+    expect(out).toContain('Why not a cheaper plan:');
+    expect(out).toMatch(/new NodeClaim general-purpose-1 <- 12 pod\(s\): .*default\/frontend-\w+-0/);
+    expect(out.match(/general-purpose-1 <-/g)).toHaveLength(1);
+  });
+
+  it('--explain says once why a pod is pending', async () => {
+    const { out } = await run({
+      filenames: [join(root, 'test', 'fixtures', 'start', 'huge-pod.yaml')],
+      explain: true,
+    });
+    expect(out).toContain('Why these pods are pending (1):');
+    const reason = 'no instance type has enough resources: pod needs cpu 1000';
+    expect(out.split(reason)).toHaveLength(2); // exactly once
+    expect(out).not.toContain('No new NodeClaims needed');
+    expect(out).toContain('rejected cheaper t2.nano ($0.0058/h): too small: memory: need 256Mi, have 74Mi');
   });
 
   it('runs as a child process (tsx src/cli/main.ts) with the same JSON and exit code 0', async () => {

@@ -297,7 +297,7 @@ export function registerInstanceTypesCommand(program: Command): void {
   program
     .command('instance-types')
     .description(
-      'List the embedded AWS instance types with labels, allocatable and prices, optionally filtered by NodePools',
+      'list the embedded AWS instance types with labels, allocatable and prices, optionally filtered by NodePools',
     )
     .option(
       '-f, --filename <paths...>',

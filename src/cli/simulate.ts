@@ -137,7 +137,7 @@ export function registerSimulateCommand(program: Command): void {
   program
     .command('simulate')
     .description(
-      'Simulate what Karpenter would provision for the pending pods in the given manifests (no cluster needed)',
+      'simulate what Karpenter would provision for the pending pods in the given manifests (no cluster needed)',
     )
     .requiredOption(
       '-f, --filename <paths...>',

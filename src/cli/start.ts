@@ -8,10 +8,12 @@
  *
  * Prints the kubeconfig path (use `kubectl --kubeconfig PATH get nodeclaims -w` while it runs), progress lines on
  * stderr, and once every pod is Running a summary of the NodeClaims on stdout. With `--exit-when-settled` it then
- * exits 0 (1 with a summary of what is still pending after `--timeout`, default 120 s); without, it keeps running
- * until Ctrl-C. Exit 2: invalid flags or manifests (valid objects are still applied).
+ * exits 0 (1 with a summary of what is still pending, and why, after `--timeout`, default 120 s); without, it keeps
+ * running until Ctrl-C. Exit 2 at once, before anything starts: invalid flags, unreadable paths or invalid
+ * manifests (errors name file, document, kind/name, field and rule, as `simulate`). The temporary folder of the
+ * kubeconfig is removed on exit (not the file of `--kubeconfig-out`).
  */
-import { mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -25,6 +27,7 @@ import {
   SUPPORTED_REGIONS,
 } from '../cloudprovider/aws/catalog/index.ts';
 import type { KubeClient } from '../kube/client.ts';
+import type { KubeEvent } from '../kube/types.ts';
 import { applyObjects } from '../operator/apply.ts';
 import { createLogger } from '../operator/logger.ts';
 import { createOperator } from '../operator/operator.ts';
@@ -52,25 +55,40 @@ export interface NodeClaimSummary {
   instanceType: string;
   zone: string;
   capacityType: string;
-  /** USD per hour (on-demand list price or spot estimate of the catalog), 0 when unknown. */
-  pricePerHour: number;
+  /** USD per hour (on-demand list price or spot estimate of the catalog), 0 when unknown (as `simulate`'s). */
+  priceUSDPerHour: number;
   /** Pods bound to its Node (DaemonSet pods included). */
   pods: number;
   /** Lifecycle: Launching, Registered, Initialized, Deleting. */
   state: string;
 }
 
+/** A pod that is not Running, and why (the controller's `FailedScheduling` Event, else the PodScheduled condition). */
+export interface PendingPod {
+  /** `namespace/name`. */
+  pod: string;
+  /** Pod phase (`Pending`, ...). */
+  phase: string;
+  /** Why it is not running; `""` when nothing says (e.g. bound, container starting). */
+  reason: string;
+}
+
 /** The summary printed when the cluster settles (or times out). */
 export interface StartSummary {
+  /** Every pod Running and no NodeClaim launching, registering or being deleted. */
   settled: boolean;
+  /** `--timeout` passed before the cluster settled. */
+  timedOut: boolean;
   elapsedSeconds: number;
   kubeconfig: string;
   region: string;
+  /** Live pods (not finished, not deleting): all, Running, not Running. */
   pods: { total: number; running: number; pending: number };
   nodeClaims: NodeClaimSummary[];
-  totals: { nodeClaims: number; nodes: number; pricePerHour: number };
-  /** `namespace/name` of pods not Running. */
-  pendingPods: string[];
+  /** `pods`: pods on the NodeClaims' nodes (the sum of the rows); `deleting`: NodeClaims being deleted. */
+  totals: { nodeClaims: number; deleting: number; nodes: number; pods: number; priceUSDPerHour: number };
+  /** Pods not Running, with the reason. */
+  pendingPods: PendingPod[];
 }
 
 /** A point-in-time view of the cluster for progress lines and the summary. */
@@ -78,20 +96,45 @@ export interface ClusterView {
   pods: Pod[];
   nodeClaims: NodeClaim[];
   nodes: Node[];
+  /** Events (only read for the final summary: the reasons of pending pods). */
+  events?: KubeEvent[];
 }
 
-/** Reads pods, NodeClaims and Nodes through the client. */
-export async function readClusterView(client: KubeClient): Promise<ClusterView> {
-  const [pods, nodeClaims, nodes] = await Promise.all([
+/** Reads pods, NodeClaims and Nodes (and Events when `withEvents`) through the client. */
+export async function readClusterView(client: KubeClient, withEvents = false): Promise<ClusterView> {
+  const [pods, nodeClaims, nodes, events] = await Promise.all([
     client.list('Pod'),
     client.list('NodeClaim'),
     client.list('Node'),
+    withEvents ? client.list('Event') : undefined,
   ]);
   return {
     pods: pods.items as Pod[],
     nodeClaims: nodeClaims.items as NodeClaim[],
     nodes: nodes.items as Node[],
+    ...(events ? { events: events.items as KubeEvent[] } : {}),
   };
+}
+
+/**
+ * Why `pod` is not running: the newest `FailedScheduling` Event of capenter (component `karpenter`, as upstream),
+ * else the newest of any component, else the `PodScheduled=False` condition's message, else `""`.
+ */
+export function pendingReason(pod: Pod, events: readonly KubeEvent[]): string {
+  const mine = events
+    .filter(
+      (e) =>
+        e.reason === 'FailedScheduling' &&
+        e.involvedObject?.kind === 'Pod' &&
+        e.involvedObject.name === pod.metadata.name &&
+        e.involvedObject.namespace === pod.metadata.namespace,
+    )
+    .sort((a, b) => (a.lastTimestamp ?? '').localeCompare(b.lastTimestamp ?? ''));
+  const own = mine.filter((e) => e.source?.component === 'karpenter');
+  const ev = own.at(-1) ?? mine.at(-1);
+  if (ev?.message) return ev.message;
+  const cond = pod.status?.conditions?.find((c) => c.type === 'PodScheduled' && c.status === 'False');
+  return cond?.message ?? '';
 }
 
 const isTrue = (nc: NodeClaim, t: string): boolean =>
@@ -120,12 +163,13 @@ export function priceOf(region: string, instanceType: string, zone: string, capa
   return o?.priceUSDPerHour ?? 0;
 }
 
-/** Builds the summary of `view`. */
+/** Builds the summary of `view` (`timedOut`: `--timeout` passed). */
 export function summarize(
   view: ClusterView,
   region: string,
   kubeconfig: string,
   elapsedSeconds: number,
+  timedOut = false,
 ): StartSummary {
   const pods = livePods(view.pods);
   const running = pods.filter((p) => p.status?.phase === 'Running');
@@ -144,15 +188,17 @@ export function summarize(
         instanceType,
         zone,
         capacityType,
-        pricePerHour: instanceType ? priceOf(region, instanceType, zone, capacityType) : 0,
+        priceUSDPerHour: instanceType ? priceOf(region, instanceType, zone, capacityType) : 0,
         pods: podsByNode.get(nc.status?.nodeName ?? nc.metadata.name ?? '') ?? 0,
         state: ncState(nc),
       };
     })
     .sort((a, b) => a.nodePool.localeCompare(b.nodePool) || a.name.localeCompare(b.name));
-  const settled = pods.length === running.length;
+  const inFlight = rows.some((r) => r.state !== 'Initialized');
+  const settled = pods.length === running.length && pods.length > 0 && !inFlight;
   return {
     settled,
+    timedOut,
     elapsedSeconds: Math.round(elapsedSeconds * 10) / 10,
     kubeconfig,
     region,
@@ -160,23 +206,30 @@ export function summarize(
     nodeClaims: rows,
     totals: {
       nodeClaims: rows.length,
+      deleting: rows.filter((r) => r.state === 'Deleting').length,
       nodes: view.nodes.length,
-      pricePerHour: Math.round(rows.reduce((s, r) => s + r.pricePerHour, 0) * 10000) / 10000,
+      pods: rows.reduce((n, r) => n + r.pods, 0),
+      priceUSDPerHour: Math.round(rows.reduce((n, r) => n + r.priceUSDPerHour, 0) * 10000) / 10000,
     },
     pendingPods: pods
       .filter((p) => p.status?.phase !== 'Running')
-      .map((p) => `${p.metadata.namespace ?? ''}/${p.metadata.name ?? ''}`)
-      .sort(),
+      .map((p) => ({
+        pod: `${p.metadata.namespace ?? ''}/${p.metadata.name ?? ''}`,
+        phase: p.status?.phase ?? 'Pending',
+        reason: pendingReason(p, view.events ?? []),
+      }))
+      .sort((a, b) => a.pod.localeCompare(b.pod)),
   };
 }
 
-/** One progress line: pods, NodeClaims by lifecycle state, nodes, $/h. */
+/** One progress line: pods, NodeClaims by lifecycle state (deleting included), nodes, $/h. */
 export function progressLine(s: StartSummary): string {
   const by = (st: string) => s.nodeClaims.filter((r) => r.state === st).length;
   return (
     `[${s.elapsedSeconds.toFixed(1)}s] pods ${s.pods.running}/${s.pods.total} running (${s.pods.pending} pending) · ` +
     `nodeclaims ${s.totals.nodeClaims} (launching ${by('Launching') + by('Launched')}, registered ${by('Registered')}, ` +
-    `initialized ${by('Initialized')}) · nodes ${s.totals.nodes} · $${s.totals.pricePerHour.toFixed(4)}/h`
+    `initialized ${by('Initialized')}, deleting ${by('Deleting')}) · nodes ${s.totals.nodes} · ` +
+    `$${s.totals.priceUSDPerHour.toFixed(4)}/h`
   );
 }
 
@@ -189,10 +242,11 @@ export function formatSummaryTable(s: StartSummary): string {
     r.instanceType,
     r.zone,
     r.capacityType,
-    r.pricePerHour.toFixed(4),
+    r.priceUSDPerHour.toFixed(4),
     String(r.pods),
   ]);
-  rows.push(['TOTAL', '', '', '', '', s.totals.pricePerHour.toFixed(4), String(s.pods.total)]);
+  // TOTAL sums the rows (pods not on a NodeClaim's node are counted in the line below)
+  rows.push(['TOTAL', '', '', '', '', s.totals.priceUSDPerHour.toFixed(4), String(s.totals.pods)]);
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   const line = (r: string[]) =>
     r
@@ -200,22 +254,33 @@ export function formatSummaryTable(s: StartSummary): string {
       .join('  ')
       .trimEnd();
   const out = [line(head), ...rows.map(line)];
+  const status = s.settled ? 'Settled' : s.timedOut ? 'NOT settled (timed out)' : 'NOT settled';
   out.push(
     '',
-    `${s.settled ? 'Settled' : 'NOT settled'} after ${s.elapsedSeconds}s: ${s.pods.running}/${s.pods.total} pods running on ` +
-      `${s.totals.nodeClaims} NodeClaim(s), $${s.totals.pricePerHour.toFixed(4)}/h (${s.region}).`,
+    `${status} after ${s.elapsedSeconds}s: ${s.pods.running}/${s.pods.total} pods running, ${s.totals.pods} of them on ` +
+      `${s.totals.nodeClaims} NodeClaim(s)${s.totals.deleting > 0 ? ` (${s.totals.deleting} deleting)` : ''}, ` +
+      `$${s.totals.priceUSDPerHour.toFixed(4)}/h (${s.region}).`,
   );
-  if (!s.settled && s.pendingPods.length > 0)
-    out.push(
-      `Pending: ${s.pendingPods.slice(0, 10).join(', ')}${s.pendingPods.length > 10 ? ` and ${s.pendingPods.length - 10} more` : ''}`,
-    );
+  if (!s.settled && s.pendingPods.length > 0) {
+    out.push('Not running:');
+    for (const p of s.pendingPods.slice(0, 10))
+      out.push(`  ${p.pod} (${p.phase}): ${p.reason || 'no reason reported yet'}`);
+    if (s.pendingPods.length > 10) out.push(`  and ${s.pendingPods.length - 10} more`);
+  }
   return `${out.join('\n')}\n`;
 }
 
-/** The bundled example (`examples/microservices-demo` of the package). */
+/**
+ * The bundled example (`examples/microservices-demo` of the package): the nearest `examples/microservices-demo`
+ * above this module, so it is found from `src/cli/` (tsx) and from `dist/` (the compiled program) alike.
+ */
 export function defaultExamplePath(): string {
   const here = dirname(fileURLToPath(import.meta.url));
-  return resolve(here, '..', '..', 'examples', 'microservices-demo');
+  for (let dir = here; ; dir = dirname(dir)) {
+    const candidate = join(dir, 'examples', 'microservices-demo');
+    if (existsSync(candidate)) return candidate;
+    if (dirname(dir) === dir) return resolve(here, '..', '..', 'examples', 'microservices-demo');
+  }
 }
 
 /** IO of {@link runStart}. */
@@ -262,10 +327,13 @@ export async function runStart(flags: StartCommandOptions, io: StartIO): Promise
   const paths = flags.filename && flags.filename.length > 0 ? flags.filename : [defaultExamplePath()];
   const loaded = await loadManifestPaths(paths);
   for (const e of loaded.errors) io.stderr(`error: ${e.message}\n`);
-  let exitCode = loaded.errors.length > 0 ? 2 : 0;
-  const kubeconfigPath = resolve(
-    flags.kubeconfigOut ?? join(mkdtempSync(join(tmpdir(), 'capenter-')), 'kubeconfig'),
-  );
+  if (loaded.errors.length > 0) {
+    io.stderr(`capenter: ${loaded.errors.length} invalid input(s); nothing started\n`);
+    return 2;
+  }
+  let exitCode = 0;
+  const tmpDir = flags.kubeconfigOut ? undefined : mkdtempSync(join(tmpdir(), 'capenter-'));
+  const kubeconfigPath = resolve(flags.kubeconfigOut ?? join(tmpDir as string, 'kubeconfig'));
   const started = performance.now();
   const elapsed = (): number => (performance.now() - started) / 1000;
   const logger = createLogger({ level: logLevel });
@@ -298,7 +366,10 @@ export async function runStart(flags: StartCommandOptions, io: StartIO): Promise
     );
     const failed = applied.filter((a) => a.result === 'failed');
     for (const f of failed) io.stderr(`error: ${f.error}\n`);
-    if (failed.length > 0) exitCode = 2;
+    if (failed.length > 0) {
+      io.stderr(`capenter: the API server refused ${failed.length} object(s); stopping\n`);
+      return 2;
+    }
     io.stderr(
       `capenter: applied ${applied.length - failed.length} object(s) from ${paths.join(', ')}` +
         (Object.keys(loaded.unknownKinds).length > 0
@@ -323,9 +394,8 @@ export async function runStart(flags: StartCommandOptions, io: StartIO): Promise
         io.stderr(`${line}\n`);
         lastLine = sans;
       }
-      // Settled: every pod Running and no NodeClaim still in flight.
-      const inFlight = summary.nodeClaims.some((r) => r.state !== 'Initialized');
-      if (summary.settled && !inFlight && summary.pods.total > 0) {
+      // Settled: every pod Running and no NodeClaim still in flight (see summarize).
+      if (summary.settled) {
         if (!printed) {
           io.stdout(
             output === 'json' ? `${JSON.stringify(summary, null, 2)}\n` : formatSummaryTable(summary),
@@ -337,6 +407,7 @@ export async function runStart(flags: StartCommandOptions, io: StartIO): Promise
         if (printed && !summary.settled) printed = false;
       }
       if (flags.exitWhenSettled && performance.now() > deadline) {
+        summary = summarize(await readClusterView(sim.client, true), region, kubeconfigPath, elapsed(), true);
         io.stderr(`capenter: timed out after ${timeout}s with ${summary.pods.pending} pod(s) not running\n`);
         io.stdout(output === 'json' ? `${JSON.stringify(summary, null, 2)}\n` : formatSummaryTable(summary));
         exitCode = 1;
@@ -354,6 +425,7 @@ export async function runStart(flags: StartCommandOptions, io: StartIO): Promise
     process.off('SIGTERM', onSignal);
     await op?.stop();
     await sim?.stop();
+    if (tmpDir) rmSync(tmpDir, { recursive: true, force: true });
   }
 }
 
