@@ -43,6 +43,7 @@ import { SharedInformers } from '../kube/informer.ts';
 import { LeaderElector } from '../kube/leaderelection.ts';
 import { Cluster } from '../state/cluster.ts';
 import { KubeNodeWriter } from '../state/kwoknodes.ts';
+import { type AwsControllersConfig, awsControllers, awsNodeClassDependents } from './aws.ts';
 import { EmbeddedCloudProvider, type EmbeddedCloudProviderDeps } from './embedded.ts';
 import { type Logger, silentLogger } from './logger.ts';
 import type { OperatorOptions } from './options.ts';
@@ -59,6 +60,11 @@ export interface OperatorConfig {
    * KWOKNodeClass and EC2NodeClass).
    */
   cloudProvider?: CloudProvider;
+  /**
+   * The aws provider's own controllers (EC2NodeClass resolution, interruption queue); set with
+   * `--cloud-provider aws` together with `cloudProvider`.
+   */
+  aws?: AwsControllersConfig;
   /** Extra kwok options for the default provider (instance IDs, registration delay, ...). */
   kwok?: EmbeddedCloudProviderDeps['kwok'];
   /** Time source (default wall clock). */
@@ -250,8 +256,12 @@ export function createOperator(cfg: OperatorConfig): Operator {
     new ExpirationController(deps('nodeclaim.expiration')),
     new PodEventsController(deps('nodeclaim.podevents')),
     new NodePoolController(deps('nodepool')),
-    new NodeClassStatusController(deps('nodeclass.status')),
+    new NodeClassStatusController({
+      ...deps('nodeclass.status'),
+      ...(cfg.aws ? { extraDependents: awsNodeClassDependents } : {}),
+    }),
     ...metricsControllers(metricsDeps),
+    ...(cfg.aws ? awsControllers(cfg.aws, { ...deps('nodeclass'), cloudProvider: rawProvider }) : []),
   ];
 
   let endpoints: HttpEndpoints | undefined;
