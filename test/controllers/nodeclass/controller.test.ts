@@ -24,9 +24,10 @@ import type { EC2NodeClassStatus } from '../../../src/cloudprovider/aws/nodeclas
 import { startTestEnv, type TestEnv } from '../../../src/controllers/nodeclaim/testing.ts';
 import { EC2NodeClassController } from '../../../src/controllers/nodeclass/controller.ts';
 import { silentLogger } from '../../../src/operator/logger.ts';
-import { type MotoServer, startMoto } from '../../aws/moto.ts';
+import { prepareEmulator } from '../../../src/sim/aws/emulator.ts';
+import { type AwsEmulator, startAwsEmulator } from '../../aws/moto.ts';
 
-let moto: MotoServer;
+let moto: AwsEmulator;
 let env: TestEnv;
 let ec2: EC2Client;
 let iam: IAMClient;
@@ -34,7 +35,7 @@ let ssm: SSMClient;
 let controller: EC2NodeClassController;
 
 beforeAll(async () => {
-  [moto, env] = await Promise.all([startMoto(), startTestEnv()]);
+  [moto, env] = await Promise.all([startAwsEmulator(), startTestEnv()]);
   ec2 = new EC2Client(moto.clientConfig);
   iam = new IAMClient(moto.clientConfig);
   ssm = new SSMClient(moto.clientConfig);
@@ -304,5 +305,38 @@ describe('EC2NodeClass controller', () => {
     await controller.reconcile('gone');
     expect(await env.client.tryGet('EC2NodeClass', 'gone')).toBeUndefined();
     await expect(iam.send(new GetInstanceProfileCommand({ InstanceProfileName: profile }))).rejects.toThrow();
+  });
+
+  it('an emulator prepared for start --cloud-provider aws makes the bundled example class Ready (al2023@latest alias)', async () => {
+    const seed = await prepareEmulator(ec2, iam, 'cluster-1');
+    expect(seed.subnets.length).toBeGreaterThanOrEqual(3);
+    await env.client.create({
+      apiVersion: 'karpenter.k8s.aws/v1',
+      kind: 'EC2NodeClass',
+      metadata: { name: 'example' },
+      spec: {
+        role: 'KarpenterNodeRole-cluster-1',
+        subnetSelectorTerms: [{ tags: { 'karpenter.sh/discovery': 'cluster-1' } }],
+        securityGroupSelectorTerms: [{ tags: { 'karpenter.sh/discovery': 'cluster-1' } }],
+        amiSelectorTerms: [{ alias: 'al2023@latest' }],
+      },
+    });
+    await controller.reconcile('example');
+    const { st } = await statusOf('example');
+    expect(cond(st, 'Ready')?.status, JSON.stringify(st.conditions)).toBe('True');
+    expect(st.subnets?.map((s) => s.id).sort()).toEqual(seed.subnets);
+    expect(st.securityGroups?.map((g) => g.id)).toEqual(seed.securityGroups);
+    // one image per architecture × variant parameter the proxy serves; arm64 and amd64 both present
+    const archs = new Set(
+      st.amis?.map((a) => a.requirements.find((r) => r.key === 'kubernetes.io/arch')?.values?.[0]),
+    );
+    expect([...archs].sort()).toEqual(['amd64', 'arm64']);
+    expect(
+      st.amis?.find((a) =>
+        a.requirements.some(
+          (r) => r.key === 'karpenter.k8s.aws/instance-gpu-count' && r.operator === 'Exists',
+        ),
+      ),
+    ).toBeDefined();
   });
 });
