@@ -148,6 +148,15 @@ export class AwsInstanceTypes {
 
   constructor(private readonly deps: AwsInstanceTypesDeps) {}
 
+  /**
+   * Starts from an inventory fetched elsewhere (another provider of the same region: tests, benchmarks, a restarted
+   * provider); it is refreshed when older than the refresh period like a fetched one.
+   */
+  seed(inventory: InstanceTypeInventory): void {
+    this.inventory = inventory;
+    this.memo.clear();
+  }
+
   /** The current inventory, fetching or refreshing it when stale (one fetch at a time). */
   async getInventory(): Promise<InstanceTypeInventory> {
     const ttl = (this.deps.refreshSeconds ?? 3600) * 1000;
