@@ -5,15 +5,14 @@
  * stand-in (`sim/aws`) registers Nodes with: the embedded AWS catalog computed for the instance's EC2NodeClass
  * (one allocatable implementation for the catalog, `simulate`, the providers and the stand-in).
  */
-import type { EC2Client } from '@aws-sdk/client-ec2';
-import type { IAMClient } from '@aws-sdk/client-iam';
-import type { SQSClient } from '@aws-sdk/client-sqs';
-import type { SSMClient } from '@aws-sdk/client-ssm';
 import type { Registry } from 'prom-client';
 import type { EC2NodeClass } from '../apis/karpenter.ts';
 import { formatResources } from '../apis/quantity.ts';
 import { getInstanceTypes } from '../cloudprovider/aws/catalog/index.ts';
+import { type AwsClients, createAwsClients } from '../cloudprovider/aws/clients.ts';
 import { EC2NodeClassResolvedConditions } from '../cloudprovider/aws/nodeclass/types.ts';
+import { AwsCloudProvider } from '../cloudprovider/aws/provider.ts';
+import type { AwsSettings } from '../cloudprovider/aws/settings.ts';
 import type { CloudProvider } from '../cloudprovider/types.ts';
 import { InterruptionController, type UnavailableOfferings } from '../controllers/interruption/controller.ts';
 import type { Recorder } from '../controllers/nodeclaim/util.ts';
@@ -22,26 +21,45 @@ import type { Controller } from '../controllers/runtime.ts';
 import type { KubeClient } from '../kube/client.ts';
 import type { Clock } from '../kube/clock.ts';
 import type { SharedInformers } from '../kube/informer.ts';
-import type { NodeShape } from '../sim/aws/joiner.ts';
+import { type EmulatorSeed, prepareEmulator } from '../sim/aws/emulator.ts';
+import { Ec2NodeJoiner, type NodeShape } from '../sim/aws/joiner.ts';
+import { AwsEmulatorProxy } from '../sim/aws/proxy.ts';
 import type { Logger } from './logger.ts';
 
-/** What the operator needs to run the aws provider's controllers. */
+/** What the operator needs to run with `--cloud-provider aws`: the provider and its own controllers. */
 export interface AwsControllersConfig {
-  clients: { ec2: EC2Client; ssm: SSMClient; iam: IAMClient; sqs: SQSClient };
+  /** SDK clients (endpoints and credentials from the SDK's default chain, or an emulator's). */
+  clients: AwsClients;
+  /** The aws settings (`CLUSTER_NAME`, `INTERRUPTION_QUEUE`, `ISOLATED_VPC`, ...). */
+  settings: AwsSettings;
   /** AWS region. */
   region: string;
-  /** `--cluster-name`. */
-  clusterName: string;
-  /** `--interruption-queue` (name or URL); empty/undefined: no interruption controller. */
-  interruptionQueue?: string | undefined;
   /** Kubernetes `major.minor` for AMI aliases; default: read from the API server's `/version`. */
   kubernetesVersion?: () => Promise<string>;
-  /** Launch-template cleanup when a class is deleted (the provider's). */
-  onNodeClassDeleted?: (nodeClass: EC2NodeClass) => Promise<void>;
   /** SQS long-poll seconds (default 20). */
   interruptionWaitSeconds?: number;
   /** Seconds between re-resolutions of each EC2NodeClass (default 60). */
   nodeClassPeriodSeconds?: number;
+}
+
+/**
+ * The aws provider of the operator: EC2NodeClasses come from the operator's cluster state (`nodeClass`).
+ * @throws Error when the region or cluster name is missing.
+ */
+export function createAwsProvider(
+  cfg: AwsControllersConfig,
+  clock: Clock,
+  nodeClass: (name: string) => EC2NodeClass | undefined,
+  onError?: (err: unknown, context: string) => void,
+): AwsCloudProvider {
+  return new AwsCloudProvider({
+    clients: cfg.clients,
+    settings: cfg.settings,
+    region: cfg.region,
+    clock,
+    nodeClass,
+    ...(onError ? { onError } : {}),
+  });
 }
 
 /** The dependents of `Ready` the `nodeclass.status` controller must include for EC2NodeClass. */
@@ -90,19 +108,25 @@ export function awsControllers(
       ssm: cfg.clients.ssm,
       iam: cfg.clients.iam,
       region: cfg.region,
-      clusterName: cfg.clusterName,
+      clusterName: cfg.settings.clusterName,
       kubernetesVersion: cfg.kubernetesVersion ?? kubernetesVersionFrom(deps.client, deps.clock),
-      ...(cfg.onNodeClassDeleted ? { onDeleted: cfg.onNodeClassDeleted } : {}),
+      ...(deps.cloudProvider instanceof AwsCloudProvider
+        ? {
+            onDeleted: async (nc: EC2NodeClass) => {
+              await (deps.cloudProvider as AwsCloudProvider).deleteLaunchTemplates(nc.metadata.name);
+            },
+          }
+        : {}),
       ...(cfg.nodeClassPeriodSeconds !== undefined ? { periodSeconds: cfg.nodeClassPeriodSeconds } : {}),
     }),
   ];
-  if (cfg.interruptionQueue) {
+  if (cfg.settings.interruptionQueue) {
     const p = deps.cloudProvider as Partial<UnavailableOfferings>;
     out.push(
       new InterruptionController({
         client: deps.client,
         sqs: cfg.clients.sqs,
-        queue: cfg.interruptionQueue,
+        queue: cfg.settings.interruptionQueue,
         clock: deps.clock,
         logger: deps.logger,
         recorder: deps.recorder,
@@ -138,4 +162,76 @@ export function catalogNodeShape(region: string): NodeShape {
       allocatable: formatResources(it.allocatable),
     };
   };
+}
+
+/** Options of {@link startEmbeddedAws}. */
+export interface EmbeddedAwsOptions {
+  /** Client of the embedded cluster (the joining-kubelet stand-in writes Nodes through it). */
+  client: KubeClient;
+  clock: Clock;
+  region: string;
+  clusterName: string;
+  /** The emulator's endpoint (`AWS_ENDPOINT_URL`); the fault-filling proxy is started in front of it. */
+  emulatorEndpoint: string;
+  /** Seconds between the stand-in's EC2 polls (default 1). */
+  joinPollSeconds?: number;
+  onError?: (err: unknown, where: string) => void;
+}
+
+/** The AWS side of `capenter start --cloud-provider aws`. */
+export interface EmbeddedAws {
+  /** The proxy in front of the emulator (clients talk to it). */
+  proxy: AwsEmulatorProxy;
+  clients: AwsClients;
+  seed: EmulatorSeed;
+  joiner: Ec2NodeJoiner;
+  /** Stops the stand-in, the clients and the proxy. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the emulator proxy in front of `emulatorEndpoint`, builds SDK clients pointing at it (credentials from the
+ * SDK's default chain), prepares the emulator for `clusterName` ({@link prepareEmulator}) and starts the
+ * joining-kubelet stand-in. @throws when the emulator cannot be reached.
+ */
+export async function startEmbeddedAws(o: EmbeddedAwsOptions): Promise<EmbeddedAws> {
+  const proxy = await AwsEmulatorProxy.start({
+    upstream: o.emulatorEndpoint,
+    ...(o.onError
+      ? { onError: (err: unknown, ctx: string) => o.onError?.(err, `aws emulator proxy ${ctx}`) }
+      : {}),
+  });
+  const clients = createAwsClients({ region: o.region, endpoint: proxy.endpoint });
+  try {
+    const seed = await prepareEmulator(clients.ec2, clients.iam, o.clusterName);
+    const joiner = new Ec2NodeJoiner({
+      client: o.client,
+      ec2: clients.ec2,
+      clock: o.clock,
+      clusterName: o.clusterName,
+      region: o.region,
+      shape: catalogNodeShape(o.region),
+      pollSeconds: o.joinPollSeconds ?? 1,
+      ...(o.onError ? { onError: (err: unknown) => o.onError?.(err, 'ec2 node joiner') } : {}),
+    });
+    joiner.start();
+    return {
+      proxy,
+      clients,
+      seed,
+      joiner,
+      async stop() {
+        await joiner.stop();
+        clients.destroy();
+        await proxy.stop();
+      },
+    };
+  } catch (err) {
+    clients.destroy();
+    await proxy.stop();
+    throw new Error(
+      `preparing the AWS emulator at ${o.emulatorEndpoint} (AWS_ENDPOINT_URL): ${(err as Error).message}`,
+      { cause: err },
+    );
+  }
 }

@@ -15,6 +15,7 @@ import { setMaxListeners } from 'node:events';
 import { hostname } from 'node:os';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import type { KubeObject } from '../apis/core.ts';
+import type { EC2NodeClass } from '../apis/karpenter.ts';
 import { withMetrics } from '../cloudprovider/metrics.ts';
 import type { CloudProvider } from '../cloudprovider/types.ts';
 import {
@@ -43,7 +44,12 @@ import { SharedInformers } from '../kube/informer.ts';
 import { LeaderElector } from '../kube/leaderelection.ts';
 import { Cluster } from '../state/cluster.ts';
 import { KubeNodeWriter } from '../state/kwoknodes.ts';
-import { type AwsControllersConfig, awsControllers, awsNodeClassDependents } from './aws.ts';
+import {
+  type AwsControllersConfig,
+  awsControllers,
+  awsNodeClassDependents,
+  createAwsProvider,
+} from './aws.ts';
 import { EmbeddedCloudProvider, type EmbeddedCloudProviderDeps } from './embedded.ts';
 import { type Logger, silentLogger } from './logger.ts';
 import type { OperatorOptions } from './options.ts';
@@ -61,8 +67,8 @@ export interface OperatorConfig {
    */
   cloudProvider?: CloudProvider;
   /**
-   * The aws provider's own controllers (EC2NodeClass resolution, interruption queue); set with
-   * `--cloud-provider aws` together with `cloudProvider`.
+   * `--cloud-provider aws`: the aws provider (unless `cloudProvider` is given) and its own controllers
+   * (EC2NodeClass resolution, the interruption queue).
    */
   aws?: AwsControllersConfig;
   /** Extra kwok options for the default provider (instance IDs, registration delay, ...). */
@@ -158,6 +164,17 @@ export function createOperator(cfg: OperatorConfig): Operator {
     cluster?.getNodeClass(ref);
   const rawProvider: CloudProvider =
     cfg.cloudProvider ??
+    (cfg.aws
+      ? createAwsProvider(
+          cfg.aws,
+          clock,
+          (name) =>
+            nodeClassLookup({ group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name }) as
+              | EC2NodeClass
+              | undefined,
+          (err, context) => log.warn({ context, err: errorMessage(err) }, 'aws provider'),
+        )
+      : undefined) ??
     new EmbeddedCloudProvider({
       region: options.region,
       nodes: new KubeNodeWriter(client),
