@@ -91,6 +91,24 @@ function credentialScope(auth: string | undefined): { service: string; region: s
   return m ? { region: m[1]!, service: m[2]! } : undefined;
 }
 
+/** The `<item>…</item>` elements directly inside an XML list (nested items, e.g. tag sets, stay inside theirs). */
+function topLevelItems(xml: string): string[] {
+  const out: string[] = [];
+  const re = /<item>|<\/item>/g;
+  let depth = 0;
+  let start = -1;
+  for (let m = re.exec(xml); m; m = re.exec(xml)) {
+    if (m[0] === '<item>') {
+      if (depth === 0) start = m.index;
+      depth++;
+    } else {
+      depth--;
+      if (depth === 0 && start >= 0) out.push(xml.slice(start, m.index + m[0].length));
+    }
+  }
+  return out;
+}
+
 /** The running proxy. */
 export class AwsEmulatorProxy {
   /** `http://127.0.0.1:<port>`. */
@@ -575,9 +593,7 @@ export class AwsEmulatorProxy {
       return;
     }
     const m = /<launchTemplates>([\s\S]*)<\/launchTemplates>/.exec(out.body);
-    const items = m
-      ? [...m[1]!.matchAll(/<item>[\s\S]*?<\/launchTemplateName>[\s\S]*?<\/item>/g)].map((x) => x[0])
-      : [];
+    const items = m ? topLevelItems(m[1]!) : [];
     const page = items.slice(start, start + max);
     const next = start + max < items.length ? `<nextToken>${start + max}</nextToken>` : '';
     const body = m
