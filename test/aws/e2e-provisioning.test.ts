@@ -9,6 +9,7 @@ import { RunInstancesCommand, TerminateInstancesCommand } from '@aws-sdk/client-
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../src/apis/core.ts';
 import type { NodeClaim, NodePool } from '../../src/apis/karpenter.ts';
+import { runStart, type StartSummary } from '../../src/cli/start.ts';
 import { simulate } from '../../src/simulate/run.ts';
 import { allRunning, deploymentYaml, eventually, parseYaml } from '../e2e/harness.ts';
 import {
@@ -239,6 +240,43 @@ describe('aws provider end to end (embedded cluster + moto)', () => {
     expect(claims.map((c) => c.metadata.name)).not.toContain(victim.metadata.name);
     await expectOneInstancePerNodeClaim(e, claims);
   });
+
+  it('capenter start --cloud-provider aws runs the bundled example on EC2 instances in the emulator', async () => {
+    // The SDK's default credential chain reads the process environment (as it would for a real user).
+    const saved = { id: process.env.AWS_ACCESS_KEY_ID, secret: process.env.AWS_SECRET_ACCESS_KEY };
+    process.env.AWS_ACCESS_KEY_ID = 'testing';
+    process.env.AWS_SECRET_ACCESS_KEY = 'testing';
+    let out = '';
+    let err = '';
+    try {
+      const code = await runStart(
+        { exitWhenSettled: true, output: 'json', timeout: '90', cloudProvider: 'aws' },
+        {
+          stdout: (t) => (out += t),
+          stderr: (t) => (err += t),
+          progressIntervalMs: 250,
+          env: { AWS_ENDPOINT_URL: emu.moto.endpoint, AWS_REGION: emu.region },
+        },
+      );
+      expect(code, err).toBe(0);
+    } finally {
+      process.env.AWS_ACCESS_KEY_ID = saved.id;
+      process.env.AWS_SECRET_ACCESS_KEY = saved.secret;
+      if (saved.id === undefined) delete process.env.AWS_ACCESS_KEY_ID;
+      if (saved.secret === undefined) delete process.env.AWS_SECRET_ACCESS_KEY;
+    }
+    const summary = JSON.parse(out) as StartSummary;
+    expect(summary.settled).toBe(true);
+    // the same decision as with the kwok provider (test/e2e/start.test.ts), now as an EC2 instance
+    expect(summary.nodeClaims.map((n) => [n.nodePool, n.instanceType, n.capacityType])).toEqual([
+      ['general-purpose', 'c6a.large', 'on-demand'],
+    ]);
+    expect(err).toMatch(/aws provider against the emulator at http:\/\/127\.0\.0\.1:\d+ .*cluster cluster-1/);
+    expect(
+      await runStart({ cloudProvider: 'aws' }, { stdout: () => {}, stderr: (t) => (err += t), env: {} }),
+    ).toBe(2);
+    expect(err).toMatch(/set AWS_ENDPOINT_URL/);
+  }, 150_000);
 });
 
 async function anyImage(a: AwsE2E): Promise<string> {
