@@ -259,6 +259,31 @@ describe('aws provider against moto + proxy', () => {
     expect(m5.offerings.find((o) => o.capacityType === 'spot')?.priceSource).toBe('provider');
   });
 
+  it('--isolated-vpc: no Pricing API calls, embedded on-demand prices; --vm-memory-overhead-percent changes memory', async () => {
+    const nodeClasses = new Map<string, EC2NodeClass>();
+    const t = awsTestProvider(
+      emu.clientConfig,
+      nodeClasses,
+      shared ? { inventory: shared.inventory } : undefined,
+      {
+        isolatedVPC: true,
+        vmMemoryOverheadPercent: 0.1,
+      },
+    );
+    const net = await createTestNetwork(t.clients.ec2, t.clients.iam, ['us-west-2a']);
+    nodeClasses.set('default', testNodeClass('default', net));
+    const types = await t.provider.instanceTypeProvider.list(nodeClasses.get('default'));
+    const m5 = types.find((x) => x.name === 'm5.large')!;
+    expect(emu.proxy.callCount('pricing')).toBe(0);
+    // us-west-2 has no embedded on-demand table: us-east-1's, as upstream's static fallback.
+    expect(m5.offerings.find((o) => o.capacityType === 'on-demand')).toMatchObject({
+      priceUSDPerHour: 0.096,
+      priceSource: 'on-demand-fallback',
+    });
+    // 8192 MiB − ceil(10%) = 7372 MiB (default 7.5% gives 7577 MiB).
+    expect(m5.capacity.memory).toBe(7372 * 2 ** 20);
+  });
+
   it('concurrent gets are batched into one DescribeInstances call', async () => {
     const { provider } = await bed();
     const reqs = [inReq(LabelInstanceType, ['m5.large'])];

@@ -18,7 +18,7 @@ import { FakeClock } from '../../kube/clock.ts';
 import { type AwsClientOptions, createAwsClients } from './clients.ts';
 import type { AMIStatus, SecurityGroupStatus, SubnetStatus } from './nodeclass/types.ts';
 import { AwsCloudProvider, type AwsCloudProviderDeps, AwsGroup, EC2NodeClassKind } from './provider.ts';
-import { awsSettings } from './settings.ts';
+import { type AwsSettings, awsSettings } from './settings.ts';
 
 const imagesByEndpoint = new Map<string, Image[]>();
 
@@ -146,6 +146,7 @@ export function awsTestProvider(
   client: AwsClientOptions & { region: string },
   nodeClasses: Map<string, EC2NodeClass>,
   shared?: AwsCloudProviderDeps['shared'],
+  settings: Partial<AwsSettings> = {},
 ) {
   const clients = createAwsClients(client);
   const clock = new FakeClock();
@@ -156,6 +157,7 @@ export function awsTestProvider(
       clusterEndpoint: 'https://test-cluster.example.com',
       clusterCABundle: 'Y2EtYnVuZGxlCg==',
       region: client.region,
+      ...settings,
     }),
     clock,
     clusterCIDR: '10.100.0.0/16',
