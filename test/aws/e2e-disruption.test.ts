@@ -167,10 +167,10 @@ describe('aws disruption end to end (embedded cluster + moto)', () => {
     });
     await e.env.apply(awsNodePoolYaml(e, { budget: '1' }));
     await nodeClassReady(e);
-    await e.env.apply(spreadDeployment('roll', 3, '1'));
-    await eventually(() => allRunning(e?.env.client as never, 3, 'default'), '3 pods Running', 120_000, 100);
+    await e.env.apply(spreadDeployment('roll', 2, '1'));
+    await eventually(() => allRunning(e?.env.client as never, 2, 'default'), '2 pods Running', 120_000, 100);
     const before = await launchedNodeClaims(e);
-    expect(before).toHaveLength(3);
+    expect(before).toHaveLength(2);
     const cls = (await e.env.client.get('EC2NodeClass', 'default')) as EC2NodeClass;
     const oldAMIs = new Set(((cls.status?.amis ?? []) as Array<{ id: string }>).map((a) => a.id));
     const oldImages = new Set(before.map((c) => c.status?.imageID));
@@ -199,9 +199,9 @@ describe('aws disruption end to end (embedded cluster + moto)', () => {
       async () => {
         const claims = await launchedNodeClaims(e as AwsE2E);
         const all = ((await e?.env.client.list('NodeClaim'))?.items ?? []) as NodeClaim[];
-        if (all.length !== 3 || claims.length !== 3) return undefined;
+        if (all.length !== 2 || claims.length !== 2) return undefined;
         if (claims.some((c) => before.some((b) => b.metadata.name === c.metadata.name))) return undefined;
-        if (!(await allRunning(e?.env.client as never, 3, 'default'))) return undefined;
+        if (!(await allRunning(e?.env.client as never, 2, 'default'))) return undefined;
         return claims;
       },
       'every node replaced',

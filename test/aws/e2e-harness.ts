@@ -94,6 +94,7 @@ export async function startAwsE2E(emu: AwsEmulator, o: AwsE2EOptions = {}): Prom
           settings,
           region: emu.region,
           interruptionWaitSeconds: 1,
+          clusterCIDR: '10.96.0.0/12',
           kubernetesVersion: async () => '1.32',
         },
         tuning: { provisioningResyncSeconds: 1, ...(o.tuning ?? {}) },

@@ -193,7 +193,7 @@ describe('aws provider end to end (embedded cluster + moto)', () => {
     e = await startAwsE2E(emu, { tuning: { gcInstanceGraceSeconds: 2 } });
     await e.env.apply(awsNodePoolYaml(e));
     await nodeClassReady(e);
-    await e.env.apply(deploymentYaml('restart', 40, '500m', '512Mi'));
+    await e.env.apply(deploymentYaml('restart', 20, '1', '512Mi'));
     // Stop the operator as soon as NodeClaims exist, before they are all launched.
     await eventually(
       async () => (await e?.env.client.list('NodeClaim'))?.items.length,
@@ -224,7 +224,7 @@ describe('aws provider end to end (embedded cluster + moto)', () => {
       }),
     );
     await e.startOperator();
-    let claims = await settled(e, 40);
+    let claims = await settled(e, 20);
     await expectOneInstancePerNodeClaim(e, claims);
     // An instance lost behind Karpenter's back: its NodeClaim is deleted and the pods get a new node.
     const victim = claims[0] as NodeClaim;
@@ -236,7 +236,7 @@ describe('aws provider end to end (embedded cluster + moto)', () => {
       'NodeClaim of the terminated instance removed',
       60_000,
     );
-    claims = await settled(e, 40);
+    claims = await settled(e, 20);
     expect(claims.map((c) => c.metadata.name)).not.toContain(victim.metadata.name);
     await expectOneInstancePerNodeClaim(e, claims);
   });
