@@ -10,6 +10,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
+import { CONTROLLER_AWS_SETTINGS } from '../src/cli/controller.ts';
 import { buildProgram } from '../src/cli/program.ts';
 import { SETTINGS } from '../src/operator/options.ts';
 import { settingsMarkdownTable } from '../src/operator/settings.ts';
@@ -61,7 +62,11 @@ export function generatedDocs(): Record<string, string> {
   const settings = readFileSync(join(ROOT, 'docs', 'settings.md'), 'utf8');
   return {
     'README.md': replaceGenerated(readme, 'commands', commandsMarkdownTable()),
-    'docs/settings.md': replaceGenerated(settings, 'settings', settingsMarkdownTable(SETTINGS)),
+    'docs/settings.md': replaceGenerated(
+      settings,
+      'settings',
+      settingsMarkdownTable([...SETTINGS, ...CONTROLLER_AWS_SETTINGS]),
+    ),
   };
 }
 

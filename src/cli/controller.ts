@@ -8,13 +8,28 @@
  * startup failure, 2 on an invalid setting. Against a cluster without capenter's CRDs it logs one error naming them
  * and the fix (`kubectl apply -f crds/`), reports them on `/readyz` and waits; `--install-crds` applies them first
  * (off by default). `--bind-address` sets where `/metrics`, `/healthz` and `/readyz` listen (default 0.0.0.0).
+ * `--cloud-provider aws` runs the aws provider (EC2 instances) with the aws settings (`CONTROLLER_AWS_SETTINGS`:
+ * CLUSTER_NAME, INTERRUPTION_QUEUE, ISOLATED_VPC, ...); SDK endpoints and credentials come from the SDK's default
+ * chain (AWS_ENDPOINT_URL, profiles, IRSA, IMDS).
  */
 import { type Command, Option } from 'commander';
+import { createAwsClients } from '../cloudprovider/aws/clients.ts';
+import {
+  AWS_SETTINGS,
+  type AwsSettings,
+  resolveAwsSettings,
+  validateAwsSettings,
+} from '../cloudprovider/aws/settings.ts';
 import { KubeClient } from '../kube/client.ts';
 import { createLogger } from '../operator/logger.ts';
 import { createOperator } from '../operator/operator.ts';
 import { type OperatorOptions, resolveOperatorOptions, SETTINGS } from '../operator/options.ts';
-import { addSettingFlags } from '../operator/settings.ts';
+import { addSettingFlags, type Setting } from '../operator/settings.ts';
+
+/** The aws provider's settings that the core registry does not already carry (CLUSTER_NAME, AWS_REGION are core). */
+export const CONTROLLER_AWS_SETTINGS: readonly Setting[] = (AWS_SETTINGS as readonly Setting[]).filter(
+  (a) => !SETTINGS.some((s) => s.env === a.env),
+);
 
 /** Parsed flags of `capenter controller`: the connection flags plus one camelCase entry per setting flag. */
 export interface ControllerCommandOptions {
@@ -24,6 +39,8 @@ export interface ControllerCommandOptions {
   installCrds?: boolean;
   /** Address `/metrics`, `/healthz` and `/readyz` listen on (default 0.0.0.0, as in a pod). */
   bindAddress?: string;
+  /** `kwok` (default) or `aws`. */
+  cloudProvider?: string;
   /** Setting flags by commander attribute name (`metricsPort`, `batchIdleDuration`, `disableLeaderElection`). */
   [setting: string]: unknown;
 }
@@ -59,6 +76,19 @@ export async function runController(
     io.stderr(`error: ${(err as Error).message}\n`);
     return 2;
   }
+  const cloudProvider = (flags.cloudProvider as string | undefined) ?? 'kwok';
+  let awsSettings: AwsSettings | undefined;
+  try {
+    if (cloudProvider === 'aws') {
+      awsSettings = validateAwsSettings(resolveAwsSettings({ flags, env: io.env }));
+      awsSettings.region ||= options.region;
+      options.clusterName = awsSettings.clusterName;
+    } else if (cloudProvider !== 'kwok')
+      throw new Error(`--cloud-provider must be "kwok" or "aws", got "${cloudProvider}"`);
+  } catch (err) {
+    io.stderr(`error: ${(err as Error).message}\n`);
+    return 2;
+  }
   const logger = createLogger({ level: options.logLevel });
   try {
     const kubeconfig = (flags.kubeconfig as string | undefined) ?? io.env.KUBECONFIG;
@@ -74,7 +104,17 @@ export async function runController(
           qps: options.kubeClientQPS,
           burst: options.kubeClientBurst,
         });
-    const op = createOperator({ client, logger, options, installCRDs: flags.installCrds === true });
+    // aws: endpoints and credentials come from the SDK's default chain (AWS_ENDPOINT_URL, profiles, IRSA, IMDS).
+    const awsClients = awsSettings ? createAwsClients({ region: awsSettings.region }) : undefined;
+    const op = createOperator({
+      client,
+      logger,
+      options,
+      installCRDs: flags.installCrds === true,
+      ...(awsSettings && awsClients
+        ? { aws: { clients: awsClients, settings: awsSettings, region: awsSettings.region } }
+        : {}),
+    });
     const ac = new AbortController();
     io.signal?.addEventListener('abort', () => ac.abort(), { once: true });
     let interrupted = false;
@@ -105,21 +145,27 @@ export async function runController(
 export function registerControllerCommand(program: Command): void {
   const cmd = program
     .command('controller')
-    .description('run the controller (kwok provider) against a cluster until interrupted')
+    .description('run the controller (kwok or aws provider) against a cluster until interrupted')
     .option('--kubeconfig <path>', 'kubeconfig file (default: $KUBECONFIG, else the in-cluster config)')
     .option('--context <name>', 'kubeconfig context')
+    .option(
+      '--cloud-provider <name>',
+      'kwok (default: NodeClaims become Node objects) or aws (EC2 instances)',
+    )
     .option('--install-crds', "apply capenter's CRDs (as `kubectl apply -f crds/`) at start (default off)")
     .option('--bind-address <addr>', 'address of /metrics, /healthz, /readyz (default 0.0.0.0)')
     .addOption(
       new Option('--no-leader-elect', 'same as --disable-leader-election (kept for scripts)').hideHelp(),
     );
-  addSettingFlags(cmd, SETTINGS).action(async (flags: ControllerCommandOptions) => {
-    const code = await runController(flags, {
-      stderr: (t) => process.stderr.write(t),
-      env: process.env,
-    });
-    // The controller has stopped (Lease released, informers closed): end the process even if a library left a
-    // handle open, so a supervisor sees the exit at once.
-    process.exit(code);
-  });
+  addSettingFlags(addSettingFlags(cmd, SETTINGS), CONTROLLER_AWS_SETTINGS).action(
+    async (flags: ControllerCommandOptions) => {
+      const code = await runController(flags, {
+        stderr: (t) => process.stderr.write(t),
+        env: process.env,
+      });
+      // The controller has stopped (Lease released, informers closed): end the process even if a library left a
+      // handle open, so a supervisor sees the exit at once.
+      process.exit(code);
+    },
+  );
 }

@@ -186,3 +186,40 @@ export async function startMoto(opts: StartMotoOptions = {}): Promise<MotoServer
     },
   };
 }
+
+/** moto behind the fault-injecting proxy (`src/sim/aws/proxy.ts`): what the aws provider's tests talk to. */
+export interface AwsEmulator {
+  moto: MotoServer;
+  proxy: import('../../src/sim/aws/proxy.ts').AwsEmulatorProxy;
+  /** The proxy's endpoint. */
+  readonly endpoint: string;
+  readonly region: string;
+  /** SDK client config pointing at the proxy. */
+  readonly clientConfig: AwsTestClientConfig;
+  /** Env for a child process pointing at the proxy. */
+  readonly env: Record<string, string>;
+  /** Resets moto and the proxy's faults, counters and caches. */
+  reset(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** Starts moto and the proxy in front of it (one pair per test file). */
+export async function startAwsEmulator(opts: StartMotoOptions = {}): Promise<AwsEmulator> {
+  const { AwsEmulatorProxy } = await import('../../src/sim/aws/proxy.ts');
+  const moto = await startMoto(opts);
+  const proxy = await AwsEmulatorProxy.start({ upstream: moto.endpoint });
+  const { clientConfig, env } = emulatorConfig(proxy.endpoint, moto.region);
+  return {
+    moto,
+    proxy,
+    endpoint: proxy.endpoint,
+    region: moto.region,
+    clientConfig,
+    env,
+    reset: () => proxy.reset(),
+    async stop(): Promise<void> {
+      await proxy.stop();
+      await moto.stop();
+    },
+  };
+}
