@@ -113,7 +113,7 @@ export const AWS_SETTINGS = [
     flag: 'cluster-name',
     key: 'clusterName',
     description:
-      'The cluster name; instances are tagged kubernetes.io/cluster/<name>=owned and user data joins it.',
+      'the cluster name; instances are tagged kubernetes.io/cluster/<name>=owned and user data joins it.',
     default: '',
     defaultText: '(required with --cloud-provider aws)',
     accepts: 'a cluster name (letters, digits, "-", "_", ".", at most 100 characters)',
@@ -124,7 +124,7 @@ export const AWS_SETTINGS = [
     env: 'CLUSTER_ENDPOINT',
     flag: 'cluster-endpoint',
     key: 'clusterEndpoint',
-    description: 'The API server URL nodes join; discovered with EKS DescribeCluster when empty.',
+    description: 'the API server URL nodes join; discovered with EKS DescribeCluster when empty.',
     default: '',
     accepts: 'an http(s) URL, e.g. https://ABCD.gr7.us-west-2.eks.amazonaws.com',
     parse: parseURL,
@@ -135,7 +135,7 @@ export const AWS_SETTINGS = [
     flag: 'cluster-ca-bundle',
     key: 'clusterCABundle',
     description:
-      'The cluster CA (base64 PEM) written into user data; discovered with EKS DescribeCluster when empty.',
+      'the cluster CA (base64 PEM) written into user data; discovered with EKS DescribeCluster when empty.',
     default: '',
     accepts: 'base64 text',
     parse: parseBase64,
@@ -157,7 +157,7 @@ export const AWS_SETTINGS = [
     flag: 'isolated-vpc',
     key: 'isolatedVPC',
     description:
-      'The cluster has no internet access: on-demand prices come from the embedded table, not the Pricing API.',
+      'the cluster has no internet access: on-demand prices come from the embedded table, not the Pricing API.',
     default: false,
     accepts: 'true or false',
     parse: parseBool,
@@ -169,7 +169,7 @@ export const AWS_SETTINGS = [
     flag: 'vm-memory-overhead-percent',
     key: 'vmMemoryOverheadPercent',
     description:
-      "Fraction of an instance type's memory subtracted from its capacity for the hypervisor and OS.",
+      "fraction of an instance type's memory subtracted from its capacity for the hypervisor and OS.",
     default: 0.075,
     accepts: 'a number from 0 up to (not including) 1, e.g. 0.075',
     parse: parseFraction,
@@ -190,7 +190,7 @@ export const AWS_SETTINGS = [
     flag: 'aws-region',
     key: 'region',
     description:
-      "The AWS region of the cluster; empty leaves it to the SDK's default chain (profile, instance metadata).",
+      "the AWS region of the cluster; empty leaves it to the SDK's default chain (profile, instance metadata).",
     default: '',
     accepts: 'an AWS region name, e.g. us-west-2',
     parse: parseRegion,
