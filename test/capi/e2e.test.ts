@@ -106,4 +106,139 @@ describe('KarpenterMachinePool on two embedded clusters (kwok)', () => {
     }
     expect((await t.taints.counts()).uninitialized).toBe(0);
   }, 90_000);
+
+  it('a bootstrap Secret rotation rewrites only the stored user data: no spec change, no drift', async () => {
+    const before = (await wl().get('EC2NodeClass', 'workers')) as EC2NodeClass;
+    const claims = (await claimsOf()).map((c) => c.metadata.name).sort();
+    const writes = t.store.writes;
+    const rotated = fakeBootstrapData('zyxwvu.9876543210fedcba');
+    await t.env.mgmt.patch(
+      'Secret',
+      'workers-bootstrap',
+      'default',
+      { data: { value: Buffer.from(rotated).toString('base64') } },
+      { type: 'merge' },
+    );
+    await eventually(async () => {
+      const got = await t.store.get({
+        region: 'us-east-1',
+        bucket: 'demo-capa-bootstrap',
+        key: 'karpenter-machine-pool/default/workers',
+      });
+      return got?.toString() === rotated;
+    }, 'rotated data stored');
+    expect(t.store.writes).toBe(writes + 1);
+    const k = await eventually(async () => {
+      const x = await t.getKMP();
+      return x?.metadata.annotations?.['capenter.sh/userdata-hash'] !== undefined ? x : undefined;
+    }, 'hash annotation');
+    expect(k.metadata.annotations?.['capenter.sh/userdata-hash']).toMatch(/^[0-9a-f]{64}$/);
+    const after = (await wl().get('EC2NodeClass', 'workers')) as EC2NodeClass;
+    expect(after.metadata.resourceVersion).toBe(before.metadata.resourceVersion);
+    expect(after.spec.userData).toBe(before.spec.userData);
+    const now = await claimsOf();
+    expect(now.map((c) => c.metadata.name).sort()).toEqual(claims);
+    expect(
+      now.every((c) => !c.status?.conditions?.some((x) => x.type === 'Drifted' && x.status === 'True')),
+    ).toBe(true);
+  }, 60_000);
+
+  it('holds a version newer than the control plane, then rolls every node replacements first', async () => {
+    // MachinePool ahead of the control plane: gated, with a condition.
+    await t.env.mgmt.patch(
+      'MachinePool',
+      'workers',
+      'default',
+      { spec: { template: { spec: { version: 'v1.34.2' } } } },
+      { type: 'merge' },
+    );
+    const gated = await eventually(async () => {
+      const k = await t.getKMP();
+      const c = k?.status?.conditions?.find((x) => x.type === 'VersionSkewPolicySatisfied');
+      return c?.status === 'False' ? { k, c } : undefined;
+    }, 'skew condition');
+    expect(gated.c.reason).toBe('VersionNewerThanControlPlane');
+    expect(gated.c.message).toContain('v1.34.2 is newer than the control plane (v1.33.1)');
+    expect(gated.k?.status?.version).toBe('v1.33.1');
+    expect(
+      ((await wl().get('EC2NodeClass', 'workers')) as EC2NodeClass).spec.amiSelectorTerms?.[0]?.name,
+    ).toContain('1.33.1');
+
+    const old = await claimsOf();
+    const oldNames = new Set(old.map((c) => c.metadata.name));
+    const initialized = (cs: NodeClaim[]) =>
+      cs.filter((c) => c.status?.conditions?.some((x) => x.type === 'Initialized' && x.status === 'True'))
+        .length;
+    let minInitialized = Number.POSITIVE_INFINITY;
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        minInitialized = Math.min(minInitialized, initialized(await claimsOf()));
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    })();
+    // Control plane upgraded: the pool follows.
+    await t.env.mgmt.patch(
+      'Cluster',
+      'demo',
+      'default',
+      { spec: { topology: { version: 'v1.34.2' } } },
+      { type: 'merge' },
+    );
+    await eventually(async () => {
+      const np = (await wl().get('NodePool', 'workers')) as NodePool;
+      return np.spec.template.metadata?.annotations?.['capenter.sh/kubernetes-version'] === 'v1.34.2';
+    }, 'NodePool at v1.34.2');
+    expect(
+      ((await wl().get('EC2NodeClass', 'workers')) as EC2NodeClass).spec.amiSelectorTerms?.[0]?.name,
+    ).toBe('capa-ami-ubuntu-24.04-?1.34.2-*');
+    await eventually(
+      async () => {
+        const cs = await claimsOf();
+        const all = (await wl().list('NodeClaim')).items as NodeClaim[];
+        return (
+          cs.length > 0 &&
+          cs.every((c) => !oldNames.has(c.metadata.name)) &&
+          all.every((c) => !oldNames.has(c.metadata.name)) &&
+          (await allRunning(wl(), 6))
+        );
+      },
+      'every node replaced',
+      90_000,
+    );
+    sampling = false;
+    await sampler;
+    expect(minInitialized).toBeGreaterThanOrEqual(old.length);
+    const k = await eventually(async () => {
+      const x = await t.getKMP();
+      return x?.status?.conditions?.find((c) => c.type === 'VersionSkewPolicySatisfied')?.status === 'True'
+        ? x
+        : undefined;
+    }, 'skew satisfied');
+    expect(k.status?.version).toBe('v1.34.2');
+    const ids = (await claimsOf()).map((c) => c.status?.providerID).sort();
+    await eventually(
+      async () => JSON.stringify((await t.getKMP())?.spec?.providerIDList) === JSON.stringify(ids),
+      'providerIDList follows the roll',
+    );
+  }, 120_000);
+
+  it('deleting the KarpenterMachinePool removes NodePool, nodes, instances, EC2NodeClass and user data', async () => {
+    await t.env.mgmt.delete('KarpenterMachinePool', 'workers', 'default');
+    await eventually(async () => !(await t.getKMP()), 'KMP gone', 90_000);
+    expect(await wl().tryGet('NodePool', 'workers')).toBeUndefined();
+    expect(await wl().tryGet('EC2NodeClass', 'workers')).toBeUndefined();
+    expect(await claimsOf()).toEqual([]);
+    expect(
+      (await t.op.cloudProvider.list()).filter(
+        (c) => c.metadata.labels?.['karpenter.sh/nodepool'] === 'workers',
+      ),
+    ).toEqual([]);
+    expect(
+      ((await wl().list('Node')).items as Node[]).filter(
+        (n) => n.metadata.labels?.['karpenter.sh/nodepool'] === 'workers',
+      ),
+    ).toEqual([]);
+    expect(t.store.size).toBe(0);
+  }, 120_000);
 });

@@ -46,6 +46,7 @@ export async function startCAPIE2E(
       kubeletReadyDelaySeconds: 0,
       podStartDelaySeconds: 0.2,
       schedulerRetrySeconds: 2,
+      maxTerminationSeconds: 1,
       ...(o.env?.workload ?? {}),
     },
     machinePoolStandIn: o.env?.machinePoolStandIn ?? { periodSeconds: 0.3 },
