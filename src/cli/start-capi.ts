@@ -1,0 +1,247 @@
+/**
+ * `capenter start --capi`: two clusters as Cluster API runs them, in one process (sim/capi/environment.ts): a
+ * management API server with the real Cluster API v1.14 / CAPA v2.11 CRDs (vendored in `crds/capi/`) and capenter's
+ * KarpenterMachinePool CRD, and a simulated workload cluster. capenter runs as CAPI deploys it: the
+ * KarpenterMachinePool controller against the management cluster (reaching the workload cluster through the
+ * `<cluster>-kubeconfig` Secret), the provisioning operator and the CAPI taint controller against the workload
+ * cluster (kwok provider; nodes are kwok Nodes with the AWS catalog of the generated EC2NodeClass). A stand-in for
+ * CAPI's MachinePool controller copies `providerIDList` and removes the uninitialized taint.
+ *
+ * Manifests (`-f`): objects of the Cluster API groups (`cluster.x-k8s.io`, `infrastructure.cluster.x-k8s.io`,
+ * `bootstrap.cluster.x-k8s.io`) and Secrets labelled `cluster.x-k8s.io/cluster-name` go to the management cluster,
+ * everything else to the workload cluster. Without a KarpenterMachinePool among them, a sample
+ * Cluster/AWSCluster/KubeadmConfig/bootstrap Secret/MachinePool/KarpenterMachinePool is created. The default
+ * manifests are the bundled microservices demo without its NodePool/NodeClass (the KMP provides the NodePool).
+ * Bootstrap data is kept in an in-process object store standing in for the cluster's S3 bucket.
+ */
+import { mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseAllDocuments } from 'yaml';
+import { type KarpenterMachinePool, LabelClusterName } from '../apis/capi.ts';
+import type { KubeObject } from '../apis/core.ts';
+import { loadManifestPaths } from '../apis/load.ts';
+import { InMemoryBootstrapStore } from '../controllers/capi/bootstrap.ts';
+import { KarpenterMachinePoolController } from '../controllers/capi/controller.ts';
+import { clusterNameOf } from '../controllers/capi/desired.ts';
+import { cloudProviderInstances } from '../controllers/capi/instances.ts';
+import { CAPITaintController } from '../controllers/capi/taints.ts';
+import { EventRecorder } from '../kube/events.ts';
+import { applyObjects } from '../operator/apply.ts';
+import { createLogger } from '../operator/logger.ts';
+import { createOperator } from '../operator/operator.ts';
+import { embeddedOptions } from '../operator/options.ts';
+import { sampleCAPIObjects, startCAPIEnvironment } from '../sim/capi/environment.ts';
+import {
+  defaultExamplePath,
+  formatSummaryTable,
+  progressLine,
+  readClusterView,
+  type StartIO,
+  type StartSummary,
+  summarize,
+} from './start.ts';
+
+/** Flags of `capenter start --capi` (a subset of `start`'s, already checked by it). */
+export interface StartCAPIFlags {
+  filename?: string[];
+  kubeconfigOut?: string;
+  exitWhenSettled?: boolean;
+  timeout: number;
+  output: 'table' | 'json';
+  region: string;
+  logLevel: string;
+  /** Seconds before capenter removes a lingering uninitialized taint itself (default 120). */
+  uninitializedTaintTimeout?: number;
+}
+
+const CAPIGroups = ['cluster.x-k8s.io', 'infrastructure.cluster.x-k8s.io', 'bootstrap.cluster.x-k8s.io'];
+
+function yamlFiles(path: string): string[] {
+  if (path === '-') return [];
+  const st = statSync(path);
+  if (!st.isDirectory()) return [path];
+  return readdirSync(path)
+    .filter((f) => /\.ya?ml$/.test(f))
+    .sort()
+    .map((f) => join(path, f));
+}
+
+/** Objects for the management cluster found in `paths` (CAPI groups, CAPI-labelled Secrets). */
+export function managementObjects(paths: readonly string[]): KubeObject[] {
+  const out: KubeObject[] = [];
+  for (const p of paths)
+    for (const f of yamlFiles(p))
+      for (const doc of parseAllDocuments(readFileSync(f, 'utf8'))) {
+        const o = doc.toJS() as KubeObject | null;
+        if (!o || typeof o !== 'object' || typeof o.apiVersion !== 'string') continue;
+        const group = o.apiVersion.includes('/') ? o.apiVersion.split('/')[0] : '';
+        if (
+          CAPIGroups.includes(group ?? '') ||
+          (o.kind === 'Secret' && o.metadata?.labels?.[LabelClusterName])
+        )
+          out.push(o);
+      }
+  return out;
+}
+
+/** Runs `capenter start --capi`; returns the exit code. Never throws. */
+export async function runStartCAPI(flags: StartCAPIFlags, io: StartIO): Promise<number> {
+  const useDefault = !flags.filename || flags.filename.length === 0;
+  const paths = useDefault ? [defaultExamplePath()] : (flags.filename as string[]);
+  const loaded = await loadManifestPaths(paths);
+  for (const e of loaded.errors) io.stderr(`error: ${e.message}\n`);
+  let exitCode = loaded.errors.length > 0 ? 2 : 0;
+  let mgmtObjects: KubeObject[];
+  try {
+    mgmtObjects = managementObjects(paths);
+  } catch (err) {
+    io.stderr(`error: ${(err as Error).message}\n`);
+    return 2;
+  }
+  const workloadObjects = loaded.objects
+    .map((o) => o.object as KubeObject)
+    .filter((o) => !mgmtObjects.some((m) => m.kind === o.kind && m.metadata?.name === o.metadata?.name))
+    .filter((o) => !useDefault || !['NodePool', 'EC2NodeClass', 'KWOKNodeClass'].includes(o.kind ?? ''));
+  if (!mgmtObjects.some((o) => o.kind === 'KarpenterMachinePool'))
+    mgmtObjects.push(...sampleCAPIObjects({ region: flags.region }));
+  const dir = flags.kubeconfigOut
+    ? resolve(flags.kubeconfigOut, '..')
+    : mkdtempSync(join(tmpdir(), 'capenter-capi-'));
+  const workloadKubeconfig = flags.kubeconfigOut ? resolve(flags.kubeconfigOut) : join(dir, 'kubeconfig');
+  const mgmtKubeconfig = join(dir, 'management.kubeconfig');
+  const logger = createLogger({ level: flags.logLevel });
+  const ac = new AbortController();
+  io.signal?.addEventListener('abort', () => ac.abort(), { once: true });
+  const onSignal = (): void => ac.abort();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  const started = performance.now();
+  const elapsed = (): number => (performance.now() - started) / 1000;
+  let env: Awaited<ReturnType<typeof startCAPIEnvironment>> | undefined;
+  let op: ReturnType<typeof createOperator> | undefined;
+  const runs: Array<Promise<void>> = [];
+  try {
+    env = await startCAPIEnvironment({
+      workload: { kubeconfigPath: workloadKubeconfig },
+      managementKubeconfigPath: mgmtKubeconfig,
+      onError: (err, where) =>
+        logger.debug({ where, err: String(err) }, 'simulated cluster error (retrying)'),
+    });
+    io.stderr(`capenter: management cluster at ${env.management.url} (kubeconfig ${mgmtKubeconfig})\n`);
+    io.stderr(
+      `capenter: workload cluster at ${env.workload.apiServer.url} (kubeconfig ${workloadKubeconfig})\n`,
+    );
+    io.stderr(
+      `capenter: try  kubectl --kubeconfig ${mgmtKubeconfig} get karpentermachinepools,machinepools -A  and  kubectl --kubeconfig ${workloadKubeconfig} get nodeclaims -w\n`,
+    );
+    op = createOperator({
+      kubeconfig: env.workload.kubeconfig,
+      logger,
+      options: { ...embeddedOptions(), region: flags.region, logLevel: flags.logLevel, leaderElect: false },
+    });
+    await op.start(ac.signal);
+    const provider = op.cloudProvider;
+    const kmp = new KarpenterMachinePoolController({
+      client: env.mgmt,
+      informers: env.mgmtInformers,
+      clock: env.clock,
+      logger,
+      recorder: new EventRecorder(env.mgmt, {
+        clock: env.clock,
+        component: 'capenter-capi',
+        host: 'capenter',
+      }),
+      bootstrapStore: new InMemoryBootstrapStore(),
+      instances: cloudProviderInstances(() => provider),
+    });
+    const taints = new CAPITaintController({
+      client: op.client,
+      informers: op.informers,
+      clock: env.clock,
+      logger,
+      registry: op.registry,
+      ...(flags.uninitializedTaintTimeout !== undefined
+        ? { uninitializedTimeoutSeconds: flags.uninitializedTaintTimeout }
+        : {}),
+    });
+    runs.push(kmp.start(ac.signal), taints.start(ac.signal));
+    const clusters = new Set(
+      mgmtObjects
+        .filter((o) => o.kind === 'MachinePool')
+        .map((o) => `${o.metadata?.namespace ?? 'default'}/${clusterNameOf(o as never) ?? ''}`),
+    );
+    for (const c of clusters) {
+      const [ns, name] = c.split('/') as [string, string];
+      if (name) await env.writeKubeconfigSecret(ns, name);
+    }
+    for (const [client, objs, where] of [
+      [env.mgmt, mgmtObjects, 'management'],
+      [env.workload.client, workloadObjects, 'workload'],
+    ] as const) {
+      const applied = await applyObjects(client, objs as KubeObject[]);
+      const failed = applied.filter((a) => a.result === 'failed');
+      for (const f of failed) io.stderr(`error: ${where}: ${f.error}\n`);
+      if (failed.length > 0) exitCode = 2;
+      io.stderr(`capenter: applied ${applied.length - failed.length} object(s) to the ${where} cluster\n`);
+    }
+    const deadline = performance.now() + flags.timeout * 1000;
+    let last = '';
+    let summary: StartSummary | undefined;
+    let printed = false;
+    while (!ac.signal.aborted) {
+      await new Promise((r) => setTimeout(r, 1000));
+      if (ac.signal.aborted) break;
+      summary = summarize(
+        await readClusterView(env.workload.client),
+        flags.region,
+        workloadKubeconfig,
+        elapsed(),
+      );
+      const kmps = (await env.mgmt.list('KarpenterMachinePool')).items as KarpenterMachinePool[];
+      const kmpLine = kmps
+        .map(
+          (k) =>
+            `${k.metadata.name}: ready=${k.status?.ready === true} replicas=${k.status?.replicas ?? 0} providerIDs=${k.spec?.providerIDList?.length ?? 0}`,
+        )
+        .join(', ');
+      const line = `${progressLine(summary)} · ${kmpLine}`;
+      const sans = line.replace(/^\[[^\]]*\] /, '');
+      if (sans !== last) {
+        io.stderr(`${line}\n`);
+        last = sans;
+      }
+      const inFlight = summary.nodeClaims.some((r) => r.state !== 'Initialized');
+      if (summary.settled && !inFlight && summary.pods.total > 0 && !printed) {
+        io.stdout(
+          flags.output === 'json'
+            ? `${JSON.stringify({ ...summary, karpenterMachinePools: kmps.map((k) => ({ name: k.metadata.name, namespace: k.metadata.namespace, spec: { providerIDList: k.spec?.providerIDList ?? [] }, status: k.status })) }, null, 2)}\n`
+            : formatSummaryTable(summary),
+        );
+        printed = true;
+        if (flags.exitWhenSettled) break;
+      }
+      if (flags.exitWhenSettled && performance.now() > deadline) {
+        io.stderr(
+          `capenter: timed out after ${flags.timeout}s with ${summary.pods.pending} pod(s) not running\n`,
+        );
+        io.stdout(
+          flags.output === 'json' ? `${JSON.stringify(summary, null, 2)}\n` : formatSummaryTable(summary),
+        );
+        exitCode = 1;
+        break;
+      }
+    }
+    return exitCode;
+  } catch (err) {
+    io.stderr(`error: ${(err as Error).message}\n`);
+    return 1;
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    ac.abort();
+    await Promise.all(runs);
+    await op?.stop();
+    await env?.stop();
+  }
+}
