@@ -6,6 +6,7 @@
 import { Command } from 'commander';
 import { registerApiserverCommand } from './apiserver.ts';
 import { registerControllerCommand } from './controller.ts';
+import { registerConvertCommand } from './convert.ts';
 import { registerInstanceTypesCommand } from './instance-types.ts';
 import { registerSimulateCommand } from './simulate.ts';
 import { registerStartCommand } from './start.ts';
@@ -32,5 +33,6 @@ registerInstanceTypesCommand(program);
 registerSimulateCommand(program);
 registerControllerCommand(program);
 registerStartCommand(program);
+registerConvertCommand(program);
 
 await program.parseAsync(process.argv);
