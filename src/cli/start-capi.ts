@@ -21,17 +21,11 @@ import { parseAllDocuments } from 'yaml';
 import { type KarpenterMachinePool, LabelClusterName } from '../apis/capi.ts';
 import type { KubeObject } from '../apis/core.ts';
 import { loadManifestPaths } from '../apis/load.ts';
-import { InMemoryBootstrapStore } from '../controllers/capi/bootstrap.ts';
-import { KarpenterMachinePoolController } from '../controllers/capi/controller.ts';
 import { clusterNameOf } from '../controllers/capi/desired.ts';
-import { cloudProviderInstances } from '../controllers/capi/instances.ts';
-import { CAPITaintController } from '../controllers/capi/taints.ts';
-import { EventRecorder } from '../kube/events.ts';
 import { applyObjects } from '../operator/apply.ts';
+import { type CAPIStack, startCAPIStack } from '../operator/capi.ts';
 import { createLogger } from '../operator/logger.ts';
-import { createOperator } from '../operator/operator.ts';
-import { embeddedOptions } from '../operator/options.ts';
-import { sampleCAPIObjects, startCAPIEnvironment } from '../sim/capi/environment.ts';
+import { sampleCAPIObjects } from '../sim/capi/environment.ts';
 import {
   defaultExamplePath,
   formatSummaryTable,
@@ -118,16 +112,23 @@ export async function runStartCAPI(flags: StartCAPIFlags, io: StartIO): Promise<
   process.once('SIGTERM', onSignal);
   const started = performance.now();
   const elapsed = (): number => (performance.now() - started) / 1000;
-  let env: Awaited<ReturnType<typeof startCAPIEnvironment>> | undefined;
-  let op: ReturnType<typeof createOperator> | undefined;
-  const runs: Array<Promise<void>> = [];
+  let stack: CAPIStack | undefined;
   try {
-    env = await startCAPIEnvironment({
-      workload: { kubeconfigPath: workloadKubeconfig },
-      managementKubeconfigPath: mgmtKubeconfig,
-      onError: (err, where) =>
-        logger.debug({ where, err: String(err) }, 'simulated cluster error (retrying)'),
+    stack = await startCAPIStack({
+      env: {
+        workload: { kubeconfigPath: workloadKubeconfig },
+        managementKubeconfigPath: mgmtKubeconfig,
+        onError: (err, where) =>
+          logger.debug({ where, err: String(err) }, 'simulated cluster error (retrying)'),
+      },
+      operator: { region: flags.region, logLevel: flags.logLevel },
+      logger,
+      defaultMetrics: true,
+      ...(flags.uninitializedTaintTimeout !== undefined
+        ? { uninitializedTimeoutSeconds: flags.uninitializedTaintTimeout }
+        : {}),
     });
+    const env = stack.env;
     io.stderr(`capenter: management cluster at ${env.management.url} (kubeconfig ${mgmtKubeconfig})\n`);
     io.stderr(
       `capenter: workload cluster at ${env.workload.apiServer.url} (kubeconfig ${workloadKubeconfig})\n`,
@@ -135,37 +136,6 @@ export async function runStartCAPI(flags: StartCAPIFlags, io: StartIO): Promise<
     io.stderr(
       `capenter: try  kubectl --kubeconfig ${mgmtKubeconfig} get karpentermachinepools,machinepools -A  and  kubectl --kubeconfig ${workloadKubeconfig} get nodeclaims -w\n`,
     );
-    op = createOperator({
-      kubeconfig: env.workload.kubeconfig,
-      logger,
-      options: { ...embeddedOptions(), region: flags.region, logLevel: flags.logLevel, leaderElect: false },
-    });
-    await op.start(ac.signal);
-    const provider = op.cloudProvider;
-    const kmp = new KarpenterMachinePoolController({
-      client: env.mgmt,
-      informers: env.mgmtInformers,
-      clock: env.clock,
-      logger,
-      recorder: new EventRecorder(env.mgmt, {
-        clock: env.clock,
-        component: 'capenter-capi',
-        host: 'capenter',
-      }),
-      bootstrapStore: new InMemoryBootstrapStore(),
-      instances: cloudProviderInstances(() => provider),
-    });
-    const taints = new CAPITaintController({
-      client: op.client,
-      informers: op.informers,
-      clock: env.clock,
-      logger,
-      registry: op.registry,
-      ...(flags.uninitializedTaintTimeout !== undefined
-        ? { uninitializedTimeoutSeconds: flags.uninitializedTaintTimeout }
-        : {}),
-    });
-    runs.push(kmp.start(ac.signal), taints.start(ac.signal));
     const clusters = new Set(
       mgmtObjects
         .filter((o) => o.kind === 'MachinePool')
@@ -239,9 +209,6 @@ export async function runStartCAPI(flags: StartCAPIFlags, io: StartIO): Promise<
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
-    ac.abort();
-    await Promise.all(runs);
-    await op?.stop();
-    await env?.stop();
+    await stack?.stop();
   }
 }

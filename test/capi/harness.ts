@@ -1,26 +1,22 @@
 /**
- * CAPI end-to-end harness: the two-cluster environment (sim/capi/environment.ts: management API server with the
- * real CAPI/CAPA CRDs + the MachinePool stand-in, and a simulated workload cluster), the real capenter operator
- * against the workload cluster (kwok provider, EC2NodeClass support), the KarpenterMachinePool controller against
- * the management cluster and the CAPI taint controller against the workload cluster. Everything through the
- * real client.
+ * CAPI end-to-end harness: the CAPI stack (operator/capi.ts) on the two-cluster environment — management API
+ * server with the real CAPI/CAPA CRDs + the MachinePool stand-in, a simulated workload cluster, the real capenter
+ * operator against the workload cluster (kwok provider, EC2NodeClass support), the KarpenterMachinePool controller
+ * against the management cluster and the CAPI taint controller. Everything through the real client. Short batch
+ * windows and disruption periods keep it fast.
  */
-
 import type { KarpenterMachinePool } from '../../src/apis/capi.ts';
 import type { KubeObject } from '../../src/apis/core.ts';
-import { InMemoryBootstrapStore } from '../../src/controllers/capi/bootstrap.ts';
-import { KarpenterMachinePoolController } from '../../src/controllers/capi/controller.ts';
-import { cloudProviderInstances } from '../../src/controllers/capi/instances.ts';
-import { CAPITaintController } from '../../src/controllers/capi/taints.ts';
-import { EventRecorder } from '../../src/kube/events.ts';
+import type { InMemoryBootstrapStore } from '../../src/controllers/capi/bootstrap.ts';
+import type { KarpenterMachinePoolController } from '../../src/controllers/capi/controller.ts';
+import type { CAPITaintController } from '../../src/controllers/capi/taints.ts';
 import { applyObjects } from '../../src/operator/apply.ts';
-import { silentLogger } from '../../src/operator/logger.ts';
-import { createOperator, type Operator } from '../../src/operator/operator.ts';
+import { startCAPIStack } from '../../src/operator/capi.ts';
+import type { Operator } from '../../src/operator/operator.ts';
 import {
   type CAPIEnvironment,
   type CAPIEnvironmentOptions,
   sampleCAPIObjects,
-  startCAPIEnvironment,
 } from '../../src/sim/capi/environment.ts';
 import { testOptions } from '../e2e/harness.ts';
 
@@ -40,55 +36,32 @@ export interface CAPIE2E {
 export async function startCAPIE2E(
   o: { env?: CAPIEnvironmentOptions; uninitializedTimeoutSeconds?: number; clusterName?: string } = {},
 ): Promise<CAPIE2E> {
-  const env = await startCAPIEnvironment({
-    ...(o.env ?? {}),
-    workload: {
-      kubeletReadyDelaySeconds: 0,
-      podStartDelaySeconds: 0.2,
-      schedulerRetrySeconds: 2,
-      maxTerminationSeconds: 1,
-      ...(o.env?.workload ?? {}),
+  const stack = await startCAPIStack({
+    env: {
+      ...(o.env ?? {}),
+      workload: {
+        kubeletReadyDelaySeconds: 0,
+        podStartDelaySeconds: 0.2,
+        schedulerRetrySeconds: 2,
+        maxTerminationSeconds: 1,
+        ...(o.env?.workload ?? {}),
+      },
+      machinePoolStandIn: o.env?.machinePoolStandIn ?? { periodSeconds: 0.3 },
     },
-    machinePoolStandIn: o.env?.machinePoolStandIn ?? { periodSeconds: 0.3 },
-  });
-  const logger = silentLogger();
-  const op = createOperator({
-    kubeconfig: env.workload.kubeconfig,
-    logger,
-    options: testOptions({ leaderElect: false }),
-    defaultMetrics: false,
+    operator: testOptions({ leaderElect: false }),
     tuning: { disruption: { pollSeconds: 1, validationSeconds: 1 } },
-  });
-  await op.start();
-  const store = new InMemoryBootstrapStore();
-  const kmp = new KarpenterMachinePoolController({
-    client: env.mgmt,
-    informers: env.mgmtInformers,
-    clock: env.clock,
-    logger,
-    recorder: new EventRecorder(env.mgmt, { clock: env.clock, component: 'capenter-capi', host: 'test' }),
-    bootstrapStore: store,
-    instances: cloudProviderInstances(() => op.cloudProvider),
-  });
-  const taints = new CAPITaintController({
-    client: op.client,
-    informers: op.informers,
-    clock: env.clock,
-    logger,
-    registry: op.registry,
     ...(o.uninitializedTimeoutSeconds !== undefined
       ? { uninitializedTimeoutSeconds: o.uninitializedTimeoutSeconds }
       : {}),
   });
-  const ac = new AbortController();
-  const runs = [kmp.start(ac.signal), taints.start(ac.signal)];
+  const env = stack.env;
   await env.writeKubeconfigSecret('default', o.clusterName ?? 'demo');
   return {
     env,
-    op,
-    kmp,
-    taints,
-    store,
+    op: stack.op as Operator,
+    kmp: stack.kmp,
+    taints: stack.taints as CAPITaintController,
+    store: stack.store as InMemoryBootstrapStore,
     async apply(objs) {
       const res = await applyObjects(env.mgmt, objs);
       const failed = res.filter((r) => r.result === 'failed');
@@ -99,12 +72,7 @@ export async function startCAPIE2E(
         | KarpenterMachinePool
         | undefined;
     },
-    async stop() {
-      ac.abort();
-      await Promise.all(runs);
-      await op.stop();
-      await env.stop();
-    },
+    stop: () => stack.stop(),
   };
 }
 
