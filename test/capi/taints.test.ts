@@ -81,4 +81,22 @@ describe('CAPI taints on capenter nodes', () => {
     }, 'Warning event');
     expect(ev).toBeDefined();
   }, 60_000);
+
+  it('a deleted Cluster: deleting the KMP terminates what remains (live read), then drops the finalizer', async () => {
+    const wl = t.env.workload.client;
+    const before = (await t.op.cloudProvider.list()).filter(
+      (c) => c.metadata.labels?.['karpenter.sh/nodepool'] === 'workers',
+    );
+    expect(before.length).toBeGreaterThan(0);
+    await t.env.mgmt.delete('Cluster', 'demo', 'default');
+    await t.env.mgmt.delete('KarpenterMachinePool', 'workers', 'default');
+    await eventually(async () => !(await t.getKMP()), 'KMP finalized', 60_000);
+    expect(
+      (await t.op.cloudProvider.list()).filter(
+        (c) => c.metadata.labels?.['karpenter.sh/nodepool'] === 'workers',
+      ),
+    ).toEqual([]);
+    expect(await wl.tryGet('NodePool', 'workers')).toBeUndefined();
+    expect(await wl.tryGet('EC2NodeClass', 'workers')).toBeUndefined();
+  }, 90_000);
 });

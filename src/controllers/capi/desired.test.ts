@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { type KarpenterMachinePool, validateKMP } from '../../apis/capi.ts';
+import { type KarpenterMachinePool, refersToKMP, validateKMP } from '../../apis/capi.ts';
 import type { Node, Taint } from '../../apis/core.ts';
 import type { NodeClaim } from '../../apis/karpenter.ts';
 import { validateObject } from '../../apis/validation.ts';
@@ -306,5 +306,37 @@ describe('setCondition', () => {
     expect(b[0]?.lastTransitionTime).toBe('t1');
     const c = setCondition(b, 'Ready', 'True', 't3');
     expect(c[0]).toEqual({ type: 'Ready', status: 'True', lastTransitionTime: 't3' });
+  });
+});
+
+describe('MachinePool v1beta1 shape', () => {
+  it('reads clusterName, version and a v1beta1 infrastructureRef {apiVersion, kind, name, namespace}', () => {
+    const i = inputs();
+    i.machinePool = {
+      apiVersion: 'cluster.x-k8s.io/v1beta1',
+      kind: 'MachinePool',
+      metadata: { name: 'workers', namespace: 'default' },
+      spec: {
+        clusterName: 'demo',
+        template: {
+          spec: {
+            version: 'v1.32.4',
+            bootstrap: { dataSecretName: 'workers-bootstrap' },
+            infrastructureRef: {
+              apiVersion: 'infrastructure.cluster.x-k8s.io/v1alpha1',
+              kind: 'KarpenterMachinePool',
+              name: 'workers',
+              namespace: 'default',
+            },
+          },
+        },
+      },
+    };
+    expect(refersToKMP(i.machinePool.spec?.template?.spec?.infrastructureRef, 'workers')).toBe(true);
+    expect(refersToKMP(i.machinePool.spec?.template?.spec?.infrastructureRef, 'other')).toBe(false);
+    const d = desiredObjects(i);
+    expect(d.clusterName).toBe('demo');
+    expect(d.version).toBe('v1.32.4');
+    expect(d.ec2NodeClass.spec.amiSelectorTerms?.[0]?.name).toBe('capa-ami-ubuntu-24.04-?1.32.4-*');
   });
 });
