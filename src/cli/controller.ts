@@ -1,13 +1,17 @@
 /**
  * `capenter controller [--kubeconfig PATH] [--context C] [--region R] [--metrics-port N] [--health-probe-port N]
- * [--log-level L] [--no-leader-elect]`: runs the controller alone against any cluster (the embedded one of
- * `capenter start`/`capenter apiserver`, or a real one), with the kwok cloud provider (NodeClaims become Node
- * objects). Settings come from upstream's environment variables (`BATCH_IDLE_DURATION`, `BATCH_MAX_DURATION`,
+ * [--log-level L] [--no-leader-elect] [--cloud-provider kwok|aws] [--cluster-name N] [--interruption-queue Q]`:
+ * runs the controller alone against any cluster (the embedded one of `capenter start`/`capenter apiserver`, or a
+ * real one), with the kwok cloud provider (NodeClaims become Node objects) or, with `--cloud-provider aws`, the
+ * aws provider (EC2 instances; AWS settings from upstream's variables, SDK endpoints and credentials from the
+ * SDK's default chain). Settings come from upstream's environment variables (`BATCH_IDLE_DURATION`, `BATCH_MAX_DURATION`,
  * `METRICS_PORT`, `HEALTH_PROBE_PORT`, `LOG_LEVEL`, `CLUSTER_NAME`, `LEADER_ELECT`, `FEATURE_GATES`, `AWS_REGION`),
  * then flags (flags win). Runs until SIGINT/SIGTERM; exits 1 on lost leadership (to be restarted, as upstream)
  * or a startup failure, 2 on invalid options.
  */
 import type { Command } from 'commander';
+import { createAwsClients } from '../cloudprovider/aws/clients.ts';
+import { type AwsSettings, resolveAwsSettings, validateAwsSettings } from '../cloudprovider/aws/settings.ts';
 import { KubeClient } from '../kube/client.ts';
 import { createLogger } from '../operator/logger.ts';
 import { createOperator } from '../operator/operator.ts';
@@ -31,6 +35,12 @@ export interface ControllerCommandOptions {
   leaderElect?: boolean;
   batchIdleDuration?: string;
   batchMaxDuration?: string;
+  /** `kwok` (default) or `aws`. */
+  cloudProvider?: string;
+  /** aws: `CLUSTER_NAME`. */
+  clusterName?: string;
+  /** aws: `INTERRUPTION_QUEUE`. */
+  interruptionQueue?: string;
 }
 
 /**
@@ -78,6 +88,24 @@ export async function runController(
     io.stderr(`error: ${(err as Error).message}\n`);
     return 2;
   }
+  const cloudProvider = flags.cloudProvider ?? 'kwok';
+  let awsSettings: AwsSettings | undefined;
+  try {
+    if (cloudProvider === 'aws') {
+      awsSettings = validateAwsSettings(
+        resolveAwsSettings({
+          flags: { clusterName: flags.clusterName, interruptionQueue: flags.interruptionQueue },
+          env: io.env,
+        }),
+      );
+      awsSettings.region ||= options.region;
+      options.clusterName = awsSettings.clusterName;
+    } else if (cloudProvider !== 'kwok')
+      throw new Error(`--cloud-provider must be "kwok" or "aws", got "${cloudProvider}"`);
+  } catch (err) {
+    io.stderr(`error: ${(err as Error).message}\n`);
+    return 2;
+  }
   const logger = createLogger({ level: options.logLevel });
   try {
     const kubeconfig = flags.kubeconfig ?? io.env.KUBECONFIG;
@@ -87,7 +115,16 @@ export async function runController(
           ...(flags.context ? { context: flags.context } : {}),
         })
       : KubeClient.fromCluster({ userAgent: 'capenter-controller' });
-    const op = createOperator({ client, logger, options });
+    // aws: endpoints and credentials come from the SDK's default chain (AWS_ENDPOINT_URL, profiles, IRSA, IMDS).
+    const awsClients = awsSettings ? createAwsClients({ region: awsSettings.region }) : undefined;
+    const op = createOperator({
+      client,
+      logger,
+      options,
+      ...(awsSettings && awsClients
+        ? { aws: { clients: awsClients, settings: awsSettings, region: awsSettings.region } }
+        : {}),
+    });
     const ac = new AbortController();
     io.signal?.addEventListener('abort', () => ac.abort(), { once: true });
     let interrupted = false;
@@ -105,6 +142,7 @@ export async function runController(
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
     client.close();
+    awsClients?.destroy();
     if (interrupted || ac.signal.aborted) return 0;
     io.stderr('capenter controller: leadership lost; exiting so the process is restarted\n');
     return 1;
@@ -127,6 +165,12 @@ export function registerControllerCommand(program: Command): void {
     .option('--log-level <level>', 'debug|info|warn|error (env LOG_LEVEL; default info)')
     .option('--batch-idle-duration <d>', 'env BATCH_IDLE_DURATION (default 1s)')
     .option('--batch-max-duration <d>', 'env BATCH_MAX_DURATION (default 10s)')
+    .option(
+      '--cloud-provider <name>',
+      'kwok (default: NodeClaims become Node objects) or aws (EC2 instances)',
+    )
+    .option('--cluster-name <name>', 'aws: the cluster name (env CLUSTER_NAME; required)')
+    .option('--interruption-queue <name>', 'aws: SQS queue of interruption events (env INTERRUPTION_QUEUE)')
     .option('--no-leader-elect', 'run controllers without the leader Lease (env LEADER_ELECT=false)')
     .action(async (flags: ControllerCommandOptions) => {
       process.exitCode = await runController(flags, {

@@ -1,6 +1,10 @@
 /**
  * `capenter start [-f PATH]... [--port N] [--kubeconfig-out PATH] [--exit-when-settled] [--timeout S]
- * [-o table|json] [--region R] [--log-level L]`: a whole simulated cluster in one process. Starts the embedded API
+ * [-o table|json] [--region R] [--log-level L] [--cloud-provider kwok|aws] [--cluster-name N]`: a whole simulated
+ * cluster in one process. With `--cloud-provider aws` (and `AWS_ENDPOINT_URL` naming an AWS API emulator such as
+ * moto) NodeClaims become EC2 instances in the emulator, through the fault-filling proxy (`sim/aws/proxy.ts`); the
+ * emulator's default network is tagged for discovery, and a joining-kubelet stand-in registers a Node for each
+ * running instance (see `operator/aws.ts`). Starts the embedded API
  * server with capenter's CRDs and the kube-scheduler / kubelet / workload-controller stand-ins, applies the
  * manifests (default: the bundled `examples/microservices-demo`), and runs the real capenter operator against it
  * with the kwok cloud provider (NodePools may reference a KWOKNodeClass or an EC2NodeClass: EC2NodeClass NodePools
@@ -24,8 +28,10 @@ import {
   isSupportedRegion,
   SUPPORTED_REGIONS,
 } from '../cloudprovider/aws/catalog/index.ts';
+import { resolveAwsSettings } from '../cloudprovider/aws/settings.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { applyObjects } from '../operator/apply.ts';
+import { type AwsControllersConfig, type EmbeddedAws, startEmbeddedAws } from '../operator/aws.ts';
 import { createLogger } from '../operator/logger.ts';
 import { createOperator } from '../operator/operator.ts';
 import { checkLogLevel, embeddedOptions } from '../operator/options.ts';
@@ -47,6 +53,10 @@ export interface StartCommandOptions {
   capi?: boolean;
   /** With --capi: seconds before capenter removes a lingering node.cluster.x-k8s.io/uninitialized taint. */
   uninitializedTaintTimeout?: string;
+  /** `kwok` (default) or `aws` (an AWS API emulator at `AWS_ENDPOINT_URL`, e.g. moto). */
+  cloudProvider?: string;
+  /** `--cluster-name` (aws; default `CLUSTER_NAME`, else `cluster-1`). */
+  clusterName?: string;
 }
 
 /** One NodeClaim row of the summary. */
@@ -230,6 +240,8 @@ export interface StartIO {
   signal?: AbortSignal;
   /** Progress interval in ms (default 1000). */
   progressIntervalMs?: number;
+  /** Environment (`--cloud-provider aws` reads `AWS_ENDPOINT_URL`, `AWS_REGION`, `CLUSTER_NAME`, ...). */
+  env?: Readonly<Record<string, string | undefined>>;
 }
 
 /** Runs `capenter start`; returns the exit code. Never throws. */
@@ -239,7 +251,20 @@ export async function runStart(flags: StartCommandOptions, io: StartIO): Promise
     io.stderr(`error: --output must be "table" or "json", got "${output}"\n`);
     return 2;
   }
-  const region = flags.region ?? 'us-east-1';
+  const env = io.env ?? {};
+  const cloudProvider = flags.cloudProvider ?? 'kwok';
+  if (cloudProvider !== 'kwok' && cloudProvider !== 'aws') {
+    io.stderr(`error: --cloud-provider must be "kwok" or "aws", got "${cloudProvider}"\n`);
+    return 2;
+  }
+  const emulatorEndpoint = env.AWS_ENDPOINT_URL_EC2 || env.AWS_ENDPOINT_URL;
+  if (cloudProvider === 'aws' && !emulatorEndpoint) {
+    io.stderr(
+      'error: start --cloud-provider aws runs against an AWS API emulator only: set AWS_ENDPOINT_URL (e.g. moto_server at http://127.0.0.1:5000); use `capenter controller --cloud-provider aws` for a real account\n',
+    );
+    return 2;
+  }
+  const region = flags.region ?? (cloudProvider === 'aws' ? env.AWS_REGION : undefined) ?? 'us-east-1';
   if (!isSupportedRegion(region)) {
     io.stderr(
       `error: --region "${region}" has no embedded catalog; use one of ${SUPPORTED_REGIONS.join(', ')}\n`,
@@ -261,6 +286,12 @@ export async function runStart(flags: StartCommandOptions, io: StartIO): Promise
     logLevel = checkLogLevel(flags.logLevel ?? 'warn');
   } catch (err) {
     io.stderr(`error: ${(err as Error).message}\n`);
+    return 2;
+  }
+  if (flags.capi && cloudProvider === 'aws') {
+    io.stderr(
+      'error: start --capi runs on kwok only for now (the aws provider behind a KarpenterMachinePool is tested with moto in test/capi, not wired into start)\n',
+    );
     return 2;
   }
   if (flags.capi) {
@@ -304,6 +335,7 @@ export async function runStart(flags: StartCommandOptions, io: StartIO): Promise
   process.once('SIGTERM', onSignal);
   let sim: Awaited<ReturnType<typeof startSimulatedCluster>> | undefined;
   let op: ReturnType<typeof createOperator> | undefined;
+  let aws: EmbeddedAws | undefined;
   try {
     sim = await startSimulatedCluster({
       port,
@@ -317,7 +349,34 @@ export async function runStart(flags: StartCommandOptions, io: StartIO): Promise
     );
     const options = { ...embeddedOptions(), region, logLevel };
     if (flags.metricsPort !== undefined) options.metricsPort = Number(flags.metricsPort);
-    op = createOperator({ kubeconfig: sim.kubeconfig, logger, options });
+    let awsConfig: AwsControllersConfig | undefined;
+    if (cloudProvider === 'aws' && emulatorEndpoint) {
+      const settings = resolveAwsSettings({ flags: { clusterName: flags.clusterName }, env });
+      settings.clusterName ||= options.clusterName;
+      settings.region = region;
+      // The joining nodes' user data points at the embedded API server.
+      settings.clusterEndpoint ||= sim.apiServer.url;
+      settings.clusterCABundle ||= /certificate-authority-data:\s*(\S+)/.exec(sim.kubeconfig)?.[1] ?? '';
+      options.clusterName = settings.clusterName;
+      aws = await startEmbeddedAws({
+        client: sim.client,
+        clock: sim.clock,
+        region,
+        clusterName: settings.clusterName,
+        emulatorEndpoint,
+        onError: (err, where) => logger.debug({ where, err: String(err) }, 'aws emulator error (retrying)'),
+      });
+      io.stderr(
+        `capenter: aws provider against the emulator at ${emulatorEndpoint} (through ${aws.proxy.endpoint}), cluster ${settings.clusterName}, ${aws.seed.subnets.length} subnet(s) tagged karpenter.sh/discovery=${settings.clusterName}\n`,
+      );
+      awsConfig = { clients: aws.clients, settings, region };
+    }
+    op = createOperator({
+      kubeconfig: sim.kubeconfig,
+      logger,
+      options,
+      ...(awsConfig ? { aws: awsConfig } : {}),
+    });
     await op.start(ac.signal);
     io.stderr(`capenter: controller metrics http://127.0.0.1:${op.metricsPort}/metrics\n`);
     const applied = await applyObjects(
@@ -381,6 +440,7 @@ export async function runStart(flags: StartCommandOptions, io: StartIO): Promise
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
     await op?.stop();
+    await aws?.stop();
     await sim?.stop();
   }
 }
@@ -402,7 +462,19 @@ export function registerStartCommand(program: Command): void {
     .option('--exit-when-settled', 'exit 0 once every pod is Running (1 on --timeout)')
     .option('--timeout <seconds>', 'with --exit-when-settled: give up after this many seconds', '120')
     .option('-o, --output <format>', 'table|json', 'table')
-    .option('--region <region>', 'AWS region whose catalog and prices are simulated', 'us-east-1')
+    .option(
+      '--region <region>',
+      'AWS region whose catalog and prices are simulated (default us-east-1; aws: AWS_REGION)',
+    )
+    .option(
+      '--cloud-provider <name>',
+      'kwok (default) or aws: EC2 instances in an emulator at AWS_ENDPOINT_URL',
+      'kwok',
+    )
+    .option(
+      '--cluster-name <name>',
+      'with --cloud-provider aws: the cluster name (env CLUSTER_NAME; default cluster-1)',
+    )
     .option('--log-level <level>', 'controller log level on stderr: debug|info|warn|error|silent', 'warn')
     .option('--metrics-port <n>', 'controller /metrics port (default: any free port)')
     .option(
@@ -417,6 +489,7 @@ export function registerStartCommand(program: Command): void {
       process.exitCode = await runStart(flags, {
         stdout: (t) => process.stdout.write(t),
         stderr: (t) => process.stderr.write(t),
+        env: process.env,
       });
     });
 }

@@ -15,6 +15,7 @@ import { setMaxListeners } from 'node:events';
 import { hostname } from 'node:os';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import type { KubeObject } from '../apis/core.ts';
+import type { EC2NodeClass } from '../apis/karpenter.ts';
 import { withMetrics } from '../cloudprovider/metrics.ts';
 import type { CloudProvider } from '../cloudprovider/types.ts';
 import {
@@ -43,6 +44,12 @@ import { SharedInformers } from '../kube/informer.ts';
 import { LeaderElector } from '../kube/leaderelection.ts';
 import { Cluster } from '../state/cluster.ts';
 import { KubeNodeWriter } from '../state/kwoknodes.ts';
+import {
+  type AwsControllersConfig,
+  awsControllers,
+  awsNodeClassDependents,
+  createAwsProvider,
+} from './aws.ts';
 import { EmbeddedCloudProvider, type EmbeddedCloudProviderDeps } from './embedded.ts';
 import { type Logger, silentLogger } from './logger.ts';
 import type { OperatorOptions } from './options.ts';
@@ -59,6 +66,11 @@ export interface OperatorConfig {
    * KWOKNodeClass and EC2NodeClass).
    */
   cloudProvider?: CloudProvider;
+  /**
+   * `--cloud-provider aws`: the aws provider (unless `cloudProvider` is given) and its own controllers
+   * (EC2NodeClass resolution, the interruption queue).
+   */
+  aws?: AwsControllersConfig;
   /** Extra kwok options for the default provider (instance IDs, registration delay, ...). */
   kwok?: EmbeddedCloudProviderDeps['kwok'];
   /** Time source (default wall clock). */
@@ -152,6 +164,17 @@ export function createOperator(cfg: OperatorConfig): Operator {
     cluster?.getNodeClass(ref);
   const rawProvider: CloudProvider =
     cfg.cloudProvider ??
+    (cfg.aws
+      ? createAwsProvider(
+          cfg.aws,
+          clock,
+          (name) =>
+            nodeClassLookup({ group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name }) as
+              | EC2NodeClass
+              | undefined,
+          (err, context) => log.warn({ context, err: errorMessage(err) }, 'aws provider'),
+        )
+      : undefined) ??
     new EmbeddedCloudProvider({
       region: options.region,
       nodes: new KubeNodeWriter(client),
@@ -250,8 +273,12 @@ export function createOperator(cfg: OperatorConfig): Operator {
     new ExpirationController(deps('nodeclaim.expiration')),
     new PodEventsController(deps('nodeclaim.podevents')),
     new NodePoolController(deps('nodepool')),
-    new NodeClassStatusController(deps('nodeclass.status')),
+    new NodeClassStatusController({
+      ...deps('nodeclass.status'),
+      ...(cfg.aws ? { extraDependents: awsNodeClassDependents } : {}),
+    }),
     ...metricsControllers(metricsDeps),
+    ...(cfg.aws ? awsControllers(cfg.aws, { ...deps('nodeclass'), cloudProvider: rawProvider }) : []),
   ];
 
   let endpoints: HttpEndpoints | undefined;
