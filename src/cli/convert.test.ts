@@ -7,10 +7,10 @@ import { runConvert } from './convert.ts';
 
 const dir = join(import.meta.dirname, '../../test/fixtures/vintage');
 
-function convert(file: string): { objects: KubeObject[]; notes: string[]; code: number } {
+async function convert(file: string): Promise<{ objects: KubeObject[]; notes: string[]; code: number }> {
   let out = '';
   let err = '';
-  const code = runConvert(
+  const code = await runConvert(
     { filename: [join(dir, file)] },
     { stdout: (t) => (out += t), stderr: (t) => (err += t) },
   );
@@ -21,8 +21,8 @@ function convert(file: string): { objects: KubeObject[]; notes: string[]; code: 
 }
 
 describe('capenter convert', () => {
-  it('turns a v1alpha5 Provisioner + AWSNodeTemplate into a valid v1 NodePool + EC2NodeClass, explaining each change', () => {
-    const r = convert('v1alpha5.yaml');
+  it('turns a v1alpha5 Provisioner + AWSNodeTemplate into a valid v1 NodePool + EC2NodeClass, explaining each change', async () => {
+    const r = await convert('v1alpha5.yaml');
     expect(r.code).toBe(0);
     const [np, nc, legacy] = r.objects as Array<KubeObject & { spec: Record<string, never> }>;
     expect(np).toMatchObject({
@@ -68,8 +68,8 @@ describe('capenter convert', () => {
     expect(r.notes.some((n) => n.startsWith('EC2NodeClass/legacy') && n.includes('still needed'))).toBe(true);
   });
 
-  it('turns v1beta1 NodePool/EC2NodeClass/NodeClaim into v1, moving kubelet into the EC2NodeClass', () => {
-    const r = convert('v1beta1.yaml');
+  it('turns v1beta1 NodePool/EC2NodeClass/NodeClaim into v1, moving kubelet into the EC2NodeClass', async () => {
+    const r = await convert('v1beta1.yaml');
     const [np, nc, claim] = r.objects as Array<KubeObject & { spec: Record<string, never> }>;
     expect(np).toMatchObject({
       apiVersion: 'karpenter.sh/v1',

@@ -1,5 +1,6 @@
 /**
- * `capenter convert -f FILE... [-o yaml|json]`: turns older Karpenter objects into `karpenter.sh/v1` /
+ * `capenter convert -f FILE... [-o yaml|json]` (or `--from-asg NAME` / `--from-launch-template NAME`, see
+ * controllers/capi/vintage.ts): turns older Karpenter objects into `karpenter.sh/v1` /
  * `karpenter.k8s.aws/v1` ones, telling for each dropped or moved field what replaces it (stderr, one line each).
  * Handles v1alpha5 Provisioner + v1alpha1 AWSNodeTemplate (including `launchTemplate`), and v1beta1 NodePool,
  * EC2NodeClass and NodeClaim. Other objects pass through unchanged. Output objects are checked with capenter's v1
@@ -361,18 +362,60 @@ function files(path: string): string[] {
     .map((f) => join(path, f));
 }
 
-/** Runs `capenter convert`; returns the exit code. */
-export function runConvert(
-  flags: { filename?: string[]; output?: string },
+/** Flags of `capenter convert`. */
+export interface ConvertFlags {
+  filename?: string[];
+  output?: string;
+  /** Derive an EC2NodeClass + NodePool from this Auto Scaling group (AWS credentials/endpoint from the SDK's environment). */
+  fromAsg?: string;
+  /** Derive them from this launch template (its default version). */
+  fromLaunchTemplate?: string;
+  /** Region for --from-asg / --from-launch-template (default: the SDK's, e.g. AWS_REGION). */
+  region?: string;
+  /** Name of the derived objects (default: the group or template name). */
+  name?: string;
+}
+
+function print(objects: KubeObject[], output: string, io: { stdout: (t: string) => void }): void {
+  io.stdout(
+    output === 'json'
+      ? `${JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects }, null, 2)}\n`
+      : objects.map((o) => `---\n${stringify(o, { lineWidth: 0 })}`).join(''),
+  );
+}
+
+/** Runs `capenter convert`; returns the exit code (0, 1 on AWS errors, 2 on bad input). */
+export async function runConvert(
+  flags: ConvertFlags,
   io: { stdout: (t: string) => void; stderr: (t: string) => void },
-): number {
+): Promise<number> {
   const output = flags.output ?? 'yaml';
   if (output !== 'yaml' && output !== 'json') {
     io.stderr(`error: --output must be yaml or json, got "${output}"\n`);
     return 2;
   }
+  if (flags.fromAsg || flags.fromLaunchTemplate) {
+    const { importVintage, vintageList } = await import('../controllers/capi/vintage.ts');
+    const cfg = flags.region ? { region: flags.region } : {};
+    try {
+      const r = await importVintage(
+        flags.fromAsg
+          ? { autoScalingGroup: flags.fromAsg }
+          : { launchTemplate: flags.fromLaunchTemplate as string },
+        { ec2: cfg, autoscaling: cfg, ...(flags.name ? { name: flags.name } : {}) },
+      );
+      for (const n of r.notes) io.stderr(`note: ${n}\n`);
+      print(vintageList(r), output, io);
+      return 0;
+    } catch (err) {
+      io.stderr(`error: ${(err as Error).message}\n`);
+      return 1;
+    }
+  }
   if (!flags.filename || flags.filename.length === 0) {
-    io.stderr('error: give the manifests to convert with -f FILE (repeatable)\n');
+    io.stderr(
+      'error: give the manifests to convert with -f FILE (repeatable), or --from-asg / --from-launch-template\n',
+    );
     return 2;
   }
   const objs: KubeObject[] = [];
@@ -391,11 +434,7 @@ export function runConvert(
   }
   const r = convertObjects(objs);
   for (const n of r.notes) io.stderr(`${n.object}: ${n.field}: ${n.message}\n`);
-  io.stdout(
-    output === 'json'
-      ? `${JSON.stringify({ apiVersion: 'v1', kind: 'List', items: r.objects }, null, 2)}\n`
-      : r.objects.map((o) => `---\n${stringify(o, { lineWidth: 0 })}`).join(''),
-  );
+  print(r.objects, output, io);
   return 0;
 }
 
@@ -412,8 +451,15 @@ export function registerConvertCommand(program: Command): void {
       (v: string, prev: string[] = []) => [...prev, v],
     )
     .option('-o, --output <format>', 'yaml|json', 'yaml')
-    .action((flags: { filename?: string[]; output?: string }) => {
-      process.exitCode = runConvert(flags, {
+    .option(
+      '--from-asg <name>',
+      'derive an EC2NodeClass + NodePool from an existing Auto Scaling group (vintage clusters)',
+    )
+    .option('--from-launch-template <name>', 'derive them from a launch template (its default version)')
+    .option('--region <region>', 'AWS region for --from-asg / --from-launch-template (default: AWS_REGION)')
+    .option('--name <name>', 'name of the derived EC2NodeClass and NodePool')
+    .action(async (flags: ConvertFlags) => {
+      process.exitCode = await runConvert(flags, {
         stdout: (t) => process.stdout.write(t),
         stderr: (t) => process.stderr.write(t),
       });
