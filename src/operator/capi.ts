@@ -4,6 +4,8 @@
  * management cluster (bootstrap data in an in-process object store, the pool's instances from the operator's kwok
  * provider). Shared by `capenter start --capi`, the CAPI end-to-end tests and the CAPI benchmark.
  */
+
+import { resolveAwsSettings } from '../cloudprovider/aws/settings.ts';
 import { type BootstrapDataStore, InMemoryBootstrapStore } from '../controllers/capi/bootstrap.ts';
 import { KarpenterMachinePoolController } from '../controllers/capi/controller.ts';
 import { cloudProviderInstances } from '../controllers/capi/instances.ts';
@@ -14,6 +16,7 @@ import {
   type CAPIEnvironmentOptions,
   startCAPIEnvironment,
 } from '../sim/capi/environment.ts';
+import { type AwsControllersConfig, type EmbeddedAws, startEmbeddedAws } from './aws.ts';
 import { type Logger, silentLogger } from './logger.ts';
 import { createOperator, type Operator, type OperatorConfig } from './operator.ts';
 import { embeddedOptions, type OperatorOptions } from './options.ts';
@@ -34,6 +37,11 @@ export interface CAPIStackOptions {
   withOperator?: boolean;
   /** Register prom-client default metrics on the operator registry (default false). */
   defaultMetrics?: boolean;
+  /**
+   * Run the workload cluster's nodes on the aws provider against an AWS API emulator (moto) instead of kwok: the
+   * emulator proxy, the joining-kubelet stand-in and the aws provider/controllers of `operator/aws.ts`.
+   */
+  aws?: { emulatorEndpoint: string; region: string; clusterName: string };
 }
 
 /** A running CAPI stack. */
@@ -43,6 +51,8 @@ export interface CAPIStack {
   kmp: KarpenterMachinePoolController;
   taints?: CAPITaintController;
   store: BootstrapDataStore;
+  /** The AWS side (with `aws`). */
+  aws?: EmbeddedAws;
   stop(): Promise<void>;
 }
 
@@ -53,9 +63,28 @@ export async function startCAPIStack(o: CAPIStackOptions = {}): Promise<CAPIStac
   const ac = new AbortController();
   const runs: Array<Promise<void>> = [];
   let op: Operator | undefined;
+  let aws: EmbeddedAws | undefined;
   try {
+    let awsConfig: AwsControllersConfig | undefined;
+    if (o.aws) {
+      const settings = resolveAwsSettings({ flags: { clusterName: o.aws.clusterName }, env: {} });
+      settings.region = o.aws.region;
+      settings.clusterEndpoint ||= env.workload.apiServer.url;
+      settings.clusterCABundle ||=
+        /certificate-authority-data:\s*(\S+)/.exec(env.workload.kubeconfig)?.[1] ?? '';
+      aws = await startEmbeddedAws({
+        client: env.workload.client,
+        clock: env.clock,
+        region: o.aws.region,
+        clusterName: o.aws.clusterName,
+        emulatorEndpoint: o.aws.emulatorEndpoint,
+        joinPollSeconds: 0.5,
+      });
+      awsConfig = { clients: aws.clients, settings, region: o.aws.region, nodeClassPeriodSeconds: 5 };
+    }
     if (o.withOperator ?? true) {
       op = createOperator({
+        ...(awsConfig ? { aws: awsConfig } : {}),
         kubeconfig: env.workload.kubeconfig,
         logger,
         clock: env.clock,
@@ -101,10 +130,12 @@ export async function startCAPIStack(o: CAPIStackOptions = {}): Promise<CAPIStac
       kmp,
       ...(taints ? { taints } : {}),
       store,
+      ...(aws ? { aws } : {}),
       async stop() {
         ac.abort();
         await Promise.all(runs);
         await op?.stop();
+        await aws?.stop();
         await env.stop();
       },
     };
@@ -112,6 +143,7 @@ export async function startCAPIStack(o: CAPIStackOptions = {}): Promise<CAPIStac
     ac.abort();
     await Promise.all(runs);
     await op?.stop();
+    await aws?.stop();
     await env.stop();
     throw err;
   }

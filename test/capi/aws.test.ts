@@ -192,3 +192,132 @@ describe('vintage: EC2NodeClass from an Auto Scaling group or launch template (m
     asg.destroy();
   }, 90_000);
 });
+
+describe('KarpenterMachinePool on the aws provider (moto)', () => {
+  let stack: CAPIStack | undefined;
+  afterAll(async () => {
+    await stack?.stop();
+  });
+
+  it('launches EC2 instances for pending pods, reports their provider IDs, and deletion terminates them', async () => {
+    await moto.reset();
+    const { CreateImageCommand, DescribeImagesCommand, DescribeInstancesCommand, RunInstancesCommand } =
+      await import('@aws-sdk/client-ec2');
+    const { IAMClient, CreateInstanceProfileCommand } = await import('@aws-sdk/client-iam');
+    const s3 = new S3Client({ ...moto.clientConfig, forcePathStyle: true });
+    await s3.send(new CreateBucketCommand({ Bucket: 'demo-capa-bootstrap' }));
+    const store = new S3BootstrapStore(() => ({ ...moto.clientConfig, forcePathStyle: true }));
+    // startEmbeddedAws builds its SDK clients from the default credential chain (as `capenter start` does).
+    process.env.AWS_ACCESS_KEY_ID ??= moto.clientConfig.credentials.accessKeyId;
+    process.env.AWS_SECRET_ACCESS_KEY ??= moto.clientConfig.credentials.secretAccessKey;
+    stack = await startCAPIStack({
+      bootstrapStore: store,
+      aws: { emulatorEndpoint: moto.endpoint, region: 'us-east-1', clusterName: 'demo' },
+      operator: { clusterName: 'demo', batchIdleSeconds: 0.3, batchMaxSeconds: 3 },
+      env: {
+        workload: { kubeletReadyDelaySeconds: 0, podStartDelaySeconds: 0.2, maxTerminationSeconds: 1 },
+        machinePoolStandIn: { periodSeconds: 0.3 },
+      },
+    });
+    const aws = stack.aws!;
+    const ec2 = aws.clients.ec2;
+    // A CAPA image for v1.33.1 (CAPA names: capa-ami-<os>-v<version>-<ts>), owned by the emulator's account.
+    const base = (await ec2.send(new DescribeImagesCommand({ Owners: ['amazon'] }))).Images?.find(
+      (i) => i.Architecture === 'x86_64',
+    );
+    const inst = await ec2.send(
+      new RunInstancesCommand({ ImageId: base?.ImageId, InstanceType: 't3.micro', MinCount: 1, MaxCount: 1 }),
+    );
+    const img = await ec2.send(
+      new CreateImageCommand({
+        InstanceId: inst.Instances?.[0]?.InstanceId,
+        Name: 'capa-ami-ubuntu-24.04-v1.33.1-1760000000',
+      }),
+    );
+    const owner = (await ec2.send(new DescribeImagesCommand({ ImageIds: [img.ImageId as string] })))
+      .Images?.[0]?.OwnerId;
+    const iam = new IAMClient(moto.clientConfig);
+    await iam.send(new CreateInstanceProfileCommand({ InstanceProfileName: 'nodes-demo' }));
+    iam.destroy();
+
+    const objs = sampleCAPIObjects();
+    const awsCluster = objs.find((o) => o.kind === 'AWSCluster') as unknown as {
+      spec: Record<string, unknown>;
+    };
+    awsCluster.spec.imageLookupOrg = owner;
+    awsCluster.spec.network = {
+      subnets: aws.seed.subnets.map((id) => ({ id, resourceID: id, isPublic: false })),
+      securityGroupOverrides: { node: aws.seed.securityGroups[0] },
+    };
+    const { env } = stack;
+    await env.writeKubeconfigSecret('default', 'demo');
+    await applyObjects(env.mgmt, objs);
+    const wl = env.workload.client;
+    await eventually(async () => !!(await wl.tryGet('NodePool', 'workers')), 'NodePool written');
+    await applyObjects(wl, [
+      {
+        apiVersion: 'apps/v1',
+        kind: 'Deployment',
+        metadata: { name: 'app', namespace: 'default' },
+        spec: {
+          replicas: 4,
+          selector: { matchLabels: { app: 'app' } },
+          template: {
+            metadata: { labels: { app: 'app' } },
+            spec: {
+              containers: [
+                { name: 'a', image: 'pause', resources: { requests: { cpu: '1', memory: '1Gi' } } },
+              ],
+            },
+          },
+        },
+      } as never,
+    ]);
+    const { allRunning } = await import('../e2e/harness.ts');
+    await eventually(() => allRunning(wl, 4), '4 pods running on EC2 instances', 90_000);
+    const claims = (await wl.list('NodeClaim')).items as Array<{
+      status?: { providerID?: string; imageID?: string };
+    }>;
+    expect(claims.length).toBeGreaterThan(0);
+    const ids = claims.map((c) => c.status?.providerID as string).sort();
+    expect(ids.every((id) => id.startsWith('aws:///us-east-1'))).toBe(true);
+    expect(claims.every((c) => c.status?.imageID === img.ImageId)).toBe(true);
+    await eventually(
+      async () =>
+        JSON.stringify(
+          (
+            (await env.mgmt.get('KarpenterMachinePool', 'workers', 'default')) as {
+              spec?: { providerIDList?: string[] };
+            }
+          ).spec?.providerIDList,
+        ) === JSON.stringify(ids),
+      'providerIDList of EC2 instances',
+    );
+    const running = async () =>
+      (
+        (
+          await ec2.send(
+            new DescribeInstancesCommand({
+              Filters: [
+                { Name: 'tag:karpenter.sh/nodepool', Values: ['workers'] },
+                { Name: 'instance-state-name', Values: ['pending', 'running'] },
+              ],
+            }),
+          )
+        ).Reservations ?? []
+      ).flatMap((r) => r.Instances ?? []);
+    const live = await running();
+    expect(live).toHaveLength(claims.length);
+    expect(live[0]?.Tags?.find((t) => t.Key === 'cluster.x-k8s.io/cluster-name')?.Value).toBe('demo');
+
+    await env.mgmt.delete('KarpenterMachinePool', 'workers', 'default');
+    await eventually(
+      async () => !(await env.mgmt.tryGet('KarpenterMachinePool', 'workers', 'default')),
+      'KMP finalized',
+      90_000,
+    );
+    expect(await running()).toEqual([]);
+    store.close();
+    s3.destroy();
+  }, 150_000);
+});
