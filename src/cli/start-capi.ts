@@ -12,19 +12,26 @@
  * everything else to the workload cluster. Without a KarpenterMachinePool among them, a sample
  * Cluster/AWSCluster/KubeadmConfig/bootstrap Secret/MachinePool/KarpenterMachinePool is created. The default
  * manifests are the bundled microservices demo without its NodePool/NodeClass (the KMP provides the NodePool).
- * Bootstrap data is kept in an in-process object store standing in for the cluster's S3 bucket.
+ * Bootstrap data is kept in an in-process object store standing in for the cluster's S3 bucket. With
+ * `--cloud-provider aws` (AWS_ENDPOINT_URL: an emulator such as moto) the nodes are EC2 instances of the aws
+ * provider instead, the bootstrap data goes to the emulator's S3, and the emulator gets the cluster's bucket,
+ * worker instance profile and CAPA images for the MachinePool versions (sim/capi/aws.ts).
  */
 import { mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { IAMClient } from '@aws-sdk/client-iam';
+import { S3Client } from '@aws-sdk/client-s3';
 import { parseAllDocuments } from 'yaml';
-import { type KarpenterMachinePool, LabelClusterName } from '../apis/capi.ts';
+import { type KarpenterMachinePool, LabelClusterName, type MachinePool } from '../apis/capi.ts';
 import type { KubeObject } from '../apis/core.ts';
 import { loadManifestPaths } from '../apis/load.ts';
 import { clusterNameOf } from '../controllers/capi/desired.ts';
+import { S3BootstrapStore } from '../controllers/capi/s3store.ts';
 import { applyObjects } from '../operator/apply.ts';
 import { type CAPIStack, startCAPIStack } from '../operator/capi.ts';
 import { createLogger } from '../operator/logger.ts';
+import { prepareCAPAEmulator } from '../sim/capi/aws.ts';
 import { sampleCAPIObjects } from '../sim/capi/environment.ts';
 import {
   defaultExamplePath,
@@ -47,6 +54,8 @@ export interface StartCAPIFlags {
   logLevel: string;
   /** Seconds before capenter removes a lingering uninitialized taint itself (default 120). */
   uninitializedTaintTimeout?: number;
+  /** Run the nodes on the aws provider against this AWS API emulator endpoint (moto) instead of kwok. */
+  awsEmulatorEndpoint?: string;
 }
 
 const CAPIGroups = ['cluster.x-k8s.io', 'infrastructure.cluster.x-k8s.io', 'bootstrap.cluster.x-k8s.io'];
@@ -114,14 +123,29 @@ export async function runStartCAPI(flags: StartCAPIFlags, io: StartIO): Promise<
   const elapsed = (): number => (performance.now() - started) / 1000;
   let stack: CAPIStack | undefined;
   try {
+    const clusterName =
+      clusterNameOf((mgmtObjects.find((o) => o.kind === 'MachinePool') ?? { metadata: {} }) as never) ??
+      'demo';
     stack = await startCAPIStack({
+      ...(flags.awsEmulatorEndpoint
+        ? { aws: { emulatorEndpoint: flags.awsEmulatorEndpoint, region: flags.region, clusterName } }
+        : {}),
+      ...(flags.awsEmulatorEndpoint
+        ? {
+            bootstrapStore: new S3BootstrapStore((region) => ({
+              region,
+              endpoint: flags.awsEmulatorEndpoint as string,
+              forcePathStyle: true,
+            })),
+          }
+        : {}),
       env: {
         workload: { kubeconfigPath: workloadKubeconfig },
         managementKubeconfigPath: mgmtKubeconfig,
         onError: (err, where) =>
           logger.debug({ where, err: String(err) }, 'simulated cluster error (retrying)'),
       },
-      operator: { region: flags.region, logLevel: flags.logLevel },
+      operator: { region: flags.region, logLevel: flags.logLevel, clusterName },
       logger,
       defaultMetrics: true,
       ...(flags.uninitializedTaintTimeout !== undefined
@@ -136,6 +160,38 @@ export async function runStartCAPI(flags: StartCAPIFlags, io: StartIO): Promise<
     io.stderr(
       `capenter: try  kubectl --kubeconfig ${mgmtKubeconfig} get karpentermachinepools,machinepools -A  and  kubectl --kubeconfig ${workloadKubeconfig} get nodeclaims -w\n`,
     );
+    if (stack.aws && flags.awsEmulatorEndpoint) {
+      const iam = new IAMClient({ region: flags.region, endpoint: flags.awsEmulatorEndpoint });
+      const s3 = new S3Client({
+        region: flags.region,
+        endpoint: flags.awsEmulatorEndpoint,
+        forcePathStyle: true,
+      });
+      try {
+        const versions = mgmtObjects
+          .filter((o) => o.kind === 'MachinePool')
+          .map((o) => (o as MachinePool).spec?.template?.spec?.version)
+          .filter((v): v is string => !!v);
+        const prepared = await prepareCAPAEmulator({
+          ec2: stack.aws.clients.ec2,
+          iam,
+          s3,
+          clusterName,
+          region: flags.region,
+          versions,
+          subnets: stack.aws.seed.subnets,
+          securityGroup: stack.aws.seed.securityGroups[0] as string,
+        });
+        for (const o of mgmtObjects)
+          if (o.kind === 'AWSCluster') Object.assign((o as { spec: object }).spec, prepared.awsClusterSpec);
+        io.stderr(
+          `capenter: aws provider against the emulator at ${flags.awsEmulatorEndpoint}: bucket, instance profile and CAPA images for ${versions.join(', ')} prepared\n`,
+        );
+      } finally {
+        iam.destroy();
+        s3.destroy();
+      }
+    }
     const clusters = new Set(
       mgmtObjects
         .filter((o) => o.kind === 'MachinePool')

@@ -288,12 +288,6 @@ export async function runStart(flags: StartCommandOptions, io: StartIO): Promise
     io.stderr(`error: ${(err as Error).message}\n`);
     return 2;
   }
-  if (flags.capi && cloudProvider === 'aws') {
-    io.stderr(
-      'error: start --capi runs on kwok only for now (the aws provider behind a KarpenterMachinePool is tested with moto in test/capi, not wired into start)\n',
-    );
-    return 2;
-  }
   if (flags.capi) {
     const taintTimeout =
       flags.uninitializedTaintTimeout === undefined ? undefined : Number(flags.uninitializedTaintTimeout);
@@ -310,6 +304,7 @@ export async function runStart(flags: StartCommandOptions, io: StartIO): Promise
         ...(flags.kubeconfigOut ? { kubeconfigOut: flags.kubeconfigOut } : {}),
         ...(flags.exitWhenSettled ? { exitWhenSettled: true } : {}),
         ...(taintTimeout !== undefined ? { uninitializedTaintTimeout: taintTimeout } : {}),
+        ...(cloudProvider === 'aws' && emulatorEndpoint ? { awsEmulatorEndpoint: emulatorEndpoint } : {}),
         timeout,
         output,
         region,

@@ -14,6 +14,7 @@ import { S3BootstrapStore } from '../../src/controllers/capi/s3store.ts';
 import { importVintage } from '../../src/controllers/capi/vintage.ts';
 import { applyObjects } from '../../src/operator/apply.ts';
 import { type CAPIStack, startCAPIStack } from '../../src/operator/capi.ts';
+import { prepareCAPAEmulator } from '../../src/sim/capi/aws.ts';
 import { fakeBootstrapData, sampleCAPIObjects } from '../../src/sim/capi/environment.ts';
 import { type MotoServer, startMoto } from '../aws/moto.ts';
 import { eventually } from '../e2e/harness.ts';
@@ -201,11 +202,8 @@ describe('KarpenterMachinePool on the aws provider (moto)', () => {
 
   it('launches EC2 instances for pending pods, reports their provider IDs, and deletion terminates them', async () => {
     await moto.reset();
-    const { CreateImageCommand, DescribeImagesCommand, DescribeInstancesCommand, RunInstancesCommand } =
-      await import('@aws-sdk/client-ec2');
-    const { IAMClient, CreateInstanceProfileCommand } = await import('@aws-sdk/client-iam');
+    const { DescribeInstancesCommand } = await import('@aws-sdk/client-ec2');
     const s3 = new S3Client({ ...moto.clientConfig, forcePathStyle: true });
-    await s3.send(new CreateBucketCommand({ Bucket: 'demo-capa-bootstrap' }));
     const store = new S3BootstrapStore(() => ({ ...moto.clientConfig, forcePathStyle: true }));
     // startEmbeddedAws builds its SDK clients from the default credential chain (as `capenter start` does).
     process.env.AWS_ACCESS_KEY_ID ??= moto.clientConfig.credentials.accessKeyId;
@@ -221,34 +219,25 @@ describe('KarpenterMachinePool on the aws provider (moto)', () => {
     });
     const aws = stack.aws!;
     const ec2 = aws.clients.ec2;
-    // A CAPA image for v1.33.1 (CAPA names: capa-ami-<os>-v<version>-<ts>), owned by the emulator's account.
-    const base = (await ec2.send(new DescribeImagesCommand({ Owners: ['amazon'] }))).Images?.find(
-      (i) => i.Architecture === 'x86_64',
-    );
-    const inst = await ec2.send(
-      new RunInstancesCommand({ ImageId: base?.ImageId, InstanceType: 't3.micro', MinCount: 1, MaxCount: 1 }),
-    );
-    const img = await ec2.send(
-      new CreateImageCommand({
-        InstanceId: inst.Instances?.[0]?.InstanceId,
-        Name: 'capa-ami-ubuntu-24.04-v1.33.1-1760000000',
-      }),
-    );
-    const owner = (await ec2.send(new DescribeImagesCommand({ ImageIds: [img.ImageId as string] })))
-      .Images?.[0]?.OwnerId;
+    const { IAMClient } = await import('@aws-sdk/client-iam');
     const iam = new IAMClient(moto.clientConfig);
-    await iam.send(new CreateInstanceProfileCommand({ InstanceProfileName: 'nodes-demo' }));
+    const prepared = await prepareCAPAEmulator({
+      ec2,
+      iam,
+      s3,
+      clusterName: 'demo',
+      region: 'us-east-1',
+      versions: ['v1.33.1'],
+      subnets: aws.seed.subnets,
+      securityGroup: aws.seed.securityGroups[0] as string,
+    });
     iam.destroy();
-
+    const img = { ImageId: prepared.images['v1.33.1'] };
     const objs = sampleCAPIObjects();
     const awsCluster = objs.find((o) => o.kind === 'AWSCluster') as unknown as {
       spec: Record<string, unknown>;
     };
-    awsCluster.spec.imageLookupOrg = owner;
-    awsCluster.spec.network = {
-      subnets: aws.seed.subnets.map((id) => ({ id, resourceID: id, isPublic: false })),
-      securityGroupOverrides: { node: aws.seed.securityGroups[0] },
-    };
+    Object.assign(awsCluster.spec, prepared.awsClusterSpec);
     const { env } = stack;
     await env.writeKubeconfigSecret('default', 'demo');
     await applyObjects(env.mgmt, objs);
