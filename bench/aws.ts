@@ -6,7 +6,7 @@
  * counted by the proxy: amortized over the whole run including the start-up fetches, and for the launches alone.
  * Target: ≤ 3 EC2 calls per launched NodeClaim amortized.
  */
-import type { EC2NodeClass } from '../src/apis/karpenter.ts';
+import type { EC2NodeClass, NodeClaim } from '../src/apis/karpenter.ts';
 import { LabelCapacityType, LabelInstanceType } from '../src/apis/labels.ts';
 import {
   awsNodeClaim,
@@ -27,6 +27,8 @@ export interface AwsBenchResult {
   ec2CallsPerLaunchWarm: number;
   /** All EC2 calls of the run (start-up instance types, spot prices, launch templates, fleets) / launched. */
   ec2CallsPerLaunchAmortized: number;
+  /** EC2 calls for one get + one delete of every launched NodeClaim (batched), per NodeClaim. */
+  ec2CallsPerGetAndDelete: number;
   /** Pricing API calls (on-demand prices) in the run. */
   pricingCalls: number;
   /** EC2 calls by action over the whole run. */
@@ -77,6 +79,12 @@ export async function runAwsBench(count = 100): Promise<AwsBenchResult> {
     const all = emu.proxy.callCount('ec2');
     const ec2Calls: Record<string, number> = {};
     for (const [k, v] of emu.proxy.calls) if (k.startsWith('ec2:')) ec2Calls[k.slice(4)] = v;
+    // The rest of a NodeClaim's life: one get (registration) and one delete (termination) each, all concurrent.
+    const okClaims = launched.map((r) => (r as PromiseFulfilledResult<NodeClaim>).value);
+    const l0 = emu.proxy.callCount('ec2');
+    await Promise.all(okClaims.map((c) => provider.get(c.status!.providerID!)));
+    await Promise.all(okClaims.map((c) => provider.delete(c)));
+    const lifecycleCalls = emu.proxy.callCount('ec2') - l0;
     const typesLaunched = new Set(
       launched.map(
         (r) =>
@@ -92,6 +100,7 @@ export async function runAwsBench(count = 100): Promise<AwsBenchResult> {
       launchSeconds: Math.round(launchSeconds * 1000) / 1000,
       ec2CallsPerLaunchWarm: Math.round((warmCalls / Math.max(1, launched.length)) * 100) / 100,
       ec2CallsPerLaunchAmortized: Math.round((all / Math.max(1, launched.length)) * 100) / 100,
+      ec2CallsPerGetAndDelete: Math.round((lifecycleCalls / Math.max(1, okClaims.length)) * 100) / 100,
       pricingCalls: emu.proxy.callCount('pricing'),
       ec2Calls,
       distinctInstanceTypes: typesLaunched.size,
@@ -108,8 +117,8 @@ export function formatAwsBench(r: AwsBenchResult): string {
     `  ${r.launched}/${r.nodeClaims} NodeClaims launched in ${r.launchSeconds} s: ${r.launchesPerSecond} launches/s (moto + proxy on loopback)`,
     `  EC2 calls per launched NodeClaim: ${r.ec2CallsPerLaunchAmortized} amortized incl. start-up (target <= 3: ${
       r.ec2CallsPerLaunchAmortized <= 3 ? 'met' : 'MISSED'
-    }), ${r.ec2CallsPerLaunchWarm} for the launches alone`,
-    `  EC2 calls by action: ${Object.entries(r.ec2Calls)
+    }), ${r.ec2CallsPerLaunchWarm} for the launches alone; get + delete of each: ${r.ec2CallsPerGetAndDelete} more`,
+    `  EC2 calls by action (launches): ${Object.entries(r.ec2Calls)
       .sort()
       .map(([k, v]) => `${k} ${v}`)
       .join(', ')}; Pricing API calls ${r.pricingCalls}`,

@@ -364,7 +364,8 @@ export async function runStart(flags: StartCommandOptions, io: StartIO): Promise
       io.stderr(
         `capenter: aws provider against the emulator at ${emulatorEndpoint} (through ${aws.proxy.endpoint}), cluster ${settings.clusterName}, ${aws.seed.subnets.length} subnet(s) tagged karpenter.sh/discovery=${settings.clusterName}\n`,
       );
-      awsConfig = { clients: aws.clients, settings, region };
+      // The embedded API server has no EKS service CIDR to discover: Kubernetes' default.
+      awsConfig = { clients: aws.clients, settings, region, clusterCIDR: '10.96.0.0/12' };
     }
     op = createOperator({
       kubeconfig: sim.kubeconfig,

@@ -1,7 +1,8 @@
 /**
  * Wiring of the `aws` cloud provider's own controllers into the operator (upstream
  * aws/karpenter-provider-aws `pkg/controllers/controllers.go`): the EC2NodeClass controller (`nodeclass`) and,
- * when `--interruption-queue` is set, the interruption controller. Also the Node shape the joining-kubelet
+ * when `--interruption-queue` is set, the interruption controller; plus a loop that garbage-collects the provider's
+ * unused launch templates every 5 minutes. Also the Node shape the joining-kubelet
  * stand-in (`sim/aws`) registers Nodes with: the embedded AWS catalog computed for the instance's EC2NodeClass
  * (one allocatable implementation for the catalog, `simulate`, the providers and the stand-in).
  */
@@ -17,7 +18,7 @@ import type { CloudProvider } from '../cloudprovider/types.ts';
 import { InterruptionController, type UnavailableOfferings } from '../controllers/interruption/controller.ts';
 import type { Recorder } from '../controllers/nodeclaim/util.ts';
 import { EC2NodeClassController } from '../controllers/nodeclass/controller.ts';
-import type { Controller } from '../controllers/runtime.ts';
+import { type Controller, SingletonController } from '../controllers/runtime.ts';
 import type { KubeClient } from '../kube/client.ts';
 import type { Clock } from '../kube/clock.ts';
 import type { SharedInformers } from '../kube/informer.ts';
@@ -40,6 +41,10 @@ export interface AwsControllersConfig {
   interruptionWaitSeconds?: number;
   /** Seconds between re-resolutions of each EC2NodeClass (default 60). */
   nodeClassPeriodSeconds?: number;
+  /** Service CIDR for AL2023 user data (default: from EKS DescribeCluster). */
+  clusterCIDR?: string;
+  /** Seconds between launch-template garbage collections (default 300). */
+  launchTemplateGCPeriodSeconds?: number;
 }
 
 /**
@@ -58,6 +63,7 @@ export function createAwsProvider(
     region: cfg.region,
     clock,
     nodeClass,
+    ...(cfg.clusterCIDR ? { clusterCIDR: cfg.clusterCIDR } : {}),
     ...(onError ? { onError } : {}),
   });
 }
@@ -120,6 +126,24 @@ export function awsControllers(
       ...(cfg.nodeClassPeriodSeconds !== undefined ? { periodSeconds: cfg.nodeClassPeriodSeconds } : {}),
     }),
   ];
+  const provider = deps.cloudProvider;
+  if (provider instanceof AwsCloudProvider)
+    out.push(
+      new SingletonController({
+        name: 'launchtemplate.garbagecollection',
+        clock: deps.clock,
+        logger: deps.logger,
+        reconcile: async () => {
+          const deleted = await provider.garbageCollectLaunchTemplates();
+          if (deleted.length > 0)
+            deps.logger.info(
+              { controller: 'launchtemplate.garbagecollection', deleted },
+              'deleted unused launch templates',
+            );
+          return { requeueAfter: cfg.launchTemplateGCPeriodSeconds ?? 300 };
+        },
+      }),
+    );
   if (cfg.settings.interruptionQueue) {
     const p = deps.cloudProvider as Partial<UnavailableOfferings>;
     out.push(

@@ -156,7 +156,8 @@ export class AwsPricing {
         ),
       );
       for (const doc of page.PriceList ?? []) {
-        const e = parsePriceListEntry(typeof doc === 'string' ? doc : JSON.stringify(doc));
+        // The SDK hands the documents as strings or LazyJsonString objects (whose toString() is the JSON text).
+        const e = parsePriceListEntry(typeof doc === 'string' ? doc : String(doc));
         if (e) out.set(e[0], e[1]);
       }
       token = page.NextToken;

@@ -226,6 +226,74 @@ describe('aws provider against moto + proxy', () => {
     expect(await names()).toBe(0);
   });
 
+  it('instanceTypes: offerings in the class subnet zones only, API prices, the class kubelet maxPods', async () => {
+    const { provider } = await bed({ kubelet: { maxPods: 20 } });
+    const pool = {
+      apiVersion: 'karpenter.sh/v1' as const,
+      kind: 'NodePool' as const,
+      metadata: { name: 'default' },
+      spec: {
+        template: {
+          spec: {
+            nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' },
+            requirements: [],
+          },
+        },
+        disruption: {
+          consolidationPolicy: 'WhenEmptyOrUnderutilized' as const,
+          consolidateAfter: '0s',
+          budgets: [{ nodes: '10%' }],
+        },
+      },
+    };
+    const types = await provider.instanceTypes(pool);
+    const m5 = types.find((t) => t.name === 'm5.large')!;
+    expect(m5.capacity.pods).toBe(20);
+    expect(new Set(types.flatMap((t) => t.offerings.map((o) => o.zone)))).toEqual(
+      new Set(['us-west-2a', 'us-west-2b']),
+    );
+    expect(m5.offerings.find((o) => o.capacityType === 'on-demand')).toMatchObject({
+      priceUSDPerHour: 0.096,
+      priceSource: 'on-demand',
+    });
+    expect(m5.offerings.find((o) => o.capacityType === 'spot')?.priceSource).toBe('provider');
+  });
+
+  it('--isolated-vpc: no Pricing API calls, embedded on-demand prices; --vm-memory-overhead-percent changes memory', async () => {
+    const nodeClasses = new Map<string, EC2NodeClass>();
+    const t = awsTestProvider(
+      emu.clientConfig,
+      nodeClasses,
+      shared ? { inventory: shared.inventory } : undefined,
+      {
+        isolatedVPC: true,
+        vmMemoryOverheadPercent: 0.1,
+      },
+    );
+    const net = await createTestNetwork(t.clients.ec2, t.clients.iam, ['us-west-2a']);
+    nodeClasses.set('default', testNodeClass('default', net));
+    const types = await t.provider.instanceTypeProvider.list(nodeClasses.get('default'));
+    const m5 = types.find((x) => x.name === 'm5.large')!;
+    expect(emu.proxy.callCount('pricing')).toBe(0);
+    // us-west-2 has no embedded on-demand table: us-east-1's, as upstream's static fallback.
+    expect(m5.offerings.find((o) => o.capacityType === 'on-demand')).toMatchObject({
+      priceUSDPerHour: 0.096,
+      priceSource: 'on-demand-fallback',
+    });
+    // 8192 MiB − ceil(10%) = 7372 MiB (default 7.5% gives 7577 MiB).
+    expect(m5.capacity.memory).toBe(7372 * 2 ** 20);
+  });
+
+  it('concurrent gets are batched into one DescribeInstances call', async () => {
+    const { provider } = await bed();
+    const reqs = [inReq(LabelInstanceType, ['m5.large'])];
+    const launched = await Promise.all(['b1', 'b2', 'b3'].map((n) => provider.create(awsNodeClaim(n, reqs))));
+    const before = emu.proxy.calls.get('ec2:DescribeInstances') ?? 0;
+    const got = await Promise.all(launched.map((nc) => provider.get(nc.status!.providerID!)));
+    expect(got.map((g) => g.metadata.name).sort()).toEqual(['b1', 'b2', 'b3']);
+    expect((emu.proxy.calls.get('ec2:DescribeInstances') ?? 0) - before).toBe(1);
+  });
+
   it('zone requirement restricts the fleet to that zone; delete terminates it and get then says not found', async () => {
     const { provider } = await bed();
     const nc = await provider.create(

@@ -9,6 +9,7 @@ import {
   CreateVpcCommand,
   DescribeImagesCommand,
   type EC2Client,
+  type Image,
 } from '@aws-sdk/client-ec2';
 import { CreateInstanceProfileCommand, type IAMClient } from '@aws-sdk/client-iam';
 import type { EC2NodeClass, NodeClaim, NodeSelectorRequirementWithMinValues } from '../../apis/karpenter.ts';
@@ -17,7 +18,9 @@ import { FakeClock } from '../../kube/clock.ts';
 import { type AwsClientOptions, createAwsClients } from './clients.ts';
 import type { AMIStatus, SecurityGroupStatus, SubnetStatus } from './nodeclass/types.ts';
 import { AwsCloudProvider, type AwsCloudProviderDeps, AwsGroup, EC2NodeClassKind } from './provider.ts';
-import { awsSettings } from './settings.ts';
+import { type AwsSettings, awsSettings } from './settings.ts';
+
+const imagesByEndpoint = new Map<string, Image[]>();
 
 /** What {@link createTestNetwork} made. */
 export interface TestNetwork {
@@ -55,7 +58,14 @@ export async function createTestNetwork(
   );
   const profile = `${clusterName}_nodes`;
   await iam.send(new CreateInstanceProfileCommand({ InstanceProfileName: profile }));
-  const images = (await ec2.send(new DescribeImagesCommand({ Owners: ['amazon'] }))).Images ?? [];
+  // moto's public images survive a reset: describe them once per client.
+  const ep = ec2.config.endpoint ? await ec2.config.endpoint() : undefined;
+  const endpoint = ep ? `${ep.hostname}:${ep.port ?? ''}` : 'default';
+  let images = imagesByEndpoint.get(endpoint);
+  if (!images) {
+    images = (await ec2.send(new DescribeImagesCommand({ Owners: ['amazon'] }))).Images ?? [];
+    imagesByEndpoint.set(endpoint, images);
+  }
   const pick = (arch: string) =>
     images
       .filter((i) => i.Architecture === arch && (i.Name ?? '').startsWith('al2023-ami-'))
@@ -136,6 +146,7 @@ export function awsTestProvider(
   client: AwsClientOptions & { region: string },
   nodeClasses: Map<string, EC2NodeClass>,
   shared?: AwsCloudProviderDeps['shared'],
+  settings: Partial<AwsSettings> = {},
 ) {
   const clients = createAwsClients(client);
   const clock = new FakeClock();
@@ -146,6 +157,7 @@ export function awsTestProvider(
       clusterEndpoint: 'https://test-cluster.example.com',
       clusterCABundle: 'Y2EtYnVuZGxlCg==',
       region: client.region,
+      ...settings,
     }),
     clock,
     clusterCIDR: '10.100.0.0/16',
