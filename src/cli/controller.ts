@@ -41,6 +41,8 @@ export interface ControllerCommandOptions {
   clusterName?: string;
   /** aws: `INTERRUPTION_QUEUE`. */
   interruptionQueue?: string;
+  /** CAPI: kubeconfig of the management cluster; runs the KarpenterMachinePool controller (docs/capi.md). */
+  capiManagementKubeconfig?: string;
 }
 
 /**
@@ -135,10 +137,30 @@ export async function runController(
     process.once('SIGINT', onSignal);
     process.once('SIGTERM', onSignal);
     await op.start(ac.signal);
+    let capi: Promise<void> | undefined;
+    if (flags.capiManagementKubeconfig) {
+      const { runCAPIControllers } = await import('../operator/capi.ts');
+      const management = KubeClient.fromKubeconfig(flags.capiManagementKubeconfig, {
+        userAgent: 'capenter-capi',
+      });
+      capi = runCAPIControllers(op, {
+        management,
+        logger,
+        signal: ac.signal,
+        ...(awsSettings ? { clusterName: awsSettings.clusterName } : {}),
+        ...(awsSettings
+          ? {}
+          : {
+              bootstrapStore: new (await import('../controllers/capi/bootstrap.ts')).InMemoryBootstrapStore(),
+            }),
+      }).finally(() => management.close());
+    }
     io.stderr(
       `capenter controller: ${client.server}, region ${options.region}, metrics :${op.metricsPort}/metrics, health :${op.healthProbePort}/healthz\n`,
     );
     await op.done;
+    ac.abort();
+    await capi;
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
     client.close();
@@ -171,6 +193,10 @@ export function registerControllerCommand(program: Command): void {
     )
     .option('--cluster-name <name>', 'aws: the cluster name (env CLUSTER_NAME; required)')
     .option('--interruption-queue <name>', 'aws: SQS queue of interruption events (env INTERRUPTION_QUEUE)')
+    .option(
+      '--capi-management-kubeconfig <path>',
+      'run the KarpenterMachinePool controller against this management cluster (--kubeconfig is the workload cluster)',
+    )
     .option('--no-leader-elect', 'run controllers without the leader Lease (env LEADER_ELECT=false)')
     .action(async (flags: ControllerCommandOptions) => {
       process.exitCode = await runController(flags, {

@@ -9,8 +9,12 @@ import { resolveAwsSettings } from '../cloudprovider/aws/settings.ts';
 import { type BootstrapDataStore, InMemoryBootstrapStore } from '../controllers/capi/bootstrap.ts';
 import { KarpenterMachinePoolController } from '../controllers/capi/controller.ts';
 import { cloudProviderInstances } from '../controllers/capi/instances.ts';
+import { S3BootstrapStore } from '../controllers/capi/s3store.ts';
 import { CAPITaintController } from '../controllers/capi/taints.ts';
+import type { KubeClient } from '../kube/client.ts';
+import { RealClock } from '../kube/clock.ts';
 import { EventRecorder } from '../kube/events.ts';
+import { SharedInformers } from '../kube/informer.ts';
 import {
   type CAPIEnvironment,
   type CAPIEnvironmentOptions,
@@ -147,4 +151,52 @@ export async function startCAPIStack(o: CAPIStackOptions = {}): Promise<CAPIStac
     await env.stop();
     throw err;
   }
+}
+
+/** Options of {@link runCAPIControllers}. */
+export interface CAPIControllersOptions {
+  /** Client of the management cluster (Cluster, MachinePool, AWSCluster, KMP, bootstrap Secrets). */
+  management: KubeClient;
+  /** Only pools of this workload cluster (`MachinePool.spec.clusterName`); the operator's cluster. */
+  clusterName?: string;
+  logger: Logger;
+  /** Bootstrap data store (default: S3 through the SDK's default chain). */
+  bootstrapStore?: BootstrapDataStore;
+  uninitializedTimeoutSeconds?: number;
+  signal: AbortSignal;
+}
+
+/**
+ * `capenter controller --capi-management-kubeconfig`: runs the KarpenterMachinePool controller against the
+ * management cluster and the CAPI taint controller against the operator's (workload) cluster, until `signal`
+ * aborts. The pool's instances are those of the operator's cloud provider. Resolves when both have stopped.
+ */
+export async function runCAPIControllers(op: Operator, o: CAPIControllersOptions): Promise<void> {
+  const clock = new RealClock();
+  const informers = new SharedInformers(o.management, { clock });
+  const provider = op.cloudProvider;
+  const store = o.bootstrapStore ?? new S3BootstrapStore();
+  const kmp = new KarpenterMachinePoolController({
+    client: o.management,
+    informers,
+    clock,
+    logger: o.logger,
+    recorder: new EventRecorder(o.management, { clock, component: 'capenter-capi', host: op.identity }),
+    bootstrapStore: store,
+    instances: cloudProviderInstances(() => provider),
+    ...(o.clusterName ? { clusterName: o.clusterName } : {}),
+  });
+  const taints = new CAPITaintController({
+    client: op.client,
+    informers: op.informers,
+    clock,
+    logger: o.logger,
+    registry: op.registry,
+    ...(o.uninitializedTimeoutSeconds !== undefined
+      ? { uninitializedTimeoutSeconds: o.uninitializedTimeoutSeconds }
+      : {}),
+  });
+  await Promise.all([kmp.start(o.signal), taints.start(o.signal)]);
+  await informers.stop();
+  if (store instanceof S3BootstrapStore) store.close();
 }

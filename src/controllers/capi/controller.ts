@@ -88,6 +88,11 @@ export interface KMPControllerDeps {
   resyncSeconds?: number;
   /** Parallel reconciles (default 10). */
   concurrency?: number;
+  /**
+   * Only pools of this workload cluster (`MachinePool.spec.clusterName`): one capenter per workload cluster, its
+   * instances seen through that cluster's cloud provider. Default: every cluster of the management cluster.
+   */
+  clusterName?: string;
 }
 
 type Status = NonNullable<KarpenterMachinePool['status']>;
@@ -225,8 +230,9 @@ export class KarpenterMachinePoolController implements Controller {
           'WaitingForMachinePool',
           `no MachinePool in namespace ${namespace} has spec.template.spec.infrastructureRef {kind: KarpenterMachinePool, name: ${name}}`,
         );
-      await this.annotateMachinePool(mp);
       const clusterName = clusterNameOf(mp);
+      if (this.deps.clusterName && clusterName !== this.deps.clusterName) return {};
+      await this.annotateMachinePool(mp);
       const cluster = clusterName
         ? (this.deps.informers.informerFor('Cluster').cache.getByName(clusterName, namespace) as
             | CAPICluster
@@ -529,6 +535,7 @@ export class KarpenterMachinePoolController implements Controller {
     const name = kmp.metadata.name as string;
     const mp = this.machinePoolOf(kmp);
     const clusterName = (mp && clusterNameOf(mp)) ?? kmp.metadata.labels?.[LabelClusterName];
+    if (this.deps.clusterName && clusterName !== this.deps.clusterName) return {};
     const cluster = clusterName
       ? ((await this.deps.client.tryGet('Cluster', clusterName, ns)) as CAPICluster | undefined)
       : undefined;
