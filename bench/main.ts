@@ -4,8 +4,9 @@
  * Scheduling: each size runs in a fresh child process (`bench/scheduling.ts`) so the peak RSS is that
  * size's own. Targets (reported, never asserted in tests): ≥ 5,000 pods/s at 5,000 pods; 10,000 pods in
  * < 3 s and < 500 MB RSS; plan cost ≤ 1.25 × lower bound.
- * Then the API-server, provisioning and disruption sections (`bench/apiserver.ts`, `bench/provisioning.ts`,
- * `bench/disruption.ts`); `--only apiServer,provisioning,aws,disruption` picks sections (scheduling always runs
+ * Then the API-server, provisioning, aws, disruption and CAPI sections (`bench/apiserver.ts`, `bench/provisioning.ts`,
+ * `bench/aws.ts`, `bench/disruption.ts`, `bench/capi.ts`); `--only apiServer,provisioning,aws,disruption,capi` picks
+ * sections (scheduling always runs
  * unless `--sizes` is empty, e.g. `--sizes 0`).
  *
  * `--json` prints a JSON array with one object per scheduling size:
@@ -146,6 +147,13 @@ const sections: Section[] = [
     file: 'disruption.ts',
     run: 'runDisruptionBench',
     format: 'formatDisruptionBench',
+  },
+  {
+    key: 'capi',
+    title: 'CAPI (two embedded clusters, kwok)',
+    file: 'capi.ts',
+    run: 'runCAPIBench',
+    format: 'formatCAPIBench',
   },
 ];
 const onlyArg = argv.indexOf('--only');

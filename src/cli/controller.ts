@@ -41,6 +41,8 @@ export interface ControllerCommandOptions {
   bindAddress?: string;
   /** `kwok` (default) or `aws`. */
   cloudProvider?: string;
+  /** CAPI: kubeconfig of the management cluster; runs the KarpenterMachinePool controller (docs/capi.md). */
+  capiManagementKubeconfig?: string;
   /** Setting flags by commander attribute name (`metricsPort`, `batchIdleDuration`, `disableLeaderElection`). */
   [setting: string]: unknown;
 }
@@ -125,14 +127,35 @@ export async function runController(
     process.once('SIGINT', onSignal);
     process.once('SIGTERM', onSignal);
     await op.start(ac.signal);
+    let capi: Promise<void> | undefined;
+    if (flags.capiManagementKubeconfig) {
+      const { runCAPIControllers } = await import('../operator/capi.ts');
+      const management = KubeClient.fromKubeconfig(flags.capiManagementKubeconfig, {
+        userAgent: 'capenter-capi',
+      });
+      capi = runCAPIControllers(op, {
+        management,
+        logger,
+        signal: ac.signal,
+        ...(awsSettings ? { clusterName: awsSettings.clusterName } : {}),
+        ...(awsSettings
+          ? {}
+          : {
+              bootstrapStore: new (await import('../controllers/capi/bootstrap.ts')).InMemoryBootstrapStore(),
+            }),
+      }).finally(() => management.close());
+    }
     io.stderr(
       `capenter controller: ${client.server}, region ${options.region}, metrics :${op.metricsPort}/metrics, health :${op.healthProbePort}/healthz\n`,
     );
     await op.done;
+    const stoppedBySignal = interrupted || ac.signal.aborted;
+    ac.abort(); // stops the KarpenterMachinePool controllers too
+    await capi;
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
     client.close();
-    if (interrupted || ac.signal.aborted) return 0;
+    if (stoppedBySignal) return 0;
     io.stderr('capenter controller: leadership lost; exiting so the process is restarted\n');
     return 1;
   } catch (err) {
@@ -153,6 +176,10 @@ export function registerControllerCommand(program: Command): void {
       'kwok (default: NodeClaims become Node objects) or aws (EC2 instances)',
     )
     .option('--install-crds', "apply capenter's CRDs (as `kubectl apply -f crds/`) at start (default off)")
+    .option(
+      '--capi-management-kubeconfig <path>',
+      'run the KarpenterMachinePool controller against this management cluster (--kubeconfig is the workload cluster)',
+    )
     .option('--bind-address <addr>', 'address of /metrics, /healthz, /readyz (default 0.0.0.0)')
     .addOption(
       new Option('--no-leader-elect', 'same as --disable-leader-election (kept for scripts)').hideHelp(),

@@ -7,6 +7,7 @@ import { Command } from 'commander';
 import { registerApiserverCommand } from './apiserver.ts';
 import { registerBootstrapCommand } from './bootstrap.ts';
 import { registerControllerCommand } from './controller.ts';
+import { registerConvertCommand } from './convert.ts';
 import { registerDoctorCommand } from './doctor.ts';
 import { registerInstanceTypesCommand } from './instance-types.ts';
 import { registerSimulateCommand } from './simulate.ts';
@@ -34,6 +35,7 @@ export function buildProgram(): Command {
   registerControllerCommand(program);
   registerDoctorCommand(program);
   registerBootstrapCommand(program);
+  registerConvertCommand(program);
   registerInstanceTypesCommand(program);
   registerApiserverCommand(program);
   return program;

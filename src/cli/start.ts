@@ -52,6 +52,10 @@ export interface StartCommandOptions {
   region?: string;
   logLevel?: string;
   metricsPort?: string;
+  /** Two clusters as CAPI runs them (management + workload); see start-capi.ts. */
+  capi?: boolean;
+  /** With --capi: seconds before capenter removes a lingering node.cluster.x-k8s.io/uninitialized taint. */
+  uninitializedTaintTimeout?: string;
   /** `kwok` (default) or `aws` (an AWS API emulator at `AWS_ENDPOINT_URL`, e.g. moto). */
   cloudProvider?: string;
   /** `--cluster-name` (aws; default `CLUSTER_NAME`, else `cluster-1`). */
@@ -349,6 +353,31 @@ export async function runStart(flags: StartCommandOptions, io: StartIO): Promise
     io.stderr(`error: ${(err as Error).message}\n`);
     return 2;
   }
+  if (flags.capi) {
+    const taintTimeout =
+      flags.uninitializedTaintTimeout === undefined ? undefined : Number(flags.uninitializedTaintTimeout);
+    if (taintTimeout !== undefined && !(Number.isFinite(taintTimeout) && taintTimeout >= 0)) {
+      io.stderr(
+        `error: --uninitialized-taint-timeout must be seconds >= 0, got "${flags.uninitializedTaintTimeout}"\n`,
+      );
+      return 2;
+    }
+    const { runStartCAPI } = await import('./start-capi.ts');
+    return runStartCAPI(
+      {
+        ...(flags.filename ? { filename: flags.filename } : {}),
+        ...(flags.kubeconfigOut ? { kubeconfigOut: flags.kubeconfigOut } : {}),
+        ...(flags.exitWhenSettled ? { exitWhenSettled: true } : {}),
+        ...(taintTimeout !== undefined ? { uninitializedTaintTimeout: taintTimeout } : {}),
+        ...(cloudProvider === 'aws' && emulatorEndpoint ? { awsEmulatorEndpoint: emulatorEndpoint } : {}),
+        timeout,
+        output,
+        region,
+        logLevel,
+      },
+      io,
+    );
+  }
   const paths = flags.filename && flags.filename.length > 0 ? flags.filename : [defaultExamplePath()];
   const loaded = await loadManifestPaths(paths);
   for (const e of loaded.errors) io.stderr(`error: ${e.message}\n`);
@@ -516,6 +545,14 @@ export function registerStartCommand(program: Command): void {
     )
     .option('--log-level <level>', 'controller log level on stderr: debug|info|warn|error|silent', 'warn')
     .option('--metrics-port <n>', 'controller /metrics port (default: any free port)')
+    .option(
+      '--capi',
+      'two clusters as Cluster API runs them: management (CAPI/CAPA CRDs, KarpenterMachinePool) + workload',
+    )
+    .option(
+      '--uninitialized-taint-timeout <seconds>',
+      'with --capi: remove node.cluster.x-k8s.io/uninitialized from initialized nodes after this long (default 120)',
+    )
     .action(async (flags: StartCommandOptions) => {
       process.exitCode = await runStart(flags, {
         stdout: (t) => process.stdout.write(t),
