@@ -429,6 +429,36 @@ spec:
     expect(json.notices.join('\n')).toContain('Every NodePool in the input is invalid (1, see the errors)');
   });
 
+  it('an invalid quantity (cpu: lots): exit 2 naming file, document, kind, name and field; the valid Deployment is planned', async () => {
+    const file = join(tmp, 'bad-quantity.yaml');
+    writeFileSync(
+      file,
+      [nodePool('np', 'default'), nodeClass, deployment('bad', 'lots'), deployment('good', '500m')].join(
+        '\n---\n',
+      ),
+    );
+    const { code, err, json } = await runJSON([file]);
+    expect(code).toBe(2);
+    expect(err).toContain(
+      '(document 2): Deployment "bad": spec.template.spec.containers[0].resources.requests.cpu: Invalid value: "lots"',
+    );
+    expect(json.errors).toHaveLength(1);
+    // the two 500m replicas of "good" still get their m6i.large; "bad" is not planned at all
+    expect(json.nodeClaims.map((n) => [n.instanceType, n.pods.length])).toEqual([['m6i.large', 2]]);
+    expect(json.unschedulable).toEqual([]);
+  });
+
+  it('an empty file or a stream with no objects: a notice on stderr, exit 0', async () => {
+    const file = join(tmp, 'empty.yaml');
+    writeFileSync(file, '');
+    const fromFile = await run({ filenames: [file] });
+    expect(fromFile.code).toBe(0);
+    expect(fromFile.err).toContain(`notice: ${file}: no Kubernetes objects`);
+    const fromStdin = await run({ filenames: ['-'] }, '---\n---\n');
+    expect(fromStdin.code).toBe(0);
+    expect(fromStdin.err).toContain('notice: <stdin>: no Kubernetes objects');
+  });
+
   it('broken YAML: exit 2 naming the file', async () => {
     const file = join(tmp, 'broken.yaml');
     writeFileSync(file, 'kind: Deployment\nmetadata: {name: x\n  spec: [');

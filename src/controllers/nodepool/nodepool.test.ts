@@ -49,7 +49,7 @@ describe('nodePoolHash', () => {
 
   it('is re-exported unchanged by the hash controller module', () => {
     expect(hashController.nodePoolHash).toBe(nodePoolHash);
-    expect(hashController.NodePoolHashVersion).toBe('v3');
+    expect(hashController.NodePoolHashVersion).toBe('capenter-v1');
   });
 });
 
