@@ -285,8 +285,14 @@ export function parseManifests(text: string, file: string, opts: LoadOptions = {
       if (opts.keepUnknownKinds) result.objects.push({ ...loc(line), object: v as KubeObject });
     }
   });
-  if (result.objects.length === 0 && result.errors.length === 0 && Object.keys(result.unknownKinds).length === 0)
-    result.notices = [`${file}: no Kubernetes objects (the file or stream is empty or holds only empty documents)`];
+  if (
+    result.objects.length === 0 &&
+    result.errors.length === 0 &&
+    Object.keys(result.unknownKinds).length === 0
+  )
+    result.notices = [
+      `${file}: no Kubernetes objects (the file or stream is empty or holds only empty documents)`,
+    ];
   return result;
 }
 
