@@ -282,7 +282,7 @@ export class PassContext {
     this.options = {
       multiNodeMaxCandidates: o.multiNodeMaxCandidates ?? 100,
       singleNodeMaxSimulations: o.singleNodeMaxSimulations ?? 200,
-      flexibleOnDemandReplacements: o.flexibleOnDemandReplacements ?? false,
+      flexibleOnDemandReplacements: o.flexibleOnDemandReplacements ?? true,
       spotToSpotConsolidation: input.featureGates?.spotToSpotConsolidation ?? false,
     };
   }

@@ -52,8 +52,9 @@ export interface DisruptionOptions {
    */
   singleNodeMaxSimulations?: number;
   /**
-   * Keep every cheaper instance type in an on-demand replacement (upstream behaviour) instead of only the
-   * cheapest-priced ones (capenter default, see `consolidation.ts` {@link narrowReplacement}). Default false.
+   * Keep every instance type cheaper than the candidates in an on-demand replacement (upstream behaviour, the
+   * default): an insufficient-capacity error on the cheapest still leaves a launch that saves money. `false`
+   * keeps only the cheapest-priced ones (see `consolidation.ts` {@link narrowReplacement}). Default true.
    */
   flexibleOnDemandReplacements?: boolean;
 }

@@ -89,14 +89,17 @@ describe('disruption scenario cases', () => {
     });
   }
 
-  it('underutilized-node-replaced-by-cheaper: m5.large at $0.096/h saves $0.288/h', async () => {
+  it('underutilized-node-replaced-by-cheaper: m5.large at $0.096/h saves $0.288/h, m5.xlarge kept as fallback', async () => {
     const c = cases.find((x) => x.id === 'underutilized-node-replaced-by-cheaper');
-    if (!c) return;
-    const report = await run(c);
+    expect(c, 'case underutilized-node-replaced-by-cheaper exists').toBeDefined();
+    const report = await run(c!);
     expect(report.commands).toHaveLength(1);
     expect(report.commands[0]!.method).toBe('SingleNodeConsolidation');
     expect(report.commands[0]!.replacements[0]!.priceUSDPerHour).toBe(0.096);
     expect(report.commands[0]!.savingsUSDPerHour).toBe(0.288);
+    // upstream's flexible on-demand replacement (the default): every type cheaper than the $0.384/h candidate
+    const cmd = report.result.commands[0]!;
+    expect(cmd.replacements[0]!.instanceTypeOptions.map((t) => t.name)).toEqual(['m5.large', 'm5.xlarge']);
   });
 
   it('do-not-disrupt-pod-blocks-consolidation: the blocked list names the pod', async () => {
