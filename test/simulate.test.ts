@@ -459,6 +459,29 @@ spec:
     expect(fromStdin.err).toContain('notice: <stdin>: no Kubernetes objects');
   });
 
+  it('a NodePool of a KWOKNodeClass is simulated with the catalog types (as start); a missing one is exit 2', async () => {
+    const kwok =
+      'apiVersion: karpenter.kwok.sh/v1alpha1\nkind: KWOKNodeClass\nmetadata: {name: kw}\nspec: {}\n';
+    const pool = nodePool('kw-pool', 'kw').replace(
+      '{group: karpenter.k8s.aws, kind: EC2NodeClass, name: kw}',
+      '{group: karpenter.kwok.sh, kind: KWOKNodeClass, name: kw}',
+    );
+    const file = join(tmp, 'kwok.yaml');
+    writeFileSync(file, [kwok, pool, deployment('app-1', '500m')].join('\n---\n'));
+    const { code, json } = await runJSON([file]);
+    expect(code).toBe(0);
+    expect(json.nodeClaims.map((n) => [n.nodePool, n.instanceType, n.pods.length])).toEqual([
+      ['kw-pool', 'm6i.large', 2],
+    ]);
+    const missing = join(tmp, 'kwok-missing.yaml');
+    writeFileSync(missing, [pool, deployment('app-1', '500m')].join('\n---\n'));
+    const r = await runJSON([missing]);
+    expect(r.code).toBe(2);
+    expect(r.err).toContain(
+      'NodePool "kw-pool": spec.template.spec.nodeClassRef.name: KWOKNodeClass "kw" is not in the input',
+    );
+  });
+
   it('broken YAML: exit 2 naming the file', async () => {
     const file = join(tmp, 'broken.yaml');
     writeFileSync(file, 'kind: Deployment\nmetadata: {name: x\n  spec: [');

@@ -441,6 +441,8 @@ export async function buildSchedulingInput(
 
   const nodePools: NodePool[] = [];
   const nodeClasses = new Map<string, EC2NodeClass>();
+  /** KWOKNodeClass names: their NodePools get the region's catalog with default allocatable, as `start` does. */
+  const kwokNodeClasses = new Set<string>();
   const nodes: Node[] = [];
   const listedPods: Pod[] = [];
   const workloads: KubeObject[] = [];
@@ -455,7 +457,14 @@ export async function buildSchedulingInput(
     const o = s.object;
     if (!o || typeof o !== 'object') continue;
     const kind = o.kind ?? '';
-    const clusterScoped = ['NodePool', 'EC2NodeClass', 'Node', 'Namespace', 'NodeClaim'].includes(kind);
+    const clusterScoped = [
+      'NodePool',
+      'EC2NodeClass',
+      'KWOKNodeClass',
+      'Node',
+      'Namespace',
+      'NodeClaim',
+    ].includes(kind);
     const key = `${kind}/${clusterScoped ? '' : nsOf(o)}/${nameOf(o)}`;
     const first = seen.get(key);
     if (first && nameOf(o)) {
@@ -477,6 +486,9 @@ export async function buildSchedulingInput(
         break;
       case 'EC2NodeClass':
         nodeClasses.set(nameOf(o), o as EC2NodeClass);
+        break;
+      case 'KWOKNodeClass':
+        kwokNodeClasses.add(nameOf(o));
         break;
       case 'Node':
         nodes.push(o as Node);
@@ -650,6 +662,31 @@ export async function buildSchedulingInput(
   for (const np of nodePools) {
     const ref = np.spec?.template?.spec?.nodeClassRef;
     const src = seen.get(`NodePool//${nameOf(np)}`);
+    if (ref?.kind === 'KWOKNodeClass') {
+      if (!kwokNodeClasses.has(ref.name)) {
+        errors.push(
+          issue(
+            src,
+            'NodePool',
+            nameOf(np),
+            'spec.template.spec.nodeClassRef.name',
+            `KWOKNodeClass "${ref.name}" is not in the input (${kwokNodeClasses.size ? `found: ${[...kwokNodeClasses].join(', ')}` : 'none given'}). Add that KWOKNodeClass or fix nodeClassRef.name; this NodePool is not simulated.`,
+          ),
+        );
+        continue;
+      }
+      // the kwok provider launches the region's catalog types with the default (AL2023) allocatable
+      let types = catalogCache.get(`KWOKNodeClass/${ref.name}`);
+      if (!types) {
+        const res = await opts.catalog({ region: opts.region });
+        types = [...res.instanceTypes];
+        for (const n of res.notices) if (!notices.includes(n)) notices.push(n);
+        catalogCache.set(`KWOKNodeClass/${ref.name}`, types);
+      }
+      instanceTypes[nameOf(np)] = types;
+      usablePools.push(np);
+      continue;
+    }
     if (ref?.kind !== 'EC2NodeClass') {
       errors.push(
         issue(
@@ -657,7 +694,7 @@ export async function buildSchedulingInput(
           'NodePool',
           nameOf(np),
           'spec.template.spec.nodeClassRef.kind',
-          `references a ${ref?.kind ?? 'missing'} NodeClass; capenter simulate only resolves EC2NodeClass (group karpenter.k8s.aws). This NodePool is not simulated.`,
+          `references a ${ref?.kind ?? 'missing'} NodeClass; capenter simulate only resolves EC2NodeClass (group karpenter.k8s.aws) and KWOKNodeClass (group karpenter.kwok.sh). This NodePool is not simulated.`,
         ),
       );
       continue;
@@ -676,7 +713,7 @@ export async function buildSchedulingInput(
       );
       continue;
     }
-    let types = catalogCache.get(ref.name);
+    let types = catalogCache.get(`EC2NodeClass/${ref.name}`);
     if (!types) {
       try {
         const res = await opts.catalog({ region: opts.region, nodeClass: nc });
@@ -695,7 +732,7 @@ export async function buildSchedulingInput(
         );
         continue;
       }
-      catalogCache.set(ref.name, types);
+      catalogCache.set(`EC2NodeClass/${ref.name}`, types);
     }
     instanceTypes[nameOf(np)] = types;
     usablePools.push(np);
