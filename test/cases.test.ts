@@ -269,7 +269,6 @@ describe('cases run by other test files', () => {
  */
 const EXPECTED_FAILURES: Readonly<Record<string, string>> = {
   'bound-volume-zone-pins-new-node': 'issue 11 (volume topology)',
-  'nodepool-node-count-limit-caps-one-pass': 'issue 11 (NodePool limits as running totals)',
   'spread-node-affinity-policy-ignores-other-pool-domains': 'issue 11 (spread nodeAffinityPolicy)',
 };
 

@@ -21,6 +21,7 @@ import type { LabelSelector, Pod } from '../apis/core.ts';
 import { LabelNodePool } from '../apis/labels.ts';
 import { formatResources, parseResources, type Resources } from '../apis/quantity.ts';
 import { selectorMatches } from '../scheduling/labelselector.ts';
+import { limitCapacity } from '../scheduling/limits.ts';
 import { podRequests } from '../scheduling/resources.ts';
 import { solve } from '../scheduling/scheduler.ts';
 import type { ExistingNode, NodeClaimPlan, Placement, SchedulingInput } from '../scheduling/types.ts';
@@ -101,6 +102,7 @@ export class Simulator {
         } catch {
           // malformed capacity: the node does not count towards limits
         }
+        capacity = limitCapacity(capacity);
         this.capacityByNode.set(name, { pool, capacity });
         const u = this.usage[pool] ?? {};
         this.usage[pool] = u;

@@ -34,6 +34,7 @@ import { LabelNodePool } from '../apis/labels.ts';
 import { parseResources, type Resources } from '../apis/quantity.ts';
 import type { InstanceType } from '../cloudprovider/types.ts';
 import { selectorMatches } from '../scheduling/labelselector.ts';
+import { limitCapacity } from '../scheduling/limits.ts';
 import type { ExistingNode, SchedulingInput } from '../scheduling/types.ts';
 import { DAEMON_DEFAULT_TOLERATIONS, podFitsNodeLabelsAndTaints } from './match.ts';
 
@@ -635,7 +636,7 @@ export async function buildSchedulingInput(
         );
       }
       nodePoolUsage[poolName] ??= {};
-      addResources(nodePoolUsage[poolName], capacity);
+      addResources(nodePoolUsage[poolName], limitCapacity(capacity));
     }
     existingNodes.push(existing);
   }

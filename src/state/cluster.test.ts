@@ -135,7 +135,7 @@ describe('Cluster state (embedded API server)', () => {
     expect(cluster.listDaemonSets().map((d) => d.metadata.name)).toEqual(['agent']);
 
     // usage: launched claim counts status.capacity; the in-flight one its largest option (m5.xlarge: 4 vCPU)
-    expect(cluster.nodePoolUsage().default).toEqual({ cpu: 4000, memory: 16 * 2 ** 30 });
+    expect(cluster.nodePoolUsage().default).toEqual({ cpu: 4000, memory: 16 * 2 ** 30, nodes: 2 });
     expect(cluster.nodePoolUsage(typeIndex).default!.cpu).toBe(8000);
     expect(nodeClaimCapacity(b.nodeClaim!, typeIndex).cpu).toBe(4000);
 

@@ -27,6 +27,7 @@ import type { Clock } from '../kube/clock.ts';
 import type { Informer, SharedInformers } from '../kube/informer.ts';
 import type { ResourceRef } from '../kube/resources.ts';
 import type { Namespace } from '../kube/types.ts';
+import { limitCapacity } from '../scheduling/limits.ts';
 import { addInto, podRequests } from '../scheduling/resources.ts';
 import { isOwnedByDaemonSet, isTerminal, podKey } from './pods.ts';
 
@@ -889,7 +890,7 @@ export function nodePoolUsage(
         cap = {};
       }
     }
-    out[sn.nodePool] = addInto(out[sn.nodePool] ?? {}, cap);
+    out[sn.nodePool] = addInto(out[sn.nodePool] ?? {}, limitCapacity(cap));
   }
   return out;
 }
