@@ -20,12 +20,14 @@
  * - inverse anti-affinity: a pod matching the required anti-affinity term of an already placed pod may not go to
  *   that pod's domain.
  * Counting: pods are recorded in a domain only once it is known (a single value); for anti-affinity every domain
- * the pod might land in is recorded. Not supported: `nodeTaintsPolicy: Honor` (taints are ignored for counting),
- * `mismatchLabelKeys`.
+ * the pod might land in is recorded. Selectors are widened by `matchLabelKeys` / `mismatchLabelKeys`
+ * (`predicates.ts` `selectorWithLabelKeys`). Not supported: `nodeTaintsPolicy: Honor` (taints are ignored for
+ * counting).
  */
 import type { LabelSelector, PodAffinityTerm, TopologySpreadConstraint } from '../apis/core.ts';
 import { LabelHostname } from '../apis/labels.ts';
 import { selectorKey, selectorMatches } from './labelselector.ts';
+import { selectorWithLabelKeys } from './predicates.ts';
 import type { PodConstraints } from './preferences.ts';
 import { formatValues, Requirement, type Requirements } from './requirements.ts';
 
@@ -160,13 +162,7 @@ export class Topology {
     tsc: TopologySpreadConstraint,
     nodeFilter: readonly Requirements[] | undefined,
   ): TopologyGroup {
-    let selector = tsc.labelSelector;
-    if (tsc.matchLabelKeys?.length && selector) {
-      const extra = tsc.matchLabelKeys
-        .filter((k) => pod.labels[k] !== undefined)
-        .map((k) => ({ key: k, operator: 'In' as const, values: [pod.labels[k]!] }));
-      selector = { ...selector, matchExpressions: [...(selector.matchExpressions ?? []), ...extra] };
-    }
+    const selector = selectorWithLabelKeys(tsc.labelSelector, pod.labels, tsc.matchLabelKeys);
     const honor = (tsc.nodeAffinityPolicy ?? 'Honor') === 'Honor' ? nodeFilter : undefined;
     const filterSig = honor ? honor.map((r) => r.signature()).join('|') : '';
     const id = `spread|${tsc.topologyKey}|${selectorKey(selector)}|${pod.namespace}|${tsc.maxSkew}|${tsc.minDomains ?? ''}|${filterSig}`;
@@ -189,13 +185,12 @@ export class Topology {
     pod: TopologyPod,
     term: PodAffinityTerm,
   ) {
-    let selector = term.labelSelector;
-    if (term.matchLabelKeys?.length && selector) {
-      const extra = term.matchLabelKeys
-        .filter((k) => pod.labels[k] !== undefined)
-        .map((k) => ({ key: k, operator: 'In' as const, values: [pod.labels[k]!] }));
-      selector = { ...selector, matchExpressions: [...(selector.matchExpressions ?? []), ...extra] };
-    }
+    const selector = selectorWithLabelKeys(
+      term.labelSelector,
+      pod.labels,
+      term.matchLabelKeys,
+      term.mismatchLabelKeys,
+    );
     const ns = this.namespacesOf(term, pod.namespace);
     const id = `${kind}|${term.topologyKey}|${selectorKey(selector)}|${ns ? [...ns].sort().join(',') : '*'}`;
     return this.getOrCreate(new TopologyGroup(id, kind, term.topologyKey, selector, ns));

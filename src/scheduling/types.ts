@@ -5,9 +5,9 @@
  * Semantics follow upstream kubernetes-sigs/karpenter `pkg/controllers/provisioning/scheduling`.
  */
 import type { DaemonSet, Node, Pod } from '../apis/core.ts';
+import type { InstanceType, Offering } from '../apis/instancetype.ts';
 import type { NodeClaim, NodePool, NodeSelectorRequirementWithMinValues } from '../apis/karpenter.ts';
 import type { Resources } from '../apis/quantity.ts';
-import type { InstanceType, Offering } from '../cloudprovider/types.ts';
 
 /** Existing capacity: a Node (managed or not) with the pods bound to it (daemon pods included). */
 export interface ExistingNode {

@@ -35,8 +35,8 @@ import { parseResources, type Resources } from '../apis/quantity.ts';
 import type { InstanceType } from '../cloudprovider/types.ts';
 import { selectorMatches } from '../scheduling/labelselector.ts';
 import { limitCapacity } from '../scheduling/limits.ts';
+import { daemonSetNodeFit, withoutEphemeralTaints } from '../scheduling/predicates.ts';
 import type { ExistingNode, SchedulingInput } from '../scheduling/types.ts';
-import { DAEMON_DEFAULT_TOLERATIONS, podFitsNodeLabelsAndTaints } from './match.ts';
 
 /** An object with where it came from (as `apis/load.ts` returns them). */
 export interface SourcedObject {
@@ -607,13 +607,13 @@ export async function buildSchedulingInput(
         return nsOf(p) === nsOf(ds) && selectorMatches(ds.spec?.selector, p.metadata.labels ?? {});
       });
       if (hasOne || !ds.spec?.template) continue;
-      if (
-        podFitsNodeLabelsAndTaints(
-          ds.spec.template.spec ?? { containers: [] },
-          node,
-          DAEMON_DEFAULT_TOLERATIONS,
-        )
-      ) {
+      // the shared DaemonSet placement rule, on the taints the node keeps once it is up (as the core does)
+      const view = {
+        name: nameOf(node),
+        labels: node.metadata.labels ?? {},
+        taints: withoutEphemeralTaints(node.spec?.taints),
+      };
+      if (daemonSetNodeFit(ds.spec.template.spec ?? { containers: [] }, view).shouldRun) {
         pods.push(daemonPodFor(ds, node));
       }
     }

@@ -3,8 +3,11 @@
  * kube-scheduler profile (kubernetes/pkg/scheduler/framework/plugins) in the order it runs filters:
  * NodeUnschedulable, TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit, PodTopologySpread,
  * InterPodAffinity; the first failing plugin decides a node's reasons (NodeResourcesFit may give several).
- * Resource requests, taint tolerance and host ports come from the scheduling core (`src/scheduling`) so the
- * stand-in and capenter's provisioner agree on what fits.
+ * Every node/pod matching rule (node affinity incl. `matchFields`, taints by effect, selectors with
+ * `matchLabelKeys`/`mismatchLabelKeys`, spread node inclusion policies), resource requests and host ports come
+ * from the scheduling core (`scheduling/predicates.ts`, `resources.ts`, `hostports.ts`), so the stand-in and
+ * capenter's provisioner agree on what fits; this file keeps what is kube-scheduler's own: per-cycle state,
+ * scoring and messages.
  *
  * Differences from kube-scheduler (documented gaps): volumes (VolumeBinding/VolumeZone/limits) are not
  * checked; a node without a `Ready=True` condition is treated as tainted `node.kubernetes.io/not-ready:NoSchedule`
@@ -12,23 +15,19 @@
  * NodeResourcesFit (MostAllocated or LeastAllocated), preferred node affinity and PreferNoSchedule taints
  * only (no spread/pod-affinity/balanced-allocation/image scores); ties go to the lowest node name.
  */
-import type {
-  LabelSelector,
-  LabelSelectorRequirement,
-  Node,
-  NodeSelectorRequirement,
-  NodeSelectorTerm,
-  Pod,
-  PodAffinityTerm,
-  Taint,
-  Toleration,
-} from '../../apis/core.ts';
+import type { LabelSelector, Node, Pod, PodAffinityTerm, Taint } from '../../apis/core.ts';
 import { parseResources, type Resources } from '../../apis/quantity.ts';
 import { type HostPort, HostPortUsage, podHostPorts } from '../../scheduling/hostports.ts';
-import { selectorMatches } from '../../scheduling/labelselector.ts';
-import { Requirement } from '../../scheduling/requirements.ts';
+import {
+  firstUntoleratedTaint,
+  nodeMatchesNodeAffinity,
+  nodeMatchesTerm,
+  selectorMatches,
+  selectorWithLabelKeys,
+  spreadCountsNode,
+  toleratesKey,
+} from '../../scheduling/predicates.ts';
 import { addInto, podRequests } from '../../scheduling/resources.ts';
-import { toleratesTaint } from '../../scheduling/taints.ts';
 
 /** Taint the node lifecycle controller puts on nodes that are not Ready (here: virtual). */
 export const TaintNotReady = 'node.kubernetes.io/not-ready';
@@ -157,27 +156,6 @@ export function addPodToNodeInfo(info: NodeInfo, pod: Pod, req = safePodRequests
 
 // ---------------------------------------------------------------- selectors and terms
 
-/** Label selector plus `matchLabelKeys` (key In [pod's value]) and `mismatchLabelKeys` (NotIn). */
-function effectiveSelector(
-  sel: LabelSelector | undefined,
-  labels: Readonly<Record<string, string>>,
-  matchKeys: readonly string[] | undefined,
-  mismatchKeys?: readonly string[],
-): LabelSelector | undefined {
-  if (!sel) return undefined;
-  const extra: LabelSelectorRequirement[] = [];
-  for (const k of matchKeys ?? []) {
-    const v = labels[k];
-    if (v !== undefined) extra.push({ key: k, operator: 'In', values: [v] });
-  }
-  for (const k of mismatchKeys ?? []) {
-    const v = labels[k];
-    if (v !== undefined) extra.push({ key: k, operator: 'NotIn', values: [v] });
-  }
-  if (extra.length === 0) return sel;
-  return { ...sel, matchExpressions: [...(sel.matchExpressions ?? []), ...extra] };
-}
-
 /** Looks up a namespace's labels (for `namespaceSelector`); undefined when unknown. */
 export type NamespaceLabels = (namespace: string) => Readonly<Record<string, string>> | undefined;
 
@@ -196,7 +174,7 @@ function resolveTerm(term: PodAffinityTerm, owner: Pod): ResolvedTerm {
   if (namespaces.size === 0 && !term.namespaceSelector) namespaces.add(owner.metadata.namespace ?? 'default');
   return {
     topologyKey: term.topologyKey,
-    selector: effectiveSelector(term.labelSelector, labels, term.matchLabelKeys, term.mismatchLabelKeys),
+    selector: selectorWithLabelKeys(term.labelSelector, labels, term.matchLabelKeys, term.mismatchLabelKeys),
     namespaces,
     nsSelector: term.namespaceSelector,
   };
@@ -208,64 +186,6 @@ function termMatches(t: ResolvedTerm, pod: Pod, nsLabels: NamespaceLabels): bool
   if (!nsOk && t.nsSelector) nsOk = selectorMatches(t.nsSelector, nsLabels(ns) ?? {});
   return nsOk && selectorMatches(t.selector, pod.metadata.labels ?? {});
 }
-
-/**
- * True when a node with `labels` and `name` matches one node selector term: all `matchExpressions`
- * (label requirements, Gt/Lt included) and all `matchFields` (only `metadata.name`, In/NotIn). An empty
- * term matches nothing, as in kube-scheduler.
- */
-export function nodeMatchesTerm(
-  term: NodeSelectorTerm,
-  name: string,
-  labels: Readonly<Record<string, string>>,
-): boolean {
-  const exprs = term.matchExpressions ?? [];
-  const fields = term.matchFields ?? [];
-  if (exprs.length === 0 && fields.length === 0) return false;
-  for (const e of exprs) {
-    let r: Requirement;
-    try {
-      r = Requirement.from(e);
-    } catch {
-      return false;
-    }
-    const v = labels[e.key];
-    if (v === undefined ? !r.allowsAbsent() : !r.has(v)) return false;
-  }
-  for (const f of fields) if (!fieldMatches(f, name)) return false;
-  return true;
-}
-
-function fieldMatches(f: NodeSelectorRequirement, name: string): boolean {
-  if (f.key !== 'metadata.name') return false;
-  if (f.operator === 'In') return (f.values ?? []).includes(name);
-  if (f.operator === 'NotIn') return !(f.values ?? []).includes(name);
-  return false;
-}
-
-/** kube-scheduler's NodeAffinity filter: `nodeSelector` and any required term (none = any node). */
-export function nodeMatchesPod(pod: Pod, name: string, labels: Readonly<Record<string, string>>): boolean {
-  for (const [k, v] of Object.entries(pod.spec.nodeSelector ?? {})) if (labels[k] !== v) return false;
-  const terms =
-    pod.spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms;
-  if (!terms) return true;
-  return terms.some((t) => nodeMatchesTerm(t, name, labels));
-}
-
-/** The first NoSchedule/NoExecute taint not tolerated, if any. */
-export function firstUntoleratedTaint(
-  tolerations: readonly Toleration[] | undefined,
-  taints: readonly Taint[],
-  effects: ReadonlySet<string> = HARD_EFFECTS,
-): Taint | undefined {
-  for (const t of taints) {
-    if (!effects.has(t.effect)) continue;
-    if (!tolerations?.some((tol) => toleratesTaint(tol, t))) return t;
-  }
-  return undefined;
-}
-
-const HARD_EFFECTS: ReadonlySet<string> = new Set(['NoSchedule', 'NoExecute']);
 
 // ---------------------------------------------------------------- per-pod prepared state
 
@@ -324,7 +244,9 @@ export function prepare(
   );
   if (constraints.length > 0) {
     const keys = constraints.map((c) => c.topologyKey);
-    const selectors = constraints.map((c) => effectiveSelector(c.labelSelector, labels, c.matchLabelKeys));
+    const selectors = constraints.map((c) =>
+      selectorWithLabelKeys(c.labelSelector, labels, c.matchLabelKeys),
+    );
     const states: SpreadState[] = constraints.map((c, i) => ({
       topologyKey: c.topologyKey,
       maxSkew: c.maxSkew,
@@ -335,8 +257,7 @@ export function prepare(
     for (const n of nodes) {
       if (!keys.every((k) => n.labels[k] !== undefined)) continue;
       constraints.forEach((c, i) => {
-        if ((c.nodeAffinityPolicy ?? 'Honor') === 'Honor' && !nodeMatchesPod(pod, n.name, n.labels)) return;
-        if (c.nodeTaintsPolicy === 'Honor' && firstUntoleratedTaint(pod.spec.tolerations, n.taints)) return;
+        if (!spreadCountsNode(c, pod.spec, n)) return;
         const st = states[i]!;
         const value = n.labels[c.topologyKey]!;
         let count = st.counts.get(value) ?? 0;
@@ -411,16 +332,13 @@ export function filterNode(state: PodSchedulingState, n: NodeInfo): string[] {
   const pod = state.pod;
   const tolerations = pod.spec.tolerations;
   // NodeUnschedulable
-  if (
-    n.node.spec?.unschedulable &&
-    !tolerations?.some((t) => toleratesTaint(t, { key: TaintUnschedulable, effect: 'NoSchedule' }))
-  )
+  if (n.node.spec?.unschedulable && !toleratesKey(tolerations, TaintUnschedulable, 'NoSchedule'))
     return [Reasons.unschedulable];
   // TaintToleration
   const taint = firstUntoleratedTaint(tolerations, n.taints);
   if (taint) return [untoleratedTaintReason(taint)];
   // NodeAffinity
-  if (!nodeMatchesPod(pod, n.name, n.labels)) return [Reasons.nodeAffinity];
+  if (!nodeMatchesNodeAffinity(pod.spec, n.name, n.labels)) return [Reasons.nodeAffinity];
   // NodePorts
   if (state.ports.length > 0 && n.ports.conflict(state.ports)) return [Reasons.ports];
   // NodeResourcesFit
