@@ -268,7 +268,6 @@ describe('cases run by other test files', () => {
  * the moment they start passing and the entry must be removed. Never skipped, never deleted.
  */
 const EXPECTED_FAILURES: Readonly<Record<string, string>> = {
-  'bound-volume-zone-pins-new-node': 'issue 11 (volume topology)',
   'spread-node-affinity-policy-ignores-other-pool-domains': 'issue 11 (spread nodeAffinityPolicy)',
 };
 

@@ -249,6 +249,7 @@ export class Simulator {
       daemonSets: this.input.daemonSets,
       nodePoolUsage: usage,
       ...(this.input.namespaces ? { namespaces: this.input.namespaces } : {}),
+      ...(this.input.volumes ? { volumes: this.input.volumes } : {}),
     };
     const res = solve(schedInput);
     for (const u of res.unschedulable) {

@@ -13,6 +13,7 @@ import type { DaemonSet, Node, Pod, PodDisruptionBudget } from '../apis/core.ts'
 import type { NodeClaim, NodePool } from '../apis/karpenter.ts';
 import type { InstanceType } from '../cloudprovider/types.ts';
 import type { NodeClaimPlan } from '../scheduling/types.ts';
+import type { VolumeObjects } from '../scheduling/volumetopology.ts';
 import type { PassContext } from './context.ts';
 
 /** Budget reasons (`spec.disruption.budgets[].reasons`) plus `Expired` (never budgeted). */
@@ -77,6 +78,8 @@ export interface DisruptionInput {
   pdbs: PodDisruptionBudget[];
   /** Namespace labels by namespace (pod affinity `namespaceSelector`). */
   namespaces?: Record<string, Record<string, string>>;
+  /** Claims, PersistentVolumes, StorageClasses: moved pods stay where their volumes can attach. */
+  volumes?: VolumeObjects;
   /** Current time, milliseconds since the epoch (never read from a clock inside the core). */
   now: number;
   featureGates?: DisruptionFeatureGates;

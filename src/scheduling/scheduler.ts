@@ -53,6 +53,7 @@ import type {
   SchedulingResult,
   Unschedulable,
 } from './types.ts';
+import { withVolumeTopology } from './volumetopology.ts';
 
 export { MAX_INSTANCE_TYPES } from './nodeclaim.ts';
 export { compareNodePools } from './runstate.ts';
@@ -93,6 +94,13 @@ type Where = { kind: 'existing' | 'inflight'; cap: ExistingCapacity } | { kind: 
  * Never throws for bad objects: they become `InvalidPod` / messages.
  */
 export function solve(input: SchedulingInput): SchedulingResult {
+  const volumes = withVolumeTopology(input);
+  if (!volumes) return solveRun(input);
+  return volumes.restore(solveRun(volumes.input));
+}
+
+/** {@link solve} once volume topology is in the pods' node affinity. */
+function solveRun(input: SchedulingInput): SchedulingResult {
   const recorder = input.explain === true ? new ExplanationTrace() : NoExplanations;
   const run = prepareRun(input);
   const scheduler = new Scheduler(run, recorder);

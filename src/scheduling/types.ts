@@ -8,6 +8,7 @@ import type { DaemonSet, Node, Pod } from '../apis/core.ts';
 import type { InstanceType, Offering } from '../apis/instancetype.ts';
 import type { NodeClaim, NodePool, NodeSelectorRequirementWithMinValues } from '../apis/karpenter.ts';
 import type { Resources } from '../apis/quantity.ts';
+import type { VolumeObjects } from './volumetopology.ts';
 
 /** Existing capacity: a Node (managed or not) with the pods bound to it (daemon pods included). */
 export interface ExistingNode {
@@ -52,6 +53,11 @@ export interface SchedulingInput {
   nodePoolUsage?: Record<string, Resources>;
   /** Namespace labels by namespace name, for pod affinity `namespaceSelector`. */
   namespaces?: Record<string, Record<string, string>>;
+  /**
+   * Claims, PersistentVolumes and StorageClasses: pods with claim volumes are restricted to where their volumes
+   * can attach (`volumetopology.ts`). Without it, a pod with a claim volume is `VolumeUnresolved`.
+   */
+  volumes?: VolumeObjects;
   /** Record per-pod explanations (`--explain`); costs some speed. */
   explain?: boolean;
 }
@@ -93,7 +99,8 @@ export interface Unschedulable {
     | 'AffinityUnsatisfiable'
     | 'NodePoolLimitsExceeded'
     | 'NoNodePool'
-    | 'InvalidPod';
+    | 'InvalidPod'
+    | 'VolumeUnresolved';
   message: string;
 }
 

@@ -37,6 +37,7 @@ import { selectorMatches } from '../scheduling/labelselector.ts';
 import { limitCapacity } from '../scheduling/limits.ts';
 import { daemonSetNodeFit, withoutEphemeralTaints } from '../scheduling/predicates.ts';
 import type { ExistingNode, SchedulingInput } from '../scheduling/types.ts';
+import type { PersistentVolume, StorageClass } from '../scheduling/volumetopology.ts';
 
 /** An object with where it came from (as `apis/load.ts` returns them). */
 export interface SourcedObject {
@@ -103,7 +104,7 @@ export interface BuiltInput {
   ignored: IgnoredPod[];
   errors: SimulationIssue[];
   notices: string[];
-  /** PVCs from the input plus those StatefulSet `volumeClaimTemplates` create (not used by the scheduler yet). */
+  /** PVCs from the input plus those StatefulSet `volumeClaimTemplates` create (also in `input.volumes`). */
   persistentVolumeClaims: PersistentVolumeClaim[];
   podDisruptionBudgets: PodDisruptionBudget[];
   /** True when no NodePool was given and {@link DEFAULT_NODEPOOL} was used. */
@@ -450,6 +451,8 @@ export async function buildSchedulingInput(
   const daemonSets: DaemonSet[] = [];
   const pdbs: PodDisruptionBudget[] = [];
   const pvcs: PersistentVolumeClaim[] = [];
+  const pvs: PersistentVolume[] = [];
+  const storageClasses: StorageClass[] = [];
   const namespaces: Record<string, Record<string, string>> = {};
   const limitRanges: KubeObject[] = [];
   const seen = new Map<string, SourcedObject>();
@@ -462,6 +465,8 @@ export async function buildSchedulingInput(
       'NodePool',
       'EC2NodeClass',
       'KWOKNodeClass',
+      'PersistentVolume',
+      'StorageClass',
       'Node',
       'Namespace',
       'NodeClaim',
@@ -519,6 +524,12 @@ export async function buildSchedulingInput(
         break;
       case 'PersistentVolumeClaim':
         pvcs.push(withNamespace(o as PersistentVolumeClaim));
+        break;
+      case 'PersistentVolume':
+        pvs.push(o as PersistentVolume);
+        break;
+      case 'StorageClass':
+        storageClasses.push(o as StorageClass);
         break;
       case 'LimitRange':
         limitRanges.push(withNamespace(o));
@@ -746,6 +757,7 @@ export async function buildSchedulingInput(
     instanceTypes,
     daemonSets,
     nodePoolUsage,
+    volumes: { persistentVolumeClaims: pvcs, persistentVolumes: pvs, storageClasses },
     namespaces: namespacesFor(namespaces, [...allPods, ...daemonSets]),
     explain: opts.explain ?? false,
   };

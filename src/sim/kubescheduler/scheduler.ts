@@ -30,13 +30,20 @@
  * `Unschedulable` (message "no nodes available to schedule pods") so a provisioner also starts from an
  * empty cluster. No preemption, no volume checks, no extenders, no per-pod backoff, no client QPS limit.
  */
-import type { Node, Pod } from '../../apis/core.ts';
+import type { Node, PersistentVolumeClaim, Pod } from '../../apis/core.ts';
 import { objectKey } from '../../kube/client.ts';
 import { isConflict, isNotFound } from '../../kube/errors.ts';
 import { EventRecorder } from '../../kube/events.ts';
 import type { Informer } from '../../kube/informer.ts';
 import type { ResourceRef } from '../../kube/resources.ts';
 import type { ReconcileResult } from '../../kube/workqueue.ts';
+import {
+  hasClaimVolumes,
+  type PersistentVolume,
+  podVolumeTopology,
+  type StorageClass,
+  VolumeIndex,
+} from '../../scheduling/volumetopology.ts';
 import {
   ensureIndex,
   isPodTerminal,
@@ -79,6 +86,8 @@ export class KubeSchedulerStandIn extends SimController {
   private readonly pods: Informer<'Pod'>;
   private readonly nodes: Informer<'Node'>;
   private readonly namespaces: Informer<'Namespace'>;
+  /** Claims, PersistentVolumes, StorageClasses (VolumeBinding / VolumeZone through `volumetopology.ts`). */
+  private readonly storage: Array<Informer<ResourceRef>>;
   private readonly names: ReadonlySet<string>;
   private readonly scoring: ScoringStrategy;
   private readonly retrySeconds: number;
@@ -115,6 +124,11 @@ export class KubeSchedulerStandIn extends SimController {
     this.pods = opts.informers.informerFor('Pod');
     this.nodes = opts.informers.informerFor('Node');
     this.namespaces = opts.informers.informerFor('Namespace');
+    this.storage = [
+      opts.informers.informerFor('PersistentVolumeClaim'),
+      opts.informers.informerFor('PersistentVolume'),
+      opts.informers.informerFor('StorageClass'),
+    ] as Array<Informer<ResourceRef>>;
     ensureIndex(this.pods.cache, IndexNodeName, (p: Pod) => (p.spec?.nodeName ? [p.spec.nodeName] : []));
     this.recorder =
       opts.events === false
@@ -127,7 +141,7 @@ export class KubeSchedulerStandIn extends SimController {
   }
 
   protected informersUsed(): Array<Informer<ResourceRef>> {
-    return [this.pods, this.nodes, this.namespaces] as Array<Informer<ResourceRef>>;
+    return [this.pods, this.nodes, this.namespaces, ...this.storage] as Array<Informer<ResourceRef>>;
   }
 
   private isOurs(p: Pod): boolean {
@@ -204,7 +218,10 @@ export class KubeSchedulerStandIn extends SimController {
         if (JSON.stringify(o.metadata?.labels) !== JSON.stringify(n.metadata?.labels)) this.retryAll();
       },
     });
-    return [offPods, offNodes, offNs];
+    const offStorage = this.storage.map((i) =>
+      i.on({ add: () => this.retryAll(), update: () => this.retryAll() }),
+    );
+    return [offPods, offNodes, offNs, ...offStorage];
   }
 
   /** Queues every pending pod (a cycle orders them by {@link queueOrder}). */
@@ -290,6 +307,7 @@ export class KubeSchedulerStandIn extends SimController {
       if (after !== undefined) results.set(objectKey(pod), { requeueAfter: after });
       this.wantStatus(pod, reason, message, event);
     };
+    let volumes: VolumeIndex | undefined;
     for (const pod of pods) {
       const key = objectKey(pod);
       const gates = (pod.spec as { schedulingGates?: unknown[] }).schedulingGates;
@@ -297,7 +315,21 @@ export class KubeSchedulerStandIn extends SimController {
         mark(pod, 'SchedulingGated', 'Scheduling is blocked due to non-empty scheduling gates', false);
         continue;
       }
-      const state = prepare(pod, nodes, nsLabels);
+      let withVolumes = pod;
+      if (hasClaimVolumes(pod)) {
+        volumes ??= new VolumeIndex({
+          persistentVolumeClaims: this.storage[0]!.cache.list() as PersistentVolumeClaim[],
+          persistentVolumes: this.storage[1]!.cache.list() as PersistentVolume[],
+          storageClasses: this.storage[2]!.cache.list() as StorageClass[],
+        });
+        const v = podVolumeTopology(pod, volumes);
+        if ('problem' in v) {
+          mark(pod, 'Unschedulable', v.problem, true, this.retrySeconds);
+          continue;
+        }
+        withVolumes = v.pod;
+      }
+      const state = prepare(withVolumes, nodes, nsLabels);
       const feasible: NodeInfo[] = [];
       const reasons = new Map<string, number>();
       for (const n of nodes) {
