@@ -5,7 +5,7 @@
  * size's own. Targets (reported, never asserted in tests): ≥ 5,000 pods/s at 5,000 pods; 10,000 pods in
  * < 3 s and < 500 MB RSS; plan cost ≤ 1.25 × lower bound.
  * Then the API-server, provisioning and disruption sections (`bench/apiserver.ts`, `bench/provisioning.ts`,
- * `bench/disruption.ts`); `--only apiServer,provisioning,disruption` picks sections (scheduling always runs
+ * `bench/start.ts`, `bench/disruption.ts`); `--only apiServer,provisioning,start,disruption` picks sections (scheduling always runs
  * unless `--sizes` is empty, e.g. `--sizes 0`).
  *
  * `--json` prints a JSON array with one object per scheduling size:
@@ -132,6 +132,13 @@ const sections: Section[] = [
     file: 'provisioning.ts',
     run: 'runProvisioningBench',
     format: 'formatProvisioningBench',
+  },
+  {
+    key: 'start',
+    title: '`capenter start` (whole embedded cluster, 10,000 pending pods)',
+    file: 'start.ts',
+    run: 'runStartBench',
+    format: 'formatStartBench',
   },
   {
     key: 'disruption',
