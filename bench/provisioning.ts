@@ -107,7 +107,7 @@ function cpuSecondsOf(pid: number | undefined): number | undefined {
   }
 }
 
-function peakRssMB(pid: number | undefined): number | undefined {
+export function peakRssMB(pid: number | undefined): number | undefined {
   if (pid === undefined) return undefined;
   try {
     const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
@@ -124,7 +124,7 @@ function peakRssMB(pid: number | undefined): number | undefined {
  * data directory is linked beside the bundle. Without this the controller would run under the tsx loader,
  * whose on-the-fly transpiling and source maps add ~100 MB of RSS that a built release does not carry.
  */
-async function bundleController(): Promise<string> {
+export async function bundleController(): Promise<string> {
   const { build } = await import('esbuild');
   const dir = join(root, 'node_modules', '.cache', 'capenter-bench');
   mkdirSync(dir, { recursive: true });

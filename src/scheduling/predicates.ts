@@ -31,7 +31,7 @@ import { TaintUnregistered } from '../apis/labels.ts';
 import { Requirement, RequirementError } from './requirements.ts';
 import { firstUntoleratedTaint, toleratesTaint } from './taints.ts';
 
-export { selectorMatches } from './labelselector.ts';
+export { selectorKey, selectorMatches } from './labelselector.ts';
 export { firstUntoleratedTaint, HardTaintEffects, toleratesTaint } from './taints.ts';
 
 /** A node as the predicates see it: its name (for `matchFields`), labels and taints. */

@@ -22,12 +22,14 @@ import {
   firstUntoleratedTaint,
   nodeMatchesNodeAffinity,
   nodeMatchesTerm,
+  selectorKey,
   selectorMatches,
   selectorWithLabelKeys,
   spreadCountsNode,
   toleratesKey,
 } from '../../scheduling/predicates.ts';
 import { addInto, podRequests } from '../../scheduling/resources.ts';
+import { selectKeyOf, TopologyGroup, type TopologyPod } from '../../scheduling/topology.ts';
 
 /** Taint the node lifecycle controller puts on nodes that are not Ready (here: virtual). */
 export const TaintNotReady = 'node.kubernetes.io/not-ready';
@@ -78,6 +80,11 @@ export interface NodeInfo {
   /** NoSchedule/NoExecute/PreferNoSchedule taints, plus the virtual not-ready taint. */
   taints: Taint[];
   ready: boolean;
+  /**
+   * Per topology group (see {@link CountIndex}): how many of `pods` it selects, computed on first use and kept
+   * up to date by {@link addPodToNodeInfo}.
+   */
+  counts: Map<TopologyGroup, number>;
 }
 
 const NONZERO_CPU = 100;
@@ -139,6 +146,7 @@ export function buildNodeInfo(node: Node, pods: readonly Pod[]): NodeInfo {
     ports: new HostPortUsage(),
     taints,
     ready,
+    counts: new Map(),
   };
   for (const p of pods) addPodToNodeInfo(info, p);
   return info;
@@ -152,6 +160,69 @@ export function addPodToNodeInfo(info: NodeInfo, pod: Pod, req = safePodRequests
   addInto(info.requested, req);
   addInto(info.requestedNonZero, nonZeroRequests(req));
   info.ports.add(podHostPorts(pod));
+  if (info.counts.size > 0) {
+    const tp = topologyPod(pod);
+    for (const [g, c] of info.counts) if (counts(g, pod, tp)) info.counts.set(g, c + 1);
+  }
+}
+
+// ---------------------------------------------------------------- indexed topology counts
+
+/** The core's view of a pod for topology selection (`scheduling/topology.ts`), memoised per pod object. */
+const topologyPods = new WeakMap<Pod, TopologyPod>();
+
+function topologyPod(pod: Pod): TopologyPod {
+  let tp = topologyPods.get(pod);
+  if (!tp) {
+    const namespace = pod.metadata.namespace ?? 'default';
+    const labels = pod.metadata.labels ?? {};
+    tp = { namespace, labels, selectKey: selectKeyOf({ namespace, labels }) };
+    topologyPods.set(pod, tp);
+  }
+  return tp;
+}
+
+/** Whether group `g` counts `pod`: spread groups skip pods being deleted (kube-scheduler PodTopologySpread). */
+function counts(g: TopologyGroup, pod: Pod, tp: TopologyPod): boolean {
+  if (g.kind === 'spread' && pod.metadata.deletionTimestamp) return false;
+  return g.selects(tp);
+}
+
+/**
+ * The topology groups (selector + namespaces, the scheduling core's {@link TopologyGroup}, whose selection is
+ * memoised per pod label set) that spread constraints and pod (anti-)affinity terms count with. Keep one per
+ * scheduler: per-node counts are cached on each {@link NodeInfo} by group, so a pod's PreFilter reads one
+ * number per node instead of matching every pod of the cluster.
+ */
+export class CountIndex {
+  private readonly groups = new Map<string, TopologyGroup>();
+
+  /** The group for `kind` over `selector` in `namespaces` (a fresh index past 10,000 groups). */
+  group(
+    kind: 'spread' | 'affinity',
+    selector: LabelSelector | undefined,
+    namespaces: ReadonlySet<string>,
+  ): TopologyGroup {
+    const id = `${kind}|${selectorKey(selector)}|${[...namespaces].sort().join(',')}`;
+    let g = this.groups.get(id);
+    if (!g) {
+      if (this.groups.size >= 10000) this.groups.clear();
+      g = new TopologyGroup(id, kind, '', selector, namespaces);
+      this.groups.set(id, g);
+    }
+    return g;
+  }
+}
+
+/** How many pods on node `n` group `g` selects (cached on the node info). */
+export function nodeCount(n: NodeInfo, g: TopologyGroup): number {
+  let c = n.counts.get(g);
+  if (c === undefined) {
+    c = 0;
+    for (const p of n.pods) if (counts(g, p, topologyPod(p))) c++;
+    n.counts.set(g, c);
+  }
+  return c;
 }
 
 // ---------------------------------------------------------------- selectors and terms
@@ -166,18 +237,28 @@ interface ResolvedTerm {
   namespaces: ReadonlySet<string>;
   /** `namespaceSelector` (matched in addition to `namespaces`), `{}` = all namespaces. */
   nsSelector: LabelSelector | undefined;
+  /** The indexed group counting the term's pods (terms without `namespaceSelector`). */
+  group: TopologyGroup | undefined;
 }
 
-function resolveTerm(term: PodAffinityTerm, owner: Pod): ResolvedTerm {
+function resolveTerm(term: PodAffinityTerm, owner: Pod, index?: CountIndex): ResolvedTerm {
   const labels = owner.metadata.labels ?? {};
   const namespaces = new Set(term.namespaces ?? []);
   if (namespaces.size === 0 && !term.namespaceSelector) namespaces.add(owner.metadata.namespace ?? 'default');
-  return {
-    topologyKey: term.topologyKey,
-    selector: selectorWithLabelKeys(term.labelSelector, labels, term.matchLabelKeys, term.mismatchLabelKeys),
-    namespaces,
-    nsSelector: term.namespaceSelector,
-  };
+  const selector = selectorWithLabelKeys(
+    term.labelSelector,
+    labels,
+    term.matchLabelKeys,
+    term.mismatchLabelKeys,
+  );
+  const group = index && !term.namespaceSelector ? index.group('affinity', selector, namespaces) : undefined;
+  return { topologyKey: term.topologyKey, selector, namespaces, nsSelector: term.namespaceSelector, group };
+}
+
+/** True when some pod on `n` matches the term (indexed count when the term has a group). */
+function termMatchesOnNode(t: ResolvedTerm, n: NodeInfo, nsLabels: NamespaceLabels): boolean {
+  if (t.group) return nodeCount(n, t.group) > 0;
+  return n.pods.some((p) => termMatches(t, p, nsLabels));
 }
 
 function termMatches(t: ResolvedTerm, pod: Pod, nsLabels: NamespaceLabels): boolean {
@@ -224,6 +305,7 @@ export function prepare(
   pod: Pod,
   nodes: readonly NodeInfo[],
   nsLabels: NamespaceLabels = () => undefined,
+  index: CountIndex = new CountIndex(),
 ): PodSchedulingState {
   const labels = pod.metadata.labels ?? {};
   const ns = pod.metadata.namespace ?? 'default';
@@ -238,21 +320,23 @@ export function prepare(
     affinityFirstPod: false,
   };
 
-  // PodTopologySpread (DoNotSchedule constraints only)
+  // PodTopologySpread (DoNotSchedule constraints only), counted with the indexed groups
   const constraints = (pod.spec.topologySpreadConstraints ?? []).filter(
     (c) => c.whenUnsatisfiable === 'DoNotSchedule',
   );
   if (constraints.length > 0) {
     const keys = constraints.map((c) => c.topologyKey);
-    const selectors = constraints.map((c) =>
-      selectorWithLabelKeys(c.labelSelector, labels, c.matchLabelKeys),
+    const own = new Set([ns]);
+    const groups = constraints.map((c) =>
+      index.group('spread', selectorWithLabelKeys(c.labelSelector, labels, c.matchLabelKeys), own),
     );
+    const self = topologyPod(pod);
     const states: SpreadState[] = constraints.map((c, i) => ({
       topologyKey: c.topologyKey,
       maxSkew: c.maxSkew,
       counts: new Map(),
       minMatch: 0,
-      selfMatch: selectorMatches(selectors[i], labels) ? 1 : 0,
+      selfMatch: groups[i]!.selects(self) ? 1 : 0,
     }));
     for (const n of nodes) {
       if (!keys.every((k) => n.labels[k] !== undefined)) continue;
@@ -260,12 +344,7 @@ export function prepare(
         if (!spreadCountsNode(c, pod.spec, n)) return;
         const st = states[i]!;
         const value = n.labels[c.topologyKey]!;
-        let count = st.counts.get(value) ?? 0;
-        for (const p of n.pods) {
-          if (p.metadata.deletionTimestamp || (p.metadata.namespace ?? 'default') !== ns) continue;
-          if (selectorMatches(selectors[i], p.metadata.labels ?? {})) count++;
-        }
-        st.counts.set(value, count);
+        st.counts.set(value, (st.counts.get(value) ?? 0) + nodeCount(n, groups[i]!));
       });
     }
     constraints.forEach((c, i) => {
@@ -279,10 +358,10 @@ export function prepare(
   // InterPodAffinity
   const aff = pod.spec.affinity;
   const ownAnti = (aff?.podAntiAffinity?.requiredDuringSchedulingIgnoredDuringExecution ?? []).map((t) =>
-    resolveTerm(t, pod),
+    resolveTerm(t, pod, index),
   );
   const ownAff = (aff?.podAffinity?.requiredDuringSchedulingIgnoredDuringExecution ?? []).map((t) =>
-    resolveTerm(t, pod),
+    resolveTerm(t, pod, index),
   );
   state.anti = ownAnti.map((t) => ({ key: t.topologyKey, values: new Set<string>() }));
   state.affinity = ownAff.map((t) => ({ key: t.topologyKey, values: new Set<string>() }));
@@ -304,18 +383,16 @@ export function prepare(
       }
     }
     if (ownAnti.length === 0 && ownAff.length === 0) continue;
-    for (const p of n.pods) {
-      ownAnti.forEach((t, i) => {
-        const v = n.labels[t.topologyKey];
-        if (v !== undefined && termMatches(t, p, nsLabels)) state.anti[i]!.values.add(v);
-      });
-      ownAff.forEach((t, i) => {
-        if (!termMatches(t, p, nsLabels)) return;
-        anyAffinityMatch = true;
-        const v = n.labels[t.topologyKey];
-        if (v !== undefined) state.affinity[i]!.values.add(v);
-      });
-    }
+    ownAnti.forEach((t, i) => {
+      const v = n.labels[t.topologyKey];
+      if (v !== undefined && termMatchesOnNode(t, n, nsLabels)) state.anti[i]!.values.add(v);
+    });
+    ownAff.forEach((t, i) => {
+      if (!termMatchesOnNode(t, n, nsLabels)) return;
+      anyAffinityMatch = true;
+      const v = n.labels[t.topologyKey];
+      if (v !== undefined) state.affinity[i]!.values.add(v);
+    });
   }
   state.affinityFirstPod =
     ownAff.length > 0 && !anyAffinityMatch && ownAff.every((t) => termMatches(t, pod, nsLabels));

@@ -55,6 +55,7 @@ import {
 import {
   addPodToNodeInfo,
   buildNodeInfo,
+  CountIndex,
   filterNode,
   fitErrorMessage,
   type NodeInfo,
@@ -99,6 +100,8 @@ export class KubeSchedulerStandIn extends SimController {
   /** Keys of pending pods with required pod affinity (retried when a pod gets bound). */
   private readonly waitingForAffinity = new Set<string>();
   private readonly nodeInfos = new Map<string, NodeInfo>();
+  /** Topology groups whose per-node counts are cached on the node infos (see `filters.ts` `CountIndex`). */
+  private readonly counts = new CountIndex();
   private readonly dirtyNodes = new Set<string>();
   /** Writes (Bindings, status updates) in flight. */
   private readonly inflight = new Set<Promise<void>>();
@@ -329,7 +332,7 @@ export class KubeSchedulerStandIn extends SimController {
         }
         withVolumes = v.pod;
       }
-      const state = prepare(withVolumes, nodes, nsLabels);
+      const state = prepare(withVolumes, nodes, nsLabels, this.counts);
       const feasible: NodeInfo[] = [];
       const reasons = new Map<string, number>();
       for (const n of nodes) {

@@ -1,0 +1,166 @@
+/**
+ * `capenter start` at 10,000 pending pods: the whole embedded cluster (API server, kube-scheduler / kubelet /
+ * workload stand-ins and the operator, one process) from the first apply to every pod Running.
+ *
+ * Workload (issue 12 §5): 6,000 × 100m/128Mi; 3,000 × 250m/512Mi with a zonal topology spread (maxSkew 1,
+ * DoNotSchedule); 1,000 × 1 CPU/2Gi; one NodePool over instance categories c/m/r, generation > 4, on-demand,
+ * amd64 linux, on a KWOKNodeClass. The CLI runs bundled by esbuild under plain node (as a release would run it;
+ * see `provisioning.ts` `bundleController`), in a child process whose peak RSS (Linux `VmHWM`) is the cluster's.
+ * Targets (reported, never asserted): all Running in < 60 s, peak RSS < 600 MB.
+ *
+ * Run directly: `npx tsx bench/start.ts [--json] [--pods N] [--cpu-prof-dir=DIR]`; `npm run bench -- --only start`.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { bundleController, peakRssMB } from './provisioning.ts';
+
+/** What {@link runStartBench} measures. */
+export interface StartBenchResult {
+  pods: number;
+  /** `capenter start`'s own `elapsedSeconds` when every pod was Running (cluster start-up included). */
+  runningSeconds: number | undefined;
+  /** Wall seconds from spawning the process to its exit. */
+  wallSeconds: number;
+  /** Peak RSS of the `capenter start` process, MB (Linux VmHWM), undefined when unavailable. */
+  peakRssMB: number | undefined;
+  nodeClaims: number | undefined;
+  priceUSDPerHour: number | undefined;
+  settled: boolean;
+  targets: { runningSeconds: number; peakRssMB: number };
+}
+
+/** The manifests of the workload, scaled to `pods` (6 : 3 : 1). */
+export function startManifests(pods: number): string {
+  const small = Math.round(pods * 0.6);
+  const spread = Math.round(pods * 0.3);
+  const large = pods - small - spread;
+  const dep = (name: string, replicas: number, cpu: string, memory: string, extra = '') => `---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: ${name}, namespace: default}
+spec:
+  replicas: ${replicas}
+  selector: {matchLabels: {app: ${name}}}
+  template:
+    metadata: {labels: {app: ${name}}}
+    spec:
+      containers:
+        - {name: app, image: registry.k8s.io/pause:3.10, resources: {requests: {cpu: "${cpu}", memory: "${memory}"}}}
+${extra}`;
+  const zonal = `      topologySpreadConstraints:
+        - {maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app: zonal}}}
+`;
+  return `apiVersion: karpenter.kwok.sh/v1alpha1
+kind: KWOKNodeClass
+metadata: {name: default}
+spec: {}
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: default}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}
+      expireAfter: 720h
+      requirements:
+        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+        - {key: kubernetes.io/arch, operator: In, values: [amd64]}
+        - {key: kubernetes.io/os, operator: In, values: [linux]}
+        - {key: karpenter.k8s.aws/instance-category, operator: In, values: [c, m, r]}
+        - {key: karpenter.k8s.aws/instance-generation, operator: Gt, values: ["4"]}
+${dep('small', small, '100m', '128Mi')}${dep('zonal', spread, '250m', '512Mi', zonal)}${dep('large', large, '1', '2Gi')}`;
+}
+
+/** Runs the benchmark (`pods` default 10,000; `timeoutSeconds` passed to `--timeout`, default 600). */
+export async function runStartBench(
+  opts: {
+    pods?: number | undefined;
+    timeoutSeconds?: number | undefined;
+    cpuProfDir?: string | undefined;
+  } = {},
+): Promise<StartBenchResult> {
+  const pods = opts.pods ?? 10000;
+  const dir = mkdtempSync(join(tmpdir(), 'capenter-bench-start-'));
+  const manifest = join(dir, 'workload.yaml');
+  writeFileSync(manifest, startManifests(pods));
+  const entry = await bundleController();
+  const nodeArgs = opts.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${opts.cpuProfDir}`] : [];
+  const args = [
+    ...nodeArgs,
+    entry,
+    'start',
+    '-f',
+    manifest,
+    '--exit-when-settled',
+    '--timeout',
+    String(opts.timeoutSeconds ?? 600),
+    '-o',
+    'json',
+    '--kubeconfig-out',
+    join(dir, 'kubeconfig'),
+  ];
+  const t0 = performance.now();
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
+  child.stderr.on('data', () => {});
+  let peak: number | undefined;
+  const sample = setInterval(() => {
+    const v = peakRssMB(child.pid);
+    if (v !== undefined) peak = Math.max(peak ?? 0, v);
+  }, 200);
+  await new Promise<void>((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', () => resolve());
+  });
+  clearInterval(sample);
+  const wallSeconds = Math.round((performance.now() - t0) / 100) / 10;
+  rmSync(dir, { recursive: true, force: true });
+  let summary:
+    | { settled: boolean; elapsedSeconds: number; totals: { nodeClaims: number; pricePerHour: number } }
+    | undefined;
+  try {
+    const start = out.indexOf('{');
+    summary = start >= 0 ? JSON.parse(out.slice(start)) : undefined;
+  } catch {
+    summary = undefined;
+  }
+  return {
+    pods,
+    runningSeconds: summary?.settled ? summary.elapsedSeconds : undefined,
+    wallSeconds,
+    peakRssMB: peak,
+    nodeClaims: summary?.totals.nodeClaims,
+    priceUSDPerHour: summary ? Math.round(summary.totals.pricePerHour * 10000) / 10000 : undefined,
+    settled: summary?.settled ?? false,
+    targets: { runningSeconds: 60, peakRssMB: 600 },
+  };
+}
+
+/** Human-readable lines for {@link runStartBench}'s result. */
+export function formatStartBench(r: StartBenchResult): string {
+  const ok = (v: boolean) => (v ? 'met' : 'MISSED');
+  return [
+    `  ${r.pods} pods: ${r.settled ? `all Running after ${r.runningSeconds} s` : 'NOT settled'} (process wall ${r.wallSeconds} s), ` +
+      `${r.nodeClaims ?? '?'} NodeClaims, $${r.priceUSDPerHour ?? '?'}/h, peak RSS ${r.peakRssMB ?? '?'} MB`,
+    `  target all Running < ${r.targets.runningSeconds} s: ${ok(r.runningSeconds !== undefined && r.runningSeconds < r.targets.runningSeconds)}`,
+    `  target peak RSS < ${r.targets.peakRssMB} MB: ${ok(r.peakRssMB !== undefined && r.peakRssMB < r.targets.peakRssMB)}`,
+  ].join('\n');
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  const argv = process.argv.slice(2);
+  const podsArg = argv.indexOf('--pods');
+  const prof = argv.find((a) => a.startsWith('--cpu-prof-dir='))?.slice('--cpu-prof-dir='.length);
+  const r = await runStartBench({
+    pods: podsArg >= 0 ? Number(argv[podsArg + 1]) : undefined,
+    cpuProfDir: prof,
+  });
+  process.stdout.write(argv.includes('--json') ? `${JSON.stringify(r)}\n` : `${formatStartBench(r)}\n`);
+}
