@@ -14,7 +14,7 @@ import type { ResourceIndex } from './instancetypes.ts';
 import type { Failure } from './nodeclaim.ts';
 import { topoCode } from './nodeclaim.ts';
 import type { PodInfo } from './podinfo.ts';
-import { daemonSetNodeFit, withoutEphemeralTaints } from './predicates.ts';
+import { daemonSetNodeFit, nodeMatchesNodeAffinity, withoutEphemeralTaints } from './predicates.ts';
 import { Requirement, Requirements } from './requirements.ts';
 import { fits, formatRequests, podRequests } from './resources.ts';
 import { untoleratedTaint } from './taints.ts';
@@ -78,6 +78,12 @@ export class ExistingCapacity {
       ? strictlyCompatible(this.requirements, pod.requirements)
       : this.requirements.compatible(pod.requirements);
     if (msg) return { code: 'IncompatibleRequirements', message: msg };
+    // node affinity matchFields (metadata.name) only a concrete node can answer
+    if (!this.strict && hasMatchFields(pod) && !nodeMatchesNodeAffinity(pod.pod.spec, this.name, this.labels))
+      return {
+        code: 'IncompatibleRequirements',
+        message: `node affinity matchFields does not select node "${this.name}"`,
+      };
     const topo = topology.requirementsFor(
       pod,
       pod.groups,
@@ -212,5 +218,14 @@ export function inFlightCapacity(inf: InFlightNodeClaim, index: ResourceIndex): 
     nc.metadata.deletionTimestamp ? 'NodeClaim is being deleted' : undefined,
     false,
     true,
+  );
+}
+
+/** True when one of the pod's required node-affinity terms has `matchFields`. */
+function hasMatchFields(pod: PodInfo): boolean {
+  return (
+    pod.pod.spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms?.some(
+      (t) => (t.matchFields?.length ?? 0) > 0,
+    ) ?? false
   );
 }

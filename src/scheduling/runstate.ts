@@ -14,9 +14,11 @@ import { providerKeys, ResourceIndex, typeInfos } from './instancetypes.ts';
 import { PoolContext } from './nodeclaim.ts';
 import { nodeClaimTemplateRequirements } from './nodeclaimtemplate.ts';
 import { constraintKey, type PodInfo, PodInfoCache, resourceKey } from './podinfo.ts';
+import { withoutEphemeralTaints } from './predicates.ts';
 import { podConstraints } from './preferences.ts';
 import { requirementProblem } from './requirements.ts';
-import { Topology } from './topology.ts';
+import { eligibleSpreadDomains, type SpreadPool } from './spreaddomains.ts';
+import { Topology, type TopologyGroup } from './topology.ts';
 import type { SchedulingInput, Unschedulable } from './types.ts';
 
 /** Everything a run schedules with; built once by {@link prepareRun}. */
@@ -202,7 +204,30 @@ function domainUniverse(input: SchedulingInput, pools: readonly PoolContext[]) {
       }
     }
   };
-  return (key: string): ReadonlySet<string> => {
+  const spreadPools: SpreadPool[] = pools.map((pool) => ({
+    requirements: pool.requirements,
+    taints: pool.taints,
+    domains: (key, reqs) => {
+      const u = new Set<string>();
+      fromPool(pool, key, u);
+      const r = reqs?.get(key);
+      return r ? [...u].filter((d) => r.has(d)) : u;
+    },
+  }));
+  const spreadNodes = input.existingNodes.map((en) => ({
+    labels: en.node.metadata.labels ?? {},
+    taints: withoutEphemeralTaints(en.node.spec?.taints),
+  }));
+  const byGroup = new WeakMap<TopologyGroup, Set<string>>();
+  return (key: string, group?: TopologyGroup): ReadonlySet<string> => {
+    if (group) {
+      let g = byGroup.get(group);
+      if (!g) {
+        g = eligibleSpreadDomains(key, group, spreadPools, spreadNodes);
+        byGroup.set(group, g);
+      }
+      return g;
+    }
     let u = cache.get(key);
     if (u) return u;
     u = new Set();
@@ -221,7 +246,11 @@ function countBoundPods(input: SchedulingInput, topology: Topology): void {
   for (const en of input.existingNodes) {
     if (en.markedForDeletion) continue;
     const labels = en.node.metadata.labels ?? {};
-    const node = { hostname: labels[LabelHostname] ?? en.node.metadata.name ?? '?', labels };
+    const node = {
+      hostname: labels[LabelHostname] ?? en.node.metadata.name ?? '?',
+      labels,
+      taints: withoutEphemeralTaints(en.node.spec?.taints),
+    };
     for (const p of en.pods) {
       if (isTerminal(p)) continue;
       const tp = { namespace: p.metadata.namespace ?? 'default', labels: p.metadata.labels ?? {} };
