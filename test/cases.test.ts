@@ -17,6 +17,7 @@ import { parseResource, parseResources, type Resources } from '../src/apis/quant
 import { getInstanceTypes } from '../src/cloudprovider/aws/catalog/index.ts';
 import { selectorMatches } from '../src/scheduling/labelselector.ts';
 import { type SimulationResult, simulate } from '../src/simulate/run.ts';
+import { daemonOverheadOracle, podRequestsOracle } from './oracles.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const casesDir = join(here, 'cases');
@@ -90,40 +91,6 @@ const SUPPORTED_KEYS = new Set([
   'maxPodsPerZoneSkew',
   'allocatable',
 ]);
-
-/**
- * A pod's effective requests, computed here independently of the scheduler as the oracle:
- * max(sum of containers + restartable init (sidecar) containers, each init container + the sidecars started
- * before it) + pod overhead (Kubernetes `resourcehelper.PodRequests`); a missing request is the limit.
- */
-function podRequestsOracle(pod: Pod): Resources {
-  // A missing request defaults to the limit (API server defaulting).
-  const req = (c: Container) =>
-    parseResources({ ...(c.resources?.limits ?? {}), ...(c.resources?.requests ?? {}) });
-  const add = (a: Resources, b: Resources) => {
-    for (const [k, v] of Object.entries(b)) a[k] = (a[k] ?? 0) + v;
-  };
-  const max = (a: Resources, b: Resources) => {
-    for (const [k, v] of Object.entries(b)) a[k] = Math.max(a[k] ?? 0, v);
-  };
-  const total: Resources = {};
-  for (const c of pod.spec.containers) add(total, req(c));
-  const sidecars: Resources = {};
-  const initMax: Resources = {};
-  for (const c of pod.spec.initContainers ?? []) {
-    if (c.restartPolicy === 'Always') {
-      add(sidecars, req(c));
-      continue;
-    }
-    const r = { ...req(c) };
-    add(r, sidecars);
-    max(initMax, r);
-  }
-  add(total, sidecars);
-  max(total, initMax);
-  add(total, parseResources(pod.spec.overhead ?? {}));
-  return total;
-}
 
 function checkBounds(what: string, actual: string[], bounds: Bounds) {
   for (const v of actual) {
@@ -304,11 +271,18 @@ describe('scenario cases', () => {
         }
         if (e.everyNodeClaimFits) {
           for (const plan of result.scheduling.newNodeClaims) {
-            const need: Resources = { ...plan.daemonOverhead };
+            // overhead and requests computed independently of the scheduler (test/oracles.ts)
+            const nodePool = result.built.input.nodePools.find((np) => np.metadata.name === plan.nodePool)!;
+            const overhead = daemonOverheadOracle(nodePool, result.built.input.daemonSets);
+            for (const r of ['cpu', 'memory', 'pods'])
+              expect(plan.daemonOverhead[r] ?? 0, `${plan.nodePool} daemon overhead ${r}`).toBe(
+                overhead[r] ?? 0,
+              );
+            const need: Resources = { ...overhead };
             for (const p of plan.pods) {
               for (const [k, v] of Object.entries(podRequestsOracle(p))) need[k] = (need[k] ?? 0) + v;
             }
-            need.pods = plan.pods.length + (plan.daemonOverhead.pods ?? 0);
+            need.pods = plan.pods.length + (overhead.pods ?? 0);
             expect(
               plan.instanceTypeOptions.length,
               `${plan.nodePool} NodeClaim has instance type options`,

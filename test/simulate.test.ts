@@ -1,7 +1,7 @@
 /**
  * `capenter simulate` end to end: in-process through `runSimulate` (what the CLI action calls), once as a
  * child process through tsx, on the bundled example and on every real manifest set in
- * `../shared/data/manifests`, plus invalid input (exit code 2 with the error text).
+ * `test/fixtures/manifests` (vendored from `../shared/data/manifests`), plus invalid input (exit code 2 with the error text).
  */
 import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -13,10 +13,11 @@ import { loadManifestPaths } from '../src/apis/load.ts';
 import { runSimulate, type SimulateCommandOptions } from '../src/cli/simulate.ts';
 import type { SimulationJSON } from '../src/simulate/output.ts';
 import { type SimulationResult, simulate } from '../src/simulate/run.ts';
+import { daemonOverheadOracle, podRequestsOracle } from './oracles.ts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const example = join(root, 'examples', 'microservices-demo');
-const manifests = join(root, '..', 'shared', 'data', 'manifests');
+const manifests = join(root, 'test', 'fixtures', 'manifests');
 
 async function run(opts: SimulateCommandOptions, stdin = '') {
   let out = '';
@@ -42,10 +43,16 @@ async function runJSON(filenames: string[], extra: Partial<SimulateCommandOption
 function checkInvariants(result: SimulationResult) {
   for (const plan of result.scheduling.newNodeClaims) {
     expect(plan.instanceTypeOptions.length, `${plan.nodePool} NodeClaim has options`).toBeGreaterThan(0);
+    // what the NodeClaim must hold, computed without the scheduler (test/oracles.ts)
+    const nodePool = result.built.input.nodePools.find((np) => np.metadata.name === plan.nodePool)!;
+    const need = daemonOverheadOracle(nodePool, result.built.input.daemonSets);
+    for (const p of plan.pods)
+      for (const [k, v] of Object.entries(podRequestsOracle(p))) need[k] = (need[k] ?? 0) + v;
+    need.pods = (need.pods ?? 0) + plan.pods.length;
     for (const t of plan.instanceTypeOptions) {
       for (const r of ['cpu', 'memory', 'pods']) {
         expect(
-          plan.requests[r] ?? 0,
+          need[r] ?? 0,
           `${plan.nodePool} option ${t.name}: ${r} requested (pods + daemon overhead) within allocatable`,
         ).toBeLessThanOrEqual(t.allocatable[r] ?? 0);
       }
@@ -244,7 +251,7 @@ const sets: Array<{
   },
 ];
 
-describe.skipIf(!existsSync(manifests))('real manifest sets in ../shared/data/manifests', () => {
+describe('real manifest sets (test/fixtures/manifests, vendored from ../shared/data/manifests)', () => {
   for (const s of sets) {
     it(`${s.name}: exit ${s.code}, consistent plan`, async () => {
       const paths = s.paths.map((p) => join(manifests, p));

@@ -7,18 +7,11 @@ import { pendingPod, testDaemonSet } from '../controllers/provisioning/testing.t
 import { FakeClock } from '../kube/clock.ts';
 import { SharedInformers } from '../kube/informer.ts';
 import { type SimulatedCluster, startSimulatedCluster } from '../sim/cluster.ts';
+import { eventually } from '../testing/eventually.ts';
 import { Cluster, type ClusterChange, nodeClaimCapacity } from './cluster.ts';
 
 const types = getInstanceTypes({ region: 'us-east-1' }).instanceTypes as InstanceType[];
 const typeIndex = new Map(types.map((t) => [t.name, t]));
-
-async function eventually(fn: () => boolean, what: string): Promise<void> {
-  const end = Date.now() + 10_000;
-  while (!fn()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 function nodeClaim(name: string, extra: Partial<NodeClaim['metadata']> = {}): NodeClaim {
   return {

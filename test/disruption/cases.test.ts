@@ -1,7 +1,6 @@
 /**
- * The consolidation and drift scenario cases (`test/cases/*.yaml`, vendored from `../shared/cases`; falls back to
- * the shared folder) run through `simulateDisruption`, checking `expect.disruption` as `test/cases/README.md`
- * defines it: the first command's decision (`none` = no command), the exact candidate set, every instance type the
+ * The consolidation and drift scenario cases (`test/cases/*.yaml`, vendored from `../shared/cases`) run through
+ * `simulateDisruption`, checking `expect.disruption` as `test/cases/README.md` defines it: the first command's decision (`none` = no command), the exact candidate set, every instance type the
  * replacement allows in `replacementTypesAllIn`, and every such type's price below
  * `replacementCheaperThanUSDPerHour`. The termination case needs the controller with simulated time; here only
  * its first command (expiration) is checked.
@@ -17,9 +16,7 @@ import { Requirements } from '../../src/scheduling/requirements.ts';
 import { simulateDisruption } from '../../src/simulate/disruption.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const vendored = join(here, '..', 'cases');
-const shared = join(here, '..', '..', '..', 'shared', 'cases');
-const dir = existsSync(vendored) ? vendored : shared;
+const dir = join(here, '..', 'cases');
 
 interface DisruptionExpect {
   decision: 'delete' | 'replace' | 'none';
@@ -39,6 +36,13 @@ const cases: Case[] = readdirSync(dir)
   .filter((f) => f.endsWith('.yaml'))
   .sort()
   .map((f) => parseYaml(readFileSync(join(dir, f), 'utf8')) as Case);
+
+/** The case `id`; a missing case fails the test (it never passes by skipping its checks). */
+function caseById(id: string): Case {
+  const c = cases.find((x) => x.id === id);
+  if (!c) throw new Error(`case "${id}" not found in ${dir}`);
+  return c;
+}
 
 /** A fixed pass time: cases never depend on the wall clock. */
 const NOW = Date.parse('2026-01-01T00:00:00Z');
@@ -90,9 +94,8 @@ describe('disruption scenario cases', () => {
   }
 
   it('underutilized-node-replaced-by-cheaper: m5.large at $0.096/h saves $0.288/h, m5.xlarge kept as fallback', async () => {
-    const c = cases.find((x) => x.id === 'underutilized-node-replaced-by-cheaper');
-    expect(c, 'case underutilized-node-replaced-by-cheaper exists').toBeDefined();
-    const report = await run(c!);
+    const c = caseById('underutilized-node-replaced-by-cheaper');
+    const report = await run(c);
     expect(report.commands).toHaveLength(1);
     expect(report.commands[0]!.method).toBe('SingleNodeConsolidation');
     expect(report.commands[0]!.replacements[0]!.priceUSDPerHour).toBe(0.096);
@@ -103,8 +106,7 @@ describe('disruption scenario cases', () => {
   });
 
   it('do-not-disrupt-pod-blocks-consolidation: the blocked list names the pod', async () => {
-    const c = cases.find((x) => x.id === 'do-not-disrupt-pod-blocks-consolidation');
-    if (!c) return;
+    const c = caseById('do-not-disrupt-pod-blocks-consolidation');
     const report = await run(c);
     expect(report.blocked).toEqual([
       { node: 'node-big', reason: 'pod default/app-1-ccccc is annotated karpenter.sh/do-not-disrupt' },

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Node, Pod } from '../../apis/core.ts';
+import { eventually } from '../../testing/eventually.ts';
 import { type SimulatedCluster, startSimulatedCluster } from '../cluster.ts';
 import { queueOrder } from './scheduler.ts';
 
@@ -36,15 +37,7 @@ function readyNode(name: string, cpu: string): Node {
   };
 }
 
-async function until<T>(fn: () => Promise<T | undefined>, what: string): Promise<T> {
-  const end = Date.now() + 15_000;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+const until = <T>(fn: () => Promise<T | undefined>, what: string) => eventually(fn, what, 15_000);
 
 const cond = (p: Pod) => p.status?.conditions?.find((c) => c.type === 'PodScheduled');
 

@@ -10,30 +10,12 @@ import { NodeClaimLifecycleController } from '../../../src/controllers/nodeclaim
 import { startTestEnv, type TestEnv, testNodeClaim } from '../../../src/controllers/nodeclaim/testing.ts';
 import { SharedInformers } from '../../../src/kube/informer.ts';
 import { silentLogger } from '../../../src/operator/logger.ts';
+import { eventually } from '../../../src/testing/eventually.ts';
 
 let env: TestEnv;
 const ac = new AbortController();
 let running: Promise<unknown>;
 let ticker: NodeJS.Timeout;
-
-async function eventually<T>(
-  fn: () => Promise<T | undefined | false>,
-  what: string,
-  ms = 10_000,
-): Promise<T> {
-  const end = Date.now() + ms;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 const cond = (nc: NodeClaim | undefined, t: string) => nc?.status?.conditions?.find((c) => c.type === t);
 

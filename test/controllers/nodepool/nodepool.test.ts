@@ -8,25 +8,12 @@ import { NodeClassStatusController } from '../../../src/controllers/nodepool/nod
 import { staticDrift } from '../../../src/disruption/drift-reason.ts';
 import { SharedInformers } from '../../../src/kube/informer.ts';
 import { silentLogger } from '../../../src/operator/logger.ts';
+import { eventually } from '../../../src/testing/eventually.ts';
 
 let env: TestEnv;
 const ac = new AbortController();
 let running: Promise<unknown>;
 let ticker: NodeJS.Timeout;
-
-async function eventually<T>(
-  fn: () => Promise<T | undefined | false>,
-  what: string,
-  ms = 10_000,
-): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn().catch(() => undefined);
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 function nodePool(name: string, nodeClass: string, key = 'karpenter.sh/capacity-type'): NodePool {
   return {
