@@ -489,6 +489,39 @@ spec:
     );
   });
 
+  it('admission as the API server: RuntimeClass overhead sizes the NodeClaim; a missing PriorityClass is exit 2', async () => {
+    const rc =
+      'apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: kata}\nhandler: kata\noverhead: {podFixed: {cpu: 250m, memory: 160Mi}}\n';
+    const withRc = deployment('app-1', '800m').replace(
+      '    spec:\n      containers',
+      '    spec:\n      runtimeClassName: kata\n      containers',
+    );
+    const file = join(tmp, 'runtimeclass.yaml');
+    writeFileSync(file, [nodePool('np', 'default'), nodeClass, rc, withRc].join('\n---\n'));
+    const { code, json } = await runJSON([file]);
+    expect(code).toBe(0);
+    // 2 × (800m + 250m overhead) = 2100m > m6i.large's 1930m: one m6i.xlarge; without the overhead an m6i.large
+    expect(json.nodeClaims.map((n) => [n.instanceType, n.pods.length])).toEqual([['m6i.xlarge', 2]]);
+    const plain = join(tmp, 'no-runtimeclass.yaml');
+    writeFileSync(plain, [nodePool('np', 'default'), nodeClass, deployment('app-1', '800m')].join('\n---\n'));
+    expect((await runJSON([plain])).json.nodeClaims.map((n) => n.instanceType)).toEqual(['m6i.large']);
+    const badPc = join(tmp, 'priorityclass.yaml');
+    const withPc = deployment('app-2', '500m').replace(
+      '    spec:\n      containers',
+      '    spec:\n      priorityClassName: urgent\n      containers',
+    );
+    writeFileSync(
+      badPc,
+      [nodePool('np', 'default'), nodeClass, withPc, deployment('app-1', '500m')].join('\n---\n'),
+    );
+    const r = await runJSON([badPc]);
+    expect(r.code).toBe(2);
+    expect(r.err).toContain(
+      'Deployment "default/app-2": spec: pods are forbidden: no PriorityClass with name urgent was found',
+    );
+    expect(r.json.nodeClaims.map((n) => n.pods.length)).toEqual([2]);
+  });
+
   it('broken YAML: exit 2 naming the file', async () => {
     const file = join(tmp, 'broken.yaml');
     writeFileSync(file, 'kind: Deployment\nmetadata: {name: x\n  spec: [');

@@ -95,6 +95,7 @@ export const BuiltinKinds: ReadonlyMap<string, readonly string[]> = new Map<stri
   ['CSINode', ['storage.k8s.io']],
   ['VolumeAttachment', ['storage.k8s.io']],
   ['PriorityClass', ['scheduling.k8s.io']],
+  ['RuntimeClass', ['node.k8s.io']],
   ['CustomResourceDefinition', ['apiextensions.k8s.io']],
   ['Cluster', ['cluster.x-k8s.io']],
   ['Machine', ['cluster.x-k8s.io']],

@@ -16,6 +16,12 @@
  *   an EC2NodeClass named `default`) is used, with a notice.
  */
 import { createHash } from 'node:crypto';
+import {
+  admitPod,
+  applyLimitRangeDefaults,
+  type PriorityClass,
+  type RuntimeClass,
+} from '../apis/admission.ts';
 import type {
   DaemonSet,
   Deployment,
@@ -455,6 +461,8 @@ export async function buildSchedulingInput(
   const storageClasses: StorageClass[] = [];
   const namespaces: Record<string, Record<string, string>> = {};
   const limitRanges: KubeObject[] = [];
+  const runtimeClasses: RuntimeClass[] = [];
+  const priorityClasses: PriorityClass[] = [];
   const seen = new Map<string, SourcedObject>();
 
   for (const s of objects) {
@@ -467,6 +475,8 @@ export async function buildSchedulingInput(
       'KWOKNodeClass',
       'PersistentVolume',
       'StorageClass',
+      'RuntimeClass',
+      'PriorityClass',
       'Node',
       'Namespace',
       'NodeClaim',
@@ -534,6 +544,12 @@ export async function buildSchedulingInput(
       case 'LimitRange':
         limitRanges.push(withNamespace(o));
         break;
+      case 'RuntimeClass':
+        runtimeClasses.push(o as RuntimeClass);
+        break;
+      case 'PriorityClass':
+        priorityClasses.push(o as PriorityClass);
+        break;
       case 'Namespace':
         namespaces[nameOf(o)] = { ...(o.metadata?.labels ?? {}), 'kubernetes.io/metadata.name': nameOf(o) };
         break;
@@ -558,12 +574,15 @@ export async function buildSchedulingInput(
   }
 
   const allPods: Pod[] = [...listedPods];
+  /** The workload each expanded pod came from (for error messages). */
+  const origin = new Map<Pod, KubeObject>();
   for (const w of workloads) {
     // A ReplicaSet owned by a listed Deployment is the Deployment's: do not count its pods twice.
     const owner = controllerOwner(w);
     if (owner?.kind === 'Deployment' && seen.has(`Deployment/${nsOf(w)}/${owner.name}`)) continue;
     const expanded = expandWorkload(w, ownedCount.get(`${w.kind}/${nsOf(w)}/${nameOf(w)}`) ?? 0) ?? [];
     allPods.push(...expanded);
+    for (const p of expanded) origin.set(p, w);
     if (w.kind === 'StatefulSet') {
       for (const c of statefulSetClaims(w as StatefulSet)) {
         if (!pvcs.some((x) => nameOf(x) === nameOf(c) && nsOf(x) === nsOf(c))) pvcs.push(c);
@@ -571,8 +590,45 @@ export async function buildSchedulingInput(
     }
   }
 
-  if (limitRanges.length > 0) {
-    for (let i = 0; i < allPods.length; i++) allPods[i] = applyLimitRanges(allPods[i]!, limitRanges);
+  // What the API server's admission plugins do before anyone sees the pods (apis/admission.ts).
+  const admission = { limitRanges, runtimeClasses, priorityClasses };
+  const rejected = new Set<Pod>();
+  const reported = new Set<string>();
+  for (let i = 0; i < allPods.length; i++) {
+    const p = allPods[i]!;
+    if (p.spec?.nodeName) continue; // already admitted when it was bound
+    const r = admitPod(p, admission);
+    if ('pod' in r) allPods[i] = r.pod;
+    else {
+      rejected.add(p);
+      const w = origin.get(p);
+      const src = w ? seen.get(`${w.kind}/${nsOf(w)}/${nameOf(w)}`) : seen.get(`Pod/${nsOf(p)}/${nameOf(p)}`);
+      const what = w?.kind ?? 'Pod';
+      const name = w ? `${nsOf(w)}/${nameOf(w)}` : podKey(p);
+      // one error per workload, not per replica
+      if (!reported.has(`${what}/${name}`)) {
+        reported.add(`${what}/${name}`);
+        errors.push(issue(src, what, name, 'spec', `pods are forbidden: ${r.rejected}`));
+      }
+    }
+  }
+  if (rejected.size > 0)
+    for (let i = allPods.length - 1; i >= 0; i--) if (rejected.has(allPods[i]!)) allPods.splice(i, 1);
+  // DaemonSet pods are admitted too: their daemon overhead includes RuntimeClass overhead and LimitRange defaults
+  for (let i = 0; i < daemonSets.length; i++) {
+    const ds = daemonSets[i]!;
+    const tpl = ds.spec?.template;
+    if (!tpl?.spec) continue;
+    const r = admitPod(
+      {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { ...(tpl.metadata ?? {}), namespace: nsOf(ds) },
+        spec: tpl.spec,
+      },
+      admission,
+    );
+    if ('pod' in r) daemonSets[i] = { ...ds, spec: { ...ds.spec!, template: { ...tpl, spec: r.pod.spec } } };
   }
 
   const nodeNames = new Set(nodes.map(nameOf));
@@ -785,50 +841,10 @@ function namespacesFor(
   return out;
 }
 
-interface LimitRangeItem {
-  type?: string;
-  default?: Record<string, string | number>;
-  defaultRequest?: Record<string, string | number>;
-  max?: Record<string, string | number>;
-}
-
 /**
  * Applies the `Container` defaults of the LimitRanges in the pod's namespace, as the LimitRanger admission
- * plugin does when the pod is created: a resource with neither request nor limit gets `defaultRequest`
- * (which itself defaults to `default`, then `max`) as request; a missing limit gets `default` (or `max`).
- * Returns a copy when anything changed. Source: Kubernetes `plugin/pkg/admission/limitranger` and
- * `SetDefaults_LimitRangeItem`.
+ * plugin does (`apis/admission.ts` {@link applyLimitRangeDefaults}; kept for callers of this module).
  */
 export function applyLimitRanges(pod: Pod, limitRanges: readonly KubeObject[]): Pod {
-  const ns = nsOf(pod);
-  const items = limitRanges
-    .filter((lr) => nsOf(lr) === ns)
-    .flatMap((lr) =>
-      ((lr.spec as { limits?: LimitRangeItem[] } | undefined)?.limits ?? []).filter(
-        (i) => i.type === 'Container',
-      ),
-    );
-  if (items.length === 0) return pod;
-  const out = structuredClone(pod);
-  for (const item of items) {
-    const limits = { ...(item.max ?? {}), ...(item.default ?? {}) };
-    const requests = { ...limits, ...(item.defaultRequest ?? {}) };
-    for (const c of [...(out.spec.initContainers ?? []), ...(out.spec.containers ?? [])]) {
-      c.resources ??= {};
-      const res = c.resources;
-      for (const [k, v] of Object.entries(requests)) {
-        if (res.requests?.[k] === undefined && res.limits?.[k] === undefined) {
-          res.requests ??= {};
-          res.requests[k] = v;
-        }
-      }
-      for (const [k, v] of Object.entries(limits)) {
-        if (res.limits?.[k] === undefined) {
-          res.limits ??= {};
-          res.limits[k] = v;
-        }
-      }
-    }
-  }
-  return out;
+  return applyLimitRangeDefaults(pod, limitRanges);
 }
