@@ -96,7 +96,7 @@ ${dep('small', perGroup, '900m', '3100Mi')}${dep('large', perGroup, '3500m', '28
 }
 
 /** utime + stime of a process in seconds (Linux `/proc/<pid>/stat`), undefined when unavailable. */
-function cpuSecondsOf(pid: number | undefined): number | undefined {
+export function cpuSecondsOf(pid: number | undefined): number | undefined {
   if (pid === undefined) return undefined;
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');

@@ -15,7 +15,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { bundleController, peakRssMB } from './provisioning.ts';
+import { bundleController, cpuSecondsOf, peakRssMB } from './provisioning.ts';
 
 /** What {@link runStartBench} measures. */
 export interface StartBenchResult {
@@ -24,6 +24,8 @@ export interface StartBenchResult {
   runningSeconds: number | undefined;
   /** Wall seconds from spawning the process to its exit. */
   wallSeconds: number;
+  /** CPU seconds (user + system) of the `capenter start` process: less sensitive to a loaded machine. */
+  cpuSeconds: number | undefined;
   /** Peak RSS of the `capenter start` process, MB (Linux VmHWM), undefined when unavailable. */
   peakRssMB: number | undefined;
   nodeClaims: number | undefined;
@@ -111,9 +113,11 @@ export async function runStartBench(
   });
   child.stderr.on('data', () => {});
   let peak: number | undefined;
+  let cpu: number | undefined;
   const sample = setInterval(() => {
     const v = peakRssMB(child.pid);
     if (v !== undefined) peak = Math.max(peak ?? 0, v);
+    cpu = cpuSecondsOf(child.pid) ?? cpu;
   }, 200);
   await new Promise<void>((resolve, reject) => {
     child.on('error', reject);
@@ -135,6 +139,7 @@ export async function runStartBench(
     pods,
     runningSeconds: summary?.settled ? summary.elapsedSeconds : undefined,
     wallSeconds,
+    cpuSeconds: cpu,
     peakRssMB: peak,
     nodeClaims: summary?.totals.nodeClaims,
     priceUSDPerHour: summary ? Math.round(summary.totals.pricePerHour * 10000) / 10000 : undefined,
@@ -147,7 +152,7 @@ export async function runStartBench(
 export function formatStartBench(r: StartBenchResult): string {
   const ok = (v: boolean) => (v ? 'met' : 'MISSED');
   return [
-    `  ${r.pods} pods: ${r.settled ? `all Running after ${r.runningSeconds} s` : 'NOT settled'} (process wall ${r.wallSeconds} s), ` +
+    `  ${r.pods} pods: ${r.settled ? `all Running after ${r.runningSeconds} s` : 'NOT settled'} (process wall ${r.wallSeconds} s, ${r.cpuSeconds ?? '?'} CPU s), ` +
       `${r.nodeClaims ?? '?'} NodeClaims, $${r.priceUSDPerHour ?? '?'}/h, peak RSS ${r.peakRssMB ?? '?'} MB`,
     `  target all Running < ${r.targets.runningSeconds} s: ${ok(r.runningSeconds !== undefined && r.runningSeconds < r.targets.runningSeconds)}`,
     `  target peak RSS < ${r.targets.peakRssMB} MB: ${ok(r.peakRssMB !== undefined && r.peakRssMB < r.targets.peakRssMB)}`,

@@ -4,6 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { NodeClaim } from '../../../src/apis/karpenter.ts';
+import { RecordingCloudProvider } from '../../../src/cloudprovider/testing.ts';
 import { NodeTerminationController } from '../../../src/controllers/node/termination/controller.ts';
 import { NodeClaimGarbageCollectionController } from '../../../src/controllers/nodeclaim/garbagecollection/controller.ts';
 import { NodeClaimLifecycleController } from '../../../src/controllers/nodeclaim/lifecycle/controller.ts';
@@ -139,8 +140,9 @@ describe('NodeClaim lifecycle (integration)', () => {
     }, 'gc NodeClaim registered');
     // the instance disappears from the cloud API while its Node object stays (NotReady), as on a real cloud
     const vanished = nc.status?.providerID as string;
-    const cloud = Object.create(env.provider) as typeof env.provider;
-    cloud.list = async () => (await env.provider.list()).filter((i) => i.status?.providerID !== vanished);
+    const cloud = new RecordingCloudProvider(env.provider).answer('list', async () =>
+      (await env.provider.list()).filter((i) => i.status?.providerID !== vanished),
+    );
     const gcView = new NodeClaimGarbageCollectionController({
       client: env.client,
       cloudProvider: cloud,
