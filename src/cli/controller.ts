@@ -16,6 +16,7 @@ import {
   defaultOptions,
   type OperatorOptions,
   optionsFromEnv,
+  parsePreferencePolicy,
   parseSeconds,
   validateOptions,
 } from '../operator/options.ts';
@@ -31,6 +32,8 @@ export interface ControllerCommandOptions {
   leaderElect?: boolean;
   batchIdleDuration?: string;
   batchMaxDuration?: string;
+  /** `--preference-policy Respect|Ignore` (env PREFERENCE_POLICY). */
+  preferencePolicy?: string;
 }
 
 /**
@@ -52,6 +55,8 @@ export function controllerOptions(
     o.batchIdleSeconds = parseSeconds(flags.batchIdleDuration, '--batch-idle-duration');
   if (flags.batchMaxDuration)
     o.batchMaxSeconds = parseSeconds(flags.batchMaxDuration, '--batch-max-duration');
+  if (flags.preferencePolicy)
+    o.preferencePolicy = parsePreferencePolicy(flags.preferencePolicy, '--preference-policy');
   return validateOptions(o);
 }
 
@@ -127,6 +132,10 @@ export function registerControllerCommand(program: Command): void {
     .option('--log-level <level>', 'debug|info|warn|error (env LOG_LEVEL; default info)')
     .option('--batch-idle-duration <d>', 'env BATCH_IDLE_DURATION (default 1s)')
     .option('--batch-max-duration <d>', 'env BATCH_MAX_DURATION (default 10s)')
+    .option(
+      '--preference-policy <policy>',
+      'Respect|Ignore preferences (env PREFERENCE_POLICY; default Respect)',
+    )
     .option('--no-leader-elect', 'run controllers without the leader Lease (env LEADER_ELECT=false)')
     .action(async (flags: ControllerCommandOptions) => {
       process.exitCode = await runController(flags, {

@@ -12,6 +12,7 @@
 import type { DaemonSet, Node, Pod, PodDisruptionBudget } from '../apis/core.ts';
 import type { NodeClaim, NodePool } from '../apis/karpenter.ts';
 import type { InstanceType } from '../cloudprovider/types.ts';
+import type { PreferencePolicy } from '../scheduling/preferencepolicy.ts';
 import type { NodeClaimPlan } from '../scheduling/types.ts';
 import type { VolumeObjects } from '../scheduling/volumetopology.ts';
 import type { PassContext } from './context.ts';
@@ -58,6 +59,12 @@ export interface DisruptionOptions {
    * keeps only the cheapest-priced ones (see `consolidation.ts` {@link narrowReplacement}). Default true.
    */
   flexibleOnDemandReplacements?: boolean;
+  /**
+   * Upstream `--preference-policy`: `Respect` (default) or `Ignore` preferences in the scheduling simulation.
+   * With `Respect`, a candidate whose pods fit the remaining nodes once their preferences are ignored is still
+   * deleted (preferences never make consolidation keep or launch capacity, see `context.ts`).
+   */
+  preferencePolicy?: PreferencePolicy;
 }
 
 /** Everything one disruption pass needs (a snapshot of cluster state plus the time). */

@@ -73,3 +73,17 @@ describe('operator options', () => {
     expect(() => parseSeconds('1s garbage', 'x')).toThrow(/x: "1s garbage"/);
   });
 });
+
+describe('--preference-policy', () => {
+  it('PREFERENCE_POLICY and the controller flag take Respect or Ignore; anything else names the values', async () => {
+    expect(optionsFromEnv({ PREFERENCE_POLICY: 'Ignore' }, defaultOptions()).preferencePolicy).toBe('Ignore');
+    expect(defaultOptions().preferencePolicy).toBeUndefined();
+    expect(() => optionsFromEnv({ PREFERENCE_POLICY: 'ignore' }, defaultOptions())).toThrow(
+      'PREFERENCE_POLICY must be one of Respect, Ignore (got "ignore")',
+    );
+    const { controllerOptions } = await import('../cli/controller.ts');
+    expect(
+      controllerOptions({ preferencePolicy: 'Respect' }, { PREFERENCE_POLICY: 'Ignore' }).preferencePolicy,
+    ).toBe('Respect');
+  });
+});

@@ -3,6 +3,7 @@
  * (kubernetes-sigs/karpenter `pkg/operator/options/options.go`), as one plain object. Only the CLI layer
  * reads flags and `process.env` (see {@link optionsFromEnv}); library code receives an {@link OperatorOptions}.
  */
+import { PreferencePolicies, type PreferencePolicy } from '../scheduling/preferencepolicy.ts';
 
 /** Everything the operator is configured with. Durations in seconds, ports as TCP port numbers. */
 export interface OperatorOptions {
@@ -38,6 +39,8 @@ export interface OperatorOptions {
   gcPeriodSeconds: number;
   /** Seconds between metrics-controller passes (upstream 5 s for node metrics). */
   metricsPeriodSeconds: number;
+  /** `PREFERENCE_POLICY` / `--preference-policy`: `Respect` (upstream default) or `Ignore` preferences. */
+  preferencePolicy?: PreferencePolicy;
 }
 
 /** Upstream feature gates and their defaults (v1.x). */
@@ -165,6 +168,7 @@ export function optionsFromEnv(
   s('LEADER_ELECT', (x) => (o.leaderElect = parseBool(x, 'LEADER_ELECT')));
   s('FEATURE_GATES', (x) => (o.featureGates = parseFeatureGates(x, o.featureGates)));
   s('AWS_REGION', (x) => (o.region = x));
+  s('PREFERENCE_POLICY', (x) => (o.preferencePolicy = parsePreferencePolicy(x, 'PREFERENCE_POLICY')));
   return validateOptions(o);
 }
 
@@ -192,4 +196,13 @@ export function validateOptions(o: OperatorOptions): OperatorOptions {
   parsePort(String(o.healthProbePort), 'HEALTH_PROBE_PORT');
   if (!o.region) throw new Error('region must not be empty (e.g. us-east-1)');
   return o;
+}
+
+/**
+ * Parses a preference policy (`Respect` or `Ignore`, upstream `--preference-policy`).
+ * @throws Error naming `what` and the accepted values.
+ */
+export function parsePreferencePolicy(v: string, what: string): PreferencePolicy {
+  if ((PreferencePolicies as readonly string[]).includes(v)) return v as PreferencePolicy;
+  throw new Error(`${what} must be one of ${PreferencePolicies.join(', ')} (got "${v}")`);
 }

@@ -42,6 +42,7 @@ import {
 } from './nodeclaim.ts';
 import { PlanSearch } from './plansearch.ts';
 import { type PodInfo, podKey, refreshPodInfo, resetPodInfo } from './podinfo.ts';
+import { withPreferencePolicy } from './preferencepolicy.ts';
 import { copyConstraints, relax } from './preferences.ts';
 import { Requirement, type RequirementError, type Requirements } from './requirements.ts';
 import { prepareRun, type RunState } from './runstate.ts';
@@ -94,9 +95,11 @@ type Where = { kind: 'existing' | 'inflight'; cap: ExistingCapacity } | { kind: 
  * Never throws for bad objects: they become `InvalidPod` / messages.
  */
 export function solve(input: SchedulingInput): SchedulingResult {
-  const volumes = withVolumeTopology(input);
-  if (!volumes) return solveRun(input);
-  return volumes.restore(solveRun(volumes.input));
+  const prefs = withPreferencePolicy(input);
+  const base = prefs ? prefs.input : input;
+  const volumes = withVolumeTopology(base);
+  const result = volumes ? volumes.restore(solveRun(volumes.input)) : solveRun(base);
+  return prefs ? prefs.restore(result) : result;
 }
 
 /** {@link solve} once volume topology is in the pods' node affinity. */

@@ -8,6 +8,7 @@ import type { DaemonSet, Node, Pod } from '../apis/core.ts';
 import type { InstanceType, Offering } from '../apis/instancetype.ts';
 import type { NodeClaim, NodePool, NodeSelectorRequirementWithMinValues } from '../apis/karpenter.ts';
 import type { Resources } from '../apis/quantity.ts';
+import type { PreferencePolicy } from './preferencepolicy.ts';
 import type { VolumeObjects } from './volumetopology.ts';
 
 /** Existing capacity: a Node (managed or not) with the pods bound to it (daemon pods included). */
@@ -58,6 +59,8 @@ export interface SchedulingInput {
    * can attach (`volumetopology.ts`). Without it, a pod with a claim volume is `VolumeUnresolved`.
    */
   volumes?: VolumeObjects;
+  /** Upstream `--preference-policy` (`preferencepolicy.ts`): `Respect` (default) or `Ignore` preferences. */
+  preferencePolicy?: PreferencePolicy;
   /** Record per-pod explanations (`--explain`); costs some speed. */
   explain?: boolean;
 }

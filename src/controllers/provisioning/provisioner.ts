@@ -17,6 +17,7 @@ import type { Resources } from '../../apis/quantity.ts';
 import type { CloudProvider, InstanceType } from '../../cloudprovider/types.ts';
 import type { KubeClient } from '../../kube/client.ts';
 import type { Clock } from '../../kube/clock.ts';
+import type { PreferencePolicy } from '../../scheduling/preferencepolicy.ts';
 import { solve } from '../../scheduling/scheduler.ts';
 import type {
   NodeClaimPlan,
@@ -70,6 +71,8 @@ export interface ProvisionerOptions {
   createConcurrency?: number;
   /** Monotonic ms source for durations (default `performance.now`). */
   now?: () => number;
+  /** Upstream `--preference-policy` (default `Respect`; `scheduling/preferencepolicy.ts`). */
+  preferencePolicy?: PreferencePolicy;
 }
 
 /** Constructor dependencies of {@link Provisioner}. */
@@ -269,6 +272,7 @@ export class Provisioner implements Controller {
       nodePools: livePools,
       instanceTypes,
     });
+    if (this.deps.options?.preferencePolicy === 'Ignore') input.preferencePolicy = 'Ignore';
     const schedulingId = randomUUID();
     this.metrics.queueDepth.set({ controller: CONTROLLER, scheduling_id: schedulingId }, input.pods.length);
     let result: SchedulingResult;
