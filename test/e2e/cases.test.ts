@@ -92,10 +92,7 @@ const PLACEMENT_DIVERGES: Record<string, string> = {
  * Cases whose controller run differs from simulate until the named issue is done: expected failures
  * (`it.fails`), so the entry must be removed once they pass.
  */
-const EXPECTED_FAILURES_E2E: Readonly<Record<string, string>> = {
-  // the kube-scheduler stand-in binds the web pod to the new node before the DaemonSet pod arrives
-  'hostport-taken-by-daemonset-no-nodeclaim': 'issue 11 (host port taken by a DaemonSet)',
-};
+const EXPECTED_FAILURES_E2E: Readonly<Record<string, string>> = {};
 
 let env: E2E | undefined;
 afterEach(async () => {

@@ -58,7 +58,8 @@ describe('kube-scheduler stand-in (bulk cycles)', () => {
     );
     // one status write per pod: no write loop from our own updates
     const rv = new Map(marked.map((p) => [p.metadata.name, p.metadata.resourceVersion]));
-    await new Promise((r) => setTimeout(r, 300));
+    // (also lets every pod's 1 s backoff after its first failure pass, so the node below retries them all at once)
+    await new Promise((r) => setTimeout(r, 1100));
     const again = (await client.list('Pod', { namespace: 'default' })).items;
     expect(again.filter((p) => rv.get(p.metadata.name) !== p.metadata.resourceVersion)).toEqual([]);
 

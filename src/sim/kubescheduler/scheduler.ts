@@ -89,6 +89,9 @@ export class KubeSchedulerStandIn extends SimController {
   private readonly namespaces: Informer<'Namespace'>;
   /** Claims, PersistentVolumes, StorageClasses (VolumeBinding / VolumeZone through `volumetopology.ts`). */
   private readonly storage: Array<Informer<ResourceRef>>;
+  /** Failed scheduling attempts per pending pod, and when the last one failed (ms, clock): the pod's backoff. */
+  private readonly attempts = new Map<string, number>();
+  private readonly lastFailure = new Map<string, number>();
   private readonly names: ReadonlySet<string>;
   private readonly scoring: ScoringStrategy;
   private readonly retrySeconds: number;
@@ -191,6 +194,8 @@ export class KubeSchedulerStandIn extends SimController {
       delete: (p) => {
         const key = objectKey(p);
         this.pending.delete(key);
+        this.attempts.delete(key);
+        this.lastFailure.delete(key);
         this.statusWanted.delete(key);
         this.written.delete(key);
         this.waitingForAffinity.delete(key);
@@ -227,9 +232,20 @@ export class KubeSchedulerStandIn extends SimController {
     return [offPods, offNodes, offNs, ...offStorage];
   }
 
-  /** Queues every pending pod (a cycle orders them by {@link queueOrder}). */
+  /**
+   * Queues every pending pod (a cycle orders them by {@link queueOrder}). As kube-scheduler's scheduling queue, a
+   * pod that failed is moved back only once its backoff has passed (1 s doubled per failed attempt, at most 10 s:
+   * `podInitialBackoffSeconds` / `podMaxBackoffSeconds`), so a pod created by the event itself — the DaemonSet pod
+   * of a new node — is tried before pods that have been failing since before the node existed.
+   */
   private retryAll(): void {
-    for (const k of this.pending) this.queue.add(k);
+    const now = this.clock.now();
+    for (const k of this.pending) {
+      const n = this.attempts.get(k) ?? 0;
+      const until = n > 0 ? (this.lastFailure.get(k) ?? 0) + Math.min(1000 * 2 ** (n - 1), 10_000) : 0;
+      if (until > now) this.queue.addAfter(k, (until - now) / 1000);
+      else this.queue.add(k);
+    }
   }
 
   private retryAffinityWaiters(): void {
@@ -308,6 +324,11 @@ export class KubeSchedulerStandIn extends SimController {
     const nsLabels = (ns: string) => this.namespaces.cache.get(ns)?.metadata?.labels;
     const mark = (pod: Pod, reason: string, message: string, event: boolean, after?: number) => {
       if (after !== undefined) results.set(objectKey(pod), { requeueAfter: after });
+      if (reason === 'Unschedulable') {
+        const k = objectKey(pod);
+        this.attempts.set(k, (this.attempts.get(k) ?? 0) + 1);
+        this.lastFailure.set(k, this.clock.now());
+      }
       this.wantStatus(pod, reason, message, event);
     };
     let volumes: VolumeIndex | undefined;
@@ -349,6 +370,8 @@ export class KubeSchedulerStandIn extends SimController {
       const bound: Pod = { ...pod, spec: { ...pod.spec, nodeName: target } };
       this.assumed.set(key, bound);
       this.pending.delete(key);
+      this.attempts.delete(key);
+      this.lastFailure.delete(key);
       this.waitingForAffinity.delete(key);
       const info = this.nodeInfos.get(target);
       if (info) addPodToNodeInfo(info, bound, state.requests);
