@@ -15,7 +15,13 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { bundleController, cpuSecondsOf, peakRssMB } from './provisioning.ts';
+import {
+  bundleController,
+  cpuSecondsOf,
+  deploymentYaml,
+  kwokNodePoolYaml,
+  peakRssMB,
+} from './provisioning.ts';
 
 /** What {@link runStartBench} measures. */
 export interface StartBenchResult {
@@ -39,42 +45,17 @@ export function startManifests(pods: number): string {
   const small = Math.round(pods * 0.6);
   const spread = Math.round(pods * 0.3);
   const large = pods - small - spread;
-  const dep = (name: string, replicas: number, cpu: string, memory: string, extra = '') => `---
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: ${name}, namespace: default}
-spec:
-  replicas: ${replicas}
-  selector: {matchLabels: {app: ${name}}}
-  template:
-    metadata: {labels: {app: ${name}}}
-    spec:
-      containers:
-        - {name: app, image: registry.k8s.io/pause:3.10, resources: {requests: {cpu: "${cpu}", memory: "${memory}"}}}
-${extra}`;
   const zonal = `      topologySpreadConstraints:
         - {maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app: zonal}}}
 `;
-  return `apiVersion: karpenter.kwok.sh/v1alpha1
-kind: KWOKNodeClass
-metadata: {name: default}
-spec: {}
----
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: default}
-spec:
-  template:
-    spec:
-      nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}
-      expireAfter: 720h
-      requirements:
-        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
-        - {key: kubernetes.io/arch, operator: In, values: [amd64]}
-        - {key: kubernetes.io/os, operator: In, values: [linux]}
-        - {key: karpenter.k8s.aws/instance-category, operator: In, values: [c, m, r]}
-        - {key: karpenter.k8s.aws/instance-generation, operator: Gt, values: ["4"]}
-${dep('small', small, '100m', '128Mi')}${dep('zonal', spread, '250m', '512Mi', zonal)}${dep('large', large, '1', '2Gi')}`;
+  const generation = `        - {key: karpenter.k8s.aws/instance-generation, operator: Gt, values: ["4"]}
+`;
+  return (
+    kwokNodePoolYaml(generation) +
+    deploymentYaml('small', small, '100m', '128Mi') +
+    deploymentYaml('zonal', spread, '250m', '512Mi', zonal) +
+    deploymentYaml('large', large, '1', '2Gi')
+  );
 }
 
 /** Runs the benchmark (`pods` default 10,000; `timeoutSeconds` passed to `--timeout`, default 600). */
