@@ -5,7 +5,7 @@
  * `replacementCheaperThanUSDPerHour`. The termination case needs the controller with simulated time; here only
  * its first command (expiration) is checked.
  */
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
