@@ -8,7 +8,7 @@
  * see `provisioning.ts` `bundleController`), in a child process whose peak RSS (Linux `VmHWM`) is the cluster's.
  * Targets (reported, never asserted): all Running in < 60 s, peak RSS < 600 MB.
  *
- * Run directly: `npx tsx bench/start.ts [--json] [--pods N] [--cpu-prof-dir=DIR]`; `npm run bench -- --only start`.
+ * Run directly: `npx tsx bench/start.ts [--json] [--pods N] [--timeout S] [--cpu-prof-dir=DIR]`; `npm run bench -- --only start`.
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -143,9 +143,11 @@ export function formatStartBench(r: StartBenchResult): string {
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const argv = process.argv.slice(2);
   const podsArg = argv.indexOf('--pods');
+  const timeoutArg = argv.indexOf('--timeout');
   const prof = argv.find((a) => a.startsWith('--cpu-prof-dir='))?.slice('--cpu-prof-dir='.length);
   const r = await runStartBench({
     pods: podsArg >= 0 ? Number(argv[podsArg + 1]) : undefined,
+    timeoutSeconds: timeoutArg >= 0 ? Number(argv[timeoutArg + 1]) : undefined,
     cpuProfDir: prof,
   });
   process.stdout.write(argv.includes('--json') ? `${JSON.stringify(r)}\n` : `${formatStartBench(r)}\n`);
