@@ -60,8 +60,15 @@ export interface ProvisioningBenchResult {
 const here = dirname(fileURLToPath(import.meta.url));
 const root = resolve(here, '..');
 
-function manifests(perGroup: number): string {
-  const dep = (name: string, replicas: number, cpu: string, memory: string) => `---
+/** A Deployment of `replicas` pause pods requesting `cpu`/`memory`; `extraSpec` is YAML indented for the pod spec. */
+export function deploymentYaml(
+  name: string,
+  replicas: number,
+  cpu: string,
+  memory: string,
+  extraSpec = '',
+): string {
+  return `---
 apiVersion: apps/v1
 kind: Deployment
 metadata: {name: ${name}, namespace: default}
@@ -73,7 +80,14 @@ spec:
     spec:
       containers:
         - {name: app, image: registry.k8s.io/pause:3.10, resources: {requests: {cpu: "${cpu}", memory: "${memory}"}}}
-`;
+${extraSpec}`;
+}
+
+/**
+ * KWOKNodeClass `default` and NodePool `default` (on-demand amd64 linux, instance categories c/m/r), plus
+ * `extraRequirements` (YAML list items indented for the requirements list).
+ */
+export function kwokNodePoolYaml(extraRequirements = ''): string {
   return `apiVersion: karpenter.kwok.sh/v1alpha1
 kind: KWOKNodeClass
 metadata: {name: default}
@@ -92,7 +106,11 @@ spec:
         - {key: kubernetes.io/arch, operator: In, values: [amd64]}
         - {key: kubernetes.io/os, operator: In, values: [linux]}
         - {key: karpenter.k8s.aws/instance-category, operator: In, values: [c, m, r]}
-${dep('small', perGroup, '900m', '3100Mi')}${dep('large', perGroup, '3500m', '28Gi')}`;
+${extraRequirements}`;
+}
+
+function manifests(perGroup: number): string {
+  return `${kwokNodePoolYaml()}${deploymentYaml('small', perGroup, '900m', '3100Mi')}${deploymentYaml('large', perGroup, '3500m', '28Gi')}`;
 }
 
 /** utime + stime of a process in seconds (Linux `/proc/<pid>/stat`), undefined when unavailable. */

@@ -8,14 +8,20 @@
  * see `provisioning.ts` `bundleController`), in a child process whose peak RSS (Linux `VmHWM`) is the cluster's.
  * Targets (reported, never asserted): all Running in < 60 s, peak RSS < 600 MB.
  *
- * Run directly: `npx tsx bench/start.ts [--json] [--pods N] [--cpu-prof-dir=DIR]`; `npm run bench -- --only start`.
+ * Run directly: `npx tsx bench/start.ts [--json] [--pods N] [--timeout S] [--cpu-prof-dir=DIR]`; `npm run bench -- --only start`.
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { bundleController, cpuSecondsOf, peakRssMB } from './provisioning.ts';
+import {
+  bundleController,
+  cpuSecondsOf,
+  deploymentYaml,
+  kwokNodePoolYaml,
+  peakRssMB,
+} from './provisioning.ts';
 
 /** What {@link runStartBench} measures. */
 export interface StartBenchResult {
@@ -39,42 +45,17 @@ export function startManifests(pods: number): string {
   const small = Math.round(pods * 0.6);
   const spread = Math.round(pods * 0.3);
   const large = pods - small - spread;
-  const dep = (name: string, replicas: number, cpu: string, memory: string, extra = '') => `---
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: ${name}, namespace: default}
-spec:
-  replicas: ${replicas}
-  selector: {matchLabels: {app: ${name}}}
-  template:
-    metadata: {labels: {app: ${name}}}
-    spec:
-      containers:
-        - {name: app, image: registry.k8s.io/pause:3.10, resources: {requests: {cpu: "${cpu}", memory: "${memory}"}}}
-${extra}`;
   const zonal = `      topologySpreadConstraints:
         - {maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app: zonal}}}
 `;
-  return `apiVersion: karpenter.kwok.sh/v1alpha1
-kind: KWOKNodeClass
-metadata: {name: default}
-spec: {}
----
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: default}
-spec:
-  template:
-    spec:
-      nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}
-      expireAfter: 720h
-      requirements:
-        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
-        - {key: kubernetes.io/arch, operator: In, values: [amd64]}
-        - {key: kubernetes.io/os, operator: In, values: [linux]}
-        - {key: karpenter.k8s.aws/instance-category, operator: In, values: [c, m, r]}
-        - {key: karpenter.k8s.aws/instance-generation, operator: Gt, values: ["4"]}
-${dep('small', small, '100m', '128Mi')}${dep('zonal', spread, '250m', '512Mi', zonal)}${dep('large', large, '1', '2Gi')}`;
+  const generation = `        - {key: karpenter.k8s.aws/instance-generation, operator: Gt, values: ["4"]}
+`;
+  return (
+    kwokNodePoolYaml(generation) +
+    deploymentYaml('small', small, '100m', '128Mi') +
+    deploymentYaml('zonal', spread, '250m', '512Mi', zonal) +
+    deploymentYaml('large', large, '1', '2Gi')
+  );
 }
 
 /** Runs the benchmark (`pods` default 10,000; `timeoutSeconds` passed to `--timeout`, default 600). */
@@ -162,9 +143,11 @@ export function formatStartBench(r: StartBenchResult): string {
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const argv = process.argv.slice(2);
   const podsArg = argv.indexOf('--pods');
+  const timeoutArg = argv.indexOf('--timeout');
   const prof = argv.find((a) => a.startsWith('--cpu-prof-dir='))?.slice('--cpu-prof-dir='.length);
   const r = await runStartBench({
     pods: podsArg >= 0 ? Number(argv[podsArg + 1]) : undefined,
+    timeoutSeconds: timeoutArg >= 0 ? Number(argv[timeoutArg + 1]) : undefined,
     cpuProfDir: prof,
   });
   process.stdout.write(argv.includes('--json') ? `${JSON.stringify(r)}\n` : `${formatStartBench(r)}\n`);

@@ -3,7 +3,7 @@
  * upstream's example NodePools/EC2NodeClasses (test/fixtures/manifests/karpenter-examples, vendored from shared/data/manifests) are accepted by both
  * our zod validation and ajv on the generated openAPIV3Schema, and bad objects are rejected.
  */
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Ajv, type ValidateFunction } from 'ajv';
