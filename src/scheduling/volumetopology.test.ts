@@ -162,6 +162,46 @@ describe('volume topology', () => {
     expect(r.placements.map((p) => p.pod)).toEqual([ok]);
   });
 
+  it('attach limits: a node whose CSINode allows no more EBS volumes takes no pod with a claim; others still fit', () => {
+    const withPv = (name: string) => withClaim(makePod(name, { cpu: '500m' }), `c-${name}`);
+    const ebs = { ...sc('gp3'), provisioner: 'ebs.csi.aws.com' };
+    const vols = (count: number) => ({
+      persistentVolumeClaims: [
+        claim('c-a', { storageClassName: 'gp3' }),
+        claim('c-held', { volumeName: 'pv-held' }),
+      ],
+      persistentVolumes: [
+        { ...pv('pv-held', zone, ['test-zone-a']), spec: { csi: { driver: 'ebs.csi.aws.com' } } },
+      ],
+      storageClasses: [ebs],
+      csiNodes: [
+        {
+          apiVersion: 'storage.k8s.io/v1',
+          kind: 'CSINode',
+          metadata: { name: 'n-1' },
+          spec: { drivers: [{ name: 'ebs.csi.aws.com', allocatable: { count } }] },
+        },
+      ],
+    });
+    const held = { ...withPv('held'), spec: { ...withPv('held').spec, nodeName: 'n-1' } };
+    const existing = () => [{ node: makeNode('n-1', { labels: { [zone]: 'test-zone-a' } }), pods: [held] }];
+    // limit 1, already used by the bound pod's volume: the new pod needs a NodeClaim
+    const full = solve(input([withPv('a')], vols(1), { existingNodes: existing() }));
+    expect(full.placements.map((x) => x.target.kind)).toEqual(['new']);
+    expect(full.newNodeClaims[0]!.pods[0]!.metadata.name).toBe('a');
+    // limit 2: one attachment left, the pod goes onto n-1
+    const room = solve(input([withPv('a')], vols(2), { existingNodes: existing() }));
+    expect(room.placements.map((x) => x.target)).toEqual([{ kind: 'existing', node: 'n-1' }]);
+    // a pod without volumes is not affected by the limit
+    const plain = solve(
+      input([makePod('plain', { cpu: '500m' }), withPv('a')], vols(1), { existingNodes: existing() }),
+    );
+    expect(plain.placements.find((x) => x.pod.metadata.name === 'plain')?.target).toEqual({
+      kind: 'existing',
+      node: 'n-1',
+    });
+  });
+
   it('consolidation keeps a pod with a zonal volume out of a node in another zone', () => {
     const db = withClaim(bpod('db', { cpu: '500m' }), 'data');
     const nodes = [

@@ -28,6 +28,7 @@ import type {
   Pod,
   Volume,
 } from '../apis/core.ts';
+import type { InstanceType } from '../apis/instancetype.ts';
 import { LabelHostname } from '../apis/labels.ts';
 import type { SchedulingInput, SchedulingResult, Unschedulable } from './types.ts';
 
@@ -51,12 +52,27 @@ export interface StorageClass extends KubeObject {
   allowedTopologies?: Array<{ matchLabelExpressions?: Array<{ key: string; values: string[] }> }>;
 }
 
+/** A CSINode (`storage.k8s.io/v1`): per CSI driver, how many volumes the node can attach. */
+export interface CSINode extends KubeObject {
+  spec?: { drivers?: Array<{ name: string; nodeID?: string; allocatable?: { count?: number } }> };
+}
+
 /** The storage objects of a cluster (or a `simulate` input) volume topology needs. */
 export interface VolumeObjects {
   persistentVolumeClaims?: readonly PersistentVolumeClaim[];
   persistentVolumes?: readonly PersistentVolume[];
   storageClasses?: readonly StorageClass[];
+  /** Attach limits of existing nodes (by node name); see {@link withVolumeTopology}. */
+  csiNodes?: readonly CSINode[];
 }
+
+/** Resource name under which a run counts a CSI driver's volumes against attach limits (as kubelet once did). */
+export function attachResource(driver: string): string {
+  return `attachable-volumes-csi-${driver}`;
+}
+
+/** Attachments a node without a limit for the driver (or a new NodeClaim) is assumed to take. */
+export const UNLIMITED_ATTACHMENTS = 1_000_000;
 
 /** At most this many ORed terms after the cross product; beyond, each volume contributes its first term only. */
 export const MAX_TERMS = 64;
@@ -159,6 +175,41 @@ export function volumeTerms(pod: Pod, volume: Volume, index: VolumeIndex): NodeS
   }));
 }
 
+/**
+ * Claims of the pod per CSI driver (`namespace/claim` sets): the bound PersistentVolume's `csi.driver`, else the
+ * StorageClass provisioner of an unbound claim. Volumes that cannot be resolved are left out.
+ */
+export function volumeDrivers(pod: Pod, index: VolumeIndex): Map<string, Set<string>> {
+  const out = new Map<string, Set<string>>();
+  const ns = pod.metadata.namespace ?? 'default';
+  for (const v of pod.spec?.volumes ?? []) {
+    let claimName: string | undefined;
+    let spec: PersistentVolumeClaimSpec | undefined;
+    if (v.persistentVolumeClaim) {
+      claimName = v.persistentVolumeClaim.claimName;
+      spec = index.claim(ns, claimName)?.spec;
+    } else if (v.ephemeral) {
+      claimName = `${pod.metadata.name ?? ''}-${v.name}`;
+      spec = index.claim(ns, claimName)?.spec ?? v.ephemeral.volumeClaimTemplate?.spec;
+    }
+    if (!claimName || !spec) continue;
+    const className = spec.storageClassName ?? index.defaultStorageClass;
+    const driver = spec.volumeName
+      ? index.volume(spec.volumeName)?.spec?.csi?.driver
+      : className
+        ? index.storageClass(className)?.provisioner
+        : undefined;
+    if (!driver) continue;
+    let set = out.get(driver);
+    if (!set) {
+      set = new Set();
+      out.set(driver, set);
+    }
+    set.add(`${ns}/${claimName}`);
+  }
+  return out;
+}
+
 function andTerms(a: NodeSelectorTerm, b: NodeSelectorTerm): NodeSelectorTerm {
   const out: NodeSelectorTerm = {};
   const me = [...(a.matchExpressions ?? []), ...(b.matchExpressions ?? [])];
@@ -234,8 +285,9 @@ export function withVolumeTopology(input: SchedulingInput): VolumeTopologyRun | 
     pods.push(r.pod);
   }
   const back = (p: Pod) => original.get(p) ?? p;
+  const limited = withAttachLimits({ ...input, pods }, index, original);
   return {
-    input: { ...input, pods },
+    input: limited,
     restore: (result) => ({
       ...result,
       newNodeClaims: result.newNodeClaims.map((n) => ({ ...n, pods: n.pods.map(back) })),
@@ -243,4 +295,93 @@ export function withVolumeTopology(input: SchedulingInput): VolumeTopologyRun | 
       unschedulable: [...result.unschedulable.map((u) => ({ ...u, pod: back(u.pod) })), ...problems],
     }),
   };
+}
+
+/**
+ * Per-node volume attach limits (kube-scheduler NodeVolumeLimits; upstream Karpenter's volume usage on existing
+ * nodes): when `input.volumes.csiNodes` gives a node a limit for a CSI driver the pending pods use, each pod
+ * requests one `attachable-volumes-csi-<driver>` per claim of that driver, and each existing node offers its
+ * CSINode `allocatable.count` minus the claims its bound pods already attach. Nodes without a limit for the
+ * driver, in-flight NodeClaims and new NodeClaims offer {@link UNLIMITED_ATTACHMENTS} (a new node's own limit is
+ * not known before it registers). Returns `input` itself when no limit applies. `original` maps the rewritten
+ * pods back to the caller's (extended with the pods rewritten here).
+ */
+function withAttachLimits(
+  input: SchedulingInput,
+  index: VolumeIndex,
+  original: Map<Pod, Pod>,
+): SchedulingInput {
+  const csiNodes = input.volumes?.csiNodes ?? [];
+  if (csiNodes.length === 0) return input;
+  const limitOf = new Map<string, Map<string, number>>();
+  for (const c of csiNodes) {
+    const m = new Map<string, number>();
+    for (const d of c.spec?.drivers ?? [])
+      if (d.allocatable?.count !== undefined) m.set(d.name, d.allocatable.count);
+    limitOf.set(c.metadata?.name ?? '', m);
+  }
+  const perPod = new Map<Pod, Map<string, Set<string>>>();
+  const drivers = new Set<string>();
+  for (const p of input.pods) {
+    const d = volumeDrivers(p, index);
+    if (d.size === 0) continue;
+    perPod.set(p, d);
+    for (const k of d.keys()) drivers.add(k);
+  }
+  const limitedDrivers = [...drivers].filter((d) => [...limitOf.values()].some((m) => m.has(d)));
+  if (limitedDrivers.length === 0) return input;
+  const pods = input.pods.map((p) => {
+    const d = perPod.get(p);
+    if (!d) return p;
+    const extra: Record<string, string> = {};
+    for (const drv of limitedDrivers) if (d.has(drv)) extra[attachResource(drv)] = String(d.get(drv)!.size);
+    if (Object.keys(extra).length === 0) return p;
+    const [first, ...rest] = p.spec.containers;
+    if (!first) return p;
+    const q: Pod = {
+      ...p,
+      spec: {
+        ...p.spec,
+        containers: [
+          {
+            ...first,
+            resources: {
+              ...(first.resources ?? {}),
+              requests: { ...(first.resources?.requests ?? {}), ...extra },
+            },
+          },
+          ...rest,
+        ],
+      },
+    };
+    original.set(q, original.get(p) ?? p);
+    return q;
+  });
+  const existingNodes = input.existingNodes.map((en) => {
+    const limits = limitOf.get(en.node.metadata.name ?? '');
+    const alloc: Record<string, string | number> = { ...(en.node.status?.allocatable ?? {}) };
+    for (const drv of limitedDrivers) {
+      const limit = limits?.get(drv);
+      if (limit === undefined) {
+        alloc[attachResource(drv)] = UNLIMITED_ATTACHMENTS;
+        continue;
+      }
+      const used = new Set<string>();
+      for (const bp of en.pods) for (const c of volumeDrivers(bp, index).get(drv) ?? []) used.add(c);
+      alloc[attachResource(drv)] = Math.max(0, limit - used.size);
+    }
+    return { ...en, node: { ...en.node, status: { ...(en.node.status ?? {}), allocatable: alloc } } };
+  });
+  const unlimited = (it: InstanceType): InstanceType => {
+    const add: Record<string, number> = {};
+    for (const drv of limitedDrivers) add[attachResource(drv)] = UNLIMITED_ATTACHMENTS;
+    return { ...it, capacity: { ...it.capacity, ...add }, allocatable: { ...it.allocatable, ...add } };
+  };
+  const instanceTypes: Record<string, InstanceType[]> = {};
+  for (const [k, v] of Object.entries(input.instanceTypes)) instanceTypes[k] = v.map(unlimited);
+  const inFlight = input.inFlight?.map((f) => ({
+    ...f,
+    instanceTypeOptions: f.instanceTypeOptions.map(unlimited),
+  }));
+  return { ...input, pods, existingNodes, instanceTypes, ...(inFlight ? { inFlight } : {}) };
 }

@@ -43,7 +43,7 @@ import { selectorMatches } from '../scheduling/labelselector.ts';
 import { limitCapacity } from '../scheduling/limits.ts';
 import { daemonSetNodeFit, withoutEphemeralTaints } from '../scheduling/predicates.ts';
 import type { ExistingNode, SchedulingInput } from '../scheduling/types.ts';
-import type { PersistentVolume, StorageClass } from '../scheduling/volumetopology.ts';
+import type { CSINode, PersistentVolume, StorageClass } from '../scheduling/volumetopology.ts';
 
 /** An object with where it came from (as `apis/load.ts` returns them). */
 export interface SourcedObject {
@@ -459,6 +459,7 @@ export async function buildSchedulingInput(
   const pvcs: PersistentVolumeClaim[] = [];
   const pvs: PersistentVolume[] = [];
   const storageClasses: StorageClass[] = [];
+  const csiNodes: CSINode[] = [];
   const namespaces: Record<string, Record<string, string>> = {};
   const limitRanges: KubeObject[] = [];
   const runtimeClasses: RuntimeClass[] = [];
@@ -475,6 +476,7 @@ export async function buildSchedulingInput(
       'KWOKNodeClass',
       'PersistentVolume',
       'StorageClass',
+      'CSINode',
       'RuntimeClass',
       'PriorityClass',
       'Node',
@@ -540,6 +542,9 @@ export async function buildSchedulingInput(
         break;
       case 'StorageClass':
         storageClasses.push(o as StorageClass);
+        break;
+      case 'CSINode':
+        csiNodes.push(o as CSINode);
         break;
       case 'LimitRange':
         limitRanges.push(withNamespace(o));
@@ -813,7 +818,7 @@ export async function buildSchedulingInput(
     instanceTypes,
     daemonSets,
     nodePoolUsage,
-    volumes: { persistentVolumeClaims: pvcs, persistentVolumes: pvs, storageClasses },
+    volumes: { persistentVolumeClaims: pvcs, persistentVolumes: pvs, storageClasses, csiNodes },
     namespaces: namespacesFor(namespaces, [...allPods, ...daemonSets]),
     explain: opts.explain ?? false,
   };

@@ -36,7 +36,7 @@ import type { ResourceRef } from '../kube/resources.ts';
 import type { Namespace, PersistentVolume, StorageClass } from '../kube/types.ts';
 import { limitCapacity } from '../scheduling/limits.ts';
 import { addInto, podRequests } from '../scheduling/resources.ts';
-import type { VolumeObjects } from '../scheduling/volumetopology.ts';
+import type { CSINode, VolumeObjects } from '../scheduling/volumetopology.ts';
 import { isOwnedByDaemonSet, isTerminal, podKey } from './pods.ts';
 
 /** Seconds a pod nomination lives (upstream: twice the 10 s max batch window). */
@@ -231,6 +231,7 @@ export class Cluster {
   private readonly claims = new Map<string, PersistentVolumeClaim>();
   private readonly persistentVolumes = new Map<string, PersistentVolume>();
   private readonly storageClasses = new Map<string, StorageClass>();
+  private readonly csiNodes = new Map<string, CSINode>();
   private readonly nominations = new Map<string, Nomination>();
   /** pod uid → pod key. */
   private readonly podKeyByUid = new Map<string, string>();
@@ -315,6 +316,10 @@ export class Cluster {
     this.watch<StorageClass>(inf.informerFor('StorageClass') as unknown as Informer<ResourceRef>, 'Storage', {
       set: (sc) => void this.storageClasses.set(objKey(sc), sc),
       del: (sc) => void this.storageClasses.delete(objKey(sc)),
+    });
+    this.watch<CSINode>(inf.informerFor('CSINode') as unknown as Informer<ResourceRef>, 'Storage', {
+      set: (c) => void this.csiNodes.set(objKey(c), c),
+      del: (c) => void this.csiNodes.delete(objKey(c)),
     });
     for (const k of opts.nodeClassKinds ?? []) {
       const rt = opts.client.registry.forKind(`${k.kind}.${k.group}`);
@@ -900,6 +905,7 @@ export class Cluster {
         persistentVolumeClaims: [...this.claims.values()],
         persistentVolumes: [...this.persistentVolumes.values()],
         storageClasses: [...this.storageClasses.values()],
+        csiNodes: [...this.csiNodes.values()],
       },
     };
   }
