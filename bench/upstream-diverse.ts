@@ -256,6 +256,8 @@ export interface UpstreamDiverseRow {
   podsPerSecond: number;
   /** Median wall seconds of one `solve`. */
   solveSeconds: number;
+  /** Median CPU seconds (user + system) of one `solve`: steadier than wall time on a loaded machine. */
+  solveCpuSeconds: number;
   nodeClaims: number;
   /** USD/hour of the plan (each NodeClaim's cheapest offering). */
   priceUSDPerHour: number;
@@ -273,18 +275,24 @@ export function runUpstreamDiverse(pods: number, runs = 3): UpstreamDiverseRow {
   };
   let result = solve(input);
   const times: number[] = [];
+  const cpu: number[] = [];
   for (let i = 0; i < runs; i++) {
     const t0 = performance.now();
+    const c0 = process.cpuUsage();
     result = solve(input);
+    const c = process.cpuUsage(c0);
     times.push((performance.now() - t0) / 1000);
+    cpu.push((c.user + c.system) / 1e6);
   }
   times.sort((a, b) => a - b);
+  cpu.sort((a, b) => a - b);
   const median = times[Math.floor(times.length / 2)]!;
   const price = result.newNodeClaims.reduce((s, nc) => s + nc.cheapest.offering.priceUSDPerHour, 0);
   return {
     pods,
     podsPerSecond: Math.round(pods / median),
     solveSeconds: Math.round(median * 1000) / 1000,
+    solveCpuSeconds: Math.round(cpu[Math.floor(cpu.length / 2)]! * 1000) / 1000,
     nodeClaims: result.newNodeClaims.length,
     priceUSDPerHour: Math.round(price * 10000) / 10000,
     unschedulable: result.unschedulable.length,
@@ -294,7 +302,7 @@ export function runUpstreamDiverse(pods: number, runs = 3): UpstreamDiverseRow {
 /** A human-readable line for one row. */
 export function formatUpstreamDiverseRow(r: UpstreamDiverseRow): string {
   return (
-    `  ${String(r.pods).padStart(6)} pods: ${String(r.podsPerSecond).padStart(7)} pods/s (${r.solveSeconds.toFixed(3)} s), ` +
+    `  ${String(r.pods).padStart(6)} pods: ${String(r.podsPerSecond).padStart(7)} pods/s (${r.solveSeconds.toFixed(3)} s, CPU ${r.solveCpuSeconds.toFixed(3)} s), ` +
     `${r.nodeClaims} NodeClaims, $${r.priceUSDPerHour.toFixed(4)}/h${r.unschedulable ? `, ${r.unschedulable} unschedulable` : ''}`
   );
 }

@@ -112,7 +112,7 @@ function attempt<T>(errors: string[], label: string, fn: () => T): T | undefined
  */
 function screenPods(input: SchedulingInput, index: ResourceIndex) {
   const invalid: Unschedulable[] = [];
-  const valid: Array<{ pod: Pod; rkey: string }> = [];
+  const valid: Array<{ pod: Pod; rkey: string; ckey: string }> = [];
   const byResources = new Map<string, string | undefined>();
   const byConstraints = new Map<string, string | undefined>();
   for (const pod of input.pods) {
@@ -130,14 +130,14 @@ function screenPods(input: SchedulingInput, index: ResourceIndex) {
       if (!problem) index.register(resourceNames(pod));
       byResources.set(rkey, problem);
     }
+    const ckey = constraintKey(pod);
     let problem = byResources.get(rkey);
     if (problem === undefined) {
-      const ckey = constraintKey(pod);
       if (!byConstraints.has(ckey)) byConstraints.set(ckey, nodeAffinityProblem(pod));
       problem = byConstraints.get(ckey);
     }
     if (problem !== undefined) invalid.push({ pod, code: 'InvalidPod', message: problem });
-    else valid.push({ pod, rkey });
+    else valid.push({ pod, rkey, ckey });
   }
   return { invalid, valid };
 }
@@ -293,7 +293,7 @@ export function prepareRun(input: SchedulingInput): RunState {
   const pools = buildPools(input, index, poolErrors, dynamicPools, overheads);
   const topology = new Topology(domainUniverse(input, pools), input.namespaces ?? {});
   const infoCache = new PodInfoCache(index, topology);
-  const pods = valid.map(({ pod, rkey }) => infoCache.build(pod, rkey));
+  const pods = valid.map(({ pod, rkey, ckey }) => infoCache.build(pod, rkey, ckey));
   const { existing, inflight } = prepareCapacity(input, index, poolErrors);
   countBoundPods(input, topology);
   let minCpu = Number.POSITIVE_INFINITY;

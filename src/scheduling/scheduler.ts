@@ -22,8 +22,12 @@
  * with the fewest pods first); a NodeClaim only grows into larger types while they stay cost-efficient for its
  * requests (see `nodeclaim.ts`). Volume topology (zonal PersistentVolumes) is not considered.
  *
+ * Structure: {@link solve} = `runstate.ts` `prepareRun` (indexes, NodePools, pod infos with invalid pods set aside
+ * as values, topology, existing and in-flight capacity) → {@link Scheduler} (the steps above) → {@link finalise}.
+ * Explanations go to an `explain.ts` recorder that does nothing unless `input.explain`.
+ *
  * Speed: per-template pod data is derived once (`podinfo.ts` `PodInfoCache`); open NodeClaims are scanned as
- * typed arrays (see {@link PlanSearch}).
+ * typed arrays (`plansearch.ts` `PlanSearch`).
  *
  * Pure and deterministic: no clock, no I/O, no randomness; the same input gives the same output.
  */
