@@ -108,3 +108,40 @@ describe('topology spread node inclusion policies', () => {
     expect(r.placements.map((x) => x.target)).toEqual([{ kind: 'existing', node: 'node-b' }]);
   });
 });
+
+describe('pod affinity label keys in the core', () => {
+  const tenantPod = (name: string, tenant: string) =>
+    makePod(name, {
+      cpu: '100m',
+      labels: { app: 'x', tenant },
+      spec: {
+        affinity: {
+          podAntiAffinity: {
+            requiredDuringSchedulingIgnoredDuringExecution: [
+              {
+                labelSelector: { matchLabels: { app: 'x' } },
+                topologyKey: 'kubernetes.io/hostname',
+                mismatchLabelKeys: ['tenant'],
+              },
+            ],
+          },
+        },
+      },
+    });
+
+  it('mismatchLabelKeys: tenants never share a node, one tenant packs together', () => {
+    const r = run(
+      [tenantPod('a-1', 'a'), tenantPod('a-2', 'a'), tenantPod('b-1', 'b')],
+      [pool('pool-a', ['1'])],
+      [],
+    );
+    expect(r.unschedulable).toEqual([]);
+    const byClaim = r.newNodeClaims.map((n) =>
+      n.pods
+        .map((p) => p.metadata.labels?.tenant)
+        .sort()
+        .join(''),
+    );
+    expect(byClaim.sort()).toEqual(['aa', 'b']);
+  });
+});
