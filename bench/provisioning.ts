@@ -60,8 +60,15 @@ export interface ProvisioningBenchResult {
 const here = dirname(fileURLToPath(import.meta.url));
 const root = resolve(here, '..');
 
-function manifests(perGroup: number): string {
-  const dep = (name: string, replicas: number, cpu: string, memory: string) => `---
+/** A Deployment of `replicas` pause pods requesting `cpu`/`memory`; `extraSpec` is YAML indented for the pod spec. */
+export function deploymentYaml(
+  name: string,
+  replicas: number,
+  cpu: string,
+  memory: string,
+  extraSpec = '',
+): string {
+  return `---
 apiVersion: apps/v1
 kind: Deployment
 metadata: {name: ${name}, namespace: default}
@@ -73,7 +80,14 @@ spec:
     spec:
       containers:
         - {name: app, image: registry.k8s.io/pause:3.10, resources: {requests: {cpu: "${cpu}", memory: "${memory}"}}}
-`;
+${extraSpec}`;
+}
+
+/**
+ * KWOKNodeClass `default` and NodePool `default` (on-demand amd64 linux, instance categories c/m/r), plus
+ * `extraRequirements` (YAML list items indented for the requirements list).
+ */
+export function kwokNodePoolYaml(extraRequirements = ''): string {
   return `apiVersion: karpenter.kwok.sh/v1alpha1
 kind: KWOKNodeClass
 metadata: {name: default}
@@ -92,11 +106,15 @@ spec:
         - {key: kubernetes.io/arch, operator: In, values: [amd64]}
         - {key: kubernetes.io/os, operator: In, values: [linux]}
         - {key: karpenter.k8s.aws/instance-category, operator: In, values: [c, m, r]}
-${dep('small', perGroup, '900m', '3100Mi')}${dep('large', perGroup, '3500m', '28Gi')}`;
+${extraRequirements}`;
+}
+
+function manifests(perGroup: number): string {
+  return `${kwokNodePoolYaml()}${deploymentYaml('small', perGroup, '900m', '3100Mi')}${deploymentYaml('large', perGroup, '3500m', '28Gi')}`;
 }
 
 /** utime + stime of a process in seconds (Linux `/proc/<pid>/stat`), undefined when unavailable. */
-function cpuSecondsOf(pid: number | undefined): number | undefined {
+export function cpuSecondsOf(pid: number | undefined): number | undefined {
   if (pid === undefined) return undefined;
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -107,7 +125,7 @@ function cpuSecondsOf(pid: number | undefined): number | undefined {
   }
 }
 
-function peakRssMB(pid: number | undefined): number | undefined {
+export function peakRssMB(pid: number | undefined): number | undefined {
   if (pid === undefined) return undefined;
   try {
     const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
@@ -122,7 +140,7 @@ function peakRssMB(pid: number | undefined): number | undefined {
  * returns the executable's path. Without this the controller would run under the tsx loader, whose on-the-fly
  * transpiling adds ~100 MB of RSS that the shipped program does not carry.
  */
-async function bundleController(): Promise<string> {
+export async function bundleController(): Promise<string> {
   const { buildCli } = await import('../scripts/build.ts');
   await buildCli();
   return join(root, 'bin', 'capenter.js');

@@ -241,6 +241,7 @@ export function createOperator(cfg: OperatorConfig): Operator {
       batchIdleSeconds: options.batchIdleSeconds,
       batchMaxSeconds: options.batchMaxSeconds,
       nodePoolHash: (np) => ({ hash: nodePoolHash(np), version: NodePoolHashVersion }),
+      ...(options.preferencePolicy ? { preferencePolicy: options.preferencePolicy } : {}),
     },
   });
   const disruption = new DisruptionController({
@@ -253,6 +254,7 @@ export function createOperator(cfg: OperatorConfig): Operator {
     registry,
     nodePoolHash: (np) => ({ hash: nodePoolHash(np), version: NodePoolHashVersion }),
     featureGates: { spotToSpotConsolidation: options.featureGates.SpotToSpotConsolidation === true },
+    ...(options.preferencePolicy ? { coreOptions: { preferencePolicy: options.preferencePolicy } } : {}),
     ...(tuning.disruption ?? {}),
   });
   const metricsDeps = { cluster, clock, logger, registry, periodSeconds: options.metricsPeriodSeconds };

@@ -145,3 +145,17 @@ describe('operator options (the settings registry)', () => {
     });
   });
 });
+
+describe('--preference-policy', () => {
+  it('PREFERENCE_POLICY and the controller flag take Respect or Ignore; anything else names the values', async () => {
+    expect(resolveOperatorOptions({ env: { PREFERENCE_POLICY: 'Ignore' } }).preferencePolicy).toBe('Ignore');
+    expect(defaultOptions().preferencePolicy).toBe('Respect');
+    expect(() => resolveOperatorOptions({ env: { PREFERENCE_POLICY: 'Sometimes' } })).toThrow(
+      /PREFERENCE_POLICY: "Sometimes" is not valid.*Respect.*Ignore/,
+    );
+    const { controllerOptions } = await import('../cli/controller.ts');
+    expect(
+      controllerOptions({ preferencePolicy: 'Respect' }, { PREFERENCE_POLICY: 'Ignore' }).preferencePolicy,
+    ).toBe('Respect');
+  });
+});

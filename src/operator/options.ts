@@ -339,3 +339,12 @@ export function checkLogLevel(level: string, what = '--log-level'): string {
     throw new Error(`${what}: "${level}" is not one of ${LOG_LEVELS.join(', ')}`);
   return l;
 }
+
+/**
+ * Parses a preference policy (`Respect` or `Ignore`, upstream `--preference-policy`).
+ * @throws Error naming `what` and the accepted values.
+ */
+export function parsePreferencePolicy(v: string, what: string): PreferencePolicy {
+  if (v === 'Respect' || v === 'Ignore') return v;
+  throw new Error(`${what} must be one of Respect, Ignore (got "${v}")`);
+}

@@ -8,6 +8,7 @@ import {
   type EmbeddedClusterOptions,
   startEmbeddedCluster,
 } from '../../src/sim/apiserver/index.ts';
+import { eventually, type Truthy } from '../../src/testing/eventually.ts';
 
 /** A decoded HTTP response. */
 export interface Resp {
@@ -174,13 +175,7 @@ export function pod(
   };
 }
 
-/** Wait until `fn` returns a truthy value (polling every 10 ms). */
-export async function until<T>(fn: () => Promise<T> | T, timeoutMs = 3000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 10));
-  }
+/** Polls `fn` until truthy (3 s by default; the shared helper, `src/testing/eventually.ts`). */
+export function until<T>(fn: () => Promise<T> | T, timeoutMs = 3000): Promise<Truthy<T>> {
+  return eventually(fn, 'condition', { timeoutMs, intervalMs: 10 });
 }

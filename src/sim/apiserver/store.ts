@@ -7,6 +7,7 @@
  * so readers may hold references (callers must not mutate what they get back).
  */
 import { randomUUID } from 'node:crypto';
+import { admitPod } from '../../apis/admission.ts';
 import { builtinResources } from './builtins.ts';
 import { compareKubeVersions, crdResources, VersionSchema, validateCrd } from './crd.ts';
 import {
@@ -635,6 +636,22 @@ export class ClusterStore {
       const st = initialStatus(def, obj);
       if (st === undefined) delete obj.status;
       else obj.status = st;
+    }
+    if (def.kind === 'Pod' && !def.group) {
+      // admission plugins (RuntimeClass, LimitRanger, Priority, DefaultTolerationSeconds): apis/admission.ts
+      const kinds = (group: string, kind: string) => {
+        const d = this.resources().find((r) => r.group === group && r.kind === kind);
+        return d
+          ? (this.list(d, { namespace: kind === 'LimitRange' ? meta.namespace : undefined }).items as never[])
+          : [];
+      };
+      const admitted = admitPod(obj as never, {
+        runtimeClasses: kinds('node.k8s.io', 'RuntimeClass'),
+        priorityClasses: kinds('scheduling.k8s.io', 'PriorityClass'),
+        limitRanges: kinds('', 'LimitRange'),
+      });
+      if ('rejected' in admitted) throw forbidden(`pods "${name}" is forbidden: ${admitted.rejected}`);
+      obj.spec = admitted.pod.spec as JsonObject;
     }
     applyDefaults(def, obj, true);
     if (def.kind === 'Pod' && !def.group && def.hasStatus) obj.status = initialStatus(def, obj) ?? {};
