@@ -4,6 +4,7 @@
  * wait-for-an-observable-state helper. Environment is read here, in test code only.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
+import { get } from 'node:http';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -165,9 +166,16 @@ export async function startController(
     logs,
     text: () => text,
     healthPort,
-    async readyz() {
-      const r = await fetch(`http://127.0.0.1:${healthPort}/readyz`);
-      return { status: r.status, body: await r.text() };
+    readyz() {
+      // no keep-alive agent: nothing stays open once the controller exits
+      return new Promise((res, rej) => {
+        const req = get({ host: '127.0.0.1', port: healthPort, path: '/readyz', agent: false }, (r) => {
+          let body = '';
+          r.on('data', (d) => (body += d));
+          r.on('end', () => res({ status: r.statusCode ?? 0, body }));
+        });
+        req.on('error', rej);
+      });
     },
     async stop() {
       if (exitCode === undefined) proc.kill('SIGTERM');
