@@ -94,11 +94,16 @@ describe('capenter CRDs with kubectl v1.34.4', () => {
       expect({ name, ...conds }).toMatchObject({ name, Established: 'True', NamesAccepted: 'True' });
     }
     // served: an empty list, short names and categories resolve, the published schema explains fields
-    const get = await kubectl(kubeconfig, ['get', 'nodepools,nodeclaims,ec2nc,kwoknodeclasses']);
-    expect(get.code, get.stderr).toBe(0);
+    const get = await until(async () => {
+      const r = await kubectl(kubeconfig, ['get', 'nodepools,nodeclaims,ec2nc,kwoknodeclasses']);
+      return r.code === 0 ? r : undefined;
+    }, 'kubectl get of the new kinds');
     expect(get.stderr).toMatch(/No resources found/);
-    const explain = await kubectl(kubeconfig, ['explain', 'nodepool.spec.disruption.consolidateAfter']);
-    expect(explain.code, explain.stderr).toBe(0);
+    // (the OpenAPI v3 document of a new CRD is published a moment after it is Established)
+    const explain = await until(async () => {
+      const r = await kubectl(kubeconfig, ['explain', 'nodepool.spec.disruption.consolidateAfter']);
+      return r.code === 0 ? r : undefined;
+    }, 'kubectl explain of the NodePool schema');
     expect(explain.stdout).toMatch(/FIELD: *consolidateAfter/);
     // an invalid NodePool is rejected by the CRD's own schema on a real server
     const bad = await kubectl(
@@ -122,6 +127,7 @@ describe('capenter CRDs with kubectl v1.34.4', () => {
 
 describe('capenter controller against the real control plane', () => {
   it('without the CRDs: one error naming them and the fix, /readyz says which are missing', async () => {
+    await noCapenterCRDs();
     const c = await startController(kubeconfig);
     try {
       const err = await until(() => c.logs.find((l) => l.level === 'ERROR'), 'the missing-CRD error', 60_000);
