@@ -176,14 +176,17 @@ describe('capenter controller against the real control plane', () => {
   });
 
   it('scale 0 → 50 → 5: real kube-scheduler and kwok run the pods, NodeClaims launched then consolidated, PDB kept', async () => {
-    const f = await scaleScenario(kubeconfig, 'e2e-real');
-    figures.real = f;
-    expect(f.nodeClaimsAt50).toBeGreaterThanOrEqual(4); // ceil(50 / 15 pods per m5.4xlarge)
-    expect(f.minHealthyDuringConsolidation).toBeGreaterThanOrEqual(4); // the PDB's minAvailable
-    const errors = controller?.logs.filter((l) => l.level === 'ERROR') ?? [];
-    expect(errors).toEqual([]);
-    expect(await controller?.stop()).toBe(0);
-    controller = undefined;
+    try {
+      const f = await scaleScenario(kubeconfig, 'e2e-real');
+      figures.real = f;
+      expect(f.nodeClaimsAt50).toBeGreaterThanOrEqual(4); // ceil(50 / 15 pods per m5.4xlarge)
+      expect(f.minHealthyDuringConsolidation).toBeGreaterThanOrEqual(4); // the PDB's minAvailable
+      const errors = controller?.logs.filter((l) => l.level === 'ERROR') ?? [];
+      expect(errors).toEqual([]);
+    } finally {
+      expect(await controller?.stop()).toBe(0);
+      controller = undefined;
+    }
   });
 });
 
@@ -191,6 +194,7 @@ describe('the same scenario on the embedded control plane', () => {
   it('scale 0 → 50 → 5 with the scheduler, kubelet and workload stand-ins', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'capenter-embedded-'));
     const kc = join(dir, 'kubeconfig');
+    await controller?.stop(); // the real cluster's, when an earlier test failed before stopping it
     const sim = await startSimulatedCluster({ kubeconfigPath: kc });
     try {
       controller = await startController(kc);
@@ -199,9 +203,9 @@ describe('the same scenario on the embedded control plane', () => {
       figures.embedded = f;
       expect(f.nodeClaimsAt50).toBeGreaterThanOrEqual(4);
       expect(f.minHealthyDuringConsolidation).toBeGreaterThanOrEqual(4);
-      expect(await controller.stop()).toBe(0);
-      controller = undefined;
     } finally {
+      expect(await controller?.stop()).toBe(0);
+      controller = undefined;
       await sim.stop();
       rmSync(dir, { recursive: true, force: true });
     }

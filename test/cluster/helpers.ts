@@ -87,7 +87,7 @@ export interface ControllerProcess {
   healthPort: number;
   /** GET /readyz: status and body. */
   readyz(): Promise<{ status: number; body: string }>;
-  /** SIGTERM, then the exit code. */
+  /** SIGTERM (SIGKILL 30 s later if still running), then the exit code. */
   stop(): Promise<number>;
 }
 
@@ -179,7 +179,11 @@ export async function startController(
     },
     async stop() {
       if (exitCode === undefined) proc.kill('SIGTERM');
-      return exited;
+      // a controller that cannot stop cleanly (its API server gone) is killed after 30 s
+      const kill = setTimeout(() => proc.kill('SIGKILL'), 30_000);
+      const code = await exited;
+      clearTimeout(kill);
+      return code;
     },
   };
 }
