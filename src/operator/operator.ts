@@ -313,10 +313,13 @@ export function createOperator(cfg: OperatorConfig): Operator {
   });
   /** Installs the CRDs when asked, then checks until every required one is served (one error while not). */
   const crdGate = async (signal: AbortSignal): Promise<void> => {
+    // just-applied CRDs take a moment to be Established: no error for them during this grace period
+    let graceUntil = Number.NEGATIVE_INFINITY;
     if (cfg.installCRDs) {
       try {
         const names = await installCRDs(client);
         log.info({ crds: names }, 'applied CustomResourceDefinitions (--install-crds)');
+        graceUntil = clock.now() + 60_000;
       } catch (err) {
         log.error(
           { err: errorMessage(err) },
@@ -336,11 +339,12 @@ export function createOperator(cfg: OperatorConfig): Operator {
         return;
       }
       crdsNotReady = problem;
-      if (check.missing.length > 0 && reported === undefined) {
+      const inGrace = clock.now() < graceUntil;
+      if (check.missing.length > 0 && reported === undefined && !inGrace) {
         log.error({ missing: check.missing, fix: 'kubectl apply -f crds/' }, problem);
         reported = problem;
-      } else if (check.missing.length === 0) log.debug({ err: check.error }, problem);
-      await clock.sleep((tuning.crdRecheckSeconds ?? 5) * 1000, signal);
+      } else if (check.missing.length === 0 || inGrace) log.debug({ err: check.error }, problem);
+      await clock.sleep(inGrace ? 250 : (tuning.crdRecheckSeconds ?? 5) * 1000, signal);
     }
   };
   let resolveDone: () => void = () => {};

@@ -94,11 +94,16 @@ describe('capenter CRDs with kubectl v1.34.4', () => {
       expect({ name, ...conds }).toMatchObject({ name, Established: 'True', NamesAccepted: 'True' });
     }
     // served: an empty list, short names and categories resolve, the published schema explains fields
-    const get = await kubectl(kubeconfig, ['get', 'nodepools,nodeclaims,ec2nc,kwoknodeclasses']);
-    expect(get.code, get.stderr).toBe(0);
+    const get = await until(async () => {
+      const r = await kubectl(kubeconfig, ['get', 'nodepools,nodeclaims,ec2nc,kwoknodeclasses']);
+      return r.code === 0 ? r : undefined;
+    }, 'kubectl get of the new kinds');
     expect(get.stderr).toMatch(/No resources found/);
-    const explain = await kubectl(kubeconfig, ['explain', 'nodepool.spec.disruption.consolidateAfter']);
-    expect(explain.code, explain.stderr).toBe(0);
+    // (the OpenAPI v3 document of a new CRD is published a moment after it is Established)
+    const explain = await until(async () => {
+      const r = await kubectl(kubeconfig, ['explain', 'nodepool.spec.disruption.consolidateAfter']);
+      return r.code === 0 ? r : undefined;
+    }, 'kubectl explain of the NodePool schema');
     expect(explain.stdout).toMatch(/FIELD: *consolidateAfter/);
     // an invalid NodePool is rejected by the CRD's own schema on a real server
     const bad = await kubectl(
@@ -122,6 +127,7 @@ describe('capenter CRDs with kubectl v1.34.4', () => {
 
 describe('capenter controller against the real control plane', () => {
   it('without the CRDs: one error naming them and the fix, /readyz says which are missing', async () => {
+    await noCapenterCRDs();
     const c = await startController(kubeconfig);
     try {
       const err = await until(() => c.logs.find((l) => l.level === 'ERROR'), 'the missing-CRD error', 60_000);
@@ -170,14 +176,17 @@ describe('capenter controller against the real control plane', () => {
   });
 
   it('scale 0 → 50 → 5: real kube-scheduler and kwok run the pods, NodeClaims launched then consolidated, PDB kept', async () => {
-    const f = await scaleScenario(kubeconfig, 'e2e-real');
-    figures.real = f;
-    expect(f.nodeClaimsAt50).toBeGreaterThanOrEqual(4); // ceil(50 / 15 pods per m5.4xlarge)
-    expect(f.minHealthyDuringConsolidation).toBeGreaterThanOrEqual(4); // the PDB's minAvailable
-    const errors = controller?.logs.filter((l) => l.level === 'ERROR') ?? [];
-    expect(errors).toEqual([]);
-    expect(await controller?.stop()).toBe(0);
-    controller = undefined;
+    try {
+      const f = await scaleScenario(kubeconfig, 'e2e-real');
+      figures.real = f;
+      expect(f.nodeClaimsAt50).toBeGreaterThanOrEqual(4); // ceil(50 / 15 pods per m5.4xlarge)
+      expect(f.minHealthyDuringConsolidation).toBeGreaterThanOrEqual(4); // the PDB's minAvailable
+      const errors = controller?.logs.filter((l) => l.level === 'ERROR') ?? [];
+      expect(errors).toEqual([]);
+    } finally {
+      expect(await controller?.stop()).toBe(0);
+      controller = undefined;
+    }
   });
 });
 
@@ -185,6 +194,7 @@ describe('the same scenario on the embedded control plane', () => {
   it('scale 0 → 50 → 5 with the scheduler, kubelet and workload stand-ins', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'capenter-embedded-'));
     const kc = join(dir, 'kubeconfig');
+    await controller?.stop(); // the real cluster's, when an earlier test failed before stopping it
     const sim = await startSimulatedCluster({ kubeconfigPath: kc });
     try {
       controller = await startController(kc);
@@ -193,9 +203,9 @@ describe('the same scenario on the embedded control plane', () => {
       figures.embedded = f;
       expect(f.nodeClaimsAt50).toBeGreaterThanOrEqual(4);
       expect(f.minHealthyDuringConsolidation).toBeGreaterThanOrEqual(4);
-      expect(await controller.stop()).toBe(0);
-      controller = undefined;
     } finally {
+      expect(await controller?.stop()).toBe(0);
+      controller = undefined;
       await sim.stop();
       rmSync(dir, { recursive: true, force: true });
     }

@@ -11,7 +11,7 @@
  * With `CAPENTER_TEST_KUBECONFIG` already set, that cluster is used as is (nothing started or stopped, and
  * not disposable unless the caller says so).
  */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -34,7 +34,7 @@ function run(script: string, env: Record<string, string> = {}): { stdout: string
   return { stdout: r.stdout, ms: Date.now() - t0 };
 }
 
-export default function setup(): (() => void) | undefined {
+export default function setup(): (() => Promise<void>) | undefined {
   if (process.env.CAPENTER_TEST_KUBECONFIG) {
     console.log(
       `test:cluster: using the cluster of CAPENTER_TEST_KUBECONFIG=${process.env.CAPENTER_TEST_KUBECONFIG}`,
@@ -56,7 +56,12 @@ export default function setup(): (() => void) | undefined {
   process.env.CAPENTER_TEST_KUBECONFIG = kubeconfig;
   process.env.CAPENTER_TEST_CLUSTER_DISPOSABLE = '1';
   process.env.CAPENTER_TEST_KUBECTL = join(bin, 'kubectl');
-  return () => {
-    run('down.sh', { RUN: runDir, KEEP_RUN: process.env.CAPENTER_TEST_KEEP_RUN === '1' ? '1' : '0' });
+  return async () => {
+    // asynchronous, so the main process keeps serving the test workers while the control plane stops
+    const down = spawn('bash', [join(scripts, 'down.sh')], {
+      env: { ...process.env, RUN: runDir, KEEP_RUN: process.env.CAPENTER_TEST_KEEP_RUN === '1' ? '1' : '0' },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
+    await new Promise((r) => down.on('close', r));
   };
 }

@@ -4,6 +4,7 @@
  * wait-for-an-observable-state helper. Environment is read here, in test code only.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
+import { get } from 'node:http';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -86,7 +87,7 @@ export interface ControllerProcess {
   healthPort: number;
   /** GET /readyz: status and body. */
   readyz(): Promise<{ status: number; body: string }>;
-  /** SIGTERM, then the exit code. */
+  /** SIGTERM (SIGKILL 30 s later if still running), then the exit code. */
   stop(): Promise<number>;
 }
 
@@ -165,13 +166,24 @@ export async function startController(
     logs,
     text: () => text,
     healthPort,
-    async readyz() {
-      const r = await fetch(`http://127.0.0.1:${healthPort}/readyz`);
-      return { status: r.status, body: await r.text() };
+    readyz() {
+      // no keep-alive agent: nothing stays open once the controller exits
+      return new Promise((res, rej) => {
+        const req = get({ host: '127.0.0.1', port: healthPort, path: '/readyz', agent: false }, (r) => {
+          let body = '';
+          r.on('data', (d) => (body += d));
+          r.on('end', () => res({ status: r.statusCode ?? 0, body }));
+        });
+        req.on('error', rej);
+      });
     },
     async stop() {
       if (exitCode === undefined) proc.kill('SIGTERM');
-      return exited;
+      // a controller that cannot stop cleanly (its API server gone) is killed after 30 s
+      const kill = setTimeout(() => proc.kill('SIGKILL'), 30_000);
+      const code = await exited;
+      clearTimeout(kill);
+      return code;
     },
   };
 }

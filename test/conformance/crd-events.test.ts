@@ -116,7 +116,7 @@ describe('CustomResourceDefinition', () => {
 
   it('upstream Karpenter NodeClaim CRD: create, status with providerID, informer index', async (ctx) => {
     // installs (and then deletes) a karpenter.sh CRD: only on a cluster that exists for this test run
-    if (!c.disposable) ctx.skip();
+    ctx.skip(!c.disposable, 'installs and deletes a karpenter.sh CRD: only on a cluster made for this run');
     const crd = parse(readFileSync(resolve(crdDir, 'karpenter/karpenter.sh_nodeclaims.yaml'), 'utf8'));
     try {
       await c.client.create(crd as CustomResourceDefinition);

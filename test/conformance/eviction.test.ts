@@ -100,17 +100,29 @@ async function pdb(
   });
 }
 
-/** Waits until the PDB status reflects its current generation and returns it. */
-async function pdbStatus(name: string, allowed: number): Promise<NonNullable<PodDisruptionBudget['status']>> {
+/**
+ * Waits until the PDB status reflects its current generation with `allowed` disruptions (and `healthy`
+ * current healthy pods, when given) and returns it. On a real server an eviction first writes the status
+ * itself (disruptionsAllowed − 1, currentHealthy unchanged) before the disruption controller recounts, so a
+ * test that reads currentHealthy after an eviction waits for it too.
+ */
+async function pdbStatus(
+  name: string,
+  allowed: number,
+  healthy?: number,
+): Promise<NonNullable<PodDisruptionBudget['status']>> {
   const p = await eventually(
     async () => {
       const cur = await c.client.get('PodDisruptionBudget', name, c.namespace);
       const st = cur.status;
-      return st && st.observedGeneration === cur.metadata.generation && st.disruptionsAllowed === allowed
+      return st &&
+        st.observedGeneration === cur.metadata.generation &&
+        st.disruptionsAllowed === allowed &&
+        (healthy === undefined || st.currentHealthy === healthy)
         ? cur
         : undefined;
     },
-    `PDB ${name} status with disruptionsAllowed=${allowed}`,
+    `PDB ${name} status with disruptionsAllowed=${allowed}${healthy === undefined ? '' : ` currentHealthy=${healthy}`}`,
     30_000,
   );
   return p.status as NonNullable<PodDisruptionBudget['status']>;
@@ -179,7 +191,7 @@ describe('eviction', () => {
     expect(st.desiredHealthy).toBe(2);
     expect((await c.client.evict({ name: pods[0] as string, namespace: c.namespace })).ok).toBe(true);
     await replaceEvicted('min-pct', pods[0] as string);
-    expect(await pdbStatus('min-pct', 1)).toMatchObject({
+    expect(await pdbStatus('min-pct', 1, 3)).toMatchObject({
       currentHealthy: 3,
       desiredHealthy: 2,
       expectedPods: 4,
@@ -198,7 +210,7 @@ describe('eviction', () => {
     expect([st.desiredHealthy, st.expectedPods]).toEqual([3, 4]);
     expect((await c.client.evict({ name: pods[0] as string, namespace: c.namespace })).ok).toBe(true);
     await replaceEvicted('max-int', pods[0] as string);
-    expect(await pdbStatus('max-int', 0)).toMatchObject({
+    expect(await pdbStatus('max-int', 0, 3)).toMatchObject({
       currentHealthy: 3,
       desiredHealthy: 3,
       expectedPods: 4,
