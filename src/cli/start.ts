@@ -31,7 +31,9 @@ import {
   SUPPORTED_REGIONS,
 } from '../cloudprovider/aws/catalog/index.ts';
 import { resolveAwsSettings } from '../cloudprovider/aws/settings.ts';
+import { diagnose, doctorSummary, readSnapshot } from '../doctor/index.ts';
 import type { KubeClient } from '../kube/client.ts';
+import { RealClock } from '../kube/clock.ts';
 import type { KubeEvent } from '../kube/types.ts';
 import { applyObjects } from '../operator/apply.ts';
 import { type AwsControllersConfig, type EmbeddedAws, startEmbeddedAws } from '../operator/aws.ts';
@@ -462,6 +464,17 @@ export async function runStart(flags: StartCommandOptions, io: StartIO): Promise
           : '') +
         '\n',
     );
+    // One line from `capenter doctor` (src/doctor) with each summary, on stderr (stdout stays the summary/JSON).
+    const doctorClient = sim.client;
+    const doctorLine = async (): Promise<void> => {
+      try {
+        io.stderr(
+          `capenter: ${doctorSummary(diagnose(await readSnapshot(doctorClient, new RealClock())))}\n`,
+        );
+      } catch (err) {
+        io.stderr(`capenter: doctor could not read the cluster: ${(err as Error).message}\n`);
+      }
+    };
     const deadline = performance.now() + timeout * 1000;
     let lastLine = '';
     let printed = false;
@@ -483,6 +496,7 @@ export async function runStart(flags: StartCommandOptions, io: StartIO): Promise
           io.stdout(
             output === 'json' ? `${JSON.stringify(summary, null, 2)}\n` : formatSummaryTable(summary),
           );
+          await doctorLine();
           printed = true;
           if (flags.exitWhenSettled) break;
         }
@@ -493,6 +507,7 @@ export async function runStart(flags: StartCommandOptions, io: StartIO): Promise
         summary = summarize(await readClusterView(sim.client, true), region, kubeconfigPath, elapsed(), true);
         io.stderr(`capenter: timed out after ${timeout}s with ${summary.pods.pending} pod(s) not running\n`);
         io.stdout(output === 'json' ? `${JSON.stringify(summary, null, 2)}\n` : formatSummaryTable(summary));
+        await doctorLine();
         exitCode = 1;
         break;
       }

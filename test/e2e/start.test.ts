@@ -41,6 +41,10 @@ describe('capenter start', () => {
     expect(s.pods.running).toBe(s.pods.total);
     expect(s.nodeClaims[0]!.pods).toBe(s.pods.total);
     expect(err).toMatch(/kubeconfig \S+kubeconfig/);
+    // the one-line doctor summary (the example's NodePool sets no limits)
+    expect(err).toContain(
+      'capenter: doctor: 1 warning (NodePoolWithoutLimits) — run `capenter doctor` for details\n',
+    );
     expect(err).toMatch(/pods \d+\/\d+ running .* nodeclaims 1 \(.*, deleting 0\)/);
     // the temporary folder of the kubeconfig is gone
     const kubeconfig = /kubeconfig (\S+kubeconfig)/.exec(err)![1]!;
