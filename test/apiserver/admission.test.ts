@@ -46,8 +46,7 @@ describe('pod admission in the embedded API server', () => {
     expect([sys.status, sys.body.spec?.priority, sys.body.message]).toEqual([201, 2000001000, undefined]);
   });
 
-  // The RuntimeClass, PriorityClass and LimitRange kinds are served by the API server work of issue 8.
-  it.fails('[expected failure until issue 8 serves RuntimeClass] RuntimeClass overhead reaches the stored pod', async () => {
+  it('RuntimeClass overhead reaches the stored pod', async () => {
     const created = await s.req('POST', '/apis/node.k8s.io/v1/runtimeclasses', {
       apiVersion: 'node.k8s.io/v1',
       kind: 'RuntimeClass',
