@@ -44,9 +44,11 @@ import {
   NodeClaimNotFoundError,
   type NodeClassKind,
   NodeClassNotReadyError,
+  type OfferingRef,
   type RepairPolicy,
 } from '../types.ts';
 import {
+  AnnotationMaxSize,
   type DeploymentResolution,
   instanceTypeNames,
   instanceTypesOf,
@@ -372,6 +374,7 @@ export class ClusterAPICloudProvider implements CloudProvider {
 
     const taints = [...(nodeClaim.spec.taints ?? []), ...(nodeClaim.spec.startupTaints ?? [])];
     const tried = new Set<string>();
+    const full: OfferingRef[] = [];
     for (let attempt = 0; attempt < 5; attempt++) {
       const { usable } = await this.resolve(ref.name, attempt > 0);
       const snap = await this.snapshot();
@@ -395,6 +398,11 @@ export class ClusterAPICloudProvider implements CloudProvider {
           { cause: err },
         );
       }
+      if (!selection.ok && tried.size > 0)
+        throw new InsufficientCapacityError(
+          `NodeClaim "${name}": MachineDeployment(s) ${[...tried].sort().join(', ')} at their max size (${AnnotationMaxSize}) and no other compatible offering is available`,
+          full,
+        );
       if (!selection.ok)
         throw new InsufficientCapacityError(
           selection.reason === 'NoCompatibleOffering'
@@ -416,6 +424,12 @@ export class ClusterAPICloudProvider implements CloudProvider {
       } catch (err) {
         if (!(err instanceof InsufficientCapacityError)) throw err;
         tried.add(d.name); // at max size: try the next cheapest
+        full.push({
+          instanceType: instanceType.name,
+          zone: offering.zone,
+          capacityType: offering.capacityType,
+          priceUSDPerHour: offering.priceUSDPerHour,
+        });
       }
     }
     throw new InsufficientCapacityError(

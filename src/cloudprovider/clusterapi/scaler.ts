@@ -49,6 +49,8 @@ export interface DeploymentScalerOptions {
   name: string;
   /** Seconds between passes while NodeClaims wait (default 0.2). */
   pollSeconds?: number;
+  /** Seconds the first create of a burst waits for the others before the first pass (default 0.05). */
+  batchSeconds?: number;
   /** Called after each replica update (counts them). */
   onReplicasUpdate?: (from: number, to: number) => void;
   onError?: (err: unknown) => void;
@@ -136,8 +138,8 @@ export class DeploymentScaler {
     if (this.loop || this.stopped) return;
     this.loop = (async () => {
       try {
-        // Let the other creates of this burst queue up: one pass, one replica update for all of them.
-        await new Promise((r) => setImmediate(r));
+        // The batch window: let the other creates of this burst queue up (one pass, one replica update).
+        await this.o.clock.sleep((this.o.batchSeconds ?? 0.05) * 1000);
         while (this.waiters.size > 0 && !this.stopped) {
           try {
             await this.locked(() => this.pass());
