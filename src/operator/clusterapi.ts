@@ -106,6 +106,7 @@ export async function startClusterAPIStack(o: ClusterAPIStackOptions = {}): Prom
           provider,
           clock: deps.clock,
           logger: deps.logger,
+          ...(deps.informers ? { informers: deps.informers } : {}),
           periodSeconds: o.nodeClassPeriodSeconds ?? 10,
         }),
       ],

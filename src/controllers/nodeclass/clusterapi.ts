@@ -14,6 +14,7 @@ import type { ClusterAPICloudProvider } from '../../cloudprovider/clusterapi/pro
 import type { KubeClient } from '../../kube/client.ts';
 import type { Clock } from '../../kube/clock.ts';
 import { isConflict, isNotFound } from '../../kube/errors.ts';
+import type { SharedInformers } from '../../kube/informer.ts';
 import type { Logger } from '../../operator/logger.ts';
 import type { Controller } from '../runtime.ts';
 
@@ -27,6 +28,8 @@ export interface ClusterAPINodeClassControllerOptions {
   provider: ClusterAPICloudProvider;
   clock: Clock;
   logger: Logger;
+  /** The operator's informers: a ClusterAPINodeClass add/update triggers a pass. */
+  informers?: SharedInformers;
   periodSeconds?: number;
 }
 
@@ -67,13 +70,24 @@ export class ClusterAPINodeClassController implements Controller {
   constructor(private readonly o: ClusterAPINodeClassControllerOptions) {}
 
   async start(signal: AbortSignal): Promise<void> {
-    while (!signal.aborted) {
-      try {
-        await this.reconcileAll();
-      } catch (err) {
-        this.o.logger.warn({ err: (err as Error).message }, 'ClusterAPINodeClass status');
+    // A new or changed ClusterAPINodeClass is resolved at once, not at the next period.
+    let wake: AbortController = new AbortController();
+    const off = this.o.informers
+      ?.informerFor('ClusterAPINodeClass')
+      .on({ add: () => wake.abort(), update: () => wake.abort() });
+    try {
+      while (!signal.aborted) {
+        wake = new AbortController();
+        try {
+          await this.reconcileAll();
+        } catch (err) {
+          this.o.logger.warn({ err: (err as Error).message }, 'ClusterAPINodeClass status');
+        }
+        const both = AbortSignal.any([signal, wake.signal]);
+        await this.o.clock.sleep((this.o.periodSeconds ?? 10) * 1000, both).catch(() => {});
       }
-      await this.o.clock.sleep((this.o.periodSeconds ?? 10) * 1000, signal).catch(() => {});
+    } finally {
+      off?.();
     }
   }
 

@@ -233,3 +233,17 @@ export async function createClusterAPIObjects(
     if (status !== undefined) await client.updateStatus({ ...created, status } as KubeObject);
   }
 }
+
+/**
+ * Writes the `status` of each object of `objects` that has one onto the stored object (status subresource), e.g.
+ * after `applyObjects`. Objects without a status are skipped. @throws the first API error.
+ */
+export async function writeStatuses(client: KubeClient, objects: readonly KubeObject[]): Promise<void> {
+  for (const obj of objects) {
+    const status = (obj as { status?: unknown }).status;
+    if (status === undefined || !obj.kind || !obj.metadata?.name) continue;
+    const rt = client.registry.forKind(`${obj.kind}.${obj.apiVersion?.split('/')[0] ?? ''}`) ?? obj.kind;
+    const stored = await client.tryGet(rt, obj.metadata.name, obj.metadata.namespace ?? 'default');
+    if (stored) await client.updateStatus({ ...stored, status } as KubeObject);
+  }
+}
