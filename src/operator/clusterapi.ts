@@ -14,6 +14,8 @@ import {
   ClusterAPINodeClassController,
   ConditionMachineDeploymentsReady,
 } from '../controllers/nodeclass/clusterapi.ts';
+import type { KubeClient } from '../kube/client.ts';
+import { type Clock, RealClock } from '../kube/clock.ts';
 import {
   type CAPIEnvironment,
   type CAPIEnvironmentOptions,
@@ -26,6 +28,66 @@ import {
 import { type Logger, silentLogger } from './logger.ts';
 import { createOperator, type Operator, type OperatorConfig } from './operator.ts';
 import { embeddedOptions, type OperatorOptions } from './options.ts';
+
+/** Inputs of {@link clusterAPIOperatorConfig}. */
+export interface ClusterAPIOperatorInputs {
+  /** Client of the management cluster. */
+  management: KubeClient;
+  /** Client of the workload cluster (the operator's): ClusterAPINodeClasses and, as a capacity source, Nodes. */
+  workload: KubeClient;
+  namespace: string;
+  clusterName?: string;
+  machineTimeoutSeconds?: number;
+  region?: string;
+  pollSeconds?: number;
+  cacheSeconds?: number;
+  clock?: Clock;
+  logger: Logger;
+  /** Seconds between ClusterAPINodeClass status passes (default 10). */
+  nodeClassPeriodSeconds?: number;
+}
+
+/**
+ * The parts of an {@link OperatorConfig} that make an operator run the clusterapi provider: the provider, the
+ * ClusterAPINodeClass status controller, and `MachineDeploymentsReady` as a dependent of the NodeClass's `Ready`.
+ * Used by `capenter controller --cloud-provider clusterapi` and {@link startClusterAPIStack}.
+ */
+export function clusterAPIOperatorConfig(i: ClusterAPIOperatorInputs): Pick<
+  OperatorConfig,
+  'cloudProvider' | 'extraControllers' | 'nodeClassDependents'
+> & {
+  cloudProvider: ClusterAPICloudProvider;
+} {
+  const provider = new ClusterAPICloudProvider({
+    management: i.management,
+    namespace: i.namespace,
+    ...(i.clusterName ? { clusterName: i.clusterName } : {}),
+    workload: i.workload,
+    clock: i.clock ?? new RealClock(),
+    nodeClass: async (name) =>
+      (await i.workload.tryGet('ClusterAPINodeClass', name)) as ClusterAPINodeClass | undefined,
+    ...(i.region ? { region: i.region } : {}),
+    ...(i.machineTimeoutSeconds !== undefined ? { machineTimeoutSeconds: i.machineTimeoutSeconds } : {}),
+    ...(i.pollSeconds !== undefined ? { pollSeconds: i.pollSeconds } : {}),
+    ...(i.cacheSeconds !== undefined ? { cacheSeconds: i.cacheSeconds } : {}),
+    onNotice: (message) => i.logger.warn({ provider: 'clusterapi' }, message),
+    onError: (err, where) => i.logger.debug({ where, err: (err as Error).message }, 'clusterapi provider'),
+  });
+  return {
+    cloudProvider: provider,
+    nodeClassDependents: { ClusterAPINodeClass: [ConditionMachineDeploymentsReady] },
+    extraControllers: (deps) => [
+      new ClusterAPINodeClassController({
+        client: deps.client,
+        provider,
+        clock: deps.clock,
+        logger: deps.logger,
+        ...(deps.informers ? { informers: deps.informers } : {}),
+        periodSeconds: i.nodeClassPeriodSeconds ?? 10,
+      }),
+    ],
+  };
+}
 
 /** Options of {@link startClusterAPIStack}. */
 export interface ClusterAPIStackOptions {
@@ -80,36 +142,24 @@ export async function startClusterAPIStack(o: ClusterAPIStackOptions = {}): Prom
     provider: ClusterAPICloudProvider;
     ac: AbortController;
   }> => {
-    const provider = new ClusterAPICloudProvider({
+    const cfg = clusterAPIOperatorConfig({
       management: env.mgmt,
+      workload,
       namespace,
       clusterName,
-      workload,
       clock: env.clock,
-      nodeClass: async (name) =>
-        (await workload.tryGet('ClusterAPINodeClass', name)) as ClusterAPINodeClass | undefined,
+      logger,
       ...(o.provider ?? {}),
-      onNotice: (message) => logger.warn({ provider: 'clusterapi' }, message),
-      onError: (err, where) => logger.debug({ where, err: (err as Error).message }, 'clusterapi provider'),
+      nodeClassPeriodSeconds: o.nodeClassPeriodSeconds ?? 10,
     });
+    const provider = cfg.cloudProvider;
     const op = createOperator({
       kubeconfig: env.workload.kubeconfig,
-      cloudProvider: provider,
+      ...cfg,
       logger,
       clock: env.clock,
       options: { ...embeddedOptions(), leaderElect: false, ...(o.operator ?? {}) },
       defaultMetrics: false,
-      nodeClassDependents: { ClusterAPINodeClass: [ConditionMachineDeploymentsReady] },
-      extraControllers: (deps) => [
-        new ClusterAPINodeClassController({
-          client: deps.client,
-          provider,
-          clock: deps.clock,
-          logger: deps.logger,
-          ...(deps.informers ? { informers: deps.informers } : {}),
-          periodSeconds: o.nodeClassPeriodSeconds ?? 10,
-        }),
-      ],
       ...(o.tuning ? { tuning: o.tuning } : {}),
     });
     const ac = new AbortController();
