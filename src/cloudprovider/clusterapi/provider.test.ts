@@ -143,6 +143,25 @@ describe('clusterapi provider', () => {
     expect((await provider.get(c.status!.providerID!)).status?.providerID).toBe(c.status?.providerID);
   });
 
+  it('unclaimed Machines nobody waits for are removed after the grace period, down to the bound ones and min-size', async () => {
+    const { namespace, provider } = await bed.namespace(
+      [{ name: 'md', instanceType: 'm5.large', replicas: 3, minSize: 1 }],
+      { unclaimedGraceSeconds: 0 },
+    );
+    await eventually(
+      async () => (await machines(namespace, 'md')).filter((m) => m.spec.providerID).length === 3,
+      '3 Machines',
+    );
+    // A NodeClaim takes one of the spares: no scale-up.
+    const a = await provider.create(clusterAPINodeClaim('trim-a', typeReq(['m5.large'])));
+    expect((await md(namespace, 'md')).spec.replicas).toBe(3);
+    expect(await provider.trimUnclaimed()).toEqual({ md: 2 });
+    expect((await md(namespace, 'md')).spec.replicas).toBe(1);
+    await eventually(async () => (await machines(namespace, 'md')).length === 1, 'spares removed');
+    expect((await machines(namespace, 'md'))[0]!.spec.providerID).toBe(a.status?.providerID);
+    expect(await provider.trimUnclaimed()).toEqual({});
+  });
+
   it('drift: a changed template version or infrastructure template since the Machine was made', async () => {
     const { namespace, provider } = await bed.namespace([{ name: 'md', instanceType: 'm5.large' }]);
     const nc = await provider.create(clusterAPINodeClaim('drift-a', typeReq(['m5.large'])));

@@ -94,6 +94,8 @@ export interface ClusterAPICloudProviderDeps {
   pollSeconds?: number;
   /** Seconds `create` waits for a bound Machine with a provider ID before failing `MachineNotReady` (default 600). */
   machineTimeoutSeconds?: number;
+  /** Seconds an unclaimed Machine nobody waits for is kept before it is removed (default 300). */
+  unclaimedGraceSeconds?: number;
   /** Seconds a resolved view of the deployments is reused (default 1). */
   cacheSeconds?: number;
   /** The ICE cache; default a private one on `clock`. */
@@ -555,6 +557,24 @@ export class ClusterAPICloudProvider implements CloudProvider {
       return;
     }
     await this.scaler(this.deps.namespace, mdName).deleteMachine(m);
+  }
+
+  /**
+   * Removes unclaimed Machines of every member deployment created more than `unclaimedGraceSeconds` ago (default
+   * 300) that no NodeClaim waits for, down to min-size (see `DeploymentScaler.trimUnclaimed`). Called periodically
+   * by the ClusterAPINodeClass controller. Returns the count per deployment that lost Machines.
+   */
+  async trimUnclaimed(): Promise<Record<string, number>> {
+    const snap = await this.snapshot();
+    const out: Record<string, number> = {};
+    for (const md of snap.deployments) {
+      const name = md.metadata.name ?? '';
+      const n = await this.scaler(this.deps.namespace, name).trimUnclaimed(
+        this.deps.unclaimedGraceSeconds ?? 300,
+      );
+      if (n > 0) out[name] = n;
+    }
+    return out;
   }
 
   async isDrifted(nodeClaim: NodeClaim): Promise<string | undefined> {

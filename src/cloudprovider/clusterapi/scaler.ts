@@ -285,6 +285,64 @@ export class DeploymentScaler {
   }
 
   /**
+   * Removes unclaimed Machines nobody waits for (a NodeClaim deleted before its Machine came, a restart that
+   * changed the plan, replicas set before capenter managed the deployment): those created more than `graceSeconds`
+   * ago, oldest first, down to min-size, each marked `cluster.x-k8s.io/delete-machine` before the replicas are
+   * lowered (so the MachineSet removes exactly them). Returns how many were removed. No-op while NodeClaims wait.
+   */
+  async trimUnclaimed(graceSeconds: number): Promise<number> {
+    if (this.waiters.size > 0) return 0;
+    return this.locked(async () => {
+      const { client, namespace, name } = this.o;
+      const md = (await client.tryGet('MachineDeployment', name, namespace)) as MachineDeployment | undefined;
+      if (!md || md.metadata.deletionTimestamp || this.waiters.size > 0) return 0;
+      const bounds = sizeBounds(md);
+      const live = (await this.machines()).filter((m) => !isMachineGoing(m));
+      const bound = live.filter((m) => m.metadata.labels?.[LabelMachineNodeClaim]).length;
+      const now = this.o.clock.now();
+      const stale = live.filter(
+        (m) =>
+          !m.metadata.labels?.[LabelMachineNodeClaim] &&
+          now - (Date.parse(String(m.metadata.creationTimestamp ?? '')) || now) >= graceSeconds * 1000,
+      );
+      const removable = Math.min(stale.length, Math.max(0, live.length - Math.max(bounds.min, bound)));
+      if (removable === 0) return 0;
+      const victims = stale.slice(0, removable);
+      const at = new Date(now).toISOString();
+      for (const v of victims)
+        await client.patch(
+          'Machine',
+          v.metadata.name!,
+          namespace,
+          {
+            metadata: { annotations: { [AnnotationDeleteMachine]: '', [AnnotationMachineTerminating]: at } },
+          },
+          { type: 'merge' },
+        );
+      try {
+        await this.writeReplicas(md, bounds, bound, live.length - bound - removable, 0);
+      } catch (err) {
+        for (const v of victims)
+          await client
+            .patch(
+              'Machine',
+              v.metadata.name!,
+              namespace,
+              {
+                metadata: {
+                  annotations: { [AnnotationDeleteMachine]: null, [AnnotationMachineTerminating]: null },
+                },
+              },
+              { type: 'merge' },
+            )
+            .catch(() => {});
+        throw err;
+      }
+      return removable;
+    });
+  }
+
+  /**
    * Deletes Machine `machine` of this deployment: marks it `cluster.x-k8s.io/delete-machine` (so the MachineSet
    * removes exactly it), then lowers the replicas to the recomputed target. When min-size keeps the replicas,
    * the Machine object is deleted instead (the MachineSet replaces it with an unclaimed spare). When the replica

@@ -8,6 +8,7 @@
  * - False, reason `NoUsableMachineDeployments`: none is (the message lists why, or says that none is selected).
  * The operator makes it a dependent of the NodeClass's `Ready` (`nodeClassDependents`), so a NodeClass without a
  * usable deployment is not Ready and its NodePools do not provision. The status is written only when it changed.
+ * Each pass also asks the provider to remove unclaimed Machines nobody waits for (`trimUnclaimed`).
  */
 import type { ClusterAPINodeClass, Condition } from '../../apis/karpenter.ts';
 import type { ClusterAPICloudProvider } from '../../cloudprovider/clusterapi/provider.ts';
@@ -82,6 +83,13 @@ export class ClusterAPINodeClassController implements Controller {
           await this.reconcileAll();
         } catch (err) {
           this.o.logger.warn({ err: (err as Error).message }, 'ClusterAPINodeClass status');
+        }
+        try {
+          const trimmed = await this.o.provider.trimUnclaimed();
+          if (Object.keys(trimmed).length > 0)
+            this.o.logger.info({ machineDeployments: trimmed }, 'removed unclaimed Machines');
+        } catch (err) {
+          this.o.logger.warn({ err: (err as Error).message }, 'removing unclaimed Machines');
         }
         const both = AbortSignal.any([signal, wake.signal]);
         await this.o.clock.sleep((this.o.periodSeconds ?? 10) * 1000, both).catch(() => {});
