@@ -79,7 +79,8 @@ export function clusterAPINodeClaim(
 
 /** A running management server with the stand-in. */
 export interface ClusterAPITestbed {
-  server: EmbeddedCluster;
+  /** The embedded server (undefined on an existing cluster). */
+  server: EmbeddedCluster | undefined;
   client: KubeClient;
   standIn: CAPIMachineDeploymentStandIn;
   /** A fresh namespace holding `deployments` (and a Cluster), and a provider for it. */
@@ -96,14 +97,41 @@ export interface ClusterAPITestbed {
 
 let counter = 0;
 
-/** Starts the management server and the stand-in (fast periods). */
+/**
+ * Starts the management server and the stand-in (fast periods). With `kubeconfig`, an existing cluster (a real
+ * control plane) is used instead of an embedded server: the Cluster API / CAPA CRDs are created there when missing
+ * and the test namespaces are deleted at the end.
+ */
 export async function startClusterAPITestbed(
   standIn: Partial<Omit<CAPIMachineDeploymentOptions, 'client' | 'clock'>> = {},
+  kubeconfig?: string,
 ): Promise<ClusterAPITestbed> {
-  const server = await startEmbeddedCluster({});
-  for (const crd of capiCRDs()) server.installCRD(crd);
   const clock = new RealClock();
-  const client = KubeClient.fromKubeconfig(server.kubeconfig, { clock, userAgent: 'clusterapi-test' });
+  let server: EmbeddedCluster | undefined;
+  let client: KubeClient;
+  if (kubeconfig) {
+    client = KubeClient.fromKubeconfig(kubeconfig, { clock, userAgent: 'clusterapi-test' });
+    for (const crd of capiCRDs()) {
+      if (await client.tryGet('CustomResourceDefinition', crd.metadata!.name!)) continue;
+      await client.create(crd);
+    }
+    const deadline = Date.now() + 60_000;
+    for (const crd of capiCRDs()) {
+      for (;;) {
+        const got = (await client.get('CustomResourceDefinition', crd.metadata!.name!)) as {
+          status?: { conditions?: Array<{ type: string; status: string }> };
+        };
+        if (got.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')) break;
+        if (Date.now() > deadline) throw new Error(`CRD ${crd.metadata!.name} not Established`);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    }
+  } else {
+    server = await startEmbeddedCluster({});
+    for (const crd of capiCRDs()) server.installCRD(crd);
+    client = KubeClient.fromKubeconfig(server.kubeconfig, { clock, userAgent: 'clusterapi-test' });
+  }
+  const namespaces: string[] = [];
   const md = new CAPIMachineDeploymentStandIn({ client, clock, periodSeconds: 0.05, ...standIn });
   md.start();
   const providers: ClusterAPICloudProvider[] = [];
@@ -112,7 +140,8 @@ export async function startClusterAPITestbed(
     client,
     standIn: md,
     async namespace(deployments = ConformanceDeployments, deps = {}) {
-      const namespace = `capi-${++counter}`;
+      const namespace = `capi-${process.pid}-${++counter}`;
+      namespaces.push(namespace);
       await client.create({
         apiVersion: 'v1',
         kind: 'Namespace',
@@ -136,8 +165,9 @@ export async function startClusterAPITestbed(
     async stop() {
       for (const p of providers) p.stop();
       await md.stop();
+      if (!server) for (const ns of namespaces) await client.tryDelete('Namespace', ns);
       client.close();
-      await server.stop();
+      await server?.stop();
     },
   };
 }
