@@ -5,6 +5,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Node } from '../../src/apis/core.ts';
+import type { NodeClaim } from '../../src/apis/karpenter.ts';
 import {
   AnnotationNodeClaimMachineDeployment,
   AnnotationNodeClaimPrice,
@@ -53,6 +54,29 @@ describe('clusterapi provider on two embedded clusters', () => {
         expect.objectContaining({ key: 'karpenter.sh/unregistered' }),
       );
     }
+    // The disruption controller has looked at them (Consolidatable) and sees no drift: the NodeClaims' labels match
+    // their nodes and NodePool (upstream's provider drifts in a loop here).
+    const cond = (nc: NodeClaim, type: string) => nc.status?.conditions?.find((c) => c.type === type);
+    await eventually(
+      async () => (await t!.nodeClaims()).every((nc) => cond(nc, 'Consolidatable')?.status === 'True'),
+      'disruption conditions synced',
+    );
+    expect((await t.nodeClaims()).map((nc) => cond(nc, 'Drifted'))).toEqual(claims.map(() => undefined));
+    // A new Kubernetes version on the deployment's template: its Machines are drifted.
+    await t.stack.env.mgmt.patch(
+      'MachineDeployment',
+      'md-cheap',
+      'default',
+      { spec: { template: { spec: { version: 'v1.34.0' } } } },
+      { type: 'merge' },
+    );
+    const drifted = await eventually(async () => {
+      const ncs = await t!.nodeClaims();
+      return ncs.length > 0 && ncs.every((nc) => cond(nc, 'Drifted')?.status === 'True') ? ncs : undefined;
+    }, 'NodeClaims Drifted');
+    expect(drifted.map((nc) => cond(nc, 'Drifted')?.reason)).toEqual(
+      drifted.map(() => 'MachineTemplateDrift'),
+    );
   }, 90_000);
 
   it('max-size holds under 200 pending pods (never more replicas or Machines than the annotation allows)', async () => {
