@@ -52,11 +52,13 @@ export const DefaultUnknownPriceUSDPerHour = 1000;
 export const ZoneUnspecified = 'unspecified';
 /** Pods per node when neither the `maxPods` annotation nor a Node says otherwise (kubelet default). */
 export const DefaultMaxPods = 110;
-/** Well-known labels this provider puts on its instance types. */
+/** Well-known instance-type label: vCPUs (whole cores, from the capacity). */
 export const LabelInstanceCPU = 'karpenter.cluster.x-k8s.io/instance-cpu';
-/** Memory in MiB. */
+/** Well-known instance-type label: memory in MiB (from the capacity). */
 export const LabelInstanceMemory = 'karpenter.cluster.x-k8s.io/instance-memory';
+/** Well-known instance-type label: GPUs per node (when the capacity has a resource named `<vendor>/gpu`). */
 export const LabelInstanceGPUCount = 'karpenter.cluster.x-k8s.io/instance-gpu-count';
+/** Well-known instance-type label: the GPU resource name with `/` as `.` (e.g. `nvidia.com.gpu`). */
 export const LabelInstanceGPUType = 'karpenter.cluster.x-k8s.io/instance-gpu-type';
 
 /** Why a MachineDeployment is not used (reported on the ClusterAPINodeClass status). */

@@ -64,7 +64,10 @@ interface Waiter {
   reject: (e: unknown) => void;
 }
 
-/** Sizes from the min/max-size annotations. @throws Error for a malformed value. */
+/**
+ * Replica bounds of a MachineDeployment from cluster-autoscaler's min/max-size annotations (min default 0, max
+ * undefined = unbounded). @throws Error naming the annotation for a value that is not a non-negative integer.
+ */
 export function sizeBounds(md: MachineDeployment): { min: number; max: number | undefined } {
   const parse = (k: string): number | undefined => {
     const v = md.metadata.annotations?.[k];

@@ -85,12 +85,13 @@ export class CAPIMachineDeploymentStandIn {
     })();
   }
 
+  /** Stops the loop; resolves when the current pass has finished. */
   async stop(): Promise<void> {
     this.ac.abort();
     await this.loop;
   }
 
-  /** One pass over every MachineDeployment. */
+  /** One pass over every MachineDeployment (exposed for tests). @throws an API error listing the objects. */
   async pass(): Promise<void> {
     this.passes++;
     const c = this.opts.client;
