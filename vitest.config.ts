@@ -8,6 +8,8 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // most files wait on real timers, moto or child processes (user CPU is ~40% of wall time): 3 workers on 2 cores
+    maxWorkers: 3,
     reporters: ['default', './test/summary-reporter.ts'],
   },
 });

@@ -160,20 +160,23 @@ export async function runController(
     let capi: Promise<void> | undefined;
     if (flags.capiManagementKubeconfig) {
       const { runCAPIControllers } = await import('../operator/capi.ts');
-      const management = KubeClient.fromKubeconfig(flags.capiManagementKubeconfig, {
-        userAgent: 'capenter-capi',
+      const bootstrapStore = awsSettings
+        ? undefined
+        : new (await import('../controllers/capi/bootstrap.ts')).InMemoryBootstrapStore();
+      // the KarpenterMachinePool controllers run on the leader only, like every other controller
+      capi = op.leading().then(async (leading) => {
+        if (!leading || ac.signal.aborted) return;
+        const management = KubeClient.fromKubeconfig(flags.capiManagementKubeconfig as string, {
+          userAgent: 'capenter-capi',
+        });
+        await runCAPIControllers(op, {
+          management,
+          logger,
+          signal: AbortSignal.any([leading, ac.signal]),
+          ...(awsSettings ? { clusterName: awsSettings.clusterName } : {}),
+          ...(bootstrapStore ? { bootstrapStore } : {}),
+        }).finally(() => management.close());
       });
-      capi = runCAPIControllers(op, {
-        management,
-        logger,
-        signal: ac.signal,
-        ...(awsSettings ? { clusterName: awsSettings.clusterName } : {}),
-        ...(awsSettings
-          ? {}
-          : {
-              bootstrapStore: new (await import('../controllers/capi/bootstrap.ts')).InMemoryBootstrapStore(),
-            }),
-      }).finally(() => management.close());
     }
     io.stderr(
       `capenter controller: ${client.server}, region ${options.region}, metrics :${op.metricsPort}/metrics, health :${op.healthProbePort}/healthz\n`,

@@ -147,6 +147,13 @@ export interface Operator {
   readonly healthProbePort: number | undefined;
   /** True while controllers run (this process holds the Lease, or leader election is off). */
   isLeader(): boolean;
+  /**
+   * Resolves when this process starts leading (at once when leader election is off) with the signal that aborts
+   * when it stops leading; resolves `undefined` when the operator stops without ever leading. Lets controllers
+   * built outside the operator (the KarpenterMachinePool controller) run only on the leader, as upstream's
+   * controller-runtime manager runs every leader-election-gated runnable.
+   */
+  leading(): Promise<AbortSignal | undefined>;
   /** `undefined` when ready, else why not (the `/readyz` answer). */
   readiness(): string | undefined;
 }
@@ -367,8 +374,13 @@ export function createOperator(cfg: OperatorConfig): Operator {
     resolveDone = r;
   });
 
+  let resolveLeading: (s: AbortSignal | undefined) => void = () => {};
+  const leadingStarted = new Promise<AbortSignal | undefined>((r) => {
+    resolveLeading = r;
+  });
   const runControllers = (signal: AbortSignal): void => {
     setMaxListeners(10 * controllers.length, signal);
+    resolveLeading(signal);
     const aborted = new Promise<void>((r) => signal.addEventListener('abort', () => r(), { once: true }));
     running = (async () => {
       await Promise.race([crdsServed, aborted]);
@@ -399,6 +411,7 @@ export function createOperator(cfg: OperatorConfig): Operator {
       await informers.stop();
       await endpoints?.close();
       if (ownClient) client.close();
+      resolveLeading(undefined);
       resolveDone();
     })();
     return stopping;
@@ -423,6 +436,7 @@ export function createOperator(cfg: OperatorConfig): Operator {
       return endpoints?.healthProbePort;
     },
     isLeader: () => leading !== undefined && !leading.signal.aborted,
+    leading: () => leadingStarted,
     readiness: () => {
       if (crdsNotReady !== undefined) return crdsNotReady;
       if (!informers.hasSynced()) return 'informers have not synced';

@@ -168,6 +168,14 @@ ${deploymentYaml('ok', 2, '500m', '512Mi')}`,
     const b = await env.startOperator();
     await eventually(() => b.readiness() === undefined, 'standby ready (election decided)');
     expect(b.isLeader()).toBe(false);
+    // leading(): what gates the controllers built outside the operator (the KarpenterMachinePool controller)
+    const aLeading = await a.leading();
+    expect(aLeading?.aborted).toBe(false);
+    const bLeading: { resolved: boolean; signal?: AbortSignal | undefined } = { resolved: false };
+    void b.leading().then((s) => {
+      bLeading.resolved = true;
+      bLeading.signal = s;
+    });
     await env.apply(
       `${kwokNodeClassYaml()}---\n${nodePoolYaml('default')}---\n${deploymentYaml('le', 3, '500m', '512Mi')}`,
     );
@@ -179,8 +187,12 @@ ${deploymentYaml('ok', 2, '500m', '512Mi')}`,
     const lease = await client.get('Lease', 'karpenter-leader-election', 'kube-system');
     expect(lease.spec?.holderIdentity).toBe(a.identity);
 
+    expect(bLeading.resolved).toBe(false); // the standby's gated controllers have not started
     await a.stop(); // releases the Lease
+    expect(aLeading?.aborted).toBe(true);
     await eventually(() => b.isLeader(), 'standby takes over', 15_000);
+    await eventually(() => bLeading.resolved, "standby's leading() resolves");
+    expect(bLeading.signal?.aborted).toBe(false);
     await scale(client, 'le', 12);
     await eventually(() => allRunning(client, 12), 'scaled pods running', 30_000);
     expect(await created(b)).toBeGreaterThan(0);

@@ -153,11 +153,7 @@ describe('operator e2e: provisioning', () => {
     const health = `http://127.0.0.1:${op.healthProbePort}`;
     expect((await fetch(`${health}/healthz`)).status).toBe(200);
     expect((await fetch(`${health}/readyz`)).status).toBe(200);
-    const text = await eventually(async () => {
-      const t = await (await fetch(`${base}/metrics`)).text();
-      return t.includes('karpenter_pods_state{') && t.includes('karpenter_nodepools_usage{') ? t : undefined;
-    }, 'metrics populated');
-    for (const name of [
+    const names = [
       'karpenter_nodes_allocatable{',
       'karpenter_nodes_total_pod_requests{',
       'karpenter_nodes_system_overhead{',
@@ -170,8 +166,16 @@ describe('operator e2e: provisioning', () => {
       'karpenter_scheduler_scheduling_duration_seconds_bucket{',
       'karpenter_cluster_state_synced',
       'operator_nodeclaim_status_condition_count{',
-    ])
-      expect(text, name).toContain(name);
+    ];
+    // the metrics controllers publish on their own cadence: wait until each family has appeared
+    let last = '';
+    const text = await eventually(async () => {
+      last = await (await fetch(`${base}/metrics`)).text();
+      return names.every((n) => last.includes(n)) ? last : undefined;
+    }, 'metrics populated').catch((err: Error) => {
+      throw new Error(`${err.message}; missing: ${names.filter((n) => !last.includes(n)).join(', ')}`);
+    });
+    for (const name of names) expect(text, name).toContain(name);
     expect(text).toMatch(/karpenter_nodepools_limit\{nodepool="default",resource_type="cpu"\} 100/);
     expect(text).toMatch(
       /karpenter_pods_state\{name="m-[^"]+",namespace="default",owner="\/apis\/apps\/v1\/namespaces\/default\/replicasets\/m-[^"]+",node="default-[^"]+",nodepool="default"/,
