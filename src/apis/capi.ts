@@ -434,7 +434,14 @@ export interface MachineSet extends KubeObject {
 export interface Machine extends KubeObject {
   metadata: ObjectMeta;
   spec: MachineTemplateSpec['spec'] & { providerID?: string };
-  status?: { nodeRef?: { name: string }; phase?: string; failureDomain?: string };
+  status?: {
+    nodeRef?: { name: string };
+    /** `Pending`, `Provisioning`, `Provisioned`, `Running`, `Deleting`, `Failed`, ... */
+    phase?: string;
+    failureDomain?: string;
+    /** v1beta1 terminal failure, kept under `deprecated` by v1beta2 (e.g. the infrastructure could not launch). */
+    deprecated?: { v1beta1?: { failureReason?: string; failureMessage?: string } };
+  };
 }
 
 /** `infrastructure.cluster.x-k8s.io/v1beta2` AWSMachineTemplate (the fields the clusterapi provider reads). */

@@ -15,8 +15,12 @@ import { type ClusterAPITestbed, clusterAPINodeClaim, startClusterAPITestbed } f
 
 let bed: ClusterAPITestbed;
 let blocked = new Set<string>();
+const failing = new Set<string>(['spot-fails']);
 beforeAll(async () => {
-  bed = await startClusterAPITestbed({ preflightBlocked: (md) => blocked.has(md.metadata.name ?? '') });
+  bed = await startClusterAPITestbed({
+    preflightBlocked: (md) => blocked.has(md.metadata.name ?? ''),
+    failMachines: (md) => (failing.has(md.metadata.name ?? '') ? 'InsufficientInstanceCapacity' : undefined),
+  });
 });
 afterAll(() => bed?.stop());
 
@@ -160,6 +164,42 @@ describe('clusterapi provider', () => {
     await eventually(async () => (await machines(namespace, 'md')).length === 1, 'spares removed');
     expect((await machines(namespace, 'md'))[0]!.spec.providerID).toBe(a.status?.providerID);
     expect(await provider.trimUnclaimed()).toEqual({});
+  });
+
+  it('a Machine the infrastructure fails: the offering becomes unavailable and the next cheapest deployment launches', async () => {
+    const { namespace, provider } = await bed.namespace([
+      { name: 'spot-fails', instanceType: 'm5.large', failureDomain: 'us-east-1a', spot: true },
+      { name: 'od', instanceType: 'm5.large', failureDomain: 'us-east-1a' },
+    ]);
+    const nc = await provider.create(clusterAPINodeClaim('fail-a', typeReq(['m5.large'])));
+    expect(nc.metadata.annotations?.[AnnotationNodeClaimMachineDeployment]).toBe(`${namespace}/od`);
+    expect(nc.metadata.labels?.['karpenter.sh/capacity-type']).toBe('on-demand');
+    // The failed Machine was marked and the spot deployment scaled back.
+    expect((await md(namespace, 'spot-fails')).spec.replicas).toBe(0);
+    await eventually(
+      async () => (await machines(namespace, 'spot-fails')).length === 0,
+      'failed Machine removed',
+    );
+    const np = {
+      metadata: { name: 'default' },
+      spec: {
+        template: {
+          spec: {
+            nodeClassRef: {
+              group: 'karpenter.cluster.x-k8s.io',
+              kind: 'ClusterAPINodeClass',
+              name: 'default',
+            },
+            requirements: [],
+          },
+        },
+      },
+    } as unknown as NodePool;
+    const offerings = (await provider.instanceTypes(np)).find((t) => t.name === 'm5.large')!.offerings;
+    expect(offerings.map((o) => [o.capacityType, o.available]).sort()).toEqual([
+      ['on-demand', true],
+      ['spot', false],
+    ]);
   });
 
   it('drift: a changed template version or infrastructure template since the Machine was made', async () => {

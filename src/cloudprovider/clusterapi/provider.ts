@@ -58,7 +58,7 @@ import {
   taintsCovered,
   templateHash,
 } from './deployments.ts';
-import { DeploymentScaler, isMachineGoing, LabelMachineNodeClaim } from './scaler.ts';
+import { DeploymentScaler, isMachineGoing, LabelMachineNodeClaim, MachineFailedError } from './scaler.ts';
 
 /** API group of the ClusterAPINodeClass. */
 export const ClusterAPIGroup = 'karpenter.cluster.x-k8s.io';
@@ -402,7 +402,7 @@ export class ClusterAPICloudProvider implements CloudProvider {
       }
       if (!selection.ok && tried.size > 0)
         throw new InsufficientCapacityError(
-          `NodeClaim "${name}": MachineDeployment(s) ${[...tried].sort().join(', ')} at their max size (${AnnotationMaxSize}) and no other compatible offering is available`,
+          `NodeClaim "${name}": MachineDeployment(s) ${[...tried].sort().join(', ')} at their max size (${AnnotationMaxSize}) or failing to make Machines, and no other compatible offering is available`,
           full,
         );
       if (!selection.ok)
@@ -425,7 +425,15 @@ export class ClusterAPICloudProvider implements CloudProvider {
         return this.launched(nodeClaim, m, snap, d);
       } catch (err) {
         if (!(err instanceof InsufficientCapacityError)) throw err;
-        tried.add(d.name); // at max size: try the next cheapest
+        // The infrastructure could not make the Machine: that offering is unavailable for the cache's TTL.
+        if (err instanceof MachineFailedError)
+          this.ice.markUnavailable(
+            instanceType.name,
+            offering.zone,
+            offering.capacityType,
+            err.machineFailure,
+          );
+        tried.add(d.name); // at max size or failed: try the next cheapest
         full.push({
           instanceType: instanceType.name,
           zone: offering.zone,

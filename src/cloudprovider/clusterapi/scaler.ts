@@ -41,6 +41,33 @@ export function isMachineGoing(m: Machine): boolean {
   );
 }
 
+/**
+ * The terminal failure of a Machine that never got a provider ID (phase `Failed`, or the v1beta1 `failureReason`
+ * kept under `status.deprecated`), as `reason: message`; undefined when it has none.
+ */
+export function machineFailure(m: Machine): string | undefined {
+  if (m.spec.providerID) return undefined;
+  const d = m.status?.deprecated?.v1beta1;
+  if (d?.failureReason || d?.failureMessage)
+    return `${d.failureReason ?? 'Failed'}: ${d.failureMessage ?? ''}`.trim();
+  if (m.status?.phase === 'Failed') return 'Failed';
+  return undefined;
+}
+
+/**
+ * A launch refused because the infrastructure could not make the Machine (an InsufficientCapacityError with
+ * `machineFailure` set): the provider marks the offering unavailable and tries the next one.
+ */
+export class MachineFailedError extends InsufficientCapacityError {
+  constructor(
+    message: string,
+    /** The Machine's failure (`reason: message`). */
+    readonly machineFailure: string,
+  ) {
+    super(message);
+  }
+}
+
 /** Options of a {@link DeploymentScaler}. */
 export interface DeploymentScalerOptions {
   client: KubeClient;
@@ -191,7 +218,36 @@ export class DeploymentScaler {
       return;
     }
     const bounds = sizeBounds(md);
-    const live = (await this.machines()).filter((m) => !isMachineGoing(m));
+    let live = (await this.machines()).filter((m) => !isMachineGoing(m));
+    // Machines the infrastructure failed to make: the NodeClaim bound to one is refused (next offering), the
+    // Machine marked for deletion so the replicas drop below it. Failed Machines of launched NodeClaims are left to
+    // MachineHealthChecks.
+    const at = new Date(this.o.clock.now()).toISOString();
+    const marked = new Set<string>();
+    for (const m of live) {
+      const failure = machineFailure(m);
+      const claim = m.metadata.labels?.[LabelMachineNodeClaim];
+      if (!failure || (claim && !this.waiters.has(claim))) continue;
+      await client.patch(
+        'Machine',
+        m.metadata.name!,
+        namespace,
+        { metadata: { annotations: { [AnnotationDeleteMachine]: '', [AnnotationMachineTerminating]: at } } },
+        { type: 'merge' },
+      );
+      marked.add(m.metadata.name ?? '');
+      const w = claim ? this.waiters.get(claim) : undefined;
+      if (w) {
+        this.waiters.delete(w.claim);
+        w.reject(
+          new MachineFailedError(
+            `Machine ${namespace}/${m.metadata.name} of MachineDeployment ${name} failed: ${failure}`,
+            failure,
+          ),
+        );
+      }
+    }
+    live = live.filter((m) => !marked.has(m.metadata.name ?? ''));
     const boundTo = new Map<string, Machine>();
     for (const m of live) {
       const c = m.metadata.labels?.[LabelMachineNodeClaim];

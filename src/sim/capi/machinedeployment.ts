@@ -14,6 +14,7 @@
  *   (instance type, zone, capacity type, the propagated ones), the `karpenter.sh/unregistered` registration taint
  *   and the deployment's taints; then `status.nodeRef` and phase `Running` on the Machine; a deleted Machine's Node
  *   is deleted;
+ * - infrastructure failures: `failMachines(md)` → new Machines get phase `Failed` and a v1beta1 `failureReason`;
  * - MachineSet preflight checks: `preflightBlocked(md)` true → no new Machines, and the MachineSet condition
  *   `MachinesCreated=False` reason `PreflightCheckFailed` (v1beta1 shape under `status.deprecated`), as CAPI does
  *   while the control plane upgrades.
@@ -57,6 +58,11 @@ export interface CAPIMachineDeploymentOptions {
   provisionSeconds?: number;
   /** MachineSet preflight checks block new Machines of this deployment (default never). */
   preflightBlocked?: (md: MachineDeployment) => boolean;
+  /**
+   * The infrastructure fails new Machines of this deployment with this reason (e.g. `InsufficientInstanceCapacity`):
+   * phase `Failed` and the v1beta1 `failureReason`/`failureMessage`, no provider ID. Default never.
+   */
+  failMachines?: (md: MachineDeployment) => string | undefined;
   onError?: (err: unknown, where: string) => void;
 }
 
@@ -272,6 +278,28 @@ export class CAPIMachineDeploymentStandIn {
       if (this.opts.clock.now() - created < (this.opts.provisionSeconds ?? 0) * 1000) continue;
       let cur = m;
       const zone = tspec.failureDomain ?? 'unspecified';
+      const failure = cur.spec.providerID ? undefined : this.opts.failMachines?.(md);
+      if (failure) {
+        if (cur.status?.phase !== 'Failed')
+          await c
+            .updateStatus({
+              ...cur,
+              status: {
+                ...(cur.status ?? {}),
+                phase: 'Failed',
+                deprecated: {
+                  v1beta1: {
+                    failureReason: failure,
+                    failureMessage: `the infrastructure could not launch ${tspec.infrastructureRef.name} in ${zone}`,
+                  },
+                },
+              },
+            })
+            .catch((err) => {
+              if (!isNotFound(err) && !isConflict(err)) throw err;
+            });
+        continue;
+      }
       if (!cur.spec.providerID) {
         const providerID =
           template?.kind === 'AWSMachineTemplate'
