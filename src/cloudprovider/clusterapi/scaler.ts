@@ -86,6 +86,8 @@ export interface DeploymentScalerOptions {
 interface Waiter {
   claim: string;
   admitted: boolean;
+  /** Bound to a Machine (waiting for its provider ID). */
+  bound?: boolean;
   deadline: number;
   resolve: (m: Machine) => void;
   reject: (e: unknown) => void;
@@ -116,10 +118,10 @@ export class DeploymentScaler {
 
   constructor(private readonly o: DeploymentScalerOptions) {}
 
-  /** NodeClaims admitted and not yet bound (they count in `waiting`). */
+  /** NodeClaims admitted and not yet bound to a Machine (they count in `waiting`). */
   get waitingAdmitted(): number {
     let n = 0;
-    for (const w of this.waiters.values()) if (w.admitted) n++;
+    for (const w of this.waiters.values()) if (w.admitted && !w.bound) n++;
     return n;
   }
 
@@ -142,6 +144,7 @@ export class DeploymentScaler {
       const w: Waiter = {
         claim,
         admitted: prev?.admitted ?? false,
+        ...(prev?.bound ? { bound: true } : {}),
         deadline: this.o.clock.now() + timeoutSeconds * 1000,
         resolve,
         reject,
@@ -261,6 +264,7 @@ export class DeploymentScaler {
       const m = boundTo.get(w.claim);
       if (!m) continue;
       w.admitted = true;
+      w.bound = true;
       if (m.spec.providerID) {
         this.waiters.delete(w.claim);
         w.resolve(m);
@@ -295,6 +299,7 @@ export class DeploymentScaler {
       try {
         const updated = (await client.update({ ...m, metadata: { ...m.metadata, labels } })) as Machine;
         boundTo.set(w.claim, updated);
+        w.bound = true;
         bound++;
         if (updated.spec.providerID) {
           this.waiters.delete(w.claim);
