@@ -228,4 +228,52 @@ describe('clusterapi provider on two embedded clusters', () => {
       claims.map((c) => c.metadata.name).sort(),
     );
   }, 150_000);
+
+  it('a NodeClass with no usable deployment is not Ready, nor its NodePool, and nothing is scaled', async () => {
+    t = await startClusterAPIE2E();
+    await t.setup([
+      { name: 'md-paused', instanceType: 'm5.xlarge', failureDomain: 'us-east-1a', paused: true },
+    ]);
+    const wl = t.stack.env.workload.client;
+    type WithConds = {
+      status?: { conditions?: Array<{ type: string; status: string; reason?: string; message?: string }> };
+    };
+    const nc = await eventually(async () => {
+      const o = (await wl.get('ClusterAPINodeClass', 'default')) as WithConds;
+      const ready = o.status?.conditions?.find((c) => c.type === 'Ready');
+      return ready?.status === 'False' ? o : undefined;
+    }, 'NodeClass not Ready');
+    const md = nc.status?.conditions?.find((c) => c.type === 'MachineDeploymentsReady');
+    expect(md).toMatchObject({ status: 'False', reason: 'NoUsableMachineDeployments' });
+    expect(md?.message).toContain('md-paused: Paused');
+    const np = await eventually(async () => {
+      const o = (await wl.get('NodePool', 'default')) as WithConds;
+      return o.status?.conditions?.find((c) => c.type === 'NodeClassReady' && c.status === 'False')
+        ? o
+        : undefined;
+    }, 'NodePool NodeClassReady=False');
+    expect(np.status?.conditions?.find((c) => c.type === 'Ready')?.status).toBe('False');
+    await wl.create(parseYaml(deploymentYaml('app', 2, '1', '1Gi'))[0]!);
+    // Provisioning has looked at the pods (a FailedScheduling Event from karpenter) and launched nothing.
+    type Ev = {
+      reason?: string;
+      message?: string;
+      involvedObject?: { name?: string };
+      source?: { component?: string };
+      reportingComponent?: string;
+    };
+    const ev = await eventually(
+      async () =>
+        ((await wl.list('Event')).items as Ev[]).find(
+          (e) =>
+            e.reason === 'FailedScheduling' &&
+            (e.source?.component === 'karpenter' || e.reportingComponent === 'karpenter') &&
+            e.involvedObject?.name?.startsWith('app-'),
+        ),
+      'karpenter FailedScheduling',
+    );
+    expect(ev.message).toBe('Failed to schedule pod, no NodePool can provision new capacity');
+    expect(await t.nodeClaims()).toEqual([]);
+    expect((await t.deployment('md-paused')).spec.replicas).toBe(0);
+  }, 60_000);
 });
