@@ -332,8 +332,15 @@ export const AWSAllowedLabels: ReadonlySet<string> = new Set(
 const celList = (keys: Iterable<string>) => `[${[...keys].map((k) => `"${k}"`).join(', ')}]`;
 
 /** Well-known labels that sit in a restricted domain, for the restricted-label message. */
+// The core's well-known labels in restricted domains (the hint of the message below; providers' own labels such as
+// the clusterapi provider's `karpenter.cluster.x-k8s.io/instance-*` are allowed but not advertised there).
 const wellKnownRestricted = [...WellKnownLabels]
-  .filter((k) => k !== LabelNodePool && RestrictedLabelDomains.some((d) => labelDomain(k).endsWith(d)))
+  .filter(
+    (k) =>
+      k !== LabelNodePool &&
+      !labelDomain(k).endsWith('cluster.x-k8s.io') &&
+      RestrictedLabelDomains.some((d) => labelDomain(k).endsWith(d)),
+  )
   .sort();
 
 /**

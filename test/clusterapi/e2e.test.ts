@@ -276,4 +276,30 @@ describe('clusterapi provider on two embedded clusters', () => {
     expect(await t.nodeClaims()).toEqual([]);
     expect((await t.deployment('md-paused')).spec.replicas).toBe(0);
   }, 60_000);
+
+  it('NodePool requirements on the karpenter.cluster.x-k8s.io/instance-* labels pick the deployment', async () => {
+    t = await startClusterAPIE2E();
+    // m5.xlarge (4 vCPU, 0.192 USD/h) is cheaper, but the NodePool wants more than 4 vCPUs: c5.2xlarge (8, 0.34).
+    await t.setup(
+      [
+        { name: 'md-4cpu', instanceType: 'm5.xlarge', failureDomain: 'us-east-1a', maxSize: 5 },
+        { name: 'md-8cpu', instanceType: 'c5.2xlarge', failureDomain: 'us-east-1b', maxSize: 5 },
+      ],
+      { requirements: [{ key: 'karpenter.cluster.x-k8s.io/instance-cpu', operator: 'Gt', values: ['4'] }] },
+    );
+    const wl = t.stack.env.workload.client;
+    await wl.create(parseYaml(deploymentYaml('app', 2, '1', '1Gi'))[0]!);
+    await eventually(() => allRunning(wl, 2), 'pods running', 60_000);
+    const claims = await t.nodeClaims();
+    expect(claims.map((n) => n.metadata.annotations?.[AnnotationNodeClaimMachineDeployment])).toEqual(
+      claims.map(() => 'default/md-8cpu'),
+    );
+    expect(claims.map((n) => n.metadata.labels?.['karpenter.cluster.x-k8s.io/instance-cpu'])).toEqual(
+      claims.map(() => '8'),
+    );
+    expect(claims.map((n) => n.metadata.labels?.['topology.kubernetes.io/zone'])).toEqual(
+      claims.map(() => 'us-east-1b'),
+    );
+    expect((await t.deployment('md-4cpu')).spec.replicas).toBe(0);
+  }, 60_000);
 });

@@ -28,6 +28,10 @@ import type { InstanceType, Offering } from '../../apis/instancetype.ts';
 import {
   LabelArch,
   LabelCapacityType,
+  LabelClusterAPIInstanceCPU,
+  LabelClusterAPIInstanceGPUCount,
+  LabelClusterAPIInstanceGPUType,
+  LabelClusterAPIInstanceMemory,
   LabelInstanceType,
   LabelOS,
   LabelTopologyZone,
@@ -52,14 +56,14 @@ export const DefaultUnknownPriceUSDPerHour = 1000;
 export const ZoneUnspecified = 'unspecified';
 /** Pods per node when neither the `maxPods` annotation nor a Node says otherwise (kubelet default). */
 export const DefaultMaxPods = 110;
-/** Well-known instance-type label: vCPUs (whole cores, from the capacity). */
-export const LabelInstanceCPU = 'karpenter.cluster.x-k8s.io/instance-cpu';
-/** Well-known instance-type label: memory in MiB (from the capacity). */
-export const LabelInstanceMemory = 'karpenter.cluster.x-k8s.io/instance-memory';
-/** Well-known instance-type label: GPUs per node (when the capacity has a resource named `<vendor>/gpu`). */
-export const LabelInstanceGPUCount = 'karpenter.cluster.x-k8s.io/instance-gpu-count';
-/** Well-known instance-type label: the GPU resource name with `/` as `.` (e.g. `nvidia.com.gpu`). */
-export const LabelInstanceGPUType = 'karpenter.cluster.x-k8s.io/instance-gpu-type';
+/** Well-known instance-type labels of this provider (declared in `apis/labels.ts`, in `WellKnownLabels`). */
+export const LabelInstanceCPU = LabelClusterAPIInstanceCPU;
+/** Memory in MiB. */
+export const LabelInstanceMemory = LabelClusterAPIInstanceMemory;
+/** GPUs per node. */
+export const LabelInstanceGPUCount = LabelClusterAPIInstanceGPUCount;
+/** GPU resource name with `/` as `.`. */
+export const LabelInstanceGPUType = LabelClusterAPIInstanceGPUType;
 
 /** Why a MachineDeployment is not used (reported on the ClusterAPINodeClass status). */
 export type UnusableReason =
