@@ -86,6 +86,8 @@ const PLACEMENT_DIVERGES: Record<string, string> = {
     'MostAllocated packs the 4-pod t3a.micro nodes differently from the plan; one pod waits for a later batch',
   'daemonset-overhead-no-endless-nodeclaims':
     'MostAllocated binds all three replicas to the first node up, before its DaemonSet pod; the plan spread them over two NodeClaims',
+  'hostport-taken-by-daemonset-no-nodeclaim':
+    'on a loaded machine the web pod can reach a new node before its DaemonSet pod (they race for hostPort 8080, as with a real kube-scheduler); the NodeClaims are still exactly the plan',
 };
 
 /**
