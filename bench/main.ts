@@ -7,8 +7,9 @@
  * size's own. Targets (reported, never asserted in tests): ≥ 5,000 pods/s at 5,000 pods; 10,000 pods in
  * < 3 s and < 500 MB RSS; plan cost ≤ 1.25 × lower bound.
  * Then the API-server, provisioning, start, aws, disruption and CAPI sections (`bench/apiserver.ts`,
- * `bench/provisioning.ts`, `bench/start.ts`, `bench/aws.ts`, `bench/disruption.ts`, `bench/capi.ts`);
- * `--only apiServer,provisioning,start,aws,disruption,capi` picks sections (scheduling always runs
+ * `bench/provisioning.ts`, `bench/start.ts`, `bench/aws.ts`, `bench/disruption.ts`, `bench/capi.ts`,
+ * `bench/clusterapi.ts`);
+ * `--only apiServer,provisioning,start,aws,disruption,capi,clusterapi` picks sections (scheduling always runs
  * unless `--sizes` is empty, e.g. `--sizes 0`).
  *
  * `--json` prints a JSON array with one object per scheduling size:
@@ -191,6 +192,13 @@ const sections: Section[] = [
     file: 'capi.ts',
     run: 'runCAPIBench',
     format: 'formatCAPIBench',
+  },
+  {
+    key: 'clusterapi',
+    title: 'clusterapi provider (two embedded clusters, MachineDeployment stand-in, 100 pods)',
+    file: 'clusterapi.ts',
+    run: 'runClusterAPIBench',
+    format: 'formatClusterAPIBench',
   },
 ];
 const onlyArg = argv.indexOf('--only');

@@ -10,7 +10,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
-import { CONTROLLER_AWS_SETTINGS } from '../src/cli/controller.ts';
+import { CONTROLLER_AWS_SETTINGS, CONTROLLER_CLUSTERAPI_SETTINGS } from '../src/cli/controller.ts';
 import { buildProgram } from '../src/cli/program.ts';
 import { SETTINGS } from '../src/operator/options.ts';
 import { settingsMarkdownTable } from '../src/operator/settings.ts';
@@ -65,7 +65,7 @@ export function generatedDocs(): Record<string, string> {
     'docs/settings.md': replaceGenerated(
       settings,
       'settings',
-      settingsMarkdownTable([...SETTINGS, ...CONTROLLER_AWS_SETTINGS]),
+      settingsMarkdownTable([...SETTINGS, ...CONTROLLER_AWS_SETTINGS, ...CONTROLLER_CLUSTERAPI_SETTINGS]),
     ),
   };
 }

@@ -63,6 +63,7 @@ describe('generated CRDs', () => {
   it('has upstream names, scope, subresources and printer columns', () => {
     expect(Object.keys(crds).sort()).toEqual([
       'infrastructure.cluster.x-k8s.io_karpentermachinepools.yaml',
+      'karpenter.cluster.x-k8s.io_clusterapinodeclasses.yaml',
       'karpenter.k8s.aws_ec2nodeclasses.yaml',
       'karpenter.kwok.sh_kwoknodeclasses.yaml',
       'karpenter.sh_nodeclaims.yaml',
@@ -88,6 +89,53 @@ describe('generated CRDs', () => {
     expect(byKind.get('EC2NodeClass')!.spec.names.shortNames).toEqual(['ec2nc', 'ec2ncs']);
     expect(byKind.get('KWOKNodeClass')!.spec.names.shortNames).toEqual(['kwoknc', 'kwokncs']);
     expect(byKind.get('NodeClaim')!.spec.versions[0]!.subresources).toEqual({ status: {} });
+  });
+
+  it('ClusterAPINodeClass matches upstream karpenter-provider-cluster-api: names, scope, fields', () => {
+    const upstream = parseAllDocuments(
+      readFileSync(
+        join(
+          root,
+          'test/fixtures/crds/karpenter-provider-cluster-api/karpenter.cluster.x-k8s.io_clusterapinodeclasses.yaml',
+        ),
+        'utf8',
+      ),
+    )
+      .map((d) => d.toJS() as CustomResourceDefinition | null)
+      .find((d) => d?.kind === 'CustomResourceDefinition')!;
+    const ours = byKind.get('ClusterAPINodeClass')!;
+    expect(ours.metadata.name).toBe(upstream.metadata.name);
+    expect(ours.spec.scope).toBe(upstream.spec.scope);
+    expect(ours.spec.names).toEqual(upstream.spec.names);
+    expect(ours.spec.versions.map((v) => v.name)).toEqual(['v1alpha1']);
+    const props = (crd: CustomResourceDefinition, ...path: string[]): string[] => {
+      let n = crd.spec.versions[0]!.schema.openAPIV3Schema as JSONSchemaNode;
+      for (const p of path) n = (n.properties as Record<string, JSONSchemaNode>)[p]!;
+      return Object.keys(n.properties as object).sort();
+    };
+    expect(props(ours, 'spec')).toEqual(props(upstream, 'spec'));
+    expect(props(ours, 'spec', 'scalableResourceSelector')).toEqual(
+      props(upstream, 'spec', 'scalableResourceSelector'),
+    );
+    expect(props(ours, 'status')).toEqual(props(upstream, 'status'));
+    const ajv = makeAjv(false);
+    const validate = validatorFor('ClusterAPINodeClass', ajv);
+    const good = {
+      apiVersion: 'karpenter.cluster.x-k8s.io/v1alpha1',
+      kind: 'ClusterAPINodeClass',
+      metadata: { name: 'default' },
+      spec: {
+        scalableResourceSelector: {
+          matchLabels: { team: 'a' },
+          matchExpressions: [{ key: 'tier', operator: 'In', values: ['x'] }],
+        },
+      },
+    };
+    expect(validate(good), JSON.stringify(validate.errors)).toBe(true);
+    expect(validateObject(good as unknown as KubeObject).ok).toBe(true);
+    const bad = structuredClone(good);
+    bad.spec.scalableResourceSelector.matchExpressions[0]!.operator = 'Equals';
+    expect(validate(bad)).toBe(false);
   });
 
   it('are structural: typed nodes only, no JSON-Schema-only keywords', () => {

@@ -360,3 +360,96 @@ export function refGroup(ref: CAPIRef | undefined): string | undefined {
 export function refersToKMP(ref: CAPIRef | undefined, name: string): boolean {
   return ref?.kind === KMPKind && ref.name === name && refGroup(ref) === InfrastructureGroup;
 }
+
+// ---------------------------------------------------------------------------------------------------
+// MachineDeployment / MachineSet / Machine (v1beta2) and CAPA AWSMachineTemplate: the fields the `clusterapi`
+// cloud provider and its stand-ins read. Source: cluster-api v1.14 `api/core/v1beta2`, CAPA v2.11 `api/v1beta2`.
+// ---------------------------------------------------------------------------------------------------
+
+/** Machine label naming its MachineDeployment (set by the MachineSet controller). */
+export const LabelDeploymentName = 'cluster.x-k8s.io/deployment-name';
+/** Machine label naming its MachineSet. */
+export const LabelSetName = 'cluster.x-k8s.io/set-name';
+/** Annotation marking a Machine to be deleted first when its MachineSet scales down. */
+export const AnnotationDeleteMachine = 'cluster.x-k8s.io/delete-machine';
+/** Annotation pausing reconciliation of a CAPI object. */
+export const AnnotationPaused = 'cluster.x-k8s.io/paused';
+/** Label the Cluster topology controller puts on the MachineDeployments it owns. */
+export const LabelTopologyOwned = 'topology.cluster.x-k8s.io/owned';
+/** Label naming the MachineDeployment topology (`spec.topology.workers.machineDeployments[].name`). */
+export const LabelTopologyDeploymentName = 'topology.cluster.x-k8s.io/deployment-name';
+
+/** A v1beta2 Machine taint (CAPI ≥ 1.12): `propagation` `Always` or `OnInitialization`. */
+export interface CAPITaint {
+  key: string;
+  value?: string;
+  effect: 'NoSchedule' | 'PreferNoSchedule' | 'NoExecute';
+  propagation?: 'Always' | 'OnInitialization';
+}
+
+/** The Machine template of a MachineDeployment / MachineSet (`spec.template`). */
+export interface MachineTemplateSpec {
+  metadata?: { labels?: Record<string, string>; annotations?: Record<string, string> };
+  spec: {
+    clusterName: string;
+    version?: string;
+    failureDomain?: string;
+    bootstrap: { configRef?: CAPIRef; dataSecretName?: string };
+    infrastructureRef: CAPIRef;
+    taints?: CAPITaint[];
+  };
+}
+
+/** `cluster.x-k8s.io/v1beta2` MachineDeployment. */
+export interface MachineDeployment extends KubeObject {
+  metadata: ObjectMeta;
+  spec: {
+    clusterName: string;
+    replicas?: number;
+    paused?: boolean;
+    selector: { matchLabels?: Record<string, string> };
+    template: MachineTemplateSpec;
+    rollout?: { strategy?: { type?: string } };
+  };
+  status?: { replicas?: number; readyReplicas?: number; conditions?: CAPICondition[] };
+}
+
+/** `cluster.x-k8s.io/v1beta2` MachineSet. */
+export interface MachineSet extends KubeObject {
+  metadata: ObjectMeta;
+  spec: {
+    clusterName: string;
+    replicas?: number;
+    selector: { matchLabels?: Record<string, string> };
+    template: MachineTemplateSpec;
+  };
+  status?: {
+    replicas?: number;
+    conditions?: CAPICondition[];
+    deprecated?: { v1beta1?: { conditions?: CAPICondition[] } };
+  };
+}
+
+/** `cluster.x-k8s.io/v1beta2` Machine. */
+export interface Machine extends KubeObject {
+  metadata: ObjectMeta;
+  spec: MachineTemplateSpec['spec'] & { providerID?: string };
+  status?: {
+    nodeRef?: { name: string };
+    /** `Pending`, `Provisioning`, `Provisioned`, `Running`, `Deleting`, `Failed`, ... */
+    phase?: string;
+    failureDomain?: string;
+    /** v1beta1 terminal failure, kept under `deprecated` by v1beta2 (e.g. the infrastructure could not launch). */
+    deprecated?: { v1beta1?: { failureReason?: string; failureMessage?: string } };
+  };
+}
+
+/** `infrastructure.cluster.x-k8s.io/v1beta2` AWSMachineTemplate (the fields the clusterapi provider reads). */
+export interface AWSMachineTemplate extends KubeObject {
+  metadata: ObjectMeta;
+  spec: {
+    template: { spec: { instanceType?: string; spotMarketOptions?: Record<string, unknown> } };
+  };
+  /** CAPA publishes the instance type's capacity for scale-from-zero (`cpu`, `memory`, ...). */
+  status?: { capacity?: Record<string, string> };
+}

@@ -170,5 +170,27 @@ export interface KWOKNodeClass extends KubeObject {
   };
 }
 
+/**
+ * ClusterAPINodeClass (`karpenter.cluster.x-k8s.io/v1alpha1`, cluster-scoped, upstream
+ * kubernetes-sigs/karpenter-provider-cluster-api): NodeClaims become Machines of the MachineDeployments that
+ * `spec.scalableResourceSelector` selects (ANDed with the label `node.cluster.x-k8s.io/karpenter-member`).
+ */
+export interface ClusterAPINodeClass extends KubeObject {
+  apiVersion: 'karpenter.cluster.x-k8s.io/v1alpha1';
+  kind: 'ClusterAPINodeClass';
+  metadata: ObjectMeta & { name: string };
+  spec?: {
+    scalableResourceSelector?: {
+      matchLabels?: Record<string, string>;
+      matchExpressions?: Array<{
+        key: string;
+        operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
+        values?: string[];
+      }>;
+    };
+  };
+  status?: { conditions?: Condition[] };
+}
+
 /** Any NodeClass kind capenter knows. */
-export type NodeClass = EC2NodeClass | KWOKNodeClass;
+export type NodeClass = EC2NodeClass | KWOKNodeClass | ClusterAPINodeClass;

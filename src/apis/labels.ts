@@ -47,6 +47,15 @@ export const LabelInstanceSize = 'karpenter.k8s.aws/instance-size';
 export const LabelInstanceCPU = 'karpenter.k8s.aws/instance-cpu';
 export const LabelInstanceMemory = 'karpenter.k8s.aws/instance-memory';
 
+/** Well-known instance-type label of the clusterapi provider: vCPUs (whole cores, from the capacity). */
+export const LabelClusterAPIInstanceCPU = 'karpenter.cluster.x-k8s.io/instance-cpu';
+/** Well-known instance-type label of the clusterapi provider: memory in MiB (from the capacity). */
+export const LabelClusterAPIInstanceMemory = 'karpenter.cluster.x-k8s.io/instance-memory';
+/** Well-known instance-type label of the clusterapi provider: GPUs per node (a `<vendor>/gpu` resource). */
+export const LabelClusterAPIInstanceGPUCount = 'karpenter.cluster.x-k8s.io/instance-gpu-count';
+/** Well-known instance-type label of the clusterapi provider: the GPU resource name with `/` as `.`. */
+export const LabelClusterAPIInstanceGPUType = 'karpenter.cluster.x-k8s.io/instance-gpu-type';
+
 /**
  * Label keys that a NodePool may constrain even though they sit in a restricted domain
  * (upstream `WellKnownLabels`). Requirement keys in `kubernetes.io`, `k8s.io` and `karpenter.sh`
@@ -85,6 +94,12 @@ export const WellKnownLabels: ReadonlySet<string> = new Set([
   'karpenter.k8s.aws/instance-accelerator-manufacturer',
   'karpenter.k8s.aws/instance-accelerator-count',
   'karpenter.k8s.aws/instance-capability-flex',
+  // The clusterapi provider's (`karpenter.cluster.x-k8s.io` ends with the restricted `k8s.io`, as upstream matches
+  // domains by suffix; upstream karpenter-provider-cluster-api registers its labels the same way).
+  LabelClusterAPIInstanceCPU,
+  LabelClusterAPIInstanceMemory,
+  LabelClusterAPIInstanceGPUCount,
+  LabelClusterAPIInstanceGPUType,
 ]);
 
 /** Label domains a NodePool may not use except for {@link WellKnownLabels} (upstream `RestrictedLabelDomains`). */

@@ -332,8 +332,15 @@ export const AWSAllowedLabels: ReadonlySet<string> = new Set(
 const celList = (keys: Iterable<string>) => `[${[...keys].map((k) => `"${k}"`).join(', ')}]`;
 
 /** Well-known labels that sit in a restricted domain, for the restricted-label message. */
+// The core's well-known labels in restricted domains (the hint of the message below; providers' own labels such as
+// the clusterapi provider's `karpenter.cluster.x-k8s.io/instance-*` are allowed but not advertised there).
 const wellKnownRestricted = [...WellKnownLabels]
-  .filter((k) => k !== LabelNodePool && RestrictedLabelDomains.some((d) => labelDomain(k).endsWith(d)))
+  .filter(
+    (k) =>
+      k !== LabelNodePool &&
+      !labelDomain(k).endsWith('cluster.x-k8s.io') &&
+      RestrictedLabelDomains.some((d) => labelDomain(k).endsWith(d)),
+  )
   .sort();
 
 /**
@@ -1379,6 +1386,44 @@ export const KWOKNodeClassStatusSchema = z
   .default(() => defaultKWOKStatus());
 
 // ---------------------------------------------------------------------------------------------------
+// ClusterAPINodeClass (karpenter.cluster.x-k8s.io/v1alpha1), after kubernetes-sigs/karpenter-provider-cluster-api
+// ---------------------------------------------------------------------------------------------------
+
+/** A metav1.LabelSelector (`matchLabels` and `matchExpressions`, ANDed). */
+export const LabelSelectorSchema = z
+  .strictObject({
+    matchExpressions: z
+      .array(
+        z.strictObject({
+          key: z.string().describe('key is the label key that the selector applies to.'),
+          operator: z
+            .enum(['In', 'NotIn', 'Exists', 'DoesNotExist'])
+            .describe("operator represents a key's relationship to a set of values."),
+          values: z.array(z.string()).optional().describe('values is an array of string values.'),
+        }),
+      )
+      .optional()
+      .describe('matchExpressions is a list of label selector requirements. The requirements are ANDed.'),
+    matchLabels: z
+      .record(z.string(), z.string())
+      .optional()
+      .describe('matchLabels is a map of {key,value} pairs. The requirements are ANDed.'),
+  })
+  .describe('A label selector; an empty selector matches everything.');
+
+/** ClusterAPINodeClass `spec`. */
+export const ClusterAPINodeClassSpecSchema = z.strictObject({
+  scalableResourceSelector: LabelSelectorSchema.optional().describe(
+    'scalableResourceSelector selects the Cluster API MachineDeployments that take part in provisioning, ANDed with the label node.cluster.x-k8s.io/karpenter-member.',
+  ),
+});
+
+/** ClusterAPINodeClass `status`: conditions only (`Ready`, `ValidationSucceeded`, `MachineDeploymentsReady`). */
+export const ClusterAPINodeClassStatusSchema = z.strictObject({
+  conditions: conditionsSchema(false, false).optional(),
+});
+
+// ---------------------------------------------------------------------------------------------------
 // Whole objects
 // ---------------------------------------------------------------------------------------------------
 
@@ -1443,6 +1488,14 @@ export const KWOKNodeClassSchema = objectSchema(
   'KWOKNodeClass',
   KWOKNodeClassSpecSchema.optional(),
   KWOKNodeClassStatusSchema,
+);
+
+/** A whole `karpenter.cluster.x-k8s.io/v1alpha1` ClusterAPINodeClass. */
+export const ClusterAPINodeClassSchema = objectSchema(
+  'karpenter.cluster.x-k8s.io/v1alpha1',
+  'ClusterAPINodeClass',
+  ClusterAPINodeClassSpecSchema.optional(),
+  ClusterAPINodeClassStatusSchema.optional(),
 );
 
 /** Description of one custom resource: identity, CRD presentation, and its schemas. */
@@ -1523,5 +1576,18 @@ export const KarpenterKinds: Readonly<Record<string, KarpenterKindInfo>> = {
     status: KWOKNodeClassStatusSchema,
     specRequired: false,
     description: 'KWOKNodeClass is the Schema for the KWOKNodeClass API',
+  },
+  'karpenter.cluster.x-k8s.io/v1alpha1/ClusterAPINodeClass': {
+    group: 'karpenter.cluster.x-k8s.io',
+    version: 'v1alpha1',
+    kind: 'ClusterAPINodeClass',
+    plural: 'clusterapinodeclasses',
+    singular: 'clusterapinodeclass',
+    shortNames: ['capinc', 'capincs'],
+    schema: ClusterAPINodeClassSchema,
+    spec: ClusterAPINodeClassSpecSchema,
+    status: ClusterAPINodeClassStatusSchema,
+    specRequired: false,
+    description: 'ClusterAPINodeClass is the Schema for the ClusterAPINodeClass API',
   },
 };

@@ -105,6 +105,7 @@ describe('NodePool validation', () => {
       'kops.k8s.io/instancegroup',
       'beta.kubernetes.io/arch',
       'karpenter.k8s.aws/instance-family',
+      'karpenter.cluster.x-k8s.io/instance-cpu',
       'example.com/team',
       'team',
     ]) {

@@ -10,7 +10,9 @@
  * (off by default). `--bind-address` sets where `/metrics`, `/healthz` and `/readyz` listen (default 0.0.0.0).
  * `--cloud-provider aws` runs the aws provider (EC2 instances) with the aws settings (`CONTROLLER_AWS_SETTINGS`:
  * CLUSTER_NAME, INTERRUPTION_QUEUE, ISOLATED_VPC, ...); SDK endpoints and credentials come from the SDK's default
- * chain (AWS_ENDPOINT_URL, profiles, IRSA, IMDS).
+ * chain (AWS_ENDPOINT_URL, profiles, IRSA, IMDS). `--cloud-provider clusterapi` runs the clusterapi provider
+ * (NodeClaims become Machines of the management cluster's MachineDeployments; settings
+ * `CONTROLLER_CLUSTERAPI_SETTINGS`: CLUSTER_API_KUBECONFIG, CLUSTER_API_NAMESPACE, ...; docs/clusterapi.md).
  */
 import { type Command, Option } from 'commander';
 import { createAwsClients } from '../cloudprovider/aws/clients.ts';
@@ -20,16 +22,20 @@ import {
   resolveAwsSettings,
   validateAwsSettings,
 } from '../cloudprovider/aws/settings.ts';
+import { CLUSTERAPI_SETTINGS, type ClusterAPISettings } from '../cloudprovider/clusterapi/settings.ts';
 import { KubeClient } from '../kube/client.ts';
 import { createLogger } from '../operator/logger.ts';
 import { createOperator } from '../operator/operator.ts';
 import { type OperatorOptions, resolveOperatorOptions, SETTINGS } from '../operator/options.ts';
-import { addSettingFlags, type Setting } from '../operator/settings.ts';
+import { addSettingFlags, resolveSettings, type Setting } from '../operator/settings.ts';
 
 /** The aws provider's settings that the core registry does not already carry (CLUSTER_NAME, AWS_REGION are core). */
 export const CONTROLLER_AWS_SETTINGS: readonly Setting[] = (AWS_SETTINGS as readonly Setting[]).filter(
   (a) => !SETTINGS.some((s) => s.env === a.env),
 );
+
+/** The clusterapi provider's settings (`--cloud-provider clusterapi`; docs/clusterapi.md). */
+export const CONTROLLER_CLUSTERAPI_SETTINGS: readonly Setting[] = CLUSTERAPI_SETTINGS as readonly Setting[];
 
 /** Parsed flags of `capenter controller`: the connection flags plus one camelCase entry per setting flag. */
 export interface ControllerCommandOptions {
@@ -39,7 +45,7 @@ export interface ControllerCommandOptions {
   installCrds?: boolean;
   /** Address `/metrics`, `/healthz` and `/readyz` listen on (default 0.0.0.0, as in a pod). */
   bindAddress?: string;
-  /** `kwok` (default) or `aws`. */
+  /** `kwok` (default), `aws` or `clusterapi`. */
   cloudProvider?: string;
   /** CAPI: kubeconfig of the management cluster; runs the KarpenterMachinePool controller (docs/capi.md). */
   capiManagementKubeconfig?: string;
@@ -80,13 +86,19 @@ export async function runController(
   }
   const cloudProvider = (flags.cloudProvider as string | undefined) ?? 'kwok';
   let awsSettings: AwsSettings | undefined;
+  let capiSettings: ClusterAPISettings | undefined;
   try {
     if (cloudProvider === 'aws') {
       awsSettings = validateAwsSettings(resolveAwsSettings({ flags, env: io.env }));
       awsSettings.region ||= options.region;
       options.clusterName = awsSettings.clusterName;
+    } else if (cloudProvider === 'clusterapi') {
+      capiSettings = resolveSettings(CONTROLLER_CLUSTERAPI_SETTINGS, {
+        flags,
+        env: io.env,
+      }) as unknown as ClusterAPISettings;
     } else if (cloudProvider !== 'kwok')
-      throw new Error(`--cloud-provider must be "kwok" or "aws", got "${cloudProvider}"`);
+      throw new Error(`--cloud-provider must be "kwok", "aws" or "clusterapi", got "${cloudProvider}"`);
   } catch (err) {
     io.stderr(`error: ${(err as Error).message}\n`);
     return 2;
@@ -108,10 +120,28 @@ export async function runController(
         });
     // aws: endpoints and credentials come from the SDK's default chain (AWS_ENDPOINT_URL, profiles, IRSA, IMDS).
     const awsClients = awsSettings ? createAwsClients({ region: awsSettings.region }) : undefined;
+    let management: KubeClient | undefined;
+    let clusterAPI: Partial<Parameters<typeof createOperator>[0]> = {};
+    if (capiSettings) {
+      management = capiSettings.clusterAPIKubeconfig
+        ? KubeClient.fromKubeconfig(capiSettings.clusterAPIKubeconfig, { userAgent: 'capenter-clusterapi' })
+        : KubeClient.fromCluster({ userAgent: 'capenter-clusterapi' });
+      const { clusterAPIOperatorConfig } = await import('../operator/clusterapi.ts');
+      clusterAPI = clusterAPIOperatorConfig({
+        management,
+        workload: client,
+        namespace: capiSettings.clusterAPINamespace,
+        ...(capiSettings.clusterAPIClusterName ? { clusterName: capiSettings.clusterAPIClusterName } : {}),
+        machineTimeoutSeconds: capiSettings.clusterAPIMachineTimeoutSeconds,
+        region: options.region,
+        logger,
+      });
+    }
     const op = createOperator({
       client,
       logger,
       options,
+      ...clusterAPI,
       installCRDs: flags.installCrds === true,
       ...(awsSettings && awsClients
         ? { aws: { clients: awsClients, settings: awsSettings, region: awsSettings.region } }
@@ -158,6 +188,7 @@ export async function runController(
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
     client.close();
+    management?.close();
     if (stoppedBySignal) return 0;
     io.stderr('capenter controller: leadership lost; exiting so the process is restarted\n');
     return 1;
@@ -171,12 +202,12 @@ export async function runController(
 export function registerControllerCommand(program: Command): void {
   const cmd = program
     .command('controller')
-    .description('run the controller (kwok or aws provider) against a cluster until interrupted')
+    .description('run the controller (kwok, aws or clusterapi provider) against a cluster until interrupted')
     .option('--kubeconfig <path>', 'kubeconfig file (default: $KUBECONFIG, else the in-cluster config)')
     .option('--context <name>', 'kubeconfig context')
     .option(
       '--cloud-provider <name>',
-      'kwok (default: NodeClaims become Node objects) or aws (EC2 instances)',
+      'kwok (default: NodeClaims become Node objects), aws (EC2 instances) or clusterapi (Machines of CAPI MachineDeployments)',
     )
     .option('--install-crds', "apply capenter's CRDs (as `kubectl apply -f crds/`) at start (default off)")
     .option(
@@ -187,15 +218,16 @@ export function registerControllerCommand(program: Command): void {
     .addOption(
       new Option('--no-leader-elect', 'same as --disable-leader-election (kept for scripts)').hideHelp(),
     );
-  addSettingFlags(addSettingFlags(cmd, SETTINGS), CONTROLLER_AWS_SETTINGS).action(
-    async (flags: ControllerCommandOptions) => {
-      const code = await runController(flags, {
-        stderr: (t) => process.stderr.write(t),
-        env: process.env,
-      });
-      // The controller has stopped (Lease released, informers closed): end the process even if a library left a
-      // handle open, so a supervisor sees the exit at once.
-      process.exit(code);
-    },
-  );
+  addSettingFlags(
+    addSettingFlags(addSettingFlags(cmd, SETTINGS), CONTROLLER_AWS_SETTINGS),
+    CONTROLLER_CLUSTERAPI_SETTINGS,
+  ).action(async (flags: ControllerCommandOptions) => {
+    const code = await runController(flags, {
+      stderr: (t) => process.stderr.write(t),
+      env: process.env,
+    });
+    // The controller has stopped (Lease released, informers closed): end the process even if a library left a
+    // handle open, so a supervisor sees the exit at once.
+    process.exit(code);
+  });
 }

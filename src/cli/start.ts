@@ -1,6 +1,6 @@
 /**
  * `capenter start [-f PATH]... [--port N] [--kubeconfig-out PATH] [--exit-when-settled] [--timeout S]
- * [-o table|json] [--region R] [--log-level L] [--cloud-provider kwok|aws] [--cluster-name N]`: a whole simulated
+ * [-o table|json] [--region R] [--log-level L] [--cloud-provider kwok|aws|clusterapi] [--cluster-name N]`: a whole simulated
  * cluster in one process. With `--cloud-provider aws` (and `AWS_ENDPOINT_URL` naming an AWS API emulator such as
  * moto) NodeClaims become EC2 instances in the emulator, through the fault-filling proxy (`sim/aws/proxy.ts`); the
  * emulator's default network is tagged for discovery, and a joining-kubelet stand-in registers a Node for each
@@ -320,8 +320,8 @@ export async function runStart(flags: StartCommandOptions, io: StartIO): Promise
   }
   const env = io.env ?? {};
   const cloudProvider = flags.cloudProvider ?? 'kwok';
-  if (cloudProvider !== 'kwok' && cloudProvider !== 'aws') {
-    io.stderr(`error: --cloud-provider must be "kwok" or "aws", got "${cloudProvider}"\n`);
+  if (cloudProvider !== 'kwok' && cloudProvider !== 'aws' && cloudProvider !== 'clusterapi') {
+    io.stderr(`error: --cloud-provider must be "kwok", "aws" or "clusterapi", got "${cloudProvider}"\n`);
     return 2;
   }
   const emulatorEndpoint = env.AWS_ENDPOINT_URL_EC2 || env.AWS_ENDPOINT_URL;
@@ -354,6 +354,25 @@ export async function runStart(flags: StartCommandOptions, io: StartIO): Promise
   } catch (err) {
     io.stderr(`error: ${(err as Error).message}\n`);
     return 2;
+  }
+  if (cloudProvider === 'clusterapi') {
+    if (flags.capi) {
+      io.stderr('error: --capi and --cloud-provider clusterapi are two different CAPI setups; choose one\n');
+      return 2;
+    }
+    const { runStartClusterAPI } = await import('./start-clusterapi.ts');
+    return runStartClusterAPI(
+      {
+        ...(flags.filename ? { filename: flags.filename } : {}),
+        ...(flags.kubeconfigOut ? { kubeconfigOut: flags.kubeconfigOut } : {}),
+        ...(flags.exitWhenSettled ? { exitWhenSettled: true } : {}),
+        timeout,
+        output,
+        region,
+        logLevel,
+      },
+      io,
+    );
   }
   if (flags.capi) {
     const taintTimeout =
@@ -551,7 +570,7 @@ export function registerStartCommand(program: Command): void {
     )
     .option(
       '--cloud-provider <name>',
-      'kwok (default) or aws: EC2 instances in an emulator at AWS_ENDPOINT_URL',
+      'kwok (default); aws: EC2 instances in an emulator at AWS_ENDPOINT_URL; clusterapi: Machines of CAPI MachineDeployments (two embedded clusters)',
       'kwok',
     )
     .option(

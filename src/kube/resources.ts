@@ -16,7 +16,13 @@ import type {
   ReplicaSet,
   StatefulSet,
 } from '../apis/core.ts';
-import type { EC2NodeClass, KWOKNodeClass, NodeClaim, NodePool } from '../apis/karpenter.ts';
+import type {
+  ClusterAPINodeClass,
+  EC2NodeClass,
+  KWOKNodeClass,
+  NodeClaim,
+  NodePool,
+} from '../apis/karpenter.ts';
 import type {
   ConfigMap,
   CustomResourceDefinition,
@@ -111,7 +117,7 @@ export const Resources = {
     'KWOKNodeClass',
     false,
   ),
-  ClusterAPINodeClass: rt<KubeObject>(
+  ClusterAPINodeClass: rt<ClusterAPINodeClass>(
     'karpenter.cluster.x-k8s.io',
     'v1alpha1',
     'clusterapinodeclasses',

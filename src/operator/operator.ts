@@ -76,6 +76,13 @@ export interface OperatorConfig {
   aws?: AwsControllersConfig;
   /** Extra kwok options for the default provider (instance IDs, registration delay, ...). */
   kwok?: EmbeddedCloudProviderDeps['kwok'];
+  /**
+   * Provider-specific controllers run under leadership with the others (e.g. the ClusterAPINodeClass status of
+   * `--cloud-provider clusterapi`), built from the operator's client, informers and registry.
+   */
+  extraControllers?: (deps: ControllerDeps) => Controller[];
+  /** More dependents of a NodeClass kind's `Ready` (e.g. `{ClusterAPINodeClass: ['MachineDeploymentsReady']}`). */
+  nodeClassDependents?: Record<string, string[]>;
   /** Time source (default wall clock). */
   clock?: Clock;
   logger?: Logger;
@@ -299,10 +306,18 @@ export function createOperator(cfg: OperatorConfig): Operator {
     new NodePoolController(deps('nodepool')),
     new NodeClassStatusController({
       ...deps('nodeclass.status'),
-      ...(cfg.aws ? { extraDependents: awsNodeClassDependents } : {}),
+      ...(cfg.aws || cfg.nodeClassDependents
+        ? {
+            extraDependents: {
+              ...(cfg.aws ? awsNodeClassDependents : {}),
+              ...(cfg.nodeClassDependents ?? {}),
+            },
+          }
+        : {}),
     }),
     ...metricsControllers(metricsDeps),
     ...(cfg.aws ? awsControllers(cfg.aws, { ...deps('nodeclass'), cloudProvider: rawProvider }) : []),
+    ...(cfg.extraControllers ? cfg.extraControllers(deps('nodeclass')) : []),
   ];
 
   let endpoints: HttpEndpoints | undefined;

@@ -15,6 +15,6 @@ describe('capenter controller --cloud-provider aws', () => {
     expect(err).toMatch(/--cluster-name: "bad name!" is not valid/);
     err = '';
     expect(await runController({ cloudProvider: 'gcp' }, io({ CLUSTER_NAME: 'c' }))).toBe(2);
-    expect(err).toMatch(/--cloud-provider must be "kwok" or "aws", got "gcp"/);
+    expect(err).toMatch(/--cloud-provider must be "kwok", "aws" or "clusterapi", got "gcp"/);
   });
 });

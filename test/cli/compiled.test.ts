@@ -99,6 +99,43 @@ describe('the compiled CLI', () => {
     expect(s.nodeClaims.map((n) => n.instanceType)).toEqual(['c6a.large']);
   }, 120_000);
 
+  it('the compiled start --cloud-provider clusterapi finds the vendored CAPI CRDs and settles', async () => {
+    const r = await new Promise<{ code: number | null; stdout: string; stderr: string }>((res) => {
+      const p = spawn(
+        process.execPath,
+        [
+          BIN,
+          'start',
+          '--cloud-provider',
+          'clusterapi',
+          '--exit-when-settled',
+          '-o',
+          'json',
+          '--timeout',
+          '90',
+        ],
+        { cwd: tmpdir() },
+      );
+      let stdout = '';
+      let stderr = '';
+      p.stdout.on('data', (d) => (stdout += d));
+      p.stderr.on('data', (d) => (stderr += d));
+      p.on('exit', (code) => res({ code, stdout, stderr }));
+    });
+    expect(r.code, r.stderr).toBe(0);
+    const s = JSON.parse(r.stdout) as {
+      settled: boolean;
+      nodeClaims: Array<{ instanceType: string }>;
+      machineDeployments: Array<{ name: string; replicas: number }>;
+    };
+    expect(s.settled).toBe(true);
+    expect(s.nodeClaims.map((n) => n.instanceType)).toEqual(['m5.xlarge']);
+    expect(s.machineDeployments).toEqual([
+      expect.objectContaining({ name: 'md-c5-2xlarge', replicas: 0 }),
+      expect.objectContaining({ name: 'md-m5-xlarge', replicas: 1 }),
+    ]);
+  }, 120_000);
+
   it('exits 2 at once on an invalid setting, naming it and what it accepts (flags and env)', () => {
     const a = run(['controller', '--kubeconfig', '/nonexistent', '--batch-idle-duration', 'soon']);
     expect(a.code).toBe(2);

@@ -7,7 +7,7 @@
  * Used by `capenter start --capi` and the CAPI end-to-end tests; {@link sampleCAPIObjects} gives a ready
  * Cluster/AWSCluster/KubeadmConfig/bootstrap Secret/MachinePool/KarpenterMachinePool set.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
@@ -25,9 +25,17 @@ import {
 } from '../cluster.ts';
 import { type CAPIMachinePoolOptions, CAPIMachinePoolStandIn } from './machinepool.ts';
 
-/** Directory of the vendored Cluster API / CAPA CRDs (`crds/capi/` of the package). */
+/**
+ * Directory of the vendored Cluster API / CAPA CRDs (`crds/capi/` of the package): the nearest `crds/capi` above
+ * this module, so it is found from the sources (`src/sim/capi/`) and from the bundle (`dist/capenter.mjs`) alike.
+ */
 export function capiCRDDir(): string {
-  return resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'crds', 'capi');
+  const here = dirname(fileURLToPath(import.meta.url));
+  for (let dir = here; ; dir = dirname(dir)) {
+    const candidate = join(dir, 'crds', 'capi');
+    if (existsSync(candidate)) return candidate;
+    if (dirname(dir) === dir) return resolve(here, '..', '..', '..', 'crds', 'capi');
+  }
 }
 
 /** The vendored Cluster API / CAPA CRD objects. @throws when the directory is missing (broken install). */

@@ -1,0 +1,525 @@
+/**
+ * The pure core of the `clusterapi` provider: a MachineDeployment (with its infrastructure template, Cluster,
+ * MachineSets and, when there is one, a Node it made) → a {@link ResolvedDeployment} (capacity, labels, taints,
+ * zone, capacity type, price, bounds) or the reason it cannot be used; and resolved deployments → instance types.
+ * No I/O, no clock.
+ *
+ * Sources of the rules:
+ * - scale-from-zero annotations and label propagation: kubernetes/autoscaler
+ *   `cluster-autoscaler/cloudprovider/clusterapi` (`capacity.cluster-autoscaler.kubernetes.io/*`,
+ *   `cluster.x-k8s.io/cluster-api-autoscaler-node-group-{min,max}-size`) and cluster-api v1.14 Machine → Node label
+ *   propagation (`node-role.kubernetes.io/*`, `node-restriction.kubernetes.io/*`, `node.cluster.x-k8s.io/*`);
+ * - unusable deployments: cluster-api v1.14 (`spec.paused`, the `cluster.x-k8s.io/paused` annotation, topology-owned
+ *   replicas, MachineSet preflight checks).
+ */
+import { createHash } from 'node:crypto';
+import {
+  AnnotationPaused,
+  type AWSMachineTemplate,
+  type CAPICluster,
+  type CAPITaint,
+  LabelTopologyDeploymentName,
+  LabelTopologyOwned,
+  type MachineDeployment,
+  type MachineSet,
+} from '../../apis/capi.ts';
+import type { Node, Taint } from '../../apis/core.ts';
+import type { InstanceType, Offering } from '../../apis/instancetype.ts';
+import {
+  LabelArch,
+  LabelCapacityType,
+  LabelClusterAPIInstanceCPU,
+  LabelClusterAPIInstanceGPUCount,
+  LabelClusterAPIInstanceGPUType,
+  LabelClusterAPIInstanceMemory,
+  LabelInstanceType,
+  LabelOS,
+  LabelTopologyZone,
+} from '../../apis/labels.ts';
+import { parseResource, parseResources, type Resources } from '../../apis/quantity.ts';
+import { onDemandPrice, spotPriceEstimate } from '../aws/catalog/index.ts';
+import type { CapacityType } from '../types.ts';
+
+/** Label on a MachineDeployment that makes it a candidate for any ClusterAPINodeClass (upstream's). */
+export const LabelKarpenterMember = 'node.cluster.x-k8s.io/karpenter-member';
+/** Prefix of cluster-autoscaler's scale-from-zero annotations. */
+export const CapacityAnnotationPrefix = 'capacity.cluster-autoscaler.kubernetes.io/';
+/** MachineDeployment annotation: minimum replicas (cluster-autoscaler's). */
+export const AnnotationMinSize = 'cluster.x-k8s.io/cluster-api-autoscaler-node-group-min-size';
+/** MachineDeployment annotation: maximum replicas (cluster-autoscaler's). */
+export const AnnotationMaxSize = 'cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size';
+/** MachineDeployment annotation: price of one Machine in USD/hour (capenter's). */
+export const AnnotationPricePerHour = 'capenter.io/price-per-hour';
+/** Price (USD/hour) of a deployment whose price is unknown: high, so that it ranks after every priced one. */
+export const DefaultUnknownPriceUSDPerHour = 1000;
+/** Zone of a deployment with no failure domain and no zone label. */
+export const ZoneUnspecified = 'unspecified';
+/** Pods per node when neither the `maxPods` annotation nor a Node says otherwise (kubelet default). */
+export const DefaultMaxPods = 110;
+/** Well-known instance-type labels of this provider (declared in `apis/labels.ts`, in `WellKnownLabels`). */
+export const LabelInstanceCPU = LabelClusterAPIInstanceCPU;
+/** Memory in MiB. */
+export const LabelInstanceMemory = LabelClusterAPIInstanceMemory;
+/** GPUs per node. */
+export const LabelInstanceGPUCount = LabelClusterAPIInstanceGPUCount;
+/** GPU resource name with `/` as `.`. */
+export const LabelInstanceGPUType = LabelClusterAPIInstanceGPUType;
+
+/** Why a MachineDeployment is not used (reported on the ClusterAPINodeClass status). */
+export type UnusableReason =
+  | 'Paused'
+  | 'ReplicasManagedByTopology'
+  | 'PreflightChecksBlocked'
+  | 'CapacityUnknown'
+  | 'InvalidAnnotation'
+  | 'Deleting';
+
+/** Everything the resolver reads about one MachineDeployment. */
+export interface DeploymentInputs {
+  deployment: MachineDeployment;
+  /** Its infrastructure template (`spec.template.spec.infrastructureRef`), when found. */
+  template?: AWSMachineTemplate | undefined;
+  cluster?: CAPICluster | undefined;
+  machineSets?: readonly MachineSet[];
+  /** A Node made by this deployment (capacity fallback), when there is one. */
+  node?: Node | undefined;
+  /** AWS region for catalog prices (default us-east-1). */
+  region?: string;
+}
+
+/** A usable MachineDeployment, resolved. Resources in internal units (millicores, bytes, counts). */
+export interface ResolvedDeployment {
+  namespace: string;
+  name: string;
+  /** The instance type it launches: capacity-annotation label, else AWSMachineTemplate instance type, else its name. */
+  instanceTypeName: string;
+  capacity: Resources;
+  allocatable: Resources;
+  /** capacity − allocatable (from a Node; zero when the capacity came from annotations or the template). */
+  overhead: Resources;
+  /** Node labels that do not depend on the offering (no zone, no capacity type). */
+  labels: Record<string, string>;
+  /** Taints its Nodes carry (annotation + `spec.template.spec.taints`). */
+  taints: Taint[];
+  zone: string;
+  capacityType: CapacityType;
+  priceUSDPerHour: number;
+  priceSource: 'annotation' | 'aws-catalog' | 'default';
+  minSize: number;
+  /** Undefined: unbounded. */
+  maxSize: number | undefined;
+  /** Where the capacity came from. */
+  capacitySource: 'annotations' | 'template' | 'node';
+  /** Hash of what makes Machines of this deployment (infrastructure/bootstrap refs, version); drift. */
+  templateHash: string;
+  /** Notices (unknown price, ...), one line each. */
+  notices: string[];
+}
+
+/** The resolver's verdict on one MachineDeployment. */
+export type DeploymentResolution =
+  | { ok: true; deployment: ResolvedDeployment }
+  | { ok: false; namespace: string; name: string; reason: UnusableReason; message: string };
+
+/** Label prefixes (and `*.`-subdomains of them) CAPI propagates from Machines to Nodes (cluster-api v1.14). */
+const PropagatedLabelDomains = [
+  'node-role.kubernetes.io',
+  'node-restriction.kubernetes.io',
+  'node.cluster.x-k8s.io',
+];
+
+/** True for a label key CAPI copies from a Machine to its Node. */
+export function isPropagatedLabel(key: string): boolean {
+  const slash = key.indexOf('/');
+  if (slash < 0) return false;
+  const domain = key.slice(0, slash);
+  return PropagatedLabelDomains.some((d) => domain === d || domain.endsWith(`.${d}`));
+}
+
+/**
+ * Parses `k1=v1,k2=v2` (the `capacity.cluster-autoscaler.kubernetes.io/labels` format).
+ * @throws Error naming the bad entry.
+ */
+export function parseLabelList(s: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const part of s.split(',')) {
+    const p = part.trim();
+    if (!p) continue;
+    const eq = p.indexOf('=');
+    if (eq <= 0) throw new Error(`label "${p}" is not key=value`);
+    out[p.slice(0, eq).trim()] = p.slice(eq + 1).trim();
+  }
+  return out;
+}
+
+/**
+ * Parses `key=value:Effect,key2:Effect` (the `capacity.cluster-autoscaler.kubernetes.io/taints` format).
+ * @throws Error naming the bad entry.
+ */
+export function parseTaintList(s: string): Taint[] {
+  const out: Taint[] = [];
+  for (const part of s.split(',')) {
+    const p = part.trim();
+    if (!p) continue;
+    const colon = p.lastIndexOf(':');
+    const effect = colon > 0 ? p.slice(colon + 1) : '';
+    if (effect !== 'NoSchedule' && effect !== 'PreferNoSchedule' && effect !== 'NoExecute')
+      throw new Error(`taint "${p}" needs key[=value]:NoSchedule|PreferNoSchedule|NoExecute`);
+    const kv = p.slice(0, colon);
+    const eq = kv.indexOf('=');
+    const key = eq < 0 ? kv : kv.slice(0, eq);
+    if (!key) throw new Error(`taint "${p}" has no key`);
+    out.push(eq < 0 ? { key, effect } : { key, value: kv.slice(eq + 1), effect });
+  }
+  return out;
+}
+
+function nonNegativeInt(v: string | undefined, what: string): number | undefined {
+  if (v === undefined) return undefined;
+  if (!/^\d+$/.test(v.trim())) throw new Error(`${what} "${v}" is not a non-negative integer`);
+  return Number(v.trim());
+}
+
+/** The taints a deployment's Nodes carry: the `taints` capacity annotation and `spec.template.spec.taints`. */
+export function deploymentTaints(md: MachineDeployment): Taint[] {
+  const out: Taint[] = [];
+  const ann = md.metadata.annotations?.[`${CapacityAnnotationPrefix}taints`];
+  const add = (t: Taint): void => {
+    if (!out.some((x) => x.key === t.key && x.effect === t.effect)) out.push(t);
+  };
+  if (ann) for (const t of parseTaintList(ann)) add(t);
+  for (const t of md.spec.template.spec.taints ?? []) add(capiTaintToTaint(t));
+  return out;
+}
+
+function capiTaintToTaint(t: CAPITaint): Taint {
+  return t.value !== undefined && t.value !== ''
+    ? { key: t.key, value: t.value, effect: t.effect }
+    : { key: t.key, effect: t.effect };
+}
+
+/** Hash of the parts of a Machine template whose change is drift: infrastructure/bootstrap refs, version. */
+export function templateHash(spec: MachineDeployment['spec']['template']['spec']): string {
+  const ref = (r: { apiGroup?: string; apiVersion?: string; kind: string; name: string } | undefined) =>
+    r ? `${r.apiGroup ?? r.apiVersion?.split('/')[0] ?? ''}/${r.kind}/${r.name}` : '';
+  return createHash('sha256')
+    .update(
+      [
+        ref(spec.infrastructureRef),
+        ref(spec.bootstrap?.configRef),
+        spec.bootstrap?.dataSecretName ?? '',
+        spec.version ?? '',
+      ].join('|'),
+    )
+    .digest('hex')
+    .slice(0, 16);
+}
+
+function conditionsOf(
+  ms: MachineSet,
+): Array<{ type: string; status: string; reason?: string; message?: string }> {
+  return [...(ms.status?.conditions ?? []), ...(ms.status?.deprecated?.v1beta1?.conditions ?? [])];
+}
+
+/** Why the deployment cannot be scaled now, or undefined. */
+function unusable(inp: DeploymentInputs): { reason: UnusableReason; message: string } | undefined {
+  const md = inp.deployment;
+  if (md.metadata.deletionTimestamp) return { reason: 'Deleting', message: 'being deleted' };
+  if (md.spec.paused || md.metadata.annotations?.[AnnotationPaused] !== undefined)
+    return { reason: 'Paused', message: 'paused (spec.paused or the cluster.x-k8s.io/paused annotation)' };
+  if (inp.cluster?.spec?.paused)
+    return { reason: 'Paused', message: `its Cluster "${inp.cluster.metadata.name}" is paused` };
+  if (md.metadata.labels?.[LabelTopologyOwned] !== undefined) {
+    const topo = md.metadata.labels?.[LabelTopologyDeploymentName];
+    const workers = (
+      inp.cluster?.spec?.topology as
+        | { workers?: { machineDeployments?: Array<{ name?: string; replicas?: number }> } }
+        | undefined
+    )?.workers?.machineDeployments;
+    const entry = workers?.find((w) => w.name === topo);
+    if (entry?.replicas !== undefined)
+      return {
+        reason: 'ReplicasManagedByTopology',
+        message: `Cluster.spec.topology.workers.machineDeployments[${topo}].replicas is set, so the topology controller would reset the replicas; unset it to let capenter scale`,
+      };
+  }
+  for (const ms of inp.machineSets ?? []) {
+    const blocked = conditionsOf(ms).find(
+      (c) => /PreflightCheck/.test(c.reason ?? '') && (c.status === 'False' || c.type === 'ScalingUp'),
+    );
+    if (blocked)
+      return {
+        reason: 'PreflightChecksBlocked',
+        message: `MachineSet "${ms.metadata.name}" preflight checks block new Machines: ${blocked.message ?? blocked.reason}`,
+      };
+  }
+  return undefined;
+}
+
+/**
+ * Resolves one MachineDeployment. Capacity: the `capacity.cluster-autoscaler.kubernetes.io/{cpu,memory,
+ * ephemeral-disk,maxPods,gpu-count,gpu-type}` annotations, else the infrastructure template's `status.capacity`,
+ * else the Node. Labels: `kubernetes.io/arch=amd64`, `kubernetes.io/os=linux` (cluster-autoscaler's defaults, or the
+ * Node's), the labels CAPI propagates from `spec.template.metadata.labels`, the `labels` annotation, the instance
+ * type and the `karpenter.cluster.x-k8s.io/instance-*` labels. Price: {@link AnnotationPricePerHour}, else the
+ * embedded AWS catalog price of an AWSMachineTemplate's `instanceType` (spot estimate with `spotMarketOptions`),
+ * else {@link DefaultUnknownPriceUSDPerHour} with a notice. Pure.
+ */
+export function resolveDeployment(inp: DeploymentInputs): DeploymentResolution {
+  const md = inp.deployment;
+  const namespace = md.metadata.namespace ?? 'default';
+  const name = md.metadata.name ?? '';
+  const bad = unusable(inp);
+  if (bad) return { ok: false, namespace, name, ...bad };
+  try {
+    return { ok: true, deployment: resolveUsable(inp, namespace, name) };
+  } catch (err) {
+    const e = err as Error & { reason?: UnusableReason };
+    return { ok: false, namespace, name, reason: e.reason ?? 'InvalidAnnotation', message: e.message };
+  }
+}
+
+function resolveUsable(inp: DeploymentInputs, namespace: string, name: string): ResolvedDeployment {
+  const md = inp.deployment;
+  const ann = md.metadata.annotations ?? {};
+  const cap = (k: string): string | undefined => ann[`${CapacityAnnotationPrefix}${k}`];
+  const annLabels = cap('labels') ? parseLabelList(cap('labels')!) : {};
+  const notices: string[] = [];
+
+  // Capacity.
+  let capacity: Resources = {};
+  let allocatable: Resources | undefined;
+  let capacitySource: ResolvedDeployment['capacitySource'];
+  if (cap('cpu') !== undefined || cap('memory') !== undefined) {
+    if (cap('cpu') === undefined || cap('memory') === undefined)
+      throw new Error(`annotations ${CapacityAnnotationPrefix}cpu and memory must be set together`);
+    capacity.cpu = parseResource('cpu', cap('cpu')!);
+    capacity.memory = parseResource('memory', cap('memory')!);
+    if (cap('ephemeral-disk') !== undefined)
+      capacity['ephemeral-storage'] = parseResource('ephemeral-storage', cap('ephemeral-disk')!);
+    capacity.pods =
+      nonNegativeInt(cap('maxPods'), `annotation ${CapacityAnnotationPrefix}maxPods`) ?? DefaultMaxPods;
+    const gpus = nonNegativeInt(cap('gpu-count'), `annotation ${CapacityAnnotationPrefix}gpu-count`);
+    if (gpus !== undefined && gpus > 0) capacity[cap('gpu-type') ?? 'nvidia.com/gpu'] = gpus;
+    capacitySource = 'annotations';
+  } else if (inp.template?.status?.capacity && Object.keys(inp.template.status.capacity).length > 0) {
+    capacity = parseResources(inp.template.status.capacity);
+    capacity.pods ??=
+      nonNegativeInt(cap('maxPods'), `annotation ${CapacityAnnotationPrefix}maxPods`) ?? DefaultMaxPods;
+    capacitySource = 'template';
+  } else if (inp.node?.status?.capacity) {
+    capacity = parseResources(inp.node.status.capacity);
+    allocatable = parseResources(inp.node.status.allocatable ?? inp.node.status.capacity);
+    capacitySource = 'node';
+  } else {
+    const e = new Error(
+      `no capacity: set the ${CapacityAnnotationPrefix}cpu and memory annotations (scale from zero), publish status.capacity on the infrastructure template, or run one Machine`,
+    ) as Error & { reason: UnusableReason };
+    e.reason = 'CapacityUnknown';
+    throw e;
+  }
+  if (!capacity.cpu || !capacity.memory) {
+    const e = new Error('capacity has no cpu or memory') as Error & { reason: UnusableReason };
+    e.reason = 'CapacityUnknown';
+    throw e;
+  }
+  allocatable ??= { ...capacity };
+  const overhead: Resources = {};
+  for (const [k, v] of Object.entries(capacity)) {
+    const a = allocatable[k] ?? v;
+    if (a > v) allocatable[k] = v;
+    if (v - (allocatable[k] ?? v) > 0) overhead[k] = v - (allocatable[k] ?? v);
+  }
+
+  // Instance type, zone, capacity type.
+  const awsType =
+    inp.template?.kind === 'AWSMachineTemplate' ? inp.template.spec?.template?.spec?.instanceType : undefined;
+  const instanceTypeName = annLabels[LabelInstanceType] ?? awsType ?? name;
+  const zone = md.spec.template.spec.failureDomain ?? annLabels[LabelTopologyZone] ?? ZoneUnspecified;
+  const spot =
+    inp.template?.kind === 'AWSMachineTemplate' && !!inp.template.spec?.template?.spec?.spotMarketOptions;
+  const ctLabel = annLabels[LabelCapacityType];
+  const capacityType: CapacityType =
+    ctLabel === 'spot' || ctLabel === 'on-demand' || ctLabel === 'reserved'
+      ? ctLabel
+      : spot
+        ? 'spot'
+        : 'on-demand';
+
+  // Labels.
+  const labels: Record<string, string> = {
+    [LabelArch]: inp.node?.metadata.labels?.[LabelArch] ?? 'amd64',
+    [LabelOS]: inp.node?.metadata.labels?.[LabelOS] ?? 'linux',
+  };
+  for (const [k, v] of Object.entries(md.spec.template.metadata?.labels ?? {}))
+    if (isPropagatedLabel(k)) labels[k] = v;
+  for (const [k, v] of Object.entries(annLabels))
+    if (k !== LabelTopologyZone && k !== LabelCapacityType) labels[k] = v;
+  labels[LabelInstanceType] = instanceTypeName;
+  labels[LabelInstanceCPU] = String(Math.floor(capacity.cpu / 1000));
+  labels[LabelInstanceMemory] = String(Math.floor(capacity.memory / 1024 / 1024));
+  const gpuKey = Object.keys(capacity).find((k) => k.endsWith('/gpu'));
+  if (gpuKey) {
+    labels[LabelInstanceGPUCount] = String(capacity[gpuKey]);
+    labels[LabelInstanceGPUType] = gpuKey.replaceAll('/', '.');
+  }
+
+  // Price.
+  let priceUSDPerHour: number;
+  let priceSource: ResolvedDeployment['priceSource'];
+  const priceAnn = ann[AnnotationPricePerHour];
+  if (priceAnn !== undefined) {
+    const p = Number(priceAnn);
+    if (priceAnn.trim() === '' || !Number.isFinite(p) || p < 0)
+      throw new Error(
+        `annotation ${AnnotationPricePerHour} "${priceAnn}" is not a non-negative number (USD/hour)`,
+      );
+    priceUSDPerHour = p;
+    priceSource = 'annotation';
+  } else {
+    const region = inp.region ?? 'us-east-1';
+    const p = awsType
+      ? spot
+        ? (spotPriceEstimate(awsType, region)?.priceUSDPerHour ??
+          onDemandPrice(awsType, region)?.priceUSDPerHour)
+        : onDemandPrice(awsType, region)?.priceUSDPerHour
+      : undefined;
+    if (p !== undefined) {
+      priceUSDPerHour = p;
+      priceSource = 'aws-catalog';
+    } else {
+      priceUSDPerHour = DefaultUnknownPriceUSDPerHour;
+      priceSource = 'default';
+      notices.push(
+        `MachineDeployment ${namespace}/${name}: price unknown, using ${DefaultUnknownPriceUSDPerHour} USD/hour (ranks last); set the ${AnnotationPricePerHour} annotation`,
+      );
+    }
+  }
+
+  const minSize = nonNegativeInt(ann[AnnotationMinSize], `annotation ${AnnotationMinSize}`) ?? 0;
+  const maxSize = nonNegativeInt(ann[AnnotationMaxSize], `annotation ${AnnotationMaxSize}`);
+  if (maxSize !== undefined && maxSize < minSize)
+    throw new Error(
+      `annotation ${AnnotationMaxSize} (${maxSize}) is below ${AnnotationMinSize} (${minSize})`,
+    );
+
+  return {
+    namespace,
+    name,
+    instanceTypeName,
+    capacity,
+    allocatable,
+    overhead,
+    labels,
+    taints: deploymentTaints(md),
+    zone,
+    capacityType,
+    priceUSDPerHour,
+    priceSource,
+    minSize,
+    maxSize,
+    capacitySource,
+    templateHash: templateHash(md.spec.template.spec),
+    notices,
+  };
+}
+
+/**
+ * True when every taint of the deployment is among the NodePool's `taints` and `startupTaints` (same key, value
+ * and effect): only then do the NodeClaims of that NodePool describe the deployment's Nodes, so pods the scheduler
+ * places tolerate them and the NodeClaim never disagrees with its Node. Pure.
+ */
+export function taintsCovered(deploymentTaints: readonly Taint[], nodePoolTaints: readonly Taint[]): boolean {
+  return deploymentTaints.every((t) =>
+    nodePoolTaints.some(
+      (n) => n.key === t.key && n.effect === t.effect && (n.value ?? '') === (t.value ?? ''),
+    ),
+  );
+}
+
+/** An offering and the deployments behind it (cheapest first). */
+export interface DeploymentOffering {
+  instanceType: string;
+  zone: string;
+  capacityType: CapacityType;
+  deployments: ResolvedDeployment[];
+}
+
+/**
+ * Groups deployments into instance types: deployments launching the same instance type with the same capacity,
+ * allocatable and labels are one instance type whose offerings are zone × capacity type (a deployment each; when
+ * several deployments share an offering, the cheapest one that can take a Machine is used and priced). A
+ * deployment whose shape differs from the first one (by name) of its instance-type name becomes its own instance
+ * type named after the deployment. `available(d)` says whether a deployment can take one more Machine now. Pure.
+ */
+export function instanceTypesOf(
+  deployments: readonly ResolvedDeployment[],
+  available: (d: ResolvedDeployment) => boolean,
+  /** Which deployments to offer (names are still computed over all of them, so they stay stable). */
+  include: (d: ResolvedDeployment) => boolean = () => true,
+): { instanceTypes: InstanceType[]; offerings: DeploymentOffering[] } {
+  const sorted = [...deployments].sort(
+    (a, b) => a.priceUSDPerHour - b.priceUSDPerHour || a.name.localeCompare(b.name),
+  );
+  const shape = (d: ResolvedDeployment): string =>
+    JSON.stringify([sortObj(d.capacity), sortObj(d.allocatable), sortObj(d.labels)]);
+  const firstShape = new Map<string, string>();
+  for (const d of [...sorted].sort((a, b) => a.name.localeCompare(b.name)))
+    if (!firstShape.has(d.instanceTypeName)) firstShape.set(d.instanceTypeName, shape(d));
+  const groups = new Map<string, ResolvedDeployment[]>();
+  for (const d of sorted) {
+    const typeName = firstShape.get(d.instanceTypeName) === shape(d) ? d.instanceTypeName : d.name;
+    groups.set(typeName, [...(groups.get(typeName) ?? []), d]);
+  }
+  const instanceTypes: InstanceType[] = [];
+  const offerings: DeploymentOffering[] = [];
+  for (const [typeName, all] of [...groups].sort(([a], [b]) => a.localeCompare(b))) {
+    const ds = all.filter(include);
+    if (ds.length === 0) continue;
+    const first = ds[0]!;
+    const offs: Offering[] = [];
+    const byOffering = new Map<string, ResolvedDeployment[]>();
+    for (const d of ds) {
+      const key = `${d.zone}/${d.capacityType}`;
+      byOffering.set(key, [...(byOffering.get(key) ?? []), d]);
+    }
+    for (const group of byOffering.values()) {
+      const usable = group.filter(available);
+      const priced = usable[0] ?? group[0]!;
+      offs.push({
+        zone: priced.zone,
+        capacityType: priced.capacityType,
+        priceUSDPerHour: priced.priceUSDPerHour,
+        available: usable.length > 0,
+        priceSource: 'provider',
+      });
+      offerings.push({
+        instanceType: typeName,
+        zone: priced.zone,
+        capacityType: priced.capacityType,
+        deployments: group,
+      });
+    }
+    instanceTypes.push({
+      name: typeName,
+      labels: { ...first.labels, [LabelInstanceType]: typeName },
+      capacity: { ...first.capacity },
+      overhead: { kubeReserved: { ...first.overhead }, systemReserved: {}, evictionThreshold: {} },
+      allocatable: { ...first.allocatable },
+      offerings: offs,
+    });
+  }
+  return { instanceTypes, offerings };
+}
+
+/** The instance-type name each deployment is offered under (see {@link instanceTypesOf}), by `namespace/name`. Pure. */
+export function instanceTypeNames(deployments: readonly ResolvedDeployment[]): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const o of instanceTypesOf(deployments, () => true).offerings)
+    for (const d of o.deployments) out.set(`${d.namespace}/${d.name}`, o.instanceType);
+  return out;
+}
+
+function sortObj(o: Record<string, unknown>): Array<[string, unknown]> {
+  return Object.entries(o).sort(([a], [b]) => a.localeCompare(b));
+}

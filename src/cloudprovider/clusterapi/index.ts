@@ -1,0 +1,3 @@
+export * from './deployments.ts';
+export * from './provider.ts';
+export * from './scaler.ts';

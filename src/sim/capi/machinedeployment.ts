@@ -1,0 +1,416 @@
+/**
+ * Stand-in for Cluster API's MachineDeployment, MachineSet and Machine controllers and an infrastructure provider
+ * (cluster-api v1.14 `internal/controllers/{machinedeployment,machineset,machine}`), so the `clusterapi` cloud
+ * provider runs end to end in the embedded management cluster:
+ * - one MachineSet per MachineDeployment template (`<md>-<template hash>`; a changed template gets a new
+ *   MachineSet, old Machines stay: the `OnDelete` rollout, so drift replacement is Karpenter's);
+ * - `spec.replicas` → Machines: missing ones are created in the newest MachineSet (labels
+ *   `cluster.x-k8s.io/{cluster-name,deployment-name,set-name}` and the template's labels); surplus ones are deleted,
+ *   those marked `cluster.x-k8s.io/delete-machine` first, then those without a Node, then the newest (CAPI's
+ *   deletion priority);
+ * - the infrastructure provider: after `provisionSeconds` a Machine gets `spec.providerID` (`aws:///<zone>/i-…` for
+ *   an AWSMachineTemplate, `capi-sim:///<namespace>/<machine>` otherwise);
+ * - the Node: written into the workload cluster (name = Machine name) with the deployment's capacity, labels
+ *   (instance type, zone, capacity type, the propagated ones), the `karpenter.sh/unregistered` registration taint
+ *   and the deployment's taints; then `status.nodeRef` and phase `Running` on the Machine; a deleted Machine's Node
+ *   is deleted;
+ * - infrastructure failures: `failMachines(md)` → new Machines get phase `Failed` and a v1beta1 `failureReason`;
+ * - MachineSet preflight checks: `preflightBlocked(md)` true → no new Machines, and the MachineSet condition
+ *   `MachinesCreated=False` reason `PreflightCheckFailed` (v1beta1 shape under `status.deprecated`), as CAPI does
+ *   while the control plane upgrades.
+ * Status of MachineDeployments/MachineSets: `replicas`, `readyReplicas`.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import {
+  AnnotationDeleteMachine,
+  type AWSMachineTemplate,
+  LabelClusterName,
+  LabelDeploymentName,
+  LabelSetName,
+  type Machine,
+  type MachineDeployment,
+  type MachineSet,
+} from '../../apis/capi.ts';
+import type { Node, Taint } from '../../apis/core.ts';
+import {
+  LabelCapacityType,
+  LabelHostname,
+  LabelInstanceType,
+  LabelTopologyZone,
+  TaintUnregistered,
+} from '../../apis/labels.ts';
+import { formatResources } from '../../apis/quantity.ts';
+import { resolveDeployment } from '../../cloudprovider/clusterapi/deployments.ts';
+import type { KubeClient } from '../../kube/client.ts';
+import type { Clock } from '../../kube/clock.ts';
+import { isAlreadyExists, isConflict, isNotFound } from '../../kube/errors.ts';
+
+/** Options of {@link CAPIMachineDeploymentStandIn}. */
+export interface CAPIMachineDeploymentOptions {
+  /** Management-cluster client. */
+  client: KubeClient;
+  clock: Clock;
+  /** The workload cluster's client for `namespace/clusterName`; without it no Nodes are written. */
+  workload?: (namespace: string, clusterName: string) => Promise<KubeClient>;
+  /** Seconds between passes (default 0.2). */
+  periodSeconds?: number;
+  /** Seconds from Machine creation to its provider ID (default 0). */
+  provisionSeconds?: number;
+  /** MachineSet preflight checks block new Machines of this deployment (default never). */
+  preflightBlocked?: (md: MachineDeployment) => boolean;
+  /**
+   * The infrastructure fails new Machines of this deployment with this reason (e.g. `InsufficientInstanceCapacity`):
+   * phase `Failed` and the v1beta1 `failureReason`/`failureMessage`, no provider ID. Default never.
+   */
+  failMachines?: (md: MachineDeployment) => string | undefined;
+  onError?: (err: unknown, where: string) => void;
+}
+
+/** The MachineDeployment/MachineSet/Machine stand-in; see the module comment. */
+export class CAPIMachineDeploymentStandIn {
+  private readonly ac = new AbortController();
+  private loop: Promise<void> | undefined;
+  /** Passes run, Machines created and deleted (diagnostics). */
+  passes = 0;
+  machinesCreated = 0;
+  machinesDeleted = 0;
+
+  constructor(private readonly opts: CAPIMachineDeploymentOptions) {}
+
+  /** Starts the loop. */
+  start(): void {
+    this.loop ??= (async () => {
+      while (!this.ac.signal.aborted) {
+        try {
+          await this.pass();
+        } catch (err) {
+          this.opts.onError?.(err, 'capi machinedeployment');
+        }
+        await this.opts.clock.sleep((this.opts.periodSeconds ?? 0.2) * 1000, this.ac.signal).catch(() => {});
+      }
+    })();
+  }
+
+  /** Stops the loop; resolves when the current pass has finished. */
+  async stop(): Promise<void> {
+    this.ac.abort();
+    await this.loop;
+  }
+
+  /** One pass over every MachineDeployment (exposed for tests). @throws an API error listing the objects. */
+  async pass(): Promise<void> {
+    this.passes++;
+    const c = this.opts.client;
+    const [mds, sets, machines] = await Promise.all([
+      c.list('MachineDeployment'),
+      c.list('MachineSet'),
+      c.list('Machine'),
+    ]);
+    for (const md of mds.items as MachineDeployment[]) {
+      try {
+        await this.reconcile(
+          md,
+          (sets.items as MachineSet[]).filter(
+            (s) =>
+              s.metadata.namespace === md.metadata.namespace &&
+              s.metadata.labels?.[LabelDeploymentName] === md.metadata.name,
+          ),
+          (machines.items as Machine[]).filter(
+            (m) =>
+              m.metadata.namespace === md.metadata.namespace &&
+              m.metadata.labels?.[LabelDeploymentName] === md.metadata.name,
+          ),
+        );
+      } catch (err) {
+        if (!isConflict(err))
+          this.opts.onError?.(err, `machinedeployment ${md.metadata.namespace}/${md.metadata.name}`);
+      }
+    }
+  }
+
+  private async reconcile(md: MachineDeployment, sets: MachineSet[], machines: Machine[]): Promise<void> {
+    const c = this.opts.client;
+    const ns = md.metadata.namespace ?? 'default';
+    const mdName = md.metadata.name!;
+    const cluster = md.spec.clusterName;
+    const tspec = md.spec.template.spec;
+    const hash = createHash('sha256').update(JSON.stringify(tspec)).digest('hex').slice(0, 8);
+    const setName = `${mdName}-${hash}`;
+    let ms = sets.find((s) => s.metadata.name === setName);
+    const blocked = this.opts.preflightBlocked?.(md) ?? false;
+    if (!ms) {
+      ms = (await c
+        .create({
+          apiVersion: 'cluster.x-k8s.io/v1beta2',
+          kind: 'MachineSet',
+          metadata: {
+            name: setName,
+            namespace: ns,
+            labels: { [LabelClusterName]: cluster, [LabelDeploymentName]: mdName },
+            ownerReferences: [
+              {
+                apiVersion: 'cluster.x-k8s.io/v1beta2',
+                kind: 'MachineDeployment',
+                name: mdName,
+                uid: md.metadata.uid!,
+                controller: true,
+              },
+            ],
+          },
+          spec: {
+            clusterName: cluster,
+            replicas: 0,
+            selector: { matchLabels: { [LabelDeploymentName]: mdName, [LabelSetName]: setName } },
+            template: md.spec.template,
+          },
+        } as MachineSet)
+        .catch((err) => {
+          if (isAlreadyExists(err)) return c.get('MachineSet', setName, ns);
+          throw err;
+        })) as MachineSet;
+    }
+    const preflightReason = blocked ? 'PreflightCheckFailed' : undefined;
+    const curReason = ms.status?.deprecated?.v1beta1?.conditions?.find(
+      (x) => x.type === 'MachinesCreated',
+    )?.reason;
+    if ((preflightReason ?? '') !== (curReason === 'PreflightCheckFailed' ? curReason : '')) {
+      ms = (await c.updateStatus({
+        ...ms,
+        status: {
+          ...(ms.status ?? {}),
+          deprecated: {
+            v1beta1: {
+              conditions: blocked
+                ? [
+                    {
+                      type: 'MachinesCreated',
+                      status: 'False',
+                      severity: 'Warning',
+                      reason: 'PreflightCheckFailed',
+                      message: 'ControlPlaneIsStable: the control plane is being upgraded',
+                      lastTransitionTime: new Date(this.opts.clock.now()).toISOString(),
+                    },
+                  ]
+                : [],
+            },
+          },
+        },
+      })) as MachineSet;
+    }
+
+    const live = machines.filter((m) => !m.metadata.deletionTimestamp);
+    const desired = md.spec.replicas ?? 0;
+    // Scale up.
+    if (live.length < desired && !blocked) {
+      for (let i = live.length; i < desired; i++) {
+        const name = `${setName}-${randomBytes(3).toString('hex')}`;
+        const m: Machine = {
+          apiVersion: 'cluster.x-k8s.io/v1beta2',
+          kind: 'Machine',
+          metadata: {
+            name,
+            namespace: ns,
+            labels: {
+              ...(md.spec.template.metadata?.labels ?? {}),
+              [LabelClusterName]: cluster,
+              [LabelDeploymentName]: mdName,
+              [LabelSetName]: setName,
+            },
+            ownerReferences: [
+              {
+                apiVersion: 'cluster.x-k8s.io/v1beta2',
+                kind: 'MachineSet',
+                name: setName,
+                uid: ms.metadata.uid!,
+                controller: true,
+              },
+            ],
+          },
+          spec: {
+            ...structuredClone(tspec),
+            infrastructureRef: {
+              apiGroup: tspec.infrastructureRef.apiGroup ?? 'infrastructure.cluster.x-k8s.io',
+              kind: tspec.infrastructureRef.kind.replace(/Template$/, ''),
+              name,
+            },
+          },
+        };
+        await c.create(m);
+        this.machinesCreated++;
+      }
+    }
+    // Scale down: marked first, then without a Node, then the newest.
+    if (live.length > desired) {
+      const rank = (m: Machine): number =>
+        m.metadata.annotations?.[AnnotationDeleteMachine] !== undefined ? 0 : m.status?.nodeRef ? 2 : 1;
+      const victims = [...live]
+        .sort(
+          (a, b) =>
+            rank(a) - rank(b) ||
+            String(b.metadata.creationTimestamp ?? '').localeCompare(
+              String(a.metadata.creationTimestamp ?? ''),
+            ),
+        )
+        .slice(0, live.length - desired);
+      for (const v of victims) await this.deleteMachine(v, cluster);
+    }
+    // Deleted directly (not by scale-down): their Nodes go too.
+    for (const m of machines) if (m.metadata.deletionTimestamp) await this.deleteMachine(m, cluster);
+
+    // Infrastructure + Nodes.
+    let template: AWSMachineTemplate | undefined;
+    const needsNodes = live.some((m) => !m.status?.nodeRef);
+    if (needsNodes) {
+      const ref = tspec.infrastructureRef;
+      const rt = c.registry.forKind(`${ref.kind}.${ref.apiGroup ?? 'infrastructure.cluster.x-k8s.io'}`);
+      if (rt)
+        template = (await c.tryGet(rt, ref.name, ns).catch(() => undefined)) as
+          | AWSMachineTemplate
+          | undefined;
+    }
+    let ready = 0;
+    for (const m of live) {
+      if (m.status?.nodeRef) {
+        ready++;
+        continue;
+      }
+      const created = Date.parse(String(m.metadata.creationTimestamp ?? '')) || this.opts.clock.now();
+      if (this.opts.clock.now() - created < (this.opts.provisionSeconds ?? 0) * 1000) continue;
+      let cur = m;
+      const zone = tspec.failureDomain ?? 'unspecified';
+      const failure = cur.spec.providerID ? undefined : this.opts.failMachines?.(md);
+      if (failure) {
+        if (cur.status?.phase !== 'Failed')
+          await c
+            .updateStatus({
+              ...cur,
+              status: {
+                ...(cur.status ?? {}),
+                phase: 'Failed',
+                deprecated: {
+                  v1beta1: {
+                    failureReason: failure,
+                    failureMessage: `the infrastructure could not launch ${tspec.infrastructureRef.name} in ${zone}`,
+                  },
+                },
+              },
+            })
+            .catch((err) => {
+              if (!isNotFound(err) && !isConflict(err)) throw err;
+            });
+        continue;
+      }
+      if (!cur.spec.providerID) {
+        const providerID =
+          template?.kind === 'AWSMachineTemplate'
+            ? `aws:///${zone}/i-${randomBytes(8).toString('hex').slice(0, 17)}`
+            : `capi-sim:///${ns}/${m.metadata.name}`;
+        try {
+          cur = (await c.patch(
+            'Machine',
+            m.metadata.name!,
+            ns,
+            { spec: { providerID } },
+            { type: 'merge' },
+          )) as Machine;
+        } catch (err) {
+          if (isNotFound(err)) continue;
+          throw err;
+        }
+      }
+      if (!this.opts.workload) continue;
+      const node = this.nodeFor(md, cur, template);
+      if (!node) continue;
+      const wl = await this.opts.workload(ns, cluster);
+      try {
+        await wl.create(node);
+      } catch (err) {
+        if (!isAlreadyExists(err)) throw err;
+      }
+      await c
+        .updateStatus({
+          ...cur,
+          status: { ...(cur.status ?? {}), nodeRef: { name: node.metadata.name! }, phase: 'Running' },
+        })
+        .catch((err) => {
+          if (!isNotFound(err) && !isConflict(err)) throw err;
+        });
+      ready++;
+    }
+    // Status.
+    if (md.status?.replicas !== live.length || md.status?.readyReplicas !== ready) {
+      await c
+        .updateStatus({
+          ...md,
+          status: { ...(md.status ?? {}), replicas: live.length, readyReplicas: ready },
+        })
+        .catch((err) => {
+          if (!isConflict(err) && !isNotFound(err)) throw err;
+        });
+    }
+  }
+
+  private async deleteMachine(m: Machine, cluster: string): Promise<void> {
+    const ns = m.metadata.namespace ?? 'default';
+    if (m.status?.nodeRef && this.opts.workload) {
+      const wl = await this.opts.workload(ns, cluster);
+      await wl.tryDelete('Node', m.status.nodeRef.name);
+    }
+    await this.opts.client.tryDelete('Machine', m.metadata.name!, ns);
+    if (!m.metadata.deletionTimestamp) this.machinesDeleted++;
+  }
+
+  /** The Node a Machine of `md` registers as, or undefined when its capacity is unknown. */
+  private nodeFor(
+    md: MachineDeployment,
+    m: Machine,
+    template: AWSMachineTemplate | undefined,
+  ): Node | undefined {
+    const r = resolveDeployment({ deployment: md, template });
+    if (!r.ok) return undefined;
+    const d = r.deployment;
+    const taints: Taint[] = [{ key: TaintUnregistered.key, effect: TaintUnregistered.effect }, ...d.taints];
+    const now = new Date(this.opts.clock.now()).toISOString();
+    return {
+      apiVersion: 'v1',
+      kind: 'Node',
+      metadata: {
+        name: m.metadata.name!,
+        labels: {
+          ...d.labels,
+          [LabelInstanceType]: d.instanceTypeName,
+          [LabelTopologyZone]: d.zone,
+          [LabelCapacityType]: d.capacityType,
+          [LabelHostname]: m.metadata.name!,
+        },
+        annotations: {
+          'cluster.x-k8s.io/cluster-name': md.spec.clusterName,
+          'cluster.x-k8s.io/cluster-namespace': md.metadata.namespace ?? 'default',
+          'cluster.x-k8s.io/machine': m.metadata.name!,
+          'cluster.x-k8s.io/owner-kind': 'MachineSet',
+          'cluster.x-k8s.io/owner-name': m.metadata.labels?.[LabelSetName] ?? '',
+        },
+      },
+      spec: { providerID: m.spec.providerID!, taints },
+      status: {
+        capacity: formatResources(d.capacity),
+        allocatable: formatResources(d.allocatable),
+        conditions: [
+          {
+            type: 'Ready',
+            status: 'False',
+            reason: 'KubeletNotReady',
+            message: 'registered; waiting for the kubelet stand-in',
+            lastTransitionTime: now,
+            lastHeartbeatTime: now,
+          },
+        ],
+        nodeInfo: {
+          architecture: 'amd64',
+          operatingSystem: 'linux',
+          kubeletVersion: md.spec.template.spec.version ?? 'v0.0.0',
+        },
+      },
+    } as Node;
+  }
+}
