@@ -129,7 +129,7 @@ export class ClusterAPINodeClassController implements Controller {
         await this.o.client.updateStatus({ ...nc, status: { ...(nc.status ?? {}), conditions: conds } });
         if (want.status === 'False' || want.reason !== 'MachineDeploymentsReady')
           this.o.logger.info(
-            { nodeclass: name, reason: want.reason, message: want.message },
+            { nodeclass: name, reason: want.reason, detail: want.message },
             'ClusterAPINodeClass',
           );
       } catch (err) {

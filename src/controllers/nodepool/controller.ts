@@ -119,7 +119,13 @@ export class NodePoolController extends StatusController<NodePoolControllerOptio
       const prev = was(t);
       if (now?.status === 'False' && (prev?.status !== 'False' || prev.message !== now.message)) {
         this.opts.logger.warn(
-          { controller: this.name, nodepool: after.metadata.name, reason: now.reason, message: now.message },
+          {
+            controller: this.name,
+            nodepool: after.metadata.name,
+            condition: t,
+            reason: now.reason,
+            detail: now.message,
+          },
           'nodepool not ready',
         );
         void this.opts.recorder.publish(after, 'Warning', now.reason ?? t, now.message ?? '');
