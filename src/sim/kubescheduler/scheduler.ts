@@ -7,8 +7,9 @@
  * Queueing follows kube-scheduler's idea in a simple form: a pod is tried when it appears or its spec,
  * labels or annotations change (a status-only update, such as our own condition write, is no retry, as in
  * kube-scheduler's `isPodUpdated`); unschedulable pods are tried again on cluster events that may make them
- * fit (node added or changed, a bound pod deleted or finished, a pod bound when someone waits for pod
- * affinity) and every `retryIntervalSeconds`.
+ * fit (node added or changed — only the pods that kube-scheduler's queueing hints of their rejector plugins say
+ * the change may help, see `queueinghints.ts` —, a bound pod deleted or finished, a pod bound when someone waits
+ * for pod affinity) and every `retryIntervalSeconds`.
  *
  * Scheduling cycles: one worker takes every key ready in the queue and decides those pods in memory, one
  * after the other in kube-scheduler's PrioritySort order ({@link queueOrder}: priority, then age), against
@@ -17,7 +18,10 @@
  * calls are asynchronous; here the API round trips would dominate, so writes leave the cycle: Bindings go
  * out concurrently (up to 32 in flight), and failed attempts are written by a few status writers, coalesced
  * per pod (a pod tried again while its write waits gets one write with its latest message; a message
- * already written is not written again). The end state of the conditions is kube-scheduler's; only
+ * already written is not written again). A pod's first `PodScheduled=False` (what the provisioner waits for)
+ * has 8 writers; newer messages for pods already marked have one, so at 10,000 pending pods the intermediate
+ * messages coalesce instead of costing a write and an Event per pod per new node (kube-scheduler itself
+ * writes through a client limited to 50 QPS). The end state of the conditions is kube-scheduler's; only
  * intermediate messages may be skipped.
  *
  * Queue order versus Karpenter's plan: the provisioner packs pods largest first, kube-scheduler does not
@@ -63,6 +67,7 @@ import {
   prepare,
   type ScoringStrategy,
 } from './filters.ts';
+import { type FilterPlugin, nodeChangeMayHelp, rejectorPlugins } from './queueinghints.ts';
 
 /** Options of {@link KubeSchedulerStandIn}. */
 export interface KubeSchedulerOptions extends SimControllerOptions {
@@ -81,6 +86,19 @@ const IndexNodeName = 'spec.nodeName';
 const MAX_INFLIGHT_WRITES = 32;
 /** Concurrent status writers for unschedulable pods (fewer than bindings, so bindings are not queued behind them). */
 const MAX_STATUS_WRITERS = 8;
+/**
+ * Concurrent writers of a newer message for pods already marked `PodScheduled=False` (intermediate messages:
+ * with one writer, a pod retried while its write waits gets one write with its latest message, and a pod bound
+ * meanwhile none; first marks, which the provisioner waits for, have their own writers).
+ */
+const MAX_REMARK_WRITERS = 1;
+
+/** Wanted status writes of one kind, oldest first, and the writers draining them. */
+interface StatusQueue {
+  wanted: Map<string, { reason: string; message: string; event: boolean }>;
+  writers: number;
+  readonly max: number;
+}
 
 /** The kube-scheduler stand-in controller. Construct, `start()`, and `stop()` when done. */
 export class KubeSchedulerStandIn extends SimController {
@@ -92,6 +110,8 @@ export class KubeSchedulerStandIn extends SimController {
   /** Failed scheduling attempts per pending pod, and when the last one failed (ms, clock): the pod's backoff. */
   private readonly attempts = new Map<string, number>();
   private readonly lastFailure = new Map<string, number>();
+  /** Plugins that rejected a pending pod's last attempt (absent: unknown, queued on every node event). */
+  private readonly rejectors = new Map<string, ReadonlySet<FilterPlugin>>();
   private readonly names: ReadonlySet<string>;
   private readonly scoring: ScoringStrategy;
   private readonly retrySeconds: number;
@@ -108,13 +128,13 @@ export class KubeSchedulerStandIn extends SimController {
   private readonly dirtyNodes = new Set<string>();
   /** Writes (Bindings, status updates) in flight. */
   private readonly inflight = new Set<Promise<void>>();
-  /** Latest unwritten outcome per pending pod (see {@link wantStatus}), oldest first. */
-  private readonly statusWanted = new Map<string, { reason: string; message: string; event: boolean }>();
+  /** Latest unwritten outcome per pending pod (see {@link wantStatus}): first marks, and newer messages. */
+  private readonly firstMarks: StatusQueue = { wanted: new Map(), writers: 0, max: MAX_STATUS_WRITERS };
+  private readonly remarks: StatusQueue = { wanted: new Map(), writers: 0, max: MAX_REMARK_WRITERS };
   /** Pods whose status write is in flight. */
   private readonly statusWriting = new Set<string>();
   /** Last reason + message written per pending pod (skips rewriting what the cache will show shortly). */
   private readonly written = new Map<string, string>();
-  private statusWriters = 0;
   /** Writes waiting for a slot (see {@link limit}). */
   private readonly writeWaiters: Array<() => void> = [];
   /** Bindings done (diagnostics). */
@@ -170,8 +190,10 @@ export class KubeSchedulerStandIn extends SimController {
       } else {
         this.pending.delete(key);
         this.waitingForAffinity.delete(key);
-        this.statusWanted.delete(key);
+        this.firstMarks.wanted.delete(key);
+        this.remarks.wanted.delete(key);
         this.written.delete(key);
+        this.rejectors.delete(key);
       }
       if (p.spec.nodeName) this.assumed.delete(key);
     };
@@ -196,7 +218,9 @@ export class KubeSchedulerStandIn extends SimController {
         this.pending.delete(key);
         this.attempts.delete(key);
         this.lastFailure.delete(key);
-        this.statusWanted.delete(key);
+        this.rejectors.delete(key);
+        this.firstMarks.wanted.delete(key);
+        this.remarks.wanted.delete(key);
         this.written.delete(key);
         this.waitingForAffinity.delete(key);
         const assumedOn = this.assumed.get(key)?.spec.nodeName;
@@ -211,11 +235,11 @@ export class KubeSchedulerStandIn extends SimController {
     const offNodes = this.nodes.on({
       add: (n) => {
         this.dirtyNodes.add(n.metadata.name ?? '');
-        this.retryAll();
+        this.retryAfterNodeChange(undefined, n);
       },
       update: (o, n) => {
         this.dirtyNodes.add(n.metadata.name ?? '');
-        if (schedulingView(o) !== schedulingView(n)) this.retryAll();
+        if (schedulingView(o) !== schedulingView(n)) this.retryAfterNodeChange(o, n);
       },
       delete: (n) => {
         this.dirtyNodes.add(n.metadata.name ?? '');
@@ -240,11 +264,28 @@ export class KubeSchedulerStandIn extends SimController {
    */
   private retryAll(): void {
     const now = this.clock.now();
+    for (const k of this.pending) this.requeue(k, now);
+  }
+
+  /** Queues pending pod `k` now, or for when its backoff ends (see {@link retryAll}). */
+  private requeue(k: string, now: number): void {
+    const n = this.attempts.get(k) ?? 0;
+    const until = n > 0 ? (this.lastFailure.get(k) ?? 0) + Math.min(1000 * 2 ** (n - 1), 10_000) : 0;
+    if (until > now) this.queue.addAfter(k, (until - now) / 1000);
+    else this.queue.add(k);
+  }
+
+  /**
+   * After a Node was added (`old` undefined) or changed: {@link retryAll} for the pending pods that the change
+   * may help according to kube-scheduler's queueing hints of the plugins that rejected them
+   * (`queueinghints.ts`); the others stay where they are until another event or the periodic retry.
+   */
+  private retryAfterNodeChange(old: Node | undefined, node: Node): void {
+    const now = this.clock.now();
     for (const k of this.pending) {
-      const n = this.attempts.get(k) ?? 0;
-      const until = n > 0 ? (this.lastFailure.get(k) ?? 0) + Math.min(1000 * 2 ** (n - 1), 10_000) : 0;
-      if (until > now) this.queue.addAfter(k, (until - now) / 1000);
-      else this.queue.add(k);
+      const pod = this.pods.cache.get(k);
+      if (pod && !nodeChangeMayHelp(pod, this.rejectors.get(k), old, node)) continue;
+      this.requeue(k, now);
     }
   }
 
@@ -322,8 +363,17 @@ export class KubeSchedulerStandIn extends SimController {
     pods.sort(queueOrder);
     const nodes = this.snapshot();
     const nsLabels = (ns: string) => this.namespaces.cache.get(ns)?.metadata?.labels;
-    const mark = (pod: Pod, reason: string, message: string, event: boolean, after?: number) => {
+    const mark = (
+      pod: Pod,
+      reason: string,
+      message: string,
+      event: boolean,
+      after?: number,
+      rejectors?: ReadonlySet<FilterPlugin>,
+    ) => {
       if (after !== undefined) results.set(objectKey(pod), { requeueAfter: after });
+      if (rejectors) this.rejectors.set(objectKey(pod), rejectors);
+      else this.rejectors.delete(objectKey(pod));
       if (reason === 'Unschedulable') {
         const k = objectKey(pod);
         this.attempts.set(k, (this.attempts.get(k) ?? 0) + 1);
@@ -363,7 +413,14 @@ export class KubeSchedulerStandIn extends SimController {
       }
       const target = pickNode(state, feasible, this.scoring);
       if (target === undefined) {
-        mark(pod, 'Unschedulable', fitErrorMessage(nodes.length, reasons), true, this.retrySeconds);
+        mark(
+          pod,
+          'Unschedulable',
+          fitErrorMessage(nodes.length, reasons),
+          true,
+          this.retrySeconds,
+          rejectorPlugins(reasons),
+        );
         continue;
       }
       // assume the pod on the node, then bind asynchronously (kube-scheduler's binding cycle)
@@ -372,6 +429,7 @@ export class KubeSchedulerStandIn extends SimController {
       this.pending.delete(key);
       this.attempts.delete(key);
       this.lastFailure.delete(key);
+      this.rejectors.delete(key);
       this.waitingForAffinity.delete(key);
       const info = this.nodeInfos.get(target);
       if (info) addPodToNodeInfo(info, bound, state.requests);
@@ -388,30 +446,35 @@ export class KubeSchedulerStandIn extends SimController {
   private wantStatus(pod: Pod, reason: string, message: string, event: boolean): void {
     const key = objectKey(pod);
     if (this.written.get(key) === `${reason}\u0000${message}`) return;
-    this.statusWanted.delete(key);
-    this.statusWanted.set(key, { reason, message, event });
-    while (this.statusWriters < MAX_STATUS_WRITERS && this.statusWanted.size > this.statusWriting.size) {
-      this.statusWriters++;
-      const p: Promise<void> = this.statusWriter().finally(() => {
-        this.statusWriters--;
+    this.firstMarks.wanted.delete(key);
+    this.remarks.wanted.delete(key);
+    const marked =
+      this.written.has(key) ||
+      (pod.status?.conditions?.some((c) => c.type === 'PodScheduled' && c.status === 'False') ?? false);
+    const q = marked ? this.remarks : this.firstMarks;
+    q.wanted.set(key, { reason, message, event });
+    while (q.writers < q.max && q.wanted.size > q.writers) {
+      q.writers++;
+      const p: Promise<void> = this.statusWriter(q).finally(() => {
+        q.writers--;
         this.inflight.delete(p);
       });
       this.inflight.add(p);
     }
   }
 
-  /** Writes wanted statuses (oldest first, skipping pods whose previous write is still in flight) until none is left. */
-  private async statusWriter(): Promise<void> {
+  /** Writes the statuses wanted in `q` (oldest first, skipping pods whose previous write is still in flight) until none is left. */
+  private async statusWriter(q: StatusQueue): Promise<void> {
     for (;;) {
       let next: [string, { reason: string; message: string; event: boolean }] | undefined;
-      for (const e of this.statusWanted) {
+      for (const e of q.wanted) {
         if (this.statusWriting.has(e[0])) continue;
         next = e;
         break;
       }
       if (!next) return;
       const [key, want] = next;
-      this.statusWanted.delete(key);
+      q.wanted.delete(key);
       const pod = this.pods.cache.get(key);
       if (!pod || !this.isPending(pod) || this.assumed.has(key)) continue;
       this.statusWriting.add(key);
