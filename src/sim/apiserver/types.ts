@@ -185,7 +185,13 @@ function cloneJson(v: unknown): unknown {
   for (const k of Object.keys(v)) {
     const x: unknown = (v as Record<string, unknown>)[k];
     if (x === undefined || typeof x === 'function' || typeof x === 'symbol') continue;
-    if (k === '__proto__') Object.defineProperty(out, k, { value: cloneJson(x), enumerable: true, writable: true, configurable: true });
+    if (k === '__proto__')
+      Object.defineProperty(out, k, {
+        value: cloneJson(x),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
     else out[k] = cloneJson(x);
   }
   return out;
