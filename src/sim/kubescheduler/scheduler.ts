@@ -7,9 +7,8 @@
  * Queueing follows kube-scheduler's idea in a simple form: a pod is tried when it appears or its spec,
  * labels or annotations change (a status-only update, such as our own condition write, is no retry, as in
  * kube-scheduler's `isPodUpdated`); unschedulable pods are tried again on cluster events that may make them
- * fit (node added or changed — only the pods that kube-scheduler's queueing hints of their rejector plugins say
- * the change may help, see `queueinghints.ts` —, a bound pod deleted or finished, a pod bound when someone waits
- * for pod affinity) and every `retryIntervalSeconds`.
+ * fit (node added or changed, a bound pod deleted or finished, a pod bound when someone waits for pod
+ * affinity) and every `retryIntervalSeconds`.
  *
  * Scheduling cycles: one worker takes every key ready in the queue and decides those pods in memory, one
  * after the other in kube-scheduler's PrioritySort order ({@link queueOrder}: priority, then age), against
@@ -67,7 +66,6 @@ import {
   prepare,
   type ScoringStrategy,
 } from './filters.ts';
-import { type FilterPlugin, nodeChangeMayHelp, rejectorPlugins } from './queueinghints.ts';
 
 /** Options of {@link KubeSchedulerStandIn}. */
 export interface KubeSchedulerOptions extends SimControllerOptions {
@@ -110,8 +108,6 @@ export class KubeSchedulerStandIn extends SimController {
   /** Failed scheduling attempts per pending pod, and when the last one failed (ms, clock): the pod's backoff. */
   private readonly attempts = new Map<string, number>();
   private readonly lastFailure = new Map<string, number>();
-  /** Plugins that rejected a pending pod's last attempt (absent: unknown, queued on every node event). */
-  private readonly rejectors = new Map<string, ReadonlySet<FilterPlugin>>();
   private readonly names: ReadonlySet<string>;
   private readonly scoring: ScoringStrategy;
   private readonly retrySeconds: number;
@@ -193,7 +189,6 @@ export class KubeSchedulerStandIn extends SimController {
         this.firstMarks.wanted.delete(key);
         this.remarks.wanted.delete(key);
         this.written.delete(key);
-        this.rejectors.delete(key);
       }
       if (p.spec.nodeName) this.assumed.delete(key);
     };
@@ -218,7 +213,6 @@ export class KubeSchedulerStandIn extends SimController {
         this.pending.delete(key);
         this.attempts.delete(key);
         this.lastFailure.delete(key);
-        this.rejectors.delete(key);
         this.firstMarks.wanted.delete(key);
         this.remarks.wanted.delete(key);
         this.written.delete(key);
@@ -235,11 +229,11 @@ export class KubeSchedulerStandIn extends SimController {
     const offNodes = this.nodes.on({
       add: (n) => {
         this.dirtyNodes.add(n.metadata.name ?? '');
-        this.retryAfterNodeChange(undefined, n);
+        this.retryAll();
       },
       update: (o, n) => {
         this.dirtyNodes.add(n.metadata.name ?? '');
-        if (schedulingView(o) !== schedulingView(n)) this.retryAfterNodeChange(o, n);
+        if (schedulingView(o) !== schedulingView(n)) this.retryAll();
       },
       delete: (n) => {
         this.dirtyNodes.add(n.metadata.name ?? '');
@@ -264,28 +258,11 @@ export class KubeSchedulerStandIn extends SimController {
    */
   private retryAll(): void {
     const now = this.clock.now();
-    for (const k of this.pending) this.requeue(k, now);
-  }
-
-  /** Queues pending pod `k` now, or for when its backoff ends (see {@link retryAll}). */
-  private requeue(k: string, now: number): void {
-    const n = this.attempts.get(k) ?? 0;
-    const until = n > 0 ? (this.lastFailure.get(k) ?? 0) + Math.min(1000 * 2 ** (n - 1), 10_000) : 0;
-    if (until > now) this.queue.addAfter(k, (until - now) / 1000);
-    else this.queue.add(k);
-  }
-
-  /**
-   * After a Node was added (`old` undefined) or changed: {@link retryAll} for the pending pods that the change
-   * may help according to kube-scheduler's queueing hints of the plugins that rejected them
-   * (`queueinghints.ts`); the others stay where they are until another event or the periodic retry.
-   */
-  private retryAfterNodeChange(old: Node | undefined, node: Node): void {
-    const now = this.clock.now();
     for (const k of this.pending) {
-      const pod = this.pods.cache.get(k);
-      if (pod && !nodeChangeMayHelp(pod, this.rejectors.get(k), old, node)) continue;
-      this.requeue(k, now);
+      const n = this.attempts.get(k) ?? 0;
+      const until = n > 0 ? (this.lastFailure.get(k) ?? 0) + Math.min(1000 * 2 ** (n - 1), 10_000) : 0;
+      if (until > now) this.queue.addAfter(k, (until - now) / 1000);
+      else this.queue.add(k);
     }
   }
 
@@ -363,17 +340,8 @@ export class KubeSchedulerStandIn extends SimController {
     pods.sort(queueOrder);
     const nodes = this.snapshot();
     const nsLabels = (ns: string) => this.namespaces.cache.get(ns)?.metadata?.labels;
-    const mark = (
-      pod: Pod,
-      reason: string,
-      message: string,
-      event: boolean,
-      after?: number,
-      rejectors?: ReadonlySet<FilterPlugin>,
-    ) => {
+    const mark = (pod: Pod, reason: string, message: string, event: boolean, after?: number) => {
       if (after !== undefined) results.set(objectKey(pod), { requeueAfter: after });
-      if (rejectors) this.rejectors.set(objectKey(pod), rejectors);
-      else this.rejectors.delete(objectKey(pod));
       if (reason === 'Unschedulable') {
         const k = objectKey(pod);
         this.attempts.set(k, (this.attempts.get(k) ?? 0) + 1);
@@ -413,14 +381,7 @@ export class KubeSchedulerStandIn extends SimController {
       }
       const target = pickNode(state, feasible, this.scoring);
       if (target === undefined) {
-        mark(
-          pod,
-          'Unschedulable',
-          fitErrorMessage(nodes.length, reasons),
-          true,
-          this.retrySeconds,
-          rejectorPlugins(reasons),
-        );
+        mark(pod, 'Unschedulable', fitErrorMessage(nodes.length, reasons), true, this.retrySeconds);
         continue;
       }
       // assume the pod on the node, then bind asynchronously (kube-scheduler's binding cycle)
@@ -429,7 +390,6 @@ export class KubeSchedulerStandIn extends SimController {
       this.pending.delete(key);
       this.attempts.delete(key);
       this.lastFailure.delete(key);
-      this.rejectors.delete(key);
       this.waitingForAffinity.delete(key);
       const info = this.nodeInfos.get(target);
       if (info) addPodToNodeInfo(info, bound, state.requests);
