@@ -108,7 +108,7 @@ export async function runStartBench(
   const wallSeconds = Math.round((performance.now() - t0) / 100) / 10;
   rmSync(dir, { recursive: true, force: true });
   let summary:
-    | { settled: boolean; elapsedSeconds: number; totals: { nodeClaims: number; pricePerHour: number } }
+    | { settled: boolean; elapsedSeconds: number; totals: { nodeClaims: number; priceUSDPerHour: number } }
     | undefined;
   try {
     const start = out.indexOf('{');
@@ -123,7 +123,7 @@ export async function runStartBench(
     cpuSeconds: cpu,
     peakRssMB: peak,
     nodeClaims: summary?.totals.nodeClaims,
-    priceUSDPerHour: summary ? Math.round(summary.totals.pricePerHour * 10000) / 10000 : undefined,
+    priceUSDPerHour: summary ? Math.round(summary.totals.priceUSDPerHour * 10000) / 10000 : undefined,
     settled: summary?.settled ?? false,
     targets: { runningSeconds: 60, peakRssMB: 600 },
   };

@@ -41,6 +41,23 @@ export interface InformerOptions {
   random?: () => number;
   /** Called with errors from list/watch/handlers (default: ignore). */
   onError?: (err: unknown, phase: 'list' | 'watch' | 'handler') => void;
+  /**
+   * Applied to every listed or watched object before it enters the cache and reaches the handlers (client-go's
+   * `SharedInformer.SetTransform`), e.g. {@link stripManagedFields}. Receives an object the informer owns (freshly
+   * decoded): it may change and return it.
+   */
+  transform?: (obj: KubeObject) => KubeObject;
+}
+
+/**
+ * Drops `metadata.managedFields` (controller-runtime's `cache.TransformStripManagedFields`, which upstream
+ * Karpenter sets as its cache's `DefaultTransform`; kube-scheduler and kube-controller-manager trim them from
+ * their informers too): nothing reads them from a cache, and they are often as large as the rest of the object.
+ * An update sent without them keeps the stored ones (API server semantics).
+ */
+export function stripManagedFields(obj: KubeObject): KubeObject {
+  if (obj.metadata?.managedFields !== undefined) delete obj.metadata.managedFields;
+  return obj;
 }
 
 /** Counters for diagnostics and tests. */
@@ -191,7 +208,11 @@ export class Informer<R extends ResourceRef, T extends KubeObject = ObjectOf<R> 
     });
     if (this.stopped) return '';
     const rv = list.metadata.resourceVersion ?? '';
-    const diff = this.cache.replace(list.items as unknown as T[], rv);
+    const transform = this.opts.transform;
+    const items = (transform
+      ? list.items.map((o) => transform(o as KubeObject))
+      : list.items) as unknown as T[];
+    const diff = this.cache.replace(items, rv);
     this.stats.lists++;
     for (const o of diff.added) this.emit('add', o);
     for (const [a, b] of diff.updated) this.emit('update', a, b);
@@ -252,7 +273,11 @@ export class Informer<R extends ResourceRef, T extends KubeObject = ObjectOf<R> 
   }
 
   private handleEvent(ev: WatchEvent<T>, settle: (o: WatchOutcome) => void): void {
-    const obj = ev.object;
+    const transform = this.opts.transform;
+    const obj =
+      transform && (ev.type === 'ADDED' || ev.type === 'MODIFIED' || ev.type === 'DELETED')
+        ? (transform(ev.object) as T)
+        : ev.object;
     switch (ev.type) {
       case 'ADDED':
       case 'MODIFIED': {

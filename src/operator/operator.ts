@@ -42,7 +42,7 @@ import { type Controller, errorMessage } from '../controllers/runtime.ts';
 import { KubeClient } from '../kube/client.ts';
 import { type Clock, RealClock } from '../kube/clock.ts';
 import { EventRecorder } from '../kube/events.ts';
-import { SharedInformers } from '../kube/informer.ts';
+import { SharedInformers, stripManagedFields } from '../kube/informer.ts';
 import { LeaderElector } from '../kube/leaderelection.ts';
 import { Cluster } from '../state/cluster.ts';
 import { KubeNodeWriter } from '../state/kwoknodes.ts';
@@ -186,6 +186,8 @@ export function createOperator(cfg: OperatorConfig): Operator {
 
   const informers = new SharedInformers(client, {
     clock,
+    // as upstream's cache DefaultTransform: managedFields are never read from the cache
+    transform: stripManagedFields,
     onError: (err, phase) => log.debug({ phase, err: errorMessage(err) }, 'informer error (retrying)'),
   });
   let cluster: Cluster | undefined;

@@ -11,7 +11,7 @@ import type { KubeObject, Node } from '../apis/core.ts';
 import { generateCRDs } from '../apis/crds.ts';
 import { KubeClient } from '../kube/client.ts';
 import { type Clock, RealClock } from '../kube/clock.ts';
-import { SharedInformers } from '../kube/informer.ts';
+import { SharedInformers, stripManagedFields } from '../kube/informer.ts';
 import { type ApiServerLogger, type EmbeddedCluster, startEmbeddedCluster } from './apiserver/index.ts';
 import { KubeletStandIn, PodGCStandIn } from './kubelet/index.ts';
 import { KubeSchedulerStandIn, type ScoringStrategy } from './kubescheduler/index.ts';
@@ -102,6 +102,8 @@ export async function startSimulatedCluster(opts: SimulatedClusterOptions = {}):
   const client = KubeClient.fromKubeconfig(apiServer.kubeconfig, { userAgent: 'capenter-sim' });
   const informers = new SharedInformers(client, {
     clock,
+    // kube-scheduler and kube-controller-manager trim managedFields from their informers
+    transform: stripManagedFields,
     ...(opts.onError ? { onError: (e, phase) => opts.onError?.(e, `informer ${phase}`) } : {}),
   });
   const onError = opts.onError ?? (() => {});

@@ -11,6 +11,7 @@ import {
   KubeApiError,
   RealClock,
   SharedInformers,
+  stripManagedFields,
   type WatchEvent,
 } from '../../src/kube/index.ts';
 import type { ConfigMap } from '../../src/kube/types.ts';
@@ -252,5 +253,35 @@ describe('informer', () => {
     expect(shared.hasSynced()).toBe(true);
     expect(a.cache.list().every((p: Pod) => p.metadata.namespace === c.namespace)).toBe(true);
     await shared.stop();
+  });
+
+  it('a transform (stripManagedFields) applies to listed and watched objects; an update from the cache keeps the stored managedFields', async () => {
+    const writer = { fieldManager: 'mf-writer' };
+    await c.client.create(cm('mf-listed', { v: '1' }, { mf: '1' }), writer);
+    const inf = new Informer(c.client, 'ConfigMap', {
+      clock,
+      namespace: c.namespace,
+      labelSelector: { mf: '1' },
+      transform: stripManagedFields,
+    });
+    inf.start();
+    await inf.waitForSync(10_000);
+    await c.client.create(cm('mf-watched', { v: '1' }, { mf: '1' }), writer);
+    const watched = await eventually(
+      () => inf.cache.get(`${c.namespace}/mf-watched`),
+      'the watched ConfigMap in the cache',
+    );
+    const listed = inf.cache.get(`${c.namespace}/mf-listed`);
+    expect(listed?.data).toEqual({ v: '1' });
+    expect(listed?.metadata.managedFields).toBeUndefined();
+    expect(watched.metadata.managedFields).toBeUndefined();
+    const stored = await c.client.get('ConfigMap', 'mf-watched', c.namespace);
+    const managers = (o: ConfigMap) =>
+      ((o.metadata.managedFields ?? []) as Array<{ manager?: string }>).map((e) => e.manager);
+    expect(managers(stored)).toEqual(['mf-writer']);
+    const updated = await c.client.update({ ...watched, data: { v: '2' } }, { fieldManager: 'mf-updater' });
+    expect(updated.data).toEqual({ v: '2' });
+    expect(managers(updated).sort()).toEqual(['mf-updater', 'mf-writer']);
+    await inf.stop();
   });
 });

@@ -256,23 +256,30 @@ export class ClusterStore {
 
   // ---------------------------------------------------------------- serialization helpers
 
-  /** JSON text of a stored object, as `apiVersion` (cached for the storage version). */
-  toJson(obj: StoredObj, apiVersion?: string): string {
+  /**
+   * JSON text of a stored object, as `apiVersion`. The storage version's text is kept (until the object is
+   * replaced) once it was sent to a watcher, so the write's response, the other watchers and later lists reuse
+   * it; objects nobody watches (Events, typically) are serialised per response and not kept.
+   */
+  toJson(obj: StoredObj, apiVersion?: string, keep = false): string {
     if (apiVersion && apiVersion !== obj.apiVersion) return JSON.stringify({ ...obj, apiVersion });
     let s = this.jsonCache.get(obj);
     if (s === undefined) {
       s = JSON.stringify(obj);
-      this.jsonCache.set(obj, s);
+      if (keep) this.jsonCache.set(obj, s);
     }
     return s;
   }
 
-  /** Newline-terminated watch line for an event, serialized once per (type, apiVersion). */
+  /**
+   * Newline-terminated watch line for an event, serialized once per (type, apiVersion) while the event is
+   * delivered (the lines are dropped afterwards: a watch resumed from the history serialises again).
+   */
   eventLine(ev: WatchEvent, type: WatchType, apiVersion: string): string {
     const k = `${type}|${apiVersion}`;
     let line = ev.lines.get(k);
     if (line === undefined) {
-      line = `{"type":"${type}","object":${this.toJson(ev.obj, apiVersion)}}\n`;
+      line = `{"type":"${type}","object":${this.toJson(ev.obj, apiVersion, true)}}\n`;
       ev.lines.set(k, line);
     }
     return line;
@@ -449,6 +456,9 @@ export class ClusterStore {
         this.log.warn?.({ err: String(e) }, 'watch delivery failed');
       }
     }
+    // The history keeps the objects, not their text: the superseded version's JSON and this event's lines go.
+    ev.lines.clear();
+    if (prev) this.jsonCache.delete(prev);
     this.afterWrite(def, type, stored, prev);
     return stored;
   }

@@ -17,7 +17,10 @@
  * calls are asynchronous; here the API round trips would dominate, so writes leave the cycle: Bindings go
  * out concurrently (up to 32 in flight), and failed attempts are written by a few status writers, coalesced
  * per pod (a pod tried again while its write waits gets one write with its latest message; a message
- * already written is not written again). The end state of the conditions is kube-scheduler's; only
+ * already written is not written again). A pod's first `PodScheduled=False` (what the provisioner waits for)
+ * has 8 writers; newer messages for pods already marked have one, so at 10,000 pending pods the intermediate
+ * messages coalesce instead of costing a write and an Event per pod per new node (kube-scheduler itself
+ * writes through a client limited to 50 QPS). The end state of the conditions is kube-scheduler's; only
  * intermediate messages may be skipped.
  *
  * Queue order versus Karpenter's plan: the provisioner packs pods largest first, kube-scheduler does not
@@ -81,6 +84,19 @@ const IndexNodeName = 'spec.nodeName';
 const MAX_INFLIGHT_WRITES = 32;
 /** Concurrent status writers for unschedulable pods (fewer than bindings, so bindings are not queued behind them). */
 const MAX_STATUS_WRITERS = 8;
+/**
+ * Concurrent writers of a newer message for pods already marked `PodScheduled=False` (intermediate messages:
+ * with one writer, a pod retried while its write waits gets one write with its latest message, and a pod bound
+ * meanwhile none; first marks, which the provisioner waits for, have their own writers).
+ */
+const MAX_REMARK_WRITERS = 1;
+
+/** Wanted status writes of one kind, oldest first, and the writers draining them. */
+interface StatusQueue {
+  wanted: Map<string, { reason: string; message: string; event: boolean }>;
+  writers: number;
+  readonly max: number;
+}
 
 /** The kube-scheduler stand-in controller. Construct, `start()`, and `stop()` when done. */
 export class KubeSchedulerStandIn extends SimController {
@@ -108,13 +124,13 @@ export class KubeSchedulerStandIn extends SimController {
   private readonly dirtyNodes = new Set<string>();
   /** Writes (Bindings, status updates) in flight. */
   private readonly inflight = new Set<Promise<void>>();
-  /** Latest unwritten outcome per pending pod (see {@link wantStatus}), oldest first. */
-  private readonly statusWanted = new Map<string, { reason: string; message: string; event: boolean }>();
+  /** Latest unwritten outcome per pending pod (see {@link wantStatus}): first marks, and newer messages. */
+  private readonly firstMarks: StatusQueue = { wanted: new Map(), writers: 0, max: MAX_STATUS_WRITERS };
+  private readonly remarks: StatusQueue = { wanted: new Map(), writers: 0, max: MAX_REMARK_WRITERS };
   /** Pods whose status write is in flight. */
   private readonly statusWriting = new Set<string>();
   /** Last reason + message written per pending pod (skips rewriting what the cache will show shortly). */
   private readonly written = new Map<string, string>();
-  private statusWriters = 0;
   /** Writes waiting for a slot (see {@link limit}). */
   private readonly writeWaiters: Array<() => void> = [];
   /** Bindings done (diagnostics). */
@@ -170,7 +186,8 @@ export class KubeSchedulerStandIn extends SimController {
       } else {
         this.pending.delete(key);
         this.waitingForAffinity.delete(key);
-        this.statusWanted.delete(key);
+        this.firstMarks.wanted.delete(key);
+        this.remarks.wanted.delete(key);
         this.written.delete(key);
       }
       if (p.spec.nodeName) this.assumed.delete(key);
@@ -196,7 +213,8 @@ export class KubeSchedulerStandIn extends SimController {
         this.pending.delete(key);
         this.attempts.delete(key);
         this.lastFailure.delete(key);
-        this.statusWanted.delete(key);
+        this.firstMarks.wanted.delete(key);
+        this.remarks.wanted.delete(key);
         this.written.delete(key);
         this.waitingForAffinity.delete(key);
         const assumedOn = this.assumed.get(key)?.spec.nodeName;
@@ -388,30 +406,35 @@ export class KubeSchedulerStandIn extends SimController {
   private wantStatus(pod: Pod, reason: string, message: string, event: boolean): void {
     const key = objectKey(pod);
     if (this.written.get(key) === `${reason}\u0000${message}`) return;
-    this.statusWanted.delete(key);
-    this.statusWanted.set(key, { reason, message, event });
-    while (this.statusWriters < MAX_STATUS_WRITERS && this.statusWanted.size > this.statusWriting.size) {
-      this.statusWriters++;
-      const p: Promise<void> = this.statusWriter().finally(() => {
-        this.statusWriters--;
+    this.firstMarks.wanted.delete(key);
+    this.remarks.wanted.delete(key);
+    const marked =
+      this.written.has(key) ||
+      (pod.status?.conditions?.some((c) => c.type === 'PodScheduled' && c.status === 'False') ?? false);
+    const q = marked ? this.remarks : this.firstMarks;
+    q.wanted.set(key, { reason, message, event });
+    while (q.writers < q.max && q.wanted.size > q.writers) {
+      q.writers++;
+      const p: Promise<void> = this.statusWriter(q).finally(() => {
+        q.writers--;
         this.inflight.delete(p);
       });
       this.inflight.add(p);
     }
   }
 
-  /** Writes wanted statuses (oldest first, skipping pods whose previous write is still in flight) until none is left. */
-  private async statusWriter(): Promise<void> {
+  /** Writes the statuses wanted in `q` (oldest first, skipping pods whose previous write is still in flight) until none is left. */
+  private async statusWriter(q: StatusQueue): Promise<void> {
     for (;;) {
       let next: [string, { reason: string; message: string; event: boolean }] | undefined;
-      for (const e of this.statusWanted) {
+      for (const e of q.wanted) {
         if (this.statusWriting.has(e[0])) continue;
         next = e;
         break;
       }
       if (!next) return;
       const [key, want] = next;
-      this.statusWanted.delete(key);
+      q.wanted.delete(key);
       const pod = this.pods.cache.get(key);
       if (!pod || !this.isPending(pod) || this.assumed.has(key)) continue;
       this.statusWriting.add(key);
