@@ -1,0 +1,438 @@
+/**
+ * One soak run: the simulated cluster (FakeClock, plain HTTP) with the capenter operator in-process, its API
+ * traffic going through the fault proxy, its cloud provider wrapped by {@link FaultyProvider}; a seeded
+ * scenario and fault schedule; invariants checked after every step (and at every eviction/pod deletion the
+ * operator sends). See test/soak/README in scripts/soak.ts's help for the list of invariants.
+ *
+ * Determinism: the scenario, the fault schedule and fake time are fully determined by the seed; the
+ * interleaving of real HTTP round trips is not, so a replay reproduces the same inputs, not necessarily the
+ * same byte-for-byte history.
+ */
+import type { Node, Pod } from '../../src/apis/core.ts';
+import type { NodeClaim, NodePool } from '../../src/apis/karpenter.ts';
+import { parseQuantity } from '../../src/apis/quantity.ts';
+import { sequentialInstanceIds } from '../../src/cloudprovider/kwok/provider.ts';
+import { type CloudProvider, InsufficientCapacityError } from '../../src/cloudprovider/types.ts';
+import { FakeClock } from '../../src/kube/clock.ts';
+import { applyObjects } from '../../src/operator/apply.ts';
+import { EmbeddedCloudProvider } from '../../src/operator/embedded.ts';
+import { silentLogger } from '../../src/operator/logger.ts';
+import { createOperator, type Operator } from '../../src/operator/operator.ts';
+import { embeddedOptions, parseSeconds } from '../../src/operator/options.ts';
+import { startSimulatedCluster } from '../../src/sim/cluster.ts';
+import { KubeNodeWriter } from '../../src/state/kwoknodes.ts';
+import { FAULT_KINDS, type FaultEvent, type FaultKind, faultSchedule } from './faults.ts';
+import { API_FAULT_KINDS, type ApiFaultKind, startFaultProxy } from './proxy.ts';
+import { buildScenario } from './scenario.ts';
+
+/** Options of {@link runSoak}. */
+export interface RunOptions {
+  /** Run seed: scenario and (unless `faults`) fault schedule. */
+  seed: number;
+  /** Scenario steps (each `stepSeconds` of fake time). */
+  steps: number;
+  /** Explicit fault schedule (replay / shrinking); default `faultSchedule(seed, steps)`. */
+  faults?: FaultEvent[];
+  /** Fake seconds per step (default 10). */
+  stepSeconds?: number;
+  /** Fault-free steps after the scenario to let every pod run (default 150: 25 fake minutes). */
+  settleSteps?: number;
+}
+
+/** An invariant violation. */
+export interface Violation {
+  step: number;
+  invariant:
+    | 'pdb'
+    | 'do-not-disrupt'
+    | 'disruption-budget'
+    | 'nodepool-limit'
+    | 'registration-ttl'
+    | 'eventually-runs'
+    | 'crash';
+  detail: string;
+}
+
+/** Result of {@link runSoak}. */
+export interface RunResult {
+  seed: number;
+  steps: number;
+  faults: FaultEvent[];
+  /** Faults actually injected, by kind. */
+  injected: Record<FaultKind, number>;
+  violations: Violation[];
+  /** Fake seconds the settle phase took until every pod ran (undefined when it never did). */
+  settleSeconds: number | undefined;
+  /** Highest NodeClaim count seen, and evictions/pod deletions the operator sent. */
+  maxNodeClaims: number;
+  evictions: number;
+}
+
+const REGISTRATION_TTL_S = 15 * 60;
+const NEVER = 1e7; // seconds: "never" on the soak's time scale
+
+function zeroCounts(): Record<FaultKind, number> {
+  return Object.fromEntries(FAULT_KINDS.map((k) => [k, 0])) as Record<FaultKind, number>;
+}
+
+/** A CloudProvider wrapper that answers armed `create` calls with an insufficient-capacity error. */
+export class FaultyProvider implements CloudProvider {
+  readonly name: string;
+  ice = 0;
+  iceInjected = 0;
+  constructor(private readonly inner: CloudProvider) {
+    this.name = inner.name;
+  }
+  supportedNodeClasses() {
+    return this.inner.supportedNodeClasses();
+  }
+  async create(nc: NodeClaim) {
+    if (this.ice > 0) {
+      this.ice--;
+      this.iceInjected++;
+      throw new InsufficientCapacityError(`soak: no capacity for NodeClaim ${nc.metadata.name}`);
+    }
+    return this.inner.create(nc);
+  }
+  delete(nc: NodeClaim) {
+    return this.inner.delete(nc);
+  }
+  get(id: string) {
+    return this.inner.get(id);
+  }
+  list() {
+    return this.inner.list();
+  }
+  instanceTypes(np: NodePool) {
+    return this.inner.instanceTypes(np);
+  }
+  isDrifted(nc: NodeClaim) {
+    return this.inner.isDrifted(nc);
+  }
+  repairPolicies() {
+    return this.inner.repairPolicies();
+  }
+}
+
+function cond(obj: { status?: { conditions?: { type: string; status: string }[] } }, type: string): boolean {
+  return obj.status?.conditions?.some((c) => c.type === type && c.status === 'True') ?? false;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+/** Runs one soak run; never throws for an invariant violation (they are in the result). */
+export async function runSoak(opts: RunOptions): Promise<RunResult> {
+  const stepMs = (opts.stepSeconds ?? 10) * 1000;
+  const faults = opts.faults ?? faultSchedule(opts.seed, opts.steps);
+  const scenario = buildScenario(opts.seed, opts.steps);
+  const clock = new FakeClock(Date.parse('2026-01-01T00:00:00Z'));
+  const violations: Violation[] = [];
+  const injected = zeroCounts();
+  let step = 0;
+  let faultsActive = true;
+  let evictions = 0;
+  let maxNodeClaims = 0;
+
+  const onCrash = (err: unknown) =>
+    violations.push({
+      step,
+      invariant: 'crash',
+      detail: err instanceof Error ? (err.stack ?? err.message) : String(err),
+    });
+  process.on('unhandledRejection', onCrash);
+  process.on('uncaughtException', onCrash);
+
+  // node faults: never-registering launches and never-Ready nodes (Ready once faults stop)
+  let noRegisterArmed = 0;
+  let notReadyArmed = 0;
+  const notReady = new Set<string>();
+  const readyDecided = new Set<string>();
+  const sim = await startSimulatedCluster({
+    clock,
+    tls: false,
+    podStartDelaySeconds: 1,
+    schedulerRetrySeconds: 5,
+    kubeletReadyDelaySeconds: (node: Node) => {
+      const name = node.metadata.name ?? '';
+      if (!readyDecided.has(name)) {
+        readyDecided.add(name);
+        if (notReadyArmed > 0) {
+          notReadyArmed--;
+          injected.notReady++;
+          notReady.add(name);
+        }
+      }
+      return faultsActive && notReady.has(name) ? NEVER : 1;
+    },
+  });
+
+  const proxy = await startFaultProxy({
+    upstream: sim.apiServer.url,
+    inspect: async ({ method, path }) => {
+      evictions++;
+      try {
+        const m = /\/namespaces\/([^/]+)\/pods\/([^/]+)/.exec(path);
+        if (!m) return;
+        const ns = m[1] ?? '';
+        const name = m[2] ?? '';
+        const pod = (await sim.client.tryGet('Pod', name, ns)) as Pod | undefined;
+        if (!pod?.spec?.nodeName || pod.status?.phase !== 'Running' || pod.metadata.deletionTimestamp) return;
+        const ncs = (await sim.client.list('NodeClaim')).items as NodeClaim[];
+        const nc = ncs.find((n) => n.status?.nodeName === pod.spec?.nodeName);
+        const tgp = nc?.spec.terminationGracePeriod;
+        const dt = nc?.metadata.deletionTimestamp;
+        const podGraceMs = (pod.spec.terminationGracePeriodSeconds ?? 30) * 1000;
+        const deadline =
+          dt && tgp ? Date.parse(dt) + parseSeconds(tgp, 'terminationGracePeriod') * 1000 : undefined;
+        const pastDeadline = deadline !== undefined && clock.now() >= deadline - podGraceMs;
+        const what = `${method === 'POST' ? 'eviction' : 'deletion'} of ${ns}/${name} on node ${pod.spec.nodeName} at ${new Date(clock.now()).toISOString()} (NodeClaim ${nc?.metadata.name ?? 'none'}, deletion ${dt ?? 'none'}, TGP ${tgp ?? 'none'})`;
+        if (pod.metadata.annotations?.['karpenter.sh/do-not-disrupt'] === 'true' && !pastDeadline)
+          violations.push({ step, invariant: 'do-not-disrupt', detail: what });
+        if (method === 'DELETE' && !pastDeadline) {
+          const pdbs = (await sim.client.list('PodDisruptionBudget', { namespace: ns })).items as {
+            metadata: { name: string };
+            spec?: { selector?: { matchLabels?: Record<string, string> } };
+            status?: { disruptionsAllowed?: number };
+          }[];
+          for (const pdb of pdbs) {
+            const sel = pdb.spec?.selector?.matchLabels ?? {};
+            const matches = Object.entries(sel).every(([k, v]) => pod.metadata.labels?.[k] === v);
+            if (matches && (pdb.status?.disruptionsAllowed ?? 0) <= 0)
+              violations.push({ step, invariant: 'pdb', detail: `${what} past PDB ${pdb.metadata.name}` });
+          }
+        }
+      } catch {
+        // the checker's own read failed: not a finding
+      }
+    },
+  });
+  const kubeconfig = sim.kubeconfig.replace(sim.apiServer.url, proxy.url);
+
+  const nodeClass = {
+    apiVersion: 'karpenter.kwok.sh/v1alpha1',
+    kind: 'KWOKNodeClass',
+    metadata: { name: 'default' },
+    spec: {},
+  };
+  const provider = new FaultyProvider(
+    new EmbeddedCloudProvider({
+      region: 'us-east-1',
+      nodes: new KubeNodeWriter(sim.client),
+      clock,
+      nodeClass: () => nodeClass,
+      kwok: {
+        instanceId: sequentialInstanceIds(),
+        registrationDelaySeconds: () => {
+          if (noRegisterArmed > 0) {
+            noRegisterArmed--;
+            injected.noRegister++;
+            return NEVER;
+          }
+          return 0;
+        },
+      },
+    }),
+  );
+
+  let operator: Operator | undefined;
+  let operatorSince = clock.now();
+  let restartAt: number | undefined;
+  const startOperator = async () => {
+    operator = createOperator({
+      kubeconfig,
+      logger: silentLogger(),
+      options: {
+        ...embeddedOptions(),
+        batchIdleSeconds: 1,
+        batchMaxSeconds: 10,
+        metricsPeriodSeconds: 5,
+        leaderElect: false,
+      },
+      defaultMetrics: false,
+      clock,
+      cloudProvider: provider,
+    });
+    operatorSince = clock.now();
+    await operator.start();
+  };
+
+  const advance = async (ms: number) => {
+    for (let t = 0; t < ms; t += 2000) {
+      await clock.tick(Math.min(2000, ms - t));
+      await sleep(8);
+    }
+  };
+
+  const check = async () => {
+    const [ncList, npList, nodeList] = await Promise.all([
+      sim.client.list('NodeClaim'),
+      sim.client.list('NodePool'),
+      sim.client.list('Node'),
+    ]);
+    const ncs = ncList.items as NodeClaim[];
+    maxNodeClaims = Math.max(maxNodeClaims, ncs.length);
+    const nodes = new Map((nodeList.items as Node[]).map((n) => [n.metadata.name, n]));
+    const now = clock.now();
+    for (const np of npList.items as NodePool[]) {
+      const pool = np.metadata.name;
+      const mine = ncs.filter((n) => n.metadata.labels?.['karpenter.sh/nodepool'] === pool);
+      // disruption budgets: graceful disruptions (not expiration, not lifecycle deletions) within the budget
+      const disrupting = mine.filter((nc) => {
+        const node = nc.status?.nodeName ? nodes.get(nc.status.nodeName) : undefined;
+        const tainted = node?.spec?.taints?.some((t) => t.key === 'karpenter.sh/disrupted') ?? false;
+        if (!nc.metadata.deletionTimestamp && !tainted) return false;
+        if (!cond(nc, 'Initialized')) return false;
+        const exp = nc.spec.expireAfter;
+        const created = Date.parse(nc.metadata.creationTimestamp ?? '');
+        if (exp && exp !== 'Never' && now >= created + parseSeconds(exp, 'expireAfter') * 1000) return false;
+        return true;
+      });
+      const budgets = (np.spec.disruption?.budgets ?? [{ nodes: '10%' }]) as {
+        nodes: string;
+        schedule?: string;
+      }[];
+      const allowed = Math.min(
+        ...budgets.map((b) =>
+          b.nodes.endsWith('%')
+            ? Math.ceil((mine.length * Number(b.nodes.slice(0, -1))) / 100)
+            : Number(b.nodes),
+        ),
+      );
+      if (disrupting.length > allowed)
+        violations.push({
+          step,
+          invariant: 'disruption-budget',
+          detail: `NodePool ${pool}: ${disrupting.length} NodeClaims disrupted at once (${disrupting.map((n) => n.metadata.name).join(', ')}) > budget ${allowed} of ${mine.length}`,
+        });
+      // limits
+      const limit = np.spec.limits?.cpu;
+      if (limit !== undefined) {
+        const used = mine
+          .filter((n) => !n.metadata.deletionTimestamp)
+          .reduce((s, n) => s + (n.status?.capacity?.cpu ? parseQuantity(n.status.capacity.cpu) : 0), 0);
+        if (used > parseQuantity(limit))
+          violations.push({
+            step,
+            invariant: 'nodepool-limit',
+            detail: `NodePool ${pool}: ${used} cpu launched > limit ${limit}`,
+          });
+      }
+    }
+    // registration TTL: a NodeClaim without a Node is removed once the TTL passed (5 min slack for the controller)
+    if (operator)
+      for (const nc of ncs) {
+        if (nc.metadata.deletionTimestamp || cond(nc, 'Registered')) continue;
+        const since = Math.max(Date.parse(nc.metadata.creationTimestamp ?? ''), operatorSince);
+        if (now - since > (REGISTRATION_TTL_S + 300) * 1000)
+          violations.push({
+            step,
+            invariant: 'registration-ttl',
+            detail: `NodeClaim ${nc.metadata.name} unregistered ${Math.round((now - since) / 1000)} s after creation`,
+          });
+      }
+  };
+
+  let settleSeconds: number | undefined;
+  try {
+    await startOperator();
+    const applied = await applyObjects(sim.client, scenario.objects);
+    const failed = applied.filter((a) => a.result === 'failed');
+    if (failed.length > 0)
+      throw new Error(`soak scenario rejected: ${failed.map((f) => f.error).join('; ')}`);
+    const byStep = new Map<number, FaultEvent[]>();
+    for (const f of faults) byStep.set(f.step, [...(byStep.get(f.step) ?? []), f]);
+
+    for (step = 0; step < opts.steps; step++) {
+      const action = scenario.actions[step];
+      if (action?.kind === 'scale')
+        await sim.client.patch('Deployment', action.deployment, 'default', {
+          spec: { replicas: action.replicas },
+        });
+      else if (action?.kind === 'drift')
+        await sim.client.patch('NodePool', action.nodePool, undefined, {
+          spec: { template: { metadata: { labels: { 'soak/generation': String(action.generation) } } } },
+        });
+      if (restartAt !== undefined && step >= restartAt) {
+        restartAt = undefined;
+        await startOperator();
+      }
+      for (const f of byStep.get(step) ?? []) {
+        if ((API_FAULT_KINDS as readonly string[]).includes(f.kind)) proxy.arm(f.kind as ApiFaultKind, f.n);
+        else if (f.kind === 'restart') {
+          if (operator) {
+            await operator.stop();
+            operator = undefined;
+            injected.restart++;
+            if (f.n === 0) await startOperator();
+            else restartAt = step + f.n;
+          }
+        } else if (f.kind === 'ice') provider.ice += f.n;
+        else if (f.kind === 'noRegister') noRegisterArmed += f.n;
+        else if (f.kind === 'notReady') notReadyArmed += f.n;
+        else if (f.kind === 'clockJump') {
+          injected.clockJump++;
+          await advance(f.n * 60_000);
+        }
+      }
+      await advance(stepMs);
+      await check();
+    }
+
+    // faults stop: every pending pod that fits a NodePool must eventually run
+    faultsActive = false;
+    proxy.disarm();
+    provider.ice = 0;
+    noRegisterArmed = 0;
+    notReadyArmed = 0;
+    restartAt = undefined;
+    if (!operator) await startOperator();
+    for (const name of notReady)
+      await sim.client
+        .patch('Node', name, undefined, { metadata: { annotations: { 'soak/faults': 'stopped' } } })
+        .catch(() => {});
+    const settleStart = clock.now();
+    const settleSteps = opts.settleSteps ?? 150;
+    for (let s = 0; s < settleSteps; s++, step++) {
+      await advance(stepMs);
+      await check();
+      const pods = ((await sim.client.list('Pod')).items as Pod[]).filter(
+        (p) =>
+          !p.metadata.deletionTimestamp && p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed',
+      );
+      if (pods.every((p) => p.status?.phase === 'Running')) {
+        settleSeconds = (clock.now() - settleStart) / 1000;
+        break;
+      }
+      if (s === settleSteps - 1)
+        violations.push({
+          step,
+          invariant: 'eventually-runs',
+          detail: `${pods.filter((p) => p.status?.phase !== 'Running').length} pods not Running ${settleSteps * (stepMs / 1000)} s after faults stopped: ${pods
+            .filter((p) => p.status?.phase !== 'Running')
+            .slice(0, 5)
+            .map((p) => `${p.metadata.name} (${p.spec?.nodeName ?? 'unbound'})`)
+            .join(', ')}`,
+        });
+    }
+  } finally {
+    for (const k of API_FAULT_KINDS) injected[k] = proxy.injected[k];
+    injected.ice = provider.iceInjected;
+    await operator?.stop().catch(() => {});
+    await proxy.stop().catch(() => {});
+    await sim.stop().catch(() => {});
+    process.off('unhandledRejection', onCrash);
+    process.off('uncaughtException', onCrash);
+  }
+  return {
+    seed: opts.seed,
+    steps: opts.steps,
+    faults,
+    injected,
+    violations,
+    settleSeconds,
+    maxNodeClaims,
+    evictions,
+  };
+}
