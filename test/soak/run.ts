@@ -127,7 +127,7 @@ export async function runSoak(opts: RunOptions): Promise<RunResult> {
   const stepMs = (opts.stepSeconds ?? 10) * 1000;
   const faults = opts.faults ?? faultSchedule(opts.seed, opts.steps);
   const scenario = buildScenario(opts.seed, opts.steps);
-  const clock = new FakeClock(Date.parse('2026-01-01T00:00:00Z'));
+  const clock = new FakeClock(Date.now());
   const violations: Violation[] = [];
   const injected = zeroCounts();
   let step = 0;
@@ -168,6 +168,10 @@ export async function runSoak(opts: RunOptions): Promise<RunResult> {
     },
   });
 
+  // The embedded store stamps creation/deletion timestamps with its own `now` (wall clock by default, and
+  // startEmbeddedCluster has no option for it yet): point it at the fake clock so ages (expiration,
+  // registration TTL, terminationGracePeriod) are measured on one time line.
+  Object.defineProperty(sim.apiServer.store, 'now', { value: () => clock.now() });
   const proxy = await startFaultProxy({
     upstream: sim.apiServer.url,
     inspect: async ({ method, path }) => {
@@ -316,7 +320,13 @@ export async function runSoak(opts: RunOptions): Promise<RunResult> {
           violations.push({
             step,
             invariant: 'nodepool-limit',
-            detail: `NodePool ${pool}: ${used} cpu launched > limit ${limit}`,
+            detail: `NodePool ${pool}: ${used} cpu launched > limit ${limit}: ${mine
+              .filter((n) => !n.metadata.deletionTimestamp)
+              .map(
+                (n) =>
+                  `${n.metadata.name} ${n.metadata.labels?.['node.kubernetes.io/instance-type']} ${n.status?.capacity?.cpu} created ${n.metadata.creationTimestamp} registered ${cond(n, 'Registered')}`,
+              )
+              .join('; ')}`,
           });
       }
     }
