@@ -151,6 +151,15 @@ export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultPro
         return;
       }
       armed[kind] += n;
+      if (kind === 'gone410') {
+        // drop n watch streams so their clients re-watch from their last resourceVersion and meet the 410
+        let closed = 0;
+        for (const w of [...watches]) {
+          if (closed++ >= n) break;
+          w.destroy();
+          watches.delete(w);
+        }
+      }
     },
     disarm() {
       for (const k of API_FAULT_KINDS) armed[k] = 0;

@@ -87,10 +87,10 @@ describe('fault proxy', () => {
 describe('soak runs (kwok)', () => {
   it('two short seeded runs inject faults and keep every invariant; every pod runs once faults stop', async () => {
     for (const seed of [3, 11]) {
-      const r = await runSoak({ seed, steps: 40 });
+      const r = await runSoak({ seed, steps: 30 });
       expect(
         r.violations,
-        `seed ${seed}: replay with npm run soak -- --runs 1 --seed ${seed} --steps 40`,
+        `seed ${seed}: replay with npm run soak -- --runs 1 --seed ${seed} --steps 30`,
       ).toEqual([]);
       expect(r.settleSeconds).toBeDefined();
       expect(FAULT_KINDS.reduce((n, k) => n + r.injected[k], 0)).toBeGreaterThan(5);
