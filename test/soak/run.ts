@@ -8,6 +8,7 @@
  * interleaving of real HTTP round trips is not, so a replay reproduces the same inputs, not necessarily the
  * same byte-for-byte history.
  */
+import { pino } from 'pino';
 import type { Node, Pod } from '../../src/apis/core.ts';
 import type { NodeClaim, NodePool } from '../../src/apis/karpenter.ts';
 import { parseQuantity } from '../../src/apis/quantity.ts';
@@ -37,6 +38,8 @@ export interface RunOptions {
   stepSeconds?: number;
   /** Fault-free steps after the scenario to let every pod run (default 150: 25 fake minutes). */
   settleSteps?: number;
+  /** Write the operator's logs (pino JSON, level info) to this file, for investigating a failure. */
+  logFile?: string;
 }
 
 /** An invariant violation. */
@@ -246,7 +249,9 @@ export async function runSoak(opts: RunOptions): Promise<RunResult> {
   const startOperator = async () => {
     operator = createOperator({
       kubeconfig,
-      logger: silentLogger(),
+      logger: opts.logFile
+        ? pino({ level: 'debug' }, pino.destination({ dest: opts.logFile, append: true, sync: true }))
+        : silentLogger(),
       options: {
         ...embeddedOptions(),
         batchIdleSeconds: 1,
