@@ -1,11 +1,14 @@
 /**
- * `npm run bench` (`tsx bench/main.ts [--json] [--sizes 100,1000] [--cpu-prof]`): the benchmarks.
+ * `npm run bench` (`tsx bench/main.ts [--json] [--sizes 100,1000] [--cpu-prof] [--workload upstream-diverse]`):
+ * the benchmarks. `--workload upstream-diverse` runs only the scheduling benchmark on upstream Karpenter's own
+ * workload (`bench/upstream-diverse.ts`: pods/s, NodeClaims and $/h at 1k/2k/5k/10k pods, or `--sizes`).
  *
  * Scheduling: each size runs in a fresh child process (`bench/scheduling.ts`) so the peak RSS is that
  * size's own. Targets (reported, never asserted in tests): ≥ 5,000 pods/s at 5,000 pods; 10,000 pods in
  * < 3 s and < 500 MB RSS; plan cost ≤ 1.25 × lower bound.
- * Then the API-server, provisioning and disruption sections (`bench/apiserver.ts`, `bench/provisioning.ts`,
- * `bench/disruption.ts`); `--only apiServer,provisioning,disruption` picks sections (scheduling always runs
+ * Then the API-server, provisioning, start, aws, disruption and CAPI sections (`bench/apiserver.ts`,
+ * `bench/provisioning.ts`, `bench/start.ts`, `bench/aws.ts`, `bench/disruption.ts`, `bench/capi.ts`);
+ * `--only apiServer,provisioning,start,aws,disruption,capi` picks sections (scheduling always runs
  * unless `--sizes` is empty, e.g. `--sizes 0`).
  *
  * `--json` prints a JSON array with one object per scheduling size:
@@ -20,6 +23,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { SchedulingBenchRow } from './scheduling.ts';
+import type { UpstreamDiverseRow } from './upstream-diverse.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const argv = process.argv.slice(2);
@@ -27,26 +31,31 @@ const json = argv.includes('--json');
 const cpuProf = argv.includes('--cpu-prof');
 const profileDir = join(tmpdir(), 'capenter-bench-profiles');
 const sizesArg = argv.indexOf('--sizes');
+const workloadArg = argv.indexOf('--workload');
+const workload = workloadArg >= 0 ? (argv[workloadArg + 1] ?? '') : 'default';
+if (workload !== 'default' && workload !== 'upstream-diverse') {
+  process.stderr.write(`error: --workload must be "default" or "upstream-diverse", got "${workload}"\n`);
+  process.exit(2);
+}
 const sizes =
   sizesArg >= 0
     ? (argv[sizesArg + 1] ?? '')
         .split(',')
         .map(Number)
         .filter((n) => n > 0)
-    : [100, 1000, 5000, 10000];
+    : workload === 'upstream-diverse'
+      ? [1000, 2000, 5000, 10000]
+      : [100, 1000, 5000, 10000];
 
-function runChild(pods: number): Promise<SchedulingBenchRow> {
+/** Runs `script --pods N --json` in a fresh node process (tsx loader) and parses its last output line. */
+function runJsonChild<T>(script: string, pods: number, profileName: string): Promise<T> {
   const nodeArgs = ['--import', 'tsx'];
   if (cpuProf)
-    nodeArgs.push(
-      '--cpu-prof',
-      `--cpu-prof-dir=${profileDir}`,
-      `--cpu-prof-name=scheduling-${pods}.cpuprofile`,
-    );
+    nodeArgs.push('--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${profileName}.cpuprofile`);
   return new Promise((resolve, reject) => {
     const child = spawn(
       process.execPath,
-      [...nodeArgs, join(here, 'scheduling.ts'), '--pods', String(pods), '--json'],
+      [...nodeArgs, join(here, script), '--pods', String(pods), '--json'],
       {
         stdio: ['ignore', 'pipe', 'inherit'],
         cwd: join(here, '..'),
@@ -58,15 +67,37 @@ function runChild(pods: number): Promise<SchedulingBenchRow> {
     });
     child.on('error', reject);
     child.on('close', (code) => {
-      if (code !== 0) return reject(new Error(`scheduling benchmark for ${pods} pods exited with ${code}`));
-      const line = out.trim().split('\n').pop() ?? '';
+      if (code !== 0) return reject(new Error(`${script} for ${pods} pods exited with ${code}`));
       try {
-        resolve(JSON.parse(line) as SchedulingBenchRow);
+        resolve(JSON.parse(out.trim().split('\n').pop() ?? '') as T);
       } catch {
-        reject(new Error(`scheduling benchmark for ${pods} pods printed no JSON: ${out.slice(0, 500)}`));
+        reject(new Error(`${script} for ${pods} pods printed no JSON: ${out.slice(0, 500)}`));
       }
     });
   });
+}
+
+if (workload === 'upstream-diverse') {
+  const { formatUpstreamDiverseRow } = await import('./upstream-diverse.ts');
+  const log = (s: string) => {
+    if (!json) process.stdout.write(`${s}\n`);
+  };
+  log(
+    'Scheduling, workload upstream-diverse: upstream makeDiversePods (Go math/rand seed 42), 400 fake-it types, ' +
+      'NodePool without requirements (each size in a fresh process)',
+  );
+  const rows: UpstreamDiverseRow[] = [];
+  for (const n of sizes) {
+    const row = await runJsonChild<UpstreamDiverseRow>('upstream-diverse.ts', n, `upstream-diverse-${n}`);
+    rows.push(row);
+    log(formatUpstreamDiverseRow(row));
+  }
+  if (json) process.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
+  process.exit(0);
+}
+
+function runChild(pods: number): Promise<SchedulingBenchRow> {
+  return runJsonChild<SchedulingBenchRow>('scheduling.ts', pods, `scheduling-${pods}`);
 }
 
 const log = (s: string) => {
@@ -134,11 +165,32 @@ const sections: Section[] = [
     format: 'formatProvisioningBench',
   },
   {
+    key: 'aws',
+    title: 'aws provider (100 NodeClaims against moto + the emulator proxy)',
+    file: 'aws.ts',
+    run: 'runAwsBench',
+    format: 'formatAwsBench',
+  },
+  {
+    key: 'start',
+    title: '`capenter start` (whole embedded cluster, 10,000 pending pods)',
+    file: 'start.ts',
+    run: 'runStartBench',
+    format: 'formatStartBench',
+  },
+  {
     key: 'disruption',
     title: 'Disruption (1,000 nodes, 10,000 pods)',
     file: 'disruption.ts',
     run: 'runDisruptionBench',
     format: 'formatDisruptionBench',
+  },
+  {
+    key: 'capi',
+    title: 'CAPI (two embedded clusters, kwok)',
+    file: 'capi.ts',
+    run: 'runCAPIBench',
+    format: 'formatCAPIBench',
   },
 ];
 const onlyArg = argv.indexOf('--only');

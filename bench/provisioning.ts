@@ -5,9 +5,9 @@
  *
  * The operator runs in its own child process (`capenter controller` against the simulated cluster's kubeconfig,
  * upstream batch windows 1 s / 10 s, no leader election) so its peak RSS (Linux `VmHWM` of that process) is its
- * own; the API server and the scheduler/kubelet/workload stand-ins run in this process. The child runs the CLI
- * entry bundled by esbuild under plain node (the same source as `src/cli/main.ts`, as a release build would run
- * it); `--tsx` runs it through the tsx loader instead, which adds ~100 MB of RSS for on-the-fly transpiling.
+ * own; the API server and the scheduler/kubelet/workload stand-ins run in this process. The child runs what
+ * ships: `bin/capenter.js` on the compiled `dist/capenter.mjs` (`npm run build`), under plain node; `--tsx` runs
+ * the TypeScript through the tsx loader instead, which adds ~100 MB of RSS for on-the-fly transpiling.
  * Completion and the milestones of `--timeline` come from this process's informers (no polling lists).
  * Targets (reported, never asserted): < 20 s, cpu and memory utilisation ≥ 80 %, controller RSS < 150 MB.
  *
@@ -15,7 +15,7 @@
  * [--cpu-prof-dir=DIR]` (the last profiles the controller process).
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -60,8 +60,15 @@ export interface ProvisioningBenchResult {
 const here = dirname(fileURLToPath(import.meta.url));
 const root = resolve(here, '..');
 
-function manifests(perGroup: number): string {
-  const dep = (name: string, replicas: number, cpu: string, memory: string) => `---
+/** A Deployment of `replicas` pause pods requesting `cpu`/`memory`; `extraSpec` is YAML indented for the pod spec. */
+export function deploymentYaml(
+  name: string,
+  replicas: number,
+  cpu: string,
+  memory: string,
+  extraSpec = '',
+): string {
+  return `---
 apiVersion: apps/v1
 kind: Deployment
 metadata: {name: ${name}, namespace: default}
@@ -73,7 +80,14 @@ spec:
     spec:
       containers:
         - {name: app, image: registry.k8s.io/pause:3.10, resources: {requests: {cpu: "${cpu}", memory: "${memory}"}}}
-`;
+${extraSpec}`;
+}
+
+/**
+ * KWOKNodeClass `default` and NodePool `default` (on-demand amd64 linux, instance categories c/m/r), plus
+ * `extraRequirements` (YAML list items indented for the requirements list).
+ */
+export function kwokNodePoolYaml(extraRequirements = ''): string {
   return `apiVersion: karpenter.kwok.sh/v1alpha1
 kind: KWOKNodeClass
 metadata: {name: default}
@@ -92,11 +106,15 @@ spec:
         - {key: kubernetes.io/arch, operator: In, values: [amd64]}
         - {key: kubernetes.io/os, operator: In, values: [linux]}
         - {key: karpenter.k8s.aws/instance-category, operator: In, values: [c, m, r]}
-${dep('small', perGroup, '900m', '3100Mi')}${dep('large', perGroup, '3500m', '28Gi')}`;
+${extraRequirements}`;
+}
+
+function manifests(perGroup: number): string {
+  return `${kwokNodePoolYaml()}${deploymentYaml('small', perGroup, '900m', '3100Mi')}${deploymentYaml('large', perGroup, '3500m', '28Gi')}`;
 }
 
 /** utime + stime of a process in seconds (Linux `/proc/<pid>/stat`), undefined when unavailable. */
-function cpuSecondsOf(pid: number | undefined): number | undefined {
+export function cpuSecondsOf(pid: number | undefined): number | undefined {
   if (pid === undefined) return undefined;
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -107,7 +125,7 @@ function cpuSecondsOf(pid: number | undefined): number | undefined {
   }
 }
 
-function peakRssMB(pid: number | undefined): number | undefined {
+export function peakRssMB(pid: number | undefined): number | undefined {
   if (pid === undefined) return undefined;
   try {
     const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
@@ -118,31 +136,14 @@ function peakRssMB(pid: number | undefined): number | undefined {
 }
 
 /**
- * Bundles the CLI entry (`src/cli/main.ts`, the same code `capenter controller` runs) with esbuild into
- * `node_modules/.cache/capenter-bench/main.mjs` (packages stay external, resolved from this repository's
- * node_modules) and returns its path. The AWS catalog reads its JSON next to its module (`./data/`), so the
- * data directory is linked beside the bundle. Without this the controller would run under the tsx loader,
- * whose on-the-fly transpiling and source maps add ~100 MB of RSS that a built release does not carry.
+ * Builds what ships (`scripts/build.ts`: the esbuild bundle `dist/capenter.mjs` that `bin/capenter.js` runs) and
+ * returns the executable's path. Without this the controller would run under the tsx loader, whose on-the-fly
+ * transpiling adds ~100 MB of RSS that the shipped program does not carry.
  */
-async function bundleController(): Promise<string> {
-  const { build } = await import('esbuild');
-  const dir = join(root, 'node_modules', '.cache', 'capenter-bench');
-  mkdirSync(dir, { recursive: true });
-  const out = join(dir, 'main.mjs');
-  await build({
-    entryPoints: [join(root, 'src/cli/main.ts')],
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    target: 'node20',
-    packages: 'external',
-    outfile: out,
-    logLevel: 'warning',
-  });
-  const data = join(dir, 'data');
-  rmSync(data, { force: true, recursive: true });
-  symlinkSync(join(root, 'src/cloudprovider/aws/catalog/data'), data, 'dir');
-  return out;
+export async function bundleController(): Promise<string> {
+  const { buildCli } = await import('../scripts/build.ts');
+  await buildCli();
+  return join(root, 'bin', 'capenter.js');
 }
 
 /**
@@ -250,7 +251,7 @@ export async function runProvisioningBench(
       '0',
       '--health-probe-port',
       '0',
-      '--no-leader-elect',
+      '--disable-leader-election',
       '--log-level',
       'error',
       '--region',

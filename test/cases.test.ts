@@ -10,17 +10,22 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
-import type { Container, LabelSelector, Pod, TopologySpreadConstraint } from '../src/apis/core.ts';
+import type { LabelSelector, Pod, TopologySpreadConstraint } from '../src/apis/core.ts';
 import type { EC2NodeClass } from '../src/apis/karpenter.ts';
 import { parseManifests } from '../src/apis/load.ts';
-import { parseResource, parseResources, type Resources } from '../src/apis/quantity.ts';
+import { parseResource, type Resources } from '../src/apis/quantity.ts';
 import { getInstanceTypes } from '../src/cloudprovider/aws/catalog/index.ts';
 import { selectorMatches } from '../src/scheduling/labelselector.ts';
 import { type SimulationResult, simulate } from '../src/simulate/run.ts';
+import { daemonOverheadOracle, podRequestsOracle } from './oracles.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const casesDir = join(here, 'cases');
-const sharedCasesDir = join(here, '..', '..', 'shared', 'cases');
+/** `shared/cases` beside the checkout (a clone) or beside its parent (a worktree under `wt/`); '' when absent. */
+const sharedCasesDir =
+  [join(here, '..', '..', 'shared', 'cases'), join(here, '..', '..', '..', 'shared', 'cases')].find((d) =>
+    existsSync(d),
+  ) ?? '';
 
 interface Bounds {
   allIn?: string[];
@@ -90,40 +95,6 @@ const SUPPORTED_KEYS = new Set([
   'maxPodsPerZoneSkew',
   'allocatable',
 ]);
-
-/**
- * A pod's effective requests, computed here independently of the scheduler as the oracle:
- * max(sum of containers + restartable init (sidecar) containers, each init container + the sidecars started
- * before it) + pod overhead (Kubernetes `resourcehelper.PodRequests`); a missing request is the limit.
- */
-function podRequestsOracle(pod: Pod): Resources {
-  // A missing request defaults to the limit (API server defaulting).
-  const req = (c: Container) =>
-    parseResources({ ...(c.resources?.limits ?? {}), ...(c.resources?.requests ?? {}) });
-  const add = (a: Resources, b: Resources) => {
-    for (const [k, v] of Object.entries(b)) a[k] = (a[k] ?? 0) + v;
-  };
-  const max = (a: Resources, b: Resources) => {
-    for (const [k, v] of Object.entries(b)) a[k] = Math.max(a[k] ?? 0, v);
-  };
-  const total: Resources = {};
-  for (const c of pod.spec.containers) add(total, req(c));
-  const sidecars: Resources = {};
-  const initMax: Resources = {};
-  for (const c of pod.spec.initContainers ?? []) {
-    if (c.restartPolicy === 'Always') {
-      add(sidecars, req(c));
-      continue;
-    }
-    const r = { ...req(c) };
-    add(r, sidecars);
-    max(initMax, r);
-  }
-  add(total, sidecars);
-  max(total, initMax);
-  add(total, parseResources(pod.spec.overhead ?? {}));
-  return total;
-}
 
 function checkBounds(what: string, actual: string[], bounds: Bounds) {
   for (const v of actual) {
@@ -205,7 +176,7 @@ function checkAllocatable(c: Case, exp: AllocatableExpect[]) {
 }
 
 describe('vendored cases', () => {
-  it.skipIf(!existsSync(sharedCasesDir))('test/cases/*.yaml equal ../shared/cases/*.yaml', () => {
+  it.skipIf(!sharedCasesDir)('test/cases/*.yaml equal ../shared/cases/*.yaml', () => {
     const shared = readdirSync(sharedCasesDir)
       .filter((f) => f.endsWith('.yaml'))
       .sort();
@@ -267,11 +238,7 @@ describe('cases run by other test files', () => {
  * Cases that fail until the named issue is done: run as expected failures (`it.fails`), so they turn red
  * the moment they start passing and the entry must be removed. Never skipped, never deleted.
  */
-const EXPECTED_FAILURES: Readonly<Record<string, string>> = {
-  'bound-volume-zone-pins-new-node': 'issue 11 (volume topology)',
-  'nodepool-node-count-limit-caps-one-pass': 'issue 11 (NodePool limits as running totals)',
-  'spread-node-affinity-policy-ignores-other-pool-domains': 'issue 11 (spread nodeAffinityPolicy)',
-};
+const EXPECTED_FAILURES: Readonly<Record<string, string>> = {};
 
 describe('scenario cases', () => {
   for (const c of cases.filter((x) => KINDS_HERE.has(x.kind))) {
@@ -308,11 +275,18 @@ describe('scenario cases', () => {
         }
         if (e.everyNodeClaimFits) {
           for (const plan of result.scheduling.newNodeClaims) {
-            const need: Resources = { ...plan.daemonOverhead };
+            // overhead and requests computed independently of the scheduler (test/oracles.ts)
+            const nodePool = result.built.input.nodePools.find((np) => np.metadata.name === plan.nodePool)!;
+            const overhead = daemonOverheadOracle(nodePool, result.built.input.daemonSets);
+            for (const r of ['cpu', 'memory', 'pods'])
+              expect(plan.daemonOverhead[r] ?? 0, `${plan.nodePool} daemon overhead ${r}`).toBe(
+                overhead[r] ?? 0,
+              );
+            const need: Resources = { ...overhead };
             for (const p of plan.pods) {
               for (const [k, v] of Object.entries(podRequestsOracle(p))) need[k] = (need[k] ?? 0) + v;
             }
-            need.pods = plan.pods.length + (plan.daemonOverhead.pods ?? 0);
+            need.pods = plan.pods.length + (overhead.pods ?? 0);
             expect(
               plan.instanceTypeOptions.length,
               `${plan.nodePool} NodeClaim has instance type options`,

@@ -169,10 +169,14 @@ describe('simulate --disruption on examples/microservices-demo-scaled (after a s
     });
     expect(cmd.replacements).toHaveLength(1);
     const rep = cmd.replacements[0]!;
+    // upstream's flexible on-demand replacement (the default): c6a.large first, then every type still cheaper
+    // than the candidate, so a capacity error on c6a.large still leaves a saving launch
+    expect(rep.instanceTypeOptions[0]).toBe('c6a.large');
+    expect(rep.instanceTypeOptions.length).toBeGreaterThan(1);
+    for (const t of rep.instanceTypeOptions) expect(price(t), t).toBeLessThan(price('c6a.2xlarge'));
     expect(rep).toMatchObject({
       nodePool: 'general-purpose',
       instanceType: 'c6a.large',
-      instanceTypeOptions: ['c6a.large'],
       zone: 'us-east-1a',
       capacityType: 'on-demand',
       priceUSDPerHour: 0.0765,

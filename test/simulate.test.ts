@@ -1,10 +1,10 @@
 /**
  * `capenter simulate` end to end: in-process through `runSimulate` (what the CLI action calls), once as a
  * child process through tsx, on the bundled example and on every real manifest set in
- * `../shared/data/manifests`, plus invalid input (exit code 2 with the error text).
+ * `test/fixtures/manifests` (vendored from `../shared/data/manifests`), plus invalid input (exit code 2 with the error text).
  */
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -13,10 +13,11 @@ import { loadManifestPaths } from '../src/apis/load.ts';
 import { runSimulate, type SimulateCommandOptions } from '../src/cli/simulate.ts';
 import type { SimulationJSON } from '../src/simulate/output.ts';
 import { type SimulationResult, simulate } from '../src/simulate/run.ts';
+import { daemonOverheadOracle, podRequestsOracle } from './oracles.ts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const example = join(root, 'examples', 'microservices-demo');
-const manifests = join(root, '..', 'shared', 'data', 'manifests');
+const manifests = join(root, 'test', 'fixtures', 'manifests');
 
 async function run(opts: SimulateCommandOptions, stdin = '') {
   let out = '';
@@ -42,10 +43,16 @@ async function runJSON(filenames: string[], extra: Partial<SimulateCommandOption
 function checkInvariants(result: SimulationResult) {
   for (const plan of result.scheduling.newNodeClaims) {
     expect(plan.instanceTypeOptions.length, `${plan.nodePool} NodeClaim has options`).toBeGreaterThan(0);
+    // what the NodeClaim must hold, computed without the scheduler (test/oracles.ts)
+    const nodePool = result.built.input.nodePools.find((np) => np.metadata.name === plan.nodePool)!;
+    const need = daemonOverheadOracle(nodePool, result.built.input.daemonSets);
+    for (const p of plan.pods)
+      for (const [k, v] of Object.entries(podRequestsOracle(p))) need[k] = (need[k] ?? 0) + v;
+    need.pods = (need.pods ?? 0) + plan.pods.length;
     for (const t of plan.instanceTypeOptions) {
       for (const r of ['cpu', 'memory', 'pods']) {
         expect(
-          plan.requests[r] ?? 0,
+          need[r] ?? 0,
           `${plan.nodePool} option ${t.name}: ${r} requested (pods + daemon overhead) within allocatable`,
         ).toBeLessThanOrEqual(t.allocatable[r] ?? 0);
       }
@@ -115,13 +122,35 @@ describe('capenter simulate -f examples/microservices-demo', () => {
     expect(out).not.toContain('Unschedulable');
   });
 
-  it('--explain adds a line per pod', async () => {
+  it('--explain answers why this NodePool and type (next cheaper rejected, with numbers), once per NodeClaim', async () => {
     const { code, out } = await run({ filenames: [example], explain: true });
     expect(code).toBe(0);
-    expect(out).toContain('Placements:');
-    expect(out).toMatch(
-      /default\/frontend-\w+-0 -> new NodeClaim general-purpose-1 \(general-purpose, c6a\.large\)/,
+    expect(out).not.toMatch(/new nodeclaim #\d/); // the plan's names only
+    expect(out).toContain('general-purpose-1: NodePool general-purpose (the only NodePool)');
+    expect(out).toContain(
+      'c6a.large on-demand in us-east-1a at $0.0765/h: the cheapest of 60 instance type(s) that satisfy the requirements and fit its 12 pod(s)',
     );
+    expect(out).toContain(
+      'rejected cheaper r7a.medium ($0.0761/h): too small: cpu: need 1682m, have 940m (short 742m); pods: need 13, have 8 (short 5)',
+    );
+    expect(out).toContain(
+      'rejected cheaper t3a.large ($0.0752/h): key "karpenter.k8s.aws/instance-category" value t not in In [c, m, r]',
+    );
+    expect(out).toContain('Why not a cheaper plan:');
+    expect(out).toMatch(/new NodeClaim general-purpose-1 <- 12 pod\(s\): .*default\/frontend-\w+-0/);
+    expect(out.match(/general-purpose-1 <-/g)).toHaveLength(1);
+  });
+
+  it('--explain says once why a pod is pending', async () => {
+    const { out } = await run({
+      filenames: [join(root, 'test', 'fixtures', 'start', 'huge-pod.yaml')],
+      explain: true,
+    });
+    expect(out).toContain('Why these pods are pending (1):');
+    const reason = 'no instance type has enough resources: pod needs cpu 1000';
+    expect(out.split(reason)).toHaveLength(2); // exactly once
+    expect(out).not.toContain('No new NodeClaims needed');
+    expect(out).toContain('rejected cheaper t2.nano ($0.0058/h): too small: memory: need 256Mi, have 74Mi');
   });
 
   it('runs as a child process (tsx src/cli/main.ts) with the same JSON and exit code 0', async () => {
@@ -244,7 +273,7 @@ const sets: Array<{
   },
 ];
 
-describe.skipIf(!existsSync(manifests))('real manifest sets in ../shared/data/manifests', () => {
+describe('real manifest sets (test/fixtures/manifests, vendored from ../shared/data/manifests)', () => {
   for (const s of sets) {
     it(`${s.name}: exit ${s.code}, consistent plan`, async () => {
       const paths = s.paths.map((p) => join(manifests, p));
@@ -427,6 +456,92 @@ spec:
       'no NodePool can provision new capacity',
     ]);
     expect(json.notices.join('\n')).toContain('Every NodePool in the input is invalid (1, see the errors)');
+  });
+
+  it('an invalid quantity (cpu: lots): exit 2 naming file, document, kind, name and field; the valid Deployment is planned', async () => {
+    const file = join(tmp, 'bad-quantity.yaml');
+    writeFileSync(
+      file,
+      [nodePool('np', 'default'), nodeClass, deployment('bad', 'lots'), deployment('good', '500m')].join(
+        '\n---\n',
+      ),
+    );
+    const { code, err, json } = await runJSON([file]);
+    expect(code).toBe(2);
+    expect(err).toContain(
+      '(document 2): Deployment "bad": spec.template.spec.containers[0].resources.requests.cpu: Invalid value: "lots"',
+    );
+    expect(json.errors).toHaveLength(1);
+    // the two 500m replicas of "good" still get their m6i.large; "bad" is not planned at all
+    expect(json.nodeClaims.map((n) => [n.instanceType, n.pods.length])).toEqual([['m6i.large', 2]]);
+    expect(json.unschedulable).toEqual([]);
+  });
+
+  it('an empty file or a stream with no objects: a notice on stderr, exit 0', async () => {
+    const file = join(tmp, 'empty.yaml');
+    writeFileSync(file, '');
+    const fromFile = await run({ filenames: [file] });
+    expect(fromFile.code).toBe(0);
+    expect(fromFile.err).toContain(`notice: ${file}: no Kubernetes objects`);
+    const fromStdin = await run({ filenames: ['-'] }, '---\n---\n');
+    expect(fromStdin.code).toBe(0);
+    expect(fromStdin.err).toContain('notice: <stdin>: no Kubernetes objects');
+  });
+
+  it('a NodePool of a KWOKNodeClass is simulated with the catalog types (as start); a missing one is exit 2', async () => {
+    const kwok =
+      'apiVersion: karpenter.kwok.sh/v1alpha1\nkind: KWOKNodeClass\nmetadata: {name: kw}\nspec: {}\n';
+    const pool = nodePool('kw-pool', 'kw').replace(
+      '{group: karpenter.k8s.aws, kind: EC2NodeClass, name: kw}',
+      '{group: karpenter.kwok.sh, kind: KWOKNodeClass, name: kw}',
+    );
+    const file = join(tmp, 'kwok.yaml');
+    writeFileSync(file, [kwok, pool, deployment('app-1', '500m')].join('\n---\n'));
+    const { code, json } = await runJSON([file]);
+    expect(code).toBe(0);
+    expect(json.nodeClaims.map((n) => [n.nodePool, n.instanceType, n.pods.length])).toEqual([
+      ['kw-pool', 'm6i.large', 2],
+    ]);
+    const missing = join(tmp, 'kwok-missing.yaml');
+    writeFileSync(missing, [pool, deployment('app-1', '500m')].join('\n---\n'));
+    const r = await runJSON([missing]);
+    expect(r.code).toBe(2);
+    expect(r.err).toContain(
+      'NodePool "kw-pool": spec.template.spec.nodeClassRef.name: KWOKNodeClass "kw" is not in the input',
+    );
+  });
+
+  it('admission as the API server: RuntimeClass overhead sizes the NodeClaim; a missing PriorityClass is exit 2', async () => {
+    const rc =
+      'apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: kata}\nhandler: kata\noverhead: {podFixed: {cpu: 250m, memory: 160Mi}}\n';
+    const withRc = deployment('app-1', '800m').replace(
+      '    spec:\n      containers',
+      '    spec:\n      runtimeClassName: kata\n      containers',
+    );
+    const file = join(tmp, 'runtimeclass.yaml');
+    writeFileSync(file, [nodePool('np', 'default'), nodeClass, rc, withRc].join('\n---\n'));
+    const { code, json } = await runJSON([file]);
+    expect(code).toBe(0);
+    // 2 × (800m + 250m overhead) = 2100m > m6i.large's 1930m: one m6i.xlarge; without the overhead an m6i.large
+    expect(json.nodeClaims.map((n) => [n.instanceType, n.pods.length])).toEqual([['m6i.xlarge', 2]]);
+    const plain = join(tmp, 'no-runtimeclass.yaml');
+    writeFileSync(plain, [nodePool('np', 'default'), nodeClass, deployment('app-1', '800m')].join('\n---\n'));
+    expect((await runJSON([plain])).json.nodeClaims.map((n) => n.instanceType)).toEqual(['m6i.large']);
+    const badPc = join(tmp, 'priorityclass.yaml');
+    const withPc = deployment('app-2', '500m').replace(
+      '    spec:\n      containers',
+      '    spec:\n      priorityClassName: urgent\n      containers',
+    );
+    writeFileSync(
+      badPc,
+      [nodePool('np', 'default'), nodeClass, withPc, deployment('app-1', '500m')].join('\n---\n'),
+    );
+    const r = await runJSON([badPc]);
+    expect(r.code).toBe(2);
+    expect(r.err).toContain(
+      'Deployment "default/app-2": spec: pods are forbidden: no PriorityClass with name urgent was found',
+    );
+    expect(r.json.nodeClaims.map((n) => n.pods.length)).toEqual([2]);
   });
 
   it('broken YAML: exit 2 naming the file', async () => {

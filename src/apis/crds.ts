@@ -11,6 +11,7 @@
  */
 import { stringify } from 'yaml';
 import { z } from 'zod';
+import { KarpenterMachinePoolKind } from './capi.ts';
 import { type KarpenterKindInfo, KarpenterKinds } from './schemas.ts';
 
 /** A JSON/OpenAPI schema node. */
@@ -20,7 +21,7 @@ export type JSONSchemaNode = { [key: string]: unknown };
 export interface CustomResourceDefinition {
   apiVersion: 'apiextensions.k8s.io/v1';
   kind: 'CustomResourceDefinition';
-  metadata: { name: string };
+  metadata: { name: string; labels?: Record<string, string> };
   spec: {
     group: string;
     names: {
@@ -31,7 +32,7 @@ export interface CustomResourceDefinition {
       shortNames?: string[];
       singular: string;
     };
-    scope: 'Cluster';
+    scope: 'Cluster' | 'Namespaced';
     versions: Array<{
       additionalPrinterColumns?: Array<{
         jsonPath: string;
@@ -199,7 +200,7 @@ const PRINTER_COLUMNS: Record<string, PrinterColumn> = {
 
 /** The CRD object for one kind. */
 export function crdFor(info: KarpenterKindInfo): CustomResourceDefinition {
-  const columns = PRINTER_COLUMNS[info.kind] ?? [];
+  const columns = info.printerColumns ?? PRINTER_COLUMNS[info.kind] ?? [];
   const version: CustomResourceDefinition['spec']['versions'][number] = {
     ...(columns.length > 0 ? { additionalPrinterColumns: columns } : {}),
     name: info.version,
@@ -214,18 +215,21 @@ export function crdFor(info: KarpenterKindInfo): CustomResourceDefinition {
   return {
     apiVersion: 'apiextensions.k8s.io/v1',
     kind: 'CustomResourceDefinition',
-    metadata: { name: `${info.plural}.${info.group}` },
+    metadata: {
+      ...(info.labels ? { labels: info.labels } : {}),
+      name: `${info.plural}.${info.group}`,
+    },
     spec: {
       group: info.group,
       names: {
-        categories: ['karpenter'],
+        categories: info.categories ?? ['karpenter'],
         kind: info.kind,
         listKind: `${info.kind}List`,
         plural: info.plural,
         ...(info.shortNames.length > 0 ? { shortNames: info.shortNames } : {}),
         singular: info.singular,
       },
-      scope: 'Cluster',
+      scope: info.scope ?? 'Cluster',
       versions: [version],
     },
   };
@@ -234,7 +238,8 @@ export function crdFor(info: KarpenterKindInfo): CustomResourceDefinition {
 /** All CRD objects, keyed by file name (`karpenter.sh_nodepools.yaml`, ...). */
 export function crdObjects(): Record<string, CustomResourceDefinition> {
   const out: Record<string, CustomResourceDefinition> = {};
-  for (const info of Object.values(KarpenterKinds)) out[`${info.group}_${info.plural}.yaml`] = crdFor(info);
+  for (const info of [...Object.values(KarpenterKinds), KarpenterMachinePoolKind])
+    out[`${info.group}_${info.plural}.yaml`] = crdFor(info);
   return out;
 }
 

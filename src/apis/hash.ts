@@ -13,8 +13,14 @@ import type { Taint } from './core.ts';
 import type { NodePool } from './karpenter.ts';
 import { AnnotationNodePoolHash, AnnotationNodePoolHashVersion } from './labels.ts';
 
-/** Current hash version; bump when the hashed fields or their defaults change (upstream `NodePoolHashVersion`). */
-export const NodePoolHashVersion = 'v3';
+/**
+ * Current hash version; bump when the hashed fields or their defaults change (upstream `NodePoolHashVersion`).
+ * capenter's own string, never upstream's (`v3`): the value above is not upstream's number, so a NodeClaim that
+ * upstream Karpenter stamped `v3` must not be compared with it. After a switch from upstream, the hash controller
+ * (`controllers/nodepool/hash.ts`) sees the other version and re-stamps the NodeClaims instead of drifting them,
+ * as upstream does when its own hash version changes.
+ */
+export const NodePoolHashVersion = 'capenter-v1';
 
 function canonical(v: unknown): unknown {
   if (Array.isArray(v)) {

@@ -18,6 +18,7 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import { extname, join } from 'node:path';
 import { type Document, LineCounter, parseAllDocuments } from 'yaml';
 import type { KubeObject } from './core.ts';
+import { quantityIssues } from './quantityfields.ts';
 import { apiGroup, KarpenterGroups, objectName, validateObject } from './validation.ts';
 
 /** An object read from a manifest, with where it came from. */
@@ -57,6 +58,8 @@ export interface LoadResult {
   errors: LoadError[];
   /** Objects of kinds capenter does not use, counted by kind (`{Service: 3, ConfigMap: 1}`). */
   unknownKinds: Record<string, number>;
+  /** Things worth telling the user that are not errors (an empty file or stream). */
+  notices?: string[];
 }
 
 /** Options of {@link parseManifests} and {@link loadManifestPaths}. */
@@ -92,6 +95,7 @@ export const BuiltinKinds: ReadonlyMap<string, readonly string[]> = new Map<stri
   ['CSINode', ['storage.k8s.io']],
   ['VolumeAttachment', ['storage.k8s.io']],
   ['PriorityClass', ['scheduling.k8s.io']],
+  ['RuntimeClass', ['node.k8s.io']],
   ['CustomResourceDefinition', ['apiextensions.k8s.io']],
   ['Cluster', ['cluster.x-k8s.io']],
   ['Machine', ['cluster.x-k8s.io']],
@@ -258,6 +262,23 @@ export function parseManifests(text: string, file: string, opts: LoadOptions = {
           });
           return;
         }
+        const bad = quantityIssues(v as KubeObject);
+        if (bad.length > 0) {
+          // The API server rejects the whole object: report each field, keep the object out of the plan.
+          for (const q of bad) {
+            const l = lineOf([...prefix, ...q.path]);
+            result.errors.push({
+              ...loc(l),
+              kind,
+              name: objectName(v),
+              fieldPath: q.fieldPath,
+              rule: 'quantity',
+              code: 'FieldValueInvalid',
+              message: `${at(l)}: ${kind} "${objectName(v)}": ${q.message} (rule: quantity)`,
+            });
+          }
+          return;
+        }
         result.objects.push({ ...loc(line), object: v as KubeObject });
         return;
       }
@@ -265,6 +286,14 @@ export function parseManifests(text: string, file: string, opts: LoadOptions = {
       if (opts.keepUnknownKinds) result.objects.push({ ...loc(line), object: v as KubeObject });
     }
   });
+  if (
+    result.objects.length === 0 &&
+    result.errors.length === 0 &&
+    Object.keys(result.unknownKinds).length === 0
+  )
+    result.notices = [
+      `${file}: no Kubernetes objects (the file or stream is empty or holds only empty documents)`,
+    ];
   return result;
 }
 
@@ -293,6 +322,7 @@ function merge(into: LoadResult, r: LoadResult): void {
   into.objects.push(...r.objects);
   into.errors.push(...r.errors);
   for (const [k, n] of Object.entries(r.unknownKinds)) into.unknownKinds[k] = (into.unknownKinds[k] ?? 0) + n;
+  if (r.notices?.length) into.notices = [...(into.notices ?? []), ...r.notices];
 }
 
 /**

@@ -44,6 +44,24 @@ export class QuantityParseError extends Error {
   }
 }
 
+/** True when `value` is a Kubernetes quantity {@link parseQuantity} accepts (a finite number, or e.g. `"500m"`). */
+export function isQuantity(value: string | number): boolean {
+  return typeof value === 'number' ? Number.isFinite(value) : QUANTITY_RE.test(value.trim());
+}
+
+/**
+ * The error {@link parseResources} would throw for `list`, as a value (`undefined` when every entry parses):
+ * the first malformed entry, named `<resource>: <value>`.
+ */
+export function resourceListProblem(
+  list: Record<string, string | number> | undefined,
+): QuantityParseError | undefined {
+  if (!list) return undefined;
+  for (const [name, v] of Object.entries(list))
+    if (!isQuantity(v)) return new QuantityParseError(`${name}: ${String(v)}`);
+  return undefined;
+}
+
 /**
  * Parses a quantity to its value in base units (`"100m"` → 0.1, `"1Gi"` → 1073741824).
  * Numbers are accepted as-is (YAML often gives `cpu: 2`).

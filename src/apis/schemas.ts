@@ -533,7 +533,7 @@ export const NodeClassReferenceSchema = z.strictObject({
 });
 
 /** Runtime check (upstream `validateTaints`): no duplicate key/effect pair across taints and startupTaints. */
-function duplicateTaintCheck(v: unknown, ctx: RuleContext): void {
+export function duplicateTaintCheck(v: unknown, ctx: RuleContext): void {
   if (!isObj(v)) return;
   const seen = new Set<string>();
   for (const field of ['taints', 'startupTaints']) {
@@ -556,7 +556,7 @@ function duplicateTaintCheck(v: unknown, ctx: RuleContext): void {
 // ---------------------------------------------------------------------------------------------------
 
 /** Template labels: CEL rules of upstream plus IsRestrictedLabel, qualified keys, valid values. */
-const templateLabelsSchema = withRules(
+export const templateLabelsSchema = withRules(
   z
     .record(z.string(), labelValueSchema())
     .meta({ 'x-kubernetes-map-type': 'atomic', maxProperties: 100 })
@@ -582,27 +582,29 @@ const nodeClassRefWithTransitions = transitionRules(NodeClassReferenceSchema, [
   { rule: 'self.kind == oldSelf.kind', message: 'nodeClassRef.kind is immutable' },
 ]);
 
+/**
+ * NodePool `spec.template.spec` fields without the duplicate-taint rule (reused, with `nodeClassRef` optional, by the
+ * KarpenterMachinePool's `spec.nodePool` in capi.ts).
+ */
+export const NodeClaimTemplateSpecFields = z.strictObject({
+  expireAfter: pattern(Patterns.durationOrNever, Hints.durationOrNever)
+    .default(DefaultExpireAfter)
+    .describe('How long a node may live before it is replaced ("Never" to disable). Default 720h.'),
+  nodeClassRef: nodeClassRefWithTransitions.describe('The NodeClass with provider-specific configuration.'),
+  requirements: requirementsSchema(false).describe('Requirements every node of this NodePool satisfies.'),
+  startupTaints: taintsSchema()
+    .optional()
+    .describe(
+      'Taints applied at startup and expected to be removed by a DaemonSet; ignored when scheduling.',
+    ),
+  taints: taintsSchema().optional().describe('Taints applied to every node.'),
+  terminationGracePeriod: pattern(Patterns.duration, Hints.duration)
+    .optional()
+    .describe('Maximum time to drain a node before its pods are deleted regardless of PDBs.'),
+});
+
 /** NodePool `spec.template.spec`. */
-export const NodeClaimTemplateSpecSchema = withRules(
-  z.strictObject({
-    expireAfter: pattern(Patterns.durationOrNever, Hints.durationOrNever)
-      .default(DefaultExpireAfter)
-      .describe('How long a node may live before it is replaced ("Never" to disable). Default 720h.'),
-    nodeClassRef: nodeClassRefWithTransitions.describe('The NodeClass with provider-specific configuration.'),
-    requirements: requirementsSchema(false).describe('Requirements every node of this NodePool satisfies.'),
-    startupTaints: taintsSchema()
-      .optional()
-      .describe(
-        'Taints applied at startup and expected to be removed by a DaemonSet; ignored when scheduling.',
-      ),
-    taints: taintsSchema().optional().describe('Taints applied to every node.'),
-    terminationGracePeriod: pattern(Patterns.duration, Hints.duration)
-      .optional()
-      .describe('Maximum time to drain a node before its pods are deleted regardless of PDBs.'),
-  }),
-  [],
-  duplicateTaintCheck,
-);
+export const NodeClaimTemplateSpecSchema = withRules(NodeClaimTemplateSpecFields, [], duplicateTaintCheck);
 
 /** NodePool `spec.template`. */
 export const NodeClaimTemplateSchema = z.strictObject({
@@ -712,28 +714,25 @@ const staticRules = [
   ),
 ];
 
-/** NodePool `spec`. */
-export const NodePoolSpecSchema = transitionRules(
-  celAll(
-    z.strictObject({
-      disruption: DisruptionSchema.prefault({ consolidateAfter: DefaultConsolidateAfter }).describe(
-        "Parameters of Karpenter's disruption logic.",
-      ),
-      limits: ResourceListSchema.optional().describe('Upper bounds on the total resources of all nodes.'),
-      replicas: z.int().min(0).optional().describe('Fixed node count for a static NodePool (alpha).'),
-      template: NodeClaimTemplateSchema.describe('Template of the NodeClaims this NodePool launches.'),
-      weight: z.int().min(1).max(100).optional().describe('Priority among NodePools (1-100); higher first.'),
-    }),
-    staticRules,
+/** NodePool `spec` fields without the static/transition rules (reused by the KarpenterMachinePool's `spec.nodePool`). */
+export const NodePoolSpecFields = z.strictObject({
+  disruption: DisruptionSchema.prefault({ consolidateAfter: DefaultConsolidateAfter }).describe(
+    "Parameters of Karpenter's disruption logic.",
   ),
-  [
-    {
-      rule: 'has(self.replicas) == has(oldSelf.replicas)',
-      message:
-        'Cannot transition NodePool between static (replicas set) and dynamic (replicas unset) provisioning modes',
-    },
-  ],
-);
+  limits: ResourceListSchema.optional().describe('Upper bounds on the total resources of all nodes.'),
+  replicas: z.int().min(0).optional().describe('Fixed node count for a static NodePool (alpha).'),
+  template: NodeClaimTemplateSchema.describe('Template of the NodeClaims this NodePool launches.'),
+  weight: z.int().min(1).max(100).optional().describe('Priority among NodePools (1-100); higher first.'),
+});
+
+/** NodePool `spec`. */
+export const NodePoolSpecSchema = transitionRules(celAll(NodePoolSpecFields, staticRules), [
+  {
+    rule: 'has(self.replicas) == has(oldSelf.replicas)',
+    message:
+      'Cannot transition NodePool between static (replicas set) and dynamic (replicas unset) provisioning modes',
+  },
+]);
 
 /** NodePool `status`. */
 export const NodePoolStatusSchema = z.strictObject({
@@ -1240,95 +1239,87 @@ const ec2SpecRules = [
   ),
 ];
 
+/**
+ * EC2NodeClass `spec` fields without the cross-field rules (reused, with the selector terms optional, by the
+ * KarpenterMachinePool's `spec.ec2NodeClass` in capi.ts).
+ */
+export const EC2NodeClassSpecFields = z.strictObject({
+  amiFamily: z.enum(AMIFamilies).optional().describe('AMI family; implied by an alias, required otherwise.'),
+  amiSelectorTerms: amiSelectorTermsSchema.describe(
+    'How to find the AMIs (an alias, or id/name/tags/ssmParameter).',
+  ),
+  associatePublicIPAddress: z.boolean().optional(),
+  blockDeviceMappings: blockDeviceMappingsSchema.optional(),
+  capacityReservationSelectorTerms: capacityReservationSelectorTermsSchema.optional(),
+  connectionTracking: celAll(
+    z.strictObject({
+      tcpEstablishedTimeout: z.int().min(60).max(432000).optional(),
+      udpStreamTimeout: z.int().min(60).max(180).optional(),
+      udpTimeout: z.int().min(30).max(60).optional(),
+    }),
+    [
+      cel(
+        'has(self.tcpEstablishedTimeout) || has(self.udpStreamTimeout) || has(self.udpTimeout)',
+        'at least one of tcpEstablishedTimeout, udpStreamTimeout, or udpTimeout must be set',
+        (v) => has(v, 'tcpEstablishedTimeout') || has(v, 'udpStreamTimeout') || has(v, 'udpTimeout'),
+        { code: 'FieldValueRequired' },
+      ),
+    ],
+  ).optional(),
+  context: z.string().optional(),
+  cpuOptions: z.strictObject({ nestedVirtualization: z.enum(['enabled', 'disabled']).optional() }).optional(),
+  detailedMonitoring: z.boolean().optional(),
+  instanceProfile: nonEmptyString('instanceProfile').optional().describe('IAM instance profile (XOR role).'),
+  instanceStorePolicy: z.enum(['RAID0']).optional(),
+  ipPrefixCount: z.int().min(0).optional(),
+  kubelet: KubeletConfigurationSchema.optional().describe('Kubelet settings that change allocatable.'),
+  metadataOptions: z
+    .strictObject({
+      httpEndpoint: z.enum(['enabled', 'disabled']).default(DefaultMetadataOptions.httpEndpoint),
+      httpProtocolIPv6: z.enum(['enabled', 'disabled']).default(DefaultMetadataOptions.httpProtocolIPv6),
+      httpPutResponseHopLimit: z.int().min(1).max(64).default(DefaultMetadataOptions.httpPutResponseHopLimit),
+      httpTokens: z.enum(['required', 'optional']).default(DefaultMetadataOptions.httpTokens),
+    })
+    .prefault({ ...DefaultMetadataOptions })
+    .describe('Instance metadata service options (IMDSv2 required by default).'),
+  networkInterfaces: networkInterfacesSchema.optional(),
+  placementGroupSelector: celAll(
+    z.strictObject({
+      id: pattern(
+        Patterns.placementGroupID,
+        'must be a placement group id like "pg-0123456789abcdef0"',
+      ).optional(),
+      name: z.string().min(1).optional(),
+    }),
+    [
+      cel(
+        'has(self.name) || has(self.id)',
+        "expected at least one, got none, ['name', 'id']",
+        (v) => has(v, 'name') || has(v, 'id'),
+        { code: 'FieldValueRequired' },
+      ),
+      cel(
+        '!(has(self.name) && has(self.id))',
+        "'name' and 'id' are mutually exclusive",
+        (v) => !(has(v, 'name') && has(v, 'id')),
+        { code: 'FieldValueForbidden' },
+      ),
+    ],
+  ).optional(),
+  role: nonEmptyString('role')
+    .optional()
+    .describe('IAM role for the node instance profile (XOR instanceProfile).'),
+  securityGroupSelectorTerms: securityGroupSelectorTermsSchema.describe('How to find the security groups.'),
+  subnetSelectorTerms: subnetSelectorTermsSchema.describe('How to find the subnets.'),
+  tags: tagsSchema.optional(),
+  userData: z
+    .string()
+    .optional()
+    .describe('User data merged with (or, for Custom, replacing) the bootstrap.'),
+});
+
 /** EC2NodeClass `spec`. */
-export const EC2NodeClassSpecSchema = celAll(
-  z.strictObject({
-    amiFamily: z
-      .enum(AMIFamilies)
-      .optional()
-      .describe('AMI family; implied by an alias, required otherwise.'),
-    amiSelectorTerms: amiSelectorTermsSchema.describe(
-      'How to find the AMIs (an alias, or id/name/tags/ssmParameter).',
-    ),
-    associatePublicIPAddress: z.boolean().optional(),
-    blockDeviceMappings: blockDeviceMappingsSchema.optional(),
-    capacityReservationSelectorTerms: capacityReservationSelectorTermsSchema.optional(),
-    connectionTracking: celAll(
-      z.strictObject({
-        tcpEstablishedTimeout: z.int().min(60).max(432000).optional(),
-        udpStreamTimeout: z.int().min(60).max(180).optional(),
-        udpTimeout: z.int().min(30).max(60).optional(),
-      }),
-      [
-        cel(
-          'has(self.tcpEstablishedTimeout) || has(self.udpStreamTimeout) || has(self.udpTimeout)',
-          'at least one of tcpEstablishedTimeout, udpStreamTimeout, or udpTimeout must be set',
-          (v) => has(v, 'tcpEstablishedTimeout') || has(v, 'udpStreamTimeout') || has(v, 'udpTimeout'),
-          { code: 'FieldValueRequired' },
-        ),
-      ],
-    ).optional(),
-    context: z.string().optional(),
-    cpuOptions: z
-      .strictObject({ nestedVirtualization: z.enum(['enabled', 'disabled']).optional() })
-      .optional(),
-    detailedMonitoring: z.boolean().optional(),
-    instanceProfile: nonEmptyString('instanceProfile')
-      .optional()
-      .describe('IAM instance profile (XOR role).'),
-    instanceStorePolicy: z.enum(['RAID0']).optional(),
-    ipPrefixCount: z.int().min(0).optional(),
-    kubelet: KubeletConfigurationSchema.optional().describe('Kubelet settings that change allocatable.'),
-    metadataOptions: z
-      .strictObject({
-        httpEndpoint: z.enum(['enabled', 'disabled']).default(DefaultMetadataOptions.httpEndpoint),
-        httpProtocolIPv6: z.enum(['enabled', 'disabled']).default(DefaultMetadataOptions.httpProtocolIPv6),
-        httpPutResponseHopLimit: z
-          .int()
-          .min(1)
-          .max(64)
-          .default(DefaultMetadataOptions.httpPutResponseHopLimit),
-        httpTokens: z.enum(['required', 'optional']).default(DefaultMetadataOptions.httpTokens),
-      })
-      .prefault({ ...DefaultMetadataOptions })
-      .describe('Instance metadata service options (IMDSv2 required by default).'),
-    networkInterfaces: networkInterfacesSchema.optional(),
-    placementGroupSelector: celAll(
-      z.strictObject({
-        id: pattern(
-          Patterns.placementGroupID,
-          'must be a placement group id like "pg-0123456789abcdef0"',
-        ).optional(),
-        name: z.string().min(1).optional(),
-      }),
-      [
-        cel(
-          'has(self.name) || has(self.id)',
-          "expected at least one, got none, ['name', 'id']",
-          (v) => has(v, 'name') || has(v, 'id'),
-          { code: 'FieldValueRequired' },
-        ),
-        cel(
-          '!(has(self.name) && has(self.id))',
-          "'name' and 'id' are mutually exclusive",
-          (v) => !(has(v, 'name') && has(v, 'id')),
-          { code: 'FieldValueForbidden' },
-        ),
-      ],
-    ).optional(),
-    role: nonEmptyString('role')
-      .optional()
-      .describe('IAM role for the node instance profile (XOR instanceProfile).'),
-    securityGroupSelectorTerms: securityGroupSelectorTermsSchema.describe('How to find the security groups.'),
-    subnetSelectorTerms: subnetSelectorTermsSchema.describe('How to find the subnets.'),
-    tags: tagsSchema.optional(),
-    userData: z
-      .string()
-      .optional()
-      .describe('User data merged with (or, for Custom, replacing) the bootstrap.'),
-  }),
-  ec2SpecRules,
-);
+export const EC2NodeClassSpecSchema = celAll(EC2NodeClassSpecFields, ec2SpecRules);
 
 /** EC2NodeClass `status`. */
 export const EC2NodeClassStatusSchema = z.strictObject({
@@ -1469,6 +1460,14 @@ export interface KarpenterKindInfo {
   status: z.ZodType;
   specRequired: boolean;
   description: string;
+  /** CRD scope (default `Cluster`, as every Karpenter kind). */
+  scope?: 'Cluster' | 'Namespaced';
+  /** CRD categories (default `['karpenter']`). */
+  categories?: string[];
+  /** Labels on the CRD object (e.g. the Cluster API contract label). */
+  labels?: Record<string, string>;
+  /** Printer columns (default: crds.ts's table for the Karpenter kinds). */
+  printerColumns?: Array<{ jsonPath: string; name: string; type: string; priority?: number }>;
 }
 
 /** The custom resources capenter validates and ships CRDs for, keyed by `apiVersion/kind`. */

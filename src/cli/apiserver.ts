@@ -11,7 +11,6 @@ export interface ApiserverCommandOptions {
   port: string;
   host: string;
   kubeconfigOut: string;
-  podGracefulDeletion?: boolean;
 }
 
 /** Register `capenter apiserver [--port N] [--kubeconfig-out PATH]`. */
@@ -22,7 +21,6 @@ export function registerApiserverCommand(program: Command): void {
     .option('--port <port>', 'TCP port (0 = any free port)', '6443')
     .option('--host <host>', 'listen address', '127.0.0.1')
     .option('--kubeconfig-out <path>', 'where to write the kubeconfig', '.capenter/kubeconfig')
-    .option('--pod-graceful-deletion', 'keep deleted pods bound to a node until deleted with grace 0')
     .action(async (opts: ApiserverCommandOptions) => {
       const port = Number(opts.port);
       if (!Number.isInteger(port) || port < 0 || port > 65535) {
@@ -30,11 +28,7 @@ export function registerApiserverCommand(program: Command): void {
         process.exitCode = 2;
         return;
       }
-      const cluster = await startEmbeddedCluster({
-        port,
-        host: opts.host,
-        ...(opts.podGracefulDeletion ? { podGracefulDeletion: true } : {}),
-      });
+      const cluster = await startEmbeddedCluster({ port, host: opts.host });
       const path = resolve(process.cwd(), opts.kubeconfigOut);
       await cluster.writeKubeconfig(path);
       process.stdout.write(

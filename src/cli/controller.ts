@@ -1,65 +1,65 @@
 /**
- * `capenter controller [--kubeconfig PATH] [--context C] [--region R] [--metrics-port N] [--health-probe-port N]
- * [--log-level L] [--no-leader-elect]`: runs the controller alone against any cluster (the embedded one of
- * `capenter start`/`capenter apiserver`, or a real one), with the kwok cloud provider (NodeClaims become Node
- * objects). Settings come from upstream's environment variables (`BATCH_IDLE_DURATION`, `BATCH_MAX_DURATION`,
- * `METRICS_PORT`, `HEALTH_PROBE_PORT`, `LOG_LEVEL`, `CLUSTER_NAME`, `LEADER_ELECT`, `FEATURE_GATES`, `AWS_REGION`),
- * then flags (flags win). Runs until SIGINT/SIGTERM; exits 1 on lost leadership (to be restarted, as upstream)
- * or a startup failure, 2 on invalid options.
+ * `capenter controller [--kubeconfig PATH] [--context C] [SETTINGS...]`: runs the controller alone against any
+ * cluster (the embedded one of `capenter start`/`capenter apiserver`, or a real one), with the kwok cloud provider
+ * (NodeClaims become Node objects). Every setting of the registry (`src/operator/options.ts`, `SETTINGS`;
+ * table in docs/settings.md) is a flag and an upstream environment variable (`BATCH_IDLE_DURATION`,
+ * `METRICS_PORT`, `DISABLE_LEADER_ELECTION`, ...); flags win. Runs until SIGINT/SIGTERM (then stops the
+ * controllers and releases the leader Lease); exits 1 on lost leadership (to be restarted, as upstream) or a
+ * startup failure, 2 on an invalid setting. Against a cluster without capenter's CRDs it logs one error naming them
+ * and the fix (`kubectl apply -f crds/`), reports them on `/readyz` and waits; `--install-crds` applies them first
+ * (off by default). `--bind-address` sets where `/metrics`, `/healthz` and `/readyz` listen (default 0.0.0.0).
+ * `--cloud-provider aws` runs the aws provider (EC2 instances) with the aws settings (`CONTROLLER_AWS_SETTINGS`:
+ * CLUSTER_NAME, INTERRUPTION_QUEUE, ISOLATED_VPC, ...); SDK endpoints and credentials come from the SDK's default
+ * chain (AWS_ENDPOINT_URL, profiles, IRSA, IMDS).
  */
-import type { Command } from 'commander';
+import { type Command, Option } from 'commander';
+import { createAwsClients } from '../cloudprovider/aws/clients.ts';
+import {
+  AWS_SETTINGS,
+  type AwsSettings,
+  resolveAwsSettings,
+  validateAwsSettings,
+} from '../cloudprovider/aws/settings.ts';
 import { KubeClient } from '../kube/client.ts';
 import { createLogger } from '../operator/logger.ts';
 import { createOperator } from '../operator/operator.ts';
-import {
-  checkLogLevel,
-  defaultOptions,
-  type OperatorOptions,
-  optionsFromEnv,
-  parseSeconds,
-  validateOptions,
-} from '../operator/options.ts';
+import { type OperatorOptions, resolveOperatorOptions, SETTINGS } from '../operator/options.ts';
+import { addSettingFlags, type Setting } from '../operator/settings.ts';
 
-/** Parsed flags of `capenter controller`. */
+/** The aws provider's settings that the core registry does not already carry (CLUSTER_NAME, AWS_REGION are core). */
+export const CONTROLLER_AWS_SETTINGS: readonly Setting[] = (AWS_SETTINGS as readonly Setting[]).filter(
+  (a) => !SETTINGS.some((s) => s.env === a.env),
+);
+
+/** Parsed flags of `capenter controller`: the connection flags plus one camelCase entry per setting flag. */
 export interface ControllerCommandOptions {
   kubeconfig?: string;
   context?: string;
-  region?: string;
-  metricsPort?: string;
-  healthProbePort?: string;
-  logLevel?: string;
-  leaderElect?: boolean;
-  batchIdleDuration?: string;
-  batchMaxDuration?: string;
+  /** Apply capenter's CRDs (`crds/`) at start (default false). */
+  installCrds?: boolean;
+  /** Address `/metrics`, `/healthz` and `/readyz` listen on (default 0.0.0.0, as in a pod). */
+  bindAddress?: string;
+  /** `kwok` (default) or `aws`. */
+  cloudProvider?: string;
+  /** CAPI: kubeconfig of the management cluster; runs the KarpenterMachinePool controller (docs/capi.md). */
+  capiManagementKubeconfig?: string;
+  /** Setting flags by commander attribute name (`metricsPort`, `batchIdleDuration`, `disableLeaderElection`). */
+  [setting: string]: unknown;
 }
 
 /**
  * Options from `env` then `flags` (flags win).
- * @throws Error naming the bad flag or variable.
+ * @throws SettingError naming the bad flag or variable and what it accepts.
  */
 export function controllerOptions(
   flags: ControllerCommandOptions,
   env: Readonly<Record<string, string | undefined>>,
 ): OperatorOptions {
-  const o = optionsFromEnv(env, defaultOptions());
-  if (flags.region) o.region = flags.region;
-  if (flags.metricsPort !== undefined) o.metricsPort = portFlag(flags.metricsPort, '--metrics-port');
-  if (flags.healthProbePort !== undefined)
-    o.healthProbePort = portFlag(flags.healthProbePort, '--health-probe-port');
-  if (flags.logLevel) o.logLevel = checkLogLevel(flags.logLevel);
+  const o = resolveOperatorOptions({ flags, env });
+  if (flags.bindAddress) o.bindAddress = flags.bindAddress;
+  // `--no-leader-elect` (before the registry; commander sets leaderElect=false): DISABLE_LEADER_ELECTION's alias
   if (flags.leaderElect === false) o.leaderElect = false;
-  if (flags.batchIdleDuration)
-    o.batchIdleSeconds = parseSeconds(flags.batchIdleDuration, '--batch-idle-duration');
-  if (flags.batchMaxDuration)
-    o.batchMaxSeconds = parseSeconds(flags.batchMaxDuration, '--batch-max-duration');
-  return validateOptions(o);
-}
-
-function portFlag(v: string, flag: string): number {
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < 0 || n > 65535)
-    throw new Error(`${flag}: "${v}" is not a port (0–65535; 0 = any free port)`);
-  return n;
+  return o;
 }
 
 /** Runs the controller until a signal; returns the exit code. Never throws. */
@@ -78,16 +78,45 @@ export async function runController(
     io.stderr(`error: ${(err as Error).message}\n`);
     return 2;
   }
+  const cloudProvider = (flags.cloudProvider as string | undefined) ?? 'kwok';
+  let awsSettings: AwsSettings | undefined;
+  try {
+    if (cloudProvider === 'aws') {
+      awsSettings = validateAwsSettings(resolveAwsSettings({ flags, env: io.env }));
+      awsSettings.region ||= options.region;
+      options.clusterName = awsSettings.clusterName;
+    } else if (cloudProvider !== 'kwok')
+      throw new Error(`--cloud-provider must be "kwok" or "aws", got "${cloudProvider}"`);
+  } catch (err) {
+    io.stderr(`error: ${(err as Error).message}\n`);
+    return 2;
+  }
   const logger = createLogger({ level: options.logLevel });
   try {
-    const kubeconfig = flags.kubeconfig ?? io.env.KUBECONFIG;
+    const kubeconfig = (flags.kubeconfig as string | undefined) ?? io.env.KUBECONFIG;
     const client = kubeconfig
       ? KubeClient.fromKubeconfig(kubeconfig, {
           userAgent: 'capenter-controller',
+          qps: options.kubeClientQPS,
+          burst: options.kubeClientBurst,
           ...(flags.context ? { context: flags.context } : {}),
         })
-      : KubeClient.fromCluster({ userAgent: 'capenter-controller' });
-    const op = createOperator({ client, logger, options });
+      : KubeClient.fromCluster({
+          userAgent: 'capenter-controller',
+          qps: options.kubeClientQPS,
+          burst: options.kubeClientBurst,
+        });
+    // aws: endpoints and credentials come from the SDK's default chain (AWS_ENDPOINT_URL, profiles, IRSA, IMDS).
+    const awsClients = awsSettings ? createAwsClients({ region: awsSettings.region }) : undefined;
+    const op = createOperator({
+      client,
+      logger,
+      options,
+      installCRDs: flags.installCrds === true,
+      ...(awsSettings && awsClients
+        ? { aws: { clients: awsClients, settings: awsSettings, region: awsSettings.region } }
+        : {}),
+    });
     const ac = new AbortController();
     io.signal?.addEventListener('abort', () => ac.abort(), { once: true });
     let interrupted = false;
@@ -98,14 +127,35 @@ export async function runController(
     process.once('SIGINT', onSignal);
     process.once('SIGTERM', onSignal);
     await op.start(ac.signal);
+    let capi: Promise<void> | undefined;
+    if (flags.capiManagementKubeconfig) {
+      const { runCAPIControllers } = await import('../operator/capi.ts');
+      const management = KubeClient.fromKubeconfig(flags.capiManagementKubeconfig, {
+        userAgent: 'capenter-capi',
+      });
+      capi = runCAPIControllers(op, {
+        management,
+        logger,
+        signal: ac.signal,
+        ...(awsSettings ? { clusterName: awsSettings.clusterName } : {}),
+        ...(awsSettings
+          ? {}
+          : {
+              bootstrapStore: new (await import('../controllers/capi/bootstrap.ts')).InMemoryBootstrapStore(),
+            }),
+      }).finally(() => management.close());
+    }
     io.stderr(
       `capenter controller: ${client.server}, region ${options.region}, metrics :${op.metricsPort}/metrics, health :${op.healthProbePort}/healthz\n`,
     );
     await op.done;
+    const stoppedBySignal = interrupted || ac.signal.aborted;
+    ac.abort(); // stops the KarpenterMachinePool controllers too
+    await capi;
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
     client.close();
-    if (interrupted || ac.signal.aborted) return 0;
+    if (stoppedBySignal) return 0;
     io.stderr('capenter controller: leadership lost; exiting so the process is restarted\n');
     return 1;
   } catch (err) {
@@ -116,22 +166,33 @@ export async function runController(
 
 /** Registers `capenter controller`. */
 export function registerControllerCommand(program: Command): void {
-  program
+  const cmd = program
     .command('controller')
-    .description('run the capenter controller (kwok provider) against a cluster until interrupted')
-    .option('--kubeconfig <path>', 'kubeconfig file (default: $KUBECONFIG, else in-cluster config)')
+    .description('run the controller (kwok or aws provider) against a cluster until interrupted')
+    .option('--kubeconfig <path>', 'kubeconfig file (default: $KUBECONFIG, else the in-cluster config)')
     .option('--context <name>', 'kubeconfig context')
-    .option('--region <region>', 'AWS region whose catalog is simulated (env AWS_REGION; default us-east-1)')
-    .option('--metrics-port <n>', 'port of /metrics (env METRICS_PORT; default 8080; 0 = any free port)')
-    .option('--health-probe-port <n>', 'port of /healthz and /readyz (env HEALTH_PROBE_PORT; default 8081)')
-    .option('--log-level <level>', 'debug|info|warn|error (env LOG_LEVEL; default info)')
-    .option('--batch-idle-duration <d>', 'env BATCH_IDLE_DURATION (default 1s)')
-    .option('--batch-max-duration <d>', 'env BATCH_MAX_DURATION (default 10s)')
-    .option('--no-leader-elect', 'run controllers without the leader Lease (env LEADER_ELECT=false)')
-    .action(async (flags: ControllerCommandOptions) => {
-      process.exitCode = await runController(flags, {
+    .option(
+      '--cloud-provider <name>',
+      'kwok (default: NodeClaims become Node objects) or aws (EC2 instances)',
+    )
+    .option('--install-crds', "apply capenter's CRDs (as `kubectl apply -f crds/`) at start (default off)")
+    .option(
+      '--capi-management-kubeconfig <path>',
+      'run the KarpenterMachinePool controller against this management cluster (--kubeconfig is the workload cluster)',
+    )
+    .option('--bind-address <addr>', 'address of /metrics, /healthz, /readyz (default 0.0.0.0)')
+    .addOption(
+      new Option('--no-leader-elect', 'same as --disable-leader-election (kept for scripts)').hideHelp(),
+    );
+  addSettingFlags(addSettingFlags(cmd, SETTINGS), CONTROLLER_AWS_SETTINGS).action(
+    async (flags: ControllerCommandOptions) => {
+      const code = await runController(flags, {
         stderr: (t) => process.stderr.write(t),
         env: process.env,
       });
-    });
+      // The controller has stopped (Lease released, informers closed): end the process even if a library left a
+      // handle open, so a supervisor sees the exit at once.
+      process.exit(code);
+    },
+  );
 }

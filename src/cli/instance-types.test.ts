@@ -141,6 +141,24 @@ describe('capenter instance-types', () => {
     );
   });
 
+  it('accepts a NodePool of a KWOKNodeClass (the kwok provider: catalog types, default allocatable)', async () => {
+    const kwok =
+      'apiVersion: karpenter.kwok.sh/v1alpha1\nkind: KWOKNodeClass\nmetadata: {name: default}\nspec: {}\n';
+    const pool = NODEPOOL.replace('group: karpenter.k8s.aws', 'group: karpenter.kwok.sh').replace(
+      'kind: EC2NodeClass',
+      'kind: KWOKNodeClass',
+    );
+    const { code, out } = await run({ filenames: [manifests(kwok, pool)], output: 'json' });
+    expect(code).toBe(0);
+    const rows = JSON.parse(out) as InstanceTypeJSON[];
+    // m5 with < 9 vCPUs: large, xlarge, 2xlarge; default AL2023 allocatable (29 pods on m5.large, no maxPods 20)
+    expect(rows.map((r) => r.name).sort()).toEqual(['m5.2xlarge', 'm5.large', 'm5.xlarge']);
+    expect(rows.find((r) => r.name === 'm5.large')!.allocatable).toMatchObject({ cpu: '1930m', pods: '29' });
+    const missing = await run({ filenames: [manifests(pool)] });
+    expect(missing.code).toBe(2);
+    expect(missing.err).toContain('names no KWOKNodeClass in the manifests');
+  });
+
   it('reports invalid manifests with the loader message and exit code 2', async () => {
     const bad = NODECLASS.replace(
       / {2}subnetSelectorTerms:\n {2}- tags:\n {6}karpenter.sh\/discovery: cluster-1\n/,

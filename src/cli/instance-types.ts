@@ -71,20 +71,25 @@ export const EXIT_INVALID_INPUT = 2;
 class InputError extends Error {}
 
 /** Reads NodePools and EC2NodeClasses (validated and defaulted by the shared loader); other kinds are ignored. */
-async function loadManifests(
-  paths: string[],
-): Promise<{ nodePools: NodePool[]; nodeClasses: EC2NodeClass[]; errors: string[] }> {
+async function loadManifests(paths: string[]): Promise<{
+  nodePools: NodePool[];
+  nodeClasses: EC2NodeClass[];
+  kwokNodeClasses: Set<string>;
+  errors: string[];
+}> {
   const res = await loadManifestPaths(paths);
+  const kwokNodeClasses = new Set<string>();
   const nodePools: NodePool[] = [];
   const nodeClasses: EC2NodeClass[] = [];
   for (const { object } of res.objects) {
     if (object.kind === 'NodePool' && object.apiVersion === 'karpenter.sh/v1')
       nodePools.push(object as NodePool);
+    if (object.kind === 'KWOKNodeClass' && object.metadata?.name) kwokNodeClasses.add(object.metadata.name);
     if (object.kind === 'EC2NodeClass' && object.apiVersion === 'karpenter.k8s.aws/v1') {
       nodeClasses.push(object as EC2NodeClass);
     }
   }
-  return { nodePools, nodeClasses, errors: res.errors.map((e) => e.message) };
+  return { nodePools, nodeClasses, kwokNodeClasses, errors: res.errors.map((e) => e.message) };
 }
 
 /**
@@ -208,7 +213,7 @@ export async function runInstanceTypes(
 
     const selections: Array<{ nodePool?: string; nodeClass?: EC2NodeClass; reqs?: Requirements }> = [];
     if (opts.filenames && opts.filenames.length > 0) {
-      const { nodePools, nodeClasses, errors } = await loadManifests(opts.filenames);
+      const { nodePools, nodeClasses, kwokNodeClasses, errors } = await loadManifests(opts.filenames);
       if (errors.length > 0) throw new InputError(errors.join('\n'));
       const byName = new Map(nodeClasses.map((nc) => [nc.metadata.name, nc]));
       const pools = opts.nodePool ? nodePools.filter((np) => np.metadata.name === opts.nodePool) : nodePools;
@@ -227,6 +232,16 @@ export async function runInstanceTypes(
               `NodePool "${np.metadata.name}": spec.template.spec.nodeClassRef.name "${ref.name}" names no EC2NodeClass in the manifests; add it with -f`,
             );
           }
+        } else if (ref?.kind === 'KWOKNodeClass') {
+          // the kwok provider launches the region's catalog types with the default allocatable
+          if (!kwokNodeClasses.has(ref.name))
+            throw new InputError(
+              `NodePool "${np.metadata.name}": spec.template.spec.nodeClassRef.name "${ref.name}" names no KWOKNodeClass in the manifests; add it with -f`,
+            );
+        } else {
+          throw new InputError(
+            `NodePool "${np.metadata.name}": spec.template.spec.nodeClassRef.kind "${ref?.kind ?? ''}" is not supported here; use an EC2NodeClass or a KWOKNodeClass`,
+          );
         }
         let reqs: Requirements;
         try {
@@ -297,7 +312,7 @@ export function registerInstanceTypesCommand(program: Command): void {
   program
     .command('instance-types')
     .description(
-      'List the embedded AWS instance types with labels, allocatable and prices, optionally filtered by NodePools',
+      'list the embedded AWS instance types with labels, allocatable and prices, optionally filtered by NodePools',
     )
     .option(
       '-f, --filename <paths...>',

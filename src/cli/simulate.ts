@@ -93,6 +93,7 @@ export async function runSimulate(opts: SimulateCommandOptions, io: CommandIO): 
       }
       objects.push(...res.objects);
       errors.push(...res.errors);
+      for (const n of res.notices ?? []) io.stderr(`notice: ${n}\n`);
       for (const [k, n] of Object.entries(res.unknownKinds)) unknownKinds[k] = (unknownKinds[k] ?? 0) + n;
     }
 
@@ -137,7 +138,7 @@ export function registerSimulateCommand(program: Command): void {
   program
     .command('simulate')
     .description(
-      'Simulate what Karpenter would provision for the pending pods in the given manifests (no cluster needed)',
+      'simulate what Karpenter would provision for the pending pods in the given manifests (no cluster needed)',
     )
     .requiredOption(
       '-f, --filename <paths...>',

@@ -1,6 +1,10 @@
 /**
  * `capenter start [-f PATH]... [--port N] [--kubeconfig-out PATH] [--exit-when-settled] [--timeout S]
- * [-o table|json] [--region R] [--log-level L]`: a whole simulated cluster in one process. Starts the embedded API
+ * [-o table|json] [--region R] [--log-level L] [--cloud-provider kwok|aws] [--cluster-name N]`: a whole simulated
+ * cluster in one process. With `--cloud-provider aws` (and `AWS_ENDPOINT_URL` naming an AWS API emulator such as
+ * moto) NodeClaims become EC2 instances in the emulator, through the fault-filling proxy (`sim/aws/proxy.ts`); the
+ * emulator's default network is tagged for discovery, and a joining-kubelet stand-in registers a Node for each
+ * running instance (see `operator/aws.ts`). Starts the embedded API
  * server with capenter's CRDs and the kube-scheduler / kubelet / workload-controller stand-ins, applies the
  * manifests (default: the bundled `examples/microservices-demo`), and runs the real capenter operator against it
  * with the kwok cloud provider (NodePools may reference a KWOKNodeClass or an EC2NodeClass: EC2NodeClass NodePools
@@ -8,10 +12,12 @@
  *
  * Prints the kubeconfig path (use `kubectl --kubeconfig PATH get nodeclaims -w` while it runs), progress lines on
  * stderr, and once every pod is Running a summary of the NodeClaims on stdout. With `--exit-when-settled` it then
- * exits 0 (1 with a summary of what is still pending after `--timeout`, default 120 s); without, it keeps running
- * until Ctrl-C. Exit 2: invalid flags or manifests (valid objects are still applied).
+ * exits 0 (1 with a summary of what is still pending, and why, after `--timeout`, default 120 s); without, it keeps
+ * running until Ctrl-C. Exit 2 at once, before anything starts: invalid flags, unreadable paths or invalid
+ * manifests (errors name file, document, kind/name, field and rule, as `simulate`). The temporary folder of the
+ * kubeconfig is removed on exit (not the file of `--kubeconfig-out`).
  */
-import { mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -24,8 +30,13 @@ import {
   isSupportedRegion,
   SUPPORTED_REGIONS,
 } from '../cloudprovider/aws/catalog/index.ts';
+import { resolveAwsSettings } from '../cloudprovider/aws/settings.ts';
+import { diagnose, doctorSummary, readSnapshot } from '../doctor/index.ts';
 import type { KubeClient } from '../kube/client.ts';
+import { RealClock } from '../kube/clock.ts';
+import type { KubeEvent } from '../kube/types.ts';
 import { applyObjects } from '../operator/apply.ts';
+import { type AwsControllersConfig, type EmbeddedAws, startEmbeddedAws } from '../operator/aws.ts';
 import { createLogger } from '../operator/logger.ts';
 import { createOperator } from '../operator/operator.ts';
 import { checkLogLevel, embeddedOptions } from '../operator/options.ts';
@@ -43,6 +54,14 @@ export interface StartCommandOptions {
   region?: string;
   logLevel?: string;
   metricsPort?: string;
+  /** Two clusters as CAPI runs them (management + workload); see start-capi.ts. */
+  capi?: boolean;
+  /** With --capi: seconds before capenter removes a lingering node.cluster.x-k8s.io/uninitialized taint. */
+  uninitializedTaintTimeout?: string;
+  /** `kwok` (default) or `aws` (an AWS API emulator at `AWS_ENDPOINT_URL`, e.g. moto). */
+  cloudProvider?: string;
+  /** `--cluster-name` (aws; default `CLUSTER_NAME`, else `cluster-1`). */
+  clusterName?: string;
 }
 
 /** One NodeClaim row of the summary. */
@@ -52,25 +71,40 @@ export interface NodeClaimSummary {
   instanceType: string;
   zone: string;
   capacityType: string;
-  /** USD per hour (on-demand list price or spot estimate of the catalog), 0 when unknown. */
-  pricePerHour: number;
+  /** USD per hour (on-demand list price or spot estimate of the catalog), 0 when unknown (as `simulate`'s). */
+  priceUSDPerHour: number;
   /** Pods bound to its Node (DaemonSet pods included). */
   pods: number;
   /** Lifecycle: Launching, Registered, Initialized, Deleting. */
   state: string;
 }
 
+/** A pod that is not Running, and why (the controller's `FailedScheduling` Event, else the PodScheduled condition). */
+export interface PendingPod {
+  /** `namespace/name`. */
+  pod: string;
+  /** Pod phase (`Pending`, ...). */
+  phase: string;
+  /** Why it is not running; `""` when nothing says (e.g. bound, container starting). */
+  reason: string;
+}
+
 /** The summary printed when the cluster settles (or times out). */
 export interface StartSummary {
+  /** Every pod Running and no NodeClaim launching, registering or being deleted. */
   settled: boolean;
+  /** `--timeout` passed before the cluster settled. */
+  timedOut: boolean;
   elapsedSeconds: number;
   kubeconfig: string;
   region: string;
+  /** Live pods (not finished, not deleting): all, Running, not Running. */
   pods: { total: number; running: number; pending: number };
   nodeClaims: NodeClaimSummary[];
-  totals: { nodeClaims: number; nodes: number; pricePerHour: number };
-  /** `namespace/name` of pods not Running. */
-  pendingPods: string[];
+  /** `pods`: pods on the NodeClaims' nodes (the sum of the rows); `deleting`: NodeClaims being deleted. */
+  totals: { nodeClaims: number; deleting: number; nodes: number; pods: number; priceUSDPerHour: number };
+  /** Pods not Running, with the reason. */
+  pendingPods: PendingPod[];
 }
 
 /** A point-in-time view of the cluster for progress lines and the summary. */
@@ -78,20 +112,45 @@ export interface ClusterView {
   pods: Pod[];
   nodeClaims: NodeClaim[];
   nodes: Node[];
+  /** Events (only read for the final summary: the reasons of pending pods). */
+  events?: KubeEvent[];
 }
 
-/** Reads pods, NodeClaims and Nodes through the client. */
-export async function readClusterView(client: KubeClient): Promise<ClusterView> {
-  const [pods, nodeClaims, nodes] = await Promise.all([
+/** Reads pods, NodeClaims and Nodes (and Events when `withEvents`) through the client. */
+export async function readClusterView(client: KubeClient, withEvents = false): Promise<ClusterView> {
+  const [pods, nodeClaims, nodes, events] = await Promise.all([
     client.list('Pod'),
     client.list('NodeClaim'),
     client.list('Node'),
+    withEvents ? client.list('Event') : undefined,
   ]);
   return {
     pods: pods.items as Pod[],
     nodeClaims: nodeClaims.items as NodeClaim[],
     nodes: nodes.items as Node[],
+    ...(events ? { events: events.items as KubeEvent[] } : {}),
   };
+}
+
+/**
+ * Why `pod` is not running: the newest `FailedScheduling` Event of capenter (component `karpenter`, as upstream),
+ * else the newest of any component, else the `PodScheduled=False` condition's message, else `""`.
+ */
+export function pendingReason(pod: Pod, events: readonly KubeEvent[]): string {
+  const mine = events
+    .filter(
+      (e) =>
+        e.reason === 'FailedScheduling' &&
+        e.involvedObject?.kind === 'Pod' &&
+        e.involvedObject.name === pod.metadata.name &&
+        e.involvedObject.namespace === pod.metadata.namespace,
+    )
+    .sort((a, b) => (a.lastTimestamp ?? '').localeCompare(b.lastTimestamp ?? ''));
+  const own = mine.filter((e) => e.source?.component === 'karpenter');
+  const ev = own.at(-1) ?? mine.at(-1);
+  if (ev?.message) return ev.message;
+  const cond = pod.status?.conditions?.find((c) => c.type === 'PodScheduled' && c.status === 'False');
+  return cond?.message ?? '';
 }
 
 const isTrue = (nc: NodeClaim, t: string): boolean =>
@@ -120,12 +179,13 @@ export function priceOf(region: string, instanceType: string, zone: string, capa
   return o?.priceUSDPerHour ?? 0;
 }
 
-/** Builds the summary of `view`. */
+/** Builds the summary of `view` (`timedOut`: `--timeout` passed). */
 export function summarize(
   view: ClusterView,
   region: string,
   kubeconfig: string,
   elapsedSeconds: number,
+  timedOut = false,
 ): StartSummary {
   const pods = livePods(view.pods);
   const running = pods.filter((p) => p.status?.phase === 'Running');
@@ -144,15 +204,17 @@ export function summarize(
         instanceType,
         zone,
         capacityType,
-        pricePerHour: instanceType ? priceOf(region, instanceType, zone, capacityType) : 0,
+        priceUSDPerHour: instanceType ? priceOf(region, instanceType, zone, capacityType) : 0,
         pods: podsByNode.get(nc.status?.nodeName ?? nc.metadata.name ?? '') ?? 0,
         state: ncState(nc),
       };
     })
     .sort((a, b) => a.nodePool.localeCompare(b.nodePool) || a.name.localeCompare(b.name));
-  const settled = pods.length === running.length;
+  const inFlight = rows.some((r) => r.state !== 'Initialized');
+  const settled = pods.length === running.length && pods.length > 0 && !inFlight;
   return {
     settled,
+    timedOut,
     elapsedSeconds: Math.round(elapsedSeconds * 10) / 10,
     kubeconfig,
     region,
@@ -160,23 +222,30 @@ export function summarize(
     nodeClaims: rows,
     totals: {
       nodeClaims: rows.length,
+      deleting: rows.filter((r) => r.state === 'Deleting').length,
       nodes: view.nodes.length,
-      pricePerHour: Math.round(rows.reduce((s, r) => s + r.pricePerHour, 0) * 10000) / 10000,
+      pods: rows.reduce((n, r) => n + r.pods, 0),
+      priceUSDPerHour: Math.round(rows.reduce((n, r) => n + r.priceUSDPerHour, 0) * 10000) / 10000,
     },
     pendingPods: pods
       .filter((p) => p.status?.phase !== 'Running')
-      .map((p) => `${p.metadata.namespace ?? ''}/${p.metadata.name ?? ''}`)
-      .sort(),
+      .map((p) => ({
+        pod: `${p.metadata.namespace ?? ''}/${p.metadata.name ?? ''}`,
+        phase: p.status?.phase ?? 'Pending',
+        reason: pendingReason(p, view.events ?? []),
+      }))
+      .sort((a, b) => a.pod.localeCompare(b.pod)),
   };
 }
 
-/** One progress line: pods, NodeClaims by lifecycle state, nodes, $/h. */
+/** One progress line: pods, NodeClaims by lifecycle state (deleting included), nodes, $/h. */
 export function progressLine(s: StartSummary): string {
   const by = (st: string) => s.nodeClaims.filter((r) => r.state === st).length;
   return (
     `[${s.elapsedSeconds.toFixed(1)}s] pods ${s.pods.running}/${s.pods.total} running (${s.pods.pending} pending) · ` +
     `nodeclaims ${s.totals.nodeClaims} (launching ${by('Launching') + by('Launched')}, registered ${by('Registered')}, ` +
-    `initialized ${by('Initialized')}) · nodes ${s.totals.nodes} · $${s.totals.pricePerHour.toFixed(4)}/h`
+    `initialized ${by('Initialized')}, deleting ${by('Deleting')}) · nodes ${s.totals.nodes} · ` +
+    `$${s.totals.priceUSDPerHour.toFixed(4)}/h`
   );
 }
 
@@ -189,10 +258,11 @@ export function formatSummaryTable(s: StartSummary): string {
     r.instanceType,
     r.zone,
     r.capacityType,
-    r.pricePerHour.toFixed(4),
+    r.priceUSDPerHour.toFixed(4),
     String(r.pods),
   ]);
-  rows.push(['TOTAL', '', '', '', '', s.totals.pricePerHour.toFixed(4), String(s.pods.total)]);
+  // TOTAL sums the rows (pods not on a NodeClaim's node are counted in the line below)
+  rows.push(['TOTAL', '', '', '', '', s.totals.priceUSDPerHour.toFixed(4), String(s.totals.pods)]);
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   const line = (r: string[]) =>
     r
@@ -200,22 +270,33 @@ export function formatSummaryTable(s: StartSummary): string {
       .join('  ')
       .trimEnd();
   const out = [line(head), ...rows.map(line)];
+  const status = s.settled ? 'Settled' : s.timedOut ? 'NOT settled (timed out)' : 'NOT settled';
   out.push(
     '',
-    `${s.settled ? 'Settled' : 'NOT settled'} after ${s.elapsedSeconds}s: ${s.pods.running}/${s.pods.total} pods running on ` +
-      `${s.totals.nodeClaims} NodeClaim(s), $${s.totals.pricePerHour.toFixed(4)}/h (${s.region}).`,
+    `${status} after ${s.elapsedSeconds}s: ${s.pods.running}/${s.pods.total} pods running, ${s.totals.pods} of them on ` +
+      `${s.totals.nodeClaims} NodeClaim(s)${s.totals.deleting > 0 ? ` (${s.totals.deleting} deleting)` : ''}, ` +
+      `$${s.totals.priceUSDPerHour.toFixed(4)}/h (${s.region}).`,
   );
-  if (!s.settled && s.pendingPods.length > 0)
-    out.push(
-      `Pending: ${s.pendingPods.slice(0, 10).join(', ')}${s.pendingPods.length > 10 ? ` and ${s.pendingPods.length - 10} more` : ''}`,
-    );
+  if (!s.settled && s.pendingPods.length > 0) {
+    out.push('Not running:');
+    for (const p of s.pendingPods.slice(0, 10))
+      out.push(`  ${p.pod} (${p.phase}): ${p.reason || 'no reason reported yet'}`);
+    if (s.pendingPods.length > 10) out.push(`  and ${s.pendingPods.length - 10} more`);
+  }
   return `${out.join('\n')}\n`;
 }
 
-/** The bundled example (`examples/microservices-demo` of the package). */
+/**
+ * The bundled example (`examples/microservices-demo` of the package): the nearest `examples/microservices-demo`
+ * above this module, so it is found from `src/cli/` (tsx) and from `dist/` (the compiled program) alike.
+ */
 export function defaultExamplePath(): string {
   const here = dirname(fileURLToPath(import.meta.url));
-  return resolve(here, '..', '..', 'examples', 'microservices-demo');
+  for (let dir = here; ; dir = dirname(dir)) {
+    const candidate = join(dir, 'examples', 'microservices-demo');
+    if (existsSync(candidate)) return candidate;
+    if (dirname(dir) === dir) return resolve(here, '..', '..', 'examples', 'microservices-demo');
+  }
 }
 
 /** IO of {@link runStart}. */
@@ -226,6 +307,8 @@ export interface StartIO {
   signal?: AbortSignal;
   /** Progress interval in ms (default 1000). */
   progressIntervalMs?: number;
+  /** Environment (`--cloud-provider aws` reads `AWS_ENDPOINT_URL`, `AWS_REGION`, `CLUSTER_NAME`, ...). */
+  env?: Readonly<Record<string, string | undefined>>;
 }
 
 /** Runs `capenter start`; returns the exit code. Never throws. */
@@ -235,7 +318,20 @@ export async function runStart(flags: StartCommandOptions, io: StartIO): Promise
     io.stderr(`error: --output must be "table" or "json", got "${output}"\n`);
     return 2;
   }
-  const region = flags.region ?? 'us-east-1';
+  const env = io.env ?? {};
+  const cloudProvider = flags.cloudProvider ?? 'kwok';
+  if (cloudProvider !== 'kwok' && cloudProvider !== 'aws') {
+    io.stderr(`error: --cloud-provider must be "kwok" or "aws", got "${cloudProvider}"\n`);
+    return 2;
+  }
+  const emulatorEndpoint = env.AWS_ENDPOINT_URL_EC2 || env.AWS_ENDPOINT_URL;
+  if (cloudProvider === 'aws' && !emulatorEndpoint) {
+    io.stderr(
+      'error: start --cloud-provider aws runs against an AWS API emulator only: set AWS_ENDPOINT_URL (e.g. moto_server at http://127.0.0.1:5000); use `capenter controller --cloud-provider aws` for a real account\n',
+    );
+    return 2;
+  }
+  const region = flags.region ?? (cloudProvider === 'aws' ? env.AWS_REGION : undefined) ?? 'us-east-1';
   if (!isSupportedRegion(region)) {
     io.stderr(
       `error: --region "${region}" has no embedded catalog; use one of ${SUPPORTED_REGIONS.join(', ')}\n`,
@@ -259,13 +355,41 @@ export async function runStart(flags: StartCommandOptions, io: StartIO): Promise
     io.stderr(`error: ${(err as Error).message}\n`);
     return 2;
   }
+  if (flags.capi) {
+    const taintTimeout =
+      flags.uninitializedTaintTimeout === undefined ? undefined : Number(flags.uninitializedTaintTimeout);
+    if (taintTimeout !== undefined && !(Number.isFinite(taintTimeout) && taintTimeout >= 0)) {
+      io.stderr(
+        `error: --uninitialized-taint-timeout must be seconds >= 0, got "${flags.uninitializedTaintTimeout}"\n`,
+      );
+      return 2;
+    }
+    const { runStartCAPI } = await import('./start-capi.ts');
+    return runStartCAPI(
+      {
+        ...(flags.filename ? { filename: flags.filename } : {}),
+        ...(flags.kubeconfigOut ? { kubeconfigOut: flags.kubeconfigOut } : {}),
+        ...(flags.exitWhenSettled ? { exitWhenSettled: true } : {}),
+        ...(taintTimeout !== undefined ? { uninitializedTaintTimeout: taintTimeout } : {}),
+        ...(cloudProvider === 'aws' && emulatorEndpoint ? { awsEmulatorEndpoint: emulatorEndpoint } : {}),
+        timeout,
+        output,
+        region,
+        logLevel,
+      },
+      io,
+    );
+  }
   const paths = flags.filename && flags.filename.length > 0 ? flags.filename : [defaultExamplePath()];
   const loaded = await loadManifestPaths(paths);
   for (const e of loaded.errors) io.stderr(`error: ${e.message}\n`);
-  let exitCode = loaded.errors.length > 0 ? 2 : 0;
-  const kubeconfigPath = resolve(
-    flags.kubeconfigOut ?? join(mkdtempSync(join(tmpdir(), 'capenter-')), 'kubeconfig'),
-  );
+  if (loaded.errors.length > 0) {
+    io.stderr(`capenter: ${loaded.errors.length} invalid input(s); nothing started\n`);
+    return 2;
+  }
+  let exitCode = 0;
+  const tmpDir = flags.kubeconfigOut ? undefined : mkdtempSync(join(tmpdir(), 'capenter-'));
+  const kubeconfigPath = resolve(flags.kubeconfigOut ?? join(tmpDir as string, 'kubeconfig'));
   const started = performance.now();
   const elapsed = (): number => (performance.now() - started) / 1000;
   const logger = createLogger({ level: logLevel });
@@ -276,6 +400,7 @@ export async function runStart(flags: StartCommandOptions, io: StartIO): Promise
   process.once('SIGTERM', onSignal);
   let sim: Awaited<ReturnType<typeof startSimulatedCluster>> | undefined;
   let op: ReturnType<typeof createOperator> | undefined;
+  let aws: EmbeddedAws | undefined;
   try {
     sim = await startSimulatedCluster({
       port,
@@ -289,7 +414,35 @@ export async function runStart(flags: StartCommandOptions, io: StartIO): Promise
     );
     const options = { ...embeddedOptions(), region, logLevel };
     if (flags.metricsPort !== undefined) options.metricsPort = Number(flags.metricsPort);
-    op = createOperator({ kubeconfig: sim.kubeconfig, logger, options });
+    let awsConfig: AwsControllersConfig | undefined;
+    if (cloudProvider === 'aws' && emulatorEndpoint) {
+      const settings = resolveAwsSettings({ flags: { clusterName: flags.clusterName }, env });
+      settings.clusterName ||= options.clusterName;
+      settings.region = region;
+      // The joining nodes' user data points at the embedded API server.
+      settings.clusterEndpoint ||= sim.apiServer.url;
+      settings.clusterCABundle ||= /certificate-authority-data:\s*(\S+)/.exec(sim.kubeconfig)?.[1] ?? '';
+      options.clusterName = settings.clusterName;
+      aws = await startEmbeddedAws({
+        client: sim.client,
+        clock: sim.clock,
+        region,
+        clusterName: settings.clusterName,
+        emulatorEndpoint,
+        onError: (err, where) => logger.debug({ where, err: String(err) }, 'aws emulator error (retrying)'),
+      });
+      io.stderr(
+        `capenter: aws provider against the emulator at ${emulatorEndpoint} (through ${aws.proxy.endpoint}), cluster ${settings.clusterName}, ${aws.seed.subnets.length} subnet(s) tagged karpenter.sh/discovery=${settings.clusterName}\n`,
+      );
+      // The embedded API server has no EKS service CIDR to discover: Kubernetes' default.
+      awsConfig = { clients: aws.clients, settings, region, clusterCIDR: '10.96.0.0/12' };
+    }
+    op = createOperator({
+      kubeconfig: sim.kubeconfig,
+      logger,
+      options,
+      ...(awsConfig ? { aws: awsConfig } : {}),
+    });
     await op.start(ac.signal);
     io.stderr(`capenter: controller metrics http://127.0.0.1:${op.metricsPort}/metrics\n`);
     const applied = await applyObjects(
@@ -298,7 +451,10 @@ export async function runStart(flags: StartCommandOptions, io: StartIO): Promise
     );
     const failed = applied.filter((a) => a.result === 'failed');
     for (const f of failed) io.stderr(`error: ${f.error}\n`);
-    if (failed.length > 0) exitCode = 2;
+    if (failed.length > 0) {
+      io.stderr(`capenter: the API server refused ${failed.length} object(s); stopping\n`);
+      return 2;
+    }
     io.stderr(
       `capenter: applied ${applied.length - failed.length} object(s) from ${paths.join(', ')}` +
         (Object.keys(loaded.unknownKinds).length > 0
@@ -308,6 +464,17 @@ export async function runStart(flags: StartCommandOptions, io: StartIO): Promise
           : '') +
         '\n',
     );
+    // One line from `capenter doctor` (src/doctor) with each summary, on stderr (stdout stays the summary/JSON).
+    const doctorClient = sim.client;
+    const doctorLine = async (): Promise<void> => {
+      try {
+        io.stderr(
+          `capenter: ${doctorSummary(diagnose(await readSnapshot(doctorClient, new RealClock())))}\n`,
+        );
+      } catch (err) {
+        io.stderr(`capenter: doctor could not read the cluster: ${(err as Error).message}\n`);
+      }
+    };
     const deadline = performance.now() + timeout * 1000;
     let lastLine = '';
     let printed = false;
@@ -323,13 +490,13 @@ export async function runStart(flags: StartCommandOptions, io: StartIO): Promise
         io.stderr(`${line}\n`);
         lastLine = sans;
       }
-      // Settled: every pod Running and no NodeClaim still in flight.
-      const inFlight = summary.nodeClaims.some((r) => r.state !== 'Initialized');
-      if (summary.settled && !inFlight && summary.pods.total > 0) {
+      // Settled: every pod Running and no NodeClaim still in flight (see summarize).
+      if (summary.settled) {
         if (!printed) {
           io.stdout(
             output === 'json' ? `${JSON.stringify(summary, null, 2)}\n` : formatSummaryTable(summary),
           );
+          await doctorLine();
           printed = true;
           if (flags.exitWhenSettled) break;
         }
@@ -337,8 +504,10 @@ export async function runStart(flags: StartCommandOptions, io: StartIO): Promise
         if (printed && !summary.settled) printed = false;
       }
       if (flags.exitWhenSettled && performance.now() > deadline) {
+        summary = summarize(await readClusterView(sim.client, true), region, kubeconfigPath, elapsed(), true);
         io.stderr(`capenter: timed out after ${timeout}s with ${summary.pods.pending} pod(s) not running\n`);
         io.stdout(output === 'json' ? `${JSON.stringify(summary, null, 2)}\n` : formatSummaryTable(summary));
+        await doctorLine();
         exitCode = 1;
         break;
       }
@@ -353,7 +522,9 @@ export async function runStart(flags: StartCommandOptions, io: StartIO): Promise
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
     await op?.stop();
+    await aws?.stop();
     await sim?.stop();
+    if (tmpDir) rmSync(tmpDir, { recursive: true, force: true });
   }
 }
 
@@ -374,13 +545,34 @@ export function registerStartCommand(program: Command): void {
     .option('--exit-when-settled', 'exit 0 once every pod is Running (1 on --timeout)')
     .option('--timeout <seconds>', 'with --exit-when-settled: give up after this many seconds', '120')
     .option('-o, --output <format>', 'table|json', 'table')
-    .option('--region <region>', 'AWS region whose catalog and prices are simulated', 'us-east-1')
+    .option(
+      '--region <region>',
+      'AWS region whose catalog and prices are simulated (default us-east-1; aws: AWS_REGION)',
+    )
+    .option(
+      '--cloud-provider <name>',
+      'kwok (default) or aws: EC2 instances in an emulator at AWS_ENDPOINT_URL',
+      'kwok',
+    )
+    .option(
+      '--cluster-name <name>',
+      'with --cloud-provider aws: the cluster name (env CLUSTER_NAME; default cluster-1)',
+    )
     .option('--log-level <level>', 'controller log level on stderr: debug|info|warn|error|silent', 'warn')
     .option('--metrics-port <n>', 'controller /metrics port (default: any free port)')
+    .option(
+      '--capi',
+      'two clusters as Cluster API runs them: management (CAPI/CAPA CRDs, KarpenterMachinePool) + workload',
+    )
+    .option(
+      '--uninitialized-taint-timeout <seconds>',
+      'with --capi: remove node.cluster.x-k8s.io/uninitialized from initialized nodes after this long (default 120)',
+    )
     .action(async (flags: StartCommandOptions) => {
       process.exitCode = await runStart(flags, {
         stdout: (t) => process.stdout.write(t),
         stderr: (t) => process.stderr.write(t),
+        env: process.env,
       });
     });
 }

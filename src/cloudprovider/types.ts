@@ -4,53 +4,15 @@
  * Source of the model: kubernetes-sigs/karpenter `pkg/cloudprovider/types.go`.
  */
 import type { NodeCondition } from '../apis/core.ts';
+import type { CapacityType, InstanceType } from '../apis/instancetype.ts';
 import type { NodeClaim, NodePool } from '../apis/karpenter.ts';
-import type { Resources } from '../apis/quantity.ts';
 
-/** `on-demand`, `spot` or `reserved` (label `karpenter.sh/capacity-type`). */
-export type CapacityType = 'on-demand' | 'spot' | 'reserved';
-
-/**
- * Where one instance type can be launched: a zone × capacity type, its price and whether it is available now.
- */
-export interface Offering {
-  /** Zone name, e.g. `us-east-1a` (label `topology.kubernetes.io/zone`). */
-  zone: string;
-  capacityType: CapacityType;
-  /** USD per hour. */
-  priceUSDPerHour: number;
-  /** False when the offering is known to be out of capacity (ICE) or not offered now. */
-  available: boolean;
-  /**
-   * How the price was obtained: `on-demand` (AWS price list for the region), `on-demand-fallback`
-   * (us-east-1 table used for another region, as upstream does), `spot-estimate`
-   * (on-demand × (1 − Spot Advisor savings)), or `provider` (reported by the cloud).
-   */
-  priceSource: 'on-demand' | 'on-demand-fallback' | 'spot-estimate' | 'provider';
-}
-
-/**
- * One instance type as the scheduler sees it.
- * - `labels`: every label a node of this type carries that does not depend on the offering
- *   (`node.kubernetes.io/instance-type`, `kubernetes.io/arch`, `kubernetes.io/os`, `karpenter.k8s.aws/*`);
- *   zone and capacity type come from {@link Offering}.
- * - `capacity`: what the machine has (cpu millicores, memory bytes after VM overhead, pods, ephemeral-storage
- *   bytes, extended resources as counts).
- * - `overhead`: kube-reserved, system-reserved and the eviction threshold subtracted from capacity.
- * - `allocatable`: capacity − all overhead, what pods can request (internal units, see `Resources`).
- */
-export interface InstanceType {
-  name: string;
-  labels: Readonly<Record<string, string>>;
-  capacity: Resources;
-  overhead: { kubeReserved: Resources; systemReserved: Resources; evictionThreshold: Resources };
-  allocatable: Resources;
-  offerings: Offering[];
-}
+/** The instance-type model, defined in `apis/instancetype.ts` (re-exported for the providers). */
+export type { CapacityType, InstanceType, Offering } from '../apis/instancetype.ts';
 
 // ---------------------------------------------------------------------------------------------------------------
-// The CloudProvider contract (added with the kwok provider). Everything above this line is the shared
-// instance-type model; everything below is the provider interface, its helpers and its error classes.
+// The CloudProvider contract (added with the kwok provider). The shared instance-type model
+// lives in `apis/instancetype.ts` (re-exported above); below is the provider interface, its helpers and errors.
 // ---------------------------------------------------------------------------------------------------------------
 
 /** A NodeClass kind a provider can launch from, e.g. `{group: 'karpenter.kwok.sh', kind: 'KWOKNodeClass'}`. */

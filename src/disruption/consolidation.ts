@@ -13,11 +13,10 @@
  * - on-demand candidates and a replacement allowing both spot and on-demand: pinned to spot (the prices were
  *   filtered assuming spot; if spot is unavailable the launch fails instead of costing more), as upstream.
  *
- * capenter addition ({@link narrowReplacement}): an on-demand-only replacement allows only its cheapest-priced
- * types (extended as far as `minValues` needs). Upstream keeps every cheaper type, but on-demand launches take
- * the cheapest one anyway; listing only those keeps the command's reported options equal to what is launched and
- * keeps a fallback to a pricier type (after an ICE) from being consolidated again right away. Set
- * `options.flexibleOnDemandReplacements` for upstream behaviour.
+ * By default, as upstream, an on-demand replacement keeps every type cheaper than the candidates, so a capacity
+ * error on the cheapest still leaves a launch that saves money. Opt-in capenter narrowing
+ * (`options.flexibleOnDemandReplacements: false`, {@link narrowReplacement}): an on-demand-only replacement allows
+ * only its cheapest-priced types (extended as far as `minValues` needs).
  */
 import type { NodeSelectorRequirementWithMinValues } from '../apis/karpenter.ts';
 import {
@@ -124,9 +123,11 @@ function truncate(options: InstanceType[], reqs: Requirements, n: number): Insta
 /**
  * capenter's on-demand narrowing (see the module doc): when the plan can only launch on-demand, keep the options
  * priced like the cheapest one, extended in price order while `minValues` is short. Other plans are returned as is.
+ * Consolidation narrows only with `flexibleOnDemandReplacements: false`; drift (`always`) narrows always: its
+ * replacement is not priced against the candidate, so a pricier option would only cost more.
  */
-export function narrowReplacement(plan: NodeClaimPlan, ctx: PassContext): NodeClaimPlan {
-  if (ctx.options.flexibleOnDemandReplacements) return plan;
+export function narrowReplacement(plan: NodeClaimPlan, ctx: PassContext, always = false): NodeClaimPlan {
+  if (!always && ctx.options.flexibleOnDemandReplacements) return plan;
   const reqs = planRequirements(plan);
   const ct = reqs.get(LabelCapacityType);
   if (!ct || ct.has(CapacityTypeSpot) || ct.has(CapacityTypeReserved)) return plan;

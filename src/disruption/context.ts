@@ -21,9 +21,17 @@ import type { LabelSelector, Pod } from '../apis/core.ts';
 import { LabelNodePool } from '../apis/labels.ts';
 import { formatResources, parseResources, type Resources } from '../apis/quantity.ts';
 import { selectorMatches } from '../scheduling/labelselector.ts';
+import { limitCapacity } from '../scheduling/limits.ts';
+import { hasPreferences } from '../scheduling/preferencepolicy.ts';
 import { podRequests } from '../scheduling/resources.ts';
 import { solve } from '../scheduling/scheduler.ts';
-import type { ExistingNode, NodeClaimPlan, Placement, SchedulingInput } from '../scheduling/types.ts';
+import type {
+  ExistingNode,
+  NodeClaimPlan,
+  Placement,
+  SchedulingInput,
+  SchedulingResult,
+} from '../scheduling/types.ts';
 import {
   type ClusterView,
   nodeMarkedForDeletion,
@@ -101,6 +109,7 @@ export class Simulator {
         } catch {
           // malformed capacity: the node does not count towards limits
         }
+        capacity = limitCapacity(capacity);
         this.capacityByNode.set(name, { pool, capacity });
         const u = this.usage[pool] ?? {};
         this.usage[pool] = u;
@@ -247,8 +256,10 @@ export class Simulator {
       daemonSets: this.input.daemonSets,
       nodePoolUsage: usage,
       ...(this.input.namespaces ? { namespaces: this.input.namespaces } : {}),
+      ...(this.input.volumes ? { volumes: this.input.volumes } : {}),
+      ...(this.input.options?.preferencePolicy === 'Ignore' ? { preferencePolicy: 'Ignore' as const } : {}),
     };
-    const res = solve(schedInput);
+    const res = preferenceFreeIfCheaper(solve(schedInput), schedInput, moving, nonPending);
     for (const u of res.unschedulable) {
       if (nonPending.has(u.pod))
         return { ok: false, reason: `pod ${podName(u.pod)} would not schedule: ${u.message}` };
@@ -282,7 +293,7 @@ export class PassContext {
     this.options = {
       multiNodeMaxCandidates: o.multiNodeMaxCandidates ?? 100,
       singleNodeMaxSimulations: o.singleNodeMaxSimulations ?? 200,
-      flexibleOnDemandReplacements: o.flexibleOnDemandReplacements ?? false,
+      flexibleOnDemandReplacements: o.flexibleOnDemandReplacements ?? true,
       spotToSpotConsolidation: input.featureGates?.spotToSpotConsolidation ?? false,
     };
   }
@@ -392,4 +403,32 @@ function prepare(dn: DisruptionNode, name: string, uninitialized: boolean): Prep
     folded = undefined;
   }
   return { name, dn, keep, selectable, folded, uninitialized };
+}
+
+/**
+ * Preferences must not cost money (issue 11): when the moved pods need new capacity (or do not fit) with their
+ * preferences (preferred affinity, ScheduleAnyway spread) but need less with them ignored — the remaining nodes,
+ * or cheaper new NodeClaims — the preference-free answer wins: the real kube-scheduler would place them there
+ * rather than leave them pending, so keeping a node (or launching a pricier one) would be paid for nothing.
+ * `Ignore` runs are returned as they are.
+ */
+function preferenceFreeIfCheaper(
+  res: SchedulingResult,
+  input: SchedulingInput,
+  moving: readonly Pod[],
+  nonPending: ReadonlySet<Pod>,
+): SchedulingResult {
+  if (input.preferencePolicy === 'Ignore') return res;
+  const needsCapacity =
+    res.unschedulable.some((u) => nonPending.has(u.pod)) ||
+    res.newNodeClaims.some((nc) => nc.pods.some((p) => nonPending.has(p)));
+  if (!needsCapacity || !moving.some(hasPreferences)) return res;
+  const relaxed = solve({ ...input, preferencePolicy: 'Ignore' });
+  if (relaxed.unschedulable.some((u) => nonPending.has(u.pod))) return res;
+  if (res.unschedulable.some((u) => nonPending.has(u.pod))) return relaxed;
+  const cost = (r: SchedulingResult) =>
+    r.newNodeClaims
+      .filter((nc) => nc.pods.some((p) => nonPending.has(p)))
+      .reduce((sum, nc) => sum + nc.cheapest.offering.priceUSDPerHour, 0);
+  return cost(relaxed) < cost(res) ? relaxed : res;
 }

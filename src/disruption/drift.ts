@@ -67,7 +67,7 @@ export class Drift implements Method {
         notes.set(c.name, `drifted (${c.driftReason}), but ${sim.reason}`);
         continue;
       }
-      const replacements = sim.newNodeClaims.map((p) => narrowReplacement(p, ctx));
+      const replacements = sim.newNodeClaims.map((p) => narrowReplacement(p, ctx, true));
       return {
         commands: [
           {

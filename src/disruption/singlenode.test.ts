@@ -15,15 +15,13 @@ describe('single-node consolidation', () => {
     expect(r.commands).toHaveLength(1);
     const c = r.commands[0]!;
     expect([c.decision, c.reason, c.method]).toEqual(['replace', 'Underutilized', 'SingleNodeConsolidation']);
-    expect(c.replacements[0]!.instanceTypeOptions.map((t) => t.name)).toEqual(['m5.large']);
+    // as upstream (flexible on-demand replacements, the default): every type cheaper than the candidate
+    expect(c.replacements[0]!.instanceTypeOptions.map((t) => t.name)).toEqual(['m5.large', 'm5.xlarge']);
     expect(c.savingsUSDPerHour).toBe(0.288);
   });
-  it('keeps every cheaper type with flexibleOnDemandReplacements (upstream)', () => {
-    const r = computeDisruption(input([big()], { options: { flexibleOnDemandReplacements: true } }));
-    expect(r.commands[0]!.replacements[0]!.instanceTypeOptions.map((t) => t.name)).toEqual([
-      'm5.large',
-      'm5.xlarge',
-    ]);
+  it('keeps only the cheapest-priced type with flexibleOnDemandReplacements: false (capenter narrowing)', () => {
+    const r = computeDisruption(input([big()], { options: { flexibleOnDemandReplacements: false } }));
+    expect(r.commands[0]!.replacements[0]!.instanceTypeOptions.map((t) => t.name)).toEqual(['m5.large']);
   });
   it('no command when no cheaper type holds the pods', () => {
     const r = computeDisruption(

@@ -12,7 +12,9 @@
 import type { DaemonSet, Node, Pod, PodDisruptionBudget } from '../apis/core.ts';
 import type { NodeClaim, NodePool } from '../apis/karpenter.ts';
 import type { InstanceType } from '../cloudprovider/types.ts';
+import type { PreferencePolicy } from '../scheduling/preferencepolicy.ts';
 import type { NodeClaimPlan } from '../scheduling/types.ts';
+import type { VolumeObjects } from '../scheduling/volumetopology.ts';
 import type { PassContext } from './context.ts';
 
 /** Budget reasons (`spec.disruption.budgets[].reasons`) plus `Expired` (never budgeted). */
@@ -52,10 +54,17 @@ export interface DisruptionOptions {
    */
   singleNodeMaxSimulations?: number;
   /**
-   * Keep every cheaper instance type in an on-demand replacement (upstream behaviour) instead of only the
-   * cheapest-priced ones (capenter default, see `consolidation.ts` {@link narrowReplacement}). Default false.
+   * Keep every instance type cheaper than the candidates in an on-demand replacement (upstream behaviour, the
+   * default): an insufficient-capacity error on the cheapest still leaves a launch that saves money. `false`
+   * keeps only the cheapest-priced ones (see `consolidation.ts` {@link narrowReplacement}). Default true.
    */
   flexibleOnDemandReplacements?: boolean;
+  /**
+   * Upstream `--preference-policy`: `Respect` (default) or `Ignore` preferences in the scheduling simulation.
+   * With `Respect`, a candidate whose pods fit the remaining nodes once their preferences are ignored is still
+   * deleted (preferences never make consolidation keep or launch capacity, see `context.ts`).
+   */
+  preferencePolicy?: PreferencePolicy;
 }
 
 /** Everything one disruption pass needs (a snapshot of cluster state plus the time). */
@@ -76,6 +85,8 @@ export interface DisruptionInput {
   pdbs: PodDisruptionBudget[];
   /** Namespace labels by namespace (pod affinity `namespaceSelector`). */
   namespaces?: Record<string, Record<string, string>>;
+  /** Claims, PersistentVolumes, StorageClasses: moved pods stay where their volumes can attach. */
+  volumes?: VolumeObjects;
   /** Current time, milliseconds since the epoch (never read from a clock inside the core). */
   now: number;
   featureGates?: DisruptionFeatureGates;

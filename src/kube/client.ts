@@ -142,6 +142,13 @@ export interface ClientOptions {
   fieldManager?: string;
   /** Clock for the credential cache (default {@link RealClock}). */
   clock?: Clock;
+  /**
+   * Client-side rate limit (client-go's token bucket, upstream `KUBE_CLIENT_QPS`/`KUBE_CLIENT_BURST`): sustained
+   * requests per second and the burst above it. Applies to every request except watch streams; wall-clock time.
+   * Default: unlimited.
+   */
+  qps?: number;
+  burst?: number;
 }
 
 /** What the server returns for a written object: the input's type with full metadata (uid, resourceVersion, ...). */
@@ -177,6 +184,7 @@ export class KubeClient {
   /** client-node's KubeConfig, loaded on first use for `needsClientNode` configs only. */
   private clientNodeConfig: Promise<KubeConfig> | undefined;
   private readonly clock: Clock;
+  private readonly limiter: TokenBucket | undefined;
 
   constructor(config: ResolvedKubeconfig, opts: Omit<ClientOptions, 'context'> = {}) {
     this.config = config;
@@ -187,6 +195,8 @@ export class KubeClient {
     this.userAgent = opts.userAgent ?? 'capenter';
     this.fieldManager = opts.fieldManager ?? 'capenter';
     this.clock = opts.clock ?? new RealClock();
+    this.limiter =
+      opts.qps !== undefined ? new TokenBucket(opts.qps, opts.burst ?? Math.ceil(opts.qps)) : undefined;
   }
 
   /**
@@ -649,6 +659,7 @@ export class KubeClient {
    * code 0 when no response arrives. Retries once on 401 with freshly computed credentials.
    */
   async request<T = unknown>(method: string, path: string, req: RawRequest = {}): Promise<T> {
+    if (this.limiter) await this.limiter.take();
     try {
       return await this.doRequest<T>(method, path, req, false);
     } catch (err) {
@@ -817,4 +828,44 @@ export function objectKey(obj: KubeObject | { metadata?: { name?: string; namesp
 export function splitKey(key: string): { namespace: string | undefined; name: string } {
   const i = key.indexOf('/');
   return i < 0 ? { namespace: undefined, name: key } : { namespace: key.slice(0, i), name: key.slice(i + 1) };
+}
+
+/**
+ * A token bucket (client-go `flowcontrol.NewTokenBucketRateLimiter`): `burst` tokens, refilled at `qps` per
+ * second (wall clock); `take()` resolves when a token is available, in call order.
+ */
+export class TokenBucket {
+  private tokens: number;
+  private last = performance.now();
+  private queue: Promise<void> = Promise.resolve();
+
+  constructor(
+    /** Tokens per second (> 0). */
+    private readonly qps: number,
+    /** Bucket size (≥ 1). */
+    private readonly burst: number,
+  ) {
+    if (!(qps > 0)) throw new Error(`rate limit: qps must be > 0, got ${qps}`);
+    if (!(burst >= 1)) throw new Error(`rate limit: burst must be ≥ 1, got ${burst}`);
+    this.tokens = burst;
+  }
+
+  /** Waits for a token. */
+  take(): Promise<void> {
+    const next = this.queue.then(async () => {
+      const refill = (): void => {
+        const now = performance.now();
+        this.tokens = Math.min(this.burst, this.tokens + ((now - this.last) / 1000) * this.qps);
+        this.last = now;
+      };
+      refill();
+      if (this.tokens < 1) {
+        await new Promise((r) => setTimeout(r, Math.ceil(((1 - this.tokens) / this.qps) * 1000)));
+        refill();
+      }
+      this.tokens -= 1;
+    });
+    this.queue = next;
+    return next;
+  }
 }

@@ -121,7 +121,8 @@ describe('inClusterKubeconfig', () => {
 describe('KubeClient with an exec credential plugin (client-node fallback)', () => {
   let cluster: EmbeddedCluster;
   beforeAll(async () => {
-    cluster = await startEmbeddedCluster();
+    // the server accepts exactly the token the exec plugin prints
+    cluster = await startEmbeddedCluster({ token: 'from-exec' });
   });
   afterAll(async () => {
     await cluster.stop();

@@ -8,13 +8,16 @@
  * Controllers run only while this process holds the leader Lease (`karpenter-leader-election` in
  * `kube-system`, 15 s / 10 s / 2 s); like upstream, losing leadership stops the operator (the process should
  * exit and be restarted). `/metrics`, `/healthz` and `/readyz` are served from the start; ready means the
- * informers have synced and leader election has decided (we lead, or another candidate is known to).
+ * CRDs are served, the informers have synced and leader election has decided (we lead, or another candidate is
+ * known to). Controllers start only once the cluster serves capenter's CRDs (see crds.ts): until then one error
+ * names the missing CRDs and the fix, and `/readyz` says which are missing; `installCRDs` applies them first.
  */
 import { randomBytes } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import { hostname } from 'node:os';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import type { KubeObject } from '../apis/core.ts';
+import type { EC2NodeClass } from '../apis/karpenter.ts';
 import { withMetrics } from '../cloudprovider/metrics.ts';
 import type { CloudProvider } from '../cloudprovider/types.ts';
 import {
@@ -43,6 +46,13 @@ import { SharedInformers } from '../kube/informer.ts';
 import { LeaderElector } from '../kube/leaderelection.ts';
 import { Cluster } from '../state/cluster.ts';
 import { KubeNodeWriter } from '../state/kwoknodes.ts';
+import {
+  type AwsControllersConfig,
+  awsControllers,
+  awsNodeClassDependents,
+  createAwsProvider,
+} from './aws.ts';
+import { checkCRDs, crdProblem, installCRDs, requiredCRDs } from './crds.ts';
 import { EmbeddedCloudProvider, type EmbeddedCloudProviderDeps } from './embedded.ts';
 import { type Logger, silentLogger } from './logger.ts';
 import type { OperatorOptions } from './options.ts';
@@ -59,6 +69,11 @@ export interface OperatorConfig {
    * KWOKNodeClass and EC2NodeClass).
    */
   cloudProvider?: CloudProvider;
+  /**
+   * `--cloud-provider aws`: the aws provider (unless `cloudProvider` is given) and its own controllers
+   * (EC2NodeClass resolution, the interruption queue).
+   */
+  aws?: AwsControllersConfig;
   /** Extra kwok options for the default provider (instance IDs, registration delay, ...). */
   kwok?: EmbeddedCloudProviderDeps['kwok'];
   /** Time source (default wall clock). */
@@ -67,6 +82,11 @@ export interface OperatorConfig {
   options: OperatorOptions;
   /** Leader-election identity (default `<hostname>_<random>`), also the Event `source.host`. */
   identity?: string;
+  /**
+   * Apply capenter's CRDs (`crds/`) at start, before checking them (`capenter controller --install-crds`;
+   * default false: a controller does not change cluster-wide definitions unless asked).
+   */
+  installCRDs?: boolean;
   /** Register prom-client's default process metrics (default true; only once per registry). */
   defaultMetrics?: boolean;
   /** Overrides for controller internals, mostly for tests (GC instance grace, registration TTL, ...). */
@@ -74,6 +94,8 @@ export interface OperatorConfig {
     gcInstanceGraceSeconds?: number;
     registrationTimeoutSeconds?: number;
     launchTimeoutSeconds?: number;
+    /** Seconds between checks for missing CRDs (default 5). */
+    crdRecheckSeconds?: number;
     /** Seconds between provisioning resyncs of waiting pods (default 10). */
     provisioningResyncSeconds?: number;
     /** Disruption controller tunables (poll and validation periods, replacement timeout, core options). */
@@ -135,7 +157,12 @@ export function createOperator(cfg: OperatorConfig): Operator {
   let client: KubeClient;
   if (cfg.client) client = cfg.client;
   else if (cfg.kubeconfig)
-    client = KubeClient.fromKubeconfig(cfg.kubeconfig, { clock, userAgent: 'capenter-controller' });
+    client = KubeClient.fromKubeconfig(cfg.kubeconfig, {
+      clock,
+      userAgent: 'capenter-controller',
+      qps: options.kubeClientQPS,
+      burst: options.kubeClientBurst,
+    });
   else throw new Error('createOperator: pass a client or a kubeconfig (path or YAML)');
   const ownClient = !cfg.client;
   const identity = cfg.identity ?? `${hostname()}_${randomBytes(4).toString('hex')}`;
@@ -152,6 +179,17 @@ export function createOperator(cfg: OperatorConfig): Operator {
     cluster?.getNodeClass(ref);
   const rawProvider: CloudProvider =
     cfg.cloudProvider ??
+    (cfg.aws
+      ? createAwsProvider(
+          cfg.aws,
+          clock,
+          (name) =>
+            nodeClassLookup({ group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name }) as
+              | EC2NodeClass
+              | undefined,
+          (err, context) => log.warn({ context, err: errorMessage(err) }, 'aws provider'),
+        )
+      : undefined) ??
     new EmbeddedCloudProvider({
       region: options.region,
       nodes: new KubeNodeWriter(client),
@@ -203,6 +241,7 @@ export function createOperator(cfg: OperatorConfig): Operator {
       batchIdleSeconds: options.batchIdleSeconds,
       batchMaxSeconds: options.batchMaxSeconds,
       nodePoolHash: (np) => ({ hash: nodePoolHash(np), version: NodePoolHashVersion }),
+      ...(options.preferencePolicy ? { preferencePolicy: options.preferencePolicy } : {}),
     },
   });
   const disruption = new DisruptionController({
@@ -215,6 +254,7 @@ export function createOperator(cfg: OperatorConfig): Operator {
     registry,
     nodePoolHash: (np) => ({ hash: nodePoolHash(np), version: NodePoolHashVersion }),
     featureGates: { spotToSpotConsolidation: options.featureGates.SpotToSpotConsolidation === true },
+    ...(options.preferencePolicy ? { coreOptions: { preferencePolicy: options.preferencePolicy } } : {}),
     ...(tuning.disruption ?? {}),
   });
   const metricsDeps = { cluster, clock, logger, registry, periodSeconds: options.metricsPeriodSeconds };
@@ -250,8 +290,12 @@ export function createOperator(cfg: OperatorConfig): Operator {
     new ExpirationController(deps('nodeclaim.expiration')),
     new PodEventsController(deps('nodeclaim.podevents')),
     new NodePoolController(deps('nodepool')),
-    new NodeClassStatusController(deps('nodeclass.status')),
+    new NodeClassStatusController({
+      ...deps('nodeclass.status'),
+      ...(cfg.aws ? { extraDependents: awsNodeClassDependents } : {}),
+    }),
     ...metricsControllers(metricsDeps),
+    ...(cfg.aws ? awsControllers(cfg.aws, { ...deps('nodeclass'), cloudProvider: rawProvider }) : []),
   ];
 
   let endpoints: HttpEndpoints | undefined;
@@ -261,6 +305,48 @@ export function createOperator(cfg: OperatorConfig): Operator {
   let started = false;
   let stopping: Promise<void> | undefined;
   let electionDecided = !options.leaderElect;
+  const required = requiredCRDs(rawProvider.supportedNodeClasses());
+  let crdsNotReady: string | undefined = 'checking the CustomResourceDefinitions';
+  let resolveCRDs: () => void = () => {};
+  const crdsServed = new Promise<void>((r) => {
+    resolveCRDs = r;
+  });
+  /** Installs the CRDs when asked, then checks until every required one is served (one error while not). */
+  const crdGate = async (signal: AbortSignal): Promise<void> => {
+    // just-applied CRDs take a moment to be Established: no error for them during this grace period
+    let graceUntil = Number.NEGATIVE_INFINITY;
+    if (cfg.installCRDs) {
+      try {
+        const names = await installCRDs(client);
+        log.info({ crds: names }, 'applied CustomResourceDefinitions (--install-crds)');
+        graceUntil = clock.now() + 60_000;
+      } catch (err) {
+        log.error(
+          { err: errorMessage(err) },
+          'cannot apply the CustomResourceDefinitions (--install-crds); apply them with `kubectl apply -f crds/`',
+        );
+      }
+    }
+    let reported: string | undefined;
+    while (!signal.aborted) {
+      const check = await checkCRDs(client, required);
+      const problem = crdProblem(check);
+      if (problem === undefined) {
+        crdsNotReady = undefined;
+        if (reported !== undefined)
+          log.info({ crds: required.map((r) => r.name) }, 'CustomResourceDefinitions served');
+        resolveCRDs();
+        return;
+      }
+      crdsNotReady = problem;
+      const inGrace = clock.now() < graceUntil;
+      if (check.missing.length > 0 && reported === undefined && !inGrace) {
+        log.error({ missing: check.missing, fix: 'kubectl apply -f crds/' }, problem);
+        reported = problem;
+      } else if (check.missing.length === 0 || inGrace) log.debug({ err: check.error }, problem);
+      await clock.sleep(inGrace ? 250 : (tuning.crdRecheckSeconds ?? 5) * 1000, signal);
+    }
+  };
   let resolveDone: () => void = () => {};
   const done = new Promise<void>((r) => {
     resolveDone = r;
@@ -268,21 +354,28 @@ export function createOperator(cfg: OperatorConfig): Operator {
 
   const runControllers = (signal: AbortSignal): void => {
     setMaxListeners(10 * controllers.length, signal);
-    log.info({ identity, controllers: controllers.map((c) => c.name) }, 'starting controllers');
-    running = Promise.all(
-      controllers.map((c) =>
-        c
-          .start(signal)
-          .catch((err: unknown) =>
-            log.error({ controller: c.name, err: errorMessage(err) }, 'controller stopped with an error'),
-          ),
-      ),
-    );
+    const aborted = new Promise<void>((r) => signal.addEventListener('abort', () => r(), { once: true }));
+    running = (async () => {
+      await Promise.race([crdsServed, aborted]);
+      if (signal.aborted) return;
+      log.info({ identity, controllers: controllers.map((c) => c.name) }, 'starting controllers');
+      await Promise.all(
+        controllers.map((c) =>
+          c
+            .start(signal)
+            .catch((err: unknown) =>
+              log.error({ controller: c.name, err: errorMessage(err) }, 'controller stopped with an error'),
+            ),
+        ),
+      );
+    })();
   };
+  const gateAbort = new AbortController();
 
   const stop = (): Promise<void> => {
     stopping ??= (async () => {
       log.info({ identity }, 'stopping operator');
+      gateAbort.abort();
       leading?.abort();
       await running;
       await elector?.stop();
@@ -316,6 +409,7 @@ export function createOperator(cfg: OperatorConfig): Operator {
     },
     isLeader: () => leading !== undefined && !leading.signal.aborted,
     readiness: () => {
+      if (crdsNotReady !== undefined) return crdsNotReady;
       if (!informers.hasSynced()) return 'informers have not synced';
       if (!electionDecided) return 'leader election has not decided';
       return undefined;
@@ -336,7 +430,14 @@ export function createOperator(cfg: OperatorConfig): Operator {
         { metricsPort: endpoints.metricsPort, healthProbePort: endpoints.healthProbePort },
         'serving /metrics, /healthz, /readyz',
       );
-      informers.start();
+      // informers and controllers start once the CRDs they read are served (no 404 retries until then)
+      void crdGate(gateAbort.signal)
+        .then(() => {
+          if (!gateAbort.signal.aborted) informers.start();
+        })
+        .catch((err: unknown) =>
+          log.error({ err: errorMessage(err) }, 'CustomResourceDefinition check failed'),
+        );
       if (!options.leaderElect) {
         leading = new AbortController();
         runControllers(leading.signal);

@@ -1,8 +1,30 @@
 /**
  * Operator options: the settings upstream Karpenter takes as flags / environment variables
- * (kubernetes-sigs/karpenter `pkg/operator/options/options.go`), as one plain object. Only the CLI layer
- * reads flags and `process.env` (see {@link optionsFromEnv}); library code receives an {@link OperatorOptions}.
+ * (kubernetes-sigs/karpenter `pkg/operator/options/options.go`, aws/karpenter-provider-aws
+ * `pkg/operator/options/options.go`), declared once in {@link CORE_SETTINGS} and resolved into one plain
+ * {@link OperatorOptions} object. Only the CLI layer reads flags and `process.env` (see
+ * {@link resolveOperatorOptions}); library code receives an {@link OperatorOptions}. The full table, with the
+ * settings of providers, is {@link SETTINGS}; `docs/settings.md` is generated from it.
  */
+import {
+  checkSettingList,
+  defineSetting,
+  oneOf,
+  parseBoolean,
+  parseDuration,
+  parseNonEmpty,
+  parsePortNumber,
+  parsePositiveInteger,
+  parsePositiveNumber,
+  resolveSettings,
+  type Setting,
+  type SettingSources,
+} from './settings.ts';
+
+/** How the scheduler treats preferred affinities and `ScheduleAnyway` spreads (upstream `PREFERENCE_POLICY`). */
+export type PreferencePolicy = 'Respect' | 'Ignore';
+/** How the scheduler treats `minValues` it cannot satisfy (upstream `MIN_VALUES_POLICY`). */
+export type MinValuesPolicy = 'Strict' | 'BestEffort';
 
 /** Everything the operator is configured with. Durations in seconds, ports as TCP port numbers. */
 export interface OperatorOptions {
@@ -16,22 +38,30 @@ export interface OperatorOptions {
   healthProbePort: number;
   /** Address the metrics/health servers bind to (default `0.0.0.0`; the embedded mode uses `127.0.0.1`). */
   bindAddress: string;
-  /** `LOG_LEVEL`: `debug`, `info`, `warn`, `error` (upstream default `info`). */
+  /** `LOG_LEVEL`: `debug`, `info`, `warn`, `error`, `silent` (upstream default `info`). */
   logLevel: string;
   /** `CLUSTER_NAME`: name of the cluster (tags, discovery; default `cluster-1` in embedded mode). */
   clusterName: string;
-  /** `LEADER_ELECT`: run controllers only while holding the leader Lease (upstream true). */
+  /** Run controllers only while holding the leader Lease (`DISABLE_LEADER_ELECTION=true` turns it off). */
   leaderElect: boolean;
-  /** Lease name (upstream `karpenter-leader-election`). */
+  /** `LEADER_ELECTION_NAME`: Lease name (upstream `karpenter-leader-election`). */
   leaderElectionName: string;
-  /** Lease namespace (upstream: the pod's namespace, `kube-system` in a standard install). */
+  /** `LEADER_ELECTION_NAMESPACE`: Lease namespace (upstream: the pod's namespace; `kube-system` here). */
   leaderElectionNamespace: string;
   /** Leader election timings in seconds (client-go / upstream: 15 / 10 / 2). */
   leaseDurationSeconds: number;
   renewDeadlineSeconds: number;
   retryPeriodSeconds: number;
-  /** `FEATURE_GATES`: parsed `Name=true,Other=false` (upstream gates: SpotToSpotConsolidation, NodeRepair, ...). */
+  /** `FEATURE_GATES`: parsed `Name=true,Other=false` over {@link DEFAULT_FEATURE_GATES}. */
   featureGates: Record<string, boolean>;
+  /** `PREFERENCE_POLICY`: `Respect` (default) or `Ignore` preferred scheduling terms. */
+  preferencePolicy: PreferencePolicy;
+  /** `MIN_VALUES_POLICY`: `Strict` (default) or `BestEffort` relaxation of `minValues`. */
+  minValuesPolicy: MinValuesPolicy;
+  /** `KUBE_CLIENT_QPS`: sustained requests per second to the API server (upstream 200). */
+  kubeClientQPS: number;
+  /** `KUBE_CLIENT_BURST`: requests allowed above the QPS in a burst (upstream 300). */
+  kubeClientBurst: number;
   /** AWS region whose catalog the kwok provider simulates (`AWS_REGION`; default `us-east-1`). */
   region: string;
   /** Seconds the garbage collection waits between passes (upstream 120). */
@@ -48,24 +78,205 @@ export const DEFAULT_FEATURE_GATES: Readonly<Record<string, boolean>> = {
   StaticCapacity: false,
 };
 
+const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'silent'] as const;
+
+/**
+ * Parses `FEATURE_GATES` (`A=true,B=false`) over `base`; only the gates of {@link DEFAULT_FEATURE_GATES}.
+ * @throws Error naming the malformed or unknown entry.
+ */
+export function parseFeatureGates(
+  text: string,
+  base: Readonly<Record<string, boolean>> = DEFAULT_FEATURE_GATES,
+): Record<string, boolean> {
+  const out = { ...base };
+  for (const part of text
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
+    const m = /^([A-Za-z0-9]+)=(true|false)$/i.exec(part);
+    if (!m) throw new Error(`"${part}" is not Name=true|false`);
+    if (!(m[1]! in DEFAULT_FEATURE_GATES))
+      throw new Error(
+        `unknown feature gate "${m[1]}" (known: ${Object.keys(DEFAULT_FEATURE_GATES).join(', ')})`,
+      );
+    out[m[1]!] = m[2]!.toLowerCase() === 'true';
+  }
+  return out;
+}
+
+const DURATION = 'a duration such as "1s", "100ms", "1m30s", or a number of seconds';
+const PORT = 'a port number 0–65535 (0 picks a free port)';
+
+/**
+ * The core settings, as upstream names them. Each writes the {@link OperatorOptions} field named by `key`.
+ */
+export const CORE_SETTINGS = [
+  defineSetting({
+    env: 'BATCH_IDLE_DURATION',
+    flag: 'batch-idle-duration',
+    key: 'batchIdleSeconds',
+    description: 'seconds without a new pending pod that close a provisioning batch',
+    default: 1,
+    defaultText: '1s',
+    accepts: DURATION,
+    parse: parseDuration,
+  }),
+  defineSetting({
+    env: 'BATCH_MAX_DURATION',
+    flag: 'batch-max-duration',
+    key: 'batchMaxSeconds',
+    description: 'longest a provisioning batch stays open',
+    default: 10,
+    defaultText: '10s',
+    accepts: DURATION,
+    parse: parseDuration,
+  }),
+  defineSetting({
+    env: 'LOG_LEVEL',
+    flag: 'log-level',
+    key: 'logLevel',
+    description: 'log level of the JSON logs on stderr',
+    default: 'info' as string,
+    accepts: LOG_LEVELS.join(', '),
+    parse: oneOf(LOG_LEVELS),
+  }),
+  defineSetting({
+    env: 'METRICS_PORT',
+    flag: 'metrics-port',
+    key: 'metricsPort',
+    description: 'port of the Prometheus /metrics endpoint',
+    default: 8080,
+    accepts: PORT,
+    parse: parsePortNumber,
+  }),
+  defineSetting({
+    env: 'HEALTH_PROBE_PORT',
+    flag: 'health-probe-port',
+    key: 'healthProbePort',
+    description: 'port of /healthz and /readyz',
+    default: 8081,
+    accepts: PORT,
+    parse: parsePortNumber,
+  }),
+  defineSetting({
+    env: 'FEATURE_GATES',
+    flag: 'feature-gates',
+    key: 'featureGates',
+    description: 'feature gates to turn on or off',
+    default: { ...DEFAULT_FEATURE_GATES } as Record<string, boolean>,
+    defaultText: Object.entries(DEFAULT_FEATURE_GATES)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(','),
+    accepts: `comma-separated Name=true|false of ${Object.keys(DEFAULT_FEATURE_GATES).join(', ')}`,
+    parse: (t) => parseFeatureGates(t),
+  }),
+  defineSetting({
+    env: 'PREFERENCE_POLICY',
+    flag: 'preference-policy',
+    key: 'preferencePolicy',
+    description:
+      'whether preferred affinities and ScheduleAnyway spreads shape the plan (Respect) or not (Ignore)',
+    default: 'Respect' as PreferencePolicy,
+    accepts: 'Respect, Ignore',
+    parse: oneOf<PreferencePolicy>(['Respect', 'Ignore']),
+  }),
+  defineSetting({
+    env: 'MIN_VALUES_POLICY',
+    flag: 'min-values-policy',
+    key: 'minValuesPolicy',
+    description:
+      'whether a NodeClaim that cannot meet minValues is not created (Strict) or minValues are relaxed (BestEffort)',
+    default: 'Strict' as MinValuesPolicy,
+    accepts: 'Strict, BestEffort',
+    parse: oneOf<MinValuesPolicy>(['Strict', 'BestEffort']),
+  }),
+  defineSetting({
+    env: 'KUBE_CLIENT_QPS',
+    flag: 'kube-client-qps',
+    key: 'kubeClientQPS',
+    description: 'sustained requests per second to the Kubernetes API server',
+    default: 200,
+    accepts: 'a positive number',
+    parse: parsePositiveNumber,
+  }),
+  defineSetting({
+    env: 'KUBE_CLIENT_BURST',
+    flag: 'kube-client-burst',
+    key: 'kubeClientBurst',
+    description: 'requests to the Kubernetes API server allowed in a burst above the QPS',
+    default: 300,
+    accepts: 'a positive integer',
+    parse: parsePositiveInteger,
+  }),
+  defineSetting({
+    env: 'DISABLE_LEADER_ELECTION',
+    flag: 'disable-leader-election',
+    key: 'leaderElect',
+    description: 'run the controllers without holding the leader Lease (one replica only)',
+    default: true,
+    defaultText: 'false',
+    accepts: 'true or false',
+    boolean: true,
+    parse: (t) => !parseBoolean(t),
+  }),
+  defineSetting({
+    env: 'LEADER_ELECTION_NAME',
+    flag: 'leader-election-name',
+    key: 'leaderElectionName',
+    description: 'name of the leader-election Lease',
+    default: 'karpenter-leader-election',
+    accepts: 'a Lease name',
+    parse: parseNonEmpty,
+  }),
+  defineSetting({
+    env: 'LEADER_ELECTION_NAMESPACE',
+    flag: 'leader-election-namespace',
+    key: 'leaderElectionNamespace',
+    description: 'namespace of the leader-election Lease (the chart sets the release namespace)',
+    default: 'kube-system',
+    accepts: 'a namespace name',
+    parse: parseNonEmpty,
+  }),
+  defineSetting({
+    env: 'CLUSTER_NAME',
+    flag: 'cluster-name',
+    key: 'clusterName',
+    description: 'name of the cluster (instance tags and discovery)',
+    default: 'cluster-1',
+    accepts: 'a cluster name',
+    parse: parseNonEmpty,
+    group: 'aws',
+  }),
+  defineSetting({
+    env: 'AWS_REGION',
+    flag: 'region',
+    key: 'region',
+    description: 'AWS region (the kwok provider simulates its catalog and prices)',
+    default: 'us-east-1',
+    accepts: 'an AWS region such as us-east-1',
+    parse: parseNonEmpty,
+    group: 'aws',
+  }),
+] as const;
+
+/**
+ * Every setting capenter reads: the core ones, then those of providers and the scheduler (each plugs its
+ * `Setting[]` in with one line here).
+ */
+export const SETTINGS: readonly Setting[] = [
+  ...CORE_SETTINGS,
+  // ...AWS_SETTINGS (src/cloudprovider/aws/settings.ts), ...
+];
+checkSettingList(SETTINGS);
+
 /** Upstream defaults (metrics on 8080, health on 8081, batch 1 s / 10 s, leader election on). */
 export function defaultOptions(): OperatorOptions {
   return {
-    batchIdleSeconds: 1,
-    batchMaxSeconds: 10,
-    metricsPort: 8080,
-    healthProbePort: 8081,
+    ...resolveSettings(CORE_SETTINGS, {}),
     bindAddress: '0.0.0.0',
-    logLevel: 'info',
-    clusterName: 'cluster-1',
-    leaderElect: true,
-    leaderElectionName: 'karpenter-leader-election',
-    leaderElectionNamespace: 'kube-system',
     leaseDurationSeconds: 15,
     renewDeadlineSeconds: 10,
     retryPeriodSeconds: 2,
-    featureGates: { ...DEFAULT_FEATURE_GATES },
-    region: 'us-east-1',
     gcPeriodSeconds: 120,
     metricsPeriodSeconds: 5,
   };
@@ -77,108 +288,32 @@ export function embeddedOptions(): OperatorOptions {
 }
 
 /**
- * Parses a Go-style duration or a number of seconds (`1s`, `100ms`, `1m30s`, `2.5`) into seconds.
- * @throws Error naming `what` and the accepted forms.
+ * Resolves the core settings from flags and environment over `base` (flags win over variables, which win over
+ * `base`), then checks the cross-field rules ({@link validateOptions}).
+ * @throws SettingError naming the setting, the value and what it accepts; Error for a cross-field rule.
  */
-export function parseSeconds(text: string, what: string): number {
-  const t = text.trim();
-  if (/^\d+(\.\d+)?$/.test(t)) return Number(t);
-  const re = /(\d+(?:\.\d+)?)(ms|s|m|h)/g;
-  let total = 0;
-  let consumed = 0;
-  for (const m of t.matchAll(re)) {
-    const v = Number(m[1]);
-    total += m[2] === 'ms' ? v / 1000 : m[2] === 's' ? v : m[2] === 'm' ? v * 60 : v * 3600;
-    consumed += m[0].length;
-  }
-  if (consumed === 0 || consumed !== t.length)
-    throw new Error(
-      `${what}: "${text}" is not a duration; use e.g. "1s", "100ms", "1m30s" or a number of seconds`,
-    );
-  return total;
+export function resolveOperatorOptions(
+  src: SettingSources,
+  base: OperatorOptions = defaultOptions(),
+): OperatorOptions {
+  const values = resolveSettings(CORE_SETTINGS, src, base as unknown as Record<string, unknown>);
+  return validateOptions({ ...base, ...values });
 }
 
 /**
- * Parses `FEATURE_GATES` (`A=true,B=false`) over the defaults.
- * @throws Error naming the malformed entry.
- */
-export function parseFeatureGates(
-  text: string,
-  base: Record<string, boolean> = DEFAULT_FEATURE_GATES,
-): Record<string, boolean> {
-  const out = { ...base };
-  for (const part of text
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean)) {
-    const m = /^([A-Za-z0-9]+)=(true|false)$/.exec(part);
-    if (!m)
-      throw new Error(
-        `FEATURE_GATES: "${part}" is not Name=true|false (e.g. "SpotToSpotConsolidation=true")`,
-      );
-    out[m[1]!] = m[2] === 'true';
-  }
-  return out;
-}
-
-function parsePort(text: string, what: string): number {
-  const n = Number(text);
-  if (!Number.isInteger(n) || n < 0 || n > 65535)
-    throw new Error(`${what}: "${text}" is not a port (an integer 0–65535; 0 picks a free port)`);
-  return n;
-}
-
-function parseBool(text: string, what: string): boolean {
-  const t = text.trim().toLowerCase();
-  if (t === 'true' || t === '1') return true;
-  if (t === 'false' || t === '0') return false;
-  throw new Error(`${what}: "${text}" is not a boolean (true or false)`);
-}
-
-const LOG_LEVELS = new Set(['debug', 'info', 'warn', 'error', 'silent']);
-
-/**
- * Overlays the upstream environment variables present in `env` (`BATCH_IDLE_DURATION`, `BATCH_MAX_DURATION`,
- * `METRICS_PORT`, `HEALTH_PROBE_PORT`, `LOG_LEVEL`, `CLUSTER_NAME`, `LEADER_ELECT`, `FEATURE_GATES`,
- * `AWS_REGION`) on `base`. Called by the CLI with `process.env`; flags are applied afterwards and win.
- * @throws Error naming the variable and the accepted values.
+ * Overlays the upstream environment variables present in `env` on `base` (no flags).
+ * @throws SettingError naming the variable and what it accepts.
  */
 export function optionsFromEnv(
   env: Readonly<Record<string, string | undefined>>,
   base: OperatorOptions,
 ): OperatorOptions {
-  const o: OperatorOptions = { ...base, featureGates: { ...base.featureGates } };
-  const v = (k: string): string | undefined => {
-    const x = env[k];
-    return x === undefined || x === '' ? undefined : x;
-  };
-  const s = (k: string, f: (x: string) => void): void => {
-    const x = v(k);
-    if (x !== undefined) f(x);
-  };
-  s('BATCH_IDLE_DURATION', (x) => (o.batchIdleSeconds = parseSeconds(x, 'BATCH_IDLE_DURATION')));
-  s('BATCH_MAX_DURATION', (x) => (o.batchMaxSeconds = parseSeconds(x, 'BATCH_MAX_DURATION')));
-  s('METRICS_PORT', (x) => (o.metricsPort = parsePort(x, 'METRICS_PORT')));
-  s('HEALTH_PROBE_PORT', (x) => (o.healthProbePort = parsePort(x, 'HEALTH_PROBE_PORT')));
-  s('LOG_LEVEL', (x) => (o.logLevel = checkLogLevel(x, 'LOG_LEVEL')));
-  s('CLUSTER_NAME', (x) => (o.clusterName = x));
-  s('LEADER_ELECT', (x) => (o.leaderElect = parseBool(x, 'LEADER_ELECT')));
-  s('FEATURE_GATES', (x) => (o.featureGates = parseFeatureGates(x, o.featureGates)));
-  s('AWS_REGION', (x) => (o.region = x));
-  return validateOptions(o);
-}
-
-/** @throws Error when `level` is not a log level. */
-export function checkLogLevel(level: string, what = '--log-level'): string {
-  const l = level.toLowerCase();
-  if (!LOG_LEVELS.has(l))
-    throw new Error(`${what}: "${level}" is not one of debug, info, warn, error, silent`);
-  return l;
+  return resolveOperatorOptions({ env }, base);
 }
 
 /**
  * Checks cross-field rules (batch idle ≤ max, both > 0; ports valid); returns the options unchanged.
- * @throws Error naming the field and the fix.
+ * @throws Error naming the settings and the fix.
  */
 export function validateOptions(o: OperatorOptions): OperatorOptions {
   if (!(o.batchIdleSeconds > 0))
@@ -188,8 +323,28 @@ export function validateOptions(o: OperatorOptions): OperatorOptions {
     throw new Error(
       `BATCH_IDLE_DURATION (${o.batchIdleSeconds}s) must not exceed BATCH_MAX_DURATION (${o.batchMaxSeconds}s)`,
     );
-  parsePort(String(o.metricsPort), 'METRICS_PORT');
-  parsePort(String(o.healthProbePort), 'HEALTH_PROBE_PORT');
-  if (!o.region) throw new Error('region must not be empty (e.g. us-east-1)');
+  parsePortNumber(String(o.metricsPort));
+  parsePortNumber(String(o.healthProbePort));
+  if (!o.region) throw new Error('AWS_REGION must not be empty (e.g. us-east-1)');
   return o;
+}
+
+/**
+ * Checks a log level (for commands that take `--log-level` outside the registry, e.g. `start`).
+ * @throws Error naming `what` and the accepted levels.
+ */
+export function checkLogLevel(level: string, what = '--log-level'): string {
+  const l = level.toLowerCase();
+  if (!(LOG_LEVELS as readonly string[]).includes(l))
+    throw new Error(`${what}: "${level}" is not one of ${LOG_LEVELS.join(', ')}`);
+  return l;
+}
+
+/**
+ * Parses a preference policy (`Respect` or `Ignore`, upstream `--preference-policy`).
+ * @throws Error naming `what` and the accepted values.
+ */
+export function parsePreferencePolicy(v: string, what: string): PreferencePolicy {
+  if (v === 'Respect' || v === 'Ignore') return v;
+  throw new Error(`${what} must be one of Respect, Ignore (got "${v}")`);
 }

@@ -2,7 +2,7 @@
  * Daemon overhead: the requests of the DaemonSet pods that will run on every new node of a NodePool
  * (upstream `scheduler.go` `getDaemonOverhead` / `isDaemonPodCompatible`).
  *
- * A DaemonSet counts for a NodePool when its pod template
+ * A DaemonSet counts for a NodePool when its pod (template plus the DaemonSet controller's default tolerations)
  * - tolerates the NodePool's `taints` (startup taints are excluded, PreferNoSchedule ignored, as upstream), and
  * - has a node selector / required node affinity compatible with the NodePool's template requirements plus
  *   `karpenter.sh/registered=true` and `karpenter.sh/initialized=true`, which every launched node carries
@@ -15,11 +15,15 @@ import type { Resources } from '../apis/quantity.ts';
 import { type HostPort, podHostPorts } from './hostports.ts';
 import { requiredAlternatives } from './nodeaffinity.ts';
 import { nodeClaimTemplateRequirements, nodePoolTaints } from './nodeclaimtemplate.ts';
+import { daemonSetPodTolerations } from './predicates.ts';
 import { Requirement, type Requirements } from './requirements.ts';
 import { addInto, podRequests } from './resources.ts';
 import { untoleratedTaint } from './taints.ts';
 
-/** The pod a DaemonSet would create (template metadata/spec, the DaemonSet's namespace). */
+/**
+ * The pod a DaemonSet would create: template metadata and spec in the DaemonSet's namespace, with the
+ * tolerations the DaemonSet controller adds to every daemon pod (`predicates.ts` `daemonSetPodTolerations`).
+ */
 export function daemonSetPod(ds: DaemonSet): Pod {
   return {
     apiVersion: 'v1',
@@ -38,7 +42,7 @@ export function daemonSetPod(ds: DaemonSet): Pod {
         },
       ],
     },
-    spec: ds.spec.template.spec,
+    spec: { ...ds.spec.template.spec, tolerations: daemonSetPodTolerations(ds.spec.template.spec) },
   };
 }
 

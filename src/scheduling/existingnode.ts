@@ -2,30 +2,24 @@
  * Capacity that already exists or is already on its way: registered nodes and in-flight NodeClaims
  * (upstream `existingnode.go`). A pod fits when it tolerates the node's taints, its host ports are free, its
  * requirements are met by the node's labels, topology allows the node's domains, and its requests fit in
- * allocatable minus the requests of the pods already there (and of DaemonSet pods that will still start).
+ * allocatable minus the requests of the pods already there (and of DaemonSet pods that will still start: the
+ * shared DaemonSet placement rule of `predicates.ts` on the node's labels and its non-ephemeral, non-startup taints).
  */
 import type { DaemonSet, Pod, Taint } from '../apis/core.ts';
-import { LabelHostname, LabelNodeInitialized, LabelNodePool, TaintUnregistered } from '../apis/labels.ts';
+import { LabelHostname, LabelNodeInitialized, LabelNodePool } from '../apis/labels.ts';
 import { parseResources } from '../apis/quantity.ts';
-import { daemonIncompatibility, daemonSetPod } from './daemonoverhead.ts';
+import { daemonSetPod } from './daemonoverhead.ts';
 import { type HostPort, HostPortUsage, podHostPorts } from './hostports.ts';
 import type { ResourceIndex } from './instancetypes.ts';
 import type { Failure } from './nodeclaim.ts';
 import { topoCode } from './nodeclaim.ts';
 import type { PodInfo } from './podinfo.ts';
+import { daemonSetNodeFit, nodeMatchesNodeAffinity, withoutEphemeralTaints } from './predicates.ts';
 import { Requirement, Requirements } from './requirements.ts';
 import { fits, formatRequests, podRequests } from './resources.ts';
 import { untoleratedTaint } from './taints.ts';
 import type { Topology } from './topology.ts';
 import type { ExistingNode, InFlightNodeClaim } from './types.ts';
-
-/** Taints that are transient on a starting/registering node and need no toleration (upstream ephemeral taints). */
-const EPHEMERAL_TAINTS = new Set([
-  'node.kubernetes.io/not-ready',
-  'node.kubernetes.io/unreachable',
-  'node.cloudprovider.kubernetes.io/uninitialized',
-  TaintUnregistered.key,
-]);
 
 /** True for pods that no longer hold resources (Succeeded/Failed). */
 export function isTerminal(pod: Pod): boolean {
@@ -84,6 +78,12 @@ export class ExistingCapacity {
       ? strictlyCompatible(this.requirements, pod.requirements)
       : this.requirements.compatible(pod.requirements);
     if (msg) return { code: 'IncompatibleRequirements', message: msg };
+    // node affinity matchFields (metadata.name) only a concrete node can answer
+    if (!this.strict && hasMatchFields(pod) && !nodeMatchesNodeAffinity(pod.pod.spec, this.name, this.labels))
+      return {
+        code: 'IncompatibleRequirements',
+        message: `node affinity matchFields does not select node "${this.name}"`,
+      };
     const topo = topology.requirementsFor(
       pod,
       pod.groups,
@@ -134,8 +134,8 @@ export function existingNodeCapacity(
   const startup = new Set(
     initialized ? [] : (en.nodeClaim?.spec.startupTaints ?? []).map((t) => `${t.key}:${t.effect}`),
   );
-  const taints = (node.spec?.taints ?? []).filter(
-    (t) => !EPHEMERAL_TAINTS.has(t.key) && !startup.has(`${t.key}:${t.effect}`),
+  const taints = withoutEphemeralTaints(node.spec?.taints).filter(
+    (t) => !startup.has(`${t.key}:${t.effect}`),
   );
   const available = index.vector(parseResources(node.status?.allocatable));
   const ports: HostPort[] = [];
@@ -149,12 +149,12 @@ export function existingNodeCapacity(
       if (o.kind === 'DaemonSet') daemonsPresent.add(`${p.metadata.namespace ?? 'default'}/${o.name}`);
   }
   if (!en.daemonSetPodsIncluded) {
-    const reqs = Requirements.fromLabels(labels);
+    const view = { name, labels, taints };
     for (const ds of daemonSets) {
       const key = `${ds.metadata.namespace ?? 'default'}/${ds.metadata.name ?? ''}`;
       if (daemonsPresent.has(key)) continue;
       const pod = daemonSetPod(ds);
-      if (daemonIncompatibility(pod, reqs, taints, true)) continue;
+      if (!daemonSetNodeFit(pod.spec, view).shouldRun) continue;
       const r = index.vector(podRequests(pod));
       for (let i = 0; i < available.length; i++) available[i]! -= r[i]!;
       ports.push(...podHostPorts(pod));
@@ -218,5 +218,14 @@ export function inFlightCapacity(inf: InFlightNodeClaim, index: ResourceIndex): 
     nc.metadata.deletionTimestamp ? 'NodeClaim is being deleted' : undefined,
     false,
     true,
+  );
+}
+
+/** True when one of the pod's required node-affinity terms has `matchFields`. */
+function hasMatchFields(pod: PodInfo): boolean {
+  return (
+    pod.pod.spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms?.some(
+      (t) => (t.matchFields?.length ?? 0) > 0,
+    ) ?? false
   );
 }

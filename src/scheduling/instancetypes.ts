@@ -7,9 +7,10 @@
  * Hot-path data is precomputed once per instance type in {@link TypeInfo} (allocatable as a dense vector over a
  * {@link ResourceIndex}, available offerings).
  */
+
+import type { InstanceType, Offering } from '../apis/instancetype.ts';
 import { LabelCapacityType, LabelTopologyZone } from '../apis/labels.ts';
 import type { Resources } from '../apis/quantity.ts';
-import type { InstanceType, Offering } from '../cloudprovider/types.ts';
 import { formatValues, type Requirement, type Requirements } from './requirements.ts';
 
 /** Dense indexing of resource names so requests/allocatable become number arrays. `cpu`, `memory`, `pods` come first. */

@@ -1,10 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import {
-  nodeAffinityRequirements,
-  nodeAffinityState,
-  nodeMatchesPodAffinity,
-  requiredAlternatives,
-} from './nodeaffinity.ts';
+import { nodeAffinityRequirements, nodeAffinityState, requiredAlternatives } from './nodeaffinity.ts';
+import { nodeMatchesNodeAffinity } from './predicates.ts';
 import { makePod } from './testing.ts';
 
 const pod = makePod('p', {
@@ -44,8 +40,8 @@ describe('node affinity', () => {
     ]);
   });
   it('a node matches when any required term matches', () => {
-    expect(nodeMatchesPodAffinity(pod, { disk: 'ssd', zone: 'b' })).toBe(true);
-    expect(nodeMatchesPodAffinity(pod, { disk: 'ssd', zone: 'c' })).toBe(false);
-    expect(nodeMatchesPodAffinity(pod, { zone: 'a' })).toBe(false);
+    expect(nodeMatchesNodeAffinity(pod.spec, 'n', { disk: 'ssd', zone: 'b' })).toBe(true);
+    expect(nodeMatchesNodeAffinity(pod.spec, 'n', { disk: 'ssd', zone: 'c' })).toBe(false);
+    expect(nodeMatchesNodeAffinity(pod.spec, 'n', { zone: 'a' })).toBe(false);
   });
 });

@@ -3,7 +3,8 @@
  * `NewPodRequirements` / `NewStrictPodRequirements`): `nodeSelector` ∩ the FIRST required node selector term
  * (terms are ORed; the scheduler removes a failing first term and tries the next, see `preferences.ts`)
  * ∩, unless strict, the HEAVIEST preferred term (treated as required until relaxed).
- * `matchFields` (node name) is not supported and ignored.
+ * `matchFields` (node name) constrains no new NodeClaim and is ignored here; matching a concrete node (with
+ * `matchFields`) is `predicates.ts` `nodeMatchesNodeAffinity`.
  */
 import type { NodeSelectorTerm, Pod, PreferredSchedulingTerm } from '../apis/core.ts';
 import { Requirement, Requirements } from './requirements.ts';
@@ -44,21 +45,6 @@ export function nodeAffinityRequirements(state: NodeAffinityState, strict = fals
     reqs.add(...termRequirements(state.preferredTerms[0]!.preference));
   if (state.requiredTerms.length > 0) reqs.add(...termRequirements(state.requiredTerms[0]));
   return reqs;
-}
-
-/**
- * True when a node with `labels` satisfies the pod's nodeSelector and ANY of its required terms
- * (kube-scheduler NodeAffinity filter; preferred terms ignored). An empty term matches nothing.
- */
-export function nodeMatchesPodAffinity(pod: Pod, labels: Readonly<Record<string, string>>): boolean {
-  for (const [k, v] of Object.entries(pod.spec.nodeSelector ?? {})) if (labels[k] !== v) return false;
-  const terms =
-    pod.spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms;
-  if (!terms || terms.length === 0) return true;
-  return terms.some(
-    (t) =>
-      (t.matchExpressions?.length ?? 0) > 0 && new Requirements(termRequirements(t)).matchesLabels(labels),
-  );
 }
 
 /** Each alternative (nodeSelector ∩ one required term) of a pod's required node affinity; one entry when none. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { InstanceType } from '../cloudprovider/types.ts';
+import type { InstanceType } from '../apis/instancetype.ts';
 import { daemonOverhead } from './daemonoverhead.ts';
 import { providerKeys, ResourceIndex, typeInfos } from './instancetypes.ts';
 import {

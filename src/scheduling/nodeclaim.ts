@@ -29,6 +29,7 @@ import {
   type TypeInfo,
   vectorFits,
 } from './instancetypes.ts';
+import { limitUse } from './limits.ts';
 import type { PodInfo } from './podinfo.ts';
 import type { Requirement, Requirements } from './requirements.ts';
 import { formatRequests } from './resources.ts';
@@ -173,7 +174,7 @@ export class PoolContext {
   /** True when the type's capacity stays within the remaining limits (upstream `filterByRemainingResources`). */
   withinLimits(t: TypeInfo): boolean {
     if (!this.remaining) return true;
-    for (const [k, v] of Object.entries(this.remaining)) if ((t.it.capacity[k] ?? 0) > v) return false;
+    for (const [k, v] of Object.entries(this.remaining)) if (limitUse(k, t.it.capacity) > v) return false;
     return true;
   }
 
@@ -182,7 +183,7 @@ export class PoolContext {
     if (!this.remaining) return;
     for (const k of Object.keys(this.remaining)) {
       let max = 0;
-      for (const p of options) max = Math.max(max, p.t.it.capacity[k] ?? 0);
+      for (const p of options) max = Math.max(max, limitUse(k, p.t.it.capacity));
       this.remaining[k]! -= max;
     }
   }

@@ -174,14 +174,13 @@ export class PodInfoCache {
    * The info of `pod` (constraints unrelaxed); `template` of the result identifies its constraint part.
    * @throws RequirementError / QuantityParseError for malformed affinity or requests (as {@link buildPodInfo}).
    */
-  build(pod: Pod, rkey: string = resourceKey(pod)): PodInfo {
+  build(pod: Pod, rkey: string = resourceKey(pod), ckey: string = constraintKey(pod)): PodInfo {
     let r = this.resources.get(rkey);
     if (!r) {
       const requests = podRequests(pod);
       r = { requests, vec: this.index.vector(requests), hostPorts: podHostPorts(pod) };
       this.resources.set(rkey, r);
     }
-    const ckey = constraintKey(pod);
     let c = this.constraints.get(ckey);
     if (!c) {
       const namespace = pod.metadata.namespace ?? 'default';

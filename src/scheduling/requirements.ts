@@ -17,6 +17,37 @@ export class RequirementError extends Error {
   readonly code = 'InvalidRequirement' as const;
 }
 
+const OPERATORS: ReadonlySet<string> = new Set([
+  'In',
+  'NotIn',
+  'Exists',
+  'DoesNotExist',
+  'Gt',
+  'Lt',
+  'Gte',
+  'Lte',
+]);
+
+/**
+ * Why {@link Requirement.from} would reject `r`, as a value (`undefined` when it is well formed): an unknown
+ * operator, or a `Gt`/`Lt`/`Gte`/`Lte` without exactly one integer value. Same messages as the thrown errors.
+ */
+export function requirementProblem(r: NodeSelectorRequirement): string | undefined {
+  if (!OPERATORS.has(r.operator)) {
+    return `requirement on key "${r.key}": unknown operator "${String(r.operator)}" (expected In, NotIn, Exists, DoesNotExist, Gt, Lt, Gte, Lte)`;
+  }
+  if (
+    r.operator === 'In' ||
+    r.operator === 'NotIn' ||
+    r.operator === 'Exists' ||
+    r.operator === 'DoesNotExist'
+  )
+    return undefined;
+  const values = r.values ?? [];
+  if (values.length === 1 && parseIntStrict(values[0]!) !== undefined) return undefined;
+  return `requirement on key "${r.key}": operator ${r.operator} needs exactly one integer value, got ${formatValues(values)}`;
+}
+
 const EMPTY: ReadonlySet<string> = new Set();
 
 /**

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Pod } from '../apis/core.ts';
+import type { InstanceType } from '../apis/instancetype.ts';
 import type { NodePool } from '../apis/karpenter.ts';
-import type { InstanceType } from '../cloudprovider/types.ts';
 import { nodeClaimPrice, solve } from './scheduler.ts';
 import { makeDaemonSet, makeInstanceType, makeNode, makeNodePool, makePod, smallCatalog } from './testing.ts';
 import type { ExistingNode, SchedulingInput } from './types.ts';

@@ -33,6 +33,29 @@ export function isIgnoredTaint(taint: Taint): boolean {
   return taint.key === TaintUnregistered.key;
 }
 
+/** The effects kube-scheduler's TaintToleration filter enforces: `NoSchedule` and `NoExecute`. */
+export const HardTaintEffects: ReadonlySet<string> = new Set(['NoSchedule', 'NoExecute']);
+
+/**
+ * The first taint of `taints` whose effect is in `effects` (default {@link HardTaintEffects}) that no toleration
+ * of `tolerations` tolerates, or `undefined` (kube-scheduler `TolerationsTolerateTaintsWithFilter`). Every
+ * taint counts as given: callers drop the ones they consider transient first (see `predicates.ts`).
+ */
+export function firstUntoleratedTaint(
+  tolerations: readonly Toleration[] | undefined,
+  taints: readonly Taint[] | undefined,
+  effects: ReadonlySet<string> = HardTaintEffects,
+): Taint | undefined {
+  if (!taints) return undefined;
+  for (const taint of taints) {
+    if (!effects.has(taint.effect)) continue;
+    if (!tolerations?.some((t) => toleratesTaint(t, taint))) return taint;
+  }
+  return undefined;
+}
+
+const WITH_PREFER: ReadonlySet<string> = new Set(['NoSchedule', 'NoExecute', 'PreferNoSchedule']);
+
 /**
  * Returns `undefined` when `tolerations` tolerate every `NoSchedule`/`NoExecute` taint in `taints`
  * (and `PreferNoSchedule` when `opts.preferNoSchedule`), else a message naming the first untolerated taint.
@@ -44,12 +67,11 @@ export function untoleratedTaint(
   opts: TolerateOptions = {},
 ): string | undefined {
   if (!taints) return undefined;
+  const effects = opts.preferNoSchedule ? WITH_PREFER : HardTaintEffects;
   for (const taint of taints) {
-    if (isIgnoredTaint(taint)) continue;
-    if (taint.effect === 'PreferNoSchedule' && !opts.preferNoSchedule) continue;
-    if (!tolerations?.some((t) => toleratesTaint(t, taint))) {
+    if (isIgnoredTaint(taint) || !effects.has(taint.effect)) continue;
+    if (!tolerations?.some((t) => toleratesTaint(t, taint)))
       return `did not tolerate taint ${formatTaint(taint)}`;
-    }
   }
   return undefined;
 }

@@ -4,8 +4,8 @@
  * zones `test-zone-a/b/c`, pods, NodePools, nodes and DaemonSets. Only for tests and benchmarks.
  */
 import type { DaemonSet, Node, Pod, PodSpec, Taint } from '../apis/core.ts';
+import type { CapacityType, InstanceType, Offering } from '../apis/instancetype.ts';
 import type { NodePool, NodeSelectorRequirementWithMinValues } from '../apis/karpenter.ts';
-import type { CapacityType, InstanceType, Offering } from '../cloudprovider/types.ts';
 
 export const TEST_ZONES = ['test-zone-a', 'test-zone-b', 'test-zone-c'] as const;
 const GiB = 2 ** 30;

@@ -20,14 +20,23 @@
  * - inverse anti-affinity: a pod matching the required anti-affinity term of an already placed pod may not go to
  *   that pod's domain.
  * Counting: pods are recorded in a domain only once it is known (a single value); for anti-affinity every domain
- * the pod might land in is recorded. Not supported: `nodeTaintsPolicy: Honor` (taints are ignored for counting),
- * `mismatchLabelKeys`.
+ * the pod might land in is recorded. Selectors are widened by `matchLabelKeys` / `mismatchLabelKeys`
+ * (`predicates.ts` `selectorWithLabelKeys`). A spread's eligible domains and counted nodes follow its
+ * `nodeAffinityPolicy` / `nodeTaintsPolicy` (`spreaddomains.ts`).
  */
-import type { LabelSelector, PodAffinityTerm, TopologySpreadConstraint } from '../apis/core.ts';
+import type {
+  LabelSelector,
+  PodAffinityTerm,
+  Taint,
+  Toleration,
+  TopologySpreadConstraint,
+} from '../apis/core.ts';
 import { LabelHostname } from '../apis/labels.ts';
 import { selectorKey, selectorMatches } from './labelselector.ts';
+import { selectorWithLabelKeys } from './predicates.ts';
 import type { PodConstraints } from './preferences.ts';
 import { formatValues, Requirement, type Requirements } from './requirements.ts';
+import { spreadNodeEligible } from './spreaddomains.ts';
 
 /** What a group constrains. */
 export type TopologyKind = 'spread' | 'affinity' | 'anti-affinity' | 'inverse-anti-affinity';
@@ -61,6 +70,8 @@ export class TopologyGroup {
     readonly minDomains?: number,
     /** Spread with nodeAffinityPolicy Honor: existing pods count only on nodes matching one of these. */
     readonly nodeFilter?: readonly Requirements[],
+    /** Spread with nodeTaintsPolicy Honor: the pod's tolerations; only nodes whose taints they tolerate count. */
+    readonly taintFilter?: readonly Toleration[],
   ) {}
 
   private readonly memo = new Map<string, boolean>();
@@ -85,9 +96,9 @@ export class TopologyGroup {
     this.counts.set(domain, (this.counts.get(domain) ?? 0) + n);
   }
 
-  /** True when a node with these labels passes the node filter. */
-  nodeFilterMatches(labels: Readonly<Record<string, string>>): boolean {
-    return !this.nodeFilter || this.nodeFilter.some((r) => r.matchesLabels(labels));
+  /** True when a node with these labels (and taints) passes the node filters (`spreaddomains.ts`). */
+  nodeFilterMatches(labels: Readonly<Record<string, string>>, taints?: readonly Taint[]): boolean {
+    return spreadNodeEligible(this, { labels, ...(taints ? { taints } : {}) });
   }
 }
 
@@ -126,7 +137,7 @@ export class Topology {
    * @param namespaceLabels labels of each namespace, for `namespaceSelector`.
    */
   constructor(
-    private readonly universe: (key: string) => ReadonlySet<string>,
+    private readonly universe: (key: string, filtered?: TopologyGroup) => ReadonlySet<string>,
     private readonly namespaceLabels: Readonly<Record<string, Readonly<Record<string, string>>>> = {},
   ) {}
 
@@ -159,16 +170,12 @@ export class Topology {
     pod: TopologyPod,
     tsc: TopologySpreadConstraint,
     nodeFilter: readonly Requirements[] | undefined,
+    tolerations: readonly Toleration[],
   ): TopologyGroup {
-    let selector = tsc.labelSelector;
-    if (tsc.matchLabelKeys?.length && selector) {
-      const extra = tsc.matchLabelKeys
-        .filter((k) => pod.labels[k] !== undefined)
-        .map((k) => ({ key: k, operator: 'In' as const, values: [pod.labels[k]!] }));
-      selector = { ...selector, matchExpressions: [...(selector.matchExpressions ?? []), ...extra] };
-    }
+    const selector = selectorWithLabelKeys(tsc.labelSelector, pod.labels, tsc.matchLabelKeys);
     const honor = (tsc.nodeAffinityPolicy ?? 'Honor') === 'Honor' ? nodeFilter : undefined;
-    const filterSig = honor ? honor.map((r) => r.signature()).join('|') : '';
+    const taints = tsc.nodeTaintsPolicy === 'Honor' ? tolerations : undefined;
+    const filterSig = `${honor ? honor.map((r) => r.signature()).join('|') : ''}|${taints ? JSON.stringify(taints) : ''}`;
     const id = `spread|${tsc.topologyKey}|${selectorKey(selector)}|${pod.namespace}|${tsc.maxSkew}|${tsc.minDomains ?? ''}|${filterSig}`;
     return this.getOrCreate(
       new TopologyGroup(
@@ -180,6 +187,7 @@ export class Topology {
         tsc.maxSkew,
         tsc.minDomains,
         honor,
+        taints,
       ),
     );
   }
@@ -189,13 +197,12 @@ export class Topology {
     pod: TopologyPod,
     term: PodAffinityTerm,
   ) {
-    let selector = term.labelSelector;
-    if (term.matchLabelKeys?.length && selector) {
-      const extra = term.matchLabelKeys
-        .filter((k) => pod.labels[k] !== undefined)
-        .map((k) => ({ key: k, operator: 'In' as const, values: [pod.labels[k]!] }));
-      selector = { ...selector, matchExpressions: [...(selector.matchExpressions ?? []), ...extra] };
-    }
+    const selector = selectorWithLabelKeys(
+      term.labelSelector,
+      pod.labels,
+      term.matchLabelKeys,
+      term.mismatchLabelKeys,
+    );
     const ns = this.namespacesOf(term, pod.namespace);
     const id = `${kind}|${term.topologyKey}|${selectorKey(selector)}|${ns ? [...ns].sort().join(',') : '*'}`;
     return this.getOrCreate(new TopologyGroup(id, kind, term.topologyKey, selector, ns));
@@ -208,7 +215,7 @@ export class Topology {
    */
   ownedGroups(pod: TopologyPod, c: PodConstraints, nodeFilter?: readonly Requirements[]): TopologyGroup[] {
     const out: TopologyGroup[] = [];
-    for (const tsc of c.topologySpread) out.push(this.spreadGroup(pod, tsc, nodeFilter));
+    for (const tsc of c.topologySpread) out.push(this.spreadGroup(pod, tsc, nodeFilter, c.tolerations));
     for (const t of c.podAffinityRequired) out.push(this.affinityGroup('affinity', pod, t));
     for (const t of c.podAffinityPreferred) out.push(this.affinityGroup('affinity', pod, t.podAffinityTerm));
     for (const t of c.podAntiAffinityRequired) out.push(this.affinityGroup('anti-affinity', pod, t));
@@ -242,11 +249,11 @@ export class Topology {
    */
   countExisting(
     pod: TopologyPod,
-    node: { hostname: string; labels: Readonly<Record<string, string>> },
+    node: { hostname: string; labels: Readonly<Record<string, string>>; taints?: readonly Taint[] },
     inverse: TopologyGroup[],
   ) {
     for (const g of this.selecting(pod).counting) {
-      if (!g.nodeFilterMatches(node.labels)) continue;
+      if (!g.nodeFilterMatches(node.labels, node.taints)) continue;
       const d = g.key === LabelHostname ? node.hostname : node.labels[g.key];
       if (d !== undefined) g.record(d);
     }
@@ -397,7 +404,7 @@ export class Topology {
     let hit = byReq.get(podDomains);
     if (!hit || hit.size !== g.counts.size) {
       const eligible: string[] = [];
-      const universe = new Set<string>(this.universe(g.key));
+      const universe = new Set<string>(this.universe(g.key, g.nodeFilter || g.taintFilter ? g : undefined));
       for (const d of g.counts.keys()) universe.add(d);
       for (const d of universe) if (!podDomains || podDomains.has(d)) eligible.push(d);
       hit = { size: g.counts.size, eligible };

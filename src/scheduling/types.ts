@@ -5,9 +5,11 @@
  * Semantics follow upstream kubernetes-sigs/karpenter `pkg/controllers/provisioning/scheduling`.
  */
 import type { DaemonSet, Node, Pod } from '../apis/core.ts';
+import type { InstanceType, Offering } from '../apis/instancetype.ts';
 import type { NodeClaim, NodePool, NodeSelectorRequirementWithMinValues } from '../apis/karpenter.ts';
 import type { Resources } from '../apis/quantity.ts';
-import type { InstanceType, Offering } from '../cloudprovider/types.ts';
+import type { PreferencePolicy } from './preferencepolicy.ts';
+import type { VolumeObjects } from './volumetopology.ts';
 
 /** Existing capacity: a Node (managed or not) with the pods bound to it (daemon pods included). */
 export interface ExistingNode {
@@ -52,6 +54,13 @@ export interface SchedulingInput {
   nodePoolUsage?: Record<string, Resources>;
   /** Namespace labels by namespace name, for pod affinity `namespaceSelector`. */
   namespaces?: Record<string, Record<string, string>>;
+  /**
+   * Claims, PersistentVolumes and StorageClasses: pods with claim volumes are restricted to where their volumes
+   * can attach (`volumetopology.ts`). Without it, a pod with a claim volume is `VolumeUnresolved`.
+   */
+  volumes?: VolumeObjects;
+  /** Upstream `--preference-policy` (`preferencepolicy.ts`): `Respect` (default) or `Ignore` preferences. */
+  preferencePolicy?: PreferencePolicy;
   /** Record per-pod explanations (`--explain`); costs some speed. */
   explain?: boolean;
 }
@@ -93,7 +102,8 @@ export interface Unschedulable {
     | 'AffinityUnsatisfiable'
     | 'NodePoolLimitsExceeded'
     | 'NoNodePool'
-    | 'InvalidPod';
+    | 'InvalidPod'
+    | 'VolumeUnresolved';
   message: string;
 }
 

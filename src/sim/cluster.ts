@@ -32,11 +32,6 @@ export interface SimulatedClusterOptions {
   installCRDs?: boolean;
   /** Extra CRD objects to install (e.g. Cluster API's, for CAPI scenarios). */
   extraCRDs?: KubeObject[];
-  /**
-   * Keep deleted pods that are bound to a node until the kubelet removes them after their grace period
-   * (default true, like a real cluster). False: pods disappear at once.
-   */
-  podGracefulDeletion?: boolean;
   /** Seconds until a node reports Ready (number or function of the node; default 0–2 s by node name). */
   kubeletReadyDelaySeconds?: number | ((node: Node) => number);
   /** Startup taint key → seconds until its agent removes it (e.g. `{'node.cluster.x-k8s.io/uninitialized': 5}`). */
@@ -103,7 +98,6 @@ export async function startSimulatedCluster(opts: SimulatedClusterOptions = {}):
     ...(opts.host !== undefined ? { host: opts.host } : {}),
     ...(opts.tls !== undefined ? { tls: opts.tls } : {}),
     ...(opts.logger ? { logger: opts.logger } : {}),
-    podGracefulDeletion: opts.podGracefulDeletion ?? true,
   });
   const client = KubeClient.fromKubeconfig(apiServer.kubeconfig, { userAgent: 'capenter-sim' });
   const informers = new SharedInformers(client, {

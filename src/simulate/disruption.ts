@@ -188,6 +188,7 @@ export async function simulateDisruption(
     pdbs: built.podDisruptionBudgets,
     now,
     ...(built.input.namespaces ? { namespaces: built.input.namespaces } : {}),
+    ...(built.input.volumes ? { volumes: built.input.volumes } : {}),
     ...(opts.featureGates ? { featureGates: opts.featureGates } : {}),
     ...(opts.options ? { options: opts.options } : {}),
   };

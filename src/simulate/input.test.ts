@@ -235,7 +235,9 @@ describe('buildSchedulingInput', () => {
     expect(
       built.input.existingNodes.find((n) => n.node.metadata.name === 'tainted')!.nodeClaim,
     ).toBeUndefined();
-    expect(built.input.nodePoolUsage).toEqual({ pool: { cpu: 4000, memory: 15155 * 2 ** 20, pods: 58 } });
+    expect(built.input.nodePoolUsage).toEqual({
+      pool: { cpu: 4000, memory: 15155 * 2 ** 20, pods: 58, nodes: 1 },
+    });
     expect(built.input.pods).toEqual([]);
     expect(built.notices.some((n) => n.includes('"gone"'))).toBe(true);
     expect(built.input.daemonSets).toHaveLength(3);

@@ -16,6 +16,12 @@
  *   an EC2NodeClass named `default`) is used, with a notice.
  */
 import { createHash } from 'node:crypto';
+import {
+  admitPod,
+  applyLimitRangeDefaults,
+  type PriorityClass,
+  type RuntimeClass,
+} from '../apis/admission.ts';
 import type {
   DaemonSet,
   Deployment,
@@ -34,8 +40,10 @@ import { LabelNodePool } from '../apis/labels.ts';
 import { parseResources, type Resources } from '../apis/quantity.ts';
 import type { InstanceType } from '../cloudprovider/types.ts';
 import { selectorMatches } from '../scheduling/labelselector.ts';
+import { limitCapacity } from '../scheduling/limits.ts';
+import { daemonSetNodeFit, withoutEphemeralTaints } from '../scheduling/predicates.ts';
 import type { ExistingNode, SchedulingInput } from '../scheduling/types.ts';
-import { DAEMON_DEFAULT_TOLERATIONS, podFitsNodeLabelsAndTaints } from './match.ts';
+import type { CSINode, PersistentVolume, StorageClass } from '../scheduling/volumetopology.ts';
 
 /** An object with where it came from (as `apis/load.ts` returns them). */
 export interface SourcedObject {
@@ -102,7 +110,7 @@ export interface BuiltInput {
   ignored: IgnoredPod[];
   errors: SimulationIssue[];
   notices: string[];
-  /** PVCs from the input plus those StatefulSet `volumeClaimTemplates` create (not used by the scheduler yet). */
+  /** PVCs from the input plus those StatefulSet `volumeClaimTemplates` create (also in `input.volumes`). */
   persistentVolumeClaims: PersistentVolumeClaim[];
   podDisruptionBudgets: PodDisruptionBudget[];
   /** True when no NodePool was given and {@link DEFAULT_NODEPOOL} was used. */
@@ -441,21 +449,40 @@ export async function buildSchedulingInput(
 
   const nodePools: NodePool[] = [];
   const nodeClasses = new Map<string, EC2NodeClass>();
+  /** KWOKNodeClass names: their NodePools get the region's catalog with default allocatable, as `start` does. */
+  const kwokNodeClasses = new Set<string>();
   const nodes: Node[] = [];
   const listedPods: Pod[] = [];
   const workloads: KubeObject[] = [];
   const daemonSets: DaemonSet[] = [];
   const pdbs: PodDisruptionBudget[] = [];
   const pvcs: PersistentVolumeClaim[] = [];
+  const pvs: PersistentVolume[] = [];
+  const storageClasses: StorageClass[] = [];
+  const csiNodes: CSINode[] = [];
   const namespaces: Record<string, Record<string, string>> = {};
   const limitRanges: KubeObject[] = [];
+  const runtimeClasses: RuntimeClass[] = [];
+  const priorityClasses: PriorityClass[] = [];
   const seen = new Map<string, SourcedObject>();
 
   for (const s of objects) {
     const o = s.object;
     if (!o || typeof o !== 'object') continue;
     const kind = o.kind ?? '';
-    const clusterScoped = ['NodePool', 'EC2NodeClass', 'Node', 'Namespace', 'NodeClaim'].includes(kind);
+    const clusterScoped = [
+      'NodePool',
+      'EC2NodeClass',
+      'KWOKNodeClass',
+      'PersistentVolume',
+      'StorageClass',
+      'CSINode',
+      'RuntimeClass',
+      'PriorityClass',
+      'Node',
+      'Namespace',
+      'NodeClaim',
+    ].includes(kind);
     const key = `${kind}/${clusterScoped ? '' : nsOf(o)}/${nameOf(o)}`;
     const first = seen.get(key);
     if (first && nameOf(o)) {
@@ -477,6 +504,9 @@ export async function buildSchedulingInput(
         break;
       case 'EC2NodeClass':
         nodeClasses.set(nameOf(o), o as EC2NodeClass);
+        break;
+      case 'KWOKNodeClass':
+        kwokNodeClasses.add(nameOf(o));
         break;
       case 'Node':
         nodes.push(o as Node);
@@ -507,8 +537,23 @@ export async function buildSchedulingInput(
       case 'PersistentVolumeClaim':
         pvcs.push(withNamespace(o as PersistentVolumeClaim));
         break;
+      case 'PersistentVolume':
+        pvs.push(o as PersistentVolume);
+        break;
+      case 'StorageClass':
+        storageClasses.push(o as StorageClass);
+        break;
+      case 'CSINode':
+        csiNodes.push(o as CSINode);
+        break;
       case 'LimitRange':
         limitRanges.push(withNamespace(o));
+        break;
+      case 'RuntimeClass':
+        runtimeClasses.push(o as RuntimeClass);
+        break;
+      case 'PriorityClass':
+        priorityClasses.push(o as PriorityClass);
         break;
       case 'Namespace':
         namespaces[nameOf(o)] = { ...(o.metadata?.labels ?? {}), 'kubernetes.io/metadata.name': nameOf(o) };
@@ -534,12 +579,15 @@ export async function buildSchedulingInput(
   }
 
   const allPods: Pod[] = [...listedPods];
+  /** The workload each expanded pod came from (for error messages). */
+  const origin = new Map<Pod, KubeObject>();
   for (const w of workloads) {
     // A ReplicaSet owned by a listed Deployment is the Deployment's: do not count its pods twice.
     const owner = controllerOwner(w);
     if (owner?.kind === 'Deployment' && seen.has(`Deployment/${nsOf(w)}/${owner.name}`)) continue;
     const expanded = expandWorkload(w, ownedCount.get(`${w.kind}/${nsOf(w)}/${nameOf(w)}`) ?? 0) ?? [];
     allPods.push(...expanded);
+    for (const p of expanded) origin.set(p, w);
     if (w.kind === 'StatefulSet') {
       for (const c of statefulSetClaims(w as StatefulSet)) {
         if (!pvcs.some((x) => nameOf(x) === nameOf(c) && nsOf(x) === nsOf(c))) pvcs.push(c);
@@ -547,8 +595,45 @@ export async function buildSchedulingInput(
     }
   }
 
-  if (limitRanges.length > 0) {
-    for (let i = 0; i < allPods.length; i++) allPods[i] = applyLimitRanges(allPods[i]!, limitRanges);
+  // What the API server's admission plugins do before anyone sees the pods (apis/admission.ts).
+  const admission = { limitRanges, runtimeClasses, priorityClasses };
+  const rejected = new Set<Pod>();
+  const reported = new Set<string>();
+  for (let i = 0; i < allPods.length; i++) {
+    const p = allPods[i]!;
+    if (p.spec?.nodeName) continue; // already admitted when it was bound
+    const r = admitPod(p, admission);
+    if ('pod' in r) allPods[i] = r.pod;
+    else {
+      rejected.add(p);
+      const w = origin.get(p);
+      const src = w ? seen.get(`${w.kind}/${nsOf(w)}/${nameOf(w)}`) : seen.get(`Pod/${nsOf(p)}/${nameOf(p)}`);
+      const what = w?.kind ?? 'Pod';
+      const name = w ? `${nsOf(w)}/${nameOf(w)}` : podKey(p);
+      // one error per workload, not per replica
+      if (!reported.has(`${what}/${name}`)) {
+        reported.add(`${what}/${name}`);
+        errors.push(issue(src, what, name, 'spec', `pods are forbidden: ${r.rejected}`));
+      }
+    }
+  }
+  if (rejected.size > 0)
+    for (let i = allPods.length - 1; i >= 0; i--) if (rejected.has(allPods[i]!)) allPods.splice(i, 1);
+  // DaemonSet pods are admitted too: their daemon overhead includes RuntimeClass overhead and LimitRange defaults
+  for (let i = 0; i < daemonSets.length; i++) {
+    const ds = daemonSets[i]!;
+    const tpl = ds.spec?.template;
+    if (!tpl?.spec) continue;
+    const r = admitPod(
+      {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { ...(tpl.metadata ?? {}), namespace: nsOf(ds) },
+        spec: tpl.spec,
+      },
+      admission,
+    );
+    if ('pod' in r) daemonSets[i] = { ...ds, spec: { ...ds.spec!, template: { ...tpl, spec: r.pod.spec } } };
   }
 
   const nodeNames = new Set(nodes.map(nameOf));
@@ -594,13 +679,13 @@ export async function buildSchedulingInput(
         return nsOf(p) === nsOf(ds) && selectorMatches(ds.spec?.selector, p.metadata.labels ?? {});
       });
       if (hasOne || !ds.spec?.template) continue;
-      if (
-        podFitsNodeLabelsAndTaints(
-          ds.spec.template.spec ?? { containers: [] },
-          node,
-          DAEMON_DEFAULT_TOLERATIONS,
-        )
-      ) {
+      // the shared DaemonSet placement rule, on the taints the node keeps once it is up (as the core does)
+      const view = {
+        name: nameOf(node),
+        labels: node.metadata.labels ?? {},
+        taints: withoutEphemeralTaints(node.spec?.taints),
+      };
+      if (daemonSetNodeFit(ds.spec.template.spec ?? { containers: [] }, view).shouldRun) {
         pods.push(daemonPodFor(ds, node));
       }
     }
@@ -623,7 +708,7 @@ export async function buildSchedulingInput(
         );
       }
       nodePoolUsage[poolName] ??= {};
-      addResources(nodePoolUsage[poolName], capacity);
+      addResources(nodePoolUsage[poolName], limitCapacity(capacity));
     }
     existingNodes.push(existing);
   }
@@ -650,6 +735,31 @@ export async function buildSchedulingInput(
   for (const np of nodePools) {
     const ref = np.spec?.template?.spec?.nodeClassRef;
     const src = seen.get(`NodePool//${nameOf(np)}`);
+    if (ref?.kind === 'KWOKNodeClass') {
+      if (!kwokNodeClasses.has(ref.name)) {
+        errors.push(
+          issue(
+            src,
+            'NodePool',
+            nameOf(np),
+            'spec.template.spec.nodeClassRef.name',
+            `KWOKNodeClass "${ref.name}" is not in the input (${kwokNodeClasses.size ? `found: ${[...kwokNodeClasses].join(', ')}` : 'none given'}). Add that KWOKNodeClass or fix nodeClassRef.name; this NodePool is not simulated.`,
+          ),
+        );
+        continue;
+      }
+      // the kwok provider launches the region's catalog types with the default (AL2023) allocatable
+      let types = catalogCache.get(`KWOKNodeClass/${ref.name}`);
+      if (!types) {
+        const res = await opts.catalog({ region: opts.region });
+        types = [...res.instanceTypes];
+        for (const n of res.notices) if (!notices.includes(n)) notices.push(n);
+        catalogCache.set(`KWOKNodeClass/${ref.name}`, types);
+      }
+      instanceTypes[nameOf(np)] = types;
+      usablePools.push(np);
+      continue;
+    }
     if (ref?.kind !== 'EC2NodeClass') {
       errors.push(
         issue(
@@ -657,7 +767,7 @@ export async function buildSchedulingInput(
           'NodePool',
           nameOf(np),
           'spec.template.spec.nodeClassRef.kind',
-          `references a ${ref?.kind ?? 'missing'} NodeClass; capenter simulate only resolves EC2NodeClass (group karpenter.k8s.aws). This NodePool is not simulated.`,
+          `references a ${ref?.kind ?? 'missing'} NodeClass; capenter simulate only resolves EC2NodeClass (group karpenter.k8s.aws) and KWOKNodeClass (group karpenter.kwok.sh). This NodePool is not simulated.`,
         ),
       );
       continue;
@@ -676,7 +786,7 @@ export async function buildSchedulingInput(
       );
       continue;
     }
-    let types = catalogCache.get(ref.name);
+    let types = catalogCache.get(`EC2NodeClass/${ref.name}`);
     if (!types) {
       try {
         const res = await opts.catalog({ region: opts.region, nodeClass: nc });
@@ -695,7 +805,7 @@ export async function buildSchedulingInput(
         );
         continue;
       }
-      catalogCache.set(ref.name, types);
+      catalogCache.set(`EC2NodeClass/${ref.name}`, types);
     }
     instanceTypes[nameOf(np)] = types;
     usablePools.push(np);
@@ -708,6 +818,7 @@ export async function buildSchedulingInput(
     instanceTypes,
     daemonSets,
     nodePoolUsage,
+    volumes: { persistentVolumeClaims: pvcs, persistentVolumes: pvs, storageClasses, csiNodes },
     namespaces: namespacesFor(namespaces, [...allPods, ...daemonSets]),
     explain: opts.explain ?? false,
   };
@@ -735,50 +846,10 @@ function namespacesFor(
   return out;
 }
 
-interface LimitRangeItem {
-  type?: string;
-  default?: Record<string, string | number>;
-  defaultRequest?: Record<string, string | number>;
-  max?: Record<string, string | number>;
-}
-
 /**
  * Applies the `Container` defaults of the LimitRanges in the pod's namespace, as the LimitRanger admission
- * plugin does when the pod is created: a resource with neither request nor limit gets `defaultRequest`
- * (which itself defaults to `default`, then `max`) as request; a missing limit gets `default` (or `max`).
- * Returns a copy when anything changed. Source: Kubernetes `plugin/pkg/admission/limitranger` and
- * `SetDefaults_LimitRangeItem`.
+ * plugin does (`apis/admission.ts` {@link applyLimitRangeDefaults}; kept for callers of this module).
  */
 export function applyLimitRanges(pod: Pod, limitRanges: readonly KubeObject[]): Pod {
-  const ns = nsOf(pod);
-  const items = limitRanges
-    .filter((lr) => nsOf(lr) === ns)
-    .flatMap((lr) =>
-      ((lr.spec as { limits?: LimitRangeItem[] } | undefined)?.limits ?? []).filter(
-        (i) => i.type === 'Container',
-      ),
-    );
-  if (items.length === 0) return pod;
-  const out = structuredClone(pod);
-  for (const item of items) {
-    const limits = { ...(item.max ?? {}), ...(item.default ?? {}) };
-    const requests = { ...limits, ...(item.defaultRequest ?? {}) };
-    for (const c of [...(out.spec.initContainers ?? []), ...(out.spec.containers ?? [])]) {
-      c.resources ??= {};
-      const res = c.resources;
-      for (const [k, v] of Object.entries(requests)) {
-        if (res.requests?.[k] === undefined && res.limits?.[k] === undefined) {
-          res.requests ??= {};
-          res.requests[k] = v;
-        }
-      }
-      for (const [k, v] of Object.entries(limits)) {
-        if (res.limits?.[k] === undefined) {
-          res.limits ??= {};
-          res.limits[k] = v;
-        }
-      }
-    }
-  }
-  return out;
+  return applyLimitRangeDefaults(pod, limitRanges);
 }

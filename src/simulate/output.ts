@@ -2,6 +2,10 @@
  * Printing a {@link SimulationResult}: the stable JSON document (`-o json`, documented in docs/simulate.md)
  * and the human table (`-o table`, default), plus the error lines written to stderr.
  */
+import type { InstanceType } from '../cloudprovider/types.ts';
+import { instanceTypeIncompatibility } from '../scheduling/instancetypes.ts';
+import { Requirements } from '../scheduling/requirements.ts';
+import { fits } from '../scheduling/resources.ts';
 import type { SimulationIssue } from './input.ts';
 import type { SimulationResult } from './run.ts';
 
@@ -120,37 +124,12 @@ export function formatTable(result: SimulationResult, opts: { explain?: boolean 
     out.push('Pods placed on existing capacity:');
     for (const [node, n] of byNode) out.push(`  ${node}: ${n} pod${n === 1 ? '' : 's'}`);
   }
-  if (result.unschedulable.length > 0) {
+  if (result.unschedulable.length > 0 && !opts.explain) {
     out.push('');
     out.push(`Unschedulable pods (${result.unschedulable.length}):`);
     for (const u of result.unschedulable) out.push(`  ${u.pod}: ${u.code}: ${u.reason}`);
   }
-  if (opts.explain) {
-    out.push('');
-    out.push('Placements:');
-    const byPod = new Map(result.explanations.map((e) => [e.pod, e]));
-    const describe = new Map(result.nodeClaims.map((nc) => [nc.name, `${nc.nodePool}, ${nc.instanceType}`]));
-    for (const p of result.placements) {
-      const what =
-        p.target === 'new'
-          ? `new NodeClaim ${p.node} (${describe.get(p.node) ?? ''})`
-          : `${p.target} ${p.node}`;
-      out.push(`  ${p.pod} -> ${what}`);
-      const e = byPod.get(p.pod);
-      if (e) {
-        if (e.decision) out.push(`      ${e.decision}`);
-        for (const d of e.details) out.push(`      ${d}`);
-      }
-    }
-    for (const u of result.unschedulable) {
-      out.push(`  ${u.pod} -> unschedulable (${u.code})`);
-      const e = byPod.get(u.pod);
-      if (e) {
-        if (e.decision) out.push(`      ${e.decision}`);
-        for (const d of e.details) out.push(`      ${d}`);
-      }
-    }
-  }
+  if (opts.explain) out.push('', ...explainLines(result));
   const kinds = Object.entries(result.unknownKinds);
   if (result.notices.length > 0 || kinds.length > 0) {
     out.push('');
@@ -172,4 +151,114 @@ export function formatTable(result: SimulationResult, opts: { explain?: boolean 
     );
   }
   return `${out.join('\n')}\n`;
+}
+
+/** Cheapest available offering of `it` that `reqs` allow (zone, capacity type), USD/hour; `undefined` without one. */
+function cheapestPrice(it: InstanceType, reqs: Requirements): number | undefined {
+  const zone = reqs.get('topology.kubernetes.io/zone');
+  const ct = reqs.get('karpenter.sh/capacity-type');
+  let best: number | undefined;
+  for (const o of it.offerings) {
+    if (!o.available || (zone && !zone.has(o.zone)) || (ct && !ct.has(o.capacityType))) continue;
+    if (best === undefined || o.priceUSDPerHour < best) best = o.priceUSDPerHour;
+  }
+  return best;
+}
+
+/**
+ * The `--explain` answer to the three questions a user asks, once per NodeClaim and per pod (never repeated):
+ * why this NodePool and instance type (with the next cheaper types that were rejected, by rule and numbers), why
+ * a pod is pending, why not a cheaper plan. Uses the scheduler's plans (`result.scheduling`) and the instance
+ * types each NodePool could launch (`result.built.input.instanceTypes`).
+ */
+export function explainLines(result: SimulationResult): string[] {
+  const out: string[] = [];
+  const plans = result.scheduling.newNodeClaims;
+  const pools = result.built.input.nodePools;
+  if (result.nodeClaims.length > 0) {
+    out.push('Why these NodeClaims (NodePool and instance type):');
+    result.nodeClaims.forEach((nc, i) => {
+      const plan = plans[i];
+      const pool = pools.find((p) => p.metadata.name === nc.nodePool);
+      const weight = pool?.spec?.weight;
+      const others = pools.filter((p) => p.metadata.name !== nc.nodePool).map((p) => p.metadata.name);
+      out.push(
+        `  ${nc.name}: NodePool ${nc.nodePool}` +
+          (others.length === 0
+            ? ' (the only NodePool)'
+            : ` (weight ${weight ?? 0}; NodePools are tried by weight, then name: ${others.join(', ')} also exist)`),
+      );
+      out.push(
+        `      ${nc.instanceType} ${nc.capacityType} in ${nc.zone} at $${nc.priceUSDPerHour.toFixed(4)}/h: the cheapest of ` +
+          `${nc.instanceTypeOptions.length} instance type(s) that satisfy the requirements and fit its ${nc.pods.length} pod(s) ` +
+          `(requests ${Object.entries(nc.requests)
+            .map(([k, v]) => `${k} ${v}`)
+            .join(', ')}; allocatable ${Object.entries(nc.allocatable)
+            .map(([k, v]) => `${k} ${v}`)
+            .join(', ')})`,
+      );
+      if (!plan) return;
+      // why not cheaper: the types of this NodePool priced below the choice (offerings its requirements allow),
+      // and the rule each broke: a NodePool requirement, too small for the pods, or the pods' own requirements
+      const reqs = Requirements.fromNodeSelector(pool?.spec?.template?.spec?.requirements ?? []);
+      const options = new Set(nc.instanceTypeOptions);
+      const cheaper = (result.built.input.instanceTypes[nc.nodePool] ?? [])
+        .map((it) => ({ it, price: cheapestPrice(it, reqs) }))
+        .filter(
+          (x): x is { it: InstanceType; price: number } =>
+            x.price !== undefined && x.price < nc.priceUSDPerHour && !options.has(x.it.name),
+        )
+        .sort((a, b) => b.price - a.price || a.it.name.localeCompare(b.it.name));
+      if (cheaper.length === 0) {
+        out.push('      no instance type of this NodePool is cheaper');
+        return;
+      }
+      for (const { it, price } of cheaper.slice(0, 2)) {
+        const why =
+          instanceTypeIncompatibility(it, reqs) ??
+          (fits(plan.requests, it.allocatable)
+            ? `${it.name}: too small: ${fits(plan.requests, it.allocatable)}`
+            : undefined) ??
+          `${it.name}: excluded by the pods' own requirements (node selector, affinity, tolerations, topology)`;
+        out.push(
+          `      rejected cheaper ${it.name} ($${price.toFixed(4)}/h): ${why.replace(`${it.name}: `, '')}`,
+        );
+      }
+      if (cheaper.length > 2)
+        out.push(`      (and ${cheaper.length - 2} cheaper type(s) rejected for such reasons)`);
+    });
+    out.push('');
+    out.push('Why not a cheaper plan:');
+    out.push(
+      `  each NodeClaim above uses the cheapest instance type that holds its pods; a cheaper one breaks the rule shown. ` +
+        `Total $${result.totals.priceUSDPerHour.toFixed(4)}/h at cpu ${pct(result.totals.cpuUtilization)}, ` +
+        `memory ${pct(result.totals.memoryUtilization)} of allocatable.`,
+    );
+    out.push('');
+    out.push('Where each pod goes:');
+    const byNode = new Map<string, string[]>();
+    for (const p of result.placements) byNode.set(p.node, [...(byNode.get(p.node) ?? []), p.pod]);
+    for (const [node, pods] of byNode) {
+      const p = result.placements.find((x) => x.node === node);
+      const kind =
+        p?.target === 'new' ? 'new NodeClaim' : p?.target === 'inflight' ? 'in-flight NodeClaim' : 'node';
+      out.push(`  ${kind} ${node} <- ${pods.length} pod(s): ${pods.join(', ')}`);
+    }
+  }
+  if (result.unschedulable.length > 0) {
+    out.push('');
+    out.push(`Why these pods are pending (${result.unschedulable.length}):`);
+    const byPod = new Map(result.explanations.map((e) => [e.pod, e]));
+    for (const u of result.unschedulable) {
+      out.push(`  ${u.pod}: ${u.code}: ${u.reason}`);
+      const extra = new Set(
+        (byPod.get(u.pod)?.details ?? []).filter(
+          (d) =>
+            d !== u.reason && !u.reason.includes(d) && !d.includes(u.reason) && !/^retry pass \d+$/.test(d),
+        ),
+      );
+      for (const d of extra) out.push(`      ${d}`);
+    }
+  }
+  return out;
 }

@@ -7,18 +7,11 @@ import { pendingPod, testDaemonSet } from '../controllers/provisioning/testing.t
 import { FakeClock } from '../kube/clock.ts';
 import { SharedInformers } from '../kube/informer.ts';
 import { type SimulatedCluster, startSimulatedCluster } from '../sim/cluster.ts';
+import { eventually } from '../testing/eventually.ts';
 import { Cluster, type ClusterChange, nodeClaimCapacity } from './cluster.ts';
 
 const types = getInstanceTypes({ region: 'us-east-1' }).instanceTypes as InstanceType[];
 const typeIndex = new Map(types.map((t) => [t.name, t]));
-
-async function eventually(fn: () => boolean, what: string): Promise<void> {
-  const end = Date.now() + 10_000;
-  while (!fn()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 function nodeClaim(name: string, extra: Partial<NodeClaim['metadata']> = {}): NodeClaim {
   return {
@@ -135,7 +128,7 @@ describe('Cluster state (embedded API server)', () => {
     expect(cluster.listDaemonSets().map((d) => d.metadata.name)).toEqual(['agent']);
 
     // usage: launched claim counts status.capacity; the in-flight one its largest option (m5.xlarge: 4 vCPU)
-    expect(cluster.nodePoolUsage().default).toEqual({ cpu: 4000, memory: 16 * 2 ** 30 });
+    expect(cluster.nodePoolUsage().default).toEqual({ cpu: 4000, memory: 16 * 2 ** 30, nodes: 2 });
     expect(cluster.nodePoolUsage(typeIndex).default!.cpu).toBe(8000);
     expect(nodeClaimCapacity(b.nodeClaim!, typeIndex).cpu).toBe(4000);
 

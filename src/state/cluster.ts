@@ -17,7 +17,14 @@
  */
 import type { Logger } from 'pino';
 import { Gauge, type Registry } from 'prom-client';
-import type { DaemonSet, KubeObject, Node, Pod, PodDisruptionBudget } from '../apis/core.ts';
+import type {
+  DaemonSet,
+  KubeObject,
+  Node,
+  PersistentVolumeClaim,
+  Pod,
+  PodDisruptionBudget,
+} from '../apis/core.ts';
 import type { Condition, NodeClaim, NodeClassReference, NodePool } from '../apis/karpenter.ts';
 import { LabelInstanceType, LabelNodeInitialized, LabelNodePool, TaintDisrupted } from '../apis/labels.ts';
 import { parseResources, type Resources } from '../apis/quantity.ts';
@@ -26,8 +33,10 @@ import type { KubeClient } from '../kube/client.ts';
 import type { Clock } from '../kube/clock.ts';
 import type { Informer, SharedInformers } from '../kube/informer.ts';
 import type { ResourceRef } from '../kube/resources.ts';
-import type { Namespace } from '../kube/types.ts';
+import type { Namespace, PersistentVolume, StorageClass } from '../kube/types.ts';
+import { limitCapacity } from '../scheduling/limits.ts';
 import { addInto, podRequests } from '../scheduling/resources.ts';
+import type { CSINode, VolumeObjects } from '../scheduling/volumetopology.ts';
 import { isOwnedByDaemonSet, isTerminal, podKey } from './pods.ts';
 
 /** Seconds a pod nomination lives (upstream: twice the 10 s max batch window). */
@@ -107,6 +116,8 @@ export interface ClusterSnapshot {
   namespaces: Record<string, Record<string, string>>;
   /** Live nominations by pod key (`namespace/name`). */
   nominations: Map<string, Nomination>;
+  /** Claims, PersistentVolumes and StorageClasses, for volume topology (`scheduling/volumetopology.ts`). */
+  volumes?: VolumeObjects;
 }
 
 /** A change delivered to {@link Cluster.onChange} listeners after state was updated. */
@@ -119,7 +130,8 @@ export interface ClusterChange {
     | 'DaemonSet'
     | 'PodDisruptionBudget'
     | 'NodeClass'
-    | 'Namespace';
+    | 'Namespace'
+    | 'Storage';
   type: 'add' | 'update' | 'delete';
   object: KubeObject;
   old?: KubeObject;
@@ -216,6 +228,10 @@ export class Cluster {
   private readonly pdbs = new Map<string, PodDisruptionBudget>();
   private readonly nodeClasses = new Map<string, KubeObject>();
   private readonly namespaces = new Map<string, Record<string, string>>();
+  private readonly claims = new Map<string, PersistentVolumeClaim>();
+  private readonly persistentVolumes = new Map<string, PersistentVolume>();
+  private readonly storageClasses = new Map<string, StorageClass>();
+  private readonly csiNodes = new Map<string, CSINode>();
   private readonly nominations = new Map<string, Nomination>();
   /** pod uid → pod key. */
   private readonly podKeyByUid = new Map<string, string>();
@@ -283,6 +299,27 @@ export class Cluster {
         this.namespaces.set(name, { ...(ns.metadata.labels ?? {}), 'kubernetes.io/metadata.name': name });
       },
       del: (ns) => void this.namespaces.delete(ns.metadata.name ?? ''),
+    });
+    this.watch<PersistentVolumeClaim>(
+      inf.informerFor('PersistentVolumeClaim') as unknown as Informer<ResourceRef>,
+      'Storage',
+      { set: (c) => void this.claims.set(objKey(c), c), del: (c) => void this.claims.delete(objKey(c)) },
+    );
+    this.watch<PersistentVolume>(
+      inf.informerFor('PersistentVolume') as unknown as Informer<ResourceRef>,
+      'Storage',
+      {
+        set: (v) => void this.persistentVolumes.set(objKey(v), v),
+        del: (v) => void this.persistentVolumes.delete(objKey(v)),
+      },
+    );
+    this.watch<StorageClass>(inf.informerFor('StorageClass') as unknown as Informer<ResourceRef>, 'Storage', {
+      set: (sc) => void this.storageClasses.set(objKey(sc), sc),
+      del: (sc) => void this.storageClasses.delete(objKey(sc)),
+    });
+    this.watch<CSINode>(inf.informerFor('CSINode') as unknown as Informer<ResourceRef>, 'Storage', {
+      set: (c) => void this.csiNodes.set(objKey(c), c),
+      del: (c) => void this.csiNodes.delete(objKey(c)),
     });
     for (const k of opts.nodeClassKinds ?? []) {
       const rt = opts.client.registry.forKind(`${k.kind}.${k.group}`);
@@ -864,6 +901,12 @@ export class Cluster {
       nodeClasses: [...this.nodeClasses.values()],
       namespaces,
       nominations,
+      volumes: {
+        persistentVolumeClaims: [...this.claims.values()],
+        persistentVolumes: [...this.persistentVolumes.values()],
+        storageClasses: [...this.storageClasses.values()],
+        csiNodes: [...this.csiNodes.values()],
+      },
     };
   }
 }
@@ -889,7 +932,7 @@ export function nodePoolUsage(
         cap = {};
       }
     }
-    out[sn.nodePool] = addInto(out[sn.nodePool] ?? {}, cap);
+    out[sn.nodePool] = addInto(out[sn.nodePool] ?? {}, limitCapacity(cap));
   }
   return out;
 }

@@ -134,9 +134,14 @@ describe('bad input', () => {
   });
 
   it('unknown paths → 404, unsupported verbs → 405, bad query values → 400', async () => {
+    // a group/version not served: the mux's plain-text 404, like a real server
     const r = await s.req('GET', '/apis/nope.example.com/v1/things');
     expect(r.status).toBe(404);
-    expect(r.body).toMatchObject({
+    expect(r.text).toBe('404 page not found\n');
+    // a served group/version without that resource: a NotFound Status
+    const missing = await s.req('GET', '/api/v1/things');
+    expect(missing.status).toBe(404);
+    expect(missing.body).toMatchObject({
       reason: 'NotFound',
       message: 'the server could not find the requested resource',
     });

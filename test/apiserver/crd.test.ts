@@ -74,14 +74,28 @@ describe('CustomResourceDefinitions', () => {
     expect(st.body.metadata.generation).toBe(1);
     const scale = await s.req('GET', `${NP}/default/scale`);
     expect(scale.body).toMatchObject({ spec: { replicas: 0 }, status: { replicas: 2 } });
-    const sp = await s.req(
+    // the CRD's transition rule forbids turning a dynamic NodePool static through /scale
+    const dyn = await s.req(
       'PATCH',
       `${NP}/default/scale`,
       { spec: { replicas: 4 } },
       'application/merge-patch+json',
     );
+    expect(dyn.status).toBe(422);
+    expect(dyn.body.details.causes[0].message).toBe(
+      'Invalid value: "object": Cannot transition NodePool between static (replicas set) and dynamic (replicas unset) provisioning modes',
+    );
+    const fixed = nodePool('static');
+    (fixed.spec as Record<string, unknown>).replicas = 1;
+    expect((await s.req('POST', NP, fixed)).status).toBe(201);
+    const sp = await s.req(
+      'PATCH',
+      `${NP}/static/scale`,
+      { spec: { replicas: 4 } },
+      'application/merge-patch+json',
+    );
     expect(sp.body.spec.replicas).toBe(4);
-    expect((await s.req('GET', `${NP}/default`)).body.metadata.generation).toBe(2);
+    expect((await s.req('GET', `${NP}/static`)).body.metadata.generation).toBe(2);
   });
 
   it('rejects schema-invalid objects with 422 and field causes', async () => {

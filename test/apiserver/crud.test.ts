@@ -359,7 +359,7 @@ describe('delete', () => {
       metadata: { name: 'fin', finalizers: ['a/x', 'a/y'] },
     });
     const d = await s.req('DELETE', '/api/v1/namespaces/default/configmaps/fin');
-    expect(d.status).toBe(202);
+    expect(d.status).toBe(200);
     expect(d.body.metadata.deletionTimestamp).toBeDefined();
     expect(d.body.metadata.deletionGracePeriodSeconds).toBe(0);
     const add = await s.req(
@@ -443,7 +443,7 @@ describe('delete', () => {
     const d = await s.req('DELETE', '/api/v1/namespaces/default/configmaps/owner-fg', {
       propagationPolicy: 'Foreground',
     });
-    expect(d.status).toBe(202);
+    expect(d.status).toBe(200);
     expect(d.body.metadata.finalizers).toContain('foregroundDeletion');
     await s.cluster.store.settle();
     // dependent is terminating (held by its finalizer), owner waits for it
@@ -473,7 +473,7 @@ describe('delete', () => {
     await s.req('POST', '/api/v1/namespaces/gone/pods', pod('p'));
     await s.req('POST', '/api/v1/namespaces/gone/configmaps', { metadata: { name: 'c' } });
     const d = await s.req('DELETE', '/api/v1/namespaces/gone');
-    expect(d.status).toBe(202);
+    expect(d.status).toBe(200);
     expect(d.body.status.phase).toBe('Terminating');
     const blocked = await s.req('POST', '/api/v1/namespaces/gone/configmaps', { metadata: { name: 'late' } });
     expect([403, 404]).toContain(blocked.status);
@@ -534,22 +534,18 @@ describe('subresources', () => {
 });
 
 describe('graceful pod deletion', () => {
-  it('keeps a bound pod terminating until deleted with grace 0 when enabled', async () => {
-    s.cluster.store.podGracefulDeletion = true;
-    try {
-      await s.req('POST', PODS, pod('grace', { nodeName: 'n1', terminationGracePeriodSeconds: 20 }));
-      const d = await s.req('DELETE', `${PODS}/grace`);
-      expect(d.status).toBe(202);
-      expect(d.body.metadata.deletionGracePeriodSeconds).toBe(20);
-      expect((await s.req('GET', `${PODS}/grace`)).status).toBe(200);
-      const k = await s.req('DELETE', `${PODS}/grace?gracePeriodSeconds=0`);
-      expect(k.status).toBe(200);
-      expect((await s.req('GET', `${PODS}/grace`)).status).toBe(404);
-      // unbound pods go at once
-      await s.req('POST', PODS, pod('unbound'));
-      expect((await s.req('DELETE', `${PODS}/unbound`)).status).toBe(200);
-    } finally {
-      s.cluster.store.podGracefulDeletion = false;
-    }
+  it('keeps a bound pod terminating until deleted with grace 0', async () => {
+    await s.req('POST', PODS, pod('grace', { nodeName: 'n1', terminationGracePeriodSeconds: 20 }));
+    const d = await s.req('DELETE', `${PODS}/grace`);
+    expect(d.status).toBe(200);
+    expect(d.body.metadata.deletionGracePeriodSeconds).toBe(20);
+    expect((await s.req('GET', `${PODS}/grace`)).status).toBe(200);
+    const k = await s.req('DELETE', `${PODS}/grace?gracePeriodSeconds=0`);
+    expect(k.status).toBe(200);
+    expect((await s.req('GET', `${PODS}/grace`)).status).toBe(404);
+    // unbound pods go at once
+    await s.req('POST', PODS, pod('unbound'));
+    expect((await s.req('DELETE', `${PODS}/unbound`)).status).toBe(200);
+    expect((await s.req('GET', `${PODS}/unbound`)).status).toBe(404);
   });
 });

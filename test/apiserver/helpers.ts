@@ -8,6 +8,7 @@ import {
   type EmbeddedClusterOptions,
   startEmbeddedCluster,
 } from '../../src/sim/apiserver/index.ts';
+import { eventually, type Truthy } from '../../src/testing/eventually.ts';
 
 /** A decoded HTTP response. */
 export interface Resp {
@@ -49,7 +50,11 @@ export interface WatchStream {
 /** Start an embedded cluster and a client trusting its CA. */
 export async function startServer(opts: EmbeddedClusterOptions = {}): Promise<TestServer> {
   const cluster = await startEmbeddedCluster(opts);
-  const kc = parseYaml(cluster.kubeconfig) as { clusters: { cluster: Record<string, string> }[] };
+  const kc = parseYaml(cluster.kubeconfig) as {
+    clusters: { cluster: Record<string, string> }[];
+    users: { user: { token: string } }[];
+  };
+  const auth = { Authorization: `Bearer ${kc.users[0]!.user.token}` };
   const ca = Buffer.from(kc.clusters[0]!.cluster['certificate-authority-data']!, 'base64').toString('utf8');
   const url = new URL(cluster.url);
   const req: TestServer['req'] = (method, path, body, contentType = 'application/json', headers = {}) =>
@@ -64,6 +69,7 @@ export async function startServer(opts: EmbeddedClusterOptions = {}): Promise<Te
           ca,
           headers: {
             Accept: 'application/json',
+            ...auth,
             ...(payload !== undefined
               ? { 'Content-Type': contentType, 'Content-Length': Buffer.byteLength(payload) }
               : {}),
@@ -102,26 +108,29 @@ export async function startServer(opts: EmbeddedClusterOptions = {}): Promise<Te
       statusResolve = r;
     });
     let buf = '';
-    const r = httpsRequest({ host: url.hostname, port: url.port, path, method: 'GET', ca }, (res) => {
-      statusResolve(res.statusCode ?? 0);
-      res.on('data', (c: Buffer) => {
-        buf += c.toString('utf8');
-        let i = buf.indexOf('\n');
-        while (i >= 0) {
-          const line = buf.slice(0, i).trim();
-          buf = buf.slice(i + 1);
-          if (line) events.push(JSON.parse(line));
-          i = buf.indexOf('\n');
-        }
-        for (const w of waiters.splice(0)) w();
-      });
-      res.on('end', () => {
-        if (buf.trim()) events.push(JSON.parse(buf));
-        for (const w of waiters.splice(0)) w();
-        endResolve();
-      });
-      res.on('error', () => endResolve());
-    });
+    const r = httpsRequest(
+      { host: url.hostname, port: url.port, path, method: 'GET', ca, headers: auth },
+      (res) => {
+        statusResolve(res.statusCode ?? 0);
+        res.on('data', (c: Buffer) => {
+          buf += c.toString('utf8');
+          let i = buf.indexOf('\n');
+          while (i >= 0) {
+            const line = buf.slice(0, i).trim();
+            buf = buf.slice(i + 1);
+            if (line) events.push(JSON.parse(line));
+            i = buf.indexOf('\n');
+          }
+          for (const w of waiters.splice(0)) w();
+        });
+        res.on('end', () => {
+          if (buf.trim()) events.push(JSON.parse(buf));
+          for (const w of waiters.splice(0)) w();
+          endResolve();
+        });
+        res.on('error', () => endResolve());
+      },
+    );
     r.on('error', () => endResolve());
     r.end();
     return {
@@ -166,13 +175,7 @@ export function pod(
   };
 }
 
-/** Wait until `fn` returns a truthy value (polling every 10 ms). */
-export async function until<T>(fn: () => Promise<T> | T, timeoutMs = 3000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 10));
-  }
+/** Polls `fn` until truthy (3 s by default; the shared helper, `src/testing/eventually.ts`). */
+export function until<T>(fn: () => Promise<T> | T, timeoutMs = 3000): Promise<Truthy<T>> {
+  return eventually(fn, 'condition', { timeoutMs, intervalMs: 10 });
 }

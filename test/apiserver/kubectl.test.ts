@@ -6,6 +6,10 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { KubeClient } from '../../src/kube/client.ts';
+import { RealClock } from '../../src/kube/clock.ts';
+import { SharedInformers } from '../../src/kube/informer.ts';
+import { KubeletStandIn } from '../../src/sim/kubelet/index.ts';
 import { startServer, type TestServer } from './helpers.ts';
 
 const hasKubectl = spawnSync('kubectl', ['version', '--client'], { encoding: 'utf8' }).status === 0;
@@ -222,14 +226,29 @@ describe.skipIf(!hasKubectl)('kubectl', () => {
     expect(
       (await kubectl(['patch', 'pdb', 'db', '--type=merge', '-p', '{"spec":{"minAvailable":0}}'])).code,
     ).toBe(0);
+    // evicted bound pods terminate gracefully: a kubelet stand-in finishes them (grace capped at 0 s)
+    const client = KubeClient.fromKubeconfig(s.cluster.kubeconfig);
+    const informers = new SharedInformers(client, { clock: new RealClock() });
+    const kubelet = new KubeletStandIn({
+      client,
+      informers,
+      clock: new RealClock(),
+      maxTerminationSeconds: 0,
+    });
+    kubelet.start();
+    informers.start();
     const drained = await kubectl([
       'drain',
       'node-a',
       '--ignore-daemonsets',
       '--delete-emptydir-data',
       '--force',
-      '--timeout=20s',
-    ]);
+      '--timeout=60s',
+    ]).finally(async () => {
+      await kubelet.stop();
+      await informers.stop();
+      client.close();
+    });
     expect(drained.code).toBe(0);
     expect(drained.stdout).toContain('pod/db-1 evicted');
     expect(drained.stdout).toContain('pod/db-2 evicted');

@@ -115,45 +115,52 @@ describe('CustomResourceDefinition', () => {
   });
 
   it('upstream Karpenter NodeClaim CRD: create, status with providerID, informer index', async (ctx) => {
-    if (c.real) ctx.skip(); // do not install or replace CRDs of a real cluster
+    // installs (and then deletes) a karpenter.sh CRD: only on a cluster that exists for this test run
+    ctx.skip(!c.disposable, 'installs and deletes a karpenter.sh CRD: only on a cluster made for this run');
     const crd = parse(readFileSync(resolve(crdDir, 'karpenter/karpenter.sh_nodeclaims.yaml'), 'utf8'));
-    await c.client.create(crd as CustomResourceDefinition);
-    await eventually(
-      async () => {
-        try {
-          return (await c.client.list(Resources.NodeClaim)).items !== undefined;
-        } catch {
-          return false;
-        }
-      },
-      'nodeclaims served',
-      30_000,
-    );
-    const inf = new Informer(c.client, Resources.NodeClaim, { clock: new RealClock() });
-    inf.cache.addIndexer(IndexNames.providerID, indexByProviderID);
-    inf.start();
-    await inf.waitForSync(10_000);
-    const nc: NodeClaim = {
-      apiVersion: 'karpenter.sh/v1',
-      kind: 'NodeClaim',
-      metadata: { name: 'default-abcde', labels: { 'karpenter.sh/nodepool': 'default' } },
-      spec: {
-        nodeClassRef: { group: 'karpenter.kwok.sh', kind: 'KWOKNodeClass', name: 'default' },
-        requirements: [{ key: 'kubernetes.io/arch', operator: 'In', values: ['amd64'] }],
-      },
-    };
-    const created = await c.client.create(nc);
-    expect(created.metadata.uid).toBeTruthy();
-    await c.client.patchStatus(Resources.NodeClaim, 'default-abcde', undefined, {
-      status: { providerID: 'kwok://default-abcde', nodeName: 'default-abcde' },
-    });
-    const found = await eventually(
-      () => inf.cache.byIndex(IndexNames.providerID, 'kwok://default-abcde')[0],
-      'NodeClaim indexed by providerID',
-    );
-    expect(found.metadata.name).toBe('default-abcde');
-    expect(found.spec.requirements[0]?.values).toEqual(['amd64']);
-    await inf.stop();
+    try {
+      await c.client.create(crd as CustomResourceDefinition);
+      await eventually(
+        async () => {
+          try {
+            return (await c.client.list(Resources.NodeClaim)).items !== undefined;
+          } catch {
+            return false;
+          }
+        },
+        'nodeclaims served',
+        30_000,
+      );
+      const inf = new Informer(c.client, Resources.NodeClaim, { clock: new RealClock() });
+      inf.cache.addIndexer(IndexNames.providerID, indexByProviderID);
+      inf.start();
+      await inf.waitForSync(10_000);
+      const nc: NodeClaim = {
+        apiVersion: 'karpenter.sh/v1',
+        kind: 'NodeClaim',
+        metadata: { name: 'default-abcde', labels: { 'karpenter.sh/nodepool': 'default' } },
+        spec: {
+          nodeClassRef: { group: 'karpenter.kwok.sh', kind: 'KWOKNodeClass', name: 'default' },
+          requirements: [{ key: 'kubernetes.io/arch', operator: 'In', values: ['amd64'] }],
+        },
+      };
+      const created = await c.client.create(nc);
+      expect(created.metadata.uid).toBeTruthy();
+      await c.client.patchStatus(Resources.NodeClaim, 'default-abcde', undefined, {
+        status: { providerID: 'kwok://default-abcde', nodeName: 'default-abcde' },
+      });
+      const found = await eventually(
+        () => inf.cache.byIndex(IndexNames.providerID, 'kwok://default-abcde')[0],
+        'NodeClaim indexed by providerID',
+      );
+      expect(found.metadata.name).toBe('default-abcde');
+      expect(found.spec.requirements[0]?.values).toEqual(['amd64']);
+      await inf.stop();
+    } finally {
+      await c.client.delete('CustomResourceDefinition', 'nodeclaims.karpenter.sh').catch((e) => {
+        if (!isNotFound(e)) throw e;
+      });
+    }
   });
 });
 

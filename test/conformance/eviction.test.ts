@@ -1,9 +1,9 @@
 /**
  * API conformance: the Eviction API with PodDisruptionBudgets (minAvailable / maxUnavailable, int and
  * percent; 429 when the budget is spent, allowed again when it grows; 500 with two PDBs) — through
- * src/kube only. Pods belong to a ReplicaSet (created at 0 replicas, then scaled to the pod count) so the
- * disruption controller of a real cluster can compute expected pods for percent/maxUnavailable budgets,
- * and are marked Ready through the status subresource (nothing schedules them).
+ * src/kube only. Pods belong to a ReplicaSet of the pod count (see `group`) so the disruption controller
+ * of a real cluster can compute expected pods for percent/maxUnavailable budgets, and are marked Ready
+ * through the status subresource (nothing schedules them).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { IntOrString, Pod, PodDisruptionBudget, ReplicaSet } from '../../src/apis/core.ts';
@@ -17,38 +17,63 @@ afterAll(async () => {
   await c?.stop();
 });
 
+/**
+ * `n` Pending-but-Ready pods owned by a ReplicaSet of scale `n`, so the disruption controller of a real
+ * cluster finds the controller's scale for percent/maxUnavailable budgets. A real cluster's ReplicaSet
+ * controller creates the pods itself (a ReplicaSet at 0 replicas deletes any pod it owns at once); the
+ * embedded server runs no workload controllers, so there the test creates the owned pods. Either way the
+ * pods are then marked Running and Ready through the status subresource (nothing schedules them: their
+ * nodeSelector matches no node). Returns the pod names.
+ */
 async function group(app: string, n: number): Promise<string[]> {
   const rs = await c.client.create<ReplicaSet>({
     apiVersion: 'apps/v1',
     kind: 'ReplicaSet',
     metadata: { name: app, namespace: c.namespace },
     spec: {
-      replicas: 0,
+      replicas: n,
       selector: { matchLabels: { app } },
       template: {
         metadata: { labels: { app } },
         spec: {
           containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.10' }],
           nodeSelector: { 'capenter.test/never': 'true' },
+          terminationGracePeriodSeconds: 0,
         },
       },
     },
   });
-  const names: string[] = [];
-  for (let i = 0; i < n; i++) {
-    const name = `${app}-${i}`;
-    const pod = testPod(c.namespace, name, { app });
-    pod.metadata.ownerReferences = [
-      {
-        apiVersion: 'apps/v1',
-        kind: 'ReplicaSet',
-        name: app,
-        uid: rs.metadata.uid,
-        controller: true,
-        blockOwnerDeletion: true,
+  let names: string[];
+  if (c.real) {
+    const pods = await eventually(
+      async () => {
+        const l = await c.client.list('Pod', { namespace: c.namespace, labelSelector: `app=${app}` });
+        return l.items.length === n ? l.items : undefined;
       },
-    ];
-    await c.client.create(pod);
+      `${n} pods of ReplicaSet ${app}`,
+      30_000,
+    );
+    names = pods.map((p) => p.metadata.name as string).sort();
+  } else {
+    names = [];
+    for (let i = 0; i < n; i++) {
+      const name = `${app}-${i}`;
+      const pod = testPod(c.namespace, name, { app });
+      pod.metadata.ownerReferences = [
+        {
+          apiVersion: 'apps/v1',
+          kind: 'ReplicaSet',
+          name: app,
+          uid: rs.metadata.uid,
+          controller: true,
+          blockOwnerDeletion: true,
+        },
+      ];
+      await c.client.create(pod);
+      names.push(name);
+    }
+  }
+  for (const name of names) {
     await c.client.patchStatus('Pod', name, c.namespace, {
       status: {
         phase: 'Running',
@@ -58,9 +83,7 @@ async function group(app: string, n: number): Promise<string[]> {
         ],
       },
     });
-    names.push(name);
   }
-  await c.client.patch('ReplicaSet', app, c.namespace, { spec: { replicas: n } });
   return names;
 }
 
@@ -77,17 +100,29 @@ async function pdb(
   });
 }
 
-/** Waits until the PDB status reflects its current generation and returns it. */
-async function pdbStatus(name: string, allowed: number): Promise<NonNullable<PodDisruptionBudget['status']>> {
+/**
+ * Waits until the PDB status reflects its current generation with `allowed` disruptions (and `healthy`
+ * current healthy pods, when given) and returns it. On a real server an eviction first writes the status
+ * itself (disruptionsAllowed − 1, currentHealthy unchanged) before the disruption controller recounts, so a
+ * test that reads currentHealthy after an eviction waits for it too.
+ */
+async function pdbStatus(
+  name: string,
+  allowed: number,
+  healthy?: number,
+): Promise<NonNullable<PodDisruptionBudget['status']>> {
   const p = await eventually(
     async () => {
       const cur = await c.client.get('PodDisruptionBudget', name, c.namespace);
       const st = cur.status;
-      return st && st.observedGeneration === cur.metadata.generation && st.disruptionsAllowed === allowed
+      return st &&
+        st.observedGeneration === cur.metadata.generation &&
+        st.disruptionsAllowed === allowed &&
+        (healthy === undefined || st.currentHealthy === healthy)
         ? cur
         : undefined;
     },
-    `PDB ${name} status with disruptionsAllowed=${allowed}`,
+    `PDB ${name} status with disruptionsAllowed=${allowed}${healthy === undefined ? '' : ` currentHealthy=${healthy}`}`,
     30_000,
   );
   return p.status as NonNullable<PodDisruptionBudget['status']>;
@@ -156,7 +191,7 @@ describe('eviction', () => {
     expect(st.desiredHealthy).toBe(2);
     expect((await c.client.evict({ name: pods[0] as string, namespace: c.namespace })).ok).toBe(true);
     await replaceEvicted('min-pct', pods[0] as string);
-    expect(await pdbStatus('min-pct', 1)).toMatchObject({
+    expect(await pdbStatus('min-pct', 1, 3)).toMatchObject({
       currentHealthy: 3,
       desiredHealthy: 2,
       expectedPods: 4,
@@ -175,7 +210,7 @@ describe('eviction', () => {
     expect([st.desiredHealthy, st.expectedPods]).toEqual([3, 4]);
     expect((await c.client.evict({ name: pods[0] as string, namespace: c.namespace })).ok).toBe(true);
     await replaceEvicted('max-int', pods[0] as string);
-    expect(await pdbStatus('max-int', 0)).toMatchObject({
+    expect(await pdbStatus('max-int', 0, 3)).toMatchObject({
       currentHealthy: 3,
       desiredHealthy: 3,
       expectedPods: 4,

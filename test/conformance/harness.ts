@@ -18,6 +18,12 @@ export interface TestCluster {
   namespace: string;
   /** True when running against a real cluster (skip embedded-only cases). */
   real: boolean;
+  /**
+   * True when the cluster exists only for this test run (the embedded server, or the control plane that
+   * `npm run test:cluster` starts and sets CAPENTER_TEST_CLUSTER_DISPOSABLE=1 for): tests may install and
+   * delete cluster-wide objects such as CRDs. False for a real cluster someone pointed the tests at.
+   */
+  disposable: boolean;
   /** A new client on the same cluster (separate connection pool). */
   newClient(): KubeClient;
   /** Unique DNS-1123 name with a prefix. */
@@ -33,6 +39,8 @@ export interface HarnessOptions {
 
 /** The real cluster's kubeconfig path, when configured. */
 export const realKubeconfig: string | undefined = process.env.CAPENTER_TEST_KUBECONFIG || undefined;
+/** True when the real cluster is a throw-away one (see {@link TestCluster.disposable}). */
+export const realDisposable: boolean = process.env.CAPENTER_TEST_CLUSTER_DISPOSABLE === '1';
 
 let counter = 0;
 
@@ -63,6 +71,7 @@ export async function startCluster(file: string, opts: HarnessOptions = {}): Pro
     kubeconfig,
     namespace,
     real,
+    disposable: !real || realDisposable,
     name,
     newClient: () => KubeClient.fromKubeconfig(kubeconfig),
     stop: async () => {

@@ -90,7 +90,11 @@ describe('watch', () => {
   });
 
   it('a watch from a resourceVersion older than the history gets 410 Gone', async (ctx) => {
-    if (c.real) ctx.skip(); // a real server's history (etcd compaction) cannot be provoked from a test
+    // a real server answers 410 only for a revision etcd compacted (every 5 min by default): not provokable here
+    ctx.skip(
+      c.real,
+      'embedded only: a real server answers 410 after an etcd compaction, not a short history',
+    );
     const old = await c.client.create(cm('gone-start'));
     for (let i = 0; i < HISTORY + 5; i++)
       await c.client.patch('ConfigMap', 'gone-start', c.namespace, { data: { i: `${i}` } });
@@ -155,7 +159,10 @@ describe('informer', () => {
   });
 
   it('relists after 410 Gone and converges (missed deletes become delete events)', async (ctx) => {
-    if (c.real) ctx.skip();
+    ctx.skip(
+      c.real,
+      'embedded only: a real server answers 410 after an etcd compaction, not a short history',
+    );
     // Informer with a short server-side watch timeout so it reconnects from its last resourceVersion.
     const inf = new Informer(c.client, 'ConfigMap', {
       clock,

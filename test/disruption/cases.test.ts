@@ -1,12 +1,11 @@
 /**
- * The consolidation and drift scenario cases (`test/cases/*.yaml`, vendored from `../shared/cases`; falls back to
- * the shared folder) run through `simulateDisruption`, checking `expect.disruption` as `test/cases/README.md`
- * defines it: the first command's decision (`none` = no command), the exact candidate set, every instance type the
+ * The consolidation and drift scenario cases (`test/cases/*.yaml`, vendored from `../shared/cases`) run through
+ * `simulateDisruption`, checking `expect.disruption` as `test/cases/README.md` defines it: the first command's decision (`none` = no command), the exact candidate set, every instance type the
  * replacement allows in `replacementTypesAllIn`, and every such type's price below
  * `replacementCheaperThanUSDPerHour`. The termination case needs the controller with simulated time; here only
  * its first command (expiration) is checked.
  */
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -17,9 +16,7 @@ import { Requirements } from '../../src/scheduling/requirements.ts';
 import { simulateDisruption } from '../../src/simulate/disruption.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const vendored = join(here, '..', 'cases');
-const shared = join(here, '..', '..', '..', 'shared', 'cases');
-const dir = existsSync(vendored) ? vendored : shared;
+const dir = join(here, '..', 'cases');
 
 interface DisruptionExpect {
   decision: 'delete' | 'replace' | 'none';
@@ -39,6 +36,13 @@ const cases: Case[] = readdirSync(dir)
   .filter((f) => f.endsWith('.yaml'))
   .sort()
   .map((f) => parseYaml(readFileSync(join(dir, f), 'utf8')) as Case);
+
+/** The case `id`; a missing case fails the test (it never passes by skipping its checks). */
+function caseById(id: string): Case {
+  const c = cases.find((x) => x.id === id);
+  if (!c) throw new Error(`case "${id}" not found in ${dir}`);
+  return c;
+}
 
 /** A fixed pass time: cases never depend on the wall clock. */
 const NOW = Date.parse('2026-01-01T00:00:00Z');
@@ -89,19 +93,20 @@ describe('disruption scenario cases', () => {
     });
   }
 
-  it('underutilized-node-replaced-by-cheaper: m5.large at $0.096/h saves $0.288/h', async () => {
-    const c = cases.find((x) => x.id === 'underutilized-node-replaced-by-cheaper');
-    if (!c) return;
+  it('underutilized-node-replaced-by-cheaper: m5.large at $0.096/h saves $0.288/h, m5.xlarge kept as fallback', async () => {
+    const c = caseById('underutilized-node-replaced-by-cheaper');
     const report = await run(c);
     expect(report.commands).toHaveLength(1);
     expect(report.commands[0]!.method).toBe('SingleNodeConsolidation');
     expect(report.commands[0]!.replacements[0]!.priceUSDPerHour).toBe(0.096);
     expect(report.commands[0]!.savingsUSDPerHour).toBe(0.288);
+    // upstream's flexible on-demand replacement (the default): every type cheaper than the $0.384/h candidate
+    const cmd = report.result.commands[0]!;
+    expect(cmd.replacements[0]!.instanceTypeOptions.map((t) => t.name)).toEqual(['m5.large', 'm5.xlarge']);
   });
 
   it('do-not-disrupt-pod-blocks-consolidation: the blocked list names the pod', async () => {
-    const c = cases.find((x) => x.id === 'do-not-disrupt-pod-blocks-consolidation');
-    if (!c) return;
+    const c = caseById('do-not-disrupt-pod-blocks-consolidation');
     const report = await run(c);
     expect(report.blocked).toEqual([
       { node: 'node-big', reason: 'pod default/app-1-ccccc is annotated karpenter.sh/do-not-disrupt' },

@@ -44,7 +44,7 @@ describe('capenter simulate --disruption', () => {
         replacements: [
           {
             nodePool: 'general',
-            instanceTypeOptions: ['m5.large'],
+            instanceTypeOptions: ['m5.large', 'm5.xlarge'],
             instanceType: 'm5.large',
             zone: expect.stringMatching(/^us-east-1[a-f]$/),
             capacityType: 'on-demand',

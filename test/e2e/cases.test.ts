@@ -2,8 +2,10 @@
  * E2E: every `kind: provisioning` scenario case of test/cases runs through the full controller path — manifests
  * created through the client in the simulated cluster, the real operator provisioning, the kube-scheduler
  * stand-in binding the pods — and must reach the same decision as `capenter simulate` on the same input: the same
- * number of NodeClaims, launched as the same (cheapest) instance types in the same NodePools, and the same number
- * of pods left unschedulable.
+ * NodeClaims (NodePool, cheapest instance type, zone), the same pods on each of them (compared by pod shape:
+ * namespace, template labels, requests) and the same number of pods left unschedulable. A run is settled by what
+ * the cluster shows, not by a quiet period: every NodeClaim Initialized, and every workload pod Running or
+ * answered by the provisioner with an Event (`FailedScheduling` / `Nominated` from component `karpenter`).
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -38,6 +40,43 @@ function workloadPods(pods: Pod[]): Pod[] {
 }
 
 /**
+ * A pod whose required node affinity says `karpenter.sh/nodepool DoesNotExist`: Karpenter ignores it (logged,
+ * no Event, as upstream), so it waits for a node Karpenter does not manage.
+ */
+function optsOut(p: Pod): boolean {
+  const terms =
+    p.spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms;
+  return (
+    terms?.[0]?.matchExpressions?.some(
+      (e) => e.key === 'karpenter.sh/nodepool' && e.operator === 'DoesNotExist',
+    ) ?? false
+  );
+}
+
+/** Labels the workload controllers add per pod or revision (not part of what the user wrote). */
+const GENERATED_LABELS = new Set([
+  'pod-template-hash',
+  'controller-revision-hash',
+  'pod-template-generation',
+  'statefulset.kubernetes.io/pod-name',
+  'apps.kubernetes.io/pod-index',
+  'batch.kubernetes.io/job-completion-index',
+  'batch.kubernetes.io/controller-uid',
+  'controller-uid',
+  'job-name',
+  'batch.kubernetes.io/job-name',
+]);
+
+/** What identifies a pod across simulate and the cluster: namespace, template labels and requests. */
+function podShape(p: Pod): string {
+  const labels = Object.entries(p.metadata.labels ?? {})
+    .filter(([k]) => !GENERATED_LABELS.has(k))
+    .sort(([a], [b]) => (a < b ? -1 : 1));
+  const requests = p.spec.containers.map((c) => c.resources?.requests ?? {});
+  return JSON.stringify([p.metadata.namespace ?? 'default', labels, requests]);
+}
+
+/**
  * Cases where the kube-scheduler stand-in binds pods differently from Karpenter's nominations (it does not know
  * them, like a real kube-scheduler), so a pod is left Pending for a later batch. For these the decision (NodeClaims)
  * is compared, not the final pod placement.
@@ -45,16 +84,15 @@ function workloadPods(pods: Pod[]): Pod[] {
 const PLACEMENT_DIVERGES: Record<string, string> = {
   'kube-prometheus-node-exporter-overhead':
     'MostAllocated packs the 4-pod t3a.micro nodes differently from the plan; one pod waits for a later batch',
+  'daemonset-overhead-no-endless-nodeclaims':
+    'MostAllocated binds all three replicas to the first node up, before its DaemonSet pod; the plan spread them over two NodeClaims',
 };
 
 /**
  * Cases whose controller run differs from simulate until the named issue is done: expected failures
  * (`it.fails`), so the entry must be removed once they pass.
  */
-const EXPECTED_FAILURES_E2E: Readonly<Record<string, string>> = {
-  // the kube-scheduler stand-in binds the web pod to the new node before the DaemonSet pod arrives
-  'hostport-taken-by-daemonset-no-nodeclaim': 'issue 11 (host port taken by a DaemonSet)',
-};
+const EXPECTED_FAILURES_E2E: Readonly<Record<string, string>> = {};
 
 let env: E2E | undefined;
 afterEach(async () => {
@@ -75,34 +113,48 @@ describe('provisioning cases through the controller (e2e)', () => {
         const loaded = parseManifests(c.input, `${c.id}.yaml`);
         expect(loaded.errors.map((e) => e.message)).toEqual([]);
         const sim = await simulate(loaded, { region: c.region });
-        const expectedTypes = sim.nodeClaims.map((n) => `${n.nodePool}/${n.instanceType}`).sort();
+        const expectedTypes = sim.nodeClaims.map((n) => `${n.nodePool}/${n.instanceType}/${n.zone}`).sort();
         const expectedUnschedulable = sim.unschedulable.length;
+        const expectedPlacement = sim.scheduling.newNodeClaims
+          .map((plan, i) => {
+            const nc = sim.nodeClaims[i]!;
+            const shapes = workloadPods(plan.pods).map(podShape).sort();
+            return `${nc.nodePool}/${nc.instanceType}/${nc.zone}: ${shapes.join(' ')}`;
+          })
+          .sort();
 
         // batch idle 1 s (upstream default) so that the workload controllers' pods land in one batch, as simulate sees them
         env = await startE2E({ operator: { region: c.region, batchIdleSeconds: 1, batchMaxSeconds: 10 } });
         const client = env.client;
         await env.apply(loaded.objects.map((o) => o.object));
 
-        let stableSince = 0;
-        let lastKey = '';
+        // settled: NodeClaims initialized, and each workload pod Running or answered by the provisioner
         await eventually(
           async () => {
-            const [ncs, pods] = await Promise.all([nodeClaims(client), livePods(client)]);
+            const [ncs, pods, events] = await Promise.all([
+              nodeClaims(client),
+              livePods(client),
+              client.list('Event'),
+            ]);
             const initialized = ncs.every((n) =>
               n.status?.conditions?.some((x) => x.type === 'Initialized' && x.status === 'True'),
             );
-            const notRunning = workloadPods(pods).filter((p) => p.status?.phase !== 'Running').length;
-            const key = `${ncs.length}/${notRunning}/${initialized}`;
-            if (key !== lastKey) {
-              lastKey = key;
-              stableSince = Date.now();
-            }
+            const answered = new Set(
+              events.items
+                .filter(
+                  (e) =>
+                    (e.source?.component ?? e.reportingComponent) === 'karpenter' &&
+                    (e.reason === 'FailedScheduling' || e.reason === 'Nominated'),
+                )
+                .map((e) => e.involvedObject?.uid),
+            );
+            const waiting = workloadPods(pods).filter((p) => p.status?.phase !== 'Running');
             return (
               pods.length > 0 &&
               initialized &&
               ncs.length >= expectedTypes.length &&
-              (notRunning <= expectedUnschedulable || c.id in PLACEMENT_DIVERGES) &&
-              Date.now() - stableSince > 1500
+              (waiting.length === expectedUnschedulable || c.id in PLACEMENT_DIVERGES) &&
+              waiting.every((p) => answered.has(p.metadata.uid) || optsOut(p))
             );
           },
           `case ${c.id} to settle`,
@@ -110,15 +162,24 @@ describe('provisioning cases through the controller (e2e)', () => {
           100,
         );
         const ncs = await nodeClaims(client);
-        const launched = ncs
-          .map((n) => `${n.metadata.labels?.['karpenter.sh/nodepool']}/${instanceTypeOf(n)}`)
-          .sort();
-        expect(launched).toEqual(expectedTypes);
+        const describe = (n: (typeof ncs)[number]) =>
+          `${n.metadata.labels?.['karpenter.sh/nodepool']}/${instanceTypeOf(n)}/${n.metadata.labels?.['topology.kubernetes.io/zone']}`;
+        expect(ncs.map(describe).sort()).toEqual(expectedTypes);
         const pods = await livePods(client);
-        if (!(c.id in PLACEMENT_DIVERGES))
+        if (!(c.id in PLACEMENT_DIVERGES)) {
           expect(workloadPods(pods).filter((p) => p.status?.phase !== 'Running').length).toBe(
             expectedUnschedulable,
           );
+          const placement = ncs
+            .map((n) => {
+              const shapes = workloadPods(pods.filter((p) => p.spec.nodeName === n.status?.nodeName))
+                .map(podShape)
+                .sort();
+              return `${describe(n)}: ${shapes.join(' ')}`;
+            })
+            .sort();
+          expect(placement, 'the same pods on each NodeClaim').toEqual(expectedPlacement);
+        }
         // every launched NodeClaim has exactly one Node (nothing leaked)
         const nodes = (await client.list('Node')).items;
         for (const nc of ncs)

@@ -16,6 +16,7 @@ import {
   type SimulatedClusterOptions,
   startSimulatedCluster,
 } from '../../src/sim/cluster.ts';
+import { eventually as pollUntil, type Truthy } from '../../src/testing/eventually.ts';
 
 /** A running e2e environment. */
 export interface E2E {
@@ -90,26 +91,14 @@ export function parseYaml(text: string): KubeObject[] {
     .filter((o): o is KubeObject => !!o && typeof o === 'object' && 'kind' in o);
 }
 
-/** Polls `fn` (real time) until truthy; throws naming `what` (and the last value/error) after `timeoutMs`. */
-export async function eventually<T>(
+/** Polls `fn` (real time) until truthy, 20 s by default (the shared helper, `src/testing/eventually.ts`). */
+export function eventually<T>(
   fn: () => T | Promise<T>,
   what: string,
   timeoutMs = 20_000,
   intervalMs = 50,
-): Promise<NonNullable<T>> {
-  const end = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v) return v as NonNullable<T>;
-      last = v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what} (last: ${String(last)})`);
-    await new Promise((r) => setTimeout(r, intervalMs));
-  }
+): Promise<Truthy<T>> {
+  return pollUntil(fn, what, { timeoutMs, intervalMs });
 }
 
 /** Live (not deleting) NodeClaims. */

@@ -40,9 +40,22 @@ describe('operator e2e: provisioning', () => {
     const alloc = parseResources(first[0]!.status?.allocatable);
     const room = Math.floor(((alloc.cpu ?? 0) - 10 * 100) / 100);
     expect(room).toBeGreaterThanOrEqual(2);
+    const before = new Set((await livePods(client)).map((p) => p.metadata.uid));
     await scale(client, 'web', 12);
     await eventually(() => allRunning(client, 12), '12 pods running');
-    await new Promise((r) => setTimeout(r, 1000)); // longer than a batch window
+    // both new pods' Scheduled Events are there and neither was ever unschedulable (no FailedScheduling before
+    // its Scheduled), so the provisioner had nothing to act on and the one NodeClaim stays alone
+    const pods12 = (await livePods(client)).filter((p) => !before.has(p.metadata.uid));
+    expect(pods12).toHaveLength(2);
+    const events = await eventually(async () => {
+      const ev = (await client.list('Event')).items;
+      const scheduled = new Set(ev.filter((e) => e.reason === 'Scheduled').map((e) => e.involvedObject?.uid));
+      return pods12.every((p) => scheduled.has(p.metadata.uid)) && ev;
+    }, 'Scheduled events of the 2 new pods');
+    const uids = new Set(pods12.map((p) => p.metadata.uid));
+    expect(events.filter((e) => e.reason === 'FailedScheduling' && uids.has(e.involvedObject?.uid))).toEqual(
+      [],
+    );
     expect((await nodeClaims(client)).length).toBe(1);
 
     await scale(client, 'web', 200);
@@ -72,11 +85,20 @@ describe('operator e2e: provisioning', () => {
       await env.apply(deploymentYaml(`wave-${i}`, 6, '900m', '512Mi'));
       await new Promise((r) => setTimeout(r, 200));
     }
-    await eventually(
-      async () => (await livePods(client)).filter((p) => p.status?.phase === 'Running').length >= 4,
-      'some pods running',
-    );
-    await new Promise((r) => setTimeout(r, 2500));
+    // settled: every pod Running or refused by the provisioner (a karpenter FailedScheduling Event)
+    await eventually(async () => {
+      const [pods, events] = await Promise.all([livePods(client), client.list('Event')]);
+      const refused = new Set(
+        events.items
+          .filter((e) => e.reason === 'FailedScheduling' && e.source?.component === 'karpenter')
+          .map((e) => e.involvedObject?.uid),
+      );
+      return (
+        pods.length === 18 &&
+        pods.some((p) => p.status?.phase === 'Running') &&
+        pods.every((p) => p.status?.phase === 'Running' || refused.has(p.metadata.uid))
+      );
+    }, 'every pod running or refused by the provisioner');
     const ncs = await nodeClaims(client);
     const cpu = ncs.reduce((s, nc) => s + (parseResources(nc.status?.capacity).cpu ?? 0), 0);
     expect(ncs.length).toBeGreaterThan(0);

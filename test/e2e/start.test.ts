@@ -1,7 +1,24 @@
-/** E2E: `capenter start --exit-when-settled -o json` on the bundled example, and `capenter controller` flag errors. */
+/**
+ * E2E: `capenter start --exit-when-settled -o json` on the bundled example, its invalid-input and timeout paths (the
+ * rough edges of issue 13: exit 2 at once, pending reasons, consistent totals, no temporary folder left), and
+ * `capenter controller` flag errors.
+ */
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { ROOT } from '../../scripts/build.ts';
+import type { Node, Pod } from '../../src/apis/core.ts';
+import type { NodeClaim } from '../../src/apis/karpenter.ts';
 import { controllerOptions, runController } from '../../src/cli/controller.ts';
-import { runStart, type StartSummary } from '../../src/cli/start.ts';
+import {
+  formatSummaryTable,
+  progressLine,
+  runStart,
+  type StartSummary,
+  summarize,
+} from '../../src/cli/start.ts';
+
+const fixture = (f: string) => join(ROOT, 'test', 'fixtures', 'start', f);
 
 describe('capenter start', () => {
   it('provisions the bundled microservices demo and exits 0 once every pod runs', async () => {
@@ -18,13 +35,111 @@ describe('capenter start', () => {
     expect(s.nodeClaims.map((n) => [n.nodePool, n.instanceType, n.capacityType])).toEqual([
       ['general-purpose', 'c6a.large', 'on-demand'],
     ]);
-    expect(s.totals.pricePerHour).toBeCloseTo(0.0765, 4);
+    expect(s.totals.priceUSDPerHour).toBeCloseTo(0.0765, 4);
+    expect(s.nodeClaims[0]!.priceUSDPerHour).toBeCloseTo(0.0765, 4); // simulate's name
+    expect(s.totals.pods).toBe(s.pods.total);
     expect(s.pods.running).toBe(s.pods.total);
     expect(s.nodeClaims[0]!.pods).toBe(s.pods.total);
     expect(err).toMatch(/kubeconfig \S+kubeconfig/);
-    expect(err).toMatch(/pods \d+\/\d+ running .* nodeclaims 1 /);
+    // the one-line doctor summary (the example's NodePool sets no limits)
+    expect(err).toContain(
+      'capenter: doctor: 1 warning (NodePoolWithoutLimits) — run `capenter doctor` for details\n',
+    );
+    expect(err).toMatch(/pods \d+\/\d+ running .* nodeclaims 1 \(.*, deleting 0\)/);
+    // the temporary folder of the kubeconfig is gone
+    const kubeconfig = /kubeconfig (\S+kubeconfig)/.exec(err)![1]!;
+    expect(existsSync(dirname(kubeconfig))).toBe(false);
   }, 60_000);
 
+  it('exits 2 at once, before starting anything, on a missing path or an invalid NodePool', async () => {
+    for (const [f, msg] of [
+      ['/nonexistent', /error: \/nonexistent: no such file or directory/],
+      [
+        fixture('invalid-nodepool.yaml'),
+        /NodePool "broken": spec.disruption.consolidateAfter: Invalid value "soon"/,
+      ],
+    ] as const) {
+      let err = '';
+      const code = await runStart(
+        { filename: [f], exitWhenSettled: true, timeout: '600' },
+        { stdout: () => {}, stderr: (t) => (err += t) },
+      );
+      expect(code, err).toBe(2);
+      expect(err).toMatch(msg);
+      expect(err).toContain('nothing started');
+      expect(err).not.toContain('embedded cluster at');
+    }
+  });
+
+  it('on timeout prints why each pod is pending, NOT settled, and totals that match the rows', async () => {
+    let out = '';
+    let err = '';
+    const code = await runStart(
+      { filename: [fixture('huge-pod.yaml')], exitWhenSettled: true, timeout: '6' },
+      { stdout: (t) => (out += t), stderr: (t) => (err += t), progressIntervalMs: 250 },
+    );
+    expect(code, err).toBe(1);
+    expect(out).toMatch(/^TOTAL .* 1$/m); // the one pod on the one NodeClaim, not the 2 live pods
+    expect(out).toMatch(
+      /NOT settled \(timed out\) after [\d.]+s: 1\/2 pods running, 1 of them on 1 NodeClaim\(s\)/,
+    );
+    expect(out).not.toMatch(/^Settled/m);
+    expect(out).toMatch(
+      /default\/huge \(Pending\): Failed to schedule pod, incompatible with nodepool "default": no instance type has enough resources: pod needs cpu 1000/,
+    );
+  }, 60_000);
+});
+
+describe('capenter start summary', () => {
+  const nc = (name: string, deleting: boolean, nodeName: string): NodeClaim =>
+    ({
+      apiVersion: 'karpenter.sh/v1',
+      kind: 'NodeClaim',
+      metadata: {
+        name,
+        labels: {
+          'karpenter.sh/nodepool': 'default',
+          'node.kubernetes.io/instance-type': 'c6a.large',
+          'topology.kubernetes.io/zone': 'us-east-1a',
+          'karpenter.sh/capacity-type': 'on-demand',
+        },
+        ...(deleting ? { deletionTimestamp: '2026-11-30T00:00:00Z' } : {}),
+      },
+      spec: {
+        nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' },
+        requirements: [],
+      },
+      status: { nodeName, conditions: [{ type: 'Initialized', status: 'True' }] },
+    }) as unknown as NodeClaim;
+  const pod = (name: string, nodeName?: string): Pod => ({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace: 'default' },
+    spec: { containers: [], ...(nodeName ? { nodeName } : {}) },
+    status: { phase: 'Running' },
+  });
+  const view = {
+    pods: [pod('a', 'n1'), pod('b', 'n1'), pod('c', 'n2'), pod('d', 'other')],
+    nodeClaims: [nc('nc1', false, 'n1'), nc('nc2', true, 'n2')],
+    nodes: [] as Node[],
+  };
+
+  it('counts deleting NodeClaims, is not settled while one is deleting, and TOTAL sums the rows', () => {
+    const s = summarize(view, 'us-east-1', '/k', 3);
+    expect(s.settled).toBe(false); // all pods run, but a NodeClaim is still being deleted
+    expect(s.totals).toMatchObject({ nodeClaims: 2, deleting: 1, pods: 3 });
+    expect(s.pods.total).toBe(4);
+    expect(progressLine(s)).toContain('deleting 1)');
+    const table = formatSummaryTable(s);
+    expect(table).toMatch(/^TOTAL\s+0\.1530\s+3$/m);
+    expect(table).toContain(
+      'NOT settled after 3s: 4/4 pods running, 3 of them on 2 NodeClaim(s) (1 deleting)',
+    );
+    expect(JSON.stringify(s)).not.toContain('"pricePerHour"');
+  });
+});
+
+describe('capenter start flags', () => {
   it('rejects bad flags with exit code 2', async () => {
     let err = '';
     const io = { stdout: () => {}, stderr: (t: string) => (err += t) };
@@ -39,7 +154,7 @@ describe('capenter start', () => {
 describe('capenter controller', () => {
   it('flags win over environment variables', () => {
     const o = controllerOptions(
-      { metricsPort: '0', region: 'us-west-2', leaderElect: false },
+      { metricsPort: '0', region: 'us-west-2', disableLeaderElection: true },
       { METRICS_PORT: '9000', AWS_REGION: 'eu-west-1' },
     );
     expect([o.metricsPort, o.region, o.leaderElect]).toEqual([0, 'us-west-2', false]);
@@ -48,6 +163,8 @@ describe('capenter controller', () => {
   it('exits 2 on invalid options', async () => {
     let err = '';
     expect(await runController({ metricsPort: 'x' }, { stderr: (t) => (err += t), env: {} })).toBe(2);
-    expect(err).toMatch(/--metrics-port: "x" is not a port/);
+    expect(err).toMatch(
+      /--metrics-port: "x" is not valid \(not a port\); METRICS_PORT accepts a port number/,
+    );
   });
 });

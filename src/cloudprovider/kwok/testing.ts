@@ -5,6 +5,8 @@
 import type { KWOKNodeClass, NodeClaim, NodeSelectorRequirementWithMinValues } from '../../apis/karpenter.ts';
 import { LabelNodePool } from '../../apis/labels.ts';
 import { FakeClock } from '../../kube/clock.ts';
+import type { ConformanceContext } from '../conformance/suite.ts';
+import type { CloudProvider } from '../types.ts';
 import { InMemoryNodeWriter } from './nodes.ts';
 import {
   KwokCloudProvider,
@@ -71,5 +73,27 @@ export function kwokTestbed(overrides: Partial<KwokCloudProviderDeps> = {}): {
       await clock.tick(seconds * 1000);
       await provider.idle();
     },
+  };
+}
+
+/**
+ * The conformance context of a fresh kwok testbed (30 s registration delay, so get/list/delete are exercised
+ * before and after the Node exists); `wrap` decorates the provider (e.g. with metrics).
+ */
+export function kwokConformanceContext(
+  wrap: (p: CloudProvider) => CloudProvider = (p) => p,
+): ConformanceContext {
+  const bed = kwokTestbed();
+  bed.nodeClasses.set('default', kwokNodeClass('default', { nodeRegistrationDelay: '30s' }));
+  let n = 0;
+  return {
+    provider: wrap(bed.provider),
+    nodeClaim: (o = {}) => {
+      const nc = kwokNodeClaim(o.name ?? `default-${++n}`, o.requirements ?? []);
+      if (o.labels) nc.metadata.labels = { ...nc.metadata.labels, ...o.labels };
+      return nc;
+    },
+    markUnavailable: (it, zone, ct) => bed.provider.markUnavailable(it, zone, ct),
+    advance: (s) => bed.advance(s),
   };
 }

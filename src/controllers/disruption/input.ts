@@ -86,6 +86,7 @@ export async function buildDisruptionInput(
     namespaces: snapshot.namespaces,
     now: snapshot.takenAt,
   };
+  if (snapshot.volumes) input.volumes = snapshot.volumes;
   if (deps.featureGates) input.featureGates = deps.featureGates;
   if (deps.options) input.options = deps.options;
   return input;

@@ -2,8 +2,11 @@
  * `metrics.pod` (kubernetes-sigs/karpenter `pkg/controllers/metrics/pod`): per pod in cluster state the gauge
  * `karpenter_pods_state{name, namespace, owner, node, nodepool, zone, arch, capacity_type, instance_type, phase}`
  * = 1 (owner: the first owner reference as a self link `/apis/<apiVersion>/namespaces/<ns>/<kind>s/<name>`; node
- * fields `N/A` while unbound), and the summary `karpenter_pods_startup_duration_seconds`: creation → Running, for
- * pods this controller saw Pending. Rebuilt every pass (default 5 s).
+ * fields `N/A` while unbound), and the summary `karpenter_pods_startup_duration_seconds`: creation → Ready, once
+ * per pod that became Ready while this controller ran (upstream observes pods it saw Pending; its per-pod
+ * reconciles see every Pending pod, while a pass every 5 s misses pods that start in between, so here a pod counts
+ * when it is first seen Running with its Ready transition after the controller started). Rebuilt every pass
+ * (default 5 s).
  */
 import { Summary } from 'prom-client';
 import type { Pod } from '../../apis/core.ts';
@@ -41,7 +44,11 @@ export function ownerSelfLink(pod: Pod): string {
 export class PodMetricsController extends PeriodicMetricsController {
   private readonly state;
   private readonly startup: Summary;
+  /** Pods seen Pending, and pods already observed Running (so each is observed once). */
   private readonly pending = new Set<string>();
+  private readonly observed = new Set<string>();
+  /** Clock time of the first pass (ms); pods Ready before it started before this controller. */
+  private startedAt: number | undefined;
 
   constructor(deps: MetricsControllerDeps) {
     super('metrics.pod', deps);
@@ -63,6 +70,7 @@ export class PodMetricsController extends PeriodicMetricsController {
 
   update(): void {
     const { cluster } = this.deps;
+    this.startedAt ??= this.deps.clock.now();
     this.state.reset();
     const seen = new Set<string>();
     for (const pod of cluster.snapshot().pods) {
@@ -91,13 +99,20 @@ export class PodMetricsController extends PeriodicMetricsController {
         1,
       );
       if (phase === 'Pending') this.pending.add(key);
-      else if (phase === 'Running' && this.pending.delete(key)) {
+      else if (phase === 'Running' && !this.observed.has(key)) {
         const created = Date.parse(pod.metadata.creationTimestamp ?? '');
         const ready = pod.status?.conditions?.find((c) => c.type === 'Ready' && c.status === 'True');
-        const at = Date.parse(ready?.lastTransitionTime ?? '') || this.deps.clock.now();
-        if (Number.isFinite(created)) this.startup.observe(Math.max(0, (at - created) / 1000));
+        const readyAt = Date.parse(ready?.lastTransitionTime ?? '');
+        const sawPending = this.pending.delete(key);
+        // Ready while we ran: seen Pending, or its Ready transition is after our first pass
+        if (sawPending || (Number.isFinite(readyAt) && readyAt >= this.startedAt)) {
+          this.observed.add(key);
+          const at = Number.isFinite(readyAt) ? readyAt : this.deps.clock.now();
+          if (Number.isFinite(created)) this.startup.observe(Math.max(0, (at - created) / 1000));
+        }
       }
     }
     for (const k of [...this.pending]) if (!seen.has(k)) this.pending.delete(k);
+    for (const k of [...this.observed]) if (!seen.has(k)) this.observed.delete(k);
   }
 }

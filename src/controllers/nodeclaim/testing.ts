@@ -1,7 +1,8 @@
 /**
  * Test environment for the NodeClaim, Node and NodePool controllers (tests only, not production code): the
  * embedded API server with capenter's CRDs, a client, a FakeClock starting now, the kwok provider writing Nodes
- * through the client, an EventRecorder, a prom-client Registry and a kubelet stand-in (`markReady`).
+ * through the client, an EventRecorder, a prom-client Registry and a kubelet stand-in (`markReady`,
+ * `finishTerminating`).
  */
 import { Registry } from 'prom-client';
 import type { Node } from '../../apis/core.ts';
@@ -49,6 +50,11 @@ export interface TestEnv {
   ctx: LifecycleContext;
   /** Kubelet stand-in: sets the Node's Ready condition True. */
   markReady(nodeName: string): Promise<Node>;
+  /**
+   * Kubelet stand-in: the pods on `nodeName` being deleted (graceful deletion after an eviction or a
+   * DELETE) stop at once and are removed (DELETE with grace 0). Returns their names.
+   */
+  finishTerminating(nodeName: string): Promise<string[]>;
   /** Events about an object name, newest last. */
   events(name: string): Promise<KubeEvent[]>;
   /** Value of a counter/gauge with the given labels (0 when never set). */
@@ -128,6 +134,15 @@ export async function startTestEnv(provider: Partial<KwokCloudProviderDeps> = {}
         },
         { type: 'merge' },
       ),
+    finishTerminating: async (nodeName) => {
+      const pods = (await client.list('Pod', { fieldSelector: `spec.nodeName=${nodeName}` })).items;
+      const done = pods.filter((p) => p.metadata.deletionTimestamp);
+      for (const p of done)
+        await client.delete('Pod', p.metadata.name as string, p.metadata.namespace, {
+          gracePeriodSeconds: 0,
+        });
+      return done.map((p) => p.metadata.name as string);
+    },
     events: async (name) => {
       await recorder.flush();
       return (await client.list('Event')).items.filter((e) => e.involvedObject.name === name);

@@ -252,6 +252,7 @@ export function buildSchedulingInput(args: BuildInputArgs): SchedulingInput {
     daemonSets: snapshot.daemonSets,
     nodePoolUsage: nodePoolUsage(snapshot.stateNodes, allTypes),
     namespaces: snapshot.namespaces,
+    ...(snapshot.volumes ? { volumes: snapshot.volumes } : {}),
     explain: args.explain ?? false,
   };
 }

@@ -12,6 +12,7 @@ import {
   LabelNodePool,
 } from '../../apis/labels.ts';
 import { formatResources, parseResources, type Resources } from '../../apis/quantity.ts';
+import { limitCapacity } from '../../scheduling/limits.ts';
 import { MAX_INSTANCE_TYPES } from '../../scheduling/nodeclaim.ts';
 import type { NodeClaimPlan } from '../../scheduling/types.ts';
 import { AnnotationNominatedPods } from '../../state/cluster.ts';
@@ -104,12 +105,12 @@ export function nodeClaimFromPlan(plan: NodeClaimPlan, nodePool: NodePool, hash:
   };
 }
 
-/** Per resource, the largest capacity among a plan's instance-type options (what the scheduler reserves). */
+/** Per resource, the largest capacity among a plan's instance-type options (what the scheduler reserves), plus `nodes: 1`. */
 export function planCapacity(plan: NodeClaimPlan): Resources {
   const out: Resources = {};
   for (const it of plan.instanceTypeOptions.slice(0, MAX_INSTANCE_TYPES))
     for (const [k, v] of Object.entries(it.capacity)) out[k] = Math.max(out[k] ?? 0, v);
-  return out;
+  return limitCapacity(out);
 }
 
 /**

@@ -13,9 +13,11 @@ import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { KubeObject, Pod } from '../../apis/core.ts';
 import type { NodeClaim, NodePool } from '../../apis/karpenter.ts';
+import type { Resources } from '../../apis/quantity.ts';
 import type { CloudProvider, InstanceType } from '../../cloudprovider/types.ts';
 import type { KubeClient } from '../../kube/client.ts';
 import type { Clock } from '../../kube/clock.ts';
+import type { PreferencePolicy } from '../../scheduling/preferencepolicy.ts';
 import { solve } from '../../scheduling/scheduler.ts';
 import type {
   NodeClaimPlan,
@@ -69,6 +71,8 @@ export interface ProvisionerOptions {
   createConcurrency?: number;
   /** Monotonic ms source for durations (default `performance.now`). */
   now?: () => number;
+  /** Upstream `--preference-policy` (default `Respect`; `scheduling/preferencepolicy.ts`). */
+  preferencePolicy?: PreferencePolicy;
 }
 
 /** Constructor dependencies of {@link Provisioner}. */
@@ -268,6 +272,7 @@ export class Provisioner implements Controller {
       nodePools: livePools,
       instanceTypes,
     });
+    if (this.deps.options?.preferencePolicy === 'Ignore') input.preferencePolicy = 'Ignore';
     const schedulingId = randomUUID();
     this.metrics.queueDepth.set({ controller: CONTROLLER, scheduling_id: schedulingId }, input.pods.length);
     let result: SchedulingResult;
@@ -354,6 +359,18 @@ export class Provisioner implements Controller {
     await Promise.all(tasks);
   }
 
+  /**
+   * NodePool usage (capacity + `nodes`) of NodeClaims whose create call is in flight: not yet in cluster state,
+   * but counted against `spec.limits` so concurrent creates (and batches) never overshoot a limit together.
+   */
+  private readonly creating = new Map<string, Resources>();
+
+  private reserve(pool: string, capacity: Resources, sign: 1 | -1): void {
+    const r = this.creating.get(pool) ?? {};
+    for (const [k, v] of Object.entries(capacity)) r[k] = (r[k] ?? 0) + sign * v;
+    this.creating.set(pool, r);
+  }
+
   private async createOne(
     plan: NodeClaimPlan,
     index: Map<string, InstanceType>,
@@ -366,8 +383,13 @@ export class Provisioner implements Controller {
       return;
     }
     let over: string | undefined;
+    const capacity = planCapacity(plan);
     try {
-      over = exceedsLimits(pool, cluster.nodePoolUsage(index)[plan.nodePool] ?? {}, planCapacity(plan));
+      // usage includes NodeClaims this provisioner is creating right now (another batch, another pool task)
+      const usage = { ...(cluster.nodePoolUsage(index)[plan.nodePool] ?? {}) };
+      for (const [k, v] of Object.entries(this.creating.get(plan.nodePool) ?? {}))
+        usage[k] = (usage[k] ?? 0) + v;
+      over = exceedsLimits(pool, usage, capacity);
     } catch (err) {
       over = `spec.limits is malformed: ${errorMessage(err)}`;
     }
@@ -386,15 +408,18 @@ export class Provisioner implements Controller {
     }
     const nodeClaim = nodeClaimFromPlan(plan, pool, this.hash(pool));
     let created: NodeClaim;
+    this.reserve(plan.nodePool, capacity, 1);
     try {
       created = (await client.create(nodeClaim)) as NodeClaim;
     } catch (err) {
+      this.reserve(plan.nodePool, capacity, -1);
       const reason = `creating nodeclaim: ${errorMessage(err)}`;
       out.skipped.push({ plan, reason });
       this.log.error({ nodepool: plan.nodePool, err: errorMessage(err) }, 'creating nodeclaim failed');
       return;
     }
     cluster.updateNodeClaim(created);
+    this.reserve(plan.nodePool, capacity, -1);
     out.created.push({ plan, nodeClaim: created });
     this.metrics.created.inc({
       reason: ProvisionedReason,

@@ -3,11 +3,12 @@
  * processes custom objects the way the apiextensions-apiserver does for structural schemas:
  * drop `null` for non-nullable fields, apply schema `default`s, prune unknown fields (unless
  * `x-kubernetes-preserve-unknown-fields`), then validate against `openAPIV3Schema` with ajv.
- * CEL rules (`x-kubernetes-validations`), `format` checks and list-type uniqueness are NOT enforced
- * (documented limitation). Source: k8s.io/apiextensions-apiserver pkg/apiserver/schema/{pruning,defaulting}.
+ * CEL rules (`x-kubernetes-validations`) are evaluated by `cel.ts`; `format` checks and list-type
+ * uniqueness are not enforced (documented in docs/apiserver.md). Source: k8s.io/apiextensions-apiserver pkg/apiserver/schema/{pruning,defaulting}.
  */
 import { createHash } from 'node:crypto';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { hasRules, validateRules } from './cel.ts';
 import type { StatusCause } from './errors.ts';
 import {
   asArr,
@@ -136,10 +137,21 @@ export function crdResources(crd: KObj): ResourceDef[] {
 
 const COMPILED = new Map<string, ValidateFunction>();
 
+const BLOCKING = new Set(['FieldValueRequired', 'FieldValueTypeInvalid', 'FieldValueNotSupported']);
+
+/** The cause the real server adds when schema errors kept it from evaluating the CEL rules. */
+const RULES_NOT_CHECKED: StatusCause = {
+  reason: 'FieldValueInvalid',
+  field: '<nil>',
+  message:
+    'Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation',
+};
+
 /** Schema for one version, with a lazily compiled ajv validator. */
 export class VersionSchema {
   readonly schema: JsonObject;
   private validator: ValidateFunction | undefined;
+  private withRules: boolean | undefined;
   private static ajv: Ajv | undefined;
   constructor(schema: JsonObject) {
     this.schema = schema;
@@ -172,12 +184,19 @@ export class VersionSchema {
    * Drop nulls, default, prune and validate `obj` in place (a fresh copy the caller owns).
    * Returns the causes of every schema violation (empty = valid).
    */
-  process(obj: JsonObject, pruned: string[] = []): StatusCause[] {
+  process(obj: JsonObject, pruned: string[] = [], old?: JsonObject): StatusCause[] {
     dropNullsAndDefault(obj, this.schema, true);
     prune(obj, this.schema, true, '', pruned);
     const validate = this.compile();
-    if (validate(obj)) return [];
-    return ajvCauses(validate.errors ?? [], obj);
+    this.withRules ??= hasRules(this.schema);
+    if (validate(obj)) return this.withRules ? validateRules(this.schema, obj, old) : [];
+    const causes = ajvCauses(validate.errors ?? [], obj);
+    if (!this.withRules) return causes;
+    // like the real server: rules are skipped (and it says so) after a missing required field, a wrong
+    // type or an unsupported enum value; after other schema errors (pattern, bounds) they still run
+    if (causes.some((c) => BLOCKING.has(c.reason))) causes.push(RULES_NOT_CHECKED);
+    else causes.push(...validateRules(this.schema, obj, old));
+    return causes;
   }
 }
 

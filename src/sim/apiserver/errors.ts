@@ -18,6 +18,8 @@ export class ApiError extends Error {
   readonly details: JsonObject | undefined;
   /** extra response headers (Retry-After on 429) */
   readonly headers: Record<string, string>;
+  /** answered as this plain-text body instead of a Status (the real server's non-API 404s) */
+  plainText: string | undefined;
   constructor(
     code: number,
     reason: string,
@@ -127,4 +129,14 @@ export function internal(message: string): ApiError {
 /** 403 Forbidden. */
 export function forbidden(message: string): ApiError {
   return new ApiError(403, 'Forbidden', message);
+}
+
+/**
+ * 404 for a path outside every served group/version, answered like the real server's mux: plain text
+ * `404 page not found` (an empty body for /openapi/v3 documents), not a Status.
+ */
+export function pageNotFound(body = '404 page not found\n'): ApiError {
+  const e = new ApiError(404, 'NotFound', '404 page not found');
+  e.plainText = body;
+  return e;
 }

@@ -2,11 +2,10 @@
  * The embedded Kubernetes API server: a real HTTPS server on loopback speaking the Kubernetes REST and
  * watch protocol, usable unchanged by @kubernetes/client-node and kubectl.
  *
- * Limitations (documented): JSON/YAML only (protobuf → 415); no authn/authz (any bearer token);
- * server-side apply is a merge without field-ownership conflicts or removal of dropped fields; CRD CEL
- * rules and `format` are not enforced; no conversion webhooks (apiVersion rewrite only); core/v1 and
- * events.k8s.io/v1 Events are stored separately; PDB expected pods = selected pods.
+ * Authentication: the kubeconfig's bearer token is the administrator; another token → 401, none → 403
+ * (unless `insecureNoAuth`). Differences from a real server are listed in docs/apiserver.md.
  */
+import { randomBytes } from 'node:crypto';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { createServer as createHttpServer, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
@@ -41,8 +40,13 @@ export interface EmbeddedClusterOptions {
   tls?: boolean;
   /** watch events kept per resource (default 10000); older resourceVersions get 410 Gone */
   watchHistory?: number;
-  /** graceful deletion of bound pods (see StoreOptions.podGracefulDeletion), default false */
-  podGracefulDeletion?: boolean;
+  /**
+   * Bearer token written into the kubeconfig (default: random per server). Requests with another token
+   * get 401, requests without credentials 403 (except /version and health checks), like a real server.
+   */
+  token?: string;
+  /** Accept every request without credentials (tests and tools that speak raw HTTP); default false. */
+  insecureNoAuth?: boolean;
   /** BOOKMARK interval for watches with allowWatchBookmarks, in ms (default 10000) */
   bookmarkIntervalMs?: number;
   logger?: ApiServerLogger;
@@ -78,13 +82,14 @@ export async function startEmbeddedCluster(opts: EmbeddedClusterOptions = {}): P
   const tls = opts.tls ?? true;
   const store = new ClusterStore({
     ...(opts.watchHistory !== undefined ? { watchHistory: opts.watchHistory } : {}),
-    ...(opts.podGracefulDeletion !== undefined ? { podGracefulDeletion: opts.podGracefulDeletion } : {}),
     ...(opts.logger ? { logger: opts.logger } : {}),
   });
   let port = 0;
   const urlHost = host.includes(':') ? `[${host}]` : host;
+  const token = opts.token ?? randomBytes(24).toString('base64url');
   const handler = createHandler(store, {
     serverAddress: () => `${urlHost}:${port}`,
+    token: opts.insecureNoAuth ? undefined : token,
     ...(opts.bookmarkIntervalMs !== undefined ? { bookmarkIntervalMs: opts.bookmarkIntervalMs } : {}),
     ...(opts.logger ? { logger: opts.logger } : {}),
   });
@@ -115,7 +120,7 @@ export async function startEmbeddedCluster(opts: EmbeddedClusterOptions = {}): P
           : { server: url, 'insecure-skip-tls-verify': true },
       },
     ],
-    users: [{ name: 'capenter', user: { token: 'capenter-embedded' } }],
+    users: [{ name: 'capenter', user: { token } }],
     contexts: [
       { name: 'capenter', context: { cluster: 'capenter', user: 'capenter', namespace: 'default' } },
     ],

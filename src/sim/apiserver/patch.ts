@@ -50,7 +50,7 @@ export function jsonPatch(target: JsonObject, ops: Json): JsonObject {
  * Merge key of a list field for strategic merge patch, chosen from the field name and the element shape.
  * `undefined` = atomic list (replaced whole), `''` = primitive list with merge strategy (set union).
  */
-function mergeKeyFor(field: string, sample: JsonObject | undefined): string | undefined {
+export function mergeKeyFor(field: string, sample: JsonObject | undefined): string | undefined {
   switch (field) {
     case 'containers':
     case 'initContainers':
@@ -186,47 +186,11 @@ export function strategicMerge(target: Json | undefined, patch: Json): Json {
 }
 
 /**
- * Simplified server-side apply: the applied configuration is merged into the live object like a
- * strategic merge patch (lists with merge keys merge, others replace). Fields the same manager applied
- * before but dropped now are NOT removed, and conflicts between managers are not detected
- * (`force` has no effect). Documented limitation.
+ * The merge step of server-side apply: the applied configuration is merged into the live object like a
+ * strategic merge patch (lists with merge keys merge, others replace). Ownership, conflicts and the
+ * removal of dropped fields are `managedfields.ts`'s part.
  */
 export function applyConfig(live: JsonObject | undefined, applied: JsonObject): JsonObject {
   const out = asObj(strategicMerge(live ?? {}, applied));
   return out ?? {};
-}
-
-/**
- * `managedFields[].fieldsV1` for an applied configuration: `f:<field>` for every map key, leaves `{}`,
- * list elements with a merge key as `k:{"name":"x"}`.
- */
-export function fieldsV1Of(v: Json, field = ''): JsonObject {
-  const o = asObj(v);
-  if (o) {
-    const out: JsonObject = {};
-    for (const [k, x] of Object.entries(o)) {
-      if (x === undefined) continue;
-      if (field === '' && (k === 'apiVersion' || k === 'kind')) continue;
-      if (k === 'name' && field === 'metadata') continue;
-      if (k === 'namespace' && field === 'metadata') continue;
-      out[`f:${k}`] = fieldsV1Of(x, k);
-    }
-    return out;
-  }
-  const a = asArr(v);
-  if (a) {
-    const mk = mergeKeyFor(field, asObj(a[0]));
-    const out: JsonObject = {};
-    if (mk) {
-      for (const item of a) {
-        const io = asObj(item);
-        if (io && io[mk] !== undefined)
-          out[`k:${JSON.stringify({ [mk]: io[mk] })}`] = { '.': {}, ...fieldsV1Of(io) };
-      }
-    } else if (mk === '') {
-      for (const item of a) out[`v:${JSON.stringify(item)}`] = {};
-    }
-    return out;
-  }
-  return {};
 }

@@ -7,6 +7,7 @@
  * so readers may hold references (callers must not mutate what they get back).
  */
 import { randomUUID } from 'node:crypto';
+import { admitPod } from '../../apis/admission.ts';
 import { builtinResources } from './builtins.ts';
 import { compareKubeVersions, crdResources, VersionSchema, validateCrd } from './crd.ts';
 import {
@@ -28,7 +29,8 @@ import {
   notFound,
   type StatusCause,
 } from './errors.ts';
-import { applyConfig, fieldsV1Of, jsonPatch, mergePatch, strategicMerge } from './patch.ts';
+import { apply as applyFields, recordUpdate, type WriteContext } from './managedfields.ts';
+import { applyConfig, jsonPatch, mergePatch, strategicMerge } from './patch.ts';
 import { evictionDecision, recomputePdbStatus } from './pdb.ts';
 import {
   type FieldRequirement,
@@ -56,16 +58,12 @@ import {
   type StoredObj,
   setPath,
 } from './types.ts';
+import { dropUnknownTopLevel, validateCore } from './validation.ts';
 
 /** Options of the store. */
 export interface StoreOptions {
   /** events kept per resource for watches from an older resourceVersion (default 10000) */
   watchHistory?: number;
-  /**
-   * When true, deleting a pod bound to a node sets deletionTimestamp and keeps it until someone
-   * (the kubelet stand-in) deletes it with gracePeriodSeconds=0. Default false: immediate deletion.
-   */
-  podGracefulDeletion?: boolean;
   logger?: ApiServerLogger;
   /** wall clock in ms (default Date.now) */
   now?: () => number;
@@ -109,12 +107,23 @@ export interface WriteOptions {
   fieldValidation?: 'Strict' | 'Warn' | 'Ignore' | undefined;
   /** collects warnings (unknown fields) for the `Warning` response header */
   warnings?: string[] | undefined;
+  /**
+   * Manager of a write without `fieldManager` (the User-Agent's program name), recorded only for objects
+   * already under field management (see docs/apiserver.md, known differences)
+   */
+  defaultFieldManager?: string | undefined;
+  /** apiVersion the request used (managedFields entries); default the storage version */
+  apiVersion?: string | undefined;
+  /** managedFields an apply computed (set by {@link ClusterStore.patch}) */
+  appliedManagedFields?: JsonObject[] | undefined;
 }
 
 /** Options of a delete (`metav1.DeleteOptions`). */
 export interface DeleteOptions {
   gracePeriodSeconds?: number | undefined;
   propagationPolicy?: 'Background' | 'Foreground' | 'Orphan' | undefined;
+  /** `orphanDependents: false` was sent (the only case the real server answers 202) */
+  orphanDependents?: false;
   preconditions?: { uid?: string; resourceVersion?: string } | undefined;
   dryRun?: boolean;
 }
@@ -166,8 +175,6 @@ export class ClusterStore {
   private readonly dirtyPdbNamespaces = new Set<string>();
   private pdbFlushScheduled = false;
   private readonly historyCap: number;
-  /** pod graceful deletion (see StoreOptions) — may be switched at runtime by the kubelet stand-in */
-  podGracefulDeletion: boolean;
   private readonly log: ApiServerLogger;
   readonly now: () => number;
   private readonly jsonCache = new WeakMap<StoredObj, string>();
@@ -177,7 +184,6 @@ export class ClusterStore {
 
   constructor(opts: StoreOptions = {}) {
     this.historyCap = Math.max(1, opts.watchHistory ?? 10_000);
-    this.podGracefulDeletion = opts.podGracefulDeletion ?? false;
     this.log = opts.logger ?? {};
     this.now = opts.now ?? Date.now;
     for (const d of builtinResources()) this.addDef(d);
@@ -517,14 +523,28 @@ export class ClusterStore {
     return def.namespaced && ns ? `${gv}/namespaces/${ns}/${def.plural}` : `${gv}/${def.plural}`;
   }
 
-  private checkNamespace(def: ResourceDef, ns: string | undefined): void {
+  private checkNamespace(def: ResourceDef, ns: string | undefined, name: string): void {
     if (!def.namespaced) return;
     if (!ns) throw badRequest(`the namespace of the object must be set for ${def.plural}`);
     const nsObj = this.find(this.def('v1', 'namespaces'), undefined, ns);
     if (!nsObj) throw notFound('', 'namespaces', ns);
     if (nsObj.metadata.deletionTimestamp)
-      throw forbidden(
-        `${def.plural}${def.group ? `.${def.group}` : ''} "" is forbidden: unable to create new content in namespace ${ns} because it is being terminated`,
+      throw new ApiError(
+        403,
+        'Forbidden',
+        `${def.plural}${def.group ? `.${def.group}` : ''} "${name}" is forbidden: unable to create new content in namespace ${ns} because it is being terminated`,
+        {
+          name,
+          ...(def.group ? { group: def.group } : {}),
+          kind: def.plural,
+          causes: [
+            {
+              reason: 'NamespaceTerminating',
+              message: `namespace ${ns} is being terminated`,
+              field: 'metadata.namespace',
+            },
+          ],
+        },
       );
   }
 
@@ -534,14 +554,25 @@ export class ClusterStore {
     return `${prefix.slice(0, 58)}${s}`;
   }
 
+  /** Who writes (managedFields): the manager, the request's apiVersion, now, the subresource. */
+  private writeContext(def: ResourceDef, opts: WriteOptions): WriteContext {
+    return {
+      manager: opts.fieldManager ?? 'unknown',
+      apiVersion: opts.apiVersion ?? def.storageApiVersion,
+      time: rfc3339(this.now()),
+      subresource: opts.subresource === 'status' ? 'status' : undefined,
+      hasStatus: def.hasStatus,
+    };
+  }
+
   /** Custom-resource schema processing + built-in validation; throws 422 with every cause. */
-  private validate(def: ResourceDef, obj: KObj, name: string, opts: WriteOptions = {}): void {
+  private validate(def: ResourceDef, obj: KObj, name: string, opts: WriteOptions = {}, old?: KObj): void {
     const causes: StatusCause[] = [...validateMeta(def, obj)];
     const schema = this.schemaFor(def);
     if (schema) {
       const pruned: string[] = [];
       try {
-        causes.push(...schema.process(obj as JsonObject, pruned));
+        causes.push(...schema.process(obj as JsonObject, pruned, old as JsonObject | undefined));
       } catch (e) {
         throw internal(
           `schema of ${def.plural}.${def.group}/${def.version} cannot be compiled: ${String(e)}`,
@@ -552,7 +583,14 @@ export class ClusterStore {
       if (pruned.length > 0 && opts.fieldValidation !== 'Ignore')
         opts.warnings?.push(...pruned.map((p) => `unknown field "${p}"`));
     }
-    causes.push(...validateBuiltin(def, obj));
+    const dropped = dropUnknownTopLevel(def, obj);
+    if (dropped.length > 0 && opts.fieldValidation === 'Strict')
+      throw badRequest(
+        `${def.kind} in version "${def.version}" cannot be handled as a ${def.kind}: strict decoding error: ${dropped.map((p) => `unknown field "${p}"`).join(', ')}`,
+      );
+    if (dropped.length > 0 && opts.fieldValidation !== 'Ignore')
+      opts.warnings?.push(...dropped.map((p) => `unknown field "${p}"`));
+    causes.push(...validateBuiltin(def, obj), ...validateCore(def, obj));
     if (def.group === 'apiextensions.k8s.io' && def.kind === 'CustomResourceDefinition') {
       // schemas are compiled lazily on first use (compiling every CRD at install costs ~0.3 s each)
       causes.push(...validateCrd(obj));
@@ -599,16 +637,36 @@ export class ClusterStore {
       if (st === undefined) delete obj.status;
       else obj.status = st;
     }
+    if (def.kind === 'Pod' && !def.group) {
+      // admission plugins (RuntimeClass, LimitRanger, Priority, DefaultTolerationSeconds): apis/admission.ts
+      const kinds = (group: string, kind: string) => {
+        const d = this.resources().find((r) => r.group === group && r.kind === kind);
+        return d
+          ? (this.list(d, { namespace: kind === 'LimitRange' ? meta.namespace : undefined }).items as never[])
+          : [];
+      };
+      const admitted = admitPod(obj as never, {
+        runtimeClasses: kinds('node.k8s.io', 'RuntimeClass'),
+        priorityClasses: kinds('scheduling.k8s.io', 'PriorityClass'),
+        limitRanges: kinds('', 'LimitRange'),
+      });
+      if ('rejected' in admitted) throw forbidden(`pods "${name}" is forbidden: ${admitted.rejected}`);
+      obj.spec = admitted.pod.spec as JsonObject;
+    }
     applyDefaults(def, obj, true);
     if (def.kind === 'Pod' && !def.group && def.hasStatus) obj.status = initialStatus(def, obj) ?? {};
     if (def.kind === 'CustomResourceDefinition' && def.group === 'apiextensions.k8s.io')
       obj.status = crdStatus(obj);
     this.validate(def, obj, name, opts);
-    if (opts.fieldManager)
-      meta.managedFields = [
-        managedEntry(opts.fieldManager, opts.subresource === 'apply' ? 'Apply' : 'Update', obj, this.now()),
-      ];
-    this.checkNamespace(def, meta.namespace);
+    if (opts.fieldManager) {
+      const w = this.writeContext(def, opts);
+      meta.managedFields =
+        opts.subresource === 'apply'
+          ? applyFields(undefined, body as JsonObject, { ...w, subresource: undefined }, true, (l) => l)
+              .managedFields
+          : recordUpdate(undefined, undefined, obj, w);
+    }
+    this.checkNamespace(def, meta.namespace, name);
     if (this.find(def, meta.namespace, name)) throw alreadyExists(def.group, def.plural, name);
     const stored = obj as StoredObj;
     if (opts.dryRun) return stored;
@@ -700,17 +758,18 @@ export class ClusterStore {
       opts.subresource !== 'status'
     )
       obj.status = crdStatus(obj);
-    this.validate(def, obj, name, opts);
+    this.validate(def, obj, name, opts, old);
     if (def.tracksGeneration && !specEqual(def, old, obj))
       meta.generation = (old.metadata.generation ?? 0) + 1;
-    if (opts.fieldManager) {
-      const op = opts.force !== undefined || opts.subresource === 'apply' ? 'Apply' : 'Update';
-      const entries = (asArr(meta.managedFields) ?? []).filter(
-        (e) => !(asObj(e)?.manager === opts.fieldManager && asObj(e)?.operation === op),
-      );
-      entries.push(managedEntry(opts.fieldManager, op, obj, this.now()));
-      meta.managedFields = entries;
-    }
+    const manager =
+      opts.fieldManager ?? (asArr(meta.managedFields)?.length ? opts.defaultFieldManager : undefined);
+    if (opts.appliedManagedFields) meta.managedFields = opts.appliedManagedFields;
+    else if (manager)
+      meta.managedFields = recordUpdate(meta.managedFields, old, obj, {
+        ...this.writeContext(def, opts),
+        manager,
+      });
+    if (Array.isArray(meta.managedFields) && meta.managedFields.length === 0) delete meta.managedFields;
     meta.resourceVersion = old.metadata.resourceVersion;
     const stored = obj as StoredObj;
     if (unchanged(old, stored)) return old;
@@ -780,8 +839,15 @@ export class ClusterStore {
           throw badRequest(
             `the name of the object (${String(pm.name)}) does not match the name on the URL (${name})`,
           );
-        next = applyConfig(old as JsonObject, p as JsonObject);
-        opts = { ...opts, force: opts.force ?? false };
+        const applied = applyFields(
+          old,
+          p as JsonObject,
+          this.writeContext(def, opts),
+          opts.force ?? false,
+          applyConfig,
+        );
+        next = applied.obj;
+        opts = { ...opts, force: opts.force ?? false, appliedManagedFields: applied.managedFields };
         break;
       }
     }
@@ -841,7 +907,7 @@ export class ClusterStore {
     if (policy === 'Orphan') this.orphanDependents(old.metadata.uid);
 
     let grace = 0;
-    if (isPod && this.podGracefulDeletion) {
+    if (isPod) {
       const spec = asObj(old.spec) ?? {};
       const phase = asStr(asObj(old.status)?.phase);
       grace =
@@ -854,7 +920,6 @@ export class ClusterStore {
       if (old.metadata.deletionTimestamp) return { obj: old, removed: false };
       const ns = clone(old) as StoredObj;
       ns.metadata.deletionTimestamp = rfc3339(this.now());
-      ns.metadata.deletionGracePeriodSeconds = 0;
       ns.status = { ...(asObj(ns.status) ?? {}), phase: 'Terminating' };
       const stored = this.commit(def, 'MODIFIED', ns, old);
       this.defer(() => this.cleanNamespace(name));
@@ -890,7 +955,12 @@ export class ClusterStore {
       return { obj: old, removed: false };
     }
     if (finalizers.length === 0 && grace === 0) {
-      return { obj: this.commit(def, 'DELETED', old, undefined), removed: true };
+      if (!isPod) return { obj: this.commit(def, 'DELETED', old, undefined), removed: true };
+      // a pod always goes through graceful deletion: its last state carries the deletion stamp
+      const last = clone(old) as StoredObj;
+      last.metadata.deletionTimestamp = rfc3339(this.now());
+      last.metadata.deletionGracePeriodSeconds = 0;
+      return { obj: this.commit(def, 'DELETED', last, undefined), removed: true };
     }
     const next = clone(old) as StoredObj;
     next.metadata.deletionTimestamp = rfc3339(this.now() + grace * 1000);
@@ -1259,27 +1329,6 @@ function crdStatus(crd: KObj): JsonObject {
   };
 }
 
-function managedEntry(manager: string, operation: string, obj: KObj, now: number): JsonObject {
-  const copy: JsonObject = { ...obj };
-  delete copy.status;
-  const meta = asObj(copy.metadata);
-  if (meta) {
-    const m: JsonObject = {};
-    if (meta.labels) m.labels = meta.labels;
-    if (meta.annotations) m.annotations = meta.annotations;
-    if (meta.finalizers) m.finalizers = meta.finalizers;
-    copy.metadata = m;
-  }
-  return {
-    manager,
-    operation,
-    apiVersion: obj.apiVersion ?? '',
-    time: rfc3339(now),
-    fieldsType: 'FieldsV1',
-    fieldsV1: fieldsV1Of(copy),
-  };
-}
-
 /** Whether the parts that drive `generation` are unchanged (all but metadata, and status if a subresource). */
 function specEqual(def: ResourceDef, a: KObj, b: KObj): boolean {
   const strip = (o: KObj): JsonObject => {
@@ -1299,7 +1348,8 @@ function unchanged(old: StoredObj, next: StoredObj): boolean {
   const strip = (o: StoredObj): JsonObject => {
     const m: JsonObject = { ...o.metadata };
     delete m.resourceVersion;
-    delete m.managedFields;
+    // a change of ownership is a change; a new timestamp alone is not
+    m.managedFields = (asArr(m.managedFields) ?? []).map((e) => ({ ...asObj(e), time: undefined }));
     return { ...o, metadata: m };
   };
   return deepEqual(strip(old), strip(next));

@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { Node, Pod, Taint } from '../../apis/core.ts';
 import {
+  addPodToNodeInfo,
   buildNodeInfo,
+  CountIndex,
   filterNode,
   fitErrorMessage,
   type NodeInfo,
@@ -236,5 +238,64 @@ describe('kube-scheduler stand-in filters', () => {
     expect(pickNode(st, ns, 'LeastAllocated')).toBe('empty');
     const soft = infos([node('a', { taints: [{ key: 'soft', effect: 'PreferNoSchedule' }] }), node('b')]);
     expect(pickNode(prepare(pod('q'), soft), soft, 'MostAllocated')).toBe('b');
+  });
+
+  it('indexed spread and anti-affinity counts follow pods assumed during a cycle', () => {
+    const ns = infos(
+      [node('a1', { zone: 'a' }), node('b1', { zone: 'b' })],
+      [
+        pod('w0', { labels: { app: 'w' }, nodeName: 'a1' }),
+        pod('gone', { labels: { app: 'w' }, nodeName: 'b1', spec: {} }),
+      ],
+    );
+    ns[1]!.pods[0]!.metadata.deletionTimestamp = '2026-01-01T00:00:00Z';
+    const spread = (name: string) =>
+      pod(name, {
+        labels: { app: 'w' },
+        spec: {
+          topologySpreadConstraints: [
+            {
+              maxSkew: 1,
+              topologyKey: 'topology.kubernetes.io/zone',
+              whenUnsatisfiable: 'DoNotSchedule',
+              labelSelector: { matchLabels: { app: 'w' } },
+            },
+          ],
+        },
+      });
+    const index = new CountIndex();
+    const first = prepare(spread('w1'), ns, undefined, index);
+    expect(first.spread[0]!.counts).toEqual(
+      new Map([
+        ['a', 1],
+        ['b', 0],
+      ]),
+    );
+    expect(filterNode(first, ns[0]!)).toEqual([Reasons.spread]);
+    addPodToNodeInfo(ns[1]!, { ...spread('w1'), spec: { ...spread('w1').spec, nodeName: 'b1' } });
+    addPodToNodeInfo(ns[1]!, { ...spread('w2'), spec: { ...spread('w2').spec, nodeName: 'b1' } });
+    const third = prepare(spread('w3'), ns, undefined, index);
+    expect(third.spread[0]!.counts).toEqual(
+      new Map([
+        ['a', 1],
+        ['b', 2],
+      ]),
+    );
+    expect(filterNode(third, ns[0]!)).toEqual([]);
+    expect(filterNode(third, ns[1]!)).toEqual([Reasons.spread]);
+    const anti = pod('x', {
+      spec: {
+        affinity: {
+          podAntiAffinity: {
+            requiredDuringSchedulingIgnoredDuringExecution: [
+              { topologyKey: 'kubernetes.io/hostname', labelSelector: { matchLabels: { app: 'w' } } },
+            ],
+          },
+        },
+      },
+    });
+    const st = prepare(anti, ns, undefined, index);
+    expect(filterNode(st, ns[0]!)).toEqual([Reasons.antiAffinity]);
+    expect(filterNode(st, ns[1]!)).toEqual([Reasons.antiAffinity]);
   });
 });

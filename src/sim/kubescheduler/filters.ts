@@ -3,8 +3,11 @@
  * kube-scheduler profile (kubernetes/pkg/scheduler/framework/plugins) in the order it runs filters:
  * NodeUnschedulable, TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit, PodTopologySpread,
  * InterPodAffinity; the first failing plugin decides a node's reasons (NodeResourcesFit may give several).
- * Resource requests, taint tolerance and host ports come from the scheduling core (`src/scheduling`) so the
- * stand-in and capenter's provisioner agree on what fits.
+ * Every node/pod matching rule (node affinity incl. `matchFields`, taints by effect, selectors with
+ * `matchLabelKeys`/`mismatchLabelKeys`, spread node inclusion policies), resource requests and host ports come
+ * from the scheduling core (`scheduling/predicates.ts`, `resources.ts`, `hostports.ts`), so the stand-in and
+ * capenter's provisioner agree on what fits; this file keeps what is kube-scheduler's own: per-cycle state,
+ * scoring and messages.
  *
  * Differences from kube-scheduler (documented gaps): volumes (VolumeBinding/VolumeZone/limits) are not
  * checked; a node without a `Ready=True` condition is treated as tainted `node.kubernetes.io/not-ready:NoSchedule`
@@ -12,23 +15,21 @@
  * NodeResourcesFit (MostAllocated or LeastAllocated), preferred node affinity and PreferNoSchedule taints
  * only (no spread/pod-affinity/balanced-allocation/image scores); ties go to the lowest node name.
  */
-import type {
-  LabelSelector,
-  LabelSelectorRequirement,
-  Node,
-  NodeSelectorRequirement,
-  NodeSelectorTerm,
-  Pod,
-  PodAffinityTerm,
-  Taint,
-  Toleration,
-} from '../../apis/core.ts';
+import type { LabelSelector, Node, Pod, PodAffinityTerm, Taint } from '../../apis/core.ts';
 import { parseResources, type Resources } from '../../apis/quantity.ts';
 import { type HostPort, HostPortUsage, podHostPorts } from '../../scheduling/hostports.ts';
-import { selectorMatches } from '../../scheduling/labelselector.ts';
-import { Requirement } from '../../scheduling/requirements.ts';
+import {
+  firstUntoleratedTaint,
+  nodeMatchesNodeAffinity,
+  nodeMatchesTerm,
+  selectorKey,
+  selectorMatches,
+  selectorWithLabelKeys,
+  spreadCountsNode,
+  toleratesKey,
+} from '../../scheduling/predicates.ts';
 import { addInto, podRequests } from '../../scheduling/resources.ts';
-import { toleratesTaint } from '../../scheduling/taints.ts';
+import { selectKeyOf, TopologyGroup, type TopologyPod } from '../../scheduling/topology.ts';
 
 /** Taint the node lifecycle controller puts on nodes that are not Ready (here: virtual). */
 export const TaintNotReady = 'node.kubernetes.io/not-ready';
@@ -79,6 +80,11 @@ export interface NodeInfo {
   /** NoSchedule/NoExecute/PreferNoSchedule taints, plus the virtual not-ready taint. */
   taints: Taint[];
   ready: boolean;
+  /**
+   * Per topology group (see {@link CountIndex}): how many of `pods` it selects, computed on first use and kept
+   * up to date by {@link addPodToNodeInfo}.
+   */
+  counts: Map<TopologyGroup, number>;
 }
 
 const NONZERO_CPU = 100;
@@ -140,6 +146,7 @@ export function buildNodeInfo(node: Node, pods: readonly Pod[]): NodeInfo {
     ports: new HostPortUsage(),
     taints,
     ready,
+    counts: new Map(),
   };
   for (const p of pods) addPodToNodeInfo(info, p);
   return info;
@@ -153,30 +160,72 @@ export function addPodToNodeInfo(info: NodeInfo, pod: Pod, req = safePodRequests
   addInto(info.requested, req);
   addInto(info.requestedNonZero, nonZeroRequests(req));
   info.ports.add(podHostPorts(pod));
+  if (info.counts.size > 0) {
+    const tp = topologyPod(pod);
+    for (const [g, c] of info.counts) if (counts(g, pod, tp)) info.counts.set(g, c + 1);
+  }
+}
+
+// ---------------------------------------------------------------- indexed topology counts
+
+/** The core's view of a pod for topology selection (`scheduling/topology.ts`), memoised per pod object. */
+const topologyPods = new WeakMap<Pod, TopologyPod>();
+
+function topologyPod(pod: Pod): TopologyPod {
+  let tp = topologyPods.get(pod);
+  if (!tp) {
+    const namespace = pod.metadata.namespace ?? 'default';
+    const labels = pod.metadata.labels ?? {};
+    tp = { namespace, labels, selectKey: selectKeyOf({ namespace, labels }) };
+    topologyPods.set(pod, tp);
+  }
+  return tp;
+}
+
+/** Whether group `g` counts `pod`: spread groups skip pods being deleted (kube-scheduler PodTopologySpread). */
+function counts(g: TopologyGroup, pod: Pod, tp: TopologyPod): boolean {
+  if (g.kind === 'spread' && pod.metadata.deletionTimestamp) return false;
+  return g.selects(tp);
+}
+
+/**
+ * The topology groups (selector + namespaces, the scheduling core's {@link TopologyGroup}, whose selection is
+ * memoised per pod label set) that spread constraints and pod (anti-)affinity terms count with. Keep one per
+ * scheduler: per-node counts are cached on each {@link NodeInfo} by group, so a pod's PreFilter reads one
+ * number per node instead of matching every pod of the cluster.
+ */
+export class CountIndex {
+  private readonly groups = new Map<string, TopologyGroup>();
+
+  /** The group for `kind` over `selector` in `namespaces` (a fresh index past 10,000 groups). */
+  group(
+    kind: 'spread' | 'affinity',
+    selector: LabelSelector | undefined,
+    namespaces: ReadonlySet<string>,
+  ): TopologyGroup {
+    const id = `${kind}|${selectorKey(selector)}|${[...namespaces].sort().join(',')}`;
+    let g = this.groups.get(id);
+    if (!g) {
+      if (this.groups.size >= 10000) this.groups.clear();
+      g = new TopologyGroup(id, kind, '', selector, namespaces);
+      this.groups.set(id, g);
+    }
+    return g;
+  }
+}
+
+/** How many pods on node `n` group `g` selects (cached on the node info). */
+export function nodeCount(n: NodeInfo, g: TopologyGroup): number {
+  let c = n.counts.get(g);
+  if (c === undefined) {
+    c = 0;
+    for (const p of n.pods) if (counts(g, p, topologyPod(p))) c++;
+    n.counts.set(g, c);
+  }
+  return c;
 }
 
 // ---------------------------------------------------------------- selectors and terms
-
-/** Label selector plus `matchLabelKeys` (key In [pod's value]) and `mismatchLabelKeys` (NotIn). */
-function effectiveSelector(
-  sel: LabelSelector | undefined,
-  labels: Readonly<Record<string, string>>,
-  matchKeys: readonly string[] | undefined,
-  mismatchKeys?: readonly string[],
-): LabelSelector | undefined {
-  if (!sel) return undefined;
-  const extra: LabelSelectorRequirement[] = [];
-  for (const k of matchKeys ?? []) {
-    const v = labels[k];
-    if (v !== undefined) extra.push({ key: k, operator: 'In', values: [v] });
-  }
-  for (const k of mismatchKeys ?? []) {
-    const v = labels[k];
-    if (v !== undefined) extra.push({ key: k, operator: 'NotIn', values: [v] });
-  }
-  if (extra.length === 0) return sel;
-  return { ...sel, matchExpressions: [...(sel.matchExpressions ?? []), ...extra] };
-}
 
 /** Looks up a namespace's labels (for `namespaceSelector`); undefined when unknown. */
 export type NamespaceLabels = (namespace: string) => Readonly<Record<string, string>> | undefined;
@@ -188,18 +237,28 @@ interface ResolvedTerm {
   namespaces: ReadonlySet<string>;
   /** `namespaceSelector` (matched in addition to `namespaces`), `{}` = all namespaces. */
   nsSelector: LabelSelector | undefined;
+  /** The indexed group counting the term's pods (terms without `namespaceSelector`). */
+  group: TopologyGroup | undefined;
 }
 
-function resolveTerm(term: PodAffinityTerm, owner: Pod): ResolvedTerm {
+function resolveTerm(term: PodAffinityTerm, owner: Pod, index?: CountIndex): ResolvedTerm {
   const labels = owner.metadata.labels ?? {};
   const namespaces = new Set(term.namespaces ?? []);
   if (namespaces.size === 0 && !term.namespaceSelector) namespaces.add(owner.metadata.namespace ?? 'default');
-  return {
-    topologyKey: term.topologyKey,
-    selector: effectiveSelector(term.labelSelector, labels, term.matchLabelKeys, term.mismatchLabelKeys),
-    namespaces,
-    nsSelector: term.namespaceSelector,
-  };
+  const selector = selectorWithLabelKeys(
+    term.labelSelector,
+    labels,
+    term.matchLabelKeys,
+    term.mismatchLabelKeys,
+  );
+  const group = index && !term.namespaceSelector ? index.group('affinity', selector, namespaces) : undefined;
+  return { topologyKey: term.topologyKey, selector, namespaces, nsSelector: term.namespaceSelector, group };
+}
+
+/** True when some pod on `n` matches the term (indexed count when the term has a group). */
+function termMatchesOnNode(t: ResolvedTerm, n: NodeInfo, nsLabels: NamespaceLabels): boolean {
+  if (t.group) return nodeCount(n, t.group) > 0;
+  return n.pods.some((p) => termMatches(t, p, nsLabels));
 }
 
 function termMatches(t: ResolvedTerm, pod: Pod, nsLabels: NamespaceLabels): boolean {
@@ -208,64 +267,6 @@ function termMatches(t: ResolvedTerm, pod: Pod, nsLabels: NamespaceLabels): bool
   if (!nsOk && t.nsSelector) nsOk = selectorMatches(t.nsSelector, nsLabels(ns) ?? {});
   return nsOk && selectorMatches(t.selector, pod.metadata.labels ?? {});
 }
-
-/**
- * True when a node with `labels` and `name` matches one node selector term: all `matchExpressions`
- * (label requirements, Gt/Lt included) and all `matchFields` (only `metadata.name`, In/NotIn). An empty
- * term matches nothing, as in kube-scheduler.
- */
-export function nodeMatchesTerm(
-  term: NodeSelectorTerm,
-  name: string,
-  labels: Readonly<Record<string, string>>,
-): boolean {
-  const exprs = term.matchExpressions ?? [];
-  const fields = term.matchFields ?? [];
-  if (exprs.length === 0 && fields.length === 0) return false;
-  for (const e of exprs) {
-    let r: Requirement;
-    try {
-      r = Requirement.from(e);
-    } catch {
-      return false;
-    }
-    const v = labels[e.key];
-    if (v === undefined ? !r.allowsAbsent() : !r.has(v)) return false;
-  }
-  for (const f of fields) if (!fieldMatches(f, name)) return false;
-  return true;
-}
-
-function fieldMatches(f: NodeSelectorRequirement, name: string): boolean {
-  if (f.key !== 'metadata.name') return false;
-  if (f.operator === 'In') return (f.values ?? []).includes(name);
-  if (f.operator === 'NotIn') return !(f.values ?? []).includes(name);
-  return false;
-}
-
-/** kube-scheduler's NodeAffinity filter: `nodeSelector` and any required term (none = any node). */
-export function nodeMatchesPod(pod: Pod, name: string, labels: Readonly<Record<string, string>>): boolean {
-  for (const [k, v] of Object.entries(pod.spec.nodeSelector ?? {})) if (labels[k] !== v) return false;
-  const terms =
-    pod.spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms;
-  if (!terms) return true;
-  return terms.some((t) => nodeMatchesTerm(t, name, labels));
-}
-
-/** The first NoSchedule/NoExecute taint not tolerated, if any. */
-export function firstUntoleratedTaint(
-  tolerations: readonly Toleration[] | undefined,
-  taints: readonly Taint[],
-  effects: ReadonlySet<string> = HARD_EFFECTS,
-): Taint | undefined {
-  for (const t of taints) {
-    if (!effects.has(t.effect)) continue;
-    if (!tolerations?.some((tol) => toleratesTaint(tol, t))) return t;
-  }
-  return undefined;
-}
-
-const HARD_EFFECTS: ReadonlySet<string> = new Set(['NoSchedule', 'NoExecute']);
 
 // ---------------------------------------------------------------- per-pod prepared state
 
@@ -304,6 +305,7 @@ export function prepare(
   pod: Pod,
   nodes: readonly NodeInfo[],
   nsLabels: NamespaceLabels = () => undefined,
+  index: CountIndex = new CountIndex(),
 ): PodSchedulingState {
   const labels = pod.metadata.labels ?? {};
   const ns = pod.metadata.namespace ?? 'default';
@@ -318,33 +320,31 @@ export function prepare(
     affinityFirstPod: false,
   };
 
-  // PodTopologySpread (DoNotSchedule constraints only)
+  // PodTopologySpread (DoNotSchedule constraints only), counted with the indexed groups
   const constraints = (pod.spec.topologySpreadConstraints ?? []).filter(
     (c) => c.whenUnsatisfiable === 'DoNotSchedule',
   );
   if (constraints.length > 0) {
     const keys = constraints.map((c) => c.topologyKey);
-    const selectors = constraints.map((c) => effectiveSelector(c.labelSelector, labels, c.matchLabelKeys));
+    const own = new Set([ns]);
+    const groups = constraints.map((c) =>
+      index.group('spread', selectorWithLabelKeys(c.labelSelector, labels, c.matchLabelKeys), own),
+    );
+    const self = topologyPod(pod);
     const states: SpreadState[] = constraints.map((c, i) => ({
       topologyKey: c.topologyKey,
       maxSkew: c.maxSkew,
       counts: new Map(),
       minMatch: 0,
-      selfMatch: selectorMatches(selectors[i], labels) ? 1 : 0,
+      selfMatch: groups[i]!.selects(self) ? 1 : 0,
     }));
     for (const n of nodes) {
       if (!keys.every((k) => n.labels[k] !== undefined)) continue;
       constraints.forEach((c, i) => {
-        if ((c.nodeAffinityPolicy ?? 'Honor') === 'Honor' && !nodeMatchesPod(pod, n.name, n.labels)) return;
-        if (c.nodeTaintsPolicy === 'Honor' && firstUntoleratedTaint(pod.spec.tolerations, n.taints)) return;
+        if (!spreadCountsNode(c, pod.spec, n)) return;
         const st = states[i]!;
         const value = n.labels[c.topologyKey]!;
-        let count = st.counts.get(value) ?? 0;
-        for (const p of n.pods) {
-          if (p.metadata.deletionTimestamp || (p.metadata.namespace ?? 'default') !== ns) continue;
-          if (selectorMatches(selectors[i], p.metadata.labels ?? {})) count++;
-        }
-        st.counts.set(value, count);
+        st.counts.set(value, (st.counts.get(value) ?? 0) + nodeCount(n, groups[i]!));
       });
     }
     constraints.forEach((c, i) => {
@@ -358,10 +358,10 @@ export function prepare(
   // InterPodAffinity
   const aff = pod.spec.affinity;
   const ownAnti = (aff?.podAntiAffinity?.requiredDuringSchedulingIgnoredDuringExecution ?? []).map((t) =>
-    resolveTerm(t, pod),
+    resolveTerm(t, pod, index),
   );
   const ownAff = (aff?.podAffinity?.requiredDuringSchedulingIgnoredDuringExecution ?? []).map((t) =>
-    resolveTerm(t, pod),
+    resolveTerm(t, pod, index),
   );
   state.anti = ownAnti.map((t) => ({ key: t.topologyKey, values: new Set<string>() }));
   state.affinity = ownAff.map((t) => ({ key: t.topologyKey, values: new Set<string>() }));
@@ -383,18 +383,16 @@ export function prepare(
       }
     }
     if (ownAnti.length === 0 && ownAff.length === 0) continue;
-    for (const p of n.pods) {
-      ownAnti.forEach((t, i) => {
-        const v = n.labels[t.topologyKey];
-        if (v !== undefined && termMatches(t, p, nsLabels)) state.anti[i]!.values.add(v);
-      });
-      ownAff.forEach((t, i) => {
-        if (!termMatches(t, p, nsLabels)) return;
-        anyAffinityMatch = true;
-        const v = n.labels[t.topologyKey];
-        if (v !== undefined) state.affinity[i]!.values.add(v);
-      });
-    }
+    ownAnti.forEach((t, i) => {
+      const v = n.labels[t.topologyKey];
+      if (v !== undefined && termMatchesOnNode(t, n, nsLabels)) state.anti[i]!.values.add(v);
+    });
+    ownAff.forEach((t, i) => {
+      if (!termMatchesOnNode(t, n, nsLabels)) return;
+      anyAffinityMatch = true;
+      const v = n.labels[t.topologyKey];
+      if (v !== undefined) state.affinity[i]!.values.add(v);
+    });
   }
   state.affinityFirstPod =
     ownAff.length > 0 && !anyAffinityMatch && ownAff.every((t) => termMatches(t, pod, nsLabels));
@@ -411,16 +409,13 @@ export function filterNode(state: PodSchedulingState, n: NodeInfo): string[] {
   const pod = state.pod;
   const tolerations = pod.spec.tolerations;
   // NodeUnschedulable
-  if (
-    n.node.spec?.unschedulable &&
-    !tolerations?.some((t) => toleratesTaint(t, { key: TaintUnschedulable, effect: 'NoSchedule' }))
-  )
+  if (n.node.spec?.unschedulable && !toleratesKey(tolerations, TaintUnschedulable, 'NoSchedule'))
     return [Reasons.unschedulable];
   // TaintToleration
   const taint = firstUntoleratedTaint(tolerations, n.taints);
   if (taint) return [untoleratedTaintReason(taint)];
   // NodeAffinity
-  if (!nodeMatchesPod(pod, n.name, n.labels)) return [Reasons.nodeAffinity];
+  if (!nodeMatchesNodeAffinity(pod.spec, n.name, n.labels)) return [Reasons.nodeAffinity];
   // NodePorts
   if (state.ports.length > 0 && n.ports.conflict(state.ports)) return [Reasons.ports];
   // NodeResourcesFit

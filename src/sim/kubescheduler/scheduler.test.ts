@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Node, Pod } from '../../apis/core.ts';
+import { eventually } from '../../testing/eventually.ts';
 import { type SimulatedCluster, startSimulatedCluster } from '../cluster.ts';
 import { queueOrder } from './scheduler.ts';
 
@@ -36,15 +37,7 @@ function readyNode(name: string, cpu: string): Node {
   };
 }
 
-async function until<T>(fn: () => Promise<T | undefined>, what: string): Promise<T> {
-  const end = Date.now() + 15_000;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+const until = <T>(fn: () => Promise<T | undefined>, what: string) => eventually(fn, what, 15_000);
 
 const cond = (p: Pod) => p.status?.conditions?.find((c) => c.type === 'PodScheduled');
 
@@ -65,7 +58,8 @@ describe('kube-scheduler stand-in (bulk cycles)', () => {
     );
     // one status write per pod: no write loop from our own updates
     const rv = new Map(marked.map((p) => [p.metadata.name, p.metadata.resourceVersion]));
-    await new Promise((r) => setTimeout(r, 300));
+    // (also lets every pod's 1 s backoff after its first failure pass, so the node below retries them all at once)
+    await new Promise((r) => setTimeout(r, 1100));
     const again = (await client.list('Pod', { namespace: 'default' })).items;
     expect(again.filter((p) => rv.get(p.metadata.name) !== p.metadata.resourceVersion)).toEqual([]);
 

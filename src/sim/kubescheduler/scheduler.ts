@@ -30,13 +30,20 @@
  * `Unschedulable` (message "no nodes available to schedule pods") so a provisioner also starts from an
  * empty cluster. No preemption, no volume checks, no extenders, no per-pod backoff, no client QPS limit.
  */
-import type { Node, Pod } from '../../apis/core.ts';
+import type { Node, PersistentVolumeClaim, Pod } from '../../apis/core.ts';
 import { objectKey } from '../../kube/client.ts';
 import { isConflict, isNotFound } from '../../kube/errors.ts';
 import { EventRecorder } from '../../kube/events.ts';
 import type { Informer } from '../../kube/informer.ts';
 import type { ResourceRef } from '../../kube/resources.ts';
 import type { ReconcileResult } from '../../kube/workqueue.ts';
+import {
+  hasClaimVolumes,
+  type PersistentVolume,
+  podVolumeTopology,
+  type StorageClass,
+  VolumeIndex,
+} from '../../scheduling/volumetopology.ts';
 import {
   ensureIndex,
   isPodTerminal,
@@ -48,6 +55,7 @@ import {
 import {
   addPodToNodeInfo,
   buildNodeInfo,
+  CountIndex,
   filterNode,
   fitErrorMessage,
   type NodeInfo,
@@ -79,6 +87,11 @@ export class KubeSchedulerStandIn extends SimController {
   private readonly pods: Informer<'Pod'>;
   private readonly nodes: Informer<'Node'>;
   private readonly namespaces: Informer<'Namespace'>;
+  /** Claims, PersistentVolumes, StorageClasses (VolumeBinding / VolumeZone through `volumetopology.ts`). */
+  private readonly storage: Array<Informer<ResourceRef>>;
+  /** Failed scheduling attempts per pending pod, and when the last one failed (ms, clock): the pod's backoff. */
+  private readonly attempts = new Map<string, number>();
+  private readonly lastFailure = new Map<string, number>();
   private readonly names: ReadonlySet<string>;
   private readonly scoring: ScoringStrategy;
   private readonly retrySeconds: number;
@@ -90,6 +103,8 @@ export class KubeSchedulerStandIn extends SimController {
   /** Keys of pending pods with required pod affinity (retried when a pod gets bound). */
   private readonly waitingForAffinity = new Set<string>();
   private readonly nodeInfos = new Map<string, NodeInfo>();
+  /** Topology groups whose per-node counts are cached on the node infos (see `filters.ts` `CountIndex`). */
+  private readonly counts = new CountIndex();
   private readonly dirtyNodes = new Set<string>();
   /** Writes (Bindings, status updates) in flight. */
   private readonly inflight = new Set<Promise<void>>();
@@ -115,6 +130,11 @@ export class KubeSchedulerStandIn extends SimController {
     this.pods = opts.informers.informerFor('Pod');
     this.nodes = opts.informers.informerFor('Node');
     this.namespaces = opts.informers.informerFor('Namespace');
+    this.storage = [
+      opts.informers.informerFor('PersistentVolumeClaim'),
+      opts.informers.informerFor('PersistentVolume'),
+      opts.informers.informerFor('StorageClass'),
+    ] as Array<Informer<ResourceRef>>;
     ensureIndex(this.pods.cache, IndexNodeName, (p: Pod) => (p.spec?.nodeName ? [p.spec.nodeName] : []));
     this.recorder =
       opts.events === false
@@ -127,7 +147,7 @@ export class KubeSchedulerStandIn extends SimController {
   }
 
   protected informersUsed(): Array<Informer<ResourceRef>> {
-    return [this.pods, this.nodes, this.namespaces] as Array<Informer<ResourceRef>>;
+    return [this.pods, this.nodes, this.namespaces, ...this.storage] as Array<Informer<ResourceRef>>;
   }
 
   private isOurs(p: Pod): boolean {
@@ -174,6 +194,8 @@ export class KubeSchedulerStandIn extends SimController {
       delete: (p) => {
         const key = objectKey(p);
         this.pending.delete(key);
+        this.attempts.delete(key);
+        this.lastFailure.delete(key);
         this.statusWanted.delete(key);
         this.written.delete(key);
         this.waitingForAffinity.delete(key);
@@ -204,12 +226,26 @@ export class KubeSchedulerStandIn extends SimController {
         if (JSON.stringify(o.metadata?.labels) !== JSON.stringify(n.metadata?.labels)) this.retryAll();
       },
     });
-    return [offPods, offNodes, offNs];
+    const offStorage = this.storage.map((i) =>
+      i.on({ add: () => this.retryAll(), update: () => this.retryAll() }),
+    );
+    return [offPods, offNodes, offNs, ...offStorage];
   }
 
-  /** Queues every pending pod (a cycle orders them by {@link queueOrder}). */
+  /**
+   * Queues every pending pod (a cycle orders them by {@link queueOrder}). As kube-scheduler's scheduling queue, a
+   * pod that failed is moved back only once its backoff has passed (1 s doubled per failed attempt, at most 10 s:
+   * `podInitialBackoffSeconds` / `podMaxBackoffSeconds`), so a pod created by the event itself — the DaemonSet pod
+   * of a new node — is tried before pods that have been failing since before the node existed.
+   */
   private retryAll(): void {
-    for (const k of this.pending) this.queue.add(k);
+    const now = this.clock.now();
+    for (const k of this.pending) {
+      const n = this.attempts.get(k) ?? 0;
+      const until = n > 0 ? (this.lastFailure.get(k) ?? 0) + Math.min(1000 * 2 ** (n - 1), 10_000) : 0;
+      if (until > now) this.queue.addAfter(k, (until - now) / 1000);
+      else this.queue.add(k);
+    }
   }
 
   private retryAffinityWaiters(): void {
@@ -288,8 +324,14 @@ export class KubeSchedulerStandIn extends SimController {
     const nsLabels = (ns: string) => this.namespaces.cache.get(ns)?.metadata?.labels;
     const mark = (pod: Pod, reason: string, message: string, event: boolean, after?: number) => {
       if (after !== undefined) results.set(objectKey(pod), { requeueAfter: after });
+      if (reason === 'Unschedulable') {
+        const k = objectKey(pod);
+        this.attempts.set(k, (this.attempts.get(k) ?? 0) + 1);
+        this.lastFailure.set(k, this.clock.now());
+      }
       this.wantStatus(pod, reason, message, event);
     };
+    let volumes: VolumeIndex | undefined;
     for (const pod of pods) {
       const key = objectKey(pod);
       const gates = (pod.spec as { schedulingGates?: unknown[] }).schedulingGates;
@@ -297,7 +339,21 @@ export class KubeSchedulerStandIn extends SimController {
         mark(pod, 'SchedulingGated', 'Scheduling is blocked due to non-empty scheduling gates', false);
         continue;
       }
-      const state = prepare(pod, nodes, nsLabels);
+      let withVolumes = pod;
+      if (hasClaimVolumes(pod)) {
+        volumes ??= new VolumeIndex({
+          persistentVolumeClaims: this.storage[0]!.cache.list() as PersistentVolumeClaim[],
+          persistentVolumes: this.storage[1]!.cache.list() as PersistentVolume[],
+          storageClasses: this.storage[2]!.cache.list() as StorageClass[],
+        });
+        const v = podVolumeTopology(pod, volumes);
+        if ('problem' in v) {
+          mark(pod, 'Unschedulable', v.problem, true, this.retrySeconds);
+          continue;
+        }
+        withVolumes = v.pod;
+      }
+      const state = prepare(withVolumes, nodes, nsLabels, this.counts);
       const feasible: NodeInfo[] = [];
       const reasons = new Map<string, number>();
       for (const n of nodes) {
@@ -314,6 +370,8 @@ export class KubeSchedulerStandIn extends SimController {
       const bound: Pod = { ...pod, spec: { ...pod.spec, nodeName: target } };
       this.assumed.set(key, bound);
       this.pending.delete(key);
+      this.attempts.delete(key);
+      this.lastFailure.delete(key);
       this.waitingForAffinity.delete(key);
       const info = this.nodeInfos.get(target);
       if (info) addPodToNodeInfo(info, bound, state.requests);

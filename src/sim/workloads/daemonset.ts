@@ -13,13 +13,16 @@
  * eligible are deleted, failed pods are replaced, duplicates removed. Status: desired/current/ready/
  * available/misscheduled/updated counts. Not simulated: rolling updates of existing pods, surge, backoff.
  */
-import type { DaemonSet, Node, Pod, Toleration } from '../../apis/core.ts';
-import { daemonPodTolerations } from '../../apis/daemonset.ts';
+import type { DaemonSet, Node, Pod } from '../../apis/core.ts';
 import { objectKey } from '../../kube/client.ts';
 import type { Informer } from '../../kube/informer.ts';
 import type { ResourceRef } from '../../kube/resources.ts';
 import type { ReconcileResult } from '../../kube/workqueue.ts';
-import { firstUntoleratedTaint, nodeMatchesPod } from '../kubescheduler/filters.ts';
+import {
+  type DaemonNodeFit,
+  daemonSetNodeFit,
+  daemonSetPodTolerations,
+} from '../../scheduling/predicates.ts';
 import {
   changedFields,
   controllerOwnerRef,
@@ -34,33 +37,17 @@ import { PodOwnerController, settleAll } from './podowner.ts';
 
 export { daemonPodTolerations } from '../../apis/daemonset.ts';
 
-/** Template tolerations plus the DaemonSet ones (missing ones appended). */
-function withDaemonTolerations(ds: DaemonSet): Toleration[] {
-  const own = [...(ds.spec.template.spec.tolerations ?? [])];
-  const seen = new Set(own.map((t) => stableStringify(t)));
-  for (const t of daemonPodTolerations(ds.spec.template.spec.hostNetwork === true))
-    if (!seen.has(stableStringify(t))) own.push(t);
-  return own;
-}
-
-const NO_EXECUTE: ReadonlySet<string> = new Set(['NoExecute']);
-
 /**
  * Whether a DaemonSet should have a pod on `node` (`shouldRun`: new pods may be created) and whether an
- * existing pod may stay (`shouldContinue`), as `NodeShouldRunDaemonPod` decides.
+ * existing pod may stay (`shouldContinue`), as `NodeShouldRunDaemonPod` decides: the shared predicate
+ * `scheduling/predicates.ts` `daemonSetNodeFit` on the node's labels and taints as they are.
  */
-export function daemonNodeFit(ds: DaemonSet, node: Node): { shouldRun: boolean; shouldContinue: boolean } {
-  const probe: Pod = {
-    metadata: {},
-    spec: { ...ds.spec.template.spec, tolerations: withDaemonTolerations(ds) },
-  };
-  const name = node.metadata.name ?? '';
-  if (!nodeMatchesPod(probe, name, node.metadata.labels ?? {}))
-    return { shouldRun: false, shouldContinue: false };
-  const taints = node.spec?.taints ?? [];
-  const shouldContinue = !firstUntoleratedTaint(probe.spec.tolerations, taints, NO_EXECUTE);
-  const shouldRun = shouldContinue && !firstUntoleratedTaint(probe.spec.tolerations, taints);
-  return { shouldRun, shouldContinue };
+export function daemonNodeFit(ds: DaemonSet, node: Node): DaemonNodeFit {
+  return daemonSetNodeFit(ds.spec.template.spec, {
+    name: node.metadata.name ?? '',
+    labels: node.metadata.labels ?? {},
+    taints: node.spec?.taints ?? [],
+  });
 }
 
 /** The node a DaemonSet pod is for: `spec.nodeName`, else the `matchFields metadata.name In [x]` value. */
@@ -153,7 +140,7 @@ export class DaemonSetController extends PodOwnerController<'DaemonSet'> {
 
     const owner = controllerOwnerRef(ds, 'apps/v1', 'DaemonSet');
     const hash = podTemplateHash(ds.spec.template);
-    const tolerations = withDaemonTolerations(ds);
+    const tolerations = daemonSetPodTolerations(ds.spec.template.spec);
     const writes = [
       ...toCreate.map((node) => {
         const pod = podFromTemplate(ds.spec.template, {

@@ -18,7 +18,9 @@ import { getInstanceTypes } from '../../../src/cloudprovider/aws/catalog/index.t
 import type { InstanceType } from '../../../src/cloudprovider/types.ts';
 import type { DisruptionPass } from '../../../src/controllers/disruption/controller.ts';
 import { NodePoolHashVersion, nodePoolHash } from '../../../src/controllers/nodepool/hash.ts';
+import { worstLaunchPrice } from '../../../src/disruption/consolidation.ts';
 import { type Command, computeDisruption, type DisruptionInput } from '../../../src/disruption/index.ts';
+import { Requirements } from '../../../src/scheduling/requirements.ts';
 import { parseYaml as parseDocs, startEnv } from './harness.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -219,6 +221,14 @@ describe('disruption cases: controller and pure core choose the same first comma
           const types = ctlCmd.replacements[0]!.instanceTypeOptions.map((t) => t.name);
           if (want.replacementTypesAllIn)
             for (const t of types) expect(want.replacementTypesAllIn).toContain(t);
+          if (want.replacementCheaperThanUSDPerHour !== undefined) {
+            const reqs = Requirements.fromNodeSelector(ctlCmd.replacements[0]!.requirements);
+            for (const t of ctlCmd.replacements[0]!.instanceTypeOptions)
+              expect(worstLaunchPrice(t, reqs), t.name).toBeLessThan(want.replacementCheaperThanUSDPerHour);
+          }
+          // upstream's flexible on-demand replacement (the default): a pricier fallback that still saves
+          if (c.id === 'underutilized-node-replaced-by-cheaper')
+            expect(types).toEqual(['m5.large', 'm5.xlarge']);
         }
         if (want.decision === 'none') {
           const blocked = pass.result.blocked.map((b) => b.reason).join('; ');

@@ -34,6 +34,11 @@ const price = (type: string): number => {
 };
 
 const BUDGET = 2;
+/**
+ * Largest node size (vCPU) the NodePool allows: 200 pods × 500m need at least 4 such nodes however the batcher
+ * happens to split the Deployment's pods (one batch of 200 would otherwise fit one c6a.32xlarge).
+ */
+const MAX_CPU = 32;
 let env: Env;
 const watches: WatchHandle[] = [];
 /** Max simultaneously disrupting (tainted karpenter.sh/disrupted or deleting) nodes ever seen. */
@@ -112,7 +117,7 @@ afterAll(async () => {
 
 describe('consolidation through the disruption controller', () => {
   it('consolidates a Deployment scaled 200 → 20 to within 15% of a from-scratch plan, within budget', async () => {
-    await env.apply(poolYaml({ budgets: `[{nodes: "${BUDGET}"}]` }));
+    await env.apply(poolYaml({ budgets: `[{nodes: "${BUDGET}"}]`, maxCpu: MAX_CPU }));
     await env.apply(deploymentYaml('web', 200, '500m', '512Mi'));
     await env.until(
       async () => (await livePods(env.client)).filter((p) => p.status?.phase === 'Running').length === 200,
@@ -126,7 +131,9 @@ describe('consolidation through the disruption controller', () => {
     await env.client.patch('Deployment', 'web', 'default', { spec: { replicas: 20 } }, { type: 'merge' });
 
     // the same NodePool and 20 replicas from scratch, on the EC2NodeClass the simulator knows (same catalog)
-    const scratch = parseYaml(`${poolYaml()}---\n${deploymentYaml('web', 20, '500m', '512Mi')}`)
+    const scratch = parseYaml(
+      `${poolYaml({ maxCpu: MAX_CPU })}---\n${deploymentYaml('web', 20, '500m', '512Mi')}`,
+    )
       .filter((o) => o.kind !== 'KWOKNodeClass')
       .map((o) => {
         if (o.kind !== 'NodePool') return o;

@@ -177,6 +177,8 @@ export function poolYaml(
     labels?: string;
     expireAfter?: string;
     terminationGracePeriod?: string;
+    /** Largest instance size allowed (vCPU): adds `karpenter.k8s.aws/instance-cpu Lt maxCpu+1`. */
+    maxCpu?: number;
   } = {},
 ): string {
   return `apiVersion: karpenter.kwok.sh/v1alpha1
@@ -199,7 +201,7 @@ ${o.terminationGracePeriod ? `      terminationGracePeriod: ${o.terminationGrace
         - {key: kubernetes.io/arch, operator: In, values: [amd64]}
         - {key: karpenter.k8s.aws/instance-category, operator: In, values: [c, m, r]}
         - {key: karpenter.k8s.aws/instance-generation, operator: Gt, values: ["4"]}
-  disruption:
+${o.maxCpu ? `        - {key: karpenter.k8s.aws/instance-cpu, operator: Lt, values: ["${o.maxCpu + 1}"]}\n` : ''}  disruption:
     consolidationPolicy: ${o.policy ?? 'WhenEmptyOrUnderutilized'}
     consolidateAfter: ${o.consolidateAfter ?? '0s'}
     budgets: ${o.budgets ?? '[{nodes: "10%"}]'}

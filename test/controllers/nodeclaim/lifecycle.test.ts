@@ -4,36 +4,19 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { NodeClaim } from '../../../src/apis/karpenter.ts';
+import { RecordingCloudProvider } from '../../../src/cloudprovider/testing.ts';
 import { NodeTerminationController } from '../../../src/controllers/node/termination/controller.ts';
 import { NodeClaimGarbageCollectionController } from '../../../src/controllers/nodeclaim/garbagecollection/controller.ts';
 import { NodeClaimLifecycleController } from '../../../src/controllers/nodeclaim/lifecycle/controller.ts';
 import { startTestEnv, type TestEnv, testNodeClaim } from '../../../src/controllers/nodeclaim/testing.ts';
 import { SharedInformers } from '../../../src/kube/informer.ts';
 import { silentLogger } from '../../../src/operator/logger.ts';
+import { eventually } from '../../../src/testing/eventually.ts';
 
 let env: TestEnv;
 const ac = new AbortController();
 let running: Promise<unknown>;
 let ticker: NodeJS.Timeout;
-
-async function eventually<T>(
-  fn: () => Promise<T | undefined | false>,
-  what: string,
-  ms = 10_000,
-): Promise<T> {
-  const end = Date.now() + ms;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 const cond = (nc: NodeClaim | undefined, t: string) => nc?.status?.conditions?.find((c) => c.type === t);
 
@@ -157,8 +140,9 @@ describe('NodeClaim lifecycle (integration)', () => {
     }, 'gc NodeClaim registered');
     // the instance disappears from the cloud API while its Node object stays (NotReady), as on a real cloud
     const vanished = nc.status?.providerID as string;
-    const cloud = Object.create(env.provider) as typeof env.provider;
-    cloud.list = async () => (await env.provider.list()).filter((i) => i.status?.providerID !== vanished);
+    const cloud = new RecordingCloudProvider(env.provider).answer('list', async () =>
+      (await env.provider.list()).filter((i) => i.status?.providerID !== vanished),
+    );
     const gcView = new NodeClaimGarbageCollectionController({
       client: env.client,
       cloudProvider: cloud,

@@ -1,31 +1,20 @@
 /** Integration: the NodePool and NodeClass status controllers against the embedded API server. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { crdObjects } from '../../../src/apis/crds.ts';
 import type { NodePool } from '../../../src/apis/karpenter.ts';
 import { startTestEnv, type TestEnv } from '../../../src/controllers/nodeclaim/testing.ts';
 import { NodePoolController } from '../../../src/controllers/nodepool/controller.ts';
 import { NodePoolHashVersion, nodePoolHash } from '../../../src/controllers/nodepool/hash.ts';
 import { NodeClassStatusController } from '../../../src/controllers/nodepool/nodeclass.ts';
+import { staticDrift } from '../../../src/disruption/drift-reason.ts';
 import { SharedInformers } from '../../../src/kube/informer.ts';
 import { silentLogger } from '../../../src/operator/logger.ts';
+import { eventually } from '../../../src/testing/eventually.ts';
 
 let env: TestEnv;
 const ac = new AbortController();
 let running: Promise<unknown>;
 let ticker: NodeJS.Timeout;
-
-async function eventually<T>(
-  fn: () => Promise<T | undefined | false>,
-  what: string,
-  ms = 10_000,
-): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn().catch(() => undefined);
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 function nodePool(name: string, nodeClass: string, key = 'karpenter.sh/capacity-type'): NodePool {
   return {
@@ -113,7 +102,52 @@ describe('NodePool controller (integration)', () => {
     expect(nc.metadata.annotations?.['karpenter.sh/nodepool-hash']).toBe(nodePoolHash(np));
   });
 
+  it('after a switch from upstream Karpenter: NodeClaims stamped v3 by upstream are re-stamped, never drifted', async () => {
+    // exactly as upstream v1.x stamps them: its own FNV hash number under its hash version "v3"
+    const upstream = {
+      'karpenter.sh/nodepool-hash': '6821555240594823938',
+      'karpenter.sh/nodepool-hash-version': 'v3',
+    };
+    const np = nodePool('migrated', 'default');
+    np.metadata.annotations = { ...upstream };
+    const nc = {
+      apiVersion: 'karpenter.sh/v1',
+      kind: 'NodeClaim',
+      metadata: {
+        name: 'migrated-abcde',
+        labels: { 'karpenter.sh/nodepool': 'migrated' },
+        annotations: { ...upstream },
+      },
+      spec: {
+        nodeClassRef: { group: 'karpenter.kwok.sh', kind: 'KWOKNodeClass', name: 'default' },
+        requirements: [],
+      },
+    };
+    // before the controller runs, the drift check compares upstream's numbers with each other: not drifted
+    expect(staticDrift({ nodeClaim: nc } as never, np)).toBeUndefined();
+    expect(NodePoolHashVersion).not.toBe('v3');
+    await env.client.create(nc);
+    await env.client.create(np);
+    const claim = await eventually(async () => {
+      const x = await env.client.get('NodeClaim', 'migrated-abcde');
+      return x.metadata.annotations?.['karpenter.sh/nodepool-hash-version'] === NodePoolHashVersion && x;
+    }, 'NodeClaim re-stamped with capenter hash version');
+    const pool = await eventually(async () => {
+      const x = await env.client.get('NodePool', 'migrated');
+      return x.metadata.annotations?.['karpenter.sh/nodepool-hash-version'] === NodePoolHashVersion && x;
+    }, 'NodePool stamped with capenter hash version');
+    expect(claim.metadata.annotations?.['karpenter.sh/nodepool-hash']).toBe(nodePoolHash(pool));
+    expect(pool.metadata.annotations?.['karpenter.sh/nodepool-hash']).toBe(nodePoolHash(pool));
+    expect(staticDrift({ nodeClaim: claim } as never, pool)).toBeUndefined();
+  });
+
   it('an invalid NodePool gets Ready=False with the message and a Warning Event; the controller keeps running', async () => {
+    // an API server that does not enforce the CRD's CEL rules (older clusters; what runtime validation is
+    // for): the NodePool CRD is served without its x-kubernetes-validations
+    const crd = crdObjects()['karpenter.sh_nodepools.yaml']!;
+    env.cluster.installCRD(
+      JSON.parse(JSON.stringify(crd), (k, v) => (k === 'x-kubernetes-validations' ? undefined : v)),
+    );
     await env.client.create(nodePool('bad', 'default', 'karpenter.sh/custom'));
     const np = await eventually(async () => {
       const x = await env.client.get('NodePool', 'bad');

@@ -43,16 +43,7 @@ export interface Env {
   stop(): Promise<void>;
 }
 
-/** Polls `fn` (real time) until truthy; throws naming `what` after `timeoutMs`. */
-export async function eventually<T>(fn: () => T | Promise<T>, what: string, timeoutMs = 10_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+export { eventually } from '../../../src/testing/eventually.ts';
 
 /** Starts the environment with KWOKNodeClass `default` (Ready). */
 export async function startEnv(): Promise<Env> {

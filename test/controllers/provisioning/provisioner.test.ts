@@ -159,6 +159,21 @@ describe('provisioner (embedded API server, kwok provider)', () => {
     expect(res2.created).toHaveLength(1);
   });
 
+  it('limits.nodes holds across concurrent batches: two provision() calls at once create at most 2 NodeClaims', async () => {
+    env = await startEnv();
+    const { client } = env;
+    await createNodePool(client, testNodePool('two', { limits: { nodes: '2' } }));
+    // big pods: each needs a node of its own
+    for (let i = 0; i < 4; i++)
+      await createPendingPod(client, pendingPod(`n-${i}`, { cpu: '6', memory: '1Gi' }));
+    const p = await env.startProcess();
+    await podsSeen(p.cluster, 4);
+    const [a, b] = await Promise.all([p.provisioner.provision(), p.provisioner.provision()]);
+    expect(a.created.length + b.created.length).toBe(2);
+    expect(await listNodeClaims(client)).toHaveLength(2);
+    expect(p.cluster.nodePoolUsage().two!.nodes).toBe(2);
+  });
+
   it('holds NodePool limits across two batches and reports the pods that do not fit', async () => {
     env = await startEnv();
     const { client } = env;

@@ -113,7 +113,13 @@ async function pdb(name: string, app: string, spec: Record<string, unknown>): Pr
   await env.cluster.store.settle();
 }
 
-const podNames = async (node: string): Promise<string[]> =>
+/** The kubelet stops the pods being deleted on `node`; then the names of the pods still bound there. */
+const podNames = async (node: string): Promise<string[]> => {
+  await env.finishTerminating(node);
+  return podsOn(node);
+};
+
+const podsOn = async (node: string): Promise<string[]> =>
   (await env.client.list('Pod', { namespace: NS })).items
     .filter((p) => p.spec.nodeName === node)
     .map((p) => p.metadata.name as string)
@@ -133,6 +139,7 @@ async function deleteNodeClaim(name: string): Promise<number | undefined> {
 /** Reconciles the Node until it is gone (finalizer removed), at most `passes` times; returns the passes used. */
 async function finish(name: string, passes = 6): Promise<number> {
   for (let i = 1; i <= passes; i++) {
+    await env.finishTerminating(name);
     await ctl.reconcile(name);
     if (!(await env.client.tryGet('Node', name))) return i;
   }

@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
@@ -238,15 +238,13 @@ describe('resolveAMIFamily', () => {
   });
 });
 
-/** Runs every `allocatable` expectation of the shared scenario cases when `../shared` is present (CI has it). */
-const casesDir = join(import.meta.dirname, '..', '..', '..', '..', '..', 'shared', 'cases');
-describe.skipIf(!existsSync(casesDir))('shared cases with allocatable expectations', () => {
-  const cases = existsSync(casesDir)
-    ? readdirSync(casesDir)
-        .filter((f) => f.endsWith('.yaml') && f !== 'README.md')
-        .map((f) => parse(readFileSync(join(casesDir, f), 'utf8')) as Record<string, unknown>)
-        .filter((c) => (c.expect as Record<string, unknown> | undefined)?.allocatable !== undefined)
-    : [];
+/** Runs every `allocatable` expectation of the scenario cases (`test/cases`, vendored from `../shared/cases`). */
+const casesDir = join(import.meta.dirname, '..', '..', '..', '..', 'test', 'cases');
+describe('shared cases with allocatable expectations', () => {
+  const cases = readdirSync(casesDir)
+    .filter((f) => f.endsWith('.yaml') && f !== 'README.md')
+    .map((f) => parse(readFileSync(join(casesDir, f), 'utf8')) as Record<string, unknown>)
+    .filter((c) => (c.expect as Record<string, unknown> | undefined)?.allocatable !== undefined);
   it('finds the catalog case and the kubelet case', () => {
     const ids = cases.map((c) => c.id);
     expect(ids).toContain('catalog-allocatable-al2023');

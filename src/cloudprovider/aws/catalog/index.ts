@@ -8,7 +8,13 @@
  */
 import type { EC2NodeClass } from '../../../apis/karpenter.ts';
 import type { InstanceType, Offering } from '../../types.ts';
-import { type AMIFamily, amiFamilyTraits, computeAllocatable, resolveAMIFamily } from './allocatable.ts';
+import {
+  type AllocatableOptions,
+  type AMIFamily,
+  amiFamilyTraits,
+  computeAllocatable,
+  resolveAMIFamily,
+} from './allocatable.ts';
 import { type InstanceTypeSpec, loadCatalogData } from './data.ts';
 import { computeLabels } from './labels.ts';
 
@@ -247,6 +253,56 @@ function familyLabels(family: AMIFamily, spec: InstanceTypeSpec): Readonly<Recor
   return l;
 }
 
+/**
+ * The {@link AllocatableOptions} of an EC2NodeClass under an AMI family: its kubelet, blockDeviceMappings and
+ * instanceStorePolicy, plus the operator's `vmMemoryOverheadPercent` / `reservedENIs` when given (defaults 0.075 / 0).
+ * Shared by the embedded catalog and the aws provider so both compute allocatable the same way.
+ */
+export function allocatableOptionsFor(
+  nodeClass: EC2NodeClass | undefined,
+  family: AMIFamily,
+  operator: { vmMemoryOverheadPercent?: number; reservedENIs?: number } = {},
+): AllocatableOptions {
+  const spec = nodeClass?.spec;
+  return {
+    amiFamily: family,
+    ...(spec?.kubelet ? { kubelet: spec.kubelet } : {}),
+    ...(spec?.blockDeviceMappings ? { blockDeviceMappings: spec.blockDeviceMappings } : {}),
+    ...(spec?.instanceStorePolicy ? { instanceStorePolicy: spec.instanceStorePolicy } : {}),
+    ...(operator.vmMemoryOverheadPercent !== undefined
+      ? { vmMemoryOverheadPercent: operator.vmMemoryOverheadPercent }
+      : {}),
+    ...(operator.reservedENIs !== undefined ? { reservedENIs: operator.reservedENIs } : {}),
+  };
+}
+
+/**
+ * One frozen {@link InstanceType} from a spec: labels (given, or {@link computeLabels} for the options' AMI family),
+ * capacity/overhead/allocatable by {@link computeAllocatable}, and the given offerings (not copied).
+ * The one place the catalog and the aws provider turn a spec into an instance type.
+ * @throws InvalidNodeClassValueError naming the EC2NodeClass field whose quantity/percentage is invalid.
+ */
+export function buildInstanceType(
+  spec: InstanceTypeSpec,
+  opts: AllocatableOptions,
+  offerings: Offering[],
+  labels?: Readonly<Record<string, string>>,
+): InstanceType {
+  const { capacity, overhead, allocatable } = computeAllocatable(spec, opts);
+  return Object.freeze({
+    name: spec.name,
+    labels: labels ?? Object.freeze(computeLabels(spec, amiFamilyTraits(opts.amiFamily ?? 'AL2023'))),
+    capacity: Object.freeze(capacity),
+    overhead: Object.freeze({
+      kubeReserved: Object.freeze(overhead.kubeReserved),
+      systemReserved: Object.freeze(overhead.systemReserved),
+      evictionThreshold: Object.freeze(overhead.evictionThreshold),
+    }),
+    allocatable: Object.freeze(allocatable),
+    offerings,
+  });
+}
+
 function build(
   region: SupportedRegion,
   family: AMIFamily,
@@ -268,13 +324,7 @@ function build(
       '(priceSource "spot-estimate"); types the advisor does not list have no spot offering.',
   );
 
-  const spec_ = nodeClass?.spec;
-  const opts = {
-    amiFamily: family,
-    ...(spec_?.kubelet ? { kubelet: spec_.kubelet } : {}),
-    ...(spec_?.blockDeviceMappings ? { blockDeviceMappings: spec_.blockDeviceMappings } : {}),
-    ...(spec_?.instanceStorePolicy ? { instanceStorePolicy: spec_.instanceStorePolicy } : {}),
-  };
+  const opts = allocatableOptionsFor(nodeClass, family);
   const out: InstanceType[] = [];
   const unpriced: string[] = [];
   let windowsArm = 0;
@@ -286,22 +336,8 @@ function build(
       continue;
     }
     if (offerings.length === 0) unpriced.push(spec.name);
-    const { capacity, overhead, allocatable } = computeAllocatable(spec, opts);
-    out.push(
-      Object.freeze({
-        name: spec.name,
-        labels: familyLabels(family, spec),
-        capacity: Object.freeze(capacity),
-        overhead: Object.freeze({
-          kubeReserved: Object.freeze(overhead.kubeReserved),
-          systemReserved: Object.freeze(overhead.systemReserved),
-          evictionThreshold: Object.freeze(overhead.evictionThreshold),
-        }),
-        allocatable: Object.freeze(allocatable),
-        // Shared, frozen per region; the contract type is mutable-looking, callers copy before changing.
-        offerings: offerings as Offering[],
-      }),
-    );
+    // Offerings are shared, frozen per region; the contract type is mutable-looking, callers copy before changing.
+    out.push(buildInstanceType(spec, opts, offerings as Offering[], familyLabels(family, spec)));
   }
   if (windowsArm > 0) {
     notices.push(`${windowsArm} arm64 instance types are left out: ${family} nodes run on amd64 only.`);

@@ -56,13 +56,17 @@ describe('NodeTerminationController', () => {
     const node = await env.client.get('Node', 'term-1');
     expect(node.spec?.unschedulable).toBe(true);
     expect(node.spec?.taints).toContainEqual({ key: 'karpenter.sh/disrupted', effect: 'NoSchedule' });
-    expect(await env.client.tryGet('Pod', 'app', 'w')).toBeUndefined();
-    expect(await env.client.tryGet('Pod', 'ds', 'w')).toBeDefined();
+    // evicted: terminating until its kubelet stops it
+    expect((await env.client.get('Pod', 'app', 'w')).metadata.deletionTimestamp).toBeDefined();
+    expect((await env.client.get('Pod', 'ds', 'w')).metadata.deletionTimestamp).toBeUndefined();
     const deleting = await env.client.get('NodeClaim', 'term-1');
     expect(deleting.metadata.deletionTimestamp).toBeDefined();
-    // second tier: the DaemonSet pod
+    // second tier once the first is terminating (upstream evicts only pods not yet terminating): the DaemonSet pod
     expect(await ctl.reconcile('term-1')).toEqual({ requeueAfter: 1 });
-    expect(await env.client.tryGet('Pod', 'ds', 'w')).toBeUndefined();
+    expect((await env.client.get('Pod', 'ds', 'w')).metadata.deletionTimestamp).toBeDefined();
+    // the drain waits for both to stop
+    expect(await ctl.reconcile('term-1')).toEqual({ requeueAfter: 1 });
+    expect(await env.finishTerminating('term-1')).toEqual(['app', 'ds']);
     // drained: the instance is asked to terminate
     expect(await ctl.reconcile('term-1')).toEqual({ requeueAfter: 5 });
     expect(

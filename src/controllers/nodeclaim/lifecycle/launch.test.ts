@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { NodeClaim } from '../../../apis/karpenter.ts';
+import { RecordingCloudProvider } from '../../../cloudprovider/testing.ts';
 import { CreateError } from '../../../cloudprovider/types.ts';
 import { startTestEnv, type TestEnv, testNodeClaim } from '../testing.ts';
 import { nodeClaimConditions } from './context.ts';
@@ -68,17 +69,16 @@ describe('Launch', () => {
   });
 
   it('copies a CreateError reason into Launched=False and throws', async () => {
-    const ctx = {
-      ...env.ctx,
-      cloudProvider: {
-        ...env.ctx.cloudProvider,
-        create: async () => {
-          throw new CreateError('no AMI', 'AMINotFound', 'no AMI matches amiSelectorTerms');
-        },
-      },
-    };
+    const cloud = new RecordingCloudProvider(env.ctx.cloudProvider).fail(
+      'create',
+      new CreateError('no AMI', 'AMINotFound', 'no AMI matches amiSelectorTerms'),
+    );
+    const ctx = { ...env.ctx, cloudProvider: cloud };
     const nc = await create(testNodeClaim('launch-createerr'));
     await expect(new Launch(ctx).reconcile(nc)).rejects.toThrow(/creating nodeclaim, no AMI/);
+    expect(cloud.callsOf('create').map((c) => [(c.arg as typeof nc).metadata.name, c.outcome])).toEqual([
+      ['launch-createerr', 'CreateError'],
+    ]);
     expect(nodeClaimConditions(nc, env.clock).get('Launched')).toMatchObject({
       status: 'False',
       reason: 'AMINotFound',

@@ -1,0 +1,127 @@
+import { describe, expect, it } from 'vitest';
+import type { EC2NodeClass } from '../../apis/karpenter.ts';
+import { Batcher } from './batcher.ts';
+import {
+  blockDeviceMappings,
+  type LaunchTemplateOptions,
+  launchTemplateName,
+  metadataOptions,
+} from './launchtemplates.ts';
+
+function nodeClass(spec: Partial<EC2NodeClass['spec']> = {}): EC2NodeClass {
+  return { apiVersion: 'karpenter.k8s.aws/v1', kind: 'EC2NodeClass', metadata: { name: 'c' }, spec };
+}
+
+const opts: LaunchTemplateOptions = {
+  clusterName: 'test-cluster',
+  nodeClassName: 'default',
+  amiID: 'ami-1',
+  userData: 'x',
+  securityGroupIDs: ['sg-1'],
+  instanceProfile: 'p',
+  blockDeviceMappings: [],
+  metadataOptions: metadataOptions(nodeClass()),
+  tags: {},
+};
+
+describe('launch template options', () => {
+  it('names are karpenter.k8s.aws/<64-bit hash>, stable for equal options and different otherwise', () => {
+    const a = launchTemplateName(opts);
+    expect(a).toMatch(/^karpenter\.k8s\.aws\/\d+$/);
+    expect(launchTemplateName({ ...opts, tags: {} })).toBe(a);
+    expect(launchTemplateName({ ...opts, amiID: 'ami-2' })).not.toBe(a);
+    expect(launchTemplateName({ ...opts, userData: 'y' })).not.toBe(a);
+  });
+
+  it('block devices: family defaults, or the class mappings in GiB with gp3/encrypted defaults', () => {
+    expect(blockDeviceMappings(nodeClass(), 'AL2023')).toEqual([
+      {
+        DeviceName: '/dev/xvda',
+        Ebs: { VolumeSize: 20, VolumeType: 'gp3', Encrypted: true, DeleteOnTermination: true },
+      },
+    ]);
+    expect(
+      blockDeviceMappings(nodeClass(), 'Bottlerocket').map((b) => [b.DeviceName, b.Ebs?.VolumeSize]),
+    ).toEqual([
+      ['/dev/xvda', 4],
+      ['/dev/xvdb', 20],
+    ]);
+    expect(blockDeviceMappings(nodeClass(), 'Custom')).toEqual([]);
+    const custom = nodeClass({
+      blockDeviceMappings: [
+        {
+          deviceName: '/dev/xvda',
+          rootVolume: true,
+          ebs: { volumeSize: '100Gi', volumeType: 'io2', iops: 3000 } as never,
+        },
+      ],
+    });
+    expect(blockDeviceMappings(custom, 'AL2023')).toEqual([
+      {
+        DeviceName: '/dev/xvda',
+        Ebs: { VolumeSize: 100, VolumeType: 'io2', Encrypted: true, DeleteOnTermination: true, Iops: 3000 },
+      },
+    ]);
+    expect(() =>
+      blockDeviceMappings(nodeClass({ blockDeviceMappings: [{ ebs: { volumeSize: 'lots' } }] }), 'AL2023'),
+    ).toThrow(
+      'EC2NodeClass c spec.blockDeviceMappings[0].ebs.volumeSize "lots" is not a quantity (e.g. "20Gi")',
+    );
+  });
+
+  it('IMDS options default to upstream (tokens required, hop limit 1)', () => {
+    expect(metadataOptions(nodeClass())).toEqual({
+      HttpEndpoint: 'enabled',
+      HttpProtocolIpv6: 'disabled',
+      HttpPutResponseHopLimit: 1,
+      HttpTokens: 'required',
+    });
+    expect(
+      metadataOptions(nodeClass({ metadataOptions: { httpPutResponseHopLimit: 2, httpTokens: 'optional' } })),
+    ).toMatchObject({
+      HttpPutResponseHopLimit: 2,
+      HttpTokens: 'optional',
+    });
+  });
+});
+
+describe('Batcher', () => {
+  it('merges concurrent requests with the same key into one call and keeps results in order', async () => {
+    const calls: string[][] = [];
+    const b = new Batcher<string, string>({
+      key: (i) => i[0]!,
+      exec: async (inputs) => {
+        calls.push(inputs);
+        return inputs.map((i) => (i === 'a-bad' ? new Error('bad') : i.toUpperCase()));
+      },
+      idleMs: 5,
+      maxMs: 1000,
+      maxItems: 100,
+    });
+    const results = await Promise.allSettled(['a1', 'a2', 'b1', 'a-bad'].map((i) => b.add(i)));
+    expect(results.map((r) => (r.status === 'fulfilled' ? r.value : (r.reason as Error).message))).toEqual([
+      'A1',
+      'A2',
+      'B1',
+      'bad',
+    ]);
+    expect(calls.sort()).toEqual([['a1', 'a2', 'a-bad'], ['b1']]);
+    expect(b.batches).toBe(2);
+  });
+
+  it('sends a full batch at once', async () => {
+    let n = 0;
+    const b = new Batcher<number, number>({
+      key: () => 'k',
+      exec: async (xs) => {
+        n++;
+        return xs;
+      },
+      idleMs: 60_000,
+      maxMs: 60_000,
+      maxItems: 2,
+    });
+    expect(await Promise.all([b.add(1), b.add(2)])).toEqual([1, 2]);
+    expect(n).toBe(1);
+  });
+});

@@ -1,0 +1,315 @@
+/**
+ * Launch templates of the aws provider: one per distinct set of launch options (AMI × user data × security groups
+ * × instance profile × block devices × metadata options × tags), named `karpenter.k8s.aws/<hash of the options>`
+ * and tagged `karpenter.k8s.aws/cluster=<cluster>`, `karpenter.k8s.aws/ec2nodeclass=<class>` (upstream
+ * `pkg/providers/launchtemplate/launchtemplate.go`). Reused while cached; templates of this cluster that no launch
+ * used for `ttlSeconds` are deleted by {@link LaunchTemplates.garbageCollect}, and all templates of a deleted
+ * EC2NodeClass by {@link LaunchTemplates.deleteForNodeClass}.
+ */
+import { createHash } from 'node:crypto';
+import {
+  CreateLaunchTemplateCommand,
+  DeleteLaunchTemplateCommand,
+  DescribeLaunchTemplatesCommand,
+  type EC2Client,
+  type LaunchTemplateBlockDeviceMappingRequest,
+  type RequestLaunchTemplateData,
+  type VolumeType,
+} from '@aws-sdk/client-ec2';
+import type { BlockDeviceMapping, EC2NodeClass } from '../../apis/karpenter.ts';
+import { parseResource } from '../../apis/quantity.ts';
+import type { NowClock } from '../offerings.ts';
+import type { AMIFamily } from './catalog/index.ts';
+import { awsErrorCode, isAwsNotFound, withThrottleRetry } from './retry.ts';
+
+/** Tag key naming the cluster on launch templates (upstream `v1.LabelClusterTagKey`... `karpenter.k8s.aws/cluster`). */
+export const TagLaunchTemplateCluster = 'karpenter.k8s.aws/cluster';
+/** Tag key naming the EC2NodeClass (also a node label). */
+export const TagNodeClass = 'karpenter.k8s.aws/ec2nodeclass';
+/** Launch template name prefix. */
+export const LaunchTemplateNamePrefix = 'karpenter.k8s.aws/';
+
+/** The options one launch template is built from. */
+export interface LaunchTemplateOptions {
+  clusterName: string;
+  nodeClassName: string;
+  amiID: string;
+  /** Plain text (base64-encoded into the template). Carries join credentials: never logged. */
+  userData: string;
+  securityGroupIDs: string[];
+  instanceProfile?: string;
+  blockDeviceMappings: LaunchTemplateBlockDeviceMappingRequest[];
+  metadataOptions: NonNullable<RequestLaunchTemplateData['MetadataOptions']>;
+  associatePublicIPAddress?: boolean;
+  detailedMonitoring?: boolean;
+  /** Tags for the template and (via the template) the volumes and network interfaces. */
+  tags: Record<string, string>;
+}
+
+/** A launch template that exists in EC2. */
+export interface LaunchTemplateRef {
+  id: string;
+  name: string;
+}
+
+function stable(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(stable).join(',')}]`;
+  if (v && typeof v === 'object') {
+    return `{${Object.entries(v as Record<string, unknown>)
+      .filter(([, x]) => x !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([k, x]) => `${JSON.stringify(k)}:${stable(x)}`)
+      .join(',')}}`;
+  }
+  return JSON.stringify(v) ?? 'null';
+}
+
+/** `karpenter.k8s.aws/<decimal 64-bit hash>` of the options (upstream names templates by a 64-bit hash too). */
+export function launchTemplateName(o: LaunchTemplateOptions): string {
+  const digest = createHash('sha256').update(stable(o)).digest();
+  return `${LaunchTemplateNamePrefix}${digest.readBigUInt64BE(0).toString()}`;
+}
+
+const GiB = 2 ** 30;
+
+/**
+ * EC2 block device mappings of a class: its `spec.blockDeviceMappings` (sizes in GiB, rounded up), or the family's
+ * default (upstream `amifamily.*.DefaultBlockDeviceMappings`: 20 GiB gp3 encrypted root on `/dev/xvda`; Bottlerocket
+ * a 4 GiB OS volume on `/dev/xvda` and 20 GiB data on `/dev/xvdb`; Custom none).
+ * @throws Error naming `spec.blockDeviceMappings[i].ebs.volumeSize` when a size is not a quantity.
+ */
+export function blockDeviceMappings(
+  nodeClass: EC2NodeClass,
+  family: AMIFamily,
+): LaunchTemplateBlockDeviceMappingRequest[] {
+  const bdms: BlockDeviceMapping[] | undefined = nodeClass.spec.blockDeviceMappings;
+  if (bdms && bdms.length > 0) {
+    return bdms.map((b, i) => {
+      const ebs = b.ebs ?? {};
+      let size: number | undefined;
+      if (ebs.volumeSize !== undefined) {
+        try {
+          size = Math.ceil(parseResource('ephemeral-storage', ebs.volumeSize) / GiB);
+        } catch {
+          throw new Error(
+            `EC2NodeClass ${nodeClass.metadata.name} spec.blockDeviceMappings[${i}].ebs.volumeSize "${ebs.volumeSize}" ` +
+              'is not a quantity (e.g. "20Gi")',
+          );
+        }
+      }
+      const extra = ebs as Record<string, unknown>;
+      return {
+        ...(b.deviceName ? { DeviceName: b.deviceName } : {}),
+        Ebs: {
+          ...(size !== undefined ? { VolumeSize: size } : {}),
+          VolumeType: (ebs.volumeType ?? 'gp3') as VolumeType,
+          Encrypted: (extra.encrypted as boolean | undefined) ?? true,
+          DeleteOnTermination: (extra.deleteOnTermination as boolean | undefined) ?? true,
+          ...(typeof extra.iops === 'number' ? { Iops: extra.iops } : {}),
+          ...(typeof extra.throughput === 'number' ? { Throughput: extra.throughput } : {}),
+          ...(typeof extra.kmsKeyID === 'string' ? { KmsKeyId: extra.kmsKeyID } : {}),
+          ...(typeof extra.snapshotID === 'string' ? { SnapshotId: extra.snapshotID } : {}),
+        },
+      };
+    });
+  }
+  const ebs = (gib: number) => ({
+    VolumeSize: gib,
+    VolumeType: 'gp3' as VolumeType,
+    Encrypted: true,
+    DeleteOnTermination: true,
+  });
+  switch (family) {
+    case 'AL2023':
+    case 'AL2':
+      return [{ DeviceName: '/dev/xvda', Ebs: ebs(20) }];
+    case 'Bottlerocket':
+      return [
+        { DeviceName: '/dev/xvda', Ebs: ebs(4) },
+        { DeviceName: '/dev/xvdb', Ebs: ebs(20) },
+      ];
+    case 'Custom':
+      return [];
+    default:
+      return [{ DeviceName: '/dev/sda1', Ebs: ebs(50) }];
+  }
+}
+
+/** IMDS options of a class with upstream's defaults (enabled, IPv6 disabled, hop limit 1, tokens required). */
+export function metadataOptions(nodeClass: EC2NodeClass): LaunchTemplateOptions['metadataOptions'] {
+  const m = nodeClass.spec.metadataOptions ?? {};
+  return {
+    HttpEndpoint: m.httpEndpoint ?? 'enabled',
+    HttpProtocolIpv6: m.httpProtocolIPv6 ?? 'disabled',
+    HttpPutResponseHopLimit: m.httpPutResponseHopLimit ?? 1,
+    HttpTokens: m.httpTokens ?? 'required',
+  };
+}
+
+/** Dependencies of {@link LaunchTemplates}. */
+export interface LaunchTemplatesDeps {
+  ec2: EC2Client;
+  clusterName: string;
+  clock: NowClock;
+  /** Seconds a template may go unused before garbage collection deletes it (default 3600). */
+  ttlSeconds?: number;
+}
+
+/** Ensures, caches and garbage-collects launch templates. */
+export class LaunchTemplates {
+  private readonly cache = new Map<string, { ref: LaunchTemplateRef; lastUsed: number; nodeClass: string }>();
+  private readonly inflight = new Map<string, Promise<LaunchTemplateRef>>();
+
+  constructor(private readonly deps: LaunchTemplatesDeps) {}
+
+  /** Names of the cached templates. */
+  cachedNames(): string[] {
+    return [...this.cache.keys()].sort();
+  }
+
+  /**
+   * The template for `opts`: from the cache, else created (or, when it already exists, described). One EC2 call
+   * for a new template, none for a cached one.
+   */
+  async ensure(opts: LaunchTemplateOptions): Promise<LaunchTemplateRef> {
+    const name = launchTemplateName(opts);
+    const hit = this.cache.get(name);
+    if (hit) {
+      hit.lastUsed = this.deps.clock.now();
+      return hit.ref;
+    }
+    let p = this.inflight.get(name);
+    if (!p) {
+      p = this.createOrDescribe(name, opts).finally(() => this.inflight.delete(name));
+      this.inflight.set(name, p);
+    }
+    const ref = await p;
+    this.cache.set(name, { ref, lastUsed: this.deps.clock.now(), nodeClass: opts.nodeClassName });
+    return ref;
+  }
+
+  /** Forgets a template (e.g. the launch said it does not exist any more). */
+  invalidate(name: string): void {
+    this.cache.delete(name);
+  }
+
+  private async createOrDescribe(name: string, o: LaunchTemplateOptions): Promise<LaunchTemplateRef> {
+    const tags = Object.entries({
+      ...o.tags,
+      [TagLaunchTemplateCluster]: o.clusterName,
+      [TagNodeClass]: o.nodeClassName,
+    }).map(([Key, Value]) => ({ Key, Value }));
+    const data: RequestLaunchTemplateData = {
+      ImageId: o.amiID,
+      UserData: Buffer.from(o.userData, 'utf8').toString('base64'),
+      ...(o.instanceProfile ? { IamInstanceProfile: { Name: o.instanceProfile } } : {}),
+      ...(o.associatePublicIPAddress !== undefined
+        ? {
+            NetworkInterfaces: [
+              {
+                DeviceIndex: 0,
+                AssociatePublicIpAddress: o.associatePublicIPAddress,
+                Groups: o.securityGroupIDs,
+              },
+            ],
+          }
+        : { SecurityGroupIds: o.securityGroupIDs }),
+      ...(o.blockDeviceMappings.length > 0 ? { BlockDeviceMappings: o.blockDeviceMappings } : {}),
+      MetadataOptions: o.metadataOptions,
+      Monitoring: { Enabled: o.detailedMonitoring ?? false },
+      TagSpecifications: [
+        { ResourceType: 'volume', Tags: tags },
+        { ResourceType: 'network-interface', Tags: tags },
+      ],
+    };
+    try {
+      const out = await withThrottleRetry(() =>
+        this.deps.ec2.send(
+          new CreateLaunchTemplateCommand({
+            LaunchTemplateName: name,
+            LaunchTemplateData: data,
+            TagSpecifications: [{ ResourceType: 'launch-template', Tags: tags }],
+          }),
+        ),
+      );
+      return { id: out.LaunchTemplate!.LaunchTemplateId!, name };
+    } catch (err) {
+      const code = awsErrorCode(err) ?? '';
+      if (!code.includes('AlreadyExists')) throw err;
+      const out = await withThrottleRetry(() =>
+        this.deps.ec2.send(new DescribeLaunchTemplatesCommand({ LaunchTemplateNames: [name] })),
+      );
+      const lt = out.LaunchTemplates?.[0];
+      if (!lt?.LaunchTemplateId) throw err;
+      return { id: lt.LaunchTemplateId, name };
+    }
+  }
+
+  /** Every template of this cluster (paged), as name → id and its EC2NodeClass tag. */
+  async listClusterTemplates(): Promise<Array<{ id: string; name: string; nodeClass: string | undefined }>> {
+    const out: Array<{ id: string; name: string; nodeClass: string | undefined }> = [];
+    let token: string | undefined;
+    do {
+      const page = await withThrottleRetry(() =>
+        this.deps.ec2.send(
+          new DescribeLaunchTemplatesCommand({
+            Filters: [{ Name: `tag:${TagLaunchTemplateCluster}`, Values: [this.deps.clusterName] }],
+            MaxResults: 200,
+            ...(token ? { NextToken: token } : {}),
+          }),
+        ),
+      );
+      for (const lt of page.LaunchTemplates ?? []) {
+        if (!lt.LaunchTemplateId || !lt.LaunchTemplateName) continue;
+        out.push({
+          id: lt.LaunchTemplateId,
+          name: lt.LaunchTemplateName,
+          nodeClass: lt.Tags?.find((t) => t.Key === TagNodeClass)?.Value,
+        });
+      }
+      token = page.NextToken;
+    } while (token);
+    return out;
+  }
+
+  private async deleteTemplate(id: string, name: string): Promise<void> {
+    try {
+      await withThrottleRetry(() =>
+        this.deps.ec2.send(new DeleteLaunchTemplateCommand({ LaunchTemplateId: id })),
+      );
+    } catch (err) {
+      if (!isAwsNotFound(err)) throw err;
+    }
+    this.cache.delete(name);
+  }
+
+  /**
+   * Deletes this cluster's templates that no launch of this process used within the TTL (templates it never used,
+   * e.g. left by an earlier process, are deleted; launched instances do not need their template) — except those in
+   * `keep` and those being created. Returns the deleted names.
+   */
+  async garbageCollect(keep: ReadonlySet<string> = new Set()): Promise<string[]> {
+    const ttl = (this.deps.ttlSeconds ?? 3600) * 1000;
+    const now = this.deps.clock.now();
+    const deleted: string[] = [];
+    for (const lt of await this.listClusterTemplates()) {
+      if (keep.has(lt.name) || this.inflight.has(lt.name)) continue;
+      const c = this.cache.get(lt.name);
+      if (c && now - c.lastUsed < ttl) continue;
+      await this.deleteTemplate(lt.id, lt.name);
+      deleted.push(lt.name);
+    }
+    return deleted;
+  }
+
+  /** Deletes every template of the EC2NodeClass `name` (when the class is deleted). Returns the deleted names. */
+  async deleteForNodeClass(name: string): Promise<string[]> {
+    const deleted: string[] = [];
+    for (const lt of await this.listClusterTemplates()) {
+      if (lt.nodeClass !== name) continue;
+      await this.deleteTemplate(lt.id, lt.name);
+      deleted.push(lt.name);
+    }
+    return deleted;
+  }
+}

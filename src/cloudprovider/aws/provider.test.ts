@@ -1,0 +1,309 @@
+import {
+  DescribeInstancesCommand,
+  DescribeLaunchTemplatesCommand,
+  DescribeLaunchTemplateVersionsCommand,
+} from '@aws-sdk/client-ec2';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { type AwsEmulator, startAwsEmulator } from '../../../test/aws/moto.ts';
+import type { EC2NodeClass } from '../../apis/karpenter.ts';
+import { LabelCapacityType, LabelInstanceType, LabelTopologyZone } from '../../apis/labels.ts';
+import { isInsufficientCapacityError, isNodeClassNotReadyError } from '../types.ts';
+import type { InstanceTypeInventory } from './instancetypes.ts';
+import type { AwsPricing } from './pricing.ts';
+import {
+  AnnotationEC2NodeClassHash,
+  DriftAMI,
+  DriftNodeClass,
+  DriftSecurityGroup,
+  DriftSubnet,
+} from './provider.ts';
+import {
+  awsNodeClaim,
+  awsTestProvider,
+  createTestNetwork,
+  type TestNetwork,
+  testNodeClass,
+} from './testing.ts';
+
+let emu: AwsEmulator;
+let shared: { pricing: AwsPricing; inventory: InstanceTypeInventory } | undefined;
+beforeAll(async () => {
+  emu = await startAwsEmulator();
+});
+afterEach(() => emu.reset());
+afterAll(() => emu?.stop());
+
+async function bed(spec: Partial<EC2NodeClass['spec']> = {}) {
+  const nodeClasses = new Map<string, EC2NodeClass>();
+  const t = awsTestProvider(emu.clientConfig, nodeClasses, shared);
+  shared ??= { pricing: t.provider.pricing, inventory: await t.provider.instanceTypeProvider.getInventory() };
+  const net: TestNetwork = await createTestNetwork(t.clients.ec2, t.clients.iam, [
+    'us-west-2a',
+    'us-west-2b',
+  ]);
+  nodeClasses.set('default', testNodeClass('default', net, spec));
+  return { ...t, net, nodeClasses };
+}
+
+const inReq = (key: string, values: string[]) => ({ key, operator: 'In' as const, values });
+
+describe('aws provider against moto + proxy', () => {
+  it('launches the cheapest type with upstream tags, the class security groups and instance profile, and AL2023 user data', async () => {
+    const { provider, clients, net } = await bed({ tags: { team: 'a' } });
+    const nc = await provider.create(
+      awsNodeClaim('nc-1', [
+        inReq(LabelInstanceType, ['m5.xlarge', 'm5.large']),
+        inReq(LabelCapacityType, ['on-demand']),
+      ]),
+    );
+    // us-east-1 price table: m5.large $0.096 < m5.xlarge $0.192.
+    expect(nc.metadata.labels?.[LabelInstanceType]).toBe('m5.large');
+    expect(nc.status?.providerID).toMatch(/^aws:\/\/\/us-west-2[ab]\/i-/);
+    expect(nc.status?.imageID).toBe(net.amis[0]!.id);
+    expect(nc.status?.allocatable?.pods).toBe('29');
+    const id = nc.status!.providerID!.split('/').pop()!;
+    const inst = (await clients.ec2.send(new DescribeInstancesCommand({ InstanceIds: [id] })))
+      .Reservations![0]!.Instances![0]!;
+    const tags = Object.fromEntries(inst.Tags!.map((t) => [t.Key, t.Value]));
+    expect(tags).toMatchObject({
+      'kubernetes.io/cluster/test-cluster': 'owned',
+      'karpenter.sh/nodepool': 'default',
+      'karpenter.sh/nodeclaim': 'nc-1',
+      'karpenter.k8s.aws/ec2nodeclass': 'default',
+      'eks:eks-cluster-name': 'test-cluster',
+      team: 'a',
+    });
+    expect(inst.SecurityGroups?.map((g) => g.GroupId)).toEqual([net.securityGroups[0]!.id]);
+    const lts = (await clients.ec2.send(new DescribeLaunchTemplatesCommand({}))).LaunchTemplates ?? [];
+    // One template per AMI x max pods: m5.large (29 pods) and m5.xlarge (58 pods).
+    expect(lts.map((l) => l.LaunchTemplateName)).toEqual([
+      expect.stringMatching(/^karpenter\.k8s\.aws\/\d+$/),
+      expect.stringMatching(/^karpenter\.k8s\.aws\/\d+$/),
+    ]);
+    const datas = await Promise.all(
+      lts.map(
+        async (lt) =>
+          (
+            await clients.ec2.send(
+              new DescribeLaunchTemplateVersionsCommand({
+                LaunchTemplateId: lt.LaunchTemplateId!,
+                Versions: ['$Latest'],
+              }),
+            )
+          ).LaunchTemplateVersions![0]!.LaunchTemplateData!,
+      ),
+    );
+    const data = datas.find((d) => Buffer.from(d.UserData!, 'base64').toString().includes('maxPods: 29'))!;
+    expect(data.IamInstanceProfile?.Name).toBe(net.instanceProfile);
+    const userData = Buffer.from(data.UserData!, 'base64').toString();
+    expect(userData).toContain('kind: NodeConfig');
+    expect(userData).toContain('maxPods: 29');
+    expect(userData).toContain('karpenter.sh/capacity-type=on-demand');
+    // The same options reuse the template: a second launch creates none.
+    await provider.create(
+      awsNodeClaim('nc-2', [inReq(LabelInstanceType, ['m5.large']), inReq(LabelCapacityType, ['on-demand'])]),
+    );
+    expect(emu.proxy.calls.get('ec2:CreateLaunchTemplate')).toBe(2);
+  });
+
+  it('an ICE on the cheapest type launches the next type, marks the offering unavailable, and leaves one instance', async () => {
+    const { provider } = await bed();
+    emu.proxy.injectCapacityError({ instanceType: 'm5.large', capacityType: 'on-demand' });
+    const reqs = [
+      inReq(LabelInstanceType, ['m5.large', 'm5.xlarge']),
+      inReq(LabelCapacityType, ['on-demand']),
+    ];
+    const nc = await provider.create(awsNodeClaim('nc-ice', reqs));
+    expect(nc.metadata.labels?.[LabelInstanceType]).toBe('m5.xlarge');
+    expect(
+      provider.unavailableOfferings
+        .list()
+        .map((e) => `${e.instanceType}/${e.zone}/${e.capacityType}/${e.reason}`)
+        .sort(),
+    ).toEqual([
+      'm5.large/us-west-2a/on-demand/InsufficientInstanceCapacity',
+      'm5.large/us-west-2b/on-demand/InsufficientInstanceCapacity',
+    ]);
+    expect((await provider.list()).map((n) => n.status?.providerID)).toEqual([nc.status?.providerID]);
+    expect(emu.proxy.calls.get('ec2:CreateFleet')).toBe(1);
+  });
+
+  it('when every spot offering is out of capacity the launch falls back to on-demand; with nothing left it is an InsufficientCapacityError', async () => {
+    const { provider } = await bed();
+    emu.proxy.injectCapacityError({ capacityType: 'spot', code: 'InsufficientInstanceCapacity' });
+    const reqs = [inReq(LabelInstanceType, ['m5.large']), inReq(LabelCapacityType, ['spot', 'on-demand'])];
+    const nc = await provider.create(awsNodeClaim('nc-spot', reqs));
+    expect(nc.metadata.labels?.[LabelCapacityType]).toBe('on-demand');
+    expect(emu.proxy.calls.get('ec2:CreateFleet')).toBe(2);
+    emu.proxy.injectCapacityError({ capacityType: 'on-demand', code: 'VcpuLimitExceeded' });
+    const err = await provider.create(awsNodeClaim('nc-none', reqs)).catch((e: unknown) => e);
+    expect(isInsufficientCapacityError(err), String(err)).toBe(true);
+    expect((err as Error).message).toContain('m5.large/us-west-2');
+    expect(await provider.list()).toHaveLength(1);
+  });
+
+  it('RequestLimitExceeded on CreateFleet is retried with backoff', async () => {
+    const { provider } = await bed();
+    emu.proxy.throttle('CreateFleet', 3);
+    const nc = await provider.create(awsNodeClaim('nc-throttle', [inReq(LabelInstanceType, ['m5.large'])]));
+    expect(nc.status?.providerID).toBeDefined();
+    expect(emu.proxy.calls.get('ec2:CreateFleet')).toBe(4);
+  });
+
+  it('a class that is not Ready is not launched', async () => {
+    const { provider, nodeClasses, net } = await bed();
+    const nc = testNodeClass('default', net);
+    nc.status!.conditions = [
+      {
+        type: 'SubnetsReady',
+        status: 'False',
+        reason: 'SubnetsNotFound',
+        message: 'SubnetSelector did not match any Subnets',
+        lastTransitionTime: '2026-01-01T00:00:00Z',
+      },
+      {
+        type: 'Ready',
+        status: 'False',
+        reason: 'NotReady',
+        message: '',
+        lastTransitionTime: '2026-01-01T00:00:00Z',
+      },
+    ];
+    nodeClasses.set('default', nc);
+    const err = await provider.create(awsNodeClaim('nc-x', [])).catch((e: unknown) => e);
+    expect(isNodeClassNotReadyError(err)).toBe(true);
+    expect((err as Error).message).toContain(
+      'SubnetsReady=False (SubnetsNotFound): SubnetSelector did not match any Subnets',
+    );
+    expect(emu.proxy.calls.get('ec2:CreateFleet')).toBeUndefined();
+  });
+
+  it('drift: static hash, AMI, subnet and security group, with upstream reasons', async () => {
+    const { provider, nodeClasses, net } = await bed();
+    const nc = await provider.create(awsNodeClaim('nc-drift', [inReq(LabelInstanceType, ['m5.large'])]));
+    expect(nc.metadata.annotations?.[AnnotationEC2NodeClassHash]).toMatch(/^\d+$/);
+    expect(await provider.isDrifted(nc)).toBeUndefined();
+    const base = nodeClasses.get('default')!;
+    const withStatus = (patch: Partial<TestNetwork>) => {
+      const c = testNodeClass('default', { ...net, ...patch });
+      nodeClasses.set('default', c);
+    };
+    withStatus({ amis: [{ id: 'ami-0000000000newer', requirements: base.status!.amis as never }] });
+    nodeClasses.get('default')!.status!.amis = [{ id: 'ami-0000000000newer', requirements: [] }];
+    expect(await provider.isDrifted(nc)).toBe(DriftAMI);
+    withStatus({ subnets: [{ id: 'subnet-other', zone: 'us-west-2a' }] });
+    expect(await provider.isDrifted(nc)).toBe(DriftSubnet);
+    withStatus({ securityGroups: [{ id: 'sg-other' }] });
+    expect(await provider.isDrifted(nc)).toBe(DriftSecurityGroup);
+    nodeClasses.set('default', testNodeClass('default', net, { userData: '#!/bin/bash\necho changed' }));
+    expect(await provider.isDrifted(nc)).toBe(DriftNodeClass);
+    nodeClasses.set('default', base);
+    expect(await provider.isDrifted(nc)).toBeUndefined();
+  });
+
+  it('launch templates are garbage-collected when unused and deleted with their class', async () => {
+    const { provider, clients, nodeClasses, net } = await bed();
+    nodeClasses.set('other', testNodeClass('other', net));
+    await provider.create(
+      awsNodeClaim('a', [inReq(LabelInstanceType, ['m5.large']), inReq(LabelCapacityType, ['on-demand'])]),
+    );
+    await provider.create(
+      awsNodeClaim(
+        'b',
+        [inReq(LabelInstanceType, ['m5.large']), inReq(LabelCapacityType, ['on-demand'])],
+        'other',
+      ),
+    );
+    const names = async () =>
+      ((await clients.ec2.send(new DescribeLaunchTemplatesCommand({}))).LaunchTemplates ?? []).length;
+    expect(await names()).toBe(2);
+    expect(await provider.garbageCollectLaunchTemplates()).toEqual([]);
+    expect(await provider.deleteLaunchTemplates('other')).toHaveLength(1);
+    expect(await names()).toBe(1);
+    // A fresh provider (restart) has none in use: all of this cluster's templates go.
+    const fresh = awsTestProvider(emu.clientConfig, nodeClasses, shared);
+    expect(await fresh.provider.garbageCollectLaunchTemplates()).toHaveLength(1);
+    expect(await names()).toBe(0);
+  });
+
+  it('instanceTypes: offerings in the class subnet zones only, API prices, the class kubelet maxPods', async () => {
+    const { provider } = await bed({ kubelet: { maxPods: 20 } });
+    const pool = {
+      apiVersion: 'karpenter.sh/v1' as const,
+      kind: 'NodePool' as const,
+      metadata: { name: 'default' },
+      spec: {
+        template: {
+          spec: {
+            nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' },
+            requirements: [],
+          },
+        },
+        disruption: {
+          consolidationPolicy: 'WhenEmptyOrUnderutilized' as const,
+          consolidateAfter: '0s',
+          budgets: [{ nodes: '10%' }],
+        },
+      },
+    };
+    const types = await provider.instanceTypes(pool);
+    const m5 = types.find((t) => t.name === 'm5.large')!;
+    expect(m5.capacity.pods).toBe(20);
+    expect(new Set(types.flatMap((t) => t.offerings.map((o) => o.zone)))).toEqual(
+      new Set(['us-west-2a', 'us-west-2b']),
+    );
+    expect(m5.offerings.find((o) => o.capacityType === 'on-demand')).toMatchObject({
+      priceUSDPerHour: 0.096,
+      priceSource: 'on-demand',
+    });
+    expect(m5.offerings.find((o) => o.capacityType === 'spot')?.priceSource).toBe('provider');
+  });
+
+  it('--isolated-vpc: no Pricing API calls, embedded on-demand prices; --vm-memory-overhead-percent changes memory', async () => {
+    const nodeClasses = new Map<string, EC2NodeClass>();
+    const t = awsTestProvider(
+      emu.clientConfig,
+      nodeClasses,
+      shared ? { inventory: shared.inventory } : undefined,
+      {
+        isolatedVPC: true,
+        vmMemoryOverheadPercent: 0.1,
+      },
+    );
+    const net = await createTestNetwork(t.clients.ec2, t.clients.iam, ['us-west-2a']);
+    nodeClasses.set('default', testNodeClass('default', net));
+    const types = await t.provider.instanceTypeProvider.list(nodeClasses.get('default'));
+    const m5 = types.find((x) => x.name === 'm5.large')!;
+    expect(emu.proxy.callCount('pricing')).toBe(0);
+    // us-west-2 has no embedded on-demand table: us-east-1's, as upstream's static fallback.
+    expect(m5.offerings.find((o) => o.capacityType === 'on-demand')).toMatchObject({
+      priceUSDPerHour: 0.096,
+      priceSource: 'on-demand-fallback',
+    });
+    // 8192 MiB − ceil(10%) = 7372 MiB (default 7.5% gives 7577 MiB).
+    expect(m5.capacity.memory).toBe(7372 * 2 ** 20);
+  });
+
+  it('concurrent gets are batched into one DescribeInstances call', async () => {
+    const { provider } = await bed();
+    const reqs = [inReq(LabelInstanceType, ['m5.large'])];
+    const launched = await Promise.all(['b1', 'b2', 'b3'].map((n) => provider.create(awsNodeClaim(n, reqs))));
+    const before = emu.proxy.calls.get('ec2:DescribeInstances') ?? 0;
+    const got = await Promise.all(launched.map((nc) => provider.get(nc.status!.providerID!)));
+    expect(got.map((g) => g.metadata.name).sort()).toEqual(['b1', 'b2', 'b3']);
+    expect((emu.proxy.calls.get('ec2:DescribeInstances') ?? 0) - before).toBe(1);
+  });
+
+  it('zone requirement restricts the fleet to that zone; delete terminates it and get then says not found', async () => {
+    const { provider } = await bed();
+    const nc = await provider.create(
+      awsNodeClaim('z', [inReq(LabelInstanceType, ['m5.large']), inReq(LabelTopologyZone, ['us-west-2b'])]),
+    );
+    expect(nc.metadata.labels?.[LabelTopologyZone]).toBe('us-west-2b');
+    const got = await provider.get(nc.status!.providerID!);
+    expect(got.metadata.name).toBe('z');
+    expect(got.metadata.labels?.[LabelInstanceType]).toBe('m5.large');
+    await provider.delete(nc);
+    await expect(provider.get(nc.status!.providerID!)).rejects.toMatchObject({ code: 'NodeClaimNotFound' });
+  });
+});

@@ -1,0 +1,876 @@
+/**
+ * The `aws` CloudProvider: a NodeClaim becomes an EC2 instance launched with `CreateFleet` (type `instant`).
+ *
+ * Launch (upstream aws/karpenter-provider-aws `pkg/providers/instance/instance.go`, `pkg/cloudprovider/cloudprovider.go`):
+ * 1. The EC2NodeClass must be Ready; its `status.subnets`, `status.securityGroups`, `status.amis`,
+ *    `status.instanceProfile` (written by the EC2NodeClass controller) are what the launch uses.
+ * 2. Instance types: those named by the NodeClaim whose labels and offerings satisfy its requirements and have an
+ *    available offering; capacity type spot when allowed and offered, else on-demand; exotic types (metal, GPU,
+ *    accelerators) dropped unless nothing else fits or they are asked for; spot offerings priced above the cheapest
+ *    on-demand one dropped; ordered by price; at most 60 types.
+ * 3. Each type goes to the newest AMI whose requirements it satisfies; types are grouped per AMI × max pods, and
+ *    each group gets a launch template (user data of the AMI family merged with `spec.userData`).
+ * 4. CreateFleet: one launch template config per group, overrides = its types × one subnet per zone (the class's
+ *    subnet with the most free addresses in that zone, limited to the requirement's zones), allocation strategy
+ *    `price-capacity-optimized` (spot) / `lowest-price` (on-demand), tags `kubernetes.io/cluster/<name>=owned`,
+ *    `karpenter.sh/nodepool`, `karpenter.sh/nodeclaim`, `karpenter.k8s.aws/ec2nodeclass`, `eks:eks-cluster-name`
+ *    plus the class's tags.
+ * 5. Fleet `Errors[]` with capacity codes mark those offerings unavailable (3 minutes); when no instance came back
+ *    the launch is retried without them (e.g. spot → on-demand), and `InsufficientCapacityError` when none is left.
+ *
+ * Get/List/Delete go through batched DescribeInstances/TerminateInstances; instances that are shutting down or
+ * terminated count as gone. Drift: `AMIDrift`, `SubnetDrift`, `SecurityGroupDrift`, `NodeClassDrift` (static hash).
+ */
+import { createHash } from 'node:crypto';
+import type {
+  _InstanceType,
+  CreateFleetCommandInput,
+  CreateFleetError,
+  FleetLaunchTemplateConfigRequest,
+  FleetLaunchTemplateOverridesRequest,
+  Instance,
+} from '@aws-sdk/client-ec2';
+import { DescribeClusterCommand } from '@aws-sdk/client-eks';
+import type { NodeSelectorRequirement, Taint } from '../../apis/core.ts';
+import type { EC2NodeClass, NodeClaim, NodePool } from '../../apis/karpenter.ts';
+import {
+  LabelCapacityType,
+  LabelEC2NodeClass,
+  LabelInstanceType,
+  LabelNodePool,
+  LabelTopologyRegion,
+  LabelTopologyZone,
+  TaintUnregistered,
+} from '../../apis/labels.ts';
+import { formatResources } from '../../apis/quantity.ts';
+import { Requirements } from '../../scheduling/requirements.ts';
+import {
+  describeOfferings,
+  labelsSatisfy,
+  type NowClock,
+  offeringLabels,
+  UnavailableOfferings,
+} from '../offerings.ts';
+import {
+  type CapacityType,
+  type CloudProvider,
+  CreateError,
+  type InstanceType,
+  InsufficientCapacityError,
+  NodeClaimNotFoundError,
+  type NodeClassKind,
+  NodeClassNotReadyError,
+  type Offering,
+  type OfferingRef,
+  type RepairPolicy,
+} from '../types.ts';
+import { resolveAMIFamily } from './catalog/index.ts';
+import type { AwsClients } from './clients.ts';
+import { Instances } from './instances.ts';
+import { AwsInstanceTypes, type InstanceTypeInventory } from './instancetypes.ts';
+import { blockDeviceMappings, LaunchTemplates, metadataOptions } from './launchtemplates.ts';
+import {
+  type AMIStatus,
+  ec2NodeClassNotReadyReason,
+  ec2NodeClassStatus,
+  type SubnetStatus,
+} from './nodeclass/types.ts';
+import { AwsPricing } from './pricing.ts';
+import { CAPACITY_ERROR_CODES } from './retry.ts';
+import type { AwsSettings } from './settings.ts';
+import { kubeletLabels, renderUserData } from './userdata.ts';
+
+/** API group of the EC2NodeClass. */
+export const AwsGroup = 'karpenter.k8s.aws';
+/** Kind of the aws NodeClass. */
+export const EC2NodeClassKind = 'EC2NodeClass';
+/** Provider-ID prefix: `aws:///<zone>/<instance-id>`. */
+export const AwsProviderIDPrefix = 'aws:///';
+/** NodeClaim annotation: the EC2NodeClass static hash at launch (upstream `karpenter.k8s.aws/ec2nodeclass-hash`). */
+export const AnnotationEC2NodeClassHash = 'karpenter.k8s.aws/ec2nodeclass-hash';
+/** NodeClaim annotation: version of the hashing scheme (upstream `karpenter.k8s.aws/ec2nodeclass-hash-version`). */
+export const AnnotationEC2NodeClassHashVersion = 'karpenter.k8s.aws/ec2nodeclass-hash-version';
+/** Current {@link AnnotationEC2NodeClassHashVersion}. */
+export const EC2NodeClassHashVersion = 'v4';
+/** Instance tag naming the NodeClaim. */
+export const TagNodeClaim = 'karpenter.sh/nodeclaim';
+/** Instance tag with the EKS cluster name (upstream `eks:eks-cluster-name`). */
+export const TagEKSClusterName = 'eks:eks-cluster-name';
+/** Upstream's cap on instance types per CreateFleet. */
+export const MAX_INSTANCE_TYPES = 60;
+/** Drift reasons (upstream `pkg/cloudprovider/drift.go`). */
+export const DriftAMI = 'AMIDrift';
+export const DriftSubnet = 'SubnetDrift';
+export const DriftSecurityGroup = 'SecurityGroupDrift';
+export const DriftNodeClass = 'NodeClassDrift';
+
+/** Constructor dependencies of {@link AwsCloudProvider}. */
+export interface AwsCloudProviderDeps {
+  clients: Pick<AwsClients, 'ec2' | 'pricing' | 'eks'>;
+  settings: AwsSettings;
+  /** The region (defaults to `settings.region`; required one way or the other). */
+  region?: string;
+  clock: NowClock;
+  /** EC2NodeClass lookup by name (an informer cache in the operator). */
+  nodeClass: (name: string) => EC2NodeClass | undefined;
+  /** The ICE cache; default a private one with upstream's 3-minute TTL. */
+  unavailableOfferings?: UnavailableOfferings;
+  /** Service CIDR of the cluster for AL2023 user data; default from EKS DescribeCluster when reachable. */
+  clusterCIDR?: string;
+  /** Called for problems the provider works around (never with user data or credentials). */
+  onError?: (err: unknown, context: string) => void;
+  /**
+   * Price tables and instance-type inventory already fetched for this region (tests and benchmarks share them
+   * between providers; they do not depend on the account's resources).
+   */
+  shared?: { pricing?: AwsPricing; inventory?: InstanceTypeInventory };
+}
+
+/** `aws:///<zone>/<id>` → parts, or undefined. */
+export function parseAwsProviderID(providerID: string): { zone: string; instanceId: string } | undefined {
+  const m = /^aws:\/\/\/([^/]+)\/(i-[0-9a-zA-Z]+)$/.exec(providerID);
+  return m ? { zone: m[1]!, instanceId: m[2]! } : undefined;
+}
+
+function stable(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(stable).join(',')}]`;
+  if (v && typeof v === 'object') {
+    return `{${Object.entries(v as Record<string, unknown>)
+      .filter(([, x]) => x !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([k, x]) => `${JSON.stringify(k)}:${stable(x)}`)
+      .join(',')}}`;
+  }
+  return JSON.stringify(v) ?? 'null';
+}
+
+/**
+ * The static hash of an EC2NodeClass: its spec without the selector terms (they drift through the resolved
+ * AMI/subnet/security-group checks instead), as upstream's `EC2NodeClass.Hash()` ignores them. SHA-256 of the
+ * canonical JSON, first 64 bits as a decimal string.
+ */
+export function ec2NodeClassHash(nodeClass: EC2NodeClass): string {
+  const {
+    amiSelectorTerms: _a,
+    subnetSelectorTerms: _s,
+    securityGroupSelectorTerms: _g,
+    capacityReservationSelectorTerms: _c,
+    ...rest
+  } = nodeClass.spec;
+  return createHash('sha256').update(stable(rest)).digest().readBigUInt64BE(0).toString();
+}
+
+/** Instance types that need asking for: bare metal, GPUs, accelerators (upstream `filterExoticInstanceTypes`). */
+function isExotic(it: InstanceType): boolean {
+  const l = it.labels;
+  return (
+    l['karpenter.k8s.aws/instance-size']?.includes('metal') === true ||
+    l['karpenter.k8s.aws/instance-gpu-count'] !== undefined ||
+    l['karpenter.k8s.aws/instance-accelerator-count'] !== undefined
+  );
+}
+
+interface Candidate {
+  it: InstanceType;
+  /** Available compatible offerings of the chosen capacity type. */
+  offerings: Offering[];
+  price: number;
+}
+
+/** The aws CloudProvider. Extra hooks: {@link markUnavailable}, {@link deleteLaunchTemplates}, {@link garbageCollectLaunchTemplates}. */
+export class AwsCloudProvider implements CloudProvider {
+  readonly name = 'aws';
+  readonly region: string;
+  readonly instances: Instances;
+  readonly launchTemplates: LaunchTemplates;
+  readonly pricing: AwsPricing;
+  readonly instanceTypeProvider: AwsInstanceTypes;
+  private readonly ice: UnavailableOfferings;
+  private clusterInfo: Promise<{ endpoint: string; caBundle: string; cidr?: string }> | undefined;
+
+  /** @throws Error when no region is given, or `settings.clusterName` is empty. */
+  constructor(private readonly deps: AwsCloudProviderDeps) {
+    const region = deps.region ?? deps.settings.region;
+    if (!region) throw new Error('aws cloud provider: the region is required (AWS_REGION or --aws-region)');
+    if (!deps.settings.clusterName) {
+      throw new Error('aws cloud provider: the cluster name is required (CLUSTER_NAME or --cluster-name)');
+    }
+    this.region = region;
+    this.ice = deps.unavailableOfferings ?? new UnavailableOfferings({ clock: deps.clock });
+    this.instances = new Instances(deps.clients.ec2);
+    this.launchTemplates = new LaunchTemplates({
+      ec2: deps.clients.ec2,
+      clusterName: deps.settings.clusterName,
+      clock: deps.clock,
+    });
+    const onError = deps.onError;
+    this.pricing =
+      deps.shared?.pricing ??
+      new AwsPricing({
+        ec2: deps.clients.ec2,
+        pricing: deps.clients.pricing,
+        region,
+        clock: deps.clock,
+        isolatedVPC: deps.settings.isolatedVPC,
+        ...(onError ? { onError } : {}),
+      });
+    this.instanceTypeProvider = new AwsInstanceTypes({
+      ec2: deps.clients.ec2,
+      region,
+      clock: deps.clock,
+      pricing: this.pricing,
+      unavailable: this.ice,
+      vmMemoryOverheadPercent: deps.settings.vmMemoryOverheadPercent,
+      reservedENIs: deps.settings.reservedENIs,
+      ...(onError ? { onError } : {}),
+    });
+    if (deps.shared?.inventory) this.instanceTypeProvider.seed(deps.shared.inventory);
+  }
+
+  /** The ICE cache this provider consults. */
+  get unavailableOfferings(): UnavailableOfferings {
+    return this.ice;
+  }
+
+  supportedNodeClasses(): NodeClassKind[] {
+    return [{ group: AwsGroup, kind: EC2NodeClassKind }];
+  }
+
+  /** Upstream's node repair policies: Ready False/Unknown for 30 minutes. */
+  repairPolicies(): RepairPolicy[] {
+    return [
+      { conditionType: 'Ready', conditionStatus: 'False', tolerationDurationSeconds: 1800 },
+      { conditionType: 'Ready', conditionStatus: 'Unknown', tolerationDurationSeconds: 1800 },
+    ];
+  }
+
+  /** Marks an offering unavailable (interruption: a spot warning marks its spot offering). */
+  markUnavailable(instanceType: string, zone: string, capacityType: CapacityType, reason?: string): void {
+    this.ice.markUnavailable(instanceType, zone, capacityType, reason);
+  }
+
+  /** Deletes the launch templates of a deleted EC2NodeClass. Returns their names. */
+  deleteLaunchTemplates(nodeClassName: string): Promise<string[]> {
+    return this.launchTemplates.deleteForNodeClass(nodeClassName);
+  }
+
+  /** Deletes this cluster's launch templates no launch used lately. Returns their names. */
+  garbageCollectLaunchTemplates(): Promise<string[]> {
+    return this.launchTemplates.garbageCollect();
+  }
+
+  async instanceTypes(nodePool: NodePool): Promise<InstanceType[]> {
+    const ref = nodePool.spec.template.spec.nodeClassRef;
+    if (ref.group !== AwsGroup || ref.kind !== EC2NodeClassKind) return [];
+    return this.instanceTypeProvider.list(this.readyNodeClass(ref.name));
+  }
+
+  private readyNodeClass(name: string): EC2NodeClass {
+    const id = `${EC2NodeClassKind}/${name}`;
+    const nc = this.deps.nodeClass(name);
+    if (!nc) {
+      throw new NodeClassNotReadyError(
+        `${id} not found; create it or fix spec.template.spec.nodeClassRef.name`,
+        {
+          nodeClass: id,
+        },
+      );
+    }
+    if (nc.metadata.deletionTimestamp)
+      throw new NodeClassNotReadyError(`${id} is being deleted`, { nodeClass: id });
+    const why = ec2NodeClassNotReadyReason(nc);
+    if (why) throw new NodeClassNotReadyError(`${id}: ${why}`, { nodeClass: id });
+    return nc;
+  }
+
+  private async cluster(): Promise<{ endpoint: string; caBundle: string; cidr?: string }> {
+    const s = this.deps.settings;
+    if (s.clusterEndpoint && s.clusterCABundle && this.deps.clusterCIDR !== undefined) {
+      return { endpoint: s.clusterEndpoint, caBundle: s.clusterCABundle, cidr: this.deps.clusterCIDR };
+    }
+    this.clusterInfo ??= (async () => {
+      try {
+        const out = await this.deps.clients.eks.send(new DescribeClusterCommand({ name: s.clusterName }));
+        const c = out.cluster;
+        const cidr = this.deps.clusterCIDR ?? c?.kubernetesNetworkConfig?.serviceIpv4Cidr;
+        return {
+          endpoint: s.clusterEndpoint || c?.endpoint || '',
+          caBundle: s.clusterCABundle || c?.certificateAuthority?.data || '',
+          ...(cidr ? { cidr } : {}),
+        };
+      } catch (err) {
+        this.deps.onError?.(
+          err,
+          `EKS DescribeCluster ${s.clusterName} failed; using the configured endpoint/CA`,
+        );
+        return {
+          endpoint: s.clusterEndpoint,
+          caBundle: s.clusterCABundle,
+          ...(this.deps.clusterCIDR ? { cidr: this.deps.clusterCIDR } : {}),
+        };
+      }
+    })();
+    const info = await this.clusterInfo;
+    if (!info.endpoint) {
+      this.clusterInfo = undefined;
+      throw new CreateError(
+        `the API server endpoint of cluster "${s.clusterName}" is unknown; set --cluster-endpoint (CLUSTER_ENDPOINT)`,
+        'ClusterEndpointUnknown',
+      );
+    }
+    return info;
+  }
+
+  /**
+   * Launches one instance for the NodeClaim; see the module doc and {@link CloudProvider.create}.
+   * @throws CreateError `InvalidNodeClaim`, `NodeClassNotSupported`, `InvalidRequirements`, `InvalidNodeClass`,
+   *   `ClusterEndpointUnknown`, `LaunchFailed`.
+   * @throws NodeClassNotReadyError when the EC2NodeClass is missing, deleting or not Ready.
+   * @throws InsufficientCapacityError when no compatible offering is (or stays) available.
+   */
+  async create(nodeClaim: NodeClaim): Promise<NodeClaim> {
+    const name = nodeClaim.metadata.name;
+    if (!name) {
+      throw new CreateError(
+        'NodeClaim has no metadata.name; it must be named before launching',
+        'InvalidNodeClaim',
+      );
+    }
+    const ref = nodeClaim.spec.nodeClassRef;
+    if (ref.group !== AwsGroup || ref.kind !== EC2NodeClassKind) {
+      throw new CreateError(
+        `NodeClaim "${name}" spec.nodeClassRef is ${ref.group}/${ref.kind} "${ref.name}", but the aws provider launches ` +
+          `only ${AwsGroup}/${EC2NodeClassKind}; point the NodePool at an EC2NodeClass`,
+        'NodeClassNotSupported',
+      );
+    }
+    const nodeClass = this.readyNodeClass(ref.name);
+    const status = ec2NodeClassStatus(nodeClass);
+    const subnets = status.subnets ?? [];
+    const amis = status.amis ?? [];
+    const sgs = (status.securityGroups ?? []).map((g) => g.id);
+    if (subnets.length === 0 || amis.length === 0 || sgs.length === 0) {
+      throw new NodeClassNotReadyError(
+        `${EC2NodeClassKind}/${ref.name} has no resolved ${[
+          subnets.length === 0 ? 'status.subnets' : '',
+          amis.length === 0 ? 'status.amis' : '',
+          sgs.length === 0 ? 'status.securityGroups' : '',
+        ]
+          .filter(Boolean)
+          .join(', ')}`,
+        { nodeClass: `${EC2NodeClassKind}/${ref.name}` },
+      );
+    }
+    let reqs: Requirements;
+    try {
+      reqs = Requirements.fromNodeSelector(nodeClaim.spec.requirements ?? []);
+    } catch (err) {
+      throw new CreateError(
+        `NodeClaim "${name}" spec.requirements are malformed: ${(err as Error).message}`,
+        'InvalidRequirements',
+        undefined,
+        { cause: err },
+      );
+    }
+    const cluster = await this.cluster();
+    let types: InstanceType[];
+    try {
+      types = await this.instanceTypeProvider.list(nodeClass);
+    } catch (err) {
+      throw new CreateError(
+        `${EC2NodeClassKind}/${ref.name}: ${(err as Error).message}`,
+        'InvalidNodeClass',
+        undefined,
+        {
+          cause: err,
+        },
+      );
+    }
+    const tried: OfferingRef[] = [];
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const plan = this.plan(nodeClaim, reqs, types);
+      if (!plan) break;
+      const { capacityType, candidates } = plan;
+      const input = await this.fleetInput(
+        nodeClaim,
+        nodeClass,
+        cluster,
+        capacityType,
+        candidates,
+        subnets,
+        amis,
+        sgs,
+      );
+      let result: Awaited<ReturnType<Instances['createFleet']>>;
+      try {
+        result = await this.instances.createFleet(input.request);
+      } catch (err) {
+        throw new CreateError(
+          `CreateFleet for NodeClaim "${name}" failed: ${(err as Error).message}`,
+          'LaunchFailed',
+          undefined,
+          { cause: err },
+        );
+      }
+      const iced = this.markFleetErrors(result.errors, capacityType, subnets);
+      tried.push(...iced);
+      if (result.instance) {
+        const inst = result.instance;
+        const zone =
+          inst.zone ?? subnets.find((s) => s.id === inst.subnetId)?.zone ?? candidates[0]!.offerings[0]!.zone;
+        const it = types.find((t) => t.name === inst.instanceType);
+        if (!it) {
+          throw new CreateError(
+            `CreateFleet launched ${inst.instanceType}, which is not among the instance types offered`,
+            'LaunchFailed',
+          );
+        }
+        const ct: CapacityType = inst.lifecycle === 'spot' ? 'spot' : 'on-demand';
+        const offering = it.offerings.find((o) => o.zone === zone && o.capacityType === ct) ?? {
+          zone,
+          capacityType: ct,
+          priceUSDPerHour: 0,
+          available: true,
+          priceSource: 'provider' as const,
+        };
+        return this.launched(nodeClaim, nodeClass, it, offering, inst.instanceId, input.amiFor.get(it.name));
+      }
+      if (iced.length === 0) {
+        const codes = [...new Set(result.errors.map((e) => `${e.ErrorCode}: ${e.ErrorMessage}`))].join('; ');
+        throw new CreateError(
+          `CreateFleet launched nothing for NodeClaim "${name}"${codes ? `: ${codes}` : ''}`,
+          'LaunchFailed',
+        );
+      }
+      types = this.ice.apply(types);
+    }
+    throw new InsufficientCapacityError(
+      tried.length > 0
+        ? `NodeClaim "${name}": every compatible offering failed or is unavailable: ${describeOfferings(tried)}`
+        : `NodeClaim "${name}": no available offering in ${this.region} satisfies its requirements`,
+      tried.length > 0 ? tried : this.unavailableCompatible(nodeClaim, reqs, types),
+    );
+  }
+
+  private unavailableCompatible(
+    nodeClaim: NodeClaim,
+    reqs: Requirements,
+    types: InstanceType[],
+  ): OfferingRef[] {
+    const named = this.namedTypes(nodeClaim);
+    const out: OfferingRef[] = [];
+    for (const it of types) {
+      if (named && !named.has(it.name)) continue;
+      for (const o of it.offerings) {
+        if (!labelsSatisfy(reqs, offeringLabels(it, o))) continue;
+        out.push({
+          instanceType: it.name,
+          zone: o.zone,
+          capacityType: o.capacityType,
+          priceUSDPerHour: o.priceUSDPerHour,
+        });
+      }
+    }
+    return out;
+  }
+
+  private namedTypes(nodeClaim: NodeClaim): Set<string> | undefined {
+    const r = (nodeClaim.spec.requirements ?? []).filter(
+      (x) => x.key === LabelInstanceType && x.operator === 'In',
+    );
+    return r.length > 0 ? new Set(r.flatMap((x) => x.values ?? [])) : undefined;
+  }
+
+  /**
+   * The capacity type and the instance types to put in the fleet, cheapest first (see the module doc, step 2), or
+   * undefined when nothing compatible is available.
+   */
+  private plan(
+    nodeClaim: NodeClaim,
+    reqs: Requirements,
+    types: InstanceType[],
+  ): { capacityType: CapacityType; candidates: Candidate[] } | undefined {
+    const named = this.namedTypes(nodeClaim);
+    const byCT = new Map<CapacityType, Candidate[]>();
+    for (const it of types) {
+      if (named && !named.has(it.name)) continue;
+      const perCT = new Map<CapacityType, Offering[]>();
+      for (const o of it.offerings) {
+        if (!o.available || this.ice.isUnavailable(it.name, o.zone, o.capacityType)) continue;
+        if (!labelsSatisfy(reqs, offeringLabels(it, o))) continue;
+        const list = perCT.get(o.capacityType) ?? [];
+        list.push(o);
+        perCT.set(o.capacityType, list);
+      }
+      for (const [ct, offs] of perCT) {
+        const list = byCT.get(ct) ?? [];
+        list.push({ it, offerings: offs, price: Math.min(...offs.map((o) => o.priceUSDPerHour)) });
+        byCT.set(ct, list);
+      }
+    }
+    // Upstream order: reserved, then spot when allowed and offered, else on-demand.
+    const capacityType: CapacityType | undefined = byCT.has('reserved')
+      ? 'reserved'
+      : byCT.has('spot')
+        ? 'spot'
+        : byCT.has('on-demand')
+          ? 'on-demand'
+          : undefined;
+    if (!capacityType) return undefined;
+    let candidates = byCT.get(capacityType)!;
+    if (capacityType === 'spot' && byCT.has('on-demand')) {
+      // Spot priced above the cheapest on-demand offering is not worth its interruptions (upstream filterUnwantedSpot).
+      const cheapestOD = Math.min(...byCT.get('on-demand')!.map((c) => c.price));
+      const kept = candidates.filter((c) => c.price <= cheapestOD);
+      if (kept.length > 0) candidates = kept;
+    }
+    const plain = candidates.filter((c) => !isExotic(c.it));
+    if (plain.length > 0 && plain.length < candidates.length && !named) candidates = plain;
+    candidates.sort((a, b) => a.price - b.price || (a.it.name < b.it.name ? -1 : 1));
+    return { capacityType, candidates: candidates.slice(0, MAX_INSTANCE_TYPES) };
+  }
+
+  /** Marks the offerings of capacity errors unavailable; returns them. */
+  private markFleetErrors(
+    errors: CreateFleetError[],
+    capacityType: CapacityType,
+    subnets: SubnetStatus[],
+  ): OfferingRef[] {
+    const out: OfferingRef[] = [];
+    for (const e of errors) {
+      if (!e.ErrorCode || !CAPACITY_ERROR_CODES.has(e.ErrorCode)) continue;
+      const ov = e.LaunchTemplateAndOverrides?.Overrides;
+      const type = ov?.InstanceType;
+      const zone = ov?.AvailabilityZone ?? subnets.find((s) => s.id === ov?.SubnetId)?.zone;
+      if (!type || !zone) continue;
+      const ct = (e.Lifecycle as CapacityType | undefined) ?? capacityType;
+      this.ice.markUnavailable(type, zone, ct, e.ErrorCode);
+      out.push({ instanceType: type, zone, capacityType: ct });
+    }
+    return out;
+  }
+
+  private async fleetInput(
+    nodeClaim: NodeClaim,
+    nodeClass: EC2NodeClass,
+    cluster: { endpoint: string; caBundle: string; cidr?: string },
+    capacityType: CapacityType,
+    candidates: Candidate[],
+    subnets: SubnetStatus[],
+    amis: AMIStatus[],
+    securityGroups: string[],
+  ): Promise<{ request: CreateFleetCommandInput; amiFor: Map<string, string> }> {
+    const family = resolveAMIFamily(nodeClass);
+    const status = ec2NodeClassStatus(nodeClass);
+    // One subnet per zone: the first in status order (the controller orders them by free addresses).
+    const subnetByZone = new Map<string, string>();
+    for (const s of subnets) if (!subnetByZone.has(s.zone)) subnetByZone.set(s.zone, s.id);
+    // Each type → the first (newest) AMI whose requirements its labels satisfy.
+    const groups = new Map<string, { ami: string; maxPods: number; candidates: Candidate[] }>();
+    const amiFor = new Map<string, string>();
+    for (const c of candidates) {
+      const ami = amis.find((a) =>
+        labelsSatisfy(
+          Requirements.fromNodeSelector(a.requirements as NodeSelectorRequirement[]),
+          c.it.labels,
+        ),
+      );
+      if (!ami) continue;
+      amiFor.set(c.it.name, ami.id);
+      const maxPods = c.it.capacity.pods ?? 110;
+      const key = `${ami.id}/${maxPods}`;
+      const g = groups.get(key) ?? { ami: ami.id, maxPods, candidates: [] };
+      g.candidates.push(c);
+      groups.set(key, g);
+    }
+    if (groups.size === 0) {
+      throw new CreateError(
+        `no AMI of ${EC2NodeClassKind}/${nodeClass.metadata.name} (status.amis) fits the instance types ` +
+          `${candidates
+            .slice(0, 5)
+            .map((c) => c.it.name)
+            .join(
+              ', ',
+            )}${candidates.length > 5 ? ', ...' : ''}; check amiSelectorTerms (architecture, GPU variant)`,
+        'NoCompatibleAMI',
+      );
+    }
+    const labels = kubeletLabels({
+      ...(nodeClaim.metadata.labels ?? {}),
+      [LabelCapacityType]: capacityType,
+      [LabelEC2NodeClass]: nodeClass.metadata.name,
+    });
+    const taints: Taint[] = [];
+    for (const t of [
+      ...(nodeClaim.spec.taints ?? []),
+      ...(nodeClaim.spec.startupTaints ?? []),
+      { key: TaintUnregistered.key, effect: TaintUnregistered.effect } as Taint,
+    ]) {
+      if (!taints.some((x) => x.key === t.key && x.effect === t.effect)) taints.push({ ...t });
+    }
+    const tags = this.instanceTags(nodeClaim, nodeClass);
+    let bdms: ReturnType<typeof blockDeviceMappings>;
+    try {
+      bdms = blockDeviceMappings(nodeClass, family);
+    } catch (err) {
+      throw new CreateError((err as Error).message, 'InvalidNodeClass', undefined, { cause: err });
+    }
+    const configs: FleetLaunchTemplateConfigRequest[] = [];
+    for (const g of groups.values()) {
+      let userData: string;
+      try {
+        userData = renderUserData(family, {
+          clusterName: this.deps.settings.clusterName,
+          clusterEndpoint: cluster.endpoint,
+          caBundle: cluster.caBundle,
+          ...(cluster.cidr ? { clusterCIDR: cluster.cidr } : {}),
+          ...(nodeClass.spec.kubelet ? { kubelet: nodeClass.spec.kubelet } : {}),
+          maxPods: g.maxPods,
+          labels,
+          taints,
+          ...(nodeClass.spec.instanceStorePolicy
+            ? { instanceStorePolicy: nodeClass.spec.instanceStorePolicy }
+            : {}),
+          ...(nodeClass.spec.userData ? { customUserData: nodeClass.spec.userData } : {}),
+        });
+      } catch (err) {
+        throw new CreateError((err as Error).message, 'InvalidNodeClass', undefined, { cause: err });
+      }
+      const lt = await this.launchTemplates.ensure({
+        clusterName: this.deps.settings.clusterName,
+        nodeClassName: nodeClass.metadata.name,
+        amiID: g.ami,
+        userData,
+        securityGroupIDs: securityGroups,
+        ...(status.instanceProfile ? { instanceProfile: status.instanceProfile } : {}),
+        blockDeviceMappings: bdms,
+        metadataOptions: metadataOptions(nodeClass),
+        ...(nodeClass.spec.associatePublicIPAddress !== undefined
+          ? { associatePublicIPAddress: nodeClass.spec.associatePublicIPAddress }
+          : {}),
+        ...(typeof nodeClass.spec.detailedMonitoring === 'boolean'
+          ? { detailedMonitoring: nodeClass.spec.detailedMonitoring }
+          : {}),
+        tags: { ...(nodeClass.spec.tags ?? {}), [LabelEC2NodeClass]: nodeClass.metadata.name },
+      });
+      const overrides: Array<FleetLaunchTemplateOverridesRequest & { price: number }> = [];
+      for (const c of g.candidates) {
+        for (const o of c.offerings) {
+          const subnet = subnetByZone.get(o.zone);
+          if (!subnet) continue;
+          overrides.push({
+            InstanceType: c.it.name as _InstanceType,
+            SubnetId: subnet,
+            price: o.priceUSDPerHour,
+          });
+        }
+      }
+      overrides.sort((a, b) => a.price - b.price);
+      if (overrides.length === 0) continue;
+      configs.push({
+        LaunchTemplateSpecification: { LaunchTemplateName: lt.name, Version: '$Latest' },
+        Overrides: overrides.map(({ price: _p, ...o }) => o),
+      });
+    }
+    const tagList = Object.entries(tags).map(([Key, Value]) => ({ Key, Value }));
+    const request: CreateFleetCommandInput = {
+      Type: 'instant',
+      TargetCapacitySpecification: {
+        TotalTargetCapacity: 1,
+        DefaultTargetCapacityType: capacityType === 'spot' ? 'spot' : 'on-demand',
+      },
+      ...(capacityType === 'spot'
+        ? { SpotOptions: { AllocationStrategy: 'price-capacity-optimized' } }
+        : { OnDemandOptions: { AllocationStrategy: 'lowest-price' } }),
+      LaunchTemplateConfigs: configs,
+      TagSpecifications: [
+        { ResourceType: 'instance', Tags: tagList },
+        { ResourceType: 'volume', Tags: tagList },
+        { ResourceType: 'fleet', Tags: tagList },
+      ],
+    };
+    return { request, amiFor };
+  }
+
+  /** Upstream's instance tags: the class's tags, then the cluster/nodepool/nodeclaim/nodeclass/EKS tags. */
+  private instanceTags(nodeClaim: NodeClaim, nodeClass: EC2NodeClass): Record<string, string> {
+    const cluster = this.deps.settings.clusterName;
+    return {
+      ...(nodeClass.spec.tags ?? {}),
+      [`kubernetes.io/cluster/${cluster}`]: 'owned',
+      [LabelNodePool]: nodeClaim.metadata.labels?.[LabelNodePool] ?? '',
+      [TagNodeClaim]: nodeClaim.metadata.name ?? '',
+      [LabelEC2NodeClass]: nodeClass.metadata.name,
+      [TagEKSClusterName]: cluster,
+    };
+  }
+
+  private launched(
+    nodeClaim: NodeClaim,
+    nodeClass: EC2NodeClass,
+    it: InstanceType,
+    offering: Offering,
+    instanceId: string,
+    imageID: string | undefined,
+  ): NodeClaim {
+    const requirementLabels: Record<string, string> = {};
+    for (const r of nodeClaim.spec.requirements ?? []) {
+      if (r.operator === 'In' && r.values?.length === 1) requirementLabels[r.key] = r.values[0]!;
+    }
+    const out: NodeClaim = structuredClone(nodeClaim);
+    out.metadata.labels = {
+      ...requirementLabels,
+      ...(nodeClaim.metadata.labels ?? {}),
+      ...offeringLabels(it, offering),
+      [LabelTopologyRegion]: this.region,
+      [LabelEC2NodeClass]: nodeClass.metadata.name,
+    };
+    out.metadata.annotations = {
+      ...(out.metadata.annotations ?? {}),
+      [AnnotationEC2NodeClassHash]: ec2NodeClassHash(nodeClass),
+      [AnnotationEC2NodeClassHashVersion]: EC2NodeClassHashVersion,
+    };
+    out.status = {
+      ...(out.status ?? {}),
+      providerID: `${AwsProviderIDPrefix}${offering.zone}/${instanceId}`,
+      capacity: formatResources(it.capacity),
+      allocatable: formatResources(it.allocatable),
+      ...(imageID ? { imageID } : {}),
+    };
+    return out;
+  }
+
+  /** The instance as a NodeClaim (labels and resources of its type under its class). */
+  private async toNodeClaim(inst: Instance): Promise<NodeClaim> {
+    const tags = Object.fromEntries((inst.Tags ?? []).map((t) => [t.Key ?? '', t.Value ?? '']));
+    const className = tags[LabelEC2NodeClass];
+    const nodeClass = className ? this.deps.nodeClass(className) : undefined;
+    const types = await this.instanceTypeProvider.list(nodeClass);
+    const it = types.find((t) => t.name === inst.InstanceType);
+    const zone = inst.Placement?.AvailabilityZone ?? '';
+    const ct: CapacityType = inst.InstanceLifecycle === 'spot' ? 'spot' : 'on-demand';
+    const labels: Record<string, string> = {
+      ...(it ? it.labels : {}),
+      [LabelInstanceType]: inst.InstanceType ?? '',
+      [LabelTopologyZone]: zone,
+      [LabelTopologyRegion]: this.region,
+      [LabelCapacityType]: ct,
+    };
+    if (tags[LabelNodePool]) labels[LabelNodePool] = tags[LabelNodePool];
+    if (className) labels[LabelEC2NodeClass] = className;
+    const nc: NodeClaim = {
+      apiVersion: 'karpenter.sh/v1',
+      kind: 'NodeClaim',
+      metadata: {
+        name: tags[TagNodeClaim] ?? inst.InstanceId ?? '',
+        labels,
+        ...(inst.LaunchTime ? { creationTimestamp: inst.LaunchTime.toISOString() } : {}),
+      },
+      spec: {
+        nodeClassRef: { group: AwsGroup, kind: EC2NodeClassKind, name: className ?? '' },
+        requirements: [],
+      },
+      status: {
+        providerID: `${AwsProviderIDPrefix}${zone}/${inst.InstanceId}`,
+        ...(inst.ImageId ? { imageID: inst.ImageId } : {}),
+        ...(it
+          ? { capacity: formatResources(it.capacity), allocatable: formatResources(it.allocatable) }
+          : {}),
+      },
+    };
+    return nc;
+  }
+
+  /** @throws NodeClaimNotFoundError when `providerID` is not a live instance. */
+  async get(providerID: string): Promise<NodeClaim> {
+    const inst = await this.instance(providerID);
+    return this.toNodeClaim(inst);
+  }
+
+  private async instance(providerID: string): Promise<Instance> {
+    const parsed = parseAwsProviderID(providerID);
+    if (!parsed) {
+      throw new NodeClaimNotFoundError(
+        `${providerID} is not an aws provider ID (aws:///<zone>/<instance-id>)`,
+        {
+          providerID,
+        },
+      );
+    }
+    const inst = await this.instances.get(parsed.instanceId);
+    if (!inst)
+      throw new NodeClaimNotFoundError(`instance ${parsed.instanceId} does not exist or is terminating`, {
+        providerID,
+      });
+    return inst;
+  }
+
+  /** Every live instance of this cluster launched by Karpenter (tagged with a NodePool), as NodeClaims. */
+  async list(): Promise<NodeClaim[]> {
+    const instances = await this.instances.list([
+      { Name: `tag:kubernetes.io/cluster/${this.deps.settings.clusterName}`, Values: ['owned'] },
+      { Name: 'tag-key', Values: [LabelNodePool] },
+    ]);
+    const out: NodeClaim[] = [];
+    for (const inst of instances) out.push(await this.toNodeClaim(inst));
+    return out.sort((a, b) => (a.status!.providerID! < b.status!.providerID! ? -1 : 1));
+  }
+
+  /**
+   * Terminates the instance (found by `status.providerID`).
+   * @throws NodeClaimNotFoundError when it is already gone (or terminating), or the NodeClaim has no provider ID.
+   */
+  async delete(nodeClaim: NodeClaim): Promise<void> {
+    const providerID = nodeClaim.status?.providerID;
+    if (!providerID) {
+      throw new NodeClaimNotFoundError(
+        `NodeClaim ${nodeClaim.metadata.name ?? '<unnamed>'} has no status.providerID`,
+      );
+    }
+    const inst = await this.instance(providerID);
+    try {
+      await this.instances.terminate(inst.InstanceId!);
+    } catch (err) {
+      if ((err as { name?: string }).name?.includes('NotFound')) {
+        throw new NodeClaimNotFoundError(`instance ${inst.InstanceId} does not exist`, {
+          providerID,
+          cause: err,
+        });
+      }
+      throw err;
+    }
+  }
+
+  /**
+   * `NodeClassDrift` (static hash changed), `AMIDrift` (the instance's image is not among the class's resolved AMIs),
+   * `SubnetDrift` (its subnet is not among the resolved subnets), `SecurityGroupDrift` (its security groups differ
+   * from the resolved ones); undefined otherwise, and when the class is missing or not Ready (not drift).
+   */
+  async isDrifted(nodeClaim: NodeClaim): Promise<string | undefined> {
+    const ref = nodeClaim.spec.nodeClassRef;
+    if (ref.group !== AwsGroup || ref.kind !== EC2NodeClassKind) return undefined;
+    const nodeClass = this.deps.nodeClass(ref.name);
+    if (!nodeClass || ec2NodeClassNotReadyReason(nodeClass)) return undefined;
+    const ann = nodeClaim.metadata.annotations ?? {};
+    if (
+      ann[AnnotationEC2NodeClassHashVersion] === EC2NodeClassHashVersion &&
+      ann[AnnotationEC2NodeClassHash] !== undefined &&
+      ann[AnnotationEC2NodeClassHash] !== ec2NodeClassHash(nodeClass)
+    ) {
+      return DriftNodeClass;
+    }
+    const providerID = nodeClaim.status?.providerID;
+    if (!providerID) return undefined;
+    const inst = await this.instance(providerID);
+    const status = ec2NodeClassStatus(nodeClass);
+    const amis = status.amis ?? [];
+    if (inst.ImageId && amis.length > 0 && !amis.some((a) => a.id === inst.ImageId)) return DriftAMI;
+    const subnets = status.subnets ?? [];
+    if (inst.SubnetId && subnets.length > 0 && !subnets.some((s) => s.id === inst.SubnetId))
+      return DriftSubnet;
+    const want = (status.securityGroups ?? []).map((g) => g.id).sort();
+    const have = (inst.SecurityGroups ?? []).map((g) => g.GroupId ?? '').sort();
+    if (want.length > 0 && stable(want) !== stable(have)) return DriftSecurityGroup;
+    return undefined;
+  }
+}

@@ -1,0 +1,80 @@
+/**
+ * Reads the {@link DoctorSnapshot} from a cluster: one list per kind, all in parallel, read-only. A kind
+ * whose API is not served (CRD not installed: Karpenter's, Cluster API's, CABPK's) reads as `[]`.
+ */
+import type { KubeObject } from '../apis/core.ts';
+import type { KubeClient } from '../kube/client.ts';
+import type { Clock } from '../kube/clock.ts';
+import { isNotFound } from '../kube/errors.ts';
+import { type ResourceRef, Resources, type ResourceType } from '../kube/resources.ts';
+import type { DoctorSnapshot } from './types.ts';
+
+/** CABPK's KubeadmConfigTemplate (bootstrap config of MachineDeployments; not pre-registered in kube/). */
+const KubeadmConfigTemplate: ResourceType = {
+  group: 'bootstrap.cluster.x-k8s.io',
+  version: 'v1beta2',
+  plural: 'kubeadmconfigtemplates',
+  kind: 'KubeadmConfigTemplate',
+  namespaced: true,
+};
+
+async function listOrEmpty<T extends KubeObject>(client: KubeClient, ref: ResourceRef): Promise<T[]> {
+  try {
+    return (await client.list(ref)).items as unknown as T[];
+  } catch (err) {
+    if (isNotFound(err)) return [];
+    throw err;
+  }
+}
+
+/**
+ * Lists everything the checks read.
+ * @throws KubeApiError / connection errors other than "kind not served" (404).
+ */
+export async function readSnapshot(client: KubeClient, clock: Clock): Promise<DoctorSnapshot> {
+  const [
+    nodes,
+    pods,
+    pdbs,
+    deployments,
+    statefulSets,
+    replicaSets,
+    daemonSets,
+    nodePools,
+    nodeClaims,
+    ec2NodeClasses,
+    machinePools,
+    kubeadmConfigs,
+    kubeadmConfigTemplates,
+  ] = await Promise.all([
+    listOrEmpty(client, Resources.Node),
+    listOrEmpty(client, Resources.Pod),
+    listOrEmpty(client, Resources.PodDisruptionBudget),
+    listOrEmpty(client, Resources.Deployment),
+    listOrEmpty(client, Resources.StatefulSet),
+    listOrEmpty(client, Resources.ReplicaSet),
+    listOrEmpty(client, Resources.DaemonSet),
+    listOrEmpty(client, Resources.NodePool),
+    listOrEmpty(client, Resources.NodeClaim),
+    listOrEmpty(client, Resources.EC2NodeClass),
+    listOrEmpty(client, Resources.MachinePool),
+    listOrEmpty(client, Resources.KubeadmConfig),
+    listOrEmpty(client, KubeadmConfigTemplate),
+  ]);
+  return {
+    now: new Date(clock.now()),
+    nodes,
+    pods,
+    pdbs,
+    deployments,
+    statefulSets,
+    replicaSets,
+    daemonSets,
+    nodePools,
+    nodeClaims,
+    ec2NodeClasses,
+    machinePools,
+    kubeadmConfigs,
+    kubeadmConfigTemplates,
+  } as DoctorSnapshot;
+}

@@ -1,0 +1,753 @@
+/**
+ * A small HTTP proxy in front of moto (the AWS API emulator) that fills moto's gaps for Karpenter's use and injects
+ * faults. Clients point `AWS_ENDPOINT_URL` (or the SDK `endpoint`) at the proxy; everything it does not handle is
+ * forwarded to moto unchanged. Used by the aws provider's tests, the benchmark, and `capenter start
+ * --cloud-provider aws` against an emulator.
+ *
+ * What it changes (the gaps were found by reading moto 5.2.3):
+ * - EC2 `CreateFleet`: moto always launches the first override and never returns `Errors[]`. The proxy orders the
+ *   overrides by the {@link PriceTable} (spot price for spot, on-demand price otherwise; `prioritized` strategies by
+ *   `Priority`), skips the ones with an injected capacity error (reporting each in `Errors[]` as AWS does) and
+ *   forwards the request with only the first good override. When every override fails it answers itself: no
+ *   instances, one error per override. After the launch it applies the launch template's security groups and
+ *   instance profile to the new instances (moto ignores both for fleets).
+ * - EC2 `DescribeSpotPriceHistory`: served from the price table (moto answers 0.00001 for everything).
+ * - EC2 `DescribeLaunchTemplates`: moto cuts at `MaxResults` (default 15) without a `NextToken`; the proxy asks moto
+ *   for everything and paginates itself.
+ * - SSM `GetParameter`/`GetParameters` of the EKS-optimized (`/aws/service/eks/...`), Bottlerocket
+ *   (`/aws/service/bottlerocket/...`) and Windows EKS (`/aws/service/ami-windows-latest/...EKS_Optimized...`)
+ *   image parameters: an image of moto's region with the parameter's architecture (moto has none of them).
+ * - Pricing `GetProducts` (moto has no Pricing API): on-demand Linux prices from the price table, in the Price List
+ *   JSON shape.
+ * - Faults: capacity errors per offering ({@link AwsEmulatorProxy.injectCapacityError}), `RequestLimitExceeded`
+ *   throttling per action ({@link AwsEmulatorProxy.throttle}).
+ * - Counters of the calls clients made, by `service:Action` ({@link AwsEmulatorProxy.calls}).
+ *
+ * Listens on 127.0.0.1 only. Control endpoints for out-of-process users (JSON): `POST /capenter-proxy/faults`
+ * (body: a {@link CapacityFault} or `{throttle: {action, times}}`), `DELETE /capenter-proxy/faults`,
+ * `GET /capenter-proxy/calls`. `POST /moto-api/reset` resets moto and the proxy's faults, caches and counters.
+ */
+import { randomUUID } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import {
+  AssociateIamInstanceProfileCommand,
+  DescribeAvailabilityZonesCommand,
+  DescribeImagesCommand,
+  DescribeLaunchTemplateVersionsCommand,
+  DescribeSubnetsCommand,
+  EC2Client,
+  ModifyInstanceAttributeCommand,
+} from '@aws-sdk/client-ec2';
+import { defaultPriceTable, type PriceTable, spotPrice } from './prices.ts';
+
+/** One injected capacity fault: fleet overrides matching it fail with `code`. Unset fields match anything. */
+export interface CapacityFault {
+  instanceType?: string;
+  zone?: string;
+  capacityType?: 'spot' | 'on-demand';
+  /** EC2 fleet error code, default `InsufficientInstanceCapacity`. */
+  code?: string;
+  /** How many fleet overrides it fails before it is used up; default unlimited. */
+  times?: number;
+}
+
+/** Options of {@link AwsEmulatorProxy.start}. */
+export interface AwsEmulatorProxyOptions {
+  /** moto's endpoint, e.g. `http://127.0.0.1:5000`. */
+  upstream: string;
+  /** Prices by region; default {@link defaultPriceTable} of the region. */
+  prices?: (region: string) => PriceTable;
+  /** Extra SSM parameters (name → value) served as they are; wins over the derived image parameters. */
+  ssmParameters?: Record<string, string>;
+  /** Called for each proxy-side problem (never with request bodies: user data may carry secrets). */
+  onError?: (err: unknown, context: string) => void;
+}
+
+interface Override {
+  config: number;
+  fields: Record<string, string>;
+  zone: string;
+  price: number;
+}
+
+const EC2_CAPACITY_MESSAGE: Record<string, string> = {
+  InsufficientInstanceCapacity:
+    'We currently do not have sufficient capacity in the Availability Zone you requested.',
+  MaxSpotInstanceCountExceeded: 'Max spot instance count exceeded',
+  VcpuLimitExceeded: 'You have requested more vCPU capacity than your current vCPU limit allows.',
+  UnfulfillableCapacity: 'Unable to fulfill capacity due to your request configuration.',
+  InsufficientFreeAddressesInSubnet:
+    'There are not enough free addresses in subnet to satisfy the requested number of instances.',
+};
+
+function xmlEscape(s: string): string {
+  return s.replace(/[<>&"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+/** `service` and `region` from a SigV4 `Authorization` header's credential scope. */
+function credentialScope(auth: string | undefined): { service: string; region: string } | undefined {
+  const m = /Credential=[^/]+\/\d+\/([^/]+)\/([^/]+)\/aws4_request/.exec(auth ?? '');
+  return m ? { region: m[1]!, service: m[2]! } : undefined;
+}
+
+/** The `<item>…</item>` elements directly inside an XML list (nested items, e.g. tag sets, stay inside theirs). */
+function topLevelItems(xml: string): string[] {
+  const out: string[] = [];
+  const re = /<item>|<\/item>/g;
+  let depth = 0;
+  let start = -1;
+  for (let m = re.exec(xml); m; m = re.exec(xml)) {
+    if (m[0] === '<item>') {
+      if (depth === 0) start = m.index;
+      depth++;
+    } else {
+      depth--;
+      if (depth === 0 && start >= 0) out.push(xml.slice(start, m.index + m[0].length));
+    }
+  }
+  return out;
+}
+
+/** The running proxy. */
+export class AwsEmulatorProxy {
+  /** `http://127.0.0.1:<port>`. */
+  readonly endpoint: string;
+  /** Calls clients made through the proxy, by `service:Action` (e.g. `ec2:CreateFleet`). */
+  readonly calls = new Map<string, number>();
+  private faults: CapacityFault[] = [];
+  private throttles = new Map<string, number>();
+  private readonly tables = new Map<string, PriceTable>();
+  private readonly subnetZones = new Map<string, string>();
+  private readonly zonesByRegion = new Map<string, string[]>();
+  private readonly imagesByRegion = new Map<string, Promise<Record<string, string>>>();
+  private readonly clients = new Map<string, EC2Client>();
+
+  private constructor(
+    private readonly server: http.Server,
+    private readonly opts: AwsEmulatorProxyOptions,
+  ) {
+    const addr = server.address() as AddressInfo;
+    this.endpoint = `http://127.0.0.1:${addr.port}`;
+  }
+
+  /** Starts the proxy on a free 127.0.0.1 port. */
+  static async start(opts: AwsEmulatorProxyOptions): Promise<AwsEmulatorProxy> {
+    let proxy: AwsEmulatorProxy | undefined;
+    const server = http.createServer((req, res) => {
+      void proxy!.handle(req, res).catch((err: unknown) => {
+        opts.onError?.(err, `${req.method} ${req.url}`);
+        if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain' });
+        res.end(`capenter AWS emulator proxy: ${(err as Error).message}`);
+      });
+    });
+    server.keepAliveTimeout = 60_000;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(0, '127.0.0.1', () => resolve());
+    });
+    proxy = new AwsEmulatorProxy(server, opts);
+    return proxy;
+  }
+
+  /** Fleet overrides matching `fault` fail with its code (until used up). */
+  injectCapacityError(fault: CapacityFault): void {
+    this.faults.push({ ...fault });
+  }
+
+  /** The next `times` calls of EC2 action `action` (e.g. `CreateFleet`) fail with `RequestLimitExceeded` (HTTP 503). */
+  throttle(action: string, times: number): void {
+    this.throttles.set(action, (this.throttles.get(action) ?? 0) + times);
+  }
+
+  /** Drops every fault and throttle. */
+  clearFaults(): void {
+    this.faults = [];
+    this.throttles.clear();
+  }
+
+  /** The price table used for `region` (mutable: tests change prices in place). */
+  prices(region: string): PriceTable {
+    let t = this.tables.get(region);
+    if (!t) {
+      t = (this.opts.prices ?? defaultPriceTable)(region);
+      this.tables.set(region, t);
+    }
+    return t;
+  }
+
+  /** Sum of {@link calls} for one service (e.g. `ec2`). */
+  callCount(service: string): number {
+    let n = 0;
+    for (const [k, v] of this.calls) if (k.startsWith(`${service}:`)) n += v;
+    return n;
+  }
+
+  /** Resets moto (`POST /moto-api/reset`) and the proxy's faults, counters and caches (price tables stay). */
+  async reset(): Promise<void> {
+    const res = await fetch(`${this.opts.upstream}/moto-api/reset`, { method: 'POST' });
+    if (!res.ok) throw new Error(`moto reset failed: HTTP ${res.status}`);
+    this.clearFaults();
+    this.calls.clear();
+    this.subnetZones.clear();
+  }
+
+  /** Stops listening and closes idle connections. */
+  async stop(): Promise<void> {
+    for (const c of this.clients.values()) c.destroy();
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private ec2(region: string): EC2Client {
+    let c = this.clients.get(region);
+    if (!c) {
+      c = new EC2Client({
+        endpoint: this.opts.upstream,
+        region,
+        credentials: { accessKeyId: 'testing', secretAccessKey: 'testing' },
+        maxAttempts: 1,
+      });
+      this.clients.set(region, c);
+    }
+    return c;
+  }
+
+  private count(key: string): void {
+    this.calls.set(key, (this.calls.get(key) ?? 0) + 1);
+  }
+
+  private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const body = Buffer.concat(chunks).toString('utf8');
+    const url = req.url ?? '/';
+
+    if (url.startsWith('/capenter-proxy/')) return this.control(req, res, url, body);
+    if (url.startsWith('/moto-api/reset') && req.method === 'POST') {
+      await this.reset();
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}');
+      return;
+    }
+
+    const scope = credentialScope(req.headers.authorization);
+    const target = req.headers['x-amz-target'];
+    const region = scope?.region ?? 'us-east-1';
+    const service = scope?.service ?? 'unknown';
+    if (typeof target === 'string') {
+      const action = target.split('.').pop() ?? target;
+      this.count(`${service}:${action}`);
+      if (service === 'pricing' && action === 'GetProducts') return this.getProducts(res, region, body);
+      if (service === 'ssm' && (action === 'GetParameter' || action === 'GetParameters')) {
+        if (await this.ssm(req, res, region, action, body)) return;
+      }
+      return this.forward(req, res, body);
+    }
+    const form = new URLSearchParams(body);
+    const action = form.get('Action') ?? new URL(url, 'http://x').searchParams.get('Action') ?? '';
+    this.count(`${service}:${action || req.method}`);
+    if (service === 'ec2') {
+      const left = this.throttles.get(action) ?? 0;
+      if (left > 0) {
+        this.throttles.set(action, left - 1);
+        return this.ec2Error(res, 503, 'RequestLimitExceeded', 'Request limit exceeded.');
+      }
+      if (action === 'CreateFleet') return this.createFleet(req, res, region, form);
+      if (action === 'DescribeSpotPriceHistory') return this.spotPriceHistory(res, region, form);
+      if (action === 'DescribeLaunchTemplates') return this.describeLaunchTemplates(req, res, form);
+    }
+    return this.forward(req, res, body);
+  }
+
+  private async control(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    url: string,
+    body: string,
+  ): Promise<void> {
+    const json = (status: number, v: unknown): void => {
+      res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(v));
+    };
+    if (url === '/capenter-proxy/faults' && req.method === 'POST') {
+      let parsed: CapacityFault & { throttle?: { action: string; times: number } };
+      try {
+        parsed = JSON.parse(body) as typeof parsed;
+      } catch {
+        return json(400, { error: 'body must be JSON: a CapacityFault or {"throttle":{"action","times"}}' });
+      }
+      if (parsed.throttle) this.throttle(parsed.throttle.action, parsed.throttle.times);
+      else this.injectCapacityError(parsed);
+      return json(200, { ok: true });
+    }
+    if (url === '/capenter-proxy/faults' && req.method === 'DELETE') {
+      this.clearFaults();
+      return json(200, { ok: true });
+    }
+    if (url === '/capenter-proxy/calls' && req.method === 'GET')
+      return json(200, Object.fromEntries(this.calls));
+    return json(404, { error: `unknown control endpoint ${req.method} ${url}` });
+  }
+
+  /** Forwards a request to moto with `body` (possibly rewritten) and returns moto's answer as is. */
+  private async forward(req: http.IncomingMessage, res: http.ServerResponse, body: string): Promise<void> {
+    const out = await this.upstream(req, body);
+    res.writeHead(out.status, out.headers).end(out.body);
+  }
+
+  private async upstream(
+    req: http.IncomingMessage,
+    body: string,
+  ): Promise<{ status: number; headers: Record<string, string>; body: string }> {
+    const headers: Record<string, string> = {};
+    for (const [k, v] of Object.entries(req.headers)) {
+      if (v === undefined || k === 'host' || k === 'content-length' || k === 'connection') continue;
+      if (k === 'expect' || k === 'transfer-encoding') continue;
+      headers[k] = Array.isArray(v) ? v.join(', ') : v;
+    }
+    const r = await fetch(`${this.opts.upstream}${req.url ?? '/'}`, {
+      method: req.method ?? 'POST',
+      headers,
+      ...(req.method === 'GET' || req.method === 'HEAD' ? {} : { body }),
+    });
+    const text = await r.text();
+    const outHeaders: Record<string, string> = {};
+    r.headers.forEach((v, k) => {
+      if (
+        k !== 'content-length' &&
+        k !== 'content-encoding' &&
+        k !== 'transfer-encoding' &&
+        k !== 'connection'
+      )
+        outHeaders[k] = v;
+    });
+    return { status: r.status, headers: outHeaders, body: text };
+  }
+
+  private ec2Error(res: http.ServerResponse, status: number, code: string, message: string): void {
+    res
+      .writeHead(status, { 'content-type': 'text/xml' })
+      .end(
+        `<?xml version="1.0" encoding="UTF-8"?><Response><Errors><Error><Code>${code}</Code><Message>${xmlEscape(
+          message,
+        )}</Message></Error></Errors><RequestID>${randomUUID()}</RequestID></Response>`,
+      );
+  }
+
+  private async zoneOfSubnet(region: string, subnetId: string): Promise<string> {
+    let z = this.subnetZones.get(subnetId);
+    if (z) return z;
+    const out = await this.ec2(region).send(new DescribeSubnetsCommand({ SubnetIds: [subnetId] }));
+    z = out.Subnets?.[0]?.AvailabilityZone ?? '';
+    this.subnetZones.set(subnetId, z);
+    return z;
+  }
+
+  private async regionZones(region: string): Promise<string[]> {
+    let zones = this.zonesByRegion.get(region);
+    if (!zones) {
+      const out = await this.ec2(region).send(new DescribeAvailabilityZonesCommand({}));
+      zones = (out.AvailabilityZones ?? []).map((z) => z.ZoneName!).sort();
+      this.zonesByRegion.set(region, zones);
+    }
+    return zones;
+  }
+
+  private takeFault(o: Override, capacityType: string): CapacityFault | undefined {
+    const type = o.fields.InstanceType;
+    const f = this.faults.find(
+      (x) =>
+        (x.instanceType === undefined || x.instanceType === type) &&
+        (x.zone === undefined || x.zone === o.zone) &&
+        (x.capacityType === undefined || x.capacityType === capacityType) &&
+        (x.times === undefined || x.times > 0),
+    );
+    if (f && f.times !== undefined) f.times--;
+    return f;
+  }
+
+  private async createFleet(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    region: string,
+    form: URLSearchParams,
+  ): Promise<void> {
+    const capacityType = form.get('TargetCapacitySpecification.DefaultTargetCapacityType') ?? 'on-demand';
+    const strategy =
+      (capacityType === 'spot'
+        ? form.get('SpotOptions.AllocationStrategy')
+        : form.get('OnDemandOptions.AllocationStrategy')) ??
+      (capacityType === 'spot' ? 'price-capacity-optimized' : 'lowest-price');
+    const byKey = new Map<string, Override>();
+    for (const [k, v] of form) {
+      const m = /^LaunchTemplateConfigs\.(\d+)\.Overrides\.(\d+)\.(.+)$/.exec(k);
+      if (!m) continue;
+      const key = `${m[1]}.${m[2]}`;
+      let o = byKey.get(key);
+      if (!o) {
+        o = { config: Number(m[1]), fields: {}, zone: '', price: Number.POSITIVE_INFINITY };
+        byKey.set(key, o);
+      }
+      o.fields[m[3]!] = v;
+    }
+    const table = this.prices(region);
+    const overrides = [...byKey.values()];
+    for (const o of overrides) {
+      o.zone =
+        o.fields.AvailabilityZone ??
+        (o.fields.SubnetId ? await this.zoneOfSubnet(region, o.fields.SubnetId) : '');
+      const type = o.fields.InstanceType ?? '';
+      const p = capacityType === 'spot' ? spotPrice(table, type, o.zone) : table.onDemand.get(type);
+      o.price = p ?? Number.POSITIVE_INFINITY;
+    }
+    if (strategy === 'prioritized' || strategy === 'capacity-optimized-prioritized') {
+      overrides.sort((a, b) => Number(a.fields.Priority ?? 0) - Number(b.fields.Priority ?? 0));
+    } else {
+      overrides.sort((a, b) => a.price - b.price);
+    }
+    const errors: Array<{ o: Override; code: string }> = [];
+    let chosen: Override | undefined;
+    for (const o of overrides) {
+      const f = this.takeFault(o, capacityType);
+      if (f) {
+        errors.push({ o, code: f.code ?? 'InsufficientInstanceCapacity' });
+        continue;
+      }
+      chosen = o;
+      break;
+    }
+    const ltSpec = (config: number): Record<string, string> => {
+      const out: Record<string, string> = {};
+      const prefix = `LaunchTemplateConfigs.${config}.LaunchTemplateSpecification.`;
+      for (const [k, v] of form) if (k.startsWith(prefix)) out[k.slice(prefix.length)] = v;
+      return out;
+    };
+    const errorXml = errors
+      .map(({ o, code }) => {
+        const spec = ltSpec(o.config);
+        const lt = Object.entries(spec)
+          .map(
+            ([k, v]) =>
+              `<${k[0]!.toLowerCase()}${k.slice(1)}>${xmlEscape(v)}</${k[0]!.toLowerCase()}${k.slice(1)}>`,
+          )
+          .join('');
+        const ov = Object.entries(o.fields)
+          .map(
+            ([k, v]) =>
+              `<${k[0]!.toLowerCase()}${k.slice(1)}>${xmlEscape(v)}</${k[0]!.toLowerCase()}${k.slice(1)}>`,
+          )
+          .join('');
+        return (
+          `<item><launchTemplateAndOverrides><launchTemplateSpecification>${lt}</launchTemplateSpecification>` +
+          `<overrides>${ov}</overrides></launchTemplateAndOverrides><lifecycle>${capacityType}</lifecycle>` +
+          `<errorCode>${code}</errorCode><errorMessage>${xmlEscape(EC2_CAPACITY_MESSAGE[code] ?? code)}</errorMessage></item>`
+        );
+      })
+      .join('');
+    if (!chosen) {
+      res
+        .writeHead(200, { 'content-type': 'text/xml' })
+        .end(
+          `<?xml version="1.0" encoding="UTF-8"?><CreateFleetResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/">` +
+            `<requestId>${randomUUID()}</requestId><fleetId>fleet-${randomUUID()}</fleetId>` +
+            `<errorSet>${errorXml}</errorSet><fleetInstanceSet/></CreateFleetResponse>`,
+        );
+      return;
+    }
+    // Rewrite: one launch template config with the chosen override only.
+    const rewritten = new URLSearchParams();
+    for (const [k, v] of form) if (!k.startsWith('LaunchTemplateConfigs.')) rewritten.append(k, v);
+    const spec = ltSpec(chosen.config);
+    for (const [k, v] of Object.entries(spec))
+      rewritten.append(`LaunchTemplateConfigs.1.LaunchTemplateSpecification.${k}`, v);
+    for (const [k, v] of Object.entries(chosen.fields))
+      rewritten.append(`LaunchTemplateConfigs.1.Overrides.1.${k}`, v);
+    const out = await this.upstream(req, rewritten.toString());
+    let text = out.body;
+    if (out.status === 200) {
+      const ids = [...text.matchAll(/<item>(i-[0-9a-zA-Z]+)<\/item>/g)].map((m) => m[1]!);
+      await this.applyTemplate(region, spec, ids);
+      if (errorXml) {
+        text = /<errorSet\s*\/>/.test(text)
+          ? text.replace(/<errorSet\s*\/>/, `<errorSet>${errorXml}</errorSet>`)
+          : /<errorSet>/.test(text)
+            ? text.replace('<errorSet>', `<errorSet>${errorXml}`)
+            : text.replace(
+                '</CreateFleetResponse>',
+                `<errorSet>${errorXml}</errorSet></CreateFleetResponse>`,
+              );
+      }
+    }
+    res.writeHead(out.status, out.headers).end(text);
+  }
+
+  /** Applies the launch template's security groups and instance profile to fleet instances (moto ignores both). */
+  private async applyTemplate(
+    region: string,
+    spec: Record<string, string>,
+    instanceIds: string[],
+  ): Promise<void> {
+    if (instanceIds.length === 0) return;
+    const ec2 = this.ec2(region);
+    try {
+      const versions = await ec2.send(
+        new DescribeLaunchTemplateVersionsCommand({
+          ...(spec.LaunchTemplateId
+            ? { LaunchTemplateId: spec.LaunchTemplateId }
+            : { LaunchTemplateName: spec.LaunchTemplateName }),
+          Versions: [spec.Version ?? '$Default'],
+        }),
+      );
+      const data = versions.LaunchTemplateVersions?.[0]?.LaunchTemplateData;
+      const groups = [
+        ...(data?.SecurityGroupIds ?? []),
+        ...(data?.NetworkInterfaces?.flatMap((n) => n.Groups ?? []) ?? []),
+      ];
+      const profile = data?.IamInstanceProfile;
+      await Promise.all(
+        instanceIds.map(async (id) => {
+          if (groups.length > 0) {
+            await ec2.send(new ModifyInstanceAttributeCommand({ InstanceId: id, Groups: groups }));
+          }
+          if (profile?.Name || profile?.Arn) {
+            await ec2
+              .send(
+                new AssociateIamInstanceProfileCommand({
+                  InstanceId: id,
+                  IamInstanceProfile: profile.Arn ? { Arn: profile.Arn } : { Name: profile.Name },
+                }),
+              )
+              .catch((err: unknown) => this.opts.onError?.(err, `associating instance profile with ${id}`));
+          }
+        }),
+      );
+    } catch (err) {
+      this.opts.onError?.(
+        err,
+        `applying launch template ${spec.LaunchTemplateId ?? spec.LaunchTemplateName}`,
+      );
+    }
+  }
+
+  private async spotPriceHistory(
+    res: http.ServerResponse,
+    region: string,
+    form: URLSearchParams,
+  ): Promise<void> {
+    const table = this.prices(region);
+    const types = new Set<string>();
+    let zoneFilter: string[] = [];
+    for (const [k, v] of form) {
+      if (/^InstanceType\.\d+$/.test(k)) types.add(v);
+      if (k === 'AvailabilityZone') zoneFilter.push(v);
+    }
+    for (const [k, v] of form) {
+      const m = /^Filter\.(\d+)\.Name$/.exec(k);
+      if (m && v === 'availability-zone') {
+        for (const [k2, v2] of form) if (k2.startsWith(`Filter.${m[1]}.Value.`)) zoneFilter.push(v2);
+      }
+    }
+    const zones = zoneFilter.length > 0 ? zoneFilter : await this.regionZones(region);
+    zoneFilter = [];
+    const names =
+      types.size > 0 ? [...types] : [...new Set([...table.spot.keys()].map((k) => k.split('/')[0]!))].sort();
+    const items: string[] = [];
+    const now = new Date().toISOString();
+    for (const t of names) {
+      for (const z of zones) {
+        const p = spotPrice(table, t, z);
+        if (p === undefined) continue;
+        items.push(
+          `<item><availabilityZone>${z}</availabilityZone><instanceType>${t}</instanceType>` +
+            `<productDescription>Linux/UNIX</productDescription><spotPrice>${p.toFixed(6)}</spotPrice>` +
+            `<timestamp>${now}</timestamp></item>`,
+        );
+      }
+    }
+    const max = Math.min(Number(form.get('MaxResults') ?? 1000) || 1000, 1000);
+    const start = Number(form.get('NextToken') ?? 0) || 0;
+    const page = items.slice(start, start + max);
+    const next = start + max < items.length ? `<nextToken>${start + max}</nextToken>` : '';
+    res
+      .writeHead(200, { 'content-type': 'text/xml' })
+      .end(
+        `<?xml version="1.0" encoding="UTF-8"?><DescribeSpotPriceHistoryResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/">` +
+          `<requestId>${randomUUID()}</requestId><spotPriceHistorySet>${page.join('')}</spotPriceHistorySet>${next}` +
+          `</DescribeSpotPriceHistoryResponse>`,
+      );
+  }
+
+  private async describeLaunchTemplates(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    form: URLSearchParams,
+  ): Promise<void> {
+    const max = Number(form.get('MaxResults') ?? 0) || 0;
+    const start = Number(form.get('NextToken') ?? 0) || 0;
+    const all = new URLSearchParams(form);
+    all.set('MaxResults', '1000000');
+    all.delete('NextToken');
+    const out = await this.upstream(req, all.toString());
+    if (out.status !== 200 || max === 0) {
+      // No MaxResults: AWS returns everything (moto would cut at 15).
+      res.writeHead(out.status, out.headers).end(out.body);
+      return;
+    }
+    const m = /<launchTemplates>([\s\S]*)<\/launchTemplates>/.exec(out.body);
+    const items = m ? topLevelItems(m[1]!) : [];
+    const page = items.slice(start, start + max);
+    const next = start + max < items.length ? `<nextToken>${start + max}</nextToken>` : '';
+    const body = m
+      ? out.body.replace(m[0], `<launchTemplates>${page.join('')}</launchTemplates>${next}`)
+      : out.body;
+    res.writeHead(200, out.headers).end(body);
+  }
+
+  /** The image moto has for each architecture in `region` (newest Amazon Linux 2023 image per architecture). */
+  private images(region: string): Promise<Record<string, string>> {
+    let p = this.imagesByRegion.get(region);
+    if (!p) {
+      p = (async () => {
+        const out = await this.ec2(region).send(new DescribeImagesCommand({ Owners: ['amazon'] }));
+        const byArch: Record<string, { id: string; name: string }> = {};
+        for (const img of out.Images ?? []) {
+          const arch = img.Architecture ?? 'x86_64';
+          const name = img.Name ?? '';
+          const cur = byArch[arch];
+          const score = (n: string): number => (n.startsWith('al2023') ? 2 : n.includes('eks') ? 1 : 0);
+          if (!cur || score(name) > score(cur.name) || (score(name) === score(cur.name) && name > cur.name)) {
+            byArch[arch] = { id: img.ImageId!, name };
+          }
+        }
+        const windows = (out.Images ?? []).find((i) => (i.Name ?? '').includes('EKS_Optimized'))?.ImageId;
+        return {
+          x86_64: byArch.x86_64?.id ?? '',
+          arm64: byArch.arm64?.id ?? byArch.x86_64?.id ?? '',
+          windows: windows ?? byArch.x86_64?.id ?? '',
+        };
+      })();
+      p.catch(() => this.imagesByRegion.delete(region));
+      this.imagesByRegion.set(region, p);
+    }
+    return p;
+  }
+
+  /** The value the proxy serves for SSM parameter `name`, or undefined when moto should answer. */
+  private async ssmValue(region: string, name: string): Promise<string | undefined> {
+    const fixed = this.opts.ssmParameters?.[name];
+    if (fixed !== undefined) return fixed;
+    const isWindows = name.startsWith('/aws/service/ami-windows-latest/') && name.includes('EKS_Optimized');
+    if (
+      !name.startsWith('/aws/service/eks/') &&
+      !name.startsWith('/aws/service/bottlerocket/') &&
+      !isWindows
+    ) {
+      return undefined;
+    }
+    const imgs = await this.images(region);
+    if (isWindows) return imgs.windows;
+    return /arm64/.test(name) ? imgs.arm64 : imgs.x86_64;
+  }
+
+  private async ssm(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    region: string,
+    action: 'GetParameter' | 'GetParameters',
+    body: string,
+  ): Promise<boolean> {
+    const input = JSON.parse(body || '{}') as { Name?: string; Names?: string[] };
+    const param = (name: string, value: string): Record<string, unknown> => ({
+      Name: name,
+      Type: 'String',
+      Value: value,
+      Version: 1,
+      DataType: name.endsWith('image_id') ? 'aws:ec2:image' : 'text',
+      LastModifiedDate: Math.floor(Date.now() / 1000),
+      ARN: `arn:aws:ssm:${region}::parameter${name}`,
+    });
+    const send = (v: unknown): void => {
+      res.writeHead(200, { 'content-type': 'application/x-amz-json-1.1' }).end(JSON.stringify(v));
+    };
+    if (action === 'GetParameter') {
+      const value = await this.ssmValue(region, input.Name ?? '');
+      if (value === undefined) return false;
+      send({ Parameter: param(input.Name!, value) });
+      return true;
+    }
+    const served: Record<string, unknown>[] = [];
+    const rest: string[] = [];
+    for (const n of input.Names ?? []) {
+      const v = await this.ssmValue(region, n);
+      if (v === undefined) rest.push(n);
+      else served.push(param(n, v));
+    }
+    if (served.length === 0) return false;
+    let parameters = served;
+    let invalid: string[] = [];
+    if (rest.length > 0) {
+      const out = await this.upstream(req, JSON.stringify({ ...input, Names: rest }));
+      const parsed = JSON.parse(out.body) as {
+        Parameters?: Record<string, unknown>[];
+        InvalidParameters?: string[];
+      };
+      parameters = [...served, ...(parsed.Parameters ?? [])];
+      invalid = parsed.InvalidParameters ?? rest;
+    }
+    send({ Parameters: parameters, InvalidParameters: invalid });
+    return true;
+  }
+
+  private getProducts(res: http.ServerResponse, region: string, body: string): void {
+    const input = JSON.parse(body || '{}') as {
+      ServiceCode?: string;
+      Filters?: Array<{ Field: string; Value: string }>;
+      MaxResults?: number;
+      NextToken?: string;
+    };
+    const wanted = input.Filters?.find((f) => f.Field === 'regionCode')?.Value ?? region;
+    const typeFilter = input.Filters?.find((f) => f.Field === 'instanceType')?.Value;
+    const table = this.prices(wanted);
+    const entries = [...table.onDemand.entries()]
+      .filter(([t]) => typeFilter === undefined || t === typeFilter)
+      .sort(([a], [b]) => (a < b ? -1 : 1));
+    const max = input.MaxResults ?? 100;
+    const start = Number(input.NextToken ?? 0) || 0;
+    const page = entries.slice(start, start + max).map(([t, price]) => {
+      const sku = `SKU${Buffer.from(t).toString('hex').toUpperCase()}`;
+      return JSON.stringify({
+        product: {
+          productFamily: 'Compute Instance',
+          attributes: {
+            instanceType: t,
+            regionCode: wanted,
+            operatingSystem: 'Linux',
+            tenancy: 'Shared',
+            preInstalledSw: 'NA',
+            capacitystatus: 'Used',
+            marketoption: 'OnDemand',
+          },
+          sku,
+        },
+        serviceCode: 'AmazonEC2',
+        terms: {
+          OnDemand: {
+            [`${sku}.JRTCKXETXF`]: {
+              priceDimensions: {
+                [`${sku}.JRTCKXETXF.6YS6EN2CT7`]: {
+                  unit: 'Hrs',
+                  pricePerUnit: { USD: price.toFixed(10) },
+                  description: `$${price} per On Demand Linux ${t} Instance Hour`,
+                },
+              },
+              sku,
+              offerTermCode: 'JRTCKXETXF',
+            },
+          },
+        },
+      });
+    });
+    const out: Record<string, unknown> = { FormatVersion: 'aws_v1', PriceList: page };
+    if (start + max < entries.length) out.NextToken = String(start + max);
+    res.writeHead(200, { 'content-type': 'application/x-amz-json-1.1' }).end(JSON.stringify(out));
+  }
+}

@@ -1,0 +1,65 @@
+/** The embedded API server runs the same admission as `simulate` (apis/admission.ts) on every Pod create. */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pod, startServer, type TestServer } from './helpers.ts';
+
+let s: TestServer;
+beforeAll(async () => {
+  s = await startServer();
+});
+afterAll(async () => {
+  await s.stop();
+});
+
+describe('pod admission in the embedded API server', () => {
+  it('priority 0 / PreemptLowerPriority and the DefaultTolerationSeconds tolerations', async () => {
+    const r = await s.req('POST', '/api/v1/namespaces/default/pods', pod('plain'));
+    expect(r.status).toBe(201);
+    expect([r.body.spec.priority, r.body.spec.preemptionPolicy]).toEqual([0, 'PreemptLowerPriority']);
+    expect(r.body.spec.tolerations).toContainEqual({
+      key: 'node.kubernetes.io/not-ready',
+      operator: 'Exists',
+      effect: 'NoExecute',
+      tolerationSeconds: 300,
+    });
+  });
+
+  it('a pod naming a missing RuntimeClass or PriorityClass is rejected (403) with the API server message', async () => {
+    const rc = await s.req(
+      'POST',
+      '/api/v1/namespaces/default/pods',
+      pod('rc', { runtimeClassName: 'kata' }),
+    );
+    expect(rc.status).toBe(403);
+    expect(rc.body.message).toBe('pods "rc" is forbidden: pod rejected: RuntimeClass "kata" not found');
+    const pc = await s.req(
+      'POST',
+      '/api/v1/namespaces/default/pods',
+      pod('pc', { priorityClassName: 'urgent' }),
+    );
+    expect(pc.status).toBe(403);
+    expect(pc.body.message).toBe('pods "pc" is forbidden: no PriorityClass with name urgent was found');
+    const sys = await s.req(
+      'POST',
+      '/api/v1/namespaces/kube-system/pods',
+      pod('sys', { priorityClassName: 'system-node-critical' }),
+    );
+    expect([sys.status, sys.body.spec?.priority, sys.body.message]).toEqual([201, 2000001000, undefined]);
+  });
+
+  it('RuntimeClass overhead reaches the stored pod', async () => {
+    const created = await s.req('POST', '/apis/node.k8s.io/v1/runtimeclasses', {
+      apiVersion: 'node.k8s.io/v1',
+      kind: 'RuntimeClass',
+      metadata: { name: 'kata' },
+      handler: 'kata',
+      overhead: { podFixed: { cpu: '250m', memory: '160Mi' } },
+    });
+    expect(created.status).toBe(201);
+    const r = await s.req(
+      'POST',
+      '/api/v1/namespaces/default/pods',
+      pod('kata-pod', { runtimeClassName: 'kata' }),
+    );
+    expect(r.body.spec.overhead).toEqual({ cpu: '250m', memory: '160Mi' });
+  });
+});

@@ -1,0 +1,219 @@
+/**
+ * Disruption end to end with `--cloud-provider aws` on the embedded cluster + moto: a spot interruption warning
+ * (EventBridge → SQS → interruption controller) replaces the node without violating a PodDisruptionBudget and
+ * terminates the old instance; an AMI change in the EC2NodeClass drifts every node, rolled one at a time within
+ * the NodePool's budget. Prints the interruption-to-replacement time on the cluster's clock.
+ */
+import { DescribeImagesCommand, DescribeInstancesCommand } from '@aws-sdk/client-ec2';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Node, Pod } from '../../src/apis/core.ts';
+import type { EC2NodeClass, NodeClaim } from '../../src/apis/karpenter.ts';
+import { allRunning, eventually, livePods } from '../e2e/harness.ts';
+import { spotInterruption } from './e2e-events.ts';
+import {
+  type AwsE2E,
+  awsNodePoolYaml,
+  instanceIdOf,
+  launchedNodeClaims,
+  nodeClassReady,
+  startAwsE2E,
+} from './e2e-harness.ts';
+import { type AwsEmulator, startAwsEmulator } from './moto.ts';
+
+let emu: AwsEmulator;
+let e: AwsE2E | undefined;
+
+beforeAll(async () => {
+  emu = await startAwsEmulator();
+});
+afterEach(async () => {
+  await e?.stop();
+  e = undefined;
+});
+afterAll(async () => {
+  await emu?.stop();
+});
+
+/** `replicas` pods of `app`, one per node (required hostname anti-affinity), each requesting `cpu`. */
+function spreadDeployment(app: string, replicas: number, cpu: string): string {
+  return `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: ${app}, namespace: default}
+spec:
+  replicas: ${replicas}
+  selector: {matchLabels: {app: ${app}}}
+  template:
+    metadata: {labels: {app: ${app}}}
+    spec:
+      terminationGracePeriodSeconds: 1
+      affinity:
+        podAntiAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            - topologyKey: kubernetes.io/hostname
+              labelSelector: {matchLabels: {app: ${app}}}
+      containers:
+        - name: app
+          image: registry.k8s.io/pause:3.10
+          resources: {requests: {cpu: "${cpu}", memory: 512Mi}}
+`;
+}
+
+function pdbYaml(app: string, minAvailable: number): string {
+  return `apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: ${app}, namespace: default}
+spec:
+  minAvailable: ${minAvailable}
+  selector: {matchLabels: {app: ${app}}}
+`;
+}
+
+/** Samples `fn` every 50 ms until `stop()`; returns the samples. */
+function sampler<T>(fn: () => Promise<T>): { samples: T[]; stop(): Promise<T[]> } {
+  const samples: T[] = [];
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      samples.push(await fn());
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  })();
+  return {
+    samples,
+    async stop() {
+      running = false;
+      await loop;
+      return samples;
+    },
+  };
+}
+
+const runningPods = async (a: AwsE2E, app: string): Promise<number> =>
+  (await livePods(a.env.client, 'default')).filter(
+    (p: Pod) => p.metadata.labels?.app === app && p.status?.phase === 'Running',
+  ).length;
+
+async function instanceState(a: AwsE2E, id: string): Promise<string | undefined> {
+  const out = await a.clients.ec2.send(new DescribeInstancesCommand({ InstanceIds: [id] }));
+  return out.Reservations?.[0]?.Instances?.[0]?.State?.Name;
+}
+
+describe('aws disruption end to end (embedded cluster + moto)', () => {
+  it('spot interruption → replacement launched, old instance terminated, no PDB violated', async () => {
+    e = await startAwsE2E(emu, { interruption: true });
+    await e.env.apply(awsNodePoolYaml(e, { capacityTypes: ['spot'] }));
+    await nodeClassReady(e);
+    await e.env.apply(`${spreadDeployment('svc', 3, '1')}---\n${pdbYaml('svc', 2)}`);
+    await eventually(() => allRunning(e?.env.client as never, 3, 'default'), '3 pods Running', 120_000, 100);
+    const before = await launchedNodeClaims(e);
+    expect(before).toHaveLength(3);
+    expect(before.every((c) => c.metadata.labels?.['karpenter.sh/capacity-type'] === 'spot')).toBe(true);
+    const victim = before[0] as NodeClaim;
+    const victimID = instanceIdOf(victim) as string;
+    const watch = sampler(() => runningPods(e as AwsE2E, 'svc'));
+    const t0 = e.env.sim.clock.now();
+    await spotInterruption(emu.moto, victimID);
+    // A replacement NodeClaim becomes Initialized (its Node Ready) and the pods run on three nodes again.
+    const replacement = await eventually(
+      async () => {
+        const claims = await launchedNodeClaims(e as AwsE2E);
+        return claims.find(
+          (c) =>
+            !before.some((b) => b.metadata.name === c.metadata.name) &&
+            c.status?.conditions?.some((x) => x.type === 'Initialized' && x.status === 'True'),
+        );
+      },
+      'replacement NodeClaim Initialized',
+      120_000,
+      50,
+    );
+    const replacedAfter = (e.env.sim.clock.now() - t0) / 1000;
+    await eventually(
+      async () => !(await e?.env.client.tryGet('NodeClaim', victim.metadata.name as string)),
+      'interrupted NodeClaim gone',
+      120_000,
+    );
+    await eventually(
+      () => allRunning(e?.env.client as never, 3, 'default'),
+      '3 pods Running again',
+      120_000,
+      100,
+    );
+    const samples = await watch.stop();
+    console.log(
+      `[aws e2e] spot interruption → replacement Initialized after ${replacedAfter.toFixed(1)} s (cluster clock), ${samples.length} PDB samples, min running ${Math.min(...samples)}`,
+    );
+    expect(Math.min(...samples)).toBeGreaterThanOrEqual(2);
+    expect(['shutting-down', 'terminated']).toContain(await instanceState(e, victimID));
+    // The interrupted spot offering was marked unavailable: the replacement is not the same type in the same zone.
+    const key = (c: NodeClaim) =>
+      `${c.metadata.labels?.['node.kubernetes.io/instance-type']}/${c.metadata.labels?.['topology.kubernetes.io/zone']}`;
+    expect(key(replacement)).not.toBe(key(victim));
+    const running = await e.instances();
+    expect(running.map((i) => i.InstanceId).sort()).toEqual(
+      (await launchedNodeClaims(e)).map(instanceIdOf).sort(),
+    );
+    expect(
+      await e.operator.registry
+        .getSingleMetric('karpenter_interruption_received_messages_total')
+        ?.get()
+        .then((m) => m.values.find((v) => v.labels.message_type === 'spot_interrupted')?.value),
+    ).toBe(1);
+  });
+
+  it('AMI change → drift rolls every node, at most one at a time (budget 1)', async () => {
+    e = await startAwsE2E(emu, {
+      tuning: { disruption: { pollSeconds: 1, validationSeconds: 1 } },
+    });
+    await e.env.apply(awsNodePoolYaml(e, { budget: '1' }));
+    await nodeClassReady(e);
+    await e.env.apply(spreadDeployment('roll', 2, '1'));
+    await eventually(() => allRunning(e?.env.client as never, 2, 'default'), '2 pods Running', 120_000, 100);
+    const before = await launchedNodeClaims(e);
+    expect(before).toHaveLength(2);
+    const cls = (await e.env.client.get('EC2NodeClass', 'default')) as EC2NodeClass;
+    const oldAMIs = new Set(((cls.status?.amis ?? []) as Array<{ id: string }>).map((a) => a.id));
+    const oldImages = new Set(before.map((c) => c.status?.imageID));
+    // Pin a different x86_64 image by ID.
+    const images = (await e.clients.ec2.send(new DescribeImagesCommand({ Owners: ['amazon'] }))).Images ?? [];
+    const next = images.find(
+      (i) => i.Architecture === 'x86_64' && !oldAMIs.has(i.ImageId as string) && !i.Platform,
+    )?.ImageId as string;
+    expect(next).toBeDefined();
+    const disrupting = sampler(async () => {
+      const claims = (await e?.env.client.list('NodeClaim'))?.items as NodeClaim[];
+      const nodes = (await e?.env.client.list('Node'))?.items as Node[];
+      const tainted = nodes.filter((n) =>
+        (n.spec?.taints ?? []).some((t) => t.key === 'karpenter.sh/disrupted'),
+      ).length;
+      return Math.max(tainted, claims.filter((c) => c.metadata.deletionTimestamp).length);
+    });
+    await e.env.client.patch(
+      'EC2NodeClass',
+      'default',
+      undefined,
+      { spec: { amiFamily: 'AL2023', amiSelectorTerms: [{ id: next }] } },
+      { type: 'merge' },
+    );
+    const after = await eventually(
+      async () => {
+        const claims = await launchedNodeClaims(e as AwsE2E);
+        const all = ((await e?.env.client.list('NodeClaim'))?.items ?? []) as NodeClaim[];
+        if (all.length !== 2 || claims.length !== 2) return undefined;
+        if (claims.some((c) => before.some((b) => b.metadata.name === c.metadata.name))) return undefined;
+        if (!(await allRunning(e?.env.client as never, 2, 'default'))) return undefined;
+        return claims;
+      },
+      'every node replaced',
+      180_000,
+      200,
+    );
+    const samples = await disrupting.stop();
+    expect(Math.max(...samples)).toBe(1);
+    for (const c of after) expect(c.status?.imageID).toBe(next);
+    for (const c of before) expect(oldImages).toContain(c.status?.imageID);
+    const running = await e.instances();
+    expect(running.map((i) => i.InstanceId).sort()).toEqual(after.map(instanceIdOf).sort());
+    expect(new Set(running.map((i) => i.ImageId))).toEqual(new Set([next]));
+  }, 240_000);
+});

@@ -1,0 +1,286 @@
+/**
+ * End to end with `--cloud-provider aws` on the embedded cluster + moto (behind the proxy): pods → NodeClaims →
+ * EC2 instances (types and zones as `capenter simulate` says) → Nodes (joining-kubelet stand-in) → pods Running;
+ * ICE on the cheapest type; an EC2NodeClass that selects no subnets; a controller restart mid-launch with garbage
+ * collection of leaked instances and of NodeClaims whose instance is gone. Prints the time from 200 pending pods
+ * to all Running.
+ */
+import { RunInstancesCommand, TerminateInstancesCommand } from '@aws-sdk/client-ec2';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { KubeObject } from '../../src/apis/core.ts';
+import type { NodeClaim, NodePool } from '../../src/apis/karpenter.ts';
+import { runStart, type StartSummary } from '../../src/cli/start.ts';
+import { simulate } from '../../src/simulate/run.ts';
+import { allRunning, deploymentYaml, eventually, parseYaml } from '../e2e/harness.ts';
+import {
+  type AwsE2E,
+  awsNodePoolYaml,
+  instanceIdOf,
+  launchedNodeClaims,
+  nodeClassReady,
+  startAwsE2E,
+} from './e2e-harness.ts';
+import { type AwsEmulator, startAwsEmulator } from './moto.ts';
+
+let emu: AwsEmulator;
+let e: AwsE2E | undefined;
+
+beforeAll(async () => {
+  emu = await startAwsEmulator();
+});
+afterEach(async () => {
+  await e?.stop();
+  e = undefined;
+});
+afterAll(async () => {
+  await emu?.stop();
+});
+
+/** Waits until `n` pods run on launched NodeClaims whose instances match them one to one; returns the claims. */
+async function settled(a: AwsE2E, pods: number, timeoutMs = 120_000): Promise<NodeClaim[]> {
+  await eventually(() => allRunning(a.env.client, pods), `${pods} pods Running`, timeoutMs, 200);
+  return eventually(
+    async () => {
+      const claims = await launchedNodeClaims(a);
+      const all = (await a.env.client.list('NodeClaim')).items as NodeClaim[];
+      if (all.length !== claims.length) return undefined;
+      const running = await a.instances();
+      return running.length === claims.length ? claims : undefined;
+    },
+    'every NodeClaim launched with exactly one instance',
+    timeoutMs,
+  );
+}
+
+async function expectOneInstancePerNodeClaim(a: AwsE2E, claims: NodeClaim[]): Promise<void> {
+  const instances = await a.instances();
+  expect(instances.map((i) => i.InstanceId).sort()).toEqual(claims.map(instanceIdOf).sort());
+  for (const nc of claims) {
+    const inst = instances.find((i) => i.InstanceId === instanceIdOf(nc));
+    expect(inst?.InstanceType).toBe(nc.metadata.labels?.['node.kubernetes.io/instance-type']);
+    expect(inst?.Placement?.AvailabilityZone).toBe(nc.metadata.labels?.['topology.kubernetes.io/zone']);
+    const tags = Object.fromEntries((inst?.Tags ?? []).map((t) => [t.Key, t.Value]));
+    expect(tags).toMatchObject({
+      [`kubernetes.io/cluster/${a.clusterName}`]: 'owned',
+      'karpenter.sh/nodeclaim': nc.metadata.name,
+      'karpenter.sh/nodepool': 'default',
+      'karpenter.k8s.aws/ec2nodeclass': 'default',
+    });
+  }
+}
+
+describe('aws provider end to end (embedded cluster + moto)', () => {
+  it('100 pods → NodeClaims → instances (types and zones as simulate says) → Nodes → Running', async () => {
+    e = await startAwsE2E(emu);
+    const yaml = `${awsNodePoolYaml(e)}---\n${deploymentYaml('web', 100, '500m', '512Mi')}`;
+    const plan = await simulate(parseYaml(yaml) as KubeObject[], { region: emu.region });
+    expect(plan.errors).toEqual([]);
+    await e.env.apply(awsNodePoolYaml(e));
+    await nodeClassReady(e);
+    await e.env.apply(deploymentYaml('web', 100, '500m', '512Mi'));
+    const claims = await settled(e, 100);
+    const types = (ncs: Array<{ instanceType?: string | undefined }>) =>
+      ncs.map((n) => n.instanceType).sort();
+    expect(
+      types(claims.map((c) => ({ instanceType: c.metadata.labels?.['node.kubernetes.io/instance-type'] }))),
+    ).toEqual(types(plan.nodeClaims));
+    const zones = new Set(plan.nodeClaims.map((n) => n.zone));
+    for (const c of claims) expect(zones).toContain(c.metadata.labels?.['topology.kubernetes.io/zone']);
+    await expectOneInstancePerNodeClaim(e, claims);
+    const nodes = (await e.env.client.list('Node')).items;
+    expect(nodes.map((n) => n.spec?.providerID).sort()).toEqual(
+      claims.map((c) => c.status?.providerID).sort(),
+    );
+  });
+
+  it('200 pending pods → all Running (timed)', async () => {
+    e = await startAwsE2E(emu);
+    await e.env.apply(awsNodePoolYaml(e));
+    await nodeClassReady(e);
+    // Warm the provider's instance-type and price caches (DescribeInstanceTypes/Offerings, Pricing) first: the
+    // figure is the steady-state provisioning time, not moto's cold start.
+    const w0 = performance.now();
+    const pool = await eventually(() => e?.env.client.tryGet('NodePool', 'default'), 'NodePool');
+    const types = await e.provider.instanceTypes(pool as NodePool);
+    const warm = (performance.now() - w0) / 1000;
+    expect(types.length).toBeGreaterThan(100);
+    const t0 = performance.now();
+    await e.env.apply(deploymentYaml('batch', 200, '250m', '256Mi'));
+    const claims = await settled(e, 200);
+    const seconds = (performance.now() - t0) / 1000;
+    console.log(
+      `[aws e2e] 200 pending pods → all Running in ${seconds.toFixed(1)} s on ${claims.length} NodeClaim(s) (moto, --cloud-provider aws; instance types and prices fetched first in ${warm.toFixed(1)} s)`,
+    );
+    await expectOneInstancePerNodeClaim(e, claims);
+  });
+
+  it('ICE on the cheapest type → the next type, no duplicate instance', async () => {
+    e = await startAwsE2E(emu);
+    const yaml = `${awsNodePoolYaml(e)}---\n${deploymentYaml('one', 1, '1', '1Gi')}`;
+    const plan = await simulate(parseYaml(yaml) as KubeObject[], { region: emu.region });
+    const [cheapest, next] = plan.nodeClaims[0]?.instanceTypeOptions ?? [];
+    expect(cheapest).toBeDefined();
+    emu.proxy.injectCapacityError({ instanceType: cheapest as string, capacityType: 'on-demand' });
+    await e.env.apply(awsNodePoolYaml(e));
+    await nodeClassReady(e);
+    await e.env.apply(deploymentYaml('one', 1, '1', '1Gi'));
+    const claims = await settled(e, 1);
+    expect(claims).toHaveLength(1);
+    expect(claims[0]?.metadata.labels?.['node.kubernetes.io/instance-type']).not.toBe(cheapest);
+    expect(claims[0]?.metadata.labels?.['node.kubernetes.io/instance-type']).toBe(next);
+    await expectOneInstancePerNodeClaim(e, claims);
+    expect((await e.instances(true)).length).toBe(1);
+  });
+
+  it('an EC2NodeClass selecting no subnets: SubnetsReady=False with the reason, nothing launched', async () => {
+    e = await startAwsE2E(emu);
+    await e.env.apply(awsNodePoolYaml(e, { subnetTag: 'nobody' }));
+    await e.env.apply(deploymentYaml('waiting', 3, '500m', '512Mi'));
+    const cls = await eventually(async () => {
+      const c = (await e?.env.client.get('EC2NodeClass', 'default')) as {
+        status?: { conditions?: Array<{ type: string; status: string; reason?: string; message?: string }> };
+      };
+      return c.status?.conditions?.find((x) => x.type === 'SubnetsReady' && x.status === 'False');
+    }, 'SubnetsReady=False');
+    expect(cls.reason).toBe('SubnetsNotFound');
+    expect(cls.message).toContain('"karpenter.sh/discovery":"nobody"');
+    // The NodePool reports why it does not provision, and provisioning has run on the pending pods.
+    const np = await eventually(async () => {
+      const p = (await e?.env.client.get('NodePool', 'default')) as {
+        status?: { conditions?: Array<{ type: string; status: string; message?: string }> };
+      };
+      return p.status?.conditions?.find(
+        (x) => x.type === 'NodeClassReady' && x.status === 'False' && x.message?.includes('SubnetSelector'),
+      );
+    }, 'NodePool NodeClassReady=False naming the subnets');
+    expect(np.message).toContain('SubnetSelector did not match any Subnets');
+    expect(
+      (await e.env.client.list('Event')).items.map((ev) => (ev as { reason?: string }).reason),
+    ).toContain('SubnetsNotFound');
+    // A NodeClaim of the class (as one made before the class broke) is not launched: Launched=False and an Event.
+    await e.env.client.create({
+      apiVersion: 'karpenter.sh/v1',
+      kind: 'NodeClaim',
+      metadata: { name: 'default-early', labels: { 'karpenter.sh/nodepool': 'default' } },
+      spec: {
+        nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' },
+        requirements: [{ key: 'node.kubernetes.io/instance-type', operator: 'In', values: ['m5.large'] }],
+      },
+    } satisfies NodeClaim);
+    const launched = await eventually(async () => {
+      const nc = (await e?.env.client.get('NodeClaim', 'default-early')) as NodeClaim;
+      return nc.status?.conditions?.find((c) => c.type === 'Launched' && c.status === 'False');
+    }, 'Launched=False on the early NodeClaim');
+    expect(launched.reason).toBe('NodeClassNotReady');
+    expect(launched.message).toContain('SubnetsReady=False');
+    await eventually(async () => {
+      const evs = (await e?.env.client.list('Event'))?.items ?? [];
+      return evs.some(
+        (ev) =>
+          (ev as { reason?: string }).reason === 'NodeClassNotReady' &&
+          (ev as { involvedObject?: { name?: string } }).involvedObject?.name === 'default-early',
+      );
+    }, 'NodeClassNotReady Event on the NodeClaim');
+    expect(
+      (await e.env.client.list('NodeClaim')).items.filter((n) => (n as NodeClaim).status?.providerID),
+    ).toEqual([]);
+    expect(await e.instances(true)).toEqual([]);
+  });
+
+  it('controller restart mid-launch → no leaked or duplicate instances; GC terminates orphans and forgets lost instances', {
+    timeout: 240_000,
+  }, async () => {
+    e = await startAwsE2E(emu, { tuning: { gcInstanceGraceSeconds: 2 } });
+    await e.env.apply(awsNodePoolYaml(e));
+    await nodeClassReady(e);
+    await e.env.apply(deploymentYaml('restart', 20, '1', '512Mi'));
+    // Stop the operator as soon as NodeClaims exist, before they are all launched.
+    await eventually(
+      async () => (await e?.env.client.list('NodeClaim'))?.items.length,
+      'NodeClaims created',
+      60_000,
+      5,
+    );
+    await e.stopOperator();
+    // An orphan: an instance tagged for the cluster whose NodeClaim never got written (a crash after CreateFleet).
+    const image = (await e.instances()).at(0)?.ImageId ?? (await anyImage(e));
+    await e.clients.ec2.send(
+      new RunInstancesCommand({
+        ImageId: image,
+        InstanceType: 'm5.large',
+        MinCount: 1,
+        MaxCount: 1,
+        TagSpecifications: [
+          {
+            ResourceType: 'instance',
+            Tags: [
+              { Key: `kubernetes.io/cluster/${e.clusterName}`, Value: 'owned' },
+              { Key: 'karpenter.sh/nodepool', Value: 'default' },
+              { Key: 'karpenter.sh/nodeclaim', Value: 'default-orphan' },
+              { Key: 'karpenter.k8s.aws/ec2nodeclass', Value: 'default' },
+            ],
+          },
+        ],
+      }),
+    );
+    await e.startOperator();
+    let claims = await settled(e, 20);
+    await expectOneInstancePerNodeClaim(e, claims);
+    // An instance lost behind Karpenter's back: its NodeClaim is deleted and the pods get a new node.
+    const victim = claims[0] as NodeClaim;
+    await e.clients.ec2.send(
+      new TerminateInstancesCommand({ InstanceIds: [instanceIdOf(victim) as string] }),
+    );
+    await eventually(
+      async () => !(await e?.env.client.tryGet('NodeClaim', victim.metadata.name as string)),
+      'NodeClaim of the terminated instance removed',
+      60_000,
+    );
+    claims = await settled(e, 20);
+    expect(claims.map((c) => c.metadata.name)).not.toContain(victim.metadata.name);
+    await expectOneInstancePerNodeClaim(e, claims);
+  });
+
+  it('capenter start --cloud-provider aws runs the bundled example on EC2 instances in the emulator', async () => {
+    // The SDK's default credential chain reads the process environment (as it would for a real user).
+    const saved = { id: process.env.AWS_ACCESS_KEY_ID, secret: process.env.AWS_SECRET_ACCESS_KEY };
+    process.env.AWS_ACCESS_KEY_ID = 'testing';
+    process.env.AWS_SECRET_ACCESS_KEY = 'testing';
+    let out = '';
+    let err = '';
+    try {
+      const code = await runStart(
+        { exitWhenSettled: true, output: 'json', timeout: '90', cloudProvider: 'aws' },
+        {
+          stdout: (t) => (out += t),
+          stderr: (t) => (err += t),
+          progressIntervalMs: 250,
+          env: { AWS_ENDPOINT_URL: emu.moto.endpoint, AWS_REGION: emu.region },
+        },
+      );
+      expect(code, err).toBe(0);
+    } finally {
+      process.env.AWS_ACCESS_KEY_ID = saved.id;
+      process.env.AWS_SECRET_ACCESS_KEY = saved.secret;
+      if (saved.id === undefined) delete process.env.AWS_ACCESS_KEY_ID;
+      if (saved.secret === undefined) delete process.env.AWS_SECRET_ACCESS_KEY;
+    }
+    const summary = JSON.parse(out) as StartSummary;
+    expect(summary.settled).toBe(true);
+    // the same decision as with the kwok provider (test/e2e/start.test.ts), now as an EC2 instance
+    expect(summary.nodeClaims.map((n) => [n.nodePool, n.instanceType, n.capacityType])).toEqual([
+      ['general-purpose', 'c6a.large', 'on-demand'],
+    ]);
+    expect(err).toMatch(/aws provider against the emulator at http:\/\/127\.0\.0\.1:\d+ .*cluster cluster-1/);
+    expect(
+      await runStart({ cloudProvider: 'aws' }, { stdout: () => {}, stderr: (t) => (err += t), env: {} }),
+    ).toBe(2);
+    expect(err).toMatch(/set AWS_ENDPOINT_URL/);
+  }, 150_000);
+});
+
+async function anyImage(a: AwsE2E): Promise<string> {
+  const { DescribeImagesCommand } = await import('@aws-sdk/client-ec2');
+  const images = (await a.clients.ec2.send(new DescribeImagesCommand({ Owners: ['amazon'] }))).Images ?? [];
+  return images.find((i) => i.Architecture === 'x86_64')?.ImageId as string;
+}

@@ -1,0 +1,200 @@
+import {
+  CreateFleetCommand,
+  CreateLaunchTemplateCommand,
+  CreateSecurityGroupCommand,
+  CreateSubnetCommand,
+  CreateVpcCommand,
+  DescribeInstancesCommand,
+  DescribeLaunchTemplatesCommand,
+  DescribeSpotPriceHistoryCommand,
+  EC2Client,
+  type FleetLaunchTemplateOverridesRequest,
+} from '@aws-sdk/client-ec2';
+import { GetProductsCommand, PricingClient } from '@aws-sdk/client-pricing';
+import { GetParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { type AwsEmulator, startAwsEmulator } from './moto.ts';
+
+describe('AWS emulator proxy in front of moto', () => {
+  let emu: AwsEmulator;
+  let ec2: EC2Client;
+  beforeAll(async () => {
+    emu = await startAwsEmulator();
+    ec2 = new EC2Client(emu.clientConfig);
+  });
+  afterEach(() => emu.reset());
+  afterAll(() => emu?.stop());
+
+  async function network() {
+    const vpc = (await ec2.send(new CreateVpcCommand({ CidrBlock: '10.0.0.0/16' }))).Vpc!.VpcId!;
+    const a = (
+      await ec2.send(
+        new CreateSubnetCommand({ VpcId: vpc, CidrBlock: '10.0.1.0/24', AvailabilityZone: 'us-west-2a' }),
+      )
+    ).Subnet!.SubnetId!;
+    const b = (
+      await ec2.send(
+        new CreateSubnetCommand({ VpcId: vpc, CidrBlock: '10.0.2.0/24', AvailabilityZone: 'us-west-2b' }),
+      )
+    ).Subnet!.SubnetId!;
+    const sg = (
+      await ec2.send(new CreateSecurityGroupCommand({ GroupName: 'nodes', Description: 'nodes', VpcId: vpc }))
+    ).GroupId!;
+    const lt = (
+      await ec2.send(
+        new CreateLaunchTemplateCommand({
+          LaunchTemplateName: 'karpenter.k8s.aws/test',
+          LaunchTemplateData: { ImageId: 'ami-ekslinux', SecurityGroupIds: [sg] },
+        }),
+      )
+    ).LaunchTemplate!.LaunchTemplateName!;
+    return { vpc, a, b, sg, lt };
+  }
+
+  function fleet(
+    lt: string,
+    capacityType: 'spot' | 'on-demand',
+    overrides: Array<{ InstanceType: string; SubnetId: string }>,
+  ) {
+    return new CreateFleetCommand({
+      Type: 'instant',
+      TargetCapacitySpecification: { TotalTargetCapacity: 1, DefaultTargetCapacityType: capacityType },
+      ...(capacityType === 'spot'
+        ? { SpotOptions: { AllocationStrategy: 'price-capacity-optimized' } }
+        : { OnDemandOptions: { AllocationStrategy: 'lowest-price' } }),
+      LaunchTemplateConfigs: [
+        {
+          LaunchTemplateSpecification: { LaunchTemplateName: lt, Version: '$Latest' },
+          Overrides: overrides as FleetLaunchTemplateOverridesRequest[],
+        },
+      ],
+      TagSpecifications: [
+        { ResourceType: 'instance', Tags: [{ Key: 'karpenter.sh/nodeclaim', Value: 'nc-1' }] },
+      ],
+    });
+  }
+
+  it('launches the cheapest override, applies the template security groups, and reports injected capacity errors', async () => {
+    const n = await network();
+    // us-east-1 catalog prices: m5.large 0.096 < m5.xlarge 0.192 < m5.2xlarge 0.384 on-demand.
+    const overrides = [
+      { InstanceType: 'm5.2xlarge', SubnetId: n.a },
+      { InstanceType: 'm5.large', SubnetId: n.b },
+      { InstanceType: 'm5.xlarge', SubnetId: n.a },
+    ];
+    const first = await ec2.send(fleet(n.lt, 'on-demand', overrides));
+    expect(first.Errors ?? []).toEqual([]);
+    expect(first.Instances?.[0]?.InstanceType).toBe('m5.large');
+    const id = first.Instances![0]!.InstanceIds![0]!;
+    const inst = (await ec2.send(new DescribeInstancesCommand({ InstanceIds: [id] }))).Reservations![0]!
+      .Instances![0]!;
+    expect(inst.Placement?.AvailabilityZone).toBe('us-west-2b');
+    expect(inst.SecurityGroups?.map((g) => g.GroupId)).toEqual([n.sg]);
+    expect(inst.Tags).toContainEqual({ Key: 'karpenter.sh/nodeclaim', Value: 'nc-1' });
+
+    emu.proxy.injectCapacityError({ instanceType: 'm5.large', capacityType: 'on-demand' });
+    const second = await ec2.send(fleet(n.lt, 'on-demand', overrides));
+    expect(second.Instances?.[0]?.InstanceType).toBe('m5.xlarge');
+    expect(
+      second.Errors?.map((e) => [e.ErrorCode, e.LaunchTemplateAndOverrides?.Overrides?.InstanceType]),
+    ).toEqual([['InsufficientInstanceCapacity', 'm5.large']]);
+
+    emu.proxy.injectCapacityError({ code: 'VcpuLimitExceeded' });
+    const none = await ec2.send(fleet(n.lt, 'on-demand', overrides));
+    expect(none.Instances ?? []).toEqual([]);
+    expect(none.Errors?.map((e) => e.ErrorCode)).toEqual([
+      'InsufficientInstanceCapacity',
+      'VcpuLimitExceeded',
+      'VcpuLimitExceeded',
+    ]);
+    expect(emu.proxy.calls.get('ec2:CreateFleet')).toBe(3);
+  });
+
+  it('spot fleets are marked spot and ordered by the spot price table', async () => {
+    const n = await network();
+    const table = emu.proxy.prices('us-west-2');
+    table.spot.set('m5.large/us-west-2a', 0.5);
+    table.spot.set('m5.large/us-west-2b', 0.01);
+    const out = await ec2.send(
+      fleet(n.lt, 'spot', [
+        { InstanceType: 'm5.large', SubnetId: n.a },
+        { InstanceType: 'm5.large', SubnetId: n.b },
+      ]),
+    );
+    expect(out.Instances?.[0]?.Lifecycle).toBe('spot');
+    const id = out.Instances![0]!.InstanceIds![0]!;
+    const inst = (await ec2.send(new DescribeInstancesCommand({ InstanceIds: [id] }))).Reservations![0]!
+      .Instances![0]!;
+    expect(inst.Placement?.AvailabilityZone).toBe('us-west-2b');
+    expect(inst.InstanceLifecycle).toBe('spot');
+    const hist = await ec2.send(
+      new DescribeSpotPriceHistoryCommand({
+        InstanceTypes: ['m5.large'],
+        ProductDescriptions: ['Linux/UNIX'],
+      }),
+    );
+    const b = hist.SpotPriceHistory?.find((h) => h.AvailabilityZone === 'us-west-2b');
+    expect(b?.SpotPrice).toBe('0.010000');
+    table.spot.delete('m5.large/us-west-2a');
+    table.spot.delete('m5.large/us-west-2b');
+  });
+
+  it('serves on-demand prices from the Pricing API, EKS image parameters, and throttles on request', async () => {
+    const pricing = new PricingClient({ ...emu.clientConfig, region: 'us-east-1' });
+    const out = await pricing.send(
+      new GetProductsCommand({
+        ServiceCode: 'AmazonEC2',
+        Filters: [{ Type: 'TERM_MATCH', Field: 'regionCode', Value: 'us-west-2' }],
+        MaxResults: 100,
+      }),
+    );
+    expect(out.PriceList?.length).toBe(100);
+    expect(out.NextToken).toBeDefined();
+    const m5 = await pricing.send(
+      new GetProductsCommand({
+        ServiceCode: 'AmazonEC2',
+        Filters: [{ Type: 'TERM_MATCH', Field: 'instanceType', Value: 'm5.large' }],
+      }),
+    );
+    const doc = JSON.parse(m5.PriceList![0] as string);
+    const dims = Object.values(Object.values(doc.terms.OnDemand)[0] as { priceDimensions: object }).at(0);
+    expect(JSON.stringify(dims)).toContain('0.0960000000');
+
+    const ssm = new SSMClient(emu.clientConfig);
+    const arm = await ssm.send(
+      new GetParameterCommand({
+        Name: '/aws/service/eks/optimized-ami/1.34/amazon-linux-2023/arm64/standard/recommended/image_id',
+      }),
+    );
+    expect(arm.Parameter?.Value).toMatch(/^ami-/);
+    const x86 = await ssm.send(
+      new GetParameterCommand({ Name: '/aws/service/bottlerocket/aws-k8s-1.34/x86_64/latest/image_id' }),
+    );
+    expect(x86.Parameter?.Value).toMatch(/^ami-/);
+    expect(x86.Parameter?.Value).not.toBe(arm.Parameter?.Value);
+
+    // The client retries once (maxAttempts 2): both attempts are throttled.
+    emu.proxy.throttle('DescribeLaunchTemplates', 2);
+    const throttled = await ec2.send(new DescribeLaunchTemplatesCommand({})).catch((e: Error) => e);
+    expect((throttled as Error).name).toBe('RequestLimitExceeded');
+  });
+
+  it('DescribeLaunchTemplates pages with a NextToken instead of cutting at MaxResults', async () => {
+    for (let i = 0; i < 20; i++) {
+      await ec2.send(
+        new CreateLaunchTemplateCommand({
+          LaunchTemplateName: `lt-${i}`,
+          LaunchTemplateData: { ImageId: 'ami-ekslinux' },
+        }),
+      );
+    }
+    expect((await ec2.send(new DescribeLaunchTemplatesCommand({}))).LaunchTemplates?.length).toBe(20);
+    const p1 = await ec2.send(new DescribeLaunchTemplatesCommand({ MaxResults: 15 }));
+    expect(p1.LaunchTemplates?.length).toBe(15);
+    const p2 = await ec2.send(
+      new DescribeLaunchTemplatesCommand({ MaxResults: 15, NextToken: p1.NextToken! }),
+    );
+    expect(p2.LaunchTemplates?.length).toBe(5);
+    expect(p2.NextToken).toBeUndefined();
+  });
+});

@@ -1,0 +1,34 @@
+/**
+ * `capenter start --capi` end to end: two embedded API servers, the sample CAPI objects, the bundled demo in the
+ * workload cluster; settles with every pod Running and the KarpenterMachinePool reporting its nodes' provider IDs.
+ */
+import { describe, expect, it } from 'vitest';
+import { runStart } from '../../src/cli/start.ts';
+
+describe('capenter start --capi', () => {
+  it('settles with the KarpenterMachinePool reporting every NodeClaim', async () => {
+    let out = '';
+    let err = '';
+    const code = await runStart(
+      { capi: true, exitWhenSettled: true, timeout: '120', output: 'json', logLevel: 'silent' },
+      { stdout: (t) => (out += t), stderr: (t) => (err += t) },
+    );
+    expect(code, err).toBe(0);
+    expect(err).toContain('applied 6 object(s) to the management cluster');
+    const s = JSON.parse(out) as {
+      pods: { running: number; total: number };
+      nodeClaims: Array<{ nodePool: string }>;
+      karpenterMachinePools: Array<{
+        name: string;
+        spec: { providerIDList: string[] };
+        status: { ready: boolean; replicas: number };
+      }>;
+    };
+    expect(s.pods.running).toBe(s.pods.total);
+    expect(s.nodeClaims.every((n) => n.nodePool === 'workers')).toBe(true);
+    const kmp = s.karpenterMachinePools.find((k) => k.name === 'workers');
+    expect(kmp?.status.ready).toBe(true);
+    expect(kmp?.status.replicas).toBe(s.nodeClaims.length);
+    expect(kmp?.spec.providerIDList).toHaveLength(s.nodeClaims.length);
+  }, 150_000);
+});
