@@ -10,6 +10,7 @@
  */
 import { pino } from 'pino';
 import type { Node, Pod } from '../../src/apis/core.ts';
+import { parseDuration } from '../../src/apis/duration.ts';
 import type { NodeClaim, NodePool } from '../../src/apis/karpenter.ts';
 import { parseQuantity } from '../../src/apis/quantity.ts';
 import { sequentialInstanceIds } from '../../src/cloudprovider/kwok/provider.ts';
@@ -19,7 +20,7 @@ import { applyObjects } from '../../src/operator/apply.ts';
 import { EmbeddedCloudProvider } from '../../src/operator/embedded.ts';
 import { silentLogger } from '../../src/operator/logger.ts';
 import { createOperator, type Operator } from '../../src/operator/operator.ts';
-import { embeddedOptions, parseSeconds } from '../../src/operator/options.ts';
+import { embeddedOptions } from '../../src/operator/options.ts';
 import { startSimulatedCluster } from '../../src/sim/cluster.ts';
 import { KubeNodeWriter } from '../../src/state/kwoknodes.ts';
 import { FAULT_KINDS, type FaultEvent, type FaultKind, faultSchedule } from './faults.ts';
@@ -191,8 +192,7 @@ export async function runSoak(opts: RunOptions): Promise<RunResult> {
         const tgp = nc?.spec.terminationGracePeriod;
         const dt = nc?.metadata.deletionTimestamp;
         const podGraceMs = (pod.spec.terminationGracePeriodSeconds ?? 30) * 1000;
-        const deadline =
-          dt && tgp ? Date.parse(dt) + parseSeconds(tgp, 'terminationGracePeriod') * 1000 : undefined;
+        const deadline = dt && tgp ? Date.parse(dt) + parseDuration(tgp) * 1000 : undefined;
         const pastDeadline = deadline !== undefined && clock.now() >= deadline - podGraceMs;
         const what = `${method === 'POST' ? 'eviction' : 'deletion'} of ${ns}/${name} on node ${pod.spec.nodeName} at ${new Date(clock.now()).toISOString()} (NodeClaim ${nc?.metadata.name ?? 'none'}, deletion ${dt ?? 'none'}, TGP ${tgp ?? 'none'})`;
         if (pod.metadata.annotations?.['karpenter.sh/do-not-disrupt'] === 'true' && !pastDeadline)
@@ -299,7 +299,7 @@ export async function runSoak(opts: RunOptions): Promise<RunResult> {
         if (!cond(nc, 'Initialized')) return false;
         const exp = nc.spec.expireAfter;
         const created = Date.parse(nc.metadata.creationTimestamp ?? '');
-        if (exp && exp !== 'Never' && now >= created + parseSeconds(exp, 'expireAfter') * 1000) return false;
+        if (exp && exp !== 'Never' && now >= created + parseDuration(exp) * 1000) return false;
         return true;
       });
       const budgets = (np.spec.disruption?.budgets ?? [{ nodes: '10%' }]) as {

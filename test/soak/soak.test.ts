@@ -29,11 +29,11 @@ describe('fault proxy', () => {
   });
 
   it('answers armed 409 on mutations only, 503 once, and 410 Gone as a watch ERROR event; counts each', async () => {
-    const server = await startEmbeddedCluster({ tls: false });
+    const server = await startEmbeddedCluster({ tls: false, token: 'soak-proxy-test' });
     stop.push(() => server.stop());
     const proxy: FaultProxy = await startFaultProxy({ upstream: server.url });
     stop.push(() => proxy.stop());
-    const auth = { authorization: 'Bearer capenter-embedded' };
+    const auth = { authorization: 'Bearer soak-proxy-test' };
     const cm = {
       apiVersion: 'v1',
       kind: 'ConfigMap',

@@ -38,6 +38,7 @@ import type { Clock } from '../../kube/clock.ts';
 import type { Cluster } from '../../state/cluster.ts';
 import { syncDisruptionConditions } from '../nodeclaim/disruption/conditions.ts';
 import { matchTaint, type Recorder } from '../nodeclaim/util.ts';
+import { NodeClaimLauncher } from '../provisioning/launcher.ts';
 import type { NodePoolHash } from '../provisioning/nodeclaim.ts';
 import { type Controller, errorMessage, SingletonController } from '../runtime.ts';
 import { buildDisruptionInput } from './input.ts';
@@ -68,8 +69,13 @@ export interface DisruptionControllerOptions {
   featureGates?: DisruptionFeatureGates;
   /** Tunables of the pure core. */
   coreOptions?: DisruptionOptions;
-  /** NodePool hash stamped on replacements (default: `templateHash`, as provisioning). */
+  /** NodePool hash stamped on replacements (default: `templateHash`, as provisioning); unused with `launcher`. */
   nodePoolHash?: (np: NodePool) => NodePoolHash;
+  /**
+   * Launches the replacements: pass the provisioner's (`Provisioner.launcher`) so replacements and new
+   * capacity are checked against the NodePool limits together (the operator does); default: a launcher of its own.
+   */
+  launcher?: NodeClaimLauncher;
   /** Write the NodeClaim conditions `Consolidatable` / `Drifted` each pass (default true). */
   syncConditions?: boolean;
 }
@@ -115,7 +121,15 @@ export class DisruptionController implements Controller {
       recorder: opts.recorder,
       registry: opts.registry,
       metrics: this.metrics,
-      ...(opts.nodePoolHash ? { nodePoolHash: opts.nodePoolHash } : {}),
+      launcher:
+        opts.launcher ??
+        new NodeClaimLauncher({
+          client: opts.client,
+          cluster: opts.cluster,
+          cloudProvider: opts.cloudProvider,
+          logger: opts.logger,
+          ...(opts.nodePoolHash ? { nodePoolHash: opts.nodePoolHash } : {}),
+        }),
       ...(opts.replacementTimeoutSeconds !== undefined
         ? { replacementTimeoutSeconds: opts.replacementTimeoutSeconds }
         : {}),

@@ -4,8 +4,11 @@
  * 1. taint the candidates `karpenter.sh/disrupted:NoSchedule` and mark them for deletion in cluster state (so
  *    provisioning reschedules their pods and later passes count them against budgets);
  * 2. stamp condition `DisruptionReason` on their NodeClaims;
- * 3. create the replacement NodeClaims (same construction as provisioning: `nodeClaimFromPlan` + the NodePool
- *    hash), nominate the moving pods to them; Events `DisruptionLaunching`;
+ * 3. create the replacement NodeClaims through the provisioner's {@link NodeClaimLauncher} (upstream: disruption
+ *    launches through `provisioner.CreateNodeClaims`): the NodePool limits are checked right before each create
+ *    against cluster state with in-flight NodeClaims and the provisioner's creates on the wire (the candidates do
+ *    not count, as in the simulation); a replacement over the limit rolls the command back. Nominate the moving
+ *    pods to them; Events `DisruptionLaunching`;
  * 4. asynchronously wait until every replacement is `Initialized` (Events `DisruptionWaitingReadiness`), at most
  *    `replacementTimeoutSeconds` (upstream 10 min) — on timeout, a replacement deleted, or a failed launch: roll back
  *    (untaint, unmark, delete the replacements; `karpenter_voluntary_disruption_queue_failures_total`);
@@ -15,7 +18,7 @@
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { Node, Taint } from '../../apis/core.ts';
-import type { NodeClaim, NodePool } from '../../apis/karpenter.ts';
+import type { NodeClaim } from '../../apis/karpenter.ts';
 import { TaintDisrupted } from '../../apis/labels.ts';
 import type { Command } from '../../disruption/index.ts';
 import type { KubeClient } from '../../kube/client.ts';
@@ -27,8 +30,8 @@ import { ConditionSet } from '../nodeclaim/conditions.ts';
 import { NodeClaimDependents } from '../nodeclaim/lifecycle/context.ts';
 import { lifecycleMetrics } from '../nodeclaim/metrics.ts';
 import { capacityTypeOf, matchTaint, nodePoolOf, type Recorder } from '../nodeclaim/util.ts';
+import type { NodeClaimLauncher } from '../provisioning/launcher.ts';
 import { nodeClaimsCreatedCounter } from '../provisioning/metrics.ts';
-import { type NodePoolHash, nodeClaimFromPlan, templateHash } from '../provisioning/nodeclaim.ts';
 import { errorMessage } from '../runtime.ts';
 import { consolidationType, type DisruptionMetrics, reasonLabel } from './metrics.ts';
 
@@ -48,8 +51,8 @@ export interface OrchestratorDeps {
   recorder: Recorder;
   registry: Registry;
   metrics: DisruptionMetrics;
-  /** NodePool hash stamped on replacements (default: `templateHash`, as provisioning). */
-  nodePoolHash?: (np: NodePool) => NodePoolHash;
+  /** Creates the replacements under the NodePool limits (the provisioner's, so both share in-flight creates). */
+  launcher: NodeClaimLauncher;
   replacementTimeoutSeconds?: number;
 }
 
@@ -123,7 +126,7 @@ export class Orchestrator {
    * controller's cleanup). Returns false when it was rolled back at once (launch failure, candidate gone).
    */
   async execute(command: Command, signal: AbortSignal): Promise<boolean> {
-    const { client, cluster, clock } = this.deps;
+    const { cluster, clock } = this.deps;
     const log = this.deps.logger.child({ controller: 'disruption', method: command.method });
     const c: InFlightCommand = {
       id: ++this.seq,
@@ -145,14 +148,13 @@ export class Orchestrator {
       cluster.markForDeletion(...c.nodes, ...ncNames);
       for (const cand of command.candidates) await this.stampReason(cand.nodeClaim, command.reason);
       const counter = nodeClaimsCreatedCounter(this.deps.registry);
+      const candidateClaims = new Set(ncNames);
       for (const plan of command.replacements) {
-        const np = cand0Pool(command, plan.nodePool) ?? cluster.getNodePool(plan.nodePool);
-        if (!np) throw new Error(`NodePool ${plan.nodePool} of a replacement not found`);
-        const nc = nodeClaimFromPlan(plan, np, (this.deps.nodePoolHash ?? templateHash)(np));
-        const created = (await client.create(nc)) as NodeClaim;
+        const res = await this.deps.launcher.launch(plan, { excludeFromUsage: candidateClaims });
+        if (!res.ok) throw new Error(`replacement in NodePool ${plan.nodePool}: ${res.reason}`);
+        const created = res.nodeClaim;
         const name = created.metadata.name as string;
         c.replacements.push(name);
-        cluster.updateNodeClaim(created);
         for (const pod of plan.pods) cluster.nominate(pod, { kind: 'nodeclaim', name });
         counter.inc({
           reason: reasonLabel(command.reason),
@@ -340,8 +342,4 @@ export class Orchestrator {
       }
     }
   }
-}
-
-function cand0Pool(command: Command, name: string): NodePool | undefined {
-  return command.candidates.find((c) => c.nodePool.metadata.name === name)?.nodePool;
 }

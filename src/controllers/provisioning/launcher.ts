@@ -1,0 +1,147 @@
+/**
+ * The one place NodeClaims are created: the provisioner's new capacity and the disruption orchestrator's
+ * replacements both launch through one {@link NodeClaimLauncher} (upstream kubernetes-sigs/karpenter: disruption
+ * calls `provisioner.CreateNodeClaims`, and both read one cluster state). Right before each create the NodePool's
+ * `spec.limits` are checked against cluster state — every NodeClaim of the pool, in-flight ones included — plus
+ * the creates this launcher has on the wire, so two callers racing for the last of a limit never overshoot it
+ * together (the check and the reservation happen in one synchronous step).
+ */
+import type { Logger } from 'pino';
+import type { NodeClaim, NodePool } from '../../apis/karpenter.ts';
+import type { Resources } from '../../apis/quantity.ts';
+import type { CloudProvider, InstanceType } from '../../cloudprovider/types.ts';
+import type { KubeClient } from '../../kube/client.ts';
+import type { NodeClaimPlan } from '../../scheduling/types.ts';
+import { type Cluster, nodePoolUsage } from '../../state/cluster.ts';
+import { errorMessage } from '../runtime.ts';
+import { instanceTypeIndex } from './input.ts';
+import {
+  exceedsLimits,
+  type NodePoolHash,
+  nodeClaimFromPlan,
+  planCapacity,
+  templateHash,
+} from './nodeclaim.ts';
+
+/** Dependencies of {@link NodeClaimLauncher}. */
+export interface NodeClaimLauncherDeps {
+  client: KubeClient;
+  cluster: Cluster;
+  /** Resolves a NodePool's instance types when the caller passes no index (capacity of in-flight NodeClaims). */
+  cloudProvider: Pick<CloudProvider, 'instanceTypes'>;
+  logger: Logger;
+  /** The NodePool hash stamped on NodeClaims; default {@link templateHash}. */
+  nodePoolHash?: (nodePool: NodePool) => NodePoolHash;
+}
+
+/** Options of one {@link NodeClaimLauncher.launch}. */
+export interface LaunchOptions {
+  /**
+   * Instance types by name, to size NodeClaims that have no `status.capacity` yet (the provisioner passes the
+   * pass's index); resolved from the cloud provider for the plan's NodePool when absent.
+   */
+  instanceTypes?: ReadonlyMap<string, InstanceType>;
+  /**
+   * NodeClaim names whose capacity does not count against the limits: a disruption command's candidates, which
+   * the replacement simulation already sized the NodePool without (upstream `SimulateScheduling`).
+   */
+  excludeFromUsage?: ReadonlySet<string>;
+}
+
+/** What {@link NodeClaimLauncher.launch} did: the created NodeClaim, or why none was created. */
+export type LaunchResult =
+  | { ok: true; nodeClaim: NodeClaim }
+  | {
+      ok: false;
+      /** `limits`: the NodePool's `spec.limits` would be exceeded (or are malformed); `gone`: NodePool missing or deleting; `api`: the create failed. */
+      code: 'limits' | 'gone' | 'api';
+      /** Human-readable, names the NodePool (e.g. `NodePool "a" limits exceeded: cpu: 8 needed, 2 of 10 remaining`). */
+      reason: string;
+      /** For `limits`: the exceeded part alone (`cpu: 8 needed, ...`). */
+      over?: string;
+    };
+
+/** Creates NodeClaims from plans under the NodePool limits; see the module doc. One per operator, shared. */
+export class NodeClaimLauncher {
+  /** NodePool → capacity (+ `nodes`) of creates on the wire: counted against limits until state has them. */
+  private readonly creating = new Map<string, Resources>();
+
+  constructor(private readonly deps: NodeClaimLauncherDeps) {}
+
+  /** NodePool usage (internal units) of the creates this launcher has in flight, by NodePool name. */
+  inFlight(): ReadonlyMap<string, Readonly<Resources>> {
+    return this.creating;
+  }
+
+  private reserve(pool: string, capacity: Resources, sign: 1 | -1): void {
+    const r = this.creating.get(pool) ?? {};
+    for (const [k, v] of Object.entries(capacity)) r[k] = (r[k] ?? 0) + sign * v;
+    this.creating.set(pool, r);
+  }
+
+  /**
+   * Creates the NodeClaim of `plan` when its NodePool exists, is not deleting, and its limits hold for
+   * usage (state, minus `excludeFromUsage`, plus in-flight creates) + the plan's capacity (per resource, the largest
+   * of the instance-type options the NodeClaim keeps, as `planCapacity`). The created NodeClaim enters cluster state at once. Never throws: API
+   * failures come back as `code: 'api'`.
+   */
+  async launch(plan: NodeClaimPlan, o: LaunchOptions = {}): Promise<LaunchResult> {
+    const { cluster, client } = this.deps;
+    let index = o.instanceTypes;
+    if (!index) {
+      const np = cluster.getNodePool(plan.nodePool);
+      try {
+        index = instanceTypeIndex({
+          [plan.nodePool]: np ? await this.deps.cloudProvider.instanceTypes(np) : plan.instanceTypeOptions,
+        });
+      } catch {
+        index = instanceTypeIndex({ [plan.nodePool]: plan.instanceTypeOptions });
+      }
+    }
+    // From here to the reservation nothing awaits: the limit check and the reservation are one step.
+    const pool = cluster.getNodePool(plan.nodePool);
+    if (!pool || pool.metadata.deletionTimestamp)
+      return {
+        ok: false,
+        code: 'gone',
+        reason: `NodePool "${plan.nodePool}" no longer exists or is being deleted`,
+      };
+    const capacity = planCapacity(plan);
+    let over: string | undefined;
+    try {
+      const exclude = o.excludeFromUsage;
+      const nodes = cluster
+        .stateNodes()
+        .filter((sn) => !exclude?.has(sn.nodeClaim?.metadata.name ?? sn.name));
+      const usage = { ...(nodePoolUsage(nodes, index)[plan.nodePool] ?? {}) };
+      for (const [k, v] of Object.entries(this.creating.get(plan.nodePool) ?? {}))
+        usage[k] = (usage[k] ?? 0) + v;
+      over = exceedsLimits(pool, usage, capacity);
+    } catch (err) {
+      over = `spec.limits is malformed: ${errorMessage(err)}`;
+    }
+    if (over)
+      return {
+        ok: false,
+        code: 'limits',
+        over,
+        reason: `NodePool "${plan.nodePool}" limits exceeded: ${over}`,
+      };
+    const nodeClaim = nodeClaimFromPlan(plan, pool, (this.deps.nodePoolHash ?? templateHash)(pool));
+    this.reserve(plan.nodePool, capacity, 1);
+    let created: NodeClaim;
+    try {
+      created = (await client.create(nodeClaim)) as NodeClaim;
+    } catch (err) {
+      this.reserve(plan.nodePool, capacity, -1);
+      this.deps.logger.error(
+        { nodepool: plan.nodePool, err: errorMessage(err) },
+        'creating nodeclaim failed',
+      );
+      return { ok: false, code: 'api', reason: `creating nodeclaim: ${errorMessage(err)}` };
+    }
+    cluster.updateNodeClaim(created);
+    this.reserve(plan.nodePool, capacity, -1);
+    return { ok: true, nodeClaim: created };
+  }
+}

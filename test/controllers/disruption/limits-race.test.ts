@@ -1,0 +1,221 @@
+/**
+ * NodePool limits between a disruption replacement and a provisioner create (issue 16; found by the soak, replay
+ * `npm run soak -- --runs 1 --seed 100 --steps 30 --faults '6:gone410:3,7:notReady:2,9:conflict409:3,10:ice:2,
+ * 14:error500:2,16:watchClose:2,19:conflict409:3'`: NodePool soak-p1 at 12 cpu against a limit of 10). Made
+ * deterministic here: the disruption command is computed, then the provisioner launches into the same limited
+ * NodePool, then the command executes. Upstream launches replacements through the provisioner and checks
+ * limits against cluster state with in-flight NodeClaims; so must we.
+ *
+ * Setup: NodePool `limited` (weight 50, m5 xlarge/2xlarge, `limits.cpu: 10`) and `any` (weight 1, no limits). An
+ * m5.4xlarge of `any` runs one 3-cpu pod: consolidation replaces it with a 4–8 cpu node in `limited`. Pending pods
+ * pinned to `limited` need 7 cpu: the provisioner launches an 8-cpu NodeClaim there.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Pod } from '../../../src/apis/core.ts';
+import { NodePoolHashVersion, nodePoolHash } from '../../../src/apis/hash.ts';
+import type { NodeClaim, NodePool } from '../../../src/apis/karpenter.ts';
+import { DisruptionController } from '../../../src/controllers/disruption/controller.ts';
+import { pendingPod, testNodePool } from '../../../src/controllers/provisioning/testing.ts';
+import { computeDisruption } from '../../../src/disruption/index.ts';
+import type { Command } from '../../../src/disruption/types.ts';
+import { silentLogger } from '../../../src/operator/logger.ts';
+import {
+  type ControllerProcess,
+  catalog,
+  createNodePool,
+  createPendingPod,
+  type Env,
+  eventually,
+  listNodeClaims,
+  readyNode,
+  startEnv,
+} from '../provisioning/harness.ts';
+
+let env: Env | undefined;
+afterEach(async () => {
+  await env?.stop();
+  env = undefined;
+});
+
+const LIMITED_REQS = [
+  { key: 'karpenter.sh/capacity-type', operator: 'In' as const, values: ['on-demand'] },
+  { key: 'kubernetes.io/arch', operator: 'In' as const, values: ['amd64'] },
+  { key: 'karpenter.k8s.aws/instance-family', operator: 'In' as const, values: ['m5'] },
+  { key: 'karpenter.k8s.aws/instance-size', operator: 'In' as const, values: ['xlarge', '2xlarge'] },
+];
+
+/** A registered, initialized m5.4xlarge of NodePool `any` (NodeClaim + Node) running one 3-cpu ReplicaSet pod. */
+async function candidate(e: Env, any: NodePool): Promise<void> {
+  const { client } = e;
+  const node = readyNode('big-1', 'm5.4xlarge', 'any');
+  const it = catalog.find((t) => t.name === 'm5.4xlarge');
+  if (!it) throw new Error('m5.4xlarge not in the catalog');
+  const nc: NodeClaim = {
+    apiVersion: 'karpenter.sh/v1',
+    kind: 'NodeClaim',
+    metadata: {
+      name: 'big-1',
+      labels: { ...node.metadata.labels },
+      annotations: {
+        'karpenter.sh/nodepool-hash': nodePoolHash(any),
+        'karpenter.sh/nodepool-hash-version': NodePoolHashVersion,
+      },
+    },
+    spec: {
+      nodeClassRef: any.spec.template.spec.nodeClassRef,
+      requirements: [{ key: 'node.kubernetes.io/instance-type', operator: 'In', values: ['m5.4xlarge'] }],
+    },
+  };
+  const created = (await client.create(nc)) as NodeClaim;
+  const at = '2025-01-01T00:00:00Z';
+  await client.updateStatus({
+    ...created,
+    status: {
+      providerID: node.spec?.providerID,
+      nodeName: 'big-1',
+      capacity: node.status?.capacity,
+      allocatable: node.status?.allocatable,
+      conditions: ['Launched', 'Registered', 'Initialized', 'Ready'].map((type) => ({
+        type,
+        status: 'True',
+        reason: type,
+        message: '',
+        lastTransitionTime: at,
+      })),
+    },
+  } as NodeClaim);
+  const n = await client.create(node);
+  await client.updateStatus({ ...n, status: node.status });
+  const pod = pendingPod('moving-0', { cpu: '3', memory: '4Gi', ownerKind: 'ReplicaSet' });
+  const { status: _s, ...rest } = pod;
+  const meta = { ...rest.metadata };
+  delete meta.uid;
+  delete meta.creationTimestamp;
+  const stored = (await client.create({
+    ...rest,
+    metadata: meta,
+    spec: { ...rest.spec, nodeName: 'big-1' },
+  } as Pod)) as Pod;
+  await client.updateStatus({
+    ...stored,
+    status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] },
+  } as Pod);
+}
+
+/** The environment: both NodePools, the candidate, a controller process with a DisruptionController sharing its launcher. */
+async function setup(): Promise<{ e: Env; p: ControllerProcess; dc: DisruptionController }> {
+  const e = await startEnv();
+  env = e;
+  await createNodePool(
+    e.client,
+    testNodePool('limited', { weight: 50, limits: { cpu: '10' }, requirements: LIMITED_REQS }),
+  );
+  const any = await createNodePool(e.client, testNodePool('any', { weight: 1 }));
+  await candidate(e, any);
+  const p = await e.startProcess();
+  await eventually(
+    () => p.cluster.stateNodes().some((sn) => sn.node && sn.nodeClaim && sn.pods.length === 1),
+    'the candidate with its pod in state',
+  );
+  const dc = new DisruptionController({
+    client: e.client,
+    cluster: p.cluster,
+    cloudProvider: p.provider,
+    clock: e.clock,
+    logger: silentLogger(),
+    recorder: p.recorder,
+    registry: p.registry,
+    launcher: p.provisioner.launcher,
+    syncConditions: false,
+  });
+  return { e, p, dc };
+}
+
+/** Pending pods pinned to NodePool `limited` asking 7 cpu in all. */
+async function pendingForLimited(e: Env, p: ControllerProcess): Promise<void> {
+  for (const [i, cpu] of ['4', '3'].entries())
+    await createPendingPod(
+      e.client,
+      pendingPod(`pinned-${i}`, { cpu, memory: '1Gi', nodeSelector: { 'karpenter.sh/nodepool': 'limited' } }),
+    );
+  await eventually(() => p.cluster.pendingPods().length === 2, '2 pending pods in state');
+}
+
+/** cpu (millicores) of `limited`'s live NodeClaims, each sized by the largest instance type it may become. */
+async function limitedCpu(e: Env): Promise<number> {
+  let sum = 0;
+  for (const nc of await listNodeClaims(e.client)) {
+    if (nc.metadata.labels?.['karpenter.sh/nodepool'] !== 'limited' || nc.metadata.deletionTimestamp)
+      continue;
+    const types =
+      nc.spec.requirements.find((r) => r.key === 'node.kubernetes.io/instance-type')?.values ?? [];
+    sum += Math.max(...types.map((t) => catalog.find((x) => x.name === t)?.capacity.cpu ?? 0));
+  }
+  return sum;
+}
+
+function replacementCommand(cmds: Command[]): Command {
+  const cmd = cmds.find((c) => c.decision === 'replace');
+  if (!cmd) throw new Error(`no replace command: ${JSON.stringify(cmds.map((c) => c.method))}`);
+  return cmd;
+}
+
+describe('NodePool limits: disruption replacement vs. provisioner create', () => {
+  it('a replacement computed before the provisioner filled the NodePool is not launched past spec.limits (rolled back)', async () => {
+    const { e, p, dc } = await setup();
+    // 1. consolidation decides on a snapshot where `limited` is empty: replace big-1 by a node in `limited`
+    const cmd = replacementCommand(computeDisruption(await dc.input()).commands);
+    expect(cmd.candidates.map((c) => c.name)).toEqual(['big-1']);
+    expect(cmd.replacements.map((r) => r.nodePool)).toEqual(['limited']);
+    // 2. the provisioner launches 8 cpu into `limited` for the pinned pods
+    await pendingForLimited(e, p);
+    const provisioned = await p.provisioner.provision();
+    expect(provisioned.created.map((c) => c.nodeClaim.metadata.labels?.['karpenter.sh/nodepool'])).toEqual([
+      'limited',
+    ]);
+    expect(await limitedCpu(e)).toBe(8000);
+    // 3. the command executes: its replacement would take `limited` past 10 cpu, so it is rolled back
+    const phases: string[] = [];
+    dc.orchestrator.listeners.add((c) => phases.push(c.phase));
+    const ok = await dc.orchestrator.execute(cmd, new AbortController().signal);
+    expect(ok).toBe(false);
+    expect(phases).toEqual(['started', 'rolledBack']);
+    expect(dc.orchestrator.commands()).toEqual([]);
+    expect(await limitedCpu(e)).toBe(8000);
+    // the candidate is untainted again and no replacement NodeClaim is left
+    const node = await e.client.get('Node', 'big-1');
+    expect((node.spec as { taints?: { key: string }[] }).taints ?? []).toEqual([]);
+    expect(
+      (await listNodeClaims(e.client)).map((n) => n.metadata.labels?.['karpenter.sh/nodepool']).sort(),
+    ).toEqual(['any', 'limited']);
+  });
+
+  it('a command computed with the NodeClaim in flight sizes its replacement against the remaining limit', async () => {
+    const { e, p, dc } = await setup();
+    await pendingForLimited(e, p);
+    expect((await p.provisioner.provision()).created).toHaveLength(1);
+    // the provisioner's NodeClaim has no Node yet: in flight, 8 of `limited`'s 10 cpu
+    const input = await dc.input();
+    const cmds = computeDisruption(input).commands;
+    const replacements = cmds.flatMap((c) => c.replacements);
+    // no replacement in `limited` bigger than the 2 cpu left (none of its types is that small)
+    expect(replacements.filter((r) => r.nodePool === 'limited').map((r) => r.nodePool)).toEqual([]);
+    expect(input.inFlightUsage?.limited?.cpu).toBe(8000);
+  });
+
+  it('a replacement and a provisioner create racing for the last of the limit: together within spec.limits', async () => {
+    const { e, p, dc } = await setup();
+    const cmd = replacementCommand(computeDisruption(await dc.input()).commands);
+    await pendingForLimited(e, p);
+    const [provisioned, executed] = await Promise.all([
+      p.provisioner.provision(),
+      dc.orchestrator.execute(cmd, new AbortController().signal),
+    ]);
+    const total = await limitedCpu(e);
+    expect(total).toBeLessThanOrEqual(10_000);
+    // exactly one of the two got the capacity; the other names the limit
+    expect(Number(executed) + provisioned.created.length).toBe(1);
+    if (!executed) expect(total).toBe(8000);
+    else expect(provisioned.skipped[0]?.reason).toMatch(/^NodePool "limited" limits exceeded: cpu: /);
+  });
+});
