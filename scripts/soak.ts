@@ -1,13 +1,17 @@
 /**
  * Fault-injection soak (issue 16), kwok provider:
  *
- *   npm run soak -- --runs N --seed S [--steps K] [--faults step:kind:n,...] [--min-each M] [--no-shrink]
+ *   npm run soak -- --runs N --seed S [--steps K] [--parallel P] [--faults step:kind:n,...] [--min-each M]
+ *                   [--known invariant,...] [--no-shrink]
  *
- * Run `i` uses seed `S + i`. Each run builds a seeded scenario and fault schedule (test/soak/) and checks the
+ * Run `i` uses seed `S + i`; with `--parallel P` the runs go to P worker processes (the runs mostly wait on
+ * loopback HTTP and the fake clock's pacing, so P > cores still pays). Each run builds a seeded scenario and fault schedule (test/soak/) and checks the
  * invariants after every step. A failing run prints its seed, a replay command, and its fault schedule shrunk
  * to the smallest one found that still fails. At the end the faults injected per kind are printed; with
  * `--min-each M` the exit code is 1 when any kind was injected fewer than M times. Exit 1 on any violation.
  */
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
 import { Command } from 'commander';
 import {
   FAULT_KINDS,
@@ -52,6 +56,16 @@ const program = new Command('soak')
     'comma-separated invariants whose violations are reported as KNOWN (open bugs) without failing the soak',
     '',
   )
+  .option(
+    '--parallel <p>',
+    'runs in parallel, each in its own worker process (default 1: in this process)',
+    int,
+    1,
+  )
+  .option(
+    '--worker <seeds>',
+    'internal: run these comma-separated seeds and print one SOAK-RESULT JSON line each',
+  )
   .option('--no-shrink', 'do not shrink the fault schedule of a failing run')
   .option('--shrink-runs <n>', 'most runs spent shrinking one failure', int, 12);
 program.parse();
@@ -65,29 +79,102 @@ const o = program.opts<{
   shrinkRuns: number;
   logFile?: string;
   known: string;
+  parallel: number;
+  worker?: string;
 }>();
 const known = new Set(o.known.split(',').filter(Boolean));
 let knownCount = 0;
 
-const totals = Object.fromEntries(FAULT_KINDS.map((k) => [k, 0])) as Record<FaultKind, number>;
-const failures: RunResult[] = [];
-const started = Date.now();
-let totalSteps = 0;
-for (let i = 0; i < o.runs; i++) {
-  const seed = o.seed + i;
-  const t0 = Date.now();
-  const r = await runSoak({
+const RESULT = 'SOAK-RESULT ';
+const runOne = (seed: number): Promise<RunResult> =>
+  runSoak({
     seed,
     steps: o.steps,
     ...(o.faults !== undefined ? { faults: parseSchedule(o.faults) } : {}),
     ...(o.logFile ? { logFile: o.logFile } : {}),
   });
+
+if (o.worker !== undefined) {
+  // worker mode: one JSON line per run on stdout, nothing else
+  for (const seed of o.worker.split(',').map(int)) {
+    const t0 = Date.now();
+    const r = await runOne(seed);
+    process.stdout.write(`${RESULT}${JSON.stringify({ ...r, realSeconds: (Date.now() - t0) / 1000 })}\n`);
+  }
+  process.exit(0);
+}
+
+/** Runs `seeds` in `parallel` worker processes (seed i goes to worker i mod parallel); yields results as they come. */
+async function* inWorkers(
+  seeds: number[],
+  parallel: number,
+): AsyncGenerator<RunResult & { realSeconds: number }> {
+  const queue: (RunResult & { realSeconds: number })[] = [];
+  let wake: (() => void) | undefined;
+  let running = 0;
+  const passthrough = process.argv.slice(2).filter((a, i, all) => {
+    const flag = a.split('=')[0];
+    if (flag === '--parallel' || flag === '--runs' || flag === '--seed') return false;
+    const prev = all[i - 1];
+    return !(prev === '--parallel' || prev === '--runs' || prev === '--seed');
+  });
+  for (let w = 0; w < parallel; w++) {
+    const mine = seeds.filter((_, i) => i % parallel === w);
+    if (mine.length === 0) continue;
+    running++;
+    const child = spawn(
+      process.execPath,
+      [...process.execArgv, process.argv[1] ?? '', ...passthrough, '--worker', mine.join(',')],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    const lines = createInterface({ input: child.stdout });
+    lines.on('line', (line) => {
+      if (!line.startsWith(RESULT)) return;
+      queue.push(JSON.parse(line.slice(RESULT.length)));
+      wake?.();
+    });
+    child.on('exit', (code) => {
+      running--;
+      if (code !== 0) console.log(`worker ${w} (seeds ${mine.join(',')}) exited with ${code}`);
+      wake?.();
+    });
+  }
+  while (running > 0 || queue.length > 0) {
+    const next = queue.shift();
+    if (next) {
+      yield next;
+      continue;
+    }
+    await new Promise<void>((r) => {
+      wake = r;
+    });
+    wake = undefined;
+  }
+}
+
+async function* sequential(seeds: number[]): AsyncGenerator<RunResult & { realSeconds: number }> {
+  for (const seed of seeds) {
+    const t0 = Date.now();
+    const r = await runOne(seed);
+    yield { ...r, realSeconds: (Date.now() - t0) / 1000 };
+  }
+}
+
+const totals = Object.fromEntries(FAULT_KINDS.map((k) => [k, 0])) as Record<FaultKind, number>;
+const failures: RunResult[] = [];
+const started = Date.now();
+let totalSteps = 0;
+let done = 0;
+const seeds = Array.from({ length: o.runs }, (_, i) => o.seed + i);
+for await (const r of o.parallel > 1 ? inWorkers(seeds, o.parallel) : sequential(seeds)) {
+  done++;
+  const seed = r.seed;
   totalSteps += o.steps;
   for (const k of FAULT_KINDS) totals[k] += r.injected[k];
   const unknown = r.violations.filter((v) => !known.has(v.invariant)).length;
   const status = unknown === 0 ? 'ok' : `FAIL (${unknown} violations)`;
   console.log(
-    `run ${i + 1}/${o.runs} seed ${seed}: ${status}; ${r.faults.length} faults scheduled, ${Object.values(r.injected).reduce((a, b) => a + b, 0)} injected; max ${r.maxNodeClaims} NodeClaims; ${r.evictions} evictions/pod deletions; settled in ${r.settleSeconds ?? 'never'} s; ${((Date.now() - t0) / 1000).toFixed(1)} s real`,
+    `run ${done}/${o.runs} seed ${seed}: ${status}; ${r.faults.length} faults scheduled, ${Object.values(r.injected).reduce((a, b) => a + b, 0)} injected; max ${r.maxNodeClaims} NodeClaims; ${r.evictions} evictions/pod deletions; settled in ${r.settleSeconds ?? 'never'} s; ${r.realSeconds.toFixed(1)} s real`,
   );
   const knownHere = r.violations.filter((v) => known.has(v.invariant));
   if (knownHere.length > 0) {
@@ -98,19 +185,21 @@ for (let i = 0; i < o.runs; i++) {
     );
   }
   r.violations = r.violations.filter((v) => !known.has(v.invariant));
-  if (r.violations.length > 0) {
-    failures.push(r);
-    for (const v of r.violations.slice(0, 10)) console.log(`  step ${v.step} [${v.invariant}] ${v.detail}`);
-    const first = r.violations[0]?.invariant ?? '';
-    let sched = r.faults;
-    if (o.shrink && first !== 'crash') {
-      sched = await shrink(seed, o.steps, r.faults, first, o.shrinkRuns);
-      console.log(`  shrunk fault schedule: ${r.faults.length} → ${sched.length} faults`);
-    }
-    console.log(
-      `  replay: npm run soak -- --runs 1 --seed ${seed} --steps ${o.steps} --faults '${formatSchedule(sched)}'`,
-    );
+  if (r.violations.length > 0) failures.push(r);
+}
+// failing runs: print, shrink (sequentially, in this process) and give the replay command
+for (const r of failures) {
+  console.log(`\nseed ${r.seed}: ${r.violations.length} violations`);
+  for (const v of r.violations.slice(0, 10)) console.log(`  step ${v.step} [${v.invariant}] ${v.detail}`);
+  const first = r.violations[0]?.invariant ?? '';
+  let sched = r.faults;
+  if (o.shrink && first !== 'crash') {
+    sched = await shrink(r.seed, o.steps, r.faults, first, o.shrinkRuns);
+    console.log(`  shrunk fault schedule: ${r.faults.length} → ${sched.length} faults`);
   }
+  console.log(
+    `  replay: npm run soak -- --runs 1 --seed ${r.seed} --steps ${o.steps} --faults '${formatSchedule(sched)}'`,
+  );
 }
 console.log(
   `\nsoak: ${o.runs} runs × ${o.steps} steps (${totalSteps} steps) in ${((Date.now() - started) / 1000).toFixed(0)} s; ${failures.length} failing runs; ${knownCount} known violations (${[...known].join(', ') || 'none listed'})`,

@@ -4,8 +4,11 @@
  */
 import { API_FAULT_KINDS, type ApiFaultKind } from './proxy.ts';
 
-/** Every fault kind of the soak: API-server faults, controller restarts, provider and node faults, clock jumps. */
-export type FaultKind = ApiFaultKind | 'restart' | 'ice' | 'noRegister' | 'notReady' | 'clockJump';
+/**
+ * Every fault kind of the soak: API-server faults, controller restarts, provider and node faults (ICE, never
+ * registers, never Ready, instance vanishes behind the controller's back), clock jumps.
+ */
+export type FaultKind = ApiFaultKind | 'restart' | 'ice' | 'noRegister' | 'notReady' | 'vanish' | 'clockJump';
 
 /** All fault kinds in a stable order (the soak asserts a count for each). */
 export const FAULT_KINDS: readonly FaultKind[] = [
@@ -14,6 +17,7 @@ export const FAULT_KINDS: readonly FaultKind[] = [
   'ice',
   'noRegister',
   'notReady',
+  'vanish',
   'clockJump',
 ];
 

@@ -22,6 +22,7 @@ import { silentLogger } from '../../src/operator/logger.ts';
 import { createOperator, type Operator } from '../../src/operator/operator.ts';
 import { embeddedOptions } from '../../src/operator/options.ts';
 import { startSimulatedCluster } from '../../src/sim/cluster.ts';
+import { nominatedPodUids } from '../../src/state/cluster.ts';
 import { KubeNodeWriter } from '../../src/state/kwoknodes.ts';
 import { FAULT_KINDS, type FaultEvent, type FaultKind, faultSchedule } from './faults.ts';
 import { API_FAULT_KINDS, type ApiFaultKind, startFaultProxy } from './proxy.ts';
@@ -52,6 +53,9 @@ export interface Violation {
     | 'disruption-budget'
     | 'nodepool-limit'
     | 'registration-ttl'
+    | 'duplicate-nodeclaim'
+    | 'instance-leak'
+    | 'nodeclaim-leak'
     | 'eventually-runs'
     | 'crash';
   detail: string;
@@ -73,6 +77,8 @@ export interface RunResult {
 }
 
 const REGISTRATION_TTL_S = 15 * 60;
+/** GC: period 120 s + instance grace 30 s (controller defaults) + one period of slack. */
+const GC_DEADLINE_S = 120 + 30 + 120;
 const NEVER = 1e7; // seconds: "never" on the soak's time scale
 
 function zeroCounts(): Record<FaultKind, number> {
@@ -84,7 +90,9 @@ export class FaultyProvider implements CloudProvider {
   readonly name: string;
   ice = 0;
   iceInjected = 0;
-  constructor(private readonly inner: CloudProvider) {
+  /** Provider IDs of the instances {@link vanish} terminated. */
+  readonly vanished = new Set<string>();
+  constructor(readonly inner: CloudProvider) {
     this.name = inner.name;
   }
   supportedNodeClasses() {
@@ -100,6 +108,24 @@ export class FaultyProvider implements CloudProvider {
   }
   delete(nc: NodeClaim) {
     return this.inner.delete(nc);
+  }
+  /**
+   * Terminates up to `n` running instances behind the controller's back (oldest first; their Nodes go with them,
+   * as when EC2 reclaims an instance); returns how many vanished.
+   */
+  async vanish(n: number): Promise<number> {
+    let done = 0;
+    for (const inst of await this.inner.list()) {
+      if (done >= n) break;
+      try {
+        await this.inner.delete(inst);
+        this.vanished.add(inst.status?.providerID ?? '');
+        done++;
+      } catch {
+        // already gone
+      }
+    }
+    return done;
   }
   get(id: string) {
     return this.inner.get(id);
@@ -297,6 +323,8 @@ export async function runSoak(opts: RunOptions): Promise<RunResult> {
         const tainted = node?.spec?.taints?.some((t) => t.key === 'karpenter.sh/disrupted') ?? false;
         if (!nc.metadata.deletionTimestamp && !tainted) return false;
         if (!cond(nc, 'Initialized')) return false;
+        // an instance that vanished is an involuntary disruption: budgets do not apply
+        if (provider.vanished.has(nc.status?.providerID ?? '')) return false;
         const exp = nc.spec.expireAfter;
         const created = Date.parse(nc.metadata.creationTimestamp ?? '');
         if (exp && exp !== 'Never' && now >= created + parseDuration(exp) * 1000) return false;
@@ -355,6 +383,86 @@ export async function runSoak(opts: RunOptions): Promise<RunResult> {
             detail: `NodeClaim ${nc.metadata.name} unregistered ${Math.round((now - since) / 1000)} s after creation`,
           });
       }
+    await checkLeaks(ncs, now);
+    await checkDuplicates(ncs);
+  };
+
+  // no leak: instance ↔ NodeClaim, measured from when the mismatch was first seen (and the operator running)
+  const orphanSince = new Map<string, number>();
+  const missingSince = new Map<string, number>();
+  const checkLeaks = async (ncs: NodeClaim[], now: number) => {
+    const instances = await provider.inner.list();
+    const byId = new Set(ncs.map((n) => n.status?.providerID).filter(Boolean));
+    const byName = new Set(ncs.map((n) => n.metadata.name));
+    const live = new Set<string>();
+    for (const inst of instances) {
+      const id = inst.status?.providerID ?? '';
+      live.add(id);
+      if (byId.has(id) || byName.has(inst.metadata.name)) {
+        orphanSince.delete(id);
+        continue;
+      }
+      const since = Math.max(orphanSince.get(id) ?? now, operatorSince);
+      if (!orphanSince.has(id)) orphanSince.set(id, now);
+      if (operator && now - since > GC_DEADLINE_S * 1000)
+        violations.push({
+          step,
+          invariant: 'instance-leak',
+          detail: `instance ${id} (launched for NodeClaim ${inst.metadata.name}) has had no NodeClaim for ${Math.round((now - since) / 1000)} s`,
+        });
+    }
+    for (const id of orphanSince.keys()) if (!live.has(id)) orphanSince.delete(id);
+    const seen = new Set<string>();
+    for (const nc of ncs) {
+      const id = nc.status?.providerID;
+      if (!id) continue;
+      seen.add(id);
+      if (live.has(id)) {
+        missingSince.delete(id);
+        continue;
+      }
+      if (!missingSince.has(id)) missingSince.set(id, now);
+      const since = Math.max(missingSince.get(id) ?? now, operatorSince);
+      // registered: GC deletes it; launched but never registered: the registration TTL (liveness) does
+      // deleting: its Node drains first, for up to terminationGracePeriod
+      const tgp = nc.spec.terminationGracePeriod ? parseDuration(nc.spec.terminationGracePeriod) : 0;
+      const deadline =
+        (cond(nc, 'Registered') ? GC_DEADLINE_S : REGISTRATION_TTL_S + GC_DEADLINE_S) +
+        (nc.metadata.deletionTimestamp ? tgp : 0);
+      if (operator && now - since > deadline * 1000)
+        violations.push({
+          step,
+          invariant: 'nodeclaim-leak',
+          detail: `NodeClaim ${nc.metadata.name} (${id}${nc.metadata.deletionTimestamp ? ', deleting' : ''}) has had no instance for ${Math.round((now - since) / 1000)} s (finalizers: ${(nc.metadata.finalizers ?? []).join(', ') || 'none'})`,
+        });
+    }
+    for (const id of missingSince.keys()) if (!seen.has(id)) missingSince.delete(id);
+  };
+  // no duplicate launches: a pending pod is in the nominated-pods list of at most one live, uninitialized NodeClaim
+  const checkDuplicates = async (ncs: NodeClaim[]) => {
+    const pending = new Set(
+      ((await sim.client.list('Pod')).items as Pod[])
+        .filter((p) => !p.spec?.nodeName && !p.metadata.deletionTimestamp)
+        .map((p) => p.metadata.uid ?? ''),
+    );
+    const claims = new Map<string, string[]>();
+    for (const nc of ncs) {
+      if (nc.metadata.deletionTimestamp || cond(nc, 'Initialized')) continue;
+      for (const uid of nominatedPodUids(nc)) {
+        if (!pending.has(uid)) continue;
+        claims.set(uid, [...(claims.get(uid) ?? []), nc.metadata.name ?? '']);
+      }
+    }
+    const dup = [...claims].filter(([, names]) => names.length > 1);
+    if (dup.length > 0)
+      violations.push({
+        step,
+        invariant: 'duplicate-nodeclaim',
+        detail: `${dup.length} pending pods each launched for by several NodeClaims: ${dup
+          .slice(0, 3)
+          .map(([uid, names]) => `pod ${uid} → ${names.join(', ')}`)
+          .join('; ')}`,
+      });
   };
 
   let settleSeconds: number | undefined;
@@ -394,9 +502,12 @@ export async function runSoak(opts: RunOptions): Promise<RunResult> {
         } else if (f.kind === 'ice') provider.ice += f.n;
         else if (f.kind === 'noRegister') noRegisterArmed += f.n;
         else if (f.kind === 'notReady') notReadyArmed += f.n;
+        else if (f.kind === 'vanish') injected.vanish += await provider.vanish(f.n);
         else if (f.kind === 'clockJump') {
+          // the clock leaps: every timer due in between fires once, late, without the loops re-arming in between
           injected.clockJump++;
-          await advance(f.n * 60_000);
+          clock.advance(f.n * 60_000);
+          await sleep(20);
         }
       }
       await advance(stepMs);

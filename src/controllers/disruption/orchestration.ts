@@ -35,6 +35,13 @@ import { nodeClaimsCreatedCounter } from '../provisioning/metrics.ts';
 import { errorMessage } from '../runtime.ts';
 import { consolidationType, type DisruptionMetrics, reasonLabel } from './metrics.ts';
 
+/**
+ * Annotation on a replacement NodeClaim: the comma-separated NodeClaim names of the candidates it replaces. A
+ * process that restarts mid-command finds the command's replacements by it (see the disruption controller's
+ * cleanup of stale `karpenter.sh/disrupted` taints).
+ */
+export const AnnotationReplacementFor = 'capenter.dev/replacement-for';
+
 /** Seconds to wait for replacements to initialize before rolling back (upstream `maxRetryDuration`, 10 min). */
 export const ReplacementTimeoutSeconds = 600;
 /** Seconds between readiness checks of the replacements. */
@@ -150,7 +157,10 @@ export class Orchestrator {
       const counter = nodeClaimsCreatedCounter(this.deps.registry);
       const candidateClaims = new Set(ncNames);
       for (const plan of command.replacements) {
-        const res = await this.deps.launcher.launch(plan, { excludeFromUsage: candidateClaims });
+        const res = await this.deps.launcher.launch(plan, {
+          excludeFromUsage: candidateClaims,
+          annotations: { [AnnotationReplacementFor]: ncNames.join(',') },
+        });
         if (!res.ok) throw new Error(`replacement in NodePool ${plan.nodePool}: ${res.reason}`);
         const created = res.nodeClaim;
         const name = created.metadata.name as string;

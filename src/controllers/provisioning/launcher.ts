@@ -46,6 +46,8 @@ export interface LaunchOptions {
    * the replacement simulation already sized the NodePool without (upstream `SimulateScheduling`).
    */
   excludeFromUsage?: ReadonlySet<string>;
+  /** Extra annotations on the NodeClaim (e.g. which candidates a replacement is for). */
+  annotations?: Readonly<Record<string, string>>;
 }
 
 /** What {@link NodeClaimLauncher.launch} did: the created NodeClaim, or why none was created. */
@@ -128,6 +130,8 @@ export class NodeClaimLauncher {
         reason: `NodePool "${plan.nodePool}" limits exceeded: ${over}`,
       };
     const nodeClaim = nodeClaimFromPlan(plan, pool, (this.deps.nodePoolHash ?? templateHash)(pool));
+    if (o.annotations)
+      nodeClaim.metadata.annotations = { ...(nodeClaim.metadata.annotations ?? {}), ...o.annotations };
     this.reserve(plan.nodePool, capacity, 1);
     let created: NodeClaim;
     try {

@@ -106,6 +106,8 @@ async function candidate(e: Env, any: NodePool): Promise<void> {
 async function setup(): Promise<{ e: Env; p: ControllerProcess; dc: DisruptionController }> {
   const e = await startEnv();
   env = e;
+  // API timestamps on the fake clock (replacement ages are compared with it)
+  Object.defineProperty(e.sim.apiServer.store, 'now', { value: () => e.clock.now() });
   await createNodePool(
     e.client,
     testNodePool('limited', { weight: 50, limits: { cpu: '10' }, requirements: LIMITED_REQS }),
@@ -217,5 +219,106 @@ describe('NodePool limits: disruption replacement vs. provisioner create', () =>
     expect(Number(executed) + provisioned.created.length).toBe(1);
     if (!executed) expect(total).toBe(8000);
     else expect(provisioned.skipped[0]?.reason).toMatch(/^NodePool "limited" limits exceeded: cpu: /);
+  });
+});
+
+describe('restart between a replacement launch and the candidate deletion (soak seed 2)', () => {
+  it('a new process finishes the lost command instead of untainting the candidate next to its replacement', async () => {
+    const { e, p, dc } = await setup();
+    const cmd = replacementCommand(computeDisruption(await dc.input()).commands);
+    const dying = new AbortController();
+    expect(await dc.orchestrator.execute(cmd, dying.signal)).toBe(true);
+    const [replacement] = (await listNodeClaims(e.client)).filter(
+      (n) => n.metadata.labels?.['karpenter.sh/nodepool'] === 'limited',
+    );
+    expect(replacement?.metadata.annotations?.['capenter.dev/replacement-for']).toBe('big-1');
+    // the process dies mid-command: the candidate stays tainted, the replacement launching
+    dying.abort();
+    await dc.orchestrator.idle();
+    await p.stop();
+    const p2 = await e.startProcess();
+    const dc2 = new DisruptionController({
+      client: e.client,
+      cluster: p2.cluster,
+      cloudProvider: p2.provider,
+      clock: e.clock,
+      logger: silentLogger(),
+      recorder: p2.recorder,
+      registry: p2.registry,
+      launcher: p2.provisioner.launcher,
+      syncConditions: false,
+    });
+    const tainted = async () =>
+      ((await e.client.get('Node', 'big-1')).spec as { taints?: { key: string }[] }).taints?.some(
+        (t) => t.key === 'karpenter.sh/disrupted',
+      ) ?? false;
+    await eventually(
+      () => p2.cluster.stateNodes().some((sn) => sn.name === 'big-1' && sn.markedForDeletion),
+      'the tainted candidate in the new state',
+    );
+    // replacement still launching: the candidate keeps its taint (untainting it would count both against limits)
+    await dc2.cleanupStaleTaints();
+    expect(await tainted()).toBe(true);
+    expect((await e.client.get('NodeClaim', 'big-1')).metadata.deletionTimestamp).toBeUndefined();
+    // the replacement initializes: the new process deletes the candidate, as the lost command would have
+    const name = replacement?.metadata.name as string;
+    const fresh = (await e.client.get('NodeClaim', name)) as NodeClaim;
+    await e.client.updateStatus({
+      ...fresh,
+      status: {
+        ...(fresh.status ?? {}),
+        conditions: [
+          {
+            type: 'Initialized',
+            status: 'True',
+            reason: 'Initialized',
+            message: '',
+            lastTransitionTime: '2025-01-01T00:00:00Z',
+          },
+        ],
+      },
+    } as NodeClaim);
+    await eventually(
+      () => p2.cluster.getNodeClaim(name)?.status?.conditions?.some((c) => c.type === 'Initialized'),
+      'the initialized replacement in state',
+    );
+    await dc2.cleanupStaleTaints();
+    const candidate = await e.client.tryGet('NodeClaim', 'big-1');
+    expect(candidate === undefined || candidate.metadata.deletionTimestamp !== undefined).toBe(true);
+  });
+
+  it('a lost command whose replacement never initialized is rolled back after the replacement timeout', async () => {
+    const { e, p, dc } = await setup();
+    const cmd = replacementCommand(computeDisruption(await dc.input()).commands);
+    const dying = new AbortController();
+    expect(await dc.orchestrator.execute(cmd, dying.signal)).toBe(true);
+    dying.abort();
+    await dc.orchestrator.idle();
+    await p.stop();
+    const p2 = await e.startProcess();
+    const dc2 = new DisruptionController({
+      client: e.client,
+      cluster: p2.cluster,
+      cloudProvider: p2.provider,
+      clock: e.clock,
+      logger: silentLogger(),
+      recorder: p2.recorder,
+      registry: p2.registry,
+      launcher: p2.provisioner.launcher,
+      syncConditions: false,
+      replacementTimeoutSeconds: 600,
+    });
+    await eventually(
+      () => p2.cluster.stateNodes().some((sn) => sn.name === 'big-1' && sn.markedForDeletion),
+      'the tainted candidate in the new state',
+    );
+    e.clock.advance(601_000);
+    await dc2.cleanupStaleTaints();
+    const node = await e.client.get('Node', 'big-1');
+    expect((node.spec as { taints?: { key: string }[] }).taints ?? []).toEqual([]);
+    const limited = (await listNodeClaims(e.client)).filter(
+      (n) => n.metadata.labels?.['karpenter.sh/nodepool'] === 'limited' && !n.metadata.deletionTimestamp,
+    );
+    expect(limited).toEqual([]);
   });
 });
