@@ -2,7 +2,7 @@
  * Fault-injection soak (issue 16), kwok provider:
  *
  *   npm run soak -- --runs N --seed S [--steps K] [--parallel P] [--faults step:kind:n,...] [--min-each M]
- *                   [--known invariant,...] [--no-shrink]
+ *                   [--known invariant,...] [--bad-inputs N] [--no-shrink]
  *
  * Run `i` uses seed `S + i`; with `--parallel P` the runs go to P worker processes (the runs mostly wait on
  * loopback HTTP and the fake clock's pacing, so P > cores still pays). Each run builds a seeded scenario and fault schedule (test/soak/) and checks the
@@ -13,6 +13,7 @@
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { Command } from 'commander';
+import { badCases, runBadInputs } from '../test/soak/badinput.ts';
 import {
   FAULT_KINDS,
   type FaultEvent,
@@ -66,6 +67,12 @@ const program = new Command('soak')
     '--worker <seeds>',
     'internal: run these comma-separated seeds and print one SOAK-RESULT JSON line each',
   )
+  .option(
+    '--bad-inputs <n>',
+    'then apply n generated malformed objects (test/soak/badinput.ts) to a cluster with the operator running and to simulate; fail on a wrong answer',
+    int,
+    0,
+  )
   .option('--no-shrink', 'do not shrink the fault schedule of a failing run')
   .option('--shrink-runs <n>', 'most runs spent shrinking one failure', int, 12);
 program.parse();
@@ -81,6 +88,7 @@ const o = program.opts<{
   known: string;
   parallel: number;
   worker?: string;
+  badInputs: number;
 }>();
 const known = new Set(o.known.split(',').filter(Boolean));
 let knownCount = 0;
@@ -208,4 +216,23 @@ console.log('faults injected by kind:');
 for (const k of FAULT_KINDS) console.log(`  ${k.padEnd(12)} ${totals[k]}`);
 const short = FAULT_KINDS.filter((k) => totals[k] < o.minEach);
 if (short.length > 0) console.log(`fewer than ${o.minEach} injections: ${short.join(', ')}`);
-process.exit(failures.length > 0 || short.length > 0 ? 1 : 0);
+
+let badFailed = false;
+if (o.badInputs > 0) {
+  const t0 = Date.now();
+  const bad = await runBadInputs(badCases(o.seed, o.badInputs));
+  const wrong = bad.answers.filter((a) => a.mismatches.length > 0);
+  console.log(
+    `\nbad inputs: ${bad.answers.length} objects in ${((Date.now() - t0) / 1000).toFixed(0)} s; ${wrong.length} answered wrongly; controller crashes ${bad.crashes.length}; good pod ran afterwards: ${bad.goodPodRan}`,
+  );
+  console.log('  family                               tried  API 4xx  simulate exit 2');
+  for (const [family, c] of Object.entries(bad.byFamily))
+    console.log(
+      `  ${family.padEnd(36)} ${String(c.tried).padStart(5)}  ${String(c.rejected).padStart(7)}  ${String(c.simulateExit2).padStart(15)}`,
+    );
+  for (const a of wrong.slice(0, 10))
+    console.log(`  WRONG ${a.family} ${a.name}: ${a.mismatches.join('; ')}`);
+  for (const c of bad.crashes.slice(0, 3)) console.log(`  CRASH ${c.split('\n')[0]}`);
+  badFailed = wrong.length > 0 || bad.crashes.length > 0 || !bad.goodPodRan;
+}
+process.exit(failures.length > 0 || short.length > 0 || badFailed ? 1 : 0);

@@ -271,6 +271,8 @@ export async function runSoak(opts: RunOptions): Promise<RunResult> {
 
   let operator: Operator | undefined;
   let operatorSince = clock.now();
+  /** When the last clock jump landed: deadlines restart there (the controllers have not had a chance yet). */
+  let lastJumpAt = 0;
   let restartAt: number | undefined;
   const startOperator = async () => {
     operator = createOperator({
@@ -402,7 +404,7 @@ export async function runSoak(opts: RunOptions): Promise<RunResult> {
         orphanSince.delete(id);
         continue;
       }
-      const since = Math.max(orphanSince.get(id) ?? now, operatorSince);
+      const since = Math.max(orphanSince.get(id) ?? now, operatorSince, lastJumpAt);
       if (!orphanSince.has(id)) orphanSince.set(id, now);
       if (operator && now - since > GC_DEADLINE_S * 1000)
         violations.push({
@@ -422,7 +424,7 @@ export async function runSoak(opts: RunOptions): Promise<RunResult> {
         continue;
       }
       if (!missingSince.has(id)) missingSince.set(id, now);
-      const since = Math.max(missingSince.get(id) ?? now, operatorSince);
+      const since = Math.max(missingSince.get(id) ?? now, operatorSince, lastJumpAt);
       // registered: GC deletes it; launched but never registered: the registration TTL (liveness) does
       // deleting: its Node drains first, for up to terminationGracePeriod
       const tgp = nc.spec.terminationGracePeriod ? parseDuration(nc.spec.terminationGracePeriod) : 0;
@@ -507,6 +509,7 @@ export async function runSoak(opts: RunOptions): Promise<RunResult> {
           // the clock leaps: every timer due in between fires once, late, without the loops re-arming in between
           injected.clockJump++;
           clock.advance(f.n * 60_000);
+          lastJumpAt = clock.now();
           await sleep(20);
         }
       }

@@ -5,6 +5,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { startEmbeddedCluster } from '../../src/sim/apiserver/index.ts';
+import { BAD_FAMILIES, badCases, runBadInputs } from './badinput.ts';
 import { FAULT_KINDS, faultSchedule, formatSchedule, parseSchedule } from './faults.ts';
 import { type FaultProxy, startFaultProxy } from './proxy.ts';
 import { runSoak } from './run.ts';
@@ -97,4 +98,30 @@ describe('soak runs (kwok)', () => {
       expect(r.maxNodeClaims).toBeGreaterThan(0);
     }
   });
+});
+
+describe('bad input (issue 16 §2)', () => {
+  it('one object of each family: the API server answers as a real one, simulate exits 2 naming it, the controller keeps reconciling', async () => {
+    const cases = badCases(7, BAD_FAMILIES.length);
+    expect(cases.map((c) => c.family)).toEqual(BAD_FAMILIES);
+    const r = await runBadInputs(cases);
+    expect(r.crashes).toEqual([]);
+    expect(r.answers.filter((a) => a.mismatches.length > 0)).toEqual([]);
+    expect(r.goodPodRan).toBe(true);
+    // every family but the valid-yet-unsatisfiable NodePool is refused by both, with a 422 naming the field
+    const refused = r.answers.filter((a) => a.family !== 'nodepool-conflicting-requirements');
+    expect(refused.map((a) => [a.status, a.simulateExit, a.simulateNamed])).toEqual(
+      refused.map(() => [422, 2, true]),
+    );
+    expect(r.answers.find((a) => a.family === 'pod-selector-syntax')?.message).toMatch(
+      /labelSelector\.matchExpressions\[0\]\.operator: Invalid value: .*not a valid selector operator/,
+    );
+    expect(r.answers.find((a) => a.family === 'nodepool-10mb-annotation')?.message).toMatch(
+      /metadata\.annotations: Too long: may not be more than 262144 bytes/,
+    );
+    expect(r.answers.find((a) => a.family === 'nodepool-conflicting-requirements')).toMatchObject({
+      status: 201,
+      simulateExit: 0,
+    });
+  }, 60_000);
 });
