@@ -433,6 +433,10 @@ function apiServerRefusal(o: KubeObject): StatusCause[] {
   const group = apiVersion.includes('/') ? apiVersion.slice(0, apiVersion.indexOf('/')) : '';
   const def = BUILTIN_DEFS.get(`${group}/${o.kind ?? ''}`);
   const generic = def ?? { kind: o.kind ?? '', crdName: 'external' };
+  // generateName: the API server names the object before validating it (5 random characters)
+  const meta = o.metadata;
+  if (meta && !meta.name && typeof meta.generateName === 'string')
+    o = { ...o, metadata: { ...meta, name: `${meta.generateName}xxxxx` } };
   try {
     return [
       ...validateMeta(generic as ResourceDef, o as KObj),
