@@ -193,12 +193,17 @@ for await (const r of o.parallel > 1 ? inWorkers(seeds, o.parallel) : sequential
     );
   }
   r.violations = r.violations.filter((v) => !known.has(v.invariant));
-  if (r.violations.length > 0) failures.push(r);
+  if (r.violations.length > 0) {
+    failures.push(r);
+    // first violation of each invariant (the same one usually repeats every step until it clears)
+    const firsts = [...new Map(r.violations.map((v) => [v.invariant, v])).values()];
+    for (const v of firsts) console.log(`  step ${v.step} [${v.invariant}] ${v.detail.slice(0, 400)}`);
+  }
 }
 // failing runs: print, shrink (sequentially, in this process) and give the replay command
 for (const r of failures) {
-  console.log(`\nseed ${r.seed}: ${r.violations.length} violations`);
-  for (const v of r.violations.slice(0, 10)) console.log(`  step ${v.step} [${v.invariant}] ${v.detail}`);
+  const kinds = [...new Set(r.violations.map((v) => v.invariant))];
+  console.log(`\nseed ${r.seed}: ${r.violations.length} violations (${kinds.join(', ')})`);
   const first = r.violations[0]?.invariant ?? '';
   let sched = r.faults;
   if (o.shrink && first !== 'crash') {

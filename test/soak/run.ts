@@ -377,7 +377,7 @@ export async function runSoak(opts: RunOptions): Promise<RunResult> {
     if (operator)
       for (const nc of ncs) {
         if (nc.metadata.deletionTimestamp || cond(nc, 'Registered')) continue;
-        const since = Math.max(Date.parse(nc.metadata.creationTimestamp ?? ''), operatorSince);
+        const since = Math.max(Date.parse(nc.metadata.creationTimestamp ?? ''), operatorSince, lastJumpAt);
         if (now - since > (REGISTRATION_TTL_S + 300) * 1000)
           violations.push({
             step,

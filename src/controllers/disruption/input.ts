@@ -16,6 +16,7 @@ import type {
   DisruptionOptions,
 } from '../../disruption/index.ts';
 import { type ClusterSnapshot, nodePoolUsage } from '../../state/cluster.ts';
+import { podKey } from '../../state/pods.ts';
 import { instanceTypeIndex } from '../provisioning/input.ts';
 import { errorMessage } from '../runtime.ts';
 
@@ -76,7 +77,11 @@ export async function buildDisruptionInput(
     }),
   );
   nodes.sort((a, b) => ((a.node.metadata.name ?? '') < (b.node.metadata.name ?? '') ? -1 : 1));
-  const pendingPods: Pod[] = snapshot.pods.filter((p) => !p.spec?.nodeName);
+  // pending pods, except those nominated to an in-flight NodeClaim: capacity is already on its way for them, and
+  // sizing replacements for them too would launch twice for the same pods
+  const pendingPods: Pod[] = snapshot.pods.filter(
+    (p) => !p.spec?.nodeName && snapshot.nominations?.get(podKey(p))?.target.kind !== 'nodeclaim',
+  );
   // in-flight NodeClaims (no Node yet) count against the NodePool limits of replacements
   const inFlight = snapshot.stateNodes.filter((sn) => !sn.node && sn.nodeClaim && !sn.markedForDeletion);
   const inFlightUsage = nodePoolUsage(inFlight, instanceTypeIndex(instanceTypes));

@@ -25,6 +25,7 @@ import type { KubeClient } from '../../kube/client.ts';
 import type { Clock } from '../../kube/clock.ts';
 import { isConflict, isNotFound } from '../../kube/errors.ts';
 import { type Cluster, conditionOf } from '../../state/cluster.ts';
+import { podKey } from '../../state/pods.ts';
 import { ConditionDisruptionReason } from '../node/termination/controller.ts';
 import { ConditionSet } from '../nodeclaim/conditions.ts';
 import { NodeClaimDependents } from '../nodeclaim/lifecycle/context.ts';
@@ -148,6 +149,18 @@ export class Orchestrator {
     this.emit(c, 'started');
     const ncNames = command.candidates.map((x) => x.nodeClaim.metadata.name as string);
     try {
+      // a pending pod the replacements were sized for that the provisioner has launched for since (the command
+      // was computed on an older snapshot): launching would buy its capacity twice; the next pass recomputes
+      for (const plan of command.replacements)
+        for (const pod of plan.pods) {
+          const key = podKey(pod);
+          if (cluster.getPod(key)?.spec?.nodeName) continue; // a moving pod
+          const n = cluster.nominationFor(key);
+          if (n?.target.kind === 'nodeclaim')
+            throw new Error(
+              `pending pod ${key} of a replacement is nominated to nodeclaim ${n.target.name} since the command was computed`,
+            );
+        }
       for (const cand of command.candidates) {
         if (!(await this.setTaint(cand.name, true)))
           throw new Error(`candidate node ${cand.name} is gone or deleting`);

@@ -103,14 +103,14 @@ async function candidate(e: Env, any: NodePool): Promise<void> {
 }
 
 /** The environment: both NodePools, the candidate, a controller process with a DisruptionController sharing its launcher. */
-async function setup(): Promise<{ e: Env; p: ControllerProcess; dc: DisruptionController }> {
+async function setup(limitCpu = '10'): Promise<{ e: Env; p: ControllerProcess; dc: DisruptionController }> {
   const e = await startEnv();
   env = e;
   // API timestamps on the fake clock (replacement ages are compared with it)
   Object.defineProperty(e.sim.apiServer.store, 'now', { value: () => e.clock.now() });
   await createNodePool(
     e.client,
-    testNodePool('limited', { weight: 50, limits: { cpu: '10' }, requirements: LIMITED_REQS }),
+    testNodePool('limited', { weight: 50, limits: { cpu: limitCpu }, requirements: LIMITED_REQS }),
   );
   const any = await createNodePool(e.client, testNodePool('any', { weight: 1 }));
   await candidate(e, any);
@@ -320,5 +320,41 @@ describe('restart between a replacement launch and the candidate deletion (soak 
       (n) => n.metadata.labels?.['karpenter.sh/nodepool'] === 'limited' && !n.metadata.deletionTimestamp,
     );
     expect(limited).toEqual([]);
+  });
+});
+
+describe('duplicate launches: a replacement sized for a pending pod the provisioner launched for (soak seed 16)', () => {
+  it('the command computed before the provisioner nominated the pod is abandoned at launch, and the next one leaves the pod out', async () => {
+    // limits high enough that they play no part here
+    const { e, p, dc } = await setup('1000');
+    await createPendingPod(
+      e.client,
+      pendingPod('pinned-0', {
+        cpu: '500m',
+        memory: '1Gi',
+        nodeSelector: { 'karpenter.sh/nodepool': 'limited' },
+      }),
+    );
+    await eventually(() => p.cluster.pendingPods().length === 1, 'the pending pod in state');
+    // 1. the command packs the pending pod onto the moving pod's replacement
+    const cmd = replacementCommand(computeDisruption(await dc.input()).commands);
+    expect(cmd.replacements.flatMap((r) => r.pods.map((x) => x.metadata.name)).sort()).toEqual([
+      'moving-0',
+      'pinned-0',
+    ]);
+    // 2. the provisioner launches for the pending pod
+    const provisioned = await p.provisioner.provision();
+    expect(provisioned.created.flatMap((c) => c.plan.pods.map((x) => x.metadata.name))).toEqual(['pinned-0']);
+    // 3. launching the command now would buy the pod's capacity twice: abandoned, nothing launched, untainted
+    const before = (await listNodeClaims(e.client)).length;
+    expect(await dc.orchestrator.execute(cmd, new AbortController().signal)).toBe(false);
+    expect((await listNodeClaims(e.client)).length).toBe(before);
+    const node = await e.client.get('Node', 'big-1');
+    expect((node.spec as { taints?: { key: string }[] }).taints ?? []).toEqual([]);
+    // 4. a fresh pass sees the pod nominated to the in-flight NodeClaim and sizes replacements without it
+    const next = computeDisruption(await dc.input()).commands;
+    expect(
+      next.flatMap((c) => c.replacements.flatMap((r) => r.pods.map((x) => x.metadata.name))),
+    ).not.toContain('pinned-0');
   });
 });
