@@ -108,16 +108,17 @@ describe('bad input (issue 16 §2)', () => {
     expect(r.crashes).toEqual([]);
     expect(r.answers.filter((a) => a.mismatches.length > 0)).toEqual([]);
     expect(r.goodPodRan).toBe(true);
-    // every family but the valid-yet-unsatisfiable NodePool is refused by both, with a 422 naming the field
+    // every family but the valid-yet-unsatisfiable NodePool is refused by both: 413 for the 10 MB body (as
+    // kube-apiserver, 3 MiB limit), else a 422 naming the field
     const refused = r.answers.filter((a) => a.family !== 'nodepool-conflicting-requirements');
-    expect(refused.map((a) => [a.status, a.simulateExit, a.simulateNamed])).toEqual(
-      refused.map(() => [422, 2, true]),
+    expect(refused.map((a) => [a.family, a.status, a.simulateExit, a.simulateNamed])).toEqual(
+      refused.map((a) => [a.family, a.family === 'nodepool-10mb-annotation' ? 413 : 422, 2, true]),
     );
     expect(r.answers.find((a) => a.family === 'pod-selector-syntax')?.message).toMatch(
       /labelSelector\.matchExpressions\[0\]\.operator: Invalid value: .*not a valid selector operator/,
     );
     expect(r.answers.find((a) => a.family === 'nodepool-10mb-annotation')?.message).toMatch(
-      /metadata\.annotations: Too long: may not be more than 262144 bytes/,
+      /Request entity too large: limit is 3145728/,
     );
     expect(r.answers.find((a) => a.family === 'nodepool-conflicting-requirements')).toMatchObject({
       status: 201,
