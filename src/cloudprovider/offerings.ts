@@ -133,7 +133,9 @@ export class UnavailableOfferings {
       if (!it.offerings.some((o) => o.available && down(it.name, o))) return it;
       return {
         ...it,
-        offerings: it.offerings.map((o) => (o.available && down(it.name, o) ? { ...o, available: false } : o)),
+        offerings: it.offerings.map((o) =>
+          o.available && down(it.name, o) ? { ...o, available: false } : o,
+        ),
       };
     });
   }

@@ -387,7 +387,8 @@ export async function runBadInputs(cases: readonly BadCase[]): Promise<BadInputR
         simulateNamed: named,
         mismatches,
       });
-      const f = (byFamily[c.family] ??= { tried: 0, rejected: 0, simulateExit2: 0 });
+      const f = byFamily[c.family] ?? { tried: 0, rejected: 0, simulateExit2: 0 };
+      byFamily[c.family] = f;
       f.tried++;
       if (rejected) f.rejected++;
       if (sim2.code === 2) f.simulateExit2++;

@@ -338,22 +338,19 @@ function validatePodSelectors(spec: JsonObject, base: string, causes: StatusCaus
   const affinity = asObj(spec.affinity);
   for (const kind of ['podAffinity', 'podAntiAffinity'] as const) {
     const a = asObj(affinity?.[kind]);
-    asArr(a?.requiredDuringSchedulingIgnoredDuringExecution)?.forEach((term, i) =>
+    for (const [i, term] of (asArr(a?.requiredDuringSchedulingIgnoredDuringExecution) ?? []).entries())
       check(
         asObj(term)?.labelSelector,
         `${base}.affinity.${kind}.requiredDuringSchedulingIgnoredDuringExecution[${i}].labelSelector`,
-      ),
-    );
-    asArr(a?.preferredDuringSchedulingIgnoredDuringExecution)?.forEach((w, i) =>
+      );
+    for (const [i, w] of (asArr(a?.preferredDuringSchedulingIgnoredDuringExecution) ?? []).entries())
       check(
         asObj(asObj(w)?.podAffinityTerm)?.labelSelector,
         `${base}.affinity.${kind}.preferredDuringSchedulingIgnoredDuringExecution[${i}].podAffinityTerm.labelSelector`,
-      ),
-    );
+      );
   }
-  asArr(spec.topologySpreadConstraints)?.forEach((c, i) =>
-    check(asObj(c)?.labelSelector, `${base}.topologySpreadConstraints[${i}].labelSelector`),
-  );
+  for (const [i, c] of (asArr(spec.topologySpreadConstraints) ?? []).entries())
+    check(asObj(c)?.labelSelector, `${base}.topologySpreadConstraints[${i}].labelSelector`);
 }
 
 /** apimachinery `TotalAnnotationSizeLimitB`: 256 KiB. */
