@@ -2,7 +2,7 @@
  * One soak run: the simulated cluster (FakeClock, plain HTTP) with the capenter operator in-process, its API
  * traffic going through the fault proxy, its cloud provider wrapped by {@link FaultyProvider}; a seeded
  * scenario and fault schedule; invariants checked after every step (and at every eviction/pod deletion the
- * operator sends). See test/soak/README in scripts/soak.ts's help for the list of invariants.
+ * operator sends). The invariants and fault kinds are listed in docs/soak.md.
  *
  * Determinism: the scenario, the fault schedule and fake time are fully determined by the seed; the
  * interleaving of real HTTP round trips is not, so a replay reproduces the same inputs, not necessarily the
