@@ -542,16 +542,35 @@ export async function runSoak(opts: RunOptions): Promise<RunResult> {
         settleSeconds = (clock.now() - settleStart) / 1000;
         break;
       }
-      if (s === settleSteps - 1)
+      if (s === settleSteps - 1) {
+        // where the stuck pods want to go (a DaemonSet pod names its node), and that node's state
+        const nodesNow = new Map(
+          ((await sim.client.list('Node')).items as Node[]).map((n) => [n.metadata.name ?? '', n]),
+        );
+        const where = (p: Pod): string => {
+          const terms = (
+            p.spec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution as
+              | { nodeSelectorTerms?: { matchFields?: { values?: string[] }[] }[] }
+              | undefined
+          )?.nodeSelectorTerms;
+          const target = terms?.[0]?.matchFields?.[0]?.values?.[0];
+          if (!target) return '';
+          const n = nodesNow.get(target);
+          if (!n) return ` for node ${target}: gone`;
+          const taints = (n.spec?.taints ?? []).map((x) => `${x.key}:${x.effect}`).join(' ');
+          const ready = n.status?.conditions?.find((c) => c.type === 'Ready')?.status;
+          return ` for node ${target}: Ready=${ready}, unschedulable=${n.spec?.unschedulable ?? false}, taints [${taints}], deleting ${!!n.metadata.deletionTimestamp}`;
+        };
         violations.push({
           step,
           invariant: 'eventually-runs',
           detail: `${pods.filter((p) => p.status?.phase !== 'Running').length} pods not Running ${settleSteps * (stepMs / 1000)} s after faults stopped: ${pods
             .filter((p) => p.status?.phase !== 'Running')
             .slice(0, 5)
-            .map((p) => `${p.metadata.name} (${p.spec?.nodeName ?? 'unbound'})`)
+            .map((p) => `${p.metadata.name} (${p.spec?.nodeName ?? 'unbound'}${where(p)})`)
             .join(', ')}`,
         });
+      }
     }
   } finally {
     for (const k of API_FAULT_KINDS) injected[k] = proxy.injected[k];

@@ -172,6 +172,7 @@ export class Orchestrator {
       for (const plan of command.replacements) {
         const res = await this.deps.launcher.launch(plan, {
           excludeFromUsage: candidateClaims,
+          refuseClaimedPods: true,
           annotations: { [AnnotationReplacementFor]: ncNames.join(',') },
         });
         if (!res.ok) throw new Error(`replacement in NodePool ${plan.nodePool}: ${res.reason}`);

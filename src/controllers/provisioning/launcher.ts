@@ -13,6 +13,7 @@ import type { CloudProvider, InstanceType } from '../../cloudprovider/types.ts';
 import type { KubeClient } from '../../kube/client.ts';
 import type { NodeClaimPlan } from '../../scheduling/types.ts';
 import { type Cluster, nodePoolUsage } from '../../state/cluster.ts';
+import { podKey } from '../../state/pods.ts';
 import { errorMessage } from '../runtime.ts';
 import { instanceTypeIndex } from './input.ts';
 import {
@@ -48,6 +49,14 @@ export interface LaunchOptions {
   excludeFromUsage?: ReadonlySet<string>;
   /** Extra annotations on the NodeClaim (e.g. which candidates a replacement is for). */
   annotations?: Readonly<Record<string, string>>;
+  /**
+   * Refuse (`code: 'claimed'`) when a pending pod of the plan is nominated to another NodeClaim: the plan was
+   * computed before that capacity was bought (disruption replacements pass this). Pods another create on the
+   * wire is for are always refused.
+   */
+  refuseClaimedPods?: boolean;
+  /** Seconds the plan's pending pods stay nominated to the created NodeClaim (default: the cluster's 20 s). */
+  nominationTTLSeconds?: number;
 }
 
 /** What {@link NodeClaimLauncher.launch} did: the created NodeClaim, or why none was created. */
@@ -56,7 +65,7 @@ export type LaunchResult =
   | {
       ok: false;
       /** `limits`: the NodePool's `spec.limits` would be exceeded (or are malformed); `gone`: NodePool missing or deleting; `api`: the create failed. */
-      code: 'limits' | 'gone' | 'api';
+      code: 'limits' | 'gone' | 'claimed' | 'api';
       /** Human-readable, names the NodePool (e.g. `NodePool "a" limits exceeded: cpu: 8 needed, 2 of 10 remaining`). */
       reason: string;
       /** For `limits`: the exceeded part alone (`cpu: 8 needed, ...`). */
@@ -67,6 +76,8 @@ export type LaunchResult =
 export class NodeClaimLauncher {
   /** NodePool → capacity (+ `nodes`) of creates on the wire: counted against limits until state has them. */
   private readonly creating = new Map<string, Resources>();
+  /** Pending pods (namespace/name) a create on the wire is for → how many such creates. */
+  private readonly launchingFor = new Map<string, number>();
 
   constructor(private readonly deps: NodeClaimLauncherDeps) {}
 
@@ -129,6 +140,29 @@ export class NodeClaimLauncher {
         over,
         reason: `NodePool "${plan.nodePool}" limits exceeded: ${over}`,
       };
+    const pending = plan.pods.map((p) => podKey(p)).filter((k) => !cluster.getPod(k)?.spec?.nodeName);
+    for (const key of pending) {
+      const n = o.refuseClaimedPods ? cluster.nominationFor(key) : undefined;
+      const other = this.launchingFor.has(key)
+        ? 'a NodeClaim being created'
+        : n?.target.kind === 'nodeclaim'
+          ? `nodeclaim ${n.target.name}`
+          : undefined;
+      if (other)
+        return {
+          ok: false,
+          code: 'claimed',
+          reason: `pending pod ${key} already has capacity coming (${other}); not launching for it twice`,
+        };
+    }
+    for (const key of pending) this.launchingFor.set(key, (this.launchingFor.get(key) ?? 0) + 1);
+    const release = () => {
+      for (const key of pending) {
+        const c = (this.launchingFor.get(key) ?? 1) - 1;
+        if (c <= 0) this.launchingFor.delete(key);
+        else this.launchingFor.set(key, c);
+      }
+    };
     const nodeClaim = nodeClaimFromPlan(plan, pool, (this.deps.nodePoolHash ?? templateHash)(pool));
     if (o.annotations)
       nodeClaim.metadata.annotations = { ...(nodeClaim.metadata.annotations ?? {}), ...o.annotations };
@@ -138,6 +172,7 @@ export class NodeClaimLauncher {
       created = (await client.create(nodeClaim)) as NodeClaim;
     } catch (err) {
       this.reserve(plan.nodePool, capacity, -1);
+      release();
       this.deps.logger.error(
         { nodepool: plan.nodePool, err: errorMessage(err) },
         'creating nodeclaim failed',
@@ -146,6 +181,18 @@ export class NodeClaimLauncher {
     }
     cluster.updateNodeClaim(created);
     this.reserve(plan.nodePool, capacity, -1);
+    // nominate before releasing the pods, so no other launch sees them unclaimed in between
+    const byKey = new Map(plan.pods.map((p) => [podKey(p), p]));
+    for (const key of pending) {
+      const pod = byKey.get(key);
+      if (pod)
+        cluster.nominate(
+          pod,
+          { kind: 'nodeclaim', name: created.metadata.name ?? '' },
+          o.nominationTTLSeconds,
+        );
+    }
+    release();
     return { ok: true, nodeClaim: created };
   }
 }

@@ -373,7 +373,8 @@ export class Provisioner implements Controller {
     out: ProvisioningResult,
   ): Promise<void> {
     const { recorder } = this.deps;
-    const res = await this.launcher.launch(plan, { instanceTypes: index });
+    const ttl = this.deps.options?.nominationTTLSeconds ?? NOMINATION_TTL_SECONDS;
+    const res = await this.launcher.launch(plan, { instanceTypes: index, nominationTTLSeconds: ttl });
     if (!res.ok) {
       out.skipped.push({ plan, reason: res.reason });
       const pool = this.deps.cluster.getNodePool(plan.nodePool);
@@ -406,7 +407,6 @@ export class Provisioner implements Controller {
       },
       'created nodeclaim',
     );
-    const ttl = this.deps.options?.nominationTTLSeconds ?? NOMINATION_TTL_SECONDS;
     const name = created.metadata.name ?? '';
     for (const pod of plan.pods) {
       this.deps.cluster.nominate(pod, { kind: 'nodeclaim', name }, ttl);

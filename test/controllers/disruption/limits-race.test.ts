@@ -357,4 +357,28 @@ describe('duplicate launches: a replacement sized for a pending pod the provisio
       next.flatMap((c) => c.replacements.flatMap((r) => r.pods.map((x) => x.metadata.name))),
     ).not.toContain('pinned-0');
   });
+
+  it('a replacement and a provisioner create racing for the same pending pod: only one launches for it (soak seed 31)', async () => {
+    const { e, p, dc } = await setup('1000');
+    await createPendingPod(
+      e.client,
+      pendingPod('pinned-0', {
+        cpu: '500m',
+        memory: '1Gi',
+        nodeSelector: { 'karpenter.sh/nodepool': 'limited' },
+      }),
+    );
+    await eventually(() => p.cluster.pendingPods().length === 1, 'the pending pod in state');
+    const cmd = replacementCommand(computeDisruption(await dc.input()).commands);
+    expect(cmd.replacements.flatMap((r) => r.pods.map((x) => x.metadata.name))).toContain('pinned-0');
+    await Promise.all([
+      p.provisioner.provision(),
+      dc.orchestrator.execute(cmd, new AbortController().signal),
+    ]);
+    const uid = p.cluster.getPod('default/pinned-0')?.metadata.uid as string;
+    const launchedFor = (await listNodeClaims(e.client)).filter((nc) =>
+      (nc.metadata.annotations?.['capenter.dev/nominated-pods'] ?? '').split(',').includes(uid),
+    );
+    expect(launchedFor).toHaveLength(1);
+  });
 });
