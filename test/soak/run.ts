@@ -534,9 +534,15 @@ export async function runSoak(opts: RunOptions): Promise<RunResult> {
     for (let s = 0; s < settleSteps; s++, step++) {
       await advance(stepMs);
       await check();
+      // DaemonSet pods are not provisionable (upstream `IsProvisionable`): each is pinned to its node, and
+      // whether it fits there depends on the scheduler's order (soak seed 31: a DS pod starved on a node the
+      // scheduler had filled with other pods first — as in a real cluster without DS priority). Not counted.
       const pods = ((await sim.client.list('Pod')).items as Pod[]).filter(
         (p) =>
-          !p.metadata.deletionTimestamp && p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed',
+          !p.metadata.deletionTimestamp &&
+          p.status?.phase !== 'Succeeded' &&
+          p.status?.phase !== 'Failed' &&
+          !p.metadata.ownerReferences?.some((o) => o.kind === 'DaemonSet'),
       );
       if (pods.every((p) => p.status?.phase === 'Running')) {
         settleSeconds = (clock.now() - settleStart) / 1000;
