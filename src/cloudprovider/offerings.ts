@@ -122,13 +122,19 @@ export class UnavailableOfferings {
    * the input are untouched). Upstream applies the cache the same way when building instance types.
    */
   apply(instanceTypes: readonly InstanceType[]): InstanceType[] {
+    this.sweep();
+    // the common case (nothing marked) costs one sweep, not a lookup per offering
+    if (this.entries.size === 0) return [...instanceTypes];
+    const down = (name: string, o: { zone: string; capacityType: CapacityType }) =>
+      this.entries.has(offeringKey(name, o.zone, o.capacityType)) ||
+      this.entries.has(`ct:${o.capacityType}`) ||
+      this.entries.has(`zone:${o.zone}`);
     return instanceTypes.map((it) => {
-      if (!it.offerings.some((o) => o.available && this.isUnavailable(it.name, o.zone, o.capacityType)))
-        return it;
+      if (!it.offerings.some((o) => o.available && down(it.name, o))) return it;
       return {
         ...it,
         offerings: it.offerings.map((o) =>
-          o.available && this.isUnavailable(it.name, o.zone, o.capacityType) ? { ...o, available: false } : o,
+          o.available && down(it.name, o) ? { ...o, available: false } : o,
         ),
       };
     });

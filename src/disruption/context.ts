@@ -94,6 +94,11 @@ export class Simulator {
     excluded: ReadonlySet<string>,
   ) {
     this.pending = input.pendingPods ?? [];
+    for (const [pool, u] of Object.entries(input.inFlightUsage ?? {})) {
+      const acc = this.usage[pool] ?? {};
+      this.usage[pool] = acc;
+      for (const [k, v] of Object.entries(u)) acc[k] = (acc[k] ?? 0) + v;
+    }
     for (const dn of input.nodes) {
       const name = dn.node.metadata.name ?? '?';
       const deleting = nodeMarkedForDeletion(dn) || excluded.has(name);

@@ -11,6 +11,7 @@
  */
 import type { DaemonSet, Node, Pod, PodDisruptionBudget } from '../apis/core.ts';
 import type { NodeClaim, NodePool } from '../apis/karpenter.ts';
+import type { Resources } from '../apis/quantity.ts';
 import type { InstanceType } from '../cloudprovider/types.ts';
 import type { PreferencePolicy } from '../scheduling/preferencepolicy.ts';
 import type { NodeClaimPlan } from '../scheduling/types.ts';
@@ -72,6 +73,13 @@ export interface DisruptionInput {
   nodes: DisruptionNode[];
   /** Pending pods: consolidation must not take capacity they will need; they may stay pending. */
   pendingPods?: Pod[];
+  /**
+   * NodePool usage (internal units: millicores, bytes, `nodes`) of in-flight NodeClaims — launched or launching,
+   * no Node yet, not being deleted — by NodePool name. Counted against `spec.limits` when sizing replacements, as
+   * upstream's cluster state counts every NodeClaim; without it a replacement could take capacity the
+   * provisioner has already claimed.
+   */
+  inFlightUsage?: Record<string, Resources>;
   /** Validated, defaulted NodePools. */
   nodePools: NodePool[];
   /**

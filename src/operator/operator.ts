@@ -269,6 +269,7 @@ export function createOperator(cfg: OperatorConfig): Operator {
     recorder,
     registry,
     nodePoolHash: (np) => ({ hash: nodePoolHash(np), version: NodePoolHashVersion }),
+    launcher: provisioner.launcher,
     featureGates: { spotToSpotConsolidation: options.featureGates.SpotToSpotConsolidation === true },
     ...(options.preferencePolicy ? { coreOptions: { preferencePolicy: options.preferencePolicy } } : {}),
     ...(tuning.disruption ?? {}),

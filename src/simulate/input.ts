@@ -44,6 +44,10 @@ import { limitCapacity } from '../scheduling/limits.ts';
 import { daemonSetNodeFit, withoutEphemeralTaints } from '../scheduling/predicates.ts';
 import type { ExistingNode, SchedulingInput } from '../scheduling/types.ts';
 import type { CSINode, PersistentVolume, StorageClass } from '../scheduling/volumetopology.ts';
+import { builtinResources } from '../sim/apiserver/builtins.ts';
+import { validateBuiltin, validateMeta } from '../sim/apiserver/defaults.ts';
+import type { StatusCause } from '../sim/apiserver/errors.ts';
+import type { KObj, ResourceDef } from '../sim/apiserver/types.ts';
 
 /** An object with where it came from (as `apis/load.ts` returns them). */
 export interface SourcedObject {
@@ -418,6 +422,31 @@ function location(s: SourcedObject | undefined): string {
 }
 
 /** An issue about object `kind`/`name` (from `src`), with a complete message. */
+const BUILTIN_DEFS = new Map(builtinResources().map((d) => [`${d.group}/${d.kind}`, d]));
+
+/**
+ * Why the API server would refuse `o` (metadata for every kind; kind rules for built-ins), as status causes;
+ * empty when it would store it. Karpenter kinds' schemas are checked by `validateObject` on load.
+ */
+function apiServerRefusal(o: KubeObject): StatusCause[] {
+  const apiVersion = typeof o.apiVersion === 'string' ? o.apiVersion : '';
+  const group = apiVersion.includes('/') ? apiVersion.slice(0, apiVersion.indexOf('/')) : '';
+  const def = BUILTIN_DEFS.get(`${group}/${o.kind ?? ''}`);
+  const generic = def ?? { kind: o.kind ?? '', crdName: 'external' };
+  // generateName: the API server names the object before validating it (5 random characters)
+  const meta = o.metadata;
+  if (meta && !meta.name && typeof meta.generateName === 'string')
+    o = { ...o, metadata: { ...meta, name: `${meta.generateName}xxxxx` } };
+  try {
+    return [
+      ...validateMeta(generic as ResourceDef, o as KObj),
+      ...(def ? validateBuiltin(def, o as KObj) : []),
+    ];
+  } catch (err) {
+    return [{ reason: 'FieldValueInvalid', field: '', message: `malformed object: ${String(err)}` }];
+  }
+}
+
 function issue(
   src: SourcedObject | undefined,
   kind: string,
@@ -470,6 +499,15 @@ export async function buildSchedulingInput(
     const o = s.object;
     if (!o || typeof o !== 'object') continue;
     const kind = o.kind ?? '';
+    // what the API server would refuse (object meta: names, labels, annotation size; pods: containers,
+    // quantities, selector operators) is refused here too, so a bad object never reaches the scheduler
+    const refused = apiServerRefusal(o);
+    if (refused.length > 0) {
+      const name = typeof o.metadata?.name === 'string' ? o.metadata.name : '';
+      const shown = name.length > 80 ? `${name.slice(0, 60)}…(${name.length} characters)` : name;
+      for (const c of refused) errors.push(issue(s, kind, shown, c.field, c.message));
+      continue;
+    }
     const clusterScoped = [
       'NodePool',
       'EC2NodeClass',

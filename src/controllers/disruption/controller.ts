@@ -16,7 +16,7 @@
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { KubeObject } from '../../apis/core.ts';
-import type { NodePool } from '../../apis/karpenter.ts';
+import type { NodeClaim, NodePool } from '../../apis/karpenter.ts';
 import { TaintDisrupted } from '../../apis/labels.ts';
 import type { CloudProvider } from '../../cloudprovider/types.ts';
 import { budgetMapping } from '../../disruption/budgets.ts';
@@ -35,14 +35,15 @@ import {
 } from '../../disruption/index.ts';
 import type { KubeClient } from '../../kube/client.ts';
 import type { Clock } from '../../kube/clock.ts';
-import type { Cluster } from '../../state/cluster.ts';
+import { type Cluster, conditionOf } from '../../state/cluster.ts';
 import { syncDisruptionConditions } from '../nodeclaim/disruption/conditions.ts';
 import { matchTaint, type Recorder } from '../nodeclaim/util.ts';
+import { NodeClaimLauncher } from '../provisioning/launcher.ts';
 import type { NodePoolHash } from '../provisioning/nodeclaim.ts';
 import { type Controller, errorMessage, SingletonController } from '../runtime.ts';
 import { buildDisruptionInput } from './input.ts';
 import { consolidationType, type DisruptionMetrics, disruptionMetrics } from './metrics.ts';
-import { Orchestrator } from './orchestration.ts';
+import { AnnotationReplacementFor, Orchestrator, ReplacementTimeoutSeconds } from './orchestration.ts';
 import { chosenCommand, needsValidation, ValidationSeconds, validateCommand } from './validation.ts';
 
 /** Seconds between passes when nothing was done (upstream `pollingPeriod`). */
@@ -68,8 +69,13 @@ export interface DisruptionControllerOptions {
   featureGates?: DisruptionFeatureGates;
   /** Tunables of the pure core. */
   coreOptions?: DisruptionOptions;
-  /** NodePool hash stamped on replacements (default: `templateHash`, as provisioning). */
+  /** NodePool hash stamped on replacements (default: `templateHash`, as provisioning); unused with `launcher`. */
   nodePoolHash?: (np: NodePool) => NodePoolHash;
+  /**
+   * Launches the replacements: pass the provisioner's (`Provisioner.launcher`) so replacements and new
+   * capacity are checked against the NodePool limits together (the operator does); default: a launcher of its own.
+   */
+  launcher?: NodeClaimLauncher;
   /** Write the NodeClaim conditions `Consolidatable` / `Drifted` each pass (default true). */
   syncConditions?: boolean;
 }
@@ -115,7 +121,15 @@ export class DisruptionController implements Controller {
       recorder: opts.recorder,
       registry: opts.registry,
       metrics: this.metrics,
-      ...(opts.nodePoolHash ? { nodePoolHash: opts.nodePoolHash } : {}),
+      launcher:
+        opts.launcher ??
+        new NodeClaimLauncher({
+          client: opts.client,
+          cluster: opts.cluster,
+          cloudProvider: opts.cloudProvider,
+          logger: opts.logger,
+          ...(opts.nodePoolHash ? { nodePoolHash: opts.nodePoolHash } : {}),
+        }),
       ...(opts.replacementTimeoutSeconds !== undefined
         ? { replacementTimeoutSeconds: opts.replacementTimeoutSeconds }
         : {}),
@@ -159,7 +173,7 @@ export class DisruptionController implements Controller {
     const poll = this.opts.pollSeconds ?? DisruptionPollSeconds;
     const log = this.opts.logger.child({ controller: this.name });
     if (!(await this.opts.cluster.synced())) return { requeueAfter: 1 };
-    await this.cleanupTaints();
+    await this.cleanupStaleTaints();
     const input = await this.input();
     const stats: DisruptionStats = { simulations: 0 };
     const started = performance.now();
@@ -222,23 +236,64 @@ export class DisruptionController implements Controller {
     return { requeueAfter };
   }
 
-  /** Removes `karpenter.sh/disrupted` from nodes no command disrupts and that are not being deleted. */
-  private async cleanupTaints(): Promise<void> {
+  /**
+   * Nodes tainted `karpenter.sh/disrupted` that no command of this process disrupts and that are not being deleted
+   * were left by a command of a previous process (a restart between launch and termination) or a failure. When
+   * the command's replacements (NodeClaims annotated {@link AnnotationReplacementFor} with the candidate) are still
+   * live, the command is finished the way the orchestrator would have: all initialized → the candidate's NodeClaim
+   * is deleted; any still launching and younger than the replacement timeout → left as they are until a later
+   * pass; otherwise rolled back (replacements deleted, taint removed). Without replacements the taint is removed.
+   * Untainting while the replacements stay would leave both the candidate and its replacements counted against
+   * the NodePool's limits, which the replacement launch had sized without the candidate.
+   */
+  async cleanupStaleTaints(): Promise<void> {
+    const { cluster, client, clock } = this.opts;
+    const log = this.opts.logger.child({ controller: this.name });
     const active = this.orchestrator.disruptingNodes();
-    for (const sn of this.opts.cluster.stateNodes()) {
+    const timeoutMs = (this.opts.replacementTimeoutSeconds ?? ReplacementTimeoutSeconds) * 1000;
+    const stateNodes = cluster.stateNodes();
+    for (const sn of stateNodes) {
       const node = sn.node;
       if (!node || active.has(sn.name)) continue;
       if (node.metadata.deletionTimestamp || sn.nodeClaim?.metadata.deletionTimestamp) continue;
       if (!(node.spec?.taints ?? []).some((t) => matchTaint(t, TaintDisrupted))) continue;
+      const claim = sn.nodeClaim?.metadata.name;
+      const replacements = claim
+        ? stateNodes
+            .map((x) => x.nodeClaim)
+            .filter(
+              (nc): nc is NodeClaim =>
+                !!nc &&
+                !nc.metadata.deletionTimestamp &&
+                (nc.metadata.annotations?.[AnnotationReplacementFor] ?? '').split(',').includes(claim),
+            )
+        : [];
       try {
+        if (replacements.length > 0 && claim) {
+          const initialized = replacements.every((nc) => conditionOf(nc, 'Initialized')?.status === 'True');
+          if (initialized) {
+            await client.tryDelete('NodeClaim', claim);
+            log.info(
+              { node: sn.name, replacements: replacements.map((nc) => nc.metadata.name) },
+              "deleted the candidate of a previous process's disruption command (replacements initialized)",
+            );
+            continue;
+          }
+          const oldest = Math.min(
+            ...replacements.map((nc) => Date.parse(nc.metadata.creationTimestamp ?? '') || clock.now()),
+          );
+          if (clock.now() - oldest < timeoutMs) continue; // still launching: look again next pass
+          for (const nc of replacements) await client.tryDelete('NodeClaim', nc.metadata.name as string);
+          log.info(
+            { node: sn.name, replacements: replacements.map((nc) => nc.metadata.name) },
+            "rolled back a previous process's disruption command (replacements never initialized)",
+          );
+        }
         await this.orchestrator.setTaint(sn.name, false);
-        this.opts.cluster.unmarkForDeletion(sn.name, sn.nodeClaim?.metadata.name ?? sn.name);
-        this.opts.logger.info({ controller: this.name, node: sn.name }, 'removed stale disrupted taint');
+        cluster.unmarkForDeletion(sn.name, claim ?? sn.name);
+        log.info({ node: sn.name }, 'removed stale disrupted taint');
       } catch (err) {
-        this.opts.logger.warn(
-          { controller: this.name, node: sn.name, err: errorMessage(err) },
-          'untaint failed',
-        );
+        log.warn({ node: sn.name, err: errorMessage(err) }, 'cleaning up a stale disrupted taint failed');
       }
     }
   }

@@ -1,7 +1,7 @@
 /**
  * Builds the input of the pure disruption core (`src/disruption` `computeDisruption`) from cluster state: every
  * Node with its NodeClaim and bound pods (StateNodes), pending pods, NodePools (`spec.disruption` defaulted), DaemonSets, PDBs,
- * namespaces, instance types per NodePool (`CloudProvider.instanceTypes`) and provider drift
+ * namespaces, the NodePool usage of in-flight NodeClaims, instance types per NodePool (`CloudProvider.instanceTypes`) and provider drift
  * (`CloudProvider.isDrifted`), at `clock.now()`. Mirrors what upstream kubernetes-sigs/karpenter
  * `pkg/controllers/disruption/helpers.go` `GetCandidates` / `SimulateScheduling` read from state.
  */
@@ -15,7 +15,9 @@ import type {
   DisruptionNode,
   DisruptionOptions,
 } from '../../disruption/index.ts';
-import type { ClusterSnapshot } from '../../state/cluster.ts';
+import { type ClusterSnapshot, nodePoolUsage } from '../../state/cluster.ts';
+import { podKey } from '../../state/pods.ts';
+import { instanceTypeIndex } from '../provisioning/input.ts';
 import { errorMessage } from '../runtime.ts';
 
 /** What {@link buildDisruptionInput} needs besides the snapshot. */
@@ -75,10 +77,18 @@ export async function buildDisruptionInput(
     }),
   );
   nodes.sort((a, b) => ((a.node.metadata.name ?? '') < (b.node.metadata.name ?? '') ? -1 : 1));
-  const pendingPods: Pod[] = snapshot.pods.filter((p) => !p.spec?.nodeName);
+  // pending pods, except those nominated to an in-flight NodeClaim: capacity is already on its way for them, and
+  // sizing replacements for them too would launch twice for the same pods
+  const pendingPods: Pod[] = snapshot.pods.filter(
+    (p) => !p.spec?.nodeName && snapshot.nominations?.get(podKey(p))?.target.kind !== 'nodeclaim',
+  );
+  // in-flight NodeClaims (no Node yet) count against the NodePool limits of replacements
+  const inFlight = snapshot.stateNodes.filter((sn) => !sn.node && sn.nodeClaim && !sn.markedForDeletion);
+  const inFlightUsage = nodePoolUsage(inFlight, instanceTypeIndex(instanceTypes));
   const input: DisruptionInput = {
     nodes,
     pendingPods,
+    ...(Object.keys(inFlightUsage).length > 0 ? { inFlightUsage } : {}),
     nodePools,
     instanceTypes,
     daemonSets: snapshot.daemonSets,

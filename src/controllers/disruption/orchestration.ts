@@ -4,8 +4,11 @@
  * 1. taint the candidates `karpenter.sh/disrupted:NoSchedule` and mark them for deletion in cluster state (so
  *    provisioning reschedules their pods and later passes count them against budgets);
  * 2. stamp condition `DisruptionReason` on their NodeClaims;
- * 3. create the replacement NodeClaims (same construction as provisioning: `nodeClaimFromPlan` + the NodePool
- *    hash), nominate the moving pods to them; Events `DisruptionLaunching`;
+ * 3. create the replacement NodeClaims through the provisioner's {@link NodeClaimLauncher} (upstream: disruption
+ *    launches through `provisioner.CreateNodeClaims`): the NodePool limits are checked right before each create
+ *    against cluster state with in-flight NodeClaims and the provisioner's creates on the wire (the candidates do
+ *    not count, as in the simulation); a replacement over the limit rolls the command back. Nominate the moving
+ *    pods to them; Events `DisruptionLaunching`;
  * 4. asynchronously wait until every replacement is `Initialized` (Events `DisruptionWaitingReadiness`), at most
  *    `replacementTimeoutSeconds` (upstream 10 min) — on timeout, a replacement deleted, or a failed launch: roll back
  *    (untaint, unmark, delete the replacements; `karpenter_voluntary_disruption_queue_failures_total`);
@@ -15,22 +18,30 @@
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { Node, Taint } from '../../apis/core.ts';
-import type { NodeClaim, NodePool } from '../../apis/karpenter.ts';
+import type { NodeClaim } from '../../apis/karpenter.ts';
 import { TaintDisrupted } from '../../apis/labels.ts';
 import type { Command } from '../../disruption/index.ts';
 import type { KubeClient } from '../../kube/client.ts';
 import type { Clock } from '../../kube/clock.ts';
 import { isConflict, isNotFound } from '../../kube/errors.ts';
 import { type Cluster, conditionOf } from '../../state/cluster.ts';
+import { podKey } from '../../state/pods.ts';
 import { ConditionDisruptionReason } from '../node/termination/controller.ts';
 import { ConditionSet } from '../nodeclaim/conditions.ts';
 import { NodeClaimDependents } from '../nodeclaim/lifecycle/context.ts';
 import { lifecycleMetrics } from '../nodeclaim/metrics.ts';
 import { capacityTypeOf, matchTaint, nodePoolOf, type Recorder } from '../nodeclaim/util.ts';
+import type { NodeClaimLauncher } from '../provisioning/launcher.ts';
 import { nodeClaimsCreatedCounter } from '../provisioning/metrics.ts';
-import { type NodePoolHash, nodeClaimFromPlan, templateHash } from '../provisioning/nodeclaim.ts';
 import { errorMessage } from '../runtime.ts';
 import { consolidationType, type DisruptionMetrics, reasonLabel } from './metrics.ts';
+
+/**
+ * Annotation on a replacement NodeClaim: the comma-separated NodeClaim names of the candidates it replaces. A
+ * process that restarts mid-command finds the command's replacements by it (see the disruption controller's
+ * cleanup of stale `karpenter.sh/disrupted` taints).
+ */
+export const AnnotationReplacementFor = 'capenter.dev/replacement-for';
 
 /** Seconds to wait for replacements to initialize before rolling back (upstream `maxRetryDuration`, 10 min). */
 export const ReplacementTimeoutSeconds = 600;
@@ -48,8 +59,8 @@ export interface OrchestratorDeps {
   recorder: Recorder;
   registry: Registry;
   metrics: DisruptionMetrics;
-  /** NodePool hash stamped on replacements (default: `templateHash`, as provisioning). */
-  nodePoolHash?: (np: NodePool) => NodePoolHash;
+  /** Creates the replacements under the NodePool limits (the provisioner's, so both share in-flight creates). */
+  launcher: NodeClaimLauncher;
   replacementTimeoutSeconds?: number;
 }
 
@@ -123,7 +134,7 @@ export class Orchestrator {
    * controller's cleanup). Returns false when it was rolled back at once (launch failure, candidate gone).
    */
   async execute(command: Command, signal: AbortSignal): Promise<boolean> {
-    const { client, cluster, clock } = this.deps;
+    const { cluster, clock } = this.deps;
     const log = this.deps.logger.child({ controller: 'disruption', method: command.method });
     const c: InFlightCommand = {
       id: ++this.seq,
@@ -138,6 +149,18 @@ export class Orchestrator {
     this.emit(c, 'started');
     const ncNames = command.candidates.map((x) => x.nodeClaim.metadata.name as string);
     try {
+      // a pending pod the replacements were sized for that the provisioner has launched for since (the command
+      // was computed on an older snapshot): launching would buy its capacity twice; the next pass recomputes
+      for (const plan of command.replacements)
+        for (const pod of plan.pods) {
+          const key = podKey(pod);
+          if (cluster.getPod(key)?.spec?.nodeName) continue; // a moving pod
+          const n = cluster.nominationFor(key);
+          if (n?.target.kind === 'nodeclaim')
+            throw new Error(
+              `pending pod ${key} of a replacement is nominated to nodeclaim ${n.target.name} since the command was computed`,
+            );
+        }
       for (const cand of command.candidates) {
         if (!(await this.setTaint(cand.name, true)))
           throw new Error(`candidate node ${cand.name} is gone or deleting`);
@@ -145,14 +168,17 @@ export class Orchestrator {
       cluster.markForDeletion(...c.nodes, ...ncNames);
       for (const cand of command.candidates) await this.stampReason(cand.nodeClaim, command.reason);
       const counter = nodeClaimsCreatedCounter(this.deps.registry);
+      const candidateClaims = new Set(ncNames);
       for (const plan of command.replacements) {
-        const np = cand0Pool(command, plan.nodePool) ?? cluster.getNodePool(plan.nodePool);
-        if (!np) throw new Error(`NodePool ${plan.nodePool} of a replacement not found`);
-        const nc = nodeClaimFromPlan(plan, np, (this.deps.nodePoolHash ?? templateHash)(np));
-        const created = (await client.create(nc)) as NodeClaim;
+        const res = await this.deps.launcher.launch(plan, {
+          excludeFromUsage: candidateClaims,
+          refuseClaimedPods: true,
+          annotations: { [AnnotationReplacementFor]: ncNames.join(',') },
+        });
+        if (!res.ok) throw new Error(`replacement in NodePool ${plan.nodePool}: ${res.reason}`);
+        const created = res.nodeClaim;
         const name = created.metadata.name as string;
         c.replacements.push(name);
-        cluster.updateNodeClaim(created);
         for (const pod of plan.pods) cluster.nominate(pod, { kind: 'nodeclaim', name });
         counter.inc({
           reason: reasonLabel(command.reason),
@@ -340,8 +366,4 @@ export class Orchestrator {
       }
     }
   }
-}
-
-function cand0Pool(command: Command, name: string): NodePool | undefined {
-  return command.candidates.find((c) => c.nodePool.metadata.name === name)?.nodePool;
 }

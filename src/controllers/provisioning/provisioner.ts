@@ -13,7 +13,6 @@ import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { KubeObject, Pod } from '../../apis/core.ts';
 import type { NodeClaim, NodePool } from '../../apis/karpenter.ts';
-import type { Resources } from '../../apis/quantity.ts';
 import type { CloudProvider, InstanceType } from '../../cloudprovider/types.ts';
 import type { KubeClient } from '../../kube/client.ts';
 import type { Clock } from '../../kube/clock.ts';
@@ -37,6 +36,7 @@ import {
   type SelectedPods,
   selectPods,
 } from './input.ts';
+import { NodeClaimLauncher } from './launcher.ts';
 import {
   nodeClaimsCreatedCounter,
   ProvisionedReason,
@@ -44,13 +44,7 @@ import {
   schedulingDurationHistogram,
   unschedulablePodsGauge,
 } from './metrics.ts';
-import {
-  exceedsLimits,
-  type NodePoolHash,
-  nodeClaimFromPlan,
-  planCapacity,
-  templateHash,
-} from './nodeclaim.ts';
+import { type NodePoolHash, templateHash } from './nodeclaim.ts';
 
 /** Records Events (the `EventRecorder` of `kube/events.ts` fits). */
 export interface EventPublisher {
@@ -85,6 +79,11 @@ export interface ProvisionerDeps {
   recorder: EventPublisher;
   registry: Registry;
   options?: ProvisionerOptions;
+  /**
+   * The NodeClaim launcher shared with the disruption orchestrator (limits checked against one state and one set
+   * of in-flight creates); default: a launcher of this provisioner's own.
+   */
+  launcher?: NodeClaimLauncher;
 }
 
 /** A plan that was not created, with why. */
@@ -135,7 +134,8 @@ export class Provisioner implements Controller {
   private readonly deps: ProvisionerDeps;
   private readonly log: Logger;
   private readonly loop: SingletonController;
-  private readonly hash: (np: NodePool) => NodePoolHash;
+  /** Creates every NodeClaim (also the disruption replacements when the operator shares it). */
+  readonly launcher: NodeClaimLauncher;
   private readonly now: () => number;
   private readonly eventSeen = new Map<string, number>();
   /** Tokens of the `Nominated` rate limiter and when they were last refilled (ms, clock). */
@@ -152,7 +152,15 @@ export class Provisioner implements Controller {
       idleSeconds: o.batchIdleSeconds ?? BATCH_IDLE_DURATION,
       maxSeconds: o.batchMaxSeconds ?? BATCH_MAX_DURATION,
     });
-    this.hash = o.nodePoolHash ?? templateHash;
+    this.launcher =
+      deps.launcher ??
+      new NodeClaimLauncher({
+        client: deps.client,
+        cluster: deps.cluster,
+        cloudProvider: deps.cloudProvider,
+        logger: this.log,
+        nodePoolHash: o.nodePoolHash ?? templateHash,
+      });
     this.now = o.now ?? (() => performance.now());
     this.metrics = {
       duration: schedulingDurationHistogram(deps.registry),
@@ -379,67 +387,30 @@ export class Provisioner implements Controller {
     await Promise.all(tasks);
   }
 
-  /**
-   * NodePool usage (capacity + `nodes`) of NodeClaims whose create call is in flight: not yet in cluster state,
-   * but counted against `spec.limits` so concurrent creates (and batches) never overshoot a limit together.
-   */
-  private readonly creating = new Map<string, Resources>();
-
-  private reserve(pool: string, capacity: Resources, sign: 1 | -1): void {
-    const r = this.creating.get(pool) ?? {};
-    for (const [k, v] of Object.entries(capacity)) r[k] = (r[k] ?? 0) + sign * v;
-    this.creating.set(pool, r);
-  }
-
   private async createOne(
     plan: NodeClaimPlan,
     index: Map<string, InstanceType>,
     out: ProvisioningResult,
   ): Promise<void> {
-    const { cluster, client, recorder } = this.deps;
-    const pool = cluster.getNodePool(plan.nodePool);
-    if (!pool || pool.metadata.deletionTimestamp) {
-      out.skipped.push({ plan, reason: `NodePool "${plan.nodePool}" no longer exists or is being deleted` });
+    const { recorder } = this.deps;
+    const ttl = this.deps.options?.nominationTTLSeconds ?? NOMINATION_TTL_SECONDS;
+    const res = await this.launcher.launch(plan, { instanceTypes: index, nominationTTLSeconds: ttl });
+    if (!res.ok) {
+      out.skipped.push({ plan, reason: res.reason });
+      const pool = this.deps.cluster.getNodePool(plan.nodePool);
+      if (res.code === 'limits' && pool) {
+        this.log.info({ nodepool: plan.nodePool, pods: plan.pods.length }, res.reason);
+        if (this.eventDue(`lim|${plan.nodePool}|${res.over}`, FAILED_SCHEDULING_DEDUPE_SECONDS))
+          void recorder.publish(
+            pool,
+            'Warning',
+            'NodePoolLimitsExceeded',
+            `Not launching a NodeClaim for ${plan.pods.length} pod(s): ${res.over}`,
+          );
+      }
       return;
     }
-    let over: string | undefined;
-    const capacity = planCapacity(plan);
-    try {
-      // usage includes NodeClaims this provisioner is creating right now (another batch, another pool task)
-      const usage = { ...(cluster.nodePoolUsage(index)[plan.nodePool] ?? {}) };
-      for (const [k, v] of Object.entries(this.creating.get(plan.nodePool) ?? {}))
-        usage[k] = (usage[k] ?? 0) + v;
-      over = exceedsLimits(pool, usage, capacity);
-    } catch (err) {
-      over = `spec.limits is malformed: ${errorMessage(err)}`;
-    }
-    if (over) {
-      const reason = `NodePool "${plan.nodePool}" limits exceeded: ${over}`;
-      out.skipped.push({ plan, reason });
-      this.log.info({ nodepool: plan.nodePool, pods: plan.pods.length }, reason);
-      if (this.eventDue(`lim|${plan.nodePool}|${over}`, FAILED_SCHEDULING_DEDUPE_SECONDS))
-        void recorder.publish(
-          pool,
-          'Warning',
-          'NodePoolLimitsExceeded',
-          `Not launching a NodeClaim for ${plan.pods.length} pod(s): ${over}`,
-        );
-      return;
-    }
-    const nodeClaim = nodeClaimFromPlan(plan, pool, this.hash(pool));
-    let created: NodeClaim;
-    this.reserve(plan.nodePool, capacity, 1);
-    try {
-      created = (await client.create(nodeClaim)) as NodeClaim;
-    } catch (err) {
-      this.reserve(plan.nodePool, capacity, -1);
-      const reason = `creating nodeclaim: ${errorMessage(err)}`;
-      out.skipped.push({ plan, reason });
-      this.log.error({ nodepool: plan.nodePool, err: errorMessage(err) }, 'creating nodeclaim failed');
-      return;
-    }
-    cluster.updateNodeClaim(created);
-    this.reserve(plan.nodePool, capacity, -1);
+    const created = res.nodeClaim;
     out.created.push({ plan, nodeClaim: created });
     this.metrics.created.inc({
       reason: ProvisionedReason,
@@ -456,10 +427,9 @@ export class Provisioner implements Controller {
       },
       'created nodeclaim',
     );
-    const ttl = this.deps.options?.nominationTTLSeconds ?? NOMINATION_TTL_SECONDS;
     const name = created.metadata.name ?? '';
     for (const pod of plan.pods) {
-      cluster.nominate(pod, { kind: 'nodeclaim', name }, ttl);
+      this.deps.cluster.nominate(pod, { kind: 'nodeclaim', name }, ttl);
       this.nominatedEvent(pod, `nodeclaim/${name}`);
     }
   }

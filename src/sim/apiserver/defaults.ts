@@ -5,6 +5,7 @@
  * terminationGracePeriodSeconds, requests defaulted from limits; DefaultTolerationSeconds admission),
  * QoS class, workload defaults (replicas 1, strategies), object-meta and pod validation.
  */
+import { parseQuantity } from '../../apis/quantity.ts';
 import type { StatusCause } from './errors.ts';
 import { asArr, asObj, asStr, type Json, type JsonObject, type KObj, type ResourceDef } from './types.ts';
 
@@ -246,6 +247,18 @@ export function validateMeta(def: ResourceDef, obj: KObj): StatusCause[] {
       field: 'metadata.annotations',
       message: 'Invalid value: annotations must be a map of strings',
     });
+  // apimachinery ValidateAnnotations: the keys and values together at most 256 KiB
+  const annObj = asObj(ann);
+  if (annObj) {
+    let size = 0;
+    for (const [k, v] of Object.entries(annObj)) size += k.length + (typeof v === 'string' ? v.length : 0);
+    if (size > TOTAL_ANNOTATION_SIZE_LIMIT_B)
+      causes.push({
+        reason: 'FieldValueTooLong',
+        field: 'metadata.annotations',
+        message: `Too long: may not be more than ${TOTAL_ANNOTATION_SIZE_LIMIT_B} bytes`,
+      });
+  }
   if (
     meta.finalizers !== undefined &&
     (!Array.isArray(meta.finalizers) || meta.finalizers.some((f) => typeof f !== 'string'))
@@ -279,8 +292,69 @@ function validateContainers(spec: JsonObject, base: string, causes: StatusCause[
     else names.add(n);
     if (!asStr(co.image))
       causes.push({ reason: 'FieldValueRequired', field: `${f}.image`, message: 'Required value' });
+    const res = asObj(co.resources);
+    for (const part of ['requests', 'limits'] as const)
+      for (const [name, v] of Object.entries(asObj(res?.[part]) ?? {})) {
+        const field = `${f}.resources.${part}[${name}]`;
+        let q: number | undefined;
+        try {
+          q = typeof v === 'string' || typeof v === 'number' ? parseQuantity(v) : undefined;
+        } catch {
+          q = undefined;
+        }
+        if (q === undefined)
+          causes.push({
+            reason: 'FieldValueInvalid',
+            field,
+            message: `Invalid value: ${JSON.stringify(v)}: quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'`,
+          });
+        else if (q < 0)
+          causes.push({
+            reason: 'FieldValueInvalid',
+            field,
+            message: `Invalid value: ${JSON.stringify(v)}: must be greater than or equal to 0`,
+          });
+      }
   });
+  validatePodSelectors(spec, base, causes);
 }
+
+const SELECTOR_OPERATORS = ['In', 'NotIn', 'Exists', 'DoesNotExist'];
+
+/** Label selectors of pod (anti-)affinity terms and topology spread constraints: operators and values. */
+function validatePodSelectors(spec: JsonObject, base: string, causes: StatusCause[]): void {
+  const check = (sel: unknown, field: string) => {
+    asArr(asObj(sel)?.matchExpressions)?.forEach((e, i) => {
+      const op = asObj(e)?.operator;
+      const f = `${field}.matchExpressions[${i}].operator`;
+      if (typeof op !== 'string' || !SELECTOR_OPERATORS.includes(op))
+        causes.push({
+          reason: 'FieldValueInvalid',
+          field: f,
+          message: `Invalid value: ${JSON.stringify(op)}: not a valid selector operator`,
+        });
+    });
+  };
+  const affinity = asObj(spec.affinity);
+  for (const kind of ['podAffinity', 'podAntiAffinity'] as const) {
+    const a = asObj(affinity?.[kind]);
+    for (const [i, term] of (asArr(a?.requiredDuringSchedulingIgnoredDuringExecution) ?? []).entries())
+      check(
+        asObj(term)?.labelSelector,
+        `${base}.affinity.${kind}.requiredDuringSchedulingIgnoredDuringExecution[${i}].labelSelector`,
+      );
+    for (const [i, w] of (asArr(a?.preferredDuringSchedulingIgnoredDuringExecution) ?? []).entries())
+      check(
+        asObj(asObj(w)?.podAffinityTerm)?.labelSelector,
+        `${base}.affinity.${kind}.preferredDuringSchedulingIgnoredDuringExecution[${i}].podAffinityTerm.labelSelector`,
+      );
+  }
+  for (const [i, c] of (asArr(spec.topologySpreadConstraints) ?? []).entries())
+    check(asObj(c)?.labelSelector, `${base}.topologySpreadConstraints[${i}].labelSelector`);
+}
+
+/** apimachinery `TotalAnnotationSizeLimitB`: 256 KiB. */
+export const TOTAL_ANNOTATION_SIZE_LIMIT_B = 256 * 1024;
 
 /** Validate kind-specific required fields of built-ins (subset of pkg/apis/<group>/validation). */
 export function validateBuiltin(def: ResourceDef, obj: KObj): StatusCause[] {

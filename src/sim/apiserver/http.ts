@@ -18,7 +18,7 @@ export interface HandlerOptions {
   logger?: ApiServerLogger;
   /** BOOKMARK interval for watches with allowWatchBookmarks (ms, default 10000) */
   bookmarkIntervalMs?: number;
-  /** maximum request body (bytes, default 16 MiB) */
+  /** maximum request body (bytes, default 3 MiB: kube-apiserver's `MaxRequestBodyBytes`) */
   maxBodyBytes?: number;
   /** `host:port` reported in /api */
   serverAddress: () => string;
@@ -48,7 +48,7 @@ export function createHandler(store: ClusterStore, opts: HandlerOptions): Handle
     store,
     log: opts.logger ?? {},
     bookmarkMs: opts.bookmarkIntervalMs ?? 10_000,
-    maxBody: opts.maxBodyBytes ?? 16 * 1024 * 1024,
+    maxBody: opts.maxBodyBytes ?? 3 * 1024 * 1024,
     serverAddress: opts.serverAddress,
     watches: new Set(),
     openapiHash: () => openapiHash,

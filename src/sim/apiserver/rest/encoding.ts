@@ -64,7 +64,7 @@ export async function readBody(req: IncomingMessage, maxBytes: number): Promise<
     const b = c as Buffer;
     size += b.length;
     if (size > maxBytes)
-      throw new ApiError(413, 'RequestEntityTooLarge', `request body too large (limit ${maxBytes} bytes)`);
+      throw new ApiError(413, 'RequestEntityTooLarge', `Request entity too large: limit is ${maxBytes}`);
     chunks.push(b);
   }
   return Buffer.concat(chunks).toString('utf8');

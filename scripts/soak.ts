@@ -1,0 +1,243 @@
+/**
+ * Fault-injection soak (issue 16), kwok provider:
+ *
+ *   npm run soak -- --runs N --seed S [--steps K] [--parallel P] [--faults step:kind:n,...] [--min-each M]
+ *                   [--known invariant,...] [--bad-inputs N] [--no-shrink]
+ *
+ * Run `i` uses seed `S + i`; with `--parallel P` the runs go to P worker processes (the runs mostly wait on
+ * loopback HTTP and the fake clock's pacing, so P > cores still pays). Each run builds a seeded scenario and fault schedule (test/soak/) and checks the
+ * invariants after every step. A failing run prints its seed, a replay command, and its fault schedule shrunk
+ * to the smallest one found that still fails. At the end the faults injected per kind are printed; with
+ * `--min-each M` the exit code is 1 when any kind was injected fewer than M times. Exit 1 on any violation.
+ */
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { Command } from 'commander';
+import { badCases, runBadInputs } from '../test/soak/badinput.ts';
+import {
+  FAULT_KINDS,
+  type FaultEvent,
+  type FaultKind,
+  formatSchedule,
+  parseSchedule,
+} from '../test/soak/faults.ts';
+import { type RunResult, runSoak } from '../test/soak/run.ts';
+
+function int(v: string): number {
+  if (!/^\d+$/.test(v)) throw new Error(`expected a non-negative integer, got "${v}"`);
+  return Number(v);
+}
+
+/** Removes chunks of the schedule while the run still fails with the same invariant (at most `budget` runs). */
+async function shrink(seed: number, steps: number, faults: FaultEvent[], invariant: string, budget: number) {
+  let cur = faults;
+  let runs = 0;
+  for (let size = Math.ceil(cur.length / 2); size >= 1 && runs < budget; size = Math.floor(size / 2)) {
+    for (let i = 0; i < cur.length && runs < budget; ) {
+      const candidate = [...cur.slice(0, i), ...cur.slice(i + size)];
+      runs++;
+      const r = await runSoak({ seed, steps, faults: candidate });
+      if (r.violations.some((v) => v.invariant === invariant)) cur = candidate;
+      else i += size;
+    }
+    if (size === 1) break;
+  }
+  return cur;
+}
+
+const program = new Command('soak')
+  .option('--runs <n>', 'number of runs', int, 10)
+  .option('--seed <s>', 'seed of the first run', int, 1)
+  .option('--steps <k>', 'steps per run (10 fake seconds each)', int, 200)
+  .option('--faults <schedule>', 'explicit fault schedule step:kind:n,... (replay)')
+  .option('--min-each <m>', 'fail unless every fault kind was injected at least m times', int, 0)
+  .option('--log-file <path>', "append the operator's logs to this file")
+  .option(
+    '--known <invariants>',
+    'comma-separated invariants whose violations are reported as KNOWN (open bugs) without failing the soak',
+    '',
+  )
+  .option(
+    '--parallel <p>',
+    'runs in parallel, each in its own worker process (default 1: in this process)',
+    int,
+    1,
+  )
+  .option(
+    '--worker <seeds>',
+    'internal: run these comma-separated seeds and print one SOAK-RESULT JSON line each',
+  )
+  .option(
+    '--bad-inputs <n>',
+    'then apply n generated malformed objects (test/soak/badinput.ts) to a cluster with the operator running and to simulate; fail on a wrong answer',
+    int,
+    0,
+  )
+  .option('--no-shrink', 'do not shrink the fault schedule of a failing run')
+  .option('--shrink-runs <n>', 'most runs spent shrinking one failure', int, 12);
+program.parse();
+const o = program.opts<{
+  runs: number;
+  seed: number;
+  steps: number;
+  faults?: string;
+  minEach: number;
+  shrink: boolean;
+  shrinkRuns: number;
+  logFile?: string;
+  known: string;
+  parallel: number;
+  worker?: string;
+  badInputs: number;
+}>();
+const known = new Set(o.known.split(',').filter(Boolean));
+let knownCount = 0;
+
+const RESULT = 'SOAK-RESULT ';
+const runOne = (seed: number): Promise<RunResult> =>
+  runSoak({
+    seed,
+    steps: o.steps,
+    ...(o.faults !== undefined ? { faults: parseSchedule(o.faults) } : {}),
+    ...(o.logFile ? { logFile: o.logFile } : {}),
+  });
+
+if (o.worker !== undefined) {
+  // worker mode: one JSON line per run on stdout, nothing else
+  for (const seed of o.worker.split(',').map(int)) {
+    const t0 = Date.now();
+    const r = await runOne(seed);
+    process.stdout.write(`${RESULT}${JSON.stringify({ ...r, realSeconds: (Date.now() - t0) / 1000 })}\n`);
+  }
+  process.exit(0);
+}
+
+/** Runs `seeds` in `parallel` worker processes (seed i goes to worker i mod parallel); yields results as they come. */
+async function* inWorkers(
+  seeds: number[],
+  parallel: number,
+): AsyncGenerator<RunResult & { realSeconds: number }> {
+  const queue: (RunResult & { realSeconds: number })[] = [];
+  let wake: (() => void) | undefined;
+  let running = 0;
+  const passthrough = process.argv.slice(2).filter((a, i, all) => {
+    const flag = a.split('=')[0];
+    if (flag === '--parallel' || flag === '--runs' || flag === '--seed') return false;
+    const prev = all[i - 1];
+    return !(prev === '--parallel' || prev === '--runs' || prev === '--seed');
+  });
+  for (let w = 0; w < parallel; w++) {
+    const mine = seeds.filter((_, i) => i % parallel === w);
+    if (mine.length === 0) continue;
+    running++;
+    const child = spawn(
+      process.execPath,
+      [...process.execArgv, process.argv[1] ?? '', ...passthrough, '--worker', mine.join(',')],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    const lines = createInterface({ input: child.stdout });
+    lines.on('line', (line) => {
+      if (!line.startsWith(RESULT)) return;
+      queue.push(JSON.parse(line.slice(RESULT.length)));
+      wake?.();
+    });
+    child.on('exit', (code) => {
+      running--;
+      if (code !== 0) console.log(`worker ${w} (seeds ${mine.join(',')}) exited with ${code}`);
+      wake?.();
+    });
+  }
+  while (running > 0 || queue.length > 0) {
+    const next = queue.shift();
+    if (next) {
+      yield next;
+      continue;
+    }
+    await new Promise<void>((r) => {
+      wake = r;
+    });
+    wake = undefined;
+  }
+}
+
+async function* sequential(seeds: number[]): AsyncGenerator<RunResult & { realSeconds: number }> {
+  for (const seed of seeds) {
+    const t0 = Date.now();
+    const r = await runOne(seed);
+    yield { ...r, realSeconds: (Date.now() - t0) / 1000 };
+  }
+}
+
+const totals = Object.fromEntries(FAULT_KINDS.map((k) => [k, 0])) as Record<FaultKind, number>;
+const failures: RunResult[] = [];
+const started = Date.now();
+let totalSteps = 0;
+let done = 0;
+const seeds = Array.from({ length: o.runs }, (_, i) => o.seed + i);
+for await (const r of o.parallel > 1 ? inWorkers(seeds, o.parallel) : sequential(seeds)) {
+  done++;
+  const seed = r.seed;
+  totalSteps += o.steps;
+  for (const k of FAULT_KINDS) totals[k] += r.injected[k];
+  const unknown = r.violations.filter((v) => !known.has(v.invariant)).length;
+  const status = unknown === 0 ? 'ok' : `FAIL (${unknown} violations)`;
+  console.log(
+    `run ${done}/${o.runs} seed ${seed}: ${status}; ${r.faults.length} faults scheduled, ${Object.values(r.injected).reduce((a, b) => a + b, 0)} injected; max ${r.maxNodeClaims} NodeClaims; ${r.evictions} evictions/pod deletions; settled in ${r.settleSeconds ?? 'never'} s; ${r.realSeconds.toFixed(1)} s real`,
+  );
+  const knownHere = r.violations.filter((v) => known.has(v.invariant));
+  if (knownHere.length > 0) {
+    knownCount += knownHere.length;
+    const v = knownHere[0];
+    console.log(
+      `  KNOWN: ${knownHere.length} violations of ${[...new Set(knownHere.map((x) => x.invariant))].join(', ')}; first: step ${v?.step} ${v?.detail}`,
+    );
+  }
+  r.violations = r.violations.filter((v) => !known.has(v.invariant));
+  if (r.violations.length > 0) {
+    failures.push(r);
+    // first violation of each invariant (the same one usually repeats every step until it clears)
+    const firsts = [...new Map(r.violations.map((v) => [v.invariant, v])).values()];
+    for (const v of firsts) console.log(`  step ${v.step} [${v.invariant}] ${v.detail.slice(0, 400)}`);
+  }
+}
+// failing runs: print, shrink (sequentially, in this process) and give the replay command
+for (const r of failures) {
+  const kinds = [...new Set(r.violations.map((v) => v.invariant))];
+  console.log(`\nseed ${r.seed}: ${r.violations.length} violations (${kinds.join(', ')})`);
+  const first = r.violations[0]?.invariant ?? '';
+  let sched = r.faults;
+  if (o.shrink && first !== 'crash') {
+    sched = await shrink(r.seed, o.steps, r.faults, first, o.shrinkRuns);
+    console.log(`  shrunk fault schedule: ${r.faults.length} → ${sched.length} faults`);
+  }
+  console.log(
+    `  replay: npm run soak -- --runs 1 --seed ${r.seed} --steps ${o.steps} --faults '${formatSchedule(sched)}'`,
+  );
+}
+console.log(
+  `\nsoak: ${o.runs} runs × ${o.steps} steps (${totalSteps} steps) in ${((Date.now() - started) / 1000).toFixed(0)} s; ${failures.length} failing runs; ${knownCount} known violations (${[...known].join(', ') || 'none listed'})`,
+);
+console.log('faults injected by kind:');
+for (const k of FAULT_KINDS) console.log(`  ${k.padEnd(12)} ${totals[k]}`);
+const short = FAULT_KINDS.filter((k) => totals[k] < o.minEach);
+if (short.length > 0) console.log(`fewer than ${o.minEach} injections: ${short.join(', ')}`);
+
+let badFailed = false;
+if (o.badInputs > 0) {
+  const t0 = Date.now();
+  const bad = await runBadInputs(badCases(o.seed, o.badInputs));
+  const wrong = bad.answers.filter((a) => a.mismatches.length > 0);
+  console.log(
+    `\nbad inputs: ${bad.answers.length} objects in ${((Date.now() - t0) / 1000).toFixed(0)} s; ${wrong.length} answered wrongly; controller crashes ${bad.crashes.length}; good pod ran afterwards: ${bad.goodPodRan}`,
+  );
+  console.log('  family                               tried  API 4xx  simulate exit 2');
+  for (const [family, c] of Object.entries(bad.byFamily))
+    console.log(
+      `  ${family.padEnd(36)} ${String(c.tried).padStart(5)}  ${String(c.rejected).padStart(7)}  ${String(c.simulateExit2).padStart(15)}`,
+    );
+  for (const a of wrong.slice(0, 10))
+    console.log(`  WRONG ${a.family} ${a.name}: ${a.mismatches.join('; ')}`);
+  for (const c of bad.crashes.slice(0, 3)) console.log(`  CRASH ${c.split('\n')[0]}`);
+  badFailed = wrong.length > 0 || bad.crashes.length > 0 || !bad.goodPodRan;
+}
+process.exit(failures.length > 0 || short.length > 0 || badFailed ? 1 : 0);

@@ -1,0 +1,98 @@
+/**
+ * Seeded randomness and the fault schedule of a soak run. The scenario and the fault schedule draw from two
+ * independent streams of the run seed, so shrinking the fault schedule never changes the scenario.
+ */
+import { API_FAULT_KINDS, type ApiFaultKind } from './proxy.ts';
+
+/**
+ * Every fault kind of the soak: API-server faults, controller restarts, provider and node faults (ICE, never
+ * registers, never Ready, instance vanishes behind the controller's back), clock jumps.
+ */
+export type FaultKind = ApiFaultKind | 'restart' | 'ice' | 'noRegister' | 'notReady' | 'vanish' | 'clockJump';
+
+/** All fault kinds in a stable order (the soak asserts a count for each). */
+export const FAULT_KINDS: readonly FaultKind[] = [
+  ...API_FAULT_KINDS,
+  'restart',
+  'ice',
+  'noRegister',
+  'notReady',
+  'vanish',
+  'clockJump',
+];
+
+/** One scheduled fault: at step `step`, `kind` armed `n` times (`restart`: down for `n` steps; `clockJump`: `n` minutes). */
+export interface FaultEvent {
+  step: number;
+  kind: FaultKind;
+  n: number;
+}
+
+/** mulberry32: a small deterministic PRNG; returns floats in [0, 1). */
+export function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Integer in [lo, hi] from `r`. */
+export function int(r: () => number, lo: number, hi: number): number {
+  return lo + Math.floor(r() * (hi - lo + 1));
+}
+
+/** One element of `xs` from `r` (xs non-empty). */
+export function pick<T>(r: () => number, xs: readonly T[]): T {
+  return xs[Math.floor(r() * xs.length)] as T;
+}
+
+/**
+ * The fault schedule of a run of `steps` steps: about one fault every `1/rate` steps over the first 85% of the
+ * steps (the rest is fault-free, so the "eventually runs" invariant can be checked), kinds drawn uniformly.
+ */
+export function faultSchedule(seed: number, steps: number, rate = 0.35): FaultEvent[] {
+  const r = prng(seed ^ 0x5eed_fa17);
+  const out: FaultEvent[] = [];
+  const last = Math.floor(steps * 0.85);
+  for (let step = 1; step < last; step++) {
+    if (r() >= rate) continue;
+    const kind = pick(r, FAULT_KINDS);
+    const n =
+      kind === 'restart'
+        ? int(r, 0, 3)
+        : kind === 'clockJump'
+          ? int(r, 1, 20)
+          : kind === 'slow'
+            ? int(r, 1, 8)
+            : int(r, 1, 3);
+    out.push({ step, kind, n });
+  }
+  return out;
+}
+
+/** `step:kind:n,...` — the replay form of a schedule (see {@link parseSchedule}). */
+export function formatSchedule(events: readonly FaultEvent[]): string {
+  return events.map((e) => `${e.step}:${e.kind}:${e.n}`).join(',');
+}
+
+/** Parses {@link formatSchedule}'s output. @throws Error naming the bad entry and the expected form. */
+export function parseSchedule(text: string): FaultEvent[] {
+  if (text.trim() === '') return [];
+  return text.split(',').map((part) => {
+    const [s, kind, n] = part.split(':');
+    if (
+      !kind ||
+      !(FAULT_KINDS as readonly string[]).includes(kind) ||
+      !/^\d+$/.test(s ?? '') ||
+      !/^\d+$/.test(n ?? '')
+    )
+      throw new Error(
+        `--faults: bad entry "${part}"; expected step:kind:n with kind one of ${FAULT_KINDS.join('|')}`,
+      );
+    return { step: Number(s), kind: kind as FaultKind, n: Number(n) };
+  });
+}

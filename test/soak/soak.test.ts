@@ -1,0 +1,128 @@
+/**
+ * The soak harness (issue 16): the fault schedule is a pure function of the seed, the fault proxy injects
+ * what it is armed with (and only on the requests it applies to), and two short seeded soak runs on the kwok
+ * provider keep every invariant. The CI-sized soak runs from `.ci/run` (`npm run soak`).
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { startEmbeddedCluster } from '../../src/sim/apiserver/index.ts';
+import { BAD_FAMILIES, badCases, runBadInputs } from './badinput.ts';
+import { FAULT_KINDS, faultSchedule, formatSchedule, parseSchedule } from './faults.ts';
+import { type FaultProxy, startFaultProxy } from './proxy.ts';
+import { runSoak } from './run.ts';
+
+describe('fault schedule', () => {
+  it('is determined by the seed, spares the last 15% of the steps, and round-trips through its replay form', () => {
+    const a = faultSchedule(42, 200);
+    expect(faultSchedule(42, 200)).toEqual(a);
+    expect(faultSchedule(43, 200)).not.toEqual(a);
+    expect(a.length).toBeGreaterThan(40);
+    expect(Math.max(...a.map((e) => e.step))).toBeLessThan(170);
+    expect(parseSchedule(formatSchedule(a))).toEqual(a);
+    expect(() => parseSchedule('3:teapot:1')).toThrow(/bad entry "3:teapot:1".*conflict409\|/);
+  });
+});
+
+describe('fault proxy', () => {
+  let stop: (() => Promise<void>)[] = [];
+  afterEach(async () => {
+    for (const s of stop.reverse()) await s();
+    stop = [];
+  });
+
+  it('answers armed 409 on mutations only, 503 once, and 410 Gone as a watch ERROR event; counts each', async () => {
+    const server = await startEmbeddedCluster({ tls: false, token: 'soak-proxy-test' });
+    stop.push(() => server.stop());
+    const proxy: FaultProxy = await startFaultProxy({ upstream: server.url });
+    stop.push(() => proxy.stop());
+    const auth = { authorization: 'Bearer soak-proxy-test' };
+    const cm = {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'x', namespace: 'default' },
+      data: { a: '1' },
+    };
+    const base = `${proxy.url}/api/v1/namespaces/default/configmaps`;
+    expect(
+      (
+        await fetch(base, {
+          method: 'POST',
+          headers: { ...auth, 'content-type': 'application/json' },
+          body: JSON.stringify(cm),
+        })
+      ).status,
+    ).toBe(201);
+
+    proxy.arm('conflict409', 1);
+    expect((await fetch(`${base}/x`, { headers: auth })).status).toBe(200); // a GET is not a mutation
+    const patch = () =>
+      fetch(`${base}/x`, {
+        method: 'PATCH',
+        headers: { ...auth, 'content-type': 'application/merge-patch+json' },
+        body: JSON.stringify({ data: { a: '2' } }),
+      });
+    const conflict = await patch();
+    expect(conflict.status).toBe(409);
+    expect(((await conflict.json()) as { reason: string }).reason).toBe('Conflict');
+    expect((await patch()).status).toBe(200);
+
+    proxy.arm('error503', 1);
+    expect((await fetch(`${base}/x`, { headers: auth })).status).toBe(503);
+    expect((await fetch(`${base}/x`, { headers: auth })).status).toBe(200);
+
+    proxy.arm('gone410', 1);
+    const watch = await fetch(`${base}?watch=true&resourceVersion=1`, { headers: auth });
+    const ev = JSON.parse((await watch.text()).trim()) as { type: string; object: { code: number } };
+    expect(ev).toMatchObject({ type: 'ERROR', object: { code: 410 } });
+
+    expect(proxy.injected).toEqual({
+      conflict409: 1,
+      error500: 0,
+      error503: 1,
+      slow: 0,
+      watchClose: 0,
+      gone410: 1,
+    });
+  });
+});
+
+describe('soak runs (kwok)', () => {
+  it('two short seeded runs inject faults and keep every invariant; every pod runs once faults stop', async () => {
+    for (const seed of [3, 11]) {
+      const r = await runSoak({ seed, steps: 30 });
+      expect(
+        r.violations,
+        `seed ${seed}: replay with npm run soak -- --runs 1 --seed ${seed} --steps 30`,
+      ).toEqual([]);
+      expect(r.settleSeconds).toBeDefined();
+      expect(FAULT_KINDS.reduce((n, k) => n + r.injected[k], 0)).toBeGreaterThan(5);
+      expect(r.maxNodeClaims).toBeGreaterThan(0);
+    }
+  });
+});
+
+describe('bad input (issue 16 §2)', () => {
+  it('one object of each family: the API server answers as a real one, simulate exits 2 naming it, the controller keeps reconciling', async () => {
+    const cases = badCases(7, BAD_FAMILIES.length);
+    expect(cases.map((c) => c.family)).toEqual(BAD_FAMILIES);
+    const r = await runBadInputs(cases);
+    expect(r.crashes).toEqual([]);
+    expect(r.answers.filter((a) => a.mismatches.length > 0)).toEqual([]);
+    expect(r.goodPodRan).toBe(true);
+    // every family but the valid-yet-unsatisfiable NodePool is refused by both: 413 for the 10 MB body (as
+    // kube-apiserver, 3 MiB limit), else a 422 naming the field
+    const refused = r.answers.filter((a) => a.family !== 'nodepool-conflicting-requirements');
+    expect(refused.map((a) => [a.family, a.status, a.simulateExit, a.simulateNamed])).toEqual(
+      refused.map((a) => [a.family, a.family === 'nodepool-10mb-annotation' ? 413 : 422, 2, true]),
+    );
+    expect(r.answers.find((a) => a.family === 'pod-selector-syntax')?.message).toMatch(
+      /labelSelector\.matchExpressions\[0\]\.operator: Invalid value: .*not a valid selector operator/,
+    );
+    expect(r.answers.find((a) => a.family === 'nodepool-10mb-annotation')?.message).toMatch(
+      /Request entity too large: limit is 3145728/,
+    );
+    expect(r.answers.find((a) => a.family === 'nodepool-conflicting-requirements')).toMatchObject({
+      status: 201,
+      simulateExit: 0,
+    });
+  }, 60_000);
+});
