@@ -55,7 +55,13 @@ export async function applyObjects(
   const prepared: KubeObject[] = [];
   for (const o of sorted) {
     const obj = structuredClone(o);
-    const rt = client.registry.forApiVersionKind(obj.apiVersion ?? '', obj.kind ?? '');
+    // kinds outside the client's static registry (Service, ServiceAccount, ...) through API discovery, as kubectl
+    // does; a kind the server does not serve yet (a CRD applied in the same input) is left to the create's error
+    const rt =
+      client.registry.forApiVersionKind(obj.apiVersion ?? '', obj.kind ?? '') ??
+      (obj.apiVersion && obj.kind
+        ? await client.discover(obj.apiVersion, obj.kind).catch(() => undefined)
+        : undefined);
     const namespaced = rt?.namespaced ?? false;
     if (namespaced) {
       obj.metadata = { ...(obj.metadata ?? {}), namespace: obj.metadata?.namespace ?? defaultNs };
