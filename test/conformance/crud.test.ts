@@ -14,7 +14,7 @@ import {
   updateWithRetry,
 } from '../../src/kube/index.ts';
 import type { ConfigMap } from '../../src/kube/types.ts';
-import { realKubeconfig, startCluster, type TestCluster, testPod } from './harness.ts';
+import { startCluster, type TestCluster, testPod } from './harness.ts';
 
 let c: TestCluster;
 beforeAll(async () => {
@@ -219,22 +219,18 @@ describe('patch', () => {
     expect(managers).toContain('manager-a');
   });
 
-  // The embedded server documents SSA as a merge without field-ownership conflicts (src/sim/apiserver/index.ts).
-  it.skipIf(!realKubeconfig)(
-    'server-side apply reports conflicts between field managers; force takes over',
-    async () => {
-      await c.client.apply(cm('ssa-conflict', { owned: 'by-a' }), { fieldManager: 'manager-a' });
-      const err = await c.client
-        .apply(cm('ssa-conflict', { owned: 'by-b' }), { fieldManager: 'manager-b' })
-        .catch((e: unknown) => e);
-      expect(isConflict(err)).toBe(true);
-      const forced = await c.client.apply(cm('ssa-conflict', { owned: 'by-b' }), {
-        fieldManager: 'manager-b',
-        force: true,
-      });
-      expect(forced.data?.owned).toBe('by-b');
-    },
-  );
+  it('server-side apply reports conflicts between field managers; force takes over', async () => {
+    await c.client.apply(cm('ssa-conflict', { owned: 'by-a' }), { fieldManager: 'manager-a' });
+    const err = await c.client
+      .apply(cm('ssa-conflict', { owned: 'by-b' }), { fieldManager: 'manager-b' })
+      .catch((e: unknown) => e);
+    expect(isConflict(err)).toBe(true);
+    const forced = await c.client.apply(cm('ssa-conflict', { owned: 'by-b' }), {
+      fieldManager: 'manager-b',
+      force: true,
+    });
+    expect(forced.data?.owned).toBe('by-b');
+  });
 });
 
 describe('status subresource', () => {
