@@ -2,6 +2,8 @@
  * Seeded randomness and the fault schedule of a soak run. The scenario and the fault schedule draw from two
  * independent streams of the run seed, so shrinking the fault schedule never changes the scenario.
  */
+
+import { mulberry32 } from '../../bench/scheduling.ts';
 import { API_FAULT_KINDS, type ApiFaultKind } from './proxy.ts';
 
 /**
@@ -28,17 +30,8 @@ export interface FaultEvent {
   n: number;
 }
 
-/** mulberry32: a small deterministic PRNG; returns floats in [0, 1). */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** mulberry32, the same deterministic PRNG as the benchmarks' workloads; returns floats in [0, 1). */
+export const prng: (seed: number) => () => number = mulberry32;
 
 /** Integer in [lo, hi] from `r`. */
 export function int(r: () => number, lo: number, hi: number): number {

@@ -386,24 +386,28 @@ export class DeploymentScaler {
       try {
         await this.writeReplicas(md, bounds, bound, live.length - bound - removable, 0);
       } catch (err) {
-        for (const v of victims)
-          await client
-            .patch(
-              'Machine',
-              v.metadata.name!,
-              namespace,
-              {
-                metadata: {
-                  annotations: { [AnnotationDeleteMachine]: null, [AnnotationMachineTerminating]: null },
-                },
-              },
-              { type: 'merge' },
-            )
-            .catch(() => {});
+        for (const v of victims) await this.unmark(v.metadata.name!);
         throw err;
       }
       return removable;
     });
+  }
+
+  /** Rollback of a delete mark: removes the delete-machine and terminating annotations of Machine `name` (best effort). */
+  private async unmark(name: string): Promise<void> {
+    await this.o.client
+      .patch(
+        'Machine',
+        name,
+        this.o.namespace,
+        {
+          metadata: {
+            annotations: { [AnnotationDeleteMachine]: null, [AnnotationMachineTerminating]: null },
+          },
+        },
+        { type: 'merge' },
+      )
+      .catch(() => {});
   }
 
   /**
@@ -442,19 +446,7 @@ export class DeploymentScaler {
         if (target >= (md.spec.replicas ?? 0))
           await client.tryDelete('Machine', machine.metadata.name!, namespace);
       } catch (err) {
-        await client
-          .patch(
-            'Machine',
-            machine.metadata.name!,
-            namespace,
-            {
-              metadata: {
-                annotations: { [AnnotationDeleteMachine]: null, [AnnotationMachineTerminating]: null },
-              },
-            },
-            { type: 'merge' },
-          )
-          .catch(() => {});
+        await this.unmark(machine.metadata.name!);
         throw err;
       }
     });
