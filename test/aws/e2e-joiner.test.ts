@@ -107,4 +107,35 @@ describe('Ec2NodeJoiner (joining kubelet stand-in)', () => {
     expect((await joiner.sync()).removed).toEqual([node.metadata.name]);
     expect((await env.client.list('Node')).items).toHaveLength(0);
   });
+
+  it('a join delay per instance: asked once when the instance is first seen; an instance that never joins is forgotten once terminated', async () => {
+    const late = await run('delay-cluster', 'small-pods');
+    const never = await run('delay-cluster', 'small-pods');
+    const asked: string[] = [];
+    const joiner = new Ec2NodeJoiner({
+      client: env.client,
+      ec2,
+      clock: env.clock,
+      clusterName: 'delay-cluster',
+      region: moto.region,
+      shape: catalogNodeShape(moto.region),
+      joinDelaySeconds: (inst) => {
+        asked.push(inst.InstanceId as string);
+        return inst.InstanceId === never ? 1e7 : 30;
+      },
+    });
+    expect((await joiner.sync()).joined).toEqual([]);
+    await env.clock.tick(29_000);
+    expect((await joiner.sync()).joined).toEqual([]);
+    await env.clock.tick(1_000);
+    const joined = (await joiner.sync()).joined;
+    expect(joined).toHaveLength(1);
+    const node = (await env.client.get('Node', joined[0] as string)) as Node;
+    expect(node.spec?.providerID).toBe(`aws:///${moto.region}a/${late}`);
+    expect(asked.sort()).toEqual([late, never].sort());
+    // terminated before it ever joined: dropped, never asked about again
+    await ec2.send(new TerminateInstancesCommand({ InstanceIds: [never, late] }));
+    expect((await joiner.sync()).removed).toEqual([node.metadata.name]);
+    expect(asked).toHaveLength(2);
+  });
 });

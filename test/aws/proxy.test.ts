@@ -5,6 +5,8 @@ import {
   CreateSubnetCommand,
   CreateVpcCommand,
   DescribeInstancesCommand,
+  DescribeInstanceTypeOfferingsCommand,
+  DescribeInstanceTypesCommand,
   DescribeLaunchTemplatesCommand,
   DescribeSpotPriceHistoryCommand,
   EC2Client,
@@ -108,6 +110,8 @@ describe('AWS emulator proxy in front of moto', () => {
       'VcpuLimitExceeded',
     ]);
     expect(emu.proxy.calls.get('ec2:CreateFleet')).toBe(3);
+    // overrides failed by injected faults: m5.large in the second fleet, all three in the third
+    expect(emu.proxy.capacityErrorsInjected).toBe(4);
   });
 
   it('spot fleets are marked spot and ordered by the spot price table', async () => {
@@ -197,4 +201,41 @@ describe('AWS emulator proxy in front of moto', () => {
     expect(p2.LaunchTemplates?.length).toBe(5);
     expect(p2.NextToken).toBeUndefined();
   });
+});
+
+describe('AWS emulator proxy: the fixed instance-type catalogue', () => {
+  it('answers DescribeInstanceTypes / DescribeInstanceTypeOfferings from memory after the first identical request', async () => {
+    const emu = await startAwsEmulator();
+    const ec2 = new EC2Client(emu.clientConfig);
+    try {
+      const req = () =>
+        new DescribeInstanceTypesCommand({ InstanceTypes: ['m5.large', 'c6a.large'], MaxResults: 5 });
+      const offerings = () =>
+        new DescribeInstanceTypeOfferingsCommand({
+          LocationType: 'availability-zone',
+          Filters: [{ Name: 'instance-type', Values: ['m5.large'] }],
+        });
+      const first = await ec2.send(req());
+      const firstOfferings = await ec2.send(offerings());
+      expect(first.InstanceTypes?.map((t) => t.InstanceType).sort()).toEqual(['c6a.large', 'm5.large']);
+      expect(first.InstanceTypes?.find((t) => t.InstanceType === 'm5.large')?.VCpuInfo?.DefaultVCpus).toBe(2);
+      expect(firstOfferings.InstanceTypeOfferings?.length).toBeGreaterThan(0);
+      // moto gone: only answers kept in memory can come back, identical
+      await emu.moto.stop();
+      const again = await ec2.send(req());
+      expect(again.InstanceTypes).toEqual(first.InstanceTypes);
+      expect((await ec2.send(offerings())).InstanceTypeOfferings).toEqual(
+        firstOfferings.InstanceTypeOfferings,
+      );
+      // a different request is not in memory: it goes to (the stopped) moto and fails
+      const other = await ec2
+        .send(new DescribeInstanceTypesCommand({ InstanceTypes: ['r5.large'] }))
+        .catch((e: Error) => e);
+      expect(other).toBeInstanceOf(Error);
+      expect(emu.proxy.inFlight, 'every answered request, failed ones too, left the in-flight count').toBe(0);
+    } finally {
+      ec2.destroy();
+      await emu.stop();
+    }
+  }, 60_000);
 });

@@ -9,19 +9,25 @@
  * same byte-for-byte history.
  */
 import { pino } from 'pino';
-import type { Node, Pod } from '../../src/apis/core.ts';
+import type { KubeObject, Node, Pod } from '../../src/apis/core.ts';
 import { parseDuration } from '../../src/apis/duration.ts';
 import type { NodeClaim, NodePool } from '../../src/apis/karpenter.ts';
 import { parseQuantity } from '../../src/apis/quantity.ts';
+import { createAwsClients } from '../../src/cloudprovider/aws/clients.ts';
+import { awsSettings } from '../../src/cloudprovider/aws/settings.ts';
 import { sequentialInstanceIds } from '../../src/cloudprovider/kwok/provider.ts';
 import { type CloudProvider, InsufficientCapacityError } from '../../src/cloudprovider/types.ts';
 import { FakeClock } from '../../src/kube/clock.ts';
 import { applyObjects } from '../../src/operator/apply.ts';
+import { type AwsControllersConfig, catalogNodeShape, createAwsProvider } from '../../src/operator/aws.ts';
 import { EmbeddedCloudProvider } from '../../src/operator/embedded.ts';
 import { silentLogger } from '../../src/operator/logger.ts';
 import { createOperator, type Operator } from '../../src/operator/operator.ts';
 import { embeddedOptions } from '../../src/operator/options.ts';
-import { startSimulatedCluster } from '../../src/sim/cluster.ts';
+import { prepareEmulator } from '../../src/sim/aws/emulator.ts';
+import { Ec2NodeJoiner } from '../../src/sim/aws/joiner.ts';
+import type { AwsEmulatorProxy } from '../../src/sim/aws/proxy.ts';
+import { type SimulatedCluster, startSimulatedCluster } from '../../src/sim/cluster.ts';
 import { nominatedPodUids } from '../../src/state/cluster.ts';
 import { KubeNodeWriter } from '../../src/state/kwoknodes.ts';
 import { FAULT_KINDS, type FaultEvent, type FaultKind, faultSchedule } from './faults.ts';
@@ -42,7 +48,24 @@ export interface RunOptions {
   settleSteps?: number;
   /** Write the operator's logs (pino JSON, level info) to this file, for investigating a failure. */
   logFile?: string;
+  /**
+   * `aws`: the aws provider against this emulator (moto behind the capenter proxy), an EC2NodeClass, and the
+   * joining-kubelet stand-in registering Nodes for running instances; default: the kwok provider. The run uses
+   * its own cluster name (`soak-<seed>-<n>`, tagged on the emulator's default network): runs sharing an emulator
+   * must not overlap.
+   */
+  aws?: SoakAwsEmulator;
 }
+
+/** The AWS emulator a soak run talks to (test/aws/moto.ts `AwsEmulator` satisfies it). */
+export interface SoakAwsEmulator {
+  proxy: AwsEmulatorProxy;
+  readonly endpoint: string;
+  readonly region: string;
+  readonly clientConfig: { credentials: { accessKeyId: string; secretAccessKey: string } };
+}
+
+let awsRuns = 0;
 
 /** An invariant violation. */
 export interface Violation {
@@ -74,6 +97,11 @@ export interface RunResult {
   /** Highest NodeClaim count seen, and evictions/pod deletions the operator sent. */
   maxNodeClaims: number;
   evictions: number;
+  /**
+   * Checks (NodePool × step) where the disrupting NodeClaims were within the budget only because some of them had
+   * no Node left (finalizer pending): the old, stricter count would have reported `disruption-budget`.
+   */
+  budgetNodeGoneSteps: number;
 }
 
 const REGISTRATION_TTL_S = 15 * 60;
@@ -152,6 +180,104 @@ function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
 
+/** The aws side of a run: the cluster's name and region, the operator's aws config, the joiner. */
+interface AwsSetup {
+  clusterName: string;
+  region: string;
+  config: AwsControllersConfig;
+  /** The soak's own aws provider (list/terminate instances; never launches). */
+  provider: CloudProvider;
+  /** The EC2NodeClass the NodePools use. */
+  nodeClass: KubeObject;
+  stop(): Promise<void>;
+}
+
+/**
+ * Prepares the emulator for a new cluster (discovery tags on its default network, node role), builds the aws config
+ * of the operator and starts the joining-kubelet stand-in (`joinDelaySeconds` asked once per instance).
+ */
+async function setUpAws(
+  emu: SoakAwsEmulator,
+  sim: SimulatedCluster,
+  clock: FakeClock,
+  joinDelaySeconds: () => number,
+): Promise<AwsSetup> {
+  const clusterName = `soak-${process.pid}-${++awsRuns}`;
+  const clients = createAwsClients({
+    region: emu.region,
+    endpoint: emu.endpoint,
+    credentials: emu.clientConfig.credentials,
+    maxAttempts: 3,
+  });
+  await prepareEmulator(clients.ec2, clients.iam, clusterName);
+  const settings = awsSettings({
+    clusterName,
+    region: emu.region,
+    clusterEndpoint: sim.apiServer.url,
+    clusterCABundle: '',
+    interruptionQueue: '',
+  });
+  const config: AwsControllersConfig = {
+    clients,
+    settings,
+    region: emu.region,
+    clusterCIDR: '10.96.0.0/12',
+    kubernetesVersion: async () => '1.32',
+    // re-resolution (DescribeImages over moto's whole catalogue) every 10 fake minutes instead of every minute
+    nodeClassPeriodSeconds: 600,
+  };
+  const joiner = new Ec2NodeJoiner({
+    client: sim.client,
+    ec2: clients.ec2,
+    clock,
+    clusterName,
+    region: emu.region,
+    shape: catalogNodeShape(emu.region),
+    // one EC2 poll per step: moto's DescribeInstances is the costliest call of an aws run
+    pollSeconds: 10,
+    joinDelaySeconds,
+  });
+  joiner.start();
+  const nodeClass: KubeObject = {
+    apiVersion: 'karpenter.k8s.aws/v1',
+    kind: 'EC2NodeClass',
+    metadata: { name: 'default' },
+    spec: {
+      role: `KarpenterNodeRole-${clusterName}`,
+      amiSelectorTerms: [{ alias: 'al2023@latest' }],
+      subnetSelectorTerms: [{ tags: { 'karpenter.sh/discovery': clusterName } }],
+      securityGroupSelectorTerms: [{ tags: { 'karpenter.sh/discovery': clusterName } }],
+    },
+  };
+  return {
+    clusterName,
+    region: emu.region,
+    config,
+    provider: createAwsProvider(config, clock, () => undefined),
+    nodeClass,
+    async stop() {
+      await joiner.stop();
+      clients.destroy();
+    },
+  };
+}
+
+/** The scenario's objects with the KWOKNodeClass replaced by `nodeClass` and the NodePools pointing at it. */
+function withNodeClass(objects: readonly KubeObject[], nodeClass: KubeObject): KubeObject[] {
+  const [group] = (nodeClass.apiVersion ?? '').split('/');
+  return objects.map((o) => {
+    if (o.kind === 'KWOKNodeClass') return nodeClass;
+    if (o.kind !== 'NodePool') return o;
+    const np = structuredClone(o) as NodePool;
+    np.spec.template.spec.nodeClassRef = {
+      group: group ?? '',
+      kind: nodeClass.kind ?? '',
+      name: nodeClass.metadata?.name ?? '',
+    };
+    return np as KubeObject;
+  });
+}
+
 /** Runs one soak run; never throws for an invariant violation (they are in the result). */
 export async function runSoak(opts: RunOptions): Promise<RunResult> {
   const stepMs = (opts.stepSeconds ?? 10) * 1000;
@@ -164,6 +290,7 @@ export async function runSoak(opts: RunOptions): Promise<RunResult> {
   let faultsActive = true;
   let evictions = 0;
   let maxNodeClaims = 0;
+  let budgetNodeGoneSteps = 0;
 
   const onCrash = (err: unknown) =>
     violations.push({
@@ -243,31 +370,49 @@ export async function runSoak(opts: RunOptions): Promise<RunResult> {
   });
   const kubeconfig = sim.kubeconfig.replace(sim.apiServer.url, proxy.url);
 
-  const nodeClass = {
-    apiVersion: 'karpenter.kwok.sh/v1alpha1',
-    kind: 'KWOKNodeClass',
-    metadata: { name: 'default' },
-    spec: {},
-  };
-  const provider = new FaultyProvider(
-    new EmbeddedCloudProvider({
-      region: 'us-east-1',
-      nodes: new KubeNodeWriter(sim.client),
-      clock,
-      nodeClass: () => nodeClass,
-      kwok: {
-        instanceId: sequentialInstanceIds(),
-        registrationDelaySeconds: () => {
-          if (noRegisterArmed > 0) {
-            noRegisterArmed--;
-            injected.noRegister++;
-            return NEVER;
-          }
-          return 0;
+  // the provider: kwok (in-process Nodes), or aws against the emulator with the joining-kubelet stand-in
+  const aws = opts.aws;
+  let awsSetup: AwsSetup | undefined;
+  let provider: FaultyProvider;
+  if (aws) {
+    awsSetup = await setUpAws(aws, sim, clock, () => {
+      if (noRegisterArmed > 0) {
+        noRegisterArmed--;
+        injected.noRegister++;
+        return NEVER;
+      }
+      return 0;
+    });
+    // the soak's own handle on the instances (vanish, leak checks); the operator builds its own from `aws`
+    provider = new FaultyProvider(awsSetup.provider);
+  } else {
+    const nodeClass = {
+      apiVersion: 'karpenter.kwok.sh/v1alpha1',
+      kind: 'KWOKNodeClass',
+      metadata: { name: 'default' },
+      spec: {},
+    };
+    provider = new FaultyProvider(
+      new EmbeddedCloudProvider({
+        region: 'us-east-1',
+        nodes: new KubeNodeWriter(sim.client),
+        clock,
+        nodeClass: () => nodeClass,
+        kwok: {
+          instanceId: sequentialInstanceIds(),
+          registrationDelaySeconds: () => {
+            if (noRegisterArmed > 0) {
+              noRegisterArmed--;
+              injected.noRegister++;
+              return NEVER;
+            }
+            return 0;
+          },
         },
-      },
-    }),
-  );
+      }),
+    );
+  }
+  const capacityErrorsBefore = aws?.proxy.capacityErrorsInjected ?? 0;
 
   let operator: Operator | undefined;
   let operatorSince = clock.now();
@@ -286,17 +431,25 @@ export async function runSoak(opts: RunOptions): Promise<RunResult> {
         batchMaxSeconds: 10,
         metricsPeriodSeconds: 5,
         leaderElect: false,
+        ...(awsSetup ? { clusterName: awsSetup.clusterName, region: awsSetup.region } : {}),
       },
       defaultMetrics: false,
       clock,
-      cloudProvider: provider,
+      // aws: the operator builds its own aws provider (capacity faults come from the emulator proxy)
+      ...(awsSetup ? { aws: awsSetup.config } : { cloudProvider: provider }),
     });
     operatorSince = clock.now();
     await operator.start();
   };
 
+  // aws: fake time stands still while the emulator answers (up to 2 s of real time per tick), so real-time AWS
+  // latency does not turn into minutes of fake time
+  const awsSettled = async () => {
+    for (let waited = 0; aws && aws.proxy.inFlight > 0 && waited < 2000; waited += 2) await sleep(2);
+  };
   const advance = async (ms: number) => {
     for (let t = 0; t < ms; t += 2000) {
+      await awsSettled();
       await clock.tick(Math.min(2000, ms - t));
       await sleep(8);
     }
@@ -319,11 +472,19 @@ export async function runSoak(opts: RunOptions): Promise<RunResult> {
         const node = nc.status?.nodeName ? nodes.get(nc.status.nodeName) : undefined;
         return node?.spec?.taints?.some((t) => t.key === 'karpenter.sh/disrupted') ?? false;
       };
-      // disruption budgets: graceful disruptions (not expiration, not lifecycle deletions) within the budget
+      // disruption budgets: graceful disruptions (not expiration, not lifecycle deletions) within the budget. As
+      // upstream's BuildDisruptionBudgetMapping, only NodeClaims whose Node still exists count: once the Node is
+      // gone (drained, instance terminated) only the NodeClaim's finalizer is left, and upstream's state node is no
+      // longer Initialized (it needs a Node). Such NodeClaims are counted apart (`budgetNodeGoneSteps`).
+      let nodeGone = 0;
       const disrupting = mine.filter((nc) => {
         const node = nc.status?.nodeName ? nodes.get(nc.status.nodeName) : undefined;
         const tainted = node?.spec?.taints?.some((t) => t.key === 'karpenter.sh/disrupted') ?? false;
         if (!nc.metadata.deletionTimestamp && !tainted) return false;
+        if (!node && cond(nc, 'Initialized')) {
+          nodeGone++;
+          return false;
+        }
         if (!cond(nc, 'Initialized')) return false;
         // an instance that vanished is an involuntary disruption: budgets do not apply
         if (provider.vanished.has(nc.status?.providerID ?? '')) return false;
@@ -343,6 +504,7 @@ export async function runSoak(opts: RunOptions): Promise<RunResult> {
             : Number(b.nodes),
         ),
       );
+      if (disrupting.length <= allowed && disrupting.length + nodeGone > allowed) budgetNodeGoneSteps++;
       if (disrupting.length > allowed)
         violations.push({
           step,
@@ -386,13 +548,15 @@ export async function runSoak(opts: RunOptions): Promise<RunResult> {
           });
       }
     await checkLeaks(ncs, now);
-    await checkDuplicates(ncs);
+    await checkDuplicates(ncs, nodes);
   };
 
   // no leak: instance ↔ NodeClaim, measured from when the mismatch was first seen (and the operator running)
   const orphanSince = new Map<string, number>();
   const missingSince = new Map<string, number>();
   const checkLeaks = async (ncs: NodeClaim[], now: number) => {
+    // aws: every third step (30 fake s, well inside the 270-s deadlines): each look is a DescribeInstances
+    if (aws && step % 3 !== 0) return;
     const instances = await provider.inner.list();
     const byId = new Set(ncs.map((n) => n.status?.providerID).filter(Boolean));
     const byName = new Set(ncs.map((n) => n.metadata.name));
@@ -441,7 +605,7 @@ export async function runSoak(opts: RunOptions): Promise<RunResult> {
     for (const id of missingSince.keys()) if (!seen.has(id)) missingSince.delete(id);
   };
   // no duplicate launches: a pending pod is in the nominated-pods list of at most one live, uninitialized NodeClaim
-  const checkDuplicates = async (ncs: NodeClaim[]) => {
+  const checkDuplicates = async (ncs: NodeClaim[], nodes: Map<string | undefined, Node>) => {
     const pending = new Set(
       ((await sim.client.list('Pod')).items as Pod[])
         .filter((p) => !p.spec?.nodeName && !p.metadata.deletionTimestamp)
@@ -456,13 +620,24 @@ export async function runSoak(opts: RunOptions): Promise<RunResult> {
       }
     }
     const dup = [...claims].filter(([, names]) => names.length > 1);
+    // enough state to tell a real double launch from a lagging status write when it shows up again
+    const describe = (name: string): string => {
+      const nc = ncs.find((n) => n.metadata.name === name);
+      if (!nc) return name;
+      const node = nc.status?.nodeName ? nodes.get(nc.status.nodeName) : undefined;
+      const conds = (nc.status?.conditions ?? [])
+        .filter((c) => ['Launched', 'Registered', 'Initialized'].includes(c.type))
+        .map((c) => `${c.type}=${c.status}`)
+        .join(',');
+      return `${name} (created ${nc.metadata.creationTimestamp}, ${conds || 'no conditions'}, node ${node ? `${node.metadata.name} initialized-label=${node.metadata.labels?.['karpenter.sh/initialized'] ?? 'none'}` : 'none'}, replacement-for ${nc.metadata.annotations?.['capenter.dev/replacement-for'] ?? 'none'})`;
+    };
     if (dup.length > 0)
       violations.push({
         step,
         invariant: 'duplicate-nodeclaim',
         detail: `${dup.length} pending pods each launched for by several NodeClaims: ${dup
           .slice(0, 3)
-          .map(([uid, names]) => `pod ${uid} → ${names.join(', ')}`)
+          .map(([uid, names]) => `pod ${uid} → ${names.map(describe).join(' and ')}`)
           .join('; ')}`,
       });
   };
@@ -470,7 +645,10 @@ export async function runSoak(opts: RunOptions): Promise<RunResult> {
   let settleSeconds: number | undefined;
   try {
     await startOperator();
-    const applied = await applyObjects(sim.client, scenario.objects);
+    const applied = await applyObjects(
+      sim.client,
+      awsSetup ? withNodeClass(scenario.objects, awsSetup.nodeClass) : scenario.objects,
+    );
     const failed = applied.filter((a) => a.result === 'failed');
     if (failed.length > 0)
       throw new Error(`soak scenario rejected: ${failed.map((f) => f.error).join('; ')}`);
@@ -501,8 +679,10 @@ export async function runSoak(opts: RunOptions): Promise<RunResult> {
             if (f.n === 0) await startOperator();
             else restartAt = step + f.n;
           }
-        } else if (f.kind === 'ice') provider.ice += f.n;
-        else if (f.kind === 'noRegister') noRegisterArmed += f.n;
+        } else if (f.kind === 'ice') {
+          if (aws) aws.proxy.injectCapacityError({ times: f.n });
+          else provider.ice += f.n;
+        } else if (f.kind === 'noRegister') noRegisterArmed += f.n;
         else if (f.kind === 'notReady') notReadyArmed += f.n;
         else if (f.kind === 'vanish') injected.vanish += await provider.vanish(f.n);
         else if (f.kind === 'clockJump') {
@@ -521,6 +701,7 @@ export async function runSoak(opts: RunOptions): Promise<RunResult> {
     faultsActive = false;
     proxy.disarm();
     provider.ice = 0;
+    aws?.proxy.clearFaults();
     noRegisterArmed = 0;
     notReadyArmed = 0;
     restartAt = undefined;
@@ -580,7 +761,9 @@ export async function runSoak(opts: RunOptions): Promise<RunResult> {
     }
   } finally {
     for (const k of API_FAULT_KINDS) injected[k] = proxy.injected[k];
-    injected.ice = provider.iceInjected;
+    injected.ice = provider.iceInjected + (aws ? aws.proxy.capacityErrorsInjected - capacityErrorsBefore : 0);
+    aws?.proxy.clearFaults();
+    await awsSetup?.stop().catch(() => {});
     await operator?.stop().catch(() => {});
     await proxy.stop().catch(() => {});
     await sim.stop().catch(() => {});
@@ -596,5 +779,6 @@ export async function runSoak(opts: RunOptions): Promise<RunResult> {
     settleSeconds,
     maxNodeClaims,
     evictions,
+    budgetNodeGoneSteps,
   };
 }

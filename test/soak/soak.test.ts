@@ -1,10 +1,11 @@
 /**
  * The soak harness (issue 16): the fault schedule is a pure function of the seed, the fault proxy injects
- * what it is armed with (and only on the requests it applies to), and two short seeded soak runs on the kwok
- * provider keep every invariant. The CI-sized soak runs from `.ci/run` (`npm run soak`).
+ * what it is armed with (and only on the requests it applies to), two short seeded soak runs on the kwok
+ * provider and one on the aws provider (moto) keep every invariant. The CI-sized soak runs from `.ci/run` (`npm run soak`).
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startEmbeddedCluster } from '../../src/sim/apiserver/index.ts';
+import { type AwsEmulator, startAwsEmulator } from '../aws/moto.ts';
 import { BAD_FAMILIES, badCases, runBadInputs } from './badinput.ts';
 import { FAULT_KINDS, faultSchedule, formatSchedule, parseSchedule } from './faults.ts';
 import { type FaultProxy, startFaultProxy } from './proxy.ts';
@@ -98,6 +99,37 @@ describe('soak runs (kwok)', () => {
       expect(r.maxNodeClaims).toBeGreaterThan(0);
     }
   });
+});
+
+describe('soak run (aws, moto)', () => {
+  let emu: AwsEmulator;
+  beforeAll(async () => {
+    emu = await startAwsEmulator();
+  }, 120_000);
+  afterAll(async () => {
+    await emu?.stop();
+  });
+
+  it('a short seeded run launches through CreateFleet, injects capacity errors at the emulator and never-joining instances, and keeps every invariant', async () => {
+    // the scenario of seed 49, an explicit fault schedule: the first launches meet capacity errors and a kubelet
+    // that never joins, then API faults, a vanished instance and a restart
+    const faults = parseSchedule(
+      '0:ice:2,0:noRegister:1,4:error500:3,6:conflict409:2,8:vanish:1,10:restart:1,12:watchClose:2,15:gone410:1',
+    );
+    const r = await runSoak({ seed: 49, steps: 30, faults, aws: emu });
+    expect(
+      r.violations,
+      `replay with npm run soak -- --runs 1 --seed 49 --steps 30 --provider aws --faults '${formatSchedule(faults)}'`,
+    ).toEqual([]);
+    expect(r.settleSeconds).toBeDefined();
+    expect(r.maxNodeClaims).toBeGreaterThan(0);
+    expect(emu.proxy.calls.get('ec2:CreateFleet') ?? 0).toBeGreaterThan(0);
+    expect(emu.proxy.calls.get('ec2:TerminateInstances') ?? 0).toBeGreaterThan(0);
+    expect(r.injected.restart).toBe(1);
+    expect(r.injected.vanish).toBeGreaterThan(0);
+    expect(r.injected.ice, 'fleet overrides failed by the emulator proxy').toBeGreaterThan(0);
+    expect(r.injected.noRegister, 'instances whose kubelet never joined').toBeGreaterThan(0);
+  }, 300_000);
 });
 
 describe('bad input (issue 16 §2)', () => {

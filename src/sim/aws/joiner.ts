@@ -44,8 +44,11 @@ export interface Ec2NodeJoinerOptions {
   shape: NodeShape;
   /** Seconds between polls of EC2 (default 1). */
   pollSeconds?: number;
-  /** Seconds from first seeing an instance running until its Node registers (default 0). */
-  joinDelaySeconds?: number;
+  /**
+   * Seconds from first seeing an instance running until its Node registers (default 0); a function is asked once
+   * per instance (the soak's never-registering launches answer a very large number).
+   */
+  joinDelaySeconds?: number | ((instance: Instance) => number);
   /** Errors of a poll (it is retried on the next one). */
   onError?: (err: unknown) => void;
 }
@@ -55,6 +58,8 @@ const PROVIDER_PREFIX = 'aws:///';
 /** The joining-kubelet stand-in. `start()`, `stop()`, or drive it with {@link sync}. */
 export class Ec2NodeJoiner {
   private readonly seen = new Map<string, number>();
+  /** Instance ID → its join delay (seconds), decided when first seen. */
+  private readonly delays = new Map<string, number>();
   private timer: { cancel(): void } | undefined;
   private running: Promise<void> | undefined;
   private stopped = false;
@@ -106,9 +111,14 @@ export class Ec2NodeJoiner {
       const state = inst.State?.Name ?? '';
       if (state === 'pending' || state === 'running') live.add(id);
       if (state !== 'running' || byID.has(id)) continue;
-      const first = this.seen.get(id) ?? now;
-      this.seen.set(id, first);
-      if (now - first < (this.opts.joinDelaySeconds ?? 0) * 1000) continue;
+      let first = this.seen.get(id);
+      if (first === undefined) {
+        first = now;
+        this.seen.set(id, first);
+        const d = this.opts.joinDelaySeconds;
+        this.delays.set(id, typeof d === 'function' ? d(inst) : (d ?? 0));
+      }
+      if (now - first < (this.delays.get(id) ?? 0) * 1000) continue;
       const tags = Object.fromEntries((inst.Tags ?? []).map((t) => [t.Key ?? '', t.Value ?? '']));
       const className = tags['karpenter.k8s.aws/ec2nodeclass'];
       if (className && !classes.has(className))
@@ -122,9 +132,14 @@ export class Ec2NodeJoiner {
         if (!isAlreadyExists(err)) throw err;
       }
     }
+    // instances gone before they joined are forgotten too
+    for (const id of this.seen.keys())
+      if (!live.has(id)) {
+        this.seen.delete(id);
+        this.delays.delete(id);
+      }
     for (const [id, node] of byID) {
       if (!id || live.has(id)) continue;
-      this.seen.delete(id);
       if (node.metadata.deletionTimestamp) continue;
       if (await client.tryDelete('Node', node.metadata.name as string)) {
         out.removed.push(node.metadata.name as string);

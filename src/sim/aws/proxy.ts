@@ -41,6 +41,9 @@ import {
 } from '@aws-sdk/client-ec2';
 import { defaultPriceTable, type PriceTable, spotPrice } from './prices.ts';
 
+/** EC2 actions whose answers depend only on the request (moto's fixed instance-type catalogue): answered once. */
+const STATIC_EC2_ACTIONS = new Set(['DescribeInstanceTypes', 'DescribeInstanceTypeOfferings']);
+
 /** One injected capacity fault: fleet overrides matching it fail with `code`. Unset fields match anything. */
 export interface CapacityFault {
   instanceType?: string;
@@ -115,6 +118,10 @@ export class AwsEmulatorProxy {
   readonly endpoint: string;
   /** Calls clients made through the proxy, by `service:Action` (e.g. `ec2:CreateFleet`). */
   readonly calls = new Map<string, number>();
+  /** Requests being answered now (a fake-clock driver waits for 0 before moving time on). */
+  inFlight = 0;
+  /** Fleet overrides failed by an injected {@link CapacityFault} so far (reset by {@link reset}). */
+  capacityErrorsInjected = 0;
   private faults: CapacityFault[] = [];
   private throttles = new Map<string, number>();
   private readonly tables = new Map<string, PriceTable>();
@@ -122,6 +129,11 @@ export class AwsEmulatorProxy {
   private readonly zonesByRegion = new Map<string, string[]>();
   private readonly imagesByRegion = new Map<string, Promise<Record<string, string>>>();
   private readonly clients = new Map<string, EC2Client>();
+  /** Answers of {@link STATIC_EC2_ACTIONS} by `region body` (kept across {@link reset}: moto's catalogue is fixed). */
+  private readonly staticAnswers = new Map<
+    string,
+    { status: number; headers: Record<string, string>; body: string }
+  >();
 
   private constructor(
     private readonly server: http.Server,
@@ -135,6 +147,8 @@ export class AwsEmulatorProxy {
   static async start(opts: AwsEmulatorProxyOptions): Promise<AwsEmulatorProxy> {
     let proxy: AwsEmulatorProxy | undefined;
     const server = http.createServer((req, res) => {
+      proxy!.inFlight++;
+      res.once('close', () => proxy!.inFlight--);
       void proxy!.handle(req, res).catch((err: unknown) => {
         opts.onError?.(err, `${req.method} ${req.url}`);
         if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain' });
@@ -189,6 +203,7 @@ export class AwsEmulatorProxy {
     if (!res.ok) throw new Error(`moto reset failed: HTTP ${res.status}`);
     this.clearFaults();
     this.calls.clear();
+    this.capacityErrorsInjected = 0;
     this.subnetZones.clear();
   }
 
@@ -255,6 +270,7 @@ export class AwsEmulatorProxy {
       if (action === 'CreateFleet') return this.createFleet(req, res, region, form);
       if (action === 'DescribeSpotPriceHistory') return this.spotPriceHistory(res, region, form);
       if (action === 'DescribeLaunchTemplates') return this.describeLaunchTemplates(req, res, form);
+      if (STATIC_EC2_ACTIONS.has(action)) return this.forwardCached(req, res, region, body);
     }
     return this.forward(req, res, body);
   }
@@ -286,6 +302,31 @@ export class AwsEmulatorProxy {
     if (url === '/capenter-proxy/calls' && req.method === 'GET')
       return json(200, Object.fromEntries(this.calls));
     return json(404, { error: `unknown control endpoint ${req.method} ${url}` });
+  }
+
+  /**
+   * Forwards a request whose answer never changes in moto (its instance-type catalogue) once per region and body,
+   * then answers from memory: moto takes 2–3 s of CPU for each page of `DescribeInstanceTypes`, and every new
+   * provider (each operator start) asks again. Only successful answers are kept.
+   */
+  private async forwardCached(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    region: string,
+    body: string,
+  ): Promise<void> {
+    const key = `${region} ${body}`;
+    let hit = this.staticAnswers.get(key);
+    if (!hit) {
+      const out = await this.upstream(req, body);
+      if (out.status !== 200) {
+        res.writeHead(out.status, out.headers).end(out.body);
+        return;
+      }
+      hit = out;
+      this.staticAnswers.set(key, hit);
+    }
+    res.writeHead(hit.status, hit.headers).end(hit.body);
   }
 
   /** Forwards a request to moto with `body` (possibly rewritten) and returns moto's answer as is. */
@@ -362,6 +403,7 @@ export class AwsEmulatorProxy {
         (x.times === undefined || x.times > 0),
     );
     if (f && f.times !== undefined) f.times--;
+    if (f) this.capacityErrorsInjected++;
     return f;
   }
 
