@@ -28,9 +28,9 @@ import { prepareEmulator } from '../../src/sim/aws/emulator.ts';
 import { Ec2NodeJoiner } from '../../src/sim/aws/joiner.ts';
 import type { AwsEmulatorProxy } from '../../src/sim/aws/proxy.ts';
 import { type SimulatedCluster, startSimulatedCluster } from '../../src/sim/cluster.ts';
-import { nominatedPodUids } from '../../src/state/cluster.ts';
 import { KubeNodeWriter } from '../../src/state/kwoknodes.ts';
 import { FAULT_KINDS, type FaultEvent, type FaultKind, faultSchedule } from './faults.ts';
+import { budgetCount, duplicateLaunches } from './invariants.ts';
 import { API_FAULT_KINDS, type ApiFaultKind, startFaultProxy } from './proxy.ts';
 import { buildScenario } from './scenario.ts';
 
@@ -472,38 +472,8 @@ export async function runSoak(opts: RunOptions): Promise<RunResult> {
         const node = nc.status?.nodeName ? nodes.get(nc.status.nodeName) : undefined;
         return node?.spec?.taints?.some((t) => t.key === 'karpenter.sh/disrupted') ?? false;
       };
-      // disruption budgets: graceful disruptions (not expiration, not lifecycle deletions) within the budget. As
-      // upstream's BuildDisruptionBudgetMapping, only NodeClaims whose Node still exists count: once the Node is
-      // gone (drained, instance terminated) only the NodeClaim's finalizer is left, and upstream's state node is no
-      // longer Initialized (it needs a Node). Such NodeClaims are counted apart (`budgetNodeGoneSteps`).
-      let nodeGone = 0;
-      const disrupting = mine.filter((nc) => {
-        const node = nc.status?.nodeName ? nodes.get(nc.status.nodeName) : undefined;
-        const tainted = node?.spec?.taints?.some((t) => t.key === 'karpenter.sh/disrupted') ?? false;
-        if (!nc.metadata.deletionTimestamp && !tainted) return false;
-        if (!node && cond(nc, 'Initialized')) {
-          nodeGone++;
-          return false;
-        }
-        if (!cond(nc, 'Initialized')) return false;
-        // an instance that vanished is an involuntary disruption: budgets do not apply
-        if (provider.vanished.has(nc.status?.providerID ?? '')) return false;
-        const exp = nc.spec.expireAfter;
-        const created = Date.parse(nc.metadata.creationTimestamp ?? '');
-        if (exp && exp !== 'Never' && now >= created + parseDuration(exp) * 1000) return false;
-        return true;
-      });
-      const budgets = (np.spec.disruption?.budgets ?? [{ nodes: '10%' }]) as {
-        nodes: string;
-        schedule?: string;
-      }[];
-      const allowed = Math.min(
-        ...budgets.map((b) =>
-          b.nodes.endsWith('%')
-            ? Math.ceil((mine.length * Number(b.nodes.slice(0, -1))) / 100)
-            : Number(b.nodes),
-        ),
-      );
+      // disruption budgets: graceful disruptions in progress within the budget (rules in invariants.ts)
+      const { disrupting, allowed, nodeGone } = budgetCount(np, mine, nodes, now, provider.vanished);
       if (disrupting.length <= allowed && disrupting.length + nodeGone > allowed) budgetNodeGoneSteps++;
       if (disrupting.length > allowed)
         violations.push({
@@ -611,15 +581,7 @@ export async function runSoak(opts: RunOptions): Promise<RunResult> {
         .filter((p) => !p.spec?.nodeName && !p.metadata.deletionTimestamp)
         .map((p) => p.metadata.uid ?? ''),
     );
-    const claims = new Map<string, string[]>();
-    for (const nc of ncs) {
-      if (nc.metadata.deletionTimestamp || cond(nc, 'Initialized')) continue;
-      for (const uid of nominatedPodUids(nc)) {
-        if (!pending.has(uid)) continue;
-        claims.set(uid, [...(claims.get(uid) ?? []), nc.metadata.name ?? '']);
-      }
-    }
-    const dup = [...claims].filter(([, names]) => names.length > 1);
+    const dup = [...duplicateLaunches(ncs, nodes, pending)];
     // enough state to tell a real double launch from a lagging status write when it shows up again
     const describe = (name: string): string => {
       const nc = ncs.find((n) => n.metadata.name === name);
