@@ -8,9 +8,19 @@ import { API_FAULT_KINDS, type ApiFaultKind } from './proxy.ts';
 
 /**
  * Every fault kind of the soak: API-server faults, controller restarts, provider and node faults (ICE, never
- * registers, never Ready, instance vanishes behind the controller's back), clock jumps.
+ * registers, never Ready, instance vanishes behind the controller's back), clock jumps, and a launch whose reply is
+ * lost after the instance was created, followed by a restart (`lostLaunch`: the process died between the
+ * cloud provider's create and the NodeClaim status write).
  */
-export type FaultKind = ApiFaultKind | 'restart' | 'ice' | 'noRegister' | 'notReady' | 'vanish' | 'clockJump';
+export type FaultKind =
+  | ApiFaultKind
+  | 'restart'
+  | 'ice'
+  | 'noRegister'
+  | 'notReady'
+  | 'vanish'
+  | 'clockJump'
+  | 'lostLaunch';
 
 /** All fault kinds in a stable order (the soak asserts a count for each). */
 export const FAULT_KINDS: readonly FaultKind[] = [
@@ -21,6 +31,7 @@ export const FAULT_KINDS: readonly FaultKind[] = [
   'notReady',
   'vanish',
   'clockJump',
+  'lostLaunch',
 ];
 
 /** One scheduled fault: at step `step`, `kind` armed `n` times (`restart`: down for `n` steps; `clockJump`: `n` minutes). */

@@ -126,13 +126,28 @@ export class FaultyProvider implements CloudProvider {
   supportedNodeClasses() {
     return this.inner.supportedNodeClasses();
   }
+  /** Launches still to lose (see {@link create}). */
+  lostLaunch = 0;
+  lostLaunchInjected = 0;
+  /** Called when a launch reply was lost: the soak restarts the operator at once. */
+  onLostLaunch: (() => void) | undefined;
   async create(nc: NodeClaim) {
     if (this.ice > 0) {
       this.ice--;
       this.iceInjected++;
       throw new InsufficientCapacityError(`soak: no capacity for NodeClaim ${nc.metadata.name}`);
     }
-    return this.inner.create(nc);
+    const created = await this.inner.create(nc);
+    if (this.lostLaunch > 0) {
+      // the instance exists, the caller never hears of it, and the process dies before the status write
+      this.lostLaunch--;
+      this.lostLaunchInjected++;
+      this.onLostLaunch?.();
+      throw new Error(
+        `soak: the reply of the launch of NodeClaim ${nc.metadata.name} was lost (${created.status?.providerID} exists)`,
+      );
+    }
+    return created;
   }
   delete(nc: NodeClaim) {
     return this.inner.delete(nc);
@@ -419,6 +434,16 @@ export async function runSoak(opts: RunOptions): Promise<RunResult> {
   /** When the last clock jump landed: deadlines restart there (the controllers have not had a chance yet). */
   let lastJumpAt = 0;
   let restartAt: number | undefined;
+  /** A launch reply was lost (`lostLaunch`): the operator restarts before the next tick. */
+  let pendingRestart = false;
+  provider.onLostLaunch = () => {
+    pendingRestart = true;
+  };
+  if (aws)
+    aws.proxy.onFleetReplyLost = () => {
+      pendingRestart = true;
+    };
+  const lostRepliesBefore = aws?.proxy.lostFleetReplies ?? 0;
   const startOperator = async () => {
     operator = createOperator({
       kubeconfig,
@@ -449,6 +474,15 @@ export async function runSoak(opts: RunOptions): Promise<RunResult> {
   };
   const advance = async (ms: number) => {
     for (let t = 0; t < ms; t += 2000) {
+      if (pendingRestart) {
+        // the process died right after the launch: the new one finds the NodeClaim without its instance
+        pendingRestart = false;
+        if (operator) {
+          await operator.stop();
+          operator = undefined;
+          await startOperator();
+        }
+      }
       await awsSettled();
       await clock.tick(Math.min(2000, ms - t));
       await sleep(8);
@@ -529,7 +563,10 @@ export async function runSoak(opts: RunOptions): Promise<RunResult> {
     if (aws && step % 3 !== 0) return;
     const instances = await provider.inner.list();
     const byId = new Set(ncs.map((n) => n.status?.providerID).filter(Boolean));
-    const byName = new Set(ncs.map((n) => n.metadata.name));
+    // an instance is accounted for by the NodeClaim with its provider ID, or by its NodeClaim (by name) while that
+    // NodeClaim has no provider ID yet; an instance whose NodeClaim points at another one (a launch whose reply was
+    // lost, then launched again) is a leak for GC to clean up
+    const byName = new Set(ncs.filter((n) => !n.status?.providerID).map((n) => n.metadata.name));
     const live = new Set<string>();
     for (const inst of instances) {
       const id = inst.status?.providerID ?? '';
@@ -641,6 +678,9 @@ export async function runSoak(opts: RunOptions): Promise<RunResult> {
             if (f.n === 0) await startOperator();
             else restartAt = step + f.n;
           }
+        } else if (f.kind === 'lostLaunch') {
+          if (aws) aws.proxy.loseFleetReplies(f.n);
+          else provider.lostLaunch += f.n;
         } else if (f.kind === 'ice') {
           if (aws) aws.proxy.injectCapacityError({ times: f.n });
           else provider.ice += f.n;
@@ -663,6 +703,7 @@ export async function runSoak(opts: RunOptions): Promise<RunResult> {
     faultsActive = false;
     proxy.disarm();
     provider.ice = 0;
+    provider.lostLaunch = 0;
     aws?.proxy.clearFaults();
     noRegisterArmed = 0;
     notReadyArmed = 0;
@@ -724,6 +765,9 @@ export async function runSoak(opts: RunOptions): Promise<RunResult> {
   } finally {
     for (const k of API_FAULT_KINDS) injected[k] = proxy.injected[k];
     injected.ice = provider.iceInjected + (aws ? aws.proxy.capacityErrorsInjected - capacityErrorsBefore : 0);
+    injected.lostLaunch =
+      provider.lostLaunchInjected + (aws ? aws.proxy.lostFleetReplies - lostRepliesBefore : 0);
+    if (aws) aws.proxy.onFleetReplyLost = undefined;
     aws?.proxy.clearFaults();
     await awsSetup?.stop().catch(() => {});
     await operator?.stop().catch(() => {});

@@ -110,11 +110,12 @@ describe('soak run (aws, moto)', () => {
     await emu?.stop();
   });
 
-  it('a short seeded run launches through CreateFleet, injects capacity errors at the emulator and never-joining instances, and keeps every invariant', async () => {
-    // the scenario of seed 49, an explicit fault schedule: the first launches meet capacity errors and a kubelet
-    // that never joins, then API faults, a vanished instance and a restart
+  it('a short seeded run launches through CreateFleet, injects capacity errors, a lost fleet reply and never-joining instances, and keeps every invariant', async () => {
+    // the scenario of seed 49, an explicit fault schedule: the first launches meet capacity errors, a kubelet that
+    // never joins and a lost fleet reply (launched twice: GC must terminate the instance no NodeClaim points at),
+    // then API faults, a vanished instance and a restart
     const faults = parseSchedule(
-      '0:ice:2,0:noRegister:1,4:error500:3,6:conflict409:2,8:vanish:1,10:restart:1,12:watchClose:2,15:gone410:1',
+      '0:ice:2,0:noRegister:1,1:lostLaunch:1,4:error500:3,6:conflict409:2,8:vanish:1,10:restart:1,12:watchClose:2,15:gone410:1',
     );
     const r = await runSoak({ seed: 49, steps: 30, faults, aws: emu });
     expect(
@@ -129,6 +130,7 @@ describe('soak run (aws, moto)', () => {
     expect(r.injected.vanish).toBeGreaterThan(0);
     expect(r.injected.ice, 'fleet overrides failed by the emulator proxy').toBeGreaterThan(0);
     expect(r.injected.noRegister, 'instances whose kubelet never joined').toBeGreaterThan(0);
+    expect(r.injected.lostLaunch, 'fleet replies lost after the launch').toBe(1);
   }, 300_000);
 });
 

@@ -20,7 +20,8 @@
  * - Pricing `GetProducts` (moto has no Pricing API): on-demand Linux prices from the price table, in the Price List
  *   JSON shape.
  * - Faults: capacity errors per offering ({@link AwsEmulatorProxy.injectCapacityError}), `RequestLimitExceeded`
- *   throttling per action ({@link AwsEmulatorProxy.throttle}).
+ *   throttling per action ({@link AwsEmulatorProxy.throttle}), lost fleet replies
+ *   ({@link AwsEmulatorProxy.loseFleetReplies}).
  * - Counters of the calls clients made, by `service:Action` ({@link AwsEmulatorProxy.calls}).
  *
  * Listens on 127.0.0.1 only. Control endpoints for out-of-process users (JSON): `POST /capenter-proxy/faults`
@@ -118,6 +119,12 @@ export class AwsEmulatorProxy {
   readonly endpoint: string;
   /** Calls clients made through the proxy, by `service:Action` (e.g. `ec2:CreateFleet`). */
   readonly calls = new Map<string, number>();
+  /** Fleet replies still to lose (see {@link loseFleetReplies}). */
+  private repliesToLose = 0;
+  /** CreateFleet calls that launched but answered an error (see {@link loseFleetReplies}; reset by {@link reset}). */
+  lostFleetReplies = 0;
+  /** Called with the instance IDs of each launch whose reply was lost. */
+  onFleetReplyLost: ((instanceIds: string[]) => void) | undefined;
   /** Requests being answered now (a fake-clock driver waits for 0 before moving time on). */
   inFlight = 0;
   /** Fleet overrides failed by an injected {@link CapacityFault} so far (reset by {@link reset}). */
@@ -174,10 +181,19 @@ export class AwsEmulatorProxy {
     this.throttles.set(action, (this.throttles.get(action) ?? 0) + times);
   }
 
+  /**
+   * The next `times` CreateFleet calls that launch an instance answer `500 InternalError` instead of the fleet: the
+   * instance exists and the caller does not know (a reply lost on the way, or a process that died right after).
+   */
+  loseFleetReplies(times: number): void {
+    this.repliesToLose += times;
+  }
+
   /** Drops every fault and throttle. */
   clearFaults(): void {
     this.faults = [];
     this.throttles.clear();
+    this.repliesToLose = 0;
   }
 
   /** The price table used for `region` (mutable: tests change prices in place). */
@@ -204,6 +220,7 @@ export class AwsEmulatorProxy {
     this.clearFaults();
     this.calls.clear();
     this.capacityErrorsInjected = 0;
+    this.lostFleetReplies = 0;
     this.subnetZones.clear();
   }
 
@@ -508,6 +525,13 @@ export class AwsEmulatorProxy {
     if (out.status === 200) {
       const ids = [...text.matchAll(/<item>(i-[0-9a-zA-Z]+)<\/item>/g)].map((m) => m[1]!);
       await this.applyTemplate(region, spec, ids);
+      if (ids.length > 0 && this.repliesToLose > 0) {
+        // launched, but the caller hears a retryable server error (its SDK retries and launches again)
+        this.repliesToLose--;
+        this.lostFleetReplies++;
+        this.onFleetReplyLost?.(ids);
+        return this.ec2Error(res, 500, 'InternalError', 'An internal error has occurred');
+      }
       if (errorXml) {
         text = /<errorSet\s*\/>/.test(text)
           ? text.replace(/<errorSet\s*\/>/, `<errorSet>${errorXml}</errorSet>`)
