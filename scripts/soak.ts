@@ -2,18 +2,23 @@
  * Fault-injection soak (issue 16), kwok or aws provider:
  *
  *   npm run soak -- --runs N --seed S [--provider kwok|aws] [--steps K] [--parallel P] [--faults step:kind:n,...]
- *                   [--min-each M] [--known invariant,...] [--bad-inputs N] [--no-shrink]
+ *                   [--minutes M] [--run-timeout T] [--min-each M] [--known invariant,...] [--bad-inputs N]
+ *                   [--no-shrink] [--log-file path]
  *
  * `--provider aws` starts one AWS emulator (moto behind the capenter proxy, `scripts/install-moto.sh` installs moto
  * once) per process that runs runs; its runs use it one after the other, each with its own cluster name.
  *
- * Run `i` uses seed `S + i`; with `--parallel P` the runs go to P worker processes (the runs mostly wait on
- * loopback HTTP and the fake clock's pacing, so P > cores still pays). Each run builds a seeded scenario and fault schedule (test/soak/) and checks the
+ * Run `i` uses seed `S + i`; with `--parallel P` the runs go to P worker processes, one seed at a time each (the
+ * runs mostly wait on loopback HTTP and the fake clock's pacing, so P > cores still pays). `--minutes M` starts no
+ * run after M minutes (runs in flight finish; without `--runs` the number of runs is then unbounded). A run that
+ * takes longer than `--run-timeout` real seconds (default 1200) is a failure (`timeout`, a hang): its worker process
+ * group (with its emulator) is killed and a new worker takes the next seed; in-process (`--parallel 1`) the soak
+ * stops there. Each run builds a seeded scenario and fault schedule (test/soak/) and checks the
  * invariants after every step. A failing run prints its seed, a replay command, and its fault schedule shrunk
  * to the smallest one found that still fails. At the end the faults injected per kind are printed; with
  * `--min-each M` the exit code is 1 when any kind was injected fewer than M times. Exit 1 on any violation.
  */
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { Command } from 'commander';
 import type { AwsEmulator } from '../test/aws/moto.ts';
@@ -50,13 +55,23 @@ async function shrink(seed: number, steps: number, faults: FaultEvent[], invaria
 }
 
 const program = new Command('soak')
-  .option('--runs <n>', 'number of runs', int, 10)
+  .option('--runs <n>', 'number of runs (default 10; unbounded with --minutes)', int, 10)
+  .option('--minutes <m>', 'start no run after this many minutes (real time)', Number)
+  .option(
+    '--run-timeout <seconds>',
+    'a run taking longer than this (real seconds) fails as a hang and its worker is killed',
+    int,
+    1200,
+  )
   .option('--seed <s>', 'seed of the first run', int, 1)
   .option('--provider <name>', 'cloud provider: kwok (in-process Nodes) or aws (moto emulator)', 'kwok')
   .option('--steps <k>', 'steps per run (10 fake seconds each)', int, 200)
   .option('--faults <schedule>', 'explicit fault schedule step:kind:n,... (replay)')
   .option('--min-each <m>', 'fail unless every fault kind was injected at least m times', int, 0)
-  .option('--log-file <path>', "append the operator's logs to this file")
+  .option(
+    '--log-file <path>',
+    "append the operator's logs to this file ({seed} in the path: one file per run)",
+  )
   .option(
     '--known <invariants>',
     'comma-separated invariants whose violations are reported as KNOWN (open bugs) without failing the soak',
@@ -69,8 +84,8 @@ const program = new Command('soak')
     1,
   )
   .option(
-    '--worker <seeds>',
-    'internal: run these comma-separated seeds and print one SOAK-RESULT JSON line each',
+    '--worker',
+    'internal: run the seeds read from stdin (one per line), one SOAK-RESULT JSON line each',
   )
   .option(
     '--bad-inputs <n>',
@@ -92,10 +107,23 @@ const o = program.opts<{
   logFile?: string;
   known: string;
   parallel: number;
-  worker?: string;
+  worker?: boolean;
   badInputs: number;
+  minutes?: number;
+  runTimeout: number;
   provider: string;
 }>();
+if (o.minutes !== undefined && !(o.minutes > 0)) {
+  console.error(`--minutes: expected a positive number, got "${o.minutes}"`);
+  process.exit(2);
+}
+/** Runs to start at most: `--runs`, or unbounded when only `--minutes` bounds the soak. */
+const maxRuns =
+  o.minutes !== undefined && program.getOptionValueSource('runs') === 'default'
+    ? Number.POSITIVE_INFINITY
+    : o.runs;
+/** Real-time instant (ms) after which no run starts. */
+const deadline = o.minutes !== undefined ? Date.now() + o.minutes * 60_000 : Number.POSITIVE_INFINITY;
 if (o.provider !== 'kwok' && o.provider !== 'aws') {
   console.error(`--provider: expected kwok or aws, got "${o.provider}"`);
   process.exit(2);
@@ -121,12 +149,16 @@ const runOne = async (seed: number): Promise<RunResult> =>
     seed,
     steps: o.steps,
     ...(o.faults !== undefined ? { faults: parseSchedule(o.faults) } : {}),
-    ...(o.logFile ? { logFile: o.logFile } : {}),
+    ...(o.logFile ? { logFile: o.logFile.replaceAll('{seed}', String(seed)) } : {}),
   });
 
-if (o.worker !== undefined) {
-  // worker mode: one JSON line per run on stdout, nothing else
-  for (const seed of o.worker.split(',').map(int)) {
+type Result = RunResult & { realSeconds: number };
+
+if (o.worker) {
+  // worker mode: seeds from stdin, one JSON line per run on stdout, nothing else
+  for await (const line of createInterface({ input: process.stdin })) {
+    if (!line.trim()) continue;
+    const seed = int(line.trim());
     const t0 = Date.now();
     const r = await runOne(seed);
     process.stdout.write(`${RESULT}${JSON.stringify({ ...r, realSeconds: (Date.now() - t0) / 1000 })}\n`);
@@ -135,41 +167,124 @@ if (o.worker !== undefined) {
   process.exit(0);
 }
 
-/** Runs `seeds` in `parallel` worker processes (seed i goes to worker i mod parallel); yields results as they come. */
-async function* inWorkers(
-  seeds: number[],
-  parallel: number,
-): AsyncGenerator<RunResult & { realSeconds: number }> {
-  const queue: (RunResult & { realSeconds: number })[] = [];
+/**
+ * The failing result of a run that did not finish: `timeout` (past `--run-timeout`) or `crash` (its worker process
+ * died). Its fault schedule is unknown here (the seed draws it again on replay).
+ */
+function unfinished(seed: number, seconds: number, invariant: 'timeout' | 'crash', detail: string): Result {
+  return {
+    seed,
+    steps: o.steps,
+    faults: [],
+    injected: Object.fromEntries(FAULT_KINDS.map((k) => [k, 0])) as Record<FaultKind, number>,
+    violations: [{ step: -1, invariant, detail }],
+    settleSeconds: undefined,
+    maxNodeClaims: 0,
+    evictions: 0,
+    budgetNodeGoneSteps: 0,
+    realSeconds: seconds,
+  };
+}
+const TIMEOUT_DETAIL = `the run did not finish within ${o.runTimeout} s (real time): a hang; replay it alone with --log-file to see where`;
+
+/** The next seed to run, or undefined once `maxRuns` were started or the `--minutes` deadline passed. */
+let started = 0;
+function nextSeed(): number | undefined {
+  if (started >= maxRuns || Date.now() >= deadline) return undefined;
+  return o.seed + started++;
+}
+
+/**
+ * Runs seeds in `parallel` worker processes, each handed one seed at a time on its stdin; yields results as they
+ * come. A worker whose run passes `--run-timeout` is killed with its process group (its AWS emulator included), the
+ * run is yielded as a `timeout` failure, and a new worker takes over.
+ */
+async function* inWorkers(parallel: number): AsyncGenerator<Result> {
+  const queue: Result[] = [];
   let wake: (() => void) | undefined;
   let running = 0;
+  const workers = new Set<ChildProcess>();
   const passthrough = process.argv.slice(2).filter((a, i, all) => {
     const flag = a.split('=')[0];
-    if (flag === '--parallel' || flag === '--runs' || flag === '--seed') return false;
-    const prev = all[i - 1];
-    return !(prev === '--parallel' || prev === '--runs' || prev === '--seed');
+    const dropped = ['--parallel', '--runs', '--seed', '--minutes'];
+    if (dropped.includes(flag ?? '')) return false;
+    return !dropped.includes(all[i - 1] ?? '');
   });
-  for (let w = 0; w < parallel; w++) {
-    const mine = seeds.filter((_, i) => i % parallel === w);
-    if (mine.length === 0) continue;
+  const startWorker = (): void => {
+    const seed = nextSeed();
+    if (seed === undefined) return;
     running++;
-    const child = spawn(
+    const child: ChildProcess = spawn(
       process.execPath,
-      [...process.execArgv, process.argv[1] ?? '', ...passthrough, '--worker', mine.join(',')],
-      { stdio: ['ignore', 'pipe', 'inherit'] },
+      [...process.execArgv, process.argv[1] ?? '', ...passthrough, '--worker'],
+      { stdio: ['pipe', 'pipe', 'inherit'], detached: true },
     );
-    const lines = createInterface({ input: child.stdout });
-    lines.on('line', (line) => {
-      if (!line.startsWith(RESULT)) return;
+    let current: { seed: number; t0: number; timer: NodeJS.Timeout } | undefined;
+    let killed = false;
+    const give = (s: number) => {
+      const t0 = Date.now();
+      const timer = setTimeout(() => {
+        killed = true;
+        queue.push(unfinished(s, (Date.now() - t0) / 1000, 'timeout', TIMEOUT_DETAIL));
+        current = undefined;
+        try {
+          process.kill(-(child.pid ?? 0), 'SIGKILL');
+        } catch {
+          child.kill('SIGKILL');
+        }
+      }, o.runTimeout * 1000);
+      current = { seed: s, t0, timer };
+      child.stdin?.write(`${s}\n`);
+    };
+    give(seed);
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      if (!line.startsWith(RESULT) || killed) return;
+      if (current) clearTimeout(current.timer);
+      current = undefined;
       queue.push(JSON.parse(line.slice(RESULT.length)));
+      const s = nextSeed();
+      if (s === undefined) child.stdin?.end();
+      else give(s);
       wake?.();
     });
-    child.on('exit', (code) => {
+    workers.add(child);
+    child.on('exit', (code, signal) => {
       running--;
-      if (code !== 0) console.log(`worker ${w} (seeds ${mine.join(',')}) exited with ${code}`);
+      workers.delete(child);
+      const diedMidRun = current !== undefined;
+      if (current) {
+        // died mid-run (not by our timeout): a crash of the whole process
+        clearTimeout(current.timer);
+        const seconds = (Date.now() - current.t0) / 1000;
+        const r = unfinished(
+          current.seed,
+          seconds,
+          'crash',
+          `worker process exited (${signal ?? code}) during the run`,
+        );
+        queue.push(r);
+        current = undefined;
+      } else if (code !== 0 && !killed) console.log(`a worker exited with ${signal ?? code}`);
+      if (killed || diedMidRun) startWorker(); // the lost worker's successor takes the next seed
       wake?.();
     });
-  }
+  };
+  // workers lead their own process groups (so a timeout kills a worker's emulator too): pass Ctrl-C on to them
+  const killAll = () => {
+    for (const w of workers)
+      try {
+        process.kill(-(w.pid ?? 0), 'SIGKILL');
+      } catch {
+        // already gone
+      }
+  };
+  process.on('exit', killAll);
+  for (const sig of ['SIGINT', 'SIGTERM'] as const)
+    process.on(sig, () => {
+      killAll();
+      process.exit(130);
+    });
+  for (let w = 0; w < parallel; w++) startWorker();
   while (running > 0 || queue.length > 0) {
     const next = queue.shift();
     if (next) {
@@ -183,22 +298,31 @@ async function* inWorkers(
   }
 }
 
-async function* sequential(seeds: number[]): AsyncGenerator<RunResult & { realSeconds: number }> {
-  for (const seed of seeds) {
+/** Runs seeds one after the other in this process; a run past `--run-timeout` is yielded as a failure and ends the soak. */
+async function* sequential(): AsyncGenerator<Result> {
+  for (let seed = nextSeed(); seed !== undefined; seed = nextSeed()) {
     const t0 = Date.now();
-    const r = await runOne(seed);
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<'timeout'>((r) => {
+      timer = setTimeout(() => r('timeout'), o.runTimeout * 1000);
+    });
+    const r = await Promise.race([runOne(seed), timeout]);
+    clearTimeout(timer);
+    if (r === 'timeout') {
+      yield unfinished(seed, (Date.now() - t0) / 1000, 'timeout', TIMEOUT_DETAIL);
+      return; // the hung run still holds this process: stop here
+    }
     yield { ...r, realSeconds: (Date.now() - t0) / 1000 };
   }
 }
 
 const totals = Object.fromEntries(FAULT_KINDS.map((k) => [k, 0])) as Record<FaultKind, number>;
 const failures: RunResult[] = [];
-const started = Date.now();
+const soakStart = Date.now();
 let totalSteps = 0;
 let nodeGoneSteps = 0;
 let done = 0;
-const seeds = Array.from({ length: o.runs }, (_, i) => o.seed + i);
-for await (const r of o.parallel > 1 ? inWorkers(seeds, o.parallel) : sequential(seeds)) {
+for await (const r of o.parallel > 1 ? inWorkers(o.parallel) : sequential()) {
   done++;
   const seed = r.seed;
   totalSteps += o.steps;
@@ -207,7 +331,7 @@ for await (const r of o.parallel > 1 ? inWorkers(seeds, o.parallel) : sequential
   const unknown = r.violations.filter((v) => !known.has(v.invariant)).length;
   const status = unknown === 0 ? 'ok' : `FAIL (${unknown} violations)`;
   console.log(
-    `run ${done}/${o.runs} seed ${seed}: ${status}; ${r.faults.length} faults scheduled, ${Object.values(r.injected).reduce((a, b) => a + b, 0)} injected; max ${r.maxNodeClaims} NodeClaims; ${r.evictions} evictions/pod deletions; settled in ${r.settleSeconds ?? 'never'} s; ${r.realSeconds.toFixed(1)} s real`,
+    `run ${done}/${Number.isFinite(maxRuns) ? maxRuns : '-'} seed ${seed}: ${status}; ${r.faults.length} faults scheduled, ${Object.values(r.injected).reduce((a, b) => a + b, 0)} injected; max ${r.maxNodeClaims} NodeClaims; ${r.evictions} evictions/pod deletions; settled in ${r.settleSeconds ?? 'never'} s; ${r.realSeconds.toFixed(1)} s real`,
   );
   const knownHere = r.violations.filter((v) => known.has(v.invariant));
   if (knownHere.length > 0) {
@@ -222,7 +346,7 @@ for await (const r of o.parallel > 1 ? inWorkers(seeds, o.parallel) : sequential
     failures.push(r);
     // first violation of each invariant (the same one usually repeats every step until it clears)
     const firsts = [...new Map(r.violations.map((v) => [v.invariant, v])).values()];
-    for (const v of firsts) console.log(`  step ${v.step} [${v.invariant}] ${v.detail.slice(0, 400)}`);
+    for (const v of firsts) console.log(`  step ${v.step} [${v.invariant}] ${v.detail.slice(0, 2000)}`);
   }
 }
 // failing runs: print, shrink (sequentially, in this process) and give the replay command
@@ -231,6 +355,13 @@ for (const r of failures) {
   console.log(`\nseed ${r.seed}: ${r.violations.length} violations (${kinds.join(', ')})`);
   const first = r.violations[0]?.invariant ?? '';
   let sched = r.faults;
+  if (r.violations[0]?.step === -1) {
+    // unfinished (hang or dead worker): the seed alone replays it
+    console.log(
+      `  replay: npm run soak -- --runs 1 --seed ${r.seed} --steps ${o.steps}${o.provider === 'aws' ? ' --provider aws' : ''} --log-file /tmp/soak-${r.seed}.log`,
+    );
+    continue;
+  }
   if (o.shrink && first !== 'crash') {
     sched = await shrink(r.seed, o.steps, r.faults, first, o.shrinkRuns);
     console.log(`  shrunk fault schedule: ${r.faults.length} → ${sched.length} faults`);
@@ -241,7 +372,7 @@ for (const r of failures) {
 }
 await stopEmulator();
 console.log(
-  `\nsoak (${o.provider}): ${o.runs} runs × ${o.steps} steps (${totalSteps} steps) in ${((Date.now() - started) / 1000).toFixed(0)} s; ${failures.length} failing runs; ${knownCount} known violations (${[...known].join(', ') || 'none listed'})`,
+  `\nsoak (${o.provider}): ${done} runs × ${o.steps} steps (${totalSteps} steps) in ${((Date.now() - soakStart) / 1000).toFixed(0)} s; ${failures.length} failing runs; ${knownCount} known violations (${[...known].join(', ') || 'none listed'})`,
 );
 console.log(
   `budget checks passed only because a deleting NodeClaim's Node was already gone (not counted, as upstream): ${nodeGoneSteps}`,

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Node } from '../../src/apis/core.ts';
 import type { NodeClaim, NodePool } from '../../src/apis/karpenter.ts';
-import { budgetCount, duplicateLaunches } from './invariants.ts';
+import { budgetCount, describeDisrupting, duplicateLaunches } from './invariants.ts';
 
 const NOW = Date.parse('2026-12-01T10:00:00Z');
 
@@ -98,6 +98,26 @@ describe('soak invariant: disruption budget', () => {
     expect(
       budgetCount(pool('1'), ncs, byName(node('n1', { initializedLabel: true })), NOW, new Set()).disrupting,
     ).toHaveLength(1);
+  });
+});
+
+describe('soak invariant: describing a disrupting NodeClaim', () => {
+  it('names deletion age, taint, disruption reason, age, expireAfter, provider ID and the Node', () => {
+    const nc = nodeClaim('a', { node: 'n1', initialized: true, deleting: true });
+    nc.status?.conditions?.push({
+      type: 'DisruptionReason',
+      status: 'True',
+      reason: 'Underutilized',
+      lastTransitionTime: '2026-12-01T09:58:00Z',
+    });
+    const n = node('n1', { disrupted: true });
+    n.status = { conditions: [{ type: 'Ready', status: 'True' }] } as NonNullable<Node['status']>;
+    expect(describeDisrupting(nc, byName(n), NOW)).toBe(
+      'a deleting since 60 s ago tainted disrupted reason Underutilized created 1800 s ago expireAfter 720h kwok://a Node n1 Ready=True',
+    );
+    expect(describeDisrupting(nodeClaim('b'), byName(), NOW)).toBe(
+      'b not deleting not tainted reason none created 1800 s ago expireAfter 720h kwok://b Node ? Ready=?',
+    );
   });
 });
 

@@ -79,6 +79,30 @@ export function budgetCount(
 }
 
 /**
+ * One line on why a NodeClaim counts as disrupting, for a `disruption-budget` violation: deleting (since when) or
+ * only tainted, its `DisruptionReason` condition (set by the disruption orchestrator; absent for forceful deletions
+ * by other controllers), creation time, `expireAfter`, provider ID and its Node's Ready status. Times are ISO 8601
+ * (cluster clock); ages are seconds before `nowMs`.
+ */
+export function describeDisrupting(nc: NodeClaim, nodes: NodesByName, nowMs: number): string {
+  const node = nodeOf(nc, nodes);
+  const age = (t: string | undefined) => (t ? `${Math.round((nowMs - Date.parse(t)) / 1000)} s ago` : '?');
+  const reason = nc.status?.conditions?.find((c) => c.type === 'DisruptionReason' && c.status === 'True');
+  const ready = node?.status?.conditions?.find((c) => c.type === 'Ready')?.status ?? '?';
+  const tainted = node?.spec?.taints?.some((t) => t.key === 'karpenter.sh/disrupted') ?? false;
+  return [
+    nc.metadata.name,
+    nc.metadata.deletionTimestamp ? `deleting since ${age(nc.metadata.deletionTimestamp)}` : 'not deleting',
+    tainted ? 'tainted disrupted' : 'not tainted',
+    `reason ${reason?.reason ?? 'none'}`,
+    `created ${age(nc.metadata.creationTimestamp)}`,
+    `expireAfter ${nc.spec.expireAfter ?? '?'}`,
+    `${nc.status?.providerID ?? 'no provider ID'}`,
+    `Node ${node?.metadata.name ?? '?'} Ready=${ready}${node?.metadata.deletionTimestamp ? ' deleting' : ''}`,
+  ].join(' ');
+}
+
+/**
  * Pending pods (by UID, from `pending`) listed in the nominated-pods annotation of more than one live (not deleting),
  * uninitialized NodeClaim: pod UID → those NodeClaims' names.
  */

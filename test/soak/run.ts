@@ -30,7 +30,7 @@ import type { AwsEmulatorProxy } from '../../src/sim/aws/proxy.ts';
 import { type SimulatedCluster, startSimulatedCluster } from '../../src/sim/cluster.ts';
 import { KubeNodeWriter } from '../../src/state/kwoknodes.ts';
 import { FAULT_KINDS, type FaultEvent, type FaultKind, faultSchedule } from './faults.ts';
-import { budgetCount, duplicateLaunches } from './invariants.ts';
+import { budgetCount, describeDisrupting, duplicateLaunches } from './invariants.ts';
 import { API_FAULT_KINDS, type ApiFaultKind, startFaultProxy } from './proxy.ts';
 import { buildScenario } from './scenario.ts';
 
@@ -80,7 +80,9 @@ export interface Violation {
     | 'instance-leak'
     | 'nodeclaim-leak'
     | 'eventually-runs'
-    | 'crash';
+    | 'crash'
+    /** the run took longer than the soak's `--run-timeout` (real seconds): a hang, reported by the soak script */
+    | 'timeout';
   detail: string;
 }
 
@@ -513,7 +515,7 @@ export async function runSoak(opts: RunOptions): Promise<RunResult> {
         violations.push({
           step,
           invariant: 'disruption-budget',
-          detail: `NodePool ${pool}: ${disrupting.length} NodeClaims disrupted at once (${disrupting.map((n) => n.metadata.name).join(', ')}) > budget ${allowed} of ${mine.length}`,
+          detail: `NodePool ${pool}: ${disrupting.length} NodeClaims disrupted at once (${disrupting.map((n) => n.metadata.name).join(', ')}) > budget ${allowed} of ${mine.length}: ${disrupting.map((n) => describeDisrupting(n, nodes, now)).join('; ')}`,
         });
       // limits
       const limit = np.spec.limits?.cpu;

@@ -3,6 +3,8 @@
  * what it is armed with (and only on the requests it applies to), two short seeded soak runs on the kwok
  * provider and one on the aws provider (moto) keep every invariant. The CI-sized soak runs from `.ci/run` (`npm run soak`).
  */
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startEmbeddedCluster } from '../../src/sim/apiserver/index.ts';
 import { type AwsEmulator, startAwsEmulator } from '../aws/moto.ts';
@@ -132,6 +134,40 @@ describe('soak run (aws, moto)', () => {
     expect(r.injected.noRegister, 'instances whose kubelet never joined').toBeGreaterThan(0);
     expect(r.injected.lostLaunch, 'fleet replies lost after the launch').toBe(1);
   }, 300_000);
+});
+
+/** Runs `npm run soak -- args` (tsx, as npm does); resolves with its exit code and stdout. */
+function soakScript(args: string[]): Promise<{ code: number; out: string }> {
+  const root = fileURLToPath(new URL('../..', import.meta.url));
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', 'scripts/soak.ts', ...args],
+      { cwd: root, maxBuffer: 16 << 20 },
+      (err, stdout) => resolve({ code: err ? Number(err.code ?? 1) : 0, out: stdout }),
+    );
+  });
+}
+
+describe('soak script: time budget and hang detection', () => {
+  it('--minutes starts runs until the budget is spent (no --runs); --run-timeout fails a run that does not finish, kills its worker and goes on', async () => {
+    const [timed, hung] = await Promise.all([
+      soakScript(['--minutes', '0.05', '--steps', '3', '--parallel', '2', '--no-shrink']),
+      soakScript(['--runs', '3', '--steps', '400', '--parallel', '2', '--run-timeout', '1', '--no-shrink']),
+    ]);
+    // 3 s of budget, runs of 3 steps: at least one run per worker started, and the count is open-ended
+    expect(timed.code, timed.out).toBe(0);
+    expect(timed.out).toMatch(/^run 1\/- seed \d+: ok/m);
+    expect(timed.out).toMatch(/soak \(kwok\): \d+ runs × 3 steps .* 0 failing runs/);
+    // 400-step runs cannot finish in 1 s: each is a timeout, a fresh worker takes the next seed, exit 1
+    expect(hung.code, hung.out).toBe(1);
+    expect(hung.out.match(/\[timeout\] the run did not finish within 1 s/g)).toHaveLength(3);
+    expect(hung.out).toContain('soak (kwok): 3 runs × 400 steps');
+    expect(hung.out).toContain('3 failing runs');
+    expect(hung.out).toContain(
+      'replay: npm run soak -- --runs 1 --seed 3 --steps 400 --log-file /tmp/soak-3.log',
+    );
+  }, 120_000);
 });
 
 describe('bad input (issue 16 §2)', () => {
