@@ -2,8 +2,9 @@
  * Launch templates of the aws provider: one per distinct set of launch options (AMI × user data × security groups
  * × instance profile × block devices × metadata options × tags), named `karpenter.k8s.aws/<hash of the options>`
  * and tagged `karpenter.k8s.aws/cluster=<cluster>`, `karpenter.k8s.aws/ec2nodeclass=<class>` (upstream
- * `pkg/providers/launchtemplate/launchtemplate.go`). Reused while cached; templates of this cluster that no launch
- * used for `ttlSeconds` are deleted by {@link LaunchTemplates.garbageCollect}, and all templates of a deleted
+ * `pkg/providers/launchtemplate/launchtemplate.go`). Reused while cached (an earlier process's templates are taken
+ * into the cache when first listed); templates of this cluster that no launch used for `ttlSeconds` are deleted by
+ * {@link LaunchTemplates.garbageCollect}, and all templates of a deleted
  * EC2NodeClass by {@link LaunchTemplates.deleteForNodeClass}.
  */
 import { createHash } from 'node:crypto';
@@ -284,9 +285,12 @@ export class LaunchTemplates {
   }
 
   /**
-   * Deletes this cluster's templates that no launch of this process used within the TTL (templates it never used,
-   * e.g. left by an earlier process, are deleted; launched instances do not need their template) — except those in
-   * `keep` and those being created. Returns the deleted names.
+   * Deletes this cluster's templates that no launch of this process used within the TTL (launched instances do not
+   * need their template) — except those in `keep` and those being created. A template this process has not seen
+   * yet (left by an earlier process, e.g. before a restart) is taken into the cache as if used now, and reused by
+   * {@link ensure}: it goes only after a TTL without use, as upstream's `hydrateCache` at start and its cache's
+   * eviction (`pkg/providers/launchtemplate`). Returns the deleted names.
+   * @throws the EC2 error of DescribeLaunchTemplates or DeleteLaunchTemplate (a template already gone is not one).
    */
   async garbageCollect(keep: ReadonlySet<string> = new Set()): Promise<string[]> {
     const ttl = (this.deps.ttlSeconds ?? 3600) * 1000;
@@ -295,7 +299,16 @@ export class LaunchTemplates {
     for (const lt of await this.listClusterTemplates()) {
       if (keep.has(lt.name) || this.inflight.has(lt.name)) continue;
       const c = this.cache.get(lt.name);
-      if (c && now - c.lastUsed < ttl) continue;
+      if (!c) {
+        // the template name is a hash of its content: an earlier process's template serves this one's launches
+        this.cache.set(lt.name, {
+          ref: { id: lt.id, name: lt.name },
+          lastUsed: now,
+          nodeClass: lt.nodeClass ?? '',
+        });
+        continue;
+      }
+      if (now - c.lastUsed < ttl) continue;
       await this.deleteTemplate(lt.id, lt.name);
       deleted.push(lt.name);
     }

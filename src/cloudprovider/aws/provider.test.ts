@@ -220,8 +220,20 @@ describe('aws provider against moto + proxy', () => {
     expect(await provider.garbageCollectLaunchTemplates()).toEqual([]);
     expect(await provider.deleteLaunchTemplates('other')).toHaveLength(1);
     expect(await names()).toBe(1);
-    // A fresh provider (restart) has none in use: all of this cluster's templates go.
+    // A fresh provider (restart) takes the earlier process's template into its cache, as upstream's hydrateCache:
+    // kept and reused (no CreateLaunchTemplate), deleted only after a TTL (1 h) without a launch.
     const fresh = awsTestProvider(emu.clientConfig, nodeClasses, shared);
+    expect(await fresh.provider.garbageCollectLaunchTemplates()).toEqual([]);
+    expect(await names()).toBe(1);
+    const creates = emu.proxy.calls.get('ec2:CreateLaunchTemplate') ?? 0;
+    expect(creates).toBeGreaterThan(0);
+    await fresh.provider.create(
+      awsNodeClaim('c', [inReq(LabelInstanceType, ['m5.large']), inReq(LabelCapacityType, ['on-demand'])]),
+    );
+    expect(emu.proxy.calls.get('ec2:CreateLaunchTemplate')).toBe(creates);
+    fresh.clock.advance(3599_000);
+    expect(await fresh.provider.garbageCollectLaunchTemplates()).toEqual([]);
+    fresh.clock.advance(1_000);
     expect(await fresh.provider.garbageCollectLaunchTemplates()).toHaveLength(1);
     expect(await names()).toBe(0);
   });

@@ -1,0 +1,10 @@
+import { startAwsEmulator } from '/work/main/test/aws/moto.ts';
+import { runSoak } from '/work/main/test/soak/run.ts';
+const aws = await startAwsEmulator();
+const t0 = Date.now(); const c0 = process.cpuUsage();
+const r = await runSoak({ seed: 7, steps: 60, aws });
+const c = process.cpuUsage(c0);
+console.log('real', (Date.now() - t0) / 1000, 'node cpu', (c.user + c.system) / 1e6, 'violations', r.violations.length);
+console.log([...aws.proxy.calls].sort((a, b) => b[1] - a[1]).slice(0, 25));
+await aws.stop();
+process.exit(0);
