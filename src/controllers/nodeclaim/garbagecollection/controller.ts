@@ -5,8 +5,12 @@
  * - a Registered NodeClaim whose instance the provider no longer lists (and whose Node is not Ready) is deleted,
  *   counted in `karpenter_nodeclaims_disrupted_total{reason="garbage_collected"}`;
  * - a provider instance with no NodeClaim (by provider ID) that was launched more than `instanceGraceSeconds`
- *   ago (default 30 s, so in-flight launches whose status is not written yet survive) is deleted, and its Node
- *   with it.
+ *   ago (default 30 s) is deleted, and its Node with it.
+ * The provider's instances are listed before the NodeClaims, as upstream's AWS garbage collection does, so a launch
+ * whose provider ID is written between the two lists is seen as claimed. An instance whose NodeClaim (by the name
+ * the provider reports, the `karpenter.sh/nodeclaim` tag on AWS) exists without a provider ID yet is a launch whose
+ * status write is in flight and is kept whatever its age: the grace period alone compares the controller's clock
+ * with the cloud's launch time, and a skew or a slow status write (API errors, a restart) would outlast it.
  */
 import type { NodeClaim } from '../../../apis/karpenter.ts';
 import { isNodeClaimNotFoundError } from '../../../cloudprovider/types.ts';
@@ -65,11 +69,16 @@ export class NodeClaimGarbageCollectionController implements Controller {
     const log = this.opts.logger.child({ controller: this.name });
     const metrics = lifecycleMetrics(this.opts.registry);
     const out: GarbageCollectionResult = { nodeClaims: [], instances: [] };
-    const nodeClaims = (await client.list('NodeClaim')).items;
+    // instances first (upstream's order): a NodeClaim listed after them already names any instance launched before
     const instances = (await cloudProvider.list()).filter((i) => !i.metadata.deletionTimestamp);
+    const nodeClaims = (await client.list('NodeClaim')).items;
     const nodes = (await client.list('Node')).items;
     const cloudIDs = new Set(instances.map((i) => i.status?.providerID).filter((x): x is string => !!x));
     const claimedIDs = new Set(nodeClaims.map((n) => n.status?.providerID).filter((x): x is string => !!x));
+    /** NodeClaims launching: stored, no provider ID written yet. */
+    const launching = new Set(
+      nodeClaims.filter((n) => !n.status?.providerID).map((n) => n.metadata.name as string),
+    );
 
     for (const nc of nodeClaims) {
       const id = nc.status?.providerID;
@@ -97,6 +106,7 @@ export class NodeClaimGarbageCollectionController implements Controller {
     for (const inst of instances) {
       const id = inst.status?.providerID;
       if (!id || claimedIDs.has(id)) continue;
+      if (inst.metadata.name && launching.has(inst.metadata.name)) continue; // its status write is in flight
       const created = Date.parse(inst.metadata.creationTimestamp ?? '');
       if (Number.isFinite(created) && clock.now() - created < grace) continue;
       try {

@@ -1,0 +1,10 @@
+import { spawnSync } from 'node:child_process';
+import { writeFileSync, mkdirSync } from 'node:fs';
+import { startManifests } from '/work/main/bench/start.ts';
+import { bundleController } from '/work/main/bench/provisioning.ts';
+const entry = await bundleController();
+mkdirSync('/tmp/heap', { recursive: true });
+writeFileSync('/tmp/heap/workload.yaml', startManifests(Number(process.argv[2] ?? 10000)));
+console.log(entry);
+const r = spawnSync(process.execPath, ['--heap-prof', '--heap-prof-dir=/tmp/heap', '--heap-prof-interval=262144', entry, 'start', '-f', '/tmp/heap/workload.yaml', '--exit-when-settled', '--timeout', '600', '-o', 'json', '--kubeconfig-out', '/tmp/heap/kubeconfig'], { encoding: 'utf8', maxBuffer: 64 << 20 });
+console.log(r.status, r.stdout.slice(0, 400), r.stderr.slice(-2000));
