@@ -155,7 +155,10 @@ const runOne = async (seed: number): Promise<RunResult> =>
 type Result = RunResult & { realSeconds: number };
 
 if (o.worker) {
-  // worker mode: seeds from stdin, one JSON line per run on stdout, nothing else
+  // worker mode: seeds from stdin, one JSON line per run on stdout, nothing else; a SIGTERM stops the emulator too
+  process.on('SIGTERM', () => {
+    void stopEmulator().finally(() => process.exit(143));
+  });
   for await (const line of createInterface({ input: process.stdin })) {
     if (!line.trim()) continue;
     const seed = int(line.trim());
