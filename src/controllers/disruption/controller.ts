@@ -43,7 +43,12 @@ import type { NodePoolHash } from '../provisioning/nodeclaim.ts';
 import { type Controller, errorMessage, SingletonController } from '../runtime.ts';
 import { buildDisruptionInput } from './input.ts';
 import { consolidationType, type DisruptionMetrics, disruptionMetrics } from './metrics.ts';
-import { AnnotationReplacementFor, Orchestrator, ReplacementTimeoutSeconds } from './orchestration.ts';
+import {
+  AnnotationReplacementFor,
+  Orchestrator,
+  ReplacementTimeoutSeconds,
+  replacementsToDelete,
+} from './orchestration.ts';
 import { chosenCommand, needsValidation, ValidationSeconds, validateCommand } from './validation.ts';
 
 /** Seconds between passes when nothing was done (upstream `pollingPeriod`). */
@@ -242,9 +247,10 @@ export class DisruptionController implements Controller {
    * the command's replacements (NodeClaims annotated {@link AnnotationReplacementFor} with the candidate) are still
    * live, the command is finished the way the orchestrator would have: all initialized → the candidate's NodeClaim
    * is deleted; any still launching and younger than the replacement timeout → left as they are until a later
-   * pass; otherwise rolled back (replacements deleted, taint removed). Without replacements the taint is removed.
-   * Untainting while the replacements stay would leave both the candidate and its replacements counted against
-   * the NodePool's limits, which the replacement launch had sized without the candidate.
+   * pass; otherwise rolled back: the taint removed, the replacements not initialized deleted, an initialized one
+   * deleted only when keeping it beside the candidate would leave the NodePool over its limits (the replacement
+   * launch had sized it without the candidate; see `replacementsToDelete`). Without replacements the taint is
+   * removed.
    */
   async cleanupStaleTaints(): Promise<void> {
     const { cluster, client, clock } = this.opts;
@@ -283,9 +289,11 @@ export class DisruptionController implements Controller {
             ...replacements.map((nc) => Date.parse(nc.metadata.creationTimestamp ?? '') || clock.now()),
           );
           if (clock.now() - oldest < timeoutMs) continue; // still launching: look again next pass
-          for (const nc of replacements) await client.tryDelete('NodeClaim', nc.metadata.name as string);
+          const names = replacements.map((nc) => nc.metadata.name as string);
+          const doomed = replacementsToDelete(stateNodes, names, (n) => cluster.getNodePool(n));
+          for (const name of doomed) await client.tryDelete('NodeClaim', name);
           log.info(
-            { node: sn.name, replacements: replacements.map((nc) => nc.metadata.name) },
+            { node: sn.name, replacements: names, deleted: doomed },
             "rolled back a previous process's disruption command (replacements never initialized)",
           );
         }

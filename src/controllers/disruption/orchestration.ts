@@ -11,20 +11,21 @@
  *    pods to them; Events `DisruptionLaunching`;
  * 4. asynchronously wait until every replacement is `Initialized` (Events `DisruptionWaitingReadiness`), at most
  *    `replacementTimeoutSeconds` (upstream 10 min) — on timeout, a replacement deleted, or a failed launch: roll back
- *    (untaint, unmark, delete the replacements; `karpenter_voluntary_disruption_queue_failures_total`);
+ *    (untaint, unmark, delete the replacements that are not initialized — an initialized one stays unless it leaves
+ *    its NodePool over its limits, see {@link replacementsToDelete}; `karpenter_voluntary_disruption_queue_failures_total`);
  * 5. delete the candidates' NodeClaims (the termination controllers drain them); Events `DisruptionTerminating`,
  *    `karpenter_nodeclaims_disrupted_total{reason, nodepool, capacity_type}`.
  */
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { Node, Taint } from '../../apis/core.ts';
-import type { NodeClaim } from '../../apis/karpenter.ts';
+import type { NodeClaim, NodePool } from '../../apis/karpenter.ts';
 import { TaintDisrupted } from '../../apis/labels.ts';
 import type { Command } from '../../disruption/index.ts';
 import type { KubeClient } from '../../kube/client.ts';
 import type { Clock } from '../../kube/clock.ts';
 import { isConflict, isNotFound } from '../../kube/errors.ts';
-import { type Cluster, conditionOf } from '../../state/cluster.ts';
+import { type Cluster, conditionOf, nodePoolUsage, type StateNode } from '../../state/cluster.ts';
 import { podKey } from '../../state/pods.ts';
 import { ConditionDisruptionReason } from '../node/termination/controller.ts';
 import { ConditionSet } from '../nodeclaim/conditions.ts';
@@ -33,6 +34,7 @@ import { lifecycleMetrics } from '../nodeclaim/metrics.ts';
 import { capacityTypeOf, matchTaint, nodePoolOf, type Recorder } from '../nodeclaim/util.ts';
 import type { NodeClaimLauncher } from '../provisioning/launcher.ts';
 import { nodeClaimsCreatedCounter } from '../provisioning/metrics.ts';
+import { exceedsLimits } from '../provisioning/nodeclaim.ts';
 import { errorMessage } from '../runtime.ts';
 import { consolidationType, type DisruptionMetrics, reasonLabel } from './metrics.ts';
 
@@ -282,15 +284,25 @@ export class Orchestrator {
     }
   }
 
-  /** Undoes a command: untaint and unmark the candidates, delete its replacements. */
+  /**
+   * Undoes a command: untaint and unmark the candidates, delete its replacements that are not initialized (and those
+   * {@link replacementsToDelete} names).
+   */
   private async rollback(c: InFlightCommand, why: string): Promise<void> {
     const { cluster, client } = this.deps;
+    const doomed = replacementsToDelete(cluster.stateNodes(), c.replacements, (n) => cluster.getNodePool(n));
     this.deps.logger.warn(
-      { controller: 'disruption', candidates: c.nodes, replacements: c.replacements, reason: why },
+      {
+        controller: 'disruption',
+        candidates: c.nodes,
+        replacements: c.replacements,
+        deleted: doomed,
+        reason: why,
+      },
       'rolling back disruption command',
     );
     c.failure = why;
-    for (const name of c.replacements) await client.tryDelete('NodeClaim', name).catch(() => false);
+    for (const name of doomed) await client.tryDelete('NodeClaim', name).catch(() => false);
     for (const n of c.nodes) await this.setTaint(n, false).catch(() => false);
     for (const cand of c.command.candidates)
       await this.stampReason(cand.nodeClaim, undefined).catch(() => {});
@@ -366,4 +378,44 @@ export class Orchestrator {
       }
     }
   }
+}
+
+/**
+ * The replacements (NodeClaim names) a rolled-back command deletes, given cluster state `stateNodes`: every one not
+ * initialized (a launch that failed or never joined); an initialized one only when keeping it beside the candidates
+ * (untainted again) leaves its NodePool over `spec.limits` (the replacement was sized with the candidates left out).
+ * Upstream leaves the replacements of a failed command in place (`pkg/controllers/disruption/orchestration/queue.go`):
+ * an initialized replacement is a live node that may already run pods, so deleting it is a disruption no budget
+ * covered; kept, consolidation reclaims it under the NodePool's budgets. Pure.
+ */
+export function replacementsToDelete(
+  stateNodes: readonly StateNode[],
+  replacements: readonly string[],
+  nodePool: (name: string) => NodePool | undefined,
+): string[] {
+  const byClaim = new Map(
+    stateNodes.flatMap((sn) => (sn.nodeClaim ? [[sn.nodeClaim.metadata.name, sn]] : [])),
+  );
+  const live = (name: string) => {
+    const sn = byClaim.get(name);
+    return sn?.nodeClaim && !sn.nodeClaim.metadata.deletionTimestamp && sn.initialized ? sn : undefined;
+  };
+  // first every replacement that is not a live, initialized node; then the initialized ones, against the limits
+  const out = replacements.filter((name) => !live(name));
+  for (const name of replacements) {
+    const sn = live(name);
+    const pool = sn?.nodePool ? nodePool(sn.nodePool) : undefined;
+    if (!sn?.nodePool || !pool?.spec.limits) continue;
+    const counted = stateNodes.filter(
+      (x) => !x.nodeClaim?.metadata.deletionTimestamp && !out.includes(x.nodeClaim?.metadata.name ?? ''),
+    );
+    let over: string | undefined;
+    try {
+      over = exceedsLimits(pool, nodePoolUsage(counted)[sn.nodePool] ?? {}, {});
+    } catch {
+      over = 'spec.limits is malformed';
+    }
+    if (over) out.push(name);
+  }
+  return out;
 }

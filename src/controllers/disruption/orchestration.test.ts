@@ -1,0 +1,73 @@
+import { describe, expect, it } from 'vitest';
+import type { NodeClaim, NodePool } from '../../apis/karpenter.ts';
+import type { StateNode } from '../../state/cluster.ts';
+import { replacementsToDelete } from './orchestration.ts';
+
+/** A state node of NodePool `pool` with a NodeClaim of `cpu` cores. */
+function sn(
+  name: string,
+  o: { cpu: string; initialized?: boolean; deleting?: boolean; pool?: string },
+): StateNode {
+  const nodeClaim = {
+    apiVersion: 'karpenter.sh/v1',
+    kind: 'NodeClaim',
+    metadata: {
+      name,
+      labels: { 'karpenter.sh/nodepool': o.pool ?? 'p' },
+      ...(o.deleting ? { deletionTimestamp: '2026-12-01T12:00:00Z' } : {}),
+    },
+    spec: {
+      nodeClassRef: { group: 'karpenter.kwok.sh', kind: 'KWOKNodeClass', name: 'default' },
+      requirements: [],
+    },
+    status: { capacity: { cpu: o.cpu, memory: '4Gi', pods: '110' } },
+  } as NodeClaim;
+  return {
+    key: name,
+    name,
+    nodeClaim,
+    nodePool: o.pool ?? 'p',
+    managed: true,
+    inFlight: !o.initialized,
+    initialized: o.initialized ?? false,
+    markedForDeletion: false,
+    nominated: false,
+    pods: [],
+    daemonSetPods: [],
+    podRequests: {},
+    daemonSetRequests: {},
+  };
+}
+
+const pool =
+  (limits?: Record<string, string>) =>
+  (name: string): NodePool | undefined =>
+    name === 'p'
+      ? ({
+          metadata: { name: 'p' },
+          spec: { ...(limits ? { limits } : {}), template: { spec: {} } },
+        } as NodePool)
+      : undefined;
+
+describe('replacementsToDelete (rolling back a disruption command)', () => {
+  const candidate = sn('candidate', { cpu: '4', initialized: true });
+  const up = sn('up', { cpu: '2', initialized: true });
+  const launching = sn('launching', { cpu: '2' });
+
+  it('deletes replacements that never initialized (or are gone); keeps an initialized one, as upstream', () => {
+    expect(replacementsToDelete([candidate, up, launching], ['up', 'launching', 'gone'], pool())).toEqual([
+      'launching',
+      'gone',
+    ]);
+  });
+
+  it('deletes an initialized replacement when keeping it beside the candidate leaves the NodePool over its limits', () => {
+    const nodes = [candidate, up, launching];
+    // 4 (candidate) + 2 (up) = 6 cpu once the launching one is gone: within 6, over 5
+    expect(replacementsToDelete(nodes, ['up', 'launching'], pool({ cpu: '6' }))).toEqual(['launching']);
+    expect(replacementsToDelete(nodes, ['up', 'launching'], pool({ cpu: '5' }))).toEqual(['launching', 'up']);
+    // a deleting NodeClaim does not count
+    const leaving = sn('leaving', { cpu: '8', initialized: true, deleting: true });
+    expect(replacementsToDelete([candidate, up, leaving], ['up'], pool({ cpu: '6' }))).toEqual([]);
+  });
+});
