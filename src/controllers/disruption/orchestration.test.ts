@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { NodeClaim, NodePool } from '../../apis/karpenter.ts';
 import type { StateNode } from '../../state/cluster.ts';
+import { testStateNode } from '../../state/testing.ts';
 import { replacementsToDelete } from './orchestration.ts';
 
 /** A state node of NodePool `pool` with a NodeClaim of `cpu` cores. */
@@ -22,21 +23,7 @@ function sn(
     },
     status: { capacity: { cpu: o.cpu, memory: '4Gi', pods: '110' } },
   } as NodeClaim;
-  return {
-    key: name,
-    name,
-    nodeClaim,
-    nodePool: o.pool ?? 'p',
-    managed: true,
-    inFlight: !o.initialized,
-    initialized: o.initialized ?? false,
-    markedForDeletion: false,
-    nominated: false,
-    pods: [],
-    daemonSetPods: [],
-    podRequests: {},
-    daemonSetRequests: {},
-  };
+  return testStateNode({ name, nodeClaim, initialized: o.initialized ?? false });
 }
 
 const pool =

@@ -4,7 +4,8 @@ import type { NodeClaim } from '../../apis/karpenter.ts';
 import { getInstanceTypes } from '../../cloudprovider/aws/catalog/index.ts';
 import type { InstanceType } from '../../cloudprovider/types.ts';
 import { solve } from '../../scheduling/scheduler.ts';
-import type { ClusterSnapshot, Nomination, StateNode } from '../../state/cluster.ts';
+import type { ClusterSnapshot, Nomination } from '../../state/cluster.ts';
+import { testStateNode } from '../../state/testing.ts';
 import { buildSchedulingInput, nodePoolUsability, selectPods } from './input.ts';
 import { pendingPod, testDaemonSet, testNodePool } from './testing.ts';
 
@@ -16,26 +17,6 @@ const kwokClass = {
   metadata: { name: 'default' },
   status: { conditions: [{ type: 'Ready', status: 'True' }] },
 };
-
-function stateNode(sn: Partial<StateNode> & { name: string }): StateNode {
-  const pool =
-    sn.nodeClaim?.metadata.labels?.['karpenter.sh/nodepool'] ??
-    sn.node?.metadata.labels?.['karpenter.sh/nodepool'];
-  return {
-    ...(pool ? { nodePool: pool } : {}),
-    key: sn.name,
-    managed: !!sn.nodeClaim,
-    inFlight: !!sn.nodeClaim && !sn.node,
-    initialized: !!sn.node,
-    markedForDeletion: false,
-    nominated: false,
-    pods: [],
-    daemonSetPods: [],
-    podRequests: {},
-    daemonSetRequests: {},
-    ...sn,
-  };
-}
 
 function snapshot(s: Partial<ClusterSnapshot>): ClusterSnapshot {
   return {
@@ -131,7 +112,7 @@ describe('selectPods', () => {
         pods: [a, b, notYet, ds, avoid, onDeleting, dsOnDeleting],
         nominations,
         stateNodes: [
-          stateNode({
+          testStateNode({
             name: 'old',
             node: node('old', 'm5.large'),
             markedForDeletion: true,
@@ -178,8 +159,8 @@ describe('buildSchedulingInput', () => {
         ],
       ]),
       stateNodes: [
-        stateNode({ name: 'n1', node: n1, pods: [running] }),
-        stateNode({ name: 'default-abc', nodeClaim: nc }),
+        testStateNode({ name: 'n1', node: n1, pods: [running] }),
+        testStateNode({ name: 'default-abc', nodeClaim: nc }),
       ],
     });
     const input = buildSchedulingInput({
@@ -206,7 +187,7 @@ describe('buildSchedulingInput', () => {
     const snap = snapshot({
       pods: [pod],
       nodePools: [np],
-      stateNodes: [stateNode({ name: 'default-abc', nodeClaim: nc })],
+      stateNodes: [testStateNode({ name: 'default-abc', nodeClaim: nc })],
     });
     const input = buildSchedulingInput({
       snapshot: snap,
@@ -225,7 +206,7 @@ describe('buildSchedulingInput', () => {
       nominations: new Map([
         ['default/big', { target: { kind: 'nodeclaim', name: 'default-abc' }, until: 1e15, ttlSeconds: 20 }],
       ]),
-      stateNodes: [stateNode({ name: 'default-abc', nodeClaim: nc })],
+      stateNodes: [testStateNode({ name: 'default-abc', nodeClaim: nc })],
     });
     const res2 = solve(
       buildSchedulingInput({
@@ -243,8 +224,8 @@ describe('buildSchedulingInput', () => {
     const snap = snapshot({
       nodePools: [np],
       stateNodes: [
-        stateNode({ name: 'default-gone', nodeClaim: nc, markedForDeletion: true }),
-        stateNode({ name: 'n2', node: node('n2', 'm5.large'), markedForDeletion: true }),
+        testStateNode({ name: 'default-gone', nodeClaim: nc, markedForDeletion: true }),
+        testStateNode({ name: 'n2', node: node('n2', 'm5.large'), markedForDeletion: true }),
       ],
     });
     const input = buildSchedulingInput({
