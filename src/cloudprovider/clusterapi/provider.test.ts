@@ -202,6 +202,48 @@ describe('clusterapi provider', () => {
     ]);
   });
 
+  it('a Machine the infrastructure fails while the deployment changes: the scale-back is retried on 409 before the next offering', async () => {
+    const { namespace, provider } = await bed.namespace([
+      { name: 'spot-fails', instanceType: 'm5.large', failureDomain: 'us-east-1a', spot: true },
+      { name: 'od', instanceType: 'm5.large', failureDomain: 'us-east-1a' },
+    ]);
+    // When the failed Machine gets its delete mark, the MachineDeployment changes before the scaler's replica
+    // write reaches the server (a microtask runs before the next request is read): that write gets 409 Conflict.
+    const store = bed.server!.store;
+    const mdDef = store.def('cluster.x-k8s.io/v1beta2', 'machinedeployments');
+    let bumped = 0;
+    const handle = store.watch(store.def('cluster.x-k8s.io/v1beta2', 'machines'), { namespace }, (_t, ev) => {
+      const meta = ev.obj.metadata as {
+        annotations?: Record<string, string>;
+        labels?: Record<string, string>;
+      };
+      if (
+        bumped === 0 &&
+        meta.labels?.['cluster.x-k8s.io/deployment-name'] === 'spot-fails' &&
+        meta.annotations?.['cluster.x-k8s.io/delete-machine'] !== undefined
+      ) {
+        bumped++;
+        queueMicrotask(() =>
+          store.patch(mdDef, namespace, 'spot-fails', 'merge', {
+            metadata: { annotations: { bumped: '1' } },
+          }),
+        );
+      }
+    });
+    try {
+      const nc = await provider.create(clusterAPINodeClaim('fail-409', typeReq(['m5.large'])));
+      expect(bumped).toBe(1);
+      expect(nc.metadata.annotations?.[AnnotationNodeClaimMachineDeployment]).toBe(`${namespace}/od`);
+      // The spot deployment was scaled back before create went on to the next offering.
+      const spot = await md(namespace, 'spot-fails');
+      expect(spot.metadata.annotations?.bumped).toBe('1');
+      expect(spot.spec.replicas).toBe(0);
+      expect((await md(namespace, 'od')).spec.replicas).toBe(1);
+    } finally {
+      handle.stop();
+    }
+  });
+
   it('drift: a changed template version or infrastructure template since the Machine was made', async () => {
     const { namespace, provider } = await bed.namespace([{ name: 'md', instanceType: 'm5.large' }]);
     const nc = await provider.create(clusterAPINodeClaim('drift-a', typeReq(['m5.large'])));

@@ -220,6 +220,22 @@ export class DeploymentScaler {
       this.waiters.clear();
       return;
     }
+    const refused: Array<{ w: Waiter; err: MachineFailedError }> = [];
+    try {
+      await this.reconcile(md, refused);
+    } finally {
+      // Refusals settle after the replica write (or its failure), so a caller that goes on to the next offering
+      // finds this deployment already scaled back.
+      for (const { w, err } of refused) w.reject(err);
+    }
+  }
+
+  /** One pass on MachineDeployment `md`: failed Machines (their waiters go to `refused`), binding, replicas, deadlines. */
+  private async reconcile(
+    md: MachineDeployment,
+    refused: Array<{ w: Waiter; err: MachineFailedError }>,
+  ): Promise<void> {
+    const { client, namespace, name } = this.o;
     const bounds = sizeBounds(md);
     let live = (await this.machines()).filter((m) => !isMachineGoing(m));
     // Machines the infrastructure failed to make: the NodeClaim bound to one is refused (next offering), the
@@ -242,12 +258,13 @@ export class DeploymentScaler {
       const w = claim ? this.waiters.get(claim) : undefined;
       if (w) {
         this.waiters.delete(w.claim);
-        w.reject(
-          new MachineFailedError(
+        refused.push({
+          w,
+          err: new MachineFailedError(
             `Machine ${namespace}/${m.metadata.name} of MachineDeployment ${name} failed: ${failure}`,
             failure,
           ),
-        );
+        });
       }
     }
     live = live.filter((m) => !marked.has(m.metadata.name ?? ''));
@@ -329,7 +346,12 @@ export class DeploymentScaler {
     }
   }
 
-  /** Writes `clamp(bound + max(unbound, waiting))` when it differs; returns the target. Caller holds the lock. */
+  /**
+   * Writes `clamp(bound + max(unbound, waiting))` when it differs; returns the target. Caller holds the lock. A 409
+   * (the MachineDeployment changed since `md` was read, e.g. its status) re-reads it and writes again, up to 5 times
+   * (as client-go's `retry.RetryOnConflict`); the bounds are those of `md`.
+   * @throws the last conflict, or any other API error.
+   */
   private async writeReplicas(
     md: MachineDeployment,
     bounds: { min: number; max: number | undefined },
@@ -339,13 +361,24 @@ export class DeploymentScaler {
   ): Promise<number> {
     let target = Math.max(bounds.min, bound + Math.max(unbound, waiting));
     if (bounds.max !== undefined) target = Math.min(bounds.max, Math.max(target, bound + unbound));
-    const current = md.spec.replicas ?? 0;
-    if (target !== current) {
-      await this.o.client.update({ ...md, spec: { ...md.spec, replicas: target } });
-      this.updates++;
-      this.o.onReplicasUpdate?.(current, target);
+    let cur = md;
+    for (let attempt = 1; ; attempt++) {
+      const current = cur.spec.replicas ?? 0;
+      if (target === current) return target;
+      try {
+        await this.o.client.update({ ...cur, spec: { ...cur.spec, replicas: target } });
+        this.updates++;
+        this.o.onReplicasUpdate?.(current, target);
+        return target;
+      } catch (err) {
+        if (!isConflict(err) || attempt >= 5) throw err;
+        const fresh = (await this.o.client.tryGet('MachineDeployment', this.o.name, this.o.namespace)) as
+          | MachineDeployment
+          | undefined;
+        if (!fresh || fresh.metadata.deletionTimestamp) throw err;
+        cur = fresh;
+      }
     }
-    return target;
   }
 
   /**
