@@ -155,7 +155,12 @@ export class Ec2NodeJoiner {
     do {
       const page = await this.opts.ec2.send(
         new DescribeInstancesCommand({
-          Filters: [{ Name: 'tag-key', Values: [`kubernetes.io/cluster/${this.opts.clusterName}`] }],
+          // only live instances: an instance absent from the answer is gone (its Node is removed); EC2 keeps
+          // terminated instances listed for about an hour, and the emulator for good
+          Filters: [
+            { Name: 'tag-key', Values: [`kubernetes.io/cluster/${this.opts.clusterName}`] },
+            { Name: 'instance-state-name', Values: ['pending', 'running'] },
+          ],
           ...(token ? { NextToken: token } : {}),
         }),
       );
