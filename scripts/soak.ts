@@ -322,6 +322,13 @@ async function* sequential(): AsyncGenerator<Result> {
 const totals = Object.fromEntries(FAULT_KINDS.map((k) => [k, 0])) as Record<FaultKind, number>;
 const failures: RunResult[] = [];
 const soakStart = Date.now();
+/** Prints a violation's operator log lines (see `Violation.log`), indented. */
+function printLog(lines: string[] | undefined): void {
+  if (!lines?.length) return;
+  console.log(`    operator log, lines naming its objects (t = fake seconds since the run began):`);
+  for (const l of lines) console.log(`      ${l.slice(0, 400)}`);
+}
+
 let totalSteps = 0;
 let nodeGoneSteps = 0;
 let done = 0;
@@ -343,13 +350,17 @@ for await (const r of o.parallel > 1 ? inWorkers(o.parallel) : sequential()) {
     console.log(
       `  KNOWN: ${knownHere.length} violations of ${[...new Set(knownHere.map((x) => x.invariant))].join(', ')}; first: step ${v?.step} ${v?.detail}`,
     );
+    printLog(v?.log);
   }
   r.violations = r.violations.filter((v) => !known.has(v.invariant));
   if (r.violations.length > 0) {
     failures.push(r);
     // first violation of each invariant (the same one usually repeats every step until it clears)
     const firsts = [...new Map(r.violations.map((v) => [v.invariant, v])).values()];
-    for (const v of firsts) console.log(`  step ${v.step} [${v.invariant}] ${v.detail.slice(0, 2000)}`);
+    for (const v of firsts) {
+      console.log(`  step ${v.step} [${v.invariant}] ${v.detail.slice(0, 2000)}`);
+      printLog(v.log);
+    }
   }
 }
 // failing runs: print, shrink (sequentially, in this process) and give the replay command

@@ -21,7 +21,6 @@ import { FakeClock } from '../../src/kube/clock.ts';
 import { applyObjects } from '../../src/operator/apply.ts';
 import { type AwsControllersConfig, catalogNodeShape, createAwsProvider } from '../../src/operator/aws.ts';
 import { EmbeddedCloudProvider } from '../../src/operator/embedded.ts';
-import { silentLogger } from '../../src/operator/logger.ts';
 import { createOperator, type Operator } from '../../src/operator/operator.ts';
 import { embeddedOptions } from '../../src/operator/options.ts';
 import { prepareEmulator } from '../../src/sim/aws/emulator.ts';
@@ -70,6 +69,12 @@ let awsRuns = 0;
 /** An invariant violation. */
 export interface Violation {
   step: number;
+  /**
+   * The operator's log lines (info and up, fake time) and the soak's own fault/restart lines that mention the
+   * objects this violation names, the last {@link VIOLATION_LOG_LINES}; on the first violation of each invariant
+   * of a run only (without `logFile`).
+   */
+  log?: string[];
   invariant:
     | 'pdb'
     | 'do-not-disrupt'
@@ -104,6 +109,34 @@ export interface RunResult {
    * no Node left (finalizer pending): the old, stricter count would have reported `disruption-budget`.
    */
   budgetNodeGoneSteps: number;
+}
+
+/** Lines of operator log kept in memory per run (without `logFile`), and the most attached to one violation. */
+const LOG_RING_LINES = 2000;
+const VIOLATION_LOG_LINES = 40;
+
+/**
+ * One pino JSON line as `t=<fake seconds> <msg> key=value ...` (without pino's own fields), for a violation report.
+ */
+export function compactLogLine(line: string, start: number): string {
+  try {
+    const o = JSON.parse(line) as Record<string, unknown>;
+    const { time, msg, level, pid, hostname, ...rest } = o;
+    void pid;
+    void hostname;
+    const lvl =
+      typeof level === 'number' && level >= 50
+        ? 'ERROR '
+        : typeof level === 'number' && level >= 40
+          ? 'WARN '
+          : '';
+    const kv = Object.entries(rest)
+      .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)
+      .join(' ');
+    return `t=${Math.round((Number(time) - start) / 1000)} ${lvl}${String(msg)}${kv ? ` ${kv}` : ''}`;
+  } catch {
+    return line.trim();
+  }
 }
 
 const REGISTRATION_TTL_S = 15 * 60;
@@ -446,12 +479,25 @@ export async function runSoak(opts: RunOptions): Promise<RunResult> {
       pendingRestart = true;
     };
   const lostRepliesBefore = aws?.proxy.lostFleetReplies ?? 0;
+  // without a log file: the operator's info lines in a ring, attached to the first violation of each invariant
+  const ring: string[] = [];
+  const runStart = clock.now();
+  const note = (line: string) => {
+    ring.push(line);
+    if (ring.length > LOG_RING_LINES) ring.splice(0, ring.length - LOG_RING_LINES);
+  };
+  const ringLogger = () =>
+    pino(
+      { level: 'info', timestamp: () => `,"time":${clock.now()}` },
+      { write: (line: string) => note(compactLogLine(line, runStart)) },
+    );
   const startOperator = async () => {
+    note(`t=${Math.round((clock.now() - runStart) / 1000)} soak: operator started`);
     operator = createOperator({
       kubeconfig,
       logger: opts.logFile
         ? pino({ level: 'debug' }, pino.destination({ dest: opts.logFile, append: true, sync: true }))
-        : silentLogger(),
+        : ringLogger(),
       options: {
         ...embeddedOptions(),
         batchIdleSeconds: 1,
@@ -480,6 +526,7 @@ export async function runSoak(opts: RunOptions): Promise<RunResult> {
         // the process died right after the launch: the new one finds the NodeClaim without its instance
         pendingRestart = false;
         if (operator) {
+          note(`t=${Math.round((clock.now() - runStart) / 1000)} soak: launch reply lost, operator stopped`);
           await operator.stop();
           operator = undefined;
           await startOperator();
@@ -491,7 +538,27 @@ export async function runSoak(opts: RunOptions): Promise<RunResult> {
     }
   };
 
+  /** The first violation of each invariant gets the ring's lines naming its objects (NodeClaims, pods). */
+  const logged = new Set<string>();
+  const attachLog = (from: number) => {
+    if (opts.logFile) return;
+    for (const v of violations.slice(from)) {
+      if (logged.has(v.invariant)) continue;
+      logged.add(v.invariant);
+      const names = new Set(
+        v.detail.match(/\b[a-z0-9][a-z0-9.-]*-[a-z0-9]{5}\b|\b[a-z0-9-]+\/[a-z0-9.-]+\b/g) ?? [],
+      );
+      v.log = ring
+        .filter((l) => l.includes(' soak: ') || [...names].some((n) => l.includes(n)))
+        .slice(-VIOLATION_LOG_LINES);
+    }
+  };
   const check = async () => {
+    const from = violations.length;
+    await checkState();
+    attachLog(from);
+  };
+  const checkState = async () => {
     const [ncList, npList, nodeList] = await Promise.all([
       sim.client.list('NodeClaim'),
       sim.client.list('NodePool'),
@@ -615,10 +682,12 @@ export async function runSoak(opts: RunOptions): Promise<RunResult> {
   };
   // no duplicate launches: a pending pod is in the nominated-pods list of at most one live, uninitialized NodeClaim
   const checkDuplicates = async (ncs: NodeClaim[], nodes: Map<string | undefined, Node>) => {
-    const pending = new Set(
-      ((await sim.client.list('Pod')).items as Pod[])
-        .filter((p) => !p.spec?.nodeName && !p.metadata.deletionTimestamp)
-        .map((p) => p.metadata.uid ?? ''),
+    const pendingPods = ((await sim.client.list('Pod')).items as Pod[]).filter(
+      (p) => !p.spec?.nodeName && !p.metadata.deletionTimestamp,
+    );
+    const pending = new Set(pendingPods.map((p) => p.metadata.uid ?? ''));
+    const keyOf = new Map(
+      pendingPods.map((p) => [p.metadata.uid ?? '', `${p.metadata.namespace}/${p.metadata.name}`]),
     );
     const dup = [...duplicateLaunches(ncs, nodes, pending)];
     // enough state to tell a real double launch from a lagging status write when it shows up again
@@ -638,7 +707,9 @@ export async function runSoak(opts: RunOptions): Promise<RunResult> {
         invariant: 'duplicate-nodeclaim',
         detail: `${dup.length} pending pods each launched for by several NodeClaims: ${dup
           .slice(0, 3)
-          .map(([uid, names]) => `pod ${uid} → ${names.map(describe).join(' and ')}`)
+          .map(
+            ([uid, names]) => `pod ${keyOf.get(uid) ?? '?'} (${uid}) → ${names.map(describe).join(' and ')}`,
+          )
           .join('; ')}`,
       });
   };
@@ -671,9 +742,11 @@ export async function runSoak(opts: RunOptions): Promise<RunResult> {
         await startOperator();
       }
       for (const f of byStep.get(step) ?? []) {
+        note(`t=${Math.round((clock.now() - runStart) / 1000)} soak: step ${step} fault ${f.kind} n=${f.n}`);
         if ((API_FAULT_KINDS as readonly string[]).includes(f.kind)) proxy.arm(f.kind as ApiFaultKind, f.n);
         else if (f.kind === 'restart') {
           if (operator) {
+            note(`t=${Math.round((clock.now() - runStart) / 1000)} soak: operator stopped`);
             await operator.stop();
             operator = undefined;
             injected.restart++;

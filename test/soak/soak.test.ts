@@ -11,7 +11,7 @@ import { type AwsEmulator, startAwsEmulator } from '../aws/moto.ts';
 import { BAD_FAMILIES, badCases, runBadInputs } from './badinput.ts';
 import { FAULT_KINDS, faultSchedule, formatSchedule, parseSchedule } from './faults.ts';
 import { type FaultProxy, startFaultProxy } from './proxy.ts';
-import { runSoak } from './run.ts';
+import { compactLogLine, runSoak } from './run.ts';
 
 describe('fault schedule', () => {
   it('is determined by the seed, spares the last 15% of the steps, and round-trips through its replay form', () => {
@@ -22,6 +22,28 @@ describe('fault schedule', () => {
     expect(Math.max(...a.map((e) => e.step))).toBeLessThan(170);
     expect(parseSchedule(formatSchedule(a))).toEqual(a);
     expect(() => parseSchedule('3:teapot:1')).toThrow(/bad entry "3:teapot:1".*conflict409\|/);
+  });
+});
+
+describe('violation log lines', () => {
+  it('a pino line becomes fake seconds since the run began, the message, then its fields; warnings are marked', () => {
+    const line = JSON.stringify({
+      level: 30,
+      time: 15_400,
+      pid: 7,
+      hostname: 'h',
+      controller: 'provisioner',
+      nodeclaim: 'soak-p0-4n5fd',
+      requests: { cpu: '500m' },
+      msg: 'created nodeclaim',
+    });
+    expect(compactLogLine(line, 5_000)).toBe(
+      't=10 created nodeclaim controller=provisioner nodeclaim=soak-p0-4n5fd requests={"cpu":"500m"}',
+    );
+    expect(compactLogLine(JSON.stringify({ level: 40, time: 5_000, msg: 'launch failed' }), 5_000)).toBe(
+      't=0 WARN launch failed',
+    );
+    expect(compactLogLine('not json\n', 0)).toBe('not json');
   });
 });
 
