@@ -160,6 +160,8 @@ export interface LaunchTemplatesDeps {
 export class LaunchTemplates {
   private readonly cache = new Map<string, { ref: LaunchTemplateRef; lastUsed: number; nodeClass: string }>();
   private readonly inflight = new Map<string, Promise<LaunchTemplateRef>>();
+  /** The first cache miss of this process lists the cluster's templates once (undefined again after a failure). */
+  private hydrated: Promise<void> | undefined;
 
   constructor(private readonly deps: LaunchTemplatesDeps) {}
 
@@ -170,11 +172,22 @@ export class LaunchTemplates {
 
   /**
    * The template for `opts`: from the cache, else created (or, when it already exists, described). One EC2 call
-   * for a new template, none for a cached one.
+   * for a new template, none for a cached one. The first miss of a process first takes the cluster's existing
+   * templates into the cache (one DescribeLaunchTemplates, as upstream's `hydrateCache` at start), so a restarted
+   * process reuses its predecessor's templates instead of creating them again; when that listing fails, the
+   * template is created (or described) as without it.
+   * @throws the EC2 error of CreateLaunchTemplate / DescribeLaunchTemplates.
    */
   async ensure(opts: LaunchTemplateOptions): Promise<LaunchTemplateRef> {
     const name = launchTemplateName(opts);
-    const hit = this.cache.get(name);
+    let hit = this.cache.get(name);
+    if (!hit) {
+      this.hydrated ??= this.hydrate().catch(() => {
+        this.hydrated = undefined;
+      });
+      await this.hydrated;
+      hit = this.cache.get(name);
+    }
     if (hit) {
       hit.lastUsed = this.deps.clock.now();
       return hit.ref;
@@ -187,6 +200,18 @@ export class LaunchTemplates {
     const ref = await p;
     this.cache.set(name, { ref, lastUsed: this.deps.clock.now(), nodeClass: opts.nodeClassName });
     return ref;
+  }
+
+  /** Takes the cluster's templates not cached yet into the cache, as used now. */
+  private async hydrate(): Promise<void> {
+    const now = this.deps.clock.now();
+    for (const lt of await this.listClusterTemplates())
+      if (!this.cache.has(lt.name))
+        this.cache.set(lt.name, {
+          ref: { id: lt.id, name: lt.name },
+          lastUsed: now,
+          nodeClass: lt.nodeClass ?? '',
+        });
   }
 
   /** Forgets a template (e.g. the launch said it does not exist any more). */

@@ -231,6 +231,18 @@ describe('aws provider against moto + proxy', () => {
       awsNodeClaim('c', [inReq(LabelInstanceType, ['m5.large']), inReq(LabelCapacityType, ['on-demand'])]),
     );
     expect(emu.proxy.calls.get('ec2:CreateLaunchTemplate')).toBe(creates);
+    // Another restart, launching before any garbage collection: its first launch lists the templates once and
+    // reuses the existing one (no CreateLaunchTemplate answered AlreadyExists).
+    const third = awsTestProvider(emu.clientConfig, nodeClasses, shared);
+    const describes = emu.proxy.calls.get('ec2:DescribeLaunchTemplates') ?? 0;
+    await third.provider.create(
+      awsNodeClaim('d', [inReq(LabelInstanceType, ['m5.large']), inReq(LabelCapacityType, ['on-demand'])]),
+    );
+    await third.provider.create(
+      awsNodeClaim('e', [inReq(LabelInstanceType, ['m5.large']), inReq(LabelCapacityType, ['on-demand'])]),
+    );
+    expect(emu.proxy.calls.get('ec2:CreateLaunchTemplate')).toBe(creates);
+    expect(emu.proxy.calls.get('ec2:DescribeLaunchTemplates')).toBe(describes + 1);
     fresh.clock.advance(3599_000);
     expect(await fresh.provider.garbageCollectLaunchTemplates()).toEqual([]);
     fresh.clock.advance(1_000);
