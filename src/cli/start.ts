@@ -148,22 +148,36 @@ export async function informerClusterView(informers: SharedInformers): Promise<C
   };
 }
 
+/** The newest `FailedScheduling` Events per pod (`namespace/name`): capenter's own (component `karpenter`) and any. */
+export type FailedSchedulingIndex = Map<string, { own?: KubeEvent; any?: KubeEvent }>;
+
+/**
+ * Indexes `events` for {@link pendingReason}: one pass, newest by `lastTimestamp` (of equal ones the later in the
+ * list), so a summary of n pending pods reads m Events once instead of n × m times.
+ */
+export function failedSchedulingIndex(events: readonly KubeEvent[]): FailedSchedulingIndex {
+  const out: FailedSchedulingIndex = new Map();
+  const newer = (e: KubeEvent, cur: KubeEvent | undefined) =>
+    !cur || (e.lastTimestamp ?? '').localeCompare(cur.lastTimestamp ?? '') >= 0;
+  for (const e of events) {
+    if (e.reason !== 'FailedScheduling' || e.involvedObject?.kind !== 'Pod') continue;
+    const key = `${e.involvedObject.namespace ?? ''}/${e.involvedObject.name ?? ''}`;
+    const cur = out.get(key) ?? {};
+    if (newer(e, cur.any)) cur.any = e;
+    if (e.source?.component === 'karpenter' && newer(e, cur.own)) cur.own = e;
+    out.set(key, cur);
+  }
+  return out;
+}
+
 /**
  * Why `pod` is not running: the newest `FailedScheduling` Event of capenter (component `karpenter`, as upstream),
- * else the newest of any component, else the `PodScheduled=False` condition's message, else `""`.
+ * else the newest of any component, else the `PodScheduled=False` condition's message, else `""`. `events` is
+ * the Events' {@link failedSchedulingIndex}.
  */
-export function pendingReason(pod: Pod, events: readonly KubeEvent[]): string {
-  const mine = events
-    .filter(
-      (e) =>
-        e.reason === 'FailedScheduling' &&
-        e.involvedObject?.kind === 'Pod' &&
-        e.involvedObject.name === pod.metadata.name &&
-        e.involvedObject.namespace === pod.metadata.namespace,
-    )
-    .sort((a, b) => (a.lastTimestamp ?? '').localeCompare(b.lastTimestamp ?? ''));
-  const own = mine.filter((e) => e.source?.component === 'karpenter');
-  const ev = own.at(-1) ?? mine.at(-1);
+export function pendingReason(pod: Pod, events: FailedSchedulingIndex): string {
+  const mine = events.get(`${pod.metadata.namespace ?? ''}/${pod.metadata.name ?? ''}`);
+  const ev = mine?.own ?? mine?.any;
   if (ev?.message) return ev.message;
   const cond = pod.status?.conditions?.find((c) => c.type === 'PodScheduled' && c.status === 'False');
   return cond?.message ?? '';
@@ -205,6 +219,7 @@ export function summarize(
 ): StartSummary {
   const pods = livePods(view.pods);
   const running = pods.filter((p) => p.status?.phase === 'Running');
+  const reasons = failedSchedulingIndex(running.length < pods.length ? (view.events ?? []) : []);
   const podsByNode = new Map<string, number>();
   for (const p of pods)
     if (p.spec?.nodeName) podsByNode.set(p.spec.nodeName, (podsByNode.get(p.spec.nodeName) ?? 0) + 1);
@@ -248,7 +263,7 @@ export function summarize(
       .map((p) => ({
         pod: `${p.metadata.namespace ?? ''}/${p.metadata.name ?? ''}`,
         phase: p.status?.phase ?? 'Pending',
-        reason: pendingReason(p, view.events ?? []),
+        reason: pendingReason(p, reasons),
       }))
       .sort((a, b) => a.pod.localeCompare(b.pod)),
   };
