@@ -554,8 +554,12 @@ export async function runSoak(opts: RunOptions): Promise<RunResult> {
       const names = new Set(
         v.detail.match(/\b[a-z0-9][a-z0-9.-]*-[a-z0-9]{5}\b|\b[a-z0-9-]+\/[a-z0-9.-]+\b/g) ?? [],
       );
+      // the last lines naming its objects, and the soak's fault/restart lines from the first of those on
+      const named = ring.flatMap((l, i) => ([...names].some((n) => l.includes(n)) ? [i] : []));
+      const picked = new Set(named.slice(-VIOLATION_LOG_LINES));
+      const from0 = picked.size > 0 ? Math.min(...picked) : 0;
       v.log = ring
-        .filter((l) => l.includes(' soak: ') || [...names].some((n) => l.includes(n)))
+        .filter((l, i) => picked.has(i) || (i >= from0 && l.includes(' soak: ')))
         .slice(-VIOLATION_LOG_LINES);
     }
   };
