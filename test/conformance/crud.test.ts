@@ -245,23 +245,18 @@ describe('status subresource', () => {
         template: { metadata: { labels: { app: 'iso' } }, spec: { containers: [{ name: 'c', image: 'x' }] } },
       },
     });
-    const viaMain = await c.client.update({ ...dep, status: { observedGeneration: 42 } });
+    // a real cluster's Deployment controller writes status too (at any moment after the create): each
+    // write reads the latest version and retries on 409
+    const ref = { kind: 'Deployment' as const, name: 'status-iso', namespace: c.namespace };
+    expect(dep.metadata.name).toBe('status-iso');
+    const viaMain = await updateWithRetry(c.client, ref, (d) => ({ ...d, status: { observedGeneration: 42 } }));
     expect((viaMain.status as { observedGeneration?: number } | undefined)?.observedGeneration).not.toBe(42);
-    // a real cluster's Deployment controller writes status too: on a 409, retry on the latest version
-    let latest = viaMain;
-    let viaStatus: typeof viaMain | undefined;
-    for (let attempt = 0; viaStatus === undefined; attempt++) {
-      try {
-        viaStatus = await c.client.updateStatus({
-          ...latest,
-          spec: { ...latest.spec, replicas: 5 },
-          status: { observedGeneration: 42 },
-        });
-      } catch (err) {
-        if (!isConflict(err) || attempt >= 5) throw err;
-        latest = (await c.client.get('Deployment', 'status-iso', c.namespace)) as typeof viaMain;
-      }
-    }
+    const viaStatus = await updateWithRetry(
+      c.client,
+      ref,
+      (d) => ({ ...d, spec: { ...d.spec, replicas: 5 }, status: { observedGeneration: 42 } }),
+      { status: true },
+    );
     expect((viaStatus.status as { observedGeneration?: number }).observedGeneration).toBe(42);
     expect(viaStatus.spec.replicas).toBe(0);
     const patched = await c.client.patchStatus('Deployment', 'status-iso', c.namespace, {
