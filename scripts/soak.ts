@@ -11,9 +11,10 @@
  * Run `i` uses seed `S + i`; with `--parallel P` the runs go to P worker processes, one seed at a time each (the
  * runs mostly wait on loopback HTTP and the fake clock's pacing, so P > cores still pays). `--minutes M` starts no
  * run after M minutes (runs in flight finish; without `--runs` the number of runs is then unbounded). A run that
- * takes longer than `--run-timeout` real seconds (default 1200) is a failure (`timeout`, a hang): its worker process
- * group (with its emulator) is killed and a new worker takes the next seed; in-process (`--parallel 1`) the soak
- * stops there. Each run builds a seeded scenario and fault schedule (test/soak/) and checks the
+ * takes longer than `--run-timeout` real seconds (default 1200) is a failure (`timeout`, a hang): the worker is asked
+ * (SIGUSR2) where its run is, and the failure names the step, what the run awaited, the emulator requests still open
+ * and the run's last 40 log lines; then its process group (with its emulator) is killed and a new worker takes the
+ * next seed; in-process (`--parallel 1`) the soak reports the same and stops there. Each run builds a seeded scenario and fault schedule (test/soak/) and checks the
  * invariants after every step. A failing run prints its seed, a replay command, and its fault schedule shrunk
  * to the smallest one found that still fails. At the end the faults injected per kind are printed; with
  * `--min-each M` the exit code is 1 when any kind was injected fewer than M times. Exit 1 on any violation.
@@ -30,7 +31,7 @@ import {
   formatSchedule,
   parseSchedule,
 } from '../test/soak/faults.ts';
-import { type RunResult, runSoak } from '../test/soak/run.ts';
+import { type RunResult, type RunStatus, runSoak } from '../test/soak/run.ts';
 
 function int(v: string): number {
   if (!/^\d+$/.test(v)) throw new Error(`expected a non-negative integer, got "${v}"`);
@@ -143,14 +144,37 @@ const known = new Set(o.known.split(',').filter(Boolean));
 let knownCount = 0;
 
 const RESULT = 'SOAK-RESULT ';
+const HANG = 'SOAK-HANG ';
+/** A worker's first line: it has loaded and answers SIGUSR2 (before that, the signal's default action kills it). */
+const READY = 'SOAK-READY';
+/** The run in progress in this process (its live status), for a hang report. */
+const runStatus: { current?: RunStatus } = {};
 const runOne = async (seed: number): Promise<RunResult> =>
   runSoak({
     ...(await awsOption()),
     seed,
     steps: o.steps,
+    status: runStatus,
     ...(o.faults !== undefined ? { faults: parseSchedule(o.faults) } : {}),
     ...(o.logFile ? { logFile: o.logFile.replaceAll('{seed}', String(seed)) } : {}),
   });
+
+/** What a hung run was doing: its step and phase, the emulator requests still open, its last log lines. */
+interface HangReport {
+  detail: string;
+  log: string[];
+}
+/** Lines of the hung run's log printed in its report. */
+const HANG_LOG_LINES = 40;
+function hangReport(): HangReport {
+  const st = runStatus.current;
+  if (!st) return { detail: 'the run had not started', log: [] };
+  const open = st.inFlight();
+  return {
+    detail: `at step ${st.step} (fake t=${st.fakeSeconds} s), awaiting: ${st.phase}; emulator requests open: ${open.length > 0 ? open.join(', ') : 'none'}`,
+    log: st.tail(HANG_LOG_LINES),
+  };
+}
 
 type Result = RunResult & { realSeconds: number };
 
@@ -159,6 +183,11 @@ if (o.worker) {
   process.on('SIGTERM', () => {
     void stopEmulator().finally(() => process.exit(143));
   });
+  // the parent asks where a run past --run-timeout is before it kills this worker
+  process.on('SIGUSR2', () => {
+    process.stdout.write(`${HANG}${JSON.stringify(hangReport())}\n`);
+  });
+  process.stdout.write(`${READY}\n`);
   for await (const line of createInterface({ input: process.stdin })) {
     if (!line.trim()) continue;
     const seed = int(line.trim());
@@ -174,13 +203,19 @@ if (o.worker) {
  * The failing result of a run that did not finish: `timeout` (past `--run-timeout`) or `crash` (its worker process
  * died). Its fault schedule is unknown here (the seed draws it again on replay).
  */
-function unfinished(seed: number, seconds: number, invariant: 'timeout' | 'crash', detail: string): Result {
+function unfinished(
+  seed: number,
+  seconds: number,
+  invariant: 'timeout' | 'crash',
+  detail: string,
+  log?: string[],
+): Result {
   return {
     seed,
     steps: o.steps,
     faults: [],
     injected: Object.fromEntries(FAULT_KINDS.map((k) => [k, 0])) as Record<FaultKind, number>,
-    violations: [{ step: -1, invariant, detail }],
+    violations: [{ step: -1, invariant, detail, ...(log?.length ? { log } : {}) }],
     settleSeconds: undefined,
     maxNodeClaims: 0,
     evictions: 0,
@@ -188,7 +223,9 @@ function unfinished(seed: number, seconds: number, invariant: 'timeout' | 'crash
     realSeconds: seconds,
   };
 }
-const TIMEOUT_DETAIL = `the run did not finish within ${o.runTimeout} s (real time): a hang; replay it alone with --log-file to see where`;
+const TIMEOUT_DETAIL = `the run did not finish within ${o.runTimeout} s (real time): a hang`;
+/** How long a worker past `--run-timeout` has to answer where it is (real ms) before it is killed. */
+const HANG_ANSWER_MS = 10_000;
 
 /** The next seed to run, or undefined once `maxRuns` were started or the `--minutes` deadline passed. */
 let started = 0;
@@ -224,23 +261,46 @@ async function* inWorkers(parallel: number): AsyncGenerator<Result> {
     );
     let current: { seed: number; t0: number; timer: NodeJS.Timeout } | undefined;
     let killed = false;
+    /** The worker said {@link READY}: it can be asked where it is. */
+    let ready = false;
+    /** Set while a worker past --run-timeout is asked where it is (SIGUSR2): takes its answer. */
+    let onHangReport: ((r: HangReport | undefined) => void) | undefined;
     const give = (s: number) => {
       const t0 = Date.now();
       const timer = setTimeout(() => {
         killed = true;
-        queue.push(unfinished(s, (Date.now() - t0) / 1000, 'timeout', TIMEOUT_DETAIL));
         current = undefined;
-        try {
-          process.kill(-(child.pid ?? 0), 'SIGKILL');
-        } catch {
-          child.kill('SIGKILL');
-        }
+        const seconds = (Date.now() - t0) / 1000;
+        const noAnswer = setTimeout(() => onHangReport?.(undefined), HANG_ANSWER_MS);
+        onHangReport = (r) => {
+          onHangReport = undefined;
+          clearTimeout(noAnswer);
+          const where = r
+            ? `${TIMEOUT_DETAIL} ${r.detail}`
+            : `${TIMEOUT_DETAIL}; the worker did not say where within ${HANG_ANSWER_MS / 1000} s (its event loop is blocked: a busy loop)`;
+          queue.push(unfinished(s, seconds, 'timeout', where, r?.log));
+          try {
+            process.kill(-(child.pid ?? 0), 'SIGKILL');
+          } catch {
+            child.kill('SIGKILL');
+          }
+        };
+        if (ready) child.kill('SIGUSR2');
+        else onHangReport({ detail: 'before the worker process had loaded', log: [] });
       }, o.runTimeout * 1000);
       current = { seed: s, t0, timer };
       child.stdin?.write(`${s}\n`);
     };
     give(seed);
     createInterface({ input: child.stdout! }).on('line', (line) => {
+      if (line === READY) {
+        ready = true;
+        return;
+      }
+      if (line.startsWith(HANG)) {
+        onHangReport?.(JSON.parse(line.slice(HANG.length)) as HangReport);
+        return;
+      }
       if (!line.startsWith(RESULT) || killed) return;
       if (current) clearTimeout(current.timer);
       current = undefined;
@@ -252,6 +312,7 @@ async function* inWorkers(parallel: number): AsyncGenerator<Result> {
     });
     workers.add(child);
     child.on('exit', (code, signal) => {
+      onHangReport?.(undefined); // asked where it hung, it died first
       running--;
       workers.delete(child);
       const diedMidRun = current !== undefined;
@@ -312,7 +373,14 @@ async function* sequential(): AsyncGenerator<Result> {
     const r = await Promise.race([runOne(seed), timeout]);
     clearTimeout(timer);
     if (r === 'timeout') {
-      yield unfinished(seed, (Date.now() - t0) / 1000, 'timeout', TIMEOUT_DETAIL);
+      const where = hangReport();
+      yield unfinished(
+        seed,
+        (Date.now() - t0) / 1000,
+        'timeout',
+        `${TIMEOUT_DETAIL} ${where.detail}`,
+        where.log,
+      );
       return; // the hung run still holds this process: stop here
     }
     yield { ...r, realSeconds: (Date.now() - t0) / 1000 };
@@ -325,7 +393,9 @@ const soakStart = Date.now();
 /** Prints a violation's operator log lines (see `Violation.log`), indented. */
 function printLog(lines: string[] | undefined): void {
   if (!lines?.length) return;
-  console.log(`    operator log, lines naming its objects (t = fake seconds since the run began):`);
+  console.log(
+    `    operator log (the last lines, or those naming its objects; t = fake seconds since the run began):`,
+  );
   for (const l of lines) console.log(`      ${l.slice(0, 400)}`);
 }
 

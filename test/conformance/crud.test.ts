@@ -249,7 +249,10 @@ describe('status subresource', () => {
     // write reads the latest version and retries on 409
     const ref = { kind: 'Deployment' as const, name: 'status-iso', namespace: c.namespace };
     expect(dep.metadata.name).toBe('status-iso');
-    const viaMain = await updateWithRetry(c.client, ref, (d) => ({ ...d, status: { observedGeneration: 42 } }));
+    const viaMain = await updateWithRetry(c.client, ref, (d) => ({
+      ...d,
+      status: { observedGeneration: 42 },
+    }));
     expect((viaMain.status as { observedGeneration?: number } | undefined)?.observedGeneration).not.toBe(42);
     const viaStatus = await updateWithRetry(
       c.client,

@@ -54,6 +54,25 @@ export interface RunOptions {
    * must not overlap.
    */
   aws?: SoakAwsEmulator;
+  /**
+   * Filled in by the run with its live {@link RunStatus} (`holder.current`), so that a caller whose run hangs
+   * can say where (the soak script's hang report).
+   */
+  status?: { current?: RunStatus };
+}
+
+/** Where a run is now: the step, what it awaits, the emulator requests open and its recent log lines. */
+export interface RunStatus {
+  /** Scenario step (0-based), then settle steps numbered on from the last scenario step. */
+  readonly step: number;
+  /** What the run awaits now: `start operator`, `stop operator`, `advance clock`, `check invariants`, … */
+  readonly phase: string;
+  /** Fake seconds since the run began. */
+  readonly fakeSeconds: number;
+  /** aws: the emulator requests not answered yet, each `service:Action for <real seconds> s`. */
+  inFlight(): string[];
+  /** The last `n` lines of the operator's in-memory log (fake time); empty with `logFile`. */
+  tail(n: number): string[];
 }
 
 /** The AWS emulator a soak run talks to (test/aws/moto.ts `AwsEmulator` satisfies it). */
@@ -337,7 +356,39 @@ export async function runSoak(opts: RunOptions): Promise<RunResult> {
   const violations: Violation[] = [];
   const injected = zeroCounts();
   let step = 0;
+  let phase = 'set up';
+  /** Awaits `p` with `phase` named in the run's status (for a hang report), then goes back to the outer phase. */
+  const at = async <T>(name: string, p: () => Promise<T>): Promise<T> => {
+    const outer = phase;
+    phase = name;
+    try {
+      return await p();
+    } finally {
+      phase = outer;
+    }
+  };
   let faultsActive = true;
+  // without a log file: the operator's info lines in a ring, attached to the first violation of each invariant
+  const ring: string[] = [];
+  const runStart = clock.now();
+  const note = (line: string) => {
+    ring.push(line);
+    if (ring.length > LOG_RING_LINES) ring.splice(0, ring.length - LOG_RING_LINES);
+  };
+  if (opts.status)
+    opts.status.current = {
+      get step() {
+        return step;
+      },
+      get phase() {
+        return phase;
+      },
+      get fakeSeconds() {
+        return Math.round((clock.now() - runStart) / 1000);
+      },
+      inFlight: () => opts.aws?.proxy.inFlightRequests() ?? [],
+      tail: (n) => ring.slice(-n),
+    };
   let evictions = 0;
   let maxNodeClaims = 0;
   let budgetNodeGoneSteps = 0;
@@ -479,13 +530,6 @@ export async function runSoak(opts: RunOptions): Promise<RunResult> {
       pendingRestart = true;
     };
   const lostRepliesBefore = aws?.proxy.lostFleetReplies ?? 0;
-  // without a log file: the operator's info lines in a ring, attached to the first violation of each invariant
-  const ring: string[] = [];
-  const runStart = clock.now();
-  const note = (line: string) => {
-    ring.push(line);
-    if (ring.length > LOG_RING_LINES) ring.splice(0, ring.length - LOG_RING_LINES);
-  };
   const ringLogger = () =>
     pino(
       { level: 'info', timestamp: () => `,"time":${clock.now()}` },
@@ -512,7 +556,8 @@ export async function runSoak(opts: RunOptions): Promise<RunResult> {
       ...(awsSetup ? { aws: awsSetup.config } : { cloudProvider: provider }),
     });
     operatorSince = clock.now();
-    await operator.start();
+    const started = operator;
+    await at('start operator', () => started.start());
   };
 
   // aws: fake time stands still while the emulator answers (up to 2 s of real time per tick), so real-time AWS
@@ -527,13 +572,14 @@ export async function runSoak(opts: RunOptions): Promise<RunResult> {
         pendingRestart = false;
         if (operator) {
           note(`t=${Math.round((clock.now() - runStart) / 1000)} soak: launch reply lost, operator stopped`);
-          await operator.stop();
+          const stopping = operator;
+          await at('stop operator', () => stopping.stop());
           operator = undefined;
           await startOperator();
         }
       }
       await awsSettled();
-      await clock.tick(Math.min(2000, ms - t));
+      await at('clock tick (fake timers firing)', () => clock.tick(Math.min(2000, ms - t)));
       await sleep(8);
     }
   };
@@ -559,7 +605,7 @@ export async function runSoak(opts: RunOptions): Promise<RunResult> {
   };
   const check = async () => {
     const from = violations.length;
-    await checkState();
+    await at('check invariants', checkState);
     attachLog(from);
   };
   const checkState = async () => {
@@ -721,6 +767,7 @@ export async function runSoak(opts: RunOptions): Promise<RunResult> {
   let settleSeconds: number | undefined;
   try {
     await startOperator();
+    phase = 'scenario step (API writes)';
     const applied = await applyObjects(
       sim.client,
       awsSetup ? withNodeClass(scenario.objects, awsSetup.nodeClass) : scenario.objects,
@@ -751,7 +798,8 @@ export async function runSoak(opts: RunOptions): Promise<RunResult> {
         else if (f.kind === 'restart') {
           if (operator) {
             note(`t=${Math.round((clock.now() - runStart) / 1000)} soak: operator stopped`);
-            await operator.stop();
+            const stopping = operator;
+            await at('stop operator', () => stopping.stop());
             operator = undefined;
             injected.restart++;
             if (f.n === 0) await startOperator();
@@ -765,7 +813,8 @@ export async function runSoak(opts: RunOptions): Promise<RunResult> {
           else provider.ice += f.n;
         } else if (f.kind === 'noRegister') noRegisterArmed += f.n;
         else if (f.kind === 'notReady') notReadyArmed += f.n;
-        else if (f.kind === 'vanish') injected.vanish += await provider.vanish(f.n);
+        else if (f.kind === 'vanish')
+          injected.vanish += await at('vanish instances', () => provider.vanish(f.n));
         else if (f.kind === 'clockJump') {
           // the clock leaps: every timer due in between fires once, late, without the loops re-arming in between
           injected.clockJump++;
@@ -774,11 +823,12 @@ export async function runSoak(opts: RunOptions): Promise<RunResult> {
           await sleep(20);
         }
       }
-      await advance(stepMs);
+      await at('advance clock', () => advance(stepMs));
       await check();
     }
 
     // faults stop: every pending pod that fits a NodePool must eventually run
+    phase = 'settle step (API writes)';
     faultsActive = false;
     proxy.disarm();
     provider.ice = 0;
@@ -795,7 +845,7 @@ export async function runSoak(opts: RunOptions): Promise<RunResult> {
     const settleStart = clock.now();
     const settleSteps = opts.settleSteps ?? 150;
     for (let s = 0; s < settleSteps; s++, step++) {
-      await advance(stepMs);
+      await at('advance clock', () => advance(stepMs));
       await check();
       // DaemonSet pods are not provisionable (upstream `IsProvisionable`): each is pinned to its node, and
       // whether it fits there depends on the scheduler's order (soak seed 31: a DS pod starved on a node the
@@ -848,6 +898,7 @@ export async function runSoak(opts: RunOptions): Promise<RunResult> {
       provider.lostLaunchInjected + (aws ? aws.proxy.lostFleetReplies - lostRepliesBefore : 0);
     if (aws) aws.proxy.onFleetReplyLost = undefined;
     aws?.proxy.clearFaults();
+    phase = 'tear down';
     await awsSetup?.stop().catch(() => {});
     await operator?.stop().catch(() => {});
     await proxy.stop().catch(() => {});

@@ -127,6 +127,8 @@ export class AwsEmulatorProxy {
   onFleetReplyLost: ((instanceIds: string[]) => void) | undefined;
   /** Requests being answered now (a fake-clock driver waits for 0 before moving time on). */
   inFlight = 0;
+  /** The requests being answered now: what each is (`service:Action` once read, else method and URL) and since when. */
+  private readonly open = new Map<http.IncomingMessage, { what: string; since: number }>();
   /** Fleet overrides failed by an injected {@link CapacityFault} so far (reset by {@link reset}). */
   capacityErrorsInjected = 0;
   private faults: CapacityFault[] = [];
@@ -155,7 +157,11 @@ export class AwsEmulatorProxy {
     let proxy: AwsEmulatorProxy | undefined;
     const server = http.createServer((req, res) => {
       proxy!.inFlight++;
-      res.once('close', () => proxy!.inFlight--);
+      proxy!.open.set(req, { what: `${req.method} ${req.url}`, since: Date.now() });
+      res.once('close', () => {
+        proxy!.inFlight--;
+        proxy!.open.delete(req);
+      });
       void proxy!.handle(req, res).catch((err: unknown) => {
         opts.onError?.(err, `${req.method} ${req.url}`);
         if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain' });
@@ -206,6 +212,17 @@ export class AwsEmulatorProxy {
     return t;
   }
 
+  /**
+   * The requests not answered yet, oldest first, each as `service:Action for <s> s` (real seconds since it came):
+   * for a report on a hung client.
+   */
+  inFlightRequests(): string[] {
+    const now = Date.now();
+    return [...this.open.values()]
+      .sort((a, b) => a.since - b.since)
+      .map((r) => `${r.what} for ${((now - r.since) / 1000).toFixed(1)} s`);
+  }
+
   /** Sum of {@link calls} for one service (e.g. `ec2`). */
   callCount(service: string): number {
     let n = 0;
@@ -245,8 +262,10 @@ export class AwsEmulatorProxy {
     return c;
   }
 
-  private count(key: string): void {
+  private count(key: string, req?: http.IncomingMessage): void {
     this.calls.set(key, (this.calls.get(key) ?? 0) + 1);
+    const open = req && this.open.get(req);
+    if (open) open.what = key;
   }
 
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
@@ -268,7 +287,7 @@ export class AwsEmulatorProxy {
     const service = scope?.service ?? 'unknown';
     if (typeof target === 'string') {
       const action = target.split('.').pop() ?? target;
-      this.count(`${service}:${action}`);
+      this.count(`${service}:${action}`, req);
       if (service === 'pricing' && action === 'GetProducts') return this.getProducts(res, region, body);
       if (service === 'ssm' && (action === 'GetParameter' || action === 'GetParameters')) {
         if (await this.ssm(req, res, region, action, body)) return;
@@ -277,7 +296,7 @@ export class AwsEmulatorProxy {
     }
     const form = new URLSearchParams(body);
     const action = form.get('Action') ?? new URL(url, 'http://x').searchParams.get('Action') ?? '';
-    this.count(`${service}:${action || req.method}`);
+    this.count(`${service}:${action || req.method}`, req);
     if (service === 'ec2') {
       const left = this.throttles.get(action) ?? 0;
       if (left > 0) {
