@@ -53,6 +53,11 @@ export interface LaunchTemplateRef {
   name: string;
 }
 
+/** A launch template tagged with this cluster's name: its ID, name and the EC2NodeClass tag (if any). */
+export interface ClusterTemplate extends LaunchTemplateRef {
+  nodeClass: string | undefined;
+}
+
 function stable(v: unknown): string {
   if (Array.isArray(v)) return `[${v.map(stable).join(',')}]`;
   if (v && typeof v === 'object') {
@@ -205,13 +210,19 @@ export class LaunchTemplates {
   /** Takes the cluster's templates not cached yet into the cache, as used now. */
   private async hydrate(): Promise<void> {
     const now = this.deps.clock.now();
-    for (const lt of await this.listClusterTemplates())
-      if (!this.cache.has(lt.name))
-        this.cache.set(lt.name, {
-          ref: { id: lt.id, name: lt.name },
-          lastUsed: now,
-          nodeClass: lt.nodeClass ?? '',
-        });
+    for (const lt of await this.listClusterTemplates()) if (!this.cache.has(lt.name)) this.adopt(lt, now);
+  }
+
+  /**
+   * Caches a template of this cluster left by an earlier process as used at `now` (epoch ms): the template name is a
+   * hash of its content, so it serves this process's launches, and it goes only after a TTL without use.
+   */
+  private adopt(lt: ClusterTemplate, now: number): void {
+    this.cache.set(lt.name, {
+      ref: { id: lt.id, name: lt.name },
+      lastUsed: now,
+      nodeClass: lt.nodeClass ?? '',
+    });
   }
 
   /** Forgets a template (e.g. the launch said it does not exist any more). */
@@ -272,8 +283,8 @@ export class LaunchTemplates {
   }
 
   /** Every template of this cluster (paged), as name → id and its EC2NodeClass tag. */
-  async listClusterTemplates(): Promise<Array<{ id: string; name: string; nodeClass: string | undefined }>> {
-    const out: Array<{ id: string; name: string; nodeClass: string | undefined }> = [];
+  async listClusterTemplates(): Promise<ClusterTemplate[]> {
+    const out: ClusterTemplate[] = [];
     let token: string | undefined;
     do {
       const page = await withThrottleRetry(() =>
@@ -325,12 +336,7 @@ export class LaunchTemplates {
       if (keep.has(lt.name) || this.inflight.has(lt.name)) continue;
       const c = this.cache.get(lt.name);
       if (!c) {
-        // the template name is a hash of its content: an earlier process's template serves this one's launches
-        this.cache.set(lt.name, {
-          ref: { id: lt.id, name: lt.name },
-          lastUsed: now,
-          nodeClass: lt.nodeClass ?? '',
-        });
+        this.adopt(lt, now);
         continue;
       }
       if (now - c.lastUsed < ttl) continue;
