@@ -33,6 +33,14 @@ export interface AwsClientOptions {
   credentials?: { accessKeyId: string; secretAccessKey: string; sessionToken?: string };
   /** SDK attempts per call (default 3, the SDK's default; throttling errors are retried with backoff). */
   maxAttempts?: number;
+  /** Seconds to open a connection before the attempt fails (default 30, the dial timeout of aws-sdk-go-v2). */
+  connectTimeoutSeconds?: number;
+  /**
+   * Seconds one attempt (request and whole response) may take before it fails with a `TimeoutError`, retried as a
+   * transient error (default 120). The SDK's own default is none: an endpoint that accepts the request and never
+   * answers would hold the reconcile (and an operator's shutdown, which waits for it) forever.
+   */
+  requestTimeoutSeconds?: number;
 }
 
 /**
@@ -54,6 +62,11 @@ export function createAwsClients(opts: AwsClientOptions = {}): AwsClients {
     ...(opts.endpoint ? { endpoint: opts.endpoint } : {}),
     ...(opts.credentials ? { credentials: opts.credentials } : {}),
     maxAttempts: opts.maxAttempts ?? 3,
+    requestHandler: {
+      connectionTimeout: (opts.connectTimeoutSeconds ?? 30) * 1000,
+      requestTimeout: (opts.requestTimeoutSeconds ?? 120) * 1000,
+      throwOnRequestTimeout: true,
+    },
   };
   const ec2 = new EC2Client(base);
   const ssm = new SSMClient(base);
