@@ -189,7 +189,7 @@ describe('soak script: time budget and hang detection', () => {
     // a worker that has loaded says where its run was (the step, what it awaited, the emulator's open requests)
     // and prints its last log lines; a worker still loading cannot (the first may be, on a busy machine)
     expect(hung.out).toMatch(
-      /a hang at step \d+ \(fake t=\d+ s\), awaiting: [a-z]+.*; emulator requests open: none\n +operator log \(the last lines[^\n]*\n +t=0 soak: operator started\n/,
+      /a hang at step \d+ \(fake t=\d+ s\), awaiting: [a-z]+.*; emulator requests open: none\n +operator log \(the last lines[^\n]*\n( +t=\d+ [^\n]+\n)+/,
     );
     expect(hung.out).toContain('soak (kwok): 3 runs × 4000 steps');
     expect(hung.out).toContain('3 failing runs');
