@@ -14,10 +14,11 @@
  * takes longer than `--run-timeout` real seconds (default 1200) is a failure (`timeout`, a hang): the worker is asked
  * (SIGUSR2) where its run is, and the failure names the step, what the run awaited, the emulator requests still open
  * and the run's last 40 log lines; then its process group (with its emulator) is killed and a new worker takes the
- * next seed; in-process (`--parallel 1`) the soak reports the same and stops there. Each run builds a seeded scenario and fault schedule (test/soak/) and checks the
- * invariants after every step. A failing run prints its seed, a replay command, and its fault schedule shrunk
- * to the smallest one found that still fails. At the end the faults injected per kind are printed; with
- * `--min-each M` the exit code is 1 when any kind was injected fewer than M times. Exit 1 on any violation.
+ * next seed; in-process (`--parallel 1`) the soak reports the same and stops there. Each run builds a seeded
+ * scenario and fault schedule (test/soak/) and checks the invariants after every step. A failing run prints its
+ * seed, a replay command, and its fault schedule shrunk to the smallest one found that still fails. At the end the
+ * faults injected per kind are printed; with `--min-each M` the exit code is 1 when any kind was injected fewer
+ * than M times. Exit 1 on any violation.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
@@ -277,7 +278,7 @@ async function* inWorkers(parallel: number): AsyncGenerator<Result> {
           clearTimeout(noAnswer);
           const where = r
             ? `${TIMEOUT_DETAIL} ${r.detail}`
-            : `${TIMEOUT_DETAIL}; the worker did not say where within ${HANG_ANSWER_MS / 1000} s (its event loop is blocked: a busy loop)`;
+            : `${TIMEOUT_DETAIL}; the worker did not say where within ${HANG_ANSWER_MS / 1000} s (it died, or its event loop is blocked: a busy loop)`;
           queue.push(unfinished(s, seconds, 'timeout', where, r?.log));
           try {
             process.kill(-(child.pid ?? 0), 'SIGKILL');
