@@ -125,10 +125,12 @@ export class AwsEmulatorProxy {
   lostFleetReplies = 0;
   /** Called with the instance IDs of each launch whose reply was lost. */
   onFleetReplyLost: ((instanceIds: string[]) => void) | undefined;
-  /** Requests being answered now (a fake-clock driver waits for 0 before moving time on). */
-  inFlight = 0;
   /** The requests being answered now: what each is (`service:Action` once read, else method and URL) and since when. */
   private readonly open = new Map<http.IncomingMessage, { what: string; since: number }>();
+  /** Requests being answered now (a fake-clock driver waits for 0 before moving time on). */
+  get inFlight(): number {
+    return this.open.size;
+  }
   /** Fleet overrides failed by an injected {@link CapacityFault} so far (reset by {@link reset}). */
   capacityErrorsInjected = 0;
   private faults: CapacityFault[] = [];
@@ -156,12 +158,8 @@ export class AwsEmulatorProxy {
   static async start(opts: AwsEmulatorProxyOptions): Promise<AwsEmulatorProxy> {
     let proxy: AwsEmulatorProxy | undefined;
     const server = http.createServer((req, res) => {
-      proxy!.inFlight++;
       proxy!.open.set(req, { what: `${req.method} ${req.url}`, since: Date.now() });
-      res.once('close', () => {
-        proxy!.inFlight--;
-        proxy!.open.delete(req);
-      });
+      res.once('close', () => proxy!.open.delete(req));
       void proxy!.handle(req, res).catch((err: unknown) => {
         opts.onError?.(err, `${req.method} ${req.url}`);
         if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain' });
