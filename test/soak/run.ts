@@ -566,6 +566,13 @@ export async function runSoak(opts: RunOptions): Promise<RunResult> {
     await at('start operator', () => started.start());
   };
 
+  /** Notes `why` in the run's log, stops `running` (the operator) and forgets it. */
+  const stopOperator = async (running: Operator, why: string) => {
+    note(`t=${Math.round((clock.now() - runStart) / 1000)} soak: ${why}`);
+    await at('stop operator', () => running.stop());
+    operator = undefined;
+  };
+
   // aws: fake time stands still while the emulator answers (up to 2 s of real time per tick), so real-time AWS
   // latency does not turn into minutes of fake time
   const awsSettled = async () => {
@@ -577,10 +584,7 @@ export async function runSoak(opts: RunOptions): Promise<RunResult> {
         // the process died right after the launch: the new one finds the NodeClaim without its instance
         pendingRestart = false;
         if (operator) {
-          note(`t=${Math.round((clock.now() - runStart) / 1000)} soak: launch reply lost, operator stopped`);
-          const stopping = operator;
-          await at('stop operator', () => stopping.stop());
-          operator = undefined;
+          await stopOperator(operator, 'launch reply lost, operator stopped');
           await startOperator();
         }
       }
@@ -803,10 +807,7 @@ export async function runSoak(opts: RunOptions): Promise<RunResult> {
         if ((API_FAULT_KINDS as readonly string[]).includes(f.kind)) proxy.arm(f.kind as ApiFaultKind, f.n);
         else if (f.kind === 'restart') {
           if (operator) {
-            note(`t=${Math.round((clock.now() - runStart) / 1000)} soak: operator stopped`);
-            const stopping = operator;
-            await at('stop operator', () => stopping.stop());
-            operator = undefined;
+            await stopOperator(operator, 'operator stopped');
             injected.restart++;
             if (f.n === 0) await startOperator();
             else restartAt = step + f.n;
