@@ -26,7 +26,16 @@ import {
 /** What {@link runStartBench} measures. */
 export interface StartBenchResult {
   pods: number;
-  /** `capenter start`'s own `elapsedSeconds` when every pod was Running (cluster start-up included). */
+  /**
+   * Seconds from `capenter start`'s start (cluster start-up included) to its first progress line with every pod
+   * Running (lines are printed on change, checked each second): the issue's "all Running".
+   */
+  allRunningSeconds: number | undefined;
+  /**
+   * `capenter start`'s own `elapsedSeconds` when it settled: every pod Running and no NodeClaim launching or
+   * being deleted. Later than {@link allRunningSeconds} when consolidation starts before the pods are all placed
+   * (the drained pods' 30-s grace period then counts).
+   */
   runningSeconds: number | undefined;
   /** Wall seconds from spawning the process to its exit. */
   wallSeconds: number;
@@ -92,7 +101,18 @@ export async function runStartBench(
   child.stdout.on('data', (d: Buffer) => {
     out += d.toString();
   });
-  child.stderr.on('data', () => {});
+  let allRunning: number | undefined;
+  let errBuf = '';
+  child.stderr.on('data', (d: Buffer) => {
+    errBuf += d.toString();
+    let nl = errBuf.indexOf('\n');
+    while (nl >= 0) {
+      const m = /^\[([\d.]+)s\] pods (\d+)\/(\d+) running/.exec(errBuf.slice(0, nl));
+      if (allRunning === undefined && m && m[2] === m[3] && Number(m[3]) >= pods) allRunning = Number(m[1]);
+      errBuf = errBuf.slice(nl + 1);
+      nl = errBuf.indexOf('\n');
+    }
+  });
   let peak: number | undefined;
   let cpu: number | undefined;
   const sample = setInterval(() => {
@@ -118,6 +138,7 @@ export async function runStartBench(
   }
   return {
     pods,
+    allRunningSeconds: allRunning,
     runningSeconds: summary?.settled ? summary.elapsedSeconds : undefined,
     wallSeconds,
     cpuSeconds: cpu,
@@ -133,9 +154,9 @@ export async function runStartBench(
 export function formatStartBench(r: StartBenchResult): string {
   const ok = (v: boolean) => (v ? 'met' : 'MISSED');
   return [
-    `  ${r.pods} pods: ${r.settled ? `all Running after ${r.runningSeconds} s` : 'NOT settled'} (process wall ${r.wallSeconds} s, ${r.cpuSeconds ?? '?'} CPU s), ` +
+    `  ${r.pods} pods: all Running after ${r.allRunningSeconds ?? '?'} s, ${r.settled ? `settled after ${r.runningSeconds} s` : 'NOT settled'} (process wall ${r.wallSeconds} s, ${r.cpuSeconds ?? '?'} CPU s), ` +
       `${r.nodeClaims ?? '?'} NodeClaims, $${r.priceUSDPerHour ?? '?'}/h, peak RSS ${r.peakRssMB ?? '?'} MB`,
-    `  target all Running < ${r.targets.runningSeconds} s: ${ok(r.runningSeconds !== undefined && r.runningSeconds < r.targets.runningSeconds)}`,
+    `  target all Running < ${r.targets.runningSeconds} s: ${ok(r.allRunningSeconds !== undefined && r.allRunningSeconds < r.targets.runningSeconds)}`,
     `  target peak RSS < ${r.targets.peakRssMB} MB: ${ok(r.peakRssMB !== undefined && r.peakRssMB < r.targets.peakRssMB)}`,
   ].join('\n');
 }

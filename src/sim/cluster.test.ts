@@ -40,4 +40,25 @@ describe('startSimulatedCluster', () => {
     }
     await expect(c.client.list('Pod')).rejects.toThrow();
   });
+
+  it('with loopback, the stand-ins use a plain-HTTP listener with the same token; users keep the TLS one', async () => {
+    const c = await startSimulatedCluster({ loopback: true, components: { workloads: false } });
+    try {
+      const server = (k: string) => /server:\s*(\S+)/.exec(k)?.[1] ?? '';
+      expect(server(c.kubeconfig)).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
+      expect(server(c.clientKubeconfig)).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      expect(server(c.clientKubeconfig)).not.toBe(server(c.kubeconfig).replace('https:', 'http:'));
+      await c.client.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'via-loopback' } });
+      const user = KubeClient.fromKubeconfig(c.kubeconfig);
+      expect((await user.get('Namespace', 'via-loopback')).metadata.name).toBe('via-loopback');
+      user.close();
+      // the loopback listener authenticates as the TLS one: no token 403, another token 401
+      const url = `${server(c.clientKubeconfig)}/api/v1/namespaces`;
+      expect((await fetch(url)).status).toBe(403);
+      expect((await fetch(url, { headers: { authorization: 'Bearer nope' } })).status).toBe(401);
+    } finally {
+      await c.stop();
+    }
+    await expect(c.client.list('Namespace')).rejects.toThrow();
+  });
 });

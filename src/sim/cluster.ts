@@ -26,6 +26,11 @@ export interface SimulatedClusterOptions {
   host?: string;
   /** Serve HTTPS (default true). */
   tls?: boolean;
+  /**
+   * The stand-ins (and whoever uses {@link SimulatedCluster.clientKubeconfig}) talk to the API server over
+   * its plain-HTTP loopback listener instead of TLS (see `EmbeddedClusterOptions.loopback`); default false.
+   */
+  loopback?: boolean;
   /** Write the kubeconfig to this path (directories created, mode 0600). */
   kubeconfigPath?: string;
   /** Install capenter's CRDs from `generateCRDs()` (default true). */
@@ -61,6 +66,11 @@ export interface SimulatedCluster {
   client: KubeClient;
   /** Kubeconfig YAML (context `capenter`). */
   kubeconfig: string;
+  /**
+   * The kubeconfig {@link client} uses: with `loopback`, the plain-HTTP loopback listener's (for clients in
+   * this process only); otherwise {@link kubeconfig}.
+   */
+  clientKubeconfig: string;
   /** Where the kubeconfig was written, when asked. */
   kubeconfigPath?: string;
   clock: Clock;
@@ -97,9 +107,11 @@ export async function startSimulatedCluster(opts: SimulatedClusterOptions = {}):
     ...(opts.port !== undefined ? { port: opts.port } : {}),
     ...(opts.host !== undefined ? { host: opts.host } : {}),
     ...(opts.tls !== undefined ? { tls: opts.tls } : {}),
+    ...(opts.loopback ? { loopback: true } : {}),
     ...(opts.logger ? { logger: opts.logger } : {}),
   });
-  const client = KubeClient.fromKubeconfig(apiServer.kubeconfig, { userAgent: 'capenter-sim' });
+  const clientKubeconfig = apiServer.loopbackKubeconfig ?? apiServer.kubeconfig;
+  const client = KubeClient.fromKubeconfig(clientKubeconfig, { userAgent: 'capenter-sim' });
   const informers = new SharedInformers(client, {
     clock,
     // kube-scheduler and kube-controller-manager trim managedFields from their informers
@@ -114,6 +126,7 @@ export async function startSimulatedCluster(opts: SimulatedClusterOptions = {}):
     apiServer,
     client,
     kubeconfig: apiServer.kubeconfig,
+    clientKubeconfig,
     clock,
     informers,
     stop: async () => {

@@ -213,6 +213,27 @@ describe('Cluster state (embedded API server)', () => {
       'bound-2',
     );
     expect(cluster.nominationFor('default/wants-2')).toBeUndefined(); // 1420m free < 2 cpu
+    // a bound pod that finishes frees its requests (the node's cached sum is rebuilt on the pod's update)
+    await client.patch(
+      'Pod',
+      'bound-2',
+      'default',
+      { status: { phase: 'Succeeded' } },
+      {
+        type: 'merge',
+        subresource: 'status',
+      },
+    );
+    await eventually(
+      () => cluster.stateNodes().find((s) => s.name === 'fill-1')?.pods.length === 1,
+      'bound-2 finished',
+    );
+    expect(cluster.stateNodes().find((s) => s.name === 'fill-1')?.podRequests.cpu).toBe(1000);
+    cluster.nominate(cluster.pendingPods().find((p) => p.metadata.name === 'wants-2')!, {
+      kind: 'node',
+      name: 'fill-1',
+    });
+    expect(cluster.nominationFor('default/wants-2')?.target.name).toBe('fill-1'); // 2920m free again
     for (const n of ['wants-2', 'bound-1', 'bound-2'])
       await client.delete('Pod', n, 'default', { gracePeriodSeconds: 0 });
     await client.delete('Node', 'fill-1');

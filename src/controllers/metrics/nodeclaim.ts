@@ -54,19 +54,19 @@ export class NodeClaimMetricsController extends PeriodicMetricsController {
   }
 
   update(): void {
-    const snap = this.deps.cluster.snapshot();
+    const { cluster } = this.deps;
     for (const g of Object.values(this.gauges)) g.reset();
     const count = (g: typeof this.gauges.nc, conds: Condition[] | undefined) => {
       for (const c of conds ?? []) g.inc({ type: c.type, status: c.status, reason: c.reason ?? '' });
     };
-    for (const nc of snap.nodeClaims) {
+    for (const nc of cluster.listNodeClaims()) {
       count(this.gauges.nc, nc.status?.conditions);
       this.gauges.current.inc({
         nodepool: nc.metadata.labels?.['karpenter.sh/nodepool'] ?? '',
         phase: nodeClaimPhase(nc),
       });
     }
-    for (const np of snap.nodePools)
+    for (const np of cluster.listNodePools())
       count(this.gauges.np, (np.status as { conditions?: Condition[] } | undefined)?.conditions);
   }
 }

@@ -73,7 +73,7 @@ export class PodMetricsController extends PeriodicMetricsController {
     this.startedAt ??= this.deps.clock.now();
     this.state.reset();
     const seen = new Set<string>();
-    for (const pod of cluster.snapshot().pods) {
+    for (const pod of cluster.listPods()) {
       const key = podKey(pod);
       seen.add(key);
       const phase = pod.status?.phase ?? '';
