@@ -451,6 +451,22 @@ export function filterNode(state: PodSchedulingState, n: NodeInfo): string[] {
   return [];
 }
 
+/**
+ * True when the node of `n` — taken empty: build `n` with no pods — could host `pod` on its own: it is
+ * schedulable (or tolerated), its taints are tolerated, it matches the pod's node selector and required node
+ * affinity, and the pod's requests fit its allocatable. The node-local part of kube-scheduler's queueing hints
+ * for a Node add or update (NodeUnschedulable, TaintToleration, NodeAffinity, NodeResourcesFit
+ * `isSchedulableAfterNodeChange`): a pending pod for which this is false is not moved back to the active queue.
+ */
+export function nodeCouldHost(pod: Pod, n: NodeInfo): boolean {
+  const tolerations = pod.spec.tolerations;
+  if (n.node.spec?.unschedulable && !toleratesKey(tolerations, TaintUnschedulable, 'NoSchedule'))
+    return false;
+  if (firstUntoleratedTaint(tolerations, n.taints)) return false;
+  if (!nodeMatchesNodeAffinity(pod.spec, n.name, n.labels)) return false;
+  return resourceReasons(safePodRequests(pod), n).length === 0;
+}
+
 /** NodeResourcesFit: `Too many pods` and `Insufficient <r>` for each requested resource that does not fit. */
 export function resourceReasons(req: Resources, n: NodeInfo): string[] {
   const out: string[] = [];

@@ -7,8 +7,10 @@
  * Queueing follows kube-scheduler's idea in a simple form: a pod is tried when it appears or its spec,
  * labels or annotations change (a status-only update, such as our own condition write, is no retry, as in
  * kube-scheduler's `isPodUpdated`); unschedulable pods are tried again on cluster events that may make them
- * fit (node added or changed, a bound pod deleted or finished, a pod bound when someone waits for pod
- * affinity) and every `retryIntervalSeconds`.
+ * fit (a node added or changed that could host the pod on its own — the node-local queueing hints, see
+ * `retryFor` — or whose labels changed when the pod has topology constraints, a bound pod deleted or
+ * finished, a pod bound when someone waits for pod affinity) and every `retryIntervalSeconds`, each after its backoff (1 s doubled per failed
+ * attempt, at most 10 s).
  *
  * Scheduling cycles: one worker takes every key ready in the queue and decides those pods in memory, one
  * after the other in kube-scheduler's PrioritySort order ({@link queueOrder}: priority, then age), against
@@ -31,7 +33,7 @@
  *
  * Deviation: with no nodes at all kube-scheduler reports reason `SchedulerError`; the stand-in reports
  * `Unschedulable` (message "no nodes available to schedule pods") so a provisioner also starts from an
- * empty cluster. No preemption, no volume checks, no extenders, no per-pod backoff, no client QPS limit.
+ * empty cluster. No preemption, no volume checks, no extenders, no client QPS limit.
  */
 import type { Node, PersistentVolumeClaim, Pod } from '../../apis/core.ts';
 import { objectKey } from '../../kube/client.ts';
@@ -62,6 +64,7 @@ import {
   filterNode,
   fitErrorMessage,
   type NodeInfo,
+  nodeCouldHost,
   pickNode,
   prepare,
   type ScoringStrategy,
@@ -229,11 +232,12 @@ export class KubeSchedulerStandIn extends SimController {
     const offNodes = this.nodes.on({
       add: (n) => {
         this.dirtyNodes.add(n.metadata.name ?? '');
-        this.retryAll();
+        this.retryFor(n);
       },
       update: (o, n) => {
         this.dirtyNodes.add(n.metadata.name ?? '');
-        if (schedulingView(o) !== schedulingView(n)) this.retryAll();
+        if (schedulingView(o) === schedulingView(n)) return;
+        this.retryFor(n, JSON.stringify(o.metadata.labels) !== JSON.stringify(n.metadata.labels));
       },
       delete: (n) => {
         this.dirtyNodes.add(n.metadata.name ?? '');
@@ -256,14 +260,36 @@ export class KubeSchedulerStandIn extends SimController {
    * `podInitialBackoffSeconds` / `podMaxBackoffSeconds`), so a pod created by the event itself — the DaemonSet pod
    * of a new node — is tried before pods that have been failing since before the node existed.
    */
-  private retryAll(): void {
+  private retryAll(only?: (pod: Pod) => boolean): void {
     const now = this.clock.now();
     for (const k of this.pending) {
+      if (only) {
+        const pod = this.pods.cache.get(k);
+        if (pod && !only(pod)) continue;
+      }
       const n = this.attempts.get(k) ?? 0;
       const until = n > 0 ? (this.lastFailure.get(k) ?? 0) + Math.min(1000 * 2 ** (n - 1), 10_000) : 0;
       if (until > now) this.queue.addAfter(k, (until - now) / 1000);
       else this.queue.add(k);
     }
+  }
+
+  /**
+   * kube-scheduler's queueing hints for a Node added or updated: queues the pending pods that `node` could host
+   * on its own ({@link nodeCouldHost}); the others would only fail again with a new message, each costing a
+   * status write and an Event. A node that cannot host a pod cannot make it fit elsewhere either: it adds
+   * capacity and topology domains, and a new domain only tightens a spread constraint. When its labels
+   * changed (`relabeled`), the topology domains of the node and its pods moved, so pods with a topology spread
+   * or pod (anti-)affinity are queued as well, and every pod when a pod bound there has a required
+   * anti-affinity (its domain moved).
+   */
+  private retryFor(node: Node, relabeled = false): void {
+    const name = node.metadata.name ?? '';
+    const bound = relabeled ? this.pods.cache.byIndex(IndexNodeName, name) : [];
+    const info = buildNodeInfo(node, bound);
+    if (info.antiAffinityPods.length > 0) return this.retryAll();
+    const empty = bound.length > 0 ? buildNodeInfo(node, []) : info;
+    this.retryAll((pod) => (relabeled && hasPodTopology(pod)) || nodeCouldHost(pod, empty));
   }
 
   private retryAffinityWaiters(): void {
@@ -554,6 +580,16 @@ function podSchedulingView(p: Pod): string {
 }
 
 /** The parts of a node that decide where pods fit (changes trigger a retry of pending pods). */
+/** True when `pod` has a topology spread constraint or a required pod affinity or anti-affinity. */
+function hasPodTopology(pod: Pod): boolean {
+  const a = pod.spec.affinity;
+  return (
+    (pod.spec.topologySpreadConstraints?.length ?? 0) > 0 ||
+    (a?.podAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.length ?? 0) > 0 ||
+    (a?.podAntiAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.length ?? 0) > 0
+  );
+}
+
 function schedulingView(n: Node): string {
   return JSON.stringify([
     n.metadata.labels,
