@@ -21,6 +21,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { setFlagsFromString } from 'node:v8';
 import type { Command } from 'commander';
 import type { KubeObject, Node, Pod } from '../apis/core.ts';
 import type { NodeClaim } from '../apis/karpenter.ts';
@@ -591,6 +592,21 @@ export async function runStart(flags: StartCommandOptions, io: StartIO): Promise
   }
 }
 
+/**
+ * Lets V8 grow its heap by 50% of the live heap after each full collection (`--heap-growing-percent=50`) instead
+ * of its default, which grows up to 4× for a program that allocates as fast as this one. `capenter start` holds
+ * a whole cluster in one process (the API server's objects, the stand-ins' and the operator's caches): at
+ * 10,000 pods its peak RSS was about 850 MB for about 300 MB of live heap; with 50% it is about 670 MB for
+ * the same CPU (96–106 CPU-s either way; 25% cost 30% more CPU for no less memory). V8 reads this flag at
+ * each collection, so setting it at run time takes effect. Not applied when `nodeOptions` (`NODE_OPTIONS`)
+ * already sets a heap flag: the user's choice wins. Returns whether it set the flag.
+ */
+export function limitHeapGrowth(nodeOptions: string | undefined): boolean {
+  if (/--(max-old-space-size|heap-growing-percent|optimize-for-size)/.test(nodeOptions ?? '')) return false;
+  setFlagsFromString('--heap-growing-percent=50');
+  return true;
+}
+
 /** Registers `capenter start`. */
 export function registerStartCommand(program: Command): void {
   program
@@ -632,6 +648,7 @@ export function registerStartCommand(program: Command): void {
       'with --capi: remove node.cluster.x-k8s.io/uninitialized from initialized nodes after this long (default 120)',
     )
     .action(async (flags: StartCommandOptions) => {
+      limitHeapGrowth(process.env.NODE_OPTIONS);
       process.exitCode = await runStart(flags, {
         stdout: (t) => process.stdout.write(t),
         stderr: (t) => process.stderr.write(t),

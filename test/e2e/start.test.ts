@@ -12,6 +12,7 @@ import type { NodeClaim } from '../../src/apis/karpenter.ts';
 import { controllerOptions, runController } from '../../src/cli/controller.ts';
 import {
   formatSummaryTable,
+  limitHeapGrowth,
   progressLine,
   runStart,
   type StartSummary,
@@ -148,6 +149,14 @@ describe('capenter start flags', () => {
     expect(await runStart({ timeout: '-1' }, io)).toBe(2);
     expect(err).toMatch(/--output must be "table" or "json"/);
     expect(err).toMatch(/--region "mars-1" has no embedded catalog/);
+  });
+
+  it('limits the heap growth unless NODE_OPTIONS sets a heap flag of its own', () => {
+    expect(limitHeapGrowth('--max-old-space-size=4096')).toBe(false);
+    expect(limitHeapGrowth('--inspect --heap-growing-percent=100')).toBe(false);
+    expect(limitHeapGrowth('--optimize-for-size')).toBe(false);
+    expect(limitHeapGrowth('--enable-source-maps')).toBe(true);
+    expect(limitHeapGrowth(undefined)).toBe(true);
   });
 });
 
