@@ -287,7 +287,10 @@ export class KubeSchedulerStandIn extends SimController {
     const name = node.metadata.name ?? '';
     const bound = relabeled ? this.pods.cache.byIndex(IndexNodeName, name) : [];
     const info = buildNodeInfo(node, bound);
-    if (info.antiAffinityPods.length > 0) return this.retryAll();
+    if (info.antiAffinityPods.length > 0) {
+      this.retryAll();
+      return;
+    }
     const empty = bound.length > 0 ? buildNodeInfo(node, []) : info;
     this.retryAll((pod) => (relabeled && hasPodTopology(pod)) || nodeCouldHost(pod, empty));
   }
