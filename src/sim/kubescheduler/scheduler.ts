@@ -9,8 +9,8 @@
  * kube-scheduler's `isPodUpdated`); unschedulable pods are tried again on cluster events that may make them
  * fit (a node added or changed that could host the pod on its own — the node-local queueing hints, see
  * `retryFor` — or whose labels changed when the pod has topology constraints, a bound pod deleted or
- * finished, a pod bound when someone waits for pod affinity) and every `retryIntervalSeconds`, each after its backoff (1 s doubled per failed
- * attempt, at most 10 s).
+ * finished, a pod bound when someone waits for pod affinity) and every `retryIntervalSeconds`, each after its
+ * backoff (1 s doubled per failed attempt, at most 10 s).
  *
  * Scheduling cycles: one worker takes every key ready in the queue and decides those pods in memory, one
  * after the other in kube-scheduler's PrioritySort order ({@link queueOrder}: priority, then age), against
@@ -284,14 +284,16 @@ export class KubeSchedulerStandIn extends SimController {
    * anti-affinity (its domain moved).
    */
   private retryFor(node: Node, relabeled = false): void {
-    const name = node.metadata.name ?? '';
-    const bound = relabeled ? this.pods.cache.byIndex(IndexNodeName, name) : [];
-    const info = buildNodeInfo(node, bound);
-    if (info.antiAffinityPods.length > 0) {
+    if (
+      relabeled &&
+      this.pods.cache
+        .byIndex(IndexNodeName, node.metadata.name ?? '')
+        .some((p) => requiredTerms(p.spec.affinity?.podAntiAffinity) > 0)
+    ) {
       this.retryAll();
       return;
     }
-    const empty = bound.length > 0 ? buildNodeInfo(node, []) : info;
+    const empty = buildNodeInfo(node, []);
     this.retryAll((pod) => (relabeled && hasPodTopology(pod)) || nodeCouldHost(pod, empty));
   }
 
@@ -582,17 +584,24 @@ function podSchedulingView(p: Pod): string {
   return JSON.stringify([p.spec, p.metadata.labels, p.metadata.annotations]);
 }
 
-/** The parts of a node that decide where pods fit (changes trigger a retry of pending pods). */
+/** Number of required terms of a pod (anti-)affinity. */
+function requiredTerms(
+  a: { requiredDuringSchedulingIgnoredDuringExecution?: unknown[] } | undefined,
+): number {
+  return a?.requiredDuringSchedulingIgnoredDuringExecution?.length ?? 0;
+}
+
 /** True when `pod` has a topology spread constraint or a required pod affinity or anti-affinity. */
 function hasPodTopology(pod: Pod): boolean {
   const a = pod.spec.affinity;
   return (
     (pod.spec.topologySpreadConstraints?.length ?? 0) > 0 ||
-    (a?.podAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.length ?? 0) > 0 ||
-    (a?.podAntiAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.length ?? 0) > 0
+    requiredTerms(a?.podAffinity) > 0 ||
+    requiredTerms(a?.podAntiAffinity) > 0
   );
 }
 
+/** The parts of a node that decide where pods fit (changes trigger a retry of pending pods). */
 function schedulingView(n: Node): string {
   return JSON.stringify([
     n.metadata.labels,
