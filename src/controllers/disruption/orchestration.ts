@@ -1,14 +1,17 @@
 /**
  * Executes disruption commands, after kubernetes-sigs/karpenter `pkg/controllers/disruption/controller.go`
  * (`executeCommand`) and `orchestration/queue.go`:
- * 1. taint the candidates `karpenter.sh/disrupted:NoSchedule` and mark them for deletion in cluster state (so
- *    provisioning reschedules their pods and later passes count them against budgets);
- * 2. stamp condition `DisruptionReason` on their NodeClaims;
- * 3. create the replacement NodeClaims through the provisioner's {@link NodeClaimLauncher} (upstream: disruption
+ * 1. create the replacement NodeClaims through the provisioner's {@link NodeClaimLauncher} (upstream: disruption
  *    launches through `provisioner.CreateNodeClaims`): the NodePool limits are checked right before each create
  *    against cluster state with in-flight NodeClaims and the provisioner's creates on the wire (the candidates do
  *    not count, as in the simulation); a replacement over the limit rolls the command back. Nominate the moving
  *    pods to them; Events `DisruptionLaunching`;
+ * 2. taint the candidates `karpenter.sh/disrupted:NoSchedule` and mark them for deletion in cluster state (so
+ *    provisioning reschedules their pods and later passes count them against budgets). Upstream taints before
+ *    launching and marks after; here the taint itself counts as a mark (it survives a restart), so both come after
+ *    the replacements are in cluster state: a provisioning pass in between would otherwise see the candidates'
+ *    pods without the capacity coming for them and launch for them a second time;
+ * 3. stamp condition `DisruptionReason` on their NodeClaims;
  * 4. asynchronously wait until every replacement is `Initialized` (Events `DisruptionWaitingReadiness`), at most
  *    `replacementTimeoutSeconds` (upstream 10 min) — on timeout, a replacement deleted, or a failed launch: roll back
  *    (untaint, unmark, delete the replacements that are not initialized — an initialized one stays unless it leaves
@@ -131,7 +134,7 @@ export class Orchestrator {
   }
 
   /**
-   * Starts `command`: taints, marks and launches synchronously (resolves after that), then waits for the
+   * Starts `command`: launches, taints and marks synchronously (resolves after that), then waits for the
    * replacements and deletes the candidates in the background (`signal` aborts the wait, leaving the taints for the
    * controller's cleanup). Returns false when it was rolled back at once (launch failure, candidate gone).
    */
@@ -164,11 +167,10 @@ export class Orchestrator {
             );
         }
       for (const cand of command.candidates) {
-        if (!(await this.setTaint(cand.name, true)))
+        const node = cluster.getNode(cand.name);
+        if (!node || node.metadata.deletionTimestamp)
           throw new Error(`candidate node ${cand.name} is gone or deleting`);
       }
-      cluster.markForDeletion(...c.nodes, ...ncNames);
-      for (const cand of command.candidates) await this.stampReason(cand.nodeClaim, command.reason);
       const counter = nodeClaimsCreatedCounter(this.deps.registry);
       const candidateClaims = new Set(ncNames);
       for (const plan of command.replacements) {
@@ -195,6 +197,15 @@ export class Orchestrator {
         );
         log.info({ nodeclaim: name, nodepool: plan.nodePool }, 'launched replacement nodeclaim');
       }
+      // Only now, with the replacements in cluster state, may provisioning see the candidates as deleting: it
+      // then places their pods on the in-flight replacements. Tainted or marked before (the taint counts as a
+      // mark), a provisioning pass in between launched a second NodeClaim for the same pods.
+      for (const cand of command.candidates) {
+        if (!(await this.setTaint(cand.name, true)))
+          throw new Error(`candidate node ${cand.name} is gone or deleting`);
+      }
+      cluster.markForDeletion(...c.nodes, ...ncNames);
+      for (const cand of command.candidates) await this.stampReason(cand.nodeClaim, command.reason);
     } catch (err) {
       await this.rollback(c, `launching: ${errorMessage(err)}`);
       return false;

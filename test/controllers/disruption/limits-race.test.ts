@@ -15,6 +15,7 @@ import type { Pod } from '../../../src/apis/core.ts';
 import { NodePoolHashVersion, nodePoolHash } from '../../../src/apis/hash.ts';
 import type { NodeClaim, NodePool } from '../../../src/apis/karpenter.ts';
 import { DisruptionController } from '../../../src/controllers/disruption/controller.ts';
+import { AnnotationReplacementFor } from '../../../src/controllers/disruption/orchestration.ts';
 import { pendingPod, testNodePool } from '../../../src/controllers/provisioning/testing.ts';
 import { computeDisruption } from '../../../src/disruption/index.ts';
 import type { Command } from '../../../src/disruption/types.ts';
@@ -380,5 +381,40 @@ describe('duplicate launches: a replacement sized for a pending pod the provisio
       (nc.metadata.annotations?.['capenter.dev/nominated-pods'] ?? '').split(',').includes(uid),
     );
     expect(launchedFor).toHaveLength(1);
+  });
+});
+
+describe('duplicate launches: a provisioning pass while a replacement is being created (drift scenario, 1 run in 30)', () => {
+  it("the provisioner launches nothing for a candidate's pods, during the replacement's create or after it", async () => {
+    const { e, p, dc } = await setup('1000');
+    const cmd = replacementCommand(computeDisruption(await dc.input()).commands);
+    expect(cmd.replacements.flatMap((r) => r.pods.map((x) => x.metadata.name))).toEqual(['moving-0']);
+    // a provisioning pass runs while the orchestrator creates the replacement (the interleaving that launched a
+    // second NodeClaim for the moving pod when the candidate was tainted and marked before the create)
+    const launcher = p.provisioner.launcher;
+    const launch = launcher.launch.bind(launcher);
+    const during: string[][] = [];
+    launcher.launch = async (plan, o) => {
+      if (o?.annotations?.[AnnotationReplacementFor]) {
+        const pass = await p.provisioner.provision();
+        during.push(pass.created.flatMap((c) => c.plan.pods.map((x) => x.metadata.name as string)));
+      }
+      return launch(plan, o);
+    };
+    expect(await dc.orchestrator.execute(cmd, new AbortController().signal)).toBe(true);
+    expect(during).toEqual([[]]);
+    // the candidate is tainted and marked now, and its pod is placed on the in-flight replacement
+    const node = await e.client.get('Node', 'big-1');
+    expect(((node.spec as { taints?: { key: string }[] }).taints ?? []).map((t) => t.key)).toEqual([
+      'karpenter.sh/disrupted',
+    ]);
+    expect(p.cluster.stateNodes().find((sn) => sn.name === 'big-1')?.markedForDeletion).toBe(true);
+    const after = await p.provisioner.provision();
+    expect(after.created).toEqual([]);
+    const claims = await listNodeClaims(e.client);
+    expect(claims.map((nc) => nc.metadata.annotations?.[AnnotationReplacementFor] ?? '-').sort()).toEqual([
+      '-',
+      'big-1',
+    ]);
   });
 });
