@@ -25,35 +25,13 @@ import {
   LabelTopologyZone,
   TaintDisrupted,
 } from '../apis/labels.ts';
+import { isActive, isOwnedByNode, isReschedulable } from '../apis/pod.ts';
 import type { InstanceType } from '../cloudprovider/types.ts';
 import type { PoolCounts } from './budgets.ts';
 import { disruptionCost, parseTime } from './cost.ts';
 import { driftMemo, driftReason } from './drift-reason.ts';
 import { pdbBlocks, type ResolvedPDB, resolvePDBs } from './pdb.ts';
 import type { Candidate, DisruptionInput, DisruptionNode } from './types.ts';
-
-/** True for a pod that still runs (not Succeeded/Failed, not being deleted); upstream `IsActive`. */
-export function podActive(p: Pod): boolean {
-  return p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed' && !p.metadata.deletionTimestamp;
-}
-
-/** True for static/mirror pods (owned by the Node or carrying `kubernetes.io/config.mirror`). */
-export function podStatic(p: Pod): boolean {
-  return (
-    p.metadata.annotations?.['kubernetes.io/config.mirror'] !== undefined ||
-    (p.metadata.ownerReferences ?? []).some((o) => o.kind === 'Node')
-  );
-}
-
-/** True for DaemonSet-owned pods. */
-export function podDaemon(p: Pod): boolean {
-  return (p.metadata.ownerReferences ?? []).some((o) => o.kind === 'DaemonSet');
-}
-
-/** Pods that must find another node when the node goes (upstream `IsReschedulable`). */
-export function podReschedulable(p: Pod): boolean {
-  return podActive(p) && !podDaemon(p) && !podStatic(p);
-}
 
 /** `namespace/name`. */
 export function podName(p: Pod): string {
@@ -192,7 +170,7 @@ export function buildClusterView(input: DisruptionInput): ClusterView {
     const zone = labels[LabelTopologyZone] ?? nc.metadata.labels?.[LabelTopologyZone];
     const capacityType = labels[LabelCapacityType] ?? nc.metadata.labels?.[LabelCapacityType];
     const price = instanceType ? offeringPrice(instanceType, zone, capacityType) : undefined;
-    const reschedulablePods = dn.pods.filter(podReschedulable);
+    const reschedulablePods = dn.pods.filter(isReschedulable);
     const created = parseTime(nc.metadata.creationTimestamp) ?? parseTime(dn.node.metadata.creationTimestamp);
     const cost = disruptionCost(
       reschedulablePods,
@@ -214,14 +192,14 @@ export function buildClusterView(input: DisruptionInput): ClusterView {
 
     let podsBlock: string | undefined;
     for (const p of dn.pods) {
-      if (podActive(p) && p.metadata.annotations?.[AnnotationDoNotDisrupt] === 'true') {
+      if (isActive(p) && p.metadata.annotations?.[AnnotationDoNotDisrupt] === 'true') {
         podsBlock = `pod ${podName(p)} is annotated karpenter.sh/do-not-disrupt`;
         break;
       }
     }
     if (!podsBlock) {
       for (const p of dn.pods) {
-        if (!podActive(p) || podStatic(p)) continue;
+        if (!isActive(p) || isOwnedByNode(p)) continue;
         const b = pdbBlocks(p, pdbs);
         if (b) {
           podsBlock = b;

@@ -19,6 +19,7 @@
  */
 import type { LabelSelector, Pod } from '../apis/core.ts';
 import { LabelNodePool } from '../apis/labels.ts';
+import { isActive, isOwnedByDaemonSet, isReschedulable } from '../apis/pod.ts';
 import { formatResources, parseResources, type Resources } from '../apis/quantity.ts';
 import { selectorMatches } from '../scheduling/labelselector.ts';
 import { limitCapacity } from '../scheduling/limits.ts';
@@ -32,13 +33,7 @@ import type {
   SchedulingInput,
   SchedulingResult,
 } from '../scheduling/types.ts';
-import {
-  type ClusterView,
-  nodeMarkedForDeletion,
-  podActive,
-  podName,
-  podReschedulable,
-} from './candidates.ts';
+import { type ClusterView, nodeMarkedForDeletion, podName } from './candidates.ts';
 import type { Candidate, DisruptionInput, DisruptionNode } from './types.ts';
 
 /** Options with defaults applied. */
@@ -103,7 +98,7 @@ export class Simulator {
       const name = dn.node.metadata.name ?? '?';
       const deleting = nodeMarkedForDeletion(dn) || excluded.has(name);
       if (deleting) {
-        for (const p of dn.pods) if (podReschedulable(p)) this.deletingPods.push(this.unbound(p));
+        for (const p of dn.pods) if (isReschedulable(p)) this.deletingPods.push(this.unbound(p));
         continue;
       }
       const pool = dn.node.metadata.labels?.[LabelNodePool];
@@ -376,7 +371,7 @@ function selectorsOf(pods: readonly Pod[]): LabelSelector[] {
  * pods with required anti-affinity (they repel incoming pods) and pods with host ports.
  */
 function alwaysKeep(p: Pod): boolean {
-  if ((p.metadata.ownerReferences ?? []).some((o) => o.kind === 'DaemonSet')) return true;
+  if (isOwnedByDaemonSet(p)) return true;
   if (p.spec.affinity?.podAntiAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.length) return true;
   for (const c of [...(p.spec.containers ?? []), ...(p.spec.initContainers ?? [])])
     if ((c.ports ?? []).some((port) => port.hostPort)) return true;
@@ -388,7 +383,7 @@ function prepare(dn: DisruptionNode, name: string, uninitialized: boolean): Prep
   const keep: Pod[] = [];
   const selectable: PreparedNode['selectable'] = [];
   for (const p of dn.pods) {
-    if (!podActive(p)) continue;
+    if (!isActive(p)) continue;
     if (alwaysKeep(p)) {
       keep.push(p);
       continue;

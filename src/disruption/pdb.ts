@@ -10,6 +10,7 @@
  * rounded up) or expected − `maxUnavailable` (percent rounded up); allowed = max(0, healthy − desired).
  */
 import type { Pod, PodDisruptionBudget } from '../apis/core.ts';
+import { isTerminal } from '../apis/pod.ts';
 import { selectorMatches } from '../scheduling/labelselector.ts';
 
 /** True for a pod that is Running with condition Ready=True (Kubernetes `IsPodReady` for a running pod). */
@@ -51,7 +52,7 @@ export function computeDisruptionsAllowed(pdb: PodDisruptionBudget, pods: readon
   let expected = 0;
   let healthy = 0;
   for (const p of pods) {
-    if (p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed') continue;
+    if (isTerminal(p)) continue;
     if (!pdbSelects(pdb, p)) continue;
     expected++;
     if (podHealthy(p) && !p.metadata.deletionTimestamp) healthy++;

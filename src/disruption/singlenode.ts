@@ -9,6 +9,7 @@
  * exceeding the other nodes' total free capacity (cpu, memory, pods) — is held by no instance type any NodePool's
  * template requirements allow at a price below the candidate's. Such a candidate can neither be deleted nor replaced more cheaply.
  */
+import { isTerminal } from '../apis/pod.ts';
 import { parseResource, type Resources } from '../apis/quantity.ts';
 import { cheapestOffering, instanceTypeIncompatibility, providerKeys } from '../scheduling/instancetypes.ts';
 import { nodeClaimTemplateRequirements } from '../scheduling/nodeclaimtemplate.ts';
@@ -50,7 +51,7 @@ export class SpareCapacity {
         const alloc = dn.node.status?.allocatable ?? {};
         const a = DIMS.map((d) => (alloc[d] === undefined ? 0 : parseResource(d, alloc[d]!)));
         for (const p of dn.pods) {
-          if (p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed') continue;
+          if (isTerminal(p)) continue;
           const r = podRequests(p);
           for (let i = 0; i < 3; i++) a[i]! -= r[DIMS[i]!] ?? 0;
         }

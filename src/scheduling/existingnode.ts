@@ -5,8 +5,9 @@
  * allocatable minus the requests of the pods already there (and of DaemonSet pods that will still start: the
  * shared DaemonSet placement rule of `predicates.ts` on the node's labels and its non-ephemeral, non-startup taints).
  */
-import type { DaemonSet, Pod, Taint } from '../apis/core.ts';
+import type { DaemonSet, Taint } from '../apis/core.ts';
 import { LabelHostname, LabelNodeInitialized, LabelNodePool } from '../apis/labels.ts';
+import { isTerminal } from '../apis/pod.ts';
 import { parseResources } from '../apis/quantity.ts';
 import { daemonSetPod } from './daemonoverhead.ts';
 import { type HostPort, HostPortUsage, podHostPorts } from './hostports.ts';
@@ -20,16 +21,6 @@ import { fits, formatRequests, podRequests } from './resources.ts';
 import { untoleratedTaint } from './taints.ts';
 import type { Topology } from './topology.ts';
 import type { ExistingNode, InFlightNodeClaim } from './types.ts';
-
-/** True for pods that no longer hold resources (Succeeded/Failed). */
-export function isTerminal(pod: Pod): boolean {
-  return pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed';
-}
-
-/** True when the pod is owned by a DaemonSet. */
-export function isDaemonSetPod(pod: Pod): boolean {
-  return (pod.metadata.ownerReferences ?? []).some((o) => o.kind === 'DaemonSet');
-}
 
 /** An existing node or in-flight NodeClaim as a place for pods. */
 export class ExistingCapacity {

@@ -7,9 +7,10 @@
 import type { Pod } from '../apis/core.ts';
 import type { NodePool } from '../apis/karpenter.ts';
 import { LabelCapacityType, LabelHostname, LabelTopologyZone } from '../apis/labels.ts';
+import { isTerminal } from '../apis/pod.ts';
 import { parseResources, QuantityParseError, type Resources, resourceListProblem } from '../apis/quantity.ts';
 import { type DaemonOverhead, daemonOverhead } from './daemonoverhead.ts';
-import { type ExistingCapacity, existingNodeCapacity, inFlightCapacity, isTerminal } from './existingnode.ts';
+import { type ExistingCapacity, existingNodeCapacity, inFlightCapacity } from './existingnode.ts';
 import { providerKeys, ResourceIndex, typeInfos } from './instancetypes.ts';
 import { PoolContext } from './nodeclaim.ts';
 import { nodeClaimTemplateRequirements } from './nodeclaimtemplate.ts';

@@ -37,6 +37,7 @@ import type {
 import { exampleEC2NodeClass } from '../apis/examples.ts';
 import type { EC2NodeClass, NodeClaim, NodePool } from '../apis/karpenter.ts';
 import { LabelNodePool } from '../apis/labels.ts';
+import { isActive } from '../apis/pod.ts';
 import { parseResources, type Resources } from '../apis/quantity.ts';
 import type { InstanceType } from '../cloudprovider/types.ts';
 import { selectorMatches } from '../scheduling/labelselector.ts';
@@ -350,10 +351,6 @@ function statefulSetClaims(s: StatefulSet): PersistentVolumeClaim[] {
     }
   }
   return out;
-}
-
-function isTerminalOrDeleting(p: Pod): boolean {
-  return p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed' || !!p.metadata.deletionTimestamp;
 }
 
 function withNamespace<T extends KubeObject>(o: T): T {
@@ -678,7 +675,7 @@ export async function buildSchedulingInput(
   const pending: Pod[] = [];
   const boundByNode = new Map<string, Pod[]>();
   for (const p of allPods) {
-    if (isTerminalOrDeleting(p)) continue;
+    if (!isActive(p)) continue;
     const nodeName = p.spec?.nodeName;
     if (nodeName) {
       if (!nodeNames.has(nodeName)) {

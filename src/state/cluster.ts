@@ -27,6 +27,7 @@ import type {
 } from '../apis/core.ts';
 import type { Condition, NodeClaim, NodeClassReference, NodePool } from '../apis/karpenter.ts';
 import { LabelInstanceType, LabelNodeInitialized, LabelNodePool, TaintDisrupted } from '../apis/labels.ts';
+import { isOwnedByDaemonSet, isTerminal } from '../apis/pod.ts';
 import { parseResources, type Resources } from '../apis/quantity.ts';
 import type { InstanceType, NodeClassKind } from '../cloudprovider/types.ts';
 import type { KubeClient } from '../kube/client.ts';
@@ -37,7 +38,7 @@ import type { Namespace, PersistentVolume, StorageClass } from '../kube/types.ts
 import { limitCapacity } from '../scheduling/limits.ts';
 import { addInto, podRequests } from '../scheduling/resources.ts';
 import type { CSINode, VolumeObjects } from '../scheduling/volumetopology.ts';
-import { isOwnedByDaemonSet, isTerminal, podKey } from './pods.ts';
+import { podKey } from './pods.ts';
 
 /** Seconds a pod nomination lives (upstream: twice the 10 s max batch window). */
 export const NOMINATION_TTL_SECONDS = 20;

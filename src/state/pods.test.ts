@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Pod } from '../apis/core.ts';
 import { pendingPod } from '../controllers/provisioning/testing.ts';
-import { isProvisionable, isReschedulable, podKey, provisionableReason } from './pods.ts';
+import { isProvisionable, podKey, provisionableReason } from './pods.ts';
 
 function withPatch(p: Pod, patch: (p: Pod) => void): Pod {
   const c = structuredClone(p);
@@ -96,24 +96,5 @@ describe('provisionableReason (upstream IsProvisionable + active + default sched
         }),
       ),
     ).toBe(true);
-  });
-});
-
-describe('isReschedulable', () => {
-  it('moves active workload pods, not daemon, mirror or finished pods', () => {
-    const bound = withPatch(pendingPod('a'), (p) => {
-      p.spec.nodeName = 'n1';
-      p.status = { phase: 'Running' };
-    });
-    expect(isReschedulable(bound)).toBe(true);
-    expect(
-      isReschedulable(
-        withPatch(bound, (p) => {
-          p.status!.phase = 'Succeeded';
-        }),
-      ),
-    ).toBe(false);
-    expect(isReschedulable(pendingPod('d', { ownerKind: 'DaemonSet' }))).toBe(false);
-    expect(isReschedulable(pendingPod('m', { ownerKind: 'Node' }))).toBe(false);
   });
 });

@@ -1,10 +1,10 @@
 /**
- * Pod predicates shared by cluster state, provisioning, disruption and termination.
+ * Pod predicates of provisioning and cluster state (the ones every layer shares are in `apis/pod.ts`).
  * Source: kubernetes-sigs/karpenter `pkg/utils/pod/scheduling.go` (`IsProvisionable`, `FailedToSchedule`,
- * `IsScheduled`, `IsPreempting`, `IsOwnedByDaemonSet`, `IsOwnedByNode`, `IsTerminal`, `IsTerminating`,
- * `IsReschedulable`).
+ * `IsScheduled`, `IsPreempting`).
  */
 import type { Pod } from '../apis/core.ts';
+import { isActive, isOwnedByDaemonSet, isOwnedByNode, isTerminal } from '../apis/pod.ts';
 
 /** The scheduler name pods get when they name none (kube-apiserver default). */
 export const DefaultSchedulerName = 'default-scheduler';
@@ -34,31 +34,6 @@ export function failedToSchedule(pod: Pod): boolean {
   );
 }
 
-/** Owned by a DaemonSet (its pods are daemon overhead, never provisioned for). Upstream `IsOwnedByDaemonSet`. */
-export function isOwnedByDaemonSet(pod: Pod): boolean {
-  return (pod.metadata.ownerReferences ?? []).some((o) => o.kind === 'DaemonSet');
-}
-
-/** A mirror (static) pod, owned by its Node. Upstream `IsOwnedByNode`. */
-export function isOwnedByNode(pod: Pod): boolean {
-  return (pod.metadata.ownerReferences ?? []).some((o) => o.kind === 'Node');
-}
-
-/** Phase `Succeeded` or `Failed`: holds no resources. Upstream `IsTerminal`. */
-export function isTerminal(pod: Pod): boolean {
-  return pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed';
-}
-
-/** Has a `deletionTimestamp`. Upstream `IsTerminating`. */
-export function isTerminating(pod: Pod): boolean {
-  return !!pod.metadata.deletionTimestamp;
-}
-
-/** Neither terminal nor terminating. Upstream `IsActive`. */
-export function isActive(pod: Pod): boolean {
-  return !isTerminal(pod) && !isTerminating(pod);
-}
-
 /** Scheduled by the default scheduler (`spec.schedulerName` unset or `default-scheduler`). */
 export function usesDefaultScheduler(pod: Pod): boolean {
   const s = pod.spec?.schedulerName;
@@ -85,12 +60,4 @@ export function provisionableReason(pod: Pod): string | undefined {
 /** True when Karpenter should provision capacity for the pod; see {@link provisionableReason}. */
 export function isProvisionable(pod: Pod): boolean {
   return provisionableReason(pod) === undefined;
-}
-
-/**
- * A bound pod that must move when its node goes away: active, not owned by a DaemonSet (it is recreated on
- * each node) and not a mirror pod. Upstream `IsReschedulable`.
- */
-export function isReschedulable(pod: Pod): boolean {
-  return isActive(pod) && !isOwnedByDaemonSet(pod) && !isOwnedByNode(pod);
 }

@@ -14,6 +14,7 @@
 import type { Node, Pod } from '../../apis/core.ts';
 import type { NodeClaim, NodePool } from '../../apis/karpenter.ts';
 import { LabelInstanceType, LabelNodePool } from '../../apis/labels.ts';
+import { isReschedulable } from '../../apis/pod.ts';
 import type { Resources } from '../../apis/quantity.ts';
 import type { InstanceType, NodeClassKind } from '../../cloudprovider/types.ts';
 import { daemonOverhead } from '../../scheduling/daemonoverhead.ts';
@@ -26,7 +27,7 @@ import {
   nodeClassKey,
   nodePoolUsage,
 } from '../../state/cluster.ts';
-import { isReschedulable, podKey, provisionableReason } from '../../state/pods.ts';
+import { podKey, provisionableReason } from '../../state/pods.ts';
 
 /** A pod left out of scheduling, with why. */
 export interface IgnoredPod {

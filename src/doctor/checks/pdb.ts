@@ -10,6 +10,7 @@
  */
 import type { IntOrString, Pod, PodDisruptionBudget } from '../../apis/core.ts';
 import { LabelNodePool } from '../../apis/labels.ts';
+import { isTerminal } from '../../apis/pod.ts';
 import { selectorMatches } from '../../scheduling/labelselector.ts';
 import { type Check, type DoctorSnapshot, type Finding, ref } from '../types.ts';
 
@@ -20,10 +21,6 @@ export function scaledValue(v: IntOrString, total: number): number | undefined {
   if (m) return Math.ceil((Number(m[1]) * total) / 100);
   const n = Number(v);
   return Number.isInteger(n) ? n : undefined;
-}
-
-function isActive(p: Pod): boolean {
-  return p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed';
 }
 
 /** Expected pod count of a PDB: the summed scale of the selected pods' controllers, else the pod count. */
@@ -82,7 +79,7 @@ export const pdbCheck: Check = (s) => {
     const selected = s.pods.filter(
       (p) =>
         (p.metadata.namespace ?? 'default') === ns &&
-        isActive(p) &&
+        !isTerminal(p) &&
         pdb.spec?.selector !== undefined &&
         selectorMatches(pdb.spec.selector, p.metadata.labels ?? {}),
     );

@@ -20,6 +20,7 @@ import {
   FinalizerTermination,
   TaintDisrupted,
 } from '../../../apis/labels.ts';
+import { isTerminal } from '../../../apis/pod.ts';
 import { isNodeClaimNotFoundError } from '../../../cloudprovider/types.ts';
 import type { Cache } from '../../../kube/cache.ts';
 import { isConflict, isNotFound } from '../../../kube/errors.ts';
@@ -41,13 +42,7 @@ import {
   type ReconcileResult,
   runQueueWithInformers,
 } from '../../runtime.ts';
-import {
-  DefaultPodTerminationGracePeriodSeconds,
-  Drainer,
-  isTerminal,
-  isWaitingEviction,
-  podID,
-} from './drain.ts';
+import { DefaultPodTerminationGracePeriodSeconds, Drainer, isWaitingEviction, podID } from './drain.ts';
 import { type DrainMetrics, drainMetrics } from './metrics.ts';
 
 /** Seconds before the termination controller publishes the same Event again (upstream default dedupe, 2 min). */

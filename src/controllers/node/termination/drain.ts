@@ -17,6 +17,7 @@
  */
 import type { KubeObject, Pod, Toleration } from '../../../apis/core.ts';
 import { AnnotationDoNotDisrupt, TaintDisrupted } from '../../../apis/labels.ts';
+import { isOwnedByDaemonSet, isOwnedByNode, isTerminal } from '../../../apis/pod.ts';
 import type { KubeClient } from '../../../kube/client.ts';
 
 /** Outcome of one drain pass: pods still on the Node (0 = drained) and what was done. */
@@ -47,24 +48,6 @@ function tolerates(tols: readonly Toleration[] | undefined, key: string, effect:
   });
 }
 
-/** True for Succeeded/Failed pods. */
-export function isTerminal(pod: Pod): boolean {
-  return pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed';
-}
-
-/** True for static/mirror pods (owned by the Node, or carrying `kubernetes.io/config.mirror`). */
-export function isStatic(pod: Pod): boolean {
-  return (
-    (pod.metadata.ownerReferences ?? []).some((o) => o.kind === 'Node') ||
-    pod.metadata.annotations?.['kubernetes.io/config.mirror'] !== undefined
-  );
-}
-
-/** True for pods owned by a DaemonSet. */
-export function isDaemonPod(pod: Pod): boolean {
-  return (pod.metadata.ownerReferences ?? []).some((o) => o.kind === 'DaemonSet');
-}
-
 /** True when the pod tolerates `karpenter.sh/disrupted:NoSchedule` (upstream leaves such pods running). */
 export function toleratesDisrupted(pod: Pod): boolean {
   return tolerates(pod.spec?.tolerations, TaintDisrupted.key, TaintDisrupted.effect);
@@ -86,7 +69,9 @@ export function isStuckTerminating(pod: Pod, nowMs: number): boolean {
  * stuck terminating, not tolerating the disrupted taint, not static. Pure.
  */
 export function isWaitingEviction(pod: Pod, nowMs: number): boolean {
-  return !isTerminal(pod) && !isStuckTerminating(pod, nowMs) && !toleratesDisrupted(pod) && !isStatic(pod);
+  return (
+    !isTerminal(pod) && !isStuckTerminating(pod, nowMs) && !toleratesDisrupted(pod) && !isOwnedByNode(pod)
+  );
 }
 
 /**
@@ -98,7 +83,7 @@ export function isEvictable(pod: Pod): boolean {
     !isTerminal(pod) &&
     !pod.metadata.deletionTimestamp &&
     !toleratesDisrupted(pod) &&
-    !isStatic(pod) &&
+    !isOwnedByNode(pod) &&
     !hasDoNotDisrupt(pod)
   );
 }
@@ -108,13 +93,13 @@ export function isEvictable(pod: Pod): boolean {
  * away (waiting eviction, ignoring the stuck-terminating rule). DaemonSet pods are drained too (last tiers).
  */
 export function isDrainable(pod: Pod): boolean {
-  return !isTerminal(pod) && !toleratesDisrupted(pod) && !isStatic(pod);
+  return !isTerminal(pod) && !toleratesDisrupted(pod) && !isOwnedByNode(pod);
 }
 
 /** Drain tier of a pod: 0 non-critical non-daemon, 1 non-critical daemon, 2 critical non-daemon, 3 critical daemon. */
 export function drainTier(pod: Pod): number {
   const critical = CriticalPriorityClasses.includes(pod.spec?.priorityClassName ?? '');
-  return (critical ? 2 : 0) + (isDaemonPod(pod) ? 1 : 0);
+  return (critical ? 2 : 0) + (isOwnedByDaemonSet(pod) ? 1 : 0);
 }
 
 /**

@@ -7,6 +7,7 @@
  */
 import type { Node, Pod } from '../../../apis/core.ts';
 import type { NodeClaim } from '../../../apis/karpenter.ts';
+import { isActive } from '../../../apis/pod.ts';
 import type { Cache } from '../../../kube/cache.ts';
 import { isNotFound } from '../../../kube/errors.ts';
 import { SharedInformers } from '../../../kube/informer.ts';
@@ -28,8 +29,7 @@ export interface PodEventsOptions extends Omit<ControllerDeps, 'cloudProvider' |
   syncTimeoutMs?: number;
 }
 
-const gone = (p: Pod): boolean =>
-  p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed' || !!p.metadata.deletionTimestamp;
+const gone = (p: Pod): boolean => !isActive(p);
 
 /** The node a pod event concerns, or undefined when the change is not a pod event (see the module doc). Pure. */
 export function podEventNode(old: Pod | undefined, pod: Pod | undefined): string | undefined {
