@@ -462,7 +462,7 @@ export async function runStart(flags: StartCommandOptions, io: StartIO): Promise
   try {
     sim = await startSimulatedCluster({
       port,
-      // the stand-ins and the operator below share this process: plain HTTP on loopback between them
+      // the stand-ins and the operator below share this process: in-process requests between them
       loopback: true,
       kubeconfigPath,
       onError: (err, where) =>
@@ -498,7 +498,8 @@ export async function runStart(flags: StartCommandOptions, io: StartIO): Promise
       awsConfig = { clients: aws.clients, settings, region, clusterCIDR: '10.96.0.0/12' };
     }
     op = createOperator({
-      kubeconfig: sim.clientKubeconfig,
+      kubeconfig: sim.kubeconfig,
+      ...(sim.transport ? { transport: sim.transport } : {}),
       logger,
       options,
       ...(awsConfig ? { aws: awsConfig } : {}),

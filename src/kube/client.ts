@@ -35,6 +35,7 @@ import {
   formatLabelSelector,
   type LabelSelectorInput,
 } from './selectors.ts';
+import type { KubeTransport, StreamSink } from './transport.ts';
 import type { ObjectList, Status, WatchEvent } from './types.ts';
 
 /** Patch flavours: JSON merge patch (RFC 7386), JSON patch (RFC 6902), strategic merge, server-side apply. */
@@ -149,6 +150,12 @@ export interface ClientOptions {
    */
   qps?: number;
   burst?: number;
+  /**
+   * Send requests through this transport instead of the network (see `transport.ts`): the embedded API
+   * server's in-process one for clients in its own process. Credentials still come from the kubeconfig.
+   * Default: HTTP(S) to the kubeconfig's server.
+   */
+  transport?: KubeTransport;
 }
 
 /** What the server returns for a written object: the input's type with full metadata (uid, resourceVersion, ...). */
@@ -185,6 +192,7 @@ export class KubeClient {
   private clientNodeConfig: Promise<KubeConfig> | undefined;
   private readonly clock: Clock;
   private readonly limiter: TokenBucket | undefined;
+  private readonly transport: KubeTransport | undefined;
 
   constructor(config: ResolvedKubeconfig, opts: Omit<ClientOptions, 'context'> = {}) {
     this.config = config;
@@ -197,6 +205,7 @@ export class KubeClient {
     this.clock = opts.clock ?? new RealClock();
     this.limiter =
       opts.qps !== undefined ? new TokenBucket(opts.qps, opts.burst ?? Math.ceil(opts.qps)) : undefined;
+    this.transport = opts.transport;
   }
 
   /**
@@ -577,67 +586,47 @@ export class KubeClient {
     url.searchParams.set('watch', 'true');
     for (const [k, v] of Object.entries(query)) if (v !== undefined) url.searchParams.set(k, String(v));
     const desc = `WATCH ${path}`;
-    let req: http.ClientRequest | undefined;
+    const sink = watchSink(
+      desc,
+      finish,
+      () => done,
+      (type, obj) => {
+        if (type !== 'ERROR' && type !== 'BOOKMARK' && obj && typeof obj === 'object')
+          this.withTypeMeta(rt, obj);
+        onEvent({ type: type as WatchEvent['type'], object: obj as ObjectOf<R> });
+      },
+    );
+    let close: (() => void) | undefined;
     try {
       const o = await this.requestOptions(false);
-      const isHttps = url.protocol === 'https:';
       const headers: Record<string, string> = { Accept: 'application/json', 'User-Agent': this.userAgent };
       for (const [k, v] of Object.entries(o.headers ?? {})) if (v !== undefined) headers[k] = String(v);
-      const options: https.RequestOptions = {
-        method: 'GET',
-        headers,
-        agent: this.agentFor(o, isHttps, true),
-        ...(o.auth ? { auth: o.auth } : {}),
-      };
-      const onResponse = (res: http.IncomingMessage): void => {
-        const code = res.statusCode ?? 0;
-        if (code !== 200) {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('error', (e) => finish(connErr(e, desc)));
-          res.on('end', () => {
-            const text = Buffer.concat(chunks).toString('utf8');
-            let body: unknown = text;
-            try {
-              body = JSON.parse(text);
-            } catch {
-              // not JSON: keep the text
-            }
-            finish(KubeApiError.fromResponse(code || 500, body, desc));
-          });
-          return;
-        }
-        res.socket?.setKeepAlive(true, 30_000);
-        res.setEncoding('utf8');
-        let buf = '';
-        res.on('data', (chunk: string) => {
-          buf += chunk;
-          let nl = buf.indexOf('\n');
-          while (nl >= 0) {
-            const line = buf.slice(0, nl);
-            buf = buf.slice(nl + 1);
-            nl = buf.indexOf('\n');
-            if (done || line.trim() === '') continue;
-            let ev: { type?: string; object?: unknown };
-            try {
-              ev = JSON.parse(line) as { type?: string; object?: unknown };
-            } catch {
-              continue; // a malformed line is skipped, like client-go's decoder would fail the watch: resume instead
-            }
-            const obj = ev.object as ObjectOf<R>;
-            const type = ev.type ?? '';
-            if (type !== 'ERROR' && type !== 'BOOKMARK' && obj && typeof obj === 'object')
-              this.withTypeMeta(rt, obj);
-            onEvent({ type: type as WatchEvent['type'], object: obj });
-          }
-        });
-        res.on('error', (e) => finish(stopped ? undefined : connErr(e, desc)));
-        res.on('end', () => finish(undefined));
-        res.on('close', () => finish(undefined));
-      };
-      req = isHttps ? https.request(url, options, onResponse) : http.request(url, options, onResponse);
-      req.on('error', (e) => finish(stopped ? undefined : connErr(e, desc)));
-      req.end();
+      if (this.transport) {
+        close = this.transport.stream({ method: 'GET', path: url.pathname + url.search, headers }, sink);
+      } else {
+        const isHttps = url.protocol === 'https:';
+        const options: https.RequestOptions = {
+          method: 'GET',
+          headers,
+          agent: this.agentFor(o, isHttps, true),
+          ...(o.auth ? { auth: o.auth } : {}),
+        };
+        const onResponse = (res: http.IncomingMessage): void => {
+          sink.response(res.statusCode ?? 0);
+          if (res.statusCode === 200) res.socket?.setKeepAlive(true, 30_000);
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => sink.data(chunk));
+          res.on('error', (e) => sink.end(e));
+          res.on('end', () => sink.end());
+          res.on('close', () => sink.end());
+        };
+        const req = isHttps
+          ? https.request(url, options, onResponse)
+          : http.request(url, options, onResponse);
+        req.on('error', (e) => sink.end(e));
+        req.end();
+        close = () => req.destroy();
+      }
     } catch (err) {
       finish(err);
     }
@@ -645,7 +634,7 @@ export class KubeClient {
       stop: () => {
         if (stopped) return;
         stopped = true;
-        req?.destroy();
+        close?.();
         finish(undefined);
       },
     };
@@ -722,16 +711,44 @@ export class KubeClient {
     const url = new URL(this.server + path);
     for (const [k, v] of Object.entries(req.query ?? {}))
       if (v !== undefined) url.searchParams.set(k, String(v));
-    const isHttps = url.protocol === 'https:';
     const headers: Record<string, string> = { Accept: 'application/json', 'User-Agent': this.userAgent };
     for (const [k, v] of Object.entries(o.headers ?? {})) if (v !== undefined) headers[k] = String(v);
-    let payload: Buffer | undefined;
+    let text: string | undefined;
     if (req.body !== undefined) {
-      payload = Buffer.from(typeof req.body === 'string' ? req.body : JSON.stringify(req.body));
+      text = typeof req.body === 'string' ? req.body : JSON.stringify(req.body);
       headers['Content-Type'] = req.contentType ?? 'application/json';
-      headers['Content-Length'] = String(payload.length);
     }
     const reqDesc = `${method} ${path}`;
+    const answer = (code: number, body: string): T => {
+      let parsed: unknown;
+      if (body.length > 0) {
+        try {
+          parsed = JSON.parse(body);
+        } catch {
+          parsed = body;
+        }
+      }
+      if (code >= 400 || code === 0) throw KubeApiError.fromResponse(code, parsed, reqDesc);
+      return parsed as T;
+    };
+    if (this.transport) {
+      let res: { status: number; body: string };
+      try {
+        res = await this.transport.request({
+          method,
+          path: url.pathname + url.search,
+          headers,
+          body: text,
+          signal: req.signal,
+        });
+      } catch (e) {
+        throw connErr(e as Error, reqDesc);
+      }
+      return answer(res.status, res.body);
+    }
+    const payload = text !== undefined ? Buffer.from(text) : undefined;
+    if (payload) headers['Content-Length'] = String(payload.length);
+    const isHttps = url.protocol === 'https:';
     const options: https.RequestOptions = {
       method,
       headers,
@@ -745,18 +762,11 @@ export class KubeClient {
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('error', (e) => reject(connErr(e, reqDesc)));
         res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
-          let body: unknown;
-          if (text.length > 0) {
-            try {
-              body = JSON.parse(text);
-            } catch {
-              body = text;
-            }
+          try {
+            resolve(answer(res.statusCode ?? 0, Buffer.concat(chunks).toString('utf8')));
+          } catch (e) {
+            reject(e);
           }
-          const code = res.statusCode ?? 0;
-          if (code >= 400 || code === 0) reject(KubeApiError.fromResponse(code, body, reqDesc));
-          else resolve(body as T);
         });
       };
       const r = isHttps ? https.request(url, options, onResponse) : http.request(url, options, onResponse);
@@ -815,6 +825,56 @@ function connErr(e: Error, req: string): KubeApiError {
     { kind: 'Status', status: 'Failure', message: e.message },
     req,
   );
+}
+
+/**
+ * The receiving end of a watch, for both the HTTP and the transport path: a 200 stream is split into
+ * newline-delimited JSON events for `emit` (a malformed line is skipped and the watch goes on); any other
+ * status collects the body and ends with its `KubeApiError`. `finish` gets the outcome once: `undefined`
+ * for a normal end, the error otherwise; nothing is emitted once `isDone()`.
+ */
+function watchSink(
+  desc: string,
+  finish: (err: unknown) => void,
+  isDone: () => boolean,
+  emit: (type: string, obj: unknown) => void,
+): StreamSink {
+  let code = 0;
+  let buf = '';
+  return {
+    response: (status) => {
+      code = status;
+    },
+    data: (chunk) => {
+      buf += chunk;
+      if (code !== 200) return;
+      let nl = buf.indexOf('\n');
+      while (nl >= 0) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        nl = buf.indexOf('\n');
+        if (isDone() || line.trim() === '') continue;
+        let ev: { type?: string; object?: unknown };
+        try {
+          ev = JSON.parse(line) as { type?: string; object?: unknown };
+        } catch {
+          continue; // a malformed line is skipped, like client-go's decoder would fail the watch: resume instead
+        }
+        emit(ev.type ?? '', ev.object);
+      }
+    },
+    end: (err) => {
+      if (err) return finish(connErr(err, desc));
+      if (code === 200 || code === 0) return finish(undefined);
+      let body: unknown = buf;
+      try {
+        body = JSON.parse(buf);
+      } catch {
+        // not JSON: keep the text
+      }
+      finish(KubeApiError.fromResponse(code, body, desc));
+    },
+  };
 }
 
 /** `namespace/name` (or `name` for cluster-scoped objects): the cache and work-queue key of an object. */

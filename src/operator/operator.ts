@@ -44,6 +44,7 @@ import { type Clock, RealClock } from '../kube/clock.ts';
 import { EventRecorder } from '../kube/events.ts';
 import { SharedInformers, stripManagedFields } from '../kube/informer.ts';
 import { LeaderElector } from '../kube/leaderelection.ts';
+import type { KubeTransport } from '../kube/transport.ts';
 import { Cluster } from '../state/cluster.ts';
 import { KubeNodeWriter } from '../state/kwoknodes.ts';
 import {
@@ -62,6 +63,11 @@ import { type HttpEndpoints, startHttpEndpoints } from './server.ts';
 export interface OperatorConfig {
   /** Kubeconfig path or YAML; ignored when `client` is given. */
   kubeconfig?: string;
+  /**
+   * With `kubeconfig`: reach the API server through this transport instead of the network (the embedded
+   * cluster's in-process one in `capenter start`; see `kube/transport.ts`).
+   */
+  transport?: KubeTransport;
   /** A ready client (the operator does not close it on stop). */
   client?: KubeClient;
   /**
@@ -176,6 +182,7 @@ export function createOperator(cfg: OperatorConfig): Operator {
       userAgent: 'capenter-controller',
       qps: options.kubeClientQPS,
       burst: options.kubeClientBurst,
+      ...(cfg.transport ? { transport: cfg.transport } : {}),
     });
   else throw new Error('createOperator: pass a client or a kubeconfig (path or YAML)');
   const ownClient = !cfg.client;

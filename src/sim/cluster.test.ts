@@ -41,24 +41,30 @@ describe('startSimulatedCluster', () => {
     await expect(c.client.list('Pod')).rejects.toThrow();
   });
 
-  it('with loopback, the stand-ins use a plain-HTTP listener with the same token; users keep the TLS one', async () => {
+  it('with loopback, the stand-ins use the in-process transport with the same token; users keep the TLS listener', async () => {
     const c = await startSimulatedCluster({ loopback: true, components: { workloads: false } });
+    const transport = c.transport;
+    if (!transport) throw new Error('no in-process transport with loopback: true');
     try {
-      const server = (k: string) => /server:\s*(\S+)/.exec(k)?.[1] ?? '';
-      expect(server(c.kubeconfig)).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
-      expect(server(c.clientKubeconfig)).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
-      expect(server(c.clientKubeconfig)).not.toBe(server(c.kubeconfig).replace('https:', 'http:'));
+      expect(/server:\s*(\S+)/.exec(c.kubeconfig)?.[1]).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
       await c.client.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'via-loopback' } });
       const user = KubeClient.fromKubeconfig(c.kubeconfig);
       expect((await user.get('Namespace', 'via-loopback')).metadata.name).toBe('via-loopback');
       user.close();
-      // the loopback listener authenticates as the TLS one: no token 403, another token 401
-      const url = `${server(c.clientKubeconfig)}/api/v1/namespaces`;
-      expect((await fetch(url)).status).toBe(403);
-      expect((await fetch(url, { headers: { authorization: 'Bearer nope' } })).status).toBe(401);
+      // the transport authenticates as the TLS listener: no token 403, another token 401
+      const path = '/api/v1/namespaces';
+      expect((await transport.request({ method: 'GET', path, headers: {} })).status).toBe(403);
+      const wrong = await transport.request({
+        method: 'GET',
+        path,
+        headers: { Authorization: 'Bearer nope' },
+      });
+      expect(wrong.status).toBe(401);
+      expect(JSON.parse(wrong.body)).toMatchObject({ kind: 'Status', reason: 'Unauthorized', code: 401 });
     } finally {
       await c.stop();
     }
-    await expect(c.client.list('Namespace')).rejects.toThrow();
+    // a stopped server refuses like a closed port: a connection error, code 0
+    await expect(c.client.list('Namespace')).rejects.toMatchObject({ code: 0, reason: 'ConnectionError' });
   });
 });

@@ -12,6 +12,7 @@ import { generateCRDs } from '../apis/crds.ts';
 import { KubeClient } from '../kube/client.ts';
 import { type Clock, RealClock } from '../kube/clock.ts';
 import { SharedInformers, stripManagedFields } from '../kube/informer.ts';
+import type { KubeTransport } from '../kube/transport.ts';
 import { type ApiServerLogger, type EmbeddedCluster, startEmbeddedCluster } from './apiserver/index.ts';
 import { KubeletStandIn, PodGCStandIn } from './kubelet/index.ts';
 import { KubeSchedulerStandIn, type ScoringStrategy } from './kubescheduler/index.ts';
@@ -27,8 +28,8 @@ export interface SimulatedClusterOptions {
   /** Serve HTTPS (default true). */
   tls?: boolean;
   /**
-   * The stand-ins (and whoever uses {@link SimulatedCluster.clientKubeconfig}) talk to the API server over
-   * its plain-HTTP loopback listener instead of TLS (see `EmbeddedClusterOptions.loopback`); default false.
+   * The stand-ins (and whoever uses {@link SimulatedCluster.transport}) reach the API server through its
+   * in-process transport instead of TLS (see `EmbeddedClusterOptions.loopback`); default false.
    */
   loopback?: boolean;
   /** Write the kubeconfig to this path (directories created, mode 0600). */
@@ -67,10 +68,10 @@ export interface SimulatedCluster {
   /** Kubeconfig YAML (context `capenter`). */
   kubeconfig: string;
   /**
-   * The kubeconfig {@link client} uses: with `loopback`, the plain-HTTP loopback listener's (for clients in
-   * this process only); otherwise {@link kubeconfig}.
+   * With `loopback`: the API server's in-process transport, which {@link client} uses; give it to other
+   * clients of this process with {@link kubeconfig} (`KubeClient.fromKubeconfig(kubeconfig, { transport })`).
    */
-  clientKubeconfig: string;
+  transport?: KubeTransport;
   /** Where the kubeconfig was written, when asked. */
   kubeconfigPath?: string;
   clock: Clock;
@@ -110,8 +111,11 @@ export async function startSimulatedCluster(opts: SimulatedClusterOptions = {}):
     ...(opts.loopback ? { loopback: true } : {}),
     ...(opts.logger ? { logger: opts.logger } : {}),
   });
-  const clientKubeconfig = apiServer.loopbackKubeconfig ?? apiServer.kubeconfig;
-  const client = KubeClient.fromKubeconfig(clientKubeconfig, { userAgent: 'capenter-sim' });
+  const transport = apiServer.transport;
+  const client = KubeClient.fromKubeconfig(apiServer.kubeconfig, {
+    userAgent: 'capenter-sim',
+    ...(transport ? { transport } : {}),
+  });
   const informers = new SharedInformers(client, {
     clock,
     // kube-scheduler and kube-controller-manager trim managedFields from their informers
@@ -126,7 +130,7 @@ export async function startSimulatedCluster(opts: SimulatedClusterOptions = {}):
     apiServer,
     client,
     kubeconfig: apiServer.kubeconfig,
-    clientKubeconfig,
+    ...(transport ? { transport } : {}),
     clock,
     informers,
     stop: async () => {

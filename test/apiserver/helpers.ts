@@ -1,5 +1,7 @@
 /**
- * Test helpers: an HTTPS client that trusts the embedded server's CA, JSON requests and watch streams.
+ * Test helpers: an HTTPS client that trusts the embedded server's CA, JSON requests and watch streams. After
+ * {@link useInProcessTransport} the same helpers go through the server's in-process transport instead: the
+ * `*.inprocess.test.ts` files run the REST suites again that way, so both paths must answer alike.
  */
 import { request as httpsRequest } from 'node:https';
 import { parse as parseYaml } from 'yaml';
@@ -47,9 +49,16 @@ export interface WatchStream {
   close(): void;
 }
 
+let inProcess = false;
+
+/** From now on, {@link startServer}'s requests and watches use the server's in-process transport. */
+export function useInProcessTransport(): void {
+  inProcess = true;
+}
+
 /** Start an embedded cluster and a client trusting its CA. */
 export async function startServer(opts: EmbeddedClusterOptions = {}): Promise<TestServer> {
-  const cluster = await startEmbeddedCluster(opts);
+  const cluster = await startEmbeddedCluster(inProcess ? { ...opts, loopback: true } : opts);
   const kc = parseYaml(cluster.kubeconfig) as {
     clusters: { cluster: Record<string, string> }[];
     users: { user: { token: string } }[];
@@ -57,6 +66,7 @@ export async function startServer(opts: EmbeddedClusterOptions = {}): Promise<Te
   const auth = { Authorization: `Bearer ${kc.users[0]!.user.token}` };
   const ca = Buffer.from(kc.clusters[0]!.cluster['certificate-authority-data']!, 'base64').toString('utf8');
   const url = new URL(cluster.url);
+  if (inProcess) return inProcessServer(cluster, ca, auth);
   const req: TestServer['req'] = (method, path, body, contentType = 'application/json', headers = {}) =>
     new Promise((resolve, reject) => {
       const payload = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
@@ -96,48 +106,107 @@ export async function startServer(opts: EmbeddedClusterOptions = {}): Promise<Te
       r.end();
     });
   const watch = (path: string): WatchStream => {
-    // biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary JSON fields
-    const events: any[] = [];
-    const waiters: (() => void)[] = [];
-    let endResolve: () => void = () => {};
-    const ended = new Promise<void>((r) => {
-      endResolve = r;
-    });
-    let statusResolve: (n: number) => void = () => {};
-    const status = new Promise<number>((r) => {
-      statusResolve = r;
-    });
-    let buf = '';
+    const c = collector();
     const r = httpsRequest(
       { host: url.hostname, port: url.port, path, method: 'GET', ca, headers: auth },
       (res) => {
-        statusResolve(res.statusCode ?? 0);
-        res.on('data', (c: Buffer) => {
-          buf += c.toString('utf8');
-          let i = buf.indexOf('\n');
-          while (i >= 0) {
-            const line = buf.slice(0, i).trim();
-            buf = buf.slice(i + 1);
-            if (line) events.push(JSON.parse(line));
-            i = buf.indexOf('\n');
-          }
-          for (const w of waiters.splice(0)) w();
-        });
-        res.on('end', () => {
-          if (buf.trim()) events.push(JSON.parse(buf));
-          for (const w of waiters.splice(0)) w();
-          endResolve();
-        });
-        res.on('error', () => endResolve());
+        c.status(res.statusCode ?? 0);
+        res.on('data', (chunk: Buffer) => c.data(chunk.toString('utf8')));
+        res.on('end', () => c.end());
+        res.on('error', () => c.end(false));
       },
     );
-    r.on('error', () => endResolve());
+    r.on('error', () => c.end(false));
     r.end();
-    return {
+    return c.stream(() => r.destroy());
+  };
+  return { cluster, ca, req, watch, stop: () => cluster.stop() };
+}
+
+/** {@link startServer}'s helpers over `cluster.transport` (see {@link useInProcessTransport}). */
+function inProcessServer(cluster: EmbeddedCluster, ca: string, auth: Record<string, string>): TestServer {
+  const transport = cluster.transport;
+  if (!transport) throw new Error('startServer: the cluster has no in-process transport');
+  const parse = (text: string): unknown => {
+    try {
+      return JSON.parse(text);
+    } catch {
+      return undefined;
+    }
+  };
+  const lower = (h: Record<string, string> = {}) =>
+    Object.fromEntries(Object.entries(h).map(([k, v]) => [k.toLowerCase(), v]));
+  const req: TestServer['req'] = async (
+    method,
+    path,
+    body,
+    contentType = 'application/json',
+    headers = {},
+  ) => {
+    const payload = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
+    const r = await transport.request({
+      method,
+      path,
+      headers: {
+        Accept: 'application/json',
+        ...auth,
+        ...(payload !== undefined ? { 'Content-Type': contentType } : {}),
+        ...headers,
+      },
+      body: payload,
+    });
+    return { status: r.status, headers: lower(r.headers), text: r.body, body: parse(r.body) };
+  };
+  const watch = (path: string): WatchStream => {
+    const c = collector();
+    const close = transport.stream(
+      { method: 'GET', path, headers: auth },
+      { response: (status) => c.status(status), data: (chunk) => c.data(chunk), end: () => c.end() },
+    );
+    return c.stream(close);
+  };
+  return { cluster, ca, req, watch, stop: () => cluster.stop() };
+}
+
+/** Collects a watch stream's newline-delimited events (both transports). */
+function collector() {
+  // biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary JSON fields
+  const events: any[] = [];
+  const waiters: (() => void)[] = [];
+  let endResolve: () => void = () => {};
+  const ended = new Promise<void>((r) => {
+    endResolve = r;
+  });
+  let statusResolve: (n: number) => void = () => {};
+  const status = new Promise<number>((r) => {
+    statusResolve = r;
+  });
+  let buf = '';
+  return {
+    status: (n: number) => statusResolve(n),
+    data: (chunk: string) => {
+      buf += chunk;
+      let i = buf.indexOf('\n');
+      while (i >= 0) {
+        const line = buf.slice(0, i).trim();
+        buf = buf.slice(i + 1);
+        if (line) events.push(JSON.parse(line));
+        i = buf.indexOf('\n');
+      }
+      for (const w of waiters.splice(0)) w();
+    },
+    /** The stream ended (`flush`: parse what is left; not after an error). */
+    end: (flush = true) => {
+      if (flush && buf.trim()) events.push(JSON.parse(buf));
+      buf = '';
+      for (const w of waiters.splice(0)) w();
+      endResolve();
+    },
+    stream: (close: () => void): WatchStream => ({
       events,
       status,
       ended,
-      close: () => r.destroy(),
+      close,
       waitFor: async (n, timeoutMs = 3000) => {
         const deadline = Date.now() + timeoutMs;
         while (events.length < n) {
@@ -156,9 +225,8 @@ export async function startServer(opts: EmbeddedClusterOptions = {}): Promise<Te
         }
         return events;
       },
-    };
+    }),
   };
-  return { cluster, ca, req, watch, stop: () => cluster.stop() };
 }
 
 /** A minimal pod manifest. */

@@ -4,9 +4,8 @@
  * error into a `Status` response in one place (`rest/encoding.ts` `sendError`). The handlers live in
  * `rest/`: list/get, watch, write (create, update, patch, scale, binding, eviction), delete.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import { anonymousAllowed, authenticate, forbiddenPath, forbiddenResource } from './rest/auth.ts';
-import { RequestContext, type ServerState } from './rest/context.ts';
+import { RequestContext, type RestRequest, type RestResponse, type ServerState } from './rest/context.ts';
 import { send, sendError } from './rest/encoding.ts';
 import { nonResource } from './rest/nonresource.ts';
 import { handlerFor, isResourcePath, resolveRoute } from './rest/routes.ts';
@@ -31,7 +30,7 @@ export interface HandlerOptions {
 
 /** The request handler of {@link createHandler} and its watch bookkeeping. */
 export interface Handler {
-  handle: (req: IncomingMessage, res: ServerResponse) => void;
+  handle: (req: RestRequest, res: RestResponse) => void;
   /** End every open watch (used on stop). */
   closeWatches: () => void;
   /** Number of open watches. */

@@ -12,8 +12,10 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { dirname } from 'node:path';
 import { stringify as toYaml } from 'yaml';
+import type { KubeTransport } from '../../kube/transport.ts';
 import { serverCert } from './certs.ts';
 import { createHandler } from './http.ts';
+import { inProcessTransport } from './inprocess.ts';
 import { ClusterStore } from './store.ts';
 import type { ApiServerLogger, KObj, StoredObj } from './types.ts';
 
@@ -50,10 +52,9 @@ export interface EmbeddedClusterOptions {
   /** BOOKMARK interval for watches with allowWatchBookmarks, in ms (default 10000) */
   bookmarkIntervalMs?: number;
   /**
-   * Also serve plain HTTP on a second port of `host`, for clients inside this process (the cluster's
-   * stand-ins and the operator of `capenter start`): see {@link EmbeddedCluster.loopbackKubeconfig}. Like
-   * kube-apiserver's loopback client, with the same bearer token; the TLS listener stays the one users get.
-   * Default false.
+   * Also give clients inside this process (the cluster's stand-ins and the operator of `capenter start`) an
+   * in-process transport into the same handler: {@link EmbeddedCluster.transport}. Like kube-apiserver's
+   * loopback client, it takes the same bearer token; the TLS listener stays the one users get. Default false.
    */
   loopback?: boolean;
   logger?: ApiServerLogger;
@@ -67,11 +68,12 @@ export interface EmbeddedCluster {
   /** kubeconfig YAML (context `capenter`, with certificate-authority-data, token auth) */
   kubeconfig: string;
   /**
-   * With `loopback`: a kubeconfig for the plain-HTTP loopback listener (same token), for clients in this
-   * process only. At 10,000 pods `capenter start` sends about 70,000 requests between its own components;
-   * encrypting and decrypting each on both ends cost about a tenth of its CPU and 90 MB of its peak memory.
+   * With `loopback`: the in-process transport (`inprocess.ts`) for clients in this process, used with
+   * {@link kubeconfig}'s token (`new KubeClient(…, { transport })`). At 10,000 pods `capenter start` sends
+   * about 70,000 requests between its own components; their HTTP and TLS on both ends were about a third of
+   * its CPU.
    */
-  loopbackKubeconfig?: string;
+  transport?: KubeTransport;
   /** Write the kubeconfig to `path` (parent directories created). */
   writeKubeconfig(path: string): Promise<void>;
   /** Direct in-process access to the objects (returned objects must not be mutated). */
@@ -118,22 +120,14 @@ export async function startEmbeddedCluster(opts: EmbeddedClusterOptions = {}): P
       : { server: url, 'insecure-skip-tls-verify': true },
     token,
   );
-  const servers = [server];
-  let loopbackKubeconfig: string | undefined;
-  if (opts.loopback) {
-    const plain = createHttpServer(handler.handle);
-    servers.push(plain);
-    const loopbackUrl = `http://${urlHost}:${await listen(plain, 0, host)}`;
-    // insecure-skip-tls-verify: @kubernetes/client-node refuses an http:// server without it
-    loopbackKubeconfig = kubeconfigFor({ server: loopbackUrl, 'insecure-skip-tls-verify': true }, token);
-  }
+  const local = opts.loopback ? inProcessTransport(handler) : undefined;
   let stopped = false;
   opts.logger?.info?.({ url }, 'embedded API server listening');
   return {
     url,
     port,
     kubeconfig,
-    ...(loopbackKubeconfig ? { loopbackKubeconfig } : {}),
+    ...(local ? { transport: local.transport } : {}),
     store,
     installCRD: (crd) => store.installCRD(crd as KObj),
     writeKubeconfig: async (path) => {
@@ -143,16 +137,12 @@ export async function startEmbeddedCluster(opts: EmbeddedClusterOptions = {}): P
     stop: async () => {
       if (stopped) return;
       stopped = true;
+      local?.close();
       handler.closeWatches();
-      await Promise.all(
-        servers.map(
-          (srv) =>
-            new Promise<void>((resolve) => {
-              srv.close(() => resolve());
-              srv.closeAllConnections();
-            }),
-        ),
-      );
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
     },
   };
 }

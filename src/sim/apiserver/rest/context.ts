@@ -3,7 +3,7 @@
  * the resolved resource route, the store and the server-wide state, plus the helpers handlers share
  * (body decoding, dryRun/fieldValidation/fieldManager query parameters, object replies).
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders } from 'node:http';
 import { type ApiError, badRequest, methodNotAllowed, unsupportedMediaType } from '../errors.ts';
 import type { ClusterStore } from '../store.ts';
 import type { ApiServerLogger, Json, ResourceDef, StoredObj } from '../types.ts';
@@ -17,6 +17,39 @@ import {
   tableOf,
   warningHeaders,
 } from './encoding.ts';
+
+/**
+ * The request as handlers read it: what they use of node's `IncomingMessage`, which satisfies it. The
+ * in-process transport (`../inprocess.ts`) gives its own.
+ */
+export interface RestRequest extends AsyncIterable<Buffer | string> {
+  readonly method?: string | undefined;
+  /** Path and query. */
+  readonly url?: string | undefined;
+  readonly headers: IncomingHttpHeaders;
+  /** The client went away. */
+  readonly destroyed: boolean;
+  /** Discard the unread body. */
+  resume(): unknown;
+  on(event: 'close', listener: () => void): unknown;
+}
+
+/**
+ * The response as handlers write it: what they use of node's `ServerResponse`, which satisfies it. The
+ * in-process transport (`../inprocess.ts`) gives its own.
+ */
+export interface RestResponse {
+  readonly headersSent: boolean;
+  /** Bytes written but not yet sent (a watch client falling behind). */
+  readonly writableLength: number;
+  readonly destroyed: boolean;
+  readonly writableEnded: boolean;
+  writeHead(code: number, headers: Record<string, string>): unknown;
+  write(chunk: string): unknown;
+  end(chunk?: string | Buffer): unknown;
+  flushHeaders?(): void;
+  on(event: 'close', listener: () => void): unknown;
+}
 
 /** Server-wide state shared by all requests of one handler. */
 export interface ServerState {
@@ -64,8 +97,8 @@ export class RequestContext {
   route!: ResourceRoute;
 
   constructor(
-    readonly req: IncomingMessage,
-    readonly res: ServerResponse,
+    readonly req: RestRequest,
+    readonly res: RestResponse,
     readonly server: ServerState,
   ) {
     this.url = new URL(req.url ?? '/', 'https://embedded');

@@ -3,12 +3,12 @@
  * answered with 415), response bodies (objects, lists, `Table` for kubectl) and the one place where a
  * thrown error becomes a `Status` response.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import { parse as parseYaml } from 'yaml';
 import { ApiError, badRequest, internal, unsupportedMediaType } from '../errors.ts';
 import type { ClusterStore, PatchType } from '../store.ts';
 import { type IncludeObject, toTable } from '../table.ts';
 import type { ApiServerLogger, Json, JsonObject, ResourceDef, StoredObj } from '../types.ts';
+import type { RestRequest, RestResponse } from './context.ts';
 
 /** A response a handler returns: status code, body (pre-serialised JSON text or a JSON value), headers. */
 export interface Reply {
@@ -21,7 +21,7 @@ export interface Reply {
 export const OBJECT_MEDIA = ['application/json', 'application/yaml'];
 
 /** Write a reply (JSON content type unless `headers` says otherwise); a no-op end when headers went out. */
-export function send(res: ServerResponse, reply: Reply): void {
+export function send(res: RestResponse, reply: Reply): void {
   if (res.headersSent) {
     res.end();
     return;
@@ -40,7 +40,7 @@ export function send(res: ServerResponse, reply: Reply): void {
  * The edge: an {@link ApiError} becomes its `Status` (code, reason, details, extra headers); anything else
  * is logged with its stack and answered 500 InternalError.
  */
-export function sendError(res: ServerResponse, e: unknown, log: ApiServerLogger): void {
+export function sendError(res: RestResponse, e: unknown, log: ApiServerLogger): void {
   if (e instanceof ApiError && e.plainText !== undefined) {
     send(res, { code: e.code, body: e.plainText, headers: { 'Content-Type': 'text/plain; charset=utf-8' } });
     return;
@@ -57,21 +57,22 @@ export function sendError(res: ServerResponse, e: unknown, log: ApiServerLogger)
  * Read the whole request body as UTF-8.
  * @throws ApiError 413 RequestEntityTooLarge past `maxBytes`
  */
-export async function readBody(req: IncomingMessage, maxBytes: number): Promise<string> {
-  const chunks: Buffer[] = [];
+export async function readBody(req: RestRequest, maxBytes: number): Promise<string> {
+  const chunks: Array<Buffer | string> = [];
   let size = 0;
   for await (const c of req) {
-    const b = c as Buffer;
-    size += b.length;
+    size += typeof c === 'string' ? Buffer.byteLength(c) : c.length;
     if (size > maxBytes)
       throw new ApiError(413, 'RequestEntityTooLarge', `Request entity too large: limit is ${maxBytes}`);
-    chunks.push(b);
+    chunks.push(c);
   }
-  return Buffer.concat(chunks).toString('utf8');
+  // the in-process transport hands the body over as one string
+  if (chunks.length === 1 && typeof chunks[0] === 'string') return chunks[0];
+  return Buffer.concat(chunks.map((c) => (typeof c === 'string' ? Buffer.from(c) : c))).toString('utf8');
 }
 
 /** The request's media type without parameters, lower-cased (`application/json` when absent). */
-export function mediaType(req: IncomingMessage): string {
+export function mediaType(req: RestRequest): string {
   return (req.headers['content-type'] ?? 'application/json').split(';')[0]!.trim().toLowerCase();
 }
 
@@ -103,7 +104,7 @@ export function decode(text: string, media: string): Json {
  * The patch type of a PATCH request's content type.
  * @throws ApiError 415 for any other media type (CBOR apply included)
  */
-export function patchType(req: IncomingMessage): PatchType {
+export function patchType(req: RestRequest): PatchType {
   const m = mediaType(req);
   switch (m) {
     case 'application/merge-patch+json':
@@ -125,7 +126,7 @@ export function apiVersionOf(def: ResourceDef): string {
 }
 
 /** Whether the client asked for a `Table` (kubectl get). */
-export function acceptsTable(req: IncomingMessage): boolean {
+export function acceptsTable(req: RestRequest): boolean {
   return /as=Table/.test(req.headers.accept ?? '');
 }
 

@@ -1,0 +1,5 @@
+/** The admission suite again, through the embedded API server's in-process transport (see helpers.ts). */
+import { useInProcessTransport } from './helpers.ts';
+
+useInProcessTransport();
+await import('./admission.test.ts');

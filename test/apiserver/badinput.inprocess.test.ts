@@ -1,0 +1,5 @@
+/** The badinput suite again, through the embedded API server's in-process transport (see helpers.ts). */
+import { useInProcessTransport } from './helpers.ts';
+
+useInProcessTransport();
+await import('./badinput.test.ts');

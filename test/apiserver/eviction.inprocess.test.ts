@@ -1,0 +1,5 @@
+/** The eviction suite again, through the embedded API server's in-process transport (see helpers.ts). */
+import { useInProcessTransport } from './helpers.ts';
+
+useInProcessTransport();
+await import('./eviction.test.ts');
