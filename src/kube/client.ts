@@ -5,8 +5,9 @@
  * @kubernetes/client-node's `KubeConfig` (`applyToHTTPSOptions`), imported only then (it costs ~55 MB).
  * Requests are issued with node's http/https over a keep-alive agent and bodies are parsed as plain JSON (no
  * model classes, no Date conversion). Watches are streamed newline-delimited JSON over a separate agent (a
- * long-lived watch never takes a request socket). The client never knows whether the server is the embedded
- * one or a real cluster.
+ * long-lived watch never takes a request socket). With `transport` (`transport.ts`) the same requests go
+ * through it instead of the network: the embedded API server's in-process one, for clients in its process.
+ * The client never knows whether the server is the embedded one or a real cluster.
  */
 import { readFileSync } from 'node:fs';
 import * as http from 'node:http';
