@@ -69,9 +69,9 @@ export interface EmbeddedCluster {
   kubeconfig: string;
   /**
    * With `loopback`: the in-process transport (`inprocess.ts`) for clients in this process, used with
-   * {@link kubeconfig}'s token (`new KubeClient(…, { transport })`). At 10,000 pods `capenter start` sends
-   * about 70,000 requests between its own components; their HTTP and TLS on both ends were about a third of
-   * its CPU.
+   * {@link kubeconfig}'s token (`KubeClient.fromKubeconfig(kubeconfig, { transport })`). At 10,000 pods
+   * `capenter start` sends about 70,000 requests between its own components; their HTTP on both ends was more
+   * than half of its CPU.
    */
   transport?: KubeTransport;
   /** Write the kubeconfig to `path` (parent directories created). */

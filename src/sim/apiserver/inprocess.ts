@@ -8,7 +8,8 @@
  * answer (or a watch event) before its call returned.
  *
  * At 10,000 pods `capenter start` sends about 70,000 requests between its own components; over loopback
- * HTTP, the client and server HTTP code and the socket writes were about a quarter of its CPU.
+ * HTTP, the client and server HTTP code, the socket writes and their garbage were more than half of its CPU
+ * (124 CPU-s before, 42–59 after).
  */
 import { EventEmitter } from 'node:events';
 import type { IncomingHttpHeaders } from 'node:http';
