@@ -175,9 +175,22 @@ describe('Cluster state (embedded API server)', () => {
     clock.advance(25_000);
     expect(cluster.nominationFor(p1)?.target).toEqual({ kind: 'nodeclaim', name: 'default-c' }); // not initialized
     expect(cluster.nominationFor(p2)).toBeUndefined(); // 20 s TTL on a node
+    // why each ended is kept for the launcher's warning
+    expect(cluster.endedNomination('default/p2')).toEqual({
+      target: { kind: 'node', name: 'unmanaged' },
+      reason: 'expired',
+      at: clock.now(),
+    });
+    expect(cluster.endedNomination('default/p1')).toBeUndefined();
+    cluster.markForDeletion('default-c');
+    expect(cluster.nominationFor(p1)).toBeUndefined();
+    expect(cluster.endedNomination('default/p1')?.reason).toBe('its NodeClaim is marked for deletion');
+    cluster.unmarkForDeletion('default-c');
+    cluster.nominate(p1, { kind: 'nodeclaim', name: 'default-c' });
     await client.delete('NodeClaim', 'default-c');
     await eventually(() => !cluster.getNodeClaim('default-c'), 'default-c deleted');
     expect(cluster.nominationFor(p1)).toBeUndefined();
+    expect(cluster.endedNomination('default/p1')?.reason).toBe('its NodeClaim is gone');
   });
 
   it('a nomination onto a node ends once the pods bound there leave no room for the pod', async () => {
@@ -213,6 +226,7 @@ describe('Cluster state (embedded API server)', () => {
       'bound-2',
     );
     expect(cluster.nominationFor('default/wants-2')).toBeUndefined(); // 1420m free < 2 cpu
+    expect(cluster.endedNomination('default/wants-2')?.reason).toBe('its node is full with other pods');
     // a bound pod that finishes frees its requests (the node's cached sum is rebuilt on the pod's update)
     await client.patch(
       'Pod',

@@ -45,6 +45,15 @@ export const NOMINATION_TTL_SECONDS = 20;
 /** The consolidation state is forced to change after this many seconds without changes (upstream 5 min). */
 export const CONSOLIDATION_STATE_TTL_SECONDS = 300;
 
+/** How a pod's nomination ended (see {@link Cluster.endedNomination}). */
+export interface EndedNomination {
+  target: NominationTarget;
+  /** Why, in words (`its NodeClaim is marked for deletion`, `expired`, `not restored: …`). */
+  reason: string;
+  /** When, ms since epoch on the cluster's clock. */
+  at: number;
+}
+
 /** Where a pod was nominated to go. */
 export interface NominationTarget {
   kind: 'nodeclaim' | 'node';
@@ -242,6 +251,8 @@ export class Cluster {
   private readonly storageClasses = new Map<string, StorageClass>();
   private readonly csiNodes = new Map<string, CSINode>();
   private readonly nominations = new Map<string, Nomination>();
+  /** Why the last nomination of each pod ended (pod key → {@link EndedNomination}); at most 10,000 kept. */
+  private readonly endedNominations = new Map<string, EndedNomination>();
   /** pod uid → pod key. */
   private readonly podKeyByUid = new Map<string, string>();
   /** pod uid → NodeClaim name, from {@link AnnotationNominatedPods}. */
@@ -463,6 +474,7 @@ export class Cluster {
       }
       s.add(key);
       this.nominations.delete(key);
+      this.endedNominations.delete(key);
       if (p.metadata.uid) this.annotatedNominations.delete(p.metadata.uid);
     }
   }
@@ -484,6 +496,7 @@ export class Cluster {
       if (s && s.size === 0) this.podsByNode.delete(nodeName);
     }
     this.nominations.delete(key);
+    this.endedNominations.delete(key);
   }
 
   private changed(c: ClusterChange): void {
@@ -594,11 +607,31 @@ export class Cluster {
     const key = typeof pod === 'string' ? pod : podKey(pod);
     const n = this.nominations.get(key) ?? this.restoreNomination(key);
     if (!n) return undefined;
-    if (!this.nominationValid(n, key)) {
-      this.nominations.delete(key);
+    const why = this.nominationEnds(n, key);
+    if (why) {
+      this.endNomination(key, n, why);
       return undefined;
     }
     return n;
+  }
+
+  /**
+   * Why the last nomination of the pod `key` (`namespace/name`) ended, while the pod is pending: for the
+   * launcher's warning when it launches for a pod another in-flight NodeClaim was created for. Undefined when
+   * none ended in this process (a restarted controller knows only what it saw since).
+   */
+  endedNomination(key: string): EndedNomination | undefined {
+    return this.endedNominations.get(key);
+  }
+
+  private endNomination(key: string, n: Nomination, reason: string): void {
+    this.nominations.delete(key);
+    this.endedNominations.delete(key);
+    this.endedNominations.set(key, { target: { ...n.target }, reason, at: this.opts.clock.now() });
+    if (this.endedNominations.size > 10_000) {
+      const first = this.endedNominations.keys().next().value;
+      if (first !== undefined) this.endedNominations.delete(first);
+    }
   }
 
   /** A nomination from a NodeClaim's {@link AnnotationNominatedPods}, recorded, or undefined. */
@@ -611,12 +644,23 @@ export class Cluster {
     // One restoration per pod: once it expires the scheduler decides again.
     this.annotatedNominations.delete(uid);
     const nc = this.nodeClaims.get(ncName);
-    if (!nc || this.nodeClaimInitialized(nc)) return undefined;
+    if (!nc || this.nodeClaimInitialized(nc)) {
+      const reason = nc
+        ? 'not restored: its NodeClaim is initialized'
+        : 'not restored: its NodeClaim is gone';
+      this.endNomination(
+        key,
+        { target: { kind: 'nodeclaim', name: ncName }, until: 0, ttlSeconds: 0 },
+        reason,
+      );
+      return undefined;
+    }
     this.nominate(pod, { kind: 'nodeclaim', name: ncName });
     return this.nominations.get(key);
   }
 
-  private nodeClaimInitialized(nc: NodeClaim): boolean {
+  /** True when the NodeClaim's Node carries `karpenter.sh/initialized=true` or its `Initialized` condition is True. */
+  nodeClaimInitialized(nc: NodeClaim): boolean {
     const nodeName = this.nodeNameFor(nc);
     const node = nodeName ? this.nodes.get(nodeName) : undefined;
     return (
@@ -630,13 +674,16 @@ export class Cluster {
    * A nomination stays valid while its target exists and is not marked for deletion, and: onto a NodeClaim
    * whose Node is not initialized, always (extended); otherwise until its TTL, and only while the pods bound
    * to the target leave room for the pod (`podKey`) — once kube-scheduler has filled the node with others,
-   * the pod needs new capacity now, as upstream's re-simulation of every pending pod would find.
+   * the pod needs new capacity now, as upstream's re-simulation of every pending pod would find. Returns why
+   * it ends, or undefined while it is valid.
    */
-  private nominationValid(n: Nomination, podKey: string): boolean {
+  private nominationEnds(n: Nomination, podKey: string): string | undefined {
     const now = this.opts.clock.now();
     if (n.target.kind === 'nodeclaim') {
       const nc = this.nodeClaims.get(n.target.name);
-      if (!nc || nc.metadata.deletionTimestamp || this.marked.has(n.target.name)) return false;
+      if (!nc) return 'its NodeClaim is gone';
+      if (nc.metadata.deletionTimestamp) return 'its NodeClaim is being deleted';
+      if (this.marked.has(n.target.name)) return 'its NodeClaim is marked for deletion';
       // The pod cannot bind before the Node is initialized: keep the nomination until then.
       if (!this.nodeClaimInitialized(nc)) {
         n.until = Math.max(n.until, now + n.ttlSeconds * 1000);
@@ -644,19 +691,19 @@ export class Cluster {
           n.target.name,
           Math.max(n.until, this.nodeNominatedUntil.get(n.target.name) ?? 0),
         );
-        return true;
+        return undefined;
       }
-      if (n.until <= now) return false;
+      if (n.until <= now) return 'expired after its NodeClaim initialized';
       const nodeName = this.nodeNameFor(nc);
-      return !nodeName || this.fitsBesideBound(nodeName, podKey);
+      return !nodeName || this.fitsBesideBound(nodeName, podKey)
+        ? undefined
+        : 'its node is full with other pods';
     }
-    if (n.until <= now) return false;
+    if (n.until <= now) return 'expired';
     const node = this.nodes.get(n.target.name);
-    return (
-      !!node &&
-      !this.isNodeMarked(node, this.nodeClaimForNode(node)) &&
-      this.fitsBesideBound(n.target.name, podKey)
-    );
+    if (!node) return 'its node is gone';
+    if (this.isNodeMarked(node, this.nodeClaimForNode(node))) return 'its node is marked for deletion';
+    return this.fitsBesideBound(n.target.name, podKey) ? undefined : 'its node is full with other pods';
   }
 
   /** The non-terminal pods bound to `nodeName` and their summed requests (cached; see {@link boundByNode}). */
@@ -916,8 +963,13 @@ export class Cluster {
         if (k && !this.nominations.has(k)) this.restoreNomination(k);
     for (const [k, n] of [...this.nominations]) {
       const pod = this.pods.get(k)?.pod;
-      if (!pod || pod.spec?.nodeName || !this.nominationValid(n, k)) {
+      if (!pod || pod.spec?.nodeName) {
         this.nominations.delete(k);
+        continue;
+      }
+      const why = this.nominationEnds(n, k);
+      if (why) {
+        this.endNomination(k, n, why);
         continue;
       }
       nominations.set(k, n);

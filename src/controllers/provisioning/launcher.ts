@@ -12,7 +12,7 @@ import type { Resources } from '../../apis/quantity.ts';
 import type { CloudProvider, InstanceType } from '../../cloudprovider/types.ts';
 import type { KubeClient } from '../../kube/client.ts';
 import type { NodeClaimPlan } from '../../scheduling/types.ts';
-import { type Cluster, nodePoolUsage } from '../../state/cluster.ts';
+import { type Cluster, nodePoolUsage, nominatedPodUids } from '../../state/cluster.ts';
 import { podKey } from '../../state/pods.ts';
 import { errorMessage } from '../runtime.ts';
 import { instanceTypeIndex } from './input.ts';
@@ -155,6 +155,7 @@ export class NodeClaimLauncher {
           reason: `pending pod ${key} already has capacity coming (${other}); not launching for it twice`,
         };
     }
+    this.warnRelaunch(pending);
     for (const key of pending) this.launchingFor.set(key, (this.launchingFor.get(key) ?? 0) + 1);
     const release = () => {
       for (const key of pending) {
@@ -194,5 +195,39 @@ export class NodeClaimLauncher {
     }
     release();
     return { ok: true, nodeClaim: created };
+  }
+
+  /**
+   * Warns for each pending pod of this launch that another in-flight NodeClaim (not initialized, not being
+   * deleted) lists in its `capenter.dev/nominated-pods`: capacity is already coming for the pod, and only a
+   * lost nomination lets it be planned again. The warning says how cluster state last saw the pod's nomination
+   * end. The soak's `duplicate-nodeclaim` invariant catches the outcome; this says why.
+   */
+  private warnRelaunch(pending: readonly string[]): void {
+    const { cluster } = this.deps;
+    const keyByUid = new Map<string, string>();
+    for (const key of pending) {
+      const uid = cluster.getPod(key)?.metadata.uid;
+      if (uid) keyByUid.set(uid, key);
+    }
+    if (keyByUid.size === 0) return;
+    for (const nc of cluster.listNodeClaims()) {
+      if (nc.metadata.deletionTimestamp || cluster.nodeClaimInitialized(nc)) continue;
+      for (const uid of nominatedPodUids(nc)) {
+        const key = keyByUid.get(uid);
+        if (!key) continue;
+        const ended = cluster.endedNomination(key);
+        this.deps.logger.warn(
+          {
+            pod: key,
+            nodeclaim: nc.metadata.name,
+            nomination: ended
+              ? `${ended.target.kind}/${ended.target.name}: ${ended.reason} at ${new Date(ended.at).toISOString()}`
+              : 'none ended in this process',
+          },
+          'launching for a pending pod that an in-flight nodeclaim was created for',
+        );
+      }
+    }
   }
 }

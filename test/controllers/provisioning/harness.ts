@@ -14,7 +14,7 @@ import { FakeClock } from '../../../src/kube/clock.ts';
 import { EventRecorder } from '../../../src/kube/events.ts';
 import { SharedInformers } from '../../../src/kube/informer.ts';
 import type { KubeEvent } from '../../../src/kube/types.ts';
-import { silentLogger } from '../../../src/operator/logger.ts';
+import { type Logger, silentLogger } from '../../../src/operator/logger.ts';
 import { type SimulatedCluster, startSimulatedCluster } from '../../../src/sim/cluster.ts';
 import { Cluster } from '../../../src/state/cluster.ts';
 import { KubeNodeWriter } from '../../../src/state/kwoknodes.ts';
@@ -38,8 +38,11 @@ export interface Env {
   sim: SimulatedCluster;
   clock: FakeClock;
   client: SimulatedCluster['client'];
-  /** Starts a controller process (informers synced before it resolves). */
-  startProcess(options?: ProvisionerOptions): Promise<ControllerProcess>;
+  /**
+   * Starts a controller process (its own informers, state and provisioner; informers synced before it
+   * resolves), logging to `logger` (default: silent).
+   */
+  startProcess(options?: ProvisionerOptions, logger?: Logger): Promise<ControllerProcess>;
   stop(): Promise<void>;
 }
 
@@ -79,7 +82,7 @@ export async function startEnv(): Promise<Env> {
     sim,
     clock,
     client,
-    async startProcess(options: ProvisionerOptions = {}) {
+    async startProcess(options: ProvisionerOptions = {}, logger: Logger = silentLogger()) {
       const informers = new SharedInformers(client, { clock });
       const registry = new Registry();
       let cluster: Cluster | undefined;
@@ -108,7 +111,7 @@ export async function startEnv(): Promise<Env> {
         cluster,
         cloudProvider: provider,
         clock,
-        logger: silentLogger(),
+        logger,
         recorder,
         registry,
         options,

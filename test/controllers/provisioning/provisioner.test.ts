@@ -8,7 +8,7 @@ import type { Pod } from '../../../src/apis/core.ts';
 import { Provisioner } from '../../../src/controllers/provisioning/provisioner.ts';
 import { pendingPod, testNodePool } from '../../../src/controllers/provisioning/testing.ts';
 import { ProvisioningTrigger } from '../../../src/controllers/provisioning/trigger.ts';
-import { silentLogger } from '../../../src/operator/logger.ts';
+import { createLogger, silentLogger } from '../../../src/operator/logger.ts';
 import { solve } from '../../../src/scheduling/scheduler.ts';
 import {
   catalog,
@@ -263,6 +263,39 @@ describe('provisioner (embedded API server, kwok provider)', () => {
     expect(third.result?.placements.every((pl) => pl.target.kind === 'inflight')).toBe(true);
     expect(third.created).toHaveLength(0);
     expect((await listNodeClaims(client)).map((nc) => nc.metadata.name).sort()).toEqual(before);
+  });
+
+  it('warns, saying why its nomination ended, when it launches for a pod an in-flight NodeClaim was made for', async () => {
+    env = await startEnv();
+    const { client } = env;
+    await createNodePool(client, testNodePool('default'));
+    await createPendingPod(client, pendingPod('lost', { cpu: '1500m', memory: '3Gi' }));
+    const lines: Array<Record<string, unknown>> = [];
+    const logger = createLogger({
+      level: 'warn',
+      destination: { write: (l: string) => void lines.push(JSON.parse(l) as Record<string, unknown>) },
+    });
+    const p = await env.startProcess({}, logger);
+    await podsSeen(p.cluster, 1);
+    const first = await p.provisioner.provision();
+    expect(first.created).toHaveLength(1);
+    const a = first.created[0]?.nodeClaim.metadata.name ?? '';
+    expect(lines).toEqual([]); // a first launch is not a relaunch
+    // The nomination onto `a` ends while `a` is still in flight (here: a deletion mark in state only).
+    p.cluster.markForDeletion(a);
+    expect(p.cluster.nominationFor('default/lost')).toBeUndefined();
+    const second = await p.provisioner.provision();
+    expect(second.created).toHaveLength(1);
+    const warnings = lines.filter((l) => l.level === 'WARN');
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatchObject({
+      message: 'launching for a pending pod that an in-flight nodeclaim was created for',
+      pod: 'default/lost',
+      nodeclaim: a,
+    });
+    expect(String(warnings[0]?.nomination)).toMatch(
+      new RegExp(`^nodeclaim/${a}: its NodeClaim is marked for deletion at \\d{4}-`),
+    );
   });
 
   it('does not provision while state is not synced', async () => {
