@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Pod } from '../../apis/core.ts';
 import { KubeClient } from '../../kube/client.ts';
@@ -122,6 +123,10 @@ describe('the in-process transport', () => {
     ac.abort();
     const aborted = await client.list('Pod', { signal: ac.signal }).catch((e: unknown) => e);
     expect(aborted).toMatchObject({ code: 0, reason: 'Aborted' });
+    // one signal for many requests: each answered request removes its abort listener
+    const shared = new AbortController();
+    for (let i = 0; i < 20; i++) await client.list('Pod', { signal: shared.signal });
+    expect(getEventListeners(shared.signal, 'abort')).toHaveLength(0);
     const big = pod('big');
     big.metadata.annotations = { blob: 'x'.repeat(3 * 1024 * 1024 + 1) };
     await expect(client.create(big)).rejects.toMatchObject({ code: 413, reason: 'RequestEntityTooLarge' });

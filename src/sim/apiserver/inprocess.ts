@@ -130,18 +130,19 @@ export function inProcessTransport(handler: Pick<Handler, 'handle'>): InProcessT
       if (closed) return reject(refused());
       if (req.signal?.aborted) return reject(abortError());
       const lreq = new LocalRequest(req);
+      const onAbort = (): void => {
+        lreq.abort();
+        reject(abortError());
+      };
       const lres = new LocalResponse({
         head: () => {},
-        end: (status, body, headers) => resolve({ status, body, headers }),
-      });
-      req.signal?.addEventListener(
-        'abort',
-        () => {
-          lreq.abort();
-          reject(abortError());
+        end: (status, body, headers) => {
+          // a caller may pass one long-lived signal to many requests: leave no listener behind
+          req.signal?.removeEventListener('abort', onAbort);
+          resolve({ status, body, headers });
         },
-        { once: true },
-      );
+      });
+      req.signal?.addEventListener('abort', onAbort, { once: true });
       setImmediate(() => handler.handle(lreq, lres));
     });
   const stream = (req: TransportRequest, sink: StreamSink): (() => void) => {
