@@ -32,6 +32,7 @@ import {
   formatSchedule,
   parseSchedule,
 } from '../test/soak/faults.ts';
+import { firstOfEach } from '../test/soak/invariants.ts';
 import { type RunResult, type RunStatus, runSoak } from '../test/soak/run.ts';
 
 function int(v: string): number {
@@ -427,7 +428,7 @@ for await (const r of o.parallel > 1 ? inWorkers(o.parallel) : sequential()) {
   if (r.violations.length > 0) {
     failures.push(r);
     // first violation of each invariant (the same one usually repeats every step until it clears)
-    const firsts = [...new Map(r.violations.map((v) => [v.invariant, v])).values()];
+    const firsts = firstOfEach(r.violations);
     for (const v of firsts) {
       console.log(`  step ${v.step} [${v.invariant}] ${v.detail.slice(0, 2000)}`);
       printLog(v.log);

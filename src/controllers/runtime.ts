@@ -9,7 +9,7 @@
  */
 import type { Logger } from 'pino';
 import type { Clock } from '../kube/clock.ts';
-import type { SharedInformers } from '../kube/informer.ts';
+import { isInformerSyncTimeout, type SharedInformers } from '../kube/informer.ts';
 import { type ReconcileResult, runWorkers, WorkQueue } from '../kube/workqueue.ts';
 
 export type { ReconcileResult } from '../kube/workqueue.ts';
@@ -129,6 +129,67 @@ export function errorMessage(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
+/** Options of {@link waitForInformerSync}. */
+export interface InformerSyncWait {
+  /** Controller name, for the log lines. */
+  name: string;
+  logger: Logger;
+  informers: SharedInformers;
+  /** Stops the wait (the controller is stopping). */
+  signal: AbortSignal;
+  /** Milliseconds on the informers' clock between two error lines (default 60,000). */
+  timeoutMs?: number | undefined;
+}
+
+/**
+ * Waits until every informer of `informers` has synced, however long that takes: true once synced, false when
+ * `signal` aborts or the informers are stopped first. Every `timeoutMs` without sync logs one error naming the
+ * kinds still unsynced and how long it has waited (`informers have not synced; the controller starts once they
+ * do`), then waits again; the informers retry list/watch with backoff meanwhile, and the operator's `/readyz`
+ * answers `informers have not synced`.
+ *
+ * controller-runtime's `CacheSyncTimeout` (2 min) makes the controller's `Start` fail instead, which stops the
+ * manager so that the kubelet restarts the process. A capenter controller never stops on its own
+ * ({@link Controller.start} never rejects), and giving up left it stopped inside a running operator: in the aws
+ * soak of 2026-12-02 (seed 14) a clock jump right after a restart passed the 60-s timeout of every controller at
+ * once, and `nodeclaim.lifecycle` never ran again (a NodeClaim stayed unregistered for 29 min, its pods pending).
+ */
+export async function waitForInformerSync(o: InformerSyncWait): Promise<boolean> {
+  const timeoutMs = o.timeoutMs ?? 60_000;
+  let waitedMs = 0;
+  while (!o.signal.aborted) {
+    let onAbort: (() => void) | undefined;
+    const aborted = new Promise<'aborted'>((resolve) => {
+      onAbort = () => resolve('aborted');
+      o.signal.addEventListener('abort', onAbort, { once: true });
+    });
+    try {
+      const r = await Promise.race([
+        o.informers.waitForSync(timeoutMs).then(() => 'synced' as const),
+        aborted,
+      ]);
+      return r === 'synced';
+    } catch (err) {
+      if (!isInformerSyncTimeout(err)) {
+        if (!o.signal.aborted)
+          o.logger.error(
+            { controller: o.name, err: errorMessage(err) },
+            'informers stopped before they synced',
+          );
+        return false;
+      }
+      waitedMs += timeoutMs;
+      o.logger.error(
+        { controller: o.name, kinds: o.informers.unsynced(), waitedMs },
+        'informers have not synced; the controller starts once they do',
+      );
+    } finally {
+      if (onAbort) o.signal.removeEventListener('abort', onAbort);
+    }
+  }
+  return false;
+}
+
 /** Options of {@link runQueueWithInformers}. */
 export interface InformerQueueRun {
   /** Controller name, for the log line when informers never sync. */
@@ -142,7 +203,7 @@ export interface InformerQueueRun {
   signal: AbortSignal;
   /** Unsubscribe functions of the informer handlers, called when the controller stops. */
   offs: ReadonlyArray<() => void>;
-  /** Milliseconds to wait for the caches to sync (default 60,000). */
+  /** Milliseconds between the error lines while the caches have not synced (default 60,000; see {@link waitForInformerSync}). */
   syncTimeoutMs?: number | undefined;
   /** Called once the caches have synced, before the first reconcile. */
   onSynced?: () => void;
@@ -150,17 +211,22 @@ export interface InformerQueueRun {
 
 /**
  * The common body of an informer-fed {@link QueueController}'s `start`: start the informers, wait for their
- * caches, run the queue until `signal` aborts, then drop the handlers and stop informers it owns. A sync that
- * never completes is logged, not thrown (a controller never crashes the operator).
+ * caches ({@link waitForInformerSync}: as long as it takes, logging while it does), run the queue until `signal`
+ * aborts, then drop the handlers and stop informers it owns. Never rejects.
  */
 export async function runQueueWithInformers(o: InformerQueueRun): Promise<void> {
   o.informers.start();
   try {
-    await o.informers.waitForSync(o.syncTimeoutMs ?? 60_000);
+    const synced = await waitForInformerSync({
+      name: o.name,
+      logger: o.logger,
+      informers: o.informers,
+      signal: o.signal,
+      timeoutMs: o.syncTimeoutMs,
+    });
+    if (!synced) return;
     o.onSynced?.();
     await o.queue.start(o.signal);
-  } catch (err) {
-    o.logger.error({ controller: o.name, err: String(err) }, 'informers did not sync');
   } finally {
     for (const off of o.offs) off();
     if (o.ownInformers) await o.informers.stop();

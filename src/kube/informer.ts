@@ -76,6 +76,25 @@ export interface InformerStats {
 
 type WatchOutcome = { kind: 'closed' } | { kind: 'gone' } | { kind: 'error'; err: unknown };
 
+/** {@link Informer.waitForSync} ran out of time: the informer keeps trying (list/watch with backoff). */
+export class InformerSyncTimeoutError extends Error {
+  readonly code = 'InformerSyncTimeout';
+  constructor(
+    /** The informer's kind, e.g. `PersistentVolumeClaim`. */
+    readonly kind: string,
+    /** The timeout that passed, in ms on the informer's clock. */
+    readonly timeoutMs: number,
+  ) {
+    super(`informer ${kind}: not synced after ${timeoutMs} ms`);
+    this.name = 'InformerSyncTimeoutError';
+  }
+}
+
+/** True for an {@link InformerSyncTimeoutError}. */
+export function isInformerSyncTimeout(err: unknown): err is InformerSyncTimeoutError {
+  return err instanceof InformerSyncTimeoutError;
+}
+
 /** A single-kind informer. Create, register handlers, `start()`, then `await waitForSync()`. */
 export class Informer<R extends ResourceRef, T extends KubeObject = ObjectOf<R> & KubeObject> {
   /** The synced store. Read-only for callers. */
@@ -138,9 +157,14 @@ export class Informer<R extends ResourceRef, T extends KubeObject = ObjectOf<R> 
     return this.synced;
   }
 
+  /** The kind this informer lists and watches, e.g. `Pod`. */
+  get kind(): string {
+    return this.client.resource(this.ref).kind;
+  }
+
   /**
    * Resolves once synced. Rejects when stopped first, or after `timeoutMs` (ms on the informer's clock,
-   * default none) with an error naming the kind.
+   * default none) with an {@link InformerSyncTimeoutError} naming the kind; the informer keeps trying either way.
    */
   waitForSync(timeoutMs?: number): Promise<void> {
     if (this.synced) return Promise.resolve();
@@ -151,9 +175,7 @@ export class Informer<R extends ResourceRef, T extends KubeObject = ObjectOf<R> 
       if (timeoutMs !== undefined) {
         const t = this.opts.clock.setTimeout(() => {
           this.syncWaiters = this.syncWaiters.filter((w) => w !== entry);
-          reject(
-            new Error(`informer ${this.client.resource(this.ref).kind}: not synced after ${timeoutMs} ms`),
-          );
+          reject(new InformerSyncTimeoutError(this.kind, timeoutMs));
         }, timeoutMs);
         const done = entry.resolve;
         entry.resolve = () => {
@@ -372,6 +394,12 @@ export class SharedInformers {
   /** Resolves when all current informers have synced; rejects after `timeoutMs` if given. */
   async waitForSync(timeoutMs?: number): Promise<void> {
     await Promise.all([...this.informers.values()].map((i) => i.waitForSync(timeoutMs)));
+  }
+
+  /** The kinds of the informers that have not synced yet (sorted, each once). */
+  unsynced(): string[] {
+    const kinds = [...this.informers.values()].filter((i) => !i.hasSynced()).map((i) => i.kind);
+    return [...new Set(kinds)].sort();
   }
 
   /** True when every informer has synced. */

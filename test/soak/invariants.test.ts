@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Node } from '../../src/apis/core.ts';
 import type { NodeClaim, NodePool } from '../../src/apis/karpenter.ts';
-import { budgetCount, describeDisrupting, duplicateLaunches } from './invariants.ts';
+import { budgetCount, describeDisrupting, duplicateLaunches, firstOfEach } from './invariants.ts';
 
 const NOW = Date.parse('2026-12-01T10:00:00Z');
 
@@ -139,6 +139,21 @@ describe('soak invariant: duplicate launches', () => {
     expect([...duplicateLaunches(ncs, byName(node('n1')), pending)]).toEqual([
       ['p1', ['a', 'b']],
       ['p3', ['d', 'e']],
+    ]);
+  });
+});
+
+describe('firstOfEach', () => {
+  it('keeps the first violation of each invariant, not the last (the CI report of 2026-12-02 printed step 349 of 189)', () => {
+    const vs = [
+      { step: 296, invariant: 'registration-ttl', detail: 'unregistered 1205 s' },
+      { step: 297, invariant: 'registration-ttl', detail: 'unregistered 1215 s' },
+      { step: 349, invariant: 'eventually-runs', detail: '5 pods' },
+      { step: 349, invariant: 'registration-ttl', detail: 'unregistered 1748 s' },
+    ];
+    expect(firstOfEach(vs).map((v) => `${v.step} ${v.invariant} ${v.detail}`)).toEqual([
+      '296 registration-ttl unregistered 1205 s',
+      '349 eventually-runs 5 pods',
     ]);
   });
 });

@@ -121,3 +121,14 @@ export function duplicateLaunches(
   }
   return new Map([...claims].filter(([, names]) => names.length > 1));
 }
+
+/**
+ * The first of each invariant's violations, in the order the invariants first failed. A violation usually repeats
+ * every step until it clears; the first one carries the log lines (run.ts attaches them to the first only) and says
+ * when it began.
+ */
+export function firstOfEach<V extends { invariant: string }>(violations: readonly V[]): V[] {
+  const firsts = new Map<string, V>();
+  for (const v of violations) if (!firsts.has(v.invariant)) firsts.set(v.invariant, v);
+  return [...firsts.values()];
+}

@@ -49,7 +49,13 @@ import { isConflict, isNotFound } from '../../kube/errors.ts';
 import type { EventRecorder } from '../../kube/events.ts';
 import type { SharedInformers } from '../../kube/informer.ts';
 import type { Secret } from '../../kube/types.ts';
-import { type Controller, errorMessage, QueueController, type ReconcileResult } from '../runtime.ts';
+import {
+  type Controller,
+  errorMessage,
+  QueueController,
+  type ReconcileResult,
+  waitForInformerSync,
+} from '../runtime.ts';
 import {
   type BootstrapDataStore,
   type BootstrapLocation,
@@ -173,10 +179,8 @@ export class KarpenterMachinePoolController implements Controller {
     ];
     inf.start();
     try {
-      await inf.waitForSync(60_000);
-      await this.queue.start(signal);
-    } catch (err) {
-      this.log.error({ err: errorMessage(err) }, 'informers did not sync');
+      if (await waitForInformerSync({ name: this.name, logger: this.log, informers: inf, signal }))
+        await this.queue.start(signal);
     } finally {
       for (const off of offs) off();
       if (this.ownWorkloads) await this.workloads.stop();

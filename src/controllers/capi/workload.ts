@@ -110,7 +110,14 @@ export class WorkloadClusters {
     informers.informerFor('NodeClaim').on(handlers as never);
     informers.informerFor('Node').on(handlers as never);
     informers.start();
-    await informers.waitForSync(30_000);
+    try {
+      await informers.waitForSync(30_000);
+    } catch (err) {
+      // not kept: the next reconcile connects afresh, so these informers would list and watch for nobody
+      await informers.stop();
+      client.close();
+      throw err;
+    }
     const old = this.byKey.get(key);
     const wc: WorkloadCluster = { client, informers, secretVersion: version };
     this.byKey.set(key, wc);

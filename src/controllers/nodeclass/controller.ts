@@ -68,7 +68,7 @@ export interface EC2NodeClassControllerOptions extends Omit<ControllerDeps, 'clo
   periodSeconds?: number;
   /** Parallel reconciles (default 10, as upstream). */
   concurrency?: number;
-  /** Wall-clock ms to wait for the informers' first list (default 60 000). */
+  /** Ms on the injected clock between the error lines while the informers have not synced (default 60,000; runtime.ts `waitForInformerSync`). */
   syncTimeoutMs?: number;
 }
 

@@ -9,18 +9,18 @@ import { isConflict, isNotFound } from '../../kube/errors.ts';
 import { SharedInformers } from '../../kube/informer.ts';
 import type { ResourceRef, ResourceType } from '../../kube/resources.ts';
 import type { ControllerDeps } from '../nodeclaim/lifecycle/controller.ts';
-import { type Controller, QueueController, type ReconcileResult } from '../runtime.ts';
+import { type Controller, QueueController, type ReconcileResult, runQueueWithInformers } from '../runtime.ts';
 
 /** Options every status controller takes. */
 export interface StatusControllerOptions extends ControllerDeps {
-  /** Wall-clock ms to wait for the informers' first list (default 60 000). */
+  /** Ms on the injected clock between the error lines while the informers have not synced (default 60,000; runtime.ts `waitForInformerSync`). */
   syncTimeoutMs?: number;
 }
 
 /**
  * Base of a keyed status controller. Subclasses register their informer handlers in {@link watch} (returning
- * the unregister functions) and implement {@link reconcile}. `start()` never rejects: an informer that does not
- * sync is logged and the controller stops.
+ * the unregister functions) and implement {@link reconcile}. `start()` never rejects: until the informers have
+ * synced it waits, logging (runtime.ts `runQueueWithInformers`).
  */
 export abstract class StatusController<O extends StatusControllerOptions> implements Controller {
   readonly queue: QueueController;
@@ -52,16 +52,16 @@ export abstract class StatusController<O extends StatusControllerOptions> implem
 
   async start(signal: AbortSignal): Promise<void> {
     const offs = this.watch();
-    this.informers.start();
-    try {
-      await this.informers.waitForSync(this.opts.syncTimeoutMs ?? 60_000);
-      await this.queue.start(signal);
-    } catch (err) {
-      this.opts.logger.error({ controller: this.name, err: String(err) }, 'informers did not sync');
-    } finally {
-      for (const off of offs) off();
-      if (this.ownInformers) await this.informers.stop();
-    }
+    await runQueueWithInformers({
+      name: this.name,
+      logger: this.opts.logger,
+      informers: this.informers,
+      ownInformers: this.ownInformers,
+      queue: this.queue,
+      signal,
+      offs,
+      syncTimeoutMs: this.opts.syncTimeoutMs,
+    });
   }
 
   /** Descriptors of the NodeClass kinds the cloud provider supports that the client's registry knows. */

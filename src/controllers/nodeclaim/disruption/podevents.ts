@@ -26,6 +26,7 @@ export const PodEventDedupeSeconds = 5;
 
 /** Options of {@link PodEventsController}. */
 export interface PodEventsOptions extends Omit<ControllerDeps, 'cloudProvider' | 'recorder' | 'registry'> {
+  /** Ms on the injected clock between the error lines while the informers have not synced (default 60,000; runtime.ts `waitForInformerSync`). */
   syncTimeoutMs?: number;
 }
 

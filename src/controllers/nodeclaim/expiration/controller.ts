@@ -26,7 +26,7 @@ import { capacityTypeOf, nodePoolOf } from '../util.ts';
 
 /** Options of {@link ExpirationController}. */
 export interface ExpirationOptions extends Omit<ControllerDeps, 'cloudProvider'> {
-  /** Wall-clock ms to wait for the informers' first list (default 60 000). */
+  /** Ms on the injected clock between the error lines while the informers have not synced (default 60,000; runtime.ts `waitForInformerSync`). */
   syncTimeoutMs?: number;
 }
 

@@ -63,7 +63,7 @@ export interface NodeClaimLifecycleOptions extends ControllerDeps {
   registrationTimeoutSeconds?: number;
   /** Launch TTL override in seconds (default 300). */
   launchTimeoutSeconds?: number;
-  /** Wall-clock ms to wait for the informers' first list (default 60 000). */
+  /** Ms on the injected clock between the error lines while the informers have not synced (default 60,000; runtime.ts `waitForInformerSync`). */
   syncTimeoutMs?: number;
 }
 
