@@ -192,7 +192,7 @@ export async function waitForInformerSync(o: InformerSyncWait): Promise<boolean>
 
 /** Options of {@link runQueueWithInformers}. */
 export interface InformerQueueRun {
-  /** Controller name, for the log line when informers never sync. */
+  /** Controller name, for the log lines. */
   name: string;
   logger: Logger;
   /** The informers whose caches the controller reads (started here; idempotent when shared). */
@@ -227,6 +227,8 @@ export async function runQueueWithInformers(o: InformerQueueRun): Promise<void> 
     if (!synced) return;
     o.onSynced?.();
     await o.queue.start(o.signal);
+  } catch (err) {
+    o.logger.error({ controller: o.name, err: errorMessage(err) }, 'controller stopped on an error');
   } finally {
     for (const off of o.offs) off();
     if (o.ownInformers) await o.informers.stop();

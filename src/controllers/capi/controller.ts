@@ -181,6 +181,8 @@ export class KarpenterMachinePoolController implements Controller {
     try {
       if (await waitForInformerSync({ name: this.name, logger: this.log, informers: inf, signal }))
         await this.queue.start(signal);
+    } catch (err) {
+      this.log.error({ err: errorMessage(err) }, 'controller stopped on an error');
     } finally {
       for (const off of offs) off();
       if (this.ownWorkloads) await this.workloads.stop();
