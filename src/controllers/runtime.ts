@@ -129,6 +129,12 @@ export function errorMessage(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
+/** The option of every informer-fed controller on how it waits for its informers ({@link runQueueWithInformers}). */
+export interface InformerSyncOptions {
+  /** Ms on the injected clock between the error lines while the informers have not synced (default 60,000; {@link waitForInformerSync}). */
+  syncTimeoutMs?: number;
+}
+
 /** Options of {@link waitForInformerSync}. */
 export interface InformerSyncWait {
   /** Controller name, for the log lines. */

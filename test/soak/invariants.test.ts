@@ -144,7 +144,7 @@ describe('soak invariant: duplicate launches', () => {
 });
 
 describe('firstOfEach', () => {
-  it('keeps the first violation of each invariant, not the last (the CI report of 2026-12-02 printed step 349 of 189)', () => {
+  it('keeps the first violation of each invariant, not the last (the CI report of 2026-12-02 printed step 349, the last of 189 violations)', () => {
     const vs = [
       { step: 296, invariant: 'registration-ttl', detail: 'unregistered 1205 s' },
       { step: 297, invariant: 'registration-ttl', detail: 'unregistered 1215 s' },

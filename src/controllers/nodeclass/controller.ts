@@ -43,7 +43,13 @@ import { ConditionSet } from '../nodeclaim/conditions.ts';
 import type { ControllerDeps } from '../nodeclaim/lifecycle/controller.ts';
 import { withFinalizer, withoutFinalizer } from '../nodeclaim/util.ts';
 import { nodeClassValidationError } from '../nodepool/nodeclass.ts';
-import { type Controller, QueueController, type ReconcileResult, runQueueWithInformers } from '../runtime.ts';
+import {
+  type Controller,
+  type InformerSyncOptions,
+  QueueController,
+  type ReconcileResult,
+  runQueueWithInformers,
+} from '../runtime.ts';
 
 /** The dependents of `Ready` on an EC2NodeClass (upstream `StatusConditions`, without capacity reservations). */
 export const EC2NodeClassDependents: readonly string[] = [
@@ -52,7 +58,9 @@ export const EC2NodeClassDependents: readonly string[] = [
 ];
 
 /** Options of {@link EC2NodeClassController}. */
-export interface EC2NodeClassControllerOptions extends Omit<ControllerDeps, 'cloudProvider'> {
+export interface EC2NodeClassControllerOptions
+  extends Omit<ControllerDeps, 'cloudProvider'>,
+    InformerSyncOptions {
   ec2: EC2Client;
   ssm: SSMClient;
   iam: IAMClient;
@@ -68,8 +76,6 @@ export interface EC2NodeClassControllerOptions extends Omit<ControllerDeps, 'clo
   periodSeconds?: number;
   /** Parallel reconciles (default 10, as upstream). */
   concurrency?: number;
-  /** Ms on the injected clock between the error lines while the informers have not synced (default 60,000; runtime.ts `waitForInformerSync`). */
-  syncTimeoutMs?: number;
 }
 
 /** The EC2NodeClass controller. */

@@ -9,13 +9,16 @@ import { isConflict, isNotFound } from '../../kube/errors.ts';
 import { SharedInformers } from '../../kube/informer.ts';
 import type { ResourceRef, ResourceType } from '../../kube/resources.ts';
 import type { ControllerDeps } from '../nodeclaim/lifecycle/controller.ts';
-import { type Controller, QueueController, type ReconcileResult, runQueueWithInformers } from '../runtime.ts';
+import {
+  type Controller,
+  type InformerSyncOptions,
+  QueueController,
+  type ReconcileResult,
+  runQueueWithInformers,
+} from '../runtime.ts';
 
 /** Options every status controller takes. */
-export interface StatusControllerOptions extends ControllerDeps {
-  /** Ms on the injected clock between the error lines while the informers have not synced (default 60,000; runtime.ts `waitForInformerSync`). */
-  syncTimeoutMs?: number;
-}
+export interface StatusControllerOptions extends ControllerDeps, InformerSyncOptions {}
 
 /**
  * Base of a keyed status controller. Subclasses register their informer handlers in {@link watch} (returning

@@ -38,6 +38,7 @@ import {
 } from '../../nodeclaim/util.ts';
 import {
   type Controller,
+  type InformerSyncOptions,
   QueueController,
   type ReconcileResult,
   runQueueWithInformers,
@@ -72,10 +73,8 @@ export function disruptionReasonOf(claims: readonly NodeClaim[]): string {
 }
 
 /** Options of {@link NodeTerminationController}. */
-export interface NodeTerminationOptions extends ControllerDeps {
+export interface NodeTerminationOptions extends ControllerDeps, InformerSyncOptions {
   concurrency?: number;
-  /** Ms on the injected clock between the error lines while the informers have not synced (default 60,000; runtime.ts `waitForInformerSync`). */
-  syncTimeoutMs?: number;
   /**
    * NodeClaims of a Node (default: the informer cache joined by provider ID). Injected by unit tests.
    */

@@ -13,6 +13,7 @@ import { isNotFound } from '../../../kube/errors.ts';
 import { SharedInformers } from '../../../kube/informer.ts';
 import {
   type Controller,
+  type InformerSyncOptions,
   QueueController,
   type ReconcileResult,
   runQueueWithInformers,
@@ -25,10 +26,9 @@ import { indexProviderID, nodeClaimsForNode } from '../util.ts';
 export const PodEventDedupeSeconds = 5;
 
 /** Options of {@link PodEventsController}. */
-export interface PodEventsOptions extends Omit<ControllerDeps, 'cloudProvider' | 'recorder' | 'registry'> {
-  /** Ms on the injected clock between the error lines while the informers have not synced (default 60,000; runtime.ts `waitForInformerSync`). */
-  syncTimeoutMs?: number;
-}
+export interface PodEventsOptions
+  extends Omit<ControllerDeps, 'cloudProvider' | 'recorder' | 'registry'>,
+    InformerSyncOptions {}
 
 const gone = (p: Pod): boolean => !isActive(p);
 

@@ -14,6 +14,7 @@ import { SharedInformers } from '../../../kube/informer.ts';
 import { ConditionDisruptionReason } from '../../node/termination/controller.ts';
 import {
   type Controller,
+  type InformerSyncOptions,
   QueueController,
   type ReconcileResult,
   runQueueWithInformers,
@@ -25,10 +26,7 @@ import { lifecycleMetrics } from '../metrics.ts';
 import { capacityTypeOf, nodePoolOf } from '../util.ts';
 
 /** Options of {@link ExpirationController}. */
-export interface ExpirationOptions extends Omit<ControllerDeps, 'cloudProvider'> {
-  /** Ms on the injected clock between the error lines while the informers have not synced (default 60,000; runtime.ts `waitForInformerSync`). */
-  syncTimeoutMs?: number;
-}
+export interface ExpirationOptions extends Omit<ControllerDeps, 'cloudProvider'>, InformerSyncOptions {}
 
 /**
  * When `nc` expires (ms since the epoch): creation + `spec.expireAfter` (else `nodePool`'s template value), or

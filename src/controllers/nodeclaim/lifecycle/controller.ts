@@ -23,6 +23,7 @@ import { SharedInformers } from '../../../kube/informer.ts';
 import type { Logger } from '../../../operator/logger.ts';
 import {
   type Controller,
+  type InformerSyncOptions,
   QueueController,
   type ReconcileResult,
   runQueueWithInformers,
@@ -56,15 +57,13 @@ export interface ControllerDeps {
 }
 
 /** Options of {@link NodeClaimLifecycleController}. */
-export interface NodeClaimLifecycleOptions extends ControllerDeps {
+export interface NodeClaimLifecycleOptions extends ControllerDeps, InformerSyncOptions {
   /** Parallel reconciles (default 10). */
   concurrency?: number;
   /** Registration TTL override in seconds (default 900). */
   registrationTimeoutSeconds?: number;
   /** Launch TTL override in seconds (default 300). */
   launchTimeoutSeconds?: number;
-  /** Ms on the injected clock between the error lines while the informers have not synced (default 60,000; runtime.ts `waitForInformerSync`). */
-  syncTimeoutMs?: number;
 }
 
 /** True when the provider launches from this NodeClaim's NodeClass kind (upstream `IsManaged`). */
