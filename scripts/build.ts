@@ -31,7 +31,7 @@ export async function buildCli(outDir = join(ROOT, 'dist')): Promise<string> {
     bundle: true,
     platform: 'node',
     format: 'esm',
-    target: 'node20',
+    target: 'node24',
     packages: 'external',
     outfile: out,
     sourcemap: 'linked',
