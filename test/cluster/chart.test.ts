@@ -10,8 +10,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../src/apis/core.ts';
 import { createOperator } from '../../src/operator/operator.ts';
 import { embeddedOptions, resolveOperatorOptions, SETTINGS } from '../../src/operator/options.ts';
-import { chartRules } from './api-requests.ts';
-import { CHART, helm, helmBinary, renderChart } from './helm-tools.ts';
+import { chartRules } from '../cli/api-requests.ts';
+import { CHART, helm, helmBinary, renderChart } from '../cli/helm-tools.ts';
 
 const FULL = join(CHART, 'ci', 'full-values.yaml');
 /** Variables the chart sets for settings a provider registers on its own branch (issue 9: the aws provider). */
@@ -42,7 +42,8 @@ function settingsOf(objs: KubeObject[], namespace: string) {
   return { env, options: resolveOperatorOptions({ env }) };
 }
 
-// a fresh CI machine builds Helm from the Go module proxy once (scripts/ensure-helm.sh, cached in ~/.cache/helm-bin)
+// Helm: built from the Go module proxy once (scripts/ensure-helm.sh, cached in ~/.cache/helm-bin; .ci/run builds it in
+// the background while `npm test` runs). Part of `npm run test:cluster`, not `npm test`: that never builds Helm.
 beforeAll(() => {
   helmBinary();
 }, 900_000);
