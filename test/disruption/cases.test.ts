@@ -54,6 +54,15 @@ async function run(c: Case) {
   return report;
 }
 
+/**
+ * Cases that fail until the named issue is done: run as expected failures (`it.fails`), so they turn red
+ * the moment they start passing and the entry must be removed. Never skipped, never deleted.
+ */
+const EXPECTED_FAILURES: Readonly<Record<string, string>> = {
+  // only the literal "true" protects: the 87600h duration is ignored and node-big is replaced by an m5.large
+  'do-not-disrupt-duration-still-running-blocks': 'issue 27',
+};
+
 describe('disruption scenario cases', () => {
   const disruptionCases = cases.filter(
     (c) => (c.kind === 'consolidation' || c.kind === 'drift') && c.expect.disruption,
@@ -62,7 +71,8 @@ describe('disruption scenario cases', () => {
     expect(disruptionCases.length).toBeGreaterThanOrEqual(4);
   });
   for (const c of disruptionCases) {
-    it(`${c.id}`, async () => {
+    const xfail = EXPECTED_FAILURES[c.id];
+    (xfail ? it.fails : it)(`${c.id}${xfail ? ` [expected failure until ${xfail}]` : ''}`, async () => {
       const want = c.expect.disruption!;
       const report = await run(c);
       // Expired deletes are reported first; the case's "first command" is the first method command.
