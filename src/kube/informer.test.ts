@@ -60,24 +60,36 @@ describe('Informer reconnect backoff', () => {
     const clock = new FakeClock(0);
     const client = KubeClient.fromKubeconfig(kubeconfig(await deadPort()));
     const errors: string[] = [];
+    // resolved by the error callback itself; the informer registers its backoff timer in the same turn, before
+    // the awaiting test resumes
+    let errored: () => void = () => {};
     const inf = new Informer(client, 'Pod', {
       clock,
       backoff: { initialMs: 800, maxMs: 30_000, factor: 2, jitter: 0 },
-      onError: (_e, phase) => errors.push(phase),
+      onError: (_e, phase) => {
+        errors.push(phase);
+        errored();
+      },
     });
+    const waitErrors = (n: number): Promise<void> =>
+      errors.length >= n
+        ? Promise.resolve()
+        : new Promise<void>((r) => {
+            errored = () => {
+              if (errors.length >= n) r();
+            };
+          });
     inf.start();
-    const waitErrors = async (n: number): Promise<void> => {
-      for (let i = 0; i < 200 && errors.length < n; i++) await new Promise((r) => setTimeout(r, 5));
-    };
     await waitErrors(1);
     expect(errors).toEqual(['list']);
     expect(clock.nextTimerAt()).toBe(800);
     clock.advance(800);
     await waitErrors(2);
-    expect(errors.length).toBe(2);
+    expect(errors).toEqual(['list', 'list']);
     expect(clock.nextTimerAt()).toBe(800 + 1600);
     clock.advance(1600);
     await waitErrors(3);
+    expect(errors).toEqual(['list', 'list', 'list']);
     expect(clock.nextTimerAt()).toBe(800 + 1600 + 3200);
     expect(inf.hasSynced()).toBe(false);
     const pending = inf.waitForSync();

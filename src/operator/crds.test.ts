@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { crdObjects } from '../apis/crds.ts';
 import { KubeClient } from '../kube/client.ts';
 import { type EmbeddedCluster, startEmbeddedCluster } from '../sim/apiserver/index.ts';
+import { whenObjects } from '../testing/watch.ts';
 import { checkCRDs, crdProblem, installCRDs, requiredCRDs } from './crds.ts';
 import { createLogger } from './logger.ts';
 import { createOperator, type Operator } from './operator.ts';
@@ -34,16 +35,6 @@ afterEach(async () => {
   op = srv = client = undefined;
 });
 
-async function until<T>(fn: () => T | Promise<T>, what: string): Promise<NonNullable<T>> {
-  const end = Date.now() + 30_000;
-  for (;;) {
-    const v = await fn();
-    if (v) return v as NonNullable<T>;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 interface LogLine {
   level: string;
   message: string;
@@ -51,11 +42,28 @@ interface LogLine {
   fix?: string;
 }
 
-function start(installCRDsFlag: boolean): { lines: LogLine[] } {
+/** The operator's log lines, and a wait for the first line that matches (resolved as the line is written). */
+interface Log {
+  lines: LogLine[];
+  line(match: (l: LogLine) => boolean): Promise<LogLine>;
+}
+
+function start(installCRDsFlag: boolean): Log {
   const lines: LogLine[] = [];
+  const waiters = new Set<{ match: (l: LogLine) => boolean; resolve: (l: LogLine) => void }>();
   const logger = createLogger({
     level: 'info',
-    destination: { write: (s: string) => void lines.push(JSON.parse(s) as LogLine) },
+    destination: {
+      write: (s: string) => {
+        const l = JSON.parse(s) as LogLine;
+        lines.push(l);
+        for (const w of waiters)
+          if (w.match(l)) {
+            waiters.delete(w);
+            w.resolve(l);
+          }
+      },
+    },
   });
   op = createOperator({
     client: client as KubeClient,
@@ -65,7 +73,52 @@ function start(installCRDsFlag: boolean): { lines: LogLine[] } {
     defaultMetrics: false,
     tuning: { crdRecheckSeconds: 0.05 },
   });
-  return { lines };
+  return {
+    lines,
+    line: (match) => {
+      const seen = lines.find(match);
+      return seen ? Promise.resolve(seen) : new Promise((resolve) => waiters.add({ match, resolve }));
+    },
+  };
+}
+
+/**
+ * Counts the CRD checks `c` answers: each check lists every required resource (limit 1), NodePools among them.
+ * `after(n)` resolves once `n` more checks have been answered.
+ */
+function countChecks(c: KubeClient): { after(n: number): Promise<void> } {
+  let answered = 0;
+  const waiters: Array<{ at: number; resolve: () => void }> = [];
+  const list = c.list.bind(c);
+  c.list = (async (ref, opts) => {
+    try {
+      return await list(ref, opts);
+    } finally {
+      if (typeof ref === 'object' && ref.kind === 'NodePool' && opts?.limit === 1) {
+        answered++;
+        for (const w of waiters.filter((x) => x.at <= answered)) {
+          waiters.splice(waiters.indexOf(w), 1);
+          w.resolve();
+        }
+      }
+    }
+  }) as KubeClient['list'];
+  return { after: (n) => new Promise((resolve) => waiters.push({ at: answered + n, resolve })) };
+}
+
+/** Resolves once every required CRD reports `Established=True` (an informer on CustomResourceDefinitions). */
+function established(c: KubeClient, names: string[]): Promise<unknown> {
+  return whenObjects(c, 'CustomResourceDefinition', (crds) =>
+    names.every((n) =>
+      crds.some(
+        (crd) =>
+          crd.metadata.name === n &&
+          (
+            crd.status as { conditions?: Array<{ type: string; status: string }> } | undefined
+          )?.conditions?.some((x) => x.type === 'Established' && x.status === 'True'),
+      ),
+    ),
+  );
 }
 
 async function readyz(): Promise<{ status: number; body: string }> {
@@ -94,10 +147,8 @@ describe('required CRDs', () => {
         '`kubectl apply -f crds/` (or run `capenter controller --install-crds`)',
     );
     expect(await installCRDs(client)).toEqual(Object.values(crdObjects()).map((c) => c.metadata.name));
-    const after = await until(async () => {
-      const c = await checkCRDs(client as KubeClient, req);
-      return c.missing.length === 0 ? c : undefined;
-    }, 'CRDs served');
+    await established(client, ALL);
+    const after = await checkCRDs(client, req);
     expect(after).toEqual({ missing: [] });
     expect(crdProblem(after)).toBeUndefined();
     // applying again (an existing copy) is a no-op, not an error
@@ -109,26 +160,27 @@ describe('operator without the CRDs', () => {
   it('logs one error naming the CRDs and the fix, /readyz names them, controllers start once applied', async () => {
     srv = await startEmbeddedCluster();
     client = KubeClient.fromKubeconfig(srv.kubeconfig);
-    const { lines } = start(false);
+    const checks = countChecks(client);
+    const { lines, line } = start(false);
     await op?.start();
-    const errors = await until(() => {
-      const e = lines.filter((l) => l.level === 'ERROR');
-      return e.length > 0 ? e : undefined;
-    }, 'the missing-CRD error');
-    expect(errors[0]?.missing).toEqual(ALL);
-    expect(errors[0]?.fix).toBe('kubectl apply -f crds/');
-    expect(errors[0]?.message).toContain('nodepools.karpenter.sh');
+    const error = await line((l) => l.level === 'ERROR');
+    expect(error.missing).toEqual(ALL);
+    expect(error.fix).toBe('kubectl apply -f crds/');
+    expect(error.message).toContain('nodepools.karpenter.sh');
     const r = await readyz();
     expect(r.status).toBe(503);
     expect(r.body).toContain('not ready: CustomResourceDefinitions not installed: nodepools.karpenter.sh');
     expect(r.body).toContain('kubectl apply -f crds/');
-    // several re-checks later (every 50 ms): still exactly one error, no controller started
-    await new Promise((res) => setTimeout(res, 300));
+    // five more checks answered (every 50 ms; four of them decided and logged): still exactly one error, no
+    // controller started
+    await checks.after(5);
     expect(lines.filter((l) => l.level === 'ERROR')).toHaveLength(1);
     expect(lines.some((l) => l.message === 'starting controllers')).toBe(false);
     // a user applies the CRDs (as kubectl apply -f crds/): the operator proceeds on its own
     await installCRDs(client);
-    await until(() => op?.readiness() === undefined, 'ready');
+    await line((l) => l.message === 'CustomResourceDefinitions served');
+    await op?.informers.waitForSync(); // they start once the CRDs are served
+    expect(op?.readiness()).toBeUndefined();
     expect((await readyz()).status).toBe(200);
     expect(lines.map((l) => l.message)).toContain('CustomResourceDefinitions served');
     expect(lines.map((l) => l.message)).toContain('starting controllers');
@@ -140,7 +192,8 @@ describe('operator without the CRDs', () => {
     client = KubeClient.fromKubeconfig(srv.kubeconfig);
     const { lines } = start(true);
     await op?.start();
-    await until(() => op?.readiness() === undefined, 'ready');
+    await op?.informers.waitForSync(); // they start once the CRDs are applied and served
+    expect(op?.readiness()).toBeUndefined();
     expect(lines.filter((l) => l.level === 'ERROR')).toEqual([]);
     expect(lines.find((l) => l.message.startsWith('applied CustomResourceDefinitions'))).toMatchObject({
       level: 'INFO',

@@ -125,14 +125,31 @@ describe.skipIf(!hasKubectl)('kubectl', () => {
       },
     );
     let out = '';
+    let err = '';
+    // resolves as kubectl prints a whole line matching `line` (on its 'data' event); rejects if it exits first
+    const printed = (line: RegExp): Promise<void> =>
+      new Promise((resolve, reject) => {
+        const check = (): void => {
+          if (!line.test(out)) return;
+          child.stdout.off('data', check);
+          resolve();
+        };
+        child.stdout.on('data', check);
+        child.once('exit', (code) =>
+          reject(new Error(`kubectl exited (${code}) before printing ${line}: ${err}`)),
+        );
+        check();
+      });
     child.stdout.on('data', (d: Buffer) => {
       out += d.toString();
     });
+    child.stderr.on('data', (d: Buffer) => {
+      err += d.toString();
+    });
     try {
-      const deadline = Date.now() + 10_000;
-      while (!out.includes('fresh') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      await printed(/^fresh\s.*\n/m);
       await s.req('POST', '/api/v1/namespaces/default/configmaps', { metadata: { name: 'watched' } });
-      while (!out.includes('watched') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      await printed(/^watched\s.*\n/m);
       const lines = out.trim().split('\n');
       expect(lines[0]).toMatch(/^NAME\s+DATA\s+AGE$|^NAME\s+AGE$/);
       expect(lines.some((l) => l.startsWith('fresh'))).toBe(true);

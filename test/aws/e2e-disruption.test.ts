@@ -8,7 +8,8 @@ import { DescribeImagesCommand, DescribeInstancesCommand } from '@aws-sdk/client
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Node, Pod } from '../../src/apis/core.ts';
 import type { EC2NodeClass, NodeClaim } from '../../src/apis/karpenter.ts';
-import { allRunning, eventually, livePods } from '../e2e/harness.ts';
+import { type Observation, observe } from '../../src/testing/watch.ts';
+import { allRunning, eventually } from '../e2e/harness.ts';
 import { spotInterruption } from './e2e-events.ts';
 import {
   type AwsE2E,
@@ -68,30 +69,14 @@ spec:
 `;
 }
 
-/** Samples `fn` every 50 ms until `stop()`; returns the samples. */
-function sampler<T>(fn: () => Promise<T>): { samples: T[]; stop(): Promise<T[]> } {
-  const samples: T[] = [];
-  let running = true;
-  const loop = (async () => {
-    while (running) {
-      samples.push(await fn());
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  })();
-  return {
-    samples,
-    async stop() {
-      running = false;
-      await loop;
-      return samples;
-    },
-  };
-}
-
-const runningPods = async (a: AwsE2E, app: string): Promise<number> =>
-  (await livePods(a.env.client, 'default')).filter(
-    (p: Pod) => p.metadata.labels?.app === app && p.status?.phase === 'Running',
-  ).length;
+/** The Running, not deleting pods of `app` after every change of them (a watch: every state, not one per 50 ms). */
+const runningPods = (a: AwsE2E, app: string): Promise<Observation<number>> =>
+  observe(
+    a.env.client,
+    'Pod',
+    (ps: Pod[]) => ps.filter((p) => !p.metadata.deletionTimestamp && p.status?.phase === 'Running').length,
+    { namespace: 'default', labelSelector: { app } },
+  );
 
 async function instanceState(a: AwsE2E, id: string): Promise<string | undefined> {
   const out = await a.clients.ec2.send(new DescribeInstancesCommand({ InstanceIds: [id] }));
@@ -110,7 +95,7 @@ describe('aws disruption end to end (embedded cluster + moto)', () => {
     expect(before.every((c) => c.metadata.labels?.['karpenter.sh/capacity-type'] === 'spot')).toBe(true);
     const victim = before[0] as NodeClaim;
     const victimID = instanceIdOf(victim) as string;
-    const watch = sampler(() => runningPods(e as AwsE2E, 'svc'));
+    const watch = await runningPods(e, 'svc');
     const t0 = e.env.sim.clock.now();
     await spotInterruption(emu.moto, victimID);
     // A replacement NodeClaim becomes Initialized (its Node Ready) and the pods run on three nodes again.
@@ -141,7 +126,7 @@ describe('aws disruption end to end (embedded cluster + moto)', () => {
     );
     const samples = await watch.stop();
     console.log(
-      `[aws e2e] spot interruption → replacement Initialized after ${replacedAfter.toFixed(1)} s (cluster clock), ${samples.length} PDB samples, min running ${Math.min(...samples)}`,
+      `[aws e2e] spot interruption → replacement Initialized after ${replacedAfter.toFixed(1)} s (cluster clock), ${samples.length} PDB states watched, min running ${Math.min(...samples)}`,
     );
     expect(Math.min(...samples)).toBeGreaterThanOrEqual(2);
     expect(['shutting-down', 'terminated']).toContain(await instanceState(e, victimID));
@@ -181,14 +166,19 @@ describe('aws disruption end to end (embedded cluster + moto)', () => {
       (i) => i.Architecture === 'x86_64' && !oldAMIs.has(i.ImageId as string) && !i.Platform,
     )?.ImageId as string;
     expect(next).toBeDefined();
-    const disrupting = sampler(async () => {
-      const claims = (await e?.env.client.list('NodeClaim'))?.items as NodeClaim[];
-      const nodes = (await e?.env.client.list('Node'))?.items as Node[];
-      const tainted = nodes.filter((n) =>
-        (n.spec?.taints ?? []).some((t) => t.key === 'karpenter.sh/disrupted'),
-      ).length;
-      return Math.max(tainted, claims.filter((c) => c.metadata.deletionTimestamp).length);
-    });
+    // nodes being disrupted (tainted karpenter.sh/disrupted) and NodeClaims being deleted, after every change of
+    // either (watches: every state, not one per 50 ms)
+    const tainted = await observe(
+      e.env.client,
+      'Node',
+      (nodes: Node[]) =>
+        nodes.filter((n) => (n.spec?.taints ?? []).some((t) => t.key === 'karpenter.sh/disrupted')).length,
+    );
+    const deleting = await observe(
+      e.env.client,
+      'NodeClaim',
+      (claims: NodeClaim[]) => claims.filter((c) => c.metadata.deletionTimestamp).length,
+    );
     await e.env.client.patch(
       'EC2NodeClass',
       'default',
@@ -209,7 +199,7 @@ describe('aws disruption end to end (embedded cluster + moto)', () => {
       180_000,
       200,
     );
-    const samples = await disrupting.stop();
+    const samples = [...(await tainted.stop()), ...(await deleting.stop())];
     expect(Math.max(...samples)).toBe(1);
     for (const c of after) expect(c.status?.imageID).toBe(next);
     for (const c of before) expect(oldImages).toContain(c.status?.imageID);

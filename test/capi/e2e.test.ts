@@ -10,6 +10,7 @@ import type { MachinePool } from '../../src/apis/capi.ts';
 import type { Node } from '../../src/apis/core.ts';
 import type { EC2NodeClass, NodeClaim, NodePool } from '../../src/apis/karpenter.ts';
 import { fakeBootstrapData } from '../../src/sim/capi/environment.ts';
+import { observe } from '../../src/testing/watch.ts';
 import { allRunning, deploymentYaml, eventually, parseYaml } from '../e2e/harness.ts';
 import { type CAPIE2E, sampleCAPIObjects, startCAPIE2E } from './harness.ts';
 
@@ -169,14 +170,13 @@ describe('KarpenterMachinePool on two embedded clusters (kwok)', () => {
     const initialized = (cs: NodeClaim[]) =>
       cs.filter((c) => c.status?.conditions?.some((x) => x.type === 'Initialized' && x.status === 'True'))
         .length;
-    let minInitialized = Number.POSITIVE_INFINITY;
-    let sampling = true;
-    const sampler = (async () => {
-      while (sampling) {
-        minInitialized = Math.min(minInitialized, initialized(await claimsOf()));
-        await new Promise((r) => setTimeout(r, 50));
-      }
-    })();
+    // the Initialized count after every change of the pool's NodeClaims (a watch), not every 50 ms
+    const initializedCounts = await observe(
+      wl(),
+      'NodeClaim',
+      (cs) => initialized(cs.filter((c) => !c.metadata.deletionTimestamp)),
+      { labelSelector: { 'karpenter.sh/nodepool': 'workers' } },
+    );
     // Control plane upgraded: the pool follows.
     await t.env.mgmt.patch(
       'Cluster',
@@ -206,9 +206,7 @@ describe('KarpenterMachinePool on two embedded clusters (kwok)', () => {
       'every node replaced',
       90_000,
     );
-    sampling = false;
-    await sampler;
-    expect(minInitialized).toBeGreaterThanOrEqual(old.length);
+    expect(Math.min(...(await initializedCounts.stop()))).toBeGreaterThanOrEqual(old.length);
     const k = await eventually(async () => {
       const x = await t.getKMP();
       return x?.status?.conditions?.find((c) => c.type === 'VersionSkewPolicySatisfied')?.status === 'True'

@@ -53,20 +53,20 @@ describe('the compiled CLI', () => {
       [BIN, 'controller', '--kubeconfig', kubeconfigPath, '--metrics-port', '0', '--health-probe-port', '0'],
       { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, LOG_LEVEL: 'info' } },
     );
-    child.stderr?.on('data', (d: Buffer) => {
-      stderr += d.toString();
-    });
     const exited = new Promise<number | null>((r) => child?.once('exit', (code) => r(code)));
-    // wait until the child holds the Lease (observable through the API) and has said so
-    let lease: Lease | undefined;
-    while (!lease?.spec?.holderIdentity || !stderr.includes('acquired leader lease')) {
-      if (child.exitCode !== null) throw new Error(`controller exited early: ${stderr}`);
-      await new Promise((r) => setTimeout(r, 100));
-      lease = (await sim.client
-        .get('Lease', 'karpenter-leader-election', 'kube-system')
-        .catch(() => undefined)) as Lease | undefined;
-    }
-    const holder = lease.spec.holderIdentity;
+    // wait until the child says it holds the Lease (logged once its write of the Lease succeeded), as it says so
+    const acquired = new Promise<void>((resolve, reject) => {
+      child?.stderr?.on('data', (d: Buffer) => {
+        stderr += d.toString();
+        if (stderr.includes('acquired leader lease')) resolve();
+      });
+      void exited.then((code) => reject(new Error(`controller exited early (${code}): ${stderr}`)));
+    });
+    await acquired;
+    // ... and the Lease (observable through the API) names it
+    const lease = (await sim.client.get('Lease', 'karpenter-leader-election', 'kube-system')) as Lease;
+    const holder = lease.spec?.holderIdentity;
+    expect(holder).toBeTruthy();
     expect(stderr).toContain('acquired leader lease');
     // the PID we started is the controller itself (no wrapper process in between)
     expect(child.kill('SIGTERM')).toBe(true);

@@ -4,6 +4,7 @@
  * pods from an expensive to a cheap deployment; a restart mid-scale leaves replicas equal to NodeClaims.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import type { MachineDeployment } from '../../src/apis/capi.ts';
 import type { Node } from '../../src/apis/core.ts';
 import type { NodeClaim } from '../../src/apis/karpenter.ts';
 import {
@@ -11,6 +12,7 @@ import {
   AnnotationNodeClaimPrice,
 } from '../../src/cloudprovider/clusterapi/provider.ts';
 import { LabelMachineNodeClaim } from '../../src/cloudprovider/clusterapi/scaler.ts';
+import { observe } from '../../src/testing/watch.ts';
 import { allRunning, deploymentYaml, eventually, parseYaml } from '../e2e/harness.ts';
 import { type ClusterAPIE2E, startClusterAPIE2E } from './harness.ts';
 
@@ -86,17 +88,17 @@ describe('clusterapi provider on two embedded clusters', () => {
     ]);
     const wl = t.stack.env.workload.client;
     const mgmt = t.stack.env.mgmt;
-    let maxReplicas = 0;
-    let maxMachines = 0;
-    let watching = true;
-    const watcher = (async () => {
-      while (watching) {
-        const md = await t!.deployment('md-capped');
-        maxReplicas = Math.max(maxReplicas, md.spec.replicas ?? 0);
-        maxMachines = Math.max(maxMachines, (await t!.machines('md-capped')).length);
-        await new Promise((r) => setTimeout(r, 50));
-      }
-    })();
+    // replicas and Machines after every change of either (watches), not every 50 ms
+    const replicas = await observe(
+      mgmt,
+      'MachineDeployment',
+      (mds) => (mds as MachineDeployment[]).find((m) => m.metadata.name === 'md-capped')?.spec.replicas ?? 0,
+      { namespace: 'default' },
+    );
+    const machines = await observe(mgmt, 'Machine', (ms) => ms.length, {
+      namespace: 'default',
+      labelSelector: { 'cluster.x-k8s.io/deployment-name': 'md-capped' },
+    });
     await wl.create(parseYaml(deploymentYaml('flood', 200, '1', '1Gi'))[0]!);
     // The deployment fills up: 5 Machines with Nodes, 4 one-vCPU pods on each (4 vCPU allocatable).
     await eventually(
@@ -119,13 +121,10 @@ describe('clusterapi provider on two embedded clusters', () => {
       'refused launches or a settled count',
       30_000,
     );
-    watching = false;
-    await watcher;
-    expect(maxReplicas).toBe(5);
-    expect(maxMachines).toBe(5);
+    expect(Math.max(...(await replicas.stop()))).toBe(5);
+    expect(Math.max(...(await machines.stop()))).toBe(5);
     expect((await t.deployment('md-capped')).spec.replicas).toBe(5);
     expect((await t.nodeClaims()).filter((n) => n.status?.providerID).length).toBe(5);
-    void mgmt;
   }, 120_000);
 
   it('consolidation moves pods from an expensive deployment to a cheap one', async () => {
@@ -189,14 +188,13 @@ describe('clusterapi provider on two embedded clusters', () => {
     t = await startClusterAPIE2E({ standIn: { periodSeconds: 0.1, provisionSeconds: 2 } });
     await t.setup([{ name: 'md-slow', instanceType: 'm5.xlarge', failureDomain: 'us-east-1a', maxSize: 20 }]);
     const wl = t.stack.env.workload.client;
-    let maxReplicas = 0;
-    let watching = true;
-    const watcher = (async () => {
-      while (watching) {
-        maxReplicas = Math.max(maxReplicas, (await t!.deployment('md-slow')).spec.replicas ?? 0);
-        await new Promise((r) => setTimeout(r, 50));
-      }
-    })();
+    // the deployment's replicas after every change (a watch), not every 50 ms
+    const replicas = await observe(
+      t.stack.env.mgmt,
+      'MachineDeployment',
+      (mds) => (mds as MachineDeployment[]).find((m) => m.metadata.name === 'md-slow')?.spec.replicas ?? 0,
+      { namespace: 'default' },
+    );
     await wl.create(parseYaml(deploymentYaml('app', 12, '1', '1Gi'))[0]!);
     await eventually(
       async () => ((await t!.deployment('md-slow')).spec.replicas ?? 0) > 0,
@@ -216,8 +214,7 @@ describe('clusterapi provider on two embedded clusters', () => {
       'replicas == NodeClaims == Machines',
       30_000,
     );
-    watching = false;
-    await watcher;
+    const maxReplicas = Math.max(...(await replicas.stop()));
     const claims = await t.nodeClaims();
     // 12 one-vCPU pods on 4-vCPU nodes: 3 nodes; the replicas never went past the NodeClaims' count.
     expect(claims.length).toBe(3);

@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { parseResources } from '../../src/apis/quantity.ts';
 import { priceOf } from '../../src/cli/start.ts';
 import type { EmbeddedCloudProvider } from '../../src/operator/embedded.ts';
+import { whenObjects } from '../../src/testing/watch.ts';
 import {
   allRunning,
   deploymentYaml,
@@ -80,10 +81,18 @@ describe('operator e2e: provisioning', () => {
     env = await startE2E({ operator: { batchIdleSeconds: 0.1, batchMaxSeconds: 0.5 } });
     const { client } = env;
     await env.apply(`${kwokNodeClassYaml()}---\n${nodePoolYaml('capped', { limits: '{cpu: "8"}' })}`);
-    // three waves created back to back so that several batches are in flight
+    // three waves created back to back so that several batches are in flight: each wave's pods are pending (bound or
+    // marked unschedulable by the kube-scheduler, which triggers the provisioner) before the next wave is created
     for (let i = 0; i < 3; i++) {
       await env.apply(deploymentYaml(`wave-${i}`, 6, '900m', '512Mi'));
-      await new Promise((r) => setTimeout(r, 200));
+      await whenObjects(
+        client,
+        'Pod',
+        (ps) =>
+          ps.length === 6 &&
+          ps.every((p) => p.spec?.nodeName || p.status?.conditions?.some((c) => c.type === 'PodScheduled')),
+        { namespace: 'default', labelSelector: { app: `wave-${i}` } },
+      );
     }
     // settled: every pod Running or refused by the provisioner (a karpenter FailedScheduling Event)
     await eventually(async () => {

@@ -197,14 +197,34 @@ describe('interruption controller (EventBridge → SQS → controller)', () => {
 
   it('runs as a loop until stopped; a missing queue is an error naming --interruption-queue', async () => {
     await launched('looped', 'i-0l01');
+    // each poll the loop makes, as it returns (the loop calls `this.poll`)
+    const polls: PollResult[] = [];
+    let polled: () => void = () => {};
+    const poll = controller.poll.bind(controller);
+    controller.poll = async (signal) => {
+      const r = await poll(signal);
+      polls.push(r);
+      polled();
+      return r;
+    };
+    const nthPoll = (n: number): Promise<PollResult> =>
+      new Promise((resolve) => {
+        polled = () => {
+          if (polls.length >= n) resolve(polls[n - 1] as PollResult);
+        };
+        polled();
+      });
     const ac = new AbortController();
     const running = controller.start(ac.signal);
+    // the first long poll finds the queue empty; the loop then waits requeueAfter 0 on the cluster's clock
+    expect(await nthPoll(1)).toEqual({ received: 0, deleted: 0, nodeClaims: [] });
     await spotInterruption(moto, 'i-0l01');
-    for (let i = 0; i < 200 && !(await env.client.get('NodeClaim', 'looped')).metadata.deletionTimestamp; i++)
-      await new Promise((r) => setTimeout(r, 50));
+    await env.clock.tick(0); // ends that wait (tick first lets the loop's pending continuations register it)
+    expect(await nthPoll(2)).toEqual({ received: 1, deleted: 1, nodeClaims: ['looped'] });
     expect((await env.client.get('NodeClaim', 'looped')).metadata.deletionTimestamp).toBeDefined();
     ac.abort();
     await running;
+    expect(polls).toHaveLength(2);
     const missing = new InterruptionController({
       client: env.client,
       sqs,
