@@ -5,7 +5,7 @@
  * the NodePool's budget. Prints the interruption-to-replacement time on the cluster's clock.
  */
 import { DescribeImagesCommand, DescribeInstancesCommand } from '@aws-sdk/client-ec2';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Node, Pod } from '../../src/apis/core.ts';
 import type { EC2NodeClass, NodeClaim } from '../../src/apis/karpenter.ts';
 import { type Observation, observe } from '../../src/testing/watch.ts';
@@ -20,6 +20,10 @@ import {
   startAwsE2E,
 } from './e2e-harness.ts';
 import { type AwsEmulator, startAwsEmulator } from './moto.ts';
+
+// moto answers slowly on a loaded machine (its serialiser; DescribeInstanceTypes is 5.5 MB): under `stress --cpu 4`
+// beside other tests a first test took over 60 s. A test may be slow, never flaky (issue 24).
+vi.setConfig({ testTimeout: 240_000, hookTimeout: 240_000 });
 
 let emu: AwsEmulator;
 let e: AwsE2E | undefined;

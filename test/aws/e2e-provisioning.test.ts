@@ -6,7 +6,7 @@
  * to all Running.
  */
 import { RunInstancesCommand, TerminateInstancesCommand } from '@aws-sdk/client-ec2';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { KubeObject } from '../../src/apis/core.ts';
 import type { NodeClaim, NodePool } from '../../src/apis/karpenter.ts';
 import { runStart, type StartSummary } from '../../src/cli/start.ts';
@@ -21,6 +21,10 @@ import {
   startAwsE2E,
 } from './e2e-harness.ts';
 import { type AwsEmulator, startAwsEmulator } from './moto.ts';
+
+// moto answers slowly on a loaded machine (its serialiser; DescribeInstanceTypes is 5.5 MB): under `stress --cpu 4`
+// beside other tests a first test took over 60 s. A test may be slow, never flaky (issue 24).
+vi.setConfig({ testTimeout: 240_000, hookTimeout: 240_000 });
 
 let emu: AwsEmulator;
 let e: AwsE2E | undefined;

@@ -1,6 +1,10 @@
 import { CreateVpcCommand, DescribeVpcsCommand, EC2Client } from '@aws-sdk/client-ec2';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type MotoServer, startMoto } from './moto.ts';
+
+// moto answers slowly on a loaded machine (its serialiser; DescribeInstanceTypes is 5.5 MB): under `stress --cpu 4`
+// beside other tests a first test took over 60 s. A test may be slow, never flaky (issue 24).
+vi.setConfig({ testTimeout: 240_000, hookTimeout: 240_000 });
 
 describe('moto harness', () => {
   let moto: MotoServer;

@@ -14,8 +14,12 @@ import {
 } from '@aws-sdk/client-ec2';
 import { GetProductsCommand, PricingClient } from '@aws-sdk/client-pricing';
 import { GetParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type AwsEmulator, startAwsEmulator } from './moto.ts';
+
+// moto answers slowly on a loaded machine (its serialiser; DescribeInstanceTypes is 5.5 MB): under `stress --cpu 4`
+// beside other tests a first test took over 60 s. A test may be slow, never flaky (issue 24).
+vi.setConfig({ testTimeout: 240_000, hookTimeout: 240_000 });
 
 describe('AWS emulator proxy in front of moto', () => {
   let emu: AwsEmulator;

@@ -30,7 +30,7 @@ import {
   SQSClient,
 } from '@aws-sdk/client-sqs';
 import { STSClient } from '@aws-sdk/client-sts';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { parseAllDocuments, parse as parseYaml } from 'yaml';
 import type { KubeObject } from '../../src/apis/core.ts';
 import type { BootstrapClients, BootstrapReport } from '../../src/bootstrap/aws/apply.ts';
@@ -38,6 +38,10 @@ import { resolveSub } from '../../src/bootstrap/aws/cloudformation.ts';
 import { runBootstrapAwsCommand } from '../../src/cli/bootstrap.ts';
 import { startSimulatedCluster } from '../../src/sim/cluster.ts';
 import { type MotoServer, startMoto } from '../aws/moto.ts';
+
+// moto answers slowly on a loaded machine (its serialiser; DescribeInstanceTypes is 5.5 MB): under `stress --cpu 4`
+// beside other tests a first test took over 60 s. A test may be slow, never flaky (issue 24).
+vi.setConfig({ testTimeout: 240_000, hookTimeout: 240_000 });
 
 const here = dirname(fileURLToPath(import.meta.url));
 let moto: MotoServer;

@@ -6,7 +6,7 @@
 import { AutoScalingClient, CreateAutoScalingGroupCommand } from '@aws-sdk/client-auto-scaling';
 import { CreateLaunchTemplateCommand, EC2Client } from '@aws-sdk/client-ec2';
 import { CreateBucketCommand, GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { EC2NodeClass } from '../../src/apis/karpenter.ts';
 import { validateObject } from '../../src/apis/validation.ts';
 import { runConvert } from '../../src/cli/convert.ts';
@@ -18,6 +18,10 @@ import { prepareCAPAEmulator } from '../../src/sim/capi/aws.ts';
 import { fakeBootstrapData, sampleCAPIObjects } from '../../src/sim/capi/environment.ts';
 import { type MotoServer, startMoto } from '../aws/moto.ts';
 import { eventually } from '../e2e/harness.ts';
+
+// moto answers slowly on a loaded machine (its serialiser; DescribeInstanceTypes is 5.5 MB): under `stress --cpu 4`
+// beside other tests a first test took over 60 s. A test may be slow, never flaky (issue 24).
+vi.setConfig({ testTimeout: 240_000, hookTimeout: 240_000 });
 
 let moto: MotoServer;
 beforeAll(async () => {

@@ -126,7 +126,20 @@ describe('provisioning cases through the controller (e2e)', () => {
           .sort();
 
         // batch idle 1 s (upstream default) so that the workload controllers' pods land in one batch, as simulate sees them
-        env = await startE2E({ operator: { region: c.region, batchIdleSeconds: 1, batchMaxSeconds: 10 } });
+        // a NodePool's startup taints are removed by their agents (e.g. Cilium's) in a real cluster: here the kubelet
+        // stand-in does it 1 s after it first sees one, so the NodeClaims can initialize
+        const startupTaintRemoval: Record<string, number> = {};
+        for (const o of loaded.objects) {
+          if (o.object.kind !== 'NodePool') continue;
+          const spec = (
+            o.object as { spec?: { template?: { spec?: { startupTaints?: Array<{ key: string }> } } } }
+          ).spec;
+          for (const t of spec?.template?.spec?.startupTaints ?? []) startupTaintRemoval[t.key] = 1;
+        }
+        env = await startE2E({
+          sim: { startupTaintRemoval },
+          operator: { region: c.region, batchIdleSeconds: 1, batchMaxSeconds: 10 },
+        });
         const client = env.client;
         await env.apply(loaded.objects.map((o) => o.object));
 

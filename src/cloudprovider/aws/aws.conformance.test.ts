@@ -1,10 +1,14 @@
-import { afterAll, afterEach, beforeAll } from 'vitest';
+import { afterAll, afterEach, beforeAll, vi } from 'vitest';
 import { type AwsEmulator, startAwsEmulator } from '../../../test/aws/moto.ts';
 import type { EC2NodeClass } from '../../apis/karpenter.ts';
 import { describeCloudProviderConformance } from '../conformance/suite.ts';
 import type { InstanceTypeInventory } from './instancetypes.ts';
 import type { AwsPricing } from './pricing.ts';
 import { awsNodeClaim, awsTestProvider, createTestNetwork, testNodeClass } from './testing.ts';
+
+// moto answers slowly on a loaded machine (its serialiser; DescribeInstanceTypes is 5.5 MB): under `stress --cpu 4`
+// beside other tests a first test took over 60 s. A test may be slow, never flaky (issue 24).
+vi.setConfig({ testTimeout: 240_000, hookTimeout: 240_000 });
 
 let emu: AwsEmulator;
 let shared: { pricing: AwsPricing; inventory: InstanceTypeInventory } | undefined;

@@ -2,11 +2,15 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import type { InstanceTypeInfo } from '@aws-sdk/client-ec2';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { motoBinary } from '../../../test/aws/moto.ts';
 import { getInstanceTypeSpec, listInstanceTypeSpecs } from './catalog/index.ts';
 import { specFromEC2 } from './instancetypes.ts';
 import { parsePriceListEntry } from './pricing.ts';
+
+// moto answers slowly on a loaded machine (its serialiser; DescribeInstanceTypes is 5.5 MB): under `stress --cpu 4`
+// beside other tests a first test took over 60 s. A test may be slow, never flaky (issue 24).
+vi.setConfig({ testTimeout: 240_000, hookTimeout: 240_000 });
 
 /** moto's DescribeInstanceTypes data (the same source the embedded catalog was generated from). */
 function motoInstanceTypes(): Record<string, InstanceTypeInfo> {

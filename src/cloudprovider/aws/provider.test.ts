@@ -3,7 +3,7 @@ import {
   DescribeLaunchTemplatesCommand,
   DescribeLaunchTemplateVersionsCommand,
 } from '@aws-sdk/client-ec2';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type AwsEmulator, startAwsEmulator } from '../../../test/aws/moto.ts';
 import type { EC2NodeClass } from '../../apis/karpenter.ts';
 import { LabelCapacityType, LabelInstanceType, LabelTopologyZone } from '../../apis/labels.ts';
@@ -24,6 +24,10 @@ import {
   type TestNetwork,
   testNodeClass,
 } from './testing.ts';
+
+// moto answers slowly on a loaded machine (its serialiser; DescribeInstanceTypes is 5.5 MB): under `stress --cpu 4`
+// beside other tests a first test took over 60 s. A test may be slow, never flaky (issue 24).
+vi.setConfig({ testTimeout: 240_000, hookTimeout: 240_000 });
 
 let emu: AwsEmulator;
 let shared: { pricing: AwsPricing; inventory: InstanceTypeInventory } | undefined;

@@ -3,7 +3,7 @@
  * long poll → NodeClaims deleted / Events / offerings marked unavailable, messages deleted, upstream metrics.
  */
 import { GetQueueAttributesCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { NodeClaim } from '../../../src/apis/karpenter.ts';
 import type { CapacityType } from '../../../src/cloudprovider/types.ts';
 import { InterruptionController, type PollResult } from '../../../src/controllers/interruption/controller.ts';
@@ -11,6 +11,10 @@ import { startTestEnv, type TestEnv } from '../../../src/controllers/nodeclaim/t
 import { silentLogger } from '../../../src/operator/logger.ts';
 import { interruptionQueue, putEvent, spotInterruption } from '../../aws/e2e-events.ts';
 import { type MotoServer, startMoto } from '../../aws/moto.ts';
+
+// moto answers slowly on a loaded machine (its serialiser; DescribeInstanceTypes is 5.5 MB): under `stress --cpu 4`
+// beside other tests a first test took over 60 s. A test may be slow, never flaky (issue 24).
+vi.setConfig({ testTimeout: 240_000, hookTimeout: 240_000 });
 
 let moto: MotoServer;
 let env: TestEnv;
