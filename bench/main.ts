@@ -6,10 +6,10 @@
  * Scheduling: each size runs in a fresh child process (`bench/scheduling.ts`) so the peak RSS is that
  * size's own. Targets (reported, never asserted in tests): ≥ 5,000 pods/s at 5,000 pods; 10,000 pods in
  * < 3 s and < 500 MB RSS; plan cost ≤ 1.25 × lower bound.
- * Then the API-server, provisioning, start, aws, disruption and CAPI sections (`bench/apiserver.ts`,
- * `bench/provisioning.ts`, `bench/start.ts`, `bench/aws.ts`, `bench/disruption.ts`, `bench/capi.ts`,
- * `bench/clusterapi.ts`);
- * `--only apiServer,provisioning,start,aws,disruption,capi,clusterapi` picks sections (scheduling always runs
+ * Then the API-server, provisioning, idle, start, aws, disruption and CAPI sections (`bench/apiserver.ts`,
+ * `bench/provisioning.ts` (provisioning and the controller idle), `bench/start.ts`, `bench/aws.ts`,
+ * `bench/disruption.ts`, `bench/capi.ts`, `bench/clusterapi.ts`);
+ * `--only apiServer,provisioning,idle,start,aws,disruption,capi,clusterapi` picks sections (scheduling always runs
  * unless `--sizes` is empty, e.g. `--sizes 0`).
  *
  * `--json` prints a JSON array with one object per scheduling size:
@@ -164,6 +164,13 @@ const sections: Section[] = [
     file: 'provisioning.ts',
     run: 'runProvisioningBench',
     format: 'formatProvisioningBench',
+  },
+  {
+    key: 'idle',
+    title: 'Controller idle (its own process, empty embedded cluster)',
+    file: 'provisioning.ts',
+    run: 'runIdleBench',
+    format: 'formatIdleBench',
   },
   {
     key: 'aws',

@@ -12,9 +12,10 @@
  * Targets (reported, never asserted): < 20 s, cpu and memory utilisation ≥ 80 %, controller RSS < 150 MB.
  *
  * Run directly: `npx tsx bench/provisioning.ts [--json] [--timeline] [--tsx] [--least-allocated]
- * [--cpu-prof-dir=DIR]` (the last profiles the controller process).
+ * [--cpu-prof-dir=DIR]` (the last profiles the controller process). `--idle[=SECONDS]` measures the controller
+ * idle instead ({@link runIdleBench}: against an empty cluster, default 30 s; peak and steady RSS).
  */
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -125,10 +126,21 @@ export function cpuSecondsOf(pid: number | undefined): number | undefined {
   }
 }
 
+/** Peak RSS of a process in MB (Linux `VmHWM` in `/proc/<pid>/status`), undefined when unavailable. */
 export function peakRssMB(pid: number | undefined): number | undefined {
+  return procStatusMB(pid, 'VmHWM');
+}
+
+/** Current RSS of a process in MB (Linux `VmRSS`), undefined when unavailable. */
+export function rssMB(pid: number | undefined): number | undefined {
+  return procStatusMB(pid, 'VmRSS');
+}
+
+/** A `/proc/<pid>/status` field given in kB (`VmHWM`, `VmRSS`), in MB rounded to whole MB. */
+function procStatusMB(pid: number | undefined, field: 'VmHWM' | 'VmRSS'): number | undefined {
   if (pid === undefined) return undefined;
   try {
-    const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
     return m ? Math.round(Number(m[1]) / 1024) : undefined;
   } catch {
     return undefined;
@@ -144,6 +156,85 @@ export async function bundleController(): Promise<string> {
   const { buildCli } = await import('../scripts/build.ts');
   await buildCli();
   return join(root, 'bin', 'capenter.js');
+}
+
+/** Options of {@link startControllerProcess}. */
+export interface ControllerProcessOptions {
+  /** AWS region of the catalog (default `us-east-1`). */
+  region?: string;
+  /** Extra `node` flags of the controller process (e.g. `--cpu-prof`). */
+  nodeArgs?: string[];
+  /** Run the controller from the compiled bundle with plain node (default true) instead of `node --import tsx`. */
+  bundle?: boolean;
+}
+
+/** A `capenter controller` child process that has printed its endpoints. */
+export interface ControllerProcess {
+  child: ChildProcess;
+  /** Everything the child wrote to stderr so far. */
+  stderr(): string;
+  /** SIGTERM, then waits for the exit (at most 5 s). */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts `capenter controller` against `kubeconfigPath` in its own process (what ships: `bin/capenter.js` on the
+ * freshly built bundle, unless `bundle: false`), with upstream's batch windows (1 s / 10 s), no leader election,
+ * ports 0 and log level error, and waits until it prints its endpoints (at most 60 s).
+ * @throws Error with the child's stderr when it exits or does not come up in time.
+ */
+export async function startControllerProcess(
+  kubeconfigPath: string,
+  opts: ControllerProcessOptions = {},
+): Promise<ControllerProcess> {
+  const entry =
+    (opts.bundle ?? true) ? [await bundleController()] : ['--import', 'tsx', join(root, 'src/cli/main.ts')];
+  const child = spawn(
+    process.execPath,
+    [
+      ...(opts.nodeArgs ?? []),
+      ...entry,
+      'controller',
+      '--kubeconfig',
+      kubeconfigPath,
+      '--metrics-port',
+      '0',
+      '--health-probe-port',
+      '0',
+      '--disable-leader-election',
+      '--log-level',
+      'error',
+      '--region',
+      opts.region ?? 'us-east-1',
+    ],
+    {
+      cwd: root,
+      stdio: ['ignore', 'ignore', 'pipe'],
+      env: { ...process.env, BATCH_IDLE_DURATION: '1s', BATCH_MAX_DURATION: '10s' },
+    },
+  );
+  let childErr = '';
+  child.stderr?.on('data', (d: Buffer) => {
+    childErr += d.toString();
+  });
+  const stop = async (): Promise<void> => {
+    child.kill('SIGTERM');
+    await new Promise<void>((r) => {
+      if (child.exitCode !== null) r();
+      else child.once('exit', () => r());
+      setTimeout(r, 5000);
+    });
+  };
+  // wait for the controller to come up (it prints its endpoints)
+  const upBy = Date.now() + 60_000;
+  while (!childErr.includes('capenter controller:')) {
+    if (child.exitCode !== null || Date.now() > upBy) {
+      await stop();
+      throw new Error(`controller did not start: ${childErr.slice(0, 2000)}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return { child, stderr: () => childErr, stop };
 }
 
 /**
@@ -237,45 +328,16 @@ export async function runProvisioningBench(
     kubeletReadyDelaySeconds: 0,
     ...(opts.scoring ? { scoring: opts.scoring } : {}),
   });
-  const entry =
-    (opts.bundle ?? true) ? [await bundleController()] : ['--import', 'tsx', join(root, 'src/cli/main.ts')];
-  const child = spawn(
-    process.execPath,
-    [
-      ...(opts.nodeArgs ?? []),
-      ...entry,
-      'controller',
-      '--kubeconfig',
-      kubeconfigPath,
-      '--metrics-port',
-      '0',
-      '--health-probe-port',
-      '0',
-      '--disable-leader-election',
-      '--log-level',
-      'error',
-      '--region',
-      region,
-    ],
-    {
-      cwd: root,
-      stdio: ['ignore', 'ignore', 'pipe'],
-      env: { ...process.env, BATCH_IDLE_DURATION: '1s', BATCH_MAX_DURATION: '10s' },
-    },
-  );
-  let childErr = '';
-  let offTimeline: (() => void) | undefined;
-  child.stderr?.on('data', (d: Buffer) => {
-    childErr += d.toString();
-  });
+  let ctl: ControllerProcess;
   try {
-    // wait for the controller to come up (it prints its endpoints)
-    const upBy = Date.now() + 60_000;
-    while (!childErr.includes('capenter controller:')) {
-      if (child.exitCode !== null || Date.now() > upBy)
-        throw new Error(`controller did not start: ${childErr.slice(0, 2000)}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    ctl = await startControllerProcess(kubeconfigPath, { ...opts, region });
+  } catch (err) {
+    await sim.stop();
+    throw err;
+  }
+  const child = ctl.child;
+  let offTimeline: (() => void) | undefined;
+  try {
     const { parseAllDocuments } = await import('yaml');
     const objects = parseAllDocuments(manifests(perGroup)).map((d) => d.toJS());
     const timeline: Record<string, number> = {};
@@ -357,14 +419,70 @@ export async function runProvisioningBench(
     };
   } finally {
     offTimeline?.();
-    child.kill('SIGTERM');
-    await new Promise<void>((r) => {
-      if (child.exitCode !== null) r();
-      else child.once('exit', () => r());
-      setTimeout(r, 5000);
-    });
+    await ctl.stop();
     await sim.stop();
   }
+}
+
+/** What {@link runIdleBench} measures: the controller process against an empty cluster. */
+export interface IdleBenchResult {
+  /** Seconds the controller ran after printing its endpoints. */
+  seconds: number;
+  /** Peak RSS of the controller process in MB (Linux `VmHWM`): its start-up's, since nothing else happens. */
+  peakRssMB: number | undefined;
+  /** Median RSS in MB (Linux `VmRSS`, sampled every 0.5 s) over the second half of the run. */
+  steadyRssMB: number | undefined;
+  targets: { controllerRssMB: number };
+}
+
+/**
+ * The controller idle: `capenter controller` (its own process, as {@link runProvisioningBench} starts it) against
+ * the embedded cluster with capenter's CRDs and nothing else (no NodePool, no pod) for `seconds` (default 30)
+ * after it printed its endpoints. Peak and steady RSS (target < 150 MB, reported, never asserted).
+ * @throws when the cluster or the controller cannot start.
+ */
+export async function runIdleBench(
+  opts: ControllerProcessOptions & {
+    seconds?: number;
+  } = {},
+): Promise<IdleBenchResult> {
+  const seconds = opts.seconds ?? 30;
+  const dir = mkdtempSync(join(tmpdir(), 'capenter-bench-'));
+  const kubeconfigPath = join(dir, 'kubeconfig');
+  const sim = await startSimulatedCluster({ kubeconfigPath });
+  try {
+    const ctl = await startControllerProcess(kubeconfigPath, opts);
+    try {
+      const pid = ctl.child.pid;
+      const samples: number[] = [];
+      const start = performance.now();
+      while (performance.now() - start < seconds * 1000) {
+        await new Promise((r) => setTimeout(r, 500));
+        const rss = rssMB(pid);
+        if (rss !== undefined && performance.now() - start >= (seconds * 1000) / 2) samples.push(rss);
+      }
+      samples.sort((a, b) => a - b);
+      return {
+        seconds,
+        peakRssMB: peakRssMB(pid),
+        steadyRssMB: samples.length ? samples[Math.floor(samples.length / 2)] : undefined,
+        targets: { controllerRssMB: 150 },
+      };
+    } finally {
+      await ctl.stop();
+    }
+  } finally {
+    await sim.stop();
+  }
+}
+
+/** Human-readable report of one {@link runIdleBench} result. */
+export function formatIdleBench(r: IdleBenchResult): string {
+  const ok = (mb: number | undefined) => ((mb ?? Infinity) < r.targets.controllerRssMB ? 'ok' : 'MISSED');
+  return [
+    `controller idle against an empty cluster (its own process, ${r.seconds} s):`,
+    `  controller RSS   ${r.peakRssMB ?? 'n/a'} MB peak [target < ${r.targets.controllerRssMB} MB: ${ok(r.peakRssMB)}], ${r.steadyRssMB ?? 'n/a'} MB steady (median of the second half)`,
+  ].join('\n');
 }
 
 /** Human-readable report of one result. */
@@ -387,14 +505,26 @@ export function formatProvisioningBench(r: ProvisioningBenchResult): string {
 
 if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
   const prof = process.argv.find((a) => a.startsWith('--cpu-prof-dir='));
-  const r = await runProvisioningBench({
+  const idle = process.argv.find((a) => a === '--idle' || a.startsWith('--idle='));
+  const proc = {
     bundle: !process.argv.includes('--tsx'),
-    ...(process.argv.includes('--least-allocated') ? { scoring: 'LeastAllocated' as const } : {}),
     ...(prof ? { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${prof.slice('--cpu-prof-dir='.length)}`] } : {}),
-  });
-  if (process.argv.includes('--json')) console.log(JSON.stringify(r, null, 2));
-  else console.log(formatProvisioningBench(r));
-  if (process.argv.includes('--timeline'))
-    for (const [k, v] of Object.entries(r.timeline).sort((a, b) => a[1] - b[1]))
-      console.log(`  ${v.toFixed(2).padStart(7)}s  ${k}`);
+  };
+  if (idle) {
+    const r = await runIdleBench({
+      ...proc,
+      ...(idle.includes('=') ? { seconds: Number(idle.slice('--idle='.length)) } : {}),
+    });
+    console.log(process.argv.includes('--json') ? JSON.stringify(r, null, 2) : formatIdleBench(r));
+  } else {
+    const r = await runProvisioningBench({
+      ...proc,
+      ...(process.argv.includes('--least-allocated') ? { scoring: 'LeastAllocated' as const } : {}),
+    });
+    if (process.argv.includes('--json')) console.log(JSON.stringify(r, null, 2));
+    else console.log(formatProvisioningBench(r));
+    if (process.argv.includes('--timeline'))
+      for (const [k, v] of Object.entries(r.timeline).sort((a, b) => a[1] - b[1]))
+        console.log(`  ${v.toFixed(2).padStart(7)}s  ${k}`);
+  }
 }
