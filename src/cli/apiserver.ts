@@ -1,10 +1,10 @@
 /**
  * `capenter apiserver`: run the embedded Kubernetes API server on loopback until SIGINT/SIGTERM and
- * write a kubeconfig for kubectl and clients.
+ * write a kubeconfig for kubectl and clients. The server (ajv, CEL, selfsigned) is imported when the command runs,
+ * not with the program (see scripts/build.ts).
  */
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
-import { startEmbeddedCluster } from '../sim/apiserver/index.ts';
 
 /** Options of the apiserver command. */
 export interface ApiserverCommandOptions {
@@ -28,6 +28,7 @@ export function registerApiserverCommand(program: Command): void {
         process.exitCode = 2;
         return;
       }
+      const { startEmbeddedCluster } = await import('../sim/apiserver/index.ts');
       const cluster = await startEmbeddedCluster({ port, host: opts.host });
       const path = resolve(process.cwd(), opts.kubeconfigOut);
       await cluster.writeKubeconfig(path);

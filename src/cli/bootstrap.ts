@@ -4,16 +4,14 @@
  * creates Karpenter's AWS prerequisites (node role + instance profile, the five controller policies, the
  * interruption queue and its EventBridge rules) idempotently, on the SDK's default credential chain and
  * endpoints (`AWS_ENDPOINT_URL`). Exit codes: 0 done (or nothing to change), 1 an AWS call failed or a name
- * collision was refused (the report says what exists), 2 invalid flags or inputs.
+ * collision was refused (the report says what exists), 2 invalid flags or inputs. The AWS SDK and the bootstrap
+ * logic are imported when the command runs, not with the program (see scripts/build.ts).
  */
-import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
-import { IAMClient } from '@aws-sdk/client-iam';
-import { SQSClient } from '@aws-sdk/client-sqs';
-import { STSClient } from '@aws-sdk/client-sts';
+import type { STSClient } from '@aws-sdk/client-sts';
 import type { Command } from 'commander';
 import type { BootstrapClients } from '../bootstrap/aws/apply.ts';
 import { CapaReadError } from '../bootstrap/aws/capa.ts';
-import { BootstrapInputError, type BootstrapOutcome, runBootstrapAws } from '../bootstrap/aws/index.ts';
+import type { BootstrapOutcome } from '../bootstrap/aws/index.ts';
 import { resourceLabel } from '../bootstrap/aws/plan.ts';
 import { KubeClient } from '../kube/client.ts';
 
@@ -29,14 +27,23 @@ export interface BootstrapAwsFlags {
   output?: string;
 }
 
-/** SDK clients for `region` from the default chain (endpoint overrides through `AWS_ENDPOINT_URL*`). */
-export function defaultClients(region: string): BootstrapClients & { sts: STSClient } {
-  return {
+/**
+ * Loads the SDK clients' modules and returns the factory of SDK clients for a region from the default chain
+ * (endpoint overrides through `AWS_ENDPOINT_URL*`).
+ */
+export async function defaultClients(): Promise<(region: string) => BootstrapClients & { sts: STSClient }> {
+  const [{ IAMClient }, { SQSClient }, { EventBridgeClient }, { STSClient }] = await Promise.all([
+    import('@aws-sdk/client-iam'),
+    import('@aws-sdk/client-sqs'),
+    import('@aws-sdk/client-eventbridge'),
+    import('@aws-sdk/client-sts'),
+  ]);
+  return (region) => ({
     iam: new IAMClient({ region }),
     sqs: new SQSClient({ region }),
     events: new EventBridgeClient({ region }),
     sts: new STSClient({ region }),
-  };
+  });
 }
 
 /** Text rendering of an outcome. */
@@ -77,6 +84,7 @@ export async function runBootstrapAwsCommand(
     io.stderr('error: --delete and --dry-run cannot be combined\n');
     return 2;
   }
+  const { BootstrapInputError, runBootstrapAws } = await import('../bootstrap/aws/index.ts');
   let capi: { client: KubeClient; namespace: string; name: string } | undefined;
   if (flags.capiCluster || flags.capiKubeconfig) {
     const m = /^([^/]+)\/([^/]+)$/.exec(flags.capiCluster ?? '');
@@ -100,7 +108,7 @@ export async function runBootstrapAwsCommand(
         dryRun: !!flags.dryRun,
         delete: !!flags.delete,
       },
-      io.clientsFor ?? defaultClients,
+      io.clientsFor ?? (await defaultClients()),
     );
     if (output === 'cloudformation' && outcome.kind === 'plan') io.stdout(outcome.cloudformation);
     else if (output === 'json')

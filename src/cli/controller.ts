@@ -13,9 +13,12 @@
  * chain (AWS_ENDPOINT_URL, profiles, IRSA, IMDS). `--cloud-provider clusterapi` runs the clusterapi provider
  * (NodeClaims become Machines of the management cluster's MachineDeployments; settings
  * `CONTROLLER_CLUSTERAPI_SETTINGS`: CLUSTER_API_KUBECONFIG, CLUSTER_API_NAMESPACE, ...; docs/clusterapi.md).
+ *
+ * This module is loaded with every command (for its flags): the operator, the logger and each provider's module
+ * are imported when the controller runs, and only the chosen provider's, so `--cloud-provider kwok` never loads
+ * the AWS SDK (~100 MB of RSS) and no command pays for the controllers at start-up (see scripts/build.ts).
  */
 import { type Command, Option } from 'commander';
-import { createAwsClients } from '../cloudprovider/aws/clients.ts';
 import {
   AWS_SETTINGS,
   type AwsSettings,
@@ -24,8 +27,7 @@ import {
 } from '../cloudprovider/aws/settings.ts';
 import { CLUSTERAPI_SETTINGS, type ClusterAPISettings } from '../cloudprovider/clusterapi/settings.ts';
 import { KubeClient } from '../kube/client.ts';
-import { createLogger } from '../operator/logger.ts';
-import { createOperator } from '../operator/operator.ts';
+import type { OperatorConfig } from '../operator/operator.ts';
 import { type OperatorOptions, resolveOperatorOptions, SETTINGS } from '../operator/options.ts';
 import { addSettingFlags, resolveSettings, type Setting } from '../operator/settings.ts';
 
@@ -103,8 +105,12 @@ export async function runController(
     io.stderr(`error: ${(err as Error).message}\n`);
     return 2;
   }
-  const logger = createLogger({ level: options.logLevel });
   try {
+    const [{ createLogger }, { createOperator }] = await Promise.all([
+      import('../operator/logger.ts'),
+      import('../operator/operator.ts'),
+    ]);
+    const logger = createLogger({ level: options.logLevel });
     const kubeconfig = (flags.kubeconfig as string | undefined) ?? io.env.KUBECONFIG;
     const client = kubeconfig
       ? KubeClient.fromKubeconfig(kubeconfig, {
@@ -119,15 +125,22 @@ export async function runController(
           burst: options.kubeClientBurst,
         });
     // aws: endpoints and credentials come from the SDK's default chain (AWS_ENDPOINT_URL, profiles, IRSA, IMDS).
-    const awsClients = awsSettings ? createAwsClients({ region: awsSettings.region }) : undefined;
+    let provider: Partial<OperatorConfig> = {};
+    if (awsSettings) {
+      const [{ createAwsClients }, { awsOperatorConfig }] = await Promise.all([
+        import('../cloudprovider/aws/clients.ts'),
+        import('../operator/aws.ts'),
+      ]);
+      const clients = createAwsClients({ region: awsSettings.region });
+      provider = awsOperatorConfig({ clients, settings: awsSettings, region: awsSettings.region });
+    }
     let management: KubeClient | undefined;
-    let clusterAPI: Partial<Parameters<typeof createOperator>[0]> = {};
     if (capiSettings) {
       management = capiSettings.clusterAPIKubeconfig
         ? KubeClient.fromKubeconfig(capiSettings.clusterAPIKubeconfig, { userAgent: 'capenter-clusterapi' })
         : KubeClient.fromCluster({ userAgent: 'capenter-clusterapi' });
       const { clusterAPIOperatorConfig } = await import('../operator/clusterapi.ts');
-      clusterAPI = clusterAPIOperatorConfig({
+      provider = clusterAPIOperatorConfig({
         management,
         workload: client,
         namespace: capiSettings.clusterAPINamespace,
@@ -141,11 +154,8 @@ export async function runController(
       client,
       logger,
       options,
-      ...clusterAPI,
+      ...provider,
       installCRDs: flags.installCrds === true,
-      ...(awsSettings && awsClients
-        ? { aws: { clients: awsClients, settings: awsSettings, region: awsSettings.region } }
-        : {}),
     });
     const ac = new AbortController();
     io.signal?.addEventListener('abort', () => ac.abort(), { once: true });

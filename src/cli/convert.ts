@@ -6,14 +6,15 @@
  * EC2NodeClass and NodeClaim. Other objects pass through unchanged. Output objects are checked with capenter's v1
  * validation; what is still missing (e.g. a role) is reported. Exit 0, or 2 when a file cannot be read or parsed.
  * Sources: Karpenter's v1beta1 and v1 migration guides (karpenter.sh/docs/upgrading/v1-migration, the
- * v1beta1-migration guide) and the v1alpha5/v1beta1/v1 API types.
+ * v1beta1-migration guide) and the v1alpha5/v1beta1/v1 API types. The validation (zod schemas) is imported when
+ * the command runs, not with the program (see scripts/build.ts).
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { parseAllDocuments, stringify } from 'yaml';
 import type { KubeObject } from '../apis/core.ts';
-import { validateObject } from '../apis/validation.ts';
+import type { validateObject } from '../apis/validation.ts';
 
 /** One note about a converted object: what was dropped or moved, and what replaces it. */
 export interface ConvertNote {
@@ -333,8 +334,11 @@ export function convertObject(obj: KubeObject, related: readonly KubeObject[] = 
   return { objects: [obj], notes };
 }
 
-/** Converts every object (related objects are used to move kubelet settings into NodeClasses). Pure. */
-export function convertObjects(objs: readonly KubeObject[]): ConvertResult {
+/**
+ * Converts every object (related objects are used to move kubelet settings into NodeClasses) and reports what
+ * `validate` (capenter's v1 validation, `validateObject` of `apis/validation.ts`) still finds missing. Pure.
+ */
+export function convertObjects(objs: readonly KubeObject[], validate: typeof validateObject): ConvertResult {
   const out: ConvertResult = { objects: [], notes: [] };
   for (const o of objs) {
     const r = convertObject(o, objs);
@@ -342,7 +346,7 @@ export function convertObjects(objs: readonly KubeObject[]): ConvertResult {
     out.notes.push(...r.notes);
   }
   for (const o of out.objects) {
-    const v = validateObject(o);
+    const v = validate(o);
     if (!v.ok)
       for (const i of v.issues)
         out.notes.push({
@@ -432,7 +436,8 @@ export async function runConvert(
       return 2;
     }
   }
-  const r = convertObjects(objs);
+  const { validateObject } = await import('../apis/validation.ts');
+  const r = convertObjects(objs, validateObject);
   for (const n of r.notes) io.stderr(`${n.object}: ${n.field}: ${n.message}\n`);
   print(r.objects, output, io);
   return 0;

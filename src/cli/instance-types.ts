@@ -11,7 +11,6 @@
 import type { Command } from 'commander';
 import type { EC2NodeClass, NodePool } from '../apis/karpenter.ts';
 import { LabelCapacityType, LabelTopologyRegion, LabelTopologyZone } from '../apis/labels.ts';
-import { loadManifestPaths } from '../apis/load.ts';
 import { formatResource, formatResources } from '../apis/quantity.ts';
 import {
   type CatalogResult,
@@ -77,6 +76,7 @@ async function loadManifests(paths: string[]): Promise<{
   kwokNodeClasses: Set<string>;
   errors: string[];
 }> {
+  const { loadManifestPaths } = await import('../apis/load.ts');
   const res = await loadManifestPaths(paths);
   const kwokNodeClasses = new Set<string>();
   const nodePools: NodePool[] = [];

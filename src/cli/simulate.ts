@@ -5,7 +5,7 @@
  * printed); 1 unexpected failure. See docs/simulate.md.
  */
 import type { Command } from 'commander';
-import { loadManifestPaths, parseManifests } from '../apis/load.ts';
+import type { loadManifestPaths } from '../apis/load.ts';
 import { DEFAULT_REGION, SUPPORTED_REGIONS } from '../cloudprovider/aws/catalog/index.ts';
 import { disruptionJSON, formatDisruptionTable, simulateDisruption } from '../simulate/disruption.ts';
 import type { SimulationIssue, SourcedObject } from '../simulate/input.ts';
@@ -77,6 +77,7 @@ export async function runSimulate(opts: SimulateCommandOptions, io: CommandIO): 
     const errors: SimulationIssue[] = [];
     const unknownKinds: Record<string, number> = {};
     let stdinUsed = false;
+    const { loadManifestPaths, parseManifests } = await import('../apis/load.ts');
     for (const path of opts.filenames) {
       let res: Awaited<ReturnType<typeof loadManifestPaths>>;
       try {

@@ -16,6 +16,9 @@
  * running until Ctrl-C. Exit 2 at once, before anything starts: invalid flags, unreadable paths or invalid
  * manifests (errors name file, document, kind/name, field and rule, as `simulate`). The temporary folder of the
  * kubeconfig is removed on exit (not the file of `--kubeconfig-out`).
+ *
+ * The embedded cluster, the operator, the manifest loader and the aws wiring are imported when the command runs
+ * (every command loads this module for its flags; see scripts/build.ts).
  */
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -25,7 +28,6 @@ import { setFlagsFromString } from 'node:v8';
 import type { Command } from 'commander';
 import type { KubeObject, Node, Pod } from '../apis/core.ts';
 import type { NodeClaim } from '../apis/karpenter.ts';
-import { loadManifestPaths } from '../apis/load.ts';
 import {
   getInstanceTypes,
   isSupportedRegion,
@@ -38,11 +40,10 @@ import { RealClock } from '../kube/clock.ts';
 import type { SharedInformers } from '../kube/informer.ts';
 import type { KubeEvent } from '../kube/types.ts';
 import { applyObjects } from '../operator/apply.ts';
-import { type AwsControllersConfig, type EmbeddedAws, startEmbeddedAws } from '../operator/aws.ts';
-import { createLogger } from '../operator/logger.ts';
-import { createOperator } from '../operator/operator.ts';
+import type { EmbeddedAws } from '../operator/aws.ts';
+import type { Operator, OperatorConfig } from '../operator/operator.ts';
 import { checkLogLevel, embeddedOptions } from '../operator/options.ts';
-import { startSimulatedCluster } from '../sim/cluster.ts';
+import type { SimulatedCluster } from '../sim/cluster.ts';
 
 /** Parsed flags of `capenter start`. */
 export interface StartCommandOptions {
@@ -439,6 +440,7 @@ export async function runStart(flags: StartCommandOptions, io: StartIO): Promise
     );
   }
   const paths = flags.filename && flags.filename.length > 0 ? flags.filename : [defaultExamplePath()];
+  const { loadManifestPaths } = await import('../apis/load.ts');
   const loaded = await loadManifestPaths(paths);
   for (const e of loaded.errors) io.stderr(`error: ${e.message}\n`);
   if (loaded.errors.length > 0) {
@@ -450,14 +452,19 @@ export async function runStart(flags: StartCommandOptions, io: StartIO): Promise
   const kubeconfigPath = resolve(flags.kubeconfigOut ?? join(tmpDir as string, 'kubeconfig'));
   const started = performance.now();
   const elapsed = (): number => (performance.now() - started) / 1000;
+  const [{ createLogger }, { createOperator }, { startSimulatedCluster }] = await Promise.all([
+    import('../operator/logger.ts'),
+    import('../operator/operator.ts'),
+    import('../sim/cluster.ts'),
+  ]);
   const logger = createLogger({ level: logLevel });
   const ac = new AbortController();
   io.signal?.addEventListener('abort', () => ac.abort(), { once: true });
   const onSignal = (): void => ac.abort();
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
-  let sim: Awaited<ReturnType<typeof startSimulatedCluster>> | undefined;
-  let op: ReturnType<typeof createOperator> | undefined;
+  let sim: SimulatedCluster | undefined;
+  let op: Operator | undefined;
   let aws: EmbeddedAws | undefined;
   try {
     sim = await startSimulatedCluster({
@@ -474,8 +481,9 @@ export async function runStart(flags: StartCommandOptions, io: StartIO): Promise
     );
     const options = { ...embeddedOptions(), region, logLevel };
     if (flags.metricsPort !== undefined) options.metricsPort = Number(flags.metricsPort);
-    let awsConfig: AwsControllersConfig | undefined;
+    let provider: Partial<OperatorConfig> = {};
     if (cloudProvider === 'aws' && emulatorEndpoint) {
+      const { awsOperatorConfig, startEmbeddedAws } = await import('../operator/aws.ts');
       const settings = resolveAwsSettings({ flags: { clusterName: flags.clusterName }, env });
       settings.clusterName ||= options.clusterName;
       settings.region = region;
@@ -495,14 +503,14 @@ export async function runStart(flags: StartCommandOptions, io: StartIO): Promise
         `capenter: aws provider against the emulator at ${emulatorEndpoint} (through ${aws.proxy.endpoint}), cluster ${settings.clusterName}, ${aws.seed.subnets.length} subnet(s) tagged karpenter.sh/discovery=${settings.clusterName}\n`,
       );
       // The embedded API server has no EKS service CIDR to discover: Kubernetes' default.
-      awsConfig = { clients: aws.clients, settings, region, clusterCIDR: '10.96.0.0/12' };
+      provider = awsOperatorConfig({ clients: aws.clients, settings, region, clusterCIDR: '10.96.0.0/12' });
     }
     op = createOperator({
       kubeconfig: sim.kubeconfig,
       ...(sim.transport ? { transport: sim.transport } : {}),
       logger,
       options,
-      ...(awsConfig ? { aws: awsConfig } : {}),
+      ...provider,
     });
     await op.start(ac.signal);
     io.stderr(`capenter: controller metrics http://127.0.0.1:${op.metricsPort}/metrics\n`);

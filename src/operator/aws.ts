@@ -1,10 +1,12 @@
 /**
- * Wiring of the `aws` cloud provider's own controllers into the operator (upstream
- * aws/karpenter-provider-aws `pkg/controllers/controllers.go`): the EC2NodeClass controller (`nodeclass`) and,
- * when `--interruption-queue` is set, the interruption controller; plus a loop that garbage-collects the provider's
- * unused launch templates every 5 minutes. Also the Node shape the joining-kubelet
- * stand-in (`sim/aws`) registers Nodes with: the embedded AWS catalog computed for the instance's EC2NodeClass
- * (one allocatable implementation for the catalog, `simulate`, the providers and the stand-in).
+ * Wiring of the `aws` cloud provider and its own controllers into the operator ({@link awsOperatorConfig};
+ * upstream aws/karpenter-provider-aws `pkg/controllers/controllers.go`): the EC2NodeClass controller
+ * (`nodeclass`) and, when `--interruption-queue` is set, the interruption controller; plus a loop that
+ * garbage-collects the provider's unused launch templates every 5 minutes. Also the Node shape the
+ * joining-kubelet stand-in (`sim/aws`) registers Nodes with: the embedded AWS catalog computed for the instance's
+ * EC2NodeClass (one allocatable implementation for the catalog, `simulate`, the providers and the stand-in).
+ * This module loads the AWS SDK: the operator does not import it, its callers do (`capenter controller` and
+ * `capenter start` dynamically), and only for the aws provider.
  */
 import type { Registry } from 'prom-client';
 import type { EC2NodeClass } from '../apis/karpenter.ts';
@@ -18,7 +20,7 @@ import type { CloudProvider } from '../cloudprovider/types.ts';
 import { InterruptionController, type UnavailableOfferings } from '../controllers/interruption/controller.ts';
 import type { Recorder } from '../controllers/nodeclaim/util.ts';
 import { EC2NodeClassController } from '../controllers/nodeclass/controller.ts';
-import { type Controller, SingletonController } from '../controllers/runtime.ts';
+import { type Controller, errorMessage, SingletonController } from '../controllers/runtime.ts';
 import type { KubeClient } from '../kube/client.ts';
 import type { Clock } from '../kube/clock.ts';
 import type { SharedInformers } from '../kube/informer.ts';
@@ -26,6 +28,7 @@ import { type EmulatorSeed, prepareEmulator } from '../sim/aws/emulator.ts';
 import { Ec2NodeJoiner, type NodeShape } from '../sim/aws/joiner.ts';
 import { AwsEmulatorProxy } from '../sim/aws/proxy.ts';
 import type { Logger } from './logger.ts';
+import type { OperatorConfig } from './operator.ts';
 
 /** What the operator needs to run with `--cloud-provider aws`: the provider and its own controllers. */
 export interface AwsControllersConfig {
@@ -66,6 +69,29 @@ export function createAwsProvider(
     ...(cfg.clusterCIDR ? { clusterCIDR: cfg.clusterCIDR } : {}),
     ...(onError ? { onError } : {}),
   });
+}
+
+/**
+ * The parts of an {@link OperatorConfig} that make an operator run the aws provider: the provider (EC2NodeClasses
+ * from the operator's cluster state; its errors logged as warnings), its controllers ({@link awsControllers}) and
+ * the EC2NodeClass conditions `Ready` depends on. Used by `capenter controller --cloud-provider aws`, `capenter
+ * start --cloud-provider aws` and the CAPI stack.
+ */
+export function awsOperatorConfig(
+  cfg: AwsControllersConfig,
+): Required<Pick<OperatorConfig, 'cloudProvider' | 'extraControllers' | 'nodeClassDependents'>> {
+  return {
+    cloudProvider: ({ clock, logger, nodeClass }) =>
+      createAwsProvider(
+        cfg,
+        clock,
+        (name) =>
+          nodeClass({ group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name }) as EC2NodeClass | undefined,
+        (err, context) => logger.warn({ context, err: errorMessage(err) }, 'aws provider'),
+      ),
+    extraControllers: (deps, provider) => awsControllers(cfg, { ...deps, cloudProvider: provider }),
+    nodeClassDependents: awsNodeClassDependents,
+  };
 }
 
 /** The dependents of `Ready` the `nodeclass.status` controller must include for EC2NodeClass. */

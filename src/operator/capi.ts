@@ -20,7 +20,7 @@ import {
   type CAPIEnvironmentOptions,
   startCAPIEnvironment,
 } from '../sim/capi/environment.ts';
-import { type AwsControllersConfig, type EmbeddedAws, startEmbeddedAws } from './aws.ts';
+import { type AwsControllersConfig, awsOperatorConfig, type EmbeddedAws, startEmbeddedAws } from './aws.ts';
 import { type Logger, silentLogger } from './logger.ts';
 import { createOperator, type Operator, type OperatorConfig } from './operator.ts';
 import { embeddedOptions, type OperatorOptions } from './options.ts';
@@ -88,7 +88,7 @@ export async function startCAPIStack(o: CAPIStackOptions = {}): Promise<CAPIStac
     }
     if (o.withOperator ?? true) {
       op = createOperator({
-        ...(awsConfig ? { aws: awsConfig } : {}),
+        ...(awsConfig ? awsOperatorConfig(awsConfig) : {}),
         kubeconfig: env.workload.kubeconfig,
         logger,
         clock: env.clock,

@@ -17,7 +17,6 @@ import { setMaxListeners } from 'node:events';
 import { hostname } from 'node:os';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import type { KubeObject } from '../apis/core.ts';
-import type { EC2NodeClass } from '../apis/karpenter.ts';
 import { withMetrics } from '../cloudprovider/metrics.ts';
 import type { CloudProvider } from '../cloudprovider/types.ts';
 import {
@@ -47,17 +46,23 @@ import { LeaderElector } from '../kube/leaderelection.ts';
 import type { KubeTransport } from '../kube/transport.ts';
 import { Cluster } from '../state/cluster.ts';
 import { KubeNodeWriter } from '../state/kwoknodes.ts';
-import {
-  type AwsControllersConfig,
-  awsControllers,
-  awsNodeClassDependents,
-  createAwsProvider,
-} from './aws.ts';
 import { checkCRDs, crdProblem, installCRDs, requiredCRDs } from './crds.ts';
 import { EmbeddedCloudProvider, type EmbeddedCloudProviderDeps } from './embedded.ts';
 import { type Logger, silentLogger } from './logger.ts';
 import type { OperatorOptions } from './options.ts';
 import { type HttpEndpoints, startHttpEndpoints } from './server.ts';
+
+/**
+ * What a cloud provider built by the operator gets (see {@link OperatorConfig.cloudProvider}): the operator's
+ * clock and logger, and the NodeClasses of its cluster state.
+ */
+export interface ProviderContext {
+  clock: Clock;
+  /** The operator's logger (component `operator`). */
+  logger: Logger;
+  /** A NodeClass of the cluster state by reference (`undefined` when not known yet). */
+  nodeClass: (ref: { group: string; kind: string; name: string }) => KubeObject | undefined;
+}
 
 /** Inputs of {@link createOperator}. Give `client` or `kubeconfig` (a path or YAML text). */
 export interface OperatorConfig {
@@ -71,22 +76,23 @@ export interface OperatorConfig {
   /** A ready client (the operator does not close it on stop). */
   client?: KubeClient;
   /**
-   * The cloud provider; default: {@link EmbeddedCloudProvider} (kwok Nodes, AWS catalog of `options.region`,
-   * KWOKNodeClass and EC2NodeClass).
+   * The cloud provider, or the function that builds it from the operator's clock, logger and cluster state;
+   * default: {@link EmbeddedCloudProvider} (kwok Nodes, AWS catalog of `options.region`, KWOKNodeClass and
+   * EC2NodeClass). A provider module gives this with its `extraControllers` and `nodeClassDependents`:
+   * `awsOperatorConfig` (`./aws.ts`) for `--cloud-provider aws`, `clusterAPIOperatorConfig` (`./clusterapi.ts`)
+   * for `--cloud-provider clusterapi`. Callers import those modules only for their provider, so the kwok
+   * controller never loads the AWS SDK.
    */
-  cloudProvider?: CloudProvider;
-  /**
-   * `--cloud-provider aws`: the aws provider (unless `cloudProvider` is given) and its own controllers
-   * (EC2NodeClass resolution, the interruption queue).
-   */
-  aws?: AwsControllersConfig;
+  cloudProvider?: CloudProvider | ((ctx: ProviderContext) => CloudProvider);
   /** Extra kwok options for the default provider (instance IDs, registration delay, ...). */
   kwok?: EmbeddedCloudProviderDeps['kwok'];
   /**
    * Provider-specific controllers run under leadership with the others (e.g. the ClusterAPINodeClass status of
-   * `--cloud-provider clusterapi`), built from the operator's client, informers and registry.
+   * `--cloud-provider clusterapi`, the EC2NodeClass and interruption controllers of `--cloud-provider aws`), built
+   * from the operator's client, informers and registry; `provider` is the cloud provider without the metrics
+   * decoration of `deps.cloudProvider`.
    */
-  extraControllers?: (deps: ControllerDeps) => Controller[];
+  extraControllers?: (deps: ControllerDeps, provider: CloudProvider) => Controller[];
   /** More dependents of a NodeClass kind's `Ready` (e.g. `{ClusterAPINodeClass: ['MachineDeploymentsReady']}`). */
   nodeClassDependents?: Record<string, string[]>;
   /** Time source (default wall clock). */
@@ -201,18 +207,9 @@ export function createOperator(cfg: OperatorConfig): Operator {
   const nodeClassLookup = (ref: { group: string; kind: string; name: string }): KubeObject | undefined =>
     cluster?.getNodeClass(ref);
   const rawProvider: CloudProvider =
-    cfg.cloudProvider ??
-    (cfg.aws
-      ? createAwsProvider(
-          cfg.aws,
-          clock,
-          (name) =>
-            nodeClassLookup({ group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name }) as
-              | EC2NodeClass
-              | undefined,
-          (err, context) => log.warn({ context, err: errorMessage(err) }, 'aws provider'),
-        )
-      : undefined) ??
+    (typeof cfg.cloudProvider === 'function'
+      ? cfg.cloudProvider({ clock, logger: log, nodeClass: nodeClassLookup })
+      : cfg.cloudProvider) ??
     new EmbeddedCloudProvider({
       region: options.region,
       nodes: new KubeNodeWriter(client),
@@ -316,18 +313,10 @@ export function createOperator(cfg: OperatorConfig): Operator {
     new NodePoolController(deps('nodepool')),
     new NodeClassStatusController({
       ...deps('nodeclass.status'),
-      ...(cfg.aws || cfg.nodeClassDependents
-        ? {
-            extraDependents: {
-              ...(cfg.aws ? awsNodeClassDependents : {}),
-              ...(cfg.nodeClassDependents ?? {}),
-            },
-          }
-        : {}),
+      ...(cfg.nodeClassDependents ? { extraDependents: cfg.nodeClassDependents } : {}),
     }),
     ...metricsControllers(metricsDeps),
-    ...(cfg.aws ? awsControllers(cfg.aws, { ...deps('nodeclass'), cloudProvider: rawProvider }) : []),
-    ...(cfg.extraControllers ? cfg.extraControllers(deps('nodeclass')) : []),
+    ...(cfg.extraControllers ? cfg.extraControllers(deps('nodeclass'), rawProvider) : []),
   ];
 
   let endpoints: HttpEndpoints | undefined;

@@ -19,7 +19,12 @@ import { sequentialInstanceIds } from '../../src/cloudprovider/kwok/provider.ts'
 import { type CloudProvider, InsufficientCapacityError } from '../../src/cloudprovider/types.ts';
 import { FakeClock } from '../../src/kube/clock.ts';
 import { applyObjects } from '../../src/operator/apply.ts';
-import { type AwsControllersConfig, catalogNodeShape, createAwsProvider } from '../../src/operator/aws.ts';
+import {
+  type AwsControllersConfig,
+  awsOperatorConfig,
+  catalogNodeShape,
+  createAwsProvider,
+} from '../../src/operator/aws.ts';
 import { EmbeddedCloudProvider } from '../../src/operator/embedded.ts';
 import { createOperator, type Operator } from '../../src/operator/operator.ts';
 import { embeddedOptions } from '../../src/operator/options.ts';
@@ -559,7 +564,7 @@ export async function runSoak(opts: RunOptions): Promise<RunResult> {
       defaultMetrics: false,
       clock,
       // aws: the operator builds its own aws provider (capacity faults come from the emulator proxy)
-      ...(awsSetup ? { aws: awsSetup.config } : { cloudProvider: provider }),
+      ...(awsSetup ? awsOperatorConfig(awsSetup.config) : { cloudProvider: provider }),
     });
     operatorSince = clock.now();
     const started = operator;
