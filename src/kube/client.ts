@@ -10,7 +10,7 @@
  * The client never knows whether the server is the embedded one or a real cluster.
  */
 import { readFileSync } from 'node:fs';
-import * as http from 'node:http';
+import type * as http from 'node:http';
 import * as https from 'node:https';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { KubeObject, ObjectMeta } from '../apis/core.ts';
@@ -22,6 +22,7 @@ import {
   type ResolvedKubeconfig,
   resolveKubeconfig,
 } from './kubeconfig.ts';
+import { nodeHttp } from './nodehttp.ts';
 import {
   apiVersionOf,
   type ObjectOf,
@@ -623,7 +624,7 @@ export class KubeClient {
         };
         const req = isHttps
           ? https.request(url, options, onResponse)
-          : http.request(url, options, onResponse);
+          : nodeHttp.request(url, options, onResponse);
         req.on('error', (e) => sink.end(e));
         req.end();
         close = () => req.destroy();
@@ -701,7 +702,7 @@ export class KubeClient {
           ...(o.rejectUnauthorized !== undefined ? { rejectUnauthorized: o.rejectUnauthorized } : {}),
           ...(servername ? { servername } : {}),
         })
-      : new http.Agent(common);
+      : new nodeHttp.Agent(common);
     if (forWatch) this.watchAgent = agent;
     else this.agent = agent;
     return agent;
@@ -770,7 +771,9 @@ export class KubeClient {
           }
         });
       };
-      const r = isHttps ? https.request(url, options, onResponse) : http.request(url, options, onResponse);
+      const r = isHttps
+        ? https.request(url, options, onResponse)
+        : nodeHttp.request(url, options, onResponse);
       r.setTimeout(this.timeoutMs, () => r.destroy(new Error(`timed out after ${this.timeoutMs} ms`)));
       r.on('error', (e) => reject(connErr(e, reqDesc)));
       if (payload) r.end(payload);

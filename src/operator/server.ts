@@ -4,9 +4,10 @@
  * the check returns undefined) on the health-probe port. When both ports are equal one server serves all three.
  * Port 0 binds a random free port; the bound ports are reported back.
  */
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
+import { nodeHttp } from '../kube/nodehttp.ts';
 
 /** Options of {@link startHttpEndpoints}. */
 export interface HttpEndpointsOptions {
@@ -82,7 +83,7 @@ export async function startHttpEndpoints(opts: HttpEndpointsOptions): Promise<Ht
   };
   const servers: Server[] = [];
   const bind = async (port: number, what: string): Promise<number> => {
-    const s = createServer(handler);
+    const s = nodeHttp.createServer(handler);
     s.keepAliveTimeout = 5_000;
     try {
       const bound = await listen(s, port, host);
