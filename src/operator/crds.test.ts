@@ -6,10 +6,11 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { crdObjects } from '../apis/crds.ts';
+import { KarpenterKinds } from '../apis/schemas.ts';
 import { KubeClient } from '../kube/client.ts';
 import { type EmbeddedCluster, startEmbeddedCluster } from '../sim/apiserver/index.ts';
 import { whenObjects } from '../testing/watch.ts';
-import { checkCRDs, crdProblem, installCRDs, requiredCRDs } from './crds.ts';
+import { checkCRDs, crdProblem, installCRDs, requiredCRDs, ShippedCRDKinds } from './crds.ts';
 import { createLogger } from './logger.ts';
 import { createOperator, type Operator } from './operator.ts';
 import { embeddedOptions } from './options.ts';
@@ -133,6 +134,18 @@ describe('required CRDs', () => {
       'nodepools.karpenter.sh',
       'nodeclaims.karpenter.sh',
     ]);
+  });
+
+  it('ShippedCRDKinds are the kinds of the schemas, the CRDs crdObjects() generates', () => {
+    const served = (r: { group: string; version: string; plural: string; kind: string }) =>
+      `${r.plural}.${r.group}/${r.version}/${r.kind}`;
+    expect(ShippedCRDKinds.map(served).sort()).toEqual(Object.values(KarpenterKinds).map(served).sort());
+    const crds = Object.values(crdObjects());
+    for (const r of ShippedCRDKinds) {
+      const crd = crds.find((c) => c.metadata.name === `${r.plural}.${r.group}`);
+      expect(crd?.spec.scope).toBe('Cluster');
+      expect(crd?.spec.versions.map((v) => v.name)).toContain(r.version);
+    }
   });
 
   it('checkCRDs names the missing ones until installCRDs applies crds/', async () => {

@@ -7,13 +7,14 @@
  * missing CRDs and the fix (`kubectl apply -f crds/`), reports them on `/readyz`, and starts its
  * controllers once they are served. The CRD objects are `crdObjects()` (src/apis/crds.ts), byte for byte
  * what `crds/` holds (test/crds.test.ts checks), so `--install-crds` applies exactly `kubectl apply -f crds/`.
+ * They are generated from the zod schemas, so `installCRDs` imports them when it runs; the check needs only the
+ * resource names ({@link ShippedCRDKinds}), and a controller that does not install CRDs never loads zod for it.
  */
-import { type CustomResourceDefinition, crdObjects } from '../apis/crds.ts';
-import { KarpenterKinds } from '../apis/schemas.ts';
+import type { CustomResourceDefinition } from '../apis/crds.ts';
 import type { NodeClassKind } from '../cloudprovider/types.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { isNotFound } from '../kube/errors.ts';
-import type { ResourceType } from '../kube/resources.ts';
+import { Resources, type ResourceType } from '../kube/resources.ts';
 
 /** One CRD the controller reads: its name (`nodepools.karpenter.sh`) and the resource it serves. */
 export interface RequiredCRD {
@@ -22,6 +23,18 @@ export interface RequiredCRD {
   /** The served resource (group, version, plural, kind; cluster-scoped). */
   resource: ResourceType;
 }
+
+/**
+ * The kinds whose CRDs capenter ships (`crds/`: the kinds of `KarpenterKinds` in `apis/schemas.ts`, which
+ * crds.test.ts checks), as the resources they serve.
+ */
+export const ShippedCRDKinds: readonly ResourceType[] = [
+  Resources.NodePool,
+  Resources.NodeClaim,
+  Resources.EC2NodeClass,
+  Resources.KWOKNodeClass,
+  Resources.ClusterAPINodeClass,
+];
 
 /** The fix printed with every missing-CRD message. */
 export const CRDFix = 'kubectl apply -f crds/';
@@ -33,7 +46,6 @@ export const CRDFix = 'kubectl apply -f crds/';
  * provider's order.
  */
 export function requiredCRDs(nodeClasses: readonly NodeClassKind[]): RequiredCRD[] {
-  const infos = Object.values(KarpenterKinds);
   const wanted = [
     { group: 'karpenter.sh', kind: 'NodePool' },
     { group: 'karpenter.sh', kind: 'NodeClaim' },
@@ -41,7 +53,7 @@ export function requiredCRDs(nodeClasses: readonly NodeClassKind[]): RequiredCRD
   ];
   const out: RequiredCRD[] = [];
   for (const w of wanted) {
-    const info = infos.find((i) => i.group === w.group && i.kind === w.kind);
+    const info = ShippedCRDKinds.find((i) => i.group === w.group && i.kind === w.kind);
     if (!info || out.some((r) => r.resource.kind === info.kind && r.resource.group === info.group)) continue;
     out.push({
       name: `${info.plural}.${info.group}`,
@@ -98,17 +110,18 @@ export function crdProblem(check: CRDCheck): string | undefined {
 }
 
 /**
- * Applies capenter's CRDs (all of `crds/`, as `kubectl apply -f crds/` would) with server-side apply,
- * field manager `capenter`, forcing ownership (an older copy is updated in place). Returns the CRD names.
+ * Applies capenter's CRDs (all of `crds/`, as `kubectl apply -f crds/` would; `crdObjects()` unless `crds` is
+ * given) with server-side apply, field manager `capenter`, forcing ownership (an older copy is updated in place).
+ * Returns the CRD names.
  * @throws KubeApiError when the API server rejects one (e.g. 403 without permission on
  * customresourcedefinitions); earlier ones stay applied.
  */
 export async function installCRDs(
   client: KubeClient,
-  crds: readonly CustomResourceDefinition[] = Object.values(crdObjects()),
+  crds?: readonly CustomResourceDefinition[],
 ): Promise<string[]> {
   const names: string[] = [];
-  for (const crd of crds) {
+  for (const crd of crds ?? Object.values((await import('../apis/crds.ts')).crdObjects())) {
     await client.apply(structuredClone(crd) as never, { fieldManager: 'capenter', force: true });
     names.push(crd.metadata.name);
   }

@@ -266,7 +266,7 @@ export class EC2NodeClassController implements Controller {
       conds.setTrue(ConditionInstanceProfileReady);
     }
 
-    const invalid = nodeClassValidationError(nodeClass);
+    const invalid = await nodeClassValidationError(nodeClass);
     if (invalid) conds.setFalse(ConditionValidationSucceeded, 'ValidationFailed', invalid);
     else conds.setTrue(ConditionValidationSucceeded);
     return errors;

@@ -72,7 +72,7 @@ export class NodePoolController extends StatusController<NodePoolControllerOptio
     const stored = structuredClone(nodePool);
     const conds = new ConditionSet(nodePool, NodePoolDependents, clock);
 
-    const invalid = nodePoolValidationError(nodePool);
+    const invalid = await nodePoolValidationError(nodePool);
     if (invalid) conds.setFalse(ConditionValidationSucceeded, 'NodePoolValidationFailed', invalid);
     else conds.setTrue(ConditionValidationSucceeded);
 

@@ -16,8 +16,8 @@ export interface NodeClassStatusOptions extends StatusControllerOptions {
   extraDependents?: Record<string, string[]>;
 }
 
-/** `undefined` when the NodeClass spec is valid, else every issue in one message. Pure. */
-export function nodeClassValidationError(nodeClass: KubeObject): string | undefined {
+/** Resolves to `undefined` when the NodeClass spec is valid, else to every issue in one message. */
+export function nodeClassValidationError(nodeClass: KubeObject): Promise<string | undefined> {
   return specValidationError(nodeClass);
 }
 
@@ -49,7 +49,7 @@ export class NodeClassStatusController extends StatusController<NodeClassStatusO
       ['ValidationSucceeded', ...(this.opts.extraDependents?.[rt.kind] ?? [])],
       this.opts.clock,
     );
-    const invalid = nodeClassValidationError(obj);
+    const invalid = await nodeClassValidationError(obj);
     if (invalid) conds.setFalse('ValidationSucceeded', 'ValidationFailed', invalid);
     else conds.setTrue('ValidationSucceeded');
     if (JSON.stringify(obj.status) === stored) return {};

@@ -56,10 +56,10 @@ describe('nodePoolHash', () => {
 });
 
 describe('nodePoolValidationError', () => {
-  it('accepts a valid NodePool and names the field of an invalid one', () => {
-    expect(nodePoolValidationError(pool())).toBeUndefined();
+  it('accepts a valid NodePool and names the field of an invalid one', async () => {
+    expect(await nodePoolValidationError(pool())).toBeUndefined();
     const bad = pool({ requirements: [{ key: 'karpenter.sh/custom', operator: 'In', values: ['x'] }] });
-    expect(nodePoolValidationError(bad)).toMatch(
+    expect(await nodePoolValidationError(bad)).toMatch(
       /NodePool "p": spec.template.spec.requirements\[0\].*karpenter.sh/,
     );
   });
