@@ -27,6 +27,7 @@ import {
 } from '../cloudprovider/aws/settings.ts';
 import { CLUSTERAPI_SETTINGS, type ClusterAPISettings } from '../cloudprovider/clusterapi/settings.ts';
 import { KubeClient } from '../kube/client.ts';
+import { limitYoungGeneration } from '../operator/heap.ts';
 import type { OperatorConfig } from '../operator/operator.ts';
 import { type OperatorOptions, resolveOperatorOptions, SETTINGS } from '../operator/options.ts';
 import { addSettingFlags, resolveSettings, type Setting } from '../operator/settings.ts';
@@ -232,6 +233,9 @@ export function registerControllerCommand(program: Command): void {
     addSettingFlags(addSettingFlags(cmd, SETTINGS), CONTROLLER_AWS_SETTINGS),
     CONTROLLER_CLUSTERAPI_SETTINGS,
   ).action(async (flags: ControllerCommandOptions) => {
+    // the young generation stops growing at 16 MB (operator/heap.ts: 131–133 MB peak RSS at 1,000 pods on Node 24
+    // instead of 168–175 MB, for the same CPU time)
+    limitYoungGeneration({ nodeOptions: process.env.NODE_OPTIONS, execArgv: process.execArgv });
     const code = await runController(flags, {
       stderr: (t) => process.stderr.write(t),
       env: process.env,
