@@ -1,11 +1,13 @@
 /**
  * `npm run bench` (`tsx bench/main.ts [--json] [--sizes 100,1000] [--cpu-prof] [--workload upstream-diverse]`):
  * the benchmarks. `--workload upstream-diverse` runs only the scheduling benchmark on upstream Karpenter's own
- * workload (`bench/upstream-diverse.ts`: pods/s, NodeClaims and $/h at 1k/2k/5k/10k pods, or `--sizes`).
+ * workload (`bench/upstream-diverse.ts`: pods/s, NodeClaims and $/h at 1k/2k/5k/10k pods, or `--sizes`), side by
+ * side with upstream's own benchmark as recorded on this machine (`bench/upstream/upstream-measured.json`) and the
+ * ratio against the ≥ 20× target; `--json` adds `upstream: {upstreamPodsPerSecond, ratio, pass, firstSolveRatio}`.
  *
  * Scheduling: each size runs in a fresh child process (`bench/scheduling.ts`) so the peak RSS is that
  * size's own. Targets (reported, never asserted in tests): ≥ 5,000 pods/s at 5,000 pods; 10,000 pods in
- * < 3 s and < 500 MB RSS; plan cost ≤ 1.25 × lower bound.
+ * < 3 s and < 500 MB RSS; plan cost ≤ 1.10 × lower bound (issue 24; was 1.25).
  * Then the API-server, provisioning, idle, start, aws, disruption and CAPI sections (`bench/apiserver.ts`,
  * `bench/provisioning.ts` (provisioning and the controller idle), `bench/start.ts`, `bench/aws.ts`,
  * `bench/disruption.ts`, `bench/capi.ts`, `bench/clusterapi.ts`);
@@ -79,7 +81,8 @@ function runJsonChild<T>(script: string, pods: number, profileName: string): Pro
 }
 
 if (workload === 'upstream-diverse') {
-  const { formatUpstreamDiverseRow } = await import('./upstream-diverse.ts');
+  const { compareWithUpstream, formatUpstreamComparison, formatUpstreamDiverseRow, loadUpstreamMeasured } =
+    await import('./upstream-diverse.ts');
   const log = (s: string) => {
     if (!json) process.stdout.write(`${s}\n`);
   };
@@ -93,7 +96,13 @@ if (workload === 'upstream-diverse') {
     rows.push(row);
     log(formatUpstreamDiverseRow(row));
   }
-  if (json) process.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
+  const measured = loadUpstreamMeasured();
+  log('');
+  log(formatUpstreamComparison(rows, measured));
+  if (json) {
+    const withUpstream = rows.map((r) => ({ ...r, upstream: compareWithUpstream(r, measured) }));
+    process.stdout.write(`${JSON.stringify(withUpstream, null, 2)}\n`);
+  }
   process.exit(0);
 }
 
@@ -137,7 +146,7 @@ log(
 );
 const worst = rows.length ? Math.max(...rows.map((r) => r.costToLowerBound)) : undefined;
 log(
-  `  cost <= 1.25 x lower bound: ${verdict(worst === undefined ? undefined : worst <= 1.25)}${worst !== undefined ? ` (worst ${worst})` : ''}`,
+  `  cost <= 1.10 x lower bound: ${verdict(worst === undefined ? undefined : worst <= 1.1)}${worst !== undefined ? ` (worst ${worst})` : ''}`,
 );
 
 const out: unknown[] = [...rows];
