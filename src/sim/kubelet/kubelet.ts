@@ -19,7 +19,7 @@ import { objectKey } from '../../kube/client.ts';
 import { isConflict, isNotFound } from '../../kube/errors.ts';
 import type { Informer } from '../../kube/informer.ts';
 import type { ResourceRef } from '../../kube/resources.ts';
-import type { ReconcileResult } from '../../kube/workqueue.ts';
+import { type ReconcileResult, runWorkers, WorkQueue } from '../../kube/workqueue.ts';
 import {
   ensureIndex,
   fnv32a,
@@ -82,6 +82,12 @@ export class KubeletStandIn extends SimController {
   private readonly terminating = new Map<string, number>();
   /** node name → next pod IP suffix */
   private readonly ipCounters = new Map<string, number>();
+  /**
+   * Node names, worked by a worker of their own: each node has its own kubelet, so a node's `Ready` never waits
+   * behind the pods of other nodes in the pod queue (at 10,000 pods a new node waited 15 s there).
+   */
+  private readonly nodeQueue: WorkQueue<string>;
+  private nodeLoop: Promise<void> | undefined;
 
   constructor(opts: KubeletOptions) {
     super('kubelet', opts, 4);
@@ -93,6 +99,7 @@ export class KubeletStandIn extends SimController {
     this.readyDelay = typeof rd === 'function' ? rd : rd !== undefined ? () => rd : defaultReadyDelaySeconds;
     this.taintDelays = { ...(opts.startupTaintRemoval ?? {}) };
     this.startDelay = opts.podStartDelaySeconds ?? 1;
+    this.nodeQueue = new WorkQueue<string>({ clock: opts.clock, name: 'kubelet-nodes' });
     this.maxTermination = opts.maxTerminationSeconds;
     this.kubeletVersion = opts.kubeletVersion ?? 'v1.32.0';
   }
@@ -124,13 +131,13 @@ export class KubeletStandIn extends SimController {
     });
     const offNodes = this.nodes.on({
       add: (n) => {
-        this.queue.add(`node:${n.metadata.name}`);
+        this.nodeQueue.add(n.metadata.name ?? '');
         // pods bound before the node appeared
         for (const p of this.pods.cache.byIndex(IndexNodeName, n.metadata.name ?? ''))
           this.queue.add(podKey(p));
       },
       update: (o, n) => {
-        this.queue.add(`node:${n.metadata.name}`);
+        this.nodeQueue.add(n.metadata.name ?? '');
         if (isReady(n) !== isReady(o) || this.manages(n) !== this.manages(o))
           for (const p of this.pods.cache.byIndex(IndexNodeName, n.metadata.name ?? ''))
             this.queue.add(podKey(p));
@@ -146,8 +153,34 @@ export class KubeletStandIn extends SimController {
     return [offPods, offNodes];
   }
 
+  /** Starts the pod workers and the node worker (see {@link nodeQueue}) once the informers have synced. */
+  override start(): void {
+    super.start();
+    if (this.nodeLoop) return;
+    const used = this.informersUsed();
+    this.nodeLoop = (async () => {
+      try {
+        await Promise.all(used.map((i) => i.waitForSync()));
+      } catch {
+        return; // stopped before sync
+      }
+      await runWorkers(
+        this.nodeQueue,
+        1,
+        (name) => this.reconcileNode(name),
+        (name, err) => this.onError(err, `${this.name} node:${name}`),
+      );
+    })();
+  }
+
+  /** Stops the node worker and the pod workers. */
+  override async stop(): Promise<void> {
+    this.nodeQueue.shutDown();
+    await super.stop();
+    await this.nodeLoop;
+  }
+
   protected async reconcile(key: string): Promise<ReconcileResult | undefined> {
-    if (key.startsWith('node:')) return this.reconcileNode(key.slice(5));
     if (key.startsWith('pod:')) return this.reconcilePod(key.slice(4));
     return undefined;
   }
