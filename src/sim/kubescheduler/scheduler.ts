@@ -10,7 +10,10 @@
  * fit (a node added or changed that could host the pod on its own — the node-local queueing hints, see
  * `retryFor` — or whose labels changed when the pod has topology constraints, a bound pod deleted or
  * finished, a pod bound when someone waits for pod affinity) and every `retryIntervalSeconds`, each after its
- * backoff (1 s doubled per failed attempt, at most 10 s).
+ * backoff (1 s doubled per failed attempt, at most 10 s). As kube-scheduler since 1.33 (`SchedulerPopFromBackoffQ`,
+ * beta and on by default; the real control plane of `test:cluster` runs 1.34), pods waiting out their backoff are
+ * tried at once when nothing else is queued: backoff orders retries behind other work, it does not idle the
+ * scheduler.
  *
  * Scheduling cycles: one worker takes every key ready in the queue and decides those pods in memory, one
  * after the other in kube-scheduler's PrioritySort order ({@link queueOrder}: priority, then age), against
@@ -37,6 +40,7 @@
  */
 import type { Node, PersistentVolumeClaim, Pod } from '../../apis/core.ts';
 import { objectKey } from '../../kube/client.ts';
+import type { TimerHandle } from '../../kube/clock.ts';
 import { isConflict, isNotFound } from '../../kube/errors.ts';
 import { EventRecorder } from '../../kube/events.ts';
 import type { Informer } from '../../kube/informer.ts';
@@ -111,6 +115,15 @@ export class KubeSchedulerStandIn extends SimController {
   /** Failed scheduling attempts per pending pod, and when the last one failed (ms, clock): the pod's backoff. */
   private readonly attempts = new Map<string, number>();
   private readonly lastFailure = new Map<string, number>();
+  /**
+   * Pods an event moved back while their backoff runs (kube-scheduler's backoffQ), by key → when it ends (ms,
+   * clock); queued when their backoff ends ({@link backoffTimer}), or earlier by {@link popBackoff}.
+   */
+  private readonly backoffQ = new Map<string, number>();
+  /** Fires when the earliest backoff in {@link backoffQ} ends. */
+  private backoffTimer: TimerHandle | undefined;
+  /** True while a scheduling cycle runs (the single worker is busy). */
+  private inCycle = false;
   private readonly names: ReadonlySet<string>;
   private readonly scoring: ScoringStrategy;
   private readonly retrySeconds: number;
@@ -124,7 +137,6 @@ export class KubeSchedulerStandIn extends SimController {
   private readonly nodeInfos = new Map<string, NodeInfo>();
   /** Topology groups whose per-node counts are cached on the node infos (see `filters.ts` `CountIndex`). */
   private readonly counts = new CountIndex();
-  private readonly dirtyNodes = new Set<string>();
   /** Writes (Bindings, status updates) in flight. */
   private readonly inflight = new Set<Promise<void>>();
   /** Latest unwritten outcome per pending pod (see {@link wantStatus}): first marks, and newer messages. */
@@ -188,6 +200,7 @@ export class KubeSchedulerStandIn extends SimController {
         if (!o || !this.isPending(o) || podSchedulingView(o) !== podSchedulingView(p)) this.queue.add(key);
       } else {
         this.pending.delete(key);
+        this.backoffQ.delete(key);
         this.waitingForAffinity.delete(key);
         this.firstMarks.wanted.delete(key);
         this.remarks.wanted.delete(key);
@@ -199,14 +212,14 @@ export class KubeSchedulerStandIn extends SimController {
       add: (p) => {
         onPod(p);
         if (p.spec.nodeName) {
-          this.dirtyNodes.add(p.spec.nodeName);
+          this.invalidate(p.spec.nodeName);
           this.retryAffinityWaiters();
         }
       },
       update: (o, p) => {
         onPod(p, o);
-        if (o.spec.nodeName) this.dirtyNodes.add(o.spec.nodeName);
-        if (p.spec.nodeName) this.dirtyNodes.add(p.spec.nodeName);
+        if (o.spec.nodeName) this.invalidate(o.spec.nodeName);
+        if (p.spec.nodeName) this.invalidate(p.spec.nodeName);
         if (!o.spec.nodeName && p.spec.nodeName) this.retryAffinityWaiters();
         // capacity freed: a bound pod finished
         if (p.spec.nodeName && !isPodTerminal(o) && isPodTerminal(p)) this.retryAll();
@@ -214,6 +227,7 @@ export class KubeSchedulerStandIn extends SimController {
       delete: (p) => {
         const key = objectKey(p);
         this.pending.delete(key);
+        this.backoffQ.delete(key);
         this.attempts.delete(key);
         this.lastFailure.delete(key);
         this.firstMarks.wanted.delete(key);
@@ -221,26 +235,26 @@ export class KubeSchedulerStandIn extends SimController {
         this.written.delete(key);
         this.waitingForAffinity.delete(key);
         const assumedOn = this.assumed.get(key)?.spec.nodeName;
-        if (assumedOn) this.dirtyNodes.add(assumedOn);
+        if (assumedOn) this.invalidate(assumedOn);
         this.assumed.delete(key);
         if (p.spec.nodeName) {
-          this.dirtyNodes.add(p.spec.nodeName);
+          this.invalidate(p.spec.nodeName);
           if (!isPodTerminal(p)) this.retryAll();
         }
       },
     });
     const offNodes = this.nodes.on({
       add: (n) => {
-        this.dirtyNodes.add(n.metadata.name ?? '');
+        this.invalidate(n.metadata.name ?? '');
         this.retryFor(n);
       },
       update: (o, n) => {
-        this.dirtyNodes.add(n.metadata.name ?? '');
+        this.invalidate(n.metadata.name ?? '');
         if (schedulingView(o) === schedulingView(n)) return;
         this.retryFor(n, JSON.stringify(o.metadata.labels) !== JSON.stringify(n.metadata.labels));
       },
       delete: (n) => {
-        this.dirtyNodes.add(n.metadata.name ?? '');
+        this.invalidate(n.metadata.name ?? '');
       },
     });
     const offNs = this.namespaces.on({
@@ -258,7 +272,8 @@ export class KubeSchedulerStandIn extends SimController {
    * Queues every pending pod (a cycle orders them by {@link queueOrder}). As kube-scheduler's scheduling queue, a
    * pod that failed is moved back only once its backoff has passed (1 s doubled per failed attempt, at most 10 s:
    * `podInitialBackoffSeconds` / `podMaxBackoffSeconds`), so a pod created by the event itself — the DaemonSet pod
-   * of a new node — is tried before pods that have been failing since before the node existed.
+   * of a new node — is tried before pods that have been failing since before the node existed; pods still in
+   * backoff are tried as soon as nothing else is queued ({@link popBackoff}).
    */
   private retryAll(only?: (pod: Pod) => boolean): void {
     const now = this.clock.now();
@@ -269,9 +284,50 @@ export class KubeSchedulerStandIn extends SimController {
       }
       const n = this.attempts.get(k) ?? 0;
       const until = n > 0 ? (this.lastFailure.get(k) ?? 0) + Math.min(1000 * 2 ** (n - 1), 10_000) : 0;
-      if (until > now) this.queue.addAfter(k, (until - now) / 1000);
-      else this.queue.add(k);
+      if (until > now) this.backoffQ.set(k, until);
+      else {
+        this.backoffQ.delete(k);
+        this.queue.add(k);
+      }
     }
+    this.popBackoff();
+    this.armBackoffTimer();
+  }
+
+  /** (Re)arms {@link backoffTimer} for the earliest backoff end; at it, the pods whose backoff ended are queued. */
+  private armBackoffTimer(): void {
+    if (this.backoffTimer) this.clock.clearTimeout(this.backoffTimer);
+    this.backoffTimer = undefined;
+    let first = Number.POSITIVE_INFINITY;
+    for (const until of this.backoffQ.values()) first = Math.min(first, until);
+    if (!Number.isFinite(first)) return;
+    this.backoffTimer = this.clock.setTimeout(
+      () => {
+        this.backoffTimer = undefined;
+        const now = this.clock.now();
+        for (const [k, until] of this.backoffQ)
+          if (until <= now) {
+            this.backoffQ.delete(k);
+            this.queue.add(k);
+          }
+        this.armBackoffTimer();
+      },
+      Math.max(0, first - this.clock.now()),
+    );
+  }
+
+  /**
+   * kube-scheduler's `SchedulerPopFromBackoffQ` (1.33+, on by default): when no pod is ready and no cycle runs,
+   * the scheduler does not idle until backoffs end but takes the pods in backoff now (all of them in the next
+   * cycle, which orders them by {@link queueOrder}; kube-scheduler pops them one by one, earliest backoff first).
+   * Only pods moved back by an event wait in backoff here; pods whose write failed are retried by the rate limiter
+   * (kube-scheduler's error backoff, which is never popped early).
+   */
+  private popBackoff(): void {
+    if (this.inCycle || this.backoffQ.size === 0 || this.queue.len() > 0) return;
+    const keys = [...this.backoffQ.keys()];
+    this.backoffQ.clear();
+    for (const k of keys) this.queue.add(k);
   }
 
   /**
@@ -301,10 +357,17 @@ export class KubeSchedulerStandIn extends SimController {
     for (const k of this.waitingForAffinity) this.queue.add(k);
   }
 
+  /**
+   * Drops the node info of `name` (its pods or spec changed): rebuilt by the next {@link snapshot}. At once, not at
+   * the next cycle, so an info never holds superseded versions of its pods after the scheduler has nothing left to
+   * do (at 10,000 pods, a second copy of every bound pod).
+   */
+  private invalidate(name: string): void {
+    this.nodeInfos.delete(name);
+  }
+
   /** Up-to-date node infos (recomputed for nodes whose pods or spec changed), sorted by name. */
   private snapshot(): NodeInfo[] {
-    for (const name of this.dirtyNodes) this.nodeInfos.delete(name);
-    this.dirtyNodes.clear();
     const out: NodeInfo[] = [];
     for (const node of this.nodes.cache.list()) {
       const name = node.metadata.name ?? '';
@@ -335,10 +398,13 @@ export class KubeSchedulerStandIn extends SimController {
   protected async reconcile(key: string): Promise<ReconcileResult | undefined> {
     const keys = [key];
     for (let k = this.queue.tryGet(); k !== undefined; k = this.queue.tryGet()) keys.push(k);
+    for (const k of keys) this.backoffQ.delete(k);
     let results = new Map<string, ReconcileResult | Error | undefined>();
+    this.inCycle = true;
     try {
       results = await this.scheduleCycle(keys);
     } finally {
+      this.inCycle = false;
       for (const k of keys) {
         if (k === key) continue;
         const r = results.get(k);
@@ -351,6 +417,7 @@ export class KubeSchedulerStandIn extends SimController {
         }
         this.queue.done(k);
       }
+      this.popBackoff();
     }
     const own = results.get(key);
     if (own instanceof Error) throw own;
@@ -381,11 +448,24 @@ export class KubeSchedulerStandIn extends SimController {
       this.wantStatus(pod, reason, message, event);
     };
     let volumes: VolumeIndex | undefined;
+    // Pods of one shape (namespace, spec, labels, annotations: the replicas of a Deployment) get the same verdict
+    // against the same snapshot, so once one fails the others fail with the same message without running the
+    // filters again, until a pod is placed in this cycle (a placement changes the snapshot; with a topology
+    // spread or pod affinity it can make room). Exact, and at 10,000 pending pods most of a failing cycle's work.
+    const failedShapes = new Map<string, string>();
     for (const pod of pods) {
       const key = objectKey(pod);
       const gates = (pod.spec as { schedulingGates?: unknown[] }).schedulingGates;
       if (Array.isArray(gates) && gates.length > 0) {
         mark(pod, 'SchedulingGated', 'Scheduling is blocked due to non-empty scheduling gates', false);
+        continue;
+      }
+      const shape = hasClaimVolumes(pod)
+        ? undefined
+        : `${pod.metadata.namespace ?? ''}\u0000${podSchedulingView(pod)}`;
+      const known = shape === undefined ? undefined : failedShapes.get(shape);
+      if (known !== undefined) {
+        mark(pod, 'Unschedulable', known, true, this.retrySeconds);
         continue;
       }
       let withVolumes = pod;
@@ -412,9 +492,12 @@ export class KubeSchedulerStandIn extends SimController {
       }
       const target = pickNode(state, feasible, this.scoring);
       if (target === undefined) {
-        mark(pod, 'Unschedulable', fitErrorMessage(nodes.length, reasons), true, this.retrySeconds);
+        const message = fitErrorMessage(nodes.length, reasons);
+        if (shape !== undefined) failedShapes.set(shape, message);
+        mark(pod, 'Unschedulable', message, true, this.retrySeconds);
         continue;
       }
+      failedShapes.clear();
       // assume the pod on the node, then bind asynchronously (kube-scheduler's binding cycle)
       const bound: Pod = { ...pod, spec: { ...pod.spec, nodeName: target } };
       this.assumed.set(key, bound);
@@ -516,7 +599,7 @@ export class KubeSchedulerStandIn extends SimController {
       });
     } catch (err) {
       this.assumed.delete(key);
-      this.dirtyNodes.add(target);
+      this.invalidate(target);
       if (isConflict(err) || isNotFound(err)) return; // bound elsewhere or deleted meanwhile
       this.onError(err, `kube-scheduler bind ${key} to ${target}`);
       const cur = this.pods.cache.get(key);
@@ -536,6 +619,9 @@ export class KubeSchedulerStandIn extends SimController {
 
   /** Stops the worker and waits for bindings in flight. */
   override async stop(): Promise<void> {
+    if (this.backoffTimer) this.clock.clearTimeout(this.backoffTimer);
+    this.backoffTimer = undefined;
+    this.backoffQ.clear();
     await super.stop();
     while (this.inflight.size > 0 || this.writeWaiters.length > 0) {
       await Promise.all([...this.inflight]);
