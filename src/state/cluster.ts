@@ -616,6 +616,19 @@ export class Cluster {
   }
 
   /**
+   * The live nomination of a pending pod (by object or `namespace/name`) onto a NodeClaim that is not initialized
+   * yet, or undefined: provisioning leaves such a pod out (its capacity is on the way; the provisioning input's
+   * `heldPods` applies the same rule to a snapshot). Once the NodeClaim initializes, the pod is simulated again in
+   * every pass, as upstream re-simulates every pending pod.
+   */
+  inFlightNominationFor(pod: Pod | string): Nomination | undefined {
+    const n = this.nominationFor(pod);
+    if (n?.target.kind !== 'nodeclaim') return undefined;
+    const nc = this.nodeClaims.get(n.target.name);
+    return nc && this.nodeClaimInitialized(nc) ? undefined : n;
+  }
+
+  /**
    * Why the last nomination of the pod `key` (`namespace/name`) ended, while the pod is pending: for the
    * launcher's warning when it launches for a pod another in-flight NodeClaim was created for. Undefined when
    * none ended in this process (a restarted controller knows only what it saw since).

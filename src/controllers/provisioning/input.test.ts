@@ -135,13 +135,56 @@ describe('selectPods', () => {
       ],
     ]);
   });
+
+  it('holds out only pods nominated to a NodeClaim that is not initialized; the others are scheduled again', () => {
+    const [inFlight, registered, initialized, onNode] = [
+      'in-flight',
+      'registered',
+      'initialized',
+      'on-node',
+    ].map((n) => pendingPod(n)) as [Pod, Pod, Pod, Pod];
+    const nom = (name: string, kind: 'nodeclaim' | 'node' = 'nodeclaim'): Nomination => ({
+      target: { kind, name },
+      until: 1e15,
+      ttlSeconds: 20,
+    });
+    const sel = selectPods(
+      snapshot({
+        pods: [inFlight, registered, initialized, onNode],
+        nominations: new Map([
+          ['default/in-flight', nom('default-a')],
+          ['default/registered', nom('default-b')],
+          ['default/initialized', nom('default-c')],
+          ['default/on-node', nom('n1', 'node')],
+        ]),
+        stateNodes: [
+          testStateNode({ name: 'default-a', nodeClaim: inflightClaim('default-a', ['m5.large']) }),
+          // a Node that registered but is not initialized yet still holds its pods
+          testStateNode({
+            name: 'default-b',
+            nodeClaim: inflightClaim('default-b', ['m5.large']),
+            node: node('default-b', 'm5.large'),
+            initialized: false,
+          }),
+          testStateNode({
+            name: 'default-c',
+            nodeClaim: inflightClaim('default-c', ['m5.large']),
+            node: node('default-c', 'm5.large'),
+          }),
+          testStateNode({ name: 'n1', node: node('n1', 'm5.large') }),
+        ],
+      }),
+    );
+    expect(sel.nominated.map((p) => p.metadata.name)).toEqual(['in-flight', 'registered']);
+    expect(sel.pods.map((p) => p.metadata.name)).toEqual(['initialized', 'on-node']);
+  });
 });
 
 describe('buildSchedulingInput', () => {
   const np = testNodePool('default');
   const daemon = testDaemonSet('agent', '200m', '256Mi');
 
-  it('reserves nominated pods on existing nodes and in-flight NodeClaims, with daemon overhead', () => {
+  it('reserves the pods held by in-flight NodeClaims, with daemon overhead; a nomination onto a Node reserves nothing', () => {
     const n1 = node('n1', 'm5.xlarge'); // 4 vCPU
     const running = bound(pendingPod('running', { cpu: '1' }), 'n1');
     const nomNode = pendingPod('nom-node', { cpu: '2' });
@@ -170,7 +213,8 @@ describe('buildSchedulingInput', () => {
       instanceTypes: { default: types },
     });
     expect(input.existingNodes).toHaveLength(1);
-    expect(input.existingNodes[0]!.pods.map((p) => p.metadata.name)).toEqual(['running', 'nom-node']);
+    // nom-node is scheduled again in the pass (heldPods), so its requests are not reserved on n1 as well
+    expect(input.existingNodes[0]!.pods.map((p) => p.metadata.name)).toEqual(['running']);
     expect(input.inFlight).toHaveLength(1);
     const inf = input.inFlight![0]!;
     expect(inf.nodePool).toBe('default');

@@ -2,9 +2,10 @@
  * From cluster state to the pure scheduler's {@link SchedulingInput} (upstream kubernetes-sigs/karpenter
  * `provisioner.go` `Schedule`/`NewScheduler` and `GetPendingPods`):
  * - pods: pending provisionable pods ({@link provisionableReason}) plus the reschedulable pods of nodes marked
- *   for deletion, minus pods with a live nomination;
- * - existing nodes: every StateNode with a Node, with its bound pods plus the pending pods nominated onto it
- *   (their requests stay reserved until they bind or the nomination expires);
+ *   for deletion, minus pods held by a nomination ({@link heldPods}: nominated to a NodeClaim that is not
+ *   initialized yet);
+ * - existing nodes: every StateNode with a Node, with its bound pods plus the held pods nominated onto it
+ *   (their requests stay reserved until the NodeClaim initializes);
  * - in-flight NodeClaims (no Node yet, not marked for deletion), their instance-type options resolved from
  *   their `node.kubernetes.io/instance-type` label or requirement, their requests = daemon overhead of their
  *   NodePool + pods nominated onto them;
@@ -48,6 +49,25 @@ export function validatePod(pod: Pod): string | undefined {
   return undefined;
 }
 
+/**
+ * Keys (`namespace/name`) of the pods a live nomination holds out of provisioning passes: those nominated to a
+ * NodeClaim that is not initialized (its capacity is on the way; planning for them again would launch twice, and
+ * kube-scheduler cannot bind them before it initializes). Upstream Karpenter re-simulates every pending pod in
+ * every pass; so does capenter once the target is initialized (or is a Node): kube-scheduler binds pods where it
+ * sees fit, not where they were planned, so a pod it left pending — the node filled with other pods, or a zonal
+ * topology spread that kube-scheduler's placement of the others no longer allows there — is planned again at the
+ * next pass, not when its nomination expires. Such a nomination still keeps disruption off its node.
+ */
+export function heldPods(snapshot: Pick<ClusterSnapshot, 'nominations' | 'stateNodes'>): Set<string> {
+  const initialized = new Set<string>();
+  for (const sn of snapshot.stateNodes)
+    if (sn.nodeClaim && sn.initialized) initialized.add(sn.nodeClaim.metadata.name ?? '');
+  const out = new Set<string>();
+  for (const [key, n] of snapshot.nominations)
+    if (n.target.kind === 'nodeclaim' && !initialized.has(n.target.name)) out.add(key);
+  return out;
+}
+
 /** Result of {@link selectPods}. */
 export interface SelectedPods {
   /** Pods to schedule: pending provisionable pods, then reschedulable pods of deleting nodes (unbound copies). */
@@ -56,7 +76,7 @@ export interface SelectedPods {
   fromDeletingNodes: Set<string>;
   /** Pending pods left out (not provisionable, invalid) — without the nominated ones. */
   ignored: IgnoredPod[];
-  /** Pending or reschedulable pods skipped because of a live nomination. */
+  /** Pending or reschedulable pods held out by a live nomination ({@link heldPods}). */
   nominated: Pod[];
 }
 
@@ -66,6 +86,7 @@ export interface SelectedPods {
  */
 export function selectPods(snapshot: ClusterSnapshot): SelectedPods {
   const out: SelectedPods = { pods: [], fromDeletingNodes: new Set(), ignored: [], nominated: [] };
+  const held = heldPods(snapshot);
   for (const pod of snapshot.pods) {
     if (pod.spec?.nodeName) continue;
     const why = provisionableReason(pod) ?? validatePod(pod);
@@ -73,7 +94,7 @@ export function selectPods(snapshot: ClusterSnapshot): SelectedPods {
       out.ignored.push({ pod, reason: why });
       continue;
     }
-    if (snapshot.nominations.has(podKey(pod))) {
+    if (held.has(podKey(pod))) {
       out.nominated.push(pod);
       continue;
     }
@@ -83,7 +104,7 @@ export function selectPods(snapshot: ClusterSnapshot): SelectedPods {
     if (!sn.markedForDeletion || !sn.node) continue;
     for (const pod of sn.pods) {
       if (!isReschedulable(pod)) continue;
-      if (snapshot.nominations.has(podKey(pod))) {
+      if (held.has(podKey(pod))) {
         out.nominated.push(pod);
         continue;
       }
@@ -199,7 +220,9 @@ export function buildSchedulingInput(args: BuildInputArgs): SchedulingInput {
   const nominatedTo = new Map<string, Pod[]>();
   const podByKey = new Map<string, Pod>();
   for (const p of snapshot.pods) podByKey.set(podKey(p), p);
+  const held = heldPods(snapshot);
   for (const [key, n] of snapshot.nominations) {
+    if (!held.has(key)) continue; // scheduled in this pass (or not provisionable): nothing to reserve
     const pod = podByKey.get(key);
     if (!pod || pod.spec?.nodeName) continue;
     const list = nominatedTo.get(n.target.name) ?? [];

@@ -4,9 +4,13 @@ import type { ClusterChange, Nomination } from '../../state/cluster.ts';
 import { pendingPod, testNodePool } from './testing.ts';
 import { triggerKeyFor } from './trigger.ts';
 
-const noNominations = { nominationFor: (): Nomination | undefined => undefined };
+const noNominations = { inFlightNominationFor: (): Nomination | undefined => undefined };
 const nominated = {
-  nominationFor: (): Nomination => ({ target: { kind: 'nodeclaim', name: 'x' }, until: 1, ttlSeconds: 20 }),
+  inFlightNominationFor: (): Nomination => ({
+    target: { kind: 'nodeclaim', name: 'x' },
+    until: 1,
+    ttlSeconds: 20,
+  }),
 };
 
 function node(

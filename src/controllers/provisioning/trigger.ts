@@ -2,12 +2,13 @@
  * Wakes the provisioner (upstream kubernetes-sigs/karpenter `pkg/controllers/provisioning/controller.go`, the
  * pod and node trigger controllers): cluster-state changes that may need new capacity open or extend the batch
  * window.
- * - a pod that is provisionable ({@link isProvisionable}) and not nominated (keyed by pod UID, so one pod
- *   extends a window once);
+ * - a pod that is provisionable ({@link isProvisionable}) and not held by a nomination onto a NodeClaim that is
+ *   not initialized yet ({@link Cluster.inFlightNominationFor}; keyed by pod UID, so one pod extends a window
+ *   once, upstream's `Trigger(pod.UID)`);
  * - a Node or NodeClaim that becomes marked for deletion (its pods must move), a deleted NodeClaim (its
  *   nominated pods are pending again), a NodePool or NodeClass added or changed (pending pods may fit now);
- * - every `resyncSeconds` (default 10) while provisionable, un-nominated pods exist, so pods whose
- *   nomination expired are looked at again.
+ * - every `resyncSeconds` (default 10) while provisionable pods that no nomination holds exist (upstream
+ *   requeues each provisionable pod every 10 s), so pods whose nomination ended are looked at again.
  */
 import type { Logger } from 'pino';
 import type { Node, Pod } from '../../apis/core.ts';
@@ -47,13 +48,13 @@ function deleting(obj: Node | NodeClaim | undefined): boolean {
  */
 export function triggerKeyFor(
   change: ClusterChange,
-  cluster: Pick<Cluster, 'nominationFor'>,
+  cluster: Pick<Cluster, 'inFlightNominationFor'>,
 ): string | undefined {
   switch (change.kind) {
     case 'Pod': {
       if (change.type === 'delete') return undefined;
       const pod = change.object as Pod;
-      if (!isProvisionable(pod) || cluster.nominationFor(pod)) return undefined;
+      if (!isProvisionable(pod) || cluster.inFlightNominationFor(pod)) return undefined;
       return pod.metadata.uid ?? podKey(pod);
     }
     case 'Node':
@@ -93,9 +94,13 @@ export class ProvisioningTrigger implements Controller {
       while (!signal.aborted) {
         await clock.sleep(resyncMs, signal);
         if (signal.aborted) break;
-        const waiting = cluster.pendingPods().filter((p) => isProvisionable(p) && !cluster.nominationFor(p));
-        if (waiting.length > 0) {
-          log.debug({ pods: waiting.length }, 'resync: provisionable pods waiting');
+        // a count, not the pods: the loop's locals live through the next sleep, and a list would hold every
+        // pending pod's version of now for 10 s
+        let waiting = 0;
+        for (const p of cluster.pendingPods())
+          if (isProvisionable(p) && !cluster.inFlightNominationFor(p)) waiting++;
+        if (waiting > 0) {
+          log.debug({ pods: waiting }, 'resync: provisionable pods waiting');
           provisioner.trigger();
         }
       }

@@ -152,12 +152,75 @@ describe('provisioner (embedded API server, kwok provider)', () => {
       'Pod should schedule on: node/node-a',
       'Pod should schedule on: node/node-a',
     ]);
-    // A fourth pod no longer fits (m5.2xlarge: 8 vCPU, 6 reserved by the nominated pods): one new NodeClaim.
+    // A fourth pod: the three nominated to node-a are simulated again with it (a nomination onto a Node holds no
+    // pod out of a pass; upstream re-simulates every pending pod), three fit node-a (m5.2xlarge: 8 vCPU), one
+    // NodeClaim for the fourth.
     await createPendingPod(client, pendingPod('api-3', { cpu: '2', memory: '4Gi' }));
     await podsSeen(p.cluster, 4);
     const res2 = await p.provisioner.provision();
-    expect(res2.selection?.pods.map((x) => x.metadata.name)).toEqual(['api-3']);
+    expect(res2.selection?.pods.map((x) => x.metadata.name)).toEqual(['api-0', 'api-1', 'api-2', 'api-3']);
+    expect(res2.selection?.nominated).toEqual([]);
+    expect(res2.result?.placements.filter((pl) => pl.target.kind === 'existing')).toHaveLength(3);
     expect(res2.created).toHaveLength(1);
+    expect(await listNodeClaims(client)).toHaveLength(1);
+  });
+
+  it('plans a pod again as soon as its NodeClaim initializes and kube-scheduler bound another pod there that excludes it', async () => {
+    env = await startEnv();
+    const { client } = env;
+    await createNodePool(client, testNodePool('default'));
+    // two pods that never share a node (required anti-affinity on the hostname): one NodeClaim each
+    const web = (name: string): Pod => {
+      const pod = pendingPod(name, { cpu: '1', memory: '1Gi', labels: { app: 'web' } });
+      pod.spec.affinity = {
+        podAntiAffinity: {
+          requiredDuringSchedulingIgnoredDuringExecution: [
+            { labelSelector: { matchLabels: { app: 'web' } }, topologyKey: 'kubernetes.io/hostname' },
+          ],
+        },
+      };
+      return pod;
+    };
+    await createPendingPod(client, web('web-a'));
+    await createPendingPod(client, web('web-b'));
+    const p = await env.startProcess();
+    await podsSeen(p.cluster, 2);
+    const first = await p.provisioner.provision();
+    expect(first.created).toHaveLength(2);
+    const target = (name: string) => p.cluster.nominationFor(`default/${name}`)?.target.name;
+    const x = target('web-a') ?? '';
+    const y = target('web-b') ?? '';
+    expect(new Set([x, y])).toEqual(new Set(first.created.map((c) => c.nodeClaim.metadata.name)));
+    expect(p.cluster.inFlightNominationFor('default/web-a')?.target.name).toBe(x);
+
+    // X launches and initializes, and kube-scheduler, which knows nothing of nominations, binds web-b there
+    const node = readyNode('node-x', 'm5.xlarge', 'default');
+    await client.create(node);
+    const nc = await client.get('NodeClaim', x);
+    await client.updateStatus({ ...nc, status: { ...nc.status, providerID: node.spec?.providerID } });
+    await client.request('POST', '/api/v1/namespaces/default/pods/web-b/binding', {
+      body: {
+        apiVersion: 'v1',
+        kind: 'Binding',
+        metadata: { name: 'web-b', namespace: 'default' },
+        target: { apiVersion: 'v1', kind: 'Node', name: 'node-x' },
+      },
+    });
+    await eventually(
+      () =>
+        p.cluster.getPod('default/web-b')?.spec.nodeName === 'node-x' && p.cluster.pendingPods().length === 1,
+      'web-b bound in state',
+    );
+    // web-a still "fits" node-x by its resources (4 vCPU, 1 used) and its nomination lives on (20 s TTL), but it
+    // holds the pod no longer: the next pass plans it again and finds the room Y kept for web-b, launching nothing
+    expect(p.cluster.nominationFor('default/web-a')?.target.name).toBe(x);
+    expect(p.cluster.inFlightNominationFor('default/web-a')).toBeUndefined();
+    const second = await p.provisioner.provision();
+    expect(second.selection?.pods.map((pod) => pod.metadata.name)).toEqual(['web-a']);
+    expect(second.result?.placements.map((pl) => pl.target)).toEqual([{ kind: 'inflight', nodeClaim: y }]);
+    expect(second.created).toEqual([]);
+    expect(target('web-a')).toBe(y);
+    expect(await listNodeClaims(client)).toHaveLength(2);
   });
 
   it('limits.nodes holds across concurrent batches, and a concurrent pass does not launch again for pods being launched for', async () => {
