@@ -12,7 +12,8 @@
  * `bench/provisioning.ts` (provisioning and the controller idle), `bench/start.ts`, `bench/aws.ts`,
  * `bench/disruption.ts`, `bench/capi.ts`, `bench/clusterapi.ts`);
  * `--only apiServer,provisioning,idle,start,aws,disruption,capi,clusterapi` picks sections (scheduling always runs
- * unless `--sizes` is empty, e.g. `--sizes 0`).
+ * unless `--sizes` is empty, e.g. `--sizes 0`); `--only realk8s` (`bench/realk8s.ts`, the "basic" case on a real
+ * control plane from `scripts/realk8s/`) runs only when named.
  *
  * `--json` prints a JSON array with one object per scheduling size:
  * `{pods, podsPerSecond, nodeClaims, priceUSDPerHour, cpuUtilization, memoryUtilization, costToLowerBound,
@@ -158,6 +159,8 @@ interface Section {
   file: string;
   run: string;
   format: string;
+  /** Runs only when named in `--only` (it needs more than this repository, e.g. the real control plane). */
+  optIn?: boolean;
 }
 const sections: Section[] = [
   {
@@ -210,6 +213,14 @@ const sections: Section[] = [
     format: 'formatCAPIBench',
   },
   {
+    key: 'realk8s',
+    title: 'Provisioning on a real control plane (kube-scheduler, kwok; upstream "basic" case)',
+    file: 'realk8s.ts',
+    run: 'runRealK8sBench',
+    format: 'formatRealK8sBench',
+    optIn: true,
+  },
+  {
     key: 'clusterapi',
     title: 'clusterapi provider (two embedded clusters, MachineDeployment stand-in, 100 pods)',
     file: 'clusterapi.ts',
@@ -220,7 +231,7 @@ const sections: Section[] = [
 const onlyArg = argv.indexOf('--only');
 const only = onlyArg >= 0 ? new Set((argv[onlyArg + 1] ?? '').split(',')) : undefined;
 for (const sec of sections) {
-  if (only && !only.has(sec.key)) continue;
+  if (only ? !only.has(sec.key) : sec.optIn) continue;
   const file = join(here, sec.file);
   if (!existsSync(file)) continue;
   log('');

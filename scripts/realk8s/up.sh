@@ -8,6 +8,8 @@
 # Binaries: $BIN (env.sh; run ensure.sh first). Prints `RUN=<dir>` last; the admin kubeconfig is $RUN/kubeconfig
 # (client cert in system:masters), $RUN/kubeconfig-token the same with a static bearer token.
 # Stop with `RUN=<dir> down.sh`. About 8 s on 2 cores.
+# KCM_ARGS / SCHEDULER_ARGS: extra flags of kube-controller-manager / kube-scheduler (split on spaces), e.g.
+# `--kube-api-qps=200 --kube-api-burst=400` to lift their clients' default rate limits (20 / 50 QPS).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=env.sh
@@ -130,17 +132,20 @@ wait_for kube-apiserver curl -sf --cacert "$PKI/ca.crt" -H "Authorization: Beare
 
 # ---- kube-controller-manager / kube-scheduler ------------------------------------------------------
 K=$RUN/kube-controller-manager.kubeconfig
+read -r -a KCM_EXTRA <<< "${KCM_ARGS:-}"
+read -r -a SCHEDULER_EXTRA <<< "${SCHEDULER_ARGS:-}"
 if [[ -x $BIN/kube-controller-manager && -x $BIN/kube-scheduler ]]; then
 start kube-controller-manager "$BIN/kube-controller-manager" \
   --kubeconfig "$K" --authentication-kubeconfig "$K" --authorization-kubeconfig "$K" \
   --bind-address 127.0.0.1 --secure-port "$P_KCM" --leader-elect=false \
   --use-service-account-credentials=true --service-account-private-key-file "$PKI/sa.key" \
   --root-ca-file "$PKI/ca.crt" --cluster-signing-cert-file "$PKI/ca.crt" --cluster-signing-key-file "$PKI/ca.key" \
-  --profiling=false --v=1
+  --profiling=false --v=1 ${KCM_EXTRA[@]+"${KCM_EXTRA[@]}"}
 S=$RUN/kube-scheduler.kubeconfig
 start kube-scheduler "$BIN/kube-scheduler" \
   --kubeconfig "$S" --authentication-kubeconfig "$S" --authorization-kubeconfig "$S" \
-  --bind-address 127.0.0.1 --secure-port "$P_SCHED" --leader-elect=false --profiling=false --v=1
+  --bind-address 127.0.0.1 --secure-port "$P_SCHED" --leader-elect=false --profiling=false --v=1 \
+  ${SCHEDULER_EXTRA[@]+"${SCHEDULER_EXTRA[@]}"}
 wait_for kube-controller-manager curl -skf "https://127.0.0.1:$P_KCM/healthz"
 wait_for kube-scheduler curl -skf "https://127.0.0.1:$P_SCHED/healthz"
 fi
