@@ -230,6 +230,13 @@ const sections: Section[] = [
 ];
 const onlyArg = argv.indexOf('--only');
 const only = onlyArg >= 0 ? new Set((argv[onlyArg + 1] ?? '').split(',')) : undefined;
+const unknownSections = [...(only ?? [])].filter((k) => !sections.some((s) => s.key === k));
+if (unknownSections.length > 0) {
+  process.stderr.write(
+    `error: --only: unknown section(s) ${unknownSections.join(', ')}; expected a comma-separated list of ${sections.map((s) => s.key).join(', ')}\n`,
+  );
+  process.exit(2);
+}
 for (const sec of sections) {
   if (only ? !only.has(sec.key) : sec.optIn) continue;
   const file = join(here, sec.file);

@@ -11,6 +11,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 only=${SOAK_LONG_ONLY:-}
+case $only in
+  "" | kwok | aws) ;;
+  *) echo "soak:long: SOAK_LONG_ONLY must be kwok or aws (or unset for both), got \"$only\"" >&2; exit 2 ;;
+esac
 logs=${SOAK_LOG_DIR:-$(mktemp -d -t capenter-soak-XXXXXX)}
 mkdir -p "$logs"
 echo "soak:long: operator logs in $logs"
