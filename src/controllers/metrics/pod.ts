@@ -47,11 +47,17 @@ export class PodMetricsController extends PeriodicMetricsController {
   /** Pods seen Pending, and pods already observed Running (so each is observed once). */
   private readonly pending = new Set<string>();
   private readonly observed = new Set<string>();
-  /** Clock time of the first pass (ms); pods Ready before it started before this controller. */
-  private startedAt: number | undefined;
+  /**
+   * Clock time (ms) this controller was created, floored to the second (a Ready condition's lastTransitionTime has
+   * second precision): pods Ready before it started before this controller. Taken at construction, not at the
+   * first pass, which runs once the informers have synced: pods that turned Ready in between were neither seen
+   * Pending nor Ready after it, and were never observed.
+   */
+  private readonly startedAt: number;
 
   constructor(deps: MetricsControllerDeps) {
     super('metrics.pod', deps);
+    this.startedAt = Math.floor(deps.clock.now() / 1000) * 1000;
     this.state = gauge<PodLabel>(
       deps.registry,
       POD_METRICS.state,
@@ -70,7 +76,6 @@ export class PodMetricsController extends PeriodicMetricsController {
 
   update(): void {
     const { cluster } = this.deps;
-    this.startedAt ??= this.deps.clock.now();
     this.state.reset();
     const seen = new Set<string>();
     for (const pod of cluster.listPods()) {
