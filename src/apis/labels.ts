@@ -124,3 +124,6 @@ export const NormalizedLabels: Readonly<Record<string, string>> = {
   'beta.kubernetes.io/instance-type': LabelInstanceType,
   'failure-domain.beta.kubernetes.io/region': LabelTopologyRegion,
 };
+
+/** NodeClaim condition whose reason names why Karpenter disrupted it (upstream `ConditionTypeDisruptionReason`). */
+export const ConditionDisruptionReason = 'DisruptionReason';

@@ -108,7 +108,7 @@ export async function runController(
   }
   try {
     const [{ createLogger }, { createOperator }] = await Promise.all([
-      import('../operator/logger.ts'),
+      import('../kube/logger.ts'),
       import('../operator/operator.ts'),
     ]);
     const logger = createLogger({ level: options.logLevel });

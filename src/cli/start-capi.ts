@@ -28,9 +28,9 @@ import type { KubeObject } from '../apis/core.ts';
 import { loadManifestPaths } from '../apis/load.ts';
 import { clusterNameOf } from '../controllers/capi/desired.ts';
 import { S3BootstrapStore } from '../controllers/capi/s3store.ts';
+import { createLogger } from '../kube/logger.ts';
 import { applyObjects } from '../operator/apply.ts';
 import { type CAPIStack, startCAPIStack } from '../operator/capi.ts';
-import { createLogger } from '../operator/logger.ts';
 import { prepareCAPAEmulator } from '../sim/capi/aws.ts';
 import { sampleCAPIObjects } from '../sim/capi/environment.ts';
 import {

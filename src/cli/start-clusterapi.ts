@@ -16,9 +16,9 @@ import { join, resolve } from 'node:path';
 import type { MachineDeployment } from '../apis/capi.ts';
 import type { KubeObject } from '../apis/core.ts';
 import { loadManifestPaths } from '../apis/load.ts';
+import { createLogger } from '../kube/logger.ts';
 import { applyObjects } from '../operator/apply.ts';
 import { type ClusterAPIStack, startClusterAPIStack } from '../operator/clusterapi.ts';
-import { createLogger } from '../operator/logger.ts';
 import {
   sampleClusterAPIObjects,
   sampleClusterAPIWorkloadObjects,

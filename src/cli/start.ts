@@ -454,7 +454,7 @@ export async function runStart(flags: StartCommandOptions, io: StartIO): Promise
   const started = performance.now();
   const elapsed = (): number => (performance.now() - started) / 1000;
   const [{ createLogger }, { createOperator }, { startSimulatedCluster }] = await Promise.all([
-    import('../operator/logger.ts'),
+    import('../kube/logger.ts'),
     import('../operator/operator.ts'),
     import('../sim/cluster.ts'),
   ]);

@@ -24,10 +24,10 @@ import { type Controller, errorMessage, SingletonController } from '../controlle
 import type { KubeClient } from '../kube/client.ts';
 import type { Clock } from '../kube/clock.ts';
 import type { SharedInformers } from '../kube/informer.ts';
+import type { Logger } from '../kube/logger.ts';
 import { type EmulatorSeed, prepareEmulator } from '../sim/aws/emulator.ts';
 import { Ec2NodeJoiner, type NodeShape } from '../sim/aws/joiner.ts';
 import { AwsEmulatorProxy } from '../sim/aws/proxy.ts';
-import type { Logger } from './logger.ts';
 import type { OperatorConfig } from './operator.ts';
 
 /** What the operator needs to run with `--cloud-provider aws`: the provider and its own controllers. */

@@ -15,13 +15,13 @@ import type { KubeClient } from '../kube/client.ts';
 import { RealClock } from '../kube/clock.ts';
 import { EventRecorder } from '../kube/events.ts';
 import { SharedInformers } from '../kube/informer.ts';
+import { type Logger, silentLogger } from '../kube/logger.ts';
 import {
   type CAPIEnvironment,
   type CAPIEnvironmentOptions,
   startCAPIEnvironment,
 } from '../sim/capi/environment.ts';
 import { type AwsControllersConfig, awsOperatorConfig, type EmbeddedAws, startEmbeddedAws } from './aws.ts';
-import { type Logger, silentLogger } from './logger.ts';
 import { createOperator, type Operator, type OperatorConfig } from './operator.ts';
 import { embeddedOptions, type OperatorOptions } from './options.ts';
 

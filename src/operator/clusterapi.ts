@@ -16,6 +16,7 @@ import {
 } from '../controllers/nodeclass/clusterapi.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { type Clock, RealClock } from '../kube/clock.ts';
+import { type Logger, silentLogger } from '../kube/logger.ts';
 import {
   type CAPIEnvironment,
   type CAPIEnvironmentOptions,
@@ -25,7 +26,6 @@ import {
   type CAPIMachineDeploymentOptions,
   CAPIMachineDeploymentStandIn,
 } from '../sim/capi/machinedeployment.ts';
-import { type Logger, silentLogger } from './logger.ts';
 import { createOperator, type Operator, type OperatorConfig } from './operator.ts';
 import { embeddedOptions, type OperatorOptions } from './options.ts';
 

@@ -8,10 +8,10 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { crdObjects } from '../apis/crds.ts';
 import { KarpenterKinds } from '../apis/schemas.ts';
 import { KubeClient } from '../kube/client.ts';
+import { createLogger } from '../kube/logger.ts';
 import { type EmbeddedCluster, startEmbeddedCluster } from '../sim/apiserver/index.ts';
 import { whenObjects } from '../testing/watch.ts';
 import { checkCRDs, crdProblem, installCRDs, requiredCRDs, ShippedCRDKinds } from './crds.ts';
-import { createLogger } from './logger.ts';
 import { createOperator, type Operator } from './operator.ts';
 import { embeddedOptions } from './options.ts';
 

@@ -43,12 +43,12 @@ import { type Clock, RealClock } from '../kube/clock.ts';
 import { EventRecorder } from '../kube/events.ts';
 import { SharedInformers, stripManagedFields } from '../kube/informer.ts';
 import { LeaderElector } from '../kube/leaderelection.ts';
+import { type Logger, silentLogger } from '../kube/logger.ts';
 import type { KubeTransport } from '../kube/transport.ts';
 import { Cluster } from '../state/cluster.ts';
 import { KubeNodeWriter } from '../state/kwoknodes.ts';
 import { checkCRDs, crdProblem, installCRDs, requiredCRDs } from './crds.ts';
 import { EmbeddedCloudProvider, type EmbeddedCloudProviderDeps } from './embedded.ts';
-import { type Logger, silentLogger } from './logger.ts';
 import type { OperatorOptions } from './options.ts';
 import { type HttpEndpoints, startHttpEndpoints } from './server.ts';
 

@@ -10,7 +10,7 @@
 import type { KubeObject, Pod } from '../../src/apis/core.ts';
 import { runSimulate } from '../../src/cli/simulate.ts';
 import { FakeClock } from '../../src/kube/clock.ts';
-import { silentLogger } from '../../src/operator/logger.ts';
+import { silentLogger } from '../../src/kube/logger.ts';
 import { createOperator } from '../../src/operator/operator.ts';
 import { embeddedOptions } from '../../src/operator/options.ts';
 import { startSimulatedCluster } from '../../src/sim/cluster.ts';

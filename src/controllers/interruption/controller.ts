@@ -28,7 +28,7 @@ import type { CapacityType } from '../../cloudprovider/types.ts';
 import type { KubeClient } from '../../kube/client.ts';
 import type { Clock } from '../../kube/clock.ts';
 import { isNotFound } from '../../kube/errors.ts';
-import type { Logger } from '../../operator/logger.ts';
+import type { Logger } from '../../kube/logger.ts';
 import { lifecycleMetrics } from '../nodeclaim/metrics.ts';
 import { capacityTypeOf, nodePoolOf, type Recorder } from '../nodeclaim/util.ts';
 import { DURATION_BUCKETS } from '../provisioning/metrics.ts';

@@ -18,8 +18,8 @@ import {
 import { KubeClient } from '../../kube/client.ts';
 import { FakeClock } from '../../kube/clock.ts';
 import { EventRecorder } from '../../kube/events.ts';
+import { silentLogger } from '../../kube/logger.ts';
 import type { KubeEvent } from '../../kube/types.ts';
-import { silentLogger } from '../../operator/logger.ts';
 import { type EmbeddedCluster, startEmbeddedCluster } from '../../sim/apiserver/index.ts';
 import type { LifecycleContext } from './lifecycle/context.ts';
 import { lifecycleMetrics } from './metrics.ts';

@@ -16,7 +16,7 @@ import type { KubeClient } from '../../kube/client.ts';
 import type { Clock } from '../../kube/clock.ts';
 import { isConflict, isNotFound } from '../../kube/errors.ts';
 import type { SharedInformers } from '../../kube/informer.ts';
-import type { Logger } from '../../operator/logger.ts';
+import type { Logger } from '../../kube/logger.ts';
 import type { Controller } from '../runtime.ts';
 
 /** Condition type this controller owns. */

@@ -19,7 +19,7 @@ import { AnnotationReplacementFor } from '../../../src/controllers/disruption/or
 import { pendingPod, testNodePool } from '../../../src/controllers/provisioning/testing.ts';
 import { computeDisruption } from '../../../src/disruption/index.ts';
 import type { Command } from '../../../src/disruption/types.ts';
-import { silentLogger } from '../../../src/operator/logger.ts';
+import { silentLogger } from '../../../src/kube/logger.ts';
 import {
   type ControllerProcess,
   catalog,

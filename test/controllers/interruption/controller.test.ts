@@ -8,7 +8,7 @@ import type { NodeClaim } from '../../../src/apis/karpenter.ts';
 import type { CapacityType } from '../../../src/cloudprovider/types.ts';
 import { InterruptionController, type PollResult } from '../../../src/controllers/interruption/controller.ts';
 import { startTestEnv, type TestEnv } from '../../../src/controllers/nodeclaim/testing.ts';
-import { silentLogger } from '../../../src/operator/logger.ts';
+import { silentLogger } from '../../../src/kube/logger.ts';
 import { interruptionQueue, putEvent, spotInterruption } from '../../aws/e2e-events.ts';
 import { type MotoServer, startMoto } from '../../aws/moto.ts';
 

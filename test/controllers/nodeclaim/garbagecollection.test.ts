@@ -10,7 +10,7 @@ import { RecordingCloudProvider } from '../../../src/cloudprovider/testing.ts';
 import type { CloudProvider } from '../../../src/cloudprovider/types.ts';
 import { NodeClaimGarbageCollectionController } from '../../../src/controllers/nodeclaim/garbagecollection/controller.ts';
 import { startTestEnv, type TestEnv, testNodeClaim } from '../../../src/controllers/nodeclaim/testing.ts';
-import { silentLogger } from '../../../src/operator/logger.ts';
+import { silentLogger } from '../../../src/kube/logger.ts';
 
 let env: TestEnv;
 beforeAll(async () => {

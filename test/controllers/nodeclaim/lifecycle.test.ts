@@ -10,7 +10,7 @@ import { NodeClaimGarbageCollectionController } from '../../../src/controllers/n
 import { NodeClaimLifecycleController } from '../../../src/controllers/nodeclaim/lifecycle/controller.ts';
 import { startTestEnv, type TestEnv, testNodeClaim } from '../../../src/controllers/nodeclaim/testing.ts';
 import { SharedInformers } from '../../../src/kube/informer.ts';
-import { silentLogger } from '../../../src/operator/logger.ts';
+import { silentLogger } from '../../../src/kube/logger.ts';
 import { eventually } from '../../../src/testing/eventually.ts';
 
 let env: TestEnv;

@@ -23,7 +23,7 @@ import type { EC2NodeClass } from '../../../src/apis/karpenter.ts';
 import type { EC2NodeClassStatus } from '../../../src/cloudprovider/aws/nodeclass/types.ts';
 import { startTestEnv, type TestEnv } from '../../../src/controllers/nodeclaim/testing.ts';
 import { EC2NodeClassController } from '../../../src/controllers/nodeclass/controller.ts';
-import { silentLogger } from '../../../src/operator/logger.ts';
+import { silentLogger } from '../../../src/kube/logger.ts';
 import { prepareEmulator } from '../../../src/sim/aws/emulator.ts';
 import { type AwsEmulator, startAwsEmulator } from '../../aws/moto.ts';
 

@@ -8,7 +8,7 @@ import { NodePoolHashVersion, nodePoolHash } from '../../../src/controllers/node
 import { NodeClassStatusController } from '../../../src/controllers/nodepool/nodeclass.ts';
 import { staticDrift } from '../../../src/disruption/drift-reason.ts';
 import { SharedInformers } from '../../../src/kube/informer.ts';
-import { silentLogger } from '../../../src/operator/logger.ts';
+import { silentLogger } from '../../../src/kube/logger.ts';
 import { eventually } from '../../../src/testing/eventually.ts';
 
 let env: TestEnv;

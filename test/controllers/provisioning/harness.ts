@@ -13,8 +13,8 @@ import { Provisioner, type ProvisionerOptions } from '../../../src/controllers/p
 import { FakeClock } from '../../../src/kube/clock.ts';
 import { EventRecorder } from '../../../src/kube/events.ts';
 import { SharedInformers } from '../../../src/kube/informer.ts';
+import { type Logger, silentLogger } from '../../../src/kube/logger.ts';
 import type { KubeEvent } from '../../../src/kube/types.ts';
-import { type Logger, silentLogger } from '../../../src/operator/logger.ts';
 import { type SimulatedCluster, startSimulatedCluster } from '../../../src/sim/cluster.ts';
 import { Cluster } from '../../../src/state/cluster.ts';
 import { KubeNodeWriter } from '../../../src/state/kwoknodes.ts';

@@ -8,7 +8,7 @@ import type { Pod } from '../../../src/apis/core.ts';
 import { Provisioner } from '../../../src/controllers/provisioning/provisioner.ts';
 import { pendingPod, testNodePool } from '../../../src/controllers/provisioning/testing.ts';
 import { ProvisioningTrigger } from '../../../src/controllers/provisioning/trigger.ts';
-import { createLogger, silentLogger } from '../../../src/operator/logger.ts';
+import { createLogger, silentLogger } from '../../../src/kube/logger.ts';
 import { solve } from '../../../src/scheduling/scheduler.ts';
 import {
   catalog,

@@ -10,7 +10,7 @@ import { Launch } from '../../../src/controllers/nodeclaim/lifecycle/launch.ts';
 import { Registration } from '../../../src/controllers/nodeclaim/lifecycle/registration.ts';
 import { NodeClaimTermination } from '../../../src/controllers/nodeclaim/lifecycle/termination.ts';
 import { startTestEnv, type TestEnv, testNodeClaim } from '../../../src/controllers/nodeclaim/testing.ts';
-import { silentLogger } from '../../../src/operator/logger.ts';
+import { silentLogger } from '../../../src/kube/logger.ts';
 
 let env: TestEnv;
 let ctl: NodeTerminationController;

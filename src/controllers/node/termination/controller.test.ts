@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Pod } from '../../../apis/core.ts';
-import { silentLogger } from '../../../operator/logger.ts';
+import { silentLogger } from '../../../kube/logger.ts';
 import { nodeClaimConditions } from '../../nodeclaim/lifecycle/context.ts';
 import { Launch } from '../../nodeclaim/lifecycle/launch.ts';
 import { Registration } from '../../nodeclaim/lifecycle/registration.ts';

@@ -17,6 +17,7 @@ import type { KubeObject, Node, Taint } from '../../../apis/core.ts';
 import type { NodeClaim } from '../../../apis/karpenter.ts';
 import {
   AnnotationNodeClaimTerminationTimestamp,
+  ConditionDisruptionReason,
   FinalizerTermination,
   TaintDisrupted,
 } from '../../../apis/labels.ts';
@@ -53,8 +54,6 @@ export const EventDedupeSeconds = 120;
 export const ConditionDrained = 'Drained';
 /** NodeClaim condition: the node's volume attachments are gone (upstream `ConditionTypeVolumesDetached`). */
 export const ConditionVolumesDetached = 'VolumesDetached';
-/** NodeClaim condition whose reason names why Karpenter disrupted it (upstream `ConditionTypeDisruptionReason`). */
-export const ConditionDisruptionReason = 'DisruptionReason';
 
 interface VolumeAttachmentLike {
   spec?: { nodeName?: string; source?: { persistentVolumeName?: string } };

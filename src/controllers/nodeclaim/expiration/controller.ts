@@ -7,11 +7,10 @@
  */
 import { tryParseDuration } from '../../../apis/duration.ts';
 import type { NodeClaim, NodePool } from '../../../apis/karpenter.ts';
-import { LabelNodePool } from '../../../apis/labels.ts';
+import { ConditionDisruptionReason, LabelNodePool } from '../../../apis/labels.ts';
 import type { Cache } from '../../../kube/cache.ts';
 import { isConflict, isNotFound } from '../../../kube/errors.ts';
 import { SharedInformers } from '../../../kube/informer.ts';
-import { ConditionDisruptionReason } from '../../node/termination/controller.ts';
 import {
   type Controller,
   type InformerSyncOptions,

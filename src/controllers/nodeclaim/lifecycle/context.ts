@@ -9,7 +9,7 @@ import type { NodeClaim } from '../../../apis/karpenter.ts';
 import type { CloudProvider } from '../../../cloudprovider/types.ts';
 import type { KubeClient } from '../../../kube/client.ts';
 import type { Clock } from '../../../kube/clock.ts';
-import type { Logger } from '../../../operator/logger.ts';
+import type { Logger } from '../../../kube/logger.ts';
 import { ConditionSet } from '../conditions.ts';
 import type { LifecycleMetrics } from '../metrics.ts';
 import type { Recorder } from '../util.ts';
