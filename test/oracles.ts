@@ -80,7 +80,8 @@ function defaultTolerations(hostNetwork: boolean): Toleration[] {
   return keys.map(([key, effect]) => ({ key, operator: 'Exists', effect }));
 }
 
-function tolerated(taint: Taint, tolerations: readonly Toleration[]): boolean {
+/** True when one of `tolerations` tolerates `taint` (Kubernetes `Toleration.ToleratesTaint`). */
+export function tolerated(taint: Taint, tolerations: readonly Toleration[]): boolean {
   return tolerations.some((t) => {
     if (t.effect && t.effect !== taint.effect) return false;
     if (!t.key) return t.operator === 'Exists';
