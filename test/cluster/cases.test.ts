@@ -111,6 +111,19 @@ const EXPECTED_FAILURES: Readonly<Record<string, string>> = {
   'daemonset-split-by-instance-size-counts-only-matching-one': 'issue 27',
 };
 
+/**
+ * Cases whose settled NodeClaim count depends on the order in which kube-scheduler binds the pods: it does not know
+ * capenter's nominations, binds each pod to whichever Ready node scores best (LeastAllocated) and may pack a tight
+ * plan differently, so one pod fits none of the planned nodes and a further NodeClaim follows (in some runs, not all).
+ * For these `nodeClaims` is checked on capenter's decision (the NodeClaims of the first pass that launched any) and
+ * the settled count is annotated on the test; every other expectation is checked on the settled cluster as for all.
+ */
+const COUNT_ON_DECISION: Readonly<Record<string, string>> = {
+  'kube-prometheus-node-exporter-overhead':
+    'the plan fills three 348Mi gaps with 300, 280 and 290Mi; kube-scheduler spreads the six pods over the first Ready ' +
+    't3a.micro nodes (e.g. 230, 240, 120 and 280Mi) and then needs a fourth',
+};
+
 const KWOK_MARKER = 'kwok.x-k8s.io/node';
 const LABEL_NODEPOOL = 'karpenter.sh/nodepool';
 const LABEL_ZONE = 'topology.kubernetes.io/zone';
@@ -560,7 +573,18 @@ async function create(objects: KubeObject[]): Promise<void> {
   ).toEqual([]);
 }
 
-async function runCase(c: Case): Promise<void> {
+/** The pods bound to `node` with their requests (DaemonSet pods marked), for failure messages. */
+function placed(pods: Pod[], node: string | undefined): string {
+  return pods
+    .filter((p) => p.spec.nodeName === node)
+    .map((p) => {
+      const r = podRequestsOracle(p);
+      return `${isDaemonPod(p) ? 'daemon ' : ''}${p.metadata.name} ${r.cpu ?? 0}m ${Math.round((r.memory ?? 0) / 2 ** 20)}Mi`;
+    })
+    .join(', ');
+}
+
+async function runCase(c: Case, annotate: (message: string) => Promise<unknown>): Promise<void> {
   const unknown = Object.keys(c.expect).filter((k) => !KEYS.has(k));
   expect(unknown, 'expect keys this test knows how to measure on the cluster').toEqual([]);
   const cc = toCluster(c);
@@ -588,8 +612,10 @@ async function runCase(c: Case): Promise<void> {
 
     const fresh = settled.nodeClaims.filter((nc) => !cc.existingNodes.has(nc.metadata.name as string));
     const labelsOf = (k: string) => fresh.map((nc) => nc.metadata.labels?.[k] ?? '');
-    const summary = fresh.map((nc) =>
-      [LABEL_NODEPOOL, LABEL_TYPE, LABEL_ZONE].map((k) => nc.metadata.labels?.[k]).join('/'),
+    const summary = fresh.map(
+      (nc) =>
+        `${[LABEL_NODEPOOL, LABEL_TYPE, LABEL_ZONE].map((k) => nc.metadata.labels?.[k]).join('/')} ` +
+        `[${placed(settled.pods, nc.status?.nodeName)}]`,
     );
     const unbound = settled.pods.filter((p) => !p.spec.nodeName && !isDaemonPod(p));
     const e = c.expect;
@@ -599,8 +625,12 @@ async function runCase(c: Case): Promise<void> {
         `pods kube-scheduler left unbound: ${unbound.map((p) => `${key(p)}: ${p.status?.conditions?.find((x) => x.type === 'PodScheduled')?.message}`).join('; ')}`,
       ).toBe(e.unschedulablePods);
     if (e.nodeClaims) {
-      expect(fresh.length, `new NodeClaims: ${summary.join(', ')}`).toBeGreaterThanOrEqual(e.nodeClaims.min);
-      expect(fresh.length, `new NodeClaims: ${summary.join(', ')}`).toBeLessThanOrEqual(e.nodeClaims.max);
+      const what = `new NodeClaims: ${summary.join('; ')}; unbound: ${unbound.map(key).join(', ')}`;
+      const decided = passes.find((p) => p.created.length > 0)?.created.length ?? 0;
+      const count = c.id in COUNT_ON_DECISION ? decided : fresh.length;
+      if (c.id in COUNT_ON_DECISION) await annotate(`capenter launched ${decided}, settled with ${what}`);
+      expect(count, what).toBeGreaterThanOrEqual(e.nodeClaims.min);
+      expect(count, what).toBeLessThanOrEqual(e.nodeClaims.max);
     }
     if (e.everyNodeClaimFits) await checkFits(fresh, passes);
     if (e.instanceTypes) checkBounds('launched instance type', labelsOf(LABEL_TYPE), e.instanceTypes);
@@ -647,9 +677,11 @@ describe('scenario cases on the real control plane', () => {
 
   for (const c of cases.filter((x) => x.kind === 'provisioning')) {
     const xfail = EXPECTED_FAILURES[c.id];
+    const onDecision =
+      c.id in COUNT_ON_DECISION ? ' [NodeClaim count of the decision: kube-scheduler packs differently]' : '';
     (xfail ? it.fails : it)(
-      `${c.id}: ${c.title}${xfail ? ` [expected failure: ${xfail}]` : ''}`,
-      () => runCase(c),
+      `${c.id}: ${c.title}${xfail ? ` [expected failure: ${xfail}]` : ''}${onDecision}`,
+      ({ annotate }) => runCase(c, annotate),
       240_000,
     );
   }
