@@ -159,6 +159,7 @@ interface ClusterCase {
   startupTaints: Set<string>;
 }
 
+/** Splits and completes the case's manifests for the real API server (module doc). */
 function toCluster(c: Case): ClusterCase {
   const objects = parseAllDocuments(c.input)
     .map((d) => d.toJS() as KubeObject | null)
@@ -510,6 +511,7 @@ async function settle(op: Operator, cc: ClusterCase, passes: Pass[]) {
   );
 }
 
+/** Every value is in `b.allIn` (when given) and not in `b.noneIn`. */
 function checkBounds(what: string, values: string[], b: Bounds): void {
   for (const v of values) {
     if (b.allIn) expect(b.allIn, `${what} ${v} (all: ${values.join(', ')}) in allIn`).toContain(v);
@@ -584,6 +586,7 @@ function placed(pods: Pod[], node: string | undefined): string {
     .join(', ');
 }
 
+/** Runs one provisioning case on the cluster and asserts its `expect`; leaves the cluster empty again. */
 async function runCase(c: Case, annotate: (message: string) => Promise<unknown>): Promise<void> {
   const unknown = Object.keys(c.expect).filter((k) => !KEYS.has(k));
   expect(unknown, 'expect keys this test knows how to measure on the cluster').toEqual([]);
