@@ -124,6 +124,17 @@ const COUNT_ON_DECISION: Readonly<Record<string, string>> = {
     't3a.micro nodes (e.g. 230, 240, 120 and 280Mi) and then needs a fourth',
 };
 
+/**
+ * Cases where a workload pod and a DaemonSet pod race for the same resource of a new node: the DaemonSet controller
+ * creates its pod only once the Node is untainted, the moment the pending pod may be tried there too, and
+ * kube-scheduler binds whichever it tries first (the other stays Pending; in some runs, not all). For these
+ * `unschedulablePods` counts the pods left unbound with the DaemonSet pods among them.
+ */
+const UNBOUND_WITH_DAEMON_PODS: Readonly<Record<string, string>> = {
+  'hostport-taken-by-daemonset-no-nodeclaim':
+    "web and the new node's edge-agent pod both want hostPort 8080; either web or one edge-agent pod stays Pending",
+};
+
 const KWOK_MARKER = 'kwok.x-k8s.io/node';
 const LABEL_NODEPOOL = 'karpenter.sh/nodepool';
 const LABEL_ZONE = 'topology.kubernetes.io/zone';
@@ -620,7 +631,8 @@ async function runCase(c: Case, annotate: (message: string) => Promise<unknown>)
         `${[LABEL_NODEPOOL, LABEL_TYPE, LABEL_ZONE].map((k) => nc.metadata.labels?.[k]).join('/')} ` +
         `[${placed(settled.pods, nc.status?.nodeName)}]`,
     );
-    const unbound = settled.pods.filter((p) => !p.spec.nodeName && !isDaemonPod(p));
+    const withDaemons = c.id in UNBOUND_WITH_DAEMON_PODS;
+    const unbound = settled.pods.filter((p) => !p.spec.nodeName && (withDaemons || !isDaemonPod(p)));
     const e = c.expect;
     if (e.unschedulablePods !== undefined)
       expect(
@@ -669,13 +681,17 @@ async function runCase(c: Case, annotate: (message: string) => Promise<unknown>)
 }
 
 describe('scenario cases on the real control plane', () => {
-  it('every case kind is run here or named with the file that runs it', () => {
+  it('every case kind is run here or named with the file that runs it; listed cases exist', () => {
     const unknown = cases.filter((c) => c.kind !== 'provisioning' && !(c.kind in RUN_ELSEWHERE));
     expect(
       unknown.map((c) => `${c.id}: kind ${c.kind}`),
       'a case kind this file does not know: run it here or name where it runs in RUN_ELSEWHERE',
     ).toEqual([]);
     expect(cases.filter((c) => c.kind === 'provisioning').length).toBeGreaterThan(0);
+    const ids = new Set(cases.filter((c) => c.kind === 'provisioning').map((c) => c.id));
+    for (const listed of [EXPECTED_FAILURES, COUNT_ON_DECISION, UNBOUND_WITH_DAEMON_PODS])
+      for (const id of Object.keys(listed))
+        expect(ids, `listed case ${id} is a provisioning case`).toContain(id);
   });
 
   for (const c of cases.filter((x) => x.kind === 'provisioning')) {
