@@ -15,6 +15,8 @@
  *   NodeClaim of the same name, created before the operator starts;
  * - pods lose their `ownerReferences`: the owners (ReplicaSets, StatefulSets of the case's history) do not exist, and
  *   the garbage collector would delete the pods; pods lose their status (kwok and kube-scheduler write it);
+ * - a PersistentVolumeClaim is created once the PersistentVolume controller has seen its volume (else the claim waits
+ *   for that controller's resync, and kube-scheduler finds it unbound);
  * - a ServiceAccount a pod or template names but the input does not create is created (the ServiceAccount admission
  *   plugin refuses the pod otherwise);
  * - the operator starts once every pending pod exists and kube-scheduler has tried it, so the first batch holds the
@@ -23,6 +25,9 @@
  * - disruption is held back (its first command would wait an hour for validation): consolidating the case's
  *   existing nodes is another decision, checked by the consolidation cases, and must not change the NodeClaims
  *   counted here.
+ * Where kube-scheduler's order of binding decides the outcome (it does not know capenter's nominations), the case is
+ * listed with the reason: {@link COUNT_ON_DECISION}, {@link UNBOUND_WITH_DAEMON_PODS}; {@link EXPECTED_FAILURES}
+ * holds the cases that fail until their issue is done.
  * Settled means: every NodeClaim Initialized with its Node, every bound pod Running, every pending pod tried by
  * kube-scheduler against all current Nodes in their final state, and then one more provisioning pass that created
  * nothing while the cluster did not change. Cases run one after another on one control plane; every object is
