@@ -7,10 +7,11 @@
  *
  * Upstream's decision shape is kept: each NodeClaim still takes its cheapest option that fits its pods, and a
  * moved pod lands only on a NodeClaim that satisfies its requirements, taints and host ports as it stands.
- * Movable pods: no hostname-keyed topology group owns, counts or is blocked by them, and for every other key of
- * such a group (e.g. a zonal spread or affinity) both NodeClaims are pinned to the same single domain — so moving
- * them changes no topology count; no host ports; requirements already met by the target's requirements (nothing
- * narrows). NodeClaims of NodePools
+ * Movable pods (`topology.ts` `trackedKeys`): for every non-hostname key of a topology group that concerns them
+ * (e.g. a zonal spread or affinity) both NodeClaims are pinned to the same single domain, so those counts stay;
+ * hostname-keyed groups only where the target is checked as for any placement (their own spread and
+ * anti-affinity, others' inverse anti-affinity) and re-counted; no host ports; requirements already met by the
+ * target's requirements (nothing narrows). NodeClaims of NodePools
  * with `minValues` or `spec.limits` are left alone (their option sets carry extra rules).
  *
  * Deterministic: NodeClaims in creation order, pods largest first, targets by price increase then creation order.
@@ -64,11 +65,18 @@ export function repack(
           failed !== undefined && (changedAt.get(source) ?? -1) < failed
             ? eligible.filter((p) => (changedAt.get(p) ?? -1) >= failed)
             : eligible;
-        const target = targets.length > 0 ? cheapestTarget(targets, source, pod, keys, gain) : undefined;
+        const target =
+          targets.length > 0 ? cheapestTarget(targets, source, pod, keys, gain, topology) : undefined;
         if (!target) {
           failedAt.set(pod, moved + movedThisSweep);
           continue;
         }
+        topology.record(
+          pod,
+          pod.inverse,
+          { kind: 'new', hostname: source.hostname, requirements: source.requirements },
+          -1,
+        );
         source.remove(pod);
         target.plan.commit(pod, target.add, topology);
         onMove(pod, target.plan);
@@ -109,10 +117,12 @@ function cheapestTarget(
   pod: PodInfo,
   keys: ReadonlySet<string>,
   gain: number,
+  topology: Topology,
 ): { plan: NewNodeClaim; add: PendingAdd } | undefined {
   const accepts = (plan: NewNodeClaim): boolean => {
     if (plan === source || !subsumes(plan.requirements, pod.requirements)) return false;
     for (const k of keys) if (singleDomain(plan, k) !== singleDomain(source, k)) return false;
+    if (topology.hostnameBlocked(pod, pod.groups, plan.hostname)) return false;
     return !untoleratedTaint(pod.constraints.tolerations, plan.pool.taints, { preferNoSchedule: true });
   };
   let best: NewNodeClaim | undefined;

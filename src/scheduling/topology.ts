@@ -239,10 +239,13 @@ export class Topology {
   }
 
   /**
-   * The topology keys of every group of the run that concerns `pod` (it owns them — `owned`, `ownInverse` — or
-   * they count it or are blocked by it); undefined when one of them is keyed on `kubernetes.io/hostname`. Moving
-   * the pod between NodeClaims pinned to the same single domain of each of these keys changes no count
-   * (`repack.ts`).
+   * For moving a placed `pod` to another NodeClaim (`repack.ts`): the non-hostname topology keys of every group of
+   * the run that concerns it (it owns them — `owned`, `ownInverse` — or they count it or are blocked by it); the
+   * move keeps every count when both NodeClaims are pinned to the same single domain of each. Groups keyed on
+   * `kubernetes.io/hostname` are allowed only where a move is checked by {@link hostnameBlocked} on the target and
+   * re-counted by {@link record} (−1 at the source, +1 at the target): the pod's own spread, anti-affinity and
+   * inverse anti-affinity, and others' inverse anti-affinity. Undefined when some other group concerns it (a
+   * hostname affinity, or another pod's hostname spread or preferred anti-affinity counting it).
    */
   trackedKeys(
     pod: TopologyPod,
@@ -253,8 +256,8 @@ export class Topology {
     const keys = new Set<string>();
     for (const list of [owned, ownInverse, counting, inverse])
       for (const g of list) {
-        if (g.key === LabelHostname) return undefined;
-        keys.add(g.key);
+        if (g.key !== LabelHostname) keys.add(g.key);
+        else if (g.kind === 'affinity' || (list === counting && !owned.includes(g))) return undefined;
       }
     return keys;
   }
@@ -527,9 +530,9 @@ export class Topology {
 
   /**
    * Records a placed pod: in each group selecting it (a single known domain; every possible domain for
-   * anti-affinity) and in its own inverse anti-affinity groups.
+   * anti-affinity) and in its own inverse anti-affinity groups. `n` = −1 takes a pod back off (`repack.ts`).
    */
-  record(pod: TopologyPod, ownInverse: readonly TopologyGroup[], placement: TopologyPlacement): void {
+  record(pod: TopologyPod, ownInverse: readonly TopologyGroup[], placement: TopologyPlacement, n = 1): void {
     const domainsOf = (key: string): string[] => {
       if (key === LabelHostname) return [placement.hostname];
       if (placement.kind === 'node') {
@@ -543,10 +546,10 @@ export class Topology {
     for (const g of this.selecting(pod).counting) {
       if (placement.kind === 'node' && !g.nodeFilterMatches(placement.labels)) continue;
       const ds = domainsOf(g.key);
-      if (g.kind === 'anti-affinity') for (const d of ds) g.record(d);
-      else if (ds.length === 1) g.record(ds[0]!);
+      if (g.kind === 'anti-affinity') for (const d of ds) g.record(d, n);
+      else if (ds.length === 1) g.record(ds[0]!, n);
     }
-    for (const g of ownInverse) for (const d of domainsOf(g.key)) g.record(d);
+    for (const g of ownInverse) for (const d of domainsOf(g.key)) g.record(d, n);
   }
 
   /** Keys used by any group (the scheduler computes domain universes for these). */
