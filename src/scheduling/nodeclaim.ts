@@ -575,9 +575,7 @@ export class NewNodeClaim {
     const need = scratch(n);
     for (let i = 0; i < n; i++)
       need[i] = this.requests[i]! + (add ? add.vec[i]! : 0) - (sub ? sub.vec[i]! : 0);
-    const list = sub ? this.base : this.options;
-    for (let i = sub ? 0 : this.start; i < list.length; i++) {
-      const p = list[i]!;
+    for (const p of undominated(sub ? this.base : this.options, sub ? 0 : this.start)) {
       if (p.price >= cap) break;
       if (vectorFits(need, p.t.alloc)) return p.price;
     }
@@ -599,7 +597,9 @@ export class NewNodeClaim {
     this.options = this.base;
     this.start = 0;
     while (this.start < this.base.length && !vectorFits(need, this.base[this.start]!.t.alloc)) this.start++;
-    this.frontier = paretoFrontier(this.base.filter((p) => vectorFits(need, p.t.alloc)));
+    this.frontier = this.limited
+      ? paretoFrontier(this.base.filter((p) => vectorFits(need, p.t.alloc)))
+      : this.pool.optionsFor(this.requirements).frontier.filter((f) => vectorFits(need, f));
     this.maxAlloc = componentMax(this.frontier, need.length);
     this.refreshCaches();
   }
@@ -650,6 +650,31 @@ export function noFitMessage(
     msg += '; no instance type is allowed';
   }
   return msg;
+}
+
+const undominatedCache = new WeakMap<readonly PricedType[], Map<number, PricedType[]>>();
+
+/**
+ * `list` (sorted by price) from index `from` without the types some earlier kept type dominates (allocatable at
+ * least as large in every resource, price no higher): the first type of the result that fits a request vector
+ * has the same price as the first of `list[from..]` that fits. Cached per list and start.
+ */
+function undominated(list: readonly PricedType[], from: number): readonly PricedType[] {
+  let byStart = undominatedCache.get(list);
+  if (!byStart) {
+    byStart = new Map();
+    undominatedCache.set(list, byStart);
+  }
+  let hit = byStart.get(from);
+  if (!hit) {
+    hit = [];
+    for (let i = from; i < list.length; i++) {
+      const p = list[i]!;
+      if (!hit.some((k) => vectorFits(p.t.alloc, k.t.alloc))) hit.push(p);
+    }
+    byStart.set(from, hit);
+  }
+  return hit;
 }
 
 const costFrontiers = new WeakMap<readonly PricedType[], PricedType[]>();

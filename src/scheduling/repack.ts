@@ -39,11 +39,16 @@ export function repack(
   const eligible = plans.filter((p) => !p.pool.hasMinValues && p.limited === undefined && p.pods.length > 0);
   if (eligible.length < 2) return 0;
   let moved = 0;
-  // Bookkeeping that keeps later sweeps cheap without changing their outcome: when a plan last changed (in moves),
-  // and when a pod's target search last failed. A failed pod whose own plan is unchanged only needs to look at the
-  // plans that changed since (every other plan was already found not to take it for less than the same gain).
-  const changedAt = new Map<NewNodeClaim, number>();
-  const failedAt = new Map<PodInfo, number>();
+  // Bookkeeping that keeps the search cheap without changing its outcome: the plans in the order they changed (two
+  // per move: source, target) and the failed target searches, keyed so that pods every target treats alike but
+  // for their size share a key ({@link failureKey}). A pod at least as large in every resource as one whose search
+  // failed, with no more gain, only needs the plans changed since that failure plus its source (every other plan
+  // was found not to take the smaller pod for less, and a larger pod never costs a target less).
+  const changes: NewNodeClaim[] = [];
+  const failures = new Map<
+    string,
+    Array<{ vec: Float64Array; gain: number; at: number; source: NewNodeClaim }>
+  >();
   for (let sweep = 0; sweep < MAX_SWEEPS; sweep++) {
     let movedThisSweep = 0;
     for (const source of eligible) {
@@ -60,15 +65,25 @@ export function repack(
         const price = source.price();
         const gain = price - source.priceAfter(undefined, pod, price);
         if (!(gain > EPSILON)) continue;
-        const failed = failedAt.get(pod);
-        const targets =
-          failed !== undefined && (changedAt.get(source) ?? -1) < failed
-            ? eligible.filter((p) => (changedAt.get(p) ?? -1) >= failed)
-            : eligible;
+        const fk = failureKey(pod, keys, source, topology);
+        let known = failures.get(fk);
+        if (!known) {
+          known = [];
+          failures.set(fk, known);
+        }
+        // a failure for a pod no larger in any resource, with at least this gain, holds for this pod too
+        const failed = known.find((f) => f.gain >= gain && vectorFits(f.vec, pod.vec));
+        let targets = eligible;
+        if (failed) {
+          const since = new Set(changes.slice(2 * failed.at));
+          since.add(failed.source);
+          since.delete(source);
+          targets = [...since].sort((a, b) => a.seq - b.seq);
+        }
         const target =
           targets.length > 0 ? cheapestTarget(targets, source, pod, keys, gain, topology) : undefined;
         if (!target) {
-          failedAt.set(pod, moved + movedThisSweep);
+          known.push({ vec: pod.vec, gain, at: moved + movedThisSweep, source });
           continue;
         }
         topology.record(
@@ -80,9 +95,7 @@ export function repack(
         source.remove(pod);
         target.plan.commit(pod, target.add, topology);
         onMove(pod, target.plan);
-        changedAt.set(source, moved + movedThisSweep);
-        changedAt.set(target.plan, moved + movedThisSweep);
-        failedAt.delete(pod);
+        changes.push(source, target.plan);
         movedThisSweep++;
       }
     }
@@ -90,6 +103,23 @@ export function repack(
     if (movedThisSweep === 0) break;
   }
   return moved;
+}
+
+/**
+ * Pods every target treats alike but for their size share a key: requirements, tolerations, what hostname topology decides for
+ * them ({@link Topology.hostnameKey}) and the pinned domains that must stay.
+ */
+function failureKey(
+  pod: PodInfo,
+  keys: ReadonlySet<string>,
+  source: NewNodeClaim,
+  topology: Topology,
+): string {
+  let k = `${pod.requirements.signature()}|${JSON.stringify(pod.constraints.tolerations)}|${
+    topology.hostnameKey(pod, pod.groups) ?? ''
+  }`;
+  for (const key of keys) k += `|${key}=${singleDomain(source, key)}`;
+  return k;
 }
 
 /** True when `pod` fits the free room of the plan's current cheapest option. */

@@ -116,7 +116,7 @@ function solveRun(input: SchedulingInput): SchedulingResult {
   const run = prepareRun(input);
   const scheduler = new Scheduler(run, recorder);
   scheduler.scheduleAll();
-  if (!process.env.NOREPACK) scheduler.repack();
+  scheduler.repack();
   return finalise(run, scheduler, recorder);
 }
 
