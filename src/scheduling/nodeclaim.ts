@@ -575,7 +575,18 @@ export class NewNodeClaim {
     const need = scratch(n);
     for (let i = 0; i < n; i++)
       need[i] = this.requests[i]! + (add ? add.vec[i]! : 0) - (sub ? sub.vec[i]! : 0);
-    for (const p of undominated(sub ? this.base : this.options, sub ? 0 : this.start)) {
+    const list = sub ? this.base : this.options;
+    const from = sub ? 0 : this.start;
+    if (this.limited) {
+      // option lists of plans under limits are their own (filtered) arrays: scan them as they are, uncached
+      for (let i = from; i < list.length; i++) {
+        const p = list[i]!;
+        if (p.price >= cap) break;
+        if (vectorFits(need, p.t.alloc)) return p.price;
+      }
+      return Number.POSITIVE_INFINITY;
+    }
+    for (const p of undominated(list, from)) {
       if (p.price >= cap) break;
       if (vectorFits(need, p.t.alloc)) return p.price;
     }

@@ -8,7 +8,6 @@ import {
   type Failure,
   fitRequirements,
   type NewNodeClaim,
-  type PendingAdd,
   type PoolContext,
   type PricedType,
   type RequirementsFit,
@@ -73,6 +72,8 @@ export class PlanSearch {
   private memoizable = false;
   /** Scratch for {@link scanGrowTop}: row indexes of the cheapest growable NodeClaims. */
   private readonly top = new Int32Array(GROWTH_CANDIDATES);
+  /** Scratch: the estimated price rise of each row of {@link top} (−1 once tried). */
+  private readonly estimate = new Float64Array(GROWTH_CANDIDATES);
   private readonly basePrices = new WeakMap<readonly PricedType[], Map<TypeInfo, number>>();
 
   constructor(
@@ -329,9 +330,9 @@ export class PlanSearch {
       this.noZero[i] = attempt;
     }
     // 2. of the GROWTH_CANDIDATES cheapest NodeClaims that can grow to take the pod, the one whose price rises least
-    let found: { plan: NewNodeClaim; r: PendingAdd; inc: number } | undefined;
     const top = this.top;
-    while (!found) {
+    const est = this.estimate;
+    for (;;) {
       const count = scanGrowTop(
         this.rows,
         c,
@@ -348,8 +349,17 @@ export class PlanSearch {
         attempt,
         top,
       );
-      if (count === 0) break;
+      if (count === 0) return undefined;
+      // the price rise each would see without narrowing its requirements (cheap; narrowing only adds to it)
       for (let q = 0; q < count; q++) {
+        const plan = this.active[top[q]!]!;
+        est[q] = plan.priceAfter(pod, undefined) - plan.price();
+      }
+      for (;;) {
+        let q = -1;
+        for (let j = 0; j < count; j++) if (est[j]! >= 0 && (q < 0 || est[j]! < est[q]!)) q = j;
+        if (q < 0) break;
+        est[q] = -1;
         const i = top[q]!;
         if (this.skip[i] === attempt || this.keyBad[this.keyOfRow[i]!] === 1) continue;
         if (blocked && blocked[this.seqOfRow[i]!] === 1) continue;
@@ -359,18 +369,14 @@ export class PlanSearch {
         const plan = this.active[i]!;
         const r = plan.fitPod(pod, fit, this.explain, true);
         if ('need' in r) {
-          const inc = (r.narrowed ?? plan.options)[r.firstFit]!.price - plan.price();
-          if (!found || inc < found.inc - 1e-12) found = { plan, r, inc };
-          continue;
+          plan.commit(pod, r, topology);
+          this.update(plan);
+          return plan;
         }
         if (note) note(`planned nodeclaim #${plan.seq} (${plan.pool.name}) growing: ${r.message}`);
         this.update(plan);
       }
     }
-    if (!found) return undefined;
-    found.plan.commit(pod, found.r, topology);
-    this.update(found.plan);
-    return found.plan;
   }
 }
 
