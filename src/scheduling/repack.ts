@@ -49,21 +49,39 @@ export function repack(
     string,
     Array<{ vec: Float64Array; gain: number; at: number; source: NewNodeClaim }>
   >();
+  // NodeClaims by the single domains of some keys (requirements do not change here): the only possible targets of
+  // a pod whose topology pins those keys.
+  const buckets = new Map<string, NewNodeClaim[]>();
+  const bucket = (keys: ReadonlySet<string>, source: NewNodeClaim): readonly NewNodeClaim[] => {
+    if (keys.size === 0) return eligible;
+    let sig = '';
+    for (const k of keys) sig += `${k}=${singleDomain(source, k)}\u0000`;
+    let hit = buckets.get(sig);
+    if (!hit) {
+      hit = eligible.filter((p) => [...keys].every((k) => singleDomain(p, k) === singleDomain(source, k)));
+      buckets.set(sig, hit);
+    }
+    return hit;
+  };
+  // Per NodeClaim: a version bumped by every move in or out, and its movable pods with their gains at a version.
+  const version = new Map<NewNodeClaim, number>();
+  const movable = new Map<NewNodeClaim, { version: number; list: Candidate[] }>();
   for (let sweep = 0; sweep < MAX_SWEEPS; sweep++) {
     let movedThisSweep = 0;
     for (const source of eligible) {
-      const candidates: Array<{ pod: PodInfo; keys: ReadonlySet<string> }> = [];
-      for (const pod of source.pods) {
-        const keys =
-          pod.hostPorts.length === 0 ? topology.trackedKeys(pod, pod.groups, pod.inverse) : undefined;
-        if (keys && [...keys].every((k) => singleDomain(source, k) !== undefined))
-          candidates.push({ pod, keys });
+      const v = version.get(source) ?? 0;
+      let entry = movable.get(source);
+      if (!entry || entry.version !== v) {
+        entry = { version: v, list: candidatesOf(source, topology) };
+        movable.set(source, entry);
       }
-      candidates.sort((a, b) => b.pod.vec[0]! - a.pod.vec[0]! || b.pod.vec[1]! - a.pod.vec[1]!);
-      for (const { pod, keys } of candidates) {
+      for (const { pod, keys, gain: cachedGain } of entry.list) {
         if (source.pods.length <= 1) break;
-        const price = source.price();
-        const gain = price - source.priceAfter(undefined, pod, price);
+        let gain = cachedGain;
+        if ((version.get(source) ?? 0) !== entry.version) {
+          const price = source.price();
+          gain = price - source.priceAfter(undefined, pod, price);
+        }
         if (!(gain > EPSILON)) continue;
         const fk = failureKey(pod, keys, source, topology);
         let known = failures.get(fk);
@@ -73,7 +91,7 @@ export function repack(
         }
         // a failure for a pod no larger in any resource, with at least this gain, holds for this pod too
         const failed = known.find((f) => f.gain >= gain && vectorFits(f.vec, pod.vec));
-        let targets = eligible;
+        let targets = bucket(keys, source);
         if (failed) {
           const since = new Set(changes.slice(2 * failed.at));
           since.add(failed.source);
@@ -96,6 +114,8 @@ export function repack(
         target.plan.commit(pod, target.add, topology);
         onMove(pod, target.plan);
         changes.push(source, target.plan);
+        version.set(source, (version.get(source) ?? 0) + 1);
+        version.set(target.plan, (version.get(target.plan) ?? 0) + 1);
         movedThisSweep++;
       }
     }
@@ -103,6 +123,26 @@ export function repack(
     if (movedThisSweep === 0) break;
   }
   return moved;
+}
+
+/** A movable pod of a NodeClaim: the topology keys whose single domain must stay, the gain of taking it off. */
+interface Candidate {
+  pod: PodInfo;
+  keys: ReadonlySet<string>;
+  /** Price drop (USD/hour) of the NodeClaim without the pod. */
+  gain: number;
+}
+
+/** The movable pods of `plan` (see the module doc), largest cpu then memory first, with their gains. */
+function candidatesOf(plan: NewNodeClaim, topology: Topology): Candidate[] {
+  const out: Candidate[] = [];
+  const price = plan.price();
+  for (const pod of plan.pods) {
+    const keys = pod.hostPorts.length === 0 ? topology.trackedKeys(pod, pod.groups, pod.inverse) : undefined;
+    if (!keys || ![...keys].every((k) => singleDomain(plan, k) !== undefined)) continue;
+    out.push({ pod, keys, gain: price - plan.priceAfter(undefined, pod, price) });
+  }
+  return out.sort((a, b) => b.pod.vec[0]! - a.pod.vec[0]! || b.pod.vec[1]! - a.pod.vec[1]!);
 }
 
 /**
@@ -155,24 +195,20 @@ function cheapestTarget(
     if (topology.hostnameBlocked(pod, pod.groups, plan.hostname)) return false;
     return !untoleratedTaint(pod.constraints.tolerations, plan.pool.taints, { preferNoSchedule: true });
   };
+  // the smallest price increase (0 when the current cheapest option still holds the pod), ties by order
   let best: NewNodeClaim | undefined;
-  // no extra price first (the current cheapest option still holds the pod), then the smallest increase
-  for (const plan of plans) {
-    if (fitsCheapest(plan, pod) && accepts(plan)) {
-      best = plan;
-      break;
-    }
-  }
   let bestInc = gain - EPSILON;
-  if (!best) {
-    for (const plan of plans) {
+  for (const plan of plans) {
+    let inc = 0;
+    if (!fitsCheapest(plan, pod)) {
       if (!plan.mayHold(pod)) continue;
       const price = plan.price();
-      const inc = plan.priceAfter(pod, undefined, price + bestInc) - price;
-      if (!(inc < bestInc) || !accepts(plan)) continue;
-      best = plan;
-      bestInc = inc;
+      inc = plan.priceAfter(pod, undefined, price + bestInc) - price;
     }
+    if (!(inc < bestInc) || !accepts(plan)) continue;
+    best = plan;
+    bestInc = inc;
+    if (inc <= 0) break;
   }
   if (!best) return undefined;
   const need = best.requests.slice();
