@@ -16,6 +16,7 @@ import type { Pod } from '../src/apis/core.ts';
 import type { NodePool } from '../src/apis/karpenter.ts';
 import { getInstanceTypes } from '../src/cloudprovider/aws/catalog/index.ts';
 import type { InstanceType } from '../src/cloudprovider/types.ts';
+import { selectorMatches } from '../src/scheduling/labelselector.ts';
 import { Requirements } from '../src/scheduling/requirements.ts';
 import { solve } from '../src/scheduling/scheduler.ts';
 import type { SchedulingInput } from '../src/scheduling/types.ts';
@@ -29,7 +30,7 @@ export interface SchedulingBenchRow {
   priceUSDPerHour: number;
   cpuUtilization: number;
   memoryUtilization: number;
-  /** Plan cost ÷ lower bound (see {@link lowerBoundUSDPerHour}). */
+  /** Plan cost ÷ lower bound (the LP relaxation of {@link lowerBoundUSDPerHour}). */
   costToLowerBound: number;
   /** Peak resident set size of the process, MB (process.resourceUsage().maxRSS). */
   peakRssMB: number;
@@ -176,29 +177,142 @@ export function allowedTypes(
 }
 
 /**
- * Lower bound on the hourly cost of any plan: max(total cpu × cheapest USD per allocatable vCPU,
- * total memory × cheapest USD per allocatable GiB), both over the allowed types' cheapest allowed offerings.
+ * The largest set of pods of which no two may share a node through required pod anti-affinity on
+ * `kubernetes.io/hostname`: for each such term (selector + namespace), the pods carrying it whose own labels the
+ * selector matches (each repels every other). Returns that set (empty when there is none).
+ */
+export function hostnameExclusiveClique(pods: readonly Pod[]): Pod[] {
+  const byTerm = new Map<string, Pod[]>();
+  for (const p of pods) {
+    const ns = p.metadata.namespace ?? 'default';
+    for (const term of p.spec.affinity?.podAntiAffinity?.requiredDuringSchedulingIgnoredDuringExecution ??
+      []) {
+      if (term.topologyKey !== HOSTNAME || term.namespaces?.length || term.namespaceSelector) continue;
+      const key = `${ns}\u0000${JSON.stringify(term.labelSelector ?? null)}`;
+      let members = byTerm.get(key);
+      if (!members) {
+        members = [];
+        byTerm.set(key, members);
+      }
+      if (selectorMatches(term.labelSelector, p.metadata.labels ?? {})) members.push(p);
+    }
+  }
+  let best: Pod[] = [];
+  for (const members of byTerm.values()) if (members.length > best.length) best = members;
+  return best;
+}
+
+/**
+ * Optimum of the linear program min c·x s.t. A x ≥ b, x ≥ 0 (columns `cols[t]` = column t of A, costs `c[t]`
+ * > 0), through its dual max b·y s.t. Aᵀy ≤ c, y ≥ 0 solved by a dense primal simplex (slack basis, Bland's rule).
+ * The returned value is b·y for a dual-feasible y — scaled down, should rounding have left a dual row above its
+ * price — so it never exceeds the primal optimum (weak duality), whatever the floating-point error. Infinity
+ * when the dual is unbounded (some b_k > 0 that no column supplies).
+ */
+export function lpLowerBound(cols: readonly number[][], c: readonly number[], b: readonly number[]): number {
+  const n = cols.length;
+  const m = b.length;
+  const w = m + n + 1;
+  const t = new Float64Array((n + 1) * w);
+  const basis = new Int32Array(n);
+  for (let i = 0; i < n; i++) {
+    for (let k = 0; k < m; k++) t[i * w + k] = cols[i]![k]!;
+    t[i * w + m + i] = 1;
+    t[i * w + w - 1] = c[i]!;
+    basis[i] = m + i;
+  }
+  const z = n * w;
+  for (let k = 0; k < m; k++) t[z + k] = -b[k]!;
+  for (let iter = 0; iter < 100 * (n + m); iter++) {
+    let e = -1;
+    for (let j = 0; j < w - 1 && e < 0; j++) if (t[z + j]! < -1e-12) e = j;
+    if (e < 0) break;
+    let r = -1;
+    let best = Number.POSITIVE_INFINITY;
+    for (let i = 0; i < n; i++) {
+      const a = t[i * w + e]!;
+      if (a <= 1e-12) continue;
+      const q = t[i * w + w - 1]! / a;
+      if (q < best || (q === best && basis[i]! < basis[r]!)) {
+        best = q;
+        r = i;
+      }
+    }
+    if (r < 0) return Number.POSITIVE_INFINITY;
+    const p = t[r * w + e]!;
+    for (let j = 0; j < w; j++) t[r * w + j] = t[r * w + j]! / p;
+    for (let i = 0; i <= n; i++) {
+      const f = t[i * w + e]!;
+      if (i === r || f === 0) continue;
+      for (let j = 0; j < w; j++) t[i * w + j] = t[i * w + j]! - f * t[r * w + j]!;
+    }
+    basis[r] = e;
+  }
+  const y = new Array<number>(m).fill(0);
+  for (let i = 0; i < n; i++) if (basis[i]! < m) y[basis[i]!] = Math.max(0, t[i * w + w - 1]!);
+  let scale = 1;
+  for (let i = 0; i < n; i++) {
+    let row = 0;
+    for (let k = 0; k < m; k++) row += cols[i]![k]! * y[k]!;
+    if (row > c[i]!) scale = Math.min(scale, c[i]! / row);
+  }
+  let value = 0;
+  for (let k = 0; k < m; k++) value += b[k]! * y[k]! * scale;
+  return value;
+}
+
+/**
+ * Lower bound on the hourly cost (USD) of any plan that places `pods` on new nodes of the `allowed` types: the
+ * optimum of the LP relaxation over instance types, where x_t ≥ 0 is the (fractional) number of nodes of type t
+ * and c_t its cheapest allowed offering:
+ *
+ *   min Σ c_t x_t  subject to  Σ cpu_t x_t ≥ total cpu requests,  Σ mem_t x_t ≥ total memory requests,
+ *                              Σ pods_t x_t ≥ number of pods (allocatable cpu, memory, pods of type t),
+ *                              Σ_{t holds m} x_t ≥ |K|.
+ *
+ * K is {@link hostnameExclusiveClique} (here the `app: nginx` pods, one fifth of the mix): no two of its pods
+ * share a node, so any plan has at least |K| nodes each holding one of them, and each such node's type holds at
+ * least m, the component-wise smallest request among K. Every feasible plan's type counts satisfy all four rows,
+ * so the LP optimum (computed through its dual, {@link lpLowerBound}) never exceeds the cheapest plan's cost — a
+ * valid bound for any packing, however clever. It relaxes integrality (fractional nodes, pods split across
+ * nodes) and the zonal constraints (spread across zones, zonal affinity; the cheapest offering of each type over
+ * the allowed zones is used). The earlier bound, max(cpu × cheapest $/vCPU, memory × cheapest $/GiB), is the
+ * LP with only one resource row at a time, hence never tighter.
  */
 export function lowerBoundUSDPerHour(
   pods: Pod[],
   allowed: Array<{ type: InstanceType; price: number }>,
 ): number {
-  let perVcpu = Number.POSITIVE_INFINITY;
-  let perGiB = Number.POSITIVE_INFINITY;
-  for (const { type: t, price } of allowed) {
-    const cpu = (t.allocatable.cpu ?? 0) / 1000;
-    const gib = (t.allocatable.memory ?? 0) / 2 ** 30;
-    if (cpu > 0) perVcpu = Math.min(perVcpu, price / cpu);
-    if (gib > 0) perGiB = Math.min(perGiB, price / gib);
-  }
   let cpu = 0;
   let mem = 0;
-  for (const p of pods) {
+  const requestOf = (p: Pod) => {
     const r = p.spec.containers[0]?.resources?.requests ?? {};
-    cpu += parseCpu(String(r.cpu ?? '0')) / 1000;
-    mem += parseMem(String(r.memory ?? '0Mi')) / 2 ** 30;
+    return { cpu: parseCpu(String(r.cpu ?? '0')) / 1000, mem: parseMem(String(r.memory ?? '0Mi')) / 2 ** 30 };
+  };
+  for (const p of pods) {
+    const r = requestOf(p);
+    cpu += r.cpu;
+    mem += r.mem;
   }
-  return Math.max(cpu * perVcpu, mem * perGiB);
+  const clique = hostnameExclusiveClique(pods);
+  let minCpu = Number.POSITIVE_INFINITY;
+  let minMem = Number.POSITIVE_INFINITY;
+  for (const p of clique) {
+    const r = requestOf(p);
+    minCpu = Math.min(minCpu, r.cpu);
+    minMem = Math.min(minMem, r.mem);
+  }
+  const cols = allowed.map(({ type: t }) => {
+    const a = { cpu: (t.allocatable.cpu ?? 0) / 1000, mem: (t.allocatable.memory ?? 0) / 2 ** 30 };
+    const pods = t.allocatable.pods ?? 0;
+    const holdsMin = clique.length > 0 && a.cpu >= minCpu && a.mem >= minMem && pods >= 1;
+    return [a.cpu, a.mem, pods, holdsMin ? 1 : 0];
+  });
+  return lpLowerBound(
+    cols,
+    allowed.map((a) => a.price),
+    [cpu, mem, pods.length, clique.length],
+  );
 }
 
 /** Measures one size in this process. */

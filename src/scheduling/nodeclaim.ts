@@ -31,7 +31,7 @@ import {
 } from './instancetypes.ts';
 import { limitUse } from './limits.ts';
 import type { PodInfo } from './podinfo.ts';
-import type { Requirement, Requirements } from './requirements.ts';
+import { Requirement, type Requirements } from './requirements.ts';
 import { formatRequests } from './resources.ts';
 import { untoleratedTaint } from './taints.ts';
 import type { Topology } from './topology.ts';
@@ -53,6 +53,8 @@ interface OptionSet {
   base: PricedType[];
   frontier: Float64Array[];
   domains: Map<string, Set<string>>;
+  /** {@link PoolContext.domainRank} by `key \0 domain`. */
+  ranks: Map<string, number>;
 }
 
 /** A failure as a value: the Unschedulable code and its message. */
@@ -135,7 +137,7 @@ export class PoolContext {
     let hit = this.cache.get(sig);
     if (!hit) {
       const base = this.price(this.types, reqs);
-      hit = { base, frontier: paretoFrontier(base), domains: new Map() };
+      hit = { base, frontier: paretoFrontier(base), domains: new Map(), ranks: new Map() };
       this.cache.set(sig, hit);
     }
     return hit;
@@ -156,6 +158,23 @@ export class PoolContext {
       this.narrowCache.set(key, hit);
     }
     return hit;
+  }
+
+  /**
+   * Price rank of pinning a NodeClaim with requirements `reqs` to `domain` of `key` (a topology spread's tie-break,
+   * `topology.ts`): the cheapest price (USD/hour) of the NodePool's types under `reqs` ∩ `key In [domain]`,
+   * Infinity when none is offered there. Cached with the option set of `reqs`.
+   */
+  domainRank(reqs: Requirements, key: string, domain: string): number {
+    const ranks = this.optionsFor(reqs).ranks;
+    const k = `${key}\u0000${domain}`;
+    let r = ranks.get(k);
+    if (r === undefined) {
+      const base = this.optionsFor(this.narrowed(reqs, [Requirement.in(key, [domain])])).base;
+      r = base[0]?.price ?? Number.POSITIVE_INFINITY;
+      ranks.set(k, r);
+    }
+    return r;
   }
 
   /** Domains of `key` the NodePool's types offer under `reqs` (cached with the option set). */
@@ -255,7 +274,13 @@ export function fitRequirements(
     pod,
     pod.groups,
     pod.strict,
-    { kind: 'new', hostname: '', requirements: merged, domains: (key) => pool.domains(merged, key) },
+    {
+      kind: 'new',
+      hostname: '',
+      requirements: merged,
+      domains: (key) => pool.domains(merged, key),
+      rank: (key, d) => pool.domainRank(merged, key, d),
+    },
     explain,
     true,
   );
@@ -540,6 +565,56 @@ export class NewNodeClaim {
     return false;
   }
 
+  /**
+   * Price (USD/hour) of the cheapest option that would hold the requests plus `add` minus `sub` (each optional),
+   * from the requirement-compatible options ({@link base}); Infinity when none does or when that price would be
+   * `cap` or more (the scan stops there). Used by `repack.ts`.
+   */
+  priceAfter(add: PodInfo | undefined, sub: PodInfo | undefined, cap = Number.POSITIVE_INFINITY): number {
+    const n = this.requests.length;
+    const need = scratch(n);
+    for (let i = 0; i < n; i++)
+      need[i] = this.requests[i]! + (add ? add.vec[i]! : 0) - (sub ? sub.vec[i]! : 0);
+    const list = sub ? this.base : this.options;
+    const from = sub ? 0 : this.start;
+    if (this.limited) {
+      // option lists of plans under limits are their own (filtered) arrays: scan them as they are, uncached
+      for (let i = from; i < list.length; i++) {
+        const p = list[i]!;
+        if (p.price >= cap) break;
+        if (vectorFits(need, p.t.alloc)) return p.price;
+      }
+      return Number.POSITIVE_INFINITY;
+    }
+    for (const p of undominated(list, from)) {
+      if (p.price >= cap) break;
+      if (vectorFits(need, p.t.alloc)) return p.price;
+    }
+    return Number.POSITIVE_INFINITY;
+  }
+
+  /**
+   * Takes `pod` off this NodeClaim (`repack.ts`): requests shrink, and the options are again every
+   * requirement-compatible type that holds them. The requirements stay as narrowed (still valid), topology and
+   * host ports are untouched: only pods no topology group concerns and without host ports are moved.
+   */
+  remove(pod: PodInfo): void {
+    const at = this.pods.indexOf(pod);
+    if (at < 0) return;
+    this.pods.splice(at, 1);
+    const need = this.requests.slice();
+    for (let i = 0; i < need.length; i++) need[i] = need[i]! - pod.vec[i]!;
+    this.requests = need;
+    this.options = this.base;
+    this.start = 0;
+    while (this.start < this.base.length && !vectorFits(need, this.base[this.start]!.t.alloc)) this.start++;
+    this.frontier = this.limited
+      ? paretoFrontier(this.base.filter((p) => vectorFits(need, p.t.alloc)))
+      : this.pool.optionsFor(this.requirements).frontier.filter((f) => vectorFits(need, f));
+    this.maxAlloc = componentMax(this.frontier, need.length);
+    this.refreshCaches();
+  }
+
   /** The remaining options that fit the current requests, in price order (at most `limit`). */
   fittingOptions(limit = Number.POSITIVE_INFINITY): PricedType[] {
     const out: PricedType[] = [];
@@ -586,6 +661,31 @@ export function noFitMessage(
     msg += '; no instance type is allowed';
   }
   return msg;
+}
+
+const undominatedCache = new WeakMap<readonly PricedType[], Map<number, PricedType[]>>();
+
+/**
+ * `list` (sorted by price) from index `from` without the types some earlier kept type dominates (allocatable at
+ * least as large in every resource, price no higher): the first type of the result that fits a request vector
+ * has the same price as the first of `list[from..]` that fits. Cached per list and start.
+ */
+function undominated(list: readonly PricedType[], from: number): readonly PricedType[] {
+  let byStart = undominatedCache.get(list);
+  if (!byStart) {
+    byStart = new Map();
+    undominatedCache.set(list, byStart);
+  }
+  let hit = byStart.get(from);
+  if (!hit) {
+    hit = [];
+    for (let i = from; i < list.length; i++) {
+      const p = list[i]!;
+      if (!hit.some((k) => vectorFits(p.t.alloc, k.t.alloc))) hit.push(p);
+    }
+    byStart.set(from, hit);
+  }
+  return hit;
 }
 
 const costFrontiers = new WeakMap<readonly PricedType[], PricedType[]>();
@@ -681,6 +781,7 @@ export function openNewNodeClaim(
     hostname,
     requirements: reqs,
     domains: (key) => pool.domains(reqs, key),
+    rank: (key, d) => pool.domainRank(reqs, key, d),
   });
   if (!topo.ok) return { code: topoCode(topo.reason), message: topo.reason };
   const extra = topo.requirements.filter((r) => !reqs.get(r.key)?.subsetOf(r));

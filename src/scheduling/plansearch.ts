@@ -16,11 +16,19 @@ import type { PodInfo } from './podinfo.ts';
 import type { Topology } from './topology.ts';
 
 /**
+ * How many NodeClaims that can grow to take a pod are compared (cheapest current price first) before the one whose
+ * price rises least takes it: growing the very cheapest often doubles it (c6a.large → c6a.xlarge) where another
+ * NodeClaim would only have moved to a sibling type (c6a.xlarge → m5a.xlarge). A fixed window keeps the search
+ * linear in the NodeClaims.
+ */
+const GROWTH_CANDIDATES = 4;
+
+/**
  * Finds the planned NodeClaim a pod should join (capenter's packing rule, see the module doc):
  * 1. among the NodeClaims whose current cheapest option still holds the pod (no extra price), the tightest fit
  *    (least free cpu + memory share left in that option), ties by creation order;
- * 2. else the NodeClaim with the lowest current price that can grow to hold it (growth rule in `nodeclaim.ts`),
- *    ties by creation order.
+ * 2. else, of the {@link GROWTH_CANDIDATES} NodeClaims with the lowest current price that can grow to hold it
+ *    (growth rule in `nodeclaim.ts`; ties by creation order), the one whose price rises least (ties: the cheaper).
  * Speed: the NodeClaims' free cpu/memory (in their cheapest and in their largest option), price and flags live in
  * parallel typed arrays scanned by two small numeric loops ({@link scanZero}, {@link scanGrow}); the best row is
  * then checked for real: hostname topology (a map lookup), taints + requirements + other topology (evaluated once
@@ -62,6 +70,10 @@ export class PlanSearch {
   /** Per requirements key: {@link fitRequirements} results by pod template, for memoizable pods. */
   private readonly memo: (Map<number, RequirementsFit | Failure> | undefined)[] = [];
   private memoizable = false;
+  /** Scratch for {@link scanGrowTop}: row indexes of the cheapest growable NodeClaims. */
+  private readonly top = new Int32Array(GROWTH_CANDIDATES);
+  /** Scratch: the estimated price rise of each row of {@link top} (−1 once tried). */
+  private readonly estimate = new Float64Array(GROWTH_CANDIDATES);
   private readonly basePrices = new WeakMap<readonly PricedType[], Map<TypeInfo, number>>();
 
   constructor(
@@ -317,9 +329,11 @@ export class PlanSearch {
       }
       this.noZero[i] = attempt;
     }
-    // 2. grow the cheapest NodeClaim that can
+    // 2. of the GROWTH_CANDIDATES cheapest NodeClaims that can grow to take the pod, the one whose price rises least
+    const top = this.top;
+    const est = this.estimate;
     for (;;) {
-      const i = scanGrow(
+      const count = scanGrowTop(
         this.rows,
         c,
         m,
@@ -333,20 +347,35 @@ export class PlanSearch {
         blocked ?? this.noBlock,
         this.skip,
         attempt,
+        top,
       );
-      if (i < 0) return undefined;
-      const fit = this.eligible(i, pod, hostnameKeyed, blocked, note);
-      if (!fit) continue;
-      const plan = this.active[i]!;
-      const r = plan.fitPod(pod, fit, this.explain, true);
-      if ('need' in r) {
-        plan.commit(pod, r, topology);
-        this.update(plan);
-        return plan;
+      if (count === 0) return undefined;
+      // the price rise each would see without narrowing its requirements (cheap; narrowing only adds to it)
+      for (let q = 0; q < count; q++) {
+        const plan = this.active[top[q]!]!;
+        est[q] = plan.priceAfter(pod, undefined) - plan.price();
       }
-      if (note) note(`planned nodeclaim #${plan.seq} (${plan.pool.name}) growing: ${r.message}`);
-      this.skip[i] = attempt;
-      this.update(plan);
+      for (;;) {
+        let q = -1;
+        for (let j = 0; j < count; j++) if (est[j]! >= 0 && (q < 0 || est[j]! < est[q]!)) q = j;
+        if (q < 0) break;
+        est[q] = -1;
+        const i = top[q]!;
+        if (this.skip[i] === attempt || this.keyBad[this.keyOfRow[i]!] === 1) continue;
+        if (blocked && blocked[this.seqOfRow[i]!] === 1) continue;
+        const fit = this.eligible(i, pod, hostnameKeyed, blocked, note);
+        this.skip[i] = attempt;
+        if (!fit) continue;
+        const plan = this.active[i]!;
+        const r = plan.fitPod(pod, fit, this.explain, true);
+        if ('need' in r) {
+          plan.commit(pod, r, topology);
+          this.update(plan);
+          return plan;
+        }
+        if (note) note(`planned nodeclaim #${plan.seq} (${plan.pool.name}) growing: ${r.message}`);
+        this.update(plan);
+      }
     }
   }
 }
@@ -384,8 +413,11 @@ function scanZero(
   return best;
 }
 
-/** Row with the lowest price whose largest option still holds (c, m) and that may grow; -1 when none. */
-function scanGrow(
+/**
+ * The rows with the lowest price (ties: lower row first) whose largest option still holds (c, m) and that may
+ * grow, at most `out.length`, into `out` by price; returns how many.
+ */
+function scanGrowTop(
   n: number,
   c: number,
   m: number,
@@ -399,16 +431,23 @@ function scanGrow(
   blocked: Uint8Array,
   skip: Uint32Array,
   attempt: number,
+  out: Int32Array,
 ): number {
-  let best = -1;
-  let bestPrice = Number.POSITIVE_INFINITY;
+  const k = out.length;
+  let count = 0;
   for (let i = 0; i < n; i++) {
     if (c > maxLeftCpu[i]! || m > maxLeftMem[i]!) continue;
     const p = price[i]!;
-    if (p >= bestPrice || capped[i] === 1) continue;
+    if (count === k && p >= price[out[k - 1]!]!) continue;
+    if (capped[i] === 1) continue;
     if (skip[i] === attempt || keyBad[keyOf[i]!] === 1 || blocked[seqOf[i]!] === 1) continue;
-    best = i;
-    bestPrice = p;
+    // insertion into the sorted window (equal prices keep row order)
+    let j = count < k ? count++ : k - 1;
+    while (j > 0 && price[out[j - 1]!]! > p) {
+      out[j] = out[j - 1]!;
+      j--;
+    }
+    out[j] = i;
   }
-  return best;
+  return count;
 }

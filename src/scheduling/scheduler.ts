@@ -14,16 +14,19 @@
  * 3. when a pod fits nowhere its preferences are relaxed one at a time (`preferences.ts`) and it is tried again;
  * 4. pods that still failed are retried with their full preferences while a pass makes progress (pods with
  *    affinity to other pods of the batch);
- * 5. each NodeClaim keeps the instance types that satisfy its merged requirements and fit all its pods plus the
+ * 5. a repacking post-pass (`repack.ts`) moves pods that no hostname topology concerns to another NodeClaim when
+ *    their own one then shrinks to a cheaper type by more than the other one grows;
+ * 6. each NodeClaim keeps the instance types that satisfy its merged requirements and fit all its pods plus the
  *    daemon overhead, sorted by price, truncated to {@link MAX_INSTANCE_TYPES} (minValues re-checked).
  *
  * Deviations from upstream, for cost: pods needing their own node go first, so the nodes they force are filled
  * by the other pods instead of opening more; open NodeClaims are chosen by fit and price (upstream tries the one
  * with the fewest pods first); a NodeClaim only grows into larger types while they stay cost-efficient for its
- * requests (see `nodeclaim.ts`). Volume topology (zonal PersistentVolumes) is not considered.
+ * requests (see `nodeclaim.ts`); the repacking post-pass (step 5); a zonal spread pins the cheapest of its equally
+ * counted zones (`topology.ts`). Volume topology (zonal PersistentVolumes) is not considered.
  *
  * Structure: {@link solve} = `runstate.ts` `prepareRun` (indexes, NodePools, pod infos with invalid pods set aside
- * as values, topology, existing and in-flight capacity) → {@link Scheduler} (the steps above) → {@link finalise}.
+ * as values, topology, existing and in-flight capacity) → {@link Scheduler} (steps 1–5) → {@link finalise}.
  * Explanations go to an `explain.ts` recorder that does nothing unless `input.explain`.
  *
  * Speed: per-template pod data is derived once (`podinfo.ts` `PodInfoCache`); open NodeClaims are scanned as
@@ -48,6 +51,7 @@ import { PlanSearch } from './plansearch.ts';
 import { type PodInfo, podKey, refreshPodInfo, resetPodInfo } from './podinfo.ts';
 import { withPreferencePolicy } from './preferencepolicy.ts';
 import { copyConstraints, relax } from './preferences.ts';
+import { repack } from './repack.ts';
 import { Requirement, type RequirementError, type Requirements } from './requirements.ts';
 import { prepareRun, type RunState } from './runstate.ts';
 import type {
@@ -112,6 +116,7 @@ function solveRun(input: SchedulingInput): SchedulingResult {
   const run = prepareRun(input);
   const scheduler = new Scheduler(run, recorder);
   scheduler.scheduleAll();
+  scheduler.repack();
   return finalise(run, scheduler, recorder);
 }
 
@@ -156,6 +161,14 @@ export class Scheduler {
       if (failed.length === queue.length) break;
       queue = failed;
     }
+  }
+
+  /** The repacking post-pass (`repack.ts`): moves pods no hostname topology concerns to where they cost less. */
+  repack(): void {
+    repack(this.plans, this.run.topology, (pod, to) => {
+      this.where.set(pod, { kind: 'new', plan: to });
+      this.recorder.note(pod.key, `repacked onto new nodeclaim ${to.hostname} (lower total price)`);
+    });
   }
 
   /** Places `pod`, relaxing its preferences one at a time until it fits or none is left. */

@@ -11,7 +11,11 @@
  * - spread: a domain d is allowed when `count(d) + (pod matches selector ? 1 : 0) − min ≤ maxSkew`, where min is
  *   the smallest count over the eligible domains (all domains of the key that the pod's own node affinity allows;
  *   0 when fewer than `minDomains` are eligible; always 0 for `kubernetes.io/hostname`, since a new node can
- *   always be created). A new NodeClaim is pinned to the allowed domain with the lowest count (then name).
+ *   always be created). A new NodeClaim is pinned to the allowed domain with the lowest count, then the lowest
+ *   price rank (the candidate's cheapest type offered there, when it gives one), then name. Upstream keeps every
+ *   allowed domain in the NodeClaim's requirements and launches the cheapest offering among them; pinning the
+ *   cheapest of the equally counted domains keeps that outcome (a zone offering only old, dearer types, e.g.
+ *   us-east-1e, is not chosen while an equally counted zone offers cheaper ones).
  *   `ScheduleAnyway` constraints are enforced like `DoNotSchedule` until relaxed (see `preferences.ts`).
  * - affinity: allowed domains are those with a matching pod; if none exists anywhere and the pod matches its own
  *   selector, any domain is allowed (a new NodeClaim is pinned to one, so later replicas follow it).
@@ -111,6 +115,11 @@ export type TopologyCandidate =
       requirements: Requirements;
       /** Domains the NodeClaim could still land in for `key` (from its requirements and instance-type offerings). */
       domains: (key: string) => ReadonlySet<string>;
+      /**
+       * Optional price rank of pinning the NodeClaim to `domain` of `key` (lower is cheaper, e.g. the cheapest
+       * type offered there, USD/hour): breaks ties between equally counted spread domains (see module doc).
+       */
+      rank?: (key: string, domain: string) => number;
     };
 
 /** Where a pod was placed, for {@link Topology.record}. */
@@ -227,6 +236,30 @@ export class Topology {
   /** The inverse anti-affinity groups a pod owns (its REQUIRED anti-affinity terms). Creates missing groups. */
   inverseGroups(pod: TopologyPod, terms: readonly PodAffinityTerm[]): TopologyGroup[] {
     return terms.map((t) => this.affinityGroup('inverse-anti-affinity', pod, t));
+  }
+
+  /**
+   * For moving a placed `pod` to another NodeClaim (`repack.ts`): the non-hostname topology keys of every group of
+   * the run that concerns it (it owns them — `owned`, `ownInverse` — or they count it or are blocked by it); the
+   * move keeps every count when both NodeClaims are pinned to the same single domain of each. Groups keyed on
+   * `kubernetes.io/hostname` are allowed only where a move is checked by {@link hostnameBlocked} on the target and
+   * re-counted by {@link record} (−1 at the source, +1 at the target): the pod's own spread, anti-affinity and
+   * inverse anti-affinity, and others' inverse anti-affinity. Undefined when some other group concerns it (a
+   * hostname affinity, or another pod's hostname spread or preferred anti-affinity counting it).
+   */
+  trackedKeys(
+    pod: TopologyPod,
+    owned: readonly TopologyGroup[],
+    ownInverse: readonly TopologyGroup[],
+  ): Set<string> | undefined {
+    const { counting, inverse } = this.selecting(pod);
+    const keys = new Set<string>();
+    for (const list of [owned, ownInverse, counting, inverse])
+      for (const g of list) {
+        if (g.key !== LabelHostname) keys.add(g.key);
+        else if (g.kind === 'affinity' || (list === counting && !owned.includes(g))) return undefined;
+      }
+    return keys;
   }
 
   private selecting(pod: TopologyPod): { counting: TopologyGroup[]; inverse: TopologyGroup[] } {
@@ -366,7 +399,14 @@ export class Topology {
       const g = gi < owned.length ? owned[gi]! : inverse[gi - owned.length]!;
       if (skipHostname && g.key === LabelHostname) continue;
       const options = domainsFor(g.key);
-      const allowed = this.allowed(g, pod, podReqs, options, candidate.kind === 'new');
+      const allowed = this.allowed(
+        g,
+        pod,
+        podReqs,
+        options,
+        candidate.kind === 'new',
+        candidate.kind === 'new' ? candidate.rank : undefined,
+      );
       if (allowed.size === 0) {
         return {
           ok: false,
@@ -424,6 +464,7 @@ export class Topology {
     podReqs: Requirements,
     options: ReadonlySet<string>,
     pin: boolean,
+    rank?: (key: string, domain: string) => number,
   ): Set<string> {
     const sorted = [...options].sort();
     switch (g.kind) {
@@ -433,7 +474,17 @@ export class Topology {
         const ok = sorted.filter((d) => g.count(d) + self - min <= g.maxSkew);
         if (!pin || g.key === LabelHostname || ok.length <= 1) return new Set(ok);
         let best = ok[0]!;
-        for (const d of ok) if (g.count(d) < g.count(best)) best = d;
+        let bestRank = rank ? rank(g.key, best) : 0;
+        for (const d of ok) {
+          const c = g.count(d);
+          const b = g.count(best);
+          if (c > b) continue;
+          const r = rank && d !== best ? rank(g.key, d) : bestRank;
+          if (c < b || r < bestRank) {
+            best = d;
+            bestRank = r;
+          }
+        }
         return new Set([best]);
       }
       case 'affinity': {
@@ -479,9 +530,9 @@ export class Topology {
 
   /**
    * Records a placed pod: in each group selecting it (a single known domain; every possible domain for
-   * anti-affinity) and in its own inverse anti-affinity groups.
+   * anti-affinity) and in its own inverse anti-affinity groups. `n` = −1 takes a pod back off (`repack.ts`).
    */
-  record(pod: TopologyPod, ownInverse: readonly TopologyGroup[], placement: TopologyPlacement): void {
+  record(pod: TopologyPod, ownInverse: readonly TopologyGroup[], placement: TopologyPlacement, n = 1): void {
     const domainsOf = (key: string): string[] => {
       if (key === LabelHostname) return [placement.hostname];
       if (placement.kind === 'node') {
@@ -495,10 +546,10 @@ export class Topology {
     for (const g of this.selecting(pod).counting) {
       if (placement.kind === 'node' && !g.nodeFilterMatches(placement.labels)) continue;
       const ds = domainsOf(g.key);
-      if (g.kind === 'anti-affinity') for (const d of ds) g.record(d);
-      else if (ds.length === 1) g.record(ds[0]!);
+      if (g.kind === 'anti-affinity') for (const d of ds) g.record(d, n);
+      else if (ds.length === 1) g.record(ds[0]!, n);
     }
-    for (const g of ownInverse) for (const d of domainsOf(g.key)) g.record(d);
+    for (const g of ownInverse) for (const d of domainsOf(g.key)) g.record(d, n);
   }
 
   /** Keys used by any group (the scheduler computes domain universes for these). */
