@@ -25,7 +25,6 @@ const ALLOWED = [
   'src/apis/load.ts parseManifests/docs.forEach(…)',
   'src/apis/validation.ts convertIssue',
   'src/bootstrap/aws/apply.ts put',
-  'src/bootstrap/aws/policies.ts controllerPolicies',
   'src/cli/convert.ts convertObject',
   'src/cloudprovider/aws/provider.ts AwsCloudProvider.create',
   'src/cloudprovider/aws/provider.ts AwsCloudProvider.fleetInput',
@@ -37,7 +36,6 @@ const ALLOWED = [
   'src/sim/aws/proxy.ts AwsEmulatorProxy.createFleet',
   'src/sim/capi/machinedeployment.ts CAPIMachineDeploymentStandIn.reconcile',
   'src/sim/capi/machinepool.ts CAPIMachinePoolStandIn.reconcile',
-  'src/simulate/input.ts buildSchedulingInput',
 ];
 
 describe('function length', () => {
