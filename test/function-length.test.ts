@@ -21,8 +21,6 @@ const ALLOWED = [
   'src/controllers/capi/controller.ts KarpenterMachinePoolController.reconcile',
   'src/operator/operator.ts createOperator',
   // being split on this branch
-  'src/apis/load.ts parseManifests',
-  'src/apis/load.ts parseManifests/docs.forEach(…)',
   'src/bootstrap/aws/apply.ts put',
   'src/cloudprovider/aws/provider.ts AwsCloudProvider.create',
   'src/cloudprovider/aws/provider.ts AwsCloudProvider.fleetInput',
