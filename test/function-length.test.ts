@@ -24,7 +24,6 @@ const ALLOWED = [
   'src/bootstrap/aws/apply.ts put',
   'src/cloudprovider/aws/provider.ts AwsCloudProvider.create',
   'src/cloudprovider/aws/provider.ts AwsCloudProvider.fleetInput',
-  'src/cloudprovider/clusterapi/deployments.ts resolveUsable',
   'src/cloudprovider/conformance/suite.ts describeCloudProviderConformance',
   'src/cloudprovider/conformance/suite.ts describeCloudProviderConformance/describe(…)',
   'src/cloudprovider/kwok/provider.ts KwokCloudProvider.create',
