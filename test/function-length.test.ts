@@ -22,11 +22,8 @@ const ALLOWED = [
   'src/operator/operator.ts createOperator',
   // being split on this branch
   'src/bootstrap/aws/apply.ts put',
-  'src/cloudprovider/aws/provider.ts AwsCloudProvider.create',
-  'src/cloudprovider/aws/provider.ts AwsCloudProvider.fleetInput',
   'src/cloudprovider/conformance/suite.ts describeCloudProviderConformance',
   'src/cloudprovider/conformance/suite.ts describeCloudProviderConformance/describe(…)',
-  'src/cloudprovider/kwok/provider.ts KwokCloudProvider.create',
   'src/controllers/node/termination/controller.ts NodeTerminationController.reconcile',
   'src/sim/aws/proxy.ts AwsEmulatorProxy.createFleet',
 ];
