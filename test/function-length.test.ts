@@ -25,7 +25,6 @@ const ALLOWED = [
   'src/cloudprovider/conformance/suite.ts describeCloudProviderConformance',
   'src/cloudprovider/conformance/suite.ts describeCloudProviderConformance/describe(…)',
   'src/controllers/node/termination/controller.ts NodeTerminationController.reconcile',
-  'src/sim/aws/proxy.ts AwsEmulatorProxy.createFleet',
 ];
 
 describe('function length', () => {
