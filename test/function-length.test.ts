@@ -21,10 +21,8 @@ const ALLOWED = [
   'src/controllers/capi/controller.ts KarpenterMachinePoolController.reconcile',
   'src/operator/operator.ts createOperator',
   // being split on this branch
-  'src/bootstrap/aws/apply.ts put',
   'src/cloudprovider/conformance/suite.ts describeCloudProviderConformance',
   'src/cloudprovider/conformance/suite.ts describeCloudProviderConformance/describe(…)',
-  'src/controllers/node/termination/controller.ts NodeTerminationController.reconcile',
 ];
 
 describe('function length', () => {
