@@ -12,7 +12,10 @@ import {
   scanFunctionLengths,
 } from '../scripts/function-lengths.ts';
 
-/** `file name` of the functions allowed over the limit, for now. */
+/**
+ * `file name` of the functions allowed over the limit, for now: today's offenders that other branches of issue 25
+ * are splitting (remove each entry when its split lands; the first test fails until then).
+ */
 const ALLOWED = [
   'src/cli/controller.ts runController',
   'src/cli/start-capi.ts runStartCAPI',
@@ -20,7 +23,6 @@ const ALLOWED = [
   'src/cli/start.ts runStart',
   'src/controllers/capi/controller.ts KarpenterMachinePoolController.reconcile',
   'src/operator/operator.ts createOperator',
-  // being split on this branch
 ];
 
 describe('function length', () => {
