@@ -127,6 +127,207 @@ function jsType(v: unknown): string {
   return `a ${typeof v}`;
 }
 
+/** One YAML document being loaded: where its objects and errors go, and how a field path maps to a line. */
+interface DocumentScope {
+  file: string;
+  /** 0-based document index in the file. */
+  index: number;
+  result: LoadResult;
+  opts: LoadOptions;
+  /** 1-based line of the node at `path` (or of its nearest ancestor present; else the document's line). */
+  lineOf: (path: ReadonlyArray<string | number>) => number | undefined;
+}
+
+/** The location fields of a {@link LoadError} or {@link LoadedObject} at `line` of item `item` in `s`. */
+function locationIn(s: DocumentScope, item: number | undefined, line: number | undefined) {
+  return {
+    file: s.file,
+    index: s.index,
+    ...(item !== undefined ? { item } : {}),
+    ...(line !== undefined ? { line } : {}),
+  };
+}
+
+/**
+ * Loads one parsed document into `result`: its first YAML error (later ones are usually consequences of it),
+ * or its value (a sequence: each element; a mapping: one object; empty documents are skipped).
+ */
+function loadDocument(
+  doc: Document.Parsed,
+  index: number,
+  file: string,
+  lineAt: (offset: number | undefined) => number | undefined,
+  result: LoadResult,
+  opts: LoadOptions,
+): void {
+  const contentsStart = (doc.contents as { range?: [number, number, number] } | null)?.range?.[0];
+  const docLine = lineAt(contentsStart ?? doc.range?.[0]);
+  if (doc.errors.length > 0) {
+    for (const err of doc.errors.slice(0, 1)) {
+      const pos = err.linePos?.[0];
+      const first = (err.message.split('\n')[0] ?? err.message).replace(/:$/, '');
+      result.errors.push({
+        file,
+        index,
+        ...(pos ? { line: pos.line } : docLine !== undefined ? { line: docLine } : {}),
+        rule: 'yaml',
+        message: `${where(file, index, pos?.line ?? docLine, undefined)}: YAML syntax error: ${first}`,
+      });
+    }
+    return;
+  }
+  if (doc.contents === null) return; // empty document
+  let value: unknown;
+  try {
+    value = doc.toJS({ maxAliasCount: 1000 });
+  } catch (e) {
+    result.errors.push({
+      file,
+      index,
+      ...(docLine !== undefined ? { line: docLine } : {}),
+      rule: 'yaml',
+      message: `${where(file, index, docLine, undefined)}: cannot convert YAML: ${(e as Error).message}`,
+    });
+    return;
+  }
+  if (value === null || value === undefined) return;
+  const lineOf = (path: ReadonlyArray<string | number>): number | undefined => {
+    const p = [...path];
+    while (p.length > 0) {
+      const node = doc.getIn(p, true) as { range?: [number, number, number] } | undefined;
+      if (node && typeof node === 'object' && node.range) return lineAt(node.range[0]);
+      p.pop();
+    }
+    return docLine;
+  };
+  const scope: DocumentScope = { file, index, result, opts, lineOf };
+  if (Array.isArray(value)) {
+    value.forEach((v, i) => {
+      handleObject(scope, v, [i], i);
+    });
+  } else {
+    handleObject(scope, value, [], undefined);
+  }
+}
+
+/**
+ * Loads one value found at `prefix` in a document (item `item` of a List or sequence): not a mapping → an
+ * error; a `*List` with `items` → each item; a Karpenter kind (or no apiVersion/kind) → validated; a known
+ * built-in kind → checked; anything else → counted in `unknownKinds` (kept with `keepUnknownKinds`).
+ */
+function handleObject(
+  s: DocumentScope,
+  v: unknown,
+  prefix: Array<string | number>,
+  item: number | undefined,
+): void {
+  const line = s.lineOf(prefix);
+  if (!isObj(v)) {
+    s.result.errors.push({
+      ...locationIn(s, item, line),
+      rule: 'type: object',
+      message: `${where(s.file, s.index, line, item)}: not a Kubernetes object: expected a mapping with apiVersion and kind, got ${jsType(v)}`,
+    });
+    return;
+  }
+  const kind = typeof v.kind === 'string' ? v.kind : undefined;
+  if (kind?.endsWith('List') && Array.isArray(v.items)) {
+    v.items.forEach((it, j) => {
+      handleObject(s, it, [...prefix, 'items', j], j);
+    });
+    return;
+  }
+  const apiVersion = typeof v.apiVersion === 'string' ? v.apiVersion : undefined;
+  const group = apiVersion !== undefined ? apiGroup(apiVersion) : undefined;
+  if (apiVersion === undefined || kind === undefined || KarpenterGroups.includes(group ?? '')) {
+    loadKarpenterObject(s, v, prefix, item);
+    return;
+  }
+  if (BuiltinKinds.get(kind)?.includes(group ?? '')) {
+    loadBuiltinObject(s, v, kind, prefix, item);
+    return;
+  }
+  s.result.unknownKinds[kind] = (s.result.unknownKinds[kind] ?? 0) + 1;
+  if (s.opts.keepUnknownKinds)
+    s.result.objects.push({ ...locationIn(s, item, line), object: v as KubeObject });
+}
+
+/**
+ * A Karpenter object (or one without apiVersion or kind): validated and defaulted (`validateObject`), or each
+ * of its issues reported at its field's line, in line order.
+ */
+function loadKarpenterObject(
+  s: DocumentScope,
+  v: Obj,
+  prefix: Array<string | number>,
+  item: number | undefined,
+): void {
+  const r = validateObject(v as KubeObject);
+  if (r.ok) {
+    s.result.objects.push({ ...locationIn(s, item, s.lineOf(prefix)), object: r.object });
+    return;
+  }
+  const located = r.issues.map((issue) => ({ issue, l: s.lineOf([...prefix, ...issue.path]) }));
+  located.sort((a, b) => (a.l ?? 0) - (b.l ?? 0));
+  for (const { issue, l } of located) {
+    s.result.errors.push({
+      ...locationIn(s, item, l),
+      kind: issue.kind,
+      name: issue.name,
+      fieldPath: issue.fieldPath,
+      rule: issue.rule,
+      code: issue.code,
+      message: `${where(s.file, s.index, l, item)}: ${issue.message} (rule: ${issue.rule})`,
+    });
+  }
+}
+
+/**
+ * A built-in kind: kept as it is unless it has neither `metadata.name` nor `metadata.generateName`, or a field
+ * holds an invalid quantity (the API server rejects the whole object: each field is reported, the object is
+ * kept out).
+ */
+function loadBuiltinObject(
+  s: DocumentScope,
+  v: Obj,
+  kind: string,
+  prefix: Array<string | number>,
+  item: number | undefined,
+): void {
+  const at = (l: number | undefined) => where(s.file, s.index, l, item);
+  const meta = isObj(v.metadata) ? v.metadata : undefined;
+  if (!meta || (typeof meta.name !== 'string' && typeof meta.generateName !== 'string')) {
+    const l = s.lineOf([...prefix, 'metadata']);
+    s.result.errors.push({
+      ...locationIn(s, item, l),
+      kind,
+      name: objectName(v),
+      fieldPath: 'metadata.name',
+      rule: 'required',
+      code: 'FieldValueRequired',
+      message: `${at(l)}: ${kind} "${objectName(v)}": metadata.name: Required value: name or generateName is required (rule: required)`,
+    });
+    return;
+  }
+  const bad = quantityIssues(v as KubeObject);
+  if (bad.length > 0) {
+    for (const q of bad) {
+      const l = s.lineOf([...prefix, ...q.path]);
+      s.result.errors.push({
+        ...locationIn(s, item, l),
+        kind,
+        name: objectName(v),
+        fieldPath: q.fieldPath,
+        rule: 'quantity',
+        code: 'FieldValueInvalid',
+        message: `${at(l)}: ${kind} "${objectName(v)}": ${q.message} (rule: quantity)`,
+      });
+    }
+    return;
+  }
+  s.result.objects.push({ ...locationIn(s, item, s.lineOf(prefix)), object: v as KubeObject });
+}
+
 /**
  * Parses a multi-document YAML (or JSON) text. `file` is only used in locations and messages.
  * Never throws: every problem is a {@link LoadError}.
@@ -148,143 +349,8 @@ export function parseManifests(text: string, file: string, opts: LoadOptions = {
   }
   const lineAt = (offset: number | undefined): number | undefined =>
     offset === undefined ? undefined : lineCounter.linePos(offset).line;
-
   docs.forEach((doc, index) => {
-    const contentsStart = (doc.contents as { range?: [number, number, number] } | null)?.range?.[0];
-    const docLine = lineAt(contentsStart ?? doc.range?.[0]);
-    if (doc.errors.length > 0) {
-      // Only the first error: later ones in the same document are usually consequences of it.
-      for (const err of doc.errors.slice(0, 1)) {
-        const pos = err.linePos?.[0];
-        const first = (err.message.split('\n')[0] ?? err.message).replace(/:$/, '');
-        result.errors.push({
-          file,
-          index,
-          ...(pos ? { line: pos.line } : docLine !== undefined ? { line: docLine } : {}),
-          rule: 'yaml',
-          message: `${where(file, index, pos?.line ?? docLine, undefined)}: YAML syntax error: ${first}`,
-        });
-      }
-      return;
-    }
-    if (doc.contents === null) return; // empty document
-    let value: unknown;
-    try {
-      value = doc.toJS({ maxAliasCount: 1000 });
-    } catch (e) {
-      result.errors.push({
-        file,
-        index,
-        ...(docLine !== undefined ? { line: docLine } : {}),
-        rule: 'yaml',
-        message: `${where(file, index, docLine, undefined)}: cannot convert YAML: ${(e as Error).message}`,
-      });
-      return;
-    }
-    if (value === null || value === undefined) return;
-    const lineOf = (path: ReadonlyArray<string | number>): number | undefined => {
-      const p = [...path];
-      while (p.length > 0) {
-        const node = doc.getIn(p, true) as { range?: [number, number, number] } | undefined;
-        if (node && typeof node === 'object' && node.range) return lineAt(node.range[0]);
-        p.pop();
-      }
-      return docLine;
-    };
-    if (Array.isArray(value)) {
-      value.forEach((v, i) => {
-        handleObject(v, [i], i);
-      });
-    } else {
-      handleObject(value, [], undefined);
-    }
-
-    function handleObject(v: unknown, prefix: Array<string | number>, item: number | undefined): void {
-      const line = lineOf(prefix);
-      const at = (l: number | undefined) => where(file, index, l, item);
-      const loc = (l: number | undefined) => ({
-        file,
-        index,
-        ...(item !== undefined ? { item } : {}),
-        ...(l !== undefined ? { line: l } : {}),
-      });
-      if (!isObj(v)) {
-        result.errors.push({
-          ...loc(line),
-          rule: 'type: object',
-          message: `${at(line)}: not a Kubernetes object: expected a mapping with apiVersion and kind, got ${jsType(v)}`,
-        });
-        return;
-      }
-      const kind = typeof v.kind === 'string' ? v.kind : undefined;
-      if (kind?.endsWith('List') && Array.isArray(v.items)) {
-        v.items.forEach((it, j) => {
-          handleObject(it, [...prefix, 'items', j], j);
-        });
-        return;
-      }
-      const apiVersion = typeof v.apiVersion === 'string' ? v.apiVersion : undefined;
-      const group = apiVersion !== undefined ? apiGroup(apiVersion) : undefined;
-      if (apiVersion === undefined || kind === undefined || KarpenterGroups.includes(group ?? '')) {
-        const r = validateObject(v as KubeObject);
-        if (r.ok) {
-          result.objects.push({ ...loc(line), object: r.object });
-          return;
-        }
-        const located = r.issues.map((issue) => ({ issue, l: lineOf([...prefix, ...issue.path]) }));
-        located.sort((a, b) => (a.l ?? 0) - (b.l ?? 0));
-        for (const { issue, l } of located) {
-          result.errors.push({
-            ...loc(l),
-            kind: issue.kind,
-            name: issue.name,
-            fieldPath: issue.fieldPath,
-            rule: issue.rule,
-            code: issue.code,
-            message: `${at(l)}: ${issue.message} (rule: ${issue.rule})`,
-          });
-        }
-        return;
-      }
-      const groups = BuiltinKinds.get(kind);
-      if (groups?.includes(group ?? '')) {
-        const meta = isObj(v.metadata) ? v.metadata : undefined;
-        if (!meta || (typeof meta.name !== 'string' && typeof meta.generateName !== 'string')) {
-          const l = lineOf([...prefix, 'metadata']);
-          result.errors.push({
-            ...loc(l),
-            kind,
-            name: objectName(v),
-            fieldPath: 'metadata.name',
-            rule: 'required',
-            code: 'FieldValueRequired',
-            message: `${at(l)}: ${kind} "${objectName(v)}": metadata.name: Required value: name or generateName is required (rule: required)`,
-          });
-          return;
-        }
-        const bad = quantityIssues(v as KubeObject);
-        if (bad.length > 0) {
-          // The API server rejects the whole object: report each field, keep the object out of the plan.
-          for (const q of bad) {
-            const l = lineOf([...prefix, ...q.path]);
-            result.errors.push({
-              ...loc(l),
-              kind,
-              name: objectName(v),
-              fieldPath: q.fieldPath,
-              rule: 'quantity',
-              code: 'FieldValueInvalid',
-              message: `${at(l)}: ${kind} "${objectName(v)}": ${q.message} (rule: quantity)`,
-            });
-          }
-          return;
-        }
-        result.objects.push({ ...loc(line), object: v as KubeObject });
-        return;
-      }
-      result.unknownKinds[kind] = (result.unknownKinds[kind] ?? 0) + 1;
-      if (opts.keepUnknownKinds) result.objects.push({ ...loc(line), object: v as KubeObject });
-    }
+    loadDocument(doc, index, file, lineAt, result, opts);
   });
   if (
     result.objects.length === 0 &&

@@ -114,32 +114,131 @@ function detail(code: IssueCode, value: string | undefined, text: string | undef
   return d;
 }
 
+/** A `custom` issue: a capenter rule's own code and rule name (see `RuleIssueParams`), else `FieldValueInvalid`. */
+function convertCustom(issue: z.core.$ZodIssueCustom, path: Array<string | number>): Converted[] {
+  const p = issue.params as RuleIssueParams | undefined;
+  if (p?.capenter) {
+    const val =
+      p.hasValue &&
+      (p.code === 'FieldValueInvalid' ||
+        p.code === 'FieldValueNotSupported' ||
+        p.code === 'FieldValueDuplicate')
+        ? show(p.value)
+        : undefined;
+    return [{ code: p.code, path, rule: p.rule, detail: detail(p.code, val, issue.message) }];
+  }
+  return [
+    {
+      code: 'FieldValueInvalid',
+      path,
+      rule: 'custom',
+      detail: detail('FieldValueInvalid', undefined, issue.message),
+    },
+  ];
+}
+
+/** A `too_small` issue: `minItems` (Required), `minLength` or `minimum` (Invalid), as the API server words them. */
+function convertTooSmall(
+  issue: z.core.$ZodIssueTooSmall,
+  path: Array<string | number>,
+  input: unknown,
+): Converted[] {
+  const min = Number(issue.minimum);
+  if (issue.origin === 'array') {
+    return [
+      {
+        code: 'FieldValueRequired',
+        path,
+        rule: `minItems: ${min}`,
+        detail: detail(
+          'FieldValueRequired',
+          undefined,
+          `must have at least ${min} item${min === 1 ? '' : 's'}`,
+        ),
+      },
+    ];
+  }
+  if (issue.origin === 'string') {
+    return [
+      {
+        code: 'FieldValueInvalid',
+        path,
+        rule: `minLength: ${min}`,
+        detail: detail(
+          'FieldValueInvalid',
+          show(input),
+          `must be at least ${min} character${min === 1 ? '' : 's'} long`,
+        ),
+      },
+    ];
+  }
+  return [
+    {
+      code: 'FieldValueInvalid',
+      path,
+      rule: `minimum: ${min}`,
+      detail: detail(
+        'FieldValueInvalid',
+        show(input),
+        `must be greater than ${issue.inclusive ? 'or equal to ' : ''}${min}`,
+      ),
+    },
+  ];
+}
+
+/** A `too_big` issue: `maxItems` (TooMany), `maxLength` (TooLong) or `maximum` (Invalid), as the API server words them. */
+function convertTooBig(
+  issue: z.core.$ZodIssueTooBig,
+  path: Array<string | number>,
+  input: unknown,
+): Converted[] {
+  const max = Number(issue.maximum);
+  if (issue.origin === 'array') {
+    const n = Array.isArray(input) ? input.length : undefined;
+    return [
+      {
+        code: 'FieldValueTooMany',
+        path,
+        rule: `maxItems: ${max}`,
+        detail: detail(
+          'FieldValueTooMany',
+          n !== undefined ? String(n) : undefined,
+          `must have at most ${max} items`,
+        ),
+      },
+    ];
+  }
+  if (issue.origin === 'string') {
+    return [
+      {
+        code: 'FieldValueTooLong',
+        path,
+        rule: `maxLength: ${max}`,
+        detail: detail('FieldValueTooLong', undefined, `may not be more than ${max} characters`),
+      },
+    ];
+  }
+  return [
+    {
+      code: 'FieldValueInvalid',
+      path,
+      rule: `maximum: ${max}`,
+      detail: detail(
+        'FieldValueInvalid',
+        show(input),
+        `must be less than ${issue.inclusive ? 'or equal to ' : ''}${max}`,
+      ),
+    },
+  ];
+}
+
 /** Converts one zod issue into zero or more capenter issues. */
 function convertIssue(issue: z.core.$ZodIssue): Converted[] {
   const path = issue.path.filter((p): p is string | number => typeof p !== 'symbol');
   const input = (issue as { input?: unknown }).input;
   switch (issue.code) {
-    case 'custom': {
-      const p = issue.params as RuleIssueParams | undefined;
-      if (p?.capenter) {
-        const val =
-          p.hasValue &&
-          (p.code === 'FieldValueInvalid' ||
-            p.code === 'FieldValueNotSupported' ||
-            p.code === 'FieldValueDuplicate')
-            ? show(p.value)
-            : undefined;
-        return [{ code: p.code, path, rule: p.rule, detail: detail(p.code, val, issue.message) }];
-      }
-      return [
-        {
-          code: 'FieldValueInvalid',
-          path,
-          rule: 'custom',
-          detail: detail('FieldValueInvalid', undefined, issue.message),
-        },
-      ];
-    }
+    case 'custom':
+      return convertCustom(issue, path);
     case 'invalid_type': {
       if (input === undefined)
         return [{ code: 'FieldValueRequired', path, rule: 'required', detail: 'Required value' }];
@@ -169,89 +268,10 @@ function convertIssue(issue: z.core.$ZodIssue): Converted[] {
         },
       ];
     }
-    case 'too_small': {
-      const min = Number(issue.minimum);
-      if (issue.origin === 'array') {
-        return [
-          {
-            code: 'FieldValueRequired',
-            path,
-            rule: `minItems: ${min}`,
-            detail: detail(
-              'FieldValueRequired',
-              undefined,
-              `must have at least ${min} item${min === 1 ? '' : 's'}`,
-            ),
-          },
-        ];
-      }
-      if (issue.origin === 'string') {
-        return [
-          {
-            code: 'FieldValueInvalid',
-            path,
-            rule: `minLength: ${min}`,
-            detail: detail(
-              'FieldValueInvalid',
-              show(input),
-              `must be at least ${min} character${min === 1 ? '' : 's'} long`,
-            ),
-          },
-        ];
-      }
-      return [
-        {
-          code: 'FieldValueInvalid',
-          path,
-          rule: `minimum: ${min}`,
-          detail: detail(
-            'FieldValueInvalid',
-            show(input),
-            `must be greater than ${issue.inclusive ? 'or equal to ' : ''}${min}`,
-          ),
-        },
-      ];
-    }
-    case 'too_big': {
-      const max = Number(issue.maximum);
-      if (issue.origin === 'array') {
-        const n = Array.isArray(input) ? input.length : undefined;
-        return [
-          {
-            code: 'FieldValueTooMany',
-            path,
-            rule: `maxItems: ${max}`,
-            detail: detail(
-              'FieldValueTooMany',
-              n !== undefined ? String(n) : undefined,
-              `must have at most ${max} items`,
-            ),
-          },
-        ];
-      }
-      if (issue.origin === 'string') {
-        return [
-          {
-            code: 'FieldValueTooLong',
-            path,
-            rule: `maxLength: ${max}`,
-            detail: detail('FieldValueTooLong', undefined, `may not be more than ${max} characters`),
-          },
-        ];
-      }
-      return [
-        {
-          code: 'FieldValueInvalid',
-          path,
-          rule: `maximum: ${max}`,
-          detail: detail(
-            'FieldValueInvalid',
-            show(input),
-            `must be less than ${issue.inclusive ? 'or equal to ' : ''}${max}`,
-          ),
-        },
-      ];
-    }
+    case 'too_small':
+      return convertTooSmall(issue, path, input);
+    case 'too_big':
+      return convertTooBig(issue, path, input);
     case 'invalid_format': {
       const rule =
         issue.format === 'regex' && issue.pattern

@@ -165,6 +165,186 @@ function ec2Spec(spec: Obj, note: (f: string, m: string) => void, alpha: boolean
   return out;
 }
 
+/** Records a conversion note on `field` (a path in the converted object). */
+type Note = (field: string, message: string) => void;
+
+/**
+ * A v1alpha5 Provisioner → v1 NodePool: requirements renamed, `providerRef` → `nodeClassRef` (the EC2NodeClass
+ * of the same name when absent), TTLs → `expireAfter` and the disruption policy, `limits.resources` → `limits`;
+ * kubelet and inline provider settings are noted as moved. `meta` is the cleaned metadata.
+ */
+function convertProvisioner(obj: KubeObject, spec: Obj, meta: Obj, note: Note): KubeObject {
+  const template: Obj = { requirements: renameRequirementKeys(spec.requirements, note) };
+  for (const k of ['taints', 'startupTaints'] as const) if (spec[k]) template[k] = structuredClone(spec[k]);
+  const ref = nodeClassRef(spec.providerRef);
+  template.nodeClassRef = ref ?? { group: EC2Group, kind: 'EC2NodeClass', name: obj.metadata?.name };
+  if (!ref)
+    note(
+      'spec.providerRef',
+      `missing: the NodePool points to EC2NodeClass "${obj.metadata?.name}"; create it (convert the inline spec.provider into it)`,
+    );
+  template.expireAfter = seconds(spec.ttlSecondsUntilExpired) ?? 'Never';
+  if (spec.ttlSecondsUntilExpired !== undefined)
+    note('spec.ttlSecondsUntilExpired', 'now spec.template.spec.expireAfter');
+  const disruption: Obj = {};
+  const consolidation = isObj(spec.consolidation) ? spec.consolidation : undefined;
+  if (consolidation?.enabled === true) {
+    disruption.consolidationPolicy = 'WhenEmptyOrUnderutilized';
+    disruption.consolidateAfter = '0s';
+    note('spec.consolidation.enabled', 'now spec.disruption.consolidationPolicy: WhenEmptyOrUnderutilized');
+  } else {
+    disruption.consolidationPolicy = 'WhenEmpty';
+    disruption.consolidateAfter = seconds(spec.ttlSecondsAfterEmpty) ?? 'Never';
+    if (spec.ttlSecondsAfterEmpty !== undefined)
+      note(
+        'spec.ttlSecondsAfterEmpty',
+        'now spec.disruption.consolidationPolicy: WhenEmpty + consolidateAfter',
+      );
+  }
+  const metadata: Obj = {};
+  if (spec.labels) metadata.labels = structuredClone(spec.labels);
+  if (spec.annotations) metadata.annotations = structuredClone(spec.annotations);
+  const out: Obj = {
+    apiVersion: 'karpenter.sh/v1',
+    kind: 'NodePool',
+    metadata: meta,
+    spec: {
+      template: { ...(Object.keys(metadata).length > 0 ? { metadata } : {}), spec: template },
+      disruption,
+      ...(isObj(spec.limits) && isObj(spec.limits.resources)
+        ? { limits: structuredClone(spec.limits.resources) }
+        : {}),
+      ...(spec.weight !== undefined ? { weight: spec.weight } : {}),
+    },
+  };
+  if (spec.limits !== undefined) note('spec.limits.resources', 'now spec.limits');
+  if (spec.kubeletConfiguration !== undefined)
+    note(
+      'spec.kubeletConfiguration',
+      `moved to the EC2NodeClass: set spec.kubelet on EC2NodeClass "${String((template.nodeClassRef as Obj).name)}" (containerRuntime is gone: containerd only)`,
+    );
+  if (spec.provider !== undefined)
+    note(
+      'spec.provider',
+      'inline AWS settings are gone: put them in an EC2NodeClass referenced by nodeClassRef',
+    );
+  return out as KubeObject;
+}
+
+/**
+ * A v1alpha1 AWSNodeTemplate → v1 EC2NodeClass (see `ec2Spec`), with the kubelet settings of the Provisioners
+ * among `related` that reference it (without `containerRuntime`).
+ */
+function convertAWSNodeTemplate(
+  obj: KubeObject,
+  spec: Obj,
+  meta: Obj,
+  related: readonly KubeObject[],
+  note: Note,
+): KubeObject {
+  const out = {
+    apiVersion: `${EC2Group}/v1`,
+    kind: 'EC2NodeClass',
+    metadata: meta,
+    spec: ec2Spec(spec, note, true),
+  };
+  // kubelet settings of Provisioners that reference this template move here.
+  for (const r of related) {
+    const rs = (r as Obj).spec as Obj | undefined;
+    if (
+      r.kind === 'Provisioner' &&
+      isObj(rs?.providerRef) &&
+      rs.providerRef.name === obj.metadata?.name &&
+      isObj(rs.kubeletConfiguration)
+    ) {
+      const { containerRuntime: _cr, ...kubelet } = rs.kubeletConfiguration;
+      out.spec.kubelet = { ...(out.spec.kubelet as Obj | undefined), ...kubelet };
+      note('spec.kubelet', `filled from Provisioner "${r.metadata?.name}" spec.kubeletConfiguration`);
+    }
+  }
+  return out as KubeObject;
+}
+
+/**
+ * A v1beta1 EC2NodeClass → v1 (see `ec2Spec`), with the `spec.template.spec.kubelet` of the v1beta1 NodePools
+ * among `related` that reference it.
+ */
+function convertV1beta1EC2NodeClass(
+  obj: KubeObject,
+  spec: Obj,
+  meta: Obj,
+  related: readonly KubeObject[],
+  note: Note,
+): KubeObject {
+  const out = {
+    apiVersion: `${EC2Group}/v1`,
+    kind: 'EC2NodeClass',
+    metadata: meta,
+    spec: ec2Spec(spec, note, false),
+  };
+  for (const r of related) {
+    const t = ((r as Obj).spec as Obj | undefined)?.template as Obj | undefined;
+    const ts = t?.spec as Obj | undefined;
+    if (
+      r.kind === 'NodePool' &&
+      r.apiVersion === 'karpenter.sh/v1beta1' &&
+      isObj(ts?.nodeClassRef) &&
+      ts.nodeClassRef.name === obj.metadata?.name &&
+      isObj(ts.kubelet)
+    ) {
+      out.spec.kubelet = { ...(out.spec.kubelet as Obj | undefined), ...structuredClone(ts.kubelet) };
+      note('spec.kubelet', `filled from NodePool "${r.metadata?.name}" spec.template.spec.kubelet`);
+    }
+  }
+  return out as KubeObject;
+}
+
+/**
+ * A v1beta1 NodePool or NodeClaim → v1: kubelet dropped (noted: it moves to the EC2NodeClass), `nodeClassRef`
+ * and requirement keys converted; for a NodePool, `disruption.expireAfter` moves to the template,
+ * `WhenUnderutilized` becomes `WhenEmptyOrUnderutilized` and `consolidateAfter` defaults to `0s`.
+ */
+function convertV1beta1NodePoolOrClaim(obj: KubeObject, spec: Obj, meta: Obj, note: Note): KubeObject {
+  const isPool = obj.kind === 'NodePool';
+  const tspec = structuredClone(
+    (isPool ? ((spec.template as Obj | undefined)?.spec as Obj | undefined) : spec) ?? {},
+  ) as Obj;
+  if (tspec.kubelet !== undefined) {
+    note(
+      isPool ? 'spec.template.spec.kubelet' : 'spec.kubelet',
+      `moved to EC2NodeClass "${String((tspec.nodeClassRef as Obj | undefined)?.name ?? '')}" spec.kubelet (convert it together with this object to carry it over)`,
+    );
+    delete tspec.kubelet;
+  }
+  tspec.nodeClassRef = nodeClassRef(tspec.nodeClassRef);
+  tspec.requirements = renameRequirementKeys(tspec.requirements, note);
+  if (!isPool) {
+    delete (tspec as Obj).resources;
+    if (spec.resources !== undefined) tspec.resources = structuredClone(spec.resources);
+    return { apiVersion: 'karpenter.sh/v1', kind: 'NodeClaim', metadata: meta, spec: tspec } as KubeObject;
+  }
+  const d = structuredClone((spec.disruption as Obj | undefined) ?? {});
+  if (d.expireAfter !== undefined) {
+    tspec.expireAfter = d.expireAfter;
+    delete d.expireAfter;
+    note('spec.disruption.expireAfter', 'now spec.template.spec.expireAfter');
+  }
+  if (d.consolidationPolicy === 'WhenUnderutilized') {
+    d.consolidationPolicy = 'WhenEmptyOrUnderutilized';
+    note('spec.disruption.consolidationPolicy', 'WhenUnderutilized is now WhenEmptyOrUnderutilized');
+  }
+  if (d.consolidateAfter === undefined) d.consolidateAfter = '0s';
+  const template = structuredClone((spec.template as Obj | undefined) ?? {});
+  template.spec = tspec;
+  const out: Obj = {
+    apiVersion: 'karpenter.sh/v1',
+    kind: 'NodePool',
+    metadata: meta,
+    spec: { ...structuredClone(spec), template, disruption: d },
+  };
+  return out as KubeObject;
+}
+
 /** Converts one object; unknown kinds pass through. Pure. */
 export function convertObject(obj: KubeObject, related: readonly KubeObject[] = []): ConvertResult {
   const notes: ConvertNote[] = [];
@@ -180,158 +360,16 @@ export function convertObject(obj: KubeObject, related: readonly KubeObject[] = 
   delete meta.managedFields;
   const spec = (isObj((obj as Obj).spec) ? (obj as Obj).spec : {}) as Obj;
 
-  if (obj.apiVersion === 'karpenter.sh/v1alpha5' && obj.kind === 'Provisioner') {
-    const template: Obj = { requirements: renameRequirementKeys(spec.requirements, note) };
-    for (const k of ['taints', 'startupTaints'] as const) if (spec[k]) template[k] = structuredClone(spec[k]);
-    const ref = nodeClassRef(spec.providerRef);
-    template.nodeClassRef = ref ?? { group: EC2Group, kind: 'EC2NodeClass', name: obj.metadata?.name };
-    if (!ref)
-      note(
-        'spec.providerRef',
-        `missing: the NodePool points to EC2NodeClass "${obj.metadata?.name}"; create it (convert the inline spec.provider into it)`,
-      );
-    template.expireAfter = seconds(spec.ttlSecondsUntilExpired) ?? 'Never';
-    if (spec.ttlSecondsUntilExpired !== undefined)
-      note('spec.ttlSecondsUntilExpired', 'now spec.template.spec.expireAfter');
-    const disruption: Obj = {};
-    const consolidation = isObj(spec.consolidation) ? spec.consolidation : undefined;
-    if (consolidation?.enabled === true) {
-      disruption.consolidationPolicy = 'WhenEmptyOrUnderutilized';
-      disruption.consolidateAfter = '0s';
-      note('spec.consolidation.enabled', 'now spec.disruption.consolidationPolicy: WhenEmptyOrUnderutilized');
-    } else {
-      disruption.consolidationPolicy = 'WhenEmpty';
-      disruption.consolidateAfter = seconds(spec.ttlSecondsAfterEmpty) ?? 'Never';
-      if (spec.ttlSecondsAfterEmpty !== undefined)
-        note(
-          'spec.ttlSecondsAfterEmpty',
-          'now spec.disruption.consolidationPolicy: WhenEmpty + consolidateAfter',
-        );
-    }
-    const metadata: Obj = {};
-    if (spec.labels) metadata.labels = structuredClone(spec.labels);
-    if (spec.annotations) metadata.annotations = structuredClone(spec.annotations);
-    const out: Obj = {
-      apiVersion: 'karpenter.sh/v1',
-      kind: 'NodePool',
-      metadata: meta,
-      spec: {
-        template: { ...(Object.keys(metadata).length > 0 ? { metadata } : {}), spec: template },
-        disruption,
-        ...(isObj(spec.limits) && isObj(spec.limits.resources)
-          ? { limits: structuredClone(spec.limits.resources) }
-          : {}),
-        ...(spec.weight !== undefined ? { weight: spec.weight } : {}),
-      },
-    };
-    if (spec.limits !== undefined) note('spec.limits.resources', 'now spec.limits');
-    if (spec.kubeletConfiguration !== undefined)
-      note(
-        'spec.kubeletConfiguration',
-        `moved to the EC2NodeClass: set spec.kubelet on EC2NodeClass "${String((template.nodeClassRef as Obj).name)}" (containerRuntime is gone: containerd only)`,
-      );
-    if (spec.provider !== undefined)
-      note(
-        'spec.provider',
-        'inline AWS settings are gone: put them in an EC2NodeClass referenced by nodeClassRef',
-      );
-    return { objects: [out as KubeObject], notes };
-  }
-
-  if (obj.apiVersion === 'karpenter.k8s.aws/v1alpha1' && obj.kind === 'AWSNodeTemplate') {
-    const out = {
-      apiVersion: `${EC2Group}/v1`,
-      kind: 'EC2NodeClass',
-      metadata: meta,
-      spec: ec2Spec(spec, note, true),
-    };
-    // kubelet settings of Provisioners that reference this template move here.
-    for (const r of related) {
-      const rs = (r as Obj).spec as Obj | undefined;
-      if (
-        r.kind === 'Provisioner' &&
-        isObj(rs?.providerRef) &&
-        rs.providerRef.name === obj.metadata?.name &&
-        isObj(rs.kubeletConfiguration)
-      ) {
-        const { containerRuntime: _cr, ...kubelet } = rs.kubeletConfiguration;
-        out.spec.kubelet = { ...(out.spec.kubelet as Obj | undefined), ...kubelet };
-        note('spec.kubelet', `filled from Provisioner "${r.metadata?.name}" spec.kubeletConfiguration`);
-      }
-    }
-    return { objects: [out as KubeObject], notes };
-  }
-
-  if (obj.apiVersion === 'karpenter.k8s.aws/v1beta1' && obj.kind === 'EC2NodeClass') {
-    const out = {
-      apiVersion: `${EC2Group}/v1`,
-      kind: 'EC2NodeClass',
-      metadata: meta,
-      spec: ec2Spec(spec, note, false),
-    };
-    for (const r of related) {
-      const t = ((r as Obj).spec as Obj | undefined)?.template as Obj | undefined;
-      const ts = t?.spec as Obj | undefined;
-      if (
-        r.kind === 'NodePool' &&
-        r.apiVersion === 'karpenter.sh/v1beta1' &&
-        isObj(ts?.nodeClassRef) &&
-        ts.nodeClassRef.name === obj.metadata?.name &&
-        isObj(ts.kubelet)
-      ) {
-        out.spec.kubelet = { ...(out.spec.kubelet as Obj | undefined), ...structuredClone(ts.kubelet) };
-        note('spec.kubelet', `filled from NodePool "${r.metadata?.name}" spec.template.spec.kubelet`);
-      }
-    }
-    return { objects: [out as KubeObject], notes };
-  }
-
-  if (obj.apiVersion === 'karpenter.sh/v1beta1' && (obj.kind === 'NodePool' || obj.kind === 'NodeClaim')) {
-    const isPool = obj.kind === 'NodePool';
-    const tspec = structuredClone(
-      (isPool ? ((spec.template as Obj | undefined)?.spec as Obj | undefined) : spec) ?? {},
-    ) as Obj;
-    if (tspec.kubelet !== undefined) {
-      note(
-        isPool ? 'spec.template.spec.kubelet' : 'spec.kubelet',
-        `moved to EC2NodeClass "${String((tspec.nodeClassRef as Obj | undefined)?.name ?? '')}" spec.kubelet (convert it together with this object to carry it over)`,
-      );
-      delete tspec.kubelet;
-    }
-    tspec.nodeClassRef = nodeClassRef(tspec.nodeClassRef);
-    tspec.requirements = renameRequirementKeys(tspec.requirements, note);
-    if (!isPool) {
-      delete (tspec as Obj).resources;
-      if (spec.resources !== undefined) tspec.resources = structuredClone(spec.resources);
-      return {
-        objects: [
-          { apiVersion: 'karpenter.sh/v1', kind: 'NodeClaim', metadata: meta, spec: tspec } as KubeObject,
-        ],
-        notes,
-      };
-    }
-    const d = structuredClone((spec.disruption as Obj | undefined) ?? {});
-    if (d.expireAfter !== undefined) {
-      tspec.expireAfter = d.expireAfter;
-      delete d.expireAfter;
-      note('spec.disruption.expireAfter', 'now spec.template.spec.expireAfter');
-    }
-    if (d.consolidationPolicy === 'WhenUnderutilized') {
-      d.consolidationPolicy = 'WhenEmptyOrUnderutilized';
-      note('spec.disruption.consolidationPolicy', 'WhenUnderutilized is now WhenEmptyOrUnderutilized');
-    }
-    if (d.consolidateAfter === undefined) d.consolidateAfter = '0s';
-    const template = structuredClone((spec.template as Obj | undefined) ?? {});
-    template.spec = tspec;
-    const out: Obj = {
-      apiVersion: 'karpenter.sh/v1',
-      kind: 'NodePool',
-      metadata: meta,
-      spec: { ...structuredClone(spec), template, disruption: d },
-    };
-    return { objects: [out as KubeObject], notes };
-  }
-  return { objects: [obj], notes };
+  let out: KubeObject = obj;
+  if (obj.apiVersion === 'karpenter.sh/v1alpha5' && obj.kind === 'Provisioner')
+    out = convertProvisioner(obj, spec, meta, note);
+  else if (obj.apiVersion === 'karpenter.k8s.aws/v1alpha1' && obj.kind === 'AWSNodeTemplate')
+    out = convertAWSNodeTemplate(obj, spec, meta, related, note);
+  else if (obj.apiVersion === 'karpenter.k8s.aws/v1beta1' && obj.kind === 'EC2NodeClass')
+    out = convertV1beta1EC2NodeClass(obj, spec, meta, related, note);
+  else if (obj.apiVersion === 'karpenter.sh/v1beta1' && (obj.kind === 'NodePool' || obj.kind === 'NodeClaim'))
+    out = convertV1beta1NodePoolOrClaim(obj, spec, meta, note);
+  return { objects: [out], notes };
 }
 
 /**

@@ -461,65 +461,89 @@ function issue(
   };
 }
 
-/**
- * Builds the scheduler input from loaded (validated, defaulted) objects. Never throws for bad input:
- * problems come back in `errors` and the rest is still built. Reads nothing but `opts.catalog`.
- */
-export async function buildSchedulingInput(
-  objects: ReadonlyArray<SourcedObject>,
-  opts: BuildInputOptions,
-): Promise<BuiltInput> {
-  const errors: SimulationIssue[] = [];
-  const notices: string[] = [];
-  const ignored: IgnoredPod[] = [];
+/** Kinds whose objects have no namespace (their duplicate key leaves the namespace empty). */
+const CLUSTER_SCOPED_KINDS = new Set([
+  'NodePool',
+  'EC2NodeClass',
+  'KWOKNodeClass',
+  'PersistentVolume',
+  'StorageClass',
+  'CSINode',
+  'RuntimeClass',
+  'PriorityClass',
+  'Node',
+  'Namespace',
+  'NodeClaim',
+]);
 
-  const nodePools: NodePool[] = [];
-  const nodeClasses = new Map<string, EC2NodeClass>();
+/** The input objects sorted by kind, as {@link collectObjects} leaves them (mutated by the later passes). */
+interface CollectedObjects {
+  nodePools: NodePool[];
+  nodeClasses: Map<string, EC2NodeClass>;
   /** KWOKNodeClass names: their NodePools get the region's catalog with default allocatable, as `start` does. */
-  const kwokNodeClasses = new Set<string>();
-  const nodes: Node[] = [];
-  const listedPods: Pod[] = [];
-  const workloads: KubeObject[] = [];
-  const daemonSets: DaemonSet[] = [];
-  const pdbs: PodDisruptionBudget[] = [];
-  const pvcs: PersistentVolumeClaim[] = [];
-  const pvs: PersistentVolume[] = [];
-  const storageClasses: StorageClass[] = [];
-  const csiNodes: CSINode[] = [];
-  const namespaces: Record<string, Record<string, string>> = {};
-  const limitRanges: KubeObject[] = [];
-  const runtimeClasses: RuntimeClass[] = [];
-  const priorityClasses: PriorityClass[] = [];
-  const seen = new Map<string, SourcedObject>();
+  kwokNodeClasses: Set<string>;
+  nodes: Node[];
+  listedPods: Pod[];
+  /** Deployments, ReplicaSets, ReplicationControllers, StatefulSets and Jobs, with their namespace set. */
+  workloads: KubeObject[];
+  daemonSets: DaemonSet[];
+  pdbs: PodDisruptionBudget[];
+  pvcs: PersistentVolumeClaim[];
+  pvs: PersistentVolume[];
+  storageClasses: StorageClass[];
+  csiNodes: CSINode[];
+  /** Declared namespaces' labels, with `kubernetes.io/metadata.name`. */
+  namespaces: Record<string, Record<string, string>>;
+  limitRanges: KubeObject[];
+  runtimeClasses: RuntimeClass[];
+  priorityClasses: PriorityClass[];
+  /** Each accepted object by `<kind>/<namespace>/<name>` (namespace empty when cluster-scoped). */
+  seen: Map<string, SourcedObject>;
+}
 
+/**
+ * Sorts the input by kind. Objects the API server would refuse (object meta: names, labels, annotation size;
+ * pods: containers, quantities, selector operators) and second copies of an object are reported in `errors`
+ * and dropped, so a bad object never reaches the scheduler.
+ */
+function collectObjects(
+  objects: ReadonlyArray<SourcedObject>,
+  errors: SimulationIssue[],
+  notices: string[],
+): CollectedObjects {
+  const c: CollectedObjects = {
+    nodePools: [],
+    nodeClasses: new Map(),
+    kwokNodeClasses: new Set(),
+    nodes: [],
+    listedPods: [],
+    workloads: [],
+    daemonSets: [],
+    pdbs: [],
+    pvcs: [],
+    pvs: [],
+    storageClasses: [],
+    csiNodes: [],
+    namespaces: {},
+    limitRanges: [],
+    runtimeClasses: [],
+    priorityClasses: [],
+    seen: new Map(),
+  };
   for (const s of objects) {
     const o = s.object;
     if (!o || typeof o !== 'object') continue;
     const kind = o.kind ?? '';
-    // what the API server would refuse (object meta: names, labels, annotation size; pods: containers,
-    // quantities, selector operators) is refused here too, so a bad object never reaches the scheduler
     const refused = apiServerRefusal(o);
     if (refused.length > 0) {
       const name = typeof o.metadata?.name === 'string' ? o.metadata.name : '';
       const shown = name.length > 80 ? `${name.slice(0, 60)}…(${name.length} characters)` : name;
-      for (const c of refused) errors.push(issue(s, kind, shown, c.field, c.message));
+      for (const r of refused) errors.push(issue(s, kind, shown, r.field, r.message));
       continue;
     }
-    const clusterScoped = [
-      'NodePool',
-      'EC2NodeClass',
-      'KWOKNodeClass',
-      'PersistentVolume',
-      'StorageClass',
-      'CSINode',
-      'RuntimeClass',
-      'PriorityClass',
-      'Node',
-      'Namespace',
-      'NodeClaim',
-    ].includes(kind);
+    const clusterScoped = CLUSTER_SCOPED_KINDS.has(kind);
     const key = `${kind}/${clusterScoped ? '' : nsOf(o)}/${nameOf(o)}`;
-    const first = seen.get(key);
+    const first = c.seen.get(key);
     if (first && nameOf(o)) {
       errors.push(
         issue(
@@ -532,106 +556,138 @@ export async function buildSchedulingInput(
       );
       continue;
     }
-    seen.set(key, s);
-    switch (kind) {
-      case 'NodePool':
-        nodePools.push(o as NodePool);
-        break;
-      case 'EC2NodeClass':
-        nodeClasses.set(nameOf(o), o as EC2NodeClass);
-        break;
-      case 'KWOKNodeClass':
-        kwokNodeClasses.add(nameOf(o));
-        break;
-      case 'Node':
-        nodes.push(o as Node);
-        break;
-      case 'Pod': {
-        let pod = withNamespace(o as Pod);
-        if (!pod.metadata.name && pod.metadata.generateName) {
-          // The API server would append 5 random characters; use a deterministic suffix instead.
-          const name = `${pod.metadata.generateName}${templateHash(`${s.file}#${s.index}#${s.item ?? 0}`).slice(0, 5)}`;
-          pod = { ...pod, metadata: { ...pod.metadata, name } };
-        }
-        listedPods.push(pod);
-        break;
-      }
-      case 'Deployment':
-      case 'ReplicaSet':
-      case 'ReplicationController':
-      case 'StatefulSet':
-      case 'Job':
-        workloads.push(withNamespace(o));
-        break;
-      case 'DaemonSet':
-        daemonSets.push(withNamespace(o as DaemonSet));
-        break;
-      case 'PodDisruptionBudget':
-        pdbs.push(withNamespace(o as PodDisruptionBudget));
-        break;
-      case 'PersistentVolumeClaim':
-        pvcs.push(withNamespace(o as PersistentVolumeClaim));
-        break;
-      case 'PersistentVolume':
-        pvs.push(o as PersistentVolume);
-        break;
-      case 'StorageClass':
-        storageClasses.push(o as StorageClass);
-        break;
-      case 'CSINode':
-        csiNodes.push(o as CSINode);
-        break;
-      case 'LimitRange':
-        limitRanges.push(withNamespace(o));
-        break;
-      case 'RuntimeClass':
-        runtimeClasses.push(o as RuntimeClass);
-        break;
-      case 'PriorityClass':
-        priorityClasses.push(o as PriorityClass);
-        break;
-      case 'Namespace':
-        namespaces[nameOf(o)] = { ...(o.metadata?.labels ?? {}), 'kubernetes.io/metadata.name': nameOf(o) };
-        break;
-      case 'CronJob':
-        notices.push(
-          `CronJob ${nsOf(o)}/${nameOf(o)}: not expanded (its Jobs only exist at run time); list a Job to simulate one run.`,
-        );
-        break;
-      default:
-        break;
-    }
+    c.seen.set(key, s);
+    collectByKind(c, s, kind, notices);
   }
+  return c;
+}
 
-  // Pods listed in the input count towards their controller's replicas.
+/**
+ * Files one accepted object `s` of kind `kind` into `c` (namespaced kinds get their default namespace; a Pod
+ * with only `generateName` gets a deterministic name). CronJobs are not expanded: a notice says so.
+ */
+function collectByKind(c: CollectedObjects, s: SourcedObject, kind: string, notices: string[]): void {
+  const o = s.object;
+  switch (kind) {
+    case 'NodePool':
+      c.nodePools.push(o as NodePool);
+      break;
+    case 'EC2NodeClass':
+      c.nodeClasses.set(nameOf(o), o as EC2NodeClass);
+      break;
+    case 'KWOKNodeClass':
+      c.kwokNodeClasses.add(nameOf(o));
+      break;
+    case 'Node':
+      c.nodes.push(o as Node);
+      break;
+    case 'Pod': {
+      let pod = withNamespace(o as Pod);
+      if (!pod.metadata.name && pod.metadata.generateName) {
+        // The API server would append 5 random characters; use a deterministic suffix instead.
+        const name = `${pod.metadata.generateName}${templateHash(`${s.file}#${s.index}#${s.item ?? 0}`).slice(0, 5)}`;
+        pod = { ...pod, metadata: { ...pod.metadata, name } };
+      }
+      c.listedPods.push(pod);
+      break;
+    }
+    case 'Deployment':
+    case 'ReplicaSet':
+    case 'ReplicationController':
+    case 'StatefulSet':
+    case 'Job':
+      c.workloads.push(withNamespace(o));
+      break;
+    case 'DaemonSet':
+      c.daemonSets.push(withNamespace(o as DaemonSet));
+      break;
+    case 'PodDisruptionBudget':
+      c.pdbs.push(withNamespace(o as PodDisruptionBudget));
+      break;
+    case 'PersistentVolumeClaim':
+      c.pvcs.push(withNamespace(o as PersistentVolumeClaim));
+      break;
+    case 'PersistentVolume':
+      c.pvs.push(o as PersistentVolume);
+      break;
+    case 'StorageClass':
+      c.storageClasses.push(o as StorageClass);
+      break;
+    case 'CSINode':
+      c.csiNodes.push(o as CSINode);
+      break;
+    case 'LimitRange':
+      c.limitRanges.push(withNamespace(o));
+      break;
+    case 'RuntimeClass':
+      c.runtimeClasses.push(o as RuntimeClass);
+      break;
+    case 'PriorityClass':
+      c.priorityClasses.push(o as PriorityClass);
+      break;
+    case 'Namespace':
+      c.namespaces[nameOf(o)] = { ...(o.metadata?.labels ?? {}), 'kubernetes.io/metadata.name': nameOf(o) };
+      break;
+    case 'CronJob':
+      notices.push(
+        `CronJob ${nsOf(o)}/${nameOf(o)}: not expanded (its Jobs only exist at run time); list a Job to simulate one run.`,
+      );
+      break;
+    default:
+      break;
+  }
+}
+
+/**
+ * The listed pods followed by the pods the workloads expand into (pods listed in the input count towards
+ * their controller's replicas; a ReplicaSet owned by a listed Deployment is skipped), with the workload each
+ * expanded pod came from. StatefulSet `volumeClaimTemplates` claims not already in the input are added to
+ * `c.pvcs`.
+ */
+function expandWorkloads(c: CollectedObjects): { allPods: Pod[]; origin: Map<Pod, KubeObject> } {
   const ownedCount = new Map<string, number>();
-  for (const p of listedPods) {
+  for (const p of c.listedPods) {
     const owner = controllerOwner(p);
     if (owner) {
       const k = `${owner.kind}/${nsOf(p)}/${owner.name}`;
       ownedCount.set(k, (ownedCount.get(k) ?? 0) + 1);
     }
   }
-
-  const allPods: Pod[] = [...listedPods];
-  /** The workload each expanded pod came from (for error messages). */
+  const allPods: Pod[] = [...c.listedPods];
   const origin = new Map<Pod, KubeObject>();
-  for (const w of workloads) {
+  for (const w of c.workloads) {
     // A ReplicaSet owned by a listed Deployment is the Deployment's: do not count its pods twice.
     const owner = controllerOwner(w);
-    if (owner?.kind === 'Deployment' && seen.has(`Deployment/${nsOf(w)}/${owner.name}`)) continue;
+    if (owner?.kind === 'Deployment' && c.seen.has(`Deployment/${nsOf(w)}/${owner.name}`)) continue;
     const expanded = expandWorkload(w, ownedCount.get(`${w.kind}/${nsOf(w)}/${nameOf(w)}`) ?? 0) ?? [];
     allPods.push(...expanded);
     for (const p of expanded) origin.set(p, w);
     if (w.kind === 'StatefulSet') {
-      for (const c of statefulSetClaims(w as StatefulSet)) {
-        if (!pvcs.some((x) => nameOf(x) === nameOf(c) && nsOf(x) === nsOf(c))) pvcs.push(c);
+      for (const claim of statefulSetClaims(w as StatefulSet)) {
+        if (!c.pvcs.some((x) => nameOf(x) === nameOf(claim) && nsOf(x) === nsOf(claim))) c.pvcs.push(claim);
       }
     }
   }
+  return { allPods, origin };
+}
 
-  // What the API server's admission plugins do before anyone sees the pods (apis/admission.ts).
-  const admission = { limitRanges, runtimeClasses, priorityClasses };
+/**
+ * What the API server's admission plugins do before anyone sees the pods (apis/admission.ts): each unbound
+ * pod of `allPods` is replaced by its admitted form or removed (one error per workload, not per replica), and
+ * each DaemonSet's template is admitted too (its daemon overhead includes RuntimeClass overhead and LimitRange
+ * defaults). Mutates `allPods` and `c.daemonSets` in place.
+ */
+function admitAll(
+  c: CollectedObjects,
+  allPods: Pod[],
+  origin: ReadonlyMap<Pod, KubeObject>,
+  errors: SimulationIssue[],
+): void {
+  const admission = {
+    limitRanges: c.limitRanges,
+    runtimeClasses: c.runtimeClasses,
+    priorityClasses: c.priorityClasses,
+  };
   const rejected = new Set<Pod>();
   const reported = new Set<string>();
   for (let i = 0; i < allPods.length; i++) {
@@ -642,10 +698,11 @@ export async function buildSchedulingInput(
     else {
       rejected.add(p);
       const w = origin.get(p);
-      const src = w ? seen.get(`${w.kind}/${nsOf(w)}/${nameOf(w)}`) : seen.get(`Pod/${nsOf(p)}/${nameOf(p)}`);
+      const src = w
+        ? c.seen.get(`${w.kind}/${nsOf(w)}/${nameOf(w)}`)
+        : c.seen.get(`Pod/${nsOf(p)}/${nameOf(p)}`);
       const what = w?.kind ?? 'Pod';
       const name = w ? `${nsOf(w)}/${nameOf(w)}` : podKey(p);
-      // one error per workload, not per replica
       if (!reported.has(`${what}/${name}`)) {
         reported.add(`${what}/${name}`);
         errors.push(issue(src, what, name, 'spec', `pods are forbidden: ${r.rejected}`));
@@ -654,9 +711,8 @@ export async function buildSchedulingInput(
   }
   if (rejected.size > 0)
     for (let i = allPods.length - 1; i >= 0; i--) if (rejected.has(allPods[i]!)) allPods.splice(i, 1);
-  // DaemonSet pods are admitted too: their daemon overhead includes RuntimeClass overhead and LimitRange defaults
-  for (let i = 0; i < daemonSets.length; i++) {
-    const ds = daemonSets[i]!;
+  for (let i = 0; i < c.daemonSets.length; i++) {
+    const ds = c.daemonSets[i]!;
     const tpl = ds.spec?.template;
     if (!tpl?.spec) continue;
     const r = admitPod(
@@ -668,9 +724,22 @@ export async function buildSchedulingInput(
       },
       admission,
     );
-    if ('pod' in r) daemonSets[i] = { ...ds, spec: { ...ds.spec!, template: { ...tpl, spec: r.pod.spec } } };
+    if ('pod' in r)
+      c.daemonSets[i] = { ...ds, spec: { ...ds.spec!, template: { ...tpl, spec: r.pod.spec } } };
   }
+}
 
+/**
+ * Splits the active pods into pending ones (for the scheduler) and those bound to a node of the input, by
+ * node name. Pods bound to a node not in the input are dropped with a notice; pending DaemonSet pods go to
+ * `ignored` (upstream `pod.IsProvisionable`).
+ */
+function partitionPods(
+  allPods: readonly Pod[],
+  nodes: readonly Node[],
+  notices: string[],
+  ignored: IgnoredPod[],
+): { pending: Pod[]; boundByNode: Map<string, Pod[]> } {
   const nodeNames = new Set(nodes.map(nameOf));
   const pending: Pod[] = [];
   const boundByNode = new Map<string, Pod[]>();
@@ -700,30 +769,51 @@ export async function buildSchedulingInput(
     }
     pending.push(p);
   }
+  return { pending, boundByNode };
+}
 
-  // Existing nodes, with their bound pods and the daemon pods the DaemonSet controller would have added.
-  const poolByName = new Map(nodePools.map((np) => [nameOf(np), np]));
+/**
+ * The pods the DaemonSet controller would have added to `node`: one per DaemonSet that has none among `pods`
+ * (by owner, or by selector in its namespace) and whose placement rule admits the node, on the taints the node
+ * keeps once it is up (as the core does).
+ */
+function missingDaemonPods(node: Node, pods: readonly Pod[], daemonSets: readonly DaemonSet[]): Pod[] {
+  const out: Pod[] = [];
+  for (const ds of daemonSets) {
+    const hasOne = pods.some((p) => {
+      const o = controllerOwner(p);
+      if (o?.kind === 'DaemonSet' && o.name === nameOf(ds) && nsOf(p) === nsOf(ds)) return true;
+      return nsOf(p) === nsOf(ds) && selectorMatches(ds.spec?.selector, p.metadata.labels ?? {});
+    });
+    if (hasOne || !ds.spec?.template) continue;
+    const view = {
+      name: nameOf(node),
+      labels: node.metadata.labels ?? {},
+      taints: withoutEphemeralTaints(node.spec?.taints),
+    };
+    if (daemonSetNodeFit(ds.spec.template.spec ?? { containers: [] }, view).shouldRun) {
+      out.push(daemonPodFor(ds, node));
+    }
+  }
+  return out;
+}
+
+/**
+ * Existing nodes, with their bound pods and the daemon pods the DaemonSet controller would have added; a node
+ * labelled with a NodePool gets a NodeClaim and counts its capacity towards that NodePool's usage (an
+ * unparsable capacity is reported and counts as zero).
+ */
+function existingNodesOf(
+  c: CollectedObjects,
+  boundByNode: ReadonlyMap<string, Pod[]>,
+  errors: SimulationIssue[],
+): { existingNodes: ExistingNode[]; nodePoolUsage: Record<string, Resources> } {
+  const poolByName = new Map(c.nodePools.map((np) => [nameOf(np), np]));
   const existingNodes: ExistingNode[] = [];
   const nodePoolUsage: Record<string, Resources> = {};
-  for (const node of nodes) {
+  for (const node of c.nodes) {
     const pods = [...(boundByNode.get(nameOf(node)) ?? [])];
-    for (const ds of daemonSets) {
-      const hasOne = pods.some((p) => {
-        const o = controllerOwner(p);
-        if (o?.kind === 'DaemonSet' && o.name === nameOf(ds) && nsOf(p) === nsOf(ds)) return true;
-        return nsOf(p) === nsOf(ds) && selectorMatches(ds.spec?.selector, p.metadata.labels ?? {});
-      });
-      if (hasOne || !ds.spec?.template) continue;
-      // the shared DaemonSet placement rule, on the taints the node keeps once it is up (as the core does)
-      const view = {
-        name: nameOf(node),
-        labels: node.metadata.labels ?? {},
-        taints: withoutEphemeralTaints(node.spec?.taints),
-      };
-      if (daemonSetNodeFit(ds.spec.template.spec ?? { containers: [] }, view).shouldRun) {
-        pods.push(daemonPodFor(ds, node));
-      }
-    }
+    pods.push(...missingDaemonPods(node, pods, c.daemonSets));
     const poolName = node.metadata.labels?.[LabelNodePool];
     const existing: ExistingNode = { node, pods };
     if (poolName) {
@@ -734,7 +824,7 @@ export async function buildSchedulingInput(
       } catch (e) {
         errors.push(
           issue(
-            seen.get(`Node//${nameOf(node)}`),
+            c.seen.get(`Node//${nameOf(node)}`),
             'Node',
             nameOf(node),
             'status.capacity',
@@ -747,101 +837,132 @@ export async function buildSchedulingInput(
     }
     existingNodes.push(existing);
   }
+  return { existingNodes, nodePoolUsage };
+}
 
-  // NodePools: the default one when none is given.
-  let usedDefaultNodePool = false;
-  if (nodePools.length === 0 && (opts.invalidNodePools ?? 0) > 0) {
+/**
+ * Adds {@link DEFAULT_NODEPOOL} (and {@link DEFAULT_EC2NODECLASS} unless the input has an EC2NodeClass
+ * `default`) to `c` when the input has no NodePool at all, with a notice; returns whether it did. When every
+ * NodePool of the input was invalid, adds nothing and says so.
+ */
+function addDefaultNodePool(c: CollectedObjects, opts: BuildInputOptions, notices: string[]): boolean {
+  if (c.nodePools.length === 0 && (opts.invalidNodePools ?? 0) > 0) {
     notices.push(
       `Every NodePool in the input is invalid (${opts.invalidNodePools}, see the errors): nothing can be provisioned until they are fixed; the default NodePool is only used when the input has no NodePool at all.`,
     );
-  } else if (nodePools.length === 0) {
-    usedDefaultNodePool = true;
-    nodePools.push(structuredClone(DEFAULT_NODEPOOL));
-    const own = nodeClasses.has('default');
-    if (!own) nodeClasses.set('default', structuredClone(DEFAULT_EC2NODECLASS));
-    notices.push(
-      `No NodePool in the input: using the default NodePool "default" (on-demand, amd64, linux, instance categories c/m/r, generation > 2) with ${own ? 'the EC2NodeClass "default" from the input' : 'a default EC2NodeClass (AL2023)'}.`,
+    return false;
+  }
+  if (c.nodePools.length > 0) return false;
+  c.nodePools.push(structuredClone(DEFAULT_NODEPOOL));
+  const own = c.nodeClasses.has('default');
+  if (!own) c.nodeClasses.set('default', structuredClone(DEFAULT_EC2NODECLASS));
+  notices.push(
+    `No NodePool in the input: using the default NodePool "default" (on-demand, amd64, linux, instance categories c/m/r, generation > 2) with ${own ? 'the EC2NodeClass "default" from the input' : 'a default EC2NodeClass (AL2023)'}.`,
+  );
+  return true;
+}
+
+/** Adds each of `more` not yet in `notices` to it. */
+function addNotices(notices: string[], more: readonly string[]): void {
+  for (const n of more) if (!notices.includes(n)) notices.push(n);
+}
+
+/**
+ * The instance types of one NodePool, from `opts.catalog` through its NodeClass (cached per NodeClass in
+ * `cache`), or `undefined` after reporting why the NodePool is not simulated: a KWOKNodeClass or EC2NodeClass
+ * missing from the input, another NodeClass kind, or a catalog error for its EC2NodeClass. A KWOKNodeClass
+ * NodePool gets the region's catalog types with the default (AL2023) allocatable, as the kwok provider does.
+ */
+async function nodePoolInstanceTypes(
+  np: NodePool,
+  c: CollectedObjects,
+  opts: BuildInputOptions,
+  cache: Map<string, InstanceType[]>,
+  errors: SimulationIssue[],
+  notices: string[],
+): Promise<InstanceType[] | undefined> {
+  const ref = np.spec?.template?.spec?.nodeClassRef;
+  const src = c.seen.get(`NodePool//${nameOf(np)}`);
+  const refuse = (field: string, text: string): undefined => {
+    errors.push(issue(src, 'NodePool', nameOf(np), field, text));
+    return undefined;
+  };
+  if (ref?.kind === 'KWOKNodeClass') {
+    if (!c.kwokNodeClasses.has(ref.name))
+      return refuse(
+        'spec.template.spec.nodeClassRef.name',
+        `KWOKNodeClass "${ref.name}" is not in the input (${c.kwokNodeClasses.size ? `found: ${[...c.kwokNodeClasses].join(', ')}` : 'none given'}). Add that KWOKNodeClass or fix nodeClassRef.name; this NodePool is not simulated.`,
+      );
+    let types = cache.get(`KWOKNodeClass/${ref.name}`);
+    if (!types) {
+      const res = await opts.catalog({ region: opts.region });
+      types = [...res.instanceTypes];
+      addNotices(notices, res.notices);
+      cache.set(`KWOKNodeClass/${ref.name}`, types);
+    }
+    return types;
+  }
+  if (ref?.kind !== 'EC2NodeClass')
+    return refuse(
+      'spec.template.spec.nodeClassRef.kind',
+      `references a ${ref?.kind ?? 'missing'} NodeClass; capenter simulate only resolves EC2NodeClass (group karpenter.k8s.aws) and KWOKNodeClass (group karpenter.kwok.sh). This NodePool is not simulated.`,
+    );
+  const nc = c.nodeClasses.get(ref.name);
+  if (!nc) {
+    const known = [...c.nodeClasses.keys()];
+    return refuse(
+      'spec.template.spec.nodeClassRef.name',
+      `EC2NodeClass "${ref.name}" is not in the input (${known.length ? `found: ${known.join(', ')}` : 'none given'}). Add that EC2NodeClass or fix nodeClassRef.name; this NodePool is not simulated.`,
     );
   }
+  let types = cache.get(`EC2NodeClass/${ref.name}`);
+  if (!types) {
+    try {
+      const res = await opts.catalog({ region: opts.region, nodeClass: nc });
+      types = [...res.instanceTypes];
+      addNotices(notices, res.notices);
+    } catch (e) {
+      const field = (e as { field?: unknown }).field;
+      errors.push(
+        issue(
+          c.seen.get(`EC2NodeClass//${ref.name}`),
+          'EC2NodeClass',
+          ref.name,
+          typeof field === 'string' ? field : undefined,
+          `cannot resolve its instance types in ${opts.region}: ${(e as Error).message}`,
+        ),
+      );
+      return undefined;
+    }
+    cache.set(`EC2NodeClass/${ref.name}`, types);
+  }
+  return types;
+}
+
+/**
+ * Builds the scheduler input from loaded (validated, defaulted) objects. Never throws for bad input:
+ * problems come back in `errors` and the rest is still built. Reads nothing but `opts.catalog`.
+ */
+export async function buildSchedulingInput(
+  objects: ReadonlyArray<SourcedObject>,
+  opts: BuildInputOptions,
+): Promise<BuiltInput> {
+  const errors: SimulationIssue[] = [];
+  const notices: string[] = [];
+  const ignored: IgnoredPod[] = [];
+  const c = collectObjects(objects, errors, notices);
+  const { allPods, origin } = expandWorkloads(c);
+  admitAll(c, allPods, origin, errors);
+  const { pending, boundByNode } = partitionPods(allPods, c.nodes, notices, ignored);
+  const { existingNodes, nodePoolUsage } = existingNodesOf(c, boundByNode, errors);
+  const usedDefaultNodePool = addDefaultNodePool(c, opts, notices);
 
   const instanceTypes: Record<string, InstanceType[]> = {};
   const catalogCache = new Map<string, InstanceType[]>();
   const usablePools: NodePool[] = [];
-  for (const np of nodePools) {
-    const ref = np.spec?.template?.spec?.nodeClassRef;
-    const src = seen.get(`NodePool//${nameOf(np)}`);
-    if (ref?.kind === 'KWOKNodeClass') {
-      if (!kwokNodeClasses.has(ref.name)) {
-        errors.push(
-          issue(
-            src,
-            'NodePool',
-            nameOf(np),
-            'spec.template.spec.nodeClassRef.name',
-            `KWOKNodeClass "${ref.name}" is not in the input (${kwokNodeClasses.size ? `found: ${[...kwokNodeClasses].join(', ')}` : 'none given'}). Add that KWOKNodeClass or fix nodeClassRef.name; this NodePool is not simulated.`,
-          ),
-        );
-        continue;
-      }
-      // the kwok provider launches the region's catalog types with the default (AL2023) allocatable
-      let types = catalogCache.get(`KWOKNodeClass/${ref.name}`);
-      if (!types) {
-        const res = await opts.catalog({ region: opts.region });
-        types = [...res.instanceTypes];
-        for (const n of res.notices) if (!notices.includes(n)) notices.push(n);
-        catalogCache.set(`KWOKNodeClass/${ref.name}`, types);
-      }
-      instanceTypes[nameOf(np)] = types;
-      usablePools.push(np);
-      continue;
-    }
-    if (ref?.kind !== 'EC2NodeClass') {
-      errors.push(
-        issue(
-          src,
-          'NodePool',
-          nameOf(np),
-          'spec.template.spec.nodeClassRef.kind',
-          `references a ${ref?.kind ?? 'missing'} NodeClass; capenter simulate only resolves EC2NodeClass (group karpenter.k8s.aws) and KWOKNodeClass (group karpenter.kwok.sh). This NodePool is not simulated.`,
-        ),
-      );
-      continue;
-    }
-    const nc = nodeClasses.get(ref.name);
-    if (!nc) {
-      const known = [...nodeClasses.keys()];
-      errors.push(
-        issue(
-          src,
-          'NodePool',
-          nameOf(np),
-          'spec.template.spec.nodeClassRef.name',
-          `EC2NodeClass "${ref.name}" is not in the input (${known.length ? `found: ${known.join(', ')}` : 'none given'}). Add that EC2NodeClass or fix nodeClassRef.name; this NodePool is not simulated.`,
-        ),
-      );
-      continue;
-    }
-    let types = catalogCache.get(`EC2NodeClass/${ref.name}`);
-    if (!types) {
-      try {
-        const res = await opts.catalog({ region: opts.region, nodeClass: nc });
-        types = [...res.instanceTypes];
-        for (const n of res.notices) if (!notices.includes(n)) notices.push(n);
-      } catch (e) {
-        const field = (e as { field?: unknown }).field;
-        errors.push(
-          issue(
-            seen.get(`EC2NodeClass//${ref.name}`),
-            'EC2NodeClass',
-            ref.name,
-            typeof field === 'string' ? field : undefined,
-            `cannot resolve its instance types in ${opts.region}: ${(e as Error).message}`,
-          ),
-        );
-        continue;
-      }
-      catalogCache.set(`EC2NodeClass/${ref.name}`, types);
-    }
+  for (const np of c.nodePools) {
+    const types = await nodePoolInstanceTypes(np, c, opts, catalogCache, errors, notices);
+    if (!types) continue;
     instanceTypes[nameOf(np)] = types;
     usablePools.push(np);
   }
@@ -851,10 +972,15 @@ export async function buildSchedulingInput(
     existingNodes,
     nodePools: usablePools,
     instanceTypes,
-    daemonSets,
+    daemonSets: c.daemonSets,
     nodePoolUsage,
-    volumes: { persistentVolumeClaims: pvcs, persistentVolumes: pvs, storageClasses, csiNodes },
-    namespaces: namespacesFor(namespaces, [...allPods, ...daemonSets]),
+    volumes: {
+      persistentVolumeClaims: c.pvcs,
+      persistentVolumes: c.pvs,
+      storageClasses: c.storageClasses,
+      csiNodes: c.csiNodes,
+    },
+    namespaces: namespacesFor(c.namespaces, [...allPods, ...c.daemonSets]),
     explain: opts.explain ?? false,
   };
   return {
@@ -862,8 +988,8 @@ export async function buildSchedulingInput(
     ignored,
     errors,
     notices,
-    persistentVolumeClaims: pvcs,
-    podDisruptionBudgets: pdbs,
+    persistentVolumeClaims: c.pvcs,
+    podDisruptionBudgets: c.pdbs,
     usedDefaultNodePool,
   };
 }

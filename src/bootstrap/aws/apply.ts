@@ -281,6 +281,143 @@ async function inspect(c: BootstrapClients, plan: BootstrapPlan, r: PlannedResou
   }
 }
 
+/** A planned resource of one type. */
+type Planned<T extends PlannedResource['type']> = Extract<PlannedResource, { type: T }>;
+/** Resource tags in the IAM/EventBridge list form. */
+type Tag = { Key: string; Value: string };
+
+/** Creates the node role (or updates its trust policy) and attaches its managed policies. */
+async function putRole(
+  c: BootstrapClients,
+  r: Planned<'IAMRole'>,
+  Tags: Tag[],
+  create: boolean,
+): Promise<void> {
+  const label = resourceLabel(r);
+  if (create)
+    await call('iam:CreateRole', label, () =>
+      c.iam.send(
+        new CreateRoleCommand({
+          RoleName: r.name,
+          Path: '/',
+          AssumeRolePolicyDocument: JSON.stringify(r.trustPolicy),
+          Tags,
+        }),
+      ),
+    );
+  else
+    await call('iam:UpdateAssumeRolePolicy', label, () =>
+      c.iam.send(
+        new UpdateAssumeRolePolicyCommand({
+          RoleName: r.name,
+          PolicyDocument: JSON.stringify(r.trustPolicy),
+        }),
+      ),
+    );
+  for (const arn of r.managedPolicyArns)
+    await call('iam:AttachRolePolicy', label, () =>
+      c.iam.send(new AttachRolePolicyCommand({ RoleName: r.name, PolicyArn: arn })),
+    );
+}
+
+/**
+ * Creates a managed policy, or gives an existing one a new default version with the planned document (IAM keeps
+ * at most 5 versions: at 5, the oldest non-default one is deleted first).
+ */
+async function putManagedPolicy(
+  c: BootstrapClients,
+  r: Planned<'IAMManagedPolicy'>,
+  Tags: Tag[],
+  create: boolean,
+): Promise<void> {
+  const label = resourceLabel(r);
+  if (create) {
+    await call('iam:CreatePolicy', label, () =>
+      c.iam.send(
+        new CreatePolicyCommand({
+          PolicyName: r.name,
+          Path: '/',
+          PolicyDocument: JSON.stringify(r.document),
+          Tags,
+        }),
+      ),
+    );
+    return;
+  }
+  const versions = await call('iam:ListPolicyVersions', label, () =>
+    c.iam.send(new ListPolicyVersionsCommand({ PolicyArn: r.arn })),
+  );
+  const old = (versions.Versions ?? []).filter((v) => !v.IsDefaultVersion);
+  if ((versions.Versions ?? []).length >= 5 && old.length)
+    await call('iam:DeletePolicyVersion', label, () =>
+      c.iam.send(
+        new DeletePolicyVersionCommand({ PolicyArn: r.arn, VersionId: old[old.length - 1]!.VersionId }),
+      ),
+    );
+  await call('iam:CreatePolicyVersion', label, () =>
+    c.iam.send(
+      new CreatePolicyVersionCommand({
+        PolicyArn: r.arn,
+        PolicyDocument: JSON.stringify(r.document),
+        SetAsDefault: true,
+      }),
+    ),
+  );
+}
+
+/** Creates the interruption queue (tagged), or sets the attributes and policy of the existing one. */
+async function putQueue(
+  c: BootstrapClients,
+  plan: BootstrapPlan,
+  r: Planned<'SQSQueue'>,
+  create: boolean,
+): Promise<void> {
+  const label = resourceLabel(r);
+  const Attributes = { ...r.attributes, Policy: JSON.stringify(r.policy) };
+  if (create) {
+    await call('sqs:CreateQueue', label, () =>
+      c.sqs.send(new CreateQueueCommand({ QueueName: r.name, Attributes, tags: plan.tags })),
+    );
+    return;
+  }
+  const url = await call('sqs:GetQueueUrl', label, () =>
+    c.sqs.send(new GetQueueUrlCommand({ QueueName: r.name })),
+  );
+  await call('sqs:SetQueueAttributes', label, () =>
+    c.sqs.send(new SetQueueAttributesCommand({ QueueUrl: url.QueueUrl, Attributes })),
+  );
+}
+
+/** Puts an EventBridge rule (tagged when created) and its target, the interruption queue. */
+async function putRule(
+  c: BootstrapClients,
+  plan: BootstrapPlan,
+  r: Planned<'EventBridgeRule'>,
+  Tags: Tag[],
+  create: boolean,
+): Promise<void> {
+  const label = resourceLabel(r);
+  await call('events:PutRule', label, () =>
+    c.events.send(
+      new PutRuleCommand({
+        Name: r.name,
+        EventPattern: JSON.stringify(r.pattern),
+        State: 'ENABLED',
+        Description: `Karpenter interruption events for cluster ${plan.input.clusterName} (capenter bootstrap)`,
+        ...(create ? { Tags } : {}),
+      }),
+    ),
+  );
+  await call('events:PutTargets', label, () =>
+    c.events.send(
+      new PutTargetsCommand({
+        Rule: r.name,
+        Targets: [{ Id: 'KarpenterInterruptionQueueTarget', Arn: r.targetArn }],
+      }),
+    ),
+  );
+}
+
 /** Creates (or brings up to date) one resource. */
 async function put(
   c: BootstrapClients,
@@ -293,31 +430,7 @@ async function put(
   const create = state.kind === 'absent';
   switch (r.type) {
     case 'IAMRole':
-      if (create)
-        await call('iam:CreateRole', label, () =>
-          c.iam.send(
-            new CreateRoleCommand({
-              RoleName: r.name,
-              Path: '/',
-              AssumeRolePolicyDocument: JSON.stringify(r.trustPolicy),
-              Tags,
-            }),
-          ),
-        );
-      else
-        await call('iam:UpdateAssumeRolePolicy', label, () =>
-          c.iam.send(
-            new UpdateAssumeRolePolicyCommand({
-              RoleName: r.name,
-              PolicyDocument: JSON.stringify(r.trustPolicy),
-            }),
-          ),
-        );
-      for (const arn of r.managedPolicyArns)
-        await call('iam:AttachRolePolicy', label, () =>
-          c.iam.send(new AttachRolePolicyCommand({ RoleName: r.name, PolicyArn: arn })),
-        );
-      return;
+      return putRole(c, r, Tags, create);
     case 'IAMInstanceProfile':
       if (create) {
         await call('iam:CreateInstanceProfile', label, () =>
@@ -331,79 +444,11 @@ async function put(
       );
       return;
     case 'IAMManagedPolicy':
-      if (create) {
-        await call('iam:CreatePolicy', label, () =>
-          c.iam.send(
-            new CreatePolicyCommand({
-              PolicyName: r.name,
-              Path: '/',
-              PolicyDocument: JSON.stringify(r.document),
-              Tags,
-            }),
-          ),
-        );
-        return;
-      }
-      {
-        // IAM keeps at most 5 versions: drop the oldest non-default one first.
-        const versions = await call('iam:ListPolicyVersions', label, () =>
-          c.iam.send(new ListPolicyVersionsCommand({ PolicyArn: r.arn })),
-        );
-        const old = (versions.Versions ?? []).filter((v) => !v.IsDefaultVersion);
-        if ((versions.Versions ?? []).length >= 5 && old.length)
-          await call('iam:DeletePolicyVersion', label, () =>
-            c.iam.send(
-              new DeletePolicyVersionCommand({ PolicyArn: r.arn, VersionId: old[old.length - 1]!.VersionId }),
-            ),
-          );
-        await call('iam:CreatePolicyVersion', label, () =>
-          c.iam.send(
-            new CreatePolicyVersionCommand({
-              PolicyArn: r.arn,
-              PolicyDocument: JSON.stringify(r.document),
-              SetAsDefault: true,
-            }),
-          ),
-        );
-      }
-      return;
-    case 'SQSQueue': {
-      const Attributes = { ...r.attributes, Policy: JSON.stringify(r.policy) };
-      if (create) {
-        await call('sqs:CreateQueue', label, () =>
-          c.sqs.send(new CreateQueueCommand({ QueueName: r.name, Attributes, tags: plan.tags })),
-        );
-        return;
-      }
-      const url = await call('sqs:GetQueueUrl', label, () =>
-        c.sqs.send(new GetQueueUrlCommand({ QueueName: r.name })),
-      );
-      await call('sqs:SetQueueAttributes', label, () =>
-        c.sqs.send(new SetQueueAttributesCommand({ QueueUrl: url.QueueUrl, Attributes })),
-      );
-      return;
-    }
+      return putManagedPolicy(c, r, Tags, create);
+    case 'SQSQueue':
+      return putQueue(c, plan, r, create);
     case 'EventBridgeRule':
-      await call('events:PutRule', label, () =>
-        c.events.send(
-          new PutRuleCommand({
-            Name: r.name,
-            EventPattern: JSON.stringify(r.pattern),
-            State: 'ENABLED',
-            Description: `Karpenter interruption events for cluster ${plan.input.clusterName} (capenter bootstrap)`,
-            ...(create ? { Tags } : {}),
-          }),
-        ),
-      );
-      await call('events:PutTargets', label, () =>
-        c.events.send(
-          new PutTargetsCommand({
-            Rule: r.name,
-            Targets: [{ Id: 'KarpenterInterruptionQueueTarget', Arn: r.targetArn }],
-          }),
-        ),
-      );
-      return;
+      return putRule(c, plan, r, Tags, create);
     case 'RolePolicyAttachment':
       await call('iam:AttachRolePolicy', label, () =>
         c.iam.send(new AttachRolePolicyCommand({ RoleName: r.roleName, PolicyArn: r.policyArn })),

@@ -177,6 +177,183 @@ interface Candidate {
   price: number;
 }
 
+/** What {@link Instances.createFleet} returns. */
+type FleetResult = Awaited<ReturnType<Instances['createFleet']>>;
+
+/** The candidates launched with one AMI and one max-pods value (one launch template). */
+interface AMIGroup {
+  ami: string;
+  maxPods: number;
+  candidates: Candidate[];
+}
+
+/**
+ * The NodeClaim's name once it may be launched by this provider.
+ * @throws CreateError `InvalidNodeClaim` without a name, `NodeClassNotSupported` when its nodeClassRef is not an
+ *   EC2NodeClass.
+ */
+function launchableName(nodeClaim: NodeClaim): string {
+  const name = nodeClaim.metadata.name;
+  if (!name) {
+    throw new CreateError(
+      'NodeClaim has no metadata.name; it must be named before launching',
+      'InvalidNodeClaim',
+    );
+  }
+  const ref = nodeClaim.spec.nodeClassRef;
+  if (ref.group !== AwsGroup || ref.kind !== EC2NodeClassKind) {
+    throw new CreateError(
+      `NodeClaim "${name}" spec.nodeClassRef is ${ref.group}/${ref.kind} "${ref.name}", but the aws provider launches ` +
+        `only ${AwsGroup}/${EC2NodeClassKind}; point the NodePool at an EC2NodeClass`,
+      'NodeClassNotSupported',
+    );
+  }
+  return name;
+}
+
+/**
+ * The resolved subnets, AMIs and security group IDs of a Ready EC2NodeClass.
+ * @throws NodeClassNotReadyError naming the lists that are empty.
+ */
+function launchStatus(nodeClass: EC2NodeClass): {
+  subnets: SubnetStatus[];
+  amis: AMIStatus[];
+  sgs: string[];
+} {
+  const status = ec2NodeClassStatus(nodeClass);
+  const subnets = status.subnets ?? [];
+  const amis = status.amis ?? [];
+  const sgs = (status.securityGroups ?? []).map((g) => g.id);
+  if (subnets.length === 0 || amis.length === 0 || sgs.length === 0) {
+    throw new NodeClassNotReadyError(
+      `${EC2NodeClassKind}/${nodeClass.metadata.name} has no resolved ${[
+        subnets.length === 0 ? 'status.subnets' : '',
+        amis.length === 0 ? 'status.amis' : '',
+        sgs.length === 0 ? 'status.securityGroups' : '',
+      ]
+        .filter(Boolean)
+        .join(', ')}`,
+      { nodeClass: `${EC2NodeClassKind}/${nodeClass.metadata.name}` },
+    );
+  }
+  return { subnets, amis, sgs };
+}
+
+/** The NodeClaim's requirements. @throws CreateError `InvalidRequirements` when they are malformed. */
+function claimRequirements(nodeClaim: NodeClaim, name: string): Requirements {
+  try {
+    return Requirements.fromNodeSelector(nodeClaim.spec.requirements ?? []);
+  } catch (err) {
+    throw new CreateError(
+      `NodeClaim "${name}" spec.requirements are malformed: ${(err as Error).message}`,
+      'InvalidRequirements',
+      undefined,
+      { cause: err },
+    );
+  }
+}
+
+/**
+ * Groups the candidates by AMI (the first, newest, of `amis` whose requirements each type's labels satisfy; types
+ * with none are left out) and max pods (default 110), with the AMI of each type.
+ * @throws CreateError `NoCompatibleAMI` when no candidate has an AMI.
+ */
+function amiGroups(
+  nodeClass: EC2NodeClass,
+  candidates: readonly Candidate[],
+  amis: readonly AMIStatus[],
+): { groups: AMIGroup[]; amiFor: Map<string, string> } {
+  const groups = new Map<string, AMIGroup>();
+  const amiFor = new Map<string, string>();
+  for (const c of candidates) {
+    const ami = amis.find((a) =>
+      labelsSatisfy(Requirements.fromNodeSelector(a.requirements as NodeSelectorRequirement[]), c.it.labels),
+    );
+    if (!ami) continue;
+    amiFor.set(c.it.name, ami.id);
+    const maxPods = c.it.capacity.pods ?? 110;
+    const key = `${ami.id}/${maxPods}`;
+    const g = groups.get(key) ?? { ami: ami.id, maxPods, candidates: [] };
+    g.candidates.push(c);
+    groups.set(key, g);
+  }
+  if (groups.size === 0) {
+    throw new CreateError(
+      `no AMI of ${EC2NodeClassKind}/${nodeClass.metadata.name} (status.amis) fits the instance types ` +
+        `${candidates
+          .slice(0, 5)
+          .map((c) => c.it.name)
+          .join(
+            ', ',
+          )}${candidates.length > 5 ? ', ...' : ''}; check amiSelectorTerms (architecture, GPU variant)`,
+      'NoCompatibleAMI',
+    );
+  }
+  return { groups: [...groups.values()], amiFor };
+}
+
+/** The taints the kubelet registers with: the NodeClaim's taints and startup taints, then `karpenter.sh/unregistered`, each key and effect once. */
+function kubeletTaints(nodeClaim: NodeClaim): Taint[] {
+  const taints: Taint[] = [];
+  for (const t of [
+    ...(nodeClaim.spec.taints ?? []),
+    ...(nodeClaim.spec.startupTaints ?? []),
+    { key: TaintUnregistered.key, effect: TaintUnregistered.effect } as Taint,
+  ]) {
+    if (!taints.some((x) => x.key === t.key && x.effect === t.effect)) taints.push({ ...t });
+  }
+  return taints;
+}
+
+/** The fleet overrides of one launch template: each candidate offering in its zone's subnet, cheapest first. */
+function fleetOverrides(
+  candidates: readonly Candidate[],
+  subnetByZone: ReadonlyMap<string, string>,
+): FleetLaunchTemplateOverridesRequest[] {
+  const overrides: Array<FleetLaunchTemplateOverridesRequest & { price: number }> = [];
+  for (const c of candidates) {
+    for (const o of c.offerings) {
+      const subnet = subnetByZone.get(o.zone);
+      if (!subnet) continue;
+      overrides.push({
+        InstanceType: c.it.name as _InstanceType,
+        SubnetId: subnet,
+        price: o.priceUSDPerHour,
+      });
+    }
+  }
+  overrides.sort((a, b) => a.price - b.price);
+  return overrides.map(({ price: _p, ...o }) => o);
+}
+
+/**
+ * An instant fleet of one instance of `capacityType` (spot: price-capacity-optimized; else on-demand,
+ * lowest-price) over `configs`, with `tags` on the instance, its volumes and the fleet.
+ */
+function fleetRequest(
+  capacityType: CapacityType,
+  configs: FleetLaunchTemplateConfigRequest[],
+  tags: Record<string, string>,
+): CreateFleetCommandInput {
+  const tagList = Object.entries(tags).map(([Key, Value]) => ({ Key, Value }));
+  return {
+    Type: 'instant',
+    TargetCapacitySpecification: {
+      TotalTargetCapacity: 1,
+      DefaultTargetCapacityType: capacityType === 'spot' ? 'spot' : 'on-demand',
+    },
+    ...(capacityType === 'spot'
+      ? { SpotOptions: { AllocationStrategy: 'price-capacity-optimized' } }
+      : { OnDemandOptions: { AllocationStrategy: 'lowest-price' } }),
+    LaunchTemplateConfigs: configs,
+    TagSpecifications: [
+      { ResourceType: 'instance', Tags: tagList },
+      { ResourceType: 'volume', Tags: tagList },
+      { ResourceType: 'fleet', Tags: tagList },
+    ],
+  };
+}
+
 /** The aws CloudProvider. Extra hooks: {@link markUnavailable}, {@link deleteLaunchTemplates}, {@link garbageCollectLaunchTemplates}. */
 export class AwsCloudProvider implements CloudProvider {
   readonly name = 'aws';
@@ -329,63 +506,13 @@ export class AwsCloudProvider implements CloudProvider {
    * @throws InsufficientCapacityError when no compatible offering is (or stays) available.
    */
   async create(nodeClaim: NodeClaim): Promise<NodeClaim> {
-    const name = nodeClaim.metadata.name;
-    if (!name) {
-      throw new CreateError(
-        'NodeClaim has no metadata.name; it must be named before launching',
-        'InvalidNodeClaim',
-      );
-    }
+    const name = launchableName(nodeClaim);
     const ref = nodeClaim.spec.nodeClassRef;
-    if (ref.group !== AwsGroup || ref.kind !== EC2NodeClassKind) {
-      throw new CreateError(
-        `NodeClaim "${name}" spec.nodeClassRef is ${ref.group}/${ref.kind} "${ref.name}", but the aws provider launches ` +
-          `only ${AwsGroup}/${EC2NodeClassKind}; point the NodePool at an EC2NodeClass`,
-        'NodeClassNotSupported',
-      );
-    }
     const nodeClass = this.readyNodeClass(ref.name);
-    const status = ec2NodeClassStatus(nodeClass);
-    const subnets = status.subnets ?? [];
-    const amis = status.amis ?? [];
-    const sgs = (status.securityGroups ?? []).map((g) => g.id);
-    if (subnets.length === 0 || amis.length === 0 || sgs.length === 0) {
-      throw new NodeClassNotReadyError(
-        `${EC2NodeClassKind}/${ref.name} has no resolved ${[
-          subnets.length === 0 ? 'status.subnets' : '',
-          amis.length === 0 ? 'status.amis' : '',
-          sgs.length === 0 ? 'status.securityGroups' : '',
-        ]
-          .filter(Boolean)
-          .join(', ')}`,
-        { nodeClass: `${EC2NodeClassKind}/${ref.name}` },
-      );
-    }
-    let reqs: Requirements;
-    try {
-      reqs = Requirements.fromNodeSelector(nodeClaim.spec.requirements ?? []);
-    } catch (err) {
-      throw new CreateError(
-        `NodeClaim "${name}" spec.requirements are malformed: ${(err as Error).message}`,
-        'InvalidRequirements',
-        undefined,
-        { cause: err },
-      );
-    }
+    const { subnets, amis, sgs } = launchStatus(nodeClass);
+    const reqs = claimRequirements(nodeClaim, name);
     const cluster = await this.cluster();
-    let types: InstanceType[];
-    try {
-      types = await this.instanceTypeProvider.list(nodeClass);
-    } catch (err) {
-      throw new CreateError(
-        `${EC2NodeClassKind}/${ref.name}: ${(err as Error).message}`,
-        'InvalidNodeClass',
-        undefined,
-        {
-          cause: err,
-        },
-      );
-    }
+    let types = await this.nodeClassInstanceTypes(nodeClass);
     const tried: OfferingRef[] = [];
     for (let attempt = 0; attempt < 3; attempt++) {
       const plan = this.plan(nodeClaim, reqs, types);
@@ -401,39 +528,14 @@ export class AwsCloudProvider implements CloudProvider {
         amis,
         sgs,
       );
-      let result: Awaited<ReturnType<Instances['createFleet']>>;
-      try {
-        result = await this.instances.createFleet(input.request);
-      } catch (err) {
-        throw new CreateError(
-          `CreateFleet for NodeClaim "${name}" failed: ${(err as Error).message}`,
-          'LaunchFailed',
-          undefined,
-          { cause: err },
-        );
-      }
+      const result = await this.runFleet(input.request, name);
       const iced = this.markFleetErrors(result.errors, capacityType, subnets);
       tried.push(...iced);
       if (result.instance) {
         const inst = result.instance;
         const zone =
           inst.zone ?? subnets.find((s) => s.id === inst.subnetId)?.zone ?? candidates[0]!.offerings[0]!.zone;
-        const it = types.find((t) => t.name === inst.instanceType);
-        if (!it) {
-          throw new CreateError(
-            `CreateFleet launched ${inst.instanceType}, which is not among the instance types offered`,
-            'LaunchFailed',
-          );
-        }
-        const ct: CapacityType = inst.lifecycle === 'spot' ? 'spot' : 'on-demand';
-        const offering = it.offerings.find((o) => o.zone === zone && o.capacityType === ct) ?? {
-          zone,
-          capacityType: ct,
-          priceUSDPerHour: 0,
-          available: true,
-          priceSource: 'provider' as const,
-        };
-        return this.launched(nodeClaim, nodeClass, it, offering, inst.instanceId, input.amiFor.get(it.name));
+        return this.launchedFleetInstance(nodeClaim, nodeClass, types, inst, zone, input.amiFor);
       }
       if (iced.length === 0) {
         const codes = [...new Set(result.errors.map((e) => `${e.ErrorCode}: ${e.ErrorMessage}`))].join('; ');
@@ -450,6 +552,67 @@ export class AwsCloudProvider implements CloudProvider {
         : `NodeClaim "${name}": no available offering in ${this.region} satisfies its requirements`,
       tried.length > 0 ? tried : this.unavailableCompatible(nodeClaim, reqs, types),
     );
+  }
+
+  /** The instance types of `nodeClass`. @throws CreateError `InvalidNodeClass` when they cannot be listed. */
+  private async nodeClassInstanceTypes(nodeClass: EC2NodeClass): Promise<InstanceType[]> {
+    try {
+      return await this.instanceTypeProvider.list(nodeClass);
+    } catch (err) {
+      throw new CreateError(
+        `${EC2NodeClassKind}/${nodeClass.metadata.name}: ${(err as Error).message}`,
+        'InvalidNodeClass',
+        undefined,
+        {
+          cause: err,
+        },
+      );
+    }
+  }
+
+  /** Sends the CreateFleet request. @throws CreateError `LaunchFailed` when the call fails. */
+  private async runFleet(request: CreateFleetCommandInput, name: string): Promise<FleetResult> {
+    try {
+      return await this.instances.createFleet(request);
+    } catch (err) {
+      throw new CreateError(
+        `CreateFleet for NodeClaim "${name}" failed: ${(err as Error).message}`,
+        'LaunchFailed',
+        undefined,
+        { cause: err },
+      );
+    }
+  }
+
+  /**
+   * The launched NodeClaim for the instance CreateFleet returned, in `zone`, with the offering of its type, zone
+   * and lifecycle (a zero-priced one when the type does not list it) and the AMI chosen for its type.
+   * @throws CreateError `LaunchFailed` when the type is not among `types`.
+   */
+  private launchedFleetInstance(
+    nodeClaim: NodeClaim,
+    nodeClass: EC2NodeClass,
+    types: readonly InstanceType[],
+    inst: NonNullable<FleetResult['instance']>,
+    zone: string,
+    amiFor: ReadonlyMap<string, string>,
+  ): NodeClaim {
+    const it = types.find((t) => t.name === inst.instanceType);
+    if (!it) {
+      throw new CreateError(
+        `CreateFleet launched ${inst.instanceType}, which is not among the instance types offered`,
+        'LaunchFailed',
+      );
+    }
+    const ct: CapacityType = inst.lifecycle === 'spot' ? 'spot' : 'on-demand';
+    const offering = it.offerings.find((o) => o.zone === zone && o.capacityType === ct) ?? {
+      zone,
+      capacityType: ct,
+      priceUSDPerHour: 0,
+      available: true,
+      priceSource: 'provider' as const,
+    };
+    return this.launched(nodeClaim, nodeClass, it, offering, inst.instanceId, amiFor.get(it.name));
   }
 
   private unavailableCompatible(
@@ -550,6 +713,11 @@ export class AwsCloudProvider implements CloudProvider {
     return out;
   }
 
+  /**
+   * The CreateFleet request for one attempt (one launch template per AMI and max-pods group, ensured now; its
+   * overrides: the group's types in the first subnet of each zone, cheapest first) and the AMI of each type.
+   * @throws CreateError `NoCompatibleAMI`, `InvalidNodeClass` (block devices or user data).
+   */
   private async fleetInput(
     nodeClaim: NodeClaim,
     nodeClass: EC2NodeClass,
@@ -561,53 +729,16 @@ export class AwsCloudProvider implements CloudProvider {
     securityGroups: string[],
   ): Promise<{ request: CreateFleetCommandInput; amiFor: Map<string, string> }> {
     const family = resolveAMIFamily(nodeClass);
-    const status = ec2NodeClassStatus(nodeClass);
     // One subnet per zone: the first in status order (the controller orders them by free addresses).
     const subnetByZone = new Map<string, string>();
     for (const s of subnets) if (!subnetByZone.has(s.zone)) subnetByZone.set(s.zone, s.id);
-    // Each type → the first (newest) AMI whose requirements its labels satisfy.
-    const groups = new Map<string, { ami: string; maxPods: number; candidates: Candidate[] }>();
-    const amiFor = new Map<string, string>();
-    for (const c of candidates) {
-      const ami = amis.find((a) =>
-        labelsSatisfy(
-          Requirements.fromNodeSelector(a.requirements as NodeSelectorRequirement[]),
-          c.it.labels,
-        ),
-      );
-      if (!ami) continue;
-      amiFor.set(c.it.name, ami.id);
-      const maxPods = c.it.capacity.pods ?? 110;
-      const key = `${ami.id}/${maxPods}`;
-      const g = groups.get(key) ?? { ami: ami.id, maxPods, candidates: [] };
-      g.candidates.push(c);
-      groups.set(key, g);
-    }
-    if (groups.size === 0) {
-      throw new CreateError(
-        `no AMI of ${EC2NodeClassKind}/${nodeClass.metadata.name} (status.amis) fits the instance types ` +
-          `${candidates
-            .slice(0, 5)
-            .map((c) => c.it.name)
-            .join(
-              ', ',
-            )}${candidates.length > 5 ? ', ...' : ''}; check amiSelectorTerms (architecture, GPU variant)`,
-        'NoCompatibleAMI',
-      );
-    }
+    const { groups, amiFor } = amiGroups(nodeClass, candidates, amis);
     const labels = kubeletLabels({
       ...(nodeClaim.metadata.labels ?? {}),
       [LabelCapacityType]: capacityType,
       [LabelEC2NodeClass]: nodeClass.metadata.name,
     });
-    const taints: Taint[] = [];
-    for (const t of [
-      ...(nodeClaim.spec.taints ?? []),
-      ...(nodeClaim.spec.startupTaints ?? []),
-      { key: TaintUnregistered.key, effect: TaintUnregistered.effect } as Taint,
-    ]) {
-      if (!taints.some((x) => x.key === t.key && x.effect === t.effect)) taints.push({ ...t });
-    }
+    const taints = kubeletTaints(nodeClaim);
     const tags = this.instanceTags(nodeClaim, nodeClass);
     let bdms: ReturnType<typeof blockDeviceMappings>;
     try {
@@ -616,7 +747,7 @@ export class AwsCloudProvider implements CloudProvider {
       throw new CreateError((err as Error).message, 'InvalidNodeClass', undefined, { cause: err });
     }
     const configs: FleetLaunchTemplateConfigRequest[] = [];
-    for (const g of groups.values()) {
+    for (const g of groups) {
       let userData: string;
       try {
         userData = renderUserData(family, {
@@ -636,60 +767,43 @@ export class AwsCloudProvider implements CloudProvider {
       } catch (err) {
         throw new CreateError((err as Error).message, 'InvalidNodeClass', undefined, { cause: err });
       }
-      const lt = await this.launchTemplates.ensure({
-        clusterName: this.deps.settings.clusterName,
-        nodeClassName: nodeClass.metadata.name,
-        amiID: g.ami,
-        userData,
-        securityGroupIDs: securityGroups,
-        ...(status.instanceProfile ? { instanceProfile: status.instanceProfile } : {}),
-        blockDeviceMappings: bdms,
-        metadataOptions: metadataOptions(nodeClass),
-        ...(nodeClass.spec.associatePublicIPAddress !== undefined
-          ? { associatePublicIPAddress: nodeClass.spec.associatePublicIPAddress }
-          : {}),
-        ...(typeof nodeClass.spec.detailedMonitoring === 'boolean'
-          ? { detailedMonitoring: nodeClass.spec.detailedMonitoring }
-          : {}),
-        tags: { ...(nodeClass.spec.tags ?? {}), [LabelEC2NodeClass]: nodeClass.metadata.name },
-      });
-      const overrides: Array<FleetLaunchTemplateOverridesRequest & { price: number }> = [];
-      for (const c of g.candidates) {
-        for (const o of c.offerings) {
-          const subnet = subnetByZone.get(o.zone);
-          if (!subnet) continue;
-          overrides.push({
-            InstanceType: c.it.name as _InstanceType,
-            SubnetId: subnet,
-            price: o.priceUSDPerHour,
-          });
-        }
-      }
-      overrides.sort((a, b) => a.price - b.price);
+      const lt = await this.ensureLaunchTemplate(nodeClass, g.ami, userData, securityGroups, bdms);
+      const overrides = fleetOverrides(g.candidates, subnetByZone);
       if (overrides.length === 0) continue;
       configs.push({
         LaunchTemplateSpecification: { LaunchTemplateName: lt.name, Version: '$Latest' },
-        Overrides: overrides.map(({ price: _p, ...o }) => o),
+        Overrides: overrides,
       });
     }
-    const tagList = Object.entries(tags).map(([Key, Value]) => ({ Key, Value }));
-    const request: CreateFleetCommandInput = {
-      Type: 'instant',
-      TargetCapacitySpecification: {
-        TotalTargetCapacity: 1,
-        DefaultTargetCapacityType: capacityType === 'spot' ? 'spot' : 'on-demand',
-      },
-      ...(capacityType === 'spot'
-        ? { SpotOptions: { AllocationStrategy: 'price-capacity-optimized' } }
-        : { OnDemandOptions: { AllocationStrategy: 'lowest-price' } }),
-      LaunchTemplateConfigs: configs,
-      TagSpecifications: [
-        { ResourceType: 'instance', Tags: tagList },
-        { ResourceType: 'volume', Tags: tagList },
-        { ResourceType: 'fleet', Tags: tagList },
-      ],
-    };
-    return { request, amiFor };
+    return { request: fleetRequest(capacityType, configs, tags), amiFor };
+  }
+
+  /** Ensures the launch template of `nodeClass` for one AMI and user data (see {@link LaunchTemplates.ensure}). */
+  private ensureLaunchTemplate(
+    nodeClass: EC2NodeClass,
+    amiID: string,
+    userData: string,
+    securityGroupIDs: string[],
+    bdms: ReturnType<typeof blockDeviceMappings>,
+  ): ReturnType<LaunchTemplates['ensure']> {
+    const status = ec2NodeClassStatus(nodeClass);
+    return this.launchTemplates.ensure({
+      clusterName: this.deps.settings.clusterName,
+      nodeClassName: nodeClass.metadata.name,
+      amiID,
+      userData,
+      securityGroupIDs,
+      ...(status.instanceProfile ? { instanceProfile: status.instanceProfile } : {}),
+      blockDeviceMappings: bdms,
+      metadataOptions: metadataOptions(nodeClass),
+      ...(nodeClass.spec.associatePublicIPAddress !== undefined
+        ? { associatePublicIPAddress: nodeClass.spec.associatePublicIPAddress }
+        : {}),
+      ...(typeof nodeClass.spec.detailedMonitoring === 'boolean'
+        ? { detailedMonitoring: nodeClass.spec.detailedMonitoring }
+        : {}),
+      tags: { ...(nodeClass.spec.tags ?? {}), [LabelEC2NodeClass]: nodeClass.metadata.name },
+    });
   }
 
   /** Upstream's instance tags: the class's tags, then the cluster/nodepool/nodeclaim/nodeclass/EKS tags. */

@@ -279,14 +279,27 @@ export function resolveDeployment(inp: DeploymentInputs): DeploymentResolution {
   }
 }
 
-function resolveUsable(inp: DeploymentInputs, namespace: string, name: string): ResolvedDeployment {
-  const md = inp.deployment;
-  const ann = md.metadata.annotations ?? {};
-  const cap = (k: string): string | undefined => ann[`${CapacityAnnotationPrefix}${k}`];
-  const annLabels = cap('labels') ? parseLabelList(cap('labels')!) : {};
-  const notices: string[] = [];
+/** Reads one `capacity.cluster-autoscaler.kubernetes.io/<key>` annotation of a deployment. */
+type CapacityAnnotation = (key: string) => string | undefined;
 
-  // Capacity.
+/** An error whose `reason` says why the deployment is unusable. */
+function unusableError(reason: UnusableReason, message: string): Error & { reason: UnusableReason } {
+  const e = new Error(message) as Error & { reason: UnusableReason };
+  e.reason = reason;
+  return e;
+}
+
+/**
+ * A deployment's Node capacity, allocatable and overhead (capacity - allocatable, where positive), from the
+ * capacity annotations (cpu and memory together; `maxPods` default {@link DefaultMaxPods}), else the
+ * infrastructure template's `status.capacity`, else the Node (whose allocatable is then used; otherwise
+ * allocatable = capacity). Allocatable is capped at capacity.
+ * @throws reason `CapacityUnknown` when there is no source or no cpu/memory; a plain error for bad annotations.
+ */
+function resolveCapacity(
+  inp: DeploymentInputs,
+  cap: CapacityAnnotation,
+): Pick<ResolvedDeployment, 'capacity' | 'allocatable' | 'overhead' | 'capacitySource'> {
   let capacity: Resources = {};
   let allocatable: Resources | undefined;
   let capacitySource: ResolvedDeployment['capacitySource'];
@@ -312,17 +325,13 @@ function resolveUsable(inp: DeploymentInputs, namespace: string, name: string): 
     allocatable = parseResources(inp.node.status.allocatable ?? inp.node.status.capacity);
     capacitySource = 'node';
   } else {
-    const e = new Error(
+    throw unusableError(
+      'CapacityUnknown',
       `no capacity: set the ${CapacityAnnotationPrefix}cpu and memory annotations (scale from zero), publish status.capacity on the infrastructure template, or run one Machine`,
-    ) as Error & { reason: UnusableReason };
-    e.reason = 'CapacityUnknown';
-    throw e;
+    );
   }
-  if (!capacity.cpu || !capacity.memory) {
-    const e = new Error('capacity has no cpu or memory') as Error & { reason: UnusableReason };
-    e.reason = 'CapacityUnknown';
-    throw e;
-  }
+  if (!capacity.cpu || !capacity.memory)
+    throw unusableError('CapacityUnknown', 'capacity has no cpu or memory');
   allocatable ??= { ...capacity };
   const overhead: Resources = {};
   for (const [k, v] of Object.entries(capacity)) {
@@ -330,6 +339,84 @@ function resolveUsable(inp: DeploymentInputs, namespace: string, name: string): 
     if (a > v) allocatable[k] = v;
     if (v - (allocatable[k] ?? v) > 0) overhead[k] = v - (allocatable[k] ?? v);
   }
+  return { capacity, allocatable, overhead, capacitySource };
+}
+
+/**
+ * A deployment's Node labels: arch and OS (the Node's, else `amd64`/`linux`), the labels CAPI propagates from
+ * `spec.template.metadata.labels`, the `labels` annotation's (`annLabels`, but zone and capacity type), the
+ * instance type and the `karpenter.cluster.x-k8s.io/instance-{cpu,memory,gpu-count,gpu-type}` labels
+ * (cpu in cores, memory in MiB, from `capacity`).
+ */
+function deploymentLabels(
+  inp: DeploymentInputs,
+  annLabels: Record<string, string>,
+  instanceTypeName: string,
+  capacity: Resources,
+): Record<string, string> {
+  const labels: Record<string, string> = {
+    [LabelArch]: inp.node?.metadata.labels?.[LabelArch] ?? 'amd64',
+    [LabelOS]: inp.node?.metadata.labels?.[LabelOS] ?? 'linux',
+  };
+  for (const [k, v] of Object.entries(inp.deployment.spec.template.metadata?.labels ?? {}))
+    if (isPropagatedLabel(k)) labels[k] = v;
+  for (const [k, v] of Object.entries(annLabels))
+    if (k !== LabelTopologyZone && k !== LabelCapacityType) labels[k] = v;
+  labels[LabelInstanceType] = instanceTypeName;
+  labels[LabelInstanceCPU] = String(Math.floor((capacity.cpu ?? 0) / 1000));
+  labels[LabelInstanceMemory] = String(Math.floor((capacity.memory ?? 0) / 1024 / 1024));
+  const gpuKey = Object.keys(capacity).find((k) => k.endsWith('/gpu'));
+  if (gpuKey) {
+    labels[LabelInstanceGPUCount] = String(capacity[gpuKey]);
+    labels[LabelInstanceGPUType] = gpuKey.replaceAll('/', '.');
+  }
+  return labels;
+}
+
+/**
+ * A deployment's price in USD/hour: {@link AnnotationPricePerHour}, else the embedded AWS catalog price of
+ * `awsType` in `inp.region` (default `us-east-1`; the spot estimate when `spot`, falling back to on-demand),
+ * else {@link DefaultUnknownPriceUSDPerHour} with a notice pushed to `notices`.
+ * @throws when the annotation is not a non-negative number.
+ */
+function resolvePrice(
+  inp: DeploymentInputs,
+  awsType: string | undefined,
+  spot: boolean,
+  notices: string[],
+): Pick<ResolvedDeployment, 'priceUSDPerHour' | 'priceSource'> {
+  const md = inp.deployment;
+  const priceAnn = md.metadata.annotations?.[AnnotationPricePerHour];
+  if (priceAnn !== undefined) {
+    const p = Number(priceAnn);
+    if (priceAnn.trim() === '' || !Number.isFinite(p) || p < 0)
+      throw new Error(
+        `annotation ${AnnotationPricePerHour} "${priceAnn}" is not a non-negative number (USD/hour)`,
+      );
+    return { priceUSDPerHour: p, priceSource: 'annotation' };
+  }
+  const region = inp.region ?? 'us-east-1';
+  const p = awsType
+    ? spot
+      ? (spotPriceEstimate(awsType, region)?.priceUSDPerHour ??
+        onDemandPrice(awsType, region)?.priceUSDPerHour)
+      : onDemandPrice(awsType, region)?.priceUSDPerHour
+    : undefined;
+  if (p !== undefined) return { priceUSDPerHour: p, priceSource: 'aws-catalog' };
+  notices.push(
+    `MachineDeployment ${md.metadata.namespace ?? 'default'}/${md.metadata.name ?? ''}: price unknown, using ${DefaultUnknownPriceUSDPerHour} USD/hour (ranks last); set the ${AnnotationPricePerHour} annotation`,
+  );
+  return { priceUSDPerHour: DefaultUnknownPriceUSDPerHour, priceSource: 'default' };
+}
+
+/** {@link resolveDeployment} for a deployment that passed `unusable`; throws what makes it unusable after all. */
+function resolveUsable(inp: DeploymentInputs, namespace: string, name: string): ResolvedDeployment {
+  const md = inp.deployment;
+  const ann = md.metadata.annotations ?? {};
+  const cap = (k: string): string | undefined => ann[`${CapacityAnnotationPrefix}${k}`];
+  const annLabels = cap('labels') ? parseLabelList(cap('labels')!) : {};
+  const notices: string[] = [];
+  const { capacity, allocatable, overhead, capacitySource } = resolveCapacity(inp, cap);
 
   // Instance type, zone, capacity type.
   const awsType =
@@ -345,56 +432,8 @@ function resolveUsable(inp: DeploymentInputs, namespace: string, name: string): 
       : spot
         ? 'spot'
         : 'on-demand';
-
-  // Labels.
-  const labels: Record<string, string> = {
-    [LabelArch]: inp.node?.metadata.labels?.[LabelArch] ?? 'amd64',
-    [LabelOS]: inp.node?.metadata.labels?.[LabelOS] ?? 'linux',
-  };
-  for (const [k, v] of Object.entries(md.spec.template.metadata?.labels ?? {}))
-    if (isPropagatedLabel(k)) labels[k] = v;
-  for (const [k, v] of Object.entries(annLabels))
-    if (k !== LabelTopologyZone && k !== LabelCapacityType) labels[k] = v;
-  labels[LabelInstanceType] = instanceTypeName;
-  labels[LabelInstanceCPU] = String(Math.floor(capacity.cpu / 1000));
-  labels[LabelInstanceMemory] = String(Math.floor(capacity.memory / 1024 / 1024));
-  const gpuKey = Object.keys(capacity).find((k) => k.endsWith('/gpu'));
-  if (gpuKey) {
-    labels[LabelInstanceGPUCount] = String(capacity[gpuKey]);
-    labels[LabelInstanceGPUType] = gpuKey.replaceAll('/', '.');
-  }
-
-  // Price.
-  let priceUSDPerHour: number;
-  let priceSource: ResolvedDeployment['priceSource'];
-  const priceAnn = ann[AnnotationPricePerHour];
-  if (priceAnn !== undefined) {
-    const p = Number(priceAnn);
-    if (priceAnn.trim() === '' || !Number.isFinite(p) || p < 0)
-      throw new Error(
-        `annotation ${AnnotationPricePerHour} "${priceAnn}" is not a non-negative number (USD/hour)`,
-      );
-    priceUSDPerHour = p;
-    priceSource = 'annotation';
-  } else {
-    const region = inp.region ?? 'us-east-1';
-    const p = awsType
-      ? spot
-        ? (spotPriceEstimate(awsType, region)?.priceUSDPerHour ??
-          onDemandPrice(awsType, region)?.priceUSDPerHour)
-        : onDemandPrice(awsType, region)?.priceUSDPerHour
-      : undefined;
-    if (p !== undefined) {
-      priceUSDPerHour = p;
-      priceSource = 'aws-catalog';
-    } else {
-      priceUSDPerHour = DefaultUnknownPriceUSDPerHour;
-      priceSource = 'default';
-      notices.push(
-        `MachineDeployment ${namespace}/${name}: price unknown, using ${DefaultUnknownPriceUSDPerHour} USD/hour (ranks last); set the ${AnnotationPricePerHour} annotation`,
-      );
-    }
-  }
+  const labels = deploymentLabels(inp, annLabels, instanceTypeName, capacity);
+  const { priceUSDPerHour, priceSource } = resolvePrice(inp, awsType, spot, notices);
 
   const minSize = nonNegativeInt(ann[AnnotationMinSize], `annotation ${AnnotationMinSize}`) ?? 0;
   const maxSize = nonNegativeInt(ann[AnnotationMaxSize], `annotation ${AnnotationMaxSize}`);

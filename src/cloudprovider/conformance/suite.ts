@@ -122,12 +122,9 @@ async function expectRejects(p: Promise<unknown>): Promise<unknown> {
   throw new Error('expected the call to throw, but it resolved');
 }
 
-/**
- * Registers the conformance tests for one provider under `describe('<name> CloudProvider conformance')`.
- * Every test calls `factory()` for a fresh provider.
- */
-export function describeCloudProviderConformance(name: string, factory: ConformanceFactory): void {
-  describe(`${name} CloudProvider conformance`, () => {
+/** Conformance of `instanceTypes` (valid prices, capacity types, allocatable within capacity, unique names, mostly launchable) and `supportedNodeClasses`. */
+function describeInstanceTypesConformance(factory: ConformanceFactory): void {
+  describe('instanceTypes and supportedNodeClasses', () => {
     it('instanceTypes(nodePool) is non-empty, unique by name, and every offering has a valid price', async () => {
       const ctx = await factory();
       const types = await ctx.provider.instanceTypes(derivedNodePool(ctx));
@@ -165,7 +162,12 @@ export function describeCloudProviderConformance(name: string, factory: Conforma
       expect(kinds).toContainEqual({ group: ref.group, kind: ref.kind });
       expect(ctx.provider.name).toMatch(/^[a-z][a-z0-9-]*$/);
     });
+  });
+}
 
+/** Conformance of `create`: the launched NodeClaim matches its instance type and offering, is the cheapest compatible available one, and honours zone and capacity-type requirements. */
+function describeCreateConformance(factory: ConformanceFactory): void {
+  describe('create', () => {
     it('create returns providerID, capacity, allocatable and labels consistent with the chosen instance type', async () => {
       const ctx = await factory();
       const types = await ctx.provider.instanceTypes(derivedNodePool(ctx));
@@ -245,7 +247,12 @@ export function describeCloudProviderConformance(name: string, factory: Conforma
       expect(created.metadata.labels?.[LabelCapacityType]).toBe(capacityType);
       expect(created.metadata.labels?.[LabelInstanceType]).toBe(t!.name);
     });
+  });
+}
 
+/** Conformance of `create` when offerings are unavailable: it falls back to the next cheapest, and throws InsufficientCapacityError when none is left. */
+function describeCreateUnavailableConformance(factory: ConformanceFactory): void {
+  describe('create with unavailable offerings', () => {
     it('create skips unavailable offerings and falls back to the next cheapest', async () => {
       const ctx = await factory();
       const np = derivedNodePool(ctx);
@@ -296,7 +303,12 @@ export function describeCloudProviderConformance(name: string, factory: Conforma
       );
       expect(await ctx.provider.list()).toEqual([]);
     });
+  });
+}
 
+/** Conformance of `get` and `list`: a launched instance is found; an unknown provider ID throws NodeClaimNotFoundError. */
+function describeGetListConformance(factory: ConformanceFactory): void {
+  describe('get and list', () => {
     it('get and list find a launched instance', async () => {
       const ctx = await factory();
       const types = await ctx.provider.instanceTypes(derivedNodePool(ctx));
@@ -319,7 +331,12 @@ export function describeCloudProviderConformance(name: string, factory: Conforma
       expect(isNodeClaimNotFoundError(err), String(err)).toBe(true);
       expect((err as { code: string }).code).toBe('NodeClaimNotFound');
     });
+  });
+}
 
+/** Conformance of `delete`: a deleted or never-launched instance is gone (NodeClaimNotFoundError on get and on a second delete). */
+function describeDeleteConformance(factory: ConformanceFactory): void {
+  describe('delete', () => {
     it('delete then get throws NodeClaimNotFoundError; a second delete throws it too', async () => {
       const ctx = await factory();
       const types = await ctx.provider.instanceTypes(derivedNodePool(ctx));
@@ -346,7 +363,12 @@ export function describeCloudProviderConformance(name: string, factory: Conforma
       const err = await expectRejects(ctx.provider.delete(nc));
       expect(isNodeClaimNotFoundError(err), String(err)).toBe(true);
     });
+  });
+}
 
+/** Conformance of `isDrifted` (undefined for a fresh launch) and `repairPolicies`. */
+function describeDriftConformance(factory: ConformanceFactory): void {
+  describe('isDrifted and repairPolicies', () => {
     it('isDrifted is undefined for a freshly launched NodeClaim', async () => {
       const ctx = await factory();
       const types = await ctx.provider.instanceTypes(derivedNodePool(ctx));
@@ -357,5 +379,20 @@ export function describeCloudProviderConformance(name: string, factory: Conforma
       expect(await ctx.provider.isDrifted(created)).toBeUndefined();
       expect(Array.isArray(ctx.provider.repairPolicies())).toBe(true);
     });
+  });
+}
+
+/**
+ * Registers the conformance tests for one provider under `describe('<name> CloudProvider conformance')`, one
+ * nested `describe` per method group. Every test calls `factory()` for a fresh provider.
+ */
+export function describeCloudProviderConformance(name: string, factory: ConformanceFactory): void {
+  describe(`${name} CloudProvider conformance`, () => {
+    describeInstanceTypesConformance(factory);
+    describeCreateConformance(factory);
+    describeCreateUnavailableConformance(factory);
+    describeGetListConformance(factory);
+    describeDeleteConformance(factory);
+    describeDriftConformance(factory);
   });
 }

@@ -41,6 +41,7 @@ import {
   NodeClaimNotFoundError,
   type NodeClassKind,
   NodeClassNotReadyError,
+  type Offering,
   type RepairPolicy,
 } from '../types.ts';
 import type { NodeWriter } from './nodes.ts';
@@ -184,6 +185,56 @@ interface InstanceRecord {
   deleted: boolean;
 }
 
+/**
+ * The Node a kwok instance registers as, named like its NodeClaim: the launched NodeClaim's labels plus the
+ * hostname and the kwok marker, its provider ID, capacity and allocatable; taints `karpenter.sh/unregistered`
+ * then the NodeClaim's taints and startup taints (each key and effect once); `Ready=False` until the kubelet
+ * stand-in reports it Ready; `launchedAt` in epoch ms.
+ */
+function kwokNode(
+  nodeClaim: NodeClaim,
+  launched: NodeClaim,
+  nodeClassName: string,
+  launchedAt: number,
+): Node {
+  const name = launched.metadata.name!;
+  const labels = launched.metadata.labels ?? {};
+  const status = launched.status!;
+  const taints: Taint[] = [{ key: TaintUnregistered.key, effect: TaintUnregistered.effect }];
+  for (const t of [...(nodeClaim.spec.taints ?? []), ...(nodeClaim.spec.startupTaints ?? [])]) {
+    if (!taints.some((x) => x.key === t.key && x.effect === t.effect)) taints.push({ ...t });
+  }
+  return {
+    apiVersion: 'v1',
+    kind: 'Node',
+    metadata: {
+      name,
+      labels: { ...labels, [LabelHostname]: name, [KwokNodeMarker]: 'fake' },
+      annotations: { [KwokNodeMarker]: 'fake', [AnnotationKwokNodeClass]: nodeClassName },
+    },
+    spec: { providerID: status.providerID!, taints },
+    status: {
+      capacity: status.capacity!,
+      allocatable: status.allocatable!,
+      conditions: [
+        {
+          type: 'Ready',
+          status: 'False',
+          reason: 'KubeletNotReady',
+          message: 'kwok node registered; waiting for the kubelet stand-in to report Ready',
+          lastTransitionTime: new Date(launchedAt).toISOString(),
+          lastHeartbeatTime: new Date(launchedAt).toISOString(),
+        },
+      ],
+      nodeInfo: {
+        architecture: labels[LabelArch] ?? 'amd64',
+        operatingSystem: labels[LabelOS] ?? 'linux',
+        kubeletVersion: 'v0.0.0-kwok',
+      },
+    },
+  };
+}
+
 const MAX_REGISTRATION_ATTEMPTS = 5;
 
 /**
@@ -289,11 +340,48 @@ export class KwokCloudProvider implements CloudProvider {
     const nodeClass = this.resolveNodeClass(ref.name);
     const delaySeconds = this.registrationDelay(nodeClaim, nodeClass);
 
-    const requirements = nodeClaim.spec.requirements ?? [];
     const types = await this.source(undefined, nodeClaim);
     // A concurrent create for the same NodeClaim may have finished while we awaited the catalog.
     const raced = this.byNodeClaim.get(name);
     if (raced && !raced.deleted) return structuredClone(raced.launched);
+    const { instanceType, offering } = this.selectOffering(name, types, nodeClaim.spec.requirements ?? []);
+
+    const providerID = `${KwokProviderIDPrefix}${this.deps.region}/${offering.zone}/${this.newInstanceId()}`;
+    const launchedAt = this.deps.clock.now();
+    const launched = this.launchedNodeClaim(nodeClaim, nodeClass, instanceType, offering, providerID);
+    const record: InstanceRecord = {
+      providerID,
+      nodeClaimName: name,
+      launched,
+      node: kwokNode(nodeClaim, launched, ref.name, launchedAt),
+      instanceType: instanceType.name,
+      zone: offering.zone,
+      capacityType: offering.capacityType,
+      launchedAt,
+      state: 'pending',
+      attempts: 0,
+      timer: undefined,
+      deleted: false,
+    };
+    this.byProviderID.set(providerID, record);
+    this.byNodeClaim.set(name, record);
+
+    if (delaySeconds > 0) this.schedule(record, delaySeconds * 1000);
+    else await this.track(this.register(record));
+    return structuredClone(launched);
+  }
+
+  /**
+   * The cheapest compatible available offering among `types` for NodeClaim `name`'s requirements.
+   * @throws CreateError `InvalidRequirements` when they are malformed.
+   * @throws InsufficientCapacityError when none is compatible (naming requested types not in the catalog) or
+   *   every compatible one is unavailable.
+   */
+  private selectOffering(
+    name: string,
+    types: InstanceType[],
+    requirements: NonNullable<NodeClaim['spec']['requirements']>,
+  ): { instanceType: InstanceType; offering: Offering } {
     let selection: LaunchSelection;
     try {
       selection = selectLaunchOption(types, requirements, (it, zone, ct) =>
@@ -320,24 +408,31 @@ export class KwokCloudProvider implements CloudProvider {
         selection.compatible,
       );
     }
-    const { instanceType, offering } = selection.option;
+    return selection.option;
+  }
 
-    const providerID = `${KwokProviderIDPrefix}${this.deps.region}/${offering.zone}/${this.newInstanceId()}`;
-    const launchedAt = this.deps.clock.now();
+  /**
+   * The launched NodeClaim: labels = single-value `In` requirements, then the NodeClaim's labels, then the
+   * offering's and the region (facts win); the KWOKNodeClass hash annotations when there is a class; status
+   * `providerID`, `capacity`, `allocatable`.
+   */
+  private launchedNodeClaim(
+    nodeClaim: NodeClaim,
+    nodeClass: KWOKNodeClass | undefined,
+    instanceType: InstanceType,
+    offering: Offering,
+    providerID: string,
+  ): NodeClaim {
     const facts: Record<string, string> = {
       ...offeringLabels(instanceType, offering),
       [LabelTopologyRegion]: this.deps.region,
     };
     const requirementLabels: Record<string, string> = {};
-    for (const r of requirements) {
+    for (const r of nodeClaim.spec.requirements ?? []) {
       if (r.operator === 'In' && r.values?.length === 1) requirementLabels[r.key] = r.values[0]!;
     }
-    const labels = { ...requirementLabels, ...(nodeClaim.metadata.labels ?? {}), ...facts };
-    const capacity = formatResources(instanceType.capacity);
-    const allocatable = formatResources(instanceType.allocatable);
-
     const launched: NodeClaim = structuredClone(nodeClaim);
-    launched.metadata.labels = labels;
+    launched.metadata.labels = { ...requirementLabels, ...(nodeClaim.metadata.labels ?? {}), ...facts };
     if (nodeClass) {
       launched.metadata.annotations = {
         ...(launched.metadata.annotations ?? {}),
@@ -345,62 +440,13 @@ export class KwokCloudProvider implements CloudProvider {
         [AnnotationKwokNodeClassHashVersion]: KwokNodeClassHashVersion,
       };
     }
-    launched.status = { ...(launched.status ?? {}), providerID, capacity, allocatable };
-
-    const taints: Taint[] = [{ key: TaintUnregistered.key, effect: TaintUnregistered.effect }];
-    for (const t of [...(nodeClaim.spec.taints ?? []), ...(nodeClaim.spec.startupTaints ?? [])]) {
-      if (!taints.some((x) => x.key === t.key && x.effect === t.effect)) taints.push({ ...t });
-    }
-    const node: Node = {
-      apiVersion: 'v1',
-      kind: 'Node',
-      metadata: {
-        name,
-        labels: { ...labels, [LabelHostname]: name, [KwokNodeMarker]: 'fake' },
-        annotations: { [KwokNodeMarker]: 'fake', [AnnotationKwokNodeClass]: ref.name },
-      },
-      spec: { providerID, taints },
-      status: {
-        capacity,
-        allocatable,
-        conditions: [
-          {
-            type: 'Ready',
-            status: 'False',
-            reason: 'KubeletNotReady',
-            message: 'kwok node registered; waiting for the kubelet stand-in to report Ready',
-            lastTransitionTime: new Date(launchedAt).toISOString(),
-            lastHeartbeatTime: new Date(launchedAt).toISOString(),
-          },
-        ],
-        nodeInfo: {
-          architecture: labels[LabelArch] ?? 'amd64',
-          operatingSystem: labels[LabelOS] ?? 'linux',
-          kubeletVersion: 'v0.0.0-kwok',
-        },
-      },
-    };
-
-    const record: InstanceRecord = {
+    launched.status = {
+      ...(launched.status ?? {}),
       providerID,
-      nodeClaimName: name,
-      launched,
-      node,
-      instanceType: instanceType.name,
-      zone: offering.zone,
-      capacityType: offering.capacityType,
-      launchedAt,
-      state: 'pending',
-      attempts: 0,
-      timer: undefined,
-      deleted: false,
+      capacity: formatResources(instanceType.capacity),
+      allocatable: formatResources(instanceType.allocatable),
     };
-    this.byProviderID.set(providerID, record);
-    this.byNodeClaim.set(name, record);
-
-    if (delaySeconds > 0) this.schedule(record, delaySeconds * 1000);
-    else await this.track(this.register(record));
-    return structuredClone(launched);
+    return launched;
   }
 
   /**

@@ -113,6 +113,84 @@ function topLevelItems(xml: string): string[] {
   return out;
 }
 
+/** The fleet's launch template overrides from a CreateFleet query form, in form order, unpriced. */
+function parseOverrides(form: URLSearchParams): Override[] {
+  const byKey = new Map<string, Override>();
+  for (const [k, v] of form) {
+    const m = /^LaunchTemplateConfigs\.(\d+)\.Overrides\.(\d+)\.(.+)$/.exec(k);
+    if (!m) continue;
+    const key = `${m[1]}.${m[2]}`;
+    let o = byKey.get(key);
+    if (!o) {
+      o = { config: Number(m[1]), fields: {}, zone: '', price: Number.POSITIVE_INFINITY };
+      byKey.set(key, o);
+    }
+    o.fields[m[3]!] = v;
+  }
+  return [...byKey.values()];
+}
+
+/** The `LaunchTemplateSpecification.*` fields of launch template config `config` of a CreateFleet form. */
+function launchTemplateSpecOf(form: URLSearchParams, config: number): Record<string, string> {
+  const out: Record<string, string> = {};
+  const prefix = `LaunchTemplateConfigs.${config}.LaunchTemplateSpecification.`;
+  for (const [k, v] of form) if (k.startsWith(prefix)) out[k.slice(prefix.length)] = v;
+  return out;
+}
+
+/** `fields` as EC2 response XML elements (`LaunchTemplateName` → `<launchTemplateName>…</launchTemplateName>`). */
+function xmlFields(fields: Record<string, string>): string {
+  return Object.entries(fields)
+    .map(
+      ([k, v]) =>
+        `<${k[0]!.toLowerCase()}${k.slice(1)}>${xmlEscape(v)}</${k[0]!.toLowerCase()}${k.slice(1)}>`,
+    )
+    .join('');
+}
+
+/** The `<errorSet>` items of CreateFleet for the overrides that hit an injected capacity error. */
+function fleetErrorXml(
+  errors: ReadonlyArray<{ o: Override; code: string }>,
+  form: URLSearchParams,
+  capacityType: string,
+): string {
+  return errors
+    .map(({ o, code }) => {
+      const lt = xmlFields(launchTemplateSpecOf(form, o.config));
+      const ov = xmlFields(o.fields);
+      return (
+        `<item><launchTemplateAndOverrides><launchTemplateSpecification>${lt}</launchTemplateSpecification>` +
+        `<overrides>${ov}</overrides></launchTemplateAndOverrides><lifecycle>${capacityType}</lifecycle>` +
+        `<errorCode>${code}</errorCode><errorMessage>${xmlEscape(EC2_CAPACITY_MESSAGE[code] ?? code)}</errorMessage></item>`
+      );
+    })
+    .join('');
+}
+
+/** The CreateFleet form with one launch template config (`spec`) holding only the `chosen` override. */
+function singleOverrideForm(
+  form: URLSearchParams,
+  spec: Record<string, string>,
+  chosen: Override,
+): URLSearchParams {
+  const rewritten = new URLSearchParams();
+  for (const [k, v] of form) if (!k.startsWith('LaunchTemplateConfigs.')) rewritten.append(k, v);
+  for (const [k, v] of Object.entries(spec))
+    rewritten.append(`LaunchTemplateConfigs.1.LaunchTemplateSpecification.${k}`, v);
+  for (const [k, v] of Object.entries(chosen.fields))
+    rewritten.append(`LaunchTemplateConfigs.1.Overrides.1.${k}`, v);
+  return rewritten;
+}
+
+/** A CreateFleet response `text` with the `errorXml` items added to its `<errorSet>` (created when absent). */
+function withFleetErrors(text: string, errorXml: string): string {
+  return /<errorSet\s*\/>/.test(text)
+    ? text.replace(/<errorSet\s*\/>/, `<errorSet>${errorXml}</errorSet>`)
+    : /<errorSet>/.test(text)
+      ? text.replace('<errorSet>', `<errorSet>${errorXml}`)
+      : text.replace('</CreateFleetResponse>', `<errorSet>${errorXml}</errorSet></CreateFleetResponse>`);
+}
+
 /** The running proxy. */
 export class AwsEmulatorProxy {
   /** `http://127.0.0.1:<port>`. */
@@ -441,32 +519,19 @@ export class AwsEmulatorProxy {
     return f;
   }
 
-  private async createFleet(
-    req: http.IncomingMessage,
-    res: http.ServerResponse,
+  /**
+   * The fleet's overrides with their zone (given, or the subnet's) and price (spot or on-demand, unknown =
+   * infinite), in the order the allocation strategy tries them: by `Priority` for the prioritized strategies,
+   * else cheapest first.
+   */
+  private async orderedOverrides(
     region: string,
     form: URLSearchParams,
-  ): Promise<void> {
-    const capacityType = form.get('TargetCapacitySpecification.DefaultTargetCapacityType') ?? 'on-demand';
-    const strategy =
-      (capacityType === 'spot'
-        ? form.get('SpotOptions.AllocationStrategy')
-        : form.get('OnDemandOptions.AllocationStrategy')) ??
-      (capacityType === 'spot' ? 'price-capacity-optimized' : 'lowest-price');
-    const byKey = new Map<string, Override>();
-    for (const [k, v] of form) {
-      const m = /^LaunchTemplateConfigs\.(\d+)\.Overrides\.(\d+)\.(.+)$/.exec(k);
-      if (!m) continue;
-      const key = `${m[1]}.${m[2]}`;
-      let o = byKey.get(key);
-      if (!o) {
-        o = { config: Number(m[1]), fields: {}, zone: '', price: Number.POSITIVE_INFINITY };
-        byKey.set(key, o);
-      }
-      o.fields[m[3]!] = v;
-    }
+    capacityType: string,
+    strategy: string,
+  ): Promise<Override[]> {
     const table = this.prices(region);
-    const overrides = [...byKey.values()];
+    const overrides = parseOverrides(form);
     for (const o of overrides) {
       o.zone =
         o.fields.AvailabilityZone ??
@@ -480,6 +545,28 @@ export class AwsEmulatorProxy {
     } else {
       overrides.sort((a, b) => a.price - b.price);
     }
+    return overrides;
+  }
+
+  /**
+   * CreateFleet: tries the overrides in allocation-strategy order, each injected capacity fault an error item;
+   * the first without one is sent to moto alone (one config, one override). Its launch template's security
+   * groups and instance profile are applied to the instances, the error items added to moto's answer, and a
+   * reply may be lost on purpose (`repliesToLose`: a 500 after the launch). No override left: only the errors.
+   */
+  private async createFleet(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    region: string,
+    form: URLSearchParams,
+  ): Promise<void> {
+    const capacityType = form.get('TargetCapacitySpecification.DefaultTargetCapacityType') ?? 'on-demand';
+    const strategy =
+      (capacityType === 'spot'
+        ? form.get('SpotOptions.AllocationStrategy')
+        : form.get('OnDemandOptions.AllocationStrategy')) ??
+      (capacityType === 'spot' ? 'price-capacity-optimized' : 'lowest-price');
+    const overrides = await this.orderedOverrides(region, form, capacityType, strategy);
     const errors: Array<{ o: Override; code: string }> = [];
     let chosen: Override | undefined;
     for (const o of overrides) {
@@ -491,34 +578,7 @@ export class AwsEmulatorProxy {
       chosen = o;
       break;
     }
-    const ltSpec = (config: number): Record<string, string> => {
-      const out: Record<string, string> = {};
-      const prefix = `LaunchTemplateConfigs.${config}.LaunchTemplateSpecification.`;
-      for (const [k, v] of form) if (k.startsWith(prefix)) out[k.slice(prefix.length)] = v;
-      return out;
-    };
-    const errorXml = errors
-      .map(({ o, code }) => {
-        const spec = ltSpec(o.config);
-        const lt = Object.entries(spec)
-          .map(
-            ([k, v]) =>
-              `<${k[0]!.toLowerCase()}${k.slice(1)}>${xmlEscape(v)}</${k[0]!.toLowerCase()}${k.slice(1)}>`,
-          )
-          .join('');
-        const ov = Object.entries(o.fields)
-          .map(
-            ([k, v]) =>
-              `<${k[0]!.toLowerCase()}${k.slice(1)}>${xmlEscape(v)}</${k[0]!.toLowerCase()}${k.slice(1)}>`,
-          )
-          .join('');
-        return (
-          `<item><launchTemplateAndOverrides><launchTemplateSpecification>${lt}</launchTemplateSpecification>` +
-          `<overrides>${ov}</overrides></launchTemplateAndOverrides><lifecycle>${capacityType}</lifecycle>` +
-          `<errorCode>${code}</errorCode><errorMessage>${xmlEscape(EC2_CAPACITY_MESSAGE[code] ?? code)}</errorMessage></item>`
-        );
-      })
-      .join('');
+    const errorXml = fleetErrorXml(errors, form, capacityType);
     if (!chosen) {
       res
         .writeHead(200, { 'content-type': 'text/xml' })
@@ -529,15 +589,8 @@ export class AwsEmulatorProxy {
         );
       return;
     }
-    // Rewrite: one launch template config with the chosen override only.
-    const rewritten = new URLSearchParams();
-    for (const [k, v] of form) if (!k.startsWith('LaunchTemplateConfigs.')) rewritten.append(k, v);
-    const spec = ltSpec(chosen.config);
-    for (const [k, v] of Object.entries(spec))
-      rewritten.append(`LaunchTemplateConfigs.1.LaunchTemplateSpecification.${k}`, v);
-    for (const [k, v] of Object.entries(chosen.fields))
-      rewritten.append(`LaunchTemplateConfigs.1.Overrides.1.${k}`, v);
-    const out = await this.upstream(req, rewritten.toString());
+    const spec = launchTemplateSpecOf(form, chosen.config);
+    const out = await this.upstream(req, singleOverrideForm(form, spec, chosen).toString());
     let text = out.body;
     if (out.status === 200) {
       const ids = [...text.matchAll(/<item>(i-[0-9a-zA-Z]+)<\/item>/g)].map((m) => m[1]!);
@@ -549,16 +602,7 @@ export class AwsEmulatorProxy {
         this.onFleetReplyLost?.(ids);
         return this.ec2Error(res, 500, 'InternalError', 'An internal error has occurred');
       }
-      if (errorXml) {
-        text = /<errorSet\s*\/>/.test(text)
-          ? text.replace(/<errorSet\s*\/>/, `<errorSet>${errorXml}</errorSet>`)
-          : /<errorSet>/.test(text)
-            ? text.replace('<errorSet>', `<errorSet>${errorXml}`)
-            : text.replace(
-                '</CreateFleetResponse>',
-                `<errorSet>${errorXml}</errorSet></CreateFleetResponse>`,
-              );
-      }
+      if (errorXml) text = withFleetErrors(text, errorXml);
     }
     res.writeHead(out.status, out.headers).end(text);
   }

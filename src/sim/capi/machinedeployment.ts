@@ -128,226 +128,270 @@ export class CAPIMachineDeploymentStandIn {
     }
   }
 
+  /**
+   * One MachineDeployment's pass: its MachineSet for the current template and that set's preflight condition,
+   * Machines scaled to `spec.replicas`, deleted Machines' Nodes removed, then each live Machine provisioned
+   * (provider ID, Node, `Running`), and the deployment's `replicas`/`readyReplicas`.
+   */
   private async reconcile(md: MachineDeployment, sets: MachineSet[], machines: Machine[]): Promise<void> {
-    const c = this.opts.client;
-    const ns = md.metadata.namespace ?? 'default';
-    const mdName = md.metadata.name!;
     const cluster = md.spec.clusterName;
-    const tspec = md.spec.template.spec;
-    const hash = createHash('sha256').update(JSON.stringify(tspec)).digest('hex').slice(0, 8);
-    const setName = `${mdName}-${hash}`;
-    let ms = sets.find((s) => s.metadata.name === setName);
+    const hash = createHash('sha256').update(JSON.stringify(md.spec.template.spec)).digest('hex').slice(0, 8);
+    const setName = `${md.metadata.name!}-${hash}`;
     const blocked = this.opts.preflightBlocked?.(md) ?? false;
-    if (!ms) {
-      ms = (await c
-        .create({
-          apiVersion: 'cluster.x-k8s.io/v1beta2',
-          kind: 'MachineSet',
-          metadata: {
-            name: setName,
-            namespace: ns,
-            labels: { [LabelClusterName]: cluster, [LabelDeploymentName]: mdName },
-            ownerReferences: [
-              {
-                apiVersion: 'cluster.x-k8s.io/v1beta2',
-                kind: 'MachineDeployment',
-                name: mdName,
-                uid: md.metadata.uid!,
-                controller: true,
-              },
-            ],
-          },
-          spec: {
-            clusterName: cluster,
-            replicas: 0,
-            selector: { matchLabels: { [LabelDeploymentName]: mdName, [LabelSetName]: setName } },
-            template: md.spec.template,
-          },
-        } as MachineSet)
-        .catch((err) => {
-          if (isAlreadyExists(err)) return c.get('MachineSet', setName, ns);
-          throw err;
-        })) as MachineSet;
-    }
-    const preflightReason = blocked ? 'PreflightCheckFailed' : undefined;
-    const curReason = ms.status?.deprecated?.v1beta1?.conditions?.find(
-      (x) => x.type === 'MachinesCreated',
-    )?.reason;
-    if ((preflightReason ?? '') !== (curReason === 'PreflightCheckFailed' ? curReason : '')) {
-      ms = (await c.updateStatus({
-        ...ms,
-        status: {
-          ...(ms.status ?? {}),
-          deprecated: {
-            v1beta1: {
-              conditions: blocked
-                ? [
-                    {
-                      type: 'MachinesCreated',
-                      status: 'False',
-                      severity: 'Warning',
-                      reason: 'PreflightCheckFailed',
-                      message: 'ControlPlaneIsStable: the control plane is being upgraded',
-                      lastTransitionTime: new Date(this.opts.clock.now()).toISOString(),
-                    },
-                  ]
-                : [],
-            },
-          },
-        },
-      })) as MachineSet;
-    }
+    let ms = sets.find((s) => s.metadata.name === setName) ?? (await this.createMachineSet(md, setName));
+    ms = await this.syncPreflightCondition(ms, blocked);
 
     const live = machines.filter((m) => !m.metadata.deletionTimestamp);
     const desired = md.spec.replicas ?? 0;
-    // Scale up.
-    if (live.length < desired && !blocked) {
-      for (let i = live.length; i < desired; i++) {
-        const name = `${setName}-${randomBytes(3).toString('hex')}`;
-        const m: Machine = {
-          apiVersion: 'cluster.x-k8s.io/v1beta2',
-          kind: 'Machine',
-          metadata: {
-            name,
-            namespace: ns,
-            labels: {
-              ...(md.spec.template.metadata?.labels ?? {}),
-              [LabelClusterName]: cluster,
-              [LabelDeploymentName]: mdName,
-              [LabelSetName]: setName,
-            },
-            ownerReferences: [
-              {
-                apiVersion: 'cluster.x-k8s.io/v1beta2',
-                kind: 'MachineSet',
-                name: setName,
-                uid: ms.metadata.uid!,
-                controller: true,
-              },
-            ],
-          },
-          spec: {
-            ...structuredClone(tspec),
-            infrastructureRef: {
-              apiGroup: tspec.infrastructureRef.apiGroup ?? 'infrastructure.cluster.x-k8s.io',
-              kind: tspec.infrastructureRef.kind.replace(/Template$/, ''),
-              name,
-            },
-          },
-        };
-        await c.create(m);
-        this.machinesCreated++;
-      }
-    }
-    // Scale down: marked first, then without a Node, then the newest.
-    if (live.length > desired) {
-      const rank = (m: Machine): number =>
-        m.metadata.annotations?.[AnnotationDeleteMachine] !== undefined ? 0 : m.status?.nodeRef ? 2 : 1;
-      const victims = [...live]
-        .sort(
-          (a, b) =>
-            rank(a) - rank(b) ||
-            String(b.metadata.creationTimestamp ?? '').localeCompare(
-              String(a.metadata.creationTimestamp ?? ''),
-            ),
-        )
-        .slice(0, live.length - desired);
-      for (const v of victims) await this.deleteMachine(v, cluster);
-    }
+    if (live.length < desired && !blocked) await this.scaleUp(md, ms, desired - live.length);
+    if (live.length > desired) await this.scaleDown(live, desired, cluster);
     // Deleted directly (not by scale-down): their Nodes go too.
     for (const m of machines) if (m.metadata.deletionTimestamp) await this.deleteMachine(m, cluster);
 
     // Infrastructure + Nodes.
-    let template: AWSMachineTemplate | undefined;
-    const needsNodes = live.some((m) => !m.status?.nodeRef);
-    if (needsNodes) {
-      const ref = tspec.infrastructureRef;
-      const rt = c.registry.forKind(`${ref.kind}.${ref.apiGroup ?? 'infrastructure.cluster.x-k8s.io'}`);
-      if (rt)
-        template = (await c.tryGet(rt, ref.name, ns).catch(() => undefined)) as
-          | AWSMachineTemplate
-          | undefined;
-    }
+    const template = live.some((m) => !m.status?.nodeRef) ? await this.infrastructureTemplate(md) : undefined;
     let ready = 0;
-    for (const m of live) {
-      if (m.status?.nodeRef) {
-        ready++;
-        continue;
-      }
-      const created = Date.parse(String(m.metadata.creationTimestamp ?? '')) || this.opts.clock.now();
-      if (this.opts.clock.now() - created < (this.opts.provisionSeconds ?? 0) * 1000) continue;
-      let cur = m;
-      const zone = tspec.failureDomain ?? 'unspecified';
-      const failure = cur.spec.providerID ? undefined : this.opts.failMachines?.(md);
-      if (failure) {
-        if (cur.status?.phase !== 'Failed')
-          await c
-            .updateStatus({
-              ...cur,
-              status: {
-                ...(cur.status ?? {}),
-                phase: 'Failed',
-                deprecated: {
-                  v1beta1: {
-                    failureReason: failure,
-                    failureMessage: `the infrastructure could not launch ${tspec.infrastructureRef.name} in ${zone}`,
+    for (const m of live) if (await this.provisionMachine(md, m, template)) ready++;
+    await this.updateDeploymentStatus(md, live.length, ready);
+  }
+
+  /** Creates `md`'s MachineSet `setName` (0 replicas, `md`'s template), or gets it when it already exists. */
+  private async createMachineSet(md: MachineDeployment, setName: string): Promise<MachineSet> {
+    const c = this.opts.client;
+    const ns = md.metadata.namespace ?? 'default';
+    const mdName = md.metadata.name!;
+    const cluster = md.spec.clusterName;
+    return (await c
+      .create({
+        apiVersion: 'cluster.x-k8s.io/v1beta2',
+        kind: 'MachineSet',
+        metadata: {
+          name: setName,
+          namespace: ns,
+          labels: { [LabelClusterName]: cluster, [LabelDeploymentName]: mdName },
+          ownerReferences: [
+            {
+              apiVersion: 'cluster.x-k8s.io/v1beta2',
+              kind: 'MachineDeployment',
+              name: mdName,
+              uid: md.metadata.uid!,
+              controller: true,
+            },
+          ],
+        },
+        spec: {
+          clusterName: cluster,
+          replicas: 0,
+          selector: { matchLabels: { [LabelDeploymentName]: mdName, [LabelSetName]: setName } },
+          template: md.spec.template,
+        },
+      } as MachineSet)
+      .catch((err) => {
+        if (isAlreadyExists(err)) return c.get('MachineSet', setName, ns);
+        throw err;
+      })) as MachineSet;
+  }
+
+  /**
+   * Sets (when `blocked`) or clears the MachineSet's v1beta1 condition `MachinesCreated=False` reason
+   * `PreflightCheckFailed`, writing status only when it changes; returns the MachineSet as stored.
+   */
+  private async syncPreflightCondition(ms: MachineSet, blocked: boolean): Promise<MachineSet> {
+    const preflightReason = blocked ? 'PreflightCheckFailed' : undefined;
+    const curReason = ms.status?.deprecated?.v1beta1?.conditions?.find(
+      (x) => x.type === 'MachinesCreated',
+    )?.reason;
+    if ((preflightReason ?? '') === (curReason === 'PreflightCheckFailed' ? curReason : '')) return ms;
+    return (await this.opts.client.updateStatus({
+      ...ms,
+      status: {
+        ...(ms.status ?? {}),
+        deprecated: {
+          v1beta1: {
+            conditions: blocked
+              ? [
+                  {
+                    type: 'MachinesCreated',
+                    status: 'False',
+                    severity: 'Warning',
+                    reason: 'PreflightCheckFailed',
+                    message: 'ControlPlaneIsStable: the control plane is being upgraded',
+                    lastTransitionTime: new Date(this.opts.clock.now()).toISOString(),
                   },
+                ]
+              : [],
+          },
+        },
+      },
+    })) as MachineSet;
+  }
+
+  /**
+   * Creates `count` Machines in MachineSet `ms` (named `<set>-<6 hex>`, with the template's labels and the
+   * cluster/deployment/set labels; infrastructure ref = the template's kind without `Template`, named like the
+   * Machine).
+   */
+  private async scaleUp(md: MachineDeployment, ms: MachineSet, count: number): Promise<void> {
+    const tspec = md.spec.template.spec;
+    const setName = ms.metadata.name!;
+    for (let i = 0; i < count; i++) {
+      const name = `${setName}-${randomBytes(3).toString('hex')}`;
+      const m: Machine = {
+        apiVersion: 'cluster.x-k8s.io/v1beta2',
+        kind: 'Machine',
+        metadata: {
+          name,
+          namespace: md.metadata.namespace ?? 'default',
+          labels: {
+            ...(md.spec.template.metadata?.labels ?? {}),
+            [LabelClusterName]: md.spec.clusterName,
+            [LabelDeploymentName]: md.metadata.name!,
+            [LabelSetName]: setName,
+          },
+          ownerReferences: [
+            {
+              apiVersion: 'cluster.x-k8s.io/v1beta2',
+              kind: 'MachineSet',
+              name: setName,
+              uid: ms.metadata.uid!,
+              controller: true,
+            },
+          ],
+        },
+        spec: {
+          ...structuredClone(tspec),
+          infrastructureRef: {
+            apiGroup: tspec.infrastructureRef.apiGroup ?? 'infrastructure.cluster.x-k8s.io',
+            kind: tspec.infrastructureRef.kind.replace(/Template$/, ''),
+            name,
+          },
+        },
+      };
+      await this.opts.client.create(m);
+      this.machinesCreated++;
+    }
+  }
+
+  /**
+   * Deletes the `live.length - desired` surplus Machines in CAPI's deletion priority: those marked
+   * `cluster.x-k8s.io/delete-machine` first, then those without a Node, then the newest.
+   */
+  private async scaleDown(live: readonly Machine[], desired: number, cluster: string): Promise<void> {
+    const rank = (m: Machine): number =>
+      m.metadata.annotations?.[AnnotationDeleteMachine] !== undefined ? 0 : m.status?.nodeRef ? 2 : 1;
+    const victims = [...live]
+      .sort(
+        (a, b) =>
+          rank(a) - rank(b) ||
+          String(b.metadata.creationTimestamp ?? '').localeCompare(
+            String(a.metadata.creationTimestamp ?? ''),
+          ),
+      )
+      .slice(0, live.length - desired);
+    for (const v of victims) await this.deleteMachine(v, cluster);
+  }
+
+  /** The infrastructure template `md` references, or undefined when its kind is unknown or it is absent. */
+  private async infrastructureTemplate(md: MachineDeployment): Promise<AWSMachineTemplate | undefined> {
+    const c = this.opts.client;
+    const ref = md.spec.template.spec.infrastructureRef;
+    const rt = c.registry.forKind(`${ref.kind}.${ref.apiGroup ?? 'infrastructure.cluster.x-k8s.io'}`);
+    if (!rt) return undefined;
+    return (await c.tryGet(rt, ref.name, md.metadata.namespace ?? 'default').catch(() => undefined)) as
+      | AWSMachineTemplate
+      | undefined;
+  }
+
+  /**
+   * The infrastructure provider and Node registration for one live Machine, once `provisionSeconds` have passed
+   * since its creation: phase `Failed` when `failMachines` says so; else a provider ID, then (with a workload
+   * cluster) its Node and `status.nodeRef`, phase `Running`. Returns whether the Machine is ready (has a Node).
+   */
+  private async provisionMachine(
+    md: MachineDeployment,
+    m: Machine,
+    template: AWSMachineTemplate | undefined,
+  ): Promise<boolean> {
+    if (m.status?.nodeRef) return true;
+    const c = this.opts.client;
+    const ns = md.metadata.namespace ?? 'default';
+    const tspec = md.spec.template.spec;
+    const created = Date.parse(String(m.metadata.creationTimestamp ?? '')) || this.opts.clock.now();
+    if (this.opts.clock.now() - created < (this.opts.provisionSeconds ?? 0) * 1000) return false;
+    let cur = m;
+    const zone = tspec.failureDomain ?? 'unspecified';
+    const failure = cur.spec.providerID ? undefined : this.opts.failMachines?.(md);
+    if (failure) {
+      if (cur.status?.phase !== 'Failed')
+        await c
+          .updateStatus({
+            ...cur,
+            status: {
+              ...(cur.status ?? {}),
+              phase: 'Failed',
+              deprecated: {
+                v1beta1: {
+                  failureReason: failure,
+                  failureMessage: `the infrastructure could not launch ${tspec.infrastructureRef.name} in ${zone}`,
                 },
               },
-            })
-            .catch((err) => {
-              if (!isNotFound(err) && !isConflict(err)) throw err;
-            });
-        continue;
-      }
-      if (!cur.spec.providerID) {
-        const providerID =
-          template?.kind === 'AWSMachineTemplate'
-            ? `aws:///${zone}/i-${randomBytes(8).toString('hex').slice(0, 17)}`
-            : `capi-sim:///${ns}/${m.metadata.name}`;
-        try {
-          cur = (await c.patch(
-            'Machine',
-            m.metadata.name!,
-            ns,
-            { spec: { providerID } },
-            { type: 'merge' },
-          )) as Machine;
-        } catch (err) {
-          if (isNotFound(err)) continue;
-          throw err;
-        }
-      }
-      if (!this.opts.workload) continue;
-      const node = this.nodeFor(md, cur, template);
-      if (!node) continue;
-      const wl = await this.opts.workload(ns, cluster);
+            },
+          })
+          .catch((err) => {
+            if (!isNotFound(err) && !isConflict(err)) throw err;
+          });
+      return false;
+    }
+    if (!cur.spec.providerID) {
+      const providerID =
+        template?.kind === 'AWSMachineTemplate'
+          ? `aws:///${zone}/i-${randomBytes(8).toString('hex').slice(0, 17)}`
+          : `capi-sim:///${ns}/${m.metadata.name}`;
       try {
-        await wl.create(node);
+        cur = (await c.patch(
+          'Machine',
+          m.metadata.name!,
+          ns,
+          { spec: { providerID } },
+          { type: 'merge' },
+        )) as Machine;
       } catch (err) {
-        if (!isAlreadyExists(err)) throw err;
+        if (isNotFound(err)) return false;
+        throw err;
       }
-      await c
-        .updateStatus({
-          ...cur,
-          status: { ...(cur.status ?? {}), nodeRef: { name: node.metadata.name! }, phase: 'Running' },
-        })
-        .catch((err) => {
-          if (!isNotFound(err) && !isConflict(err)) throw err;
-        });
-      ready++;
     }
-    // Status.
-    if (md.status?.replicas !== live.length || md.status?.readyReplicas !== ready) {
-      await c
-        .updateStatus({
-          ...md,
-          status: { ...(md.status ?? {}), replicas: live.length, readyReplicas: ready },
-        })
-        .catch((err) => {
-          if (!isConflict(err) && !isNotFound(err)) throw err;
-        });
+    if (!this.opts.workload) return false;
+    const node = this.nodeFor(md, cur, template);
+    if (!node) return false;
+    const wl = await this.opts.workload(ns, md.spec.clusterName);
+    try {
+      await wl.create(node);
+    } catch (err) {
+      if (!isAlreadyExists(err)) throw err;
     }
+    await c
+      .updateStatus({
+        ...cur,
+        status: { ...(cur.status ?? {}), nodeRef: { name: node.metadata.name! }, phase: 'Running' },
+      })
+      .catch((err) => {
+        if (!isNotFound(err) && !isConflict(err)) throw err;
+      });
+    return true;
+  }
+
+  /** Writes `md`'s `status.replicas` and `status.readyReplicas` when they changed. */
+  private async updateDeploymentStatus(
+    md: MachineDeployment,
+    replicas: number,
+    ready: number,
+  ): Promise<void> {
+    if (md.status?.replicas === replicas && md.status?.readyReplicas === ready) return;
+    await this.opts.client
+      .updateStatus({ ...md, status: { ...(md.status ?? {}), replicas, readyReplicas: ready } })
+      .catch((err) => {
+        if (!isConflict(err) && !isNotFound(err)) throw err;
+      });
   }
 
   private async deleteMachine(m: Machine, cluster: string): Promise<void> {

@@ -98,30 +98,8 @@ export class CAPIMachinePoolStandIn {
     if (!kmp) return;
     const clusterName = mp.spec?.clusterName ?? '';
     const c = this.opts.client;
-    if (!kmp.metadata.ownerReferences?.some((o) => o.kind === 'MachinePool' && o.name === mp.metadata.name)) {
-      await c.patch(
-        'KarpenterMachinePool',
-        ref.name,
-        ns,
-        {
-          metadata: {
-            labels: { [NodeAnnotations.clusterName]: clusterName },
-            ownerReferences: [
-              ...(kmp.metadata.ownerReferences ?? []),
-              {
-                apiVersion: mp.apiVersion,
-                kind: 'MachinePool',
-                name: mp.metadata.name as string,
-                uid: mp.metadata.uid as string,
-                controller: true,
-                blockOwnerDeletion: true,
-              },
-            ],
-          },
-        },
-        { type: 'merge' },
-      );
-    }
+    if (!kmp.metadata.ownerReferences?.some((o) => o.kind === 'MachinePool' && o.name === mp.metadata.name))
+      await this.adopt(mp, kmp);
     const ids = kmp.spec?.providerIDList ?? [];
     if (JSON.stringify(mp.spec?.providerIDList ?? []) !== JSON.stringify(ids))
       await c.patch(
@@ -155,37 +133,7 @@ export class CAPIMachinePoolStandIn {
         ...(node.metadata.uid ? { uid: node.metadata.uid } : {}),
       });
       if (node.status?.conditions?.some((x) => x.type === 'Ready' && x.status === 'True')) ready++;
-      const a = node.metadata.annotations ?? {};
-      const annotations = {
-        [NodeAnnotations.clusterName]: clusterName,
-        [NodeAnnotations.clusterNamespace]: ns,
-        [NodeAnnotations.ownerKind]: 'MachinePool',
-        [NodeAnnotations.ownerName]: mp.metadata.name as string,
-      };
-      const needAnn = Object.entries(annotations).some(([k, v]) => a[k] !== v);
-      const taints = node.spec?.taints ?? [];
-      const hasUninit = taints.some((t) => t.key === TaintUninitializedKey);
-      const removeTaint = (this.opts.removeUninitializedTaint ?? true) && hasUninit;
-      if (!needAnn && !removeTaint) continue;
-      const base = this.opts.staleTaintWrites ? (this.firstSeenTaints.get(name) ?? taints) : taints;
-      const newTaints = removeTaint ? base.filter((t) => t.key !== TaintUninitializedKey) : undefined;
-      try {
-        await wl.patch(
-          'Node',
-          name,
-          undefined,
-          {
-            metadata: {
-              annotations,
-              ...(this.opts.staleTaintWrites ? {} : { resourceVersion: node.metadata.resourceVersion }),
-            },
-            ...(newTaints ? { spec: { taints: newTaints } } : {}),
-          },
-          { type: 'merge' },
-        );
-      } catch (err) {
-        if (!isConflict(err) && !isNotFound(err)) throw err;
-      }
+      await this.syncNode(wl, node, mp);
     }
     // Retired nodes: listed before, no longer in providerIDList.
     const prevRefs = ((mp.status as { nodeRefs?: Array<{ name: string }> } | undefined)?.nodeRefs ?? []).map(
@@ -208,5 +156,80 @@ export class CAPIMachinePoolStandIn {
     const cur = (mp.status ?? {}) as Record<string, unknown>;
     if (Object.entries(status).some(([k, v]) => JSON.stringify(cur[k]) !== JSON.stringify(v)))
       await c.patchStatus('MachinePool', mp.metadata.name as string, ns, { status }, { type: 'merge' });
+  }
+
+  /**
+   * Makes `mp` the controller owner of `kmp` (appended to its owner references, `blockOwnerDeletion`) and labels
+   * it with the cluster name, as CAPI's MachinePool controller does for its infrastructure object.
+   */
+  private async adopt(mp: MachinePool, kmp: KarpenterMachinePool): Promise<void> {
+    const ns = mp.metadata.namespace ?? 'default';
+    const clusterName = mp.spec?.clusterName ?? '';
+    const c = this.opts.client;
+    await c.patch(
+      'KarpenterMachinePool',
+      kmp.metadata.name as string,
+      ns,
+      {
+        metadata: {
+          labels: { [NodeAnnotations.clusterName]: clusterName },
+          ownerReferences: [
+            ...(kmp.metadata.ownerReferences ?? []),
+            {
+              apiVersion: mp.apiVersion,
+              kind: 'MachinePool',
+              name: mp.metadata.name as string,
+              uid: mp.metadata.uid as string,
+              controller: true,
+              blockOwnerDeletion: true,
+            },
+          ],
+        },
+      },
+      { type: 'merge' },
+    );
+  }
+
+  /**
+   * Writes the MachinePool's node annotations (cluster name and namespace, owner kind and name) on a Node of
+   * `mp`, and removes its `node.cluster.x-k8s.io/uninitialized` taint (unless `removeUninitializedTaint` is
+   * false), in one merge patch; with `staleTaintWrites`, the taints written are based on those first seen and
+   * no resourceVersion is sent (cluster-api#11401). Conflicts and a Node gone are ignored.
+   */
+  private async syncNode(wl: KubeClient, node: Node, mp: MachinePool): Promise<void> {
+    const ns = mp.metadata.namespace ?? 'default';
+    const clusterName = mp.spec?.clusterName ?? '';
+    const name = node.metadata.name as string;
+    const a = node.metadata.annotations ?? {};
+    const annotations = {
+      [NodeAnnotations.clusterName]: clusterName,
+      [NodeAnnotations.clusterNamespace]: ns,
+      [NodeAnnotations.ownerKind]: 'MachinePool',
+      [NodeAnnotations.ownerName]: mp.metadata.name as string,
+    };
+    const needAnn = Object.entries(annotations).some(([k, v]) => a[k] !== v);
+    const taints = node.spec?.taints ?? [];
+    const hasUninit = taints.some((t) => t.key === TaintUninitializedKey);
+    const removeTaint = (this.opts.removeUninitializedTaint ?? true) && hasUninit;
+    if (!needAnn && !removeTaint) return;
+    const base = this.opts.staleTaintWrites ? (this.firstSeenTaints.get(name) ?? taints) : taints;
+    const newTaints = removeTaint ? base.filter((t) => t.key !== TaintUninitializedKey) : undefined;
+    try {
+      await wl.patch(
+        'Node',
+        name,
+        undefined,
+        {
+          metadata: {
+            annotations,
+            ...(this.opts.staleTaintWrites ? {} : { resourceVersion: node.metadata.resourceVersion }),
+          },
+          ...(newTaints ? { spec: { taints: newTaints } } : {}),
+        },
+        { type: 'merge' },
+      );
+    } catch (err) {
+      if (!isConflict(err) && !isNotFound(err)) throw err;
+    }
   }
 }

@@ -80,6 +80,17 @@ export interface NodeTerminationOptions extends ControllerDeps, InformerSyncOpti
   nodeClaimsFor?: (node: Node) => NodeClaim[] | Promise<NodeClaim[]>;
 }
 
+/**
+ * The earliest termination deadline (epoch ms) of the claims' `karpenter.sh/nodeclaim-termination-timestamp`
+ * annotations, or undefined when none has one.
+ */
+function terminationDeadline(claims: readonly NodeClaim[]): number | undefined {
+  return claims
+    .map((c) => Date.parse(c.metadata.annotations?.[AnnotationNodeClaimTerminationTimestamp] ?? ''))
+    .filter(Number.isFinite)
+    .sort((a, b) => a - b)[0];
+}
+
 /** The Node termination controller. */
 export class NodeTerminationController implements Controller {
   readonly name = 'node.termination';
@@ -136,9 +147,12 @@ export class NodeTerminationController implements Controller {
     return this.nodeClaims ? nodeClaimsForNode(this.nodeClaims, node) : [];
   }
 
-  /** One finalization pass for the Node `name` (exposed for tests). */
+  /**
+   * One finalization pass for the Node `name` (exposed for tests), upstream's termination tiers in order: delete
+   * its NodeClaims, taint and cordon it, drain it, wait for its volumes to detach, terminate the instances, remove
+   * the finalizer. Each step either lets the pass go on or ends it with the result it returns.
+   */
   async reconcile(name: string): Promise<ReconcileResult> {
-    const log = this.opts.logger.child({ controller: this.name, node: name });
     const node = await this.opts.client.tryGet('Node', name);
     if (!node?.metadata.deletionTimestamp || !(node.metadata.finalizers ?? []).includes(FinalizerTermination))
       return {};
@@ -147,33 +161,64 @@ export class NodeTerminationController implements Controller {
       if (!nc.metadata.deletionTimestamp)
         await this.opts.client.tryDelete('NodeClaim', nc.metadata.name as string);
     }
-    // cordon + disrupted taint
-    const taints: Taint[] = [...(node.spec?.taints ?? [])];
-    if (!taints.some((t) => matchTaint(t, TaintDisrupted)) || node.spec?.unschedulable !== true) {
-      if (!taints.some((t) => matchTaint(t, TaintDisrupted)))
-        taints.push({ key: TaintDisrupted.key, effect: TaintDisrupted.effect });
-      try {
-        await this.opts.client.patch(
-          'Node',
-          name,
-          undefined,
-          {
-            metadata: { resourceVersion: node.metadata.resourceVersion },
-            spec: { unschedulable: true, taints },
-          },
-          { type: 'merge' },
-        );
-      } catch (err) {
-        if (isConflict(err)) return { requeue: true };
-        if (isNotFound(err)) return {};
-        throw err;
-      }
+    const tainted = await this.taintDisrupted(node);
+    if (tainted) return tainted;
+    const deadline = terminationDeadline(claims);
+    const drained = await this.awaitDrain(node, claims, deadline);
+    if (drained) return drained;
+    const detached = await this.awaitVolumeDetachment(node, claims, deadline);
+    if (detached) return detached;
+    for (const nc of claims) {
+      if (!(await this.ensureTerminated(nc))) return { requeueAfter: 5 };
     }
-    // drain (tiered, PDB-safe; pods past the deadline are deleted)
-    const deadline = claims
-      .map((c) => Date.parse(c.metadata.annotations?.[AnnotationNodeClaimTerminationTimestamp] ?? ''))
-      .filter(Number.isFinite)
-      .sort((a, b) => a - b)[0];
+    return this.removeFinalizer(node);
+  }
+
+  /** The logger of one Node's passes. */
+  private logFor(name: string) {
+    return this.opts.logger.child({ controller: this.name, node: name });
+  }
+
+  /**
+   * Cordons the Node and adds the `karpenter.sh/disrupted:NoSchedule` taint (one optimistic-locked patch) unless
+   * both are there. Returns `{requeue}` on a conflict, `{}` when the Node is gone, undefined to go on.
+   */
+  private async taintDisrupted(node: Node): Promise<ReconcileResult | undefined> {
+    const taints: Taint[] = [...(node.spec?.taints ?? [])];
+    if (taints.some((t) => matchTaint(t, TaintDisrupted)) && node.spec?.unschedulable === true)
+      return undefined;
+    if (!taints.some((t) => matchTaint(t, TaintDisrupted)))
+      taints.push({ key: TaintDisrupted.key, effect: TaintDisrupted.effect });
+    try {
+      await this.opts.client.patch(
+        'Node',
+        node.metadata.name as string,
+        undefined,
+        {
+          metadata: { resourceVersion: node.metadata.resourceVersion },
+          spec: { unschedulable: true, taints },
+        },
+        { type: 'merge' },
+      );
+    } catch (err) {
+      if (isConflict(err)) return { requeue: true };
+      if (isNotFound(err)) return {};
+      throw err;
+    }
+    return undefined;
+  }
+
+  /**
+   * Drains the Node (tiered, PDB-safe; pods past `deadline`, epoch ms, are deleted), with the eviction metrics and
+   * Events. While pods remain: a `FailedDraining` Event, `Drained=Unknown` on the claims, requeue after 1 s.
+   * Once drained: `Drained=True` and the drained-nodes metric (once per Node); returns undefined to go on.
+   */
+  private async awaitDrain(
+    node: Node,
+    claims: NodeClaim[],
+    deadline: number | undefined,
+  ): Promise<ReconcileResult | undefined> {
+    const name = node.metadata.name as string;
     const reason = disruptionReasonOf(claims);
     const drain = await this.drainer.drain(name, deadline, {
       onEvictionRequest: (code) => this.drainMetrics.evictionRequests.inc({ code: String(code) }),
@@ -199,7 +244,10 @@ export class NodeTerminationController implements Controller {
       },
     });
     if (drain.evicted.length + drain.deleted.length > 0)
-      log.info({ evicted: drain.evicted, deleted: drain.deleted, tier: drain.tier }, 'draining node');
+      this.logFor(name).info(
+        { evicted: drain.evicted, deleted: drain.deleted, tier: drain.tier },
+        'draining node',
+      );
     if (drain.remaining > 0) {
       this.publishDeduped(
         node,
@@ -218,9 +266,22 @@ export class NodeTerminationController implements Controller {
         this.drainMetrics.nodesDrained.inc({ nodepool: nodePoolOf(node) });
       }
     }
-    // volume attachments of drained pods must be gone before the instance goes (unless the deadline passed)
+    return undefined;
+  }
+
+  /**
+   * Volume attachments of drained pods must be gone before the instance goes, unless `deadline` (epoch ms)
+   * passed: while some remain, an `AwaitingVolumeDetachment` Event, `VolumesDetached=Unknown`, requeue after
+   * 1 s. Then `VolumesDetached` is `True`, or `False` (TerminationGracePeriodElapsed) when some were left
+   * behind; returns undefined to go on.
+   */
+  private async awaitVolumeDetachment(
+    node: Node,
+    claims: NodeClaim[],
+    deadline: number | undefined,
+  ): Promise<ReconcileResult | undefined> {
     const pastDeadline = deadline !== undefined && this.opts.clock.now() >= deadline;
-    const attached = await this.blockingVolumeAttachments(name);
+    const attached = await this.blockingVolumeAttachments(node.metadata.name as string);
     if (attached.length > 0 && !pastDeadline) {
       this.publishDeduped(
         node,
@@ -246,10 +307,15 @@ export class NodeTerminationController implements Controller {
         'TerminationGracePeriodElapsed',
       );
     else await this.setClaimCondition(claims, ConditionVolumesDetached, 'True', ConditionVolumesDetached, '');
-    // instance termination
-    for (const nc of claims) {
-      if (!(await this.ensureTerminated(nc))) return { requeueAfter: 5 };
-    }
+    return undefined;
+  }
+
+  /**
+   * Removes the termination finalizer (the Node goes) and records the terminated-nodes metrics. Returns
+   * `{requeue}` on a conflict, `{}` otherwise.
+   */
+  private async removeFinalizer(node: Node): Promise<ReconcileResult> {
+    const name = node.metadata.name as string;
     try {
       await this.opts.client.patch(
         'Node',
@@ -272,9 +338,9 @@ export class NodeTerminationController implements Controller {
     this.metrics.nodesTerminated.inc({ nodepool });
     this.metrics.nodeTerminationDuration.observe(
       { nodepool },
-      Math.max(0, (Date.now() - Date.parse(node.metadata.deletionTimestamp)) / 1000) || 0,
+      Math.max(0, (Date.now() - Date.parse(node.metadata.deletionTimestamp!)) / 1000) || 0,
     );
-    log.info('deleted node');
+    this.logFor(name).info('deleted node');
     return {};
   }
 
