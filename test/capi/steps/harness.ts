@@ -7,13 +7,22 @@
 import type { KarpenterMachinePool } from '../../../src/apis/capi.ts';
 import type { KubeObject } from '../../../src/apis/core.ts';
 import { InMemoryBootstrapStore } from '../../../src/controllers/capi/bootstrap.ts';
+import type { Desired } from '../../../src/controllers/capi/desired.ts';
 import type { PoolInstances, PoolQuery } from '../../../src/controllers/capi/instances.ts';
+import { type BootstrapResult, reconcileBootstrap } from '../../../src/controllers/capi/steps/bootstrap.ts';
 import { KMPPass, type KMPStepContext } from '../../../src/controllers/capi/steps/context.ts';
+import { generateDesired } from '../../../src/controllers/capi/steps/generate.ts';
+import { type PoolInputs, resolveInputs } from '../../../src/controllers/capi/steps/resolve.ts';
 import { WorkloadClusters } from '../../../src/controllers/capi/workload.ts';
 import { EventRecorder } from '../../../src/kube/events.ts';
 import { silentLogger } from '../../../src/kube/logger.ts';
 import { applyObjects } from '../../../src/operator/apply.ts';
-import { type CAPIEnvironment, startCAPIEnvironment } from '../../../src/sim/capi/environment.ts';
+import {
+  type CAPIEnvironment,
+  type SampleCAPIOptions,
+  sampleCAPIObjects,
+  startCAPIEnvironment,
+} from '../../../src/sim/capi/environment.ts';
 import { eventually } from '../../../src/testing/eventually.ts';
 
 /** The time of every pass (ms since the epoch): `2026-12-02T12:00:00.000Z`. */
@@ -36,6 +45,14 @@ export class FakeInstances implements PoolInstances {
   }
 }
 
+/** A pass run through the steps before `apply`, with what each handed on. */
+export interface Prepared {
+  pass: KMPPass;
+  inputs: PoolInputs;
+  boot: BootstrapResult;
+  desired: Desired;
+}
+
 /** A running step environment. */
 export interface StepEnv {
   env: CAPIEnvironment;
@@ -46,9 +63,25 @@ export interface StepEnv {
   apply(objs: KubeObject[]): Promise<void>;
   /** A pass over the live KMP `default/<name>` once the informer holds that version. */
   pass(name?: string): Promise<KMPPass>;
+  /** A fresh pass of `default/<name>` run through resolve → bootstrap → generate. */
+  prepare(name: string): Promise<Prepared>;
   /** `reason: message` of the Events on KMP `default/<name>`. */
   events(name?: string): Promise<string[]>;
   stop(): Promise<void>;
+}
+
+/**
+ * The sample CAPI objects of KMP/MachinePool `pool` in cluster `<pool>-c` (namespace default), each passed through
+ * `edit` (return undefined to leave an object out).
+ */
+export function samplePool(
+  pool: string,
+  edit: (o: KubeObject) => KubeObject | undefined = (o) => o,
+  o: SampleCAPIOptions = {},
+): KubeObject[] {
+  return sampleCAPIObjects({ poolName: pool, clusterName: `${pool}-c`, ...o })
+    .map(edit)
+    .filter((x): x is KubeObject => x !== undefined);
 }
 
 const CACHED = ['KarpenterMachinePool', 'MachinePool', 'Cluster', 'AWSCluster'];
@@ -86,6 +119,10 @@ export async function startStepEnv(o: { kubeconfig?: boolean; clusterName?: stri
     );
     return live;
   };
+  const pass = async (name = 'workers'): Promise<KMPPass> => {
+    const kmp = (await synced('KarpenterMachinePool', name)) as KarpenterMachinePool;
+    return new KMPPass(kmp, NOW, logger);
+  };
   return {
     env,
     ctx,
@@ -99,9 +136,13 @@ export async function startStepEnv(o: { kubeconfig?: boolean; clusterName?: stri
         if (CACHED.includes(obj.kind as string))
           await synced(obj.kind as string, obj.metadata?.name as string);
     },
-    async pass(name = 'workers') {
-      const kmp = (await synced('KarpenterMachinePool', name)) as KarpenterMachinePool;
-      return new KMPPass(kmp, NOW, logger);
+    pass,
+    async prepare(name) {
+      const p = await pass(name);
+      const inputs = await resolveInputs(ctx, p);
+      if (!inputs) throw new Error(`${p.id} not resolved`);
+      const boot = await reconcileBootstrap(ctx, p, inputs);
+      return { pass: p, inputs, boot, desired: await generateDesired(ctx, p, inputs, boot) };
     },
     async events(name = 'workers') {
       const list = await env.mgmt.list('Event', { namespace: 'default' });

@@ -1,11 +1,9 @@
 /** Step `resolve` of the KarpenterMachinePool reconcile against the embedded management cluster. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { MachinePool } from '../../../src/apis/capi.ts';
-import type { KubeObject } from '../../../src/apis/core.ts';
 import { NotReady } from '../../../src/controllers/capi/steps/context.ts';
 import { resolveInputs } from '../../../src/controllers/capi/steps/resolve.ts';
-import { sampleCAPIObjects } from '../../../src/sim/capi/environment.ts';
-import { NOW, type StepEnv, startStepEnv } from './harness.ts';
+import { NOW, type StepEnv, samplePool, startStepEnv } from './harness.ts';
 
 let s: StepEnv;
 beforeAll(async () => {
@@ -13,16 +11,9 @@ beforeAll(async () => {
 });
 afterAll(async () => s?.stop());
 
-/** The sample objects of pool `pool`, with `edit` applied to each. */
-function sample(pool: string, edit: (o: KubeObject) => KubeObject | undefined = (o) => o): KubeObject[] {
-  return sampleCAPIObjects({ poolName: pool, clusterName: `${pool}-c` })
-    .map(edit)
-    .filter((o): o is KubeObject => o !== undefined);
-}
-
 describe('resolve step', () => {
   it('finds MachinePool, Cluster, AWSCluster and the bootstrap location; annotates the MachinePool', async () => {
-    await s.apply(sample('ok'));
+    await s.apply(samplePool('ok'));
     const pass = await s.pass('ok');
     const inputs = await resolveInputs(s.ctx, pass);
     expect(inputs?.machinePool.metadata.name).toBe('ok');
@@ -40,7 +31,7 @@ describe('resolve step', () => {
 
   it('stops with Ready=False S3BucketNotConfigured (severity Error) when the AWSCluster has no bucket', async () => {
     await s.apply(
-      sample('nobucket', (o) =>
+      samplePool('nobucket', (o) =>
         o.kind === 'AWSCluster'
           ? { ...o, spec: { ...(o as { spec: object }).spec, s3Bucket: undefined } }
           : o,
@@ -61,7 +52,7 @@ describe('resolve step', () => {
   });
 
   it('stops with WaitingForMachinePool / WaitingForCluster naming what is missing', async () => {
-    await s.apply(sample('nomp', (o) => (o.kind === 'MachinePool' ? undefined : o)));
+    await s.apply(samplePool('nomp', (o) => (o.kind === 'MachinePool' ? undefined : o)));
     const noMP = await s.pass('nomp');
     await expect(resolveInputs(s.ctx, noMP)).rejects.toBeInstanceOf(NotReady);
     expect(noMP.condition('Ready')).toMatchObject({
@@ -71,7 +62,7 @@ describe('resolve step', () => {
       message:
         'no MachinePool in namespace default has spec.template.spec.infrastructureRef {kind: KarpenterMachinePool, name: nomp}',
     });
-    await s.apply(sample('nocl', (o) => (o.kind === 'Cluster' ? undefined : o)));
+    await s.apply(samplePool('nocl', (o) => (o.kind === 'Cluster' ? undefined : o)));
     const noCluster = await s.pass('nocl');
     await expect(resolveInputs(s.ctx, noCluster)).rejects.toBeInstanceOf(NotReady);
     expect(noCluster.condition('Ready')).toMatchObject({
