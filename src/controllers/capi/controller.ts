@@ -34,11 +34,7 @@ import {
   refGroup,
 } from '../../apis/capi.ts';
 import type { KubeObject } from '../../apis/core.ts';
-import type { KubeClient } from '../../kube/client.ts';
-import type { Clock } from '../../kube/clock.ts';
 import { isConflict } from '../../kube/errors.ts';
-import type { EventRecorder } from '../../kube/events.ts';
-import type { SharedInformers } from '../../kube/informer.ts';
 import {
   type Controller,
   errorMessage,
@@ -46,8 +42,6 @@ import {
   type ReconcileResult,
   waitForInformerSync,
 } from '../runtime.ts';
-import type { BootstrapDataStore } from './bootstrap.ts';
-import type { PoolInstances } from './instances.ts';
 import { applyDesired } from './steps/apply.ts';
 import { reconcileBootstrap } from './steps/bootstrap.ts';
 import { KMPPass, type KMPStepContext, NotReady, writeStatus } from './steps/context.ts';
@@ -57,20 +51,17 @@ import { reportReplicas } from './steps/report.ts';
 import { machinePoolOf, resolveInputs } from './steps/resolve.ts';
 import { WorkloadClusters } from './workload.ts';
 
-/** Dependencies of {@link KarpenterMachinePoolController}. */
-export interface KMPControllerDeps {
-  /** Management-cluster client. */
-  client: KubeClient;
-  /** Management-cluster informers (KMP, MachinePool, Cluster, AWSCluster, Secret are registered here). */
-  informers: SharedInformers;
-  clock: Clock;
+/**
+ * Dependencies of {@link KarpenterMachinePoolController}: the steps' (management client, informers — KMP,
+ * MachinePool, Cluster, AWSCluster and Secret are registered here —, clock, recorder, bootstrap store, instances)
+ * plus the controller's own.
+ */
+export interface KMPControllerDeps
+  extends Pick<
+    KMPStepContext,
+    'client' | 'informers' | 'clock' | 'recorder' | 'bootstrapStore' | 'instances'
+  > {
   logger: Logger;
-  /** Events on the KMP (management cluster). */
-  recorder: EventRecorder;
-  /** Where bootstrap data goes (S3 on AWS; in-memory in the embedded setup). */
-  bootstrapStore: BootstrapDataStore;
-  /** The pool's instances (deletion waits for none to be left). */
-  instances: PoolInstances;
   /** Workload-cluster access (default: built here from the management client). */
   workloads?: WorkloadClusters;
   /** Seconds between full resyncs of a pool (default 60). */
