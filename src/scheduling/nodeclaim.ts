@@ -29,7 +29,7 @@ import {
   type TypeInfo,
   vectorFits,
 } from './instancetypes.ts';
-import { limitUse } from './limits.ts';
+import { limitUse, withinRemaining } from './limits.ts';
 import type { PodInfo } from './podinfo.ts';
 import { Requirement, type Requirements } from './requirements.ts';
 import { formatRequests } from './resources.ts';
@@ -192,9 +192,7 @@ export class PoolContext {
 
   /** True when the type's capacity stays within the remaining limits (upstream `filterByRemainingResources`). */
   withinLimits(t: TypeInfo): boolean {
-    if (!this.remaining) return true;
-    for (const [k, v] of Object.entries(this.remaining)) if (limitUse(k, t.it.capacity) > v) return false;
-    return true;
+    return !this.remaining || withinRemaining(this.remaining, t.it.capacity);
   }
 
   /** Upstream `subtractMax`: a new NodeClaim counts the largest capacity among its options against the limits. */

@@ -6,9 +6,10 @@ import type { InstanceType } from '../cloudprovider/types.ts';
 import { pendingPod, testDaemonSet } from '../controllers/provisioning/testing.ts';
 import { FakeClock } from '../kube/clock.ts';
 import { SharedInformers } from '../kube/informer.ts';
+import { nodeClaimCapacity } from '../scheduling/limits.ts';
 import { type SimulatedCluster, startSimulatedCluster } from '../sim/cluster.ts';
 import { eventually } from '../testing/eventually.ts';
-import { Cluster, type ClusterChange, nodeClaimCapacity } from './cluster.ts';
+import { Cluster, type ClusterChange } from './cluster.ts';
 
 const types = getInstanceTypes({ region: 'us-east-1' }).instanceTypes as InstanceType[];
 const typeIndex = new Map(types.map((t) => [t.name, t]));

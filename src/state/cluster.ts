@@ -26,7 +26,7 @@ import type {
   PodDisruptionBudget,
 } from '../apis/core.ts';
 import type { Condition, NodeClaim, NodeClassReference, NodePool } from '../apis/karpenter.ts';
-import { LabelInstanceType, LabelNodeInitialized, LabelNodePool, TaintDisrupted } from '../apis/labels.ts';
+import { LabelNodeInitialized, LabelNodePool, TaintDisrupted } from '../apis/labels.ts';
 import { isOwnedByDaemonSet, isTerminal } from '../apis/pod.ts';
 import { parseResources, type Resources } from '../apis/quantity.ts';
 import type { InstanceType, NodeClassKind } from '../cloudprovider/types.ts';
@@ -35,7 +35,7 @@ import type { Clock } from '../kube/clock.ts';
 import type { Informer, SharedInformers } from '../kube/informer.ts';
 import type { ResourceRef } from '../kube/resources.ts';
 import type { Namespace, PersistentVolume, StorageClass } from '../kube/types.ts';
-import { limitCapacity } from '../scheduling/limits.ts';
+import { usageByPool } from '../scheduling/limits.ts';
 import { addInto, podRequests } from '../scheduling/resources.ts';
 import type { CSINode, VolumeObjects } from '../scheduling/volumetopology.ts';
 import { podKey } from './pods.ts';
@@ -174,50 +174,6 @@ export function conditionOf(obj: KubeObject | undefined, type: string): Conditio
 /** Key of a NodeClass in state: `<group>/<kind>/<name>`. */
 export function nodeClassKey(ref: NodeClassReference): string {
   return `${ref.group}/${ref.kind}/${ref.name}`;
-}
-
-/**
- * Resources of `nodeClaim` against NodePool limits (upstream: capacity): `status.capacity` once launched;
- * before launch, per resource the largest capacity among its instance-type options (the scheduler's
- * `subtractMax`), resolved by name in `instanceTypes`; `{}` when neither is known.
- */
-export function nodeClaimCapacity(
-  nodeClaim: NodeClaim,
-  instanceTypes?: ReadonlyMap<string, InstanceType>,
-): Resources {
-  if (nodeClaim.status?.capacity && Object.keys(nodeClaim.status.capacity).length > 0) {
-    try {
-      return parseResources(nodeClaim.status.capacity);
-    } catch {
-      return {};
-    }
-  }
-  const out: Resources = {};
-  for (const it of instanceTypeOptionsOf(nodeClaim, instanceTypes)) {
-    for (const [k, v] of Object.entries(it.capacity)) out[k] = Math.max(out[k] ?? 0, v);
-  }
-  return out;
-}
-
-/**
- * The instance types a NodeClaim may still become: the values of its `node.kubernetes.io/instance-type In`
- * requirement resolved in `instanceTypes` (unknown names dropped), in requirement order. Empty when there is
- * no such requirement or no map.
- */
-export function instanceTypeOptionsOf(
-  nodeClaim: NodeClaim,
-  instanceTypes?: ReadonlyMap<string, InstanceType>,
-): InstanceType[] {
-  if (!instanceTypes) return [];
-  const req = (nodeClaim.spec?.requirements ?? []).find(
-    (r) => r.key === LabelInstanceType && r.operator === 'In',
-  );
-  const out: InstanceType[] = [];
-  for (const v of req?.values ?? []) {
-    const it = instanceTypes.get(v);
-    if (it) out.push(it);
-  }
-  return out;
 }
 
 function hasTaint(node: Node | undefined, key: string, effect: string): boolean {
@@ -960,12 +916,12 @@ export class Cluster {
   }
 
   /**
-   * Resources used per NodePool against `spec.limits`: the capacity of each NodeClaim of the NodePool
-   * ({@link nodeClaimCapacity}; with `instanceTypes`, not-yet-launched NodeClaims count their largest option)
-   * plus the `status.capacity` of labelled Nodes that have no NodeClaim.
+   * Resources used per NodePool against `spec.limits` by everything in state (`scheduling/limits.ts`
+   * `usageByPool`: the capacity of each NodeClaim of the NodePool — with `instanceTypes`, not-yet-launched
+   * NodeClaims count their largest option — plus the `status.capacity` of labelled Nodes that have no NodeClaim).
    */
   nodePoolUsage(instanceTypes?: ReadonlyMap<string, InstanceType>): Record<string, Resources> {
-    return nodePoolUsage(this.stateNodes(), instanceTypes);
+    return usageByPool(this.stateNodes(), instanceTypes);
   }
 
   /** Everything in state now, as plain arrays (cached instances: read-only). Drops expired nominations. */
@@ -1010,32 +966,6 @@ export class Cluster {
       },
     };
   }
-}
-
-/**
- * Resources used per NodePool against `spec.limits` by `stateNodes`: each NodeClaim's
- * {@link nodeClaimCapacity} (with `instanceTypes`, a NodeClaim not launched yet counts its largest option),
- * else the Node's `status.capacity`. StateNodes without a `karpenter.sh/nodepool` label are ignored.
- */
-export function nodePoolUsage(
-  stateNodes: readonly StateNode[],
-  instanceTypes?: ReadonlyMap<string, InstanceType>,
-): Record<string, Resources> {
-  const out: Record<string, Resources> = {};
-  for (const sn of stateNodes) {
-    if (!sn.nodePool) continue;
-    let cap: Resources = {};
-    if (sn.nodeClaim) cap = nodeClaimCapacity(sn.nodeClaim, instanceTypes);
-    if (Object.keys(cap).length === 0 && sn.node) {
-      try {
-        cap = parseResources(sn.node.status?.capacity);
-      } catch {
-        cap = {};
-      }
-    }
-    out[sn.nodePool] = addInto(out[sn.nodePool] ?? {}, limitCapacity(cap));
-  }
-  return out;
 }
 
 /** Pod UIDs of a NodeClaim's {@link AnnotationNominatedPods} annotation. */

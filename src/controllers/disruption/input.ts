@@ -15,7 +15,8 @@ import type {
   DisruptionNode,
   DisruptionOptions,
 } from '../../disruption/index.ts';
-import { type ClusterSnapshot, nodePoolUsage } from '../../state/cluster.ts';
+import { usageByPool } from '../../scheduling/limits.ts';
+import type { ClusterSnapshot } from '../../state/cluster.ts';
 import { podKey } from '../../state/pods.ts';
 import { instanceTypeIndex } from '../provisioning/input.ts';
 import { errorMessage } from '../runtime.ts';
@@ -84,7 +85,7 @@ export async function buildDisruptionInput(
   );
   // in-flight NodeClaims (no Node yet) count against the NodePool limits of replacements
   const inFlight = snapshot.stateNodes.filter((sn) => !sn.node && sn.nodeClaim && !sn.markedForDeletion);
-  const inFlightUsage = nodePoolUsage(inFlight, instanceTypeIndex(instanceTypes));
+  const inFlightUsage = usageByPool(inFlight, instanceTypeIndex(instanceTypes));
   const input: DisruptionInput = {
     nodes,
     pendingPods,

@@ -28,7 +28,8 @@ import type { Command } from '../../disruption/index.ts';
 import type { KubeClient } from '../../kube/client.ts';
 import type { Clock } from '../../kube/clock.ts';
 import { isConflict, isNotFound } from '../../kube/errors.ts';
-import { type Cluster, conditionOf, nodePoolUsage, type StateNode } from '../../state/cluster.ts';
+import { exceeds, poolUsage } from '../../scheduling/limits.ts';
+import { type Cluster, conditionOf, type StateNode } from '../../state/cluster.ts';
 import { podKey } from '../../state/pods.ts';
 import { ConditionSet } from '../nodeclaim/conditions.ts';
 import { NodeClaimDependents } from '../nodeclaim/lifecycle/context.ts';
@@ -36,7 +37,6 @@ import { lifecycleMetrics } from '../nodeclaim/metrics.ts';
 import { capacityTypeOf, matchTaint, nodePoolOf, type Recorder } from '../nodeclaim/util.ts';
 import type { NodeClaimLauncher } from '../provisioning/launcher.ts';
 import { nodeClaimsCreatedCounter } from '../provisioning/metrics.ts';
-import { exceedsLimits } from '../provisioning/nodeclaim.ts';
 import { errorMessage } from '../runtime.ts';
 import { consolidationType, type DisruptionMetrics, reasonLabel } from './metrics.ts';
 
@@ -421,7 +421,7 @@ export function replacementsToDelete(
     );
     let over: string | undefined;
     try {
-      over = exceedsLimits(pool, nodePoolUsage(counted)[sn.nodePool] ?? {}, {});
+      over = exceeds(pool, poolUsage(sn.nodePool, counted), {});
     } catch {
       over = 'spec.limits is malformed';
     }

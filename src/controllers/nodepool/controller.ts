@@ -10,9 +10,9 @@
 import type { KubeObject } from '../../apis/core.ts';
 import type { NodePool } from '../../apis/karpenter.ts';
 import { LabelNodePool } from '../../apis/labels.ts';
+import { statusResources } from '../../scheduling/limits.ts';
 import { ConditionSet } from '../nodeclaim/conditions.ts';
 import type { ReconcileResult } from '../runtime.ts';
-import { nodePoolUsage } from './counter.ts';
 import { reconcileHash } from './hash.ts';
 import { ConditionNodeClassReady, nodeClassReadiness } from './readiness.ts';
 import { StatusController, type StatusControllerOptions } from './statuscontroller.ts';
@@ -98,7 +98,7 @@ export class NodePoolController extends StatusController<NodePoolControllerOptio
       client.list('NodeClaim', { labelSelector: { [LabelNodePool]: name } }),
       client.list('Node', { labelSelector: { [LabelNodePool]: name } }),
     ]);
-    const usage = nodePoolUsage(name, claims.items, nodes.items);
+    const usage = statusResources(name, claims.items, nodes.items);
     nodePool.status ??= {};
     const st = nodePool.status;
     st.resources = usage.resources;

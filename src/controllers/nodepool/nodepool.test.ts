@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { nodePoolHash } from '../../apis/hash.ts';
 import type { NodePool } from '../../apis/karpenter.ts';
-import { nodePoolUsage } from './counter.ts';
+import { statusResources } from '../../scheduling/limits.ts';
 import * as hashController from './hash.ts';
 import { nodeClassReadiness } from './readiness.ts';
 import { nodePoolValidationError } from './validation.ts';
@@ -92,7 +92,7 @@ describe('nodeClassReadiness', () => {
   });
 });
 
-describe('nodePoolUsage', () => {
+describe('statusResources', () => {
   it('sums Node capacity, else NodeClaim capacity, and counts nodes', () => {
     const nc = (name: string, id: string, cpu: string) => ({
       apiVersion: 'karpenter.sh/v1' as const,
@@ -106,7 +106,7 @@ describe('nodePoolUsage', () => {
       spec: { providerID: 'a' },
       status: { capacity: { cpu: '4', memory: '2Gi', pods: '20' } },
     };
-    const u = nodePoolUsage('p', [nc('c1', 'a', '2'), nc('c2', 'b', '2')], [node]);
+    const u = statusResources('p', [nc('c1', 'a', '2'), nc('c2', 'b', '2')], [node]);
     expect(u).toEqual({
       nodes: 2,
       resources: { cpu: '6', memory: '3072Mi', pods: '30', 'ephemeral-storage': '0', nodes: '2' },

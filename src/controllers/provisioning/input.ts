@@ -19,15 +19,10 @@ import { isReschedulable } from '../../apis/pod.ts';
 import type { Resources } from '../../apis/quantity.ts';
 import type { InstanceType, NodeClassKind } from '../../cloudprovider/types.ts';
 import { daemonOverhead } from '../../scheduling/daemonoverhead.ts';
+import { instanceTypeOptionsOf, usageByPool } from '../../scheduling/limits.ts';
 import { addInto, podRequests } from '../../scheduling/resources.ts';
 import type { ExistingNode, InFlightNodeClaim, SchedulingInput } from '../../scheduling/types.ts';
-import {
-  type ClusterSnapshot,
-  conditionOf,
-  instanceTypeOptionsOf,
-  nodeClassKey,
-  nodePoolUsage,
-} from '../../state/cluster.ts';
+import { type ClusterSnapshot, conditionOf, nodeClassKey } from '../../state/cluster.ts';
 import { podKey, provisionableReason } from '../../state/pods.ts';
 
 /** A pod left out of scheduling, with why. */
@@ -274,7 +269,7 @@ export function buildSchedulingInput(args: BuildInputArgs): SchedulingInput {
     nodePools: args.nodePools,
     instanceTypes,
     daemonSets: snapshot.daemonSets,
-    nodePoolUsage: nodePoolUsage(snapshot.stateNodes, allTypes),
+    nodePoolUsage: usageByPool(snapshot.stateNodes, allTypes),
     namespaces: snapshot.namespaces,
     ...(snapshot.volumes ? { volumes: snapshot.volumes } : {}),
     explain: args.explain ?? false,

@@ -11,18 +11,14 @@ import type { NodeClaim, NodePool } from '../../apis/karpenter.ts';
 import type { Resources } from '../../apis/quantity.ts';
 import type { CloudProvider, InstanceType } from '../../cloudprovider/types.ts';
 import type { KubeClient } from '../../kube/client.ts';
+import { exceeds, planCapacity, poolUsage } from '../../scheduling/limits.ts';
+import { MAX_INSTANCE_TYPES } from '../../scheduling/nodeclaim.ts';
 import type { NodeClaimPlan } from '../../scheduling/types.ts';
-import { type Cluster, nodePoolUsage, nominatedPodUids } from '../../state/cluster.ts';
+import { type Cluster, nominatedPodUids } from '../../state/cluster.ts';
 import { podKey } from '../../state/pods.ts';
 import { errorMessage } from '../runtime.ts';
 import { instanceTypeIndex } from './input.ts';
-import {
-  exceedsLimits,
-  type NodePoolHash,
-  nodeClaimFromPlan,
-  planCapacity,
-  templateHash,
-} from './nodeclaim.ts';
+import { type NodePoolHash, nodeClaimFromPlan, templateHash } from './nodeclaim.ts';
 
 /** Dependencies of {@link NodeClaimLauncher}. */
 export interface NodeClaimLauncherDeps {
@@ -95,7 +91,7 @@ export class NodeClaimLauncher {
   /**
    * Creates the NodeClaim of `plan` when its NodePool exists, is not deleting, and its limits hold for
    * usage (state, minus `excludeFromUsage`, plus in-flight creates) + the plan's capacity (per resource, the largest
-   * of the instance-type options the NodeClaim keeps, as `planCapacity`). The created NodeClaim enters cluster state at once. Never throws: API
+   * of the instance-type options the NodeClaim keeps: `scheduling/limits.ts` `planCapacity`). The created NodeClaim enters cluster state at once. Never throws: API
    * failures come back as `code: 'api'`.
    */
   async launch(plan: NodeClaimPlan, o: LaunchOptions = {}): Promise<LaunchResult> {
@@ -119,17 +115,18 @@ export class NodeClaimLauncher {
         code: 'gone',
         reason: `NodePool "${plan.nodePool}" no longer exists or is being deleted`,
       };
-    const capacity = planCapacity(plan);
+    const capacity = planCapacity(plan, MAX_INSTANCE_TYPES);
     let over: string | undefined;
     try {
       const exclude = o.excludeFromUsage;
       const nodes = cluster
         .stateNodes()
         .filter((sn) => !exclude?.has(sn.nodeClaim?.metadata.name ?? sn.name));
-      const usage = { ...(nodePoolUsage(nodes, index)[plan.nodePool] ?? {}) };
-      for (const [k, v] of Object.entries(this.creating.get(plan.nodePool) ?? {}))
-        usage[k] = (usage[k] ?? 0) + v;
-      over = exceedsLimits(pool, usage, capacity);
+      over = exceeds(
+        pool,
+        poolUsage(plan.nodePool, nodes, index, this.creating.get(plan.nodePool)),
+        capacity,
+      );
     } catch (err) {
       over = `spec.limits is malformed: ${errorMessage(err)}`;
     }

@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { getInstanceTypes } from '../../cloudprovider/aws/catalog/index.ts';
 import type { InstanceType } from '../../cloudprovider/types.ts';
-import { solve } from '../../scheduling/scheduler.ts';
+import { exceeds, planCapacity } from '../../scheduling/limits.ts';
+import { MAX_INSTANCE_TYPES, solve } from '../../scheduling/scheduler.ts';
 import { nodePoolHash } from '../nodepool/hash.ts';
-import { exceedsLimits, nodeClaimFromPlan, planCapacity, templateHash } from './nodeclaim.ts';
+import { nodeClaimFromPlan, templateHash } from './nodeclaim.ts';
 import { pendingPod, testNodePool } from './testing.ts';
 
 const types = getInstanceTypes({ region: 'us-east-1' }).instanceTypes as InstanceType[];
@@ -133,19 +134,19 @@ describe('limits', () => {
       daemonSets: [],
     });
     const plan = result.newNodeClaims[0]!;
-    const cap = planCapacity(plan);
+    const cap = planCapacity(plan, MAX_INSTANCE_TYPES);
     expect(cap.cpu).toBe(Math.max(...plan.instanceTypeOptions.map((t) => t.capacity.cpu ?? 0)));
     expect(cap.cpu).toBeLessThanOrEqual(10_000); // the scheduler kept only types within the limits
   });
 
-  it('exceedsLimits names the resource and the numbers', () => {
-    expect(exceedsLimits(np, { cpu: 6000 }, { cpu: 8000, memory: 2 ** 30 })).toBe(
+  it('exceeds names the resource and the numbers', () => {
+    expect(exceeds(np, { cpu: 6000 }, { cpu: 8000, memory: 2 ** 30 })).toBe(
       'cpu: 8 needed, 4 of 10 remaining',
     );
-    expect(exceedsLimits(np, { cpu: 6000 }, { cpu: 4000 })).toBeUndefined();
-    expect(exceedsLimits(np, { cpu: 12_000 }, { cpu: 1000 })).toBe('cpu: 1 needed, 0 of 10 remaining');
-    expect(exceedsLimits(testNodePool('free'), { cpu: 1e9 }, { cpu: 1e9 })).toBeUndefined();
+    expect(exceeds(np, { cpu: 6000 }, { cpu: 4000 })).toBeUndefined();
+    expect(exceeds(np, { cpu: 12_000 }, { cpu: 1000 })).toBe('cpu: 1 needed, 0 of 10 remaining');
+    expect(exceeds(testNodePool('free'), { cpu: 1e9 }, { cpu: 1e9 })).toBeUndefined();
     // resources without a limit are not compared
-    expect(exceedsLimits(np, {}, { 'nvidia.com/gpu': 8 })).toBeUndefined();
+    expect(exceeds(np, {}, { 'nvidia.com/gpu': 8 })).toBeUndefined();
   });
 });

@@ -1,7 +1,7 @@
 /**
  * Turning a scheduler {@link NodeClaimPlan} into the NodeClaim object provisioning creates (upstream
- * kubernetes-sigs/karpenter `scheduling/nodeclaimtemplate.go` `ToNodeClaim`), and the NodePool-limits
- * arithmetic checked right before each create. Pure functions.
+ * kubernetes-sigs/karpenter `scheduling/nodeclaimtemplate.go` `ToNodeClaim`). Pure functions. The NodePool-limits
+ * arithmetic checked right before each create lives in `scheduling/limits.ts`.
  */
 import type { NodeClaim, NodePool, NodeSelectorRequirementWithMinValues } from '../../apis/karpenter.ts';
 import {
@@ -11,8 +11,7 @@ import {
   LabelInstanceType,
   LabelNodePool,
 } from '../../apis/labels.ts';
-import { formatResources, parseResources, type Resources } from '../../apis/quantity.ts';
-import { limitCapacity } from '../../scheduling/limits.ts';
+import { formatResources } from '../../apis/quantity.ts';
 import { MAX_INSTANCE_TYPES } from '../../scheduling/nodeclaim.ts';
 import type { NodeClaimPlan } from '../../scheduling/types.ts';
 import { AnnotationNominatedPods } from '../../state/cluster.ts';
@@ -103,37 +102,4 @@ export function nodeClaimFromPlan(plan: NodeClaimPlan, nodePool: NodePool, hash:
     },
     spec,
   };
-}
-
-/** Per resource, the largest capacity among a plan's instance-type options (what the scheduler reserves), plus `nodes: 1`. */
-export function planCapacity(plan: NodeClaimPlan): Resources {
-  const out: Resources = {};
-  for (const it of plan.instanceTypeOptions.slice(0, MAX_INSTANCE_TYPES))
-    for (const [k, v] of Object.entries(it.capacity)) out[k] = Math.max(out[k] ?? 0, v);
-  return limitCapacity(out);
-}
-
-/**
- * Why creating a NodeClaim needing `capacity` would exceed the NodePool's `spec.limits` given `usage`, or
- * `undefined` when it fits (or there are no limits). Only limited resources are compared. Message example:
- * `cpu: 8000m needed, 4000m of 10000m remaining`.
- * @throws QuantityParseError when `spec.limits` is malformed.
- */
-export function exceedsLimits(nodePool: NodePool, usage: Resources, capacity: Resources): string | undefined {
-  if (!nodePool.spec.limits) return undefined;
-  const limits = parseResources(nodePool.spec.limits);
-  const over: string[] = [];
-  for (const [k, limit] of Object.entries(limits)) {
-    const remaining = limit - (usage[k] ?? 0);
-    const need = capacity[k] ?? 0;
-    if (need > remaining)
-      over.push(
-        `${k}: ${fmt(k, need)} needed, ${fmt(k, Math.max(0, remaining))} of ${fmt(k, limit)} remaining`,
-      );
-  }
-  return over.length ? over.join('; ') : undefined;
-}
-
-function fmt(name: string, v: number): string {
-  return formatResources({ [name]: v })[name] ?? String(v);
 }
