@@ -55,7 +55,7 @@ import {
   QueueController,
   type ReconcileResult,
   waitForInformerSync,
-} from '../runtime.ts';
+} from '../runtime/index.ts';
 import {
   type BootstrapDataStore,
   type BootstrapLocation,

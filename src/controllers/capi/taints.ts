@@ -24,8 +24,14 @@ import type { Clock } from '../../kube/clock.ts';
 import { isConflict, isNotFound } from '../../kube/errors.ts';
 import { SharedInformers } from '../../kube/informer.ts';
 import { notInitializedReason } from '../nodeclaim/lifecycle/initialization.ts';
-import { indexProviderID, nodeClaimsForNode } from '../nodeclaim/util.ts';
-import { type Controller, QueueController, type ReconcileResult, runQueueWithInformers } from '../runtime.ts';
+import {
+  type Controller,
+  indexProviderID,
+  nodeClaimsForNode,
+  QueueController,
+  type ReconcileResult,
+  runQueueWithInformers,
+} from '../runtime/index.ts';
 
 /** Default seconds a node may keep the uninitialized taint after turning Ready before capenter removes it. */
 export const DefaultUninitializedTimeoutSeconds = 120;

@@ -30,14 +30,19 @@ import type { Clock } from '../../kube/clock.ts';
 import { isConflict, isNotFound } from '../../kube/errors.ts';
 import { type Cluster, conditionOf, nodePoolUsage, type StateNode } from '../../state/cluster.ts';
 import { podKey } from '../../state/pods.ts';
-import { ConditionSet } from '../nodeclaim/conditions.ts';
 import { NodeClaimDependents } from '../nodeclaim/lifecycle/context.ts';
 import { lifecycleMetrics } from '../nodeclaim/metrics.ts';
-import { capacityTypeOf, matchTaint, nodePoolOf, type Recorder } from '../nodeclaim/util.ts';
 import type { NodeClaimLauncher } from '../provisioning/launcher.ts';
 import { nodeClaimsCreatedCounter } from '../provisioning/metrics.ts';
 import { exceedsLimits } from '../provisioning/nodeclaim.ts';
-import { errorMessage } from '../runtime.ts';
+import {
+  ConditionSet,
+  capacityTypeOf,
+  errorMessage,
+  matchTaint,
+  nodePoolOf,
+  type Recorder,
+} from '../runtime/index.ts';
 import { consolidationType, type DisruptionMetrics, reasonLabel } from './metrics.ts';
 
 /**

@@ -17,7 +17,7 @@ import type { Clock } from '../../kube/clock.ts';
 import { isConflict, isNotFound } from '../../kube/errors.ts';
 import type { SharedInformers } from '../../kube/informer.ts';
 import type { Logger } from '../../kube/logger.ts';
-import type { Controller } from '../runtime.ts';
+import type { Controller } from '../runtime/index.ts';
 
 /** Condition type this controller owns. */
 export const ConditionMachineDeploymentsReady = 'MachineDeploymentsReady';

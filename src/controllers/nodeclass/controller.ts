@@ -39,17 +39,18 @@ import {
 } from '../../cloudprovider/aws/nodeclass/types.ts';
 import { isConflict, isNotFound } from '../../kube/errors.ts';
 import { SharedInformers } from '../../kube/informer.ts';
-import { ConditionSet } from '../nodeclaim/conditions.ts';
-import type { ControllerDeps } from '../nodeclaim/lifecycle/controller.ts';
-import { withFinalizer, withoutFinalizer } from '../nodeclaim/util.ts';
 import { nodeClassValidationError } from '../nodepool/nodeclass.ts';
 import {
+  ConditionSet,
   type Controller,
+  type ControllerDeps,
   type InformerSyncOptions,
   QueueController,
   type ReconcileResult,
   runQueueWithInformers,
-} from '../runtime.ts';
+  withFinalizer,
+  withoutFinalizer,
+} from '../runtime/index.ts';
 
 /** The dependents of `Ready` on an EC2NodeClass (upstream `StatusConditions`, without capacity reservations). */
 export const EC2NodeClassDependents: readonly string[] = [

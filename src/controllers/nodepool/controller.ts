@@ -10,8 +10,7 @@
 import type { KubeObject } from '../../apis/core.ts';
 import type { NodePool } from '../../apis/karpenter.ts';
 import { LabelNodePool } from '../../apis/labels.ts';
-import { ConditionSet } from '../nodeclaim/conditions.ts';
-import type { ReconcileResult } from '../runtime.ts';
+import { ConditionSet, type ReconcileResult } from '../runtime/index.ts';
 import { nodePoolUsage } from './counter.ts';
 import { reconcileHash } from './hash.ts';
 import { ConditionNodeClassReady, nodeClassReadiness } from './readiness.ts';

@@ -5,8 +5,7 @@
  * groups, AMIs, instance profile) adds more dependents via `extraDependents` when that controller exists.
  */
 import type { KubeObject } from '../../apis/core.ts';
-import { ConditionSet } from '../nodeclaim/conditions.ts';
-import type { ReconcileResult } from '../runtime.ts';
+import { ConditionSet, type ReconcileResult } from '../runtime/index.ts';
 import { StatusController, type StatusControllerOptions } from './statuscontroller.ts';
 import { specValidationError } from './validation.ts';
 

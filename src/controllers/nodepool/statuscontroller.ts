@@ -8,14 +8,14 @@ import type { KubeObject } from '../../apis/core.ts';
 import { isConflict, isNotFound } from '../../kube/errors.ts';
 import { SharedInformers } from '../../kube/informer.ts';
 import type { ResourceRef, ResourceType } from '../../kube/resources.ts';
-import type { ControllerDeps } from '../nodeclaim/lifecycle/controller.ts';
 import {
   type Controller,
+  type ControllerDeps,
   type InformerSyncOptions,
   QueueController,
   type ReconcileResult,
   runQueueWithInformers,
-} from '../runtime.ts';
+} from '../runtime/index.ts';
 
 /** Options every status controller takes. */
 export interface StatusControllerOptions extends ControllerDeps, InformerSyncOptions {}

@@ -14,7 +14,7 @@ import type { KubeClient } from '../../kube/client.ts';
 import type { NodeClaimPlan } from '../../scheduling/types.ts';
 import { type Cluster, nodePoolUsage, nominatedPodUids } from '../../state/cluster.ts';
 import { podKey } from '../../state/pods.ts';
-import { errorMessage } from '../runtime.ts';
+import { errorMessage } from '../runtime/index.ts';
 import { instanceTypeIndex } from './input.ts';
 import {
   exceedsLimits,

@@ -26,24 +26,23 @@ import { isNodeClaimNotFoundError } from '../../../cloudprovider/types.ts';
 import type { Cache } from '../../../kube/cache.ts';
 import { isConflict, isNotFound } from '../../../kube/errors.ts';
 import { SharedInformers } from '../../../kube/informer.ts';
-import { ConditionSet, rfc3339 } from '../../nodeclaim/conditions.ts';
 import { ConditionInstanceTerminating, NodeClaimDependents } from '../../nodeclaim/lifecycle/context.ts';
-import type { ControllerDeps } from '../../nodeclaim/lifecycle/controller.ts';
 import { type LifecycleMetrics, lifecycleMetrics } from '../../nodeclaim/metrics.ts';
 import {
+  ConditionSet,
+  type Controller,
+  type ControllerDeps,
+  type InformerSyncOptions,
   indexProviderID,
   matchTaint,
   nodeClaimsForNode,
   nodePoolOf,
-  withoutFinalizer,
-} from '../../nodeclaim/util.ts';
-import {
-  type Controller,
-  type InformerSyncOptions,
   QueueController,
   type ReconcileResult,
+  rfc3339,
   runQueueWithInformers,
-} from '../../runtime.ts';
+  withoutFinalizer,
+} from '../../runtime/index.ts';
 import { DefaultPodTerminationGracePeriodSeconds, Drainer, isWaitingEviction, podID } from './drain.ts';
 import { type DrainMetrics, drainMetrics } from './metrics.ts';
 

@@ -13,14 +13,15 @@ import { isNotFound } from '../../../kube/errors.ts';
 import { SharedInformers } from '../../../kube/informer.ts';
 import {
   type Controller,
+  type ControllerDeps,
   type InformerSyncOptions,
+  indexProviderID,
+  nodeClaimsForNode,
   QueueController,
   type ReconcileResult,
+  rfc3339,
   runQueueWithInformers,
-} from '../../runtime.ts';
-import { rfc3339 } from '../conditions.ts';
-import type { ControllerDeps } from '../lifecycle/controller.ts';
-import { indexProviderID, nodeClaimsForNode } from '../util.ts';
+} from '../../runtime/index.ts';
 
 /** Seconds within which a new pod event does not rewrite `lastPodEventTime` (upstream `dedupeTimeout`, 5 s). */
 export const PodEventDedupeSeconds = 5;

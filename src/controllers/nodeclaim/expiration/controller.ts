@@ -12,17 +12,18 @@ import type { Cache } from '../../../kube/cache.ts';
 import { isConflict, isNotFound } from '../../../kube/errors.ts';
 import { SharedInformers } from '../../../kube/informer.ts';
 import {
+  ConditionSet,
   type Controller,
+  type ControllerDeps,
+  capacityTypeOf,
   type InformerSyncOptions,
+  nodePoolOf,
   QueueController,
   type ReconcileResult,
   runQueueWithInformers,
-} from '../../runtime.ts';
-import { ConditionSet } from '../conditions.ts';
+} from '../../runtime/index.ts';
 import { NodeClaimDependents } from '../lifecycle/context.ts';
-import type { ControllerDeps } from '../lifecycle/controller.ts';
 import { lifecycleMetrics } from '../metrics.ts';
-import { capacityTypeOf, nodePoolOf } from '../util.ts';
 
 /** Options of {@link ExpirationController}. */
 export interface ExpirationOptions extends Omit<ControllerDeps, 'cloudProvider'>, InformerSyncOptions {}
