@@ -10,7 +10,7 @@
  *
  * ```ts
  * this.kit = defineController({
- *   name: 'nodeclaim.expiration', client, clock, logger, informers, concurrency: 5,
+ *   name: 'nodeclaim.expiration', deps: opts, concurrency: 5,
  *   watches: [watch('NodeClaim', { events: ['add', 'update'], map: (nc) => nc.metadata.name })],
  *   reconcile: (key) => this.reconcile(key),
  * });
@@ -24,7 +24,7 @@ import { type InformerHandlers, type InformerOptions, SharedInformers } from '..
 import type { Logger } from '../../kube/logger.ts';
 import type { ObjectOf, ResourceRef } from '../../kube/resources.ts';
 import { type Controller, QueueController, type QueueControllerOptions } from './controller.ts';
-import { runQueueWithInformers } from './sync.ts';
+import { type InformerSyncOptions, runQueueWithInformers } from './sync.ts';
 
 /** The informer events a watch can map to keys. */
 export type InformerEventType = 'add' | 'update' | 'delete';
@@ -95,20 +95,23 @@ export function watch<R extends ResourceRef>(kind: R, spec: WatchSpec<ObjectOf<R
   };
 }
 
-/** Options of {@link defineController}. */
-export interface InformerControllerOptions {
-  /** Controller name, as upstream names it (`nodeclaim.lifecycle`): log field and work-queue metrics label. */
-  name: string;
+/** What a {@link defineController} controller takes from its owner's dependencies (a `ControllerDeps` fits). */
+export interface InformerControllerDeps extends InformerSyncOptions {
   /** Client of the private informers (used only without `informers`). */
   client: KubeClient;
   clock: Clock;
   logger: Logger;
   /** The operator's shared informers; without them the controller creates private ones and stops them when it stops. */
   informers?: SharedInformers | undefined;
+}
+
+/** Options of {@link defineController}. */
+export interface InformerControllerOptions {
+  /** Controller name, as upstream names it (`nodeclaim.lifecycle`): log field and work-queue metrics label. */
+  name: string;
+  deps: InformerControllerDeps;
   /** Parallel reconciles of distinct keys (default 10). */
   concurrency?: number | undefined;
-  /** Ms on the injected clock between the error lines while the informers have not synced (default 60,000). */
-  syncTimeoutMs?: number | undefined;
   /** The watched kinds; a function is called when the controller starts (for kinds known only then). */
   watches: readonly Watch[] | (() => readonly Watch[]);
   /** Reconciles one key; see {@link QueueControllerOptions.reconcile} for requeue and backoff. */
@@ -128,12 +131,13 @@ export class InformerController implements Controller {
 
   constructor(private readonly o: InformerControllerOptions) {
     this.name = o.name;
-    this.ownInformers = o.informers === undefined;
-    this.informers = o.informers ?? new SharedInformers(o.client, { clock: o.clock });
+    const { deps } = o;
+    this.ownInformers = deps.informers === undefined;
+    this.informers = deps.informers ?? new SharedInformers(deps.client, { clock: deps.clock });
     this.queue = new QueueController({
       name: o.name,
-      clock: o.clock,
-      logger: o.logger,
+      clock: deps.clock,
+      logger: deps.logger,
       ...(o.concurrency !== undefined ? { concurrency: o.concurrency } : {}),
       reconcile: o.reconcile,
     });
@@ -166,13 +170,13 @@ export class InformerController implements Controller {
     const offs = watches.map((w) => w.register(this.informers, sink));
     await runQueueWithInformers({
       name: this.name,
-      logger: this.o.logger,
+      logger: this.o.deps.logger,
       informers: this.informers,
       ownInformers: this.ownInformers,
       queue: this.queue,
       signal,
       offs,
-      syncTimeoutMs: this.o.syncTimeoutMs,
+      syncTimeoutMs: this.o.deps.syncTimeoutMs,
       onSynced: () => {
         this.synced = true;
       },

@@ -90,12 +90,8 @@ export class NodeClaimLifecycleController implements Controller {
     const byName = (nc: NodeClaim): string => nc.metadata.name as string;
     this.kit = defineController({
       name: this.name,
-      client: opts.client,
-      clock: opts.clock,
-      logger: opts.logger,
-      informers: opts.informers,
+      deps: opts,
       concurrency: opts.concurrency,
-      syncTimeoutMs: opts.syncTimeoutMs,
       watches: [
         watch('NodeClaim', { index: indexProviderID, map: byName }),
         watch('Node', {
