@@ -1,9 +1,10 @@
 /**
- * Controller runtime: the two shapes every capenter controller takes, so the operator can start and stop
- * them uniformly (mirrors controller-runtime reconcilers and upstream Karpenter's singleton controllers).
+ * The two shapes every capenter controller takes, so the operator can start and stop them uniformly (mirrors
+ * controller-runtime reconcilers and upstream Karpenter's singleton controllers).
  *
  * - {@link QueueController}: keyed reconciles fed by informer events through a rate-limited
- *   {@link WorkQueue} (one key is never reconciled concurrently with itself).
+ *   {@link WorkQueue} (one key is never reconciled concurrently with itself); an informer-fed one is built
+ *   with `defineController` (`builder.ts`).
  * - {@link SingletonController}: one reconcile loop that runs again after the `requeueAfter` it returns
  *   (provisioning batcher, disruption every 10 s, garbage collection every 2 min).
  */
