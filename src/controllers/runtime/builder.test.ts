@@ -7,7 +7,6 @@
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../apis/core.ts';
-import { crdObjects } from '../../apis/crds.ts';
 import { KubeClient } from '../../kube/client.ts';
 import { FakeClock } from '../../kube/clock.ts';
 import { SharedInformers } from '../../kube/informer.ts';
@@ -25,7 +24,6 @@ afterEach(async () => {
 /** A client on the embedded cluster, and the number of its watches open now. */
 async function setup(): Promise<{ client: KubeClient; watches: { open: number } }> {
   cluster = await startEmbeddedCluster({ loopback: true });
-  for (const crd of Object.values(crdObjects())) cluster.installCRD(crd as never);
   const inner = cluster.transport as KubeTransport;
   const watches = { open: 0 };
   const transport: KubeTransport = {
@@ -45,36 +43,31 @@ async function setup(): Promise<{ client: KubeClient; watches: { open: number } 
   return { client: KubeClient.fromKubeconfig(cluster.kubeconfig, { transport }), watches };
 }
 
-const nodeClaim = (name: string): KubeObject =>
-  ({
-    apiVersion: 'karpenter.sh/v1',
-    kind: 'NodeClaim',
-    metadata: { name },
-    spec: {
-      nodeClassRef: { group: 'karpenter.kwok.sh', kind: 'KWOKNodeClass', name: 'default' },
-      requirements: [],
-    },
-  }) as KubeObject;
+const configMap = (name: string): KubeObject => ({
+  apiVersion: 'v1',
+  kind: 'ConfigMap',
+  metadata: { name, namespace: 'default' },
+});
 const node = (name: string): KubeObject => ({ apiVersion: 'v1', kind: 'Node', metadata: { name } });
 
 describe('defineController', () => {
   it('enqueues the keys its watches map events to, and stops the informers it created', async () => {
     const { client, watches } = await setup();
     const clock = new FakeClock(0);
-    await client.create(nodeClaim('nc-1'));
+    await client.create(configMap('cm-1'));
     await client.create(node('n-0'));
     const reconciled: string[] = [];
-    const nodeClaimEvents: string[] = [];
+    const configMapEvents: string[] = [];
     const kit = defineController({
       name: 'test.kit',
       deps: { client, clock, logger: pino({ level: 'silent' }) },
       concurrency: 2,
       watches: [
-        watch('NodeClaim', {
+        watch('ConfigMap', {
           events: ['add'],
-          map: (nc, e) => {
-            nodeClaimEvents.push(`${e.type} ${nc.metadata.name}`);
-            return nc.metadata.name;
+          map: (cm, e) => {
+            configMapEvents.push(`${e.type} ${cm.metadata.name}`);
+            return cm.metadata.name;
           },
         }),
         watch('Node', {
@@ -87,28 +80,28 @@ describe('defineController', () => {
       },
     });
     expect(kit.name).toBe('test.kit');
-    expect(kit.cache('NodeClaim')).toBeUndefined(); // not started: a reconcile reads through the client
+    expect(kit.cache('ConfigMap')).toBeUndefined(); // not started: a reconcile reads through the client
     const ac = new AbortController();
     const running = kit.start(ac.signal);
-    await eventually(() => reconciled.includes('nc-1'), 'nc-1 reconciled');
-    expect(kit.cache('NodeClaim')?.get('nc-1')?.metadata?.name).toBe('nc-1');
+    await eventually(() => reconciled.includes('cm-1'), 'cm-1 reconciled');
+    expect(kit.cache('ConfigMap')?.getByName('cm-1', 'default')?.metadata?.name).toBe('cm-1');
     // the initial list of Nodes is not an event for an afterSync watch; a later add is, with both keys
     await client.create(node('n-1'));
     await eventually(() => reconciled.includes('b/n-1'), 'b/n-1 reconciled');
-    expect(reconciled.filter((k) => k !== 'nc-1').sort()).toEqual(['a/add/n-1', 'b/n-1']);
-    // an update is not among the NodeClaim watch's events: its map never sees it
+    expect(reconciled.filter((k) => k !== 'cm-1').sort()).toEqual(['a/add/n-1', 'b/n-1']);
+    // an update is not among the ConfigMap watch's events: its map never sees it
     await client.patch(
-      'NodeClaim',
-      'nc-1',
-      undefined,
+      'ConfigMap',
+      'cm-1',
+      'default',
       { metadata: { labels: { x: 'y' } } },
       { type: 'merge' },
     );
     await eventually(
-      () => kit.cache('NodeClaim')?.get('nc-1')?.metadata?.labels?.x === 'y',
+      () => kit.cache('ConfigMap')?.getByName('cm-1', 'default')?.metadata?.labels?.x === 'y',
       'the update cached',
     );
-    expect(nodeClaimEvents).toEqual(['add nc-1']);
+    expect(configMapEvents).toEqual(['add cm-1']);
     ac.abort();
     await running;
     expect(watches.open).toBe(0); // the private informers stopped with the controller
