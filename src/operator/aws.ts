@@ -18,9 +18,13 @@ import { AwsCloudProvider } from '../cloudprovider/aws/provider.ts';
 import type { AwsSettings } from '../cloudprovider/aws/settings.ts';
 import type { CloudProvider } from '../cloudprovider/types.ts';
 import { InterruptionController, type UnavailableOfferings } from '../controllers/interruption/controller.ts';
-import type { Recorder } from '../controllers/nodeclaim/util.ts';
 import { EC2NodeClassController } from '../controllers/nodeclass/controller.ts';
-import { type Controller, errorMessage, SingletonController } from '../controllers/runtime.ts';
+import {
+  type Controller,
+  errorMessage,
+  type Recorder,
+  SingletonController,
+} from '../controllers/runtime/index.ts';
 import type { KubeClient } from '../kube/client.ts';
 import type { Clock } from '../kube/clock.ts';
 import type { SharedInformers } from '../kube/informer.ts';

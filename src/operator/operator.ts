@@ -28,16 +28,13 @@ import { NodeTerminationController } from '../controllers/node/termination/contr
 import { PodEventsController } from '../controllers/nodeclaim/disruption/podevents.ts';
 import { ExpirationController } from '../controllers/nodeclaim/expiration/controller.ts';
 import { NodeClaimGarbageCollectionController } from '../controllers/nodeclaim/garbagecollection/controller.ts';
-import {
-  type ControllerDeps,
-  NodeClaimLifecycleController,
-} from '../controllers/nodeclaim/lifecycle/controller.ts';
+import { NodeClaimLifecycleController } from '../controllers/nodeclaim/lifecycle/controller.ts';
 import { NodePoolController } from '../controllers/nodepool/controller.ts';
 import { NodePoolHashVersion, nodePoolHash } from '../controllers/nodepool/hash.ts';
 import { NodeClassStatusController } from '../controllers/nodepool/nodeclass.ts';
 import { Provisioner } from '../controllers/provisioning/provisioner.ts';
 import { ProvisioningTrigger } from '../controllers/provisioning/trigger.ts';
-import { type Controller, errorMessage } from '../controllers/runtime.ts';
+import { type Controller, type ControllerDeps, errorMessage } from '../controllers/runtime/index.ts';
 import { KubeClient } from '../kube/client.ts';
 import { type Clock, RealClock } from '../kube/clock.ts';
 import { EventRecorder } from '../kube/events.ts';

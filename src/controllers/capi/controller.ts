@@ -41,7 +41,7 @@ import {
   QueueController,
   type ReconcileResult,
   waitForInformerSync,
-} from '../runtime.ts';
+} from '../runtime/index.ts';
 import { applyDesired } from './steps/apply.ts';
 import { reconcileBootstrap } from './steps/bootstrap.ts';
 import { KMPPass, type KMPStepContext, NotReady, writeStatus } from './steps/context.ts';

@@ -22,10 +22,17 @@ import { LabelNodePool, LabelNodeRegistered, TaintUnregistered } from '../../api
 import type { KubeClient } from '../../kube/client.ts';
 import type { Clock } from '../../kube/clock.ts';
 import { isConflict, isNotFound } from '../../kube/errors.ts';
-import { SharedInformers } from '../../kube/informer.ts';
+import type { SharedInformers } from '../../kube/informer.ts';
 import { notInitializedReason } from '../nodeclaim/lifecycle/initialization.ts';
-import { indexProviderID, nodeClaimsForNode } from '../nodeclaim/util.ts';
-import { type Controller, QueueController, type ReconcileResult, runQueueWithInformers } from '../runtime.ts';
+import {
+  type Controller,
+  defineController,
+  type InformerController,
+  indexProviderID,
+  nodeClaimsForNode,
+  type ReconcileResult,
+  watch,
+} from '../runtime/index.ts';
 
 /** Default seconds a node may keep the uninitialized taint after turning Ready before capenter removes it. */
 export const DefaultUninitializedTimeoutSeconds = 120;
@@ -97,20 +104,26 @@ export function taintAction(
 /** The CAPI taint controller; see the module comment. */
 export class CAPITaintController implements Controller {
   readonly name = 'capi.taints';
-  readonly queue: QueueController;
-  private readonly informers: SharedInformers;
-  private readonly ownInformers: boolean;
+  private readonly kit: InformerController;
   private readonly removedUninitialized: Counter<'nodepool'>;
   private readonly removedUnregistered: Counter<'nodepool'>;
 
   constructor(private readonly opts: CAPITaintOptions) {
-    this.ownInformers = !opts.informers;
-    this.informers = opts.informers ?? new SharedInformers(opts.client, { clock: opts.clock });
-    this.queue = new QueueController({
+    this.kit = defineController({
       name: this.name,
-      clock: opts.clock,
-      logger: opts.logger,
+      deps: opts,
       concurrency: 5,
+      watches: [
+        watch('Node', {
+          events: ['add', 'update'],
+          map: (n) => (n.metadata.labels?.[LabelNodePool] ? (n.metadata.name as string) : undefined),
+        }),
+        watch('NodeClaim', {
+          index: indexProviderID,
+          events: ['update'],
+          map: (nc) => nc.status?.nodeName || undefined,
+        }),
+      ],
       reconcile: (key) => this.reconcile(key),
     });
     const counter = (name: string, help: string): Counter<'nodepool'> => {
@@ -142,38 +155,16 @@ export class CAPITaintController implements Controller {
     };
   }
 
-  async start(signal: AbortSignal): Promise<void> {
-    const nodes = this.informers.informerFor('Node');
-    const claims = this.informers.informerFor('NodeClaim');
-    indexProviderID(claims.cache);
-    const enq = (n: Node): void => {
-      if (n.metadata.labels?.[LabelNodePool]) this.queue.enqueue(n.metadata.name as string);
-    };
-    const offs = [
-      nodes.on({ add: enq, update: (_, n) => enq(n) }),
-      claims.on({
-        update: (_, nc) => {
-          const name = nc.status?.nodeName;
-          if (name) this.queue.enqueue(name);
-        },
-      }),
-    ];
-    await runQueueWithInformers({
-      name: this.name,
-      logger: this.opts.logger,
-      informers: this.informers,
-      ownInformers: this.ownInformers,
-      queue: this.queue,
-      signal,
-      offs,
-    });
+  /** Runs until `signal` aborts (see {@link defineController}); never rejects. */
+  start(signal: AbortSignal): Promise<void> {
+    return this.kit.start(signal);
   }
 
   /** Reconciles one Node (exposed for tests). */
   async reconcile(name: string): Promise<ReconcileResult> {
-    const node = this.informers.informerFor('Node').cache.getByName(name) as Node | undefined;
+    const node = this.kit.informers.informerFor('Node').cache.getByName(name) as Node | undefined;
     if (!node) return {};
-    const nc = nodeClaimsForNode(this.informers.informerFor('NodeClaim').cache, node)[0];
+    const nc = nodeClaimsForNode(this.kit.informers.informerFor('NodeClaim').cache, node)[0];
     const action = taintAction(
       node,
       nc,

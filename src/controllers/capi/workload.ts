@@ -13,6 +13,7 @@ import { KubeClient } from '../../kube/client.ts';
 import type { Clock } from '../../kube/clock.ts';
 import { SharedInformers } from '../../kube/informer.ts';
 import type { Secret } from '../../kube/types.ts';
+import { errorMessage } from '../runtime/index.ts';
 
 /** Name of CAPI's kubeconfig Secret for a cluster. */
 export function kubeconfigSecretName(clusterName: string): string {
@@ -94,13 +95,13 @@ export class WorkloadClusters {
       client = KubeClient.fromKubeconfig(yaml, { clock: this.opts.clock, userAgent: 'capenter-capi' });
     } catch (err) {
       throw new WorkloadKubeconfigError(
-        `Secret ${namespace}/${secret.metadata.name} holds an unusable kubeconfig: ${(err as Error).message}`,
+        `Secret ${namespace}/${secret.metadata.name} holds an unusable kubeconfig: ${errorMessage(err)}`,
       );
     }
     const informers = new SharedInformers(client, {
       clock: this.opts.clock,
       onError: (err, phase) =>
-        this.opts.logger.debug({ cluster: key, phase, err: String(err) }, 'workload informer error'),
+        this.opts.logger.debug({ cluster: key, phase, err: errorMessage(err) }, 'workload informer error'),
     });
     const notify = (o: KubeObject): void => {
       const np = o.metadata?.labels?.[LabelNodePool];

@@ -37,10 +37,15 @@ import type { KubeClient } from '../../kube/client.ts';
 import type { Clock } from '../../kube/clock.ts';
 import { type Cluster, conditionOf } from '../../state/cluster.ts';
 import { syncDisruptionConditions } from '../nodeclaim/disruption/conditions.ts';
-import { matchTaint, type Recorder } from '../nodeclaim/util.ts';
 import { NodeClaimLauncher } from '../provisioning/launcher.ts';
 import type { NodePoolHash } from '../provisioning/nodeclaim.ts';
-import { type Controller, errorMessage, SingletonController } from '../runtime.ts';
+import {
+  type Controller,
+  errorMessage,
+  matchTaint,
+  type Recorder,
+  SingletonController,
+} from '../runtime/index.ts';
 import { buildDisruptionInput } from './input.ts';
 import { consolidationType, type DisruptionMetrics, disruptionMetrics } from './metrics.ts';
 import {

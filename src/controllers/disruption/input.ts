@@ -19,7 +19,7 @@ import { usageByPool } from '../../scheduling/limits.ts';
 import type { ClusterSnapshot } from '../../state/cluster.ts';
 import { podKey } from '../../state/pods.ts';
 import { instanceTypeIndex } from '../provisioning/input.ts';
-import { errorMessage } from '../runtime.ts';
+import { errorMessage } from '../runtime/index.ts';
 
 /** What {@link buildDisruptionInput} needs besides the snapshot. */
 export interface DisruptionInputDeps {

@@ -31,13 +31,18 @@ import { isConflict, isNotFound } from '../../kube/errors.ts';
 import { exceeds, poolUsage } from '../../scheduling/limits.ts';
 import { type Cluster, conditionOf, type StateNode } from '../../state/cluster.ts';
 import { podKey } from '../../state/pods.ts';
-import { ConditionSet } from '../nodeclaim/conditions.ts';
 import { NodeClaimDependents } from '../nodeclaim/lifecycle/context.ts';
 import { lifecycleMetrics } from '../nodeclaim/metrics.ts';
-import { capacityTypeOf, matchTaint, nodePoolOf, type Recorder } from '../nodeclaim/util.ts';
 import type { NodeClaimLauncher } from '../provisioning/launcher.ts';
 import { nodeClaimsCreatedCounter } from '../provisioning/metrics.ts';
-import { errorMessage } from '../runtime.ts';
+import {
+  ConditionSet,
+  capacityTypeOf,
+  errorMessage,
+  matchTaint,
+  nodePoolOf,
+  type Recorder,
+} from '../runtime/index.ts';
 import { consolidationType, type DisruptionMetrics, reasonLabel } from './metrics.ts';
 
 /**

@@ -30,9 +30,15 @@ import type { Clock } from '../../kube/clock.ts';
 import { isNotFound } from '../../kube/errors.ts';
 import type { Logger } from '../../kube/logger.ts';
 import { lifecycleMetrics } from '../nodeclaim/metrics.ts';
-import { capacityTypeOf, nodePoolOf, type Recorder } from '../nodeclaim/util.ts';
 import { DURATION_BUCKETS } from '../provisioning/metrics.ts';
-import { type Controller, errorMessage, SingletonController } from '../runtime.ts';
+import {
+  type Controller,
+  capacityTypeOf,
+  errorMessage,
+  nodePoolOf,
+  type Recorder,
+  SingletonController,
+} from '../runtime/index.ts';
 import {
   actionFor,
   type InterruptionMessage,

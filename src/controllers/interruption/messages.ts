@@ -11,6 +11,7 @@
  * - anything else that is a JSON object → `no_op`; an empty body → `no_op`.
  * Pure: no I/O, no clock.
  */
+import { errorMessage } from '../runtime/errors.ts';
 
 /** Message kinds, spelled as upstream's `message_type` metric label values. */
 export type MessageKind =
@@ -59,7 +60,7 @@ export function parseMessage(body: string | undefined): InterruptionMessage {
   try {
     raw = JSON.parse(body);
   } catch (err) {
-    throw new MessageParseError(`unmarshalling the message as Metadata, ${(err as Error).message}`);
+    throw new MessageParseError(`unmarshalling the message as Metadata, ${errorMessage(err)}`);
   }
   if (!isObject(raw)) throw new MessageParseError('unmarshalling the message as Metadata, not a JSON object');
   const meta = {

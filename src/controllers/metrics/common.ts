@@ -9,7 +9,7 @@ import { Gauge, type Registry } from 'prom-client';
 import { parseResources, type Resources } from '../../apis/quantity.ts';
 import type { Clock } from '../../kube/clock.ts';
 import type { Cluster } from '../../state/cluster.ts';
-import { type Controller, SingletonController } from '../runtime.ts';
+import { type Controller, SingletonController } from '../runtime/index.ts';
 
 /** Dependencies of every metrics controller. */
 export interface MetricsControllerDeps {

@@ -1,5 +1,6 @@
 /** The metrics controllers: node, pod, NodePool and NodeClaim gauges computed from cluster state. */
-import type { Controller } from '../runtime.ts';
+
+import type { Controller } from '../runtime/index.ts';
 import type { MetricsControllerDeps } from './common.ts';
 import { NodeMetricsController } from './node.ts';
 import { NodeClaimMetricsController } from './nodeclaim.ts';

@@ -17,7 +17,7 @@ import type { Clock } from '../../kube/clock.ts';
 import { isConflict, isNotFound } from '../../kube/errors.ts';
 import type { SharedInformers } from '../../kube/informer.ts';
 import type { Logger } from '../../kube/logger.ts';
-import type { Controller } from '../runtime.ts';
+import { type Controller, errorMessage } from '../runtime/index.ts';
 
 /** Condition type this controller owns. */
 export const ConditionMachineDeploymentsReady = 'MachineDeploymentsReady';
@@ -82,14 +82,14 @@ export class ClusterAPINodeClassController implements Controller {
         try {
           await this.reconcileAll();
         } catch (err) {
-          this.o.logger.warn({ err: (err as Error).message }, 'ClusterAPINodeClass status');
+          this.o.logger.warn({ err: errorMessage(err) }, 'ClusterAPINodeClass status');
         }
         try {
           const trimmed = await this.o.provider.trimUnclaimed();
           if (Object.keys(trimmed).length > 0)
             this.o.logger.info({ machineDeployments: trimmed }, 'removed unclaimed Machines');
         } catch (err) {
-          this.o.logger.warn({ err: (err as Error).message }, 'removing unclaimed Machines');
+          this.o.logger.warn({ err: errorMessage(err) }, 'removing unclaimed Machines');
         }
         const both = AbortSignal.any([signal, wake.signal]);
         await this.o.clock.sleep((this.o.periodSeconds ?? 10) * 1000, both).catch(() => {});

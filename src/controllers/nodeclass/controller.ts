@@ -38,18 +38,20 @@ import {
   FinalizerEC2NodeClassTermination,
 } from '../../cloudprovider/aws/nodeclass/types.ts';
 import { isConflict, isNotFound } from '../../kube/errors.ts';
-import { SharedInformers } from '../../kube/informer.ts';
-import { ConditionSet } from '../nodeclaim/conditions.ts';
-import type { ControllerDeps } from '../nodeclaim/lifecycle/controller.ts';
-import { withFinalizer, withoutFinalizer } from '../nodeclaim/util.ts';
 import { nodeClassValidationError } from '../nodepool/nodeclass.ts';
 import {
+  ConditionSet,
   type Controller,
+  type ControllerDeps,
+  defineController,
+  errorMessage,
+  type InformerController,
   type InformerSyncOptions,
-  QueueController,
   type ReconcileResult,
-  runQueueWithInformers,
-} from '../runtime.ts';
+  watch,
+  withFinalizer,
+  withoutFinalizer,
+} from '../runtime/index.ts';
 
 /** The dependents of `Ready` on an EC2NodeClass (upstream `StatusConditions`, without capacity reservations). */
 export const EC2NodeClassDependents: readonly string[] = [
@@ -81,63 +83,48 @@ export interface EC2NodeClassControllerOptions
 /** The EC2NodeClass controller. */
 export class EC2NodeClassController implements Controller {
   readonly name = 'nodeclass';
-  readonly queue: QueueController;
-  private readonly informers: SharedInformers;
-  private readonly ownInformers: boolean;
+  private readonly kit: InformerController;
   private readonly amis: AMIResolver;
   private readonly profiles: InstanceProfileResolver;
 
   constructor(private readonly opts: EC2NodeClassControllerOptions) {
-    this.ownInformers = opts.informers === undefined;
-    this.informers = opts.informers ?? new SharedInformers(opts.client, { clock: opts.clock });
     this.amis = new AMIResolver({ ec2: opts.ec2, ssm: opts.ssm, now: () => opts.clock.now() });
     this.profiles = new InstanceProfileResolver({
       iam: opts.iam,
       region: opts.region,
       clusterName: opts.clusterName,
     });
-    this.queue = new QueueController({
+    this.kit = defineController({
       name: this.name,
-      clock: opts.clock,
-      logger: opts.logger,
-      concurrency: opts.concurrency ?? 10,
+      deps: opts,
+      concurrency: opts.concurrency,
+      watches: [
+        watch('EC2NodeClass', {
+          events: ['add', 'update'],
+          // an update counts when the spec (generation), the deletion or the object (uid) changed
+          map: (b, e) =>
+            e.type !== 'update' ||
+            e.old.metadata.generation !== b.metadata.generation ||
+            !!e.old.metadata.deletionTimestamp !== !!b.metadata.deletionTimestamp ||
+            e.old.metadata.uid !== b.metadata.uid
+              ? b.metadata.name
+              : undefined,
+        }),
+        watch('NodeClaim', {
+          events: ['delete'],
+          map: (nc) => {
+            const ref = nc.spec?.nodeClassRef;
+            return ref?.kind === 'EC2NodeClass' && ref.group === 'karpenter.k8s.aws' ? ref.name : undefined;
+          },
+        }),
+      ],
       reconcile: (key) => this.reconcile(key),
     });
   }
 
-  async start(signal: AbortSignal): Promise<void> {
-    const classes = this.informers.informerFor('EC2NodeClass');
-    const claims = this.informers.informerFor('NodeClaim');
-    const enqueue = (o: EC2NodeClass): void => this.queue.enqueue(o.metadata.name);
-    const offs = [
-      classes.on({
-        add: enqueue,
-        update: (a, b) => {
-          if (
-            a.metadata.generation !== b.metadata.generation ||
-            !!a.metadata.deletionTimestamp !== !!b.metadata.deletionTimestamp ||
-            a.metadata.uid !== b.metadata.uid
-          )
-            enqueue(b as EC2NodeClass);
-        },
-      }),
-      claims.on({
-        delete: (nc) => {
-          const ref = (nc as NodeClaim).spec?.nodeClassRef;
-          if (ref?.kind === 'EC2NodeClass' && ref.group === 'karpenter.k8s.aws') this.queue.enqueue(ref.name);
-        },
-      }),
-    ];
-    await runQueueWithInformers({
-      name: this.name,
-      logger: this.opts.logger,
-      informers: this.informers,
-      ownInformers: this.ownInformers,
-      queue: this.queue,
-      signal,
-      offs,
-      syncTimeoutMs: this.opts.syncTimeoutMs,
-    });
+  /** Runs until `signal` aborts (see {@link defineController}); never rejects. */
+  start(signal: AbortSignal): Promise<void> {
+    return this.kit.start(signal);
   }
 
   /** Reconciles the EC2NodeClass `name` (exposed for tests). Throws on AWS/API failures (retried). */
@@ -222,7 +209,7 @@ export class EC2NodeClassController implements Controller {
       this.profiles.ensure(nodeClass, st.instanceProfile),
     ]);
 
-    if (subnets.status === 'rejected') errors.push(msg(subnets.reason));
+    if (subnets.status === 'rejected') errors.push(errorMessage(subnets.reason));
     else if (subnets.value.length === 0) {
       delete st.subnets;
       conds.setFalse(
@@ -235,7 +222,7 @@ export class EC2NodeClassController implements Controller {
       conds.setTrue(ConditionSubnetsReady);
     }
 
-    if (groups.status === 'rejected') errors.push(msg(groups.reason));
+    if (groups.status === 'rejected') errors.push(errorMessage(groups.reason));
     else if (groups.value.length === 0 && (spec.securityGroupSelectorTerms ?? []).length > 0) {
       delete st.securityGroups;
       conds.setFalse(
@@ -249,7 +236,7 @@ export class EC2NodeClassController implements Controller {
       conds.setTrue(ConditionSecurityGroupsReady);
     }
 
-    if (amis.status === 'rejected') errors.push(msg(amis.reason));
+    if (amis.status === 'rejected') errors.push(errorMessage(amis.reason));
     else if ('reason' in amis.value) {
       delete st.amis;
       conds.setFalse(ConditionAMIsReady, amis.value.reason, amis.value.message);
@@ -259,8 +246,12 @@ export class EC2NodeClassController implements Controller {
     }
 
     if (profile.status === 'rejected') {
-      errors.push(msg(profile.reason));
-      conds.setFalse(ConditionInstanceProfileReady, 'InstanceProfileCreationFailed', msg(profile.reason));
+      errors.push(errorMessage(profile.reason));
+      conds.setFalse(
+        ConditionInstanceProfileReady,
+        'InstanceProfileCreationFailed',
+        errorMessage(profile.reason),
+      );
     } else {
       st.instanceProfile = profile.value;
       conds.setTrue(ConditionInstanceProfileReady);
@@ -317,8 +308,4 @@ export class EC2NodeClassController implements Controller {
     }
     return {};
   }
-}
-
-function msg(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }

@@ -11,8 +11,7 @@ import type { KubeObject } from '../../apis/core.ts';
 import type { NodePool } from '../../apis/karpenter.ts';
 import { LabelNodePool } from '../../apis/labels.ts';
 import { statusResources } from '../../scheduling/limits.ts';
-import { ConditionSet } from '../nodeclaim/conditions.ts';
-import type { ReconcileResult } from '../runtime.ts';
+import { ConditionSet, type ReconcileResult, type Watch, watch } from '../runtime/index.ts';
 import { reconcileHash } from './hash.ts';
 import { ConditionNodeClassReady, nodeClassReadiness } from './readiness.ts';
 import { StatusController, type StatusControllerOptions } from './statuscontroller.ts';
@@ -33,35 +32,26 @@ export class NodePoolController extends StatusController<NodePoolControllerOptio
     super('nodepool', opts, opts.concurrency ?? 4);
   }
 
-  protected watch(): Array<() => void> {
-    const npInf = this.informers.informerFor('NodePool');
-    const byLabel = (o: KubeObject): void => {
-      const np = o.metadata?.labels?.[LabelNodePool];
-      if (np) this.queue.enqueue(np);
-    };
-    const offs = [
-      npInf.on({
-        add: (np) => this.queue.enqueue(np.metadata.name),
-        update: (_, np) => this.queue.enqueue(np.metadata.name),
-      }),
-      this.informers
-        .informerFor('NodeClaim')
-        .on({ add: byLabel, update: (_, o) => byLabel(o), delete: byLabel }),
-      this.informers.informerFor('Node').on({ add: byLabel, update: (_, o) => byLabel(o), delete: byLabel }),
+  protected watches(): Watch[] {
+    const byLabel = (o: KubeObject): string | undefined => o.metadata?.labels?.[LabelNodePool] || undefined;
+    const byName = (np: NodePool): string => np.metadata.name;
+    return [
+      watch('NodePool', { events: ['add', 'update'], map: byName }),
+      watch('NodeClaim', { map: byLabel }),
+      watch('Node', { map: byLabel }),
+      // every NodePool referencing the NodeClass
+      ...this.nodeClassTypes().map((rt) =>
+        watch(rt, {
+          map: (nc) =>
+            (this.kit.cache('NodePool')?.list() ?? [])
+              .filter((np) => {
+                const ref = np.spec.template.spec.nodeClassRef;
+                return ref.kind === rt.kind && ref.group === rt.group && ref.name === nc.metadata?.name;
+              })
+              .map(byName),
+        }),
+      ),
     ];
-    for (const rt of this.nodeClassTypes()) {
-      const onClass = (nc: KubeObject): void => {
-        for (const np of npInf.cache.list()) {
-          const ref = np.spec.template.spec.nodeClassRef;
-          if (ref.kind === rt.kind && ref.group === rt.group && ref.name === nc.metadata?.name)
-            this.queue.enqueue(np.metadata.name);
-        }
-      };
-      offs.push(
-        this.informers.informerFor(rt).on({ add: onClass, update: (_, o) => onClass(o), delete: onClass }),
-      );
-    }
-    return offs;
   }
 
   /** Reconciles one NodePool (exposed for tests). */

@@ -5,8 +5,7 @@
  * groups, AMIs, instance profile) adds more dependents via `extraDependents` when that controller exists.
  */
 import type { KubeObject } from '../../apis/core.ts';
-import { ConditionSet } from '../nodeclaim/conditions.ts';
-import type { ReconcileResult } from '../runtime.ts';
+import { ConditionSet, type ReconcileResult, type Watch, watch } from '../runtime/index.ts';
 import { StatusController, type StatusControllerOptions } from './statuscontroller.ts';
 import { specValidationError } from './validation.ts';
 
@@ -27,11 +26,10 @@ export class NodeClassStatusController extends StatusController<NodeClassStatusO
     super('nodeclass.status', opts);
   }
 
-  protected watch(): Array<() => void> {
-    return this.nodeClassTypes().map((rt) => {
-      const enq = (o: KubeObject): void => this.queue.enqueue(`${rt.kind}.${rt.group}/${o.metadata?.name}`);
-      return this.informers.informerFor(rt).on({ add: enq, update: (_, o) => enq(o) });
-    });
+  protected watches(): Watch[] {
+    return this.nodeClassTypes().map((rt) =>
+      watch(rt, { events: ['add', 'update'], map: (o) => `${rt.kind}.${rt.group}/${o.metadata?.name}` }),
+    );
   }
 
   /** Reconciles `<Kind.group>/<name>` (exposed for tests). */

@@ -1,70 +1,57 @@
 /**
  * Scaffolding shared by the NodePool and NodeClass status controllers (upstream operatorpkg's status
- * controllers): a keyed {@link QueueController} fed by informer handlers (the operator's shared informers, or
- * private ones it starts and stops itself), the list of NodeClass kinds the cloud provider supports, and the
+ * controllers): an informer-fed keyed controller ({@link defineController}), the list of NodeClass kinds the cloud provider supports, and the
  * optimistic status write (`resourceVersion` precondition; NotFound ends the reconcile, Conflict requeues).
  */
 import type { KubeObject } from '../../apis/core.ts';
 import { isConflict, isNotFound } from '../../kube/errors.ts';
-import { SharedInformers } from '../../kube/informer.ts';
 import type { ResourceRef, ResourceType } from '../../kube/resources.ts';
-import type { ControllerDeps } from '../nodeclaim/lifecycle/controller.ts';
 import {
   type Controller,
+  type ControllerDeps,
+  defineController,
+  type InformerController,
   type InformerSyncOptions,
-  QueueController,
   type ReconcileResult,
-  runQueueWithInformers,
-} from '../runtime.ts';
+  type Watch,
+} from '../runtime/index.ts';
 
 /** Options every status controller takes. */
 export interface StatusControllerOptions extends ControllerDeps, InformerSyncOptions {}
 
 /**
- * Base of a keyed status controller. Subclasses register their informer handlers in {@link watch} (returning
- * the unregister functions) and implement {@link reconcile}. `start()` never rejects: until the informers have
- * synced it waits, logging (runtime.ts `runQueueWithInformers`).
+ * Base of a keyed status controller, built with {@link defineController}. Subclasses declare their watches in
+ * {@link watches} (called when the controller starts) and implement {@link reconcile}. `start()` never rejects:
+ * until the informers have synced it waits, logging.
  */
 export abstract class StatusController<O extends StatusControllerOptions> implements Controller {
-  readonly queue: QueueController;
-  protected readonly informers: SharedInformers;
-  private readonly ownInformers: boolean;
+  /** The informers, queue and handlers of the controller. */
+  protected readonly kit: InformerController;
 
-  /** `concurrency`: parallel reconciles (QueueController default 10 when omitted). */
+  /** `concurrency`: parallel reconciles (default 10 when omitted). */
   protected constructor(
     readonly name: string,
     protected readonly opts: O,
     concurrency?: number,
   ) {
-    this.ownInformers = opts.informers === undefined;
-    this.informers = opts.informers ?? new SharedInformers(opts.client, { clock: opts.clock });
-    this.queue = new QueueController({
+    this.kit = defineController({
       name,
-      clock: opts.clock,
-      logger: opts.logger,
-      ...(concurrency !== undefined ? { concurrency } : {}),
+      deps: opts,
+      concurrency,
+      watches: () => this.watches(),
       reconcile: (key) => this.reconcile(key),
     });
   }
 
-  /** Registers the informer handlers that enqueue keys; returns their unregister functions. */
-  protected abstract watch(): Array<() => void>;
+  /** The watched kinds and the keys their events enqueue. */
+  protected abstract watches(): Watch[];
 
   /** Reconciles one key (public for tests). */
   abstract reconcile(key: string): Promise<ReconcileResult>;
 
-  async start(signal: AbortSignal): Promise<void> {
-    const offs = this.watch();
-    await runQueueWithInformers({
-      name: this.name,
-      logger: this.opts.logger,
-      informers: this.informers,
-      ownInformers: this.ownInformers,
-      queue: this.queue,
-      signal,
-      offs,
-      syncTimeoutMs: this.opts.syncTimeoutMs,
-    });
+  /** Runs until `signal` aborts; never rejects. */
+  start(signal: AbortSignal): Promise<void> {
+    return this.kit.start(signal);
   }
 
   /** Descriptors of the NodeClass kinds the cloud provider supports that the client's registry knows. */

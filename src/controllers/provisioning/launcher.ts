@@ -16,7 +16,7 @@ import { MAX_INSTANCE_TYPES } from '../../scheduling/nodeclaim.ts';
 import type { NodeClaimPlan } from '../../scheduling/types.ts';
 import { type Cluster, nominatedPodUids } from '../../state/cluster.ts';
 import { podKey } from '../../state/pods.ts';
-import { errorMessage } from '../runtime.ts';
+import { errorMessage } from '../runtime/index.ts';
 import { instanceTypeIndex } from './input.ts';
 import { type NodePoolHash, nodeClaimFromPlan, templateHash } from './nodeclaim.ts';
 

@@ -27,7 +27,7 @@ import type {
 import type { Cluster } from '../../state/cluster.ts';
 import { NOMINATION_TTL_SECONDS } from '../../state/cluster.ts';
 import { isProvisionable, podKey } from '../../state/pods.ts';
-import { type Controller, errorMessage, SingletonController } from '../runtime.ts';
+import { type Controller, errorMessage, SingletonController } from '../runtime/index.ts';
 import { BATCH_IDLE_DURATION, BATCH_MAX_DURATION, Batcher } from './batcher.ts';
 import {
   buildSchedulingInput,

@@ -17,7 +17,7 @@ import { TaintDisrupted } from '../../apis/labels.ts';
 import type { Clock } from '../../kube/clock.ts';
 import type { Cluster, ClusterChange } from '../../state/cluster.ts';
 import { isProvisionable, podKey } from '../../state/pods.ts';
-import type { Controller } from '../runtime.ts';
+import type { Controller } from '../runtime/index.ts';
 
 /** What the trigger wakes: the {@link Provisioner} (or anything with `trigger(key?)`). */
 export interface Triggerable {

@@ -8,7 +8,7 @@ import type { KubeObject } from '../../../apis/core.ts';
 import { applyDefaults } from '../../../apis/defaults.ts';
 import type { EC2NodeClass, NodePool } from '../../../apis/karpenter.ts';
 import type { KubeClient } from '../../../kube/client.ts';
-import { errorMessage } from '../../runtime.ts';
+import { errorMessage } from '../../runtime/index.ts';
 import type { Desired } from '../desired.ts';
 import type { WorkloadCluster } from '../workload.ts';
 import type { KMPPass, KMPStepContext } from './context.ts';

@@ -12,7 +12,7 @@ import { AnnotationUserDataHash, type CAPIRef, KMPConditions, type MachinePool }
 import type { KubeObject } from '../../../apis/core.ts';
 import { isNotFound } from '../../../kube/errors.ts';
 import type { Secret } from '../../../kube/types.ts';
-import { errorMessage } from '../../runtime.ts';
+import { errorMessage } from '../../runtime/index.ts';
 import {
   type BootstrapFormat,
   type BootstrapLocation,

@@ -14,7 +14,7 @@ import {
 } from '../../../apis/capi.ts';
 import { LabelNodePool } from '../../../apis/labels.ts';
 import type { KubeClient } from '../../../kube/client.ts';
-import type { ReconcileResult } from '../../runtime.ts';
+import type { ReconcileResult } from '../../runtime/index.ts';
 import { bootstrapKey } from '../bootstrap.ts';
 import { clusterNameOf } from '../desired.ts';
 import type { PoolQuery } from '../instances.ts';

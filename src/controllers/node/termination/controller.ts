@@ -23,27 +23,25 @@ import {
 } from '../../../apis/labels.ts';
 import { isTerminal } from '../../../apis/pod.ts';
 import { isNodeClaimNotFoundError } from '../../../cloudprovider/types.ts';
-import type { Cache } from '../../../kube/cache.ts';
 import { isConflict, isNotFound } from '../../../kube/errors.ts';
-import { SharedInformers } from '../../../kube/informer.ts';
-import { ConditionSet, rfc3339 } from '../../nodeclaim/conditions.ts';
 import { ConditionInstanceTerminating, NodeClaimDependents } from '../../nodeclaim/lifecycle/context.ts';
-import type { ControllerDeps } from '../../nodeclaim/lifecycle/controller.ts';
 import { type LifecycleMetrics, lifecycleMetrics } from '../../nodeclaim/metrics.ts';
 import {
+  ConditionSet,
+  type Controller,
+  type ControllerDeps,
+  defineController,
+  type InformerController,
+  type InformerSyncOptions,
   indexProviderID,
   matchTaint,
   nodeClaimsForNode,
   nodePoolOf,
-  withoutFinalizer,
-} from '../../nodeclaim/util.ts';
-import {
-  type Controller,
-  type InformerSyncOptions,
-  QueueController,
   type ReconcileResult,
-  runQueueWithInformers,
-} from '../../runtime.ts';
+  rfc3339,
+  watch,
+  withoutFinalizer,
+} from '../../runtime/index.ts';
 import { DefaultPodTerminationGracePeriodSeconds, Drainer, isWaitingEviction, podID } from './drain.ts';
 import { type DrainMetrics, drainMetrics } from './metrics.ts';
 
@@ -94,10 +92,7 @@ function terminationDeadline(claims: readonly NodeClaim[]): number | undefined {
 /** The Node termination controller. */
 export class NodeTerminationController implements Controller {
   readonly name = 'node.termination';
-  readonly queue: QueueController;
-  private readonly informers: SharedInformers;
-  private readonly ownInformers: boolean;
-  private nodeClaims: Cache<NodeClaim> | undefined;
+  private readonly kit: InformerController;
   private readonly metrics: LifecycleMetrics;
   private readonly drainMetrics: DrainMetrics;
   private readonly drainer: Drainer;
@@ -105,46 +100,37 @@ export class NodeTerminationController implements Controller {
   private readonly lastEvents = new Map<string, number>();
 
   constructor(private readonly opts: NodeTerminationOptions) {
-    this.ownInformers = opts.informers === undefined;
-    this.informers = opts.informers ?? new SharedInformers(opts.client, { clock: opts.clock });
     this.metrics = lifecycleMetrics(opts.registry);
     this.drainMetrics = drainMetrics(opts.registry);
     this.drainer = new Drainer({ client: opts.client, now: () => opts.clock.now() });
-    this.queue = new QueueController({
+    this.kit = defineController({
       name: this.name,
-      clock: opts.clock,
-      logger: opts.logger,
-      concurrency: opts.concurrency ?? 10,
+      deps: opts,
+      concurrency: opts.concurrency,
+      watches: [
+        watch('Node', {
+          index: indexProviderID,
+          events: ['add', 'update'],
+          map: (n) =>
+            n.metadata.deletionTimestamp && (n.metadata.finalizers ?? []).includes(FinalizerTermination)
+              ? (n.metadata.name as string)
+              : undefined,
+        }),
+        watch('NodeClaim', { index: indexProviderID }),
+      ],
       reconcile: (key) => this.reconcile(key),
     });
   }
 
-  async start(signal: AbortSignal): Promise<void> {
-    const nodeInf = this.informers.informerFor('Node');
-    const ncInf = this.informers.informerFor('NodeClaim');
-    indexProviderID(ncInf.cache);
-    indexProviderID(nodeInf.cache);
-    this.nodeClaims = ncInf.cache;
-    const maybe = (n: Node): void => {
-      if (n.metadata.deletionTimestamp && (n.metadata.finalizers ?? []).includes(FinalizerTermination))
-        this.queue.enqueue(n.metadata.name as string);
-    };
-    const off = nodeInf.on({ add: maybe, update: (_, n) => maybe(n) });
-    await runQueueWithInformers({
-      name: this.name,
-      logger: this.opts.logger,
-      informers: this.informers,
-      ownInformers: this.ownInformers,
-      queue: this.queue,
-      signal,
-      offs: [off],
-      syncTimeoutMs: this.opts.syncTimeoutMs,
-    });
+  /** Runs until `signal` aborts (see {@link defineController}); never rejects. */
+  start(signal: AbortSignal): Promise<void> {
+    return this.kit.start(signal);
   }
 
   private async claimsFor(node: Node): Promise<NodeClaim[]> {
     if (this.opts.nodeClaimsFor) return this.opts.nodeClaimsFor(node);
-    return this.nodeClaims ? nodeClaimsForNode(this.nodeClaims, node) : [];
+    const nodeClaims = this.kit.cache('NodeClaim');
+    return nodeClaims ? nodeClaimsForNode(nodeClaims, node) : [];
   }
 
   /**

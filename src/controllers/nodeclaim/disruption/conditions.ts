@@ -14,7 +14,7 @@ import type { DisruptionInput } from '../../../disruption/index.ts';
 import type { KubeClient } from '../../../kube/client.ts';
 import type { Clock } from '../../../kube/clock.ts';
 import { isConflict, isNotFound } from '../../../kube/errors.ts';
-import { ConditionSet } from '../conditions.ts';
+import { ConditionSet } from '../../runtime/index.ts';
 import { NodeClaimDependents } from '../lifecycle/context.ts';
 
 /** Condition type: `consolidateAfter` has elapsed (upstream `ConditionTypeConsolidatable`). */

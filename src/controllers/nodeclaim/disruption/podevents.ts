@@ -5,22 +5,21 @@
  * the node (added bound, or `spec.nodeName` set), a bound pod becoming terminal or terminating, a bound pod deleted.
  * Writes are deduplicated: not again within {@link PodEventDedupeSeconds} of the last recorded time.
  */
-import type { Node, Pod } from '../../../apis/core.ts';
-import type { NodeClaim } from '../../../apis/karpenter.ts';
+import type { Pod } from '../../../apis/core.ts';
 import { isActive } from '../../../apis/pod.ts';
-import type { Cache } from '../../../kube/cache.ts';
 import { isNotFound } from '../../../kube/errors.ts';
-import { SharedInformers } from '../../../kube/informer.ts';
 import {
   type Controller,
+  type ControllerDeps,
+  defineController,
+  type InformerController,
   type InformerSyncOptions,
-  QueueController,
+  indexProviderID,
+  nodeClaimsForNode,
   type ReconcileResult,
-  runQueueWithInformers,
-} from '../../runtime.ts';
-import { rfc3339 } from '../conditions.ts';
-import type { ControllerDeps } from '../lifecycle/controller.ts';
-import { indexProviderID, nodeClaimsForNode } from '../util.ts';
+  rfc3339,
+  watch,
+} from '../../runtime/index.ts';
 
 /** Seconds within which a new pod event does not rewrite `lastPodEventTime` (upstream `dedupeTimeout`, 5 s). */
 export const PodEventDedupeSeconds = 5;
@@ -46,61 +45,40 @@ export function podEventNode(old: Pod | undefined, pod: Pod | undefined): string
 /** The pod-events controller. */
 export class PodEventsController implements Controller {
   readonly name = 'nodeclaim.podevents';
-  readonly queue: QueueController;
-  private readonly informers: SharedInformers;
-  private readonly ownInformers: boolean;
-  private nodes: Cache<Node> | undefined;
-  private nodeClaims: Cache<NodeClaim> | undefined;
+  private readonly kit: InformerController;
 
   constructor(private readonly opts: PodEventsOptions) {
-    this.ownInformers = opts.informers === undefined;
-    this.informers = opts.informers ?? new SharedInformers(opts.client, { clock: opts.clock });
-    this.queue = new QueueController({
+    this.kit = defineController({
       name: this.name,
-      clock: opts.clock,
-      logger: opts.logger,
+      deps: opts,
       concurrency: 5,
+      watches: [
+        watch('Pod', {
+          afterSync: true, // the initial list is not a pod event
+          map: (p, e) =>
+            e.type === 'delete'
+              ? podEventNode(p, undefined)
+              : podEventNode(e.type === 'update' ? e.old : undefined, p),
+        }),
+        watch('Node'),
+        watch('NodeClaim', { index: indexProviderID }),
+      ],
       reconcile: (key) => this.reconcile(key),
     });
   }
 
-  async start(signal: AbortSignal): Promise<void> {
-    const podInf = this.informers.informerFor('Pod');
-    const nodeInf = this.informers.informerFor('Node');
-    const ncInf = this.informers.informerFor('NodeClaim');
-    indexProviderID(ncInf.cache);
-    this.nodes = nodeInf.cache;
-    this.nodeClaims = ncInf.cache;
-    let synced = false;
-    const on = (n: string | undefined): void => {
-      if (n && synced) this.queue.enqueue(n);
-    };
-    const off = podInf.on({
-      add: (p) => on(podEventNode(undefined, p)),
-      update: (o, p) => on(podEventNode(o, p)),
-      delete: (p) => on(podEventNode(p, undefined)),
-    });
-    await runQueueWithInformers({
-      name: this.name,
-      logger: this.opts.logger,
-      informers: this.informers,
-      ownInformers: this.ownInformers,
-      queue: this.queue,
-      signal,
-      offs: [off],
-      syncTimeoutMs: this.opts.syncTimeoutMs,
-      onSynced: () => {
-        synced = true; // the initial list is not a pod event
-      },
-    });
+  /** Runs until `signal` aborts (see {@link defineController}); never rejects. */
+  start(signal: AbortSignal): Promise<void> {
+    return this.kit.start(signal);
   }
 
   /** Records a pod event now on the NodeClaims of Node `nodeName` (exposed for tests). */
   async reconcile(nodeName: string): Promise<ReconcileResult> {
-    const node = this.nodes?.get(nodeName) ?? (await this.opts.client.tryGet('Node', nodeName));
+    const node = this.kit.cache('Node')?.get(nodeName) ?? (await this.opts.client.tryGet('Node', nodeName));
     if (!node) return {};
-    const claims = this.nodeClaims
-      ? nodeClaimsForNode(this.nodeClaims, node)
+    const nodeClaims = this.kit.cache('NodeClaim');
+    const claims = nodeClaims
+      ? nodeClaimsForNode(nodeClaims, node)
       : (await this.opts.client.list('NodeClaim')).items.filter(
           (c) => c.status?.providerID === node.spec?.providerID,
         );

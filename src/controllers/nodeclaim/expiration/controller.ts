@@ -8,21 +8,21 @@
 import { tryParseDuration } from '../../../apis/duration.ts';
 import type { NodeClaim, NodePool } from '../../../apis/karpenter.ts';
 import { ConditionDisruptionReason, LabelNodePool } from '../../../apis/labels.ts';
-import type { Cache } from '../../../kube/cache.ts';
 import { isConflict, isNotFound } from '../../../kube/errors.ts';
-import { SharedInformers } from '../../../kube/informer.ts';
 import {
+  ConditionSet,
   type Controller,
+  type ControllerDeps,
+  capacityTypeOf,
+  defineController,
+  type InformerController,
   type InformerSyncOptions,
-  QueueController,
+  nodePoolOf,
   type ReconcileResult,
-  runQueueWithInformers,
-} from '../../runtime.ts';
-import { ConditionSet } from '../conditions.ts';
+  watch,
+} from '../../runtime/index.ts';
 import { NodeClaimDependents } from '../lifecycle/context.ts';
-import type { ControllerDeps } from '../lifecycle/controller.ts';
 import { lifecycleMetrics } from '../metrics.ts';
-import { capacityTypeOf, nodePoolOf } from '../util.ts';
 
 /** Options of {@link ExpirationController}. */
 export interface ExpirationOptions extends Omit<ControllerDeps, 'cloudProvider'>, InformerSyncOptions {}
@@ -43,61 +43,41 @@ export function expirationTime(nc: NodeClaim, nodePool: NodePool | undefined): n
 /** The expiration controller. */
 export class ExpirationController implements Controller {
   readonly name = 'nodeclaim.expiration';
-  readonly queue: QueueController;
-  private readonly informers: SharedInformers;
-  private readonly ownInformers: boolean;
-  private nodeClaims: Cache<NodeClaim> | undefined;
-  private nodePools: Cache<NodePool> | undefined;
+  private readonly kit: InformerController;
 
   constructor(private readonly opts: ExpirationOptions) {
-    this.ownInformers = opts.informers === undefined;
-    this.informers = opts.informers ?? new SharedInformers(opts.client, { clock: opts.clock });
-    this.queue = new QueueController({
+    const byName = (nc: NodeClaim): string => nc.metadata.name as string;
+    this.kit = defineController({
       name: this.name,
-      clock: opts.clock,
-      logger: opts.logger,
+      deps: opts,
       concurrency: 5,
+      watches: [
+        watch('NodeClaim', { events: ['add', 'update'], map: byName }),
+        // a NodePool's expireAfter applies to its NodeClaims
+        watch('NodePool', {
+          events: ['update'],
+          map: (np) =>
+            (this.kit.cache('NodeClaim')?.list() ?? [])
+              .filter((nc) => nc.metadata.labels?.[LabelNodePool] === np.metadata.name)
+              .map(byName),
+        }),
+      ],
       reconcile: (key) => this.reconcile(key),
     });
   }
 
-  async start(signal: AbortSignal): Promise<void> {
-    const ncInf = this.informers.informerFor('NodeClaim');
-    const npInf = this.informers.informerFor('NodePool');
-    this.nodeClaims = ncInf.cache;
-    this.nodePools = npInf.cache;
-    const offs = [
-      ncInf.on({
-        add: (nc) => this.queue.enqueue(nc.metadata.name as string),
-        update: (_, nc) => this.queue.enqueue(nc.metadata.name as string),
-      }),
-      npInf.on({
-        update: (_, np) => {
-          for (const nc of ncInf.cache.list())
-            if (nc.metadata.labels?.[LabelNodePool] === np.metadata.name)
-              this.queue.enqueue(nc.metadata.name as string);
-        },
-      }),
-    ];
-    await runQueueWithInformers({
-      name: this.name,
-      logger: this.opts.logger,
-      informers: this.informers,
-      ownInformers: this.ownInformers,
-      queue: this.queue,
-      signal,
-      offs,
-      syncTimeoutMs: this.opts.syncTimeoutMs,
-    });
+  /** Runs until `signal` aborts (see {@link defineController}); never rejects. */
+  start(signal: AbortSignal): Promise<void> {
+    return this.kit.start(signal);
   }
 
   /** One check of NodeClaim `name` (exposed for tests): deletes it when expired, else re-checks at its expiry. */
   async reconcile(name: string): Promise<ReconcileResult> {
-    const nc = this.nodeClaims?.get(name) ?? (await this.opts.client.tryGet('NodeClaim', name));
+    const nc = this.kit.cache('NodeClaim')?.get(name) ?? (await this.opts.client.tryGet('NodeClaim', name));
     if (!nc || nc.metadata.deletionTimestamp) return {};
     const poolName = nc.metadata.labels?.[LabelNodePool];
     const pool = poolName
-      ? (this.nodePools?.get(poolName) ?? (await this.opts.client.tryGet('NodePool', poolName)))
+      ? (this.kit.cache('NodePool')?.get(poolName) ?? (await this.opts.client.tryGet('NodePool', poolName)))
       : undefined;
     const at = expirationTime(nc, pool);
     if (at === undefined) return {};

@@ -14,12 +14,16 @@
  */
 import type { NodeClaim } from '../../../apis/karpenter.ts';
 import { isNodeClaimNotFoundError } from '../../../cloudprovider/types.ts';
-import { type Controller, SingletonController } from '../../runtime.ts';
-import { ConditionSet } from '../conditions.ts';
+import {
+  ConditionSet,
+  type Controller,
+  type ControllerDeps,
+  capacityTypeOf,
+  nodePoolOf,
+  SingletonController,
+} from '../../runtime/index.ts';
 import { ConditionRegistered, NodeClaimDependents } from '../lifecycle/context.ts';
-import type { ControllerDeps } from '../lifecycle/controller.ts';
 import { lifecycleMetrics } from '../metrics.ts';
-import { capacityTypeOf, nodePoolOf } from '../util.ts';
 
 /** Options of {@link NodeClaimGarbageCollectionController}. */
 export interface GarbageCollectionOptions extends ControllerDeps {

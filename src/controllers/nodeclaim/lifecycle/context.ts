@@ -10,9 +10,8 @@ import type { CloudProvider } from '../../../cloudprovider/types.ts';
 import type { KubeClient } from '../../../kube/client.ts';
 import type { Clock } from '../../../kube/clock.ts';
 import type { Logger } from '../../../kube/logger.ts';
-import { ConditionSet } from '../conditions.ts';
+import { ConditionSet, type Recorder } from '../../runtime/index.ts';
 import type { LifecycleMetrics } from '../metrics.ts';
-import type { Recorder } from '../util.ts';
 
 /** NodeClaim condition types (upstream `pkg/apis/v1/nodeclaim_status.go`). */
 export const ConditionLaunched = 'Launched';

@@ -10,51 +10,30 @@
  *   persisted; the smallest requeue wins.
  */
 
-import type { Registry } from 'prom-client';
-import type { Node } from '../../../apis/core.ts';
 import type { NodeClaim } from '../../../apis/karpenter.ts';
 import { FinalizerTermination } from '../../../apis/labels.ts';
 import type { CloudProvider } from '../../../cloudprovider/types.ts';
-import type { Cache } from '../../../kube/cache.ts';
-import type { KubeClient } from '../../../kube/client.ts';
-import type { Clock } from '../../../kube/clock.ts';
 import { isConflict, isNotFound } from '../../../kube/errors.ts';
-import { SharedInformers } from '../../../kube/informer.ts';
-import type { Logger } from '../../../kube/logger.ts';
 import {
   type Controller,
+  type ControllerDeps,
+  defineController,
+  type InformerController,
   type InformerSyncOptions,
-  QueueController,
-  type ReconcileResult,
-  runQueueWithInformers,
-} from '../../runtime.ts';
-import { lifecycleMetrics } from '../metrics.ts';
-import {
   indexProviderID,
   nodeClaimsForNode,
   nodesForNodeClaim,
-  type Recorder,
+  type ReconcileResult,
+  watch,
   withFinalizer,
-} from '../util.ts';
+} from '../../runtime/index.ts';
+import { lifecycleMetrics } from '../metrics.ts';
 import type { LifecycleContext, StepResult } from './context.ts';
 import { Initialization } from './initialization.ts';
 import { Launch } from './launch.ts';
 import { Liveness } from './liveness.ts';
 import { Registration } from './registration.ts';
 import { NodeClaimTermination } from './termination.ts';
-
-/** Dependencies and options shared by capenter's controllers. */
-export interface ControllerDeps {
-  client: KubeClient;
-  cloudProvider: CloudProvider;
-  clock: Clock;
-  logger: Logger;
-  recorder: Recorder;
-  /** prom-client registry the metrics are registered in. */
-  registry: Registry;
-  /** Shared informers (the operator's); without them the controller runs private ones. */
-  informers?: SharedInformers;
-}
 
 /** Options of {@link NodeClaimLifecycleController}. */
 export interface NodeClaimLifecycleOptions extends ControllerDeps, InformerSyncOptions {
@@ -76,11 +55,8 @@ export function isManaged(nodeClaim: NodeClaim, cloudProvider: CloudProvider): b
 /** The NodeClaim lifecycle controller. */
 export class NodeClaimLifecycleController implements Controller {
   readonly name = 'nodeclaim.lifecycle';
-  readonly queue: QueueController;
+  private readonly kit: InformerController;
   private readonly ctx: LifecycleContext;
-  private readonly informers: SharedInformers;
-  private readonly ownInformers: boolean;
-  private nodes: Cache<Node> | undefined;
   private readonly launch: Launch;
   private readonly registration: Registration;
   private readonly initialization: Initialization;
@@ -88,8 +64,6 @@ export class NodeClaimLifecycleController implements Controller {
   private readonly termination: NodeClaimTermination;
 
   constructor(private readonly opts: NodeClaimLifecycleOptions) {
-    this.ownInformers = opts.informers === undefined;
-    this.informers = opts.informers ?? new SharedInformers(opts.client, { clock: opts.clock });
     const logger = opts.logger.child({ controller: this.name });
     this.ctx = {
       client: opts.client,
@@ -98,7 +72,10 @@ export class NodeClaimLifecycleController implements Controller {
       logger,
       recorder: opts.recorder,
       metrics: lifecycleMetrics(opts.registry),
-      nodesFor: (nc) => (this.nodes ? nodesForNodeClaim(this.nodes, nc) : []),
+      nodesFor: (nc) => {
+        const nodes = this.kit.cache('Node');
+        return nodes ? nodesForNodeClaim(nodes, nc) : [];
+      },
     };
     this.launch = new Launch(this.ctx);
     this.registration = new Registration(this.ctx);
@@ -110,44 +87,31 @@ export class NodeClaimLifecycleController implements Controller {
       ...(opts.launchTimeoutSeconds !== undefined ? { launchTimeoutSeconds: opts.launchTimeoutSeconds } : {}),
     });
     this.termination = new NodeClaimTermination(this.ctx);
-    this.queue = new QueueController({
+    const byName = (nc: NodeClaim): string => nc.metadata.name as string;
+    this.kit = defineController({
       name: this.name,
-      clock: opts.clock,
-      logger: opts.logger,
-      concurrency: opts.concurrency ?? 10,
+      deps: opts,
+      concurrency: opts.concurrency,
+      watches: [
+        watch('NodeClaim', { index: indexProviderID, map: byName }),
+        watch('Node', {
+          index: indexProviderID,
+          // by provider ID, else by owner reference
+          map: (n) => {
+            const claims = this.kit.cache('NodeClaim');
+            const names = new Set(claims ? nodeClaimsForNode(claims, n).map(byName) : []);
+            for (const o of n.metadata.ownerReferences ?? []) if (o.kind === 'NodeClaim') names.add(o.name);
+            return names;
+          },
+        }),
+      ],
       reconcile: (key) => this.reconcile(key),
     });
   }
 
-  async start(signal: AbortSignal): Promise<void> {
-    const ncInf = this.informers.informerFor('NodeClaim');
-    const nodeInf = this.informers.informerFor('Node');
-    indexProviderID(ncInf.cache);
-    indexProviderID(nodeInf.cache);
-    this.nodes = nodeInf.cache;
-    const enqueueNode = (n: Node): void => {
-      const names = new Set(nodeClaimsForNode(ncInf.cache, n).map((nc) => nc.metadata.name as string));
-      for (const o of n.metadata.ownerReferences ?? []) if (o.kind === 'NodeClaim') names.add(o.name);
-      for (const name of names) this.queue.enqueue(name);
-    };
-    const offs = [
-      ncInf.on({
-        add: (nc) => this.queue.enqueue(nc.metadata.name as string),
-        update: (_, nc) => this.queue.enqueue(nc.metadata.name as string),
-        delete: (nc) => this.queue.enqueue(nc.metadata.name as string),
-      }),
-      nodeInf.on({ add: enqueueNode, update: (_, n) => enqueueNode(n), delete: enqueueNode }),
-    ];
-    await runQueueWithInformers({
-      name: this.name,
-      logger: this.ctx.logger,
-      informers: this.informers,
-      ownInformers: this.ownInformers,
-      queue: this.queue,
-      signal,
-      offs,
-      syncTimeoutMs: this.opts.syncTimeoutMs,
-    });
+  /** Runs until `signal` aborts (see {@link defineController}); never rejects. */
+  start(signal: AbortSignal): Promise<void> {
+    return this.kit.start(signal);
   }
 
   /** Reconciles one NodeClaim by name (exposed for tests). */

@@ -11,7 +11,8 @@ import type { Node, Taint } from '../../../apis/core.ts';
 import type { NodeClaim } from '../../../apis/karpenter.ts';
 import { LabelNodeInitialized, TaintUnregistered } from '../../../apis/labels.ts';
 import { parseQuantity } from '../../../apis/quantity.ts';
-import { formatTaint, matchTaint, nodePoolOf } from '../util.ts';
+import { formatTaint } from '../../../scheduling/taints.ts';
+import { matchTaint, nodePoolOf } from '../../runtime/index.ts';
 import {
   ConditionInitialized,
   ConditionLaunched,

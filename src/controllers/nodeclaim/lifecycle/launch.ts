@@ -17,7 +17,7 @@ import {
   isInsufficientCapacityError,
   isNodeClassNotReadyError,
 } from '../../../cloudprovider/types.ts';
-import { capacityTypeOf, errorText, nodePoolOf, truncateMessage } from '../util.ts';
+import { capacityTypeOf, errorMessage, nodePoolOf, truncateMessage } from '../../runtime/index.ts';
 import { ConditionLaunched, type LifecycleContext, nodeClaimConditions, type StepResult } from './context.ts';
 
 /** How long a launch result is remembered (upstream: go-cache with a 1 h TTL). */
@@ -83,7 +83,7 @@ export class Launch {
   private async onError(nodeClaim: NodeClaim, err: unknown): Promise<StepResult> {
     const conds = nodeClaimConditions(nodeClaim, this.ctx.clock);
     const name = nodeClaim.metadata.name ?? '';
-    const msg = truncateMessage(errorText(err));
+    const msg = truncateMessage(errorMessage(err));
     if (isInsufficientCapacityError(err)) {
       void this.ctx.recorder.publish(
         nodeClaim,

@@ -8,7 +8,7 @@
  * (`LaunchTimeout` / `RegistrationTimeout`). Before the deadline the step asks to be re-run at the deadline.
  */
 import type { NodeClaim } from '../../../apis/karpenter.ts';
-import { capacityTypeOf, nodePoolOf } from '../util.ts';
+import { capacityTypeOf, nodePoolOf } from '../../runtime/index.ts';
 import {
   ConditionLaunched,
   ConditionRegistered,

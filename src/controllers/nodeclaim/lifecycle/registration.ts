@@ -15,7 +15,7 @@ import type { Node } from '../../../apis/core.ts';
 import type { NodeClaim } from '../../../apis/karpenter.ts';
 import { FinalizerTermination, LabelNodeRegistered, TaintUnregistered } from '../../../apis/labels.ts';
 import { isConflict } from '../../../kube/errors.ts';
-import { matchTaint, mergeTaints, nodePoolOf, withFinalizer } from '../util.ts';
+import { matchTaint, mergeTaints, nodePoolOf, withFinalizer } from '../../runtime/index.ts';
 import {
   ConditionRegistered,
   type LifecycleContext,

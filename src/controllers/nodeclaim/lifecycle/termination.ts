@@ -15,8 +15,7 @@ import type { NodeClaim } from '../../../apis/karpenter.ts';
 import { AnnotationNodeClaimTerminationTimestamp, FinalizerTermination } from '../../../apis/labels.ts';
 import { isNodeClaimNotFoundError } from '../../../cloudprovider/types.ts';
 import { isConflict, isNotFound } from '../../../kube/errors.ts';
-import { rfc3339 } from '../conditions.ts';
-import { capacityTypeOf, nodePoolOf, withoutFinalizer } from '../util.ts';
+import { capacityTypeOf, nodePoolOf, rfc3339, withoutFinalizer } from '../../runtime/index.ts';
 import {
   ConditionInstanceTerminating,
   ConditionRegistered,

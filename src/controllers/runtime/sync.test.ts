@@ -8,14 +8,14 @@
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { crdObjects } from '../apis/crds.ts';
-import { KubeClient } from '../kube/client.ts';
-import { FakeClock } from '../kube/clock.ts';
-import { SharedInformers } from '../kube/informer.ts';
-import type { KubeTransport } from '../kube/transport.ts';
-import { type EmbeddedCluster, startEmbeddedCluster } from '../sim/apiserver/index.ts';
-import { eventually } from '../testing/eventually.ts';
-import { QueueController, runQueueWithInformers, waitForInformerSync } from './runtime.ts';
+import { crdObjects } from '../../apis/crds.ts';
+import { KubeClient } from '../../kube/client.ts';
+import { FakeClock } from '../../kube/clock.ts';
+import { SharedInformers } from '../../kube/informer.ts';
+import type { KubeTransport } from '../../kube/transport.ts';
+import { type EmbeddedCluster, startEmbeddedCluster } from '../../sim/apiserver/index.ts';
+import { eventually } from '../../testing/eventually.ts';
+import { QueueController, runQueueWithInformers, waitForInformerSync } from './index.ts';
 
 let cluster: EmbeddedCluster | undefined;
 afterEach(async () => {

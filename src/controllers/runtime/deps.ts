@@ -1,0 +1,36 @@
+/**
+ * What controllers are built from: the dependency bag the operator hands every controller, and the Event
+ * recorder interface (upstream's `events.Recorder`).
+ */
+import type { Registry } from 'prom-client';
+import type { KubeObject } from '../../apis/core.ts';
+import type { CloudProvider } from '../../cloudprovider/types.ts';
+import type { KubeClient } from '../../kube/client.ts';
+import type { Clock } from '../../kube/clock.ts';
+import type { SharedInformers } from '../../kube/informer.ts';
+import type { Logger } from '../../kube/logger.ts';
+import type { KubeEvent } from '../../kube/types.ts';
+
+/** Something that records Events (the `EventRecorder` of `kube/events.ts` fits). */
+export interface Recorder {
+  /** Publishes (or deduplicates) one Event about `obj`; resolves to the Event written, if any. */
+  publish(
+    obj: KubeObject,
+    type: 'Normal' | 'Warning',
+    reason: string,
+    message: string,
+  ): Promise<KubeEvent | undefined>;
+}
+
+/** Dependencies and options shared by capenter's controllers. */
+export interface ControllerDeps {
+  client: KubeClient;
+  cloudProvider: CloudProvider;
+  clock: Clock;
+  logger: Logger;
+  recorder: Recorder;
+  /** prom-client registry the metrics are registered in. */
+  registry: Registry;
+  /** Shared informers (the operator's); without them the controller runs private ones. */
+  informers?: SharedInformers;
+}
