@@ -4,9 +4,14 @@
  * (body decoding, dryRun/fieldValidation/fieldManager query parameters, object replies).
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { type ApiError, badRequest, methodNotAllowed, unsupportedMediaType } from '../errors.ts';
+import {
+  type ApiError,
+  badRequest,
+  methodNotAllowed,
+  unsupportedMediaType,
+} from '../../../apis/builtin/errors.ts';
+import type { ApiServerLogger, Json, ResourceDef, StoredObj } from '../../../apis/builtin/types.ts';
 import type { ClusterStore } from '../store.ts';
-import type { ApiServerLogger, Json, ResourceDef, StoredObj } from '../types.ts';
 import {
   acceptsTable,
   apiVersionOf,
