@@ -14,7 +14,7 @@ import type {
 } from '../../../apis/builtin/types.ts';
 import type { ClusterStore, PatchType } from '../store.ts';
 import { type IncludeObject, toTable } from '../table.ts';
-import type { RestRequest, RestResponse } from './context.ts';
+import type { RestRequest, RestResponse } from './io.ts';
 
 /** A response a handler returns: status code, body (pre-serialised JSON text or a JSON value), headers. */
 export interface Reply {
