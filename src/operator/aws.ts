@@ -21,6 +21,7 @@ import { InterruptionController, type UnavailableOfferings } from '../controller
 import type { Recorder } from '../controllers/nodeclaim/util.ts';
 import { EC2NodeClassController } from '../controllers/nodeclass/controller.ts';
 import { type Controller, errorMessage, SingletonController } from '../controllers/runtime.ts';
+import { catalogPriceTable } from '../embedded/rules.ts';
 import type { KubeClient } from '../kube/client.ts';
 import type { Clock } from '../kube/clock.ts';
 import type { SharedInformers } from '../kube/informer.ts';
@@ -247,6 +248,7 @@ export interface EmbeddedAws {
 export async function startEmbeddedAws(o: EmbeddedAwsOptions): Promise<EmbeddedAws> {
   const proxy = await AwsEmulatorProxy.start({
     upstream: o.emulatorEndpoint,
+    prices: catalogPriceTable,
     ...(o.onError
       ? { onError: (err: unknown, ctx: string) => o.onError?.(err, `aws emulator proxy ${ctx}`) }
       : {}),

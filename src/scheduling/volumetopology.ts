@@ -20,7 +20,6 @@
  * Pure and synchronous. Objects come from the caller ({@link VolumeObjects}).
  */
 import type {
-  CSINode,
   NodeSelectorRequirement,
   NodeSelectorTerm,
   PersistentVolume,
