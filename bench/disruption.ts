@@ -24,13 +24,14 @@ import { buildClusterView, byDisruptionCost } from '../src/disruption/candidates
 import { computeConsolidation } from '../src/disruption/consolidation.ts';
 import { PassContext } from '../src/disruption/context.ts';
 import { computeDisruption, type DisruptionStats } from '../src/disruption/index.ts';
+import type { Method } from '../src/disruption/method.ts';
 import { MultiNodeConsolidation } from '../src/disruption/multinode.ts';
 import {
   consolidationShouldDisrupt,
   SingleNodeConsolidation,
   SpareCapacity,
 } from '../src/disruption/singlenode.ts';
-import type { Command, DisruptionInput, DisruptionNode, Method } from '../src/disruption/types.ts';
+import type { Command, DisruptionInput, DisruptionNode } from '../src/disruption/types.ts';
 import { solve } from '../src/scheduling/scheduler.ts';
 import { DEFAULT_EC2NODECLASS, DEFAULT_NODEPOOL } from '../src/simulate/input.ts';
 

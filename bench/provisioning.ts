@@ -24,10 +24,10 @@ import type { Node, Pod } from '../src/apis/core.ts';
 import type { NodeClaim } from '../src/apis/karpenter.ts';
 import { parseResources } from '../src/apis/quantity.ts';
 import { priceOf } from '../src/cli/start.ts';
+import { startSimulatedCluster } from '../src/embedded/cluster.ts';
 import type { SharedInformers } from '../src/kube/informer.ts';
 import { applyObjects } from '../src/operator/apply.ts';
 import { podRequests } from '../src/scheduling/resources.ts';
-import { startSimulatedCluster } from '../src/sim/cluster.ts';
 import type { ScoringStrategy } from '../src/sim/kubescheduler/index.ts';
 
 /** What {@link runProvisioningBench} measures. */

@@ -21,7 +21,6 @@ const ALLOWED = [
   'src/cli/start-capi.ts runStartCAPI',
   'src/cli/start-clusterapi.ts runStartClusterAPI',
   'src/cli/start.ts runStart',
-  'src/controllers/capi/controller.ts KarpenterMachinePoolController.reconcile',
   'src/operator/operator.ts createOperator',
 ];
 

@@ -378,6 +378,16 @@ export const AnnotationPaused = 'cluster.x-k8s.io/paused';
 export const LabelTopologyOwned = 'topology.cluster.x-k8s.io/owned';
 /** Label naming the MachineDeployment topology (`spec.topology.workers.machineDeployments[].name`). */
 export const LabelTopologyDeploymentName = 'topology.cluster.x-k8s.io/deployment-name';
+/** Label on a MachineDeployment that makes it a candidate for any ClusterAPINodeClass (upstream's). */
+export const LabelKarpenterMember = 'node.cluster.x-k8s.io/karpenter-member';
+/** MachineDeployment annotation: minimum replicas (cluster-autoscaler's). */
+export const AnnotationMinSize = 'cluster.x-k8s.io/cluster-api-autoscaler-node-group-min-size';
+/** MachineDeployment annotation: maximum replicas (cluster-autoscaler's). */
+export const AnnotationMaxSize = 'cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size';
+/** MachineDeployment annotation: price of one Machine in USD/hour (capenter's). */
+export const AnnotationPricePerHour = 'capenter.io/price-per-hour';
+/** CAPA's default base OS for image lookup (v2.11). */
+export const CAPADefaultBaseOS = 'ubuntu-24.04';
 
 /** A v1beta2 Machine taint (CAPI ≥ 1.12): `propagation` `Always` or `OnInitialization`. */
 export interface CAPITaint {

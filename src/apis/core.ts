@@ -280,3 +280,28 @@ export interface PersistentVolumeClaim extends KubeObject {
   metadata: ObjectMeta;
   spec: PersistentVolumeClaimSpec;
 }
+
+/** A PersistentVolume (the fields volume topology reads). */
+export interface PersistentVolume extends KubeObject {
+  spec?: {
+    storageClassName?: string;
+    claimRef?: { namespace?: string; name?: string };
+    nodeAffinity?: { required?: { nodeSelectorTerms?: NodeSelectorTerm[] } };
+    csi?: { driver?: string; volumeHandle?: string };
+    local?: unknown;
+    hostPath?: unknown;
+    [key: string]: unknown;
+  };
+}
+
+/** A StorageClass (`storage.k8s.io/v1`), the fields volume topology reads. */
+export interface StorageClass extends KubeObject {
+  provisioner?: string;
+  volumeBindingMode?: 'Immediate' | 'WaitForFirstConsumer';
+  allowedTopologies?: Array<{ matchLabelExpressions?: Array<{ key: string; values: string[] }> }>;
+}
+
+/** A CSINode (`storage.k8s.io/v1`): per CSI driver, how many volumes the node can attach. */
+export interface CSINode extends KubeObject {
+  spec?: { drivers?: Array<{ name: string; nodeID?: string; allocatable?: { count?: number } }> };
+}

@@ -35,6 +35,7 @@ import {
 } from '../cloudprovider/aws/catalog/index.ts';
 import { resolveAwsSettings } from '../cloudprovider/aws/settings.ts';
 import { diagnose, doctorSummary, readSnapshot } from '../doctor/index.ts';
+import type { SimulatedCluster } from '../embedded/cluster.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { RealClock } from '../kube/clock.ts';
 import type { SharedInformers } from '../kube/informer.ts';
@@ -44,7 +45,6 @@ import type { EmbeddedAws } from '../operator/aws.ts';
 import { limitYoungGeneration } from '../operator/heap.ts';
 import type { Operator, OperatorConfig } from '../operator/operator.ts';
 import { checkLogLevel, embeddedOptions } from '../operator/options.ts';
-import type { SimulatedCluster } from '../sim/cluster.ts';
 
 /** Parsed flags of `capenter start`. */
 export interface StartCommandOptions {
@@ -456,7 +456,7 @@ export async function runStart(flags: StartCommandOptions, io: StartIO): Promise
   const [{ createLogger }, { createOperator }, { startSimulatedCluster }] = await Promise.all([
     import('../kube/logger.ts'),
     import('../operator/operator.ts'),
-    import('../sim/cluster.ts'),
+    import('../embedded/cluster.ts'),
   ]);
   const logger = createLogger({ level: logLevel });
   const ac = new AbortController();

@@ -15,6 +15,7 @@
  */
 import type { Node, Pod } from '../apis/core.ts';
 import { tryParseDuration } from '../apis/duration.ts';
+import type { InstanceType } from '../apis/instancetype.ts';
 import type { NodeClaim, NodePool } from '../apis/karpenter.ts';
 import {
   AnnotationDoNotDisrupt,
@@ -26,7 +27,6 @@ import {
   TaintDisrupted,
 } from '../apis/labels.ts';
 import { isActive, isOwnedByNode, isReschedulable } from '../apis/pod.ts';
-import type { InstanceType } from '../cloudprovider/types.ts';
 import type { PoolCounts } from './budgets.ts';
 import { disruptionCost, parseTime } from './cost.ts';
 import { driftMemo, driftReason } from './drift-reason.ts';

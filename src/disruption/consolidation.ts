@@ -18,6 +18,8 @@
  * (`options.flexibleOnDemandReplacements: false`, {@link narrowReplacement}): an on-demand-only replacement allows
  * only its cheapest-priced types (extended as far as `minValues` needs).
  */
+
+import type { InstanceType } from '../apis/instancetype.ts';
 import type { NodeSelectorRequirementWithMinValues } from '../apis/karpenter.ts';
 import {
   CapacityTypeOnDemand,
@@ -26,7 +28,6 @@ import {
   LabelCapacityType,
   LabelInstanceType,
 } from '../apis/labels.ts';
-import type { InstanceType } from '../cloudprovider/types.ts';
 import { cheapestOffering, minValuesShortfall } from '../scheduling/instancetypes.ts';
 import { Requirement, Requirements } from '../scheduling/requirements.ts';
 import type { NodeClaimPlan } from '../scheduling/types.ts';

@@ -13,9 +13,9 @@
  */
 
 import { NodePoolHashVersion, nodePoolHash } from '../apis/hash.ts';
+import type { InstanceType } from '../apis/instancetype.ts';
 import type { NodePool } from '../apis/karpenter.ts';
 import { AnnotationNodePoolHash, AnnotationNodePoolHashVersion, LabelInstanceType } from '../apis/labels.ts';
-import type { InstanceType } from '../cloudprovider/types.ts';
 import { Requirements } from '../scheduling/requirements.ts';
 import type { DisruptionNode } from './types.ts';
 

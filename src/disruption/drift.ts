@@ -9,7 +9,8 @@
 import { byDisruptionCost } from './candidates.ts';
 import { narrowReplacement, savings } from './consolidation.ts';
 import type { PassContext } from './context.ts';
-import type { Candidate, Method, MethodResult } from './types.ts';
+import type { Method } from './method.ts';
+import type { Candidate, MethodResult } from './types.ts';
 
 /** The drift method. */
 export class Drift implements Method {

@@ -6,7 +6,8 @@
 import { byDisruptionCost } from './candidates.ts';
 import { savings } from './consolidation.ts';
 import type { PassContext } from './context.ts';
-import type { Candidate, Method, MethodResult } from './types.ts';
+import type { Method } from './method.ts';
+import type { Candidate, MethodResult } from './types.ts';
 
 /** The emptiness method. */
 export class Emptiness implements Method {

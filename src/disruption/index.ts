@@ -15,11 +15,13 @@ import { PassContext } from './context.ts';
 import { Drift } from './drift.ts';
 import { Emptiness } from './emptiness.ts';
 import { expirationCommands } from './expiration.ts';
+import type { Method } from './method.ts';
 import { MultiNodeConsolidation } from './multinode.ts';
 import { SingleNodeConsolidation } from './singlenode.ts';
-import type { BlockedNode, Candidate, Command, DisruptionInput, DisruptionResult, Method } from './types.ts';
+import type { BlockedNode, Candidate, Command, DisruptionInput, DisruptionResult } from './types.ts';
 
 export { PassContext } from './context.ts';
+export type { Method } from './method.ts';
 export type * from './types.ts';
 
 /** The methods in upstream's order. */

@@ -14,8 +14,9 @@ import type { NodeClaimPlan } from '../scheduling/types.ts';
 import { byDisruptionCost } from './candidates.ts';
 import { computeConsolidation, savings, withOptions } from './consolidation.ts';
 import type { PassContext } from './context.ts';
+import type { Method } from './method.ts';
 import { consolidationShouldDisrupt } from './singlenode.ts';
-import type { Candidate, Command, Method, MethodResult } from './types.ts';
+import type { Candidate, Command, MethodResult } from './types.ts';
 
 /** Upstream `filterOutSameType` (see the module doc); returns the surviving plan or undefined. */
 export function filterOutSameType(

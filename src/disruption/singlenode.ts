@@ -18,7 +18,8 @@ import { podRequests } from '../scheduling/resources.ts';
 import { byDisruptionCost } from './candidates.ts';
 import { computeConsolidation } from './consolidation.ts';
 import type { PassContext } from './context.ts';
-import type { Candidate, Method, MethodResult } from './types.ts';
+import type { Method } from './method.ts';
+import type { Candidate, MethodResult } from './types.ts';
 
 /** Upstream consolidation `ShouldDisrupt`: policy, `consolidateAfter`, consolidatable, price known. */
 export function consolidationShouldDisrupt(c: Candidate): string | undefined {

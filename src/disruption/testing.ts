@@ -5,10 +5,10 @@
  */
 import type { Pod, Taint } from '../apis/core.ts';
 import { NodePoolHashVersion, nodePoolHash } from '../apis/hash.ts';
+import type { InstanceType } from '../apis/instancetype.ts';
 import type { Budget, NodeClaim, NodePool } from '../apis/karpenter.ts';
 import { AnnotationNodePoolHash, AnnotationNodePoolHashVersion } from '../apis/labels.ts';
 import { formatResources } from '../apis/quantity.ts';
-import type { InstanceType } from '../cloudprovider/types.ts';
 import { makeNodePool, smallCatalog } from '../scheduling/testing.ts';
 import type { DisruptionInput, DisruptionNode } from './types.ts';
 

@@ -10,13 +10,12 @@
  * calling it again with the new snapshot.
  */
 import type { DaemonSet, Node, Pod, PodDisruptionBudget } from '../apis/core.ts';
+import type { InstanceType } from '../apis/instancetype.ts';
 import type { NodeClaim, NodePool } from '../apis/karpenter.ts';
 import type { Resources } from '../apis/quantity.ts';
-import type { InstanceType } from '../cloudprovider/types.ts';
 import type { PreferencePolicy } from '../scheduling/preferencepolicy.ts';
 import type { NodeClaimPlan } from '../scheduling/types.ts';
 import type { VolumeObjects } from '../scheduling/volumetopology.ts';
-import type { PassContext } from './context.ts';
 
 /** Budget reasons (`spec.disruption.budgets[].reasons`) plus `Expired` (never budgeted). */
 export type DisruptionReason = 'Empty' | 'Drifted' | 'Underutilized' | 'Expired';
@@ -177,20 +176,4 @@ export interface MethodResult {
   commands: Command[];
   /** Node name → why this method did not disrupt it. */
   notes: Map<string, string>;
-}
-
-/** One disruption method (upstream `disruption.Method`). */
-export interface Method {
-  /** `Emptiness`, `Drift`, `MultiNodeConsolidation`, `SingleNodeConsolidation`. */
-  readonly name: string;
-  /** The budget reason it spends. */
-  readonly reason: BudgetReason;
-  readonly class: DisruptionClass;
-  /** `undefined` when the candidate is one for this method, else why not. */
-  shouldDisrupt(c: Candidate, ctx: PassContext): string | undefined;
-  /**
-   * Computes the method's commands over its candidates. `budgets` maps NodePool name → disruptions still allowed
-   * for {@link reason} (the method decrements a copy).
-   */
-  computeCommands(ctx: PassContext, budgets: Map<string, number>, candidates: Candidate[]): MethodResult;
 }

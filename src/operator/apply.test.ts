@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeObject } from '../apis/core.ts';
-import { type SimulatedCluster, startSimulatedCluster } from '../sim/cluster.ts';
+import { type SimulatedCluster, startSimulatedCluster } from '../embedded/cluster.ts';
 import { applyObjects } from './apply.ts';
 
 describe('applyObjects', () => {

@@ -25,6 +25,7 @@ import {
   type Recorder,
   SingletonController,
 } from '../controllers/runtime/index.ts';
+import { catalogPriceTable } from '../embedded/rules.ts';
 import type { KubeClient } from '../kube/client.ts';
 import type { Clock } from '../kube/clock.ts';
 import type { SharedInformers } from '../kube/informer.ts';
@@ -251,6 +252,7 @@ export interface EmbeddedAws {
 export async function startEmbeddedAws(o: EmbeddedAwsOptions): Promise<EmbeddedAws> {
   const proxy = await AwsEmulatorProxy.start({
     upstream: o.emulatorEndpoint,
+    prices: catalogPriceTable,
     ...(o.onError
       ? { onError: (err: unknown, ctx: string) => o.onError?.(err, `aws emulator proxy ${ctx}`) }
       : {}),

@@ -11,16 +11,16 @@ import { KarpenterMachinePoolController } from '../controllers/capi/controller.t
 import { cloudProviderInstances } from '../controllers/capi/instances.ts';
 import { S3BootstrapStore } from '../controllers/capi/s3store.ts';
 import { CAPITaintController } from '../controllers/capi/taints.ts';
+import {
+  type CAPIEnvironment,
+  type CAPIEnvironmentOptions,
+  startCAPIEnvironment,
+} from '../embedded/cluster.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { RealClock } from '../kube/clock.ts';
 import { EventRecorder } from '../kube/events.ts';
 import { SharedInformers } from '../kube/informer.ts';
 import { type Logger, silentLogger } from '../kube/logger.ts';
-import {
-  type CAPIEnvironment,
-  type CAPIEnvironmentOptions,
-  startCAPIEnvironment,
-} from '../sim/capi/environment.ts';
 import { type AwsControllersConfig, awsOperatorConfig, type EmbeddedAws, startEmbeddedAws } from './aws.ts';
 import { createOperator, type Operator, type OperatorConfig } from './operator.ts';
 import { embeddedOptions, type OperatorOptions } from './options.ts';

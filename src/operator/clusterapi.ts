@@ -14,14 +14,15 @@ import {
   ClusterAPINodeClassController,
   ConditionMachineDeploymentsReady,
 } from '../controllers/nodeclass/clusterapi.ts';
-import type { KubeClient } from '../kube/client.ts';
-import { type Clock, RealClock } from '../kube/clock.ts';
-import { type Logger, silentLogger } from '../kube/logger.ts';
 import {
   type CAPIEnvironment,
   type CAPIEnvironmentOptions,
   startCAPIEnvironment,
-} from '../sim/capi/environment.ts';
+} from '../embedded/cluster.ts';
+import { machineDeploymentNodeShape } from '../embedded/rules.ts';
+import type { KubeClient } from '../kube/client.ts';
+import { type Clock, RealClock } from '../kube/clock.ts';
+import { type Logger, silentLogger } from '../kube/logger.ts';
 import {
   type CAPIMachineDeploymentOptions,
   CAPIMachineDeploymentStandIn,
@@ -128,6 +129,7 @@ export async function startClusterAPIStack(o: ClusterAPIStackOptions = {}): Prom
   const clusterName = o.clusterName ?? 'demo';
   const workload = env.workload.client;
   const standIn = new CAPIMachineDeploymentStandIn({
+    nodeShape: machineDeploymentNodeShape,
     client: env.mgmt,
     clock: env.clock,
     workload: async () => workload,

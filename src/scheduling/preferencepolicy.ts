@@ -11,10 +11,9 @@
  * Pure.
  */
 import type { Pod } from '../apis/core.ts';
-import type { SchedulingInput, SchedulingResult } from './types.ts';
+import type { PreferencePolicy, SchedulingInput, SchedulingResult } from './types.ts';
 
-/** `Respect` (default): preferences steer scheduling until relaxed; `Ignore`: they are dropped. */
-export type PreferencePolicy = 'Respect' | 'Ignore';
+export type { PreferencePolicy } from './types.ts';
 
 /** The values `--preference-policy` accepts. */
 export const PreferencePolicies: readonly PreferencePolicy[] = ['Respect', 'Ignore'];

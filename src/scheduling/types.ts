@@ -4,12 +4,30 @@
  * {@link SchedulingInput} and get the same {@link SchedulingResult} for the same input.
  * Semantics follow upstream kubernetes-sigs/karpenter `pkg/controllers/provisioning/scheduling`.
  */
-import type { DaemonSet, Node, Pod } from '../apis/core.ts';
+import type {
+  CSINode,
+  DaemonSet,
+  Node,
+  PersistentVolume,
+  PersistentVolumeClaim,
+  Pod,
+  StorageClass,
+} from '../apis/core.ts';
 import type { InstanceType, Offering } from '../apis/instancetype.ts';
 import type { NodeClaim, NodePool, NodeSelectorRequirementWithMinValues } from '../apis/karpenter.ts';
 import type { Resources } from '../apis/quantity.ts';
-import type { PreferencePolicy } from './preferencepolicy.ts';
-import type { VolumeObjects } from './volumetopology.ts';
+
+/** `Respect` (default): preferences steer scheduling until relaxed; `Ignore`: they are dropped. */
+export type PreferencePolicy = 'Respect' | 'Ignore';
+
+/** The storage objects of a cluster (or a `simulate` input) volume topology needs. */
+export interface VolumeObjects {
+  persistentVolumeClaims?: readonly PersistentVolumeClaim[];
+  persistentVolumes?: readonly PersistentVolume[];
+  storageClasses?: readonly StorageClass[];
+  /** Attach limits of existing nodes (by node name); see `volumetopology.ts` `withVolumeTopology`. */
+  csiNodes?: readonly CSINode[];
+}
 
 /** Existing capacity: a Node (managed or not) with the pods bound to it (daemon pods included). */
 export interface ExistingNode {

@@ -20,51 +20,21 @@
  * Pure and synchronous. Objects come from the caller ({@link VolumeObjects}).
  */
 import type {
-  KubeObject,
   NodeSelectorRequirement,
   NodeSelectorTerm,
+  PersistentVolume,
   PersistentVolumeClaim,
   PersistentVolumeClaimSpec,
   Pod,
+  StorageClass,
   Volume,
 } from '../apis/core.ts';
 import type { InstanceType } from '../apis/instancetype.ts';
 import { LabelHostname } from '../apis/labels.ts';
-import type { SchedulingInput, SchedulingResult, Unschedulable } from './types.ts';
+import type { SchedulingInput, SchedulingResult, Unschedulable, VolumeObjects } from './types.ts';
 
-/** A PersistentVolume (the fields volume topology reads). */
-export interface PersistentVolume extends KubeObject {
-  spec?: {
-    storageClassName?: string;
-    claimRef?: { namespace?: string; name?: string };
-    nodeAffinity?: { required?: { nodeSelectorTerms?: NodeSelectorTerm[] } };
-    csi?: { driver?: string; volumeHandle?: string };
-    local?: unknown;
-    hostPath?: unknown;
-    [key: string]: unknown;
-  };
-}
-
-/** A StorageClass (`storage.k8s.io/v1`), the fields volume topology reads. */
-export interface StorageClass extends KubeObject {
-  provisioner?: string;
-  volumeBindingMode?: 'Immediate' | 'WaitForFirstConsumer';
-  allowedTopologies?: Array<{ matchLabelExpressions?: Array<{ key: string; values: string[] }> }>;
-}
-
-/** A CSINode (`storage.k8s.io/v1`): per CSI driver, how many volumes the node can attach. */
-export interface CSINode extends KubeObject {
-  spec?: { drivers?: Array<{ name: string; nodeID?: string; allocatable?: { count?: number } }> };
-}
-
-/** The storage objects of a cluster (or a `simulate` input) volume topology needs. */
-export interface VolumeObjects {
-  persistentVolumeClaims?: readonly PersistentVolumeClaim[];
-  persistentVolumes?: readonly PersistentVolume[];
-  storageClasses?: readonly StorageClass[];
-  /** Attach limits of existing nodes (by node name); see {@link withVolumeTopology}. */
-  csiNodes?: readonly CSINode[];
-}
+export type { CSINode, PersistentVolume, StorageClass } from '../apis/core.ts';
+export type { VolumeObjects } from './types.ts';
 
 /** Resource name under which a run counts a CSI driver's volumes against attach limits (as kubelet once did). */
 export function attachResource(driver: string): string {

@@ -2,9 +2,9 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { capenterCRDs, startSimulatedCluster } from '../embedded/cluster.ts';
 import { KubeClient } from '../kube/client.ts';
 import { FakeClock } from '../kube/clock.ts';
-import { capenterCRDs, startSimulatedCluster } from './cluster.ts';
 
 describe('startSimulatedCluster', () => {
   it('parses the generated CRDs', () => {

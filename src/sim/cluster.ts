@@ -15,11 +15,17 @@ import { SharedInformers, stripManagedFields } from '../kube/informer.ts';
 import type { KubeTransport } from '../kube/transport.ts';
 import { type ApiServerLogger, type EmbeddedCluster, startEmbeddedCluster } from './apiserver/index.ts';
 import { KubeletStandIn, PodGCStandIn } from './kubelet/index.ts';
-import { KubeSchedulerStandIn, type ScoringStrategy } from './kubescheduler/index.ts';
+import { KubeSchedulerStandIn, type SchedulingRules, type ScoringStrategy } from './kubescheduler/index.ts';
 import { WorkloadControllers } from './workloads/index.ts';
 
 /** Options of {@link startSimulatedCluster}. */
 export interface SimulatedClusterOptions {
+  /**
+   * The scheduling rules of the kube-scheduler and DaemonSet stand-ins (the declared face,
+   * `kubescheduler/rules.ts`). sim has no default: capenter's callers use `src/embedded/cluster.ts`, which
+   * injects the scheduling core's (`src/embedded/rules.ts`).
+   */
+  rules: SchedulingRules;
   /** Time source of every stand-in (default: the wall clock). Pass a FakeClock to drive time in tests. */
   clock?: Clock;
   /** API server port (default 0: any free port) and address (default 127.0.0.1). */
@@ -102,7 +108,7 @@ export function capenterCRDs(): KubeObject[] {
  * Starts the API server, installs the CRDs, and starts the stand-ins; resolves when their informers have
  * synced. Throws when the port cannot be bound or a CRD is invalid (the server is stopped first).
  */
-export async function startSimulatedCluster(opts: SimulatedClusterOptions = {}): Promise<SimulatedCluster> {
+export async function startSimulatedCluster(opts: SimulatedClusterOptions): Promise<SimulatedCluster> {
   const clock = opts.clock ?? new RealClock();
   const apiServer = await startEmbeddedCluster({
     ...(opts.port !== undefined ? { port: opts.port } : {}),
@@ -157,6 +163,7 @@ export async function startSimulatedCluster(opts: SimulatedClusterOptions = {}):
     if (comp.scheduler ?? true)
       cluster.scheduler = new KubeSchedulerStandIn({
         ...base,
+        rules: opts.rules,
         ...(opts.scoring ? { scoring: opts.scoring } : {}),
         ...(opts.schedulerRetrySeconds !== undefined
           ? { retryIntervalSeconds: opts.schedulerRetrySeconds }
@@ -180,7 +187,7 @@ export async function startSimulatedCluster(opts: SimulatedClusterOptions = {}):
           : {}),
       });
     if (comp.podGC ?? true) cluster.podGC = new PodGCStandIn(base);
-    if (comp.workloads ?? true) cluster.workloads = new WorkloadControllers(base);
+    if (comp.workloads ?? true) cluster.workloads = new WorkloadControllers({ ...base, rules: opts.rules });
     cluster.scheduler?.start();
     cluster.kubelet?.start();
     cluster.podGC?.start();

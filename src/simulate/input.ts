@@ -22,6 +22,10 @@ import {
   type PriorityClass,
   type RuntimeClass,
 } from '../apis/admission.ts';
+import { validateBuiltin, validateMeta } from '../apis/builtin/defaults.ts';
+import type { StatusCause } from '../apis/builtin/errors.ts';
+import { builtinResources } from '../apis/builtin/resources.ts';
+import type { KObj, ResourceDef } from '../apis/builtin/types.ts';
 import type {
   DaemonSet,
   Deployment,
@@ -45,10 +49,6 @@ import { limitCapacity } from '../scheduling/limits.ts';
 import { daemonSetNodeFit, withoutEphemeralTaints } from '../scheduling/predicates.ts';
 import type { ExistingNode, SchedulingInput } from '../scheduling/types.ts';
 import type { CSINode, PersistentVolume, StorageClass } from '../scheduling/volumetopology.ts';
-import { builtinResources } from '../sim/apiserver/builtins.ts';
-import { validateBuiltin, validateMeta } from '../sim/apiserver/defaults.ts';
-import type { StatusCause } from '../sim/apiserver/errors.ts';
-import type { KObj, ResourceDef } from '../sim/apiserver/types.ts';
 
 /** An object with where it came from (as `apis/load.ts` returns them). */
 export interface SourcedObject {

@@ -4,10 +4,10 @@ import type { NodeClaim } from '../apis/karpenter.ts';
 import { getInstanceTypes } from '../cloudprovider/aws/catalog/index.ts';
 import type { InstanceType } from '../cloudprovider/types.ts';
 import { pendingPod, testDaemonSet } from '../controllers/provisioning/testing.ts';
+import { type SimulatedCluster, startSimulatedCluster } from '../embedded/cluster.ts';
 import { FakeClock } from '../kube/clock.ts';
 import { SharedInformers } from '../kube/informer.ts';
 import { nodeClaimCapacity } from '../scheduling/limits.ts';
-import { type SimulatedCluster, startSimulatedCluster } from '../sim/cluster.ts';
 import { eventually } from '../testing/eventually.ts';
 import { Cluster, type ClusterChange } from './cluster.ts';
 

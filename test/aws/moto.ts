@@ -207,7 +207,8 @@ export interface AwsEmulator {
 export async function startAwsEmulator(opts: StartMotoOptions = {}): Promise<AwsEmulator> {
   const { AwsEmulatorProxy } = await import('../../src/sim/aws/proxy.ts');
   const moto = await startMoto(opts);
-  const proxy = await AwsEmulatorProxy.start({ upstream: moto.endpoint });
+  const { catalogPriceTable } = await import('../../src/embedded/rules.ts');
+  const proxy = await AwsEmulatorProxy.start({ upstream: moto.endpoint, prices: catalogPriceTable });
   const { clientConfig, env } = emulatorConfig(proxy.endpoint, moto.region);
   return {
     moto,

@@ -36,7 +36,7 @@ import type { KubeObject } from '../../src/apis/core.ts';
 import type { BootstrapClients, BootstrapReport } from '../../src/bootstrap/aws/apply.ts';
 import { resolveSub } from '../../src/bootstrap/aws/cloudformation.ts';
 import { runBootstrapAwsCommand } from '../../src/cli/bootstrap.ts';
-import { startSimulatedCluster } from '../../src/sim/cluster.ts';
+import { startSimulatedCluster } from '../../src/embedded/cluster.ts';
 import { type MotoServer, startMoto } from '../aws/moto.ts';
 
 // moto answers slowly on a loaded machine (its serialiser; DescribeInstanceTypes is 5.5 MB): under `stress --cpu 4`

@@ -10,14 +10,11 @@ import type { KubeObject } from '../../src/apis/core.ts';
 import type { InMemoryBootstrapStore } from '../../src/controllers/capi/bootstrap.ts';
 import type { KarpenterMachinePoolController } from '../../src/controllers/capi/controller.ts';
 import type { CAPITaintController } from '../../src/controllers/capi/taints.ts';
+import type { CAPIEnvironment, CAPIEnvironmentOptions } from '../../src/embedded/cluster.ts';
 import { applyObjects } from '../../src/operator/apply.ts';
 import { startCAPIStack } from '../../src/operator/capi.ts';
 import type { Operator } from '../../src/operator/operator.ts';
-import {
-  type CAPIEnvironment,
-  type CAPIEnvironmentOptions,
-  sampleCAPIObjects,
-} from '../../src/sim/capi/environment.ts';
+import { sampleCAPIObjects } from '../../src/sim/capi/environment.ts';
 import { testOptions } from '../e2e/harness.ts';
 
 /** A running CAPI e2e environment. */

@@ -9,8 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildCli, ROOT } from '../../scripts/build.ts';
+import { startSimulatedCluster } from '../../src/embedded/cluster.ts';
 import type { Lease } from '../../src/kube/types.ts';
-import { startSimulatedCluster } from '../../src/sim/cluster.ts';
 
 const BIN = join(ROOT, 'bin', 'capenter.js');
 

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ROOT } from '../../scripts/build.ts';
-import { startSimulatedCluster } from '../../src/sim/cluster.ts';
+import { startSimulatedCluster } from '../../src/embedded/cluster.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'capenter-examples-'));
 let sim: Awaited<ReturnType<typeof startSimulatedCluster>> | undefined;

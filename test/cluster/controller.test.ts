@@ -12,10 +12,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { crdObjects } from '../../src/apis/crds.ts';
+import { startSimulatedCluster } from '../../src/embedded/cluster.ts';
 import { KubeClient } from '../../src/kube/client.ts';
 import { isNotFound } from '../../src/kube/errors.ts';
 import { checkCRDs, requiredCRDs } from '../../src/operator/crds.ts';
-import { startSimulatedCluster } from '../../src/sim/cluster.ts';
 import {
   type ControllerProcess,
   clusterDisposable,

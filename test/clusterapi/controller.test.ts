@@ -9,13 +9,14 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { NodeClaim } from '../../src/apis/karpenter.ts';
 import { runController } from '../../src/cli/controller.ts';
+import { type CAPIEnvironment, startCAPIEnvironment } from '../../src/embedded/cluster.ts';
+import { machineDeploymentNodeShape } from '../../src/embedded/rules.ts';
 import { applyObjects } from '../../src/operator/apply.ts';
 import {
   sampleClusterAPIObjects,
   sampleClusterAPIWorkloadObjects,
   writeStatuses,
 } from '../../src/sim/capi/clusterapi.ts';
-import { type CAPIEnvironment, startCAPIEnvironment } from '../../src/sim/capi/environment.ts';
 import { CAPIMachineDeploymentStandIn } from '../../src/sim/capi/machinedeployment.ts';
 import { allRunning, deploymentYaml, eventually, parseYaml } from '../e2e/harness.ts';
 
@@ -56,6 +57,7 @@ describe('capenter controller --cloud-provider clusterapi', () => {
     });
     const wl = env.workload.client;
     standIn = new CAPIMachineDeploymentStandIn({
+      nodeShape: machineDeploymentNodeShape,
       client: env.mgmt,
       clock: env.clock,
       workload: async () => wl,

@@ -3,12 +3,12 @@
  * time forward while waiting for real I/O (HTTP to the embedded server) to settle.
  */
 import type { Node, Pod, Taint } from '../../src/apis/core.ts';
-import { FakeClock } from '../../src/kube/clock.ts';
 import {
   type SimulatedCluster,
   type SimulatedClusterOptions,
   startSimulatedCluster,
-} from '../../src/sim/cluster.ts';
+} from '../../src/embedded/cluster.ts';
+import { FakeClock } from '../../src/kube/clock.ts';
 
 /** A simulated cluster driven by a FakeClock. */
 export interface FakeTimeCluster extends SimulatedCluster {

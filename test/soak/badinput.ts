@@ -9,11 +9,11 @@
  */
 import type { KubeObject, Pod } from '../../src/apis/core.ts';
 import { runSimulate } from '../../src/cli/simulate.ts';
+import { startSimulatedCluster } from '../../src/embedded/cluster.ts';
 import { FakeClock } from '../../src/kube/clock.ts';
 import { silentLogger } from '../../src/kube/logger.ts';
 import { createOperator } from '../../src/operator/operator.ts';
 import { embeddedOptions } from '../../src/operator/options.ts';
-import { startSimulatedCluster } from '../../src/sim/cluster.ts';
 import { int, pick, prng } from './faults.ts';
 
 /** One generated bad object and the answers expected for it. */

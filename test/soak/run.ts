@@ -17,6 +17,7 @@ import { createAwsClients } from '../../src/cloudprovider/aws/clients.ts';
 import { awsSettings } from '../../src/cloudprovider/aws/settings.ts';
 import { sequentialInstanceIds } from '../../src/cloudprovider/kwok/provider.ts';
 import { type CloudProvider, InsufficientCapacityError } from '../../src/cloudprovider/types.ts';
+import { type SimulatedCluster, startSimulatedCluster } from '../../src/embedded/cluster.ts';
 import { FakeClock } from '../../src/kube/clock.ts';
 import { applyObjects } from '../../src/operator/apply.ts';
 import {
@@ -31,7 +32,6 @@ import { embeddedOptions } from '../../src/operator/options.ts';
 import { prepareEmulator } from '../../src/sim/aws/emulator.ts';
 import { Ec2NodeJoiner } from '../../src/sim/aws/joiner.ts';
 import type { AwsEmulatorProxy } from '../../src/sim/aws/proxy.ts';
-import { type SimulatedCluster, startSimulatedCluster } from '../../src/sim/cluster.ts';
 import { KubeNodeWriter } from '../../src/state/kwoknodes.ts';
 import { FAULT_KINDS, type FaultEvent, type FaultKind, faultSchedule } from './faults.ts';
 import { budgetCount, describeDisrupting, duplicateLaunches } from './invariants.ts';

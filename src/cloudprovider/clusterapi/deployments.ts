@@ -14,7 +14,10 @@
  */
 import { createHash } from 'node:crypto';
 import {
+  AnnotationMaxSize,
+  AnnotationMinSize,
   AnnotationPaused,
+  AnnotationPricePerHour,
   type AWSMachineTemplate,
   type CAPICluster,
   type CAPITaint,
@@ -40,16 +43,16 @@ import { parseResource, parseResources, type Resources } from '../../apis/quanti
 import { onDemandPrice, spotPriceEstimate } from '../aws/catalog/index.ts';
 import type { CapacityType } from '../types.ts';
 
-/** Label on a MachineDeployment that makes it a candidate for any ClusterAPINodeClass (upstream's). */
-export const LabelKarpenterMember = 'node.cluster.x-k8s.io/karpenter-member';
+// the MachineDeployment label and annotations are API (apis/capi.ts); re-exported for the provider's users
+export {
+  AnnotationMaxSize,
+  AnnotationMinSize,
+  AnnotationPricePerHour,
+  LabelKarpenterMember,
+} from '../../apis/capi.ts';
+
 /** Prefix of cluster-autoscaler's scale-from-zero annotations. */
 export const CapacityAnnotationPrefix = 'capacity.cluster-autoscaler.kubernetes.io/';
-/** MachineDeployment annotation: minimum replicas (cluster-autoscaler's). */
-export const AnnotationMinSize = 'cluster.x-k8s.io/cluster-api-autoscaler-node-group-min-size';
-/** MachineDeployment annotation: maximum replicas (cluster-autoscaler's). */
-export const AnnotationMaxSize = 'cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size';
-/** MachineDeployment annotation: price of one Machine in USD/hour (capenter's). */
-export const AnnotationPricePerHour = 'capenter.io/price-per-hour';
 /** Price (USD/hour) of a deployment whose price is unknown: high, so that it ranks after every priced one. */
 export const DefaultUnknownPriceUSDPerHour = 1000;
 /** Zone of a deployment with no failure domain and no zone label. */

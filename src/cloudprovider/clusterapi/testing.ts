@@ -10,6 +10,7 @@ import type {
   NodeSelectorRequirementWithMinValues,
 } from '../../apis/karpenter.ts';
 import { LabelNodePool } from '../../apis/labels.ts';
+import { machineDeploymentNodeShape } from '../../embedded/rules.ts';
 import { KubeClient } from '../../kube/client.ts';
 import { RealClock } from '../../kube/clock.ts';
 import { type EmbeddedCluster, startEmbeddedCluster } from '../../sim/apiserver/index.ts';
@@ -132,7 +133,13 @@ export async function startClusterAPITestbed(
     client = KubeClient.fromKubeconfig(server.kubeconfig, { clock, userAgent: 'clusterapi-test' });
   }
   const namespaces: string[] = [];
-  const md = new CAPIMachineDeploymentStandIn({ client, clock, periodSeconds: 0.05, ...standIn });
+  const md = new CAPIMachineDeploymentStandIn({
+    nodeShape: machineDeploymentNodeShape,
+    client,
+    clock,
+    periodSeconds: 0.05,
+    ...standIn,
+  });
   md.start();
   const providers: ClusterAPICloudProvider[] = [];
   return {

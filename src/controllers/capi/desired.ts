@@ -24,6 +24,7 @@
 import {
   AnnotationKubernetesVersion,
   type AWSCluster,
+  CAPADefaultBaseOS,
   type CAPICluster,
   type KarpenterMachinePool,
   LabelClusterName,
@@ -41,8 +42,7 @@ import { type BootstrapFormat, type BootstrapLocation, userDataStub } from './bo
 export const CAPAAMIOwner = '258751437250';
 /** CAPA's default image name format (`DefaultAmiNameFormat`), with `{{.BaseOS}}` and `{{.K8sVersion}}`. */
 export const CAPAAMINameFormat = 'capa-ami-{{.BaseOS}}-?{{.K8sVersion}}-*';
-/** CAPA's default base OS for image lookup (v2.11). */
-export const CAPADefaultBaseOS = 'ubuntu-24.04';
+export { CAPADefaultBaseOS } from '../../apis/capi.ts';
 /** CAPA's default worker instance profile (`DefaultNodesIAMInstanceProfile`... the bootstrap stack's). */
 export const CAPADefaultNodeInstanceProfile = 'nodes.cluster-api-provider-aws.sigs.k8s.io';
 /** CAPA's cluster tag key prefix (`NameAWSProviderPrefix` + `cluster/`). */

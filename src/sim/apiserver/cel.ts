@@ -27,8 +27,8 @@ import {
   plan,
 } from '@bufbuild/cel';
 import { strings } from '@bufbuild/cel/ext';
-import type { StatusCause } from './errors.ts';
-import { asArr, asObj, asStr, type Json, type JsonObject } from './types.ts';
+import type { StatusCause } from '../../apis/builtin/errors.ts';
+import { asArr, asObj, asStr, type Json, type JsonObject } from '../../apis/builtin/types.ts';
 
 function regex(pattern: string): RegExp {
   return new RegExp(pattern, 'u');

@@ -8,8 +8,7 @@
  */
 import { createHash } from 'node:crypto';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import { hasRules, validateRules } from './cel.ts';
-import type { StatusCause } from './errors.ts';
+import type { StatusCause } from '../../apis/builtin/errors.ts';
 import {
   asArr,
   asObj,
@@ -19,7 +18,8 @@ import {
   type JsonObject,
   type KObj,
   type ResourceDef,
-} from './types.ts';
+} from '../../apis/builtin/types.ts';
+import { hasRules, validateRules } from './cel.ts';
 
 /** Errors found in a CRD definition itself (422 causes). */
 export function validateCrd(crd: KObj): StatusCause[] {

@@ -5,9 +5,10 @@
  * `fieldValidation`/`dryRun`/`fieldManager` query parameters, so kubectl uses server-side field
  * validation instead of client-side schema validation. Schemas of custom resources are included.
  */
+
+import type { JsonObject, ResourceDef } from '../../apis/builtin/types.ts';
 import { compareKubeVersions } from './crd.ts';
 import type { ClusterStore } from './store.ts';
-import type { JsonObject, ResourceDef } from './types.ts';
 
 /** Kubernetes version the embedded server reports. */
 export const SERVER_VERSION = {

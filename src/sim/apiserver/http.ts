@@ -4,13 +4,14 @@
  * error into a `Status` response in one place (`rest/encoding.ts` `sendError`). The handlers live in
  * `rest/`: list/get, watch, write (create, update, patch, scale, binding, eviction), delete.
  */
+
+import type { ApiServerLogger } from '../../apis/builtin/types.ts';
 import { anonymousAllowed, authenticate, forbiddenPath, forbiddenResource } from './rest/auth.ts';
 import { RequestContext, type RestRequest, type RestResponse, type ServerState } from './rest/context.ts';
 import { send, sendError } from './rest/encoding.ts';
 import { nonResource } from './rest/nonresource.ts';
 import { handlerFor, isResourcePath, resolveRoute } from './rest/routes.ts';
 import type { ClusterStore } from './store.ts';
-import type { ApiServerLogger } from './types.ts';
 
 /** Options of the HTTP handler. */
 export interface HandlerOptions {

@@ -12,14 +12,15 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { dirname } from 'node:path';
 import { stringify as toYaml } from 'yaml';
+import type { ApiServerLogger, KObj, StoredObj } from '../../apis/builtin/types.ts';
 import type { KubeTransport } from '../../kube/transport.ts';
 import { serverCert } from './certs.ts';
 import { createHandler } from './http.ts';
 import { inProcessTransport } from './inprocess.ts';
 import { ClusterStore } from './store.ts';
-import type { ApiServerLogger, KObj, StoredObj } from './types.ts';
 
-export { ApiError } from './errors.ts';
+export { ApiError } from '../../apis/builtin/errors.ts';
+export type { ApiServerLogger, KObj, ResourceDef, StoredObj } from '../../apis/builtin/types.ts';
 export type {
   DeleteOptions,
   ListOptions,
@@ -30,7 +31,6 @@ export type {
   WriteOptions,
 } from './store.ts';
 export { ClusterStore } from './store.ts';
-export type { ApiServerLogger, KObj, ResourceDef, StoredObj } from './types.ts';
 
 /** Options of {@link startEmbeddedCluster}. */
 export interface EmbeddedClusterOptions {

@@ -10,9 +10,9 @@
  * `v:<json>` for items of sets; other lists are atomic. Conflict paths read `.data.x`,
  * `.spec.containers[name="c"].image`. Source: sigs.k8s.io/structured-merge-diff v4, apiserver fieldmanager.
  */
-import { ApiError } from './errors.ts';
+import { ApiError } from '../../apis/builtin/errors.ts';
+import { asArr, asObj, deepEqual, type Json, type JsonObject, type KObj } from '../../apis/builtin/types.ts';
 import { mergeKeyFor } from './patch.ts';
-import { asArr, asObj, deepEqual, type Json, type JsonObject, type KObj } from './types.ts';
 
 const SEP = '\u0001';
 

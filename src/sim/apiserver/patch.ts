@@ -5,8 +5,8 @@
  * `$deleteFromPrimitiveList/…`, `$setElementOrder/…`), and a simplified server-side apply.
  */
 import fastJsonPatch from 'fast-json-patch';
-import { ApiError, badRequest } from './errors.ts';
-import { asArr, asObj, clone, type Json, type JsonObject } from './types.ts';
+import { ApiError, badRequest } from '../../apis/builtin/errors.ts';
+import { asArr, asObj, clone, type Json, type JsonObject } from '../../apis/builtin/types.ts';
 
 /** RFC 7386 merge patch: objects merge recursively, `null` deletes, everything else replaces. */
 export function mergePatch(target: Json | undefined, patch: Json): Json {

@@ -3,9 +3,9 @@
  * decision (pkg/registry/core/pod/storage/eviction.go), simplified: expected pods are the pods the PDB
  * selects in its namespace (not the controllers' scale).
  */
-import { ApiError } from './errors.ts';
+import { ApiError } from '../../apis/builtin/errors.ts';
+import { asArr, asObj, asStr, type Json, type JsonObject, type StoredObj } from '../../apis/builtin/types.ts';
 import { matchLabelSelectorObject } from './selectors.ts';
-import { asArr, asObj, asStr, type Json, type JsonObject, type StoredObj } from './types.ts';
 
 /** How long an evicted pod counts as disrupted when it is not deleted (DeletionTimeout, 2 minutes). */
 const DISRUPTED_TIMEOUT_MS = 2 * 60 * 1000;

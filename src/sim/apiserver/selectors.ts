@@ -3,8 +3,8 @@
  * pkg/fields): `a=b,c!=d,e in (x,y),f notin (z),g,!h` and `metadata.name=x,spec.nodeName!=`.
  * Also `metav1.LabelSelector` objects (matchLabels/matchExpressions) as used by PDBs.
  */
-import { badRequest } from './errors.ts';
-import { asArr, asObj, asStr, getPath, type KObj } from './types.ts';
+import { badRequest } from '../../apis/builtin/errors.ts';
+import { asArr, asObj, asStr, getPath, type KObj } from '../../apis/builtin/types.ts';
 
 /** One parsed label requirement. */
 export interface LabelRequirement {

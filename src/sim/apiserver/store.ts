@@ -8,15 +8,13 @@
  */
 import { randomUUID } from 'node:crypto';
 import { admitPod } from '../../apis/admission.ts';
-import { builtinResources } from './builtins.ts';
-import { compareKubeVersions, crdResources, VersionSchema, validateCrd } from './crd.ts';
 import {
   applyDefaults,
   initialStatus,
   validateBuiltin,
   validateMeta,
   validatePodUpdate,
-} from './defaults.ts';
+} from '../../apis/builtin/defaults.ts';
 import {
   ApiError,
   alreadyExists,
@@ -28,19 +26,8 @@ import {
   invalid,
   notFound,
   type StatusCause,
-} from './errors.ts';
-import { apply as applyFields, recordUpdate, type WriteContext } from './managedfields.ts';
-import { applyConfig, jsonPatch, mergePatch, strategicMerge } from './patch.ts';
-import { evictionDecision, recomputePdbStatus } from './pdb.ts';
-import {
-  type FieldRequirement,
-  type LabelRequirement,
-  labelSelectorToString,
-  matchFields,
-  matchLabels,
-  parseFieldSelector,
-  parseLabelSelector,
-} from './selectors.ts';
+} from '../../apis/builtin/errors.ts';
+import { builtinResources } from '../../apis/builtin/resources.ts';
 import {
   type ApiServerLogger,
   asArr,
@@ -57,7 +44,20 @@ import {
   type ResourceDef,
   type StoredObj,
   setPath,
-} from './types.ts';
+} from '../../apis/builtin/types.ts';
+import { compareKubeVersions, crdResources, VersionSchema, validateCrd } from './crd.ts';
+import { apply as applyFields, recordUpdate, type WriteContext } from './managedfields.ts';
+import { applyConfig, jsonPatch, mergePatch, strategicMerge } from './patch.ts';
+import { evictionDecision, recomputePdbStatus } from './pdb.ts';
+import {
+  type FieldRequirement,
+  type LabelRequirement,
+  labelSelectorToString,
+  matchFields,
+  matchLabels,
+  parseFieldSelector,
+  parseLabelSelector,
+} from './selectors.ts';
 import { dropUnknownTopLevel, validateCore } from './validation.ts';
 
 /** Options of the store. */

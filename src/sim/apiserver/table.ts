@@ -11,7 +11,7 @@ import {
   type JsonObject,
   type ResourceDef,
   type StoredObj,
-} from './types.ts';
+} from '../../apis/builtin/types.ts';
 
 /** `kubectl`'s short human duration (k8s.io/apimachinery/pkg/util/duration.HumanDuration). */
 export function humanDuration(ms: number): string {

@@ -5,9 +5,10 @@
  * fields, Lease durations; the field labels each resource supports in field selectors; and the top-level
  * fields of built-in kinds (unknown ones are dropped with a warning, or rejected under Strict).
  */
+
+import { badRequest, type StatusCause } from '../../apis/builtin/errors.ts';
+import { asArr, asObj, asStr, type KObj, type ResourceDef } from '../../apis/builtin/types.ts';
 import { parseQuantity } from '../../apis/quantity.ts';
-import { badRequest, type StatusCause } from './errors.ts';
-import { asArr, asObj, asStr, type KObj, type ResourceDef } from './types.ts';
 
 const CONFIG_KEY = /^[-._a-zA-Z0-9]+$/;
 const CONFIG_KEY_MESSAGE =

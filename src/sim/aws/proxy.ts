@@ -40,7 +40,7 @@ import {
   EC2Client,
   ModifyInstanceAttributeCommand,
 } from '@aws-sdk/client-ec2';
-import { defaultPriceTable, type PriceTable, spotPrice } from './prices.ts';
+import { type PriceTable, spotPrice } from './prices.ts';
 
 /** EC2 actions whose answers depend only on the request (moto's fixed instance-type catalogue): answered once. */
 const STATIC_EC2_ACTIONS = new Set(['DescribeInstanceTypes', 'DescribeInstanceTypeOfferings']);
@@ -60,8 +60,8 @@ export interface CapacityFault {
 export interface AwsEmulatorProxyOptions {
   /** moto's endpoint, e.g. `http://127.0.0.1:5000`. */
   upstream: string;
-  /** Prices by region; default {@link defaultPriceTable} of the region. */
-  prices?: (region: string) => PriceTable;
+  /** Prices by region (injected; capenter's: `src/embedded/rules.ts` `catalogPriceTable`). */
+  prices: (region: string) => PriceTable;
   /** Extra SSM parameters (name → value) served as they are; wins over the derived image parameters. */
   ssmParameters?: Record<string, string>;
   /** Called for each proxy-side problem (never with request bodies: user data may carry secrets). */
@@ -282,7 +282,7 @@ export class AwsEmulatorProxy {
   prices(region: string): PriceTable {
     let t = this.tables.get(region);
     if (!t) {
-      t = (this.opts.prices ?? defaultPriceTable)(region);
+      t = this.opts.prices(region);
       this.tables.set(region, t);
     }
     return t;

@@ -14,7 +14,7 @@ import {
 } from '@aws-sdk/client-ec2';
 import { CreateInstanceProfileCommand, type IAMClient } from '@aws-sdk/client-iam';
 import { CreateBucketCommand, type S3Client } from '@aws-sdk/client-s3';
-import { CAPADefaultBaseOS } from '../../controllers/capi/desired.ts';
+import { CAPADefaultBaseOS } from '../../apis/capi.ts';
 
 /** Inputs of {@link prepareCAPAEmulator}. */
 export interface CAPAEmulatorInputs {

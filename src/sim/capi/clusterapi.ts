@@ -5,14 +5,14 @@
  * ClusterAPINodeClass and a NodePool). Used by `capenter start --cloud-provider clusterapi`, the conformance run
  * and the end-to-end tests. Pure.
  */
-import { LabelClusterName } from '../../apis/capi.ts';
-import type { KubeObject } from '../../apis/core.ts';
 import {
   AnnotationMaxSize,
   AnnotationMinSize,
   AnnotationPricePerHour,
+  LabelClusterName,
   LabelKarpenterMember,
-} from '../../cloudprovider/clusterapi/deployments.ts';
+} from '../../apis/capi.ts';
+import type { KubeObject } from '../../apis/core.ts';
 import type { KubeClient } from '../../kube/client.ts';
 import { isAlreadyExists } from '../../kube/errors.ts';
 

@@ -23,6 +23,7 @@ import {
   type SimulatedClusterOptions,
   startSimulatedCluster,
 } from '../cluster.ts';
+import type { SchedulingRules } from '../kubescheduler/rules.ts';
 import { type CAPIMachinePoolOptions, CAPIMachinePoolStandIn } from './machinepool.ts';
 
 /**
@@ -49,9 +50,11 @@ export function capiCRDs(): KubeObject[] {
 
 /** Options of {@link startCAPIEnvironment}. */
 export interface CAPIEnvironmentOptions {
+  /** The workload cluster's scheduling rules (see `SimulatedClusterOptions.rules`). */
+  rules: SchedulingRules;
   clock?: Clock;
   /** Options of the workload cluster (sim/cluster.ts). */
-  workload?: SimulatedClusterOptions;
+  workload?: Omit<SimulatedClusterOptions, 'rules'>;
   /** Write the management cluster's kubeconfig here. */
   managementKubeconfigPath?: string;
   /** The CAPI MachinePool stand-in (default on); `false` to run without it. */
@@ -77,9 +80,9 @@ export interface CAPIEnvironment {
 }
 
 /** Starts both clusters and the stand-in; resolves once the management informers have synced. */
-export async function startCAPIEnvironment(opts: CAPIEnvironmentOptions = {}): Promise<CAPIEnvironment> {
+export async function startCAPIEnvironment(opts: CAPIEnvironmentOptions): Promise<CAPIEnvironment> {
   const clock = opts.clock ?? new RealClock();
-  const workload = await startSimulatedCluster({ clock, ...(opts.workload ?? {}) });
+  const workload = await startSimulatedCluster({ clock, ...(opts.workload ?? {}), rules: opts.rules });
   let management: EmbeddedCluster | undefined;
   try {
     management = await startEmbeddedCluster({});

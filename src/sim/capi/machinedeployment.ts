@@ -39,14 +39,40 @@ import {
   LabelTopologyZone,
   TaintUnregistered,
 } from '../../apis/labels.ts';
-import { formatResources } from '../../apis/quantity.ts';
-import { resolveDeployment } from '../../cloudprovider/clusterapi/deployments.ts';
+import { formatResources, type Resources } from '../../apis/quantity.ts';
 import type { KubeClient } from '../../kube/client.ts';
 import type { Clock } from '../../kube/clock.ts';
 import { isAlreadyExists, isConflict, isNotFound } from '../../kube/errors.ts';
 
+/** What a Machine of a MachineDeployment registers as: the Node's shape. Resources in internal units. */
+export interface DeploymentNodeShape {
+  instanceTypeName: string;
+  capacity: Resources;
+  allocatable: Resources;
+  /** Node labels that do not depend on the offering (the zone and capacity type are added). */
+  labels: Record<string, string>;
+  /** Taints of its Nodes (the registration taint is added). */
+  taints: Taint[];
+  zone: string;
+  capacityType: string;
+}
+
+/**
+ * Reads a MachineDeployment (and its infrastructure template, when found) into the shape of its Nodes, or
+ * undefined when its capacity is unknown. Injected: capenter's (`src/embedded/rules.ts`) is the clusterapi
+ * provider's own `resolveDeployment`, so the stand-in reads deployments exactly as the provider under test does:
+ * a misreading is repeated here and the embedded ring cannot catch it (`resolveDeployment`'s unit tests against
+ * cluster-autoscaler's documented annotations are the check).
+ */
+export type DeploymentNodeShapeResolver = (
+  deployment: MachineDeployment,
+  template: AWSMachineTemplate | undefined,
+) => DeploymentNodeShape | undefined;
+
 /** Options of {@link CAPIMachineDeploymentStandIn}. */
 export interface CAPIMachineDeploymentOptions {
+  /** Reads a deployment into its Nodes' shape (the declared face, see {@link DeploymentNodeShapeResolver}). */
+  nodeShape: DeploymentNodeShapeResolver;
   /** Management-cluster client. */
   client: KubeClient;
   clock: Clock;
@@ -410,9 +436,8 @@ export class CAPIMachineDeploymentStandIn {
     m: Machine,
     template: AWSMachineTemplate | undefined,
   ): Node | undefined {
-    const r = resolveDeployment({ deployment: md, template });
-    if (!r.ok) return undefined;
-    const d = r.deployment;
+    const d = this.opts.nodeShape(md, template);
+    if (!d) return undefined;
     const taints: Taint[] = [{ key: TaintUnregistered.key, effect: TaintUnregistered.effect }, ...d.taints];
     const now = new Date(this.opts.clock.now()).toISOString();
     return {

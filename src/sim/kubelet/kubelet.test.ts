@@ -1,10 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Node, Pod } from '../../apis/core.ts';
+import { type SimulatedCluster, startSimulatedCluster } from '../../embedded/cluster.ts';
 import type { KubeClient } from '../../kube/client.ts';
 import { FakeClock } from '../../kube/clock.ts';
 import { SharedInformers } from '../../kube/informer.ts';
 import { whenObjects } from '../../testing/watch.ts';
-import { type SimulatedCluster, startSimulatedCluster } from '../cluster.ts';
 import { KubeletStandIn } from './kubelet.ts';
 
 let sim: SimulatedCluster | undefined;

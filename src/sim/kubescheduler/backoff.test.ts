@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Node, Pod } from '../../apis/core.ts';
+import { type SimulatedCluster, startSimulatedCluster } from '../../embedded/cluster.ts';
 import { FakeClock } from '../../kube/clock.ts';
 import { whenObjects } from '../../testing/watch.ts';
-import { type SimulatedCluster, startSimulatedCluster } from '../cluster.ts';
 
 let sim: SimulatedCluster | undefined;
 afterEach(async () => {

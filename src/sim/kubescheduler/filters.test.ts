@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Node, Pod, Taint } from '../../apis/core.ts';
+import { schedulingRules } from '../../embedded/rules.ts';
 import {
   addPodToNodeInfo,
   buildNodeInfo,
@@ -11,6 +12,8 @@ import {
   prepare,
   Reasons,
 } from './filters.ts';
+
+const rules = schedulingRules;
 
 function node(
   name: string,
@@ -58,6 +61,7 @@ function pod(
 function infos(nodes: Node[], pods: Pod[] = []): NodeInfo[] {
   return nodes.map((n) =>
     buildNodeInfo(
+      rules,
       n,
       pods.filter((p) => p.spec.nodeName === n.metadata.name),
     ),
@@ -65,8 +69,8 @@ function infos(nodes: Node[], pods: Pod[] = []): NodeInfo[] {
 }
 
 function reasons(p: Pod, ns: NodeInfo[]): Record<string, string[]> {
-  const st = prepare(p, ns);
-  return Object.fromEntries(ns.map((n) => [n.name, filterNode(st, n)]));
+  const st = prepare(rules, p, ns);
+  return Object.fromEntries(ns.map((n) => [n.name, filterNode(rules, st, n)]));
 }
 
 describe('kube-scheduler stand-in filters', () => {
@@ -76,9 +80,9 @@ describe('kube-scheduler stand-in filters', () => {
       node('new-1', { taints: [{ key: 'karpenter.sh/unregistered', effect: 'NoExecute' }] }),
       node('new-2', { taints: [{ key: 'karpenter.sh/unregistered', effect: 'NoExecute' }] }),
     ]);
-    const st = prepare(pod('p'), ns);
+    const st = prepare(rules, pod('p'), ns);
     const hist = new Map<string, number>();
-    for (const n of ns) for (const r of filterNode(st, n)) hist.set(r, (hist.get(r) ?? 0) + 1);
+    for (const n of ns) for (const r of filterNode(rules, st, n)) hist.set(r, (hist.get(r) ?? 0) + 1);
     expect(fitErrorMessage(ns.length, hist)).toBe(
       '0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated taint {karpenter.sh/unregistered: }.',
     );
@@ -233,11 +237,11 @@ describe('kube-scheduler stand-in filters', () => {
 
   it('scores MostAllocated (bin-packing) or LeastAllocated', () => {
     const ns = infos([node('empty'), node('busy')], [pod('x', { cpu: '2', nodeName: 'busy' })]);
-    const st = prepare(pod('p', { cpu: '1' }), ns);
-    expect(pickNode(st, ns, 'MostAllocated')).toBe('busy');
-    expect(pickNode(st, ns, 'LeastAllocated')).toBe('empty');
+    const st = prepare(rules, pod('p', { cpu: '1' }), ns);
+    expect(pickNode(rules, st, ns, 'MostAllocated')).toBe('busy');
+    expect(pickNode(rules, st, ns, 'LeastAllocated')).toBe('empty');
     const soft = infos([node('a', { taints: [{ key: 'soft', effect: 'PreferNoSchedule' }] }), node('b')]);
-    expect(pickNode(prepare(pod('q'), soft), soft, 'MostAllocated')).toBe('b');
+    expect(pickNode(rules, prepare(rules, pod('q'), soft), soft, 'MostAllocated')).toBe('b');
   });
 
   it('indexed spread and anti-affinity counts follow pods assumed during a cycle', () => {
@@ -263,26 +267,26 @@ describe('kube-scheduler stand-in filters', () => {
           ],
         },
       });
-    const index = new CountIndex();
-    const first = prepare(spread('w1'), ns, undefined, index);
+    const index = new CountIndex(rules);
+    const first = prepare(rules, spread('w1'), ns, undefined, index);
     expect(first.spread[0]!.counts).toEqual(
       new Map([
         ['a', 1],
         ['b', 0],
       ]),
     );
-    expect(filterNode(first, ns[0]!)).toEqual([Reasons.spread]);
-    addPodToNodeInfo(ns[1]!, { ...spread('w1'), spec: { ...spread('w1').spec, nodeName: 'b1' } });
-    addPodToNodeInfo(ns[1]!, { ...spread('w2'), spec: { ...spread('w2').spec, nodeName: 'b1' } });
-    const third = prepare(spread('w3'), ns, undefined, index);
+    expect(filterNode(rules, first, ns[0]!)).toEqual([Reasons.spread]);
+    addPodToNodeInfo(rules, ns[1]!, { ...spread('w1'), spec: { ...spread('w1').spec, nodeName: 'b1' } });
+    addPodToNodeInfo(rules, ns[1]!, { ...spread('w2'), spec: { ...spread('w2').spec, nodeName: 'b1' } });
+    const third = prepare(rules, spread('w3'), ns, undefined, index);
     expect(third.spread[0]!.counts).toEqual(
       new Map([
         ['a', 1],
         ['b', 2],
       ]),
     );
-    expect(filterNode(third, ns[0]!)).toEqual([]);
-    expect(filterNode(third, ns[1]!)).toEqual([Reasons.spread]);
+    expect(filterNode(rules, third, ns[0]!)).toEqual([]);
+    expect(filterNode(rules, third, ns[1]!)).toEqual([Reasons.spread]);
     const anti = pod('x', {
       spec: {
         affinity: {
@@ -294,8 +298,8 @@ describe('kube-scheduler stand-in filters', () => {
         },
       },
     });
-    const st = prepare(anti, ns, undefined, index);
-    expect(filterNode(st, ns[0]!)).toEqual([Reasons.antiAffinity]);
-    expect(filterNode(st, ns[1]!)).toEqual([Reasons.antiAffinity]);
+    const st = prepare(rules, anti, ns, undefined, index);
+    expect(filterNode(rules, st, ns[0]!)).toEqual([Reasons.antiAffinity]);
+    expect(filterNode(rules, st, ns[1]!)).toEqual([Reasons.antiAffinity]);
   });
 });

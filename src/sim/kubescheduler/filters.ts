@@ -5,9 +5,9 @@
  * InterPodAffinity; the first failing plugin decides a node's reasons (NodeResourcesFit may give several).
  * Every node/pod matching rule (node affinity incl. `matchFields`, taints by effect, selectors with
  * `matchLabelKeys`/`mismatchLabelKeys`, spread node inclusion policies), resource requests and host ports come
- * from the scheduling core (`scheduling/predicates.ts`, `resources.ts`, `hostports.ts`), so the stand-in and
- * capenter's provisioner agree on what fits; this file keeps what is kube-scheduler's own: per-cycle state,
- * scoring and messages.
+ * through the injected {@link SchedulingRules} (`rules.ts`; capenter injects its scheduling core's, so the
+ * stand-in and capenter's provisioner agree on what fits); this file keeps what is kube-scheduler's own:
+ * per-cycle state, scoring and messages. The per-pod memos below assume one rules implementation per process.
  *
  * Differences from kube-scheduler (documented gaps): volumes (VolumeBinding/VolumeZone/limits) are not
  * checked; a node without a `Ready=True` condition is treated as tainted `node.kubernetes.io/not-ready:NoSchedule`
@@ -17,19 +17,7 @@
  */
 import type { LabelSelector, Node, Pod, PodAffinityTerm, Taint } from '../../apis/core.ts';
 import { parseResources, type Resources } from '../../apis/quantity.ts';
-import { type HostPort, HostPortUsage, podHostPorts } from '../../scheduling/hostports.ts';
-import {
-  firstUntoleratedTaint,
-  nodeMatchesNodeAffinity,
-  nodeMatchesTerm,
-  selectorKey,
-  selectorMatches,
-  selectorWithLabelKeys,
-  spreadCountsNode,
-  toleratesKey,
-} from '../../scheduling/predicates.ts';
-import { addInto, podRequests } from '../../scheduling/resources.ts';
-import { selectKeyOf, TopologyGroup, type TopologyPod } from '../../scheduling/topology.ts';
+import type { HostPort, HostPortSet, PodGroup, SchedulingRules, TopologyPod } from './rules.ts';
 
 /** Taint the node lifecycle controller puts on nodes that are not Ready (here: virtual). */
 export const TaintNotReady = 'node.kubernetes.io/not-ready';
@@ -76,7 +64,7 @@ export interface NodeInfo {
   requestedNonZero: Resources;
   /** Allocatable in internal units (`pods` defaulted to {@link DefaultMaxPods}). */
   allocatable: Resources;
-  ports: HostPortUsage;
+  ports: HostPortSet;
   /** NoSchedule/NoExecute/PreferNoSchedule taints, plus the virtual not-ready taint. */
   taints: Taint[];
   ready: boolean;
@@ -84,7 +72,7 @@ export interface NodeInfo {
    * Per topology group (see {@link CountIndex}): how many of `pods` it selects, computed on first use and kept
    * up to date by {@link addPodToNodeInfo}.
    */
-  counts: Map<TopologyGroup, number>;
+  counts: Map<PodGroup, number>;
 }
 
 const NONZERO_CPU = 100;
@@ -107,13 +95,13 @@ const requestsBySpec = new WeakMap<object, Resources>();
  * Requests of a pod, tolerating malformed quantities (they count as zero; the API server validates them).
  * Memoised per `pod.spec` object: treat the result as read-only.
  */
-export function safePodRequests(pod: Pod): Resources {
+export function safePodRequests(rules: SchedulingRules, pod: Pod): Resources {
   const spec = pod.spec as object | undefined;
   const cached = spec ? requestsBySpec.get(spec) : undefined;
   if (cached) return cached;
   let r: Resources;
   try {
-    r = podRequests(pod);
+    r = rules.podRequests(pod);
   } catch {
     r = { pods: 1 };
   }
@@ -122,7 +110,7 @@ export function safePodRequests(pod: Pod): Resources {
 }
 
 /** Builds a {@link NodeInfo} from a node and the (non-terminal) pods on it. */
-export function buildNodeInfo(node: Node, pods: readonly Pod[]): NodeInfo {
+export function buildNodeInfo(rules: SchedulingRules, node: Node, pods: readonly Pod[]): NodeInfo {
   let allocatable: Resources;
   try {
     allocatable = parseResources(node.status?.allocatable ?? node.status?.capacity);
@@ -143,71 +131,78 @@ export function buildNodeInfo(node: Node, pods: readonly Pod[]): NodeInfo {
     requested: {},
     requestedNonZero: {},
     allocatable,
-    ports: new HostPortUsage(),
+    ports: rules.hostPortSet(),
     taints,
     ready,
     counts: new Map(),
   };
-  for (const p of pods) addPodToNodeInfo(info, p);
+  for (const p of pods) addPodToNodeInfo(rules, info, p);
   return info;
 }
 
 /** Accounts `pod` on `info` (used for pods bound by the scheduler before the informer shows them). */
-export function addPodToNodeInfo(info: NodeInfo, pod: Pod, req = safePodRequests(pod)): void {
+export function addPodToNodeInfo(
+  rules: SchedulingRules,
+  info: NodeInfo,
+  pod: Pod,
+  req = safePodRequests(rules, pod),
+): void {
   info.pods.push(pod);
   if (pod.spec.affinity?.podAntiAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.length)
     info.antiAffinityPods.push(pod);
-  addInto(info.requested, req);
-  addInto(info.requestedNonZero, nonZeroRequests(req));
-  info.ports.add(podHostPorts(pod));
+  rules.addInto(info.requested, req);
+  rules.addInto(info.requestedNonZero, nonZeroRequests(req));
+  info.ports.add(rules.podHostPorts(pod));
   if (info.counts.size > 0) {
-    const tp = topologyPod(pod);
+    const tp = topologyPod(rules, pod);
     for (const [g, c] of info.counts) if (counts(g, pod, tp)) info.counts.set(g, c + 1);
   }
 }
 
 // ---------------------------------------------------------------- indexed topology counts
 
-/** The core's view of a pod for topology selection (`scheduling/topology.ts`), memoised per pod object. */
+/** A pod as pod groups select it, memoised per pod object. */
 const topologyPods = new WeakMap<Pod, TopologyPod>();
 
-function topologyPod(pod: Pod): TopologyPod {
+function topologyPod(rules: SchedulingRules, pod: Pod): TopologyPod {
   let tp = topologyPods.get(pod);
   if (!tp) {
     const namespace = pod.metadata.namespace ?? 'default';
     const labels = pod.metadata.labels ?? {};
-    tp = { namespace, labels, selectKey: selectKeyOf({ namespace, labels }) };
+    tp = { namespace, labels, selectKey: rules.selectKeyOf({ namespace, labels }) };
     topologyPods.set(pod, tp);
   }
   return tp;
 }
 
 /** Whether group `g` counts `pod`: spread groups skip pods being deleted (kube-scheduler PodTopologySpread). */
-function counts(g: TopologyGroup, pod: Pod, tp: TopologyPod): boolean {
+function counts(g: PodGroup, pod: Pod, tp: TopologyPod): boolean {
   if (g.kind === 'spread' && pod.metadata.deletionTimestamp) return false;
   return g.selects(tp);
 }
 
 /**
- * The topology groups (selector + namespaces, the scheduling core's {@link TopologyGroup}, whose selection is
- * memoised per pod label set) that spread constraints and pod (anti-)affinity terms count with. Keep one per
+ * The pod groups (selector + namespaces, {@link SchedulingRules.podGroup}, whose selection is memoised per pod
+ * label set) that spread constraints and pod (anti-)affinity terms count with. Keep one per
  * scheduler: per-node counts are cached on each {@link NodeInfo} by group, so a pod's PreFilter reads one
  * number per node instead of matching every pod of the cluster.
  */
 export class CountIndex {
-  private readonly groups = new Map<string, TopologyGroup>();
+  private readonly groups = new Map<string, PodGroup>();
+
+  constructor(private readonly rules: SchedulingRules) {}
 
   /** The group for `kind` over `selector` in `namespaces` (a fresh index past 10,000 groups). */
   group(
     kind: 'spread' | 'affinity',
     selector: LabelSelector | undefined,
     namespaces: ReadonlySet<string>,
-  ): TopologyGroup {
-    const id = `${kind}|${selectorKey(selector)}|${[...namespaces].sort().join(',')}`;
+  ): PodGroup {
+    const id = `${kind}|${this.rules.selectorKey(selector)}|${[...namespaces].sort().join(',')}`;
     let g = this.groups.get(id);
     if (!g) {
       if (this.groups.size >= 10000) this.groups.clear();
-      g = new TopologyGroup(id, kind, '', selector, namespaces);
+      g = this.rules.podGroup(id, kind, selector, namespaces);
       this.groups.set(id, g);
     }
     return g;
@@ -215,11 +210,11 @@ export class CountIndex {
 }
 
 /** How many pods on node `n` group `g` selects (cached on the node info). */
-export function nodeCount(n: NodeInfo, g: TopologyGroup): number {
+export function nodeCount(rules: SchedulingRules, n: NodeInfo, g: PodGroup): number {
   let c = n.counts.get(g);
   if (c === undefined) {
     c = 0;
-    for (const p of n.pods) if (counts(g, p, topologyPod(p))) c++;
+    for (const p of n.pods) if (counts(g, p, topologyPod(rules, p))) c++;
     n.counts.set(g, c);
   }
   return c;
@@ -238,14 +233,19 @@ interface ResolvedTerm {
   /** `namespaceSelector` (matched in addition to `namespaces`), `{}` = all namespaces. */
   nsSelector: LabelSelector | undefined;
   /** The indexed group counting the term's pods (terms without `namespaceSelector`). */
-  group: TopologyGroup | undefined;
+  group: PodGroup | undefined;
 }
 
-function resolveTerm(term: PodAffinityTerm, owner: Pod, index?: CountIndex): ResolvedTerm {
+function resolveTerm(
+  rules: SchedulingRules,
+  term: PodAffinityTerm,
+  owner: Pod,
+  index?: CountIndex,
+): ResolvedTerm {
   const labels = owner.metadata.labels ?? {};
   const namespaces = new Set(term.namespaces ?? []);
   if (namespaces.size === 0 && !term.namespaceSelector) namespaces.add(owner.metadata.namespace ?? 'default');
-  const selector = selectorWithLabelKeys(
+  const selector = rules.selectorWithLabelKeys(
     term.labelSelector,
     labels,
     term.matchLabelKeys,
@@ -256,16 +256,21 @@ function resolveTerm(term: PodAffinityTerm, owner: Pod, index?: CountIndex): Res
 }
 
 /** True when some pod on `n` matches the term (indexed count when the term has a group). */
-function termMatchesOnNode(t: ResolvedTerm, n: NodeInfo, nsLabels: NamespaceLabels): boolean {
-  if (t.group) return nodeCount(n, t.group) > 0;
-  return n.pods.some((p) => termMatches(t, p, nsLabels));
+function termMatchesOnNode(
+  rules: SchedulingRules,
+  t: ResolvedTerm,
+  n: NodeInfo,
+  nsLabels: NamespaceLabels,
+): boolean {
+  if (t.group) return nodeCount(rules, n, t.group) > 0;
+  return n.pods.some((p) => termMatches(rules, t, p, nsLabels));
 }
 
-function termMatches(t: ResolvedTerm, pod: Pod, nsLabels: NamespaceLabels): boolean {
+function termMatches(rules: SchedulingRules, t: ResolvedTerm, pod: Pod, nsLabels: NamespaceLabels): boolean {
   const ns = pod.metadata.namespace ?? 'default';
   let nsOk = t.namespaces.has(ns);
-  if (!nsOk && t.nsSelector) nsOk = selectorMatches(t.nsSelector, nsLabels(ns) ?? {});
-  return nsOk && selectorMatches(t.selector, pod.metadata.labels ?? {});
+  if (!nsOk && t.nsSelector) nsOk = rules.selectorMatches(t.nsSelector, nsLabels(ns) ?? {});
+  return nsOk && rules.selectorMatches(t.selector, pod.metadata.labels ?? {});
 }
 
 // ---------------------------------------------------------------- per-pod prepared state
@@ -302,17 +307,18 @@ export interface PodSchedulingState {
  * InterPodAffinity).
  */
 export function prepare(
+  rules: SchedulingRules,
   pod: Pod,
   nodes: readonly NodeInfo[],
   nsLabels: NamespaceLabels = () => undefined,
-  index: CountIndex = new CountIndex(),
+  index: CountIndex = new CountIndex(rules),
 ): PodSchedulingState {
   const labels = pod.metadata.labels ?? {};
   const ns = pod.metadata.namespace ?? 'default';
   const state: PodSchedulingState = {
     pod,
-    requests: safePodRequests(pod),
-    ports: podHostPorts(pod),
+    requests: safePodRequests(rules, pod),
+    ports: rules.podHostPorts(pod),
     spread: [],
     existingAnti: new Map(),
     anti: [],
@@ -328,9 +334,9 @@ export function prepare(
     const keys = constraints.map((c) => c.topologyKey);
     const own = new Set([ns]);
     const groups = constraints.map((c) =>
-      index.group('spread', selectorWithLabelKeys(c.labelSelector, labels, c.matchLabelKeys), own),
+      index.group('spread', rules.selectorWithLabelKeys(c.labelSelector, labels, c.matchLabelKeys), own),
     );
-    const self = topologyPod(pod);
+    const self = topologyPod(rules, pod);
     const states: SpreadState[] = constraints.map((c, i) => ({
       topologyKey: c.topologyKey,
       maxSkew: c.maxSkew,
@@ -341,10 +347,10 @@ export function prepare(
     for (const n of nodes) {
       if (!keys.every((k) => n.labels[k] !== undefined)) continue;
       constraints.forEach((c, i) => {
-        if (!spreadCountsNode(c, pod.spec, n)) return;
+        if (!rules.spreadCountsNode(c, pod.spec, n)) return;
         const st = states[i]!;
         const value = n.labels[c.topologyKey]!;
-        st.counts.set(value, (st.counts.get(value) ?? 0) + nodeCount(n, groups[i]!));
+        st.counts.set(value, (st.counts.get(value) ?? 0) + nodeCount(rules, n, groups[i]!));
       });
     }
     constraints.forEach((c, i) => {
@@ -358,10 +364,10 @@ export function prepare(
   // InterPodAffinity
   const aff = pod.spec.affinity;
   const ownAnti = (aff?.podAntiAffinity?.requiredDuringSchedulingIgnoredDuringExecution ?? []).map((t) =>
-    resolveTerm(t, pod, index),
+    resolveTerm(rules, t, pod, index),
   );
   const ownAff = (aff?.podAffinity?.requiredDuringSchedulingIgnoredDuringExecution ?? []).map((t) =>
-    resolveTerm(t, pod, index),
+    resolveTerm(rules, t, pod, index),
   );
   state.anti = ownAnti.map((t) => ({ key: t.topologyKey, values: new Set<string>() }));
   state.affinity = ownAff.map((t) => ({ key: t.topologyKey, values: new Set<string>() }));
@@ -373,7 +379,7 @@ export function prepare(
         []) {
         const v = n.labels[term.topologyKey];
         if (v === undefined) continue;
-        if (!termMatches(resolveTerm(term, p), pod, nsLabels)) continue;
+        if (!termMatches(rules, resolveTerm(rules, term, p), pod, nsLabels)) continue;
         let s = state.existingAnti.get(term.topologyKey);
         if (!s) {
           s = new Set();
@@ -385,17 +391,17 @@ export function prepare(
     if (ownAnti.length === 0 && ownAff.length === 0) continue;
     ownAnti.forEach((t, i) => {
       const v = n.labels[t.topologyKey];
-      if (v !== undefined && termMatchesOnNode(t, n, nsLabels)) state.anti[i]!.values.add(v);
+      if (v !== undefined && termMatchesOnNode(rules, t, n, nsLabels)) state.anti[i]!.values.add(v);
     });
     ownAff.forEach((t, i) => {
-      if (!termMatchesOnNode(t, n, nsLabels)) return;
+      if (!termMatchesOnNode(rules, t, n, nsLabels)) return;
       anyAffinityMatch = true;
       const v = n.labels[t.topologyKey];
       if (v !== undefined) state.affinity[i]!.values.add(v);
     });
   }
   state.affinityFirstPod =
-    ownAff.length > 0 && !anyAffinityMatch && ownAff.every((t) => termMatches(t, pod, nsLabels));
+    ownAff.length > 0 && !anyAffinityMatch && ownAff.every((t) => termMatches(rules, t, pod, nsLabels));
   return state;
 }
 
@@ -405,17 +411,17 @@ export function prepare(
  * Runs the filters for one node; returns the failure reasons (empty when the pod fits). Reasons are
  * kube-scheduler's strings, e.g. `Insufficient cpu`, `node(s) had untolerated taint {k: v}`.
  */
-export function filterNode(state: PodSchedulingState, n: NodeInfo): string[] {
+export function filterNode(rules: SchedulingRules, state: PodSchedulingState, n: NodeInfo): string[] {
   const pod = state.pod;
   const tolerations = pod.spec.tolerations;
   // NodeUnschedulable
-  if (n.node.spec?.unschedulable && !toleratesKey(tolerations, TaintUnschedulable, 'NoSchedule'))
+  if (n.node.spec?.unschedulable && !rules.toleratesKey(tolerations, TaintUnschedulable, 'NoSchedule'))
     return [Reasons.unschedulable];
   // TaintToleration
-  const taint = firstUntoleratedTaint(tolerations, n.taints);
+  const taint = rules.firstUntoleratedTaint(tolerations, n.taints);
   if (taint) return [untoleratedTaintReason(taint)];
   // NodeAffinity
-  if (!nodeMatchesNodeAffinity(pod.spec, n.name, n.labels)) return [Reasons.nodeAffinity];
+  if (!rules.nodeMatchesNodeAffinity(pod.spec, n.name, n.labels)) return [Reasons.nodeAffinity];
   // NodePorts
   if (state.ports.length > 0 && n.ports.conflict(state.ports)) return [Reasons.ports];
   // NodeResourcesFit
@@ -458,13 +464,13 @@ export function filterNode(state: PodSchedulingState, n: NodeInfo): string[] {
  * for a Node add or update (NodeUnschedulable, TaintToleration, NodeAffinity, NodeResourcesFit
  * `isSchedulableAfterNodeChange`): a pending pod for which this is false is not moved back to the active queue.
  */
-export function nodeCouldHost(pod: Pod, n: NodeInfo): boolean {
+export function nodeCouldHost(rules: SchedulingRules, pod: Pod, n: NodeInfo): boolean {
   const tolerations = pod.spec.tolerations;
-  if (n.node.spec?.unschedulable && !toleratesKey(tolerations, TaintUnschedulable, 'NoSchedule'))
+  if (n.node.spec?.unschedulable && !rules.toleratesKey(tolerations, TaintUnschedulable, 'NoSchedule'))
     return false;
-  if (firstUntoleratedTaint(tolerations, n.taints)) return false;
-  if (!nodeMatchesNodeAffinity(pod.spec, n.name, n.labels)) return false;
-  return resourceReasons(safePodRequests(pod), n).length === 0;
+  if (rules.firstUntoleratedTaint(tolerations, n.taints)) return false;
+  if (!rules.nodeMatchesNodeAffinity(pod.spec, n.name, n.labels)) return false;
+  return resourceReasons(safePodRequests(rules, pod), n).length === 0;
 }
 
 /** NodeResourcesFit: `Too many pods` and `Insufficient <r>` for each requested resource that does not fit. */
@@ -492,6 +498,7 @@ export type ScoringStrategy = 'MostAllocated' | 'LeastAllocated';
  * Returns the best node name (ties: lowest name), or undefined for an empty list.
  */
 export function pickNode(
+  rules: SchedulingRules,
   state: PodSchedulingState,
   feasible: readonly NodeInfo[],
   strategy: ScoringStrategy,
@@ -513,10 +520,10 @@ export function pickNode(
       fit += (strategy === 'MostAllocated' ? frac : 1 - frac) * 100;
     }
     let aff = 0;
-    for (const p of preferred) if (nodeMatchesTerm(p.preference, n.name, n.labels)) aff += p.weight;
+    for (const p of preferred) if (rules.nodeMatchesTerm(p.preference, n.name, n.labels)) aff += p.weight;
     let taints = 0;
     for (const t of n.taints)
-      if (soft.has(t.effect) && firstUntoleratedTaint(state.pod.spec.tolerations, [t], soft)) taints++;
+      if (soft.has(t.effect) && rules.firstUntoleratedTaint(state.pod.spec.tolerations, [t], soft)) taints++;
     return { n, fit: dims ? fit / dims : 0, aff, taints };
   });
   const maxAff = Math.max(0, ...raw.map((r) => r.aff));

@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Node, Pod } from '../../apis/core.ts';
+import { type SimulatedCluster, startSimulatedCluster } from '../../embedded/cluster.ts';
 import { FakeClock } from '../../kube/clock.ts';
 import type { WorkQueue } from '../../kube/workqueue.ts';
 import { whenObjects } from '../../testing/watch.ts';
-import { type SimulatedCluster, startSimulatedCluster } from '../cluster.ts';
 import { queueOrder } from './scheduler.ts';
 
 let sim: SimulatedCluster | undefined;

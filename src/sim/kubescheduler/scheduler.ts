@@ -38,7 +38,7 @@
  * `Unschedulable` (message "no nodes available to schedule pods") so a provisioner also starts from an
  * empty cluster. No preemption, no volume checks, no extenders, no client QPS limit.
  */
-import type { Node, PersistentVolumeClaim, Pod } from '../../apis/core.ts';
+import type { Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass } from '../../apis/core.ts';
 import { objectKey } from '../../kube/client.ts';
 import type { TimerHandle } from '../../kube/clock.ts';
 import { isConflict, isNotFound } from '../../kube/errors.ts';
@@ -46,13 +46,6 @@ import { EventRecorder } from '../../kube/events.ts';
 import type { Informer } from '../../kube/informer.ts';
 import type { ResourceRef } from '../../kube/resources.ts';
 import type { ReconcileResult } from '../../kube/workqueue.ts';
-import {
-  hasClaimVolumes,
-  type PersistentVolume,
-  podVolumeTopology,
-  type StorageClass,
-  VolumeIndex,
-} from '../../scheduling/volumetopology.ts';
 import {
   ensureIndex,
   isPodTerminal,
@@ -73,9 +66,12 @@ import {
   prepare,
   type ScoringStrategy,
 } from './filters.ts';
+import type { SchedulingRules, VolumeTopologyResult } from './rules.ts';
 
 /** Options of {@link KubeSchedulerStandIn}. */
 export interface KubeSchedulerOptions extends SimControllerOptions {
+  /** The scheduling rules the filters evaluate (the declared face, `rules.ts`). */
+  rules: SchedulingRules;
   /** `spec.schedulerName` values handled (default `['default-scheduler']`; an unset name counts as default). */
   schedulerNames?: string[];
   /** NodeResourcesFit scoring (default `MostAllocated`: bin-packing, as Karpenter users configure). */
@@ -110,7 +106,7 @@ export class KubeSchedulerStandIn extends SimController {
   private readonly pods: Informer<'Pod'>;
   private readonly nodes: Informer<'Node'>;
   private readonly namespaces: Informer<'Namespace'>;
-  /** Claims, PersistentVolumes, StorageClasses (VolumeBinding / VolumeZone through `volumetopology.ts`). */
+  /** Claims, PersistentVolumes, StorageClasses (VolumeBinding / VolumeZone through the rules' `volumeTopology`). */
   private readonly storage: Array<Informer<ResourceRef>>;
   /** Failed scheduling attempts per pending pod, and when the last one failed (ms, clock): the pod's backoff. */
   private readonly attempts = new Map<string, number>();
@@ -136,7 +132,8 @@ export class KubeSchedulerStandIn extends SimController {
   private readonly waitingForAffinity = new Set<string>();
   private readonly nodeInfos = new Map<string, NodeInfo>();
   /** Topology groups whose per-node counts are cached on the node infos (see `filters.ts` `CountIndex`). */
-  private readonly counts = new CountIndex();
+  private readonly counts: CountIndex;
+  private readonly rules: SchedulingRules;
   /** Writes (Bindings, status updates) in flight. */
   private readonly inflight = new Set<Promise<void>>();
   /** Latest unwritten outcome per pending pod (see {@link wantStatus}): first marks, and newer messages. */
@@ -155,6 +152,8 @@ export class KubeSchedulerStandIn extends SimController {
 
   constructor(opts: KubeSchedulerOptions) {
     super('kube-scheduler', opts, 1);
+    this.rules = opts.rules;
+    this.counts = new CountIndex(opts.rules);
     this.names = new Set(opts.schedulerNames ?? ['default-scheduler']);
     this.scoring = opts.scoring ?? 'MostAllocated';
     this.retrySeconds = opts.retryIntervalSeconds ?? 30;
@@ -349,8 +348,8 @@ export class KubeSchedulerStandIn extends SimController {
       this.retryAll();
       return;
     }
-    const empty = buildNodeInfo(node, []);
-    this.retryAll((pod) => (relabeled && hasPodTopology(pod)) || nodeCouldHost(pod, empty));
+    const empty = buildNodeInfo(this.rules, node, []);
+    this.retryAll((pod) => (relabeled && hasPodTopology(pod)) || nodeCouldHost(this.rules, pod, empty));
   }
 
   private retryAffinityWaiters(): void {
@@ -379,7 +378,7 @@ export class KubeSchedulerStandIn extends SimController {
           const cached = this.pods.cache.get(objectKey(a));
           if (cached && !cached.spec.nodeName) pods.push(a);
         }
-        info = buildNodeInfo(node, pods);
+        info = buildNodeInfo(this.rules, node, pods);
         this.nodeInfos.set(name, info);
       }
       out.push(info);
@@ -447,7 +446,7 @@ export class KubeSchedulerStandIn extends SimController {
       }
       this.wantStatus(pod, reason, message, event);
     };
-    let volumes: VolumeIndex | undefined;
+    let volumes: ((pod: Pod) => VolumeTopologyResult) | undefined;
     // Pods of one shape (namespace, spec, labels, annotations: the replicas of a Deployment) get the same verdict
     // against the same snapshot, so once one fails the others fail with the same message without running the
     // filters again, until a pod is placed in this cycle (a placement changes the snapshot; with a topology
@@ -460,7 +459,7 @@ export class KubeSchedulerStandIn extends SimController {
         mark(pod, 'SchedulingGated', 'Scheduling is blocked due to non-empty scheduling gates', false);
         continue;
       }
-      const shape = hasClaimVolumes(pod)
+      const shape = this.rules.hasClaimVolumes(pod)
         ? undefined
         : `${pod.metadata.namespace ?? ''}\u0000${podSchedulingView(pod)}`;
       const known = shape === undefined ? undefined : failedShapes.get(shape);
@@ -469,28 +468,28 @@ export class KubeSchedulerStandIn extends SimController {
         continue;
       }
       let withVolumes = pod;
-      if (hasClaimVolumes(pod)) {
-        volumes ??= new VolumeIndex({
+      if (this.rules.hasClaimVolumes(pod)) {
+        volumes ??= this.rules.volumeTopology({
           persistentVolumeClaims: this.storage[0]!.cache.list() as PersistentVolumeClaim[],
           persistentVolumes: this.storage[1]!.cache.list() as PersistentVolume[],
           storageClasses: this.storage[2]!.cache.list() as StorageClass[],
         });
-        const v = podVolumeTopology(pod, volumes);
+        const v = volumes(pod);
         if ('problem' in v) {
           mark(pod, 'Unschedulable', v.problem, true, this.retrySeconds);
           continue;
         }
         withVolumes = v.pod;
       }
-      const state = prepare(withVolumes, nodes, nsLabels, this.counts);
+      const state = prepare(this.rules, withVolumes, nodes, nsLabels, this.counts);
       const feasible: NodeInfo[] = [];
       const reasons = new Map<string, number>();
       for (const n of nodes) {
-        const r = filterNode(state, n);
+        const r = filterNode(this.rules, state, n);
         if (r.length === 0) feasible.push(n);
         else for (const x of r) reasons.set(x, (reasons.get(x) ?? 0) + 1);
       }
-      const target = pickNode(state, feasible, this.scoring);
+      const target = pickNode(this.rules, state, feasible, this.scoring);
       if (target === undefined) {
         const message = fitErrorMessage(nodes.length, reasons);
         if (shape !== undefined) failedShapes.set(shape, message);
@@ -506,7 +505,7 @@ export class KubeSchedulerStandIn extends SimController {
       this.lastFailure.delete(key);
       this.waitingForAffinity.delete(key);
       const info = this.nodeInfos.get(target);
-      if (info) addPodToNodeInfo(info, bound, state.requests);
+      if (info) addPodToNodeInfo(this.rules, info, bound, state.requests);
       void this.limit(() => this.bind(pod, target));
       this.retryAffinityWaiters();
     }

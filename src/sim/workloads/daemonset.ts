@@ -18,11 +18,7 @@ import { objectKey } from '../../kube/client.ts';
 import type { Informer } from '../../kube/informer.ts';
 import type { ResourceRef } from '../../kube/resources.ts';
 import type { ReconcileResult } from '../../kube/workqueue.ts';
-import {
-  type DaemonNodeFit,
-  daemonSetNodeFit,
-  daemonSetPodTolerations,
-} from '../../scheduling/predicates.ts';
+import type { DaemonNodeFit, SchedulingRules } from '../kubescheduler/rules.ts';
 import {
   changedFields,
   controllerOwnerRef,
@@ -39,11 +35,11 @@ export { daemonPodTolerations } from '../../apis/daemonset.ts';
 
 /**
  * Whether a DaemonSet should have a pod on `node` (`shouldRun`: new pods may be created) and whether an
- * existing pod may stay (`shouldContinue`), as `NodeShouldRunDaemonPod` decides: the shared predicate
- * `scheduling/predicates.ts` `daemonSetNodeFit` on the node's labels and taints as they are.
+ * existing pod may stay (`shouldContinue`), as `NodeShouldRunDaemonPod` decides: the injected rules'
+ * `daemonSetNodeFit` (capenter injects its scheduling core's) on the node's labels and taints as they are.
  */
-export function daemonNodeFit(ds: DaemonSet, node: Node): DaemonNodeFit {
-  return daemonSetNodeFit(ds.spec.template.spec, {
+export function daemonNodeFit(rules: SchedulingRules, ds: DaemonSet, node: Node): DaemonNodeFit {
+  return rules.daemonSetNodeFit(ds.spec.template.spec, {
     name: node.metadata.name ?? '',
     labels: node.metadata.labels ?? {},
     taints: node.spec?.taints ?? [],
@@ -63,9 +59,11 @@ export function daemonPodNode(p: Pod): string | undefined {
 /** The DaemonSet controller stand-in. */
 export class DaemonSetController extends PodOwnerController<'DaemonSet'> {
   private readonly nodes: Informer<'Node'>;
+  private readonly rules: SchedulingRules;
 
-  constructor(opts: SimControllerOptions) {
+  constructor(opts: SimControllerOptions & { rules: SchedulingRules }) {
     super('daemonset', opts, 'DaemonSet');
+    this.rules = opts.rules;
     this.nodes = opts.informers.informerFor('Node');
   }
 
@@ -116,7 +114,7 @@ export class DaemonSetController extends PodOwnerController<'DaemonSet'> {
     const nodeNames = new Set(nodes.map((n) => n.metadata.name ?? ''));
     for (const node of nodes) {
       const name = node.metadata.name ?? '';
-      const { shouldRun, shouldContinue } = daemonNodeFit(ds, node);
+      const { shouldRun, shouldContinue } = daemonNodeFit(this.rules, ds, node);
       const pods = byNode.get(name) ?? [];
       const live = pods.filter((p) => isPodActive(p));
       for (const p of pods)
@@ -140,7 +138,7 @@ export class DaemonSetController extends PodOwnerController<'DaemonSet'> {
 
     const owner = controllerOwnerRef(ds, 'apps/v1', 'DaemonSet');
     const hash = podTemplateHash(ds.spec.template);
-    const tolerations = daemonSetPodTolerations(ds.spec.template.spec);
+    const tolerations = this.rules.daemonSetPodTolerations(ds.spec.template.spec);
     const writes = [
       ...toCreate.map((node) => {
         const pod = podFromTemplate(ds.spec.template, {

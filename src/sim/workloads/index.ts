@@ -3,6 +3,7 @@
  * DaemonSet, Job. {@link WorkloadControllers} starts and stops them together.
  */
 
+import type { SchedulingRules } from '../kubescheduler/rules.ts';
 import type { SimController, SimControllerOptions } from './controller.ts';
 import { DaemonSetController } from './daemonset.ts';
 import { DeploymentController } from './deployment.ts';
@@ -26,7 +27,8 @@ export class WorkloadControllers {
   readonly daemonSets: DaemonSetController;
   readonly jobs: JobController;
 
-  constructor(opts: SimControllerOptions) {
+  /** `opts.rules`: the DaemonSet controller's node fit (the declared face, `kubescheduler/rules.ts`). */
+  constructor(opts: SimControllerOptions & { rules: SchedulingRules }) {
     this.deployments = new DeploymentController(opts);
     this.replicaSets = new ReplicaSetController(opts);
     this.statefulSets = new StatefulSetController(opts);

@@ -8,6 +8,7 @@ import type {
   PodTemplateSpec,
   Taint,
 } from '../../apis/core.ts';
+import { schedulingRules } from '../../embedded/rules.ts';
 import { FakeClock } from '../../kube/clock.ts';
 import { deletionOrder, Expectations, safeEncode, withCondition } from './controller.ts';
 import { daemonNodeFit, daemonPodNode } from './daemonset.ts';
@@ -88,22 +89,31 @@ describe('workload helpers', () => {
       metadata: { name: 'n', labels: { os } },
       spec: { ...(taints ? { taints } : {}) },
     });
-    expect(daemonNodeFit(ds, node(undefined))).toEqual({ shouldRun: true, shouldContinue: true });
-    expect(daemonNodeFit(ds, node(undefined, 'windows'))).toEqual({
+    expect(daemonNodeFit(schedulingRules, ds, node(undefined))).toEqual({
+      shouldRun: true,
+      shouldContinue: true,
+    });
+    expect(daemonNodeFit(schedulingRules, ds, node(undefined, 'windows'))).toEqual({
       shouldRun: false,
       shouldContinue: false,
     });
     expect(
-      daemonNodeFit(ds, node([{ key: 'node.kubernetes.io/unschedulable', effect: 'NoSchedule' }])),
+      daemonNodeFit(
+        schedulingRules,
+        ds,
+        node([{ key: 'node.kubernetes.io/unschedulable', effect: 'NoSchedule' }]),
+      ),
     ).toEqual({
       shouldRun: true,
       shouldContinue: true,
     });
-    expect(daemonNodeFit(ds, node([{ key: 'dedicated', effect: 'NoSchedule' }]))).toEqual({
+    expect(daemonNodeFit(schedulingRules, ds, node([{ key: 'dedicated', effect: 'NoSchedule' }]))).toEqual({
       shouldRun: false,
       shouldContinue: true,
     });
-    expect(daemonNodeFit(ds, node([{ key: 'karpenter.sh/unregistered', effect: 'NoExecute' }]))).toEqual({
+    expect(
+      daemonNodeFit(schedulingRules, ds, node([{ key: 'karpenter.sh/unregistered', effect: 'NoExecute' }])),
+    ).toEqual({
       shouldRun: false,
       shouldContinue: false,
     });

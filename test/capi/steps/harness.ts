@@ -14,6 +14,7 @@ import { KMPPass, type KMPStepContext } from '../../../src/controllers/capi/step
 import { generateDesired } from '../../../src/controllers/capi/steps/generate.ts';
 import { type PoolInputs, resolveInputs } from '../../../src/controllers/capi/steps/resolve.ts';
 import { WorkloadClusters } from '../../../src/controllers/capi/workload.ts';
+import { startCAPIEnvironment } from '../../../src/embedded/cluster.ts';
 import { EventRecorder } from '../../../src/kube/events.ts';
 import { silentLogger } from '../../../src/kube/logger.ts';
 import { applyObjects } from '../../../src/operator/apply.ts';
@@ -21,7 +22,6 @@ import {
   type CAPIEnvironment,
   type SampleCAPIOptions,
   sampleCAPIObjects,
-  startCAPIEnvironment,
 } from '../../../src/sim/capi/environment.ts';
 import { eventually } from '../../../src/testing/eventually.ts';
 

@@ -10,12 +10,12 @@ import { getInstanceTypes } from '../../../src/cloudprovider/aws/catalog/index.t
 import { KwokCloudProvider, sequentialInstanceIds } from '../../../src/cloudprovider/kwok/provider.ts';
 import type { InstanceType } from '../../../src/cloudprovider/types.ts';
 import { Provisioner, type ProvisionerOptions } from '../../../src/controllers/provisioning/provisioner.ts';
+import { type SimulatedCluster, startSimulatedCluster } from '../../../src/embedded/cluster.ts';
 import { FakeClock } from '../../../src/kube/clock.ts';
 import { EventRecorder } from '../../../src/kube/events.ts';
 import { SharedInformers } from '../../../src/kube/informer.ts';
 import { type Logger, silentLogger } from '../../../src/kube/logger.ts';
 import type { KubeEvent } from '../../../src/kube/types.ts';
-import { type SimulatedCluster, startSimulatedCluster } from '../../../src/sim/cluster.ts';
 import { Cluster } from '../../../src/state/cluster.ts';
 import { KubeNodeWriter } from '../../../src/state/kwoknodes.ts';
 

@@ -5,7 +5,7 @@
  * (RBAC `system:public-info-viewer`) and gets 403 Forbidden, with the real message, for everything else.
  */
 import { timingSafeEqual } from 'node:crypto';
-import { ApiError } from '../errors.ts';
+import { ApiError } from '../../../apis/builtin/errors.ts';
 import type { RequestContext } from './context.ts';
 
 /** Paths the anonymous user may GET. */

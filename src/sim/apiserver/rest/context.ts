@@ -3,10 +3,14 @@
  * the resolved resource route, the store and the server-wide state, plus the helpers handlers share
  * (body decoding, dryRun/fieldValidation/fieldManager query parameters, object replies).
  */
-import type { IncomingHttpHeaders } from 'node:http';
-import { type ApiError, badRequest, methodNotAllowed, unsupportedMediaType } from '../errors.ts';
+import {
+  type ApiError,
+  badRequest,
+  methodNotAllowed,
+  unsupportedMediaType,
+} from '../../../apis/builtin/errors.ts';
+import type { ApiServerLogger, Json, ResourceDef, StoredObj } from '../../../apis/builtin/types.ts';
 import type { ClusterStore } from '../store.ts';
-import type { ApiServerLogger, Json, ResourceDef, StoredObj } from '../types.ts';
 import {
   acceptsTable,
   apiVersionOf,
@@ -17,39 +21,9 @@ import {
   tableOf,
   warningHeaders,
 } from './encoding.ts';
+import type { RestRequest, RestResponse } from './io.ts';
 
-/**
- * The request as handlers read it: what they use of node's `IncomingMessage`, which satisfies it. The
- * in-process transport (`../inprocess.ts`) gives its own.
- */
-export interface RestRequest extends AsyncIterable<Buffer | string> {
-  readonly method?: string | undefined;
-  /** Path and query. */
-  readonly url?: string | undefined;
-  readonly headers: IncomingHttpHeaders;
-  /** The client went away. */
-  readonly destroyed: boolean;
-  /** Discard the unread body. */
-  resume(): unknown;
-  on(event: 'close', listener: () => void): unknown;
-}
-
-/**
- * The response as handlers write it: what they use of node's `ServerResponse`, which satisfies it. The
- * in-process transport (`../inprocess.ts`) gives its own.
- */
-export interface RestResponse {
-  readonly headersSent: boolean;
-  /** Bytes written but not yet sent (a watch client falling behind). */
-  readonly writableLength: number;
-  readonly destroyed: boolean;
-  readonly writableEnded: boolean;
-  writeHead(code: number, headers: Record<string, string>): unknown;
-  write(chunk: string): unknown;
-  end(chunk?: string | Buffer): unknown;
-  flushHeaders?(): void;
-  on(event: 'close', listener: () => void): unknown;
-}
+export type { RestRequest, RestResponse } from './io.ts';
 
 /** Server-wide state shared by all requests of one handler. */
 export interface ServerState {

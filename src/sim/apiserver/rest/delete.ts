@@ -2,9 +2,9 @@
  * Deletes: DELETE of one object and of a collection, with `DeleteOptions` from the body or the query
  * (`gracePeriodSeconds`, `propagationPolicy`, `orphanDependents`, `preconditions`, `dryRun`).
  */
-import { badRequest } from '../errors.ts';
+import { badRequest } from '../../../apis/builtin/errors.ts';
+import { asObj, asStr, type JsonObject } from '../../../apis/builtin/types.ts';
 import type { DeleteOptions } from '../store.ts';
-import { asObj, asStr, type JsonObject } from '../types.ts';
 import { checkFieldLabels } from '../validation.ts';
 import type { RequestContext } from './context.ts';
 import { decode, listJson, mediaType, type Reply } from './encoding.ts';

@@ -4,11 +4,17 @@
  * thrown error becomes a `Status` response.
  */
 import { parse as parseYaml } from 'yaml';
-import { ApiError, badRequest, internal, unsupportedMediaType } from '../errors.ts';
+import { ApiError, badRequest, internal, unsupportedMediaType } from '../../../apis/builtin/errors.ts';
+import type {
+  ApiServerLogger,
+  Json,
+  JsonObject,
+  ResourceDef,
+  StoredObj,
+} from '../../../apis/builtin/types.ts';
 import type { ClusterStore, PatchType } from '../store.ts';
 import { type IncludeObject, toTable } from '../table.ts';
-import type { ApiServerLogger, Json, JsonObject, ResourceDef, StoredObj } from '../types.ts';
-import type { RestRequest, RestResponse } from './context.ts';
+import type { RestRequest, RestResponse } from './io.ts';
 
 /** A response a handler returns: status code, body (pre-serialised JSON text or a JSON value), headers. */
 export interface Reply {

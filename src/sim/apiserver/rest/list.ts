@@ -2,8 +2,8 @@
  * Reads: GET of one object and LIST of a collection (label/field selectors, `limit`/`continue` paging
  * with an opaque token, `Table` output for kubectl).
  */
-import { badRequest } from '../errors.ts';
-import type { JsonObject, StoredObj } from '../types.ts';
+import { badRequest } from '../../../apis/builtin/errors.ts';
+import type { JsonObject, StoredObj } from '../../../apis/builtin/types.ts';
 import { checkFieldLabels } from '../validation.ts';
 import type { RequestContext } from './context.ts';
 import { acceptsTable, listJson, type Reply, tableOf } from './encoding.ts';

@@ -2,6 +2,8 @@
  * Non-resource endpoints served on GET: /version, health checks, discovery (/api, /apis, group and
  * group/version documents) and OpenAPI (/openapi/v2, /openapi/v3 and one document per group/version).
  */
+
+import { pageNotFound } from '../../../apis/builtin/errors.ts';
 import {
   apiGroup,
   apiGroupList,
@@ -12,7 +14,6 @@ import {
   resourceList,
   SERVER_VERSION,
 } from '../discovery.ts';
-import { pageNotFound } from '../errors.ts';
 import type { RequestContext } from './context.ts';
 import type { Reply } from './encoding.ts';
 

@@ -3,7 +3,7 @@
  * {@link ResourceRoute} (resource, namespace, name, subresource, shape), and the routing table maps
  * (verb, route shape) to the handler. A verb missing from the table for a shape is 405.
  */
-import { ApiError, pageNotFound } from '../errors.ts';
+import { ApiError, pageNotFound } from '../../../apis/builtin/errors.ts';
 import type { ClusterStore } from '../store.ts';
 import type { RequestContext, ResourceRoute, RouteShape } from './context.ts';
 import { deleteCollection, deleteObject } from './delete.ts';

@@ -4,8 +4,9 @@
  * kubectl. The events of one event-loop tick are written as one chunk; a client that falls more than
  * 64 MiB behind is disconnected (it relists, like after a real server's watch cache overflow).
  */
+
+import type { JsonObject } from '../../../apis/builtin/types.ts';
 import type { WatchEvent, WatchType } from '../store.ts';
-import type { JsonObject } from '../types.ts';
 import { checkFieldLabels } from '../validation.ts';
 import type { RequestContext } from './context.ts';
 import { acceptsTable, apiVersionOf, tableOf } from './encoding.ts';

@@ -2,9 +2,9 @@
  * Writes: create (POST), update (PUT, also `/status`), patch (merge, JSON, strategic, apply), the
  * `scale` subresource, and the pod subresources `binding` and `eviction`.
  */
-import { badRequest } from '../errors.ts';
+import { badRequest } from '../../../apis/builtin/errors.ts';
+import { asObj, asStr, type Json, type JsonObject, type KObj } from '../../../apis/builtin/types.ts';
 import { jsonPatch, mergePatch, strategicMerge } from '../patch.ts';
-import { asObj, asStr, type Json, type JsonObject, type KObj } from '../types.ts';
 import type { RequestContext } from './context.ts';
 import { mediaType, OBJECT_MEDIA, patchType, type Reply, successStatus } from './encoding.ts';
 

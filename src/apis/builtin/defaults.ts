@@ -5,7 +5,7 @@
  * terminationGracePeriodSeconds, requests defaulted from limits; DefaultTolerationSeconds admission),
  * QoS class, workload defaults (replicas 1, strategies), object-meta and pod validation.
  */
-import { parseQuantity } from '../../apis/quantity.ts';
+import { parseQuantity } from '../quantity.ts';
 import type { StatusCause } from './errors.ts';
 import { asArr, asObj, asStr, type Json, type JsonObject, type KObj, type ResourceDef } from './types.ts';
 

@@ -1,6 +1,7 @@
 /**
- * Shared shapes of the embedded API server: loose JSON objects as they travel on the wire, and the
- * description of one served resource (built-in or from a CustomResourceDefinition).
+ * Shared shapes of the embedded API server (`sim/apiserver`) and of `capenter simulate`'s manifest checks:
+ * loose JSON objects as they travel on the wire, and the description of one served resource (built-in or
+ * from a CustomResourceDefinition).
  */
 
 /** Any JSON value. */
