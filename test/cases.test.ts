@@ -9,7 +9,6 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { parse as parseYaml } from 'yaml';
 import type { LabelSelector, Pod, TopologySpreadConstraint } from '../src/apis/core.ts';
 import type { EC2NodeClass } from '../src/apis/karpenter.ts';
 import { parseManifests } from '../src/apis/load.ts';
@@ -17,51 +16,23 @@ import { parseResource, type Resources } from '../src/apis/quantity.ts';
 import { getInstanceTypes } from '../src/cloudprovider/aws/catalog/index.ts';
 import { selectorMatches } from '../src/scheduling/labelselector.ts';
 import { type SimulationResult, simulate } from '../src/simulate/run.ts';
+import {
+  type AllocatableExpect,
+  type Case,
+  caseFiles,
+  cases,
+  casesDir,
+  checkBounds,
+  PROVISIONING_EXPECT_KEYS,
+} from './casefile.ts';
 import { daemonOverheadOracle, podRequestsOracle } from './oracles.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const casesDir = join(here, 'cases');
 /** `shared/cases` beside the checkout (a clone) or beside its parent (a worktree under `wt/`); '' when absent. */
 const sharedCasesDir =
   [join(here, '..', '..', 'shared', 'cases'), join(here, '..', '..', '..', 'shared', 'cases')].find((d) =>
     existsSync(d),
   ) ?? '';
-
-interface Bounds {
-  allIn?: string[];
-  noneIn?: string[];
-}
-interface AllocatableExpect {
-  type: string;
-  cpu: string | number;
-  memory: string | number;
-  pods: string | number;
-}
-interface CaseExpect {
-  unschedulablePods?: number;
-  nodeClaims?: { min: number; max: number };
-  everyNodeClaimFits?: boolean;
-  instanceTypes?: Bounds;
-  nodePools?: Bounds;
-  zones?: { distinctAtLeast?: number; allIn?: string[] };
-  maxPodsPerZoneSkew?: number;
-  allocatable?: AllocatableExpect | AllocatableExpect[];
-  disruption?: unknown;
-  terminated?: unknown;
-}
-interface Case {
-  id: string;
-  title: string;
-  kind: 'provisioning' | 'consolidation' | 'drift' | 'termination' | 'catalog';
-  region: string;
-  input: string;
-  expect: CaseExpect;
-}
-
-const caseFiles = readdirSync(casesDir)
-  .filter((f) => f.endsWith('.yaml'))
-  .sort();
-const cases: Case[] = caseFiles.map((f) => parseYaml(readFileSync(join(casesDir, f), 'utf8')) as Case);
 
 /** The case kinds this file runs. */
 const KINDS_HERE: ReadonlySet<string> = new Set(['provisioning', 'catalog']);
@@ -84,28 +55,6 @@ const COVERED_ELSEWHERE: ReadonlyArray<{
     ids: ['expire-with-blocking-pdb-terminates-after-grace-period'],
   },
 ];
-
-const SUPPORTED_KEYS = new Set([
-  'unschedulablePods',
-  'nodeClaims',
-  'everyNodeClaimFits',
-  'instanceTypes',
-  'nodePools',
-  'zones',
-  'maxPodsPerZoneSkew',
-  'allocatable',
-]);
-
-function checkBounds(what: string, actual: string[], bounds: Bounds) {
-  for (const v of actual) {
-    if (bounds.allIn)
-      expect(bounds.allIn, `${what} "${v}" (all: ${actual.join(', ')}) must be in allIn`).toContain(v);
-    if (bounds.noneIn)
-      expect(bounds.noneIn, `${what} "${v}" (all: ${actual.join(', ')}) must not be in noneIn`).not.toContain(
-        v,
-      );
-  }
-}
 
 /** The zonal topology spread constraint of the case's workload (first one found). */
 function zonalSpread(
@@ -249,7 +198,7 @@ describe('scenario cases', () => {
     (xfail ? it.fails : it)(
       `${c.id} (${c.kind}): ${c.title}${xfail ? ` [expected failure until ${xfail}]` : ''}`,
       async () => {
-        const unknown = Object.keys(c.expect).filter((k) => !SUPPORTED_KEYS.has(k));
+        const unknown = Object.keys(c.expect).filter((k) => !PROVISIONING_EXPECT_KEYS.has(k));
         expect(unknown, 'expect keys this test knows how to check').toEqual([]);
 
         const loaded = parseManifests(c.input, `${c.id}.yaml`);

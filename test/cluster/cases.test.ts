@@ -1,43 +1,5 @@
-/**
- * Every `kind: provisioning` scenario case of test/cases (format: test/cases/README.md) on the REAL control plane
- * of `npm run test:cluster`: the case's objects are created in kube-apiserver v1.34, capenter's operator (in this
- * process, the default kwok provider with EC2NodeClass support) provisions, kwok runs the Nodes and the real
- * kube-scheduler binds the pods. The embedded ring (test/e2e/cases.test.ts) schedules with a stand-in built on
- * capenter's own predicates, so it cannot catch a predicate that differs from kube-scheduler's; here kube-scheduler is
- * the independent check. Each case asserts the values of its own `expect` (the ones test/cases.test.ts asserts on the
- * pure core), measured on the cluster: pods kube-scheduler left unbound, the NodeClaims launched (count, NodePool,
- * launched instance type, zone), the fit of each NodeClaim's plan, the per-zone skew and the launched allocatable.
- *
- * How a case becomes cluster state (the real API server needs what the case format leaves implicit):
- * - a Node gets kwok's `kwok.x-k8s.io/node: fake` annotation (kwok makes it Ready and runs its pods); its status keeps
- *   capacity and allocatable, kwok writes the conditions. A managed Node (label `karpenter.sh/nodepool`) gets a
- *   kwok provider ID and label, so the kwok provider adopts it as its instance, and a registered, initialized
- *   NodeClaim of the same name, created before the operator starts;
- * - pods lose their `ownerReferences`: the owners (ReplicaSets, StatefulSets of the case's history) do not exist, and
- *   the garbage collector would delete the pods; pods lose their status (kwok and kube-scheduler write it);
- * - a PersistentVolumeClaim is created once the PersistentVolume controller has seen its volume (else the claim waits
- *   for that controller's resync, and kube-scheduler finds it unbound);
- * - a ServiceAccount a pod or template names but the input does not create is created (the ServiceAccount admission
- *   plugin refuses the pod otherwise);
- * - the operator starts once every pending pod exists and kube-scheduler has tried it, so the first batch holds the
- *   case's whole input, as the pure core sees it; the agent owning a NodePool startup taint (e.g. Cilium) removes it
- *   once the Node is registered and Ready (this file plays that agent);
- * - disruption is held back (its first command would wait an hour for validation): consolidating the case's
- *   existing nodes is another decision, checked by the consolidation cases, and must not change the NodeClaims
- *   counted here.
- * Where kube-scheduler's order of binding decides the outcome (it does not know capenter's nominations), the case is
- * listed with the reason: {@link COUNT_ON_DECISION}, {@link UNBOUND_WITH_DAEMON_PODS}; {@link EXPECTED_FAILURES}
- * holds the cases that fail until their issue is done.
- * Settled means: every NodeClaim Initialized with its Node, every bound pod Running, every pending pod tried by
- * kube-scheduler against all current Nodes in their final state, and then one more provisioning pass that created
- * nothing while the cluster did not change. Cases run one after another on one control plane; every object is
- * deleted between them (finalizers stripped: the operator is stopped first).
- */
-import { readdirSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseAllDocuments, parse as parseYaml } from 'yaml';
+import { parseAllDocuments } from 'yaml';
 import type { DaemonSet, KubeObject, Node, Pod, PodSpec } from '../../src/apis/core.ts';
 import type { NodeClaim, NodePool } from '../../src/apis/karpenter.ts';
 import { parseResources, type Resources } from '../../src/apis/quantity.ts';
@@ -49,43 +11,9 @@ import { createOperator, type Operator } from '../../src/operator/operator.ts';
 import { embeddedOptions } from '../../src/operator/options.ts';
 import { selectorMatches } from '../../src/scheduling/labelselector.ts';
 import type { NodeClaimPlan } from '../../src/scheduling/types.ts';
+import { type Case, cases, checkBounds, PROVISIONING_EXPECT_KEYS } from '../casefile.ts';
 import { daemonOverheadOracle, podRequestsOracle, tolerated } from '../oracles.ts';
 import { clusterDisposable, clusterKubeconfig, until } from './helpers.ts';
-
-const casesDir = join(dirname(fileURLToPath(import.meta.url)), '..', 'cases');
-
-interface Bounds {
-  allIn?: string[];
-  noneIn?: string[];
-}
-interface AllocatableExpect {
-  type: string;
-  cpu: string | number;
-  memory: string | number;
-  pods: string | number;
-}
-interface Case {
-  id: string;
-  title: string;
-  kind: string;
-  region: string;
-  input: string;
-  expect: {
-    unschedulablePods?: number;
-    nodeClaims?: { min: number; max: number };
-    everyNodeClaimFits?: boolean;
-    instanceTypes?: Bounds;
-    nodePools?: Bounds;
-    zones?: { distinctAtLeast?: number; allIn?: string[] };
-    maxPodsPerZoneSkew?: number;
-    allocatable?: AllocatableExpect | AllocatableExpect[];
-  };
-}
-
-const cases: Case[] = readdirSync(casesDir)
-  .filter((f) => f.endsWith('.yaml'))
-  .sort()
-  .map((f) => parseYaml(readFileSync(join(casesDir, f), 'utf8')) as Case);
 
 /** Case kinds with no pod to place, and the test files that run them instead. */
 const RUN_ELSEWHERE: Readonly<Record<string, string>> = {
@@ -94,18 +22,6 @@ const RUN_ELSEWHERE: Readonly<Record<string, string>> = {
   termination: 'node termination timing: test/controllers/disruption/cases.test.ts',
   catalog: 'catalog allocatable arithmetic: test/cases.test.ts',
 };
-
-/** The `expect` keys this file measures on the cluster. */
-const KEYS = new Set([
-  'unschedulablePods',
-  'nodeClaims',
-  'everyNodeClaimFits',
-  'instanceTypes',
-  'nodePools',
-  'zones',
-  'maxPodsPerZoneSkew',
-  'allocatable',
-]);
 
 /**
  * Cases that fail on the real control plane until the named issue is done, or where kube-scheduler disagrees with
@@ -527,14 +443,6 @@ async function settle(op: Operator, cc: ClusterCase, passes: Pass[]) {
   );
 }
 
-/** Every value is in `b.allIn` (when given) and not in `b.noneIn`. */
-function checkBounds(what: string, values: string[], b: Bounds): void {
-  for (const v of values) {
-    if (b.allIn) expect(b.allIn, `${what} ${v} (all: ${values.join(', ')}) in allIn`).toContain(v);
-    if (b.noneIn) expect(b.noneIn, `${what} ${v} (all: ${values.join(', ')}) not in noneIn`).not.toContain(v);
-  }
-}
-
 /** Highest minus lowest per-zone count of the pods the first zonal spread constraint selects (zones holding any). */
 function zoneSkew(pods: Pod[], nodes: Node[]): number {
   const owner = pods.find((p) => p.spec.topologySpreadConstraints?.some((t) => t.topologyKey === LABEL_ZONE));
@@ -604,7 +512,7 @@ function placed(pods: Pod[], node: string | undefined): string {
 
 /** Runs one provisioning case on the cluster and asserts its `expect`; leaves the cluster empty again. */
 async function runCase(c: Case, annotate: (message: string) => Promise<unknown>): Promise<void> {
-  const unknown = Object.keys(c.expect).filter((k) => !KEYS.has(k));
+  const unknown = Object.keys(c.expect).filter((k) => !PROVISIONING_EXPECT_KEYS.has(k));
   expect(unknown, 'expect keys this test knows how to measure on the cluster').toEqual([]);
   const cc = toCluster(c);
   const passes: Pass[] = [];
