@@ -1,36 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import type { InstanceType } from '../apis/instancetype.ts';
-import { daemonOverhead } from './daemonoverhead.ts';
-import { providerKeys, ResourceIndex, typeInfos } from './instancetypes.ts';
-import {
-  GROWTH_EFFICIENCY,
-  NewNodeClaim,
-  openNewNodeClaim,
-  PoolContext,
-  paretoFrontier,
-} from './nodeclaim.ts';
-import { nodeClaimTemplateRequirements } from './nodeclaimtemplate.ts';
+import { GROWTH_EFFICIENCY, NewNodeClaim, openNewNodeClaim, paretoFrontier } from './nodeclaim.ts';
 import { buildPodInfo } from './podinfo.ts';
-import { makeInstanceType, makeNodePool, makePod, smallCatalog } from './testing.ts';
-import { Topology } from './topology.ts';
+import { makeInstanceType, makeNodePool, makePod, poolFixture, smallCatalog } from './testing.ts';
 
 function setup(types: InstanceType[] = smallCatalog()) {
-  const index = new ResourceIndex();
-  for (const t of types) index.register(t.allocatable);
   const np = makeNodePool('p', {
     requirements: [{ key: 'kubernetes.io/arch', operator: 'In', values: ['amd64'] }],
   });
-  const pool = new PoolContext(
-    np,
-    nodeClaimTemplateRequirements(np),
-    typeInfos(types, index),
-    providerKeys(types),
-    daemonOverhead(np, []),
-    index,
-    undefined,
-    undefined,
-  );
-  const topology = new Topology(() => new Set());
+  const { index, pool, topology } = poolFixture(np, types);
   const pod = (name: string, cpu: string, memory = '100Mi') =>
     buildPodInfo(makePod(name, { cpu, memory }), index, topology);
   return { pool, topology, pod };

@@ -1,32 +1,16 @@
 import { describe, expect, it } from 'vitest';
-import { daemonOverhead } from './daemonoverhead.ts';
-import { providerKeys, ResourceIndex, typeInfos } from './instancetypes.ts';
-import { type NewNodeClaim, openNewNodeClaim, PoolContext } from './nodeclaim.ts';
-import { nodeClaimTemplateRequirements } from './nodeclaimtemplate.ts';
+import { type NewNodeClaim, openNewNodeClaim } from './nodeclaim.ts';
 import { buildPodInfo, type PodInfo } from './podinfo.ts';
 import { repack } from './repack.ts';
-import { makeInstanceType, makeNodePool, makePod } from './testing.ts';
-import { Topology } from './topology.ts';
+import { makeInstanceType, makeNodePool, makePod, poolFixture } from './testing.ts';
 
 function setup() {
   const types = [
     makeInstanceType({ name: 'c1.large', cpu: 2, memoryGiB: 4, price: 1 }),
     makeInstanceType({ name: 'c1.xlarge', cpu: 4, memoryGiB: 8, price: 2 }),
   ];
-  const index = new ResourceIndex();
-  for (const t of types) index.register(t.allocatable);
   const np = makeNodePool('p');
-  const pool = new PoolContext(
-    np,
-    nodeClaimTemplateRequirements(np),
-    typeInfos(types, index),
-    providerKeys(types),
-    daemonOverhead(np, []),
-    index,
-    undefined,
-    undefined,
-  );
-  const topology = new Topology(() => new Set());
+  const { index, pool, topology } = poolFixture(np, types);
   const pod = (name: string, cpu: string) =>
     buildPodInfo(makePod(name, { cpu, memory: '100Mi' }), index, topology);
   const open = (p: PodInfo, hostname: string): NewNodeClaim => {

@@ -6,6 +6,11 @@
 import type { DaemonSet, Node, Pod, PodSpec, Taint } from '../apis/core.ts';
 import type { CapacityType, InstanceType, Offering } from '../apis/instancetype.ts';
 import type { NodePool, NodeSelectorRequirementWithMinValues } from '../apis/karpenter.ts';
+import { daemonOverhead } from './daemonoverhead.ts';
+import { providerKeys, ResourceIndex, typeInfos } from './instancetypes.ts';
+import { PoolContext } from './nodeclaim.ts';
+import { nodeClaimTemplateRequirements } from './nodeclaimtemplate.ts';
+import { Topology } from './topology.ts';
 
 export const TEST_ZONES = ['test-zone-a', 'test-zone-b', 'test-zone-c'] as const;
 const GiB = 2 ** 30;
@@ -214,4 +219,27 @@ export function makeDaemonSet(
       },
     },
   };
+}
+
+/**
+ * The scheduling context of one NodePool over `types` (no DaemonSets, no limits, nothing in use), with the resource
+ * index and an empty topology, as the NewNodeClaim and repack tests need it.
+ */
+export function poolFixture(
+  np: NodePool,
+  types: InstanceType[],
+): { index: ResourceIndex; pool: PoolContext; topology: Topology } {
+  const index = new ResourceIndex();
+  for (const t of types) index.register(t.allocatable);
+  const pool = new PoolContext(
+    np,
+    nodeClaimTemplateRequirements(np),
+    typeInfos(types, index),
+    providerKeys(types),
+    daemonOverhead(np, []),
+    index,
+    undefined,
+    undefined,
+  );
+  return { index, pool, topology: new Topology(() => new Set()) };
 }
