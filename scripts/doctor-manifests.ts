@@ -9,8 +9,8 @@ import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import type { KubeObject } from '../src/apis/core.ts';
 import { diagnose, readSnapshot } from '../src/doctor/index.ts';
+import { applyObjects } from '../src/embedded/apply.ts';
 import { RealClock } from '../src/kube/clock.ts';
-import { applyObjects } from '../src/operator/apply.ts';
 import { startSimulatedCluster } from '../src/sim/cluster.ts';
 
 const args = process.argv.slice(2);

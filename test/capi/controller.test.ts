@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { KarpenterMachinePool } from '../../src/apis/capi.ts';
 import { runController } from '../../src/cli/controller.ts';
-import { applyObjects } from '../../src/operator/apply.ts';
+import { applyObjects } from '../../src/embedded/apply.ts';
 import {
   type CAPIEnvironment,
   sampleCAPIObjects,

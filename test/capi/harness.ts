@@ -10,8 +10,8 @@ import type { KubeObject } from '../../src/apis/core.ts';
 import type { InMemoryBootstrapStore } from '../../src/controllers/capi/bootstrap.ts';
 import type { KarpenterMachinePoolController } from '../../src/controllers/capi/controller.ts';
 import type { CAPITaintController } from '../../src/controllers/capi/taints.ts';
-import { applyObjects } from '../../src/operator/apply.ts';
-import { startCAPIStack } from '../../src/operator/capi.ts';
+import { applyObjects } from '../../src/embedded/apply.ts';
+import { startCAPIStack } from '../../src/embedded/capi.ts';
 import type { Operator } from '../../src/operator/operator.ts';
 import {
   type CAPIEnvironment,

@@ -5,10 +5,11 @@
  * description, what it accepts and its parser; {@link resolveSettings} reads flags and environment (flags win,
  * an empty variable counts as unset) and turns every invalid value into a {@link SettingError} naming the
  * setting, the value and what it accepts. The CLI adds one flag per setting ({@link addSettingFlags}) and the
- * docs table is generated from the same list ({@link settingsMarkdownTable}; `scripts/generate-settings-docs.ts`).
+ * docs table is generated from the same list ({@link settingsMarkdownTable}; `scripts/generate-docs.ts`).
  *
- * Providers and the scheduler declare their own `Setting[]` next to their code and are plugged into the table
- * with one line (see `SETTINGS` in `options.ts`).
+ * This module sits below every owner of settings (it imports only commander's types): the core declares
+ * `CORE_SETTINGS` in `src/operator/options.ts`, each cloud provider its own `Setting[]` in its folder, exposed by its
+ * `ProviderModule` (`src/cloudprovider/module.ts`); all share this shape, these parsers and {@link SettingError}.
  */
 import type { Command } from 'commander';
 
@@ -208,6 +209,24 @@ export function parseBoolean(text: string): boolean {
   if (t === 'true' || t === '1') return true;
   if (t === 'false' || t === '0') return false;
   throw new Error('not a boolean');
+}
+
+/**
+ * A boolean in the words the aws provider's settings accept (`true`/`1`/`t`/`yes`, `false`/`0`/`f`/`no`, any case;
+ * wider than {@link parseBoolean}, kept as the aws provider has always read them). @throws Error.
+ */
+export function parseBooleanWord(text: string): boolean {
+  const t = text.trim().toLowerCase();
+  if (['true', '1', 't', 'yes'].includes(t)) return true;
+  if (['false', '0', 'f', 'no'].includes(t)) return false;
+  throw new Error('not a boolean');
+}
+
+/** A Go-style duration or plain seconds ({@link parseDuration}) that is more than 0 → seconds. @throws Error. */
+export function parsePositiveDuration(text: string): number {
+  const total = parseDuration(text);
+  if (total <= 0) throw new Error('must be positive');
+  return total;
 }
 
 /** A positive number (`> 0`). @throws Error. */

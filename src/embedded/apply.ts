@@ -1,10 +1,12 @@
 /**
  * Creates manifest objects through the Kubernetes client, in dependency order, as `kubectl create -f` would on a
  * fresh cluster: Namespaces first (and any namespace an object names but the input does not create), then
- * NodeClasses, then NodePools, then everything else (workloads last). Namespaced objects without
+ * NodeClasses (every provider module's kinds, `src/cloudprovider/modules.ts`, at their `applyOrder`), then NodePools,
+ * then everything else (workloads last). Namespaced objects without
  * `metadata.namespace` go to `defaultNamespace`. Objects that already exist are left alone (reported `exists`).
  */
 import type { KubeObject } from '../apis/core.ts';
+import { PROVIDER_MODULES } from '../cloudprovider/modules.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { isAlreadyExists } from '../kube/errors.ts';
 
@@ -25,9 +27,9 @@ const ORDER: Record<string, number> = {
   StorageClass: 1,
   LimitRange: 2,
   ResourceQuota: 2,
-  KWOKNodeClass: 3,
-  EC2NodeClass: 3,
-  ClusterAPINodeClass: 3,
+  ...Object.fromEntries(
+    PROVIDER_MODULES.flatMap((m) => m.nodeClassKinds.map((k) => [k.kind, k.applyOrder ?? 3])),
+  ),
   NodePool: 4,
   Node: 5,
   PersistentVolume: 5,

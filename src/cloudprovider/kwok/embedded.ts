@@ -11,7 +11,7 @@
  * `ec2nodeclass:<name>` (a name no real object can have) and translated back on every NodeClaim returned, so
  * NodeClaims, Nodes and metrics always show the user's `EC2NodeClass` reference.
  */
-import type { KubeObject } from '../apis/core.ts';
+import type { KubeObject } from '../../apis/core.ts';
 import type {
   Condition,
   EC2NodeClass,
@@ -19,20 +19,8 @@ import type {
   NodeClaim,
   NodeClassReference,
   NodePool,
-} from '../apis/karpenter.ts';
-import {
-  getInstanceTypes,
-  isSupportedRegion,
-  UnsupportedRegionError,
-} from '../cloudprovider/aws/catalog/index.ts';
-import type { NodeWriter } from '../cloudprovider/kwok/nodes.ts';
-import {
-  type KwokClock,
-  KwokCloudProvider,
-  type KwokCloudProviderDeps,
-  KwokGroup,
-  KwokNodeClassKind,
-} from '../cloudprovider/kwok/provider.ts';
+} from '../../apis/karpenter.ts';
+import { getInstanceTypes, isSupportedRegion, UnsupportedRegionError } from '../aws/catalog/index.ts';
 import {
   type CapacityType,
   type CloudProvider,
@@ -40,7 +28,15 @@ import {
   type NodeClassKind,
   NodeClassNotReadyError,
   type RepairPolicy,
-} from '../cloudprovider/types.ts';
+} from '../types.ts';
+import type { NodeWriter } from './nodes.ts';
+import {
+  type KwokClock,
+  KwokCloudProvider,
+  type KwokCloudProviderDeps,
+  KwokGroup,
+  KwokNodeClassKind,
+} from './provider.ts';
 
 /** API group of the EC2NodeClass. */
 export const EC2Group = 'karpenter.k8s.aws';

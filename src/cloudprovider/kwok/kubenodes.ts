@@ -3,10 +3,10 @@
  * Nodes become real Node objects on the API server (embedded or real). Used by the operator and by
  * integration tests.
  */
-import type { Node } from '../apis/core.ts';
-import type { NodeWriter } from '../cloudprovider/kwok/nodes.ts';
-import type { KubeClient } from '../kube/client.ts';
-import { isNotFound } from '../kube/errors.ts';
+import type { Node } from '../../apis/core.ts';
+import type { KubeClient } from '../../kube/client.ts';
+import { isNotFound } from '../../kube/errors.ts';
+import type { NodeWriter } from './nodes.ts';
 
 /**
  * A {@link NodeWriter} writing Node objects through `client`.

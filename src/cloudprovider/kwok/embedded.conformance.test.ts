@@ -2,15 +2,15 @@
  * The embedded default provider (`EmbeddedCloudProvider`, what `capenter start` and an operator without a
  * configured cloud use) passes the conformance suite, for NodePools on a KWOKNodeClass and on an EC2NodeClass.
  */
-import type { KubeObject } from '../apis/core.ts';
-import { exampleEC2NodeClass } from '../apis/examples.ts';
-import type { NodeClassReference } from '../apis/karpenter.ts';
-import { describeCloudProviderConformance } from '../cloudprovider/conformance/suite.ts';
-import { InMemoryNodeWriter } from '../cloudprovider/kwok/nodes.ts';
-import { sequentialInstanceIds } from '../cloudprovider/kwok/provider.ts';
-import { kwokNodeClaim, kwokNodeClass } from '../cloudprovider/kwok/testing.ts';
-import { FakeClock } from '../kube/clock.ts';
+import type { KubeObject } from '../../apis/core.ts';
+import { exampleEC2NodeClass } from '../../apis/examples.ts';
+import type { NodeClassReference } from '../../apis/karpenter.ts';
+import { FakeClock } from '../../kube/clock.ts';
+import { describeCloudProviderConformance } from '../conformance/suite.ts';
 import { EC2Group, EC2NodeClassKind, EmbeddedCloudProvider } from './embedded.ts';
+import { InMemoryNodeWriter } from './nodes.ts';
+import { sequentialInstanceIds } from './provider.ts';
+import { kwokNodeClaim, kwokNodeClass } from './testing.ts';
 
 for (const kind of ['KWOKNodeClass', 'EC2NodeClass'] as const) {
   describeCloudProviderConformance(`embedded (${kind})`, async () => {

@@ -5,18 +5,14 @@
  * cluster, and the operator (plus the ClusterAPINodeClass status controller) against the workload cluster.
  * Shared by `capenter start --cloud-provider clusterapi` and the clusterapi end-to-end tests.
  */
-import type { ClusterAPINodeClass } from '../apis/karpenter.ts';
-import {
+import type {
   ClusterAPICloudProvider,
-  type ClusterAPICloudProviderDeps,
+  ClusterAPICloudProviderDeps,
 } from '../cloudprovider/clusterapi/provider.ts';
-import {
-  ClusterAPINodeClassController,
-  ConditionMachineDeploymentsReady,
-} from '../controllers/nodeclass/clusterapi.ts';
-import type { KubeClient } from '../kube/client.ts';
-import { type Clock, RealClock } from '../kube/clock.ts';
+import { clusterAPISetup } from '../cloudprovider/clusterapi/setup.ts';
 import { type Logger, silentLogger } from '../kube/logger.ts';
+import { createOperator, type Operator, type OperatorConfig } from '../operator/operator.ts';
+import { embeddedOptions, type OperatorOptions } from '../operator/options.ts';
 import {
   type CAPIEnvironment,
   type CAPIEnvironmentOptions,
@@ -26,68 +22,6 @@ import {
   type CAPIMachineDeploymentOptions,
   CAPIMachineDeploymentStandIn,
 } from '../sim/capi/machinedeployment.ts';
-import { createOperator, type Operator, type OperatorConfig } from './operator.ts';
-import { embeddedOptions, type OperatorOptions } from './options.ts';
-
-/** Inputs of {@link clusterAPIOperatorConfig}. */
-export interface ClusterAPIOperatorInputs {
-  /** Client of the management cluster. */
-  management: KubeClient;
-  /** Client of the workload cluster (the operator's): ClusterAPINodeClasses and, as a capacity source, Nodes. */
-  workload: KubeClient;
-  namespace: string;
-  clusterName?: string;
-  machineTimeoutSeconds?: number;
-  region?: string;
-  pollSeconds?: number;
-  cacheSeconds?: number;
-  clock?: Clock;
-  logger: Logger;
-  /** Seconds between ClusterAPINodeClass status passes (default 10). */
-  nodeClassPeriodSeconds?: number;
-}
-
-/**
- * The parts of an {@link OperatorConfig} that make an operator run the clusterapi provider: the provider, the
- * ClusterAPINodeClass status controller, and `MachineDeploymentsReady` as a dependent of the NodeClass's `Ready`.
- * Used by `capenter controller --cloud-provider clusterapi` and {@link startClusterAPIStack}.
- */
-export function clusterAPIOperatorConfig(i: ClusterAPIOperatorInputs): Pick<
-  OperatorConfig,
-  'cloudProvider' | 'extraControllers' | 'nodeClassDependents'
-> & {
-  cloudProvider: ClusterAPICloudProvider;
-} {
-  const provider = new ClusterAPICloudProvider({
-    management: i.management,
-    namespace: i.namespace,
-    ...(i.clusterName ? { clusterName: i.clusterName } : {}),
-    workload: i.workload,
-    clock: i.clock ?? new RealClock(),
-    nodeClass: async (name) =>
-      (await i.workload.tryGet('ClusterAPINodeClass', name)) as ClusterAPINodeClass | undefined,
-    ...(i.region ? { region: i.region } : {}),
-    ...(i.machineTimeoutSeconds !== undefined ? { machineTimeoutSeconds: i.machineTimeoutSeconds } : {}),
-    ...(i.pollSeconds !== undefined ? { pollSeconds: i.pollSeconds } : {}),
-    ...(i.cacheSeconds !== undefined ? { cacheSeconds: i.cacheSeconds } : {}),
-    onNotice: (message) => i.logger.warn({ provider: 'clusterapi' }, message),
-    onError: (err, where) => i.logger.debug({ where, err: (err as Error).message }, 'clusterapi provider'),
-  });
-  return {
-    cloudProvider: provider,
-    nodeClassDependents: { ClusterAPINodeClass: [ConditionMachineDeploymentsReady] },
-    extraControllers: (deps) => [
-      new ClusterAPINodeClassController({
-        client: deps.client,
-        provider,
-        clock: deps.clock,
-        logger: deps.logger,
-        ...(deps.informers ? { informers: deps.informers } : {}),
-        periodSeconds: i.nodeClassPeriodSeconds ?? 10,
-      }),
-    ],
-  };
-}
 
 /** Options of {@link startClusterAPIStack}. */
 export interface ClusterAPIStackOptions {
@@ -142,7 +76,7 @@ export async function startClusterAPIStack(o: ClusterAPIStackOptions = {}): Prom
     provider: ClusterAPICloudProvider;
     ac: AbortController;
   }> => {
-    const cfg = clusterAPIOperatorConfig({
+    const cfg = clusterAPISetup({
       management: env.mgmt,
       workload,
       namespace,
@@ -155,7 +89,7 @@ export async function startClusterAPIStack(o: ClusterAPIStackOptions = {}): Prom
     const provider = cfg.cloudProvider;
     const op = createOperator({
       kubeconfig: env.workload.kubeconfig,
-      ...cfg,
+      provider: cfg,
       logger,
       clock: env.clock,
       options: { ...embeddedOptions(), leaderElect: false, ...(o.operator ?? {}) },

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Pod } from '../apis/core.ts';
 import type { KubeEvent } from '../kube/types.ts';
-import { failedSchedulingIndex, pendingReason } from './start.ts';
+import { failedSchedulingIndex, pendingReason } from './summary.ts';
 
 const ev = (
   pod: string,
