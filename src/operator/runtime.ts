@@ -12,7 +12,7 @@ import type { KubeClient } from '../kube/client.ts';
 import type { Clock } from '../kube/clock.ts';
 import type { EventRecorder } from '../kube/events.ts';
 import type { SharedInformers } from '../kube/informer.ts';
-import { LeaderElector } from '../kube/leaderelection.ts';
+import { type LeaderCallbacks, LeaderElector } from '../kube/leaderelection.ts';
 import type { Logger } from '../kube/logger.ts';
 import type { Cluster } from '../state/cluster.ts';
 import { checkCRDs, crdProblem, installCRDs, type RequiredCRD } from './crds.ts';
@@ -113,9 +113,49 @@ class CRDGate {
   }
 }
 
+/** The leader elector of `d` (the options' Lease and timings) calling `callbacks`. */
+function leaderElector(d: OperatorRuntimeDeps, callbacks: LeaderCallbacks): LeaderElector {
+  const { options, log } = d;
+  return new LeaderElector({
+    client: d.client,
+    clock: d.clock,
+    lockName: options.leaderElectionName,
+    lockNamespace: options.leaderElectionNamespace,
+    identity: d.identity,
+    leaseDurationSeconds: options.leaseDurationSeconds,
+    renewDeadlineSeconds: options.renewDeadlineSeconds,
+    retryPeriodSeconds: options.retryPeriodSeconds,
+    onError: (err) => log.warn({ err: errorMessage(err) }, 'leader election error'),
+    callbacks,
+  });
+}
+
+/** Starts every controller of `d` once `served` resolves, unless `signal` aborted first; resolves when all stopped. */
+async function runWhenServed(
+  d: OperatorRuntimeDeps,
+  served: Promise<void>,
+  signal: AbortSignal,
+): Promise<void> {
+  const { controllers, log } = d;
+  setMaxListeners(10 * controllers.length, signal);
+  const aborted = new Promise<void>((r) => signal.addEventListener('abort', () => r(), { once: true }));
+  await Promise.race([served, aborted]);
+  if (signal.aborted) return;
+  log.info({ identity: d.identity, controllers: controllers.map((c) => c.name) }, 'starting controllers');
+  await Promise.all(
+    controllers.map((c) =>
+      c
+        .start(signal)
+        .catch((err: unknown) =>
+          log.error({ controller: c.name, err: errorMessage(err) }, 'controller stopped with an error'),
+        ),
+    ),
+  );
+}
+
 /** Builds the run-time of `d`; nothing runs until `start`. */
 export function createRuntime(d: OperatorRuntimeDeps): OperatorRuntime {
-  const { client, clock, log, identity, options, controllers } = d;
+  const { client, log, identity, options } = d;
   let endpoints: HttpEndpoints | undefined;
   let elector: LeaderElector | undefined;
   let leading: AbortController | undefined;
@@ -129,23 +169,8 @@ export function createRuntime(d: OperatorRuntimeDeps): OperatorRuntime {
   const gateAbort = new AbortController();
 
   const runControllers = (signal: AbortSignal): void => {
-    setMaxListeners(10 * controllers.length, signal);
     leadingStarted.resolve(signal);
-    const aborted = new Promise<void>((r) => signal.addEventListener('abort', () => r(), { once: true }));
-    running = (async () => {
-      await Promise.race([gate.served, aborted]);
-      if (signal.aborted) return;
-      log.info({ identity, controllers: controllers.map((c) => c.name) }, 'starting controllers');
-      await Promise.all(
-        controllers.map((c) =>
-          c
-            .start(signal)
-            .catch((err: unknown) =>
-              log.error({ controller: c.name, err: errorMessage(err) }, 'controller stopped with an error'),
-            ),
-        ),
-      );
-    })();
+    running = runWhenServed(d, gate.served, signal);
   };
 
   const stop = (): Promise<void> => {
@@ -167,32 +192,21 @@ export function createRuntime(d: OperatorRuntimeDeps): OperatorRuntime {
   };
 
   const elect = (): LeaderElector =>
-    new LeaderElector({
-      client,
-      clock,
-      lockName: options.leaderElectionName,
-      lockNamespace: options.leaderElectionNamespace,
-      identity,
-      leaseDurationSeconds: options.leaseDurationSeconds,
-      renewDeadlineSeconds: options.renewDeadlineSeconds,
-      retryPeriodSeconds: options.retryPeriodSeconds,
-      onError: (err) => log.warn({ err: errorMessage(err) }, 'leader election error'),
-      callbacks: {
-        onStartedLeading: (s) => {
-          electionDecided = true;
-          leading = new AbortController();
-          s.addEventListener('abort', () => leading?.abort(), { once: true });
-          log.info({ identity }, 'acquired leader lease');
-          runControllers(leading.signal);
-        },
-        onStoppedLeading: () => {
-          log.info({ identity }, 'leader lease lost or released');
-          void stop();
-        },
-        onNewLeader: (id) => {
-          electionDecided = true;
-          if (id !== identity) log.info({ leader: id }, 'another instance leads');
-        },
+    leaderElector(d, {
+      onStartedLeading: (s) => {
+        electionDecided = true;
+        leading = new AbortController();
+        s.addEventListener('abort', () => leading?.abort(), { once: true });
+        log.info({ identity }, 'acquired leader lease');
+        runControllers(leading.signal);
+      },
+      onStoppedLeading: () => {
+        log.info({ identity }, 'leader lease lost or released');
+        void stop();
+      },
+      onNewLeader: (id) => {
+        electionDecided = true;
+        if (id !== identity) log.info({ leader: id }, 'another instance leads');
       },
     });
 

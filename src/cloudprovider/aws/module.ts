@@ -31,7 +31,7 @@ export const awsModule: ProviderModule<AwsSettings> = {
     const [{ createAwsClients }, { awsSetup }, { S3BootstrapStore }] = await Promise.all([
       import('./clients.ts'),
       import('./setup.ts'),
-      import('../../controllers/capi/s3store.ts'),
+      import('./s3store.ts'),
     ]);
     const clients = createAwsClients({ region: settings.region });
     return {

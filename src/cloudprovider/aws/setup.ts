@@ -7,12 +7,7 @@
 import type { Registry } from 'prom-client';
 import type { EC2NodeClass } from '../../apis/karpenter.ts';
 import { AWSGroup } from '../../apis/labels.ts';
-import {
-  InterruptionController,
-  type UnavailableOfferings,
-} from '../../controllers/interruption/controller.ts';
 import type { Recorder } from '../../controllers/nodeclaim/util.ts';
-import { EC2NodeClassController } from '../../controllers/nodeclass/controller.ts';
 import { type Controller, errorMessage, SingletonController } from '../../controllers/runtime.ts';
 import type { KubeClient } from '../../kube/client.ts';
 import type { Clock } from '../../kube/clock.ts';
@@ -21,6 +16,8 @@ import type { Logger } from '../../kube/logger.ts';
 import { type ProviderSetup, readyDependentsOf } from '../module.ts';
 import type { CloudProvider } from '../types.ts';
 import type { AwsClients } from './clients.ts';
+import { InterruptionController, type UnavailableOfferings } from './controllers/interruption/controller.ts';
+import { EC2NodeClassController } from './controllers/nodeclass.ts';
 import { awsModule } from './module.ts';
 import { AwsCloudProvider, EC2NodeClassKind } from './provider.ts';
 import type { AwsSettings } from './settings.ts';

@@ -3,12 +3,12 @@
  * MachineDeployments and the ClusterAPINodeClass status controller against the workload cluster.
  */
 import type { ClusterAPINodeClass } from '../../apis/karpenter.ts';
-import { ClusterAPINodeClassController } from '../../controllers/nodeclass/clusterapi.ts';
 import type { KubeClient } from '../../kube/client.ts';
 import { type Clock, RealClock } from '../../kube/clock.ts';
 import type { Logger } from '../../kube/logger.ts';
 import { type ProviderSetup, readyDependentsOf } from '../module.ts';
 import { clusterAPIModule } from './module.ts';
+import { ClusterAPINodeClassController } from './nodeclass.ts';
 import { ClusterAPICloudProvider } from './provider.ts';
 
 /** Inputs of {@link clusterAPISetup}. */

@@ -21,18 +21,18 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import { Counter, Histogram, type Registry } from 'prom-client';
-import type { KubeObject, Node } from '../../apis/core.ts';
-import type { NodeClaim } from '../../apis/karpenter.ts';
-import { LabelInstanceType, LabelTopologyZone } from '../../apis/labels.ts';
-import type { CapacityType } from '../../cloudprovider/types.ts';
-import type { KubeClient } from '../../kube/client.ts';
-import type { Clock } from '../../kube/clock.ts';
-import { isNotFound } from '../../kube/errors.ts';
-import type { Logger } from '../../kube/logger.ts';
-import { lifecycleMetrics } from '../nodeclaim/metrics.ts';
-import { capacityTypeOf, nodePoolOf, type Recorder } from '../nodeclaim/util.ts';
-import { DURATION_BUCKETS } from '../provisioning/metrics.ts';
-import { type Controller, errorMessage, SingletonController } from '../runtime.ts';
+import type { KubeObject, Node } from '../../../../apis/core.ts';
+import type { NodeClaim } from '../../../../apis/karpenter.ts';
+import { LabelInstanceType, LabelTopologyZone } from '../../../../apis/labels.ts';
+import { lifecycleMetrics } from '../../../../controllers/nodeclaim/metrics.ts';
+import { capacityTypeOf, nodePoolOf, type Recorder } from '../../../../controllers/nodeclaim/util.ts';
+import { DURATION_BUCKETS } from '../../../../controllers/provisioning/metrics.ts';
+import { type Controller, errorMessage, SingletonController } from '../../../../controllers/runtime.ts';
+import type { KubeClient } from '../../../../kube/client.ts';
+import type { Clock } from '../../../../kube/clock.ts';
+import { isNotFound } from '../../../../kube/errors.ts';
+import type { Logger } from '../../../../kube/logger.ts';
+import type { CapacityType } from '../../../types.ts';
 import {
   actionFor,
   type InterruptionMessage,

@@ -22,11 +22,24 @@
 import type { EC2Client } from '@aws-sdk/client-ec2';
 import type { IAMClient } from '@aws-sdk/client-iam';
 import type { SSMClient } from '@aws-sdk/client-ssm';
-import type { EC2NodeClass, NodeClaim } from '../../apis/karpenter.ts';
-import { AMIResolver } from '../../cloudprovider/aws/nodeclass/amis.ts';
-import { describeTerms } from '../../cloudprovider/aws/nodeclass/filters.ts';
-import { InstanceProfileResolver } from '../../cloudprovider/aws/nodeclass/instanceprofile.ts';
-import { resolveSecurityGroups, resolveSubnets } from '../../cloudprovider/aws/nodeclass/network.ts';
+import type { EC2NodeClass, NodeClaim } from '../../../apis/karpenter.ts';
+import { ConditionSet } from '../../../controllers/nodeclaim/conditions.ts';
+import type { ControllerDeps } from '../../../controllers/nodeclaim/lifecycle/controller.ts';
+import { withFinalizer, withoutFinalizer } from '../../../controllers/nodeclaim/util.ts';
+import { nodeClassValidationError } from '../../../controllers/nodepool/nodeclass.ts';
+import {
+  type Controller,
+  type InformerSyncOptions,
+  QueueController,
+  type ReconcileResult,
+  runQueueWithInformers,
+} from '../../../controllers/runtime.ts';
+import { isConflict, isNotFound } from '../../../kube/errors.ts';
+import { SharedInformers } from '../../../kube/informer.ts';
+import { AMIResolver } from '../nodeclass/amis.ts';
+import { describeTerms } from '../nodeclass/filters.ts';
+import { InstanceProfileResolver } from '../nodeclass/instanceprofile.ts';
+import { resolveSecurityGroups, resolveSubnets } from '../nodeclass/network.ts';
 import {
   ConditionAMIsReady,
   ConditionInstanceProfileReady,
@@ -36,20 +49,7 @@ import {
   EC2NodeClassResolvedConditions,
   type EC2NodeClassStatus,
   FinalizerEC2NodeClassTermination,
-} from '../../cloudprovider/aws/nodeclass/types.ts';
-import { isConflict, isNotFound } from '../../kube/errors.ts';
-import { SharedInformers } from '../../kube/informer.ts';
-import { ConditionSet } from '../nodeclaim/conditions.ts';
-import type { ControllerDeps } from '../nodeclaim/lifecycle/controller.ts';
-import { withFinalizer, withoutFinalizer } from '../nodeclaim/util.ts';
-import { nodeClassValidationError } from '../nodepool/nodeclass.ts';
-import {
-  type Controller,
-  type InformerSyncOptions,
-  QueueController,
-  type ReconcileResult,
-  runQueueWithInformers,
-} from '../runtime.ts';
+} from '../nodeclass/types.ts';
 
 /** The dependents of `Ready` on an EC2NodeClass (upstream `StatusConditions`, without capacity reservations). */
 export const EC2NodeClassDependents: readonly string[] = [

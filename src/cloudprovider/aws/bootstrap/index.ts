@@ -5,7 +5,7 @@
  */
 import { GetInstanceProfileCommand } from '@aws-sdk/client-iam';
 import { GetCallerIdentityCommand, type STSClient } from '@aws-sdk/client-sts';
-import type { KubeClient } from '../../kube/client.ts';
+import type { KubeClient } from '../../../kube/client.ts';
 import { applyBootstrap, type BootstrapClients, type BootstrapReport, deleteBootstrap } from './apply.ts';
 import { readCapaCluster } from './capa.ts';
 import { cloudFormationYaml } from './cloudformation.ts';

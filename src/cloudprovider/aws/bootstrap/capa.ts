@@ -6,10 +6,10 @@
  * (`spec.awsLaunchTemplate.iamInstanceProfile`) already use (CAPA's default is
  * `nodes.cluster-api-provider-aws.sigs.k8s.io`). Read-only.
  */
-import type { KubeObject } from '../../apis/core.ts';
-import type { KubeClient } from '../../kube/client.ts';
-import { isNotFound } from '../../kube/errors.ts';
-import { Resources } from '../../kube/resources.ts';
+import type { KubeObject } from '../../../apis/core.ts';
+import type { KubeClient } from '../../../kube/client.ts';
+import { isNotFound } from '../../../kube/errors.ts';
+import { Resources } from '../../../kube/resources.ts';
 
 /** What was found for a CAPA cluster. */
 export interface CapaClusterInfo {

@@ -11,13 +11,13 @@
  * Each pass also asks the provider to remove unclaimed Machines nobody waits for (`trimUnclaimed`).
  */
 import type { ClusterAPINodeClass, Condition } from '../../apis/karpenter.ts';
-import type { ClusterAPICloudProvider } from '../../cloudprovider/clusterapi/provider.ts';
+import type { Controller } from '../../controllers/runtime.ts';
 import type { KubeClient } from '../../kube/client.ts';
 import type { Clock } from '../../kube/clock.ts';
 import { isConflict, isNotFound } from '../../kube/errors.ts';
 import type { SharedInformers } from '../../kube/informer.ts';
 import type { Logger } from '../../kube/logger.ts';
-import type { Controller } from '../runtime.ts';
+import type { ClusterAPICloudProvider } from './provider.ts';
 
 /** Condition type this controller owns. */
 export const ConditionMachineDeploymentsReady = 'MachineDeploymentsReady';

@@ -4,13 +4,16 @@
  */
 import { GetQueueAttributesCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { NodeClaim } from '../../../src/apis/karpenter.ts';
-import type { CapacityType } from '../../../src/cloudprovider/types.ts';
-import { InterruptionController, type PollResult } from '../../../src/controllers/interruption/controller.ts';
-import { startTestEnv, type TestEnv } from '../../../src/controllers/nodeclaim/testing.ts';
-import { silentLogger } from '../../../src/kube/logger.ts';
-import { interruptionQueue, putEvent, spotInterruption } from '../../aws/e2e-events.ts';
-import { type MotoServer, startMoto } from '../../aws/moto.ts';
+import type { NodeClaim } from '../../src/apis/karpenter.ts';
+import {
+  InterruptionController,
+  type PollResult,
+} from '../../src/cloudprovider/aws/controllers/interruption/controller.ts';
+import type { CapacityType } from '../../src/cloudprovider/types.ts';
+import { startTestEnv, type TestEnv } from '../../src/controllers/nodeclaim/testing.ts';
+import { silentLogger } from '../../src/kube/logger.ts';
+import { interruptionQueue, putEvent, spotInterruption } from './e2e-events.ts';
+import { type MotoServer, startMoto } from './moto.ts';
 
 // moto answers slowly on a loaded machine (its serialiser; DescribeInstanceTypes is 5.5 MB): under `stress --cpu 4`
 // beside other tests a first test took over 60 s. A test may be slow, never flaky (issue 24).

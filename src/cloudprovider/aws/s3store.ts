@@ -11,7 +11,7 @@ import {
   S3Client,
   type S3ClientConfig,
 } from '@aws-sdk/client-s3';
-import type { BootstrapDataStore, BootstrapLocation } from './bootstrap.ts';
+import type { BootstrapDataStore, BootstrapLocation } from '../../controllers/capi/bootstrap.ts';
 
 /** Thrown when an S3 call fails (names the object, never its content). */
 export class BootstrapStoreError extends Error {

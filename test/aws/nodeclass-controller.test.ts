@@ -19,13 +19,13 @@ import {
 } from '@aws-sdk/client-iam';
 import { PutParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { EC2NodeClass } from '../../../src/apis/karpenter.ts';
-import type { EC2NodeClassStatus } from '../../../src/cloudprovider/aws/nodeclass/types.ts';
-import { startTestEnv, type TestEnv } from '../../../src/controllers/nodeclaim/testing.ts';
-import { EC2NodeClassController } from '../../../src/controllers/nodeclass/controller.ts';
-import { silentLogger } from '../../../src/kube/logger.ts';
-import { prepareEmulator } from '../../../src/sim/aws/emulator.ts';
-import { type AwsEmulator, startAwsEmulator } from '../../aws/moto.ts';
+import type { EC2NodeClass } from '../../src/apis/karpenter.ts';
+import { EC2NodeClassController } from '../../src/cloudprovider/aws/controllers/nodeclass.ts';
+import type { EC2NodeClassStatus } from '../../src/cloudprovider/aws/nodeclass/types.ts';
+import { startTestEnv, type TestEnv } from '../../src/controllers/nodeclaim/testing.ts';
+import { silentLogger } from '../../src/kube/logger.ts';
+import { prepareEmulator } from '../../src/sim/aws/emulator.ts';
+import { type AwsEmulator, startAwsEmulator } from './moto.ts';
 
 // moto answers slowly on a loaded machine (its serialiser; DescribeInstanceTypes is 5.5 MB): under `stress --cpu 4`
 // beside other tests a first test took over 60 s. A test may be slow, never flaky (issue 24).
