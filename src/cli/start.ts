@@ -25,7 +25,7 @@ import { setFlagsFromString } from 'node:v8';
 import type { Command } from 'commander';
 import { isSupportedRegion, SUPPORTED_REGIONS } from '../cloudprovider/aws/catalog/index.ts';
 import type { ProviderModule } from '../cloudprovider/module.ts';
-import { PROVIDER_MODULES, providerModule, providerNames } from '../cloudprovider/modules.ts';
+import { PROVIDER_MODULES, providerNames } from '../cloudprovider/modules.ts';
 import type { EmbeddedProviderHooks, EmbeddedRunFlags } from '../embedded/providers.ts';
 import type { StartIO } from '../embedded/settle.ts';
 import { defaultExamplePath } from '../embedded/summary.ts';
@@ -68,12 +68,13 @@ interface CheckedStart extends EmbeddedRunFlags {
 function checkStart(
   flags: StartCommandOptions,
   env: Readonly<Record<string, string | undefined>>,
+  modules: readonly ProviderModule[],
 ): CheckedStart | string {
   const output = flags.output ?? 'table';
   if (output !== 'table' && output !== 'json') return `--output must be "table" or "json", got "${output}"`;
-  const name = flags.cloudProvider ?? PROVIDER_MODULES[0]?.name ?? '';
-  const module = providerModule(name);
-  if (!module) return `--cloud-provider must be ${providerNames()}, got "${name}"`;
+  const name = flags.cloudProvider ?? modules[0]?.name ?? '';
+  const module = modules.find((m) => m.name === name);
+  if (!module) return `--cloud-provider must be ${providerNames(modules)}, got "${name}"`;
   const refused = module.embedded?.check?.(env);
   if (refused) return refused;
   const region = flags.region ?? module.embedded?.defaultRegion?.(env) ?? 'us-east-1';
@@ -143,10 +144,17 @@ async function startCAPI(
   );
 }
 
-/** Runs `capenter start`; returns the exit code. Never throws. */
-export async function runStart(flags: StartCommandOptions, io: StartIO): Promise<number> {
+/**
+ * Runs `capenter start`; returns the exit code. Never throws. `modules` are the providers `--cloud-provider` may
+ * name (default the list of `src/cloudprovider/modules.ts`; a test adds its own).
+ */
+export async function runStart(
+  flags: StartCommandOptions,
+  io: StartIO,
+  modules: readonly ProviderModule[] = PROVIDER_MODULES,
+): Promise<number> {
   const env = io.env ?? {};
-  const c = checkStart(flags, env);
+  const c = checkStart(flags, env, modules);
   if (typeof c === 'string') {
     io.stderr(`error: ${c}\n`);
     return 2;
