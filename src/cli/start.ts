@@ -131,14 +131,12 @@ async function startCAPI(
     return 2;
   }
   const { runStartCAPI } = await import('../embedded/capi-start.ts');
-  const env = io.env ?? {};
   const { module: _m, port: _p, taintTimeout: _t, ...run } = c;
-  const endpoint = env.AWS_ENDPOINT_URL_EC2 || env.AWS_ENDPOINT_URL;
   return runStartCAPI(
     {
       ...run,
       ...(taintTimeout !== undefined ? { uninitializedTaintTimeout: taintTimeout } : {}),
-      ...(c.module.name === 'aws' && endpoint ? { awsEmulatorEndpoint: endpoint } : {}),
+      ...hooks.capi(io.env ?? {}),
     },
     io,
   );

@@ -110,15 +110,25 @@ export async function startEmbeddedAws(o: EmbeddedAwsOptions): Promise<EmbeddedA
   }
 }
 
+/** The AWS API emulator's endpoint: `AWS_ENDPOINT_URL_EC2`, else `AWS_ENDPOINT_URL`. */
+function emulatorEndpointOf(env: Readonly<Record<string, string | undefined>>): string | undefined {
+  return env.AWS_ENDPOINT_URL_EC2 || env.AWS_ENDPOINT_URL;
+}
+
 /**
  * The aws provider beside the one embedded cluster of `capenter start --cloud-provider aws`: the emulator side
  * ({@link startEmbeddedAws}) and the aws provider with settings pointing its nodes' user data at the embedded API
  * server (cluster name: `--cluster-name`, else `CLUSTER_NAME`, else the core default; service CIDR: Kubernetes'
- * default, as the embedded API server has no EKS to discover it from).
+ * default, as the embedded API server has no EKS to discover it from). With `--capi`, the CAPI stack runs its nodes on
+ * the aws provider against the same emulator.
  */
 export const awsEmbedded: EmbeddedProviderHooks = {
+  capi: (env) => {
+    const endpoint = emulatorEndpointOf(env);
+    return endpoint ? { awsEmulatorEndpoint: endpoint } : {};
+  },
   async start(ctx) {
-    const emulatorEndpoint = (ctx.env.AWS_ENDPOINT_URL_EC2 || ctx.env.AWS_ENDPOINT_URL) ?? '';
+    const emulatorEndpoint = emulatorEndpointOf(ctx.env) ?? '';
     const settings = resolveAwsSettings({ flags: { clusterName: ctx.clusterNameFlag }, env: ctx.env });
     settings.clusterName ||= ctx.clusterName;
     settings.region = ctx.region;

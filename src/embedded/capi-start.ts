@@ -26,17 +26,15 @@ import { clusterNameOf } from '../controllers/capi/desired.ts';
 import { prepareCAPAEmulator } from '../sim/capi/aws.ts';
 import { sampleCAPIObjects } from '../sim/capi/environment.ts';
 import { type CAPIStack, startCAPIStack } from './capi.ts';
-import type { EmbeddedRunFlags } from './providers.ts';
+import type { CAPIProviderOptions, EmbeddedRunFlags } from './providers.ts';
 import { type SettleExtra, type StartIO, settle } from './settle.ts';
 import { readClusterView } from './summary.ts';
 import { applyToClusters, splitManifests, twoClusterRun } from './twoclusters.ts';
 
-/** Flags of `capenter start --capi` (a subset of `start`'s, already checked by it). */
-export interface StartCAPIFlags extends EmbeddedRunFlags {
+/** Flags of `capenter start --capi` (a subset of `start`'s, already checked by it) and the provider's options. */
+export interface StartCAPIFlags extends EmbeddedRunFlags, CAPIProviderOptions {
   /** Seconds before capenter removes a lingering uninitialized taint itself (default 120). */
   uninitializedTaintTimeout?: number;
-  /** Run the nodes on the aws provider against this AWS API emulator endpoint (moto) instead of kwok. */
-  awsEmulatorEndpoint?: string;
 }
 
 /** Prepares the emulator for CAPA (bucket, instance profile, images) and points the AWSClusters at it. */

@@ -56,14 +56,23 @@ export interface EmbeddedProviderHooks {
   start?(ctx: EmbeddedProviderContext): Promise<EmbeddedProviderRun>;
   /** Runs the whole of `capenter start` on the provider's own topology instead; resolves with the exit code. */
   run?(flags: EmbeddedRunFlags, io: StartIO): Promise<number>;
-  /** Runs under `--capi` (the KarpenterMachinePool's nodes come from this provider). */
-  capi?: boolean;
+  /**
+   * Runs under `--capi` (the KarpenterMachinePool's nodes come from this provider): what the CAPI stack needs from
+   * the environment for it (aws: the emulator's endpoint). Absent: `--capi` is refused with this provider.
+   */
+  capi?(env: Readonly<Record<string, string | undefined>>): CAPIProviderOptions;
+}
+
+/** Provider options of the `--capi` stack (`./capi-start.ts`). */
+export interface CAPIProviderOptions {
+  /** Run the nodes on the aws provider against this AWS API emulator endpoint (moto) instead of kwok. */
+  awsEmulatorEndpoint?: string;
 }
 
 /** Hooks of the providers that need the simulator's stand-ins (loaded when `capenter start` runs them). */
 const HOOKS: Record<string, () => Promise<EmbeddedProviderHooks>> = {
-  kwok: async () => ({ capi: true }),
-  aws: async () => ({ ...(await import('./aws.ts')).awsEmbedded, capi: true }),
+  kwok: async () => ({ capi: () => ({}) }),
+  aws: async () => (await import('./aws.ts')).awsEmbedded,
   clusterapi: async () => (await import('./clusterapi-start.ts')).clusterAPIEmbedded,
 };
 
