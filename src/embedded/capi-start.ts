@@ -27,9 +27,8 @@ import { prepareCAPAEmulator } from '../sim/capi/aws.ts';
 import { sampleCAPIObjects } from '../sim/capi/environment.ts';
 import { type CAPIStack, startCAPIStack } from './capi.ts';
 import type { CAPIProviderOptions, EmbeddedRunFlags } from './providers.ts';
-import { type SettleExtra, type StartIO, settle } from './settle.ts';
-import { readClusterView } from './summary.ts';
-import { applyToClusters, splitManifests, twoClusterRun } from './twoclusters.ts';
+import type { SettleExtra, StartIO } from './settle.ts';
+import { applyToClusters, guardedRun, settleWorkload, splitManifests, twoClusterRun } from './twoclusters.ts';
 
 /** Flags of `capenter start --capi` (a subset of `start`'s, already checked by it) and the provider's options. */
 export interface StartCAPIFlags extends EmbeddedRunFlags, CAPIProviderOptions {
@@ -110,78 +109,68 @@ export async function runStartCAPI(flags: StartCAPIFlags, io: StartIO): Promise<
   const run = twoClusterRun(flags, io, 'capenter-capi');
   const { logger } = run;
   let stack: CAPIStack | undefined;
-  try {
-    const clusterName =
-      clusterNameOf((mgmtObjects.find((o) => o.kind === 'MachinePool') ?? { metadata: {} }) as never) ??
-      'demo';
-    const endpoint = flags.awsEmulatorEndpoint;
-    stack = await startCAPIStack({
-      ...(endpoint
-        ? {
-            aws: { emulatorEndpoint: endpoint, region: flags.region, clusterName },
-            bootstrapStore: new S3BootstrapStore((region) => ({ region, endpoint, forcePathStyle: true })),
-          }
-        : {}),
-      env: {
-        workload: { kubeconfigPath: run.workloadKubeconfig },
-        managementKubeconfigPath: run.managementKubeconfig,
-        onError: (err, where) =>
-          logger.debug({ where, err: String(err) }, 'simulated cluster error (retrying)'),
-      },
-      operator: { region: flags.region, logLevel: flags.logLevel, clusterName },
-      logger,
-      defaultMetrics: true,
-      ...(flags.uninitializedTaintTimeout !== undefined
-        ? { uninitializedTimeoutSeconds: flags.uninitializedTaintTimeout }
-        : {}),
-    });
-    const started = stack;
-    const env = stack.env;
-    const mgmtKubeconfig = run.managementKubeconfig;
-    const workloadKubeconfig = run.workloadKubeconfig;
-    io.stderr(`capenter: management cluster at ${env.management.url} (kubeconfig ${mgmtKubeconfig})\n`);
-    io.stderr(
-      `capenter: workload cluster at ${env.workload.apiServer.url} (kubeconfig ${workloadKubeconfig})\n`,
-    );
-    io.stderr(
-      `capenter: try  kubectl --kubeconfig ${mgmtKubeconfig} get karpentermachinepools,machinepools -A  and  kubectl --kubeconfig ${workloadKubeconfig} get nodeclaims -w\n`,
-    );
-    await prepareCAPA(stack, flags, mgmtObjects, clusterName, io);
-    const clusters = new Set(
-      mgmtObjects
-        .filter((o) => o.kind === 'MachinePool')
-        .map((o) => `${o.metadata?.namespace ?? 'default'}/${clusterNameOf(o as never) ?? ''}`),
-    );
-    for (const c of clusters) {
-      const [ns, name] = c.split('/') as [string, string];
-      if (name) await env.writeKubeconfigSecret(ns, name);
-    }
-    const applied = await applyToClusters(
-      [
-        [env.mgmt, mgmtObjects, 'management'],
-        [env.workload.client, split.workload, 'workload'],
-      ],
-      io,
-    );
-    const code = await settle({
-      io,
-      signal: run.signal,
-      output: flags.output,
-      region: flags.region,
-      kubeconfig: workloadKubeconfig,
-      exitWhenSettled: flags.exitWhenSettled === true,
-      timeoutSeconds: flags.timeout,
-      startedMs: run.startedMs,
-      view: () => readClusterView(env.workload.client),
-      finalView: () => readClusterView(env.workload.client, true),
-      extra: () => kmpExtra(started),
-    });
-    return code === 1 ? 1 : Math.max(split.exitCode, applied);
-  } catch (err) {
-    io.stderr(`error: ${(err as Error).message}\n`);
-    return 1;
-  } finally {
-    run.release();
-    await stack?.stop();
-  }
+  return guardedRun(
+    run,
+    io,
+    async () => {
+      const clusterName =
+        clusterNameOf((mgmtObjects.find((o) => o.kind === 'MachinePool') ?? { metadata: {} }) as never) ??
+        'demo';
+      const endpoint = flags.awsEmulatorEndpoint;
+      stack = await startCAPIStack({
+        ...(endpoint
+          ? {
+              aws: { emulatorEndpoint: endpoint, region: flags.region, clusterName },
+              bootstrapStore: new S3BootstrapStore((region) => ({ region, endpoint, forcePathStyle: true })),
+            }
+          : {}),
+        env: run.env,
+        operator: { region: flags.region, logLevel: flags.logLevel, clusterName },
+        logger,
+        defaultMetrics: true,
+        ...(flags.uninitializedTaintTimeout !== undefined
+          ? { uninitializedTimeoutSeconds: flags.uninitializedTaintTimeout }
+          : {}),
+      });
+      const started = stack;
+      const env = stack.env;
+      const mgmtKubeconfig = run.managementKubeconfig;
+      const workloadKubeconfig = run.workloadKubeconfig;
+      io.stderr(`capenter: management cluster at ${env.management.url} (kubeconfig ${mgmtKubeconfig})\n`);
+      io.stderr(
+        `capenter: workload cluster at ${env.workload.apiServer.url} (kubeconfig ${workloadKubeconfig})\n`,
+      );
+      io.stderr(
+        `capenter: try  kubectl --kubeconfig ${mgmtKubeconfig} get karpentermachinepools,machinepools -A  and  kubectl --kubeconfig ${workloadKubeconfig} get nodeclaims -w\n`,
+      );
+      await prepareCAPA(stack, flags, mgmtObjects, clusterName, io);
+      const clusters = new Set(
+        mgmtObjects
+          .filter((o) => o.kind === 'MachinePool')
+          .map((o) => `${o.metadata?.namespace ?? 'default'}/${clusterNameOf(o as never) ?? ''}`),
+      );
+      for (const c of clusters) {
+        const [ns, name] = c.split('/') as [string, string];
+        if (name) await env.writeKubeconfigSecret(ns, name);
+      }
+      const applied = await applyToClusters(
+        [
+          [env.mgmt, mgmtObjects, 'management'],
+          [env.workload.client, split.workload, 'workload'],
+        ],
+        io,
+      );
+      return await settleWorkload(
+        run,
+        flags,
+        io,
+        env.workload.client,
+        () => kmpExtra(started),
+        Math.max(split.exitCode, applied),
+      );
+    },
+    async () => {
+      await stack?.stop();
+    },
+  );
 }

@@ -18,9 +18,8 @@ import {
 } from '../sim/capi/clusterapi.ts';
 import { type ClusterAPIStack, startClusterAPIStack } from './clusterapi.ts';
 import type { EmbeddedProviderHooks, EmbeddedRunFlags } from './providers.ts';
-import { type SettleExtra, type StartIO, settle } from './settle.ts';
-import { readClusterView } from './summary.ts';
-import { applyToClusters, splitManifests, twoClusterRun } from './twoclusters.ts';
+import type { SettleExtra, StartIO } from './settle.ts';
+import { applyToClusters, guardedRun, settleWorkload, splitManifests, twoClusterRun } from './twoclusters.ts';
 
 /** The MachineDeployments (and the provider's replica updates) for the progress line and the summary. */
 async function machineDeploymentExtra(stack: ClusterAPIStack, namespace: string): Promise<SettleExtra> {
@@ -55,61 +54,51 @@ export async function runStartClusterAPI(flags: EmbeddedRunFlags, io: StartIO): 
   const run = twoClusterRun(flags, io, 'capenter-clusterapi');
   const { logger } = run;
   let stack: ClusterAPIStack | undefined;
-  try {
-    stack = await startClusterAPIStack({
-      env: {
-        workload: { kubeconfigPath: run.workloadKubeconfig },
-        managementKubeconfigPath: run.managementKubeconfig,
-        onError: (err, where) =>
-          logger.debug({ where, err: String(err) }, 'simulated cluster error (retrying)'),
-      },
-      namespace,
-      clusterName,
-      provider: { region: flags.region },
-      operator: { region: flags.region, logLevel: flags.logLevel, clusterName },
-      logger,
-    });
-    const started = stack;
-    const env = stack.env;
-    io.stderr(
-      `capenter: management cluster at ${env.management.url} (kubeconfig ${run.managementKubeconfig})\n`,
-    );
-    io.stderr(
-      `capenter: workload cluster at ${env.workload.apiServer.url} (kubeconfig ${run.workloadKubeconfig})\n`,
-    );
-    io.stderr(
-      `capenter: try  kubectl --kubeconfig ${run.managementKubeconfig} get machinedeployments,machines -A  and  kubectl --kubeconfig ${run.workloadKubeconfig} get nodeclaims -w\n`,
-    );
-    // The API server drops `status` on create: write it (the AWSMachineTemplates' status.capacity).
-    const applied = await applyToClusters(
-      [
-        [env.mgmt, mgmtObjects, 'management'],
-        [env.workload.client, workloadObjects, 'workload'],
-      ],
-      io,
-      writeStatuses,
-    );
-    const code = await settle({
-      io,
-      signal: run.signal,
-      output: flags.output,
-      region: flags.region,
-      kubeconfig: run.workloadKubeconfig,
-      exitWhenSettled: flags.exitWhenSettled === true,
-      timeoutSeconds: flags.timeout,
-      startedMs: run.startedMs,
-      view: () => readClusterView(env.workload.client),
-      finalView: () => readClusterView(env.workload.client, true),
-      extra: () => machineDeploymentExtra(started, namespace),
-    });
-    return code === 1 ? 1 : Math.max(split.exitCode, applied);
-  } catch (err) {
-    io.stderr(`error: ${(err as Error).message}\n`);
-    return 1;
-  } finally {
-    run.release();
-    await stack?.stop();
-  }
+  return guardedRun(
+    run,
+    io,
+    async () => {
+      stack = await startClusterAPIStack({
+        env: run.env,
+        namespace,
+        clusterName,
+        provider: { region: flags.region },
+        operator: { region: flags.region, logLevel: flags.logLevel, clusterName },
+        logger,
+      });
+      const started = stack;
+      const env = stack.env;
+      io.stderr(
+        `capenter: management cluster at ${env.management.url} (kubeconfig ${run.managementKubeconfig})\n`,
+      );
+      io.stderr(
+        `capenter: workload cluster at ${env.workload.apiServer.url} (kubeconfig ${run.workloadKubeconfig})\n`,
+      );
+      io.stderr(
+        `capenter: try  kubectl --kubeconfig ${run.managementKubeconfig} get machinedeployments,machines -A  and  kubectl --kubeconfig ${run.workloadKubeconfig} get nodeclaims -w\n`,
+      );
+      // The API server drops `status` on create: write it (the AWSMachineTemplates' status.capacity).
+      const applied = await applyToClusters(
+        [
+          [env.mgmt, mgmtObjects, 'management'],
+          [env.workload.client, workloadObjects, 'workload'],
+        ],
+        io,
+        writeStatuses,
+      );
+      return await settleWorkload(
+        run,
+        flags,
+        io,
+        env.workload.client,
+        () => machineDeploymentExtra(started, namespace),
+        Math.max(split.exitCode, applied),
+      );
+    },
+    async () => {
+      await stack?.stop();
+    },
+  );
 }
 
 /** clusterapi runs `capenter start` on its own two clusters (see the module comment). */

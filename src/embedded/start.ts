@@ -19,24 +19,22 @@ import { createOperator, type Operator } from '../operator/operator.ts';
 import { embeddedOptions } from '../operator/options.ts';
 import { type SimulatedCluster, startSimulatedCluster } from '../sim/cluster.ts';
 import { applyObjects } from './apply.ts';
-import { type EmbeddedProviderHooks, type EmbeddedProviderRun, loadedProvider } from './providers.ts';
+import {
+  type EmbeddedProviderHooks,
+  type EmbeddedProviderRun,
+  type EmbeddedRunFlags,
+  loadedProvider,
+} from './providers.ts';
 import { type StartIO, settle } from './settle.ts';
 import { informerClusterView, readClusterView } from './summary.ts';
 
 /** Checked flags of {@link runEmbedded}. */
-export interface EmbeddedStartFlags {
+export interface EmbeddedStartFlags extends Omit<EmbeddedRunFlags, 'filename'> {
   /** The manifests' paths (for the message) and what was loaded from them (no errors). */
   paths: string[];
   loaded: LoadResult;
   /** API server port (0: any free one). */
   port: number;
-  kubeconfigOut?: string;
-  exitWhenSettled?: boolean;
-  /** Seconds. */
-  timeout: number;
-  output: 'table' | 'json';
-  region: string;
-  logLevel: string;
   /** Controller `/metrics` port (default any free one). */
   metricsPort?: number;
   /** `--cluster-name`. */

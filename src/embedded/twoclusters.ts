@@ -15,8 +15,8 @@ import type { KubeClient } from '../kube/client.ts';
 import { createLogger, type Logger } from '../kube/logger.ts';
 import { applyObjects } from './apply.ts';
 import type { EmbeddedRunFlags } from './providers.ts';
-import type { StartIO } from './settle.ts';
-import { defaultExamplePath } from './summary.ts';
+import { type SettleExtra, type StartIO, settle } from './settle.ts';
+import { defaultExamplePath, readClusterView } from './summary.ts';
 
 const CAPIGroups = ['cluster.x-k8s.io', 'infrastructure.cluster.x-k8s.io', 'bootstrap.cluster.x-k8s.io'];
 
@@ -86,6 +86,12 @@ export async function splitManifests(
 export interface TwoClusterRun {
   workloadKubeconfig: string;
   managementKubeconfig: string;
+  /** The environment options of the two clusters (kubeconfig paths; errors logged at debug). */
+  env: {
+    workload: { kubeconfigPath: string };
+    managementKubeconfigPath: string;
+    onError: (err: unknown, where: string) => void;
+  };
   logger: Logger;
   signal: AbortSignal;
   startedMs: number;
@@ -103,10 +109,19 @@ export function twoClusterRun(flags: EmbeddedRunFlags, io: StartIO, prefix: stri
   const onSignal = (): void => ac.abort();
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
+  const workloadKubeconfig = flags.kubeconfigOut ? resolve(flags.kubeconfigOut) : join(dir, 'kubeconfig');
+  const managementKubeconfig = join(dir, 'management.kubeconfig');
+  const logger = createLogger({ level: flags.logLevel });
   return {
-    workloadKubeconfig: flags.kubeconfigOut ? resolve(flags.kubeconfigOut) : join(dir, 'kubeconfig'),
-    managementKubeconfig: join(dir, 'management.kubeconfig'),
-    logger: createLogger({ level: flags.logLevel }),
+    workloadKubeconfig,
+    managementKubeconfig,
+    env: {
+      workload: { kubeconfigPath: workloadKubeconfig },
+      managementKubeconfigPath: managementKubeconfig,
+      onError: (err, where) =>
+        logger.debug({ where, err: String(err) }, 'simulated cluster error (retrying)'),
+    },
+    logger,
     signal: ac.signal,
     startedMs: performance.now(),
     release: () => {
@@ -140,4 +155,54 @@ export async function applyToClusters(
     }
   }
   return exitCode;
+}
+
+/**
+ * Settles the workload cluster of a two-cluster run (`./settle.ts`, views read through `workload`, the mode's
+ * `extra`) and resolves the run's exit code: 1 on timeout, else the worst of `inputCode` (invalid inputs, refused
+ * objects: 2) and 0.
+ */
+export async function settleWorkload(
+  run: TwoClusterRun,
+  flags: EmbeddedRunFlags,
+  io: StartIO,
+  workload: KubeClient,
+  extra: () => Promise<SettleExtra>,
+  inputCode: number,
+): Promise<number> {
+  const code = await settle({
+    io,
+    signal: run.signal,
+    output: flags.output,
+    region: flags.region,
+    kubeconfig: run.workloadKubeconfig,
+    exitWhenSettled: flags.exitWhenSettled === true,
+    timeoutSeconds: flags.timeout,
+    startedMs: run.startedMs,
+    view: () => readClusterView(workload),
+    finalView: () => readClusterView(workload, true),
+    extra,
+  });
+  return code === 1 ? 1 : inputCode;
+}
+
+/**
+ * Runs `body` (the run of a two-cluster mode) and always releases Ctrl-C and stops what `stop` names; a thrown error
+ * is printed and resolves 1.
+ */
+export async function guardedRun(
+  run: TwoClusterRun,
+  io: StartIO,
+  body: () => Promise<number>,
+  stop: () => Promise<void>,
+): Promise<number> {
+  try {
+    return await body();
+  } catch (err) {
+    io.stderr(`error: ${(err as Error).message}\n`);
+    return 1;
+  } finally {
+    run.release();
+    await stop();
+  }
 }
