@@ -18,9 +18,9 @@ import { IAMClient } from '@aws-sdk/client-iam';
 import { S3Client } from '@aws-sdk/client-s3';
 import type { KarpenterMachinePool } from '../src/apis/capi.ts';
 import type { KubeObject, Pod } from '../src/apis/core.ts';
-import { S3BootstrapStore } from '../src/controllers/capi/s3store.ts';
-import { applyObjects } from '../src/operator/apply.ts';
-import { startCAPIStack } from '../src/operator/capi.ts';
+import { S3BootstrapStore } from '../src/cloudprovider/aws/s3store.ts';
+import { applyObjects } from '../src/embedded/apply.ts';
+import { startCAPIStack } from '../src/embedded/capi.ts';
 import { prepareCAPAEmulator } from '../src/sim/capi/aws.ts';
 import { sampleCAPIObjects } from '../src/sim/capi/environment.ts';
 

@@ -14,8 +14,8 @@ import { pathToFileURL } from 'node:url';
 import type { MachineDeployment } from '../src/apis/capi.ts';
 import type { KubeObject, Pod } from '../src/apis/core.ts';
 import type { NodeClaim } from '../src/apis/karpenter.ts';
-import { applyObjects } from '../src/operator/apply.ts';
-import { startClusterAPIStack } from '../src/operator/clusterapi.ts';
+import { applyObjects } from '../src/embedded/apply.ts';
+import { startClusterAPIStack } from '../src/embedded/clusterapi.ts';
 import {
   DefaultSampleDeployments,
   sampleClusterAPIObjects,

@@ -23,10 +23,10 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Node, Pod } from '../src/apis/core.ts';
 import type { NodeClaim } from '../src/apis/karpenter.ts';
 import { parseResources } from '../src/apis/quantity.ts';
-import { priceOf } from '../src/cli/start.ts';
+import { applyObjects } from '../src/embedded/apply.ts';
 import { startSimulatedCluster } from '../src/embedded/cluster.ts';
+import { priceOf } from '../src/embedded/summary.ts';
 import type { SharedInformers } from '../src/kube/informer.ts';
-import { applyObjects } from '../src/operator/apply.ts';
 import { podRequests } from '../src/scheduling/resources.ts';
 import type { ScoringStrategy } from '../src/sim/kubescheduler/index.ts';
 

@@ -9,9 +9,9 @@ import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import type { KubeObject } from '../src/apis/core.ts';
 import { diagnose, readSnapshot } from '../src/doctor/index.ts';
+import { applyObjects } from '../src/embedded/apply.ts';
 import { startSimulatedCluster } from '../src/embedded/cluster.ts';
 import { RealClock } from '../src/kube/clock.ts';
-import { applyObjects } from '../src/operator/apply.ts';
 
 const args = process.argv.slice(2);
 const json = args.includes('--json');

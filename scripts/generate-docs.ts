@@ -1,6 +1,7 @@
 /**
  * Generates the documentation tables that must not drift from the code:
- * - `docs/settings.md`, the settings table, from the settings registry (`SETTINGS`, src/operator/options.ts);
+ * - `docs/settings.md`, the settings table, from the settings registry: the core settings (`SETTINGS`,
+ *   src/operator/options.ts), then every provider module's (`CONTROLLER_SETTINGS`, src/cli/controller.ts);
  * - the README's command table, from the CLI's definitions (src/cli/program.ts): every command, its flags, docs.
  * Each table sits between `<!-- generated:NAME:begin -->` and `<!-- generated:NAME:end -->` markers; the rest of the
  * file is left as written. test/cli/docs.test.ts checks the committed files equal the generated ones.
@@ -10,10 +11,9 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
-import { CONTROLLER_AWS_SETTINGS, CONTROLLER_CLUSTERAPI_SETTINGS } from '../src/cli/controller.ts';
+import { CONTROLLER_SETTINGS } from '../src/cli/controller.ts';
 import { buildProgram } from '../src/cli/program.ts';
-import { SETTINGS } from '../src/operator/options.ts';
-import { settingsMarkdownTable } from '../src/operator/settings.ts';
+import { settingsMarkdownTable } from '../src/config/settings.ts';
 import { ROOT } from './build.ts';
 
 /** Docs page of each command (README column). */
@@ -62,11 +62,7 @@ export function generatedDocs(): Record<string, string> {
   const settings = readFileSync(join(ROOT, 'docs', 'settings.md'), 'utf8');
   return {
     'README.md': replaceGenerated(readme, 'commands', commandsMarkdownTable()),
-    'docs/settings.md': replaceGenerated(
-      settings,
-      'settings',
-      settingsMarkdownTable([...SETTINGS, ...CONTROLLER_AWS_SETTINGS, ...CONTROLLER_CLUSTERAPI_SETTINGS]),
-    ),
+    'docs/settings.md': replaceGenerated(settings, 'settings', settingsMarkdownTable(CONTROLLER_SETTINGS)),
   };
 }
 

@@ -24,9 +24,10 @@
  * `embedded/` (an embedded API server, stand-ins and the default rules are their fixtures), other test
  * support and a provider's folder (a concrete provider is a fixture); *product files* are all others.
  *
- * Today's violations that other changes of issue 25 remove are in {@link ALLOWED_VIOLATIONS}, each with the item
- * that removes it. The list is exact: a new violation fails, and so does an entry that no longer occurs (shrink
- * the list when the move lands).
+ * A provider's own controllers and setup (`src/cloudprovider/<provider>/controllers/`, `.../setup.ts`) may also
+ * import `controllers/` and `state/` ({@link PROVIDER_CONTROLLERS_ALLOWED}). Known violations would go in
+ * {@link ALLOWED_VIOLATIONS} and {@link ALLOWED_CYCLES}, each with what removes it; both are empty since issue 25's
+ * moves landed. The lists are exact: a new violation fails, and so does an entry that no longer occurs.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -50,13 +51,14 @@ type Layer =
   | 'sim'
   | 'simulate'
   | 'doctor'
-  | 'bootstrap'
+  | 'config'
   | 'testing';
 
 /**
  * Which folders a folder's product files may import (besides its own files), with the reason. Derived from
  * DESIGN.md's picture (down only, any number of floors) and the review's fourteen "never" edges
- * ({@link NEVER}); `doctor/`, `simulate/`, `bootstrap/` are CLI features the picture does not draw.
+ * ({@link NEVER}); `doctor/` and `simulate/` are CLI features the picture does not draw; `config/` is the settings
+ * registry machinery (flags and variables) below the layers that declare settings.
  */
 const ALLOWED: Record<Exclude<Layer, 'testing'>, Partial<Record<Layer, string>>> = {
   cli: {
@@ -67,10 +69,10 @@ const ALLOWED: Record<Exclude<Layer, 'testing'>, Partial<Record<Layer, string>>>
     scheduling: 'capenter instance-types filters with the core',
     apis: 'commands load and print API objects',
     kube: 'commands talk to a cluster',
+    config: 'capenter controller builds its flags from the settings registry',
     sim: 'capenter apiserver serves sim’s API server alone',
     simulate: 'capenter simulate',
     doctor: 'capenter doctor',
-    bootstrap: 'capenter bootstrap aws',
   },
   embedded: {
     operator: 'runs the product (the composition root) against the simulator',
@@ -81,6 +83,7 @@ const ALLOWED: Record<Exclude<Layer, 'testing'>, Partial<Record<Layer, string>>>
     apis: 'API objects of the sample scenarios',
     kube: 'clients of the simulated clusters',
     sim: 'the simulator it assembles',
+    doctor: 'each summary of capenter start carries a doctor line',
   },
   operator: {
     controllers: 'the composition root starts the controllers',
@@ -90,6 +93,7 @@ const ALLOWED: Record<Exclude<Layer, 'testing'>, Partial<Record<Layer, string>>>
     disruption: 'settings name disruption policies',
     apis: 'CRDs and settings',
     kube: 'client, leader election, informers',
+    config: 'core settings are registry entries',
   },
   controllers: {
     state: 'reconcilers read cluster state',
@@ -109,6 +113,7 @@ const ALLOWED: Record<Exclude<Layer, 'testing'>, Partial<Record<Layer, string>>>
     scheduling: 'requirements and offering order of the core',
     apis: 'NodeClaims, NodeClasses, instance types',
     kube: 'providers that talk to a cluster (clusterapi)',
+    config: 'a provider module declares its settings',
   },
   scheduling: { apis: 'PURE: API types only' },
   disruption: {
@@ -129,8 +134,30 @@ const ALLOWED: Record<Exclude<Layer, 'testing'>, Partial<Record<Layer, string>>>
     apis: 'the objects it checks',
     kube: 'reads a cluster',
   },
-  bootstrap: { apis: 'CAPI objects it writes', kube: 'writes them to a cluster' },
+  config: {},
 };
+
+/**
+ * A provider's own controllers and their wiring (`src/cloudprovider/<provider>/controllers/`, `.../setup.ts`) sit
+ * on the controllers floor, in the provider's folder (as karpenter-provider-aws's `pkg/controllers` build on the
+ * core's packages): besides what `cloudprovider/` may import, they may import `controllers/` (the controller kit,
+ * the shared metrics, the NodeClass validation of `nodeclass.status`) and `state/`. The reverse edge, core
+ * controllers → a provider's folder, stays forbidden ({@link CONTRACT_ONLY}).
+ */
+const PROVIDER_CONTROLLERS_ALLOWED: Partial<Record<Layer, string>> = {
+  controllers: 'the controller kit, shared metrics and NodeClass validation',
+  state: 'cluster state, like any controller',
+};
+
+/** Whether `file` is a provider's own controller or its setup (see {@link PROVIDER_CONTROLLERS_ALLOWED}). */
+function isProviderController(file: string): boolean {
+  const p = file.split('/');
+  return (
+    p[1] === 'cloudprovider' &&
+    p.length >= 4 &&
+    (p[3] === 'controllers' || (p.length === 4 && p[3] === 'setup.ts'))
+  );
+}
 
 /**
  * The review's fourteen "never" edges (architecture-2026-12-02, "Layering rules that would fail today"), held
@@ -160,47 +187,10 @@ const CONTRACT_ONLY: ReadonlySet<Layer> = new Set(['controllers', 'state']);
  * Today's violations, `importer → imported`, and the item of issue 25 that removes each. Exact: see the
  * module doc.
  */
-const ALLOWED_VIOLATIONS: Record<string, string> = {
-  // the production composition root wires the embedded simulation (startEmbeddedAws, startCAPIStack,
-  // startClusterAPIStack); the → embedded edges are the same stacks reaching sim through the default assembly
-  'src/operator/aws.ts → src/embedded/rules.ts':
-    'issue 25 item 1 (src/embedded): the embedded stacks leave operator/',
-  'src/operator/aws.ts → src/sim/aws/emulator.ts':
-    'issue 25 item 1 (src/embedded): the embedded stacks leave operator/',
-  'src/operator/aws.ts → src/sim/aws/joiner.ts':
-    'issue 25 item 1 (src/embedded): the embedded stacks leave operator/',
-  'src/operator/aws.ts → src/sim/aws/proxy.ts':
-    'issue 25 item 1 (src/embedded): the embedded stacks leave operator/',
-  'src/operator/capi.ts → src/embedded/cluster.ts':
-    'issue 25 item 1 (src/embedded): the embedded stacks leave operator/',
-  'src/operator/clusterapi.ts → src/embedded/cluster.ts':
-    'issue 25 item 1 (src/embedded): the embedded stacks leave operator/',
-  'src/operator/clusterapi.ts → src/embedded/rules.ts':
-    'issue 25 item 1 (src/embedded): the embedded stacks leave operator/',
-  'src/operator/clusterapi.ts → src/sim/capi/machinedeployment.ts':
-    'issue 25 item 1 (src/embedded): the embedded stacks leave operator/',
-  // provider-specific controllers and adapters in the core
-  'src/controllers/nodeclass/clusterapi.ts → src/cloudprovider/clusterapi/provider.ts':
-    'issue 25 item 1 (provider modules): the ClusterAPINodeClass controller moves into cloudprovider/clusterapi',
-  'src/controllers/nodeclass/controller.ts → src/cloudprovider/aws/nodeclass/amis.ts':
-    'issue 25 item 1 (provider modules): the EC2NodeClass controller moves into cloudprovider/aws',
-  'src/controllers/nodeclass/controller.ts → src/cloudprovider/aws/nodeclass/filters.ts':
-    'issue 25 item 1 (provider modules): the EC2NodeClass controller moves into cloudprovider/aws',
-  'src/controllers/nodeclass/controller.ts → src/cloudprovider/aws/nodeclass/instanceprofile.ts':
-    'issue 25 item 1 (provider modules): the EC2NodeClass controller moves into cloudprovider/aws',
-  'src/controllers/nodeclass/controller.ts → src/cloudprovider/aws/nodeclass/network.ts':
-    'issue 25 item 1 (provider modules): the EC2NodeClass controller moves into cloudprovider/aws',
-  'src/controllers/nodeclass/controller.ts → src/cloudprovider/aws/nodeclass/types.ts':
-    'issue 25 item 1 (provider modules): the EC2NodeClass controller moves into cloudprovider/aws',
-  'src/state/kwoknodes.ts → src/cloudprovider/kwok/nodes.ts':
-    'issue 25 item 1 (provider modules): the kwok NodeWriter adapter moves into cloudprovider/kwok',
-};
+const ALLOWED_VIOLATIONS: Record<string, string> = {};
 
 /** Import cycles of today (sorted member lists), and the item that removes each. Exact, like the above. */
-const ALLOWED_CYCLES: Record<string, string> = {
-  'src/cli/start-capi.ts ↔ src/cli/start-clusterapi.ts ↔ src/cli/start.ts':
-    'issue 25 item 1 (src/embedded): the settle-and-summary loop gets its own module',
-};
+const ALLOWED_CYCLES: Record<string, string> = {};
 
 // ---------------------------------------------------------------------------------------------- scanner
 
@@ -269,6 +259,7 @@ function violation(from: string, to: string): string | undefined {
   if (kind === 'testing' && (b === 'sim' || b === 'embedded' || b === 'testing' || kindOf(to) === 'testing'))
     return undefined;
   if (a === 'testing') return undefined;
+  if (kind === 'product' && isProviderController(from) && PROVIDER_CONTROLLERS_ALLOWED[b]) return undefined;
   if (!ALLOWED[a][b]) return `${a} may not import ${b}`;
   if (kind === 'product' && CONTRACT_ONLY.has(a) && b === 'cloudprovider' && !isContractFile(to))
     return `${a} sees the cloud only through the CloudProvider contract`;
@@ -378,6 +369,19 @@ describe('layering', () => {
     expect(violation('src/operator/x.ts', 'src/embedded/rules.ts')).toBe('operator may not import embedded');
     expect(violation('src/state/x.ts', 'src/cloudprovider/kwok/nodes.ts')).toContain('contract');
     expect(violation('src/state/x.ts', 'src/cloudprovider/types.ts')).toBeUndefined();
+    expect(
+      violation('src/cloudprovider/aws/controllers/x.ts', 'src/controllers/runtime/index.ts'),
+    ).toBeUndefined();
+    expect(violation('src/cloudprovider/aws/setup.ts', 'src/controllers/runtime/index.ts')).toBeUndefined();
+    expect(violation('src/cloudprovider/aws/provider.ts', 'src/controllers/runtime/index.ts')).toBe(
+      'cloudprovider may not import controllers',
+    );
+    expect(violation('src/cloudprovider/aws/controllers/x.ts', 'src/operator/operator.ts')).toBe(
+      'cloudprovider may not import operator',
+    );
+    expect(violation('src/controllers/x.ts', 'src/cloudprovider/aws/controllers/nodeclass.ts')).toContain(
+      'contract',
+    );
     expect(violation('src/operator/x.ts', 'src/controllers/nodeclaim/testing.ts')).toBe(
       'product code imports test support',
     );

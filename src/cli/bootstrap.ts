@@ -9,10 +9,10 @@
  */
 import type { STSClient } from '@aws-sdk/client-sts';
 import type { Command } from 'commander';
-import type { BootstrapClients } from '../bootstrap/aws/apply.ts';
-import { CapaReadError } from '../bootstrap/aws/capa.ts';
-import type { BootstrapOutcome } from '../bootstrap/aws/index.ts';
-import { resourceLabel } from '../bootstrap/aws/plan.ts';
+import type { BootstrapClients } from '../cloudprovider/aws/bootstrap/apply.ts';
+import { CapaReadError } from '../cloudprovider/aws/bootstrap/capa.ts';
+import type { BootstrapOutcome } from '../cloudprovider/aws/bootstrap/index.ts';
+import { resourceLabel } from '../cloudprovider/aws/bootstrap/plan.ts';
 import { KubeClient } from '../kube/client.ts';
 
 /** Parsed flags of `capenter bootstrap aws`. */
@@ -84,7 +84,7 @@ export async function runBootstrapAwsCommand(
     io.stderr('error: --delete and --dry-run cannot be combined\n');
     return 2;
   }
-  const { BootstrapInputError, runBootstrapAws } = await import('../bootstrap/aws/index.ts');
+  const { BootstrapInputError, runBootstrapAws } = await import('../cloudprovider/aws/bootstrap/index.ts');
   let capi: { client: KubeClient; namespace: string; name: string } | undefined;
   if (flags.capiCluster || flags.capiKubeconfig) {
     const m = /^([^/]+)\/([^/]+)$/.exec(flags.capiCluster ?? '');

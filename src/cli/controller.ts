@@ -8,37 +8,34 @@
  * startup failure, 2 on an invalid setting. Against a cluster without capenter's CRDs it logs one error naming them
  * and the fix (`kubectl apply -f crds/`), reports them on `/readyz` and waits; `--install-crds` applies them first
  * (off by default). `--bind-address` sets where `/metrics`, `/healthz` and `/readyz` listen (default 0.0.0.0).
- * `--cloud-provider aws` runs the aws provider (EC2 instances) with the aws settings (`CONTROLLER_AWS_SETTINGS`:
- * CLUSTER_NAME, INTERRUPTION_QUEUE, ISOLATED_VPC, ...); SDK endpoints and credentials come from the SDK's default
- * chain (AWS_ENDPOINT_URL, profiles, IRSA, IMDS). `--cloud-provider clusterapi` runs the clusterapi provider
- * (NodeClaims become Machines of the management cluster's MachineDeployments; settings
- * `CONTROLLER_CLUSTERAPI_SETTINGS`: CLUSTER_API_KUBECONFIG, CLUSTER_API_NAMESPACE, ...; docs/clusterapi.md).
+ * `--cloud-provider NAME` runs the provider module of that name (`src/cloudprovider/modules.ts`: kwok, aws,
+ * clusterapi) with its settings, which are flags and variables here too (aws: CLUSTER_NAME, INTERRUPTION_QUEUE,
+ * ISOLATED_VPC, ...; SDK endpoints and credentials from the SDK's default chain. clusterapi: CLUSTER_API_KUBECONFIG,
+ * CLUSTER_API_NAMESPACE, ...; docs/clusterapi.md).
  *
  * This module is loaded with every command (for its flags): the operator, the logger and each provider's module
- * are imported when the controller runs, and only the chosen provider's, so `--cloud-provider kwok` never loads
- * the AWS SDK (~100 MB of RSS) and no command pays for the controllers at start-up (see scripts/build.ts).
+ * are imported when the controller runs (`ProviderModule.load`), and only the chosen provider's, so `--cloud-provider
+ * kwok` never loads the AWS SDK (~100 MB of RSS) and no command pays for the controllers at start-up (see scripts/build.ts).
  */
 import { type Command, Option } from 'commander';
-import {
-  AWS_SETTINGS,
-  type AwsSettings,
-  resolveAwsSettings,
-  validateAwsSettings,
-} from '../cloudprovider/aws/settings.ts';
-import { CLUSTERAPI_SETTINGS, type ClusterAPISettings } from '../cloudprovider/clusterapi/settings.ts';
+import type { ProviderModule, ProviderSetup } from '../cloudprovider/module.ts';
+import { orList, PROVIDER_MODULES, providerModule, providerNames } from '../cloudprovider/modules.ts';
+import { addSettingFlags, checkSettingList, type Setting } from '../config/settings.ts';
 import { KubeClient } from '../kube/client.ts';
+import type { Logger } from '../kube/logger.ts';
 import { limitYoungGeneration } from '../operator/heap.ts';
-import type { OperatorConfig } from '../operator/operator.ts';
+import type { Operator } from '../operator/operator.ts';
 import { type OperatorOptions, resolveOperatorOptions, SETTINGS } from '../operator/options.ts';
-import { addSettingFlags, resolveSettings, type Setting } from '../operator/settings.ts';
 
-/** The aws provider's settings that the core registry does not already carry (CLUSTER_NAME, AWS_REGION are core). */
-export const CONTROLLER_AWS_SETTINGS: readonly Setting[] = (AWS_SETTINGS as readonly Setting[]).filter(
-  (a) => !SETTINGS.some((s) => s.env === a.env),
-);
-
-/** The clusterapi provider's settings (`--cloud-provider clusterapi`; docs/clusterapi.md). */
-export const CONTROLLER_CLUSTERAPI_SETTINGS: readonly Setting[] = CLUSTERAPI_SETTINGS as readonly Setting[];
+/**
+ * Every setting of `capenter controller`: the core ones, then each provider module's (docs/settings.md lists them in
+ * this order). Checked for duplicate names at load.
+ */
+export const CONTROLLER_SETTINGS: readonly Setting[] = [
+  ...SETTINGS,
+  ...PROVIDER_MODULES.flatMap((m) => m.settings),
+];
+checkSettingList(CONTROLLER_SETTINGS);
 
 /** Parsed flags of `capenter controller`: the connection flags plus one camelCase entry per setting flag. */
 export interface ControllerCommandOptions {
@@ -48,7 +45,7 @@ export interface ControllerCommandOptions {
   installCrds?: boolean;
   /** Address `/metrics`, `/healthz` and `/readyz` listen on (default 0.0.0.0, as in a pod). */
   bindAddress?: string;
-  /** `kwok` (default), `aws` or `clusterapi`. */
+  /** A provider module's name (default `kwok`; `src/cloudprovider/modules.ts`). */
   cloudProvider?: string;
   /** CAPI: kubeconfig of the management cluster; runs the KarpenterMachinePool controller (docs/capi.md). */
   capiManagementKubeconfig?: string;
@@ -71,6 +68,76 @@ export function controllerOptions(
   return o;
 }
 
+/** A provider module with its resolved settings and the operator options they refine. */
+interface ResolvedController {
+  options: OperatorOptions;
+  module: ProviderModule;
+  settings: unknown;
+}
+
+/**
+ * The options and the provider module of `flags` and `env`, with the module's settings resolved.
+ * @throws SettingError naming a bad flag or variable; Error for an unknown `--cloud-provider`.
+ */
+function resolveController(
+  flags: ControllerCommandOptions,
+  env: Readonly<Record<string, string | undefined>>,
+): ResolvedController {
+  const options = controllerOptions(flags, env);
+  const name = (flags.cloudProvider as string | undefined) ?? PROVIDER_MODULES[0]?.name ?? '';
+  const module = providerModule(name);
+  if (!module) throw new Error(`--cloud-provider must be ${providerNames()}, got "${name}"`);
+  const settings = module.configure({ flags, env }, options);
+  return { options, module, settings };
+}
+
+/** The client of `--kubeconfig` (else `$KUBECONFIG`, else the in-cluster config). @throws on an unusable config. */
+function controllerClient(
+  flags: ControllerCommandOptions,
+  env: Readonly<Record<string, string | undefined>>,
+  options: OperatorOptions,
+): KubeClient {
+  const kubeconfig = (flags.kubeconfig as string | undefined) ?? env.KUBECONFIG;
+  const limits = {
+    userAgent: 'capenter-controller',
+    qps: options.kubeClientQPS,
+    burst: options.kubeClientBurst,
+  };
+  return kubeconfig
+    ? KubeClient.fromKubeconfig(kubeconfig, {
+        ...limits,
+        ...(flags.context ? { context: flags.context } : {}),
+      })
+    : KubeClient.fromCluster(limits);
+}
+
+/**
+ * With `--capi-management-kubeconfig`: runs the KarpenterMachinePool controllers on the leader only, like every other
+ * controller, until `signal` aborts; bootstrap data goes to the provider's store (aws: S3), else to memory.
+ */
+async function runCAPIWhenLeading(
+  op: Operator,
+  path: string,
+  setup: ProviderSetup,
+  logger: Logger,
+  signal: AbortSignal,
+): Promise<void> {
+  const leading = await op.leading();
+  if (!leading || signal.aborted) return;
+  const [{ runCAPIControllers }, { InMemoryBootstrapStore }] = await Promise.all([
+    import('../operator/capi.ts'),
+    import('../controllers/capi/bootstrap.ts'),
+  ]);
+  const management = KubeClient.fromKubeconfig(path, { userAgent: 'capenter-capi' });
+  await runCAPIControllers(op, {
+    management,
+    logger,
+    signal: AbortSignal.any([leading, signal]),
+    ...(setup.capi ? { clusterName: setup.capi.clusterName } : {}),
+    bootstrapStore: setup.capi?.bootstrapStore() ?? new InMemoryBootstrapStore(),
+  }).finally(() => management.close());
+}
+
 /** Runs the controller until a signal; returns the exit code. Never throws. */
 export async function runController(
   flags: ControllerCommandOptions,
@@ -80,82 +147,27 @@ export async function runController(
     signal?: AbortSignal;
   },
 ): Promise<number> {
-  let options: OperatorOptions;
+  let resolved: ResolvedController;
   try {
-    options = controllerOptions(flags, io.env);
+    resolved = resolveController(flags, io.env);
   } catch (err) {
     io.stderr(`error: ${(err as Error).message}\n`);
     return 2;
   }
-  const cloudProvider = (flags.cloudProvider as string | undefined) ?? 'kwok';
-  let awsSettings: AwsSettings | undefined;
-  let capiSettings: ClusterAPISettings | undefined;
-  try {
-    if (cloudProvider === 'aws') {
-      awsSettings = validateAwsSettings(resolveAwsSettings({ flags, env: io.env }));
-      awsSettings.region ||= options.region;
-      options.clusterName = awsSettings.clusterName;
-    } else if (cloudProvider === 'clusterapi') {
-      capiSettings = resolveSettings(CONTROLLER_CLUSTERAPI_SETTINGS, {
-        flags,
-        env: io.env,
-      }) as unknown as ClusterAPISettings;
-    } else if (cloudProvider !== 'kwok')
-      throw new Error(`--cloud-provider must be "kwok", "aws" or "clusterapi", got "${cloudProvider}"`);
-  } catch (err) {
-    io.stderr(`error: ${(err as Error).message}\n`);
-    return 2;
-  }
+  const { options, module, settings } = resolved;
   try {
     const [{ createLogger }, { createOperator }] = await Promise.all([
       import('../kube/logger.ts'),
       import('../operator/operator.ts'),
     ]);
     const logger = createLogger({ level: options.logLevel });
-    const kubeconfig = (flags.kubeconfig as string | undefined) ?? io.env.KUBECONFIG;
-    const client = kubeconfig
-      ? KubeClient.fromKubeconfig(kubeconfig, {
-          userAgent: 'capenter-controller',
-          qps: options.kubeClientQPS,
-          burst: options.kubeClientBurst,
-          ...(flags.context ? { context: flags.context } : {}),
-        })
-      : KubeClient.fromCluster({
-          userAgent: 'capenter-controller',
-          qps: options.kubeClientQPS,
-          burst: options.kubeClientBurst,
-        });
-    // aws: endpoints and credentials come from the SDK's default chain (AWS_ENDPOINT_URL, profiles, IRSA, IMDS).
-    let provider: Partial<OperatorConfig> = {};
-    if (awsSettings) {
-      const [{ createAwsClients }, { awsOperatorConfig }] = await Promise.all([
-        import('../cloudprovider/aws/clients.ts'),
-        import('../operator/aws.ts'),
-      ]);
-      const clients = createAwsClients({ region: awsSettings.region });
-      provider = awsOperatorConfig({ clients, settings: awsSettings, region: awsSettings.region });
-    }
-    let management: KubeClient | undefined;
-    if (capiSettings) {
-      management = capiSettings.clusterAPIKubeconfig
-        ? KubeClient.fromKubeconfig(capiSettings.clusterAPIKubeconfig, { userAgent: 'capenter-clusterapi' })
-        : KubeClient.fromCluster({ userAgent: 'capenter-clusterapi' });
-      const { clusterAPIOperatorConfig } = await import('../operator/clusterapi.ts');
-      provider = clusterAPIOperatorConfig({
-        management,
-        workload: client,
-        namespace: capiSettings.clusterAPINamespace,
-        ...(capiSettings.clusterAPIClusterName ? { clusterName: capiSettings.clusterAPIClusterName } : {}),
-        machineTimeoutSeconds: capiSettings.clusterAPIMachineTimeoutSeconds,
-        region: options.region,
-        logger,
-      });
-    }
+    const client = controllerClient(flags, io.env, options);
+    const setup = await module.load(settings, { client, logger, region: options.region });
     const op = createOperator({
       client,
       logger,
       options,
-      ...provider,
+      provider: setup,
       installCRDs: flags.installCrds === true,
     });
     const ac = new AbortController();
@@ -168,27 +180,9 @@ export async function runController(
     process.once('SIGINT', onSignal);
     process.once('SIGTERM', onSignal);
     await op.start(ac.signal);
-    let capi: Promise<void> | undefined;
-    if (flags.capiManagementKubeconfig) {
-      const { runCAPIControllers } = await import('../operator/capi.ts');
-      const bootstrapStore = awsSettings
-        ? undefined
-        : new (await import('../controllers/capi/bootstrap.ts')).InMemoryBootstrapStore();
-      // the KarpenterMachinePool controllers run on the leader only, like every other controller
-      capi = op.leading().then(async (leading) => {
-        if (!leading || ac.signal.aborted) return;
-        const management = KubeClient.fromKubeconfig(flags.capiManagementKubeconfig as string, {
-          userAgent: 'capenter-capi',
-        });
-        await runCAPIControllers(op, {
-          management,
-          logger,
-          signal: AbortSignal.any([leading, ac.signal]),
-          ...(awsSettings ? { clusterName: awsSettings.clusterName } : {}),
-          ...(bootstrapStore ? { bootstrapStore } : {}),
-        }).finally(() => management.close());
-      });
-    }
+    const capi = flags.capiManagementKubeconfig
+      ? runCAPIWhenLeading(op, flags.capiManagementKubeconfig, setup, logger, ac.signal)
+      : undefined;
     io.stderr(
       `capenter controller: ${client.server}, region ${options.region}, metrics :${op.metricsPort}/metrics, health :${op.healthProbePort}/healthz\n`,
     );
@@ -199,7 +193,7 @@ export async function runController(
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
     client.close();
-    management?.close();
+    setup.close?.();
     if (stoppedBySignal) return 0;
     io.stderr('capenter controller: leadership lost; exiting so the process is restarted\n');
     return 1;
@@ -213,13 +207,12 @@ export async function runController(
 export function registerControllerCommand(program: Command): void {
   const cmd = program
     .command('controller')
-    .description('run the controller (kwok, aws or clusterapi provider) against a cluster until interrupted')
+    .description(
+      `run the controller (${orList(PROVIDER_MODULES.map((m) => m.name))} provider) against a cluster until interrupted`,
+    )
     .option('--kubeconfig <path>', 'kubeconfig file (default: $KUBECONFIG, else the in-cluster config)')
     .option('--context <name>', 'kubeconfig context')
-    .option(
-      '--cloud-provider <name>',
-      'kwok (default: NodeClaims become Node objects), aws (EC2 instances) or clusterapi (Machines of CAPI MachineDeployments)',
-    )
+    .option('--cloud-provider <name>', cloudProviderHelp())
     .option('--install-crds', "apply capenter's CRDs (as `kubectl apply -f crds/`) at start (default off)")
     .option(
       '--capi-management-kubeconfig <path>',
@@ -229,10 +222,7 @@ export function registerControllerCommand(program: Command): void {
     .addOption(
       new Option('--no-leader-elect', 'same as --disable-leader-election (kept for scripts)').hideHelp(),
     );
-  addSettingFlags(
-    addSettingFlags(addSettingFlags(cmd, SETTINGS), CONTROLLER_AWS_SETTINGS),
-    CONTROLLER_CLUSTERAPI_SETTINGS,
-  ).action(async (flags: ControllerCommandOptions) => {
+  addSettingFlags(cmd, CONTROLLER_SETTINGS).action(async (flags: ControllerCommandOptions) => {
     // the young generation stops growing at 16 MB (operator/heap.ts: 131–133 MB peak RSS at 1,000 pods on Node 24
     // instead of 168–175 MB, for the same CPU time)
     limitYoungGeneration({ nodeOptions: process.env.NODE_OPTIONS, execArgv: process.execArgv });
@@ -244,4 +234,9 @@ export function registerControllerCommand(program: Command): void {
     // handle open, so a supervisor sees the exit at once.
     process.exit(code);
   });
+}
+
+/** `--cloud-provider`'s help: each module's name and what a NodeClaim becomes, the default first. */
+function cloudProviderHelp(): string {
+  return orList(PROVIDER_MODULES.map((m, i) => `${m.name} (${i === 0 ? 'default: ' : ''}${m.summary})`));
 }

@@ -437,7 +437,7 @@ export async function runConvert(
     return 2;
   }
   if (flags.fromAsg || flags.fromLaunchTemplate) {
-    const { importVintage, vintageList } = await import('../controllers/capi/vintage.ts');
+    const { importVintage, vintageList } = await import('../cloudprovider/aws/vintage.ts');
     const cfg = flags.region ? { region: flags.region } : {};
     try {
       const r = await importVintage(

@@ -1,157 +1,18 @@
 /**
- * capenter in CAPI mode on the embedded two-cluster environment (sim/capi/environment.ts): the provisioning operator
- * and the CAPI taint controller against the workload cluster, the KarpenterMachinePool controller against the
- * management cluster (bootstrap data in an in-process object store, the pool's instances from the operator's kwok
- * provider). Shared by `capenter start --capi`, the CAPI end-to-end tests and the CAPI benchmark.
+ * `capenter controller --capi-management-kubeconfig`: the KarpenterMachinePool controller against the management
+ * cluster and the CAPI taint controller against the operator's (workload) cluster, run on the leader only
+ * ({@link runCAPIControllers}). The embedded CAPI stack of `capenter start --capi` is `src/embedded/capi.ts`.
  */
-
-import { resolveAwsSettings } from '../cloudprovider/aws/settings.ts';
-import { type BootstrapDataStore, InMemoryBootstrapStore } from '../controllers/capi/bootstrap.ts';
+import type { BootstrapDataStore } from '../controllers/capi/bootstrap.ts';
 import { KarpenterMachinePoolController } from '../controllers/capi/controller.ts';
 import { cloudProviderInstances } from '../controllers/capi/instances.ts';
-import { S3BootstrapStore } from '../controllers/capi/s3store.ts';
 import { CAPITaintController } from '../controllers/capi/taints.ts';
-import {
-  type CAPIEnvironment,
-  type CAPIEnvironmentOptions,
-  startCAPIEnvironment,
-} from '../embedded/cluster.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { RealClock } from '../kube/clock.ts';
 import { EventRecorder } from '../kube/events.ts';
 import { SharedInformers } from '../kube/informer.ts';
-import { type Logger, silentLogger } from '../kube/logger.ts';
-import { type AwsControllersConfig, awsOperatorConfig, type EmbeddedAws, startEmbeddedAws } from './aws.ts';
-import { createOperator, type Operator, type OperatorConfig } from './operator.ts';
-import { embeddedOptions, type OperatorOptions } from './options.ts';
-
-/** Options of {@link startCAPIStack}. */
-export interface CAPIStackOptions {
-  env?: CAPIEnvironmentOptions;
-  /** Operator options (default: embedded options, leader election off). */
-  operator?: Partial<OperatorOptions>;
-  /** Operator tuning (tests shorten the disruption periods). */
-  tuning?: OperatorConfig['tuning'];
-  logger?: Logger;
-  /** Seconds before capenter removes a lingering uninitialized taint (default 120). */
-  uninitializedTimeoutSeconds?: number;
-  /** Bootstrap data store (default: in memory). */
-  bootstrapStore?: BootstrapDataStore;
-  /** Run the provisioning operator (default true; the KMP reconcile benchmark runs without it). */
-  withOperator?: boolean;
-  /** Register prom-client default metrics on the operator registry (default false). */
-  defaultMetrics?: boolean;
-  /**
-   * Run the workload cluster's nodes on the aws provider against an AWS API emulator (moto) instead of kwok: the
-   * emulator proxy, the joining-kubelet stand-in and the aws provider/controllers of `operator/aws.ts`.
-   */
-  aws?: { emulatorEndpoint: string; region: string; clusterName: string };
-}
-
-/** A running CAPI stack. */
-export interface CAPIStack {
-  env: CAPIEnvironment;
-  op?: Operator;
-  kmp: KarpenterMachinePoolController;
-  taints?: CAPITaintController;
-  store: BootstrapDataStore;
-  /** The AWS side (with `aws`). */
-  aws?: EmbeddedAws;
-  stop(): Promise<void>;
-}
-
-/** Starts the environment, the operator and the CAPI controllers. @throws when a server cannot start. */
-export async function startCAPIStack(o: CAPIStackOptions = {}): Promise<CAPIStack> {
-  const env = await startCAPIEnvironment(o.env ?? {});
-  const logger = o.logger ?? silentLogger();
-  const ac = new AbortController();
-  const runs: Array<Promise<void>> = [];
-  let op: Operator | undefined;
-  let aws: EmbeddedAws | undefined;
-  try {
-    let awsConfig: AwsControllersConfig | undefined;
-    if (o.aws) {
-      const settings = resolveAwsSettings({ flags: { clusterName: o.aws.clusterName }, env: {} });
-      settings.region = o.aws.region;
-      settings.clusterEndpoint ||= env.workload.apiServer.url;
-      settings.clusterCABundle ||=
-        /certificate-authority-data:\s*(\S+)/.exec(env.workload.kubeconfig)?.[1] ?? '';
-      aws = await startEmbeddedAws({
-        client: env.workload.client,
-        clock: env.clock,
-        region: o.aws.region,
-        clusterName: o.aws.clusterName,
-        emulatorEndpoint: o.aws.emulatorEndpoint,
-        joinPollSeconds: 0.5,
-      });
-      awsConfig = { clients: aws.clients, settings, region: o.aws.region, nodeClassPeriodSeconds: 5 };
-    }
-    if (o.withOperator ?? true) {
-      op = createOperator({
-        ...(awsConfig ? awsOperatorConfig(awsConfig) : {}),
-        kubeconfig: env.workload.kubeconfig,
-        logger,
-        clock: env.clock,
-        options: { ...embeddedOptions(), leaderElect: false, ...(o.operator ?? {}) },
-        defaultMetrics: o.defaultMetrics ?? false,
-        ...(o.tuning ? { tuning: o.tuning } : {}),
-      });
-      await op.start(ac.signal);
-    }
-    const provider = op?.cloudProvider;
-    const store = o.bootstrapStore ?? new InMemoryBootstrapStore();
-    const kmp = new KarpenterMachinePoolController({
-      client: env.mgmt,
-      informers: env.mgmtInformers,
-      clock: env.clock,
-      logger,
-      recorder: new EventRecorder(env.mgmt, {
-        clock: env.clock,
-        component: 'capenter-capi',
-        host: 'capenter',
-      }),
-      bootstrapStore: store,
-      instances: cloudProviderInstances(() => provider),
-    });
-    runs.push(kmp.start(ac.signal));
-    let taints: CAPITaintController | undefined;
-    if (op) {
-      taints = new CAPITaintController({
-        client: op.client,
-        informers: op.informers,
-        clock: env.clock,
-        logger,
-        registry: op.registry,
-        ...(o.uninitializedTimeoutSeconds !== undefined
-          ? { uninitializedTimeoutSeconds: o.uninitializedTimeoutSeconds }
-          : {}),
-      });
-      runs.push(taints.start(ac.signal));
-    }
-    return {
-      env,
-      ...(op ? { op } : {}),
-      kmp,
-      ...(taints ? { taints } : {}),
-      store,
-      ...(aws ? { aws } : {}),
-      async stop() {
-        ac.abort();
-        await Promise.all(runs);
-        await op?.stop();
-        await aws?.stop();
-        await env.stop();
-      },
-    };
-  } catch (err) {
-    ac.abort();
-    await Promise.all(runs);
-    await op?.stop();
-    await aws?.stop();
-    await env.stop();
-    throw err;
-  }
-}
+import type { Logger } from '../kube/logger.ts';
+import type { Operator } from './operator.ts';
 
 /** Options of {@link runCAPIControllers}. */
 export interface CAPIControllersOptions {
@@ -160,8 +21,8 @@ export interface CAPIControllersOptions {
   /** Only pools of this workload cluster (`MachinePool.spec.clusterName`); the operator's cluster. */
   clusterName?: string;
   logger: Logger;
-  /** Bootstrap data store (default: S3 through the SDK's default chain). */
-  bootstrapStore?: BootstrapDataStore;
+  /** Bootstrap data store (the provider module's, e.g. aws: S3; else in memory); closed when it has `close`. */
+  bootstrapStore: BootstrapDataStore & { close?(): void };
   uninitializedTimeoutSeconds?: number;
   signal: AbortSignal;
 }
@@ -175,7 +36,7 @@ export async function runCAPIControllers(op: Operator, o: CAPIControllersOptions
   const clock = new RealClock();
   const informers = new SharedInformers(o.management, { clock });
   const provider = op.cloudProvider;
-  const store = o.bootstrapStore ?? new S3BootstrapStore();
+  const store = o.bootstrapStore;
   const kmp = new KarpenterMachinePoolController({
     client: o.management,
     informers,
@@ -198,5 +59,5 @@ export async function runCAPIControllers(op: Operator, o: CAPIControllersOptions
   });
   await Promise.all([kmp.start(o.signal), taints.start(o.signal)]);
   await informers.stop();
-  if (store instanceof S3BootstrapStore) store.close();
+  store.close?.();
 }

@@ -1,5 +1,6 @@
 import { Command } from 'commander';
 import { describe, expect, it } from 'vitest';
+import { addSettingFlags, checkSettingList, parseDuration, SettingError } from '../config/settings.ts';
 import {
   CORE_SETTINGS,
   defaultOptions,
@@ -8,7 +9,6 @@ import {
   resolveOperatorOptions,
   SETTINGS,
 } from './options.ts';
-import { addSettingFlags, checkSettingList, parseDuration, SettingError } from './settings.ts';
 
 describe('operator options (the settings registry)', () => {
   it('has upstream defaults', () => {

@@ -19,7 +19,7 @@ import {
   resolveSettings,
   type Setting,
   type SettingSources,
-} from './settings.ts';
+} from '../config/settings.ts';
 
 /** How the scheduler treats preferred affinities and `ScheduleAnyway` spreads (upstream `PREFERENCE_POLICY`). */
 export type PreferencePolicy = 'Respect' | 'Ignore';

@@ -1,4 +1,3 @@
-/** Cluster state: the {@link Cluster}, pod predicates and the kwok Node writer adapter. */
+/** Cluster state: the {@link Cluster} and pod predicates. */
 export * from './cluster.ts';
-export * from './kwoknodes.ts';
 export * from './pods.ts';

@@ -10,7 +10,8 @@ import type { NodeClaim } from '../../src/apis/karpenter.ts';
 import { type AwsClients, createAwsClients } from '../../src/cloudprovider/aws/clients.ts';
 import type { AwsCloudProvider } from '../../src/cloudprovider/aws/provider.ts';
 import { awsSettings } from '../../src/cloudprovider/aws/settings.ts';
-import { awsOperatorConfig, catalogNodeShape } from '../../src/operator/aws.ts';
+import { awsSetup } from '../../src/cloudprovider/aws/setup.ts';
+import { catalogNodeShape } from '../../src/embedded/aws.ts';
 import type { Operator, OperatorConfig } from '../../src/operator/operator.ts';
 import type { OperatorOptions } from '../../src/operator/options.ts';
 import { prepareEmulator } from '../../src/sim/aws/emulator.ts';
@@ -89,7 +90,7 @@ export async function startAwsE2E(emu: AwsEmulator, o: AwsE2EOptions = {}): Prom
     env.startOperator(
       { clusterName: E2E_CLUSTER, region: emu.region, gcPeriodSeconds: 2, ...(o.options ?? {}) },
       {
-        ...awsOperatorConfig({
+        provider: awsSetup({
           clients,
           settings,
           region: emu.region,

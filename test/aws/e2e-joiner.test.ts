@@ -12,7 +12,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Node } from '../../src/apis/core.ts';
 import { startTestEnv, type TestEnv } from '../../src/controllers/nodeclaim/testing.ts';
-import { catalogNodeShape } from '../../src/operator/aws.ts';
+import { catalogNodeShape } from '../../src/embedded/aws.ts';
 import { Ec2NodeJoiner } from '../../src/sim/aws/joiner.ts';
 import { type MotoServer, startMoto } from './moto.ts';
 

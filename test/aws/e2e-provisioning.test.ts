@@ -9,7 +9,8 @@ import { RunInstancesCommand, TerminateInstancesCommand } from '@aws-sdk/client-
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { KubeObject } from '../../src/apis/core.ts';
 import type { NodeClaim, NodePool } from '../../src/apis/karpenter.ts';
-import { runStart, type StartSummary } from '../../src/cli/start.ts';
+import { runStart } from '../../src/cli/start.ts';
+import type { StartSummary } from '../../src/embedded/summary.ts';
 import { simulate } from '../../src/simulate/run.ts';
 import { allRunning, deploymentYaml, eventually, parseYaml } from '../e2e/harness.ts';
 import {

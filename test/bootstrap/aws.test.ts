@@ -33,9 +33,9 @@ import { STSClient } from '@aws-sdk/client-sts';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { parseAllDocuments, parse as parseYaml } from 'yaml';
 import type { KubeObject } from '../../src/apis/core.ts';
-import type { BootstrapClients, BootstrapReport } from '../../src/bootstrap/aws/apply.ts';
-import { resolveSub } from '../../src/bootstrap/aws/cloudformation.ts';
 import { runBootstrapAwsCommand } from '../../src/cli/bootstrap.ts';
+import type { BootstrapClients, BootstrapReport } from '../../src/cloudprovider/aws/bootstrap/apply.ts';
+import { resolveSub } from '../../src/cloudprovider/aws/bootstrap/cloudformation.ts';
 import { startSimulatedCluster } from '../../src/embedded/cluster.ts';
 import { type MotoServer, startMoto } from '../aws/moto.ts';
 

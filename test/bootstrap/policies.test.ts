@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { controllerPolicies, type PolicyVars } from '../../src/bootstrap/aws/policies.ts';
+import { controllerPolicies, type PolicyVars } from '../../src/cloudprovider/aws/bootstrap/policies.ts';
 
 const VARS: PolicyVars[] = [
   {

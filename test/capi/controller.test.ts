@@ -8,8 +8,8 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { KarpenterMachinePool } from '../../src/apis/capi.ts';
 import { runController } from '../../src/cli/controller.ts';
+import { applyObjects } from '../../src/embedded/apply.ts';
 import { type CAPIEnvironment, startCAPIEnvironment } from '../../src/embedded/cluster.ts';
-import { applyObjects } from '../../src/operator/apply.ts';
 import { sampleCAPIObjects } from '../../src/sim/capi/environment.ts';
 import { allRunning, deploymentYaml, eventually, parseYaml } from '../e2e/harness.ts';
 

@@ -9,9 +9,9 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { NodeClaim } from '../../src/apis/karpenter.ts';
 import { runController } from '../../src/cli/controller.ts';
+import { applyObjects } from '../../src/embedded/apply.ts';
 import { type CAPIEnvironment, startCAPIEnvironment } from '../../src/embedded/cluster.ts';
 import { machineDeploymentNodeShape } from '../../src/embedded/rules.ts';
-import { applyObjects } from '../../src/operator/apply.ts';
 import {
   sampleClusterAPIObjects,
   sampleClusterAPIWorkloadObjects,

@@ -1,5 +1,5 @@
 /**
- * clusterapi end-to-end harness: the stack of `operator/clusterapi.ts` (embedded management cluster with the real
+ * clusterapi end-to-end harness: the stack of `embedded/clusterapi.ts` (embedded management cluster with the real
  * CAPI/CAPA CRDs and the MachineDeployment stand-in, simulated workload cluster, the clusterapi provider and the
  * real operator) with short periods, and helpers reading both clusters.
  */
@@ -10,7 +10,7 @@ import {
   type ClusterAPIStack,
   type ClusterAPIStackOptions,
   startClusterAPIStack,
-} from '../../src/operator/clusterapi.ts';
+} from '../../src/embedded/clusterapi.ts';
 import {
   createClusterAPIObjects,
   type SampleDeployment,

@@ -10,9 +10,9 @@ import { parseAllDocuments } from 'yaml';
 import type { KubeObject } from '../../src/apis/core.ts';
 import { runDoctor } from '../../src/cli/doctor.ts';
 import { diagnose, doctorSummary, type Finding, readSnapshot } from '../../src/doctor/index.ts';
+import { applyObjects } from '../../src/embedded/apply.ts';
 import { type SimulatedCluster, startSimulatedCluster } from '../../src/embedded/cluster.ts';
 import { FakeClock, RealClock } from '../../src/kube/clock.ts';
-import { applyObjects } from '../../src/operator/apply.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const capiCRDDir = join(here, '..', 'fixtures', 'crds', 'cluster-api');

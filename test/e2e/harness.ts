@@ -6,6 +6,7 @@
 import { parseAllDocuments } from 'yaml';
 import type { KubeObject, Pod } from '../../src/apis/core.ts';
 import type { NodeClaim, NodePool } from '../../src/apis/karpenter.ts';
+import { applyObjects } from '../../src/embedded/apply.ts';
 import {
   type SimulatedCluster,
   type SimulatedClusterOptions,
@@ -13,7 +14,6 @@ import {
 } from '../../src/embedded/cluster.ts';
 import type { Clock } from '../../src/kube/clock.ts';
 import { silentLogger } from '../../src/kube/logger.ts';
-import { applyObjects } from '../../src/operator/apply.ts';
 import { createOperator, type Operator, type OperatorConfig } from '../../src/operator/operator.ts';
 import { embeddedOptions, type OperatorOptions } from '../../src/operator/options.ts';
 import { eventually as pollUntil, type Truthy } from '../../src/testing/eventually.ts';

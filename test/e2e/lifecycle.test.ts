@@ -4,8 +4,8 @@
  * FakeClock), invalid NodePools (status condition + Event, no crash) and leader election between two operators.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import type { EmbeddedCloudProvider } from '../../src/cloudprovider/kwok/embedded.ts';
 import { FakeClock } from '../../src/kube/clock.ts';
-import type { EmbeddedCloudProvider } from '../../src/operator/embedded.ts';
 import {
   allRunning,
   deploymentYaml,

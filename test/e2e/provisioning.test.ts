@@ -4,8 +4,8 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseResources } from '../../src/apis/quantity.ts';
-import { priceOf } from '../../src/cli/start.ts';
-import type { EmbeddedCloudProvider } from '../../src/operator/embedded.ts';
+import type { EmbeddedCloudProvider } from '../../src/cloudprovider/kwok/embedded.ts';
+import { priceOf } from '../../src/embedded/summary.ts';
 import { whenObjects } from '../../src/testing/watch.ts';
 import {
   allRunning,

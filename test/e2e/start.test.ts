@@ -10,14 +10,13 @@ import { ROOT } from '../../scripts/build.ts';
 import type { Node, Pod } from '../../src/apis/core.ts';
 import type { NodeClaim } from '../../src/apis/karpenter.ts';
 import { controllerOptions, runController } from '../../src/cli/controller.ts';
+import { limitHeapGrowth, runStart } from '../../src/cli/start.ts';
 import {
   formatSummaryTable,
-  limitHeapGrowth,
   progressLine,
-  runStart,
   type StartSummary,
   summarize,
-} from '../../src/cli/start.ts';
+} from '../../src/embedded/summary.ts';
 
 const fixture = (f: string) => join(ROOT, 'test', 'fixtures', 'start', f);
 

@@ -15,24 +15,24 @@ import type { NodeClaim, NodePool } from '../../src/apis/karpenter.ts';
 import { parseQuantity } from '../../src/apis/quantity.ts';
 import { createAwsClients } from '../../src/cloudprovider/aws/clients.ts';
 import { awsSettings } from '../../src/cloudprovider/aws/settings.ts';
-import { sequentialInstanceIds } from '../../src/cloudprovider/kwok/provider.ts';
-import { type CloudProvider, InsufficientCapacityError } from '../../src/cloudprovider/types.ts';
-import { type SimulatedCluster, startSimulatedCluster } from '../../src/embedded/cluster.ts';
-import { FakeClock } from '../../src/kube/clock.ts';
-import { applyObjects } from '../../src/operator/apply.ts';
 import {
   type AwsControllersConfig,
-  awsOperatorConfig,
-  catalogNodeShape,
+  awsSetup as awsProviderSetup,
   createAwsProvider,
-} from '../../src/operator/aws.ts';
-import { EmbeddedCloudProvider } from '../../src/operator/embedded.ts';
+} from '../../src/cloudprovider/aws/setup.ts';
+import { EmbeddedCloudProvider } from '../../src/cloudprovider/kwok/embedded.ts';
+import { KubeNodeWriter } from '../../src/cloudprovider/kwok/kubenodes.ts';
+import { sequentialInstanceIds } from '../../src/cloudprovider/kwok/provider.ts';
+import { type CloudProvider, InsufficientCapacityError } from '../../src/cloudprovider/types.ts';
+import { applyObjects } from '../../src/embedded/apply.ts';
+import { catalogNodeShape } from '../../src/embedded/aws.ts';
+import { type SimulatedCluster, startSimulatedCluster } from '../../src/embedded/cluster.ts';
+import { FakeClock } from '../../src/kube/clock.ts';
 import { createOperator, type Operator } from '../../src/operator/operator.ts';
 import { embeddedOptions } from '../../src/operator/options.ts';
 import { prepareEmulator } from '../../src/sim/aws/emulator.ts';
 import { Ec2NodeJoiner } from '../../src/sim/aws/joiner.ts';
 import type { AwsEmulatorProxy } from '../../src/sim/aws/proxy.ts';
-import { KubeNodeWriter } from '../../src/state/kwoknodes.ts';
 import { FAULT_KINDS, type FaultEvent, type FaultKind, faultSchedule } from './faults.ts';
 import { budgetCount, describeDisrupting, duplicateLaunches } from './invariants.ts';
 import { API_FAULT_KINDS, type ApiFaultKind, startFaultProxy } from './proxy.ts';
@@ -564,7 +564,7 @@ export async function runSoak(opts: RunOptions): Promise<RunResult> {
       defaultMetrics: false,
       clock,
       // aws: the operator builds its own aws provider (capacity faults come from the emulator proxy)
-      ...(awsSetup ? awsOperatorConfig(awsSetup.config) : { cloudProvider: provider }),
+      ...(awsSetup ? { provider: awsProviderSetup(awsSetup.config) } : { cloudProvider: provider }),
     });
     operatorSince = clock.now();
     const started = operator;

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { AWS_SETTINGS, AwsSettingError, resolveAwsSettings, validateAwsSettings } from './settings.ts';
+import { SettingError } from '../../config/settings.ts';
+import { AWS_SETTINGS, resolveAwsSettings, validateAwsSettings } from './settings.ts';
 
 describe('aws settings', () => {
   it('has upstream names and defaults', () => {
@@ -51,7 +52,7 @@ describe('aws settings', () => {
     expect(() => resolveAwsSettings({ flags: { clusterEndpoint: 'ftp://x' } })).toThrow(
       /--cluster-endpoint: "ftp:\/\/x" is not valid/,
     );
-    expect(() => resolveAwsSettings({ env: { RESERVED_ENIS: '-1' } })).toThrow(AwsSettingError);
+    expect(() => resolveAwsSettings({ env: { RESERVED_ENIS: '-1' } })).toThrow(SettingError);
     expect(() => resolveAwsSettings({ env: { AWS_REGION: 'mars' } })).toThrow(
       /AWS_REGION accepts an AWS region name/,
     );

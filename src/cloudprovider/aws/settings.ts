@@ -1,34 +1,20 @@
 /**
  * Settings of the `aws` cloud provider, with upstream's names (aws/karpenter-provider-aws `pkg/operator/options`):
- * flag, environment variable, default, description, what it accepts, and a parser. The list has the same shape as
- * the operator's settings registry (`Setting` in `src/operator/settings.ts`: env, flag, key, description, default,
- * accepts, parse, boolean, group), so the registry plugs it in with one line; it is self-contained so the provider
- * does not depend on the operator. {@link resolveAwsSettings} resolves it on its own (tests, the benchmark).
+ * flag, environment variable, default, description, what it accepts, and a parser. The list is a settings registry
+ * list (`Setting`, `src/config/settings.ts`, below the provider and the operator alike); the aws `ProviderModule`
+ * (`./module.ts`) exposes it to `capenter controller` and the docs table. {@link resolveAwsSettings} resolves it on
+ * its own (tests, the benchmark); invalid values throw the registry's `SettingError`.
  *
  * Region: `AWS_REGION` (upstream reads it through the SDK; capenter resolves it here so it is validated and shown).
  * Endpoints (`AWS_ENDPOINT_URL`, `AWS_ENDPOINT_URL_<SERVICE>`) and credentials are left to the SDK's default chain.
  */
-
-/** One setting (same shape as the operator registry's `Setting`). */
-export interface AwsSetting<K extends string = string, T = unknown> {
-  /** Environment variable, e.g. `CLUSTER_NAME`. */
-  env: string;
-  /** Flag without the dashes, e.g. `cluster-name`. */
-  flag: string;
-  /** Field of {@link AwsSettings} the parsed value goes to. */
-  key: K;
-  description: string;
-  default: T;
-  defaultText?: string;
-  /** What values it accepts (shown in help, docs and errors). */
-  accepts: string;
-  /** @throws Error saying what is wrong with the text (the caller names the setting). */
-  parse: (text: string) => T;
-  /** A Go-style boolean flag (`--isolated-vpc` alone means true). */
-  boolean?: boolean;
-  /** Always `aws`. */
-  group: 'aws';
-}
+import {
+  defineSetting,
+  parseBooleanWord,
+  resolveSettings,
+  SettingError,
+  type SettingSources,
+} from '../../config/settings.ts';
 
 /** The resolved settings of the aws provider. */
 export interface AwsSettings {
@@ -48,13 +34,6 @@ export interface AwsSettings {
   reservedENIs: number;
   /** `AWS_REGION`: region of the EC2 API; empty means the SDK's default chain decides. */
   region: string;
-}
-
-function parseBool(text: string): boolean {
-  const t = text.trim().toLowerCase();
-  if (['true', '1', 't', 'yes'].includes(t)) return true;
-  if (['false', '0', 'f', 'no'].includes(t)) return false;
-  throw new Error('not a boolean');
 }
 
 function parseFraction(text: string): number {
@@ -108,7 +87,7 @@ function parseRegion(text: string): string {
 
 /** The aws provider's settings (upstream names and defaults). */
 export const AWS_SETTINGS = [
-  {
+  defineSetting({
     env: 'CLUSTER_NAME',
     flag: 'cluster-name',
     key: 'clusterName',
@@ -119,8 +98,8 @@ export const AWS_SETTINGS = [
     accepts: 'a cluster name (letters, digits, "-", "_", ".", at most 100 characters)',
     parse: parseName('cluster name', 100),
     group: 'aws',
-  } satisfies AwsSetting<'clusterName', string>,
-  {
+  }),
+  defineSetting({
     env: 'CLUSTER_ENDPOINT',
     flag: 'cluster-endpoint',
     key: 'clusterEndpoint',
@@ -129,8 +108,8 @@ export const AWS_SETTINGS = [
     accepts: 'an http(s) URL, e.g. https://ABCD.gr7.us-west-2.eks.amazonaws.com',
     parse: parseURL,
     group: 'aws',
-  } satisfies AwsSetting<'clusterEndpoint', string>,
-  {
+  }),
+  defineSetting({
     env: 'CLUSTER_CA_BUNDLE',
     flag: 'cluster-ca-bundle',
     key: 'clusterCABundle',
@@ -140,8 +119,8 @@ export const AWS_SETTINGS = [
     accepts: 'base64 text',
     parse: parseBase64,
     group: 'aws',
-  } satisfies AwsSetting<'clusterCABundle', string>,
-  {
+  }),
+  defineSetting({
     env: 'INTERRUPTION_QUEUE',
     flag: 'interruption-queue',
     key: 'interruptionQueue',
@@ -151,8 +130,8 @@ export const AWS_SETTINGS = [
     accepts: 'an SQS queue name (letters, digits, "-", "_", at most 80 characters)',
     parse: parseName('queue name', 80),
     group: 'aws',
-  } satisfies AwsSetting<'interruptionQueue', string>,
-  {
+  }),
+  defineSetting({
     env: 'ISOLATED_VPC',
     flag: 'isolated-vpc',
     key: 'isolatedVPC',
@@ -160,11 +139,11 @@ export const AWS_SETTINGS = [
       'the cluster has no internet access: on-demand prices come from the embedded table, not the Pricing API.',
     default: false,
     accepts: 'true or false',
-    parse: parseBool,
+    parse: parseBooleanWord,
     boolean: true,
     group: 'aws',
-  } satisfies AwsSetting<'isolatedVPC', boolean>,
-  {
+  }),
+  defineSetting({
     env: 'VM_MEMORY_OVERHEAD_PERCENT',
     flag: 'vm-memory-overhead-percent',
     key: 'vmMemoryOverheadPercent',
@@ -174,8 +153,8 @@ export const AWS_SETTINGS = [
     accepts: 'a number from 0 up to (not including) 1, e.g. 0.075',
     parse: parseFraction,
     group: 'aws',
-  } satisfies AwsSetting<'vmMemoryOverheadPercent', number>,
-  {
+  }),
+  defineSetting({
     env: 'RESERVED_ENIS',
     flag: 'reserved-enis',
     key: 'reservedENIs',
@@ -184,8 +163,8 @@ export const AWS_SETTINGS = [
     accepts: 'a non-negative integer',
     parse: parseCount,
     group: 'aws',
-  } satisfies AwsSetting<'reservedENIs', number>,
-  {
+  }),
+  defineSetting({
     env: 'AWS_REGION',
     flag: 'aws-region',
     key: 'region',
@@ -195,67 +174,25 @@ export const AWS_SETTINGS = [
     accepts: 'an AWS region name, e.g. us-west-2',
     parse: parseRegion,
     group: 'aws',
-  } satisfies AwsSetting<'region', string>,
+  }),
 ] as const;
-
-/** An invalid aws setting: names the setting and what it accepts. */
-export class AwsSettingError extends Error {
-  readonly code = 'InvalidSetting' as const;
-  constructor(
-    readonly setting: string,
-    readonly source: string,
-    readonly value: string,
-    reason: string,
-    accepts: string,
-  ) {
-    super(`${source}: "${value}" is not valid (${reason}); ${setting} accepts ${accepts}`);
-    this.name = 'AwsSettingError';
-  }
-}
 
 /**
  * Resolves {@link AWS_SETTINGS} from flags (camelCase keys, e.g. `clusterName`, as commander gives them) and an
  * environment map (flags win; empty variables count as unset), then applies the defaults.
- * @throws AwsSettingError naming the flag or variable, the value and what it accepts.
+ * @throws SettingError naming the flag or variable, the value and what it accepts.
  */
-export function resolveAwsSettings(src: {
-  flags?: Readonly<Record<string, unknown>>;
-  env?: Readonly<Record<string, string | undefined>>;
-}): AwsSettings {
-  const out: Record<string, unknown> = {};
-  for (const s of AWS_SETTINGS as readonly AwsSetting[]) {
-    const attr = s.flag.replace(/-([a-z0-9])/g, (_, c: string) => c.toUpperCase());
-    const f = src.flags?.[attr];
-    const e = src.env?.[s.env];
-    let raw: string | undefined;
-    let source = '';
-    if (f !== undefined && f !== false) {
-      raw = f === true ? 'true' : String(f);
-      source = `--${s.flag}`;
-    } else if (e !== undefined && e !== '') {
-      raw = e;
-      source = s.env;
-    }
-    if (raw === undefined) {
-      out[s.key] = s.default;
-      continue;
-    }
-    try {
-      out[s.key] = s.parse(raw);
-    } catch (err) {
-      throw new AwsSettingError(s.env, source, raw, (err as Error).message, s.accepts);
-    }
-  }
-  return out as unknown as AwsSettings;
+export function resolveAwsSettings(src: SettingSources): AwsSettings {
+  return resolveSettings(AWS_SETTINGS, src);
 }
 
 /**
  * Checks what the provider needs to launch: a cluster name.
- * @throws AwsSettingError when `clusterName` is empty.
+ * @throws SettingError when `clusterName` is empty.
  */
 export function validateAwsSettings(s: AwsSettings): AwsSettings {
   if (!s.clusterName) {
-    throw new AwsSettingError(
+    throw new SettingError(
       'CLUSTER_NAME',
       '--cluster-name',
       '',

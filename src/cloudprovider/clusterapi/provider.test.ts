@@ -6,9 +6,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Machine, MachineDeployment } from '../../apis/capi.ts';
 import type { NodePool } from '../../apis/karpenter.ts';
-import { machineDeploymentsCondition } from '../../controllers/nodeclass/clusterapi.ts';
 import { eventually } from '../../testing/eventually.ts';
 import { isNodeClaimNotFoundError } from '../types.ts';
+import { machineDeploymentsCondition } from './controllers/nodeclass.ts';
 import { AnnotationNodeClaimMachineDeployment, DriftMachineTemplate } from './provider.ts';
 import { LabelMachineNodeClaim } from './scaler.ts';
 import { type ClusterAPITestbed, clusterAPINodeClaim, startClusterAPITestbed } from './testing.ts';

@@ -1,23 +1,19 @@
 /**
  * Settings of the `clusterapi` provider (`capenter controller --cloud-provider clusterapi`), declared next to it and
- * plugged into the settings table (docs/settings.md) by `cli/controller.ts`. Same shape as the operator registry's
- * `Setting`; resolved with `resolveSettings` (flags win over variables, an empty variable counts as unset).
+ * exposed by the clusterapi `ProviderModule` (`./module.ts`) to `capenter controller` and the settings table
+ * (docs/settings.md). A settings registry list (`Setting`, `src/config/settings.ts`); resolved with `resolveSettings`
+ * (flags win over variables, an empty variable counts as unset).
  * Upstream karpenter-provider-cluster-api reads the management cluster from `--cluster-api-kubeconfig`
  * (in-cluster when empty); the others are capenter's.
  */
 
-/** One setting (same shape as `operator/settings.ts` `Setting`). */
-export interface ClusterAPISetting<K extends string = string, T = unknown> {
-  env: string;
-  flag: string;
-  key: K;
-  description: string;
-  default: T;
-  defaultText?: string;
-  accepts: string;
-  parse: (text: string) => T;
-  group: 'clusterapi';
-}
+import {
+  defineSetting,
+  parseNonEmpty,
+  parsePositiveDuration,
+  resolveSettings,
+  type SettingSources,
+} from '../../config/settings.ts';
 
 /** The resolved settings of the clusterapi provider. */
 export interface ClusterAPISettings {
@@ -31,38 +27,15 @@ export interface ClusterAPISettings {
   clusterAPIMachineTimeoutSeconds: number;
 }
 
-function nonEmpty(text: string): string {
-  const t = text.trim();
-  if (!t) throw new Error('empty');
-  return t;
-}
-
 function dnsLabel(text: string): string {
   const t = text.trim();
   if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(t) || t.length > 63) throw new Error('not a DNS label');
   return t;
 }
 
-function seconds(text: string): number {
-  const t = text.trim();
-  let total = 0;
-  if (/^\d+(\.\d+)?$/.test(t)) total = Number(t);
-  else {
-    let consumed = 0;
-    for (const m of t.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h)/g)) {
-      const v = Number(m[1]);
-      total += m[2] === 'ms' ? v / 1000 : m[2] === 's' ? v : m[2] === 'm' ? v * 60 : v * 3600;
-      consumed += m[0].length;
-    }
-    if (consumed === 0 || consumed !== t.length) throw new Error('not a duration');
-  }
-  if (total <= 0) throw new Error('must be positive');
-  return total;
-}
-
 /** The clusterapi provider's settings. */
 export const CLUSTERAPI_SETTINGS = [
-  {
+  defineSetting({
     env: 'CLUSTER_API_KUBECONFIG',
     flag: 'cluster-api-kubeconfig',
     key: 'clusterAPIKubeconfig',
@@ -71,10 +44,10 @@ export const CLUSTERAPI_SETTINGS = [
     default: '',
     defaultText: '(in-cluster)',
     accepts: 'a kubeconfig file path',
-    parse: nonEmpty,
+    parse: parseNonEmpty,
     group: 'clusterapi',
-  } satisfies ClusterAPISetting<'clusterAPIKubeconfig', string>,
-  {
+  }),
+  defineSetting({
     env: 'CLUSTER_API_NAMESPACE',
     flag: 'cluster-api-namespace',
     key: 'clusterAPINamespace',
@@ -83,8 +56,8 @@ export const CLUSTERAPI_SETTINGS = [
     accepts: 'a namespace name',
     parse: dnsLabel,
     group: 'clusterapi',
-  } satisfies ClusterAPISetting<'clusterAPINamespace', string>,
-  {
+  }),
+  defineSetting({
     env: 'CLUSTER_API_CLUSTER_NAME',
     flag: 'cluster-api-cluster-name',
     key: 'clusterAPIClusterName',
@@ -92,10 +65,10 @@ export const CLUSTERAPI_SETTINGS = [
       'only MachineDeployments of this Cluster (spec.clusterName); empty: every one of the namespace.',
     default: '',
     accepts: 'a Cluster name',
-    parse: nonEmpty,
+    parse: parseNonEmpty,
     group: 'clusterapi',
-  } satisfies ClusterAPISetting<'clusterAPIClusterName', string>,
-  {
+  }),
+  defineSetting({
     env: 'CLUSTER_API_MACHINE_TIMEOUT',
     flag: 'cluster-api-machine-timeout',
     key: 'clusterAPIMachineTimeoutSeconds',
@@ -104,7 +77,15 @@ export const CLUSTERAPI_SETTINGS = [
     default: 600,
     defaultText: '10m',
     accepts: 'a positive duration ("90s", "10m") or seconds',
-    parse: seconds,
+    parse: parsePositiveDuration,
     group: 'clusterapi',
-  } satisfies ClusterAPISetting<'clusterAPIMachineTimeoutSeconds', number>,
+  }),
 ] as const;
+
+/**
+ * Resolves {@link CLUSTERAPI_SETTINGS} from flags (camelCase keys) and an environment map (flags win; empty variables
+ * count as unset). @throws SettingError naming the flag or variable, the value and what it accepts.
+ */
+export function resolveClusterAPISettings(src: SettingSources): ClusterAPISettings {
+  return resolveSettings(CLUSTERAPI_SETTINGS, src);
+}

@@ -9,7 +9,10 @@
  * The data itself is a secret (join token): it is never logged, never put in an error message, only hashed.
  */
 import { createHash } from 'node:crypto';
+import type { BootstrapDataStore, BootstrapLocation } from '../../cloudprovider/bootstrap.ts';
 import type { Secret } from '../../kube/types.ts';
+
+export type { BootstrapDataStore, BootstrapLocation } from '../../cloudprovider/bootstrap.ts';
 
 /** Format of bootstrap data (CAPI bootstrap contract `format` key; absent means cloud-config). */
 export type BootstrapFormat = 'cloud-config' | 'ignition';
@@ -20,26 +23,6 @@ export interface BootstrapData {
   format: BootstrapFormat;
   /** SHA-256 hex of `value` (safe to log and to store as an annotation). */
   sha256: string;
-}
-
-/** Where a pool's bootstrap data lives: `s3://<bucket>/<key>` in `region`. */
-export interface BootstrapLocation {
-  region: string;
-  bucket: string;
-  key: string;
-}
-
-/**
- * Storage of bootstrap data (the S3 bucket of the cluster). Implementations: {@link InMemoryBootstrapStore}
- * (embedded/kwok) and the S3 store of the aws provider. Errors must not include the data.
- */
-export interface BootstrapDataStore {
-  /** Writes (replaces) the object. */
-  put(loc: BootstrapLocation, data: Buffer): Promise<void>;
-  /** The object, or `undefined` when it does not exist. */
-  get(loc: BootstrapLocation): Promise<Buffer | undefined>;
-  /** Deletes the object; no error when it does not exist. */
-  delete(loc: BootstrapLocation): Promise<void>;
 }
 
 /** Thrown for a bootstrap Secret without usable data (names the Secret and the key; never the data). */

@@ -14,10 +14,10 @@ import { KMPPass, type KMPStepContext } from '../../../src/controllers/capi/step
 import { generateDesired } from '../../../src/controllers/capi/steps/generate.ts';
 import { type PoolInputs, resolveInputs } from '../../../src/controllers/capi/steps/resolve.ts';
 import { WorkloadClusters } from '../../../src/controllers/capi/workload.ts';
+import { applyObjects } from '../../../src/embedded/apply.ts';
 import { startCAPIEnvironment } from '../../../src/embedded/cluster.ts';
 import { EventRecorder } from '../../../src/kube/events.ts';
 import { silentLogger } from '../../../src/kube/logger.ts';
-import { applyObjects } from '../../../src/operator/apply.ts';
 import {
   type CAPIEnvironment,
   type SampleCAPIOptions,

@@ -8,10 +8,10 @@ import { parseAllDocuments } from 'yaml';
 import type { KubeObject, Node, Pod } from '../../../src/apis/core.ts';
 import type { NodeClaim } from '../../../src/apis/karpenter.ts';
 import type { DisruptionController, DisruptionPass } from '../../../src/controllers/disruption/controller.ts';
+import { applyObjects } from '../../../src/embedded/apply.ts';
 import { type SimulatedCluster, startSimulatedCluster } from '../../../src/embedded/cluster.ts';
 import { FakeClock } from '../../../src/kube/clock.ts';
 import { silentLogger } from '../../../src/kube/logger.ts';
-import { applyObjects } from '../../../src/operator/apply.ts';
 import { createOperator, type Operator } from '../../../src/operator/operator.ts';
 import { embeddedOptions } from '../../../src/operator/options.ts';
 

@@ -7,6 +7,7 @@ import { Registry } from 'prom-client';
 import type { Node, Pod } from '../../../src/apis/core.ts';
 import type { KWOKNodeClass, NodeClaim, NodePool } from '../../../src/apis/karpenter.ts';
 import { getInstanceTypes } from '../../../src/cloudprovider/aws/catalog/index.ts';
+import { KubeNodeWriter } from '../../../src/cloudprovider/kwok/kubenodes.ts';
 import { KwokCloudProvider, sequentialInstanceIds } from '../../../src/cloudprovider/kwok/provider.ts';
 import type { InstanceType } from '../../../src/cloudprovider/types.ts';
 import { Provisioner, type ProvisionerOptions } from '../../../src/controllers/provisioning/provisioner.ts';
@@ -17,7 +18,6 @@ import { SharedInformers } from '../../../src/kube/informer.ts';
 import { type Logger, silentLogger } from '../../../src/kube/logger.ts';
 import type { KubeEvent } from '../../../src/kube/types.ts';
 import { Cluster } from '../../../src/state/cluster.ts';
-import { KubeNodeWriter } from '../../../src/state/kwoknodes.ts';
 
 /** The us-east-1 catalog the kwok provider uses by default. */
 export const catalog = getInstanceTypes({ region: 'us-east-1' }).instanceTypes as InstanceType[];

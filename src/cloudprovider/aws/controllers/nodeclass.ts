@@ -1,0 +1,311 @@
+/**
+ * `nodeclass` (EC2NodeClass): resolves each class's selectors against AWS into its `status` and readiness
+ * conditions, after aws/karpenter-provider-aws `pkg/controllers/nodeclass/{controller,subnet,securitygroup,ami,
+ * instanceprofile}.go`. Keyed by class name; runs on every spec change (generation), on the deletion of one of
+ * its NodeClaims, and every `periodSeconds` (default 60).
+ *
+ * A reconcile:
+ * - puts the `karpenter.k8s.aws/termination` finalizer on the class;
+ * - `status.subnets` (most free IPs first) → `SubnetsReady` (False `SubnetsNotFound` naming the terms);
+ * - `status.securityGroups` → `SecurityGroupsReady` (False `SecurityGroupsNotFound` naming the terms);
+ * - `status.amis` (alias via SSM for the cluster's Kubernetes version, or id/name/owner/tags/ssmParameter; newest
+ *   non-deprecated first per requirement set) → `AMIsReady` (False `AMINotFound` / `UnsupportedAlias`);
+ * - `status.instanceProfile` (created from `spec.role`, or `spec.instanceProfile`) → `InstanceProfileReady`
+ *   (False `InstanceProfileCreationFailed` with IAM's message);
+ * - `ValidationSucceeded` from the CRD rules (the same check as `nodeclass.status`);
+ * - root `Ready` = all of them; the status is patched only when it changed.
+ * An AWS failure leaves that part as it was and the reconcile is retried with backoff (the other parts are still
+ * written). A deleting class keeps its finalizer while NodeClaims reference it (Event
+ * `WaitingOnNodeClaimTermination`, re-checked on NodeClaim deletion and every 10 min), then its instance
+ * profiles are deleted, `onDeleted` runs (the provider's launch templates) and the finalizer is removed.
+ */
+import type { EC2Client } from '@aws-sdk/client-ec2';
+import type { IAMClient } from '@aws-sdk/client-iam';
+import type { SSMClient } from '@aws-sdk/client-ssm';
+import type { EC2NodeClass, NodeClaim } from '../../../apis/karpenter.ts';
+import { nodeClassValidationError } from '../../../controllers/nodepool/nodeclass.ts';
+import {
+  ConditionSet,
+  type Controller,
+  type ControllerDeps,
+  defineController,
+  errorMessage,
+  type InformerController,
+  type InformerSyncOptions,
+  type ReconcileResult,
+  watch,
+  withFinalizer,
+  withoutFinalizer,
+} from '../../../controllers/runtime/index.ts';
+import { isConflict, isNotFound } from '../../../kube/errors.ts';
+import { AMIResolver } from '../nodeclass/amis.ts';
+import { describeTerms } from '../nodeclass/filters.ts';
+import { InstanceProfileResolver } from '../nodeclass/instanceprofile.ts';
+import { resolveSecurityGroups, resolveSubnets } from '../nodeclass/network.ts';
+import {
+  ConditionAMIsReady,
+  ConditionInstanceProfileReady,
+  ConditionSecurityGroupsReady,
+  ConditionSubnetsReady,
+  ConditionValidationSucceeded,
+  EC2NodeClassResolvedConditions,
+  type EC2NodeClassStatus,
+  FinalizerEC2NodeClassTermination,
+} from '../nodeclass/types.ts';
+
+/** The dependents of `Ready` on an EC2NodeClass (upstream `StatusConditions`, without capacity reservations). */
+export const EC2NodeClassDependents: readonly string[] = [
+  ...EC2NodeClassResolvedConditions,
+  ConditionValidationSucceeded,
+];
+
+/** Options of {@link EC2NodeClassController}. */
+export interface EC2NodeClassControllerOptions
+  extends Omit<ControllerDeps, 'cloudProvider'>,
+    InformerSyncOptions {
+  ec2: EC2Client;
+  ssm: SSMClient;
+  iam: IAMClient;
+  /** AWS region (instance profile path and tags). */
+  region: string;
+  /** `--cluster-name` (instance profile name, path and tags). */
+  clusterName: string;
+  /** The cluster's Kubernetes `major.minor` (e.g. `1.32`), for AMI aliases. */
+  kubernetesVersion: () => Promise<string>;
+  /** Runs once a deleting class has no NodeClaims left, before the finalizer goes (e.g. launch-template cleanup). */
+  onDeleted?: (nodeClass: EC2NodeClass) => Promise<void>;
+  /** Seconds between re-resolutions of each class (upstream: subnets every minute; default 60). */
+  periodSeconds?: number;
+  /** Parallel reconciles (default 10, as upstream). */
+  concurrency?: number;
+}
+
+/** The EC2NodeClass controller. */
+export class EC2NodeClassController implements Controller {
+  readonly name = 'nodeclass';
+  private readonly kit: InformerController;
+  private readonly amis: AMIResolver;
+  private readonly profiles: InstanceProfileResolver;
+
+  constructor(private readonly opts: EC2NodeClassControllerOptions) {
+    this.amis = new AMIResolver({ ec2: opts.ec2, ssm: opts.ssm, now: () => opts.clock.now() });
+    this.profiles = new InstanceProfileResolver({
+      iam: opts.iam,
+      region: opts.region,
+      clusterName: opts.clusterName,
+    });
+    this.kit = defineController({
+      name: this.name,
+      deps: opts,
+      concurrency: opts.concurrency,
+      watches: [
+        watch('EC2NodeClass', {
+          events: ['add', 'update'],
+          // an update counts when the spec (generation), the deletion or the object (uid) changed
+          map: (b, e) =>
+            e.type !== 'update' ||
+            e.old.metadata.generation !== b.metadata.generation ||
+            !!e.old.metadata.deletionTimestamp !== !!b.metadata.deletionTimestamp ||
+            e.old.metadata.uid !== b.metadata.uid
+              ? b.metadata.name
+              : undefined,
+        }),
+        watch('NodeClaim', {
+          events: ['delete'],
+          map: (nc) => {
+            const ref = nc.spec?.nodeClassRef;
+            return ref?.kind === 'EC2NodeClass' && ref.group === 'karpenter.k8s.aws' ? ref.name : undefined;
+          },
+        }),
+      ],
+      reconcile: (key) => this.reconcile(key),
+    });
+  }
+
+  /** Runs until `signal` aborts (see {@link defineController}); never rejects. */
+  start(signal: AbortSignal): Promise<void> {
+    return this.kit.start(signal);
+  }
+
+  /** Reconciles the EC2NodeClass `name` (exposed for tests). Throws on AWS/API failures (retried). */
+  async reconcile(name: string): Promise<ReconcileResult> {
+    const { client } = this.opts;
+    const nodeClass = (await client.tryGet('EC2NodeClass', name)) as EC2NodeClass | undefined;
+    if (!nodeClass) return {};
+    if (nodeClass.metadata.deletionTimestamp) return this.finalize(nodeClass);
+    if (!nodeClass.metadata.finalizers?.includes(FinalizerEC2NodeClassTermination)) {
+      try {
+        const stored = await client.patch(
+          'EC2NodeClass',
+          name,
+          undefined,
+          {
+            metadata: {
+              finalizers: withFinalizer(nodeClass.metadata.finalizers, FinalizerEC2NodeClassTermination),
+              resourceVersion: nodeClass.metadata.resourceVersion,
+            },
+          },
+          { type: 'merge' },
+        );
+        nodeClass.metadata = (stored as EC2NodeClass).metadata;
+      } catch (err) {
+        if (isNotFound(err)) return {};
+        if (isConflict(err)) return { requeue: true };
+        throw err;
+      }
+    }
+    const before = JSON.stringify(nodeClass.status ?? {});
+    const errors = await this.resolve(nodeClass);
+    if (JSON.stringify(nodeClass.status ?? {}) !== before) {
+      const st = nodeClass.status as EC2NodeClassStatus;
+      try {
+        await client.patchStatus(
+          'EC2NodeClass',
+          name,
+          undefined,
+          {
+            metadata: { resourceVersion: nodeClass.metadata.resourceVersion },
+            status: {
+              subnets: st.subnets ?? null,
+              securityGroups: st.securityGroups ?? null,
+              amis: st.amis ?? null,
+              instanceProfile: st.instanceProfile ?? null,
+              conditions: st.conditions,
+            },
+          },
+          { type: 'merge' },
+        );
+      } catch (err) {
+        if (isNotFound(err)) return {};
+        if (isConflict(err)) return { requeue: true };
+        throw err;
+      }
+      const ready = st.conditions?.find((c) => c.type === 'Ready');
+      if (ready?.status === 'False')
+        void this.opts.recorder.publish(
+          nodeClass,
+          'Warning',
+          ready.reason ?? 'NotReady',
+          ready.message ?? '',
+        );
+    }
+    if (errors.length > 0) throw new Error(`EC2NodeClass ${name}: ${errors.join('; ')}`);
+    return { requeueAfter: this.opts.periodSeconds ?? 60 };
+  }
+
+  /** Resolves every part into `nodeClass.status`; returns the AWS failures (those parts are left unchanged). */
+  private async resolve(nodeClass: EC2NodeClass): Promise<string[]> {
+    const { clock, ec2 } = this.opts;
+    nodeClass.status ??= {};
+    const st = nodeClass.status as EC2NodeClassStatus;
+    const conds = new ConditionSet(nodeClass, EC2NodeClassDependents, clock);
+    const errors: string[] = [];
+    const spec = nodeClass.spec;
+
+    const [subnets, groups, amis, profile] = await Promise.allSettled([
+      resolveSubnets(ec2, nodeClass),
+      resolveSecurityGroups(ec2, nodeClass),
+      this.opts.kubernetesVersion().then((v) => this.amis.resolve(nodeClass, v)),
+      this.profiles.ensure(nodeClass, st.instanceProfile),
+    ]);
+
+    if (subnets.status === 'rejected') errors.push(errorMessage(subnets.reason));
+    else if (subnets.value.length === 0) {
+      delete st.subnets;
+      conds.setFalse(
+        ConditionSubnetsReady,
+        'SubnetsNotFound',
+        `SubnetSelector did not match any Subnets (subnetSelectorTerms: ${describeTerms(spec.subnetSelectorTerms)})`,
+      );
+    } else {
+      st.subnets = subnets.value.map(({ id, zone, zoneID }) => ({ id, zone, ...(zoneID ? { zoneID } : {}) }));
+      conds.setTrue(ConditionSubnetsReady);
+    }
+
+    if (groups.status === 'rejected') errors.push(errorMessage(groups.reason));
+    else if (groups.value.length === 0 && (spec.securityGroupSelectorTerms ?? []).length > 0) {
+      delete st.securityGroups;
+      conds.setFalse(
+        ConditionSecurityGroupsReady,
+        'SecurityGroupsNotFound',
+        `SecurityGroupSelector did not match any SecurityGroups (securityGroupSelectorTerms: ${describeTerms(spec.securityGroupSelectorTerms)})`,
+      );
+    } else {
+      if (groups.value.length > 0) st.securityGroups = groups.value;
+      else delete st.securityGroups;
+      conds.setTrue(ConditionSecurityGroupsReady);
+    }
+
+    if (amis.status === 'rejected') errors.push(errorMessage(amis.reason));
+    else if ('reason' in amis.value) {
+      delete st.amis;
+      conds.setFalse(ConditionAMIsReady, amis.value.reason, amis.value.message);
+    } else {
+      st.amis = amis.value.amis;
+      conds.setTrue(ConditionAMIsReady);
+    }
+
+    if (profile.status === 'rejected') {
+      errors.push(errorMessage(profile.reason));
+      conds.setFalse(
+        ConditionInstanceProfileReady,
+        'InstanceProfileCreationFailed',
+        errorMessage(profile.reason),
+      );
+    } else {
+      st.instanceProfile = profile.value;
+      conds.setTrue(ConditionInstanceProfileReady);
+    }
+
+    const invalid = await nodeClassValidationError(nodeClass);
+    if (invalid) conds.setFalse(ConditionValidationSucceeded, 'ValidationFailed', invalid);
+    else conds.setTrue(ConditionValidationSucceeded);
+    return errors;
+  }
+
+  private async finalize(nodeClass: EC2NodeClass): Promise<ReconcileResult> {
+    const { client } = this.opts;
+    const name = nodeClass.metadata.name;
+    if (!nodeClass.metadata.finalizers?.includes(FinalizerEC2NodeClassTermination)) return {};
+    const claims = ((await client.list('NodeClaim')).items as NodeClaim[]).filter((nc) => {
+      const ref = nc.spec?.nodeClassRef;
+      return ref?.group === 'karpenter.k8s.aws' && ref.kind === 'EC2NodeClass' && ref.name === name;
+    });
+    if (claims.length > 0) {
+      const names = claims.map((c) => c.metadata.name ?? '').sort();
+      void this.opts.recorder.publish(
+        nodeClass,
+        'Normal',
+        'WaitingOnNodeClaimTermination',
+        `Waiting on NodeClaim termination for ${names.slice(0, 5).join(', ')}${names.length > 5 ? ` and ${names.length - 5} other(s)` : ''}`,
+      );
+      return { requeueAfter: 600 };
+    }
+    const deleted = await this.profiles.deleteAll(nodeClass);
+    if (deleted.length > 0)
+      this.opts.logger.info(
+        { controller: this.name, nodeclass: name, profiles: deleted },
+        'deleted instance profiles',
+      );
+    await this.opts.onDeleted?.(nodeClass);
+    try {
+      await client.patch(
+        'EC2NodeClass',
+        name,
+        undefined,
+        {
+          metadata: {
+            finalizers: withoutFinalizer(nodeClass.metadata.finalizers, FinalizerEC2NodeClassTermination),
+            resourceVersion: nodeClass.metadata.resourceVersion,
+          },
+        },
+        { type: 'merge' },
+      );
+    } catch (err) {
+      if (isNotFound(err)) return {};
+      if (isConflict(err)) return { requeue: true };
+      throw err;
+    }
+    return {};
+  }
+}

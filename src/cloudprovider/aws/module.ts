@@ -1,0 +1,48 @@
+/**
+ * The `aws` provider module (`--cloud-provider aws`): NodeClaims become EC2 instances (CreateFleet), NodePools
+ * reference `EC2NodeClass`es. Settings: {@link AWS_SETTINGS} without `CLUSTER_NAME` and `AWS_REGION`, which are core
+ * settings (`src/operator/options.ts`) read again here with the aws rules. SDK endpoints and credentials come from
+ * the SDK's default chain (AWS_ENDPOINT_URL, profiles, IRSA, IMDS). The implementation (`./setup.ts`, the AWS SDK) is
+ * loaded only by {@link awsModule}'s `load`.
+ */
+import type { ProviderModule } from '../module.ts';
+import { awsNodeClassKinds, awsProviderName } from './kinds.ts';
+import { AWS_SETTINGS, type AwsSettings, resolveAwsSettings, validateAwsSettings } from './settings.ts';
+
+/** Env names of the core settings the aws list repeats (resolved by the core; not flags of their own). */
+const CORE_ENVS = new Set(['CLUSTER_NAME', 'AWS_REGION']);
+
+/** The aws provider module. */
+export const awsModule: ProviderModule<AwsSettings> = {
+  name: awsProviderName,
+  summary: 'EC2 instances',
+  nodeClassKinds: awsNodeClassKinds,
+  settings: AWS_SETTINGS.filter((s) => !CORE_ENVS.has(s.env)),
+  configure(src, core) {
+    const settings = validateAwsSettings(resolveAwsSettings(src));
+    settings.region ||= core.region;
+    core.clusterName = settings.clusterName;
+    return settings;
+  },
+  async load(settings) {
+    const [{ createAwsClients }, { awsSetup }, { S3BootstrapStore }] = await Promise.all([
+      import('./clients.ts'),
+      import('./setup.ts'),
+      import('./s3store.ts'),
+    ]);
+    const clients = createAwsClients({ region: settings.region });
+    return {
+      ...awsSetup({ clients, settings, region: settings.region }),
+      capi: { clusterName: settings.clusterName, bootstrapStore: () => new S3BootstrapStore() },
+      close: () => clients.destroy(),
+    };
+  },
+  embedded: {
+    summary: 'EC2 instances in an emulator at AWS_ENDPOINT_URL',
+    check: (env) =>
+      env.AWS_ENDPOINT_URL_EC2 || env.AWS_ENDPOINT_URL
+        ? undefined
+        : 'start --cloud-provider aws runs against an AWS API emulator only: set AWS_ENDPOINT_URL (e.g. moto_server at http://127.0.0.1:5000); use `capenter controller --cloud-provider aws` for a real account',
+    defaultRegion: (env) => env.AWS_REGION,
+  },
+};

@@ -1,0 +1,178 @@
+/**
+ * The loaded `aws` provider ({@link awsSetup}; upstream aws/karpenter-provider-aws `pkg/controllers/controllers.go`):
+ * the provider, the EC2NodeClass controller (`nodeclass`) and, when `--interruption-queue` is set, the interruption
+ * controller; plus a loop that garbage-collects the provider's unused launch templates every 5 minutes. This module
+ * loads the AWS SDK: only `awsModule.load` (`./module.ts`), the embedded layer and tests import it.
+ */
+import type { Registry } from 'prom-client';
+import type { EC2NodeClass } from '../../apis/karpenter.ts';
+import { AWSGroup } from '../../apis/labels.ts';
+import type { Recorder } from '../../controllers/runtime/index.ts';
+import { type Controller, errorMessage, SingletonController } from '../../controllers/runtime/index.ts';
+import type { KubeClient } from '../../kube/client.ts';
+import type { Clock } from '../../kube/clock.ts';
+import type { SharedInformers } from '../../kube/informer.ts';
+import type { Logger } from '../../kube/logger.ts';
+import { type ProviderSetup, readyDependentsOf } from '../module.ts';
+import type { CloudProvider } from '../types.ts';
+import type { AwsClients } from './clients.ts';
+import { InterruptionController, type UnavailableOfferings } from './controllers/interruption/controller.ts';
+import { EC2NodeClassController } from './controllers/nodeclass.ts';
+import { awsNodeClassKinds, awsProviderName } from './kinds.ts';
+import { AwsCloudProvider, EC2NodeClassKind } from './provider.ts';
+import type { AwsSettings } from './settings.ts';
+
+/** What the operator needs to run with `--cloud-provider aws`: the provider and its own controllers. */
+export interface AwsControllersConfig {
+  /** SDK clients (endpoints and credentials from the SDK's default chain, or an emulator's). */
+  clients: AwsClients;
+  /** The aws settings (`CLUSTER_NAME`, `INTERRUPTION_QUEUE`, `ISOLATED_VPC`, ...). */
+  settings: AwsSettings;
+  /** AWS region. */
+  region: string;
+  /** Kubernetes `major.minor` for AMI aliases; default: read from the API server's `/version`. */
+  kubernetesVersion?: () => Promise<string>;
+  /** SQS long-poll seconds (default 20). */
+  interruptionWaitSeconds?: number;
+  /** Seconds between re-resolutions of each EC2NodeClass (default 60). */
+  nodeClassPeriodSeconds?: number;
+  /** Service CIDR for AL2023 user data (default: from EKS DescribeCluster). */
+  clusterCIDR?: string;
+  /** Seconds between launch-template garbage collections (default 300). */
+  launchTemplateGCPeriodSeconds?: number;
+}
+
+/**
+ * The aws provider of the operator: EC2NodeClasses come from the operator's cluster state (`nodeClass`).
+ * @throws Error when the region or cluster name is missing.
+ */
+export function createAwsProvider(
+  cfg: AwsControllersConfig,
+  clock: Clock,
+  nodeClass: (name: string) => EC2NodeClass | undefined,
+  onError?: (err: unknown, context: string) => void,
+): AwsCloudProvider {
+  return new AwsCloudProvider({
+    clients: cfg.clients,
+    settings: cfg.settings,
+    region: cfg.region,
+    clock,
+    nodeClass,
+    ...(cfg.clusterCIDR ? { clusterCIDR: cfg.clusterCIDR } : {}),
+    ...(onError ? { onError } : {}),
+  });
+}
+
+/**
+ * The loaded aws provider for an operator: the provider (EC2NodeClasses from the operator's cluster state; its
+ * errors logged as warnings), its controllers ({@link awsControllers}) and the EC2NodeClass conditions `Ready`
+ * depends on (the aws module's kinds). Used by `capenter controller --cloud-provider aws` (through
+ * `awsModule.load`), `capenter start --cloud-provider aws` and the CAPI stack.
+ */
+export function awsSetup(cfg: AwsControllersConfig): ProviderSetup {
+  return {
+    name: awsProviderName,
+    readyDependents: readyDependentsOf(awsNodeClassKinds),
+    createProvider: ({ clock, logger, nodeClass }) =>
+      createAwsProvider(
+        cfg,
+        clock,
+        (name) => nodeClass({ group: AWSGroup, kind: EC2NodeClassKind, name }) as EC2NodeClass | undefined,
+        (err, context) => logger.warn({ context, err: errorMessage(err) }, 'aws provider'),
+      ),
+    controllers: (deps) => awsControllers(cfg, deps),
+  };
+}
+
+/** `major.minor` of the API server (`/version`), cached for 10 minutes. @throws on API errors. */
+export function kubernetesVersionFrom(client: KubeClient, clock: Clock): () => Promise<string> {
+  let cached: { at: number; v: string } | undefined;
+  return async () => {
+    if (cached && clock.now() - cached.at < 600_000) return cached.v;
+    const info = await client.request<{ major?: string; minor?: string; gitVersion?: string }>(
+      'GET',
+      '/version',
+    );
+    const m = /^v?(\d+)\.(\d+)/.exec(info.gitVersion ?? '');
+    const v = m ? `${m[1]}.${m[2]}` : `${info.major ?? '1'}.${(info.minor ?? '').replace(/\D+$/, '')}`;
+    cached = { at: clock.now(), v };
+    return v;
+  };
+}
+
+/** Builds the aws controllers. */
+export function awsControllers(
+  cfg: AwsControllersConfig,
+  deps: {
+    client: KubeClient;
+    clock: Clock;
+    logger: Logger;
+    recorder: Recorder;
+    registry: Registry;
+    informers?: SharedInformers;
+    cloudProvider: CloudProvider;
+  },
+): Controller[] {
+  const out: Controller[] = [
+    new EC2NodeClassController({
+      client: deps.client,
+      clock: deps.clock,
+      logger: deps.logger,
+      recorder: deps.recorder,
+      registry: deps.registry,
+      ...(deps.informers ? { informers: deps.informers } : {}),
+      ec2: cfg.clients.ec2,
+      ssm: cfg.clients.ssm,
+      iam: cfg.clients.iam,
+      region: cfg.region,
+      clusterName: cfg.settings.clusterName,
+      kubernetesVersion: cfg.kubernetesVersion ?? kubernetesVersionFrom(deps.client, deps.clock),
+      ...(deps.cloudProvider instanceof AwsCloudProvider
+        ? {
+            onDeleted: async (nc: EC2NodeClass) => {
+              await (deps.cloudProvider as AwsCloudProvider).deleteLaunchTemplates(nc.metadata.name);
+            },
+          }
+        : {}),
+      ...(cfg.nodeClassPeriodSeconds !== undefined ? { periodSeconds: cfg.nodeClassPeriodSeconds } : {}),
+    }),
+  ];
+  const provider = deps.cloudProvider;
+  if (provider instanceof AwsCloudProvider)
+    out.push(
+      new SingletonController({
+        name: 'launchtemplate.garbagecollection',
+        clock: deps.clock,
+        logger: deps.logger,
+        reconcile: async () => {
+          const deleted = await provider.garbageCollectLaunchTemplates();
+          if (deleted.length > 0)
+            deps.logger.info(
+              { controller: 'launchtemplate.garbagecollection', deleted },
+              'deleted unused launch templates',
+            );
+          return { requeueAfter: cfg.launchTemplateGCPeriodSeconds ?? 300 };
+        },
+      }),
+    );
+  if (cfg.settings.interruptionQueue) {
+    const p = deps.cloudProvider as Partial<UnavailableOfferings>;
+    out.push(
+      new InterruptionController({
+        client: deps.client,
+        sqs: cfg.clients.sqs,
+        queue: cfg.settings.interruptionQueue,
+        clock: deps.clock,
+        logger: deps.logger,
+        recorder: deps.recorder,
+        registry: deps.registry,
+        unavailableOfferings:
+          typeof p.markUnavailable === 'function' ? (p as UnavailableOfferings) : undefined,
+        ...(cfg.interruptionWaitSeconds !== undefined
+          ? { waitTimeSeconds: cfg.interruptionWaitSeconds }
+          : {}),
+      }),
+    );
+  }
+  return out;
+}

@@ -1,0 +1,154 @@
+/**
+ * The controller list of one capenter process (upstream kubernetes-sigs/karpenter `pkg/controllers/controllers.go`
+ * plus the provider's own, as a provider's `main` appends them): provisioner + its trigger, `nodeclaim.lifecycle`,
+ * `nodeclaim.garbagecollection`, `node.termination`, disruption, `nodeclaim.expiration`, `nodeclaim.podevents`,
+ * `nodepool`, `nodeclass.status` (with the provider's `Ready` dependents), the metrics controllers, then the
+ * provider module's controllers. Built by `createOperator` (`./operator.ts`); nothing runs until it starts them.
+ */
+import type { Registry } from 'prom-client';
+import type { ProviderSetup } from '../cloudprovider/module.ts';
+import type { CloudProvider } from '../cloudprovider/types.ts';
+import {
+  DisruptionController,
+  type DisruptionControllerOptions,
+} from '../controllers/disruption/controller.ts';
+import { metricsControllers } from '../controllers/metrics/index.ts';
+import { NodeTerminationController } from '../controllers/node/termination/controller.ts';
+import { PodEventsController } from '../controllers/nodeclaim/disruption/podevents.ts';
+import { ExpirationController } from '../controllers/nodeclaim/expiration/controller.ts';
+import { NodeClaimGarbageCollectionController } from '../controllers/nodeclaim/garbagecollection/controller.ts';
+import { NodeClaimLifecycleController } from '../controllers/nodeclaim/lifecycle/controller.ts';
+import { NodePoolController } from '../controllers/nodepool/controller.ts';
+import { NodePoolHashVersion, nodePoolHash } from '../controllers/nodepool/hash.ts';
+import { NodeClassStatusController } from '../controllers/nodepool/nodeclass.ts';
+import { Provisioner } from '../controllers/provisioning/provisioner.ts';
+import { ProvisioningTrigger } from '../controllers/provisioning/trigger.ts';
+import type { Controller, ControllerDeps } from '../controllers/runtime/index.ts';
+import type { KubeClient } from '../kube/client.ts';
+import type { Clock } from '../kube/clock.ts';
+import type { EventRecorder } from '../kube/events.ts';
+import type { SharedInformers } from '../kube/informer.ts';
+import type { Logger } from '../kube/logger.ts';
+import type { Cluster } from '../state/cluster.ts';
+import type { OperatorOptions } from './options.ts';
+
+/** Overrides for controller internals, mostly for tests (seconds; `OperatorConfig.tuning`). */
+export interface ControllerTuning {
+  gcInstanceGraceSeconds?: number;
+  registrationTimeoutSeconds?: number;
+  launchTimeoutSeconds?: number;
+  /** Seconds between checks for missing CRDs (default 5). */
+  crdRecheckSeconds?: number;
+  /** Seconds between provisioning resyncs of waiting pods (default 10). */
+  provisioningResyncSeconds?: number;
+  /** Disruption controller tunables (poll and validation periods, replacement timeout, core options). */
+  disruption?: Pick<
+    DisruptionControllerOptions,
+    'pollSeconds' | 'validationSeconds' | 'replacementTimeoutSeconds' | 'coreOptions' | 'syncConditions'
+  >;
+}
+
+/** What the controllers are built from: the operator's shared pieces. */
+export interface ControllerListDeps {
+  client: KubeClient;
+  cluster: Cluster;
+  informers: SharedInformers;
+  clock: Clock;
+  logger: Logger;
+  recorder: EventRecorder;
+  registry: Registry;
+  options: OperatorOptions;
+  tuning: ControllerTuning;
+  /** The provider as built (the provider's own controllers get it undecorated). */
+  rawProvider: CloudProvider;
+  /** The provider module's setup, for its `Ready` dependents and its controllers; none for an injected provider. */
+  setup?: ProviderSetup;
+  /** The provider decorated with cloud-provider metrics labelled `controller`. */
+  provider: (controller: string) => CloudProvider;
+}
+
+/** The built controllers, with the two the operator exposes. */
+export interface ControllerList {
+  provisioner: Provisioner;
+  disruption: DisruptionController;
+  /** Every controller run while leading, in start order. */
+  controllers: Controller[];
+}
+
+/** Builds the controllers of {@link ControllerListDeps}; see the module comment. */
+export function buildControllers(d: ControllerListDeps): ControllerList {
+  const { client, cluster, clock, logger, recorder, registry, options, tuning } = d;
+  const deps = (controller: string): ControllerDeps => ({
+    client,
+    cloudProvider: d.provider(controller),
+    clock,
+    logger,
+    recorder,
+    registry,
+    informers: d.informers,
+  });
+  const hash = (np: Parameters<typeof nodePoolHash>[0]) => ({
+    hash: nodePoolHash(np),
+    version: NodePoolHashVersion,
+  });
+  const provisioner = new Provisioner({
+    ...deps('provisioner'),
+    cluster,
+    options: {
+      batchIdleSeconds: options.batchIdleSeconds,
+      batchMaxSeconds: options.batchMaxSeconds,
+      nodePoolHash: hash,
+      ...(options.preferencePolicy ? { preferencePolicy: options.preferencePolicy } : {}),
+    },
+  });
+  const disruption = new DisruptionController({
+    ...deps('disruption'),
+    cluster,
+    nodePoolHash: hash,
+    launcher: provisioner.launcher,
+    featureGates: { spotToSpotConsolidation: options.featureGates.SpotToSpotConsolidation === true },
+    ...(options.preferencePolicy ? { coreOptions: { preferencePolicy: options.preferencePolicy } } : {}),
+    ...(tuning.disruption ?? {}),
+  });
+  const readyDependents = d.setup?.readyDependents ?? {};
+  const controllers: Controller[] = [
+    provisioner,
+    new ProvisioningTrigger({
+      cluster,
+      provisioner,
+      clock,
+      logger,
+      ...(tuning.provisioningResyncSeconds !== undefined
+        ? { resyncSeconds: tuning.provisioningResyncSeconds }
+        : {}),
+    }),
+    new NodeClaimLifecycleController({
+      ...deps('nodeclaim.lifecycle'),
+      ...(tuning.registrationTimeoutSeconds !== undefined
+        ? { registrationTimeoutSeconds: tuning.registrationTimeoutSeconds }
+        : {}),
+      ...(tuning.launchTimeoutSeconds !== undefined
+        ? { launchTimeoutSeconds: tuning.launchTimeoutSeconds }
+        : {}),
+    }),
+    new NodeClaimGarbageCollectionController({
+      ...deps('nodeclaim.garbagecollection'),
+      periodSeconds: options.gcPeriodSeconds,
+      ...(tuning.gcInstanceGraceSeconds !== undefined
+        ? { instanceGraceSeconds: tuning.gcInstanceGraceSeconds }
+        : {}),
+    }),
+    new NodeTerminationController(deps('node.termination')),
+    disruption,
+    new ExpirationController(deps('nodeclaim.expiration')),
+    new PodEventsController(deps('nodeclaim.podevents')),
+    new NodePoolController(deps('nodepool')),
+    new NodeClassStatusController({
+      ...deps('nodeclass.status'),
+      ...(Object.keys(readyDependents).length > 0 ? { extraDependents: readyDependents } : {}),
+    }),
+    ...metricsControllers({ cluster, clock, logger, registry, periodSeconds: options.metricsPeriodSeconds }),
+    ...(d.setup?.controllers?.({ ...deps('nodeclass'), cloudProvider: d.rawProvider }) ?? []),
+  ];
+  return { provisioner, disruption, controllers };
+}

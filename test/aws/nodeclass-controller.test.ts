@@ -1,0 +1,346 @@
+/**
+ * The EC2NodeClass controller against the embedded API server and moto: subnets, security groups, AMIs and the
+ * instance profile resolved into `status` with upstream's shapes and conditions; a class selecting nothing says
+ * what matched nothing; the finalizer waits for the class's NodeClaims, then deletes its instance profiles.
+ */
+import {
+  CreateSecurityGroupCommand,
+  CreateSubnetCommand,
+  CreateTagsCommand,
+  CreateVpcCommand,
+  DescribeImagesCommand,
+  EC2Client,
+} from '@aws-sdk/client-ec2';
+import {
+  CreateRoleCommand,
+  GetInstanceProfileCommand,
+  IAMClient,
+  ListInstanceProfilesCommand,
+} from '@aws-sdk/client-iam';
+import { PutParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { EC2NodeClass } from '../../src/apis/karpenter.ts';
+import { EC2NodeClassController } from '../../src/cloudprovider/aws/controllers/nodeclass.ts';
+import type { EC2NodeClassStatus } from '../../src/cloudprovider/aws/nodeclass/types.ts';
+import { startTestEnv, type TestEnv } from '../../src/controllers/nodeclaim/testing.ts';
+import { silentLogger } from '../../src/kube/logger.ts';
+import { prepareEmulator } from '../../src/sim/aws/emulator.ts';
+import { type AwsEmulator, startAwsEmulator } from './moto.ts';
+
+// moto answers slowly on a loaded machine (its serialiser; DescribeInstanceTypes is 5.5 MB): under `stress --cpu 4`
+// beside other tests a first test took over 60 s. A test may be slow, never flaky (issue 24).
+vi.setConfig({ testTimeout: 240_000, hookTimeout: 240_000 });
+
+let moto: AwsEmulator;
+let env: TestEnv;
+let ec2: EC2Client;
+let iam: IAMClient;
+let ssm: SSMClient;
+let controller: EC2NodeClassController;
+
+beforeAll(async () => {
+  [moto, env] = await Promise.all([startAwsEmulator(), startTestEnv()]);
+  ec2 = new EC2Client(moto.clientConfig);
+  iam = new IAMClient(moto.clientConfig);
+  ssm = new SSMClient(moto.clientConfig);
+});
+afterAll(async () => {
+  await env?.stop();
+  await moto?.stop();
+});
+beforeEach(() => {
+  controller = new EC2NodeClassController({
+    client: env.client,
+    clock: env.clock,
+    logger: silentLogger(),
+    recorder: env.recorder,
+    registry: env.registry,
+    ec2,
+    ssm,
+    iam,
+    region: moto.region,
+    clusterName: 'test-cluster',
+    kubernetesVersion: async () => '1.32',
+  });
+});
+afterEach(async () => {
+  for (const nc of (await env.client.list('NodeClaim')).items) {
+    await env.client.patch(
+      'NodeClaim',
+      nc.metadata.name as string,
+      undefined,
+      { metadata: { finalizers: null } },
+      { type: 'merge' },
+    );
+    await env.client.tryDelete('NodeClaim', nc.metadata.name as string);
+  }
+  for (const c of (await env.client.list('EC2NodeClass')).items) {
+    await env.client.patch(
+      'EC2NodeClass',
+      c.metadata.name as string,
+      undefined,
+      { metadata: { finalizers: null } },
+      { type: 'merge' },
+    );
+    await env.client.tryDelete('EC2NodeClass', c.metadata.name as string);
+  }
+  await moto.reset();
+});
+
+interface Network {
+  subnets: Array<{ id: string; zone: string }>;
+  sg: string;
+}
+
+/** A VPC with two tagged subnets (sizes /24 and /26: different free IPs) and a security group `nodes`. */
+async function network(): Promise<Network> {
+  const vpc = (await ec2.send(new CreateVpcCommand({ CidrBlock: '10.0.0.0/16' }))).Vpc?.VpcId as string;
+  const tags = [
+    { ResourceType: 'subnet' as const, Tags: [{ Key: 'karpenter.sh/discovery', Value: 'test-cluster' }] },
+  ];
+  const small = (
+    await ec2.send(
+      new CreateSubnetCommand({
+        VpcId: vpc,
+        CidrBlock: '10.0.1.0/26',
+        AvailabilityZone: `${moto.region}b`,
+        TagSpecifications: tags,
+      }),
+    )
+  ).Subnet;
+  const big = (
+    await ec2.send(
+      new CreateSubnetCommand({
+        VpcId: vpc,
+        CidrBlock: '10.0.2.0/24',
+        AvailabilityZone: `${moto.region}a`,
+        TagSpecifications: tags,
+      }),
+    )
+  ).Subnet;
+  const sg = (
+    await ec2.send(new CreateSecurityGroupCommand({ GroupName: 'nodes', Description: 'nodes', VpcId: vpc }))
+  ).GroupId as string;
+  return {
+    subnets: [
+      { id: big?.SubnetId as string, zone: big?.AvailabilityZone as string },
+      { id: small?.SubnetId as string, zone: small?.AvailabilityZone as string },
+    ],
+    sg,
+  };
+}
+
+/** Tags one moto built-in image of each architecture `role=node` and returns their IDs. */
+async function tagImages(): Promise<{ amd64: string; arm64: string }> {
+  const images = (await ec2.send(new DescribeImagesCommand({ Owners: ['amazon'] }))).Images ?? [];
+  const amd64 = images.find((i) => i.Architecture === 'x86_64')?.ImageId as string;
+  const arm64 = images.find((i) => i.Architecture === 'arm64')?.ImageId as string;
+  await ec2.send(
+    new CreateTagsCommand({ Resources: [amd64, arm64], Tags: [{ Key: 'role', Value: 'node' }] }),
+  );
+  return { amd64, arm64 };
+}
+
+function nodeClass(name: string, spec: Partial<EC2NodeClass['spec']>): EC2NodeClass {
+  const c: EC2NodeClass = {
+    apiVersion: 'karpenter.k8s.aws/v1',
+    kind: 'EC2NodeClass',
+    metadata: { name },
+    spec: {
+      role: 'KarpenterNodeRole-test',
+      amiFamily: 'AL2023',
+      subnetSelectorTerms: [{ tags: { 'karpenter.sh/discovery': 'test-cluster' } }],
+      securityGroupSelectorTerms: [{ name: 'nodes' }],
+      amiSelectorTerms: [{ tags: { role: 'node' } }],
+      ...spec,
+    },
+  };
+  // a class with its own instance profile has no role (the CRD allows one of them)
+  if (spec.instanceProfile) delete c.spec.role;
+  return c;
+}
+
+async function statusOf(name: string): Promise<{ obj: EC2NodeClass; st: EC2NodeClassStatus }> {
+  const obj = (await env.client.get('EC2NodeClass', name)) as EC2NodeClass;
+  return { obj, st: (obj.status ?? {}) as EC2NodeClassStatus };
+}
+const cond = (st: EC2NodeClassStatus, t: string) => st.conditions?.find((c) => c.type === t);
+
+describe('EC2NodeClass controller', () => {
+  it('resolves subnets, security groups, AMIs and the instance profile into status; Ready', async () => {
+    const net = await network();
+    const amis = await tagImages();
+    await iam.send(
+      new CreateRoleCommand({ RoleName: 'KarpenterNodeRole-test', AssumeRolePolicyDocument: '{}' }),
+    );
+    await env.client.create(nodeClass('default', { tags: { team: 'a' } }));
+    expect(await controller.reconcile('default')).toEqual({ requeueAfter: 60 });
+    const { obj, st } = await statusOf('default');
+    expect(obj.metadata.finalizers).toContain('karpenter.k8s.aws/termination');
+    // /24 has more free addresses than /26: first.
+    expect(st.subnets?.map((s) => s.id)).toEqual(net.subnets.map((s) => s.id));
+    expect(st.subnets?.[0]).toMatchObject({
+      zone: `${moto.region}a`,
+      zoneID: expect.stringMatching(/^usw2-az\d$/),
+    });
+    expect(st.securityGroups).toEqual([{ id: net.sg, name: 'nodes' }]);
+    expect(st.amis?.map((a) => a.id).sort()).toEqual([amis.amd64, amis.arm64].sort());
+    expect(st.amis?.find((a) => a.id === amis.arm64)?.requirements).toEqual([
+      { key: 'kubernetes.io/arch', operator: 'In', values: ['arm64'] },
+    ]);
+    expect(st.instanceProfile).toMatch(/^test-cluster_\d+$/);
+    const profile = (
+      await iam.send(new GetInstanceProfileCommand({ InstanceProfileName: st.instanceProfile as string }))
+    ).InstanceProfile;
+    expect(profile?.Path).toBe(`/karpenter/${moto.region}/test-cluster/${obj.metadata.uid}/`);
+    expect(profile?.Roles?.map((r) => r.RoleName)).toEqual(['KarpenterNodeRole-test']);
+    expect(Object.fromEntries((profile?.Tags ?? []).map((t) => [t.Key, t.Value]))).toEqual({
+      team: 'a',
+      'kubernetes.io/cluster/test-cluster': 'owned',
+      'eks:eks-cluster-name': 'test-cluster',
+      'karpenter.k8s.aws/ec2nodeclass': 'default',
+      'topology.kubernetes.io/region': moto.region,
+    });
+    for (const t of [
+      'SubnetsReady',
+      'SecurityGroupsReady',
+      'AMIsReady',
+      'InstanceProfileReady',
+      'ValidationSucceeded',
+      'Ready',
+    ])
+      expect(cond(st, t)?.status, `${t}: ${cond(st, t)?.message}`).toBe('True');
+    // A second pass keeps the same profile (no new one per reconcile).
+    await controller.reconcile('default');
+    expect((await statusOf('default')).st.instanceProfile).toBe(st.instanceProfile);
+    const listed = await iam.send(new ListInstanceProfilesCommand({ PathPrefix: '/karpenter/' }));
+    expect(listed.InstanceProfiles).toHaveLength(1);
+  });
+
+  it('says what matched nothing: no subnets, no security groups, no AMIs → Ready=False', async () => {
+    await network();
+    await env.client.create(
+      nodeClass('empty', {
+        instanceProfile: 'existing-profile',
+        subnetSelectorTerms: [{ tags: { 'karpenter.sh/discovery': 'other-cluster' } }],
+        securityGroupSelectorTerms: [{ id: 'sg-0000000000000000' }],
+        amiSelectorTerms: [{ name: 'no-such-image-*' }],
+      }),
+    );
+    await controller.reconcile('empty');
+    const { st } = await statusOf('empty');
+    expect(cond(st, 'SubnetsReady')).toMatchObject({
+      status: 'False',
+      reason: 'SubnetsNotFound',
+      message:
+        'SubnetSelector did not match any Subnets (subnetSelectorTerms: [{"tags":{"karpenter.sh/discovery":"other-cluster"}}])',
+    });
+    expect(cond(st, 'SecurityGroupsReady')).toMatchObject({
+      status: 'False',
+      reason: 'SecurityGroupsNotFound',
+    });
+    expect(cond(st, 'SecurityGroupsReady')?.message).toContain('sg-0000000000000000');
+    expect(cond(st, 'AMIsReady')).toMatchObject({ status: 'False', reason: 'AMINotFound' });
+    expect(cond(st, 'AMIsReady')?.message).toContain('no-such-image-*');
+    expect(cond(st, 'InstanceProfileReady')?.status).toBe('True');
+    expect(st.instanceProfile).toBe('existing-profile');
+    expect(st.subnets).toBeUndefined();
+    expect(cond(st, 'Ready')?.status).toBe('False');
+    const events = await env.events('empty');
+    expect(events.some((e) => e.type === 'Warning' && e.message?.includes('did not match'))).toBe(true);
+  });
+
+  it('an ssmParameter term resolves to its image; a missing role gives InstanceProfileReady=False', async () => {
+    await network();
+    const amis = await tagImages();
+    await ssm.send(new PutParameterCommand({ Name: '/my/ami', Value: amis.arm64, Type: 'String' }));
+    await env.client.create(
+      nodeClass('ssm', { role: 'NoSuchRole', amiSelectorTerms: [{ ssmParameter: '/my/ami' }] }),
+    );
+    await expect(controller.reconcile('ssm')).rejects.toThrow(/NoSuchRole/);
+    const { st } = await statusOf('ssm');
+    expect(st.amis?.map((a) => a.id)).toEqual([amis.arm64]);
+    expect(cond(st, 'AMIsReady')?.status).toBe('True');
+    expect(cond(st, 'InstanceProfileReady')).toMatchObject({
+      status: 'False',
+      reason: 'InstanceProfileCreationFailed',
+    });
+    expect(cond(st, 'InstanceProfileReady')?.message).toContain('NoSuchRole');
+    expect(cond(st, 'Ready')?.status).toBe('False');
+    // the half-created profile was cleaned up
+    const listed = await iam.send(new ListInstanceProfilesCommand({ PathPrefix: '/karpenter/' }));
+    expect(listed.InstanceProfiles ?? []).toHaveLength(0);
+  });
+
+  it('the finalizer waits for the NodeClaims of the class, then deletes its instance profiles', async () => {
+    await network();
+    await tagImages();
+    await iam.send(
+      new CreateRoleCommand({ RoleName: 'KarpenterNodeRole-test', AssumeRolePolicyDocument: '{}' }),
+    );
+    await env.client.create(nodeClass('gone', {}));
+    await controller.reconcile('gone');
+    const profile = (await statusOf('gone')).st.instanceProfile as string;
+    await env.client.create({
+      apiVersion: 'karpenter.sh/v1',
+      kind: 'NodeClaim',
+      metadata: { name: 'gone-abc', finalizers: ['karpenter.sh/termination'] },
+      spec: {
+        nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'gone' },
+        requirements: [],
+      },
+    });
+    await env.client.delete('EC2NodeClass', 'gone');
+    expect(await controller.reconcile('gone')).toEqual({ requeueAfter: 600 });
+    expect((await statusOf('gone')).obj.metadata.deletionTimestamp).toBeDefined();
+    const waiting = await env.events('gone');
+    expect(waiting.map((e) => [e.reason, e.message])).toContainEqual([
+      'WaitingOnNodeClaimTermination',
+      'Waiting on NodeClaim termination for gone-abc',
+    ]);
+    await env.client.patch(
+      'NodeClaim',
+      'gone-abc',
+      undefined,
+      { metadata: { finalizers: null } },
+      { type: 'merge' },
+    );
+    await env.client.tryDelete('NodeClaim', 'gone-abc');
+    await controller.reconcile('gone');
+    expect(await env.client.tryGet('EC2NodeClass', 'gone')).toBeUndefined();
+    await expect(iam.send(new GetInstanceProfileCommand({ InstanceProfileName: profile }))).rejects.toThrow();
+  });
+
+  it('an emulator prepared for start --cloud-provider aws makes the bundled example class Ready (al2023@latest alias)', async () => {
+    const seed = await prepareEmulator(ec2, iam, 'cluster-1');
+    expect(seed.subnets.length).toBeGreaterThanOrEqual(3);
+    await env.client.create({
+      apiVersion: 'karpenter.k8s.aws/v1',
+      kind: 'EC2NodeClass',
+      metadata: { name: 'example' },
+      spec: {
+        role: 'KarpenterNodeRole-cluster-1',
+        subnetSelectorTerms: [{ tags: { 'karpenter.sh/discovery': 'cluster-1' } }],
+        securityGroupSelectorTerms: [{ tags: { 'karpenter.sh/discovery': 'cluster-1' } }],
+        amiSelectorTerms: [{ alias: 'al2023@latest' }],
+      },
+    });
+    await controller.reconcile('example');
+    const { st } = await statusOf('example');
+    expect(cond(st, 'Ready')?.status, JSON.stringify(st.conditions)).toBe('True');
+    expect(st.subnets?.map((s) => s.id).sort()).toEqual(seed.subnets);
+    expect(st.securityGroups?.map((g) => g.id)).toEqual(seed.securityGroups);
+    // one image per architecture × variant parameter the proxy serves; arm64 and amd64 both present
+    const archs = new Set(
+      st.amis?.map((a) => a.requirements.find((r) => r.key === 'kubernetes.io/arch')?.values?.[0]),
+    );
+    expect([...archs].sort()).toEqual(['amd64', 'arm64']);
+    expect(
+      st.amis?.find((a) =>
+        a.requirements.some(
+          (r) => r.key === 'karpenter.k8s.aws/instance-gpu-count' && r.operator === 'Exists',
+        ),
+      ),
+    ).toBeDefined();
+  });
+});
