@@ -37,10 +37,13 @@ import type { KubeObject } from '../../apis/core.ts';
 import { isConflict } from '../../kube/errors.ts';
 import {
   type Controller,
+  defineController,
   errorMessage,
-  QueueController,
+  type InformerController,
+  type QueueController,
   type ReconcileResult,
-  waitForInformerSync,
+  type Watch,
+  watch,
 } from '../runtime/index.ts';
 import { applyDesired } from './steps/apply.ts';
 import { reconcileBootstrap } from './steps/bootstrap.ts';
@@ -75,46 +78,76 @@ export interface KMPControllerDeps
   clusterName?: string;
 }
 
+/** `namespace/name` of an object (namespace `default` when unset): the controller's key. */
+const keyOf = (o: KubeObject): string => `${o.metadata?.namespace ?? 'default'}/${o.metadata?.name}`;
+
 /** The KarpenterMachinePool controller; see the module comment. */
 export class KarpenterMachinePoolController implements Controller {
   readonly name = 'capi.karpentermachinepool';
+  /** The keyed queue (its reconciles run once the management caches have synced). */
   readonly queue: QueueController;
   readonly workloads: WorkloadClusters;
-  private readonly deps: KMPControllerDeps;
-  private readonly log: Logger;
-  private readonly ownWorkloads: boolean;
+  private readonly kit: InformerController;
   private readonly ctx: KMPStepContext;
 
-  constructor(deps: KMPControllerDeps) {
-    this.deps = deps;
-    this.log = deps.logger.child({ controller: this.name });
-    this.ownWorkloads = !deps.workloads;
+  constructor(private readonly deps: KMPControllerDeps) {
+    // a workload cluster's NodeClaim/Node event requeues the pool it belongs to
     this.workloads =
       deps.workloads ??
       new WorkloadClusters({
         management: deps.client,
         clock: deps.clock,
         logger: deps.logger,
-        onChange: (ns, _cluster, np) => this.queue.enqueue(`${ns}/${np}`),
+        onChange: (ns, _cluster, np) => this.kit.enqueue(`${ns}/${np}`),
       });
     this.ctx = {
       client: deps.client,
       informers: deps.informers,
       clock: deps.clock,
-      log: this.log,
+      log: deps.logger.child({ controller: this.name }),
       recorder: deps.recorder,
       bootstrapStore: deps.bootstrapStore,
       instances: deps.instances,
       workloads: this.workloads,
       clusterName: deps.clusterName,
     };
-    this.queue = new QueueController({
+    this.kit = defineController({
       name: this.name,
-      clock: deps.clock,
-      logger: deps.logger,
+      deps,
       concurrency: deps.concurrency ?? 10,
+      watches: this.watches(),
       reconcile: (key) => this.reconcile(key),
     });
+    this.queue = this.kit.queue;
+  }
+
+  /**
+   * The management-cluster watches: a KMP itself; a MachinePool → the KMP its infrastructureRef names; a Cluster or
+   * AWSCluster → every KMP of its namespace; a CAPI Secret (labelled with the cluster name) → the KMP of each
+   * MachinePool whose bootstrap `dataSecretName` it is.
+   */
+  private watches(): Watch[] {
+    const kmpOf = (mp: MachinePool): string | undefined => {
+      const ref = mp.spec?.template?.spec?.infrastructureRef;
+      if (ref && refGroup(ref) !== undefined && ref.kind === 'KarpenterMachinePool')
+        return `${mp.metadata?.namespace ?? 'default'}/${ref.name}`;
+      return undefined;
+    };
+    const kmpsOfNamespace = (o: KubeObject): string[] =>
+      this.kmps()
+        .cache.list({ namespace: o.metadata?.namespace ?? 'default' })
+        .map(keyOf);
+    const kmpsOfSecret = (o: KubeObject): string[] =>
+      (this.machinePools().cache.list({ namespace: o.metadata?.namespace ?? 'default' }) as MachinePool[])
+        .filter((mp) => mp.spec?.template?.spec?.bootstrap?.dataSecretName === o.metadata?.name)
+        .flatMap((mp) => kmpOf(mp) ?? []);
+    return [
+      watch('KarpenterMachinePool', { map: keyOf }),
+      watch('MachinePool', { map: (mp) => kmpOf(mp as MachinePool) }),
+      watch('Cluster', { map: kmpsOfNamespace }),
+      watch('AWSCluster', { map: kmpsOfNamespace }),
+      watch('Secret', { informer: { labelSelector: LabelClusterName }, map: kmpsOfSecret }),
+    ];
   }
 
   private kmps() {
@@ -124,45 +157,15 @@ export class KarpenterMachinePoolController implements Controller {
     return this.deps.informers.informerFor('MachinePool');
   }
 
+  /**
+   * Registers the watches, starts the management informers, waits for their caches, then reconciles until
+   * `signal` aborts ({@link defineController}); stops the workload clusters it connected itself. Never rejects.
+   */
   async start(signal: AbortSignal): Promise<void> {
-    const inf = this.deps.informers;
-    const enqueueKMP = (o: KubeObject): void =>
-      this.queue.enqueue(`${o.metadata?.namespace ?? 'default'}/${o.metadata?.name}`);
-    const enqueueForMP = (o: KubeObject): void => {
-      const ref = (o as MachinePool).spec?.template?.spec?.infrastructureRef;
-      if (ref && refGroup(ref) !== undefined && ref.kind === 'KarpenterMachinePool')
-        this.queue.enqueue(`${o.metadata?.namespace ?? 'default'}/${ref.name}`);
-    };
-    const enqueueNamespace = (o: KubeObject): void => {
-      for (const k of this.kmps().cache.list({ namespace: o.metadata?.namespace ?? 'default' }))
-        enqueueKMP(k);
-    };
-    const enqueueForSecret = (o: KubeObject): void => {
-      for (const mp of this.machinePools().cache.list({ namespace: o.metadata?.namespace ?? 'default' }))
-        if ((mp as MachinePool).spec?.template?.spec?.bootstrap?.dataSecretName === o.metadata?.name)
-          enqueueForMP(mp);
-    };
-    const on = (fn: (o: KubeObject) => void) => ({
-      add: fn,
-      update: (_: KubeObject, o: KubeObject) => fn(o),
-      delete: fn,
-    });
-    const offs = [
-      this.kmps().on(on(enqueueKMP) as never),
-      this.machinePools().on(on(enqueueForMP) as never),
-      inf.informerFor('Cluster').on(on(enqueueNamespace) as never),
-      inf.informerFor('AWSCluster').on(on(enqueueNamespace) as never),
-      inf.informerFor('Secret', { labelSelector: LabelClusterName }).on(on(enqueueForSecret) as never),
-    ];
-    inf.start();
     try {
-      if (await waitForInformerSync({ name: this.name, logger: this.log, informers: inf, signal }))
-        await this.queue.start(signal);
-    } catch (err) {
-      this.log.error({ err: errorMessage(err) }, 'controller stopped on an error');
+      await this.kit.start(signal);
     } finally {
-      for (const off of offs) off();
-      if (this.ownWorkloads) await this.workloads.stop();
+      if (!this.deps.workloads) await this.workloads.stop();
     }
   }
 
@@ -182,7 +185,7 @@ export class KarpenterMachinePoolController implements Controller {
         { type: 'merge' },
       );
     }
-    const pass = new KMPPass(kmp, this.deps.clock.now(), this.log);
+    const pass = new KMPPass(kmp, this.deps.clock.now(), this.ctx.log);
     const { status } = pass;
     try {
       if (!(await this.runSteps(pass))) return {};
