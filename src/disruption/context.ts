@@ -22,7 +22,7 @@ import { LabelNodePool } from '../apis/labels.ts';
 import { isActive, isOwnedByDaemonSet, isReschedulable } from '../apis/pod.ts';
 import { formatResources, parseResources, type Resources } from '../apis/quantity.ts';
 import { selectorMatches } from '../scheduling/labelselector.ts';
-import { limitCapacity } from '../scheduling/limits.ts';
+import { addUsage, copyUsage, limitCapacity, nodeLimitCapacity } from '../scheduling/limits.ts';
 import { hasPreferences } from '../scheduling/preferencepolicy.ts';
 import { podRequests } from '../scheduling/resources.ts';
 import { solve } from '../scheduling/scheduler.ts';
@@ -89,11 +89,7 @@ export class Simulator {
     excluded: ReadonlySet<string>,
   ) {
     this.pending = input.pendingPods ?? [];
-    for (const [pool, u] of Object.entries(input.inFlightUsage ?? {})) {
-      const acc = this.usage[pool] ?? {};
-      this.usage[pool] = acc;
-      for (const [k, v] of Object.entries(u)) acc[k] = (acc[k] ?? 0) + v;
-    }
+    for (const [pool, u] of Object.entries(input.inFlightUsage ?? {})) addUsage(this.usage, pool, u);
     for (const dn of input.nodes) {
       const name = dn.node.metadata.name ?? '?';
       const deleting = nodeMarkedForDeletion(dn) || excluded.has(name);
@@ -103,17 +99,14 @@ export class Simulator {
       }
       const pool = dn.node.metadata.labels?.[LabelNodePool];
       if (pool) {
-        let capacity: Resources = {};
+        let capacity = limitCapacity({});
         try {
-          capacity = parseResources(dn.node.status?.capacity ?? dn.node.status?.allocatable);
+          capacity = nodeLimitCapacity(dn.node);
         } catch {
-          // malformed capacity: the node does not count towards limits
+          // malformed capacity: the node counts as one node, with no capacity
         }
-        capacity = limitCapacity(capacity);
         this.capacityByNode.set(name, { pool, capacity });
-        const u = this.usage[pool] ?? {};
-        this.usage[pool] = u;
-        for (const [k, v] of Object.entries(capacity)) u[k] = (u[k] ?? 0) + v;
+        addUsage(this.usage, pool, capacity);
       }
       const c = view.candidates.get(name);
       this.base.push(prepare(dn, name, pool !== undefined && c !== undefined && !c.initialized));
@@ -240,13 +233,10 @@ export class Simulator {
       if (b.uninitialized) uninitialized.add(b.name);
     }
     const nonPending = new Set<Pod>([...moving, ...this.deletingPods]);
-    const usage: Record<string, Resources> = {};
-    for (const [k, v] of Object.entries(this.usage)) usage[k] = { ...v };
+    const usage = copyUsage(this.usage);
     for (const n of names) {
       const cap = this.capacityByNode.get(n);
-      if (!cap) continue;
-      const u = usage[cap.pool];
-      if (u) for (const [k, v] of Object.entries(cap.capacity)) u[k] = (u[k] ?? 0) - v;
+      if (cap) addUsage(usage, cap.pool, cap.capacity, -1);
     }
     const schedInput: SchedulingInput = {
       pods,

@@ -6,9 +6,12 @@ import { describe, expect, it } from 'vitest';
 import type { Node } from '../apis/core.ts';
 import type { NodeClaim } from '../apis/karpenter.ts';
 import {
+  addUsage,
+  copyUsage,
   exceeds,
   largestCapacity,
   nodeClaimCapacity,
+  nodeLimitCapacity,
   planCapacity,
   poolUsage,
   remainingLimits,
@@ -88,5 +91,24 @@ describe('limits accounting', () => {
     expect(largestCapacity([small, large]).cpu).toBe(8000);
     expect(planCapacity({ instanceTypeOptions: [small, large] }, 1)).toEqual({ ...small.capacity, nodes: 1 });
     expect(planCapacity({ instanceTypeOptions: [small, large] }, 60).cpu).toBe(8000);
+  });
+
+  it('a bare Node counts capacity, else allocatable, plus one node; running totals add, copy and subtract', () => {
+    expect(nodeLimitCapacity(node('n', '4'))).toEqual({ cpu: 4000, nodes: 1 });
+    expect(nodeLimitCapacity({ metadata: { name: 'a' }, status: { allocatable: { cpu: '1500m' } } })).toEqual(
+      {
+        cpu: 1500,
+        nodes: 1,
+      },
+    );
+    expect(nodeLimitCapacity({ metadata: { name: 'none' } })).toEqual({ nodes: 1 });
+    expect(() => nodeLimitCapacity(node('bad', 'lots'))).toThrow(/lots/);
+    const usage = addUsage({}, 'p', { cpu: 500, nodes: 1 }); // a create in flight
+    addUsage(usage, 'p', nodeLimitCapacity(node('n', '4')));
+    addUsage(usage, 'q', { cpu: 1000, nodes: 1 });
+    expect(usage).toEqual({ p: { cpu: 4500, nodes: 2 }, q: { cpu: 1000, nodes: 1 } });
+    const without = addUsage(copyUsage(usage), 'p', { cpu: 4000, nodes: 1 }, -1);
+    expect(without).toEqual({ p: { cpu: 500, nodes: 1 }, q: { cpu: 1000, nodes: 1 } });
+    expect(usage.p).toEqual({ cpu: 4500, nodes: 2 }); // the copy's totals are its own
   });
 });

@@ -9,13 +9,15 @@
  * The rules, each one function:
  * - what one node or NodeClaim uses: {@link limitUse}, {@link limitCapacity}, {@link nodeClaimCapacity},
  *   {@link planCapacity};
- * - what a pool uses: {@link usageByPool} / {@link poolUsage} (limits: NodeClaim capacity first) and
+ * - what a pool uses: {@link usageByPool} / {@link poolUsage} (limits: NodeClaim capacity first), the running
+ *   totals a simulation keeps of bare Nodes ({@link nodeLimitCapacity}, {@link addUsage}, {@link copyUsage}) and
  *   {@link statusResources} (`status.resources`: Node capacity first, as upstream's counter);
  * - what is left and whether a NodeClaim fits: {@link remainingLimits}, {@link withinRemaining}, {@link exceeds}.
  *
  * Pure (imports only `apis/` and `scheduling/`). Used by the scheduler (`nodeclaim.ts` `PoolContext`), cluster
- * state, the NodePool status controller, the provisioner's launcher (its final check before a create) and the
- * disruption orchestrator.
+ * state, the NodePool status controller, the provisioner's launcher (its final check before a create), the
+ * disruption orchestrator and simulator (`disruption/context.ts`) and the offline simulation's input
+ * (`simulate/input.ts`).
  */
 import type { Node } from '../apis/core.ts';
 import type { InstanceType } from '../apis/instancetype.ts';
@@ -40,6 +42,16 @@ export function limitUse(name: string, capacity: Readonly<Resources>): number {
  */
 export function limitCapacity(capacity: Readonly<Resources>): Resources {
   return { ...capacity, [LimitNodes]: 1 };
+}
+
+/**
+ * The capacity a Node without a NodeClaim counts against its NodePool's limits (an existing node of an offline
+ * simulation or of a disruption pass): its `status.capacity`, else its `status.allocatable`, plus `nodes: 1`.
+ * @throws QuantityParseError when that list is malformed: the caller reports it or counts the node as
+ * `limitCapacity({})` (one node, no capacity).
+ */
+export function nodeLimitCapacity(node: Node): Resources {
+  return limitCapacity(parseResources(node.status?.capacity ?? node.status?.allocatable));
 }
 
 /** Per resource, the largest capacity among `types` (upstream `subtractMax`'s "max"); `{}` for none. */
@@ -132,8 +144,32 @@ export function usageByPool(
         cap = {};
       }
     }
-    out[m.nodePool] = addInto(out[m.nodePool] ?? {}, limitCapacity(cap));
+    addUsage(out, m.nodePool, limitCapacity(cap));
   }
+  return out;
+}
+
+/**
+ * Adds `use` (a {@link limitCapacity}, or the usage of creates in flight) to `usage[nodePool]` in place, creating
+ * the pool's total when absent; with `sign` -1 takes it off instead (a node a simulation removes). Returns
+ * `usage`.
+ */
+export function addUsage(
+  usage: Record<string, Resources>,
+  nodePool: string,
+  use: Readonly<Resources>,
+  sign: 1 | -1 = 1,
+): Record<string, Resources> {
+  const total = usage[nodePool] ?? {};
+  usage[nodePool] = total;
+  for (const [k, v] of Object.entries(use)) total[k] = (total[k] ?? 0) + sign * v;
+  return usage;
+}
+
+/** A copy of per-NodePool `usage` whose totals can be changed without touching `usage`'s. */
+export function copyUsage(usage: Readonly<Record<string, Readonly<Resources>>>): Record<string, Resources> {
+  const out: Record<string, Resources> = {};
+  for (const [pool, total] of Object.entries(usage)) out[pool] = { ...total };
   return out;
 }
 

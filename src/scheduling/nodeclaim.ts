@@ -29,7 +29,7 @@ import {
   type TypeInfo,
   vectorFits,
 } from './instancetypes.ts';
-import { limitUse, withinRemaining } from './limits.ts';
+import { limitUse, remainingLimits, withinRemaining } from './limits.ts';
 import type { PodInfo } from './podinfo.ts';
 import { Requirement, type Requirements } from './requirements.ts';
 import { formatRequests } from './resources.ts';
@@ -110,10 +110,7 @@ export class PoolContext {
     this.taints = nodePool.spec.template.spec.taints ?? [];
     this.daemonVec = index.vector(daemon.requests);
     this.hasMinValues = [...requirements.values()].some((r) => r.minValues !== undefined);
-    if (limits) {
-      this.remaining = { ...limits };
-      for (const [k, v] of Object.entries(usage ?? {})) if (k in this.remaining) this.remaining[k]! -= v;
-    }
+    if (limits) this.remaining = remainingLimits(limits, usage);
     this.types = this.price(
       types.map((t) => ({ t, price: 0 })),
       requirements,

@@ -42,10 +42,10 @@ import { exampleEC2NodeClass } from '../apis/examples.ts';
 import type { EC2NodeClass, NodeClaim, NodePool } from '../apis/karpenter.ts';
 import { LabelNodePool } from '../apis/labels.ts';
 import { isActive } from '../apis/pod.ts';
-import { parseResources, type Resources } from '../apis/quantity.ts';
+import type { Resources } from '../apis/quantity.ts';
 import type { InstanceType } from '../cloudprovider/types.ts';
 import { selectorMatches } from '../scheduling/labelselector.ts';
-import { limitCapacity } from '../scheduling/limits.ts';
+import { addUsage, limitCapacity, nodeLimitCapacity } from '../scheduling/limits.ts';
 import { daemonSetNodeFit, withoutEphemeralTaints } from '../scheduling/predicates.ts';
 import type { ExistingNode, SchedulingInput } from '../scheduling/types.ts';
 import type { CSINode, PersistentVolume, StorageClass } from '../scheduling/volumetopology.ts';
@@ -405,10 +405,6 @@ function nodeClaimForNode(node: Node, pool: NodePool | undefined): NodeClaim {
       })),
     },
   };
-}
-
-function addResources(into: Resources, r: Resources): void {
-  for (const [k, v] of Object.entries(r)) into[k] = (into[k] ?? 0) + v;
 }
 
 /** Where an object came from, in the loader's format (`file.yaml:12 (document 3)`), or `<input>`. */
@@ -818,9 +814,9 @@ function existingNodesOf(
     const existing: ExistingNode = { node, pods };
     if (poolName) {
       existing.nodeClaim = nodeClaimForNode(node, poolByName.get(poolName));
-      let capacity: Resources = {};
+      let capacity = limitCapacity({});
       try {
-        capacity = parseResources(node.status?.capacity ?? node.status?.allocatable);
+        capacity = nodeLimitCapacity(node);
       } catch (e) {
         errors.push(
           issue(
@@ -832,8 +828,7 @@ function existingNodesOf(
           ),
         );
       }
-      nodePoolUsage[poolName] ??= {};
-      addResources(nodePoolUsage[poolName], limitCapacity(capacity));
+      addUsage(nodePoolUsage, poolName, capacity);
     }
     existingNodes.push(existing);
   }
