@@ -330,7 +330,11 @@ function finalizePlan(plan: NewNodeClaim, index: ResourceIndex): NodeClaimPlan |
     pods: plan.pods.map((p) => p.pod),
     requests: sumResources(index.resources(plan.requests), daemon),
     daemonOverhead: daemon,
-    cheapest: { instanceType: cheapest.t.it, offering },
+    cheapest: {
+      instanceType: cheapest.t.it,
+      offering,
+      daemonOverhead: { ...plan.pool.daemon(cheapest.t).requests },
+    },
   };
 }
 
