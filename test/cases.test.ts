@@ -25,7 +25,7 @@ import {
   checkBounds,
   PROVISIONING_EXPECT_KEYS,
 } from './casefile.ts';
-import { daemonOverheadOracle, podRequestsOracle } from './oracles.ts';
+import { daemonOverheadOracle, minDaemonOverheadOracle, podRequestsOracle, sumOracle } from './oracles.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 /** `shared/cases` beside the checkout (a clone) or beside its parent (a worktree under `wt/`); '' when absent. */
@@ -188,8 +188,6 @@ describe('cases run by other test files', () => {
  * the moment they start passing and the entry must be removed. Never skipped, never deleted.
  */
 const EXPECTED_FAILURES: Readonly<Record<string, string>> = {
-  // daemon overhead is per NodePool (both agents, 2200m, on every type): m5.2xlarge instead of m5.xlarge
-  'daemonset-split-by-instance-size-counts-only-matching-one': 'issue 27',
 };
 
 describe('scenario cases', () => {
@@ -229,21 +227,24 @@ describe('scenario cases', () => {
           for (const plan of result.scheduling.newNodeClaims) {
             // overhead and requests computed independently of the scheduler (test/oracles.ts)
             const nodePool = result.built.input.nodePools.find((np) => np.metadata.name === plan.nodePool)!;
-            const overhead = daemonOverheadOracle(nodePool, result.built.input.daemonSets);
+            const daemonSets = result.built.input.daemonSets;
+            const overhead = minDaemonOverheadOracle(nodePool, daemonSets, plan.instanceTypeOptions);
             for (const r of ['cpu', 'memory', 'pods'])
               expect(plan.daemonOverhead[r] ?? 0, `${plan.nodePool} daemon overhead ${r}`).toBe(
                 overhead[r] ?? 0,
               );
-            const need: Resources = { ...overhead };
+            const podsNeed: Resources = {};
             for (const p of plan.pods) {
-              for (const [k, v] of Object.entries(podRequestsOracle(p))) need[k] = (need[k] ?? 0) + v;
+              for (const [k, v] of Object.entries(podRequestsOracle(p))) podsNeed[k] = (podsNeed[k] ?? 0) + v;
             }
-            need.pods = plan.pods.length + (overhead.pods ?? 0);
+            podsNeed.pods = plan.pods.length;
             expect(
               plan.instanceTypeOptions.length,
               `${plan.nodePool} NodeClaim has instance type options`,
             ).toBeGreaterThan(0);
             for (const t of plan.instanceTypeOptions) {
+              // each option holds the pods plus the DaemonSets that run on THAT type
+              const need = sumOracle(podsNeed, daemonOverheadOracle(nodePool, daemonSets, t));
               for (const r of ['cpu', 'memory', 'pods']) {
                 expect(
                   need[r] ?? 0,

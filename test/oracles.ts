@@ -8,7 +8,11 @@
  *   controller adds, tolerates the NodePool's `NoSchedule`/`NoExecute` taints and its node selector and one of its
  *   required node selector terms can be met by a node of the NodePool (labelled `karpenter.sh/registered=true`,
  *   `karpenter.sh/initialized=true`, `karpenter.sh/nodepool=<name>`; a well-known label the NodePool does not
- *   constrain may take any value).
+ *   constrain may take any value). Given an instance type, the node also carries the type's labels and one of the
+ *   zones / capacity types of its available offerings (upstream `buildDaemonOverheadGroups`: the overhead of
+ *   that type).
+ * - {@link minDaemonOverheadOracle}: the component-wise minimum of the per-type overheads over a NodeClaim's
+ *   instance type options (upstream `NodeClaim.addDaemonRequests`).
  */
 import type {
   Container,
@@ -19,6 +23,7 @@ import type {
   Taint,
   Toleration,
 } from '../src/apis/core.ts';
+import type { InstanceType } from '../src/apis/instancetype.ts';
 import type { NodePool } from '../src/apis/karpenter.ts';
 import { parseResources, type Resources } from '../src/apis/quantity.ts';
 
@@ -93,7 +98,7 @@ export function tolerated(taint: Taint, tolerations: readonly Toleration[]): boo
 /** What the NodePool allows for each key it constrains: a finite set, or everything but a set. */
 type Allowed = { only: Set<string> } | { except: Set<string> };
 
-function nodePoolAllowed(np: NodePool): Map<string, Allowed> {
+function nodePoolAllowed(np: NodePool, it?: InstanceType): Map<string, Allowed> {
   const out = new Map<string, Allowed>();
   const put = (key: string, a: Allowed) => {
     const cur = out.get(key);
@@ -119,6 +124,12 @@ function nodePoolAllowed(np: NodePool): Map<string, Allowed> {
     else if (r.operator === 'NotIn') put(r.key, { except: new Set(r.values ?? []) });
     else if (r.operator === 'Exists') put(r.key, { except: new Set() });
     else if (r.operator === 'DoesNotExist') put(r.key, { only: new Set() });
+  }
+  if (it) {
+    for (const [k, v] of Object.entries(it.labels)) put(k, { only: new Set([v]) });
+    const offered = it.offerings.filter((o) => o.available);
+    put('topology.kubernetes.io/zone', { only: new Set(offered.map((o) => o.zone)) });
+    put('karpenter.sh/capacity-type', { only: new Set(offered.map((o) => o.capacityType)) });
   }
   return out;
 }
@@ -150,8 +161,12 @@ function satisfiable(e: NodeSelectorRequirement, allowed: Map<string, Allowed>):
  * The daemon overhead of a new node of `nodePool` (internal units: cpu millicores, memory bytes, `pods` = number
  * of daemon pods), from the rules in the module doc.
  */
-export function daemonOverheadOracle(nodePool: NodePool, daemonSets: readonly DaemonSet[]): Resources {
-  const allowed = nodePoolAllowed(nodePool);
+export function daemonOverheadOracle(
+  nodePool: NodePool,
+  daemonSets: readonly DaemonSet[],
+  instanceType?: InstanceType,
+): Resources {
+  const allowed = nodePoolAllowed(nodePool, instanceType);
   const taints = (nodePool.spec.template.spec.taints ?? []).filter((t) => t.effect !== 'PreferNoSchedule');
   const out: Resources = {};
   for (const ds of daemonSets) {
@@ -172,5 +187,30 @@ export function daemonOverheadOracle(nodePool: NodePool, daemonSets: readonly Da
     for (const [k, v] of Object.entries(podRequestsOracle({ spec }))) out[k] = (out[k] ?? 0) + v;
     out.pods = (out.pods ?? 0) + 1;
   }
+  return out;
+}
+
+/**
+ * The component-wise minimum of {@link daemonOverheadOracle} over `types` (upstream `addDaemonRequests`: the daemon
+ * part of a NodeClaim's `spec.resources.requests`); `{}` when `types` is empty.
+ */
+export function minDaemonOverheadOracle(
+  nodePool: NodePool,
+  daemonSets: readonly DaemonSet[],
+  types: readonly InstanceType[],
+): Resources {
+  let out: Resources | undefined;
+  for (const t of types) {
+    const o = daemonOverheadOracle(nodePool, daemonSets, t);
+    if (!out) out = { ...o };
+    else for (const k of Object.keys(out)) out[k] = Math.min(out[k]!, o[k] ?? 0);
+  }
+  return out ?? {};
+}
+
+/** `a` + `b` per resource (a fresh list). */
+export function sumOracle(a: Resources, b: Resources): Resources {
+  const out: Resources = { ...a };
+  for (const [k, v] of Object.entries(b)) out[k] = (out[k] ?? 0) + v;
   return out;
 }

@@ -98,7 +98,13 @@ export function withOptions(
   for (const it of options) {
     const o = cheapestOffering(it.offerings, r);
     if (o && (!cheapest || o.priceUSDPerHour < cheapest.offering.priceUSDPerHour))
-      cheapest = { instanceType: it, offering: o };
+      cheapest = {
+        instanceType: it,
+        offering: o,
+        ...(it === plan.cheapest.instanceType && plan.cheapest.daemonOverhead
+          ? { daemonOverhead: plan.cheapest.daemonOverhead }
+          : {}),
+      };
   }
   if (!cheapest) return undefined;
   const sorted = [...options].sort(

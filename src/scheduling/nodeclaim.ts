@@ -18,7 +18,7 @@ import type { Taint } from '../apis/core.ts';
 import type { NodePool } from '../apis/karpenter.ts';
 import { LabelCapacityType, LabelTopologyZone, WellKnownLabels } from '../apis/labels.ts';
 import { formatResource, type Resources } from '../apis/quantity.ts';
-import type { DaemonOverhead } from './daemonoverhead.ts';
+import type { DaemonOverhead, DaemonOverheadGroups } from './daemonoverhead.ts';
 import { HostPortUsage } from './hostports.ts';
 import {
   byPriceThenName,
@@ -85,12 +85,20 @@ export class PoolContext {
   readonly name: string;
   readonly weight: number;
   readonly taints: Taint[];
-  readonly daemonVec: Float64Array;
   readonly hasMinValues: boolean;
+  /** Host ports of every DaemonSet that runs on some type of the NodePool (a pod binding one is refused). */
+  readonly daemonHostPorts: DaemonOverhead['hostPorts'];
   /** Limits minus usage; undefined when the NodePool has no limits. Mutated as NodeClaims are planned. */
   remaining: Resources | undefined;
   private readonly cache = new Map<string, OptionSet>();
-  /** The NodePool's types compatible with its template requirements, priced and sorted. */
+  /** The daemon overhead of each of {@link types}. */
+  private readonly daemonOf = new Map<TypeInfo, DaemonOverhead>();
+  /**
+   * The NodePool's types compatible with its template requirements, priced and sorted. Their `alloc` is the
+   * type's allocatable minus ITS daemon overhead (upstream `filterInstanceTypesByRequirements` adds each daemon
+   * overhead group to the requests of its own types; subtracting it once per (NodePool, type) here is the same
+   * test), so plans' requests hold only their pods' requests.
+   */
   readonly types: PricedType[];
 
   constructor(
@@ -100,7 +108,8 @@ export class PoolContext {
     types: readonly TypeInfo[],
     /** Label keys the provider defines on instance types. */
     readonly keys: ReadonlySet<string>,
-    readonly daemon: DaemonOverhead,
+    /** Daemon overhead per instance type (`daemonoverhead.ts` `daemonOverheadGroups`) over `types`. */
+    daemon: DaemonOverheadGroups,
     index: ResourceIndex,
     limits: Resources | undefined,
     usage: Resources | undefined,
@@ -108,13 +117,38 @@ export class PoolContext {
     this.name = nodePool.metadata.name;
     this.weight = nodePool.spec.weight ?? 0;
     this.taints = nodePool.spec.template.spec.taints ?? [];
-    this.daemonVec = index.vector(daemon.requests);
     this.hasMinValues = [...requirements.values()].some((r) => r.minValues !== undefined);
+    this.daemonHostPorts = daemon.groups.flatMap((g) => g.hostPorts);
     if (limits) this.remaining = remainingLimits(limits, usage);
-    this.types = this.price(
-      types.map((t) => ({ t, price: 0 })),
-      requirements,
-    );
+    const vecs = new Map(daemon.groups.map((g) => [g, index.vector(g.requests)]));
+    const own = types.map((t) => {
+      const d = daemon.byType.get(t.it) ?? NO_DAEMONS;
+      const v = vecs.get(d);
+      const mine = v?.some((x) => x !== 0) ? { ...t, alloc: t.alloc.map((a, i) => a - v[i]!) } : t;
+      this.daemonOf.set(mine, d);
+      return { t: mine, price: 0 };
+    });
+    this.types = this.price(own, requirements);
+  }
+
+  /** The daemon overhead of one of this NodePool's types (as in {@link types}; empty for any other). */
+  daemon(t: TypeInfo): DaemonOverhead {
+    return this.daemonOf.get(t) ?? NO_DAEMONS;
+  }
+
+  /**
+   * Upstream `NodeClaim.addDaemonRequests`: the component-wise minimum daemon overhead over `options` (internal
+   * units, `pods` = daemon pods), the part of a NodeClaim's `spec.resources.requests` that is not its pods'.
+   */
+  minDaemonRequests(options: readonly PricedType[]): Resources {
+    let out: Resources | undefined;
+    for (const p of options) {
+      const r = this.daemon(p.t).requests;
+      if (!out) out = { ...r };
+      else for (const k of Object.keys(out)) out[k] = Math.min(out[k]!, r[k] ?? 0);
+    }
+    for (const k of Object.keys(out ?? {})) if (!out![k]) delete out![k];
+    return out ?? {};
   }
 
   /** Filters `types` by `reqs` and prices them under `reqs` (cheapest compatible available offering), sorted. */
@@ -333,10 +367,10 @@ export class NewNodeClaim {
     this.base = base;
     this.options = base;
     this.frontier = frontier;
-    this.requests = Float64Array.from(pool.daemonVec);
-    this.hostPorts.add(pool.daemon.hostPorts);
-    this.maxAlloc = componentMax(frontier, pool.daemonVec.length);
-    const n = pool.daemonVec.length;
+    const n = frontier[0]?.length ?? base[0]?.t.alloc.length ?? 0;
+    this.requests = new Float64Array(n);
+    this.hostPorts.add(pool.daemonHostPorts);
+    this.maxAlloc = componentMax(frontier, n);
     this.cheapLeft = new Float64Array(n);
     this.cheapAlloc = new Float64Array(n);
     this.maxLeft = new Float64Array(n);
@@ -644,10 +678,10 @@ export function noFitMessage(
       best = p;
     }
   }
-  const daemon = formatRequests(pool.daemon.requests);
+  const daemon = best ? formatRequests(pool.daemon(best.t).requests) : '';
   let msg = `no instance type has enough resources: pod needs ${formatRequests(pod.requests)}`;
-  if (daemon) msg += ` (+ daemon overhead ${daemon})`;
   if (best) {
+    if (daemon) msg += ` (+ daemon overhead ${daemon})`;
     const a = best.t.it.allocatable;
     const cpu = a.cpu !== undefined ? `${Math.round(a.cpu)}m` : '?';
     const mem = a.memory !== undefined ? `${Math.floor(a.memory / 2 ** 20)}Mi` : '?';
@@ -732,6 +766,7 @@ export function subsumes(reqs: Requirements, pod: Requirements): boolean {
   return true;
 }
 
+const NO_DAEMONS: DaemonOverhead = { requests: {}, daemonSets: [], hostPorts: [] };
 const NO_FIT: Failure = { code: 'NoInstanceTypeFits', message: 'does not fit' };
 const TOPO: Failure = { code: 'TopologyUnsatisfiable', message: 'topology' };
 let scratchBuf = new Float64Array(8);
@@ -758,9 +793,9 @@ export function openNewNodeClaim(
 ): NewNodeClaim | Failure {
   const taint = untoleratedTaint(pod.constraints.tolerations, pool.taints, { preferNoSchedule: true });
   if (taint) return { code: 'Untolerated', message: taint };
-  if (pod.hostPorts.length && pool.daemon.hostPorts.length) {
+  if (pod.hostPorts.length && pool.daemonHostPorts.length) {
     const usage = new HostPortUsage();
-    usage.add(pool.daemon.hostPorts);
+    usage.add(pool.daemonHostPorts);
     const c = usage.conflict(pod.hostPorts);
     if (c) return { code: 'IncompatibleRequirements', message: `${c} by a DaemonSet` };
   }
@@ -805,9 +840,8 @@ export function openNewNodeClaim(
     }
     frontier = paretoFrontier(base);
   }
-  const n = pool.daemonVec.length;
-  const need = new Float64Array(n);
-  for (let i = 0; i < n; i++) need[i] = pool.daemonVec[i]! + pod.vec[i]!;
+  const n = pod.vec.length;
+  const need = Float64Array.from(pod.vec);
   if (!frontier.some((f) => vectorFits(need, f))) {
     return { code: 'NoInstanceTypeFits', message: noFitMessage(base, need, pod, pool, n) };
   }

@@ -9,7 +9,7 @@ import type { NodePool } from '../apis/karpenter.ts';
 import { LabelCapacityType, LabelHostname, LabelTopologyZone } from '../apis/labels.ts';
 import { isTerminal } from '../apis/pod.ts';
 import { parseResources, QuantityParseError, type Resources, resourceListProblem } from '../apis/quantity.ts';
-import { type DaemonOverhead, daemonOverhead } from './daemonoverhead.ts';
+import { type DaemonOverhead, daemonOverhead, daemonOverheadGroups } from './daemonoverhead.ts';
 import { type ExistingCapacity, existingNodeCapacity, inFlightCapacity } from './existingnode.ts';
 import { providerKeys, ResourceIndex, typeInfos } from './instancetypes.ts';
 import { PoolContext } from './nodeclaim.ts';
@@ -143,7 +143,11 @@ function screenPods(input: SchedulingInput, index: ResourceIndex) {
   return { invalid, valid };
 }
 
-/** The NodePools a run can use (daemon overhead, requirements, instance types, limits). */
+/**
+ * The NodePools a run can use, each with the daemon overhead of its template alone (every DaemonSet that may run
+ * on some of its types): registers the daemons' resource names and reports malformed NodePools / DaemonSets
+ * once; the per-type overhead is built with the pool ({@link buildPools}).
+ */
 function preparePools(input: SchedulingInput, index: ResourceIndex, errors: string[]) {
   const dynamicPools = input.nodePools.filter((np) => np.spec.replicas === undefined).sort(compareNodePools);
   const overheads = new Map<NodePool, DaemonOverhead>();
@@ -172,7 +176,9 @@ function buildPools(
       const limits = np.spec.limits ? parseResources(np.spec.limits) : undefined;
       const usage = input.nodePoolUsage?.[np.metadata.name];
       const reqs = nodeClaimTemplateRequirements(np);
-      return new PoolContext(np, reqs, typeInfos(raw, index), providerKeys(raw), d, index, limits, usage);
+      const keys = providerKeys(raw);
+      const daemon = daemonOverheadGroups(np, raw, keys, input.daemonSets);
+      return new PoolContext(np, reqs, typeInfos(raw, index), keys, daemon, index, limits, usage);
     });
     if (pool) pools.push(pool);
   }

@@ -61,6 +61,48 @@ describe('solve: new NodeClaims', () => {
     expect(withDaemon.newNodeClaims[0]!.daemonOverhead).toEqual({ cpu: 1000, pods: 1 });
   });
 
+  it('adds to each instance type only the daemon overhead of the DaemonSets that run on it (upstream buildDaemonOverheadGroups)', () => {
+    const sizes = (values: string[]) => ({
+      key: 'karpenter.k8s.aws/instance-size',
+      operator: 'In' as const,
+      values,
+    });
+    const pool = makeNodePool('general', {
+      requirements: [
+        { key: 'karpenter.k8s.aws/instance-family', operator: 'In', values: ['m5'] },
+        sizes(['xlarge', '2xlarge']),
+        onDemand,
+      ],
+    });
+    const onSizes = (values: string[]) => ({
+      affinity: {
+        nodeAffinity: {
+          requiredDuringSchedulingIgnoredDuringExecution: {
+            nodeSelectorTerms: [{ matchExpressions: [sizes(values)] }],
+          },
+        },
+      },
+    });
+    const daemonSets = [
+      makeDaemonSet('agent-small', '200m', '256Mi', onSizes(['large', 'xlarge'])),
+      makeDaemonSet('agent-large', '2', '2Gi', onSizes(['2xlarge'])),
+    ];
+    const r = solve(input([makePod('a', { cpu: '3', memory: '4Gi' })], [pool], { daemonSets }));
+    const nc = r.newNodeClaims[0]!;
+    // m5.xlarge: 3900m allocatable ≥ 3000m + 200m; both agents on every type (5200m) would need m5.2xlarge
+    expect(nc.cheapest.instanceType.name).toBe('m5.xlarge');
+    expect(nc.instanceTypeOptions.map((t) => t.name)).toEqual(['m5.xlarge', 'm5.2xlarge']);
+    // spec.resources.requests: the pods plus the smallest overhead over the options (upstream addDaemonRequests)
+    expect(nc.daemonOverhead).toEqual({ cpu: 200, memory: 256 * 2 ** 20, pods: 1 });
+    expect(nc.requests).toEqual({ cpu: 3200, memory: 4352 * 2 ** 20, pods: 2 });
+    // m5.2xlarge (7900m) holds 5.9 CPU next to agent-large's 2; 6 CPU fits no type
+    const big = solve(input([makePod('b', { cpu: '5900m' })], [pool], { daemonSets }));
+    expect(big.newNodeClaims.map((n) => n.cheapest.instanceType.name)).toEqual(['m5.2xlarge']);
+    expect(big.newNodeClaims[0]!.daemonOverhead).toEqual({ cpu: 2000, memory: 2048 * 2 ** 20, pods: 1 });
+    const none = solve(input([makePod('c', { cpu: '6' })], [pool], { daemonSets }));
+    expect(none.unschedulable.map((u) => u.code)).toEqual(['NoInstanceTypeFits']);
+  });
+
   it('packs many pods into one NodeClaim that grows into a larger type (not one node per pod)', () => {
     const r = solve(input(replicas(20, 'w', { cpu: '700m', memory: '1Gi' }), [general()]));
     expect(r.unschedulable).toEqual([]);

@@ -53,6 +53,7 @@ import { withPreferencePolicy } from './preferencepolicy.ts';
 import { copyConstraints, relax } from './preferences.ts';
 import { repack } from './repack.ts';
 import { Requirement, type RequirementError, type Requirements } from './requirements.ts';
+import { sumResources } from './resources.ts';
 import { prepareRun, type RunState } from './runstate.ts';
 import type {
   NodeClaimPlan,
@@ -321,14 +322,19 @@ function finalizePlan(plan: NewNodeClaim, index: ResourceIndex): NodeClaimPlan |
   );
   const cheapest = options[0]!;
   const offering = cheapestOffering(cheapest.t.offerings, reqs)!;
+  const daemon = plan.pool.minDaemonRequests(options);
   return {
     nodePool: plan.pool.name,
     requirements: reqs.toNodeSelector(),
     instanceTypeOptions: options.map((p) => p.t.it),
     pods: plan.pods.map((p) => p.pod),
-    requests: index.resources(plan.requests),
-    daemonOverhead: { ...plan.pool.daemon.requests },
-    cheapest: { instanceType: cheapest.t.it, offering },
+    requests: sumResources(index.resources(plan.requests), daemon),
+    daemonOverhead: daemon,
+    cheapest: {
+      instanceType: cheapest.t.it,
+      offering,
+      daemonOverhead: { ...plan.pool.daemon(cheapest.t).requests },
+    },
   };
 }
 

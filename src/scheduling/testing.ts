@@ -6,7 +6,7 @@
 import type { DaemonSet, Node, Pod, PodSpec, Taint } from '../apis/core.ts';
 import type { CapacityType, InstanceType, Offering } from '../apis/instancetype.ts';
 import type { NodePool, NodeSelectorRequirementWithMinValues } from '../apis/karpenter.ts';
-import { daemonOverhead } from './daemonoverhead.ts';
+import { daemonOverheadGroups } from './daemonoverhead.ts';
 import { providerKeys, ResourceIndex, typeInfos } from './instancetypes.ts';
 import { PoolContext } from './nodeclaim.ts';
 import { nodeClaimTemplateRequirements } from './nodeclaimtemplate.ts';
@@ -236,7 +236,7 @@ export function poolFixture(
     nodeClaimTemplateRequirements(np),
     typeInfos(types, index),
     providerKeys(types),
-    daemonOverhead(np, []),
+    daemonOverheadGroups(np, types, providerKeys(types), []),
     index,
     undefined,
     undefined,

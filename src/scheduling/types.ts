@@ -88,14 +88,25 @@ export interface NodeClaimPlan {
   nodePool: string;
   /** Requirements of the NodeClaim: NodePool requirements ∩ pod requirements (incl. instance types). */
   requirements: NodeSelectorRequirementWithMinValues[];
-  /** Types that fit pods + daemon overhead and satisfy the requirements, sorted by cheapest price (USD/hour). */
+  /**
+   * Types that fit pods + THEIR OWN daemon overhead (the DaemonSets that run on that type, `daemonoverhead.ts`
+   * `daemonOverheadGroups`) and satisfy the requirements, sorted by cheapest price (USD/hour).
+   */
   instanceTypeOptions: InstanceType[];
   pods: Pod[];
-  /** Pods' requests + daemon overhead (internal units), as upstream's `spec.resources.requests`. */
+  /** Pods' requests + {@link daemonOverhead} (internal units), as upstream's `spec.resources.requests`. */
   requests: Resources;
+  /**
+   * The smallest daemon overhead over the options, per resource (upstream `NodeClaim.addDaemonRequests`); internal
+   * units, `pods` = daemon pods.
+   */
   daemonOverhead: Resources;
-  /** The cheapest available offering among the options that the requirements allow. */
-  cheapest: { instanceType: InstanceType; offering: Offering };
+  /**
+   * The cheapest available offering among the options that the requirements allow, and the daemon overhead of
+   * that instance type (internal units; absent when the plan was narrowed outside the scheduler, e.g. by
+   * disruption's `withOptions`: then {@link daemonOverhead} is the known lower bound).
+   */
+  cheapest: { instanceType: InstanceType; offering: Offering; daemonOverhead?: Resources };
 }
 
 /** Where a pod went: an existing node (by name), an in-flight NodeClaim (by name) or a new plan (by index). */

@@ -2,12 +2,16 @@
  * Printing a {@link SimulationResult}: the stable JSON document (`-o json`, documented in docs/simulate.md)
  * and the human table (`-o table`, default), plus the error lines written to stderr.
  */
+import type { NodePool } from '../apis/karpenter.ts';
+import type { Resources } from '../apis/quantity.ts';
 import type { InstanceType } from '../cloudprovider/types.ts';
-import { instanceTypeIncompatibility } from '../scheduling/instancetypes.ts';
+import { daemonOverheadGroups } from '../scheduling/daemonoverhead.ts';
+import { instanceTypeIncompatibility, providerKeys } from '../scheduling/instancetypes.ts';
 import { Requirements } from '../scheduling/requirements.ts';
 import { fits } from '../scheduling/resources.ts';
+import type { NodeClaimPlan } from '../scheduling/types.ts';
 import type { SimulationIssue } from './input.ts';
-import type { SimulationResult } from './run.ts';
+import { plusDaemons, type SimulationResult } from './run.ts';
 
 /** The `-o json` document. Keys and their meaning are stable (docs/simulate.md). */
 export interface SimulationJSON {
@@ -166,6 +170,27 @@ function cheapestPrice(it: InstanceType, reqs: Requirements): number | undefined
 }
 
 /**
+ * The requests `plan` would put on instance type `it`: its pods plus the DaemonSets that run on `it`
+ * (`scheduling/daemonoverhead.ts` `daemonOverheadGroups`), internal units; the plan's own requests when the
+ * NodePool is unknown or malformed (already reported as an issue).
+ */
+function requestsOn(
+  result: SimulationResult,
+  plan: NodeClaimPlan,
+  pool: NodePool | undefined,
+  it: InstanceType,
+): Resources {
+  if (!pool) return plan.requests;
+  try {
+    const types = result.built.input.instanceTypes[plan.nodePool] ?? [];
+    const groups = daemonOverheadGroups(pool, [it], providerKeys(types), result.built.input.daemonSets);
+    return plusDaemons(plan.requests, plan.daemonOverhead, groups.byType.get(it)?.requests ?? {});
+  } catch {
+    return plan.requests;
+  }
+}
+
+/**
  * The `--explain` answer to the three questions a user asks, once per NodeClaim and per pod (never repeated):
  * why this NodePool and instance type (with the next cheaper types that were rejected, by rule and numbers), why
  * a pod is pending, why not a cheaper plan. Uses the scheduler's plans (`result.scheduling`) and the instance
@@ -216,8 +241,8 @@ export function explainLines(result: SimulationResult): string[] {
       for (const { it, price } of cheaper.slice(0, 2)) {
         const why =
           instanceTypeIncompatibility(it, reqs) ??
-          (fits(plan.requests, it.allocatable)
-            ? `${it.name}: too small: ${fits(plan.requests, it.allocatable)}`
+          (fits(requestsOn(result, plan, pool, it), it.allocatable)
+            ? `${it.name}: too small: ${fits(requestsOn(result, plan, pool, it), it.allocatable)}`
             : undefined) ??
           `${it.name}: excluded by the pods' own requirements (node selector, affinity, tolerations, topology)`;
         out.push(

@@ -150,7 +150,16 @@ export async function simulate(
 }
 
 function planPodCount(plan: NodeClaimPlan): number {
-  return plan.pods.length + (plan.daemonOverhead.pods ?? 0);
+  return plan.pods.length + ((plan.cheapest.daemonOverhead ?? plan.daemonOverhead).pods ?? 0);
+}
+
+/** `requests` with daemon overhead `from` replaced by `to` (internal units; zero entries dropped). */
+export function plusDaemons(requests: Resources, from: Resources, to: Resources): Resources {
+  const out: Resources = { ...requests };
+  for (const [k, v] of Object.entries(from)) out[k] = (out[k] ?? 0) - v;
+  for (const [k, v] of Object.entries(to)) out[k] = (out[k] ?? 0) + v;
+  for (const k of Object.keys(out)) if (out[k] === 0) delete out[k];
+  return out;
 }
 
 function summarise(
@@ -180,7 +189,10 @@ function summarise(
   let memAlloc = 0;
   let price = 0;
   const nodeClaims: NodeClaimSummary[] = result.newNodeClaims.map((plan, i) => {
-    const requests: Resources = { ...plan.requests };
+    // the pods plus the daemon overhead of the type shown (the NodeClaim's own requests carry the smallest
+    // overhead over its options, upstream addDaemonRequests)
+    const shown = plan.cheapest.daemonOverhead ?? plan.daemonOverhead;
+    const requests = plusDaemons(plan.requests, plan.daemonOverhead, shown);
     if (requests.pods === undefined) requests.pods = planPodCount(plan);
     const { instanceType, offering } = plan.cheapest;
     cpuReq += requests.cpu ?? 0;

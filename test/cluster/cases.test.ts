@@ -12,7 +12,13 @@ import { embeddedOptions } from '../../src/operator/options.ts';
 import { selectorMatches } from '../../src/scheduling/labelselector.ts';
 import type { NodeClaimPlan } from '../../src/scheduling/types.ts';
 import { type Case, cases, checkBounds, PROVISIONING_EXPECT_KEYS } from '../casefile.ts';
-import { daemonOverheadOracle, podRequestsOracle, tolerated } from '../oracles.ts';
+import {
+  daemonOverheadOracle,
+  minDaemonOverheadOracle,
+  podRequestsOracle,
+  sumOracle,
+  tolerated,
+} from '../oracles.ts';
 import { clusterDisposable, clusterKubeconfig, until } from './helpers.ts';
 
 /** Case kinds with no pod to place, and the test files that run them instead. */
@@ -28,8 +34,6 @@ const RUN_ELSEWHERE: Readonly<Record<string, string>> = {
  * capenter's decision (named): expected failures (`it.fails`), so they turn red once they pass.
  */
 const EXPECTED_FAILURES: Readonly<Record<string, string>> = {
-  // daemon overhead is per NodePool (both agents, 2200m, on every type): m5.2xlarge instead of m5.xlarge
-  'daemonset-split-by-instance-size-counts-only-matching-one': 'issue 27',
 };
 
 /**
@@ -474,20 +478,23 @@ async function checkFits(fresh: NodeClaim[], passes: Pass[]): Promise<void> {
     const plan = plans.get(nc.metadata.name);
     expect(plan, `the provisioner's plan of NodeClaim ${nc.metadata.name}`).toBeDefined();
     const pool = await client.get('NodePool', plan!.nodePool);
-    const overhead = daemonOverheadOracle(pool, daemonSets);
+    const overhead = minDaemonOverheadOracle(pool, daemonSets, plan!.instanceTypeOptions);
     for (const r of ['cpu', 'memory', 'pods'])
       expect(plan!.daemonOverhead[r] ?? 0, `${plan!.nodePool} daemon overhead ${r}`).toBe(overhead[r] ?? 0);
-    const need: Resources = { ...overhead };
+    const podsNeed: Resources = {};
     for (const p of plan!.pods)
-      for (const [k, v] of Object.entries(podRequestsOracle(p))) need[k] = (need[k] ?? 0) + v;
-    need.pods = plan!.pods.length + (overhead.pods ?? 0);
+      for (const [k, v] of Object.entries(podRequestsOracle(p))) podsNeed[k] = (podsNeed[k] ?? 0) + v;
+    podsNeed.pods = plan!.pods.length;
     expect(plan!.instanceTypeOptions.length, `${nc.metadata.name} has instance types`).toBeGreaterThan(0);
-    for (const t of plan!.instanceTypeOptions)
+    for (const t of plan!.instanceTypeOptions) {
+      // each option holds the pods plus the DaemonSets that run on THAT type
+      const need = sumOracle(podsNeed, daemonOverheadOracle(pool, daemonSets, t));
       for (const r of ['cpu', 'memory', 'pods'])
         expect(
           need[r] ?? 0,
           `${nc.metadata.name} option ${t.name}: ${r} requested (pods + daemon overhead) ≤ allocatable ${t.allocatable[r] ?? 0}`,
         ).toBeLessThanOrEqual(t.allocatable[r] ?? 0);
+    }
   }
 }
 

@@ -225,6 +225,52 @@ describe('buildSchedulingInput', () => {
     expect(input.nodePoolUsage!.default!.cpu).toBe(4000 + 2000);
   });
 
+  it('an in-flight NodeClaim of a known type reserves only the DaemonSets that run on that type', () => {
+    const onSize = (values: string[]) => ({
+      affinity: {
+        nodeAffinity: {
+          requiredDuringSchedulingIgnoredDuringExecution: {
+            nodeSelectorTerms: [
+              {
+                matchExpressions: [
+                  { key: 'karpenter.k8s.aws/instance-size', operator: 'In' as const, values },
+                ],
+              },
+            ],
+          },
+        },
+      },
+    });
+    const small = testDaemonSet('agent-small', '200m', '256Mi');
+    small.spec.template.spec = { ...small.spec.template.spec, ...onSize(['large', 'xlarge']) };
+    const large = testDaemonSet('agent-large', '2', '2Gi');
+    large.spec.template.spec = { ...large.spec.template.spec, ...onSize(['2xlarge']) };
+    const launched = inflightClaim('default-xl', ['m5.xlarge', 'm5.2xlarge']);
+    launched.metadata.labels = {
+      ...launched.metadata.labels,
+      'node.kubernetes.io/instance-type': 'm5.xlarge',
+    };
+    const open = inflightClaim('default-any', ['m5.xlarge', 'm5.2xlarge']);
+    const input = buildSchedulingInput({
+      snapshot: snapshot({
+        nodePools: [np],
+        daemonSets: [small, large],
+        stateNodes: [
+          testStateNode({ name: 'default-xl', nodeClaim: launched }),
+          testStateNode({ name: 'default-any', nodeClaim: open }),
+        ],
+      }),
+      pods: [],
+      nodePools: [np],
+      instanceTypes: { default: types },
+    });
+    const byName = new Map(input.inFlight!.map((f) => [f.nodeClaim.metadata.name, f]));
+    // launched as m5.xlarge: agent-small only
+    expect(byName.get('default-xl')!.requests).toEqual({ cpu: 200, memory: 256 * 2 ** 20, pods: 1 });
+    // type not known yet: every DaemonSet the NodePool template allows (both agents)
+    expect(byName.get('default-any')!.requests).toEqual({ cpu: 2200, memory: 2304 * 2 ** 20, pods: 2 });
+  });
+
   it('a pending pod fitting the in-flight NodeClaim is placed there, not on a new one', () => {
     const nc = inflightClaim('default-abc', ['m5.xlarge']);
     const pod = pendingPod('new', { cpu: '1' });

@@ -18,7 +18,8 @@ import { LabelInstanceType, LabelNodePool } from '../../apis/labels.ts';
 import { isReschedulable } from '../../apis/pod.ts';
 import type { Resources } from '../../apis/quantity.ts';
 import type { InstanceType, NodeClassKind } from '../../cloudprovider/types.ts';
-import { daemonOverhead } from '../../scheduling/daemonoverhead.ts';
+import { daemonOverhead, daemonOverheadGroups } from '../../scheduling/daemonoverhead.ts';
+import { providerKeys } from '../../scheduling/instancetypes.ts';
 import { instanceTypeOptionsOf, usageByPool } from '../../scheduling/limits.ts';
 import { addInto, podRequests } from '../../scheduling/resources.ts';
 import type { ExistingNode, InFlightNodeClaim, SchedulingInput } from '../../scheduling/types.ts';
@@ -209,6 +210,35 @@ function inFlightOptions(nc: NodeClaim, instanceTypes: Record<string, InstanceTy
   return instanceTypeOptionsOf(nc, index);
 }
 
+/**
+ * The daemon overhead reserved on an in-flight NodeClaim of `pool` (internal units): once its instance type is
+ * known (one option), the DaemonSets that run on that type (`daemonOverheadGroups`, upstream
+ * `buildDaemonOverheadGroups`); before, every DaemonSet the NodePool template allows (a fresh list; empty for a
+ * malformed NodePool/DaemonSet, which the scheduler reports for new NodeClaims).
+ */
+function inFlightDaemonRequests(
+  pool: NodePool,
+  options: readonly InstanceType[],
+  poolTypes: readonly InstanceType[],
+  daemonSets: ClusterSnapshot['daemonSets'],
+): Resources {
+  try {
+    if (options.length === 1) {
+      const it = options[0]!;
+      const g = daemonOverheadGroups(
+        pool,
+        [it],
+        providerKeys(poolTypes.length ? poolTypes : [it]),
+        daemonSets,
+      );
+      return { ...g.byType.get(it)?.requests };
+    }
+    return { ...daemonOverhead(pool, daemonSets).requests };
+  } catch {
+    return {};
+  }
+}
+
 /** Builds the scheduler input; see the module comment. */
 export function buildSchedulingInput(args: BuildInputArgs): SchedulingInput {
   const { snapshot, instanceTypes } = args;
@@ -244,22 +274,13 @@ export function buildSchedulingInput(args: BuildInputArgs): SchedulingInput {
     const nc = sn.nodeClaim;
     if (!nc || sn.markedForDeletion) continue;
     const poolName = nc.metadata.labels?.[LabelNodePool] ?? '';
-    const requests: Resources = {};
+    const options = inFlightOptions(nc, instanceTypes);
     const pool = poolsByName.get(poolName);
-    if (pool) {
-      try {
-        addInto(requests, daemonOverhead(pool, snapshot.daemonSets).requests);
-      } catch {
-        // a malformed NodePool/DaemonSet: the scheduler reports it for new NodeClaims
-      }
-    }
+    const requests = pool
+      ? inFlightDaemonRequests(pool, options, instanceTypes[poolName] ?? [], snapshot.daemonSets)
+      : {};
     for (const p of [...sn.pods, ...nominated]) addInto(requests, safeRequests(p));
-    inFlight.push({
-      nodeClaim: nc,
-      nodePool: poolName,
-      instanceTypeOptions: inFlightOptions(nc, instanceTypes),
-      requests,
-    });
+    inFlight.push({ nodeClaim: nc, nodePool: poolName, instanceTypeOptions: options, requests });
   }
   const allTypes = instanceTypeIndex(instanceTypes);
   return {
