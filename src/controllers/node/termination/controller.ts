@@ -14,6 +14,7 @@
  * 6. remove the finalizer; count `karpenter_nodes_terminated_total` and `karpenter_nodes_termination_duration_seconds`
  *    (plus `karpenter_nodes_drained_total`, `karpenter_pods_drained_total`, `karpenter_pods_eviction_requests_total`). */
 import type { KubeObject, Node, Taint } from '../../../apis/core.ts';
+import { doNotDisruptEvent } from '../../../apis/donotdisrupt.ts';
 import type { NodeClaim } from '../../../apis/karpenter.ts';
 import {
   AnnotationNodeClaimTerminationTimestamp,
@@ -227,6 +228,10 @@ export class NodeTerminationController implements Controller {
             ? `evicting pod ${podID(pod)} violates a PDB: ${message}`
             : `evicting pod ${podID(pod)}: ${message}`;
         this.publishDeduped(node, 'Warning', 'FailedDraining', `Failed to drain node, ${why}`);
+      },
+      onDoNotDisrupt: (pod, state) => {
+        const e = doNotDisruptEvent(state);
+        if (e) this.publishDeduped(pod, e.type, e.reason, e.message);
       },
     });
     if (drain.evicted.length + drain.deleted.length > 0)

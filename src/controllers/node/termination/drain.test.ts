@@ -47,7 +47,7 @@ describe('drain planning', () => {
       ann: { 'karpenter.sh/do-not-disrupt': 'true' },
       terminationGracePeriodSeconds: 90,
     });
-    expect(isEvictable(keep)).toBe(false);
+    expect(isEvictable(keep, NOW)).toBe(false);
     expect(isWaitingEviction(keep, NOW)).toBe(true);
     const deadline = NOW + 100_000;
     expect(podDeleteTime(keep, deadline)).toBe(NOW + 10_000);
