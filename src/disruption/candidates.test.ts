@@ -48,10 +48,10 @@ describe('buildClusterView', () => {
       ]),
     );
     expect(v.candidates.get('running')!.podsBlock).toBe(
-      'pod default/a is annotated karpenter.sh/do-not-disrupt',
+      'pod default/a is annotated karpenter.sh/do-not-disrupt: "1h" until 2026-01-01T00:30:00Z',
     );
     expect(v.candidates.get('ten-years')!.podsBlock).toBe(
-      'pod default/d is annotated karpenter.sh/do-not-disrupt',
+      'pod default/d is annotated karpenter.sh/do-not-disrupt: "87600h" until 2035-10-30T00:00:00Z',
     );
     expect(v.candidates.get('elapsed')!.podsBlock).toBeUndefined();
     // Node/NodeClaim annotations take only "true" (upstream statenode.go): "1h" on a node does not pin it

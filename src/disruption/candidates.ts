@@ -196,7 +196,7 @@ export function buildClusterView(input: DisruptionInput): ClusterView {
     let podsBlock: string | undefined;
     for (const p of dn.pods) {
       if (isActive(p) && isDoNotDisruptActive(p, input.now)) {
-        podsBlock = `pod ${podName(p)} is annotated karpenter.sh/do-not-disrupt`;
+        podsBlock = doNotDisruptBlock(p, input.now);
         break;
       }
     }
@@ -259,6 +259,19 @@ export function doNotDisruptReadings(
     }
   }
   return out;
+}
+
+/**
+ * The blocked reason of a pod protected by `karpenter.sh/do-not-disrupt` at `now`: `pod ns/name is annotated
+ * karpenter.sh/do-not-disrupt`, plus the value and the end of the protection for a duration
+ * (`: "1h" until 2026-01-01T00:30:00Z`, or `: "1h" (no status.startTime)`).
+ */
+export function doNotDisruptBlock(p: Pod, now: number): string {
+  const base = `pod ${podName(p)} is annotated karpenter.sh/do-not-disrupt`;
+  const s = doNotDisruptState(p, now);
+  if (s.state !== 'active' || s.value === 'true') return base;
+  if (s.untilMs === undefined) return `${base}: "${s.value}" (no status.startTime)`;
+  return `${base}: "${s.value}" until ${new Date(s.untilMs).toISOString().replace('.000Z', 'Z')}`;
 }
 
 /** Sorts candidates by disruption cost ascending, ties by name (upstream sorts by cost only). */
