@@ -5,7 +5,9 @@
  *    `karpenter.sh/nodeclaim-termination-timestamp` = deletion + `terminationGracePeriod`);
  * 2. cordon: `spec.unschedulable=true` and the taint `karpenter.sh/disrupted:NoSchedule`;
  * 3. drain ({@link Drainer}, see `drain.ts`): evictions in four tiers through the Eviction API (429 → Warning
- *    `FailedDraining` on the Node, retried with backoff), `karpenter.sh/do-not-disrupt` pods wait, pods past
+ *    `FailedDraining` on the Node, retried with backoff), `karpenter.sh/do-not-disrupt` pods wait while protected
+ *    (with upstream's pod Events `DoNotDisruptUntil`, `DoNotDisruptGracePeriodElapsed`,
+ *    `InvalidDoNotDisruptAnnotation`, deduplicated 2 min), pods past
  *    (deadline − their terminationGracePeriodSeconds) are deleted regardless; re-checked every second; NodeClaim
  *    condition `Drained`;
  * 4. wait until the node's VolumeAttachments are gone (unless the deadline passed); condition `VolumesDetached`;
