@@ -182,6 +182,8 @@ export interface PodStatus {
   phase?: 'Pending' | 'Running' | 'Succeeded' | 'Failed' | 'Unknown';
   conditions?: PodCondition[];
   nominatedNodeName?: string;
+  /** RFC 3339 time the kubelet acknowledged the pod (before pulling images); do-not-disrupt durations count from it. */
+  startTime?: string;
   [key: string]: unknown;
 }
 export interface Pod extends KubeObject {

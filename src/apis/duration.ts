@@ -12,19 +12,6 @@
 /** The literal Karpenter uses for "no deadline" (`expireAfter: Never`, `consolidateAfter: Never`). */
 export const Never = 'Never';
 
-const UNIT_SECONDS: Record<string, number> = {
-  ns: 1e-9,
-  us: 1e-6,
-  µs: 1e-6,
-  μs: 1e-6,
-  ms: 1e-3,
-  s: 1,
-  m: 60,
-  h: 3600,
-};
-
-const PART_RE = /^(\d*\.?\d*)(ns|us|µs|μs|ms|s|m|h)/;
-
 /** Thrown by {@link parseDuration} for a string that is not a Go duration nor `Never`. */
 export class DurationParseError extends Error {
   readonly code = 'InvalidDuration' as const;
@@ -36,31 +23,108 @@ export class DurationParseError extends Error {
 /** Result of {@link tryParseDuration}: seconds, or the reason the text is not a duration. */
 export type DurationResult = { ok: true; seconds: number } | { ok: false; message: string };
 
+/** Result of {@link parseGoDuration}: seconds, or Go's own error text (`time: invalid duration "abc"`). */
+export type GoDurationResult = { ok: true; seconds: number } | { ok: false; goError: string };
+
+/** Nanoseconds per unit, as Go's `unitMap` (`src/time/format.go`). */
+const UNIT_NANOS: Record<string, bigint> = {
+  ns: 1n,
+  us: 1_000n,
+  µs: 1_000n, // U+00B5 micro sign
+  μs: 1_000n, // U+03BC Greek letter mu
+  ms: 1_000_000n,
+  s: 1_000_000_000n,
+  m: 60_000_000_000n,
+  h: 3_600_000_000_000n,
+};
+const MAX_NANOS = 1n << 63n; // |Duration| bound, as Go's uint64 accumulator checks
+
+const isDigit = (c: string | undefined): boolean => c !== undefined && c >= '0' && c <= '9';
+
+/** Go `quote` for error texts (ASCII: a double-quoted string with `"` and `\` escaped). */
+function goQuote(s: string): string {
+  return JSON.stringify(s);
+}
+
 /**
- * Parses a Go duration string into seconds (fractional for sub-second units); `"Never"` gives
- * `Number.POSITIVE_INFINITY`. Failure is a value, never an exception.
+ * Parses one `<decimal><unit>` element at the start of `s` (Go `ParseDuration`'s loop body). Returns its
+ * nanoseconds and the rest, or the Go error text.
  */
-export function tryParseDuration(text: string): DurationResult {
-  if (text === Never) return { ok: true, seconds: Number.POSITIVE_INFINITY };
-  const fail = { ok: false as const, message: new DurationParseError(text).message };
+function parseElement(s: string, orig: string): { nanos: bigint; rest: string } | { goError: string } {
+  const invalid = { goError: `time: invalid duration ${goQuote(orig)}` };
+  if (!(s[0] === '.' || isDigit(s[0]))) return invalid;
+  let i = 0;
+  while (isDigit(s[i])) i++;
+  const intPart = s.slice(0, i);
+  let frac = '';
+  if (s[i] === '.') {
+    let j = i + 1;
+    while (isDigit(s[j])) j++;
+    frac = s.slice(i + 1, j);
+    i = j;
+  }
+  if (intPart === '' && frac === '') return invalid; // no digits, e.g. ".s"
+  let u = i;
+  while (u < s.length && !(s[u] === '.' || isDigit(s[u]))) u++;
+  if (u === i) return { goError: `time: missing unit in duration ${goQuote(orig)}` };
+  const unitText = s.slice(i, u);
+  const unit = UNIT_NANOS[unitText];
+  if (unit === undefined)
+    return { goError: `time: unknown unit ${goQuote(unitText)} in duration ${goQuote(orig)}` };
+  const v = BigInt(intPart || '0');
+  if (v > MAX_NANOS / unit) return invalid; // overflow (also covers Go's leadingInt overflow)
+  let nanos = v * unit;
+  if (frac !== '') {
+    // Go keeps at most the digits that fit an int64 and scales with float64 (nanosecond accurate for hours).
+    const f = Number(`0.${frac}`);
+    nanos += BigInt(Math.floor(f * Number(unit)));
+    if (nanos > MAX_NANOS) return invalid;
+  }
+  return { nanos, rest: s.slice(u) };
+}
+
+/**
+ * Parses a Go duration exactly as Go's `time.ParseDuration` (`src/time/format.go`), into seconds (fractional for
+ * sub-second units): an optional sign, then one or more `<decimal><unit>` elements with units `ns`, `us`/`µs`/`μs`,
+ * `ms`, `s`, `m`, `h` (`"1h30m"`, `"1.5h"`, `"500ms"`, `"-30s"`); `"0"` (optionally signed) alone is zero; an
+ * empty string, a missing or unknown unit, or a magnitude of 2^63 ns (about 2562047h) or more is an error, reported
+ * with Go's own text (`time: invalid duration "abc"`, `time: missing unit in duration "1"`,
+ * `time: unknown unit "d" in duration "1d"`) because upstream Karpenter puts that text in user-facing Events.
+ * Not a library: no duration package is a dependency, the grammar is small, and Go's exact accept set and error
+ * texts are the point. Karpenter's `"Never"` is not accepted here (see {@link tryParseDuration}). Pure; failure is
+ * a value, never an exception.
+ */
+export function parseGoDuration(text: string): GoDurationResult {
+  const invalid = { ok: false as const, goError: `time: invalid duration ${goQuote(text)}` };
   let s = text;
-  let sign = 1;
-  if (s.startsWith('-') || s.startsWith('+')) {
-    if (s[0] === '-') sign = -1;
+  let neg = false;
+  if (s[0] === '-' || s[0] === '+') {
+    neg = s[0] === '-';
     s = s.slice(1);
   }
   if (s === '0') return { ok: true, seconds: 0 };
-  if (s === '') return fail;
-  let total = 0;
-  while (s.length > 0) {
-    const m = PART_RE.exec(s);
-    if (!m) return fail;
-    const num = m[1]!;
-    if (num === '' || num === '.') return fail;
-    total += Number(num) * UNIT_SECONDS[m[2]!]!;
-    s = s.slice(m[0].length);
+  if (s === '') return invalid;
+  let total = 0n;
+  while (s !== '') {
+    const e = parseElement(s, text);
+    if ('goError' in e) return { ok: false, goError: e.goError };
+    total += e.nanos;
+    if (total > MAX_NANOS) return invalid;
+    s = e.rest;
   }
-  return { ok: true, seconds: sign * total };
+  if (!neg && total > MAX_NANOS - 1n) return invalid;
+  const seconds = Number(total / 1_000_000_000n) + Number(total % 1_000_000_000n) / 1e9;
+  return { ok: true, seconds: neg ? -seconds : seconds };
+}
+
+/**
+ * Parses a Go duration string into seconds (fractional for sub-second units); `"Never"` gives
+ * `Number.POSITIVE_INFINITY`. Failure is a value, never an exception. Grammar: {@link parseGoDuration}.
+ */
+export function tryParseDuration(text: string): DurationResult {
+  if (text === Never) return { ok: true, seconds: Number.POSITIVE_INFINITY };
+  const r = parseGoDuration(text);
+  return r.ok ? r : { ok: false, message: new DurationParseError(text).message };
 }
 
 /**

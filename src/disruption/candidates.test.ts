@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { buildClusterView, consolidatableState } from './candidates.ts';
+import type { Pod } from '../apis/core.ts';
+import { buildClusterView, consolidatableState, doNotDisruptReadings } from './candidates.ts';
 import { input, node, pod, pool } from './testing.ts';
 
 const NOW = Date.parse('2026-01-01T00:00:00Z');
@@ -29,6 +30,50 @@ describe('buildClusterView', () => {
     const c = v.candidates.get('n1')!;
     expect(c.podsBlock).toBe('pod default/a is annotated karpenter.sh/do-not-disrupt');
     expect(c.reschedulablePods.map((p) => p.metadata.name)).toEqual(['a']);
+  });
+  it('do-not-disrupt durations: blocks while running since startTime, not once elapsed, not when invalid', () => {
+    // input().now is 2026-01-01T00:00:00Z
+    const dnd = (name: string, value: string, startTime: string): Pod => {
+      const p = pod(name, { annotations: { 'karpenter.sh/do-not-disrupt': value } });
+      return { ...p, status: { ...p.status, startTime } };
+    };
+    const v = buildClusterView(
+      input([
+        node('running', [dnd('a', '1h', '2025-12-31T23:30:00Z'), dnd('a2', 'abc', '2025-12-31T23:00:00Z')]),
+        node('elapsed', [dnd('b', '30m', '2025-12-31T23:29:00Z'), dnd('c', 'abc', '2025-12-31T23:00:00Z')]),
+        node('ten-years', [dnd('d', '87600h', '2025-11-01T00:00:00Z')]),
+        node('pinned', [dnd('e', 'abc', '2025-12-31T23:00:00Z')], {
+          nodeAnnotations: { 'karpenter.sh/do-not-disrupt': '1h' },
+        }),
+      ]),
+    );
+    expect(v.candidates.get('running')!.podsBlock).toBe(
+      'pod default/a is annotated karpenter.sh/do-not-disrupt: "1h" until 2026-01-01T00:30:00Z',
+    );
+    expect(v.candidates.get('ten-years')!.podsBlock).toBe(
+      'pod default/d is annotated karpenter.sh/do-not-disrupt: "87600h" until 2035-10-30T00:00:00Z',
+    );
+    expect(v.candidates.get('elapsed')!.podsBlock).toBeUndefined();
+    // Node/NodeClaim annotations take only "true" (upstream statenode.go): "1h" on a node does not pin it
+    expect(v.candidates.get('pinned')!.ineligible).toBeUndefined();
+    expect(v.candidates.get('pinned')!.podsBlock).toBeUndefined();
+    // the readings upstream's ValidatePodsDisruptable makes: stop at the first protected pod of a candidate
+    const readings = doNotDisruptReadings(v.candidates.values(), Date.parse('2026-01-01T00:00:00Z'));
+    expect(readings.map((r) => [r.pod.metadata.name, r.state.state])).toEqual([
+      ['a', 'active'],
+      ['b', 'elapsed'],
+      ['c', 'invalid'],
+      ['d', 'active'],
+      ['e', 'invalid'],
+    ]);
+  });
+  it('do-not-disrupt readings skip candidates that failed the node checks', () => {
+    const p = pod('x', { annotations: { 'karpenter.sh/do-not-disrupt': 'abc' } });
+    const v = buildClusterView(
+      input([node('n1', [p], { nodeAnnotations: { 'karpenter.sh/do-not-disrupt': 'true' } })]),
+    );
+    expect(v.candidates.get('n1')!.ineligible).toBe('node is annotated karpenter.sh/do-not-disrupt');
+    expect(doNotDisruptReadings(v.candidates.values(), Date.parse('2026-01-01T00:00:00Z'))).toEqual([]);
   });
   it('node-level do-not-disrupt, deletion and unmanaged nodes', () => {
     const unmanaged = node('u1');

@@ -6,14 +6,17 @@
  * (`ValidateNodeDisruptable`, `ValidatePodsDisruptable`) and `pkg/controllers/nodeclaim/disruption/consolidation.go`
  * (the `Consolidatable` condition):
  * - not a candidate: not initialized, marked for deletion, nominated, node/NodeClaim annotated
- *   `karpenter.sh/do-not-disrupt: "true"`;
- * - pods block: an active pod annotated `karpenter.sh/do-not-disrupt: "true"` (DaemonSet and static pods
- *   included, as upstream), or a PDB refusing eviction of an evictable pod (see `pdb.ts`);
+ *   `karpenter.sh/do-not-disrupt: "true"` (only `"true"`: upstream takes durations on pods alone);
+ * - pods block: an active pod whose `karpenter.sh/do-not-disrupt` protects it at `now` — `"true"`, or a Go
+ *   duration not yet elapsed since its `status.startTime` (`apis/donotdisrupt.ts`; an invalid value is ignored, as
+ *   upstream `IsDoNotDisruptActive`) — DaemonSet and static pods included, as upstream; or a PDB refusing eviction
+ *   of an evictable pod (see `pdb.ts`);
  * - consolidatable: `consolidateAfter` (not `Never`) has elapsed since the NodeClaim's `status.lastPodEventTime`,
  *   else its `Initialized` condition's transition, else its creation; with no timestamp at all, only
  *   `consolidateAfter: 0s` qualifies (or a `Consolidatable=True` condition set by the controller).
  */
 import type { Node, Pod } from '../apis/core.ts';
+import { type DoNotDisruptState, doNotDisruptState, isDoNotDisruptActive } from '../apis/donotdisrupt.ts';
 import { tryParseDuration } from '../apis/duration.ts';
 import type { InstanceType } from '../apis/instancetype.ts';
 import type { NodeClaim, NodePool } from '../apis/karpenter.ts';
@@ -192,8 +195,8 @@ export function buildClusterView(input: DisruptionInput): ClusterView {
 
     let podsBlock: string | undefined;
     for (const p of dn.pods) {
-      if (isActive(p) && p.metadata.annotations?.[AnnotationDoNotDisrupt] === 'true') {
-        podsBlock = `pod ${podName(p)} is annotated karpenter.sh/do-not-disrupt`;
+      if (isActive(p) && isDoNotDisruptActive(p, input.now)) {
+        podsBlock = doNotDisruptBlock(p, input.now);
         break;
       }
     }
@@ -231,6 +234,44 @@ export function buildClusterView(input: DisruptionInput): ClusterView {
     candidates.set(name, c);
   }
   return { candidates, notManaged, poolCounts, pdbs };
+}
+
+/**
+ * The pod `karpenter.sh/do-not-disrupt` readings the candidate check makes at `now` (ms since the epoch), for the
+ * controller to publish upstream's Events (`DoNotDisruptUntil`, `DoNotDisruptGracePeriodElapsed`,
+ * `InvalidDoNotDisruptAnnotation`; see `apis/donotdisrupt.ts`). Mirrors where upstream's
+ * `StateNode.ValidatePodsDisruptable` calls `IsDisruptable` with its recorder: only for candidates that passed the
+ * node checks (no `ineligible`), over their active pods in order, stopping at the first protected pod. Pods without
+ * the annotation are left out. Pure.
+ */
+export function doNotDisruptReadings(
+  candidates: Iterable<Candidate>,
+  now: number,
+): Array<{ pod: Pod; state: DoNotDisruptState }> {
+  const out: Array<{ pod: Pod; state: DoNotDisruptState }> = [];
+  for (const c of candidates) {
+    if (c.ineligible) continue;
+    for (const p of c.pods) {
+      if (!isActive(p)) continue;
+      const state = doNotDisruptState(p, now);
+      if (state.state !== 'none') out.push({ pod: p, state });
+      if (state.state === 'active') break;
+    }
+  }
+  return out;
+}
+
+/**
+ * The blocked reason of a pod protected by `karpenter.sh/do-not-disrupt` at `now`: `pod ns/name is annotated
+ * karpenter.sh/do-not-disrupt`, plus the value and the end of the protection for a duration
+ * (`: "1h" until 2026-01-01T00:30:00Z`, or `: "1h" (no status.startTime)`).
+ */
+export function doNotDisruptBlock(p: Pod, now: number): string {
+  const base = `pod ${podName(p)} is annotated karpenter.sh/do-not-disrupt`;
+  const s = doNotDisruptState(p, now);
+  if (s.state !== 'active' || s.value === 'true') return base;
+  if (s.untilMs === undefined) return `${base}: "${s.value}" (no status.startTime)`;
+  return `${base}: "${s.value}" until ${new Date(s.untilMs).toISOString().replace('.000Z', 'Z')}`;
 }
 
 /** Sorts candidates by disruption cost ascending, ties by name (upstream sorts by cost only). */

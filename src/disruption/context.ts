@@ -18,6 +18,7 @@
  * plain pods sees small nodes with almost no pods.
  */
 import type { LabelSelector, Pod } from '../apis/core.ts';
+import { isDoNotDisruptActive } from '../apis/donotdisrupt.ts';
 import { LabelNodePool } from '../apis/labels.ts';
 import { isActive, isOwnedByDaemonSet, isReschedulable } from '../apis/pod.ts';
 import { formatResources, parseResources, type Resources } from '../apis/quantity.ts';
@@ -94,7 +95,10 @@ export class Simulator {
       const name = dn.node.metadata.name ?? '?';
       const deleting = nodeMarkedForDeletion(dn) || excluded.has(name);
       if (deleting) {
-        for (const p of dn.pods) if (isReschedulable(p)) this.deletingPods.push(this.unbound(p));
+        // upstream IsCurrentlyReschedulable: pods protected by do-not-disrupt stay where they are
+        for (const p of dn.pods)
+          if (isReschedulable(p) && !isDoNotDisruptActive(p, input.now))
+            this.deletingPods.push(this.unbound(p));
         continue;
       }
       const pool = dn.node.metadata.labels?.[LabelNodePool];

@@ -10,9 +10,14 @@
  * without `metadata.creationTimestamp` was created `now`.
  */
 import type { KubeObject } from '../apis/core.ts';
+import { doNotDisruptState } from '../apis/donotdisrupt.ts';
 import { NodePoolHashVersion, nodePoolHash } from '../apis/hash.ts';
 import type { NodeClaim } from '../apis/karpenter.ts';
-import { AnnotationNodePoolHash, AnnotationNodePoolHashVersion } from '../apis/labels.ts';
+import {
+  AnnotationDoNotDisrupt,
+  AnnotationNodePoolHash,
+  AnnotationNodePoolHashVersion,
+} from '../apis/labels.ts';
 import { DEFAULT_REGION, getInstanceTypes } from '../cloudprovider/aws/catalog/index.ts';
 import { podName } from '../disruption/candidates.ts';
 import { computeDisruption, type DisruptionStats } from '../disruption/index.ts';
@@ -67,6 +72,8 @@ export interface DisruptionJSON {
   now: string;
   commands: CommandSummary[];
   blocked: BlockedNode[];
+  /** Disruption-only notices (e.g. `karpenter.sh/do-not-disrupt` values that protect nothing); absent when none. */
+  notices?: string[];
 }
 
 /** What {@link simulateDisruption} returns. */
@@ -200,7 +207,7 @@ export async function simulateDisruption(
     commands: result.commands.map(summariseCommand),
     blocked: result.blocked,
     errors,
-    notices: [...built.notices],
+    notices: [...built.notices, ...doNotDisruptNotices(nodes, now)],
     result,
     input,
     built,
@@ -208,16 +215,57 @@ export async function simulateDisruption(
   };
 }
 
+/**
+ * Notices for `karpenter.sh/do-not-disrupt` values that protect nothing at `now` (ms): an invalid pod value
+ * (ignored, as upstream, which also publishes the Warning Event `InvalidDoNotDisruptAnnotation`), and a Node or
+ * NodeClaim value other than `"true"` (upstream reads durations on pods only). Each names the object and the fix.
+ */
+export function doNotDisruptNotices(nodes: readonly DisruptionNode[], now: number): string[] {
+  const out: string[] = [];
+  for (const dn of nodes) {
+    for (const [kind, obj] of [
+      ['Node', dn.node],
+      ['NodeClaim', dn.nodeClaim],
+    ] as const) {
+      const v = obj?.metadata.annotations?.[AnnotationDoNotDisrupt];
+      if (v === undefined || v === 'true') continue;
+      out.push(
+        `${kind} ${obj?.metadata.name ?? '?'}: karpenter.sh/do-not-disrupt "${v}" protects nothing; on Nodes and NodeClaims only "true" counts (durations apply to pods). Use "true", or annotate the pods.`,
+      );
+    }
+    for (const p of dn.pods) {
+      const st = doNotDisruptState(p, now);
+      if (st.state !== 'invalid') continue;
+      out.push(
+        `Pod ${podName(p)}: invalid karpenter.sh/do-not-disrupt annotation: ${st.message}, ignoring annotation (InvalidDoNotDisruptAnnotation). Use "true" or a positive Go duration such as "30m", "1h30m" or "87600h".`,
+      );
+    }
+  }
+  return out;
+}
+
 /** The `disruption` member of the `-o json` document. */
 export function disruptionJSON(report: DisruptionReport): DisruptionJSON {
-  return { now: report.now, commands: report.commands, blocked: report.blocked };
+  const own = disruptionNotices(report);
+  return {
+    now: report.now,
+    commands: report.commands,
+    blocked: report.blocked,
+    ...(own.length > 0 ? { notices: own } : {}),
+  };
+}
+
+/** The report's notices the scheduling section does not already print (those of the disruption pass). */
+function disruptionNotices(report: DisruptionReport): string[] {
+  return report.notices.filter((n) => !report.built.notices.includes(n));
 }
 
 const usd = (v: number) => `$${v.toFixed(4)}`;
 
 /**
  * The human-readable disruption section: one row per command (decision, reason, candidates, replacement options —
- * first three names and a count — with the launch price, savings per hour), then the nodes left alone and why.
+ * first three names and a count — with the launch price, savings per hour), then the nodes left alone and why,
+ * then the disruption pass's own notices.
  */
 export function formatDisruptionTable(report: DisruptionReport): string {
   const out: string[] = [];
@@ -253,5 +301,7 @@ export function formatDisruptionTable(report: DisruptionReport): string {
       renderTable([['NODE', 'NOT DISRUPTED BECAUSE'], ...report.blocked.map((b) => [b.node, b.reason])]),
     );
   }
+  const own = disruptionNotices(report);
+  if (own.length > 0) out.push('', 'Disruption notices:', ...own.map((n) => `  - ${n}`));
   return `${out.join('\n')}\n`;
 }

@@ -58,10 +58,7 @@ async function run(c: Case) {
  * Cases that fail until the named issue is done: run as expected failures (`it.fails`), so they turn red
  * the moment they start passing and the entry must be removed. Never skipped, never deleted.
  */
-const EXPECTED_FAILURES: Readonly<Record<string, string>> = {
-  // only the literal "true" protects: the 87600h duration is ignored and node-big is replaced by an m5.large
-  'do-not-disrupt-duration-still-running-blocks': 'issue 27',
-};
+const EXPECTED_FAILURES: Readonly<Record<string, string>> = {};
 
 describe('disruption scenario cases', () => {
   const disruptionCases = cases.filter(

@@ -5,7 +5,9 @@
  *    of this process is disrupting and that are not being deleted (left by a restart or a failure);
  * 2. build the pure core's input from state ({@link buildDisruptionInput}) and call `computeDisruption`;
  *    update `karpenter_voluntary_disruption_eligible_nodes`, `karpenter_nodepools_allowed_disruptions`, publish
- *    `DisruptionBlocked` Events for nodes blocked by pods, PDBs, annotations or budgets (deduplicated, 15 min);
+ *    `DisruptionBlocked` Events for nodes blocked by pods, PDBs, annotations or budgets (deduplicated, 15 min) and
+ *    the pod Events of `karpenter.sh/do-not-disrupt` durations (`DoNotDisruptUntil`,
+ *    `DoNotDisruptGracePeriodElapsed`, `InvalidDoNotDisruptAnnotation`);
  *    write the NodeClaim conditions `Consolidatable` / `Drifted` (`nodeclaim/disruption/conditions.ts`);
  * 3. for the chosen (non-`Expired`) command: emptiness/consolidation wait 15 s and re-validate on a fresh snapshot
  *    (`validation.ts`); then the {@link Orchestrator} taints, launches replacements, waits for them and deletes the
@@ -16,11 +18,12 @@
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { KubeObject } from '../../apis/core.ts';
+import { doNotDisruptEvent } from '../../apis/donotdisrupt.ts';
 import type { NodeClaim, NodePool } from '../../apis/karpenter.ts';
 import { TaintDisrupted } from '../../apis/labels.ts';
 import type { CloudProvider } from '../../cloudprovider/types.ts';
 import { budgetMapping } from '../../disruption/budgets.ts';
-import { buildClusterView } from '../../disruption/candidates.ts';
+import { buildClusterView, type ClusterView, doNotDisruptReadings } from '../../disruption/candidates.ts';
 import {
   type BudgetReason,
   type Command,
@@ -192,8 +195,10 @@ export class DisruptionController implements Controller {
       { method: stats.method ?? 'none', consolidation_type: consolidationType(stats.method ?? '') },
       (performance.now() - started) / 1000,
     );
-    this.recordGauges(input);
-    this.publishBlocked(input, result);
+    const view = buildClusterView(input);
+    this.recordGauges(input, view);
+    this.publishBlocked(input, result, view);
+    this.publishDoNotDisrupt(input, view);
     if (this.opts.syncConditions ?? true) {
       try {
         await syncDisruptionConditions(this.opts.client, this.opts.clock, input);
@@ -311,8 +316,7 @@ export class DisruptionController implements Controller {
     }
   }
 
-  private recordGauges(input: DisruptionInput): void {
-    const view = buildClusterView(input);
+  private recordGauges(input: DisruptionInput, view: ClusterView): void {
     for (const reason of BudgetReasons) {
       for (const [pool, n] of budgetMapping(input.nodePools, view.poolCounts, reason, input.now))
         this.metrics.allowedDisruptions.set({ nodepool: pool, reason: reason.toLowerCase() }, n);
@@ -331,7 +335,20 @@ export class DisruptionController implements Controller {
     }
   }
 
-  private publishBlocked(input: DisruptionInput, result: DisruptionResult): void {
+  /**
+   * Publishes upstream's pod Events for the `karpenter.sh/do-not-disrupt` readings of the candidate check
+   * (`doNotDisruptReadings`): `DoNotDisruptUntil`, `DoNotDisruptGracePeriodElapsed` (Normal) and
+   * `InvalidDoNotDisruptAnnotation` (Warning), with upstream's messages; repeats are dropped by the recorder's
+   * dedupe window (upstream dedupes on pod UID and message).
+   */
+  private publishDoNotDisrupt(input: DisruptionInput, view: ClusterView): void {
+    for (const { pod, state } of doNotDisruptReadings(view.candidates.values(), input.now)) {
+      const e = doNotDisruptEvent(state);
+      if (e) void this.opts.recorder.publish(pod, e.type, e.reason, e.message);
+    }
+  }
+
+  private publishBlocked(input: DisruptionInput, result: DisruptionResult, view: ClusterView): void {
     const now = input.now;
     const due = (key: string): boolean => {
       const last = this.published.get(key);
@@ -349,7 +366,6 @@ export class DisruptionController implements Controller {
       if (dn.nodeClaim) objs.push(dn.nodeClaim);
       for (const o of objs) void this.opts.recorder.publish(o, 'Normal', 'DisruptionBlocked', b.reason);
     }
-    const view = buildClusterView(input);
     for (const reason of BudgetReasons) {
       for (const [pool, n] of budgetMapping(input.nodePools, view.poolCounts, reason, now)) {
         const counts = view.poolCounts.get(pool);

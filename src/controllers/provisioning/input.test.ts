@@ -136,6 +136,34 @@ describe('selectPods', () => {
     ]);
   });
 
+  it('pods of deleting nodes protected by do-not-disrupt get no capacity (upstream IsCurrentlyReschedulable)', () => {
+    const started = (name: string, value: string, startTime: string): Pod => {
+      const p = bound(pendingPod(name), 'old');
+      p.metadata.annotations = { 'karpenter.sh/do-not-disrupt': value };
+      p.status = { ...p.status, phase: 'Running', startTime };
+      return p;
+    };
+    const pinned = started('pinned', 'true', '2026-11-01T00:00:00Z');
+    const running = started('running', '1h', '2026-12-02T09:30:00Z');
+    const elapsed = started('elapsed', '30m', '2026-12-02T09:29:00Z');
+    const invalid = started('invalid', 'abc', '2026-12-02T09:59:00Z');
+    const sel = selectPods(
+      snapshot({
+        takenAt: Date.parse('2026-12-02T10:00:00Z'),
+        pods: [pinned, running, elapsed, invalid],
+        stateNodes: [
+          testStateNode({
+            name: 'old',
+            node: node('old', 'm5.large'),
+            markedForDeletion: true,
+            pods: [pinned, running, elapsed, invalid],
+          }),
+        ],
+      }),
+    );
+    expect(sel.pods.map((p) => p.metadata.name)).toEqual(['elapsed', 'invalid']);
+  });
+
   it('holds out only pods nominated to a NodeClaim that is not initialized; the others are scheduled again', () => {
     const [inFlight, registered, initialized, onNode] = [
       'in-flight',

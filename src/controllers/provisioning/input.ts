@@ -2,8 +2,8 @@
  * From cluster state to the pure scheduler's {@link SchedulingInput} (upstream kubernetes-sigs/karpenter
  * `provisioner.go` `Schedule`/`NewScheduler` and `GetPendingPods`):
  * - pods: pending provisionable pods ({@link provisionableReason}) plus the reschedulable pods of nodes marked
- *   for deletion, minus pods held by a nomination ({@link heldPods}: nominated to a NodeClaim that is not
- *   initialized yet);
+ *   for deletion that `karpenter.sh/do-not-disrupt` does not protect (upstream `IsCurrentlyReschedulable`), minus
+ *   pods held by a nomination ({@link heldPods}: nominated to a NodeClaim that is not initialized yet);
  * - existing nodes: every StateNode with a Node, with its bound pods plus the held pods nominated onto it
  *   (their requests stay reserved until the NodeClaim initializes);
  * - in-flight NodeClaims (no Node yet, not marked for deletion), their instance-type options resolved from
@@ -13,6 +13,7 @@
  * Pure functions over a {@link ClusterSnapshot}.
  */
 import type { Node, Pod } from '../../apis/core.ts';
+import { isDoNotDisruptActive } from '../../apis/donotdisrupt.ts';
 import type { NodeClaim, NodePool } from '../../apis/karpenter.ts';
 import { LabelInstanceType, LabelNodePool } from '../../apis/labels.ts';
 import { isReschedulable } from '../../apis/pod.ts';
@@ -99,7 +100,8 @@ export function selectPods(snapshot: ClusterSnapshot): SelectedPods {
   for (const sn of snapshot.stateNodes) {
     if (!sn.markedForDeletion || !sn.node) continue;
     for (const pod of sn.pods) {
-      if (!isReschedulable(pod)) continue;
+      // upstream IsCurrentlyReschedulable: a pod protected by do-not-disrupt will not be evicted, no capacity for it
+      if (!isReschedulable(pod) || isDoNotDisruptActive(pod, snapshot.takenAt)) continue;
       if (held.has(podKey(pod))) {
         out.nominated.push(pod);
         continue;

@@ -7,10 +7,12 @@
  *   runs per pod (`nodePoolRequirements.Compatible(podRequirements, AllowUndefinedWellKnownLabels)`).
  * - `NodeClassNotReady`: an EC2NodeClass whose `Ready` condition is not True launches nothing (an error; a
  *   warning while it has no conditions at all, i.e. no controller has reconciled it yet).
- * - `DoNotDisruptOutlivesExpiry`: a `karpenter.sh/do-not-disrupt` pod older than its NodePool's
- *   `expireAfter` holds an expired node until `terminationGracePeriod` (or forever without one).
+ * - `DoNotDisruptOutlivesExpiry`: a pod still protected by `karpenter.sh/do-not-disrupt` (`"true"` or a duration
+ *   not yet elapsed) older than its NodePool's `expireAfter` holds an expired node until `terminationGracePeriod`
+ *   (or forever without one).
  */
 import type { Pod } from '../../apis/core.ts';
+import { isDoNotDisruptActive } from '../../apis/donotdisrupt.ts';
 import { tryParseDuration } from '../../apis/duration.ts';
 import type { NodePool } from '../../apis/karpenter.ts';
 import { AnnotationDoNotDisrupt, LabelNodePool, WellKnownLabels } from '../../apis/labels.ts';
@@ -135,7 +137,7 @@ export const doNotDisruptCheck: Check = (s) => {
   const out: Finding[] = [];
   const nodePool = new Map(s.nodes.map((n) => [n.metadata.name, n.metadata.labels?.[LabelNodePool]]));
   for (const p of s.pods) {
-    if (p.metadata.annotations?.[AnnotationDoNotDisrupt] !== 'true' || !p.spec.nodeName) continue;
+    if (!p.spec.nodeName || !isDoNotDisruptActive(p, s.now.getTime())) continue;
     const poolName = nodePool.get(p.spec.nodeName);
     const pool = s.nodePools.find((x) => x.metadata.name === poolName);
     if (!pool) continue;
@@ -148,7 +150,7 @@ export const doNotDisruptCheck: Check = (s) => {
       check: 'DoNotDisruptOutlivesExpiry',
       severity: tgp ? 'warning' : 'error',
       objects: [ref({ ...p, kind: 'Pod' }), `Node ${p.spec.nodeName}`, `NodePool ${pool.metadata.name}`],
-      message: `pod is ${Math.floor(age / 3600)}h old, longer than NodePool ${pool.metadata.name}'s expireAfter ${pool.spec.template.spec.expireAfter ?? '720h'}, and carries karpenter.sh/do-not-disrupt: "true"`,
+      message: `pod is ${Math.floor(age / 3600)}h old, longer than NodePool ${pool.metadata.name}'s expireAfter ${pool.spec.template.spec.expireAfter ?? '720h'}, and carries karpenter.sh/do-not-disrupt: "${p.metadata.annotations?.[AnnotationDoNotDisrupt] ?? ''}"`,
       why: tgp
         ? `Its node has expired; the drain waits for the pod until terminationGracePeriod (${tgp}) runs out and then deletes it anyway.`
         : 'Its node has expired but can never be drained: without terminationGracePeriod a do-not-disrupt pod blocks the node forever.',

@@ -200,10 +200,7 @@ const disruptionCases = cases.filter(
  * Cases that fail until the named issue is done: run as expected failures (`it.fails`), so they turn red
  * the moment they start passing and the entry must be removed. Never skipped, never deleted.
  */
-const EXPECTED_FAILURES: Readonly<Record<string, string>> = {
-  // only the literal "true" protects: the 87600h duration is ignored and node-big is replaced by an m5.large
-  'do-not-disrupt-duration-still-running-blocks': 'issue 27',
-};
+const EXPECTED_FAILURES: Readonly<Record<string, string>> = {};
 
 /** Whether the case holds a pod or Node annotated `karpenter.sh/do-not-disrupt` (any value). */
 function hasDoNotDisrupt(c: Case): boolean {
@@ -285,6 +282,27 @@ describe('disruption cases: controller and pure core choose the same first comma
                 `DisruptionBlocked event on the ${kind}`,
                 10_000,
               );
+          }
+          if (c.id === 'do-not-disrupt-duration-still-running-blocks') {
+            // upstream IsDoNotDisruptActive's Event on the pod: 87600h after its 2026-11-01 start
+            const ev = await env.until(
+              async () =>
+                (
+                  (await env.client.list('Event')).items as Array<{
+                    reason?: string;
+                    type?: string;
+                    message?: string;
+                    involvedObject: { kind?: string; name?: string };
+                  }>
+                ).find((e) => e.reason === 'DoNotDisruptUntil' && e.involvedObject.name === 'batch-1-eeeee'),
+              'DoNotDisruptUntil event on the pod',
+              10_000,
+            );
+            expect(ev.involvedObject.kind).toBe('Pod');
+            expect(ev.type).toBe('Normal');
+            expect(ev.message).toBe(
+              'The karpenter.sh/do-not-disrupt grace period will elapse at 2036-10-29T00:00:00Z',
+            );
           }
         } finally {
           await env.stop();

@@ -66,6 +66,8 @@ async function runningPod(
     daemon?: boolean;
     priorityClassName?: string;
     terminationGracePeriodSeconds?: number;
+    /** `status.startTime`, ms since the epoch. */
+    startTime?: number;
   } = {},
 ): Promise<void> {
   const pod: Pod = {
@@ -98,7 +100,13 @@ async function runningPod(
     'Pod',
     name,
     NS,
-    { status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] } },
+    {
+      status: {
+        phase: 'Running',
+        conditions: [{ type: 'Ready', status: 'True' }],
+        ...(opts.startTime !== undefined ? { startTime: new Date(opts.startTime).toISOString() } : {}),
+      },
+    },
     { type: 'merge' },
   );
 }
@@ -241,6 +249,41 @@ describe('node termination drain', () => {
       'granted 120 seconds of grace-period of its 120 terminationGracePeriodSeconds',
     );
     expect(await finish('dnd-1')).toBeLessThanOrEqual(3);
+  });
+
+  it('a do-not-disrupt duration keeps its pod until it elapses (DoNotDisruptUntil, then GracePeriodElapsed); an invalid one is ignored', async () => {
+    await launchNode('dnd-dur');
+    const started = Math.floor(env.clock.now() / 1000) * 1000 - 20 * 60_000; // 20 min ago
+    await runningPod('half-hour', 'dnd-dur', {
+      annotations: { 'karpenter.sh/do-not-disrupt': '30m' },
+      startTime: started,
+    });
+    await runningPod('typo', 'dnd-dur', { annotations: { 'karpenter.sh/do-not-disrupt': '30 min' } });
+    await deleteNodeClaim('dnd-dur');
+    expect(await ctl.reconcile('dnd-dur')).toEqual({ requeueAfter: 1 });
+    expect(await podNames('dnd-dur')).toEqual(['half-hour']); // `typo` evicted: the invalid value is ignored
+    const typo = (await env.events('typo')).find((e) => e.reason === 'InvalidDoNotDisruptAnnotation');
+    expect(typo?.type).toBe('Warning');
+    expect(typo?.message).toBe(
+      'Invalid karpenter.sh/do-not-disrupt annotation: failed to parse "30 min" as a duration: time: unknown unit " min" in duration "30 min", ignoring annotation',
+    );
+    const until = (await env.events('half-hour')).find((e) => e.reason === 'DoNotDisruptUntil');
+    expect(until?.message).toBe(
+      `The karpenter.sh/do-not-disrupt grace period will elapse at ${new Date(started + 30 * 60_000).toISOString().replace('.000Z', 'Z')}`,
+    );
+    env.clock.set(started + 30 * 60_000 - 1000);
+    expect(await ctl.reconcile('dnd-dur')).toEqual({ requeueAfter: 1 });
+    expect(await podNames('dnd-dur')).toEqual(['half-hour']);
+    env.clock.set(started + 30 * 60_000);
+    await ctl.reconcile('dnd-dur');
+    expect(await podNames('dnd-dur')).toEqual([]);
+    const elapsed = (await env.events('half-hour')).find(
+      (e) => e.reason === 'DoNotDisruptGracePeriodElapsed',
+    );
+    expect(elapsed?.message).toBe(
+      'The karpenter.sh/do-not-disrupt grace period has elapsed, pod is now disruptable',
+    );
+    expect(await finish('dnd-dur')).toBeLessThanOrEqual(3);
   });
 
   it('terminationGracePeriod deletes PDB-protected pods once the deadline nears, then the node goes', async () => {

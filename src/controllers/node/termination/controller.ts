@@ -5,7 +5,9 @@
  *    `karpenter.sh/nodeclaim-termination-timestamp` = deletion + `terminationGracePeriod`);
  * 2. cordon: `spec.unschedulable=true` and the taint `karpenter.sh/disrupted:NoSchedule`;
  * 3. drain ({@link Drainer}, see `drain.ts`): evictions in four tiers through the Eviction API (429 → Warning
- *    `FailedDraining` on the Node, retried with backoff), `karpenter.sh/do-not-disrupt` pods wait, pods past
+ *    `FailedDraining` on the Node, retried with backoff), `karpenter.sh/do-not-disrupt` pods wait while protected
+ *    (with upstream's pod Events `DoNotDisruptUntil`, `DoNotDisruptGracePeriodElapsed`,
+ *    `InvalidDoNotDisruptAnnotation`, deduplicated 2 min), pods past
  *    (deadline − their terminationGracePeriodSeconds) are deleted regardless; re-checked every second; NodeClaim
  *    condition `Drained`;
  * 4. wait until the node's VolumeAttachments are gone (unless the deadline passed); condition `VolumesDetached`;
@@ -14,6 +16,7 @@
  * 6. remove the finalizer; count `karpenter_nodes_terminated_total` and `karpenter_nodes_termination_duration_seconds`
  *    (plus `karpenter_nodes_drained_total`, `karpenter_pods_drained_total`, `karpenter_pods_eviction_requests_total`). */
 import type { KubeObject, Node, Taint } from '../../../apis/core.ts';
+import { doNotDisruptEvent } from '../../../apis/donotdisrupt.ts';
 import type { NodeClaim } from '../../../apis/karpenter.ts';
 import {
   AnnotationNodeClaimTerminationTimestamp,
@@ -227,6 +230,10 @@ export class NodeTerminationController implements Controller {
             ? `evicting pod ${podID(pod)} violates a PDB: ${message}`
             : `evicting pod ${podID(pod)}: ${message}`;
         this.publishDeduped(node, 'Warning', 'FailedDraining', `Failed to drain node, ${why}`);
+      },
+      onDoNotDisrupt: (pod, state) => {
+        const e = doNotDisruptEvent(state);
+        if (e) this.publishDeduped(pod, e.type, e.reason, e.message);
       },
     });
     if (drain.evicted.length + drain.deleted.length > 0)

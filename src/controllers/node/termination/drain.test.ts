@@ -47,7 +47,7 @@ describe('drain planning', () => {
       ann: { 'karpenter.sh/do-not-disrupt': 'true' },
       terminationGracePeriodSeconds: 90,
     });
-    expect(isEvictable(keep)).toBe(false);
+    expect(isEvictable(keep, NOW)).toBe(false);
     expect(isWaitingEviction(keep, NOW)).toBe(true);
     const deadline = NOW + 100_000;
     expect(podDeleteTime(keep, deadline)).toBe(NOW + 10_000);
@@ -55,6 +55,41 @@ describe('drain planning', () => {
     expect(planDrain([keep], NOW + 10_000, deadline).delete).toEqual([{ pod: keep, graceSeconds: 90 }]);
     // default grace period 30 s; past the deadline: grace 0
     expect(planDrain([pod('p')], deadline + 5_000, deadline).delete[0]?.graceSeconds).toBe(0);
+  });
+
+  it('do-not-disrupt durations: a running one keeps the pod, an elapsed or invalid one lets it be evicted', () => {
+    const started = (p: Pod, ms: number): Pod => ({
+      ...p,
+      status: { startTime: new Date(ms).toISOString() },
+    });
+    const running = started(
+      pod('running', { ann: { 'karpenter.sh/do-not-disrupt': '1h' } }),
+      NOW - 30 * 60_000,
+    );
+    const elapsed = started(
+      pod('elapsed', { ann: { 'karpenter.sh/do-not-disrupt': '30m' } }),
+      NOW - 31 * 60_000,
+    );
+    const invalid = started(pod('invalid', { ann: { 'karpenter.sh/do-not-disrupt': 'abc' } }), NOW - 60_000);
+    expect(isEvictable(running, NOW)).toBe(false);
+    expect(isEvictable(running, NOW + 30 * 60_000)).toBe(true); // 1h after its start
+    expect(isEvictable(elapsed, NOW)).toBe(true);
+    expect(isEvictable(invalid, NOW)).toBe(true);
+    const plan = planDrain([running, elapsed, invalid], NOW, undefined);
+    expect(plan.evict.map((p) => p.metadata.name)).toEqual(['elapsed', 'invalid']);
+    expect(plan.waiting.map((p) => p.metadata.name)).toEqual(['running', 'elapsed', 'invalid']);
+    expect(plan.doNotDisrupt.map((d) => [d.pod.metadata.name, d.state])).toEqual([
+      ['running', { state: 'active', value: '1h', untilMs: NOW + 30 * 60_000 }],
+      ['elapsed', { state: 'elapsed', value: '30m', untilMs: NOW - 60_000 }],
+      [
+        'invalid',
+        {
+          state: 'invalid',
+          value: 'abc',
+          message: 'failed to parse "abc" as a duration: time: invalid duration "abc"',
+        },
+      ],
+    ]);
   });
 
   it('ignores terminal, static, disrupted-tolerating and stuck-terminating pods', () => {

@@ -10,14 +10,21 @@
  *   `system-cluster-critical` / `system-node-critical`); a tier starts only when the previous tiers are gone;
  * - a 429 (PDB) is retried with per-pod exponential backoff (1 s → 10 s) and reported as a Warning Event
  *   `FailedDraining` on the Node; 404/409 mean the pod is gone;
- * - the node is drained once no pod is waiting eviction ({@link isWaitingEviction}): pods with
- *   `karpenter.sh/do-not-disrupt` are never evicted, they keep the node waiting until their delete time; pods
+ * - the node is drained once no pod is waiting eviction ({@link isWaitingEviction}): pods protected by
+ *   `karpenter.sh/do-not-disrupt` (`"true"`, or a Go duration not yet elapsed since the pod started; see
+ *   `apis/donotdisrupt.ts`) are not evicted, they keep the node waiting until their protection ends or their
+ *   delete time; pods
  *   tolerating `karpenter.sh/disrupted:NoSchedule`, static/mirror pods, terminal pods and pods stuck terminating
  *   (more than 1 minute past their deletionTimestamp) do not hold the drain.
  */
 import type { KubeObject, Pod, Toleration } from '../../../apis/core.ts';
-import { AnnotationDoNotDisrupt, TaintDisrupted } from '../../../apis/labels.ts';
-import { isOwnedByDaemonSet, isOwnedByNode, isTerminal } from '../../../apis/pod.ts';
+import {
+  type DoNotDisruptState,
+  doNotDisruptState,
+  isDoNotDisruptActive,
+} from '../../../apis/donotdisrupt.ts';
+import { TaintDisrupted } from '../../../apis/labels.ts';
+import { isActive, isOwnedByDaemonSet, isOwnedByNode, isTerminal } from '../../../apis/pod.ts';
 import type { KubeClient } from '../../../kube/client.ts';
 
 /** Outcome of one drain pass: pods still on the Node (0 = drained) and what was done. */
@@ -53,9 +60,13 @@ export function toleratesDisrupted(pod: Pod): boolean {
   return tolerates(pod.spec?.tolerations, TaintDisrupted.key, TaintDisrupted.effect);
 }
 
-/** True when the pod is annotated `karpenter.sh/do-not-disrupt: "true"`. */
-export function hasDoNotDisrupt(pod: Pod): boolean {
-  return pod.metadata.annotations?.[AnnotationDoNotDisrupt] === 'true';
+/**
+ * True while the pod's `karpenter.sh/do-not-disrupt` protects it at `nowMs` (ms since the epoch): `"true"`, or a
+ * Go duration not yet elapsed since its `status.startTime`; an invalid value protects nothing (upstream
+ * `IsDoNotDisruptActive`; see `apis/donotdisrupt.ts`).
+ */
+export function hasDoNotDisrupt(pod: Pod, nowMs: number): boolean {
+  return isDoNotDisruptActive(pod, nowMs);
 }
 
 /** True when the pod has been terminating for more than {@link StuckTerminatingSeconds} (ms clock `nowMs`). */
@@ -75,16 +86,17 @@ export function isWaitingEviction(pod: Pod, nowMs: number): boolean {
 }
 
 /**
- * True when the drain may evict the pod now (upstream `IsEvictable`): active (not terminal, not terminating), not
- * tolerating the disrupted taint, not static, not annotated `karpenter.sh/do-not-disrupt`. Pure.
+ * True when the drain may evict the pod at `nowMs` (upstream `IsEvictable`): active (not terminal, not
+ * terminating), not tolerating the disrupted taint, not static, not protected by `karpenter.sh/do-not-disrupt`
+ * ({@link hasDoNotDisrupt}). Pure.
  */
-export function isEvictable(pod: Pod): boolean {
+export function isEvictable(pod: Pod, nowMs: number): boolean {
   return (
     !isTerminal(pod) &&
     !pod.metadata.deletionTimestamp &&
     !toleratesDisrupted(pod) &&
     !isOwnedByNode(pod) &&
-    !hasDoNotDisrupt(pod)
+    !hasDoNotDisrupt(pod, nowMs)
   );
 }
 
@@ -121,6 +133,11 @@ export interface DrainPlan {
   tier?: number;
   /** Pods the drain is still waiting for (0 = drained). */
   waiting: Pod[];
+  /**
+   * Pods whose eviction was decided by their `karpenter.sh/do-not-disrupt` annotation (evictable but for it; any
+   * value but absent), with its reading at `nowMs`: the controller publishes upstream's Events for them.
+   */
+  doNotDisrupt: Array<{ pod: Pod; state: DoNotDisruptState }>;
 }
 
 /**
@@ -128,7 +145,7 @@ export interface DrainPlan {
  * `deadlineMs` (undefined: no `terminationGracePeriod`, nothing is force-deleted). Pure.
  */
 export function planDrain(pods: readonly Pod[], nowMs: number, deadlineMs: number | undefined): DrainPlan {
-  const plan: DrainPlan = { delete: [], evict: [], waiting: [] };
+  const plan: DrainPlan = { delete: [], evict: [], waiting: [], doNotDisrupt: [] };
   const deleting = new Set<Pod>();
   if (deadlineMs !== undefined) {
     for (const pod of pods) {
@@ -140,7 +157,14 @@ export function planDrain(pods: readonly Pod[], nowMs: number, deadlineMs: numbe
     }
   }
   const tiers: Pod[][] = [[], [], [], []];
-  for (const pod of pods) if (!deleting.has(pod) && isEvictable(pod)) tiers[drainTier(pod)]?.push(pod);
+  for (const pod of pods) {
+    if (deleting.has(pod)) continue;
+    if (isActive(pod) && !toleratesDisrupted(pod) && !isOwnedByNode(pod)) {
+      const state = doNotDisruptState(pod, nowMs);
+      if (state.state !== 'none') plan.doNotDisrupt.push({ pod, state });
+    }
+    if (isEvictable(pod, nowMs)) tiers[drainTier(pod)]?.push(pod);
+  }
   const first = tiers.findIndex((t) => t.length > 0);
   if (first >= 0) {
     plan.evict = tiers[first] ?? [];
@@ -165,6 +189,8 @@ export interface DrainHooks {
   onDeleted?(pod: Pod, graceSeconds: number): void;
   /** An eviction was refused (429 PDB, 500 several PDBs, ...). */
   onBlocked?(pod: Pod, message: string, httpStatus: number): void;
+  /** The pod's `karpenter.sh/do-not-disrupt` annotation was read as `state` ({@link DrainPlan.doNotDisrupt}). */
+  onDoNotDisrupt?(pod: Pod, state: DoNotDisruptState): void;
 }
 
 /** Options of {@link Drainer}. */
@@ -210,6 +236,7 @@ export class Drainer {
       blocked: [],
     };
     if (plan.tier !== undefined) out.tier = plan.tier;
+    for (const { pod, state } of plan.doNotDisrupt) hooks.onDoNotDisrupt?.(pod, state);
     for (const { pod, graceSeconds } of plan.delete) {
       if (
         await client.tryDelete('Pod', pod.metadata.name as string, pod.metadata.namespace, {
