@@ -1,7 +1,7 @@
 /**
  * The controller list of one capenter process (upstream kubernetes-sigs/karpenter `pkg/controllers/controllers.go`
  * plus the provider's own, as a provider's `main` appends them): provisioner + its trigger, `nodeclaim.lifecycle`,
- * `nodeclaim.garbagecollection`, `node.termination`, disruption, `nodeclaim.expiration`, `nodeclaim.podevents`,
+ * `nodeclaim.garbagecollection`, `node.termination`, `node.health` (only with the `NodeRepair` feature gate), disruption, `nodeclaim.expiration`, `nodeclaim.podevents`,
  * `nodepool`, `nodeclass.status` (with the provider's `Ready` dependents), the metrics controllers, then the
  * provider module's controllers. Built by `createOperator` (`./operator.ts`); nothing runs until it starts them.
  */
@@ -13,6 +13,7 @@ import {
   type DisruptionControllerOptions,
 } from '../controllers/disruption/controller.ts';
 import { metricsControllers } from '../controllers/metrics/index.ts';
+import { NodeHealthController } from '../controllers/node/health/controller.ts';
 import { NodeTerminationController } from '../controllers/node/termination/controller.ts';
 import { PodEventsController } from '../controllers/nodeclaim/disruption/podevents.ts';
 import { ExpirationController } from '../controllers/nodeclaim/expiration/controller.ts';
@@ -139,6 +140,8 @@ export function buildControllers(d: ControllerListDeps): ControllerList {
         : {}),
     }),
     new NodeTerminationController(deps('node.termination')),
+    // node auto-repair, behind the NodeRepair gate (upstream registers node/health only when it is on)
+    ...(options.featureGates.NodeRepair === true ? [new NodeHealthController(deps('node.health'))] : []),
     disruption,
     new ExpirationController(deps('nodeclaim.expiration')),
     new PodEventsController(deps('nodeclaim.podevents')),

@@ -80,6 +80,22 @@ import { CAPACITY_ERROR_CODES } from './retry.ts';
 import type { AwsSettings } from './settings.ts';
 import { kubeletLabels, renderUserData } from './userdata.ts';
 
+/**
+ * The aws provider's node repair policies, as aws/karpenter-provider-aws v1.14.1 `pkg/cloudprovider/cloudprovider.go`
+ * `RepairPolicies`: the kubelet's `Ready` False or Unknown for 30 min, and the EKS Node Monitoring Agent's
+ * conditions False: `AcceleratedHardwareReady` 10 min, `StorageReady`, `NetworkingReady`, `KernelReady`,
+ * `ContainerRuntimeReady` 30 min each. Read by the `node.health` controller when `NodeRepair` is on.
+ */
+export const AwsRepairPolicies: readonly Readonly<RepairPolicy>[] = [
+  { conditionType: 'Ready', conditionStatus: 'False', tolerationDurationSeconds: 30 * 60 },
+  { conditionType: 'Ready', conditionStatus: 'Unknown', tolerationDurationSeconds: 30 * 60 },
+  { conditionType: 'AcceleratedHardwareReady', conditionStatus: 'False', tolerationDurationSeconds: 10 * 60 },
+  { conditionType: 'StorageReady', conditionStatus: 'False', tolerationDurationSeconds: 30 * 60 },
+  { conditionType: 'NetworkingReady', conditionStatus: 'False', tolerationDurationSeconds: 30 * 60 },
+  { conditionType: 'KernelReady', conditionStatus: 'False', tolerationDurationSeconds: 30 * 60 },
+  { conditionType: 'ContainerRuntimeReady', conditionStatus: 'False', tolerationDurationSeconds: 30 * 60 },
+];
+
 /** API group of the EC2NodeClass. */
 export const AwsGroup = 'karpenter.k8s.aws';
 /** Kind of the aws NodeClass. */
@@ -413,12 +429,9 @@ export class AwsCloudProvider implements CloudProvider {
     return [{ group: AwsGroup, kind: EC2NodeClassKind }];
   }
 
-  /** Upstream's node repair policies: Ready False/Unknown for 30 minutes. */
+  /** Upstream's node repair policies ({@link AwsRepairPolicies}), a fresh copy per call. */
   repairPolicies(): RepairPolicy[] {
-    return [
-      { conditionType: 'Ready', conditionStatus: 'False', tolerationDurationSeconds: 1800 },
-      { conditionType: 'Ready', conditionStatus: 'Unknown', tolerationDurationSeconds: 1800 },
-    ];
+    return AwsRepairPolicies.map((p) => ({ ...p }));
   }
 
   /** Marks an offering unavailable (interruption: a spot warning marks its spot offering). */

@@ -279,8 +279,15 @@ export class KwokCloudProvider implements CloudProvider {
     return [{ group: KwokGroup, kind: KwokNodeClassKind }];
   }
 
+  /**
+   * Upstream kwok's node repair policies (kubernetes-sigs/karpenter v1.14.1 `kwok/cloudprovider/cloudprovider.go`):
+   * `Ready` False or Unknown for 10 min.
+   */
   repairPolicies(): RepairPolicy[] {
-    return [];
+    return [
+      { conditionType: 'Ready', conditionStatus: 'False', tolerationDurationSeconds: 10 * 60 },
+      { conditionType: 'Ready', conditionStatus: 'Unknown', tolerationDurationSeconds: 10 * 60 },
+    ];
   }
 
   /**
