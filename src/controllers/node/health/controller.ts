@@ -82,9 +82,7 @@ export function findUnhealthyCondition(
 /** True when `node` has a condition matching one of `policies` (however recent; upstream `areNodesHealthy`). Pure. */
 export function matchesRepairPolicy(node: Node, policies: readonly RepairPolicy[]): boolean {
   return policies.some((p) =>
-    (node.status?.conditions ?? []).some(
-      (c) => c.type === p.conditionType && c.status === p.conditionStatus,
-    ),
+    (node.status?.conditions ?? []).some((c) => c.type === p.conditionType && c.status === p.conditionStatus),
   );
 }
 
@@ -218,7 +216,11 @@ export class NodeHealthController implements Controller {
    * one per dedupe value (Node, NodeClaim, NodePool UID), else one per Node and NodeClaim UID with upstream's
    * cluster message.
    */
-  private async publishBlocked(node: Node, nodeClaim: NodeClaim, poolName: string | undefined): Promise<void> {
+  private async publishBlocked(
+    node: Node,
+    nodeClaim: NodeClaim,
+    poolName: string | undefined,
+  ): Promise<void> {
     const dedupe: KubeObject[] = [node, nodeClaim];
     let message = `more then ${AllowedUnhealthyPercent}% nodes are unhealthy in the cluster`;
     if (poolName !== undefined) {
@@ -246,7 +248,9 @@ export class NodeHealthController implements Controller {
    */
   private async annotateTerminationTimestamp(nodeClaim: NodeClaim): Promise<boolean> {
     const now = this.opts.clock.now();
-    const current = Date.parse(nodeClaim.metadata.annotations?.[AnnotationNodeClaimTerminationTimestamp] ?? '');
+    const current = Date.parse(
+      nodeClaim.metadata.annotations?.[AnnotationNodeClaimTerminationTimestamp] ?? '',
+    );
     if (Number.isFinite(current) && current < now) return true;
     const at = rfc3339(now);
     try {
@@ -269,7 +273,11 @@ export class NodeHealthController implements Controller {
   }
 
   /** Deletes the NodeClaim (unless already being deleted) and counts the disruption. */
-  private async deleteNodeClaim(node: Node, nodeClaim: NodeClaim, match: UnhealthyMatch): Promise<ReconcileResult> {
+  private async deleteNodeClaim(
+    node: Node,
+    nodeClaim: NodeClaim,
+    match: UnhealthyMatch,
+  ): Promise<ReconcileResult> {
     if (nodeClaim.metadata.deletionTimestamp) return {};
     if (!(await this.opts.client.tryDelete('NodeClaim', nodeClaim.metadata.name as string))) return {};
     this.log(node.metadata.name as string).info(

@@ -1,0 +1,304 @@
+/**
+ * Node auto-repair (`node.health`, scenario C4 of ../shared/cases/controller-scenarios.md) through the embedded API
+ * server and the real client: a NodePool without terminationGracePeriod and 10 nodes; a node whose kubelet stops
+ * (Ready=Unknown) is left alone for 29 min and repaired at 30 min (the aws provider's policies) although a PDB
+ * `minAvailable: 100%` covers its pod; 3 of 10 unhealthy nodes block repair with `NodeRepairBlocked`; with the
+ * `NodeRepair` gate off the operator runs no health controller. Time is the env's FakeClock; each step is one
+ * explicit reconcile.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { NodeCondition } from '../../../src/apis/core.ts';
+import { AwsRepairPolicies } from '../../../src/cloudprovider/aws/provider.ts';
+import type { CloudProvider } from '../../../src/cloudprovider/types.ts';
+import { isNodeClaimNotFoundError } from '../../../src/cloudprovider/types.ts';
+import { NodeHealthController } from '../../../src/controllers/node/health/controller.ts';
+import { NodeTerminationController } from '../../../src/controllers/node/termination/controller.ts';
+import { Launch } from '../../../src/controllers/nodeclaim/lifecycle/launch.ts';
+import { Registration } from '../../../src/controllers/nodeclaim/lifecycle/registration.ts';
+import { NodeClaimTermination } from '../../../src/controllers/nodeclaim/lifecycle/termination.ts';
+import { startTestEnv, type TestEnv, testNodeClaim } from '../../../src/controllers/nodeclaim/testing.ts';
+import { silentLogger } from '../../../src/kube/logger.ts';
+import { createOperator } from '../../../src/operator/operator.ts';
+import { DEFAULT_FEATURE_GATES, embeddedOptions } from '../../../src/operator/options.ts';
+
+let env: TestEnv;
+/** The kwok provider answering the aws provider's repair policies (Ready False/Unknown 30 min, ...). */
+let provider: CloudProvider;
+let health: NodeHealthController;
+let termination: NodeTerminationController;
+const NS = 'w';
+const MIN = 60_000;
+const TS = 'karpenter.sh/nodeclaim-termination-timestamp';
+
+beforeAll(async () => {
+  env = await startTestEnv();
+  Object.defineProperty(env.cluster.store, 'now', { value: () => env.clock.now() });
+  await env.client.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
+  await env.client.create({
+    apiVersion: 'karpenter.sh/v1',
+    kind: 'NodePool',
+    metadata: { name: 'default' },
+    spec: {
+      template: {
+        spec: {
+          nodeClassRef: { group: 'karpenter.kwok.sh', kind: 'KWOKNodeClass', name: 'default' },
+          requirements: [{ key: 'karpenter.sh/capacity-type', operator: 'In', values: ['on-demand'] }],
+        },
+      },
+    },
+  });
+  provider = Object.assign(Object.create(env.provider) as CloudProvider, {
+    repairPolicies: () => AwsRepairPolicies.map((p) => ({ ...p })),
+  });
+  const deps = {
+    client: env.client,
+    cloudProvider: provider,
+    clock: env.clock,
+    logger: silentLogger(),
+    recorder: env.recorder,
+    registry: env.registry,
+  };
+  health = new NodeHealthController(deps);
+  termination = new NodeTerminationController({
+    ...deps,
+    nodeClaimsFor: async (n) =>
+      (await env.client.list('NodeClaim')).items.filter((c) => c.status?.providerID === n.spec?.providerID),
+  });
+});
+afterAll(async () => env.stop());
+
+/** A launched, registered, Ready NodeClaim `name` of NodePool `default` with its Node (both with the finalizer). */
+async function launchNode(
+  name: string,
+  nodePool = 'default',
+  annotations?: Record<string, string>,
+): Promise<void> {
+  const claim = testNodeClaim(name, {
+    instanceType: 'm5.large',
+    labels: { 'karpenter.sh/nodepool': nodePool },
+  });
+  if (annotations) claim.metadata.annotations = annotations;
+  const nc = await env.client.create(claim);
+  await new Launch(env.ctx).reconcile(nc);
+  await new Registration(env.ctx).reconcile(nc);
+  await env.client.patchStatus('NodeClaim', name, undefined, { status: nc.status }, { type: 'merge' });
+  await env.client.patch(
+    'NodeClaim',
+    name,
+    undefined,
+    { metadata: { labels: nc.metadata.labels, finalizers: ['karpenter.sh/termination'] } },
+    { type: 'merge' },
+  );
+  await env.markReady(name);
+}
+
+/** RFC 3339 without milliseconds, as the API serialises times. */
+const rfc = (ms: number): string => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
+
+/** The kubelet of `name` stops posting status: Ready=Unknown since now. */
+async function kubeletStops(name: string): Promise<void> {
+  const ready: NodeCondition = {
+    type: 'Ready',
+    status: 'Unknown',
+    reason: 'NodeStatusUnknown',
+    message: 'Kubelet stopped posting node status.',
+    lastTransitionTime: new Date(env.clock.now()).toISOString(),
+  };
+  await env.client.patchStatus(
+    'Node',
+    name,
+    undefined,
+    { status: { conditions: [ready] } },
+    { type: 'merge' },
+  );
+}
+
+const nodeClaim = (name: string) => env.client.get('NodeClaim', name);
+
+describe('node repair (C4)', () => {
+  it('repairs the Unknown node at 30 min, not at 29, deleting its PDB-protected pod; the instance is terminated', async () => {
+    const names = Array.from({ length: 10 }, (_, i) => `r-${i}`);
+    for (const n of names) await launchNode(n);
+    await env.client.create({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'guarded', namespace: NS, labels: { app: 'guarded' } },
+      spec: { nodeName: 'r-0', containers: [{ name: 'c', image: 'registry.example/app:1' }] },
+    });
+    await env.client.patchStatus(
+      'Pod',
+      'guarded',
+      NS,
+      { status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] } },
+      { type: 'merge' },
+    );
+    await env.client.create({
+      apiVersion: 'policy/v1',
+      kind: 'PodDisruptionBudget',
+      metadata: { name: 'guarded', namespace: NS },
+      spec: { selector: { matchLabels: { app: 'guarded' } }, minAvailable: '100%' },
+    });
+    await env.cluster.store.settle();
+    const t0 = env.clock.now();
+    await kubeletStops('r-0');
+    // healthy nodes: nothing to do, no requeue
+    expect(await health.reconcile('r-1')).toEqual({});
+
+    env.clock.advance(29 * MIN);
+    expect(await health.reconcile('r-0')).toEqual({ requeueAfter: 60 });
+    let nc = await nodeClaim('r-0');
+    expect(nc.metadata.deletionTimestamp).toBeUndefined();
+    expect(nc.metadata.annotations?.[TS]).toBeUndefined();
+
+    env.clock.advance(1 * MIN);
+    expect(await health.reconcile('r-0')).toEqual({});
+    nc = await nodeClaim('r-0');
+    expect(nc.metadata.deletionTimestamp).toBe(rfc(t0 + 30 * MIN));
+    expect(nc.metadata.annotations?.[TS]).toBe(rfc(t0 + 30 * MIN));
+    const labels = { nodepool: 'default', capacity_type: 'on-demand' };
+    expect(await env.metric('karpenter_nodeclaims_disrupted_total', { reason: 'unhealthy', ...labels })).toBe(
+      1,
+    );
+    expect(
+      await env.metric('karpenter_nodeclaims_unhealthy_disrupted_total', {
+        condition: 'ready',
+        image_id: nc.status?.imageID ?? '',
+        ...labels,
+      }),
+    ).toBe(1);
+    // a second pass changes nothing (already deleting)
+    expect(await health.reconcile('r-0')).toEqual({});
+    expect(await env.metric('karpenter_nodeclaims_disrupted_total', { reason: 'unhealthy', ...labels })).toBe(
+      1,
+    );
+
+    // termination: the NodeClaim finalizer keeps the repair deadline and deletes the Node; the drain deletes the
+    // PDB-protected pod at once (no eviction), then the instance is terminated
+    await new NodeClaimTermination(env.ctx).reconcile(nc);
+    expect((await nodeClaim('r-0')).metadata.annotations?.[TS]).toBe(nc.metadata.annotations?.[TS]);
+    for (let i = 0; i < 4 && (await env.client.tryGet('Node', 'r-0')); i++) {
+      await termination.reconcile('r-0');
+      await env.finishTerminating('r-0');
+    }
+    expect(await env.client.tryGet('Node', 'r-0')).toBeUndefined();
+    expect(await env.client.tryGet('Pod', 'guarded', NS)).toBeUndefined();
+    expect(await env.metric('karpenter_pods_eviction_requests_total', { code: '429' })).toBe(0);
+    const deleted = (await env.events('guarded')).find((e) => e.reason === 'Disrupted');
+    expect(deleted?.message).toMatch(/This bypasses the PDB of the pod/);
+    const err = await env.provider.get(nc.status?.providerID as string).catch((e: unknown) => e);
+    expect(isNodeClaimNotFoundError(err)).toBe(true);
+    await new NodeClaimTermination(env.ctx).reconcile(await nodeClaim('r-0'));
+    expect(await env.client.tryGet('NodeClaim', 'r-0')).toBeUndefined();
+  });
+
+  it('3 of 10 nodes unhealthy (> roundup(20% x 10) = 2): NodeRepairBlocked on each Node, no repair', async () => {
+    // r-0 is gone: add b-0 so the pool has 10 nodes again
+    await launchNode('b-0');
+    for (const n of ['r-1', 'r-2', 'r-3']) await kubeletStops(n);
+    env.clock.advance(31 * MIN);
+    for (const n of ['r-1', 'r-2', 'r-3']) {
+      expect(await health.reconcile(n)).toEqual({ requeueAfter: 300 });
+      const nc = await nodeClaim(n);
+      expect(nc.metadata.deletionTimestamp).toBeUndefined();
+      expect(nc.metadata.annotations?.[TS]).toBeUndefined();
+    }
+    const blocked = (await env.events('r-1')).filter((e) => e.reason === 'NodeRepairBlocked');
+    expect(blocked.map((e) => [e.type, e.involvedObject.kind, e.message])).toEqual([
+      ['Warning', 'Node', 'more than 20% nodes are unhealthy in the nodepool'],
+    ]);
+    // upstream publishes it per Node, NodeClaim and NodePool UID: the first node gets all three (aggregated)
+    expect(blocked[0]?.count).toBe(3);
+    const second = (await env.events('r-2')).filter((e) => e.reason === 'NodeRepairBlocked');
+    expect(second.map((e) => e.count)).toEqual([2]);
+    // deduplicated for 15 min: a re-check 5 min later publishes nothing new
+    env.clock.advance(5 * MIN);
+    expect(await health.reconcile('r-1')).toEqual({ requeueAfter: 300 });
+    expect((await env.events('r-1')).find((e) => e.reason === 'NodeRepairBlocked')?.count).toBe(3);
+
+    // one recovers: 2 of 10 ≤ 2, so repair proceeds
+    await env.markReady('r-3');
+    expect(await health.reconcile('r-1')).toEqual({});
+    expect((await nodeClaim('r-1')).metadata.deletionTimestamp).toBeDefined();
+    expect(
+      await env.metric('karpenter_nodeclaims_disrupted_total', {
+        reason: 'unhealthy',
+        nodepool: 'default',
+        capacity_type: 'on-demand',
+      }),
+    ).toBe(2);
+  });
+
+  it('with the NodeRepair gate off the operator runs no node.health controller; on, it does', () => {
+    const names = (nodeRepair: boolean) =>
+      createOperator({
+        client: env.client,
+        cloudProvider: provider,
+        clock: env.clock,
+        defaultMetrics: false,
+        options: { ...embeddedOptions(), featureGates: { ...DEFAULT_FEATURE_GATES, NodeRepair: nodeRepair } },
+      }).controllers.map((c) => c.name);
+    expect(names(false)).not.toContain('node.health');
+    expect(embeddedOptions().featureGates.NodeRepair).toBe(false);
+    const on = names(true);
+    expect(on).toContain('node.health');
+    expect(on.indexOf('node.health')).toBe(on.indexOf('node.termination') + 1);
+  });
+});
+
+describe('node repair details (upstream suite)', () => {
+  it('a termination timestamp later than now is overridden with now; an earlier one is kept', async () => {
+    // pool `small`: 3 nodes, 1 unhealthy ≤ roundup(20% x 3) = 1, so it is repaired
+    const t0 = env.clock.now();
+    await launchNode('sm-0', 'small', { [TS]: rfc(t0 + 120 * MIN) });
+    await launchNode('sm-1', 'small');
+    await launchNode('sm-2', 'small');
+    await launchNode('past-0', 'past', { [TS]: rfc(t0 - 3 * MIN) });
+    await kubeletStops('sm-0');
+    await kubeletStops('past-0');
+    env.clock.advance(30 * MIN);
+    expect(await health.reconcile('sm-0')).toEqual({});
+    expect((await nodeClaim('sm-0')).metadata.annotations?.[TS]).toBe(rfc(t0 + 30 * MIN));
+    expect((await nodeClaim('sm-0')).metadata.deletionTimestamp).toBe(rfc(t0 + 30 * MIN));
+    expect(await health.reconcile('past-0')).toEqual({});
+    expect((await nodeClaim('past-0')).metadata.annotations?.[TS]).toBe(rfc(t0 - 3 * MIN));
+    expect((await nodeClaim('past-0')).metadata.deletionTimestamp).toBe(rfc(t0 + 30 * MIN));
+  });
+
+  it('AcceleratedHardwareReady=False (Node Monitoring Agent) is repaired after 10 min, counted as accelerated_hardware_ready', async () => {
+    await launchNode('gpu-0', 'gpu');
+    const since = new Date(env.clock.now()).toISOString();
+    await env.client.patchStatus(
+      'Node',
+      'gpu-0',
+      undefined,
+      {
+        status: {
+          conditions: [
+            { type: 'Ready', status: 'True', lastTransitionTime: since },
+            {
+              type: 'AcceleratedHardwareReady',
+              status: 'False',
+              reason: 'NvidiaXID',
+              lastTransitionTime: since,
+            },
+          ],
+        },
+      },
+      { type: 'merge' },
+    );
+    env.clock.advance(9 * MIN);
+    expect(await health.reconcile('gpu-0')).toEqual({ requeueAfter: 60 });
+    env.clock.advance(1 * MIN);
+    expect(await health.reconcile('gpu-0')).toEqual({});
+    const nc = await nodeClaim('gpu-0');
+    expect(nc.metadata.deletionTimestamp).toBeDefined();
+    expect(
+      await env.metric('karpenter_nodeclaims_unhealthy_disrupted_total', {
+        condition: 'accelerated_hardware_ready',
+        nodepool: 'gpu',
+        capacity_type: 'on-demand',
+        image_id: nc.status?.imageID ?? '',
+      }),
+    ).toBe(1);
+  });
+});
