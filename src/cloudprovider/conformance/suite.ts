@@ -366,7 +366,10 @@ function describeDeleteConformance(factory: ConformanceFactory): void {
   });
 }
 
-/** Conformance of `isDrifted` (undefined for a fresh launch) and `repairPolicies`. */
+/**
+ * Conformance of `isDrifted` (undefined for a fresh launch) and `repairPolicies` (each a condition type, a status
+ * `True|False|Unknown` and a positive toleration in seconds; no type and status twice; the same list every call).
+ */
 function describeDriftConformance(factory: ConformanceFactory): void {
   describe('isDrifted and repairPolicies', () => {
     it('isDrifted is undefined for a freshly launched NodeClaim', async () => {
@@ -377,7 +380,21 @@ function describeDriftConformance(factory: ConformanceFactory): void {
         ctx.nodeClaim({ requirements: [inReq(LabelInstanceType, names)] }),
       );
       expect(await ctx.provider.isDrifted(created)).toBeUndefined();
-      expect(Array.isArray(ctx.provider.repairPolicies())).toBe(true);
+    });
+
+    it('repairPolicies: node condition type, a status and a positive toleration each; the same list every call', async () => {
+      const ctx = await factory();
+      const policies = ctx.provider.repairPolicies();
+      expect(Array.isArray(policies)).toBe(true);
+      for (const p of policies) {
+        expect(p.conditionType, JSON.stringify(p)).toMatch(/^[A-Za-z][A-Za-z0-9]*$/);
+        expect(['True', 'False', 'Unknown'], JSON.stringify(p)).toContain(p.conditionStatus);
+        expect(Number.isFinite(p.tolerationDurationSeconds) && p.tolerationDurationSeconds > 0).toBe(true);
+      }
+      const keys = policies.map((p) => `${p.conditionType}=${p.conditionStatus}`);
+      expect(new Set(keys).size, 'one policy per condition type and status').toBe(keys.length);
+      // synchronous and side-effect free: the node.health controller asks on every reconcile
+      expect(ctx.provider.repairPolicies()).toEqual(policies);
     });
   });
 }
