@@ -302,3 +302,76 @@ describe('node repair details (upstream suite)', () => {
     ).toBe(1);
   });
 });
+
+describe('node repair without a NodePool and as a running controller', () => {
+  it('a NodeClaim without NodePool is held to the whole cluster: 6 of 16 nodes unhealthy > 4 blocks it', async () => {
+    await launchNode('u-0', 'u');
+    await env.client.patch(
+      'NodeClaim',
+      'u-0',
+      undefined,
+      { metadata: { labels: { 'karpenter.sh/nodepool': null } } },
+      { type: 'merge' },
+    );
+    await kubeletStops('u-0');
+    env.clock.advance(30 * MIN);
+    const nodes = (await env.client.list('Node')).items;
+    expect(nodes.length).toBe(16);
+    expect(await health.reconcile('u-0')).toEqual({ requeueAfter: 300 });
+    expect((await nodeClaim('u-0')).metadata.deletionTimestamp).toBeUndefined();
+    const blocked = (await env.events('u-0')).filter((e) => e.reason === 'NodeRepairBlocked');
+    // upstream's message for the cluster case, typo included; deduplicated by the Node's and the NodeClaim's UID
+    expect(blocked.map((e) => [e.type, e.involvedObject.kind, e.message, e.count])).toEqual([
+      ['Warning', 'Node', 'more then 20% nodes are unhealthy in the cluster', 2],
+    ]);
+  });
+
+  it('started: a Node turning Unknown is checked from its watch and repaired when its requeue at 30 min fires', async () => {
+    const seen: Array<[string, unknown]> = [];
+    class Probe extends NodeHealthController {
+      override async reconcile(name: string) {
+        const r = await super.reconcile(name);
+        seen.push([name, r]);
+        return r;
+      }
+    }
+    const probe = new Probe({
+      client: env.client,
+      cloudProvider: provider,
+      clock: env.clock,
+      logger: silentLogger(),
+      recorder: env.recorder,
+      registry: env.registry,
+    });
+    const stop = new AbortController();
+    const running = probe.start(stop.signal);
+    try {
+      await launchNode('q-0', 'q');
+      const t1 = env.clock.now();
+      await kubeletStops('q-0');
+      await until(() =>
+        seen.some(([n, r]) => n === 'q-0' && (r as { requeueAfter?: number }).requeueAfter === 1800),
+      );
+      expect((await nodeClaim('q-0')).metadata.deletionTimestamp).toBeUndefined();
+      env.clock.advance(30 * MIN);
+      const nc = await until(async () => {
+        const c = await nodeClaim('q-0');
+        return c.metadata.deletionTimestamp ? c : undefined;
+      });
+      expect(nc.metadata.annotations?.[TS]).toBe(rfc(t1 + 30 * MIN));
+    } finally {
+      stop.abort();
+      await running;
+    }
+  });
+});
+
+/** Polls `fn` every 10 ms of wall time (the controller runs on its own) until truthy; fails after 10 s. */
+async function until<T>(fn: () => T | Promise<T>): Promise<NonNullable<T>> {
+  for (let i = 0; i < 1000; i++) {
+    const v = await fn();
+    if (v) return v as NonNullable<T>;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  throw new Error('condition not met within 10 s');
+}
