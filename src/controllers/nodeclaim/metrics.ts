@@ -19,7 +19,7 @@ export interface LifecycleMetrics {
   initialized: Counter<'nodepool'>;
   /** `karpenter_nodeclaims_terminated_total{nodepool, capacity_type}` (finalizer removed). */
   terminated: Counter<'nodepool' | 'capacity_type'>;
-  /** `karpenter_nodeclaims_disrupted_total{reason, nodepool, capacity_type}`: liveness timeouts, ICE, GC. */
+  /** `karpenter_nodeclaims_disrupted_total{reason, nodepool, capacity_type}`: liveness timeouts, ICE, GC, expiry, node repair (`unhealthy`). */
   disrupted: Counter<'reason' | 'nodepool' | 'capacity_type'>;
   /** `karpenter_nodes_created_total{nodepool}` (at registration). */
   nodesCreated: Counter<'nodepool'>;

@@ -165,7 +165,7 @@ export class NodeHealthController implements Controller {
     if (!Number.isFinite(Date.parse(match.condition.lastTransitionTime ?? '')))
       this.log(name).warn(
         { condition: match.condition.type },
-        'node condition has no valid status.conditions[].lastTransitionTime; counting its toleration as over',
+        'node condition matching a repair policy has no valid status.conditions[].lastTransitionTime (the kubelet or node agent must set it to when the status began); counting its toleration as over, as upstream',
       );
     const now = this.opts.clock.now();
     if (now < match.terminationAt) return { requeueAfter: (match.terminationAt - now) / 1000 };
