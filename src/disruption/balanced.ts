@@ -16,25 +16,14 @@
  * Score is 0 when savings ≤ 0 (or the pool totals are 0), +∞ when the disruption fraction is 0. Other policies are
  * never scored. Pure.
  */
-import type { Pod } from '../apis/core.ts';
 import { LabelNodePool } from '../apis/labels.ts';
 import { isActive, isOwnedByDaemonSet } from '../apis/pod.ts';
 import type { ClusterView } from './candidates.ts';
-import { evictionCost } from './cost.ts';
+import { rescheduleDisruptionCost } from './cost.ts';
 import type { Candidate, Command, DisruptionInput } from './types.ts';
 
 /** Upstream `v1.BalancedK`: a move passes when its score is ≥ 1/k = 0.5. */
 export const BALANCED_K = 2;
-
-/** Upstream `PerNodeBaseDisruptionCost`: the inherent cost of draining one node (cordon, drain, replacement). */
-export const PER_NODE_BASE_DISRUPTION_COST = 1;
-
-/** 1 + Σ max(0, eviction cost) over `pods` (upstream `computeRescheduleDisruptionCost` / `StateNode.DisruptionCost`). */
-export function rescheduleDisruptionCost(pods: readonly Pod[]): number {
-  let cost = PER_NODE_BASE_DISRUPTION_COST;
-  for (const p of pods) cost += Math.max(0, evictionCost(p));
-  return cost;
-}
 
 /**
  * Upstream `Candidate.SavingsRatio`: current price (USD/hour; 0 when unknown, as upstream's `resolveNodePrice`)
@@ -114,7 +103,11 @@ export function approved(r: ScoreResult): boolean {
 }
 
 /** Upstream `ScoreMove`: zero fractions (score 0) when a pool total is not positive. */
-export function scoreMove(savings: number, disruptionCost: number, totals: NodePoolTotals | undefined): ScoreResult {
+export function scoreMove(
+  savings: number,
+  disruptionCost: number,
+  totals: NodePoolTotals | undefined,
+): ScoreResult {
   if (!totals || totals.totalCost <= 0 || totals.totalDisruptionCost <= 0)
     return { savingsFraction: 0, disruptionFraction: 0 };
   return {
@@ -140,7 +133,10 @@ function describe(pool: string, r: ScoreResult): string {
  * Upstream `EvaluateBalancedMove`: scores each Balanced NodePool of the command independently; the move is taken
  * only when every Balanced pool approves. Returns undefined when approved, else why not.
  */
-export function balancedRejection(cmd: Command, totals: ReadonlyMap<string, NodePoolTotals>): string | undefined {
+export function balancedRejection(
+  cmd: Command,
+  totals: ReadonlyMap<string, NodePoolTotals>,
+): string | undefined {
   const byPool = new Map<string, Candidate[]>();
   for (const c of cmd.candidates) {
     const k = c.nodePool.metadata.name;
@@ -153,7 +149,9 @@ export function balancedRejection(cmd: Command, totals: ReadonlyMap<string, Node
     if (!isBalanced(cands[0]!)) continue;
     const poolCost = cands.reduce((s, c) => s + (c.priceUSDPerHour ?? 0), 0);
     const poolSavings =
-      sourceCost > 0 && byPool.size > 1 ? cmd.savingsUSDPerHour * (poolCost / sourceCost) : cmd.savingsUSDPerHour;
+      sourceCost > 0 && byPool.size > 1
+        ? cmd.savingsUSDPerHour * (poolCost / sourceCost)
+        : cmd.savingsUSDPerHour;
     const disruption = cands.reduce((s, c) => s + c.rescheduleDisruptionCost, 0);
     const r = scoreMove(poolSavings, disruption, totals.get(pool));
     if (!approved(r)) return describe(pool, r);
@@ -166,10 +164,15 @@ export function balancedRejection(cmd: Command, totals: ReadonlyMap<string, Node
  * reach) passes; undefined when it may, else why not. Non-Balanced pools and pools without a positive total cost
  * always may.
  */
-export function balancedPrecheck(c: Candidate, totals: ReadonlyMap<string, NodePoolTotals>): string | undefined {
+export function balancedPrecheck(
+  c: Candidate,
+  totals: ReadonlyMap<string, NodePoolTotals>,
+): string | undefined {
   if (!isBalanced(c)) return undefined;
   const t = totals.get(c.nodePool.metadata.name);
   if (!t || t.totalCost <= 0) return undefined;
   const r = scoreMove(c.priceUSDPerHour ?? 0, c.rescheduleDisruptionCost, t);
-  return approved(r) ? undefined : `even deleting it would not pass: ${describe(c.nodePool.metadata.name, r)}`;
+  return approved(r)
+    ? undefined
+    : `even deleting it would not pass: ${describe(c.nodePool.metadata.name, r)}`;
 }

@@ -30,9 +30,9 @@ import {
   TaintDisrupted,
 } from '../apis/labels.ts';
 import { isActive, isOwnedByNode, isReschedulable } from '../apis/pod.ts';
+
 import type { PoolCounts } from './budgets.ts';
-import { rescheduleDisruptionCost } from './balanced.ts';
-import { disruptionCost, parseTime } from './cost.ts';
+import { disruptionCost, parseTime, rescheduleDisruptionCost } from './cost.ts';
 import { driftMemo, driftReason } from './drift-reason.ts';
 import { pdbBlocks, type ResolvedPDB, resolvePDBs } from './pdb.ts';
 import type { Candidate, DisruptionInput, DisruptionNode } from './types.ts';
@@ -119,7 +119,11 @@ export function consolidatableState(
  * Such a node takes no pods moved by a consolidation (see `context.ts`). A timestamp that is missing or malformed
  * counts as long ago (upstream's zero time), so the node is not protected.
  */
-export function underConsolidateAfter(nc: NodeClaim | undefined, nodePool: NodePool | undefined, nowMs: number) {
+export function underConsolidateAfter(
+  nc: NodeClaim | undefined,
+  nodePool: NodePool | undefined,
+  nowMs: number,
+) {
   if (!nc || !nodePool) return false;
   const d = tryParseDuration(nodePool.spec.disruption?.consolidateAfter ?? '0s');
   if (!d.ok || !Number.isFinite(d.seconds) || d.seconds === 0) return false;

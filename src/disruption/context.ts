@@ -117,7 +117,8 @@ export class Simulator {
         addUsage(this.usage, pool, capacity);
       }
       const c = view.candidates.get(name);
-      if (c && underConsolidateAfter(c.nodeClaim, c.nodePool, input.now)) this.underConsolidateAfter.add(name);
+      if (c && underConsolidateAfter(c.nodeClaim, c.nodePool, input.now))
+        this.underConsolidateAfter.add(name);
       this.base.push(prepare(dn, name, pool !== undefined && c !== undefined && !c.initialized));
     }
   }

@@ -215,7 +215,10 @@ export class Scheduler {
     const guarded = guard !== undefined && guard.podKeys.has(pod.key);
     for (const cap of capacity) {
       if (guarded && guard.nodes.has(cap.name)) {
-        this.recorder.note(pod.key, `${what} ${cap.name}: consolidateAfter has not elapsed (not a destination)`);
+        this.recorder.note(
+          pod.key,
+          `${what} ${cap.name}: consolidateAfter has not elapsed (not a destination)`,
+        );
         continue;
       }
       const f = cap.canAdd(pod, topology, index, this.recorder.detailed);
