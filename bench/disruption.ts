@@ -19,8 +19,9 @@ import { formatResources } from '../src/apis/quantity.ts';
 import { getInstanceTypes } from '../src/cloudprovider/aws/catalog/index.ts';
 import type { InstanceType } from '../src/cloudprovider/types.ts';
 import { NodePoolHashVersion, nodePoolHash } from '../src/controllers/nodepool/hash.ts';
+import { bySavingsRatio } from '../src/disruption/balanced.ts';
 import { budgetMapping } from '../src/disruption/budgets.ts';
-import { buildClusterView, byDisruptionCost } from '../src/disruption/candidates.ts';
+import { buildClusterView } from '../src/disruption/candidates.ts';
 import { computeConsolidation } from '../src/disruption/consolidation.ts';
 import { PassContext } from '../src/disruption/context.ts';
 import { computeDisruption, type DisruptionStats } from '../src/disruption/index.ts';
@@ -230,7 +231,7 @@ function scanAll(
       (c) =>
         !c.ineligible && !c.podsBlock && !consolidationShouldDisrupt(c) && c.reschedulablePods.length > 0,
     )
-    .sort(byDisruptionCost);
+    .sort(bySavingsRatio);
   let pruned = 0;
   let found = 0;
   let best: Command | undefined;

@@ -49,7 +49,7 @@ export interface Budget {
   reasons?: Array<'Underutilized' | 'Empty' | 'Drifted'>;
 }
 export interface Disruption {
-  /** `Balanced` (Karpenter v1.12+) weighs savings against disruption; default `WhenEmptyOrUnderutilized`. */
+  /** `Balanced` (Karpenter v1.14+, `disruption/balanced.ts`) weighs savings against disruption; default `WhenEmptyOrUnderutilized`. */
   consolidationPolicy: 'WhenEmpty' | 'WhenEmptyOrUnderutilized' | 'Balanced';
   /** Duration string (`"0s"`, `"30s"`) or `"Never"`. */
   consolidateAfter: string;

@@ -628,7 +628,7 @@ export const NodeClaimTemplateSchema = z.strictObject({
   spec: NodeClaimTemplateSpecSchema,
 });
 
-/** Consolidation policies (`Balanced` arrived in Karpenter v1.12). */
+/** Consolidation policies (`Balanced` arrived in Karpenter v1.14; scored in `disruption/balanced.ts`). */
 export const ConsolidationPolicies = ['WhenEmpty', 'WhenEmptyOrUnderutilized', 'Balanced'] as const;
 
 function scheduleCheck(v: unknown, ctx: RuleContext): void {

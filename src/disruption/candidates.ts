@@ -30,8 +30,9 @@ import {
   TaintDisrupted,
 } from '../apis/labels.ts';
 import { isActive, isOwnedByNode, isReschedulable } from '../apis/pod.ts';
+
 import type { PoolCounts } from './budgets.ts';
-import { disruptionCost, parseTime } from './cost.ts';
+import { disruptionCost, parseTime, rescheduleDisruptionCost } from './cost.ts';
 import { driftMemo, driftReason } from './drift-reason.ts';
 import { pdbBlocks, type ResolvedPDB, resolvePDBs } from './pdb.ts';
 import type { Candidate, DisruptionInput, DisruptionNode } from './types.ts';
@@ -109,6 +110,28 @@ export function consolidatableState(
     consolidatable: false,
     reason: `consolidateAfter ${after} has not elapsed since the last pod event (${Math.max(0, Math.floor(elapsed))}s ago)`,
   };
+}
+
+/**
+ * Upstream v1.14 `IsUnderConsolidateAfter` (`pkg/utils/disruption/disruption.go`): true when the NodePool has a
+ * positive `consolidateAfter` (not `Never`, not `0s`), the NodeClaim is `Initialized=True`, and less than
+ * `consolidateAfter` has passed since its `status.lastPodEventTime` (else since its `Initialized` transition).
+ * Such a node takes no pods moved by a consolidation (see `context.ts`). A timestamp that is missing or malformed
+ * counts as long ago (upstream's zero time), so the node is not protected.
+ */
+export function underConsolidateAfter(
+  nc: NodeClaim | undefined,
+  nodePool: NodePool | undefined,
+  nowMs: number,
+) {
+  if (!nc || !nodePool) return false;
+  const d = tryParseDuration(nodePool.spec.disruption?.consolidateAfter ?? '0s');
+  if (!d.ok || !Number.isFinite(d.seconds) || d.seconds === 0) return false;
+  const init = condition(nc, 'Initialized');
+  if (init?.status !== 'True') return false;
+  const base = parseTime(nc.status?.lastPodEventTime) ?? parseTime(init.lastTransitionTime);
+  if (base === undefined) return false;
+  return (nowMs - base) / 1000 < d.seconds;
 }
 
 /** The disruption view of a snapshot. */
@@ -218,6 +241,7 @@ export function buildClusterView(input: DisruptionInput): ClusterView {
       pods: dn.pods,
       reschedulablePods,
       disruptionCost: cost,
+      rescheduleDisruptionCost: rescheduleDisruptionCost(reschedulablePods),
       consolidatable: cons.consolidatable,
       initialized,
       markedForDeletion: marked,

@@ -172,7 +172,7 @@ export function computeConsolidation(
     const c = cands.find((x) => x.priceUSDPerHour === undefined)!;
     return { reason: `price of node ${c.name} is unknown (instance type or offering not in the catalog)` };
   }
-  const sim = ctx.simulator().simulate(cands);
+  const sim = ctx.simulator().simulate(cands, true);
   if (!sim.ok) return { reason: sim.reason };
   const base = { reason: 'Underutilized' as const, method, candidates: [...cands] };
   if (sim.newNodeClaims.length === 0)

@@ -24,6 +24,7 @@ import { isActive, isOwnedByDaemonSet, isReschedulable } from '../apis/pod.ts';
 import { formatResources, parseResources, type Resources } from '../apis/quantity.ts';
 import { selectorMatches } from '../scheduling/labelselector.ts';
 import { addUsage, copyUsage, limitCapacity, nodeLimitCapacity } from '../scheduling/limits.ts';
+import { podKey } from '../scheduling/podinfo.ts';
 import { hasPreferences } from '../scheduling/preferencepolicy.ts';
 import { podRequests } from '../scheduling/resources.ts';
 import { solve } from '../scheduling/scheduler.ts';
@@ -34,7 +35,8 @@ import type {
   SchedulingInput,
   SchedulingResult,
 } from '../scheduling/types.ts';
-import { type ClusterView, nodeMarkedForDeletion, podName } from './candidates.ts';
+import { type NodePoolTotals, nodePoolTotals } from './balanced.ts';
+import { type ClusterView, nodeMarkedForDeletion, podName, underConsolidateAfter } from './candidates.ts';
 import type { Candidate, DisruptionInput, DisruptionNode } from './types.ts';
 
 /** Options with defaults applied. */
@@ -83,6 +85,8 @@ export class Simulator {
   private readonly nodeCache = new Map<string, ExistingNode[]>();
   /** Nodes with only their always-kept pods, by label-key signature (reused by every selector set). */
   private readonly plainCache = new Map<string, ExistingNode[]>();
+  /** Existing nodes under `consolidateAfter` (see {@link underConsolidateAfter}): no destination for moved pods. */
+  private readonly underConsolidateAfter = new Set<string>();
 
   constructor(
     private readonly input: DisruptionInput,
@@ -113,6 +117,8 @@ export class Simulator {
         addUsage(this.usage, pool, capacity);
       }
       const c = view.candidates.get(name);
+      if (c && underConsolidateAfter(c.nodeClaim, c.nodePool, input.now))
+        this.underConsolidateAfter.add(name);
       this.base.push(prepare(dn, name, pool !== undefined && c !== undefined && !c.initialized));
     }
   }
@@ -220,8 +226,11 @@ export class Simulator {
     return en;
   }
 
-  /** Simulates removing `cands` (see the module doc). */
-  simulate(cands: readonly Candidate[]): SimulationOutcome {
+  /**
+   * Simulates removing `cands` (see the module doc). With `consolidation` (upstream v1.14
+   * `IsConsolidationSimulation`), the candidates' pods may not land on existing nodes under `consolidateAfter`.
+   */
+  simulate(cands: readonly Candidate[], consolidation = false): SimulationOutcome {
     this.simulations++;
     const names = new Set(cands.map((c) => c.name));
     const moving: Pod[] = [];
@@ -253,6 +262,11 @@ export class Simulator {
       ...(this.input.volumes ? { volumes: this.input.volumes } : {}),
       ...(this.input.options?.preferencePolicy === 'Ignore' ? { preferencePolicy: 'Ignore' as const } : {}),
     };
+    if (consolidation && this.underConsolidateAfter.size > 0)
+      schedInput.consolidateAfterDestinations = {
+        nodes: this.underConsolidateAfter,
+        podKeys: new Set(moving.map(podKey)),
+      };
     const res = preferenceFreeIfCheaper(solve(schedInput), schedInput, moving, nonPending);
     for (const u of res.unschedulable) {
       if (nonPending.has(u.pod))
@@ -290,6 +304,14 @@ export class PassContext {
       flexibleOnDemandReplacements: o.flexibleOnDemandReplacements ?? true,
       spotToSpotConsolidation: input.featureGates?.spotToSpotConsolidation ?? false,
     };
+  }
+
+  private totals: Map<string, NodePoolTotals> | undefined;
+
+  /** Balanced scoring denominators by NodePool (`balanced.ts` {@link nodePoolTotals}), built on first use. */
+  nodePoolTotals(): ReadonlyMap<string, NodePoolTotals> {
+    this.totals ??= nodePoolTotals(this.input, this.view);
+    return this.totals;
   }
 
   /** The shared simulator, built on first use. */

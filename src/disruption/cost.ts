@@ -72,3 +72,13 @@ export function disruptionCost(
 ): number {
   return reschedulingCost(pods) * lifetimeRemaining(expireAfter, createdMs, nowMs);
 }
+
+/** Upstream `PerNodeBaseDisruptionCost`: the inherent cost of draining one node (cordon, drain, replacement). */
+export const PER_NODE_BASE_DISRUPTION_COST = 1;
+
+/** 1 + Σ max(0, eviction cost) over `pods` (upstream `computeRescheduleDisruptionCost` / `StateNode.DisruptionCost`). */
+export function rescheduleDisruptionCost(pods: readonly Pod[]): number {
+  let cost = PER_NODE_BASE_DISRUPTION_COST;
+  for (const p of pods) cost += Math.max(0, evictionCost(p));
+  return cost;
+}

@@ -66,14 +66,16 @@ describe('multi-node consolidation', () => {
       {
         decision: 'delete',
         method: 'MultiNodeConsolidation',
-        candidates: ['a', 'b'],
+        // Upstream v1.14 order (savings ratio, highest first): big $0.384/h ÷ (1 + 2 × 1.0298) = 0.1255,
+        // a and b $0.192/h ÷ 2 = 0.096. Prefix [big, a] fits b (2.25 of its ~3.9 cpu); [big, a, b] does not.
+        candidates: ['a', 'big'],
         replacements: [],
-        savings: 0.384,
+        savings: 0.576,
       },
     ]);
     expect(stats.simulations).toBeGreaterThan(0);
   });
-  it("spends each NodePool's Underutilized budget in cost order", () => {
+  it("spends each NodePool's Underutilized budget in savings-ratio order", () => {
     const np = pool('default', { budgets: [{ nodes: '1' }] });
     const r = computeDisruption(
       input(
@@ -86,7 +88,9 @@ describe('multi-node consolidation', () => {
       ),
     );
     expect(r.commands).toHaveLength(1);
-    expect(r.commands[0]!.candidates.map((x) => x.name)).toEqual(['a']);
+    // Budget 1: multi-node has a single usable candidate; single-node takes the best savings ratio first:
+    // big ($0.384/h ÷ 2 = 0.192) before a (0.096) and b (0.064); its 3-cpu pod fits a.
+    expect(r.commands[0]!.candidates.map((x) => x.name)).toEqual(['big']);
     expect(r.commands[0]!.method).toBe('SingleNodeConsolidation');
   });
 });

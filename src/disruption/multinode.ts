@@ -1,17 +1,19 @@
 /**
  * Multi-node consolidation (upstream kubernetes-sigs/karpenter `pkg/controllers/disruption/multinodeconsolidation.go`):
- * candidates sorted by disruption cost, budget-filtered in that order (each NodePool's `Underutilized` allowance is
+ * candidates sorted by savings ratio (price / reschedule disruption cost, highest first; upstream v1.14
+ * `sortCandidates`), budget-filtered in that order (each NodePool's `Underutilized` allowance is
  * spent as candidates are taken), empty ones skipped (emptiness owns them), at most `multiNodeMaxCandidates` (100);
  * then a binary search for the largest prefix `[0..n]` (n ≥ 1, so at least two nodes) that can be deleted or
  * replaced by ONE cheaper NodeClaim. A replacement must also pass `filterOutSameType`: if it could launch one of
  * the candidates' own instance types, only options cheaper than the cheapest such candidate are kept (else deleting
- * the other candidates alone would be the better move).
+ * the other candidates alone would be the better move). A batch with `Balanced` NodePools must also pass the
+ * Balanced score of each of them (`balanced.ts`), else the search shrinks the batch.
  */
 
 import { cheapestOffering } from '../scheduling/instancetypes.ts';
 import { Requirements } from '../scheduling/requirements.ts';
 import type { NodeClaimPlan } from '../scheduling/types.ts';
-import { byDisruptionCost } from './candidates.ts';
+import { balancedRejection, bySavingsRatio } from './balanced.ts';
 import { computeConsolidation, savings, withOptions } from './consolidation.ts';
 import type { PassContext } from './context.ts';
 import type { Method } from './method.ts';
@@ -62,7 +64,7 @@ export class MultiNodeConsolidation implements Method {
     const notes = new Map<string, string>();
     const left = new Map(budgets);
     const usable: Candidate[] = [];
-    for (const c of [...candidates].sort(byDisruptionCost)) {
+    for (const c of [...candidates].sort(bySavingsRatio)) {
       if (c.reschedulablePods.length === 0) continue; // emptiness owns empty nodes; they spend no budget here
       const pool = c.nodePool.metadata.name;
       if ((left.get(pool) ?? 0) <= 0) {
@@ -73,6 +75,7 @@ export class MultiNodeConsolidation implements Method {
       left.set(pool, (left.get(pool) ?? 0) - 1);
     }
     const list = usable.slice(0, ctx.options.multiNodeMaxCandidates);
+    const totals = ctx.nodePoolTotals();
     if (list.length < 2) return { commands: [], notes };
     let lo = 1;
     let hi = list.length - 1;
@@ -86,6 +89,7 @@ export class MultiNodeConsolidation implements Method {
         const plan = filterOutSameType(cmd.replacements[0]!, batch);
         cmd = plan ? { ...cmd, replacements: [plan], savingsUSDPerHour: savings(batch, [plan]) } : undefined;
       }
+      if (cmd && balancedRejection(cmd, totals)) cmd = undefined;
       if (cmd) {
         best = cmd;
         lo = mid + 1;

@@ -1,8 +1,11 @@
 /**
  * Single-node consolidation (upstream kubernetes-sigs/karpenter `pkg/controllers/disruption/singlenodeconsolidation.go`):
- * candidates in disruption-cost order; each with `Underutilized` budget left and at least one reschedulable pod is
- * simulated alone, and the first that can be deleted or replaced by one cheaper NodeClaim wins. Upstream stops after
- * 3 minutes; the pure core stops after `singleNodeMaxSimulations` simulations instead.
+ * candidates by savings ratio (price / reschedule disruption cost, highest first; upstream v1.14 `sortCandidates`),
+ * then interleaved by NodePool ({@link interweaveByNodePool}); each with `Underutilized` budget left and at least one
+ * reschedulable pod is simulated alone, and the first that can be deleted or replaced by one cheaper NodeClaim wins.
+ * A candidate of a `Balanced` NodePool is skipped when even deleting it would not pass the Balanced score, and its
+ * command must pass the score (`balanced.ts`). Upstream stops after 3 minutes; the pure core stops after
+ * `singleNodeMaxSimulations` simulations instead.
  *
  * Pruning (capenter, exact-safe): a candidate is skipped without a simulation when a lower bound on what its
  * replacement must hold — the pods that fit no other node's free capacity, or the part of its pods' total requests
@@ -15,7 +18,7 @@ import { cheapestOffering, instanceTypeIncompatibility, providerKeys } from '../
 import { nodeClaimTemplateRequirements } from '../scheduling/nodeclaimtemplate.ts';
 import type { Requirements } from '../scheduling/requirements.ts';
 import { podRequests } from '../scheduling/resources.ts';
-import { byDisruptionCost } from './candidates.ts';
+import { balancedPrecheck, balancedRejection, bySavingsRatio } from './balanced.ts';
 import { computeConsolidation } from './consolidation.ts';
 import type { PassContext } from './context.ts';
 import type { Method } from './method.ts';
@@ -127,6 +130,27 @@ export class SpareCapacity {
   }
 }
 
+/**
+ * Upstream `SingleNodeConsolidation.shuffleCandidates`: takes the sorted candidates round-robin by NodePool (the
+ * first of every pool, then the second of every pool, …) so one large pool cannot starve the others. Pools go in
+ * the order their first candidate appears (upstream iterates a Go map: unordered).
+ */
+export function interweaveByNodePool(sorted: readonly Candidate[]): Candidate[] {
+  const byPool = new Map<string, Candidate[]>();
+  for (const c of sorted) {
+    const k = c.nodePool.metadata.name;
+    const l = byPool.get(k);
+    if (l) l.push(c);
+    else byPool.set(k, [c]);
+  }
+  if (byPool.size <= 1) return [...sorted];
+  const lists = [...byPool.values()];
+  const max = Math.max(...lists.map((l) => l.length));
+  const out: Candidate[] = [];
+  for (let i = 0; i < max; i++) for (const l of lists) if (i < l.length) out.push(l[i]!);
+  return out;
+}
+
 /** The single-node consolidation method. */
 export class SingleNodeConsolidation implements Method {
   readonly name = 'SingleNodeConsolidation';
@@ -142,11 +166,17 @@ export class SingleNodeConsolidation implements Method {
     const spare = new SpareCapacity(ctx);
     const max = ctx.options.singleNodeMaxSimulations;
     let runs = 0;
-    for (const c of [...candidates].sort(byDisruptionCost)) {
+    const totals = ctx.nodePoolTotals();
+    for (const c of interweaveByNodePool([...candidates].sort(bySavingsRatio))) {
       if (c.reschedulablePods.length === 0) continue; // emptiness owns empty nodes
       const pool = c.nodePool.metadata.name;
       if ((budgets.get(pool) ?? 0) <= 0) {
         notes.set(c.name, `the budget of NodePool "${pool}" allows no more Underutilized disruptions now`);
+        continue;
+      }
+      const precheck = balancedPrecheck(c, totals);
+      if (precheck) {
+        notes.set(c.name, `cannot be consolidated: ${precheck}`);
         continue;
       }
       const pruned = spare.prune(c);
@@ -163,8 +193,9 @@ export class SingleNodeConsolidation implements Method {
       }
       runs++;
       const out = computeConsolidation(ctx, [c], this.name);
-      if ('command' in out) return { commands: [out.command], notes };
-      notes.set(c.name, `cannot be consolidated: ${out.reason}`);
+      const rejected = 'command' in out ? balancedRejection(out.command, totals) : out.reason;
+      if (!rejected && 'command' in out) return { commands: [out.command], notes };
+      notes.set(c.name, `cannot be consolidated: ${rejected}`);
     }
     return { commands: [], notes };
   }

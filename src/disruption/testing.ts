@@ -19,7 +19,7 @@ export const CATALOG: InstanceType[] = smallCatalog();
 export function pool(
   name = 'default',
   d: {
-    policy?: 'WhenEmpty' | 'WhenEmptyOrUnderutilized';
+    policy?: 'WhenEmpty' | 'WhenEmptyOrUnderutilized' | 'Balanced';
     after?: string;
     budgets?: Budget[];
     capacityTypes?: string[];

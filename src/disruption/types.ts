@@ -122,6 +122,11 @@ export interface Candidate {
   reschedulablePods: Pod[];
   /** Upstream disruption cost: Σ eviction cost of reschedulable pods × lifetime remaining (see `cost.ts`). */
   disruptionCost: number;
+  /**
+   * Upstream `RescheduleDisruptionCost` (Balanced scoring, candidate order): 1 (per-node base) + Σ max(0, eviction
+   * cost) of the reschedulable pods (see `balanced.ts`).
+   */
+  rescheduleDisruptionCost: number;
   /** True when `consolidateAfter` has elapsed since the last pod event (see `candidates.ts`). */
   consolidatable: boolean;
   /** Why consolidation may not touch it yet (consolidateAfter not elapsed / Never), when not consolidatable. */

@@ -40,6 +40,8 @@ export interface RunState {
   inflight: ExistingCapacity[];
   /** True when some NodePool has a `PreferNoSchedule` taint (a pod may then relax tolerating it). */
   allowPreferNoSchedule: boolean;
+  /** `SchedulingInput.consolidateAfterDestinations`: existing nodes closed to the listed moving pods. */
+  consolidateAfterDestinations: SchedulingInput['consolidateAfterDestinations'];
   /** Smallest cpu (millicores) and memory (bytes) request of the run's pods (`Infinity` without pods). */
   minCpu: number;
   minMemory: number;
@@ -319,6 +321,7 @@ export function prepareRun(input: SchedulingInput): RunState {
     existing,
     inflight,
     allowPreferNoSchedule: pools.some((p) => p.taints.some((t) => t.effect === 'PreferNoSchedule')),
+    consolidateAfterDestinations: input.consolidateAfterDestinations,
     minCpu,
     minMemory,
   };

@@ -618,3 +618,29 @@ describe('solve: determinism and bad input', () => {
     expect(solve(input([makePod('x', { cpu: '1' })], [])).unschedulable[0]!.code).toBe('NoNodePool');
   });
 });
+
+describe('solve: consolidateAfterDestinations (upstream v1.14 isUnderConsolidateAfter)', () => {
+  it('keeps the listed moving pods off the protected existing node; other pods may still land there', () => {
+    const existing: ExistingNode = { node: makeNode('fresh'), pods: [] };
+    const moving = makePod('moved', { cpu: '500m', memory: '512Mi' });
+    const pending = makePod('pending', { cpu: '500m', memory: '512Mi' });
+    const guard = { nodes: new Set(['fresh']), podKeys: new Set(['default/moved']) };
+    const r = solve(
+      input([moving, pending], [general()], {
+        existingNodes: [existing],
+        consolidateAfterDestinations: guard,
+      }),
+    );
+    const where = Object.fromEntries(
+      r.placements.map((p) => [
+        p.pod.metadata.name,
+        p.target.kind === 'existing' ? p.target.node : p.target.kind,
+      ]),
+    );
+    expect(where).toEqual({ moved: 'new', pending: 'fresh' });
+    expect(r.newNodeClaims.map((nc) => nc.cheapest.instanceType.name)).toEqual(['c5.large']);
+    // without the guard both fit the existing node (1930m allocatable)
+    const open = solve(input([moving, pending], [general()], { existingNodes: [existing] }));
+    expect(open.newNodeClaims).toEqual([]);
+  });
+});

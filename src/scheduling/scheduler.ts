@@ -211,7 +211,16 @@ export class Scheduler {
   ): Where | undefined {
     const { topology, index } = this.run;
     const what = kind === 'existing' ? 'existing node' : 'in-flight nodeclaim';
+    const guard = kind === 'existing' ? this.run.consolidateAfterDestinations : undefined;
+    const guarded = guard !== undefined && guard.podKeys.has(pod.key);
     for (const cap of capacity) {
+      if (guarded && guard.nodes.has(cap.name)) {
+        this.recorder.note(
+          pod.key,
+          `${what} ${cap.name}: consolidateAfter has not elapsed (not a destination)`,
+        );
+        continue;
+      }
       const f = cap.canAdd(pod, topology, index, this.recorder.detailed);
       if (!f) {
         cap.commit(pod, topology);

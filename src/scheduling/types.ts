@@ -79,6 +79,13 @@ export interface SchedulingInput {
   volumes?: VolumeObjects;
   /** Upstream `--preference-policy` (`preferencepolicy.ts`): `Respect` (default) or `Ignore` preferences. */
   preferencePolicy?: PreferencePolicy;
+  /**
+   * Consolidation simulations only (upstream v1.14 `IsConsolidationSimulation` / `ExistingNode.isUnderConsolidateAfter`):
+   * the pods with these keys (`namespace/name`, pods moving off consolidation candidates) are never placed on the
+   * existing nodes named in `nodes` (nodes whose NodePool `consolidateAfter` has not elapsed since their last pod
+   * event). Pending pods and pods of deleting nodes are not listed, so they may still land there.
+   */
+  consolidateAfterDestinations?: { nodes: ReadonlySet<string>; podKeys: ReadonlySet<string> };
   /** Record per-pod explanations (`--explain`); costs some speed. */
   explain?: boolean;
 }

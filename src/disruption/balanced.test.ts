@@ -1,0 +1,192 @@
+import { describe, expect, it } from 'vitest';
+import { bySavingsRatio, nodePoolTotals, savingsRatio } from './balanced.ts';
+import { buildClusterView } from './candidates.ts';
+import { computeDisruption } from './index.ts';
+import { interweaveByNodePool } from './singlenode.ts';
+import { input, node, pod, pool } from './testing.ts';
+
+const summary = (r: ReturnType<typeof computeDisruption>) =>
+  r.commands.map((c) => ({
+    decision: c.decision,
+    method: c.method,
+    candidates: c.candidates.map((x) => x.name).sort(),
+    replacements: c.replacements.map((p) => p.cheapest.instanceType.name),
+    savings: c.savingsUSDPerHour,
+  }));
+
+const six = (prefix: string) => Array.from({ length: 6 }, (_, i) => pod(`${prefix}${i}`, { cpu: '500m' }));
+
+/**
+ * Pool of two m5.2xlarge ($0.384/h each): x holds six 500m pods (fits an m5.xlarge), z one 7-cpu pod (fits only
+ * an m5.2xlarge, and nowhere else).
+ */
+function refusedScenario(policy: 'WhenEmptyOrUnderutilized' | 'Balanced') {
+  const np = pool('default', { policy });
+  return input(
+    [
+      node('x', six('x'), { type: 'm5.2xlarge', pool: np }),
+      node('z', [pod('z0', { cpu: '7' })], { type: 'm5.2xlarge', pool: np }),
+    ],
+    { nodePools: [np] },
+  );
+}
+
+describe('consolidationPolicy: Balanced (upstream v1.14 balanced.go, k = 2)', () => {
+  it('pool totals: cost of every node, disruption 1 + Σ pod eviction cost per node', () => {
+    const inp = refusedScenario('Balanced');
+    const totals = nodePoolTotals(inp, buildClusterView(inp));
+    // 2 × $0.384/h; x: 1 + 6 pods, z: 1 + 1 pod.
+    expect(totals.get('default')).toEqual({ totalCost: 0.768, totalDisruptionCost: 9 });
+  });
+
+  it('WhenEmptyOrUnderutilized replaces x by an m5.xlarge; Balanced refuses (saves 25% of cost for 78% of disruption)', () => {
+    expect(summary(computeDisruption(refusedScenario('WhenEmptyOrUnderutilized')))).toEqual([
+      {
+        decision: 'replace',
+        method: 'SingleNodeConsolidation',
+        candidates: ['x'],
+        replacements: ['m5.xlarge'],
+        savings: 0.192,
+      },
+    ]);
+    const r = computeDisruption(refusedScenario('Balanced'));
+    // score = (0.192 / 0.768) / (7 / 9) = 0.25 / 0.778 = 0.321 < 0.5
+    expect(r.commands).toEqual([]);
+    expect(r.blocked.find((b) => b.node === 'x')?.reason).toContain(
+      'NodePool "default" is Balanced: saves 25% of its cost for 77.78% of its disruption (score 0.321, needs ≥ 0.5)',
+    );
+  });
+
+  it('both policies delete y when its pod fits x (saves 33% of cost for 22% of disruption: score 1.5)', () => {
+    for (const policy of ['WhenEmptyOrUnderutilized', 'Balanced'] as const) {
+      const np = pool('default', { policy });
+      const r = computeDisruption(
+        input(
+          [
+            node('x', six('x'), { type: 'm5.2xlarge', pool: np }),
+            node('y', [pod('y0', { cpu: '3' })], { pool: np }),
+          ],
+          { nodePools: [np] },
+        ),
+      );
+      expect(summary(r)).toEqual([
+        {
+          decision: 'delete',
+          method: 'SingleNodeConsolidation',
+          candidates: ['y'],
+          replacements: [],
+          savings: 0.192,
+        },
+      ]);
+    }
+  });
+
+  it('a move across NodePools scores the Balanced pool on its share of the savings', () => {
+    const bal = pool('bal', { policy: 'Balanced' });
+    const def = pool('def');
+    const r = computeDisruption(
+      input(
+        [
+          node('x', six('x'), { type: 'm5.2xlarge', pool: bal }),
+          node('z', [pod('z0', { cpu: '7' })], { type: 'm5.2xlarge', pool: bal }),
+          node('w', six('w'), { type: 'm5.2xlarge', pool: def }),
+          node('v', [pod('v0', { cpu: '7' })], { type: 'm5.2xlarge', pool: def }),
+        ],
+        { nodePools: [bal, def] },
+      ),
+    );
+    // Order by savings ratio: z, v ($0.384/h ÷ 2), then w, x (÷ 7). Batch [z, v, w] → one m5.4xlarge ($0.768/h),
+    // saving $0.384/h. Pool "bal" gets 0.384 × (0.384 / 1.152) = $0.128/h = 16.7% of its $0.768/h for 2 of its 9
+    // disruption (22.2%): score 0.75 ≥ 0.5. "def" is not scored. The 4-node batch would need two NodeClaims.
+    expect(summary(r)).toEqual([
+      {
+        decision: 'replace',
+        method: 'MultiNodeConsolidation',
+        candidates: ['v', 'w', 'z'],
+        replacements: ['m5.4xlarge'],
+        savings: 0.384,
+      },
+    ]);
+  });
+});
+
+describe('consolidation candidate order (upstream v1.14 sortCandidates: savings ratio, highest first)', () => {
+  it('orders by price / (1 + Σ pod eviction cost), not by disruption cost', () => {
+    const inp = input([
+      node('cheap', [pod('c0')], { type: 'm5.large' }),
+      node('pricey', [pod('p0'), pod('p1'), pod('p2'), pod('p3'), pod('p4')], { type: 'm5.2xlarge' }),
+      node('mid', [pod('m0')]),
+    ]);
+    const cands = [...buildClusterView(inp).candidates.values()];
+    const sorted = [...cands].sort(bySavingsRatio);
+    expect(sorted.map((c) => [c.name, savingsRatio(c)])).toEqual([
+      ['mid', 0.096], // $0.192/h ÷ 2
+      ['pricey', 0.064], // $0.384/h ÷ 6
+      ['cheap', 0.048], // $0.096/h ÷ 2
+    ]);
+    // disruption cost (the old order) would have put pricey (5 pods) last and cheap first
+    expect(cands.map((c) => [c.name, c.disruptionCost])).toEqual([
+      ['cheap', 1],
+      ['pricey', 5],
+      ['mid', 1],
+    ]);
+  });
+
+  it('single-node consolidation interleaves the sorted candidates by NodePool', () => {
+    const a = pool('a');
+    const b = pool('b');
+    const inp = input(
+      [
+        node('a1', [pod('p1')], { type: 'm5.2xlarge', pool: a }),
+        node('a2', [pod('p2')], { pool: a }),
+        node('a3', [pod('p3')], { type: 'm5.large', pool: a }),
+        node('b1', [pod('p4')], { type: 'm5.large', pool: b }),
+      ],
+      { nodePools: [a, b] },
+    );
+    const sorted = [...buildClusterView(inp).candidates.values()].sort(bySavingsRatio);
+    expect(sorted.map((c) => c.name)).toEqual(['a1', 'a2', 'a3', 'b1']);
+    expect(interweaveByNodePool(sorted).map((c) => c.name)).toEqual(['a1', 'b1', 'a2', 'a3']);
+  });
+});
+
+describe('consolidateAfter protects destination nodes (upstream v1.14 isUnderConsolidateAfter)', () => {
+  const np = pool('default', { after: '5m' });
+  // `now` is 2026-01-01T00:00:00Z; `old` had its last pod event an hour ago, so it is consolidatable.
+  const scenario = (freshLastPodEvent: string) =>
+    input(
+      [
+        node('old', [pod('p1')], { pool: np, lastPodEventTime: '2025-12-31T23:00:00Z' }),
+        node('fresh', [pod('p2')], {
+          pool: np,
+          lastPodEventTime: freshLastPodEvent,
+          nodeAnnotations: { 'karpenter.sh/do-not-disrupt': 'true' },
+        }),
+      ],
+      { nodePools: [np] },
+    );
+
+  it('a node whose consolidateAfter has elapsed takes the moved pod: old is deleted', () => {
+    expect(summary(computeDisruption(scenario('2025-12-31T23:50:00Z')))).toEqual([
+      {
+        decision: 'delete',
+        method: 'SingleNodeConsolidation',
+        candidates: ['old'],
+        replacements: [],
+        savings: 0.192,
+      },
+    ]);
+  });
+
+  it('a node with a pod event 1 minute ago (consolidateAfter 5m) is no destination: old is replaced instead', () => {
+    expect(summary(computeDisruption(scenario('2025-12-31T23:59:00Z')))).toEqual([
+      {
+        decision: 'replace',
+        method: 'SingleNodeConsolidation',
+        candidates: ['old'],
+        replacements: ['m5.large'],
+        savings: 0.096,
+      },
+    ]);
+  });
+});
