@@ -150,8 +150,9 @@ export class PlanSearch {
       this.cheapLeftCpu[i] = -1;
       this.cheapLeftMem[i] = -1;
       this.slot.delete(plan);
+      // compacted at the start of the next place(), never here: a scan of place() holds row indices (`top`)
+      // across update() calls, and compacting under it would point them at other NodeClaims or past the end
       this.dead++;
-      if (this.dead > 64 && this.dead * 4 > this.rows) this.compact();
     }
   }
 
@@ -273,6 +274,7 @@ export class PlanSearch {
 
   /** Places `pod` on a planned NodeClaim (committed) and returns it, or undefined when none can take it. */
   place(pod: PodInfo, note?: (d: string) => void): NewNodeClaim | undefined {
+    if (this.dead > 64 && this.dead * 4 > this.rows) this.compact();
     const attempt = ++this.attempt;
     const topology = this.topology;
     this.memoizable =
