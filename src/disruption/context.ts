@@ -85,7 +85,7 @@ export class Simulator {
   private readonly plainCache = new Map<string, ExistingNode[]>();
 
   constructor(
-    private readonly input: DisruptionInput,
+    readonly input: DisruptionInput,
     view: ClusterView,
     excluded: ReadonlySet<string>,
   ) {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { NodeClaim } from '../apis/karpenter.ts';
 import { buildClusterView } from './candidates.ts';
+import { computeDisruption } from './index.ts';
 import {
   nodeLimitOf,
   type StaticMember,
@@ -113,6 +114,53 @@ describe('static NodePools are never consolidated', () => {
     expect(c?.consolidatable).toBe(false);
     expect(c?.notConsolidatableReason).toBe(
       'NodePool "static" is static (spec.replicas): its nodes are never consolidated',
+    );
+  });
+});
+
+describe('StaticDrift (upstream staticdrift.go) in a disruption pass', () => {
+  function staticPool(replicas: number, limits?: Record<string, string>) {
+    const np = pool('static');
+    np.spec.replicas = replicas;
+    if (limits) np.spec.limits = limits;
+    return np;
+  }
+  it('replaces a drifted static node one for one with a template NodeClaim, not a simulation', () => {
+    const np = staticPool(2);
+    const nodes = [node('n1', [pod('a')], { pool: np }), node('n2', [], { pool: np })];
+    nodes[0]!.providerDrifted = 'AMIDrift';
+    const res = computeDisruption(input(nodes, { nodePools: [np] }));
+    expect(res.commands).toHaveLength(1);
+    const cmd = res.commands[0]!;
+    expect([cmd.method, cmd.decision, cmd.reason]).toEqual(['StaticDrift', 'replace', 'Drifted']);
+    expect(cmd.candidates.map((c) => c.name)).toEqual(['n1']);
+    expect(cmd.replacements).toHaveLength(1);
+    const r = cmd.replacements[0]!;
+    expect(r.nodePool).toBe('static');
+    expect(r.instanceTypeOptions).toEqual([]);
+    expect(r.requirements).toEqual(np.spec.template.spec.requirements);
+    expect(r.cheapest.instanceType.name).toBe('m5.large');
+    // the empty n2 is not consolidated: static
+    expect(res.blocked.find((b) => b.node === 'n2')?.reason).toBe(
+      'NodePool "static" is static (spec.replicas): its nodes are never consolidated',
+    );
+  });
+  it('waits while the NodePool is above replicas, and when limits.nodes leaves no room', () => {
+    const above = staticPool(1);
+    const nodes = [node('n1', [], { pool: above }), node('n2', [], { pool: above })];
+    nodes[0]!.providerDrifted = 'AMIDrift';
+    const r1 = computeDisruption(input(nodes, { nodePools: [above] }));
+    expect(r1.commands).toEqual([]);
+    expect(r1.blocked.find((b) => b.node === 'n1')?.reason).toContain(
+      'static NodePool "static" is above its replicas; it scales down first',
+    );
+    const full = staticPool(2, { nodes: '2' });
+    const nodes2 = [node('n1', [], { pool: full }), node('n2', [], { pool: full })];
+    nodes2[0]!.providerDrifted = 'AMIDrift';
+    const r2 = computeDisruption(input(nodes2, { nodePools: [full] }));
+    expect(r2.commands).toEqual([]);
+    expect(r2.blocked.find((b) => b.node === 'n1')?.reason).toContain(
+      'limits.nodes of static NodePool "static" leaves no room for a replacement',
     );
   });
 });

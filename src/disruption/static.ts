@@ -8,9 +8,13 @@
 
 import type { Pod } from '../apis/core.ts';
 import { isDoNotDisruptActive } from '../apis/donotdisrupt.ts';
+import type { InstanceType } from '../apis/instancetype.ts';
 import type { NodeClaim, NodePool } from '../apis/karpenter.ts';
 import { isOwnedByDaemonSet } from '../apis/pod.ts';
 import { parseQuantity } from '../apis/quantity.ts';
+import { cheapestOffering, instanceTypeCompatible, providerKeys } from '../scheduling/instancetypes.ts';
+import { Requirements } from '../scheduling/requirements.ts';
+import type { NodeClaimPlan } from '../scheduling/types.ts';
 import { lifetimeRemaining, nodeClaimCreated, reschedulingCost } from './cost.ts';
 
 /**
@@ -129,4 +133,49 @@ export function staticScaleDownCandidates(
     ...rest.map((r) => ({ nodeClaim: r.m.nodeClaim, why: 'cost' as const })),
   ];
   return picks.slice(0, Math.max(0, count));
+}
+
+/**
+ * The launch plan of one static NodeClaim (upstream `NewNodeClaimTemplate` + `ToNodeClaim` with
+ * `IsStaticNodeClaim`): the template requirements, no instance-type options (the cloud provider's `create` picks
+ * the cheapest compatible offering), no pods, no requests. `cheapest` is the cheapest available offering of a type
+ * the requirements allow, for logs and prices. Returns a reason string naming the NodePool when the requirements
+ * are malformed or no type in `instanceTypes` fits them.
+ * @param instanceTypes the NodePool's instance types (the cloud provider's list for its NodeClass)
+ */
+export function staticPlan(
+  nodePool: NodePool,
+  instanceTypes: readonly InstanceType[],
+): NodeClaimPlan | string {
+  const name = nodePool.metadata.name ?? '';
+  const requirements = structuredClone(nodePool.spec.template.spec.requirements ?? []);
+  let reqs: Requirements;
+  try {
+    reqs = Requirements.fromNodeSelector(requirements);
+  } catch (err) {
+    return `NodePool "${name}" spec.template.spec.requirements are malformed: ${(err as Error).message}`;
+  }
+  const keys = providerKeys(instanceTypes);
+  let best: NodeClaimPlan['cheapest'] | undefined;
+  for (const it of instanceTypes) {
+    if (!instanceTypeCompatible(it, reqs, keys)) continue;
+    const o = cheapestOffering(it.offerings, reqs);
+    if (!o) continue;
+    const better =
+      !best ||
+      o.priceUSDPerHour < best.offering.priceUSDPerHour ||
+      (o.priceUSDPerHour === best.offering.priceUSDPerHour && it.name < best.instanceType.name);
+    if (better) best = { instanceType: it, offering: o };
+  }
+  if (!best)
+    return `no instance type with an available offering satisfies NodePool "${name}" spec.template.spec.requirements`;
+  return {
+    nodePool: name,
+    requirements,
+    instanceTypeOptions: [],
+    pods: [],
+    requests: {},
+    daemonOverhead: {},
+    cheapest: best,
+  };
 }

@@ -23,16 +23,15 @@
  */
 import type { NodeClaim, NodePool } from '../../apis/karpenter.ts';
 import { LabelNodePool } from '../../apis/labels.ts';
-import { selectLaunchOption } from '../../cloudprovider/offerings.ts';
 import {
   nodeLimitOf,
   type StaticCounts,
   type StaticMember,
+  staticPlan,
   staticScaleDownCandidates,
   staticScaleDownCount,
   staticScaleUp,
 } from '../../disruption/static.ts';
-import type { NodeClaimPlan } from '../../scheduling/types.ts';
 import { type Cluster, conditionOf, type StateNode } from '../../state/cluster.ts';
 import type { NodeClaimLauncher } from '../provisioning/launcher.ts';
 import {
@@ -80,35 +79,6 @@ export function staticState(
 
 function podsOf(sn: StateNode) {
   return [...sn.pods, ...sn.daemonSetPods];
-}
-
-/**
- * The launch plan of one static NodeClaim: the template requirements, no instance-type options (the provider
- * picks), no pods; `cheapest` is the offering the provider's selection rule ({@link selectLaunchOption}) would
- * take, for logs and prices. Returns a reason string when no offering fits the template.
- */
-export function staticPlan(
-  nodePool: NodePool,
-  instanceTypes: Parameters<typeof selectLaunchOption>[0],
-): NodeClaimPlan | string {
-  const requirements = structuredClone(nodePool.spec.template.spec.requirements ?? []);
-  let sel: ReturnType<typeof selectLaunchOption>;
-  try {
-    sel = selectLaunchOption(instanceTypes, requirements);
-  } catch (err) {
-    return `NodePool "${nodePool.metadata.name}" spec.template.spec.requirements are malformed: ${errorMessage(err)}`;
-  }
-  if (!sel.ok)
-    return `no available offering satisfies NodePool "${nodePool.metadata.name}" spec.template.spec.requirements`;
-  return {
-    nodePool: nodePool.metadata.name as string,
-    requirements,
-    instanceTypeOptions: [],
-    pods: [],
-    requests: {},
-    daemonOverhead: {},
-    cheapest: { instanceType: sel.option.instanceType, offering: sel.option.offering },
-  };
 }
 
 /** The static capacity controller; see the module doc. */
