@@ -33,6 +33,7 @@ import {
   staticScaleUp,
 } from '../../disruption/static.ts';
 import { type Cluster, conditionOf, type StateNode } from '../../state/cluster.ts';
+import { AnnotationReplacementFor } from '../disruption/orchestration.ts';
 import type { NodeClaimLauncher } from '../provisioning/launcher.ts';
 import {
   type Controller,
@@ -59,20 +60,36 @@ export interface StaticCapacityOptions extends ControllerDeps, InformerSyncOptio
   enabled: boolean;
 }
 
-/** A static NodePool's members and counts in cluster state (upstream `NodePoolState.GetNodeCount`). */
+/**
+ * A static NodePool's members and counts in cluster state (upstream `NodePoolState.GetNodeCount`): deleting =
+ * NodeClaim or Node being deleted; pending disruption = marked for deletion (a disruption command's candidate), or
+ * named in a live NodeClaim's `capenter.dev/replacement-for` annotation — the orchestrator launches a replacement
+ * before it taints and marks the candidate, while upstream marks first, so without this a reconcile in between
+ * would see `replicas + 1` active NodeClaims and scale the new replacement away. Such candidates are never picked
+ * for scale-down.
+ */
 export function staticState(
   cluster: Cluster,
   nodePool: string,
 ): { counts: StaticCounts; members: StaticMember[] } {
   const counts: StaticCounts = { active: 0, deleting: 0, pendingDisruption: 0 };
   const members: StaticMember[] = [];
-  for (const sn of cluster.stateNodes()) {
-    if (sn.nodePool !== nodePool || !sn.nodeClaim) continue;
-    const deleting = !!sn.nodeClaim.metadata.deletionTimestamp || !!sn.node?.metadata.deletionTimestamp;
+  const nodes = cluster.stateNodes().filter((sn) => sn.nodePool === nodePool && sn.nodeClaim);
+  const replaced = new Set<string>();
+  for (const sn of nodes) {
+    const nc = sn.nodeClaim as NodeClaim;
+    if (nc.metadata.deletionTimestamp) continue;
+    for (const n of (nc.metadata.annotations?.[AnnotationReplacementFor] ?? '').split(','))
+      if (n) replaced.add(n);
+  }
+  for (const sn of nodes) {
+    const nc = sn.nodeClaim as NodeClaim;
+    const deleting = !!nc.metadata.deletionTimestamp || !!sn.node?.metadata.deletionTimestamp;
+    const pending = sn.markedForDeletion || replaced.has(nc.metadata.name ?? '');
     if (deleting) counts.deleting++;
-    else if (sn.markedForDeletion) counts.pendingDisruption++;
+    else if (pending) counts.pendingDisruption++;
     else counts.active++;
-    members.push({ nodeClaim: sn.nodeClaim, pods: podsOf(sn), deleting: sn.markedForDeletion });
+    members.push({ nodeClaim: nc, pods: podsOf(sn), deleting: deleting || pending });
   }
   return { counts, members };
 }
