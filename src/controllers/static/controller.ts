@@ -162,7 +162,7 @@ export class StaticCapacityController implements Controller {
     const gen = np.metadata.generation ?? 0;
     if (this.toldDisabled.get(name) === gen) return {};
     this.toldDisabled.set(name, gen);
-    const msg = `NodePool "${name}" sets spec.replicas=${np.spec.replicas} (static capacity) but the StaticCapacity feature gate is off, so no NodeClaims are created or removed for it and provisioning does not use it; enable it with --feature-gates StaticCapacity=true (FEATURE_GATES) or remove spec.replicas`;
+    const msg = `NodePool "${name}" sets spec.replicas=${np.spec.replicas} (static capacity) but the StaticCapacity feature gate is off, so no NodeClaims are created or removed for it and provisioning does not use it; enable it with --feature-gates StaticCapacity=true (FEATURE_GATES), or recreate the NodePool without spec.replicas (a NodePool cannot switch between static and dynamic)`;
     this.opts.logger.warn({ controller: this.name, nodepool: name }, msg);
     await this.opts.recorder.publish(np, 'Warning', 'StaticCapacityDisabled', msg);
     return {};
