@@ -438,6 +438,29 @@ spec:
     expect(out).toContain('input error');
   });
 
+  it('a static NodePool: a notice with its replicas (capped by limits.nodes) and launch type; pods use the dynamic pool', async () => {
+    const file = join(tmp, 'static-nodepool.yaml');
+    writeFileSync(
+      file,
+      [
+        nodePool('static', 'default').replace(
+          'spec:\n  template',
+          'spec:\n  replicas: 3\n  limits: {nodes: "2"}\n  template',
+        ),
+        nodePool('dynamic', 'default'),
+        nodeClass,
+        deployment('app-1', '500m'),
+      ].join('\n---\n'),
+    );
+    const { code, json } = await runJSON([file]);
+    expect(code).toBe(0);
+    expect(json.nodeClaims.map((n) => n.nodePool)).toEqual(['dynamic']);
+    const notice = json.notices.find((n) => n.startsWith('NodePool "static" is static'));
+    expect(notice).toMatch(
+      /^NodePool "static" is static \(spec\.replicas: 3\): with the StaticCapacity feature gate on, capenter keeps 2 NodeClaims of it \(limits\.nodes 2 caps replicas 3\), each a m6i\.large \(on-demand, us-east-1[a-f], \$0\.096\/h\); with the gate off it gets none\. It is not used for the pending pods below/,
+    );
+  });
+
   it('every NodePool invalid: the default NodePool is not used, the pods stay unschedulable', async () => {
     const file = join(tmp, 'only-invalid-nodepool.yaml');
     writeFileSync(

@@ -80,13 +80,22 @@ export function offeringPrice(it: InstanceType, zone: string | undefined, capaci
   return best;
 }
 
-/** Whether `consolidateAfter` has elapsed for the NodeClaim (see the module doc), and why not. */
+/**
+ * Whether `consolidateAfter` has elapsed for the NodeClaim (see the module doc), and why not. Never for a static
+ * NodePool (`spec.replicas` set: upstream leaves `Consolidatable` unset, so emptiness and consolidation skip it).
+ */
 export function consolidatableState(
   nc: NodeClaim,
   node: Node,
   nodePool: NodePool,
   nowMs: number,
 ): { consolidatable: boolean; reason?: string } {
+  // upstream nodeclaim/disruption/controller.go: NodeClaims of static NodePools are never marked consolidatable
+  if (nodePool.spec.replicas !== undefined)
+    return {
+      consolidatable: false,
+      reason: `NodePool "${nodePool.metadata.name}" is static (spec.replicas): its nodes are never consolidated`,
+    };
   const after = nodePool.spec.disruption?.consolidateAfter ?? '0s';
   const d = tryParseDuration(after);
   if (!d.ok) return { consolidatable: false, reason: `consolidateAfter "${after}" is not a duration` };

@@ -89,7 +89,7 @@ export class Simulator {
   private readonly underConsolidateAfter = new Set<string>();
 
   constructor(
-    private readonly input: DisruptionInput,
+    readonly input: DisruptionInput,
     view: ClusterView,
     excluded: ReadonlySet<string>,
   ) {

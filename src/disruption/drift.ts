@@ -19,6 +19,8 @@ export class Drift implements Method {
   readonly class = 'eventual' as const;
 
   shouldDisrupt(c: Candidate): string | undefined {
+    // upstream drift.go: static NodePools' drifted nodes are StaticDrift's (`staticdrift.ts`)
+    if (c.nodePool.spec.replicas !== undefined) return 'in a static NodePool (StaticDrift replaces it)';
     return c.driftReason ? undefined : 'not drifted';
   }
 

@@ -2,7 +2,7 @@
  * The disruption decision core: `computeDisruption(input)` runs one pass of upstream Karpenter's disruption
  * controller (kubernetes-sigs/karpenter `pkg/controllers/disruption/controller.go`) on a snapshot, purely:
  * 1. expired NodeClaims → `Expired` delete commands (not budgeted; see `expiration.ts`);
- * 2. the methods in order — emptiness, drift, multi-node consolidation, single-node consolidation — each over its
+ * 2. the methods in order — emptiness, static drift (`staticdrift.ts`), drift, multi-node consolidation, single-node consolidation — each over its
  *    candidates (eligible managed nodes its `shouldDisrupt` accepts) with the per-NodePool budget for its reason;
  *    the first method returning a command ends the pass;
  * 3. every node no command disrupts is listed in `blocked` with the most specific reason known.
@@ -18,15 +18,22 @@ import { expirationCommands } from './expiration.ts';
 import type { Method } from './method.ts';
 import { MultiNodeConsolidation } from './multinode.ts';
 import { SingleNodeConsolidation } from './singlenode.ts';
+import { StaticDrift } from './staticdrift.ts';
 import type { BlockedNode, Candidate, Command, DisruptionInput, DisruptionResult } from './types.ts';
 
 export { PassContext } from './context.ts';
 export type { Method } from './method.ts';
 export type * from './types.ts';
 
-/** The methods in upstream's order. */
+/** The methods in upstream's order (v1.14 `NewMethods`: emptiness, static drift, drift, multi, single). */
 export function defaultMethods(): Method[] {
-  return [new Emptiness(), new Drift(), new MultiNodeConsolidation(), new SingleNodeConsolidation()];
+  return [
+    new Emptiness(),
+    new StaticDrift(),
+    new Drift(),
+    new MultiNodeConsolidation(),
+    new SingleNodeConsolidation(),
+  ];
 }
 
 /** Extra facts about a finished pass, for benchmarks and logs. */

@@ -1,8 +1,10 @@
 /**
  * The controller list of one capenter process (upstream kubernetes-sigs/karpenter `pkg/controllers/controllers.go`
  * plus the provider's own, as a provider's `main` appends them): provisioner + its trigger, `nodeclaim.lifecycle`,
- * `nodeclaim.garbagecollection`, `node.termination`, `node.health` (only with the `NodeRepair` feature gate), disruption, `nodeclaim.expiration`, `nodeclaim.podevents`,
- * `nodepool`, `nodeclass.status` (with the provider's `Ready` dependents), the metrics controllers, then the
+ * `nodeclaim.garbagecollection`, `node.termination`, `node.health` (only with the `NodeRepair` feature gate),
+ * disruption, `nodeclaim.expiration`, `nodeclaim.podevents`, `nodepool`, `static.capacity` (upstream
+ * `static.provisioning` + `static.deprovisioning`), `nodeclass.status` (with the provider's `Ready` dependents), the
+ * metrics controllers, then the
  * provider module's controllers. Built by `createOperator` (`./operator.ts`); nothing runs until it starts them.
  */
 import type { Registry } from 'prom-client';
@@ -25,6 +27,7 @@ import { NodeClassStatusController } from '../controllers/nodepool/nodeclass.ts'
 import { Provisioner } from '../controllers/provisioning/provisioner.ts';
 import { ProvisioningTrigger } from '../controllers/provisioning/trigger.ts';
 import type { Controller, ControllerDeps } from '../controllers/runtime/index.ts';
+import { StaticCapacityController } from '../controllers/static/controller.ts';
 import type { KubeClient } from '../kube/client.ts';
 import type { Clock } from '../kube/clock.ts';
 import type { EventRecorder } from '../kube/events.ts';
@@ -146,6 +149,13 @@ export function buildControllers(d: ControllerListDeps): ControllerList {
     new ExpirationController(deps('nodeclaim.expiration')),
     new PodEventsController(deps('nodeclaim.podevents')),
     new NodePoolController(deps('nodepool')),
+    // always registered: with the gate off it tells each static NodePool so (upstream registers nothing)
+    new StaticCapacityController({
+      ...deps('static.capacity'),
+      cluster,
+      launcher: provisioner.launcher,
+      enabled: options.featureGates.StaticCapacity === true,
+    }),
     new NodeClassStatusController({
       ...deps('nodeclass.status'),
       ...(Object.keys(readyDependents).length > 0 ? { extraDependents: readyDependents } : {}),

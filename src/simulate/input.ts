@@ -44,6 +44,7 @@ import { LabelNodePool } from '../apis/labels.ts';
 import { isActive } from '../apis/pod.ts';
 import type { Resources } from '../apis/quantity.ts';
 import type { InstanceType } from '../cloudprovider/types.ts';
+import { nodeLimitOf, staticPlan } from '../disruption/static.ts';
 import { selectorMatches } from '../scheduling/labelselector.ts';
 import { addUsage, limitCapacity, nodeLimitCapacity } from '../scheduling/limits.ts';
 import { daemonSetNodeFit, withoutEphemeralTaints } from '../scheduling/predicates.ts';
@@ -935,6 +936,35 @@ async function nodePoolInstanceTypes(
 }
 
 /**
+ * What `capenter simulate` says about a static NodePool (`spec.replicas`): the scheduler never plans new
+ * NodeClaims from it (upstream provisioning skips static NodePools) and the plan does not include the NodeClaims
+ * the `static.capacity` controller would keep — the notice gives their count (replicas capped by `limits.nodes`),
+ * the type the provider would launch (cheapest offering the template allows, `disruption/static.ts`
+ * `staticPlan`) and its price, and how many of the pool's nodes the input already has (those do take pods).
+ */
+export function staticPoolNotice(
+  np: NodePool,
+  types: readonly InstanceType[],
+  existing: readonly ExistingNode[],
+): string {
+  const name = nameOf(np);
+  const replicas = np.spec.replicas ?? 0;
+  const have = existing.filter((e) => e.node.metadata.labels?.[LabelNodePool] === name).length;
+  let limit = Number.POSITIVE_INFINITY;
+  try {
+    limit = nodeLimitOf(np);
+  } catch {}
+  const kept = Math.min(replicas, limit);
+  const plan = staticPlan(np, types);
+  const what =
+    typeof plan === 'string'
+      ? plan
+      : `each a ${plan.cheapest.instanceType.name} (${plan.cheapest.offering.capacityType}, ${plan.cheapest.offering.zone}, $${plan.cheapest.offering.priceUSDPerHour}/h)`;
+  const capped = kept < replicas ? ` (limits.nodes ${limit} caps replicas ${replicas})` : '';
+  return `NodePool "${name}" is static (spec.replicas: ${replicas}): with the StaticCapacity feature gate on, capenter keeps ${kept} NodeClaims of it${capped}, ${what}; with the gate off it gets none. It is not used for the pending pods below (upstream provisioning skips static NodePools) and its NodeClaims are not in this plan; ${have} of its nodes are in the input and take pods as existing nodes.`;
+}
+
+/**
  * Builds the scheduler input from loaded (validated, defaulted) objects. Never throws for bad input:
  * problems come back in `errors` and the rest is still built. Reads nothing but `opts.catalog`.
  */
@@ -960,6 +990,7 @@ export async function buildSchedulingInput(
     if (!types) continue;
     instanceTypes[nameOf(np)] = types;
     usablePools.push(np);
+    if (np.spec.replicas !== undefined) notices.push(staticPoolNotice(np, types, existingNodes));
   }
 
   const input: SchedulingInput = {

@@ -2,8 +2,8 @@
  * Command validation, after kubernetes-sigs/karpenter `pkg/controllers/disruption/validation.go`: a command chosen
  * by emptiness or consolidation is re-checked after a 15 s wait (`consolidationTTL`) on a fresh snapshot; it goes
  * ahead only when the recomputed pass still chooses the same candidates the same way (nodes may have received
- * pods, PDBs or budgets may have changed meanwhile). Drift is not re-validated (upstream executes drift commands
- * at once); expiration is not a command of this controller.
+ * pods, PDBs or budgets may have changed meanwhile). Drift and static drift are not re-validated (upstream executes
+ * eventual commands at once); expiration is not a command of this controller.
  */
 import type { Command, DisruptionResult } from '../../disruption/index.ts';
 
@@ -12,7 +12,7 @@ export const ValidationSeconds = 15;
 
 /** True when `cmd` must be re-validated after {@link ValidationSeconds} before it runs. */
 export function needsValidation(cmd: Command): boolean {
-  return cmd.method !== 'Drift' && cmd.reason !== 'Expired';
+  return cmd.method !== 'Drift' && cmd.method !== 'StaticDrift' && cmd.reason !== 'Expired';
 }
 
 /** The budgeted (non-`Expired`) command of a pass, if any. */

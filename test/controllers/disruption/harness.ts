@@ -52,6 +52,8 @@ export interface EnvOptions {
   /** Runs after the preloads, before the operator starts (e.g. to write statuses). */
   afterPreload?: (client: SimulatedCluster['client']) => Promise<void>;
   kubeletReadyDelaySeconds?: number | ((node: Node) => number);
+  /** Feature gates over the defaults (e.g. `{ StaticCapacity: true }`). */
+  featureGates?: Record<string, boolean>;
 }
 
 /** Parses multi-document YAML. */
@@ -93,7 +95,13 @@ export async function startEnv(o: EnvOptions = {}): Promise<Env> {
     client,
     clock,
     logger,
-    options: { ...embeddedOptions(), leaderElect: false, batchIdleSeconds: 1, batchMaxSeconds: 10 },
+    options: {
+      ...embeddedOptions(),
+      leaderElect: false,
+      batchIdleSeconds: 1,
+      batchMaxSeconds: 10,
+      featureGates: { ...embeddedOptions().featureGates, ...(o.featureGates ?? {}) },
+    },
     defaultMetrics: false,
     ...(o.disruption ? { tuning: { disruption: o.disruption } } : {}),
   });
