@@ -252,6 +252,9 @@ export class Simulator {
       ...(this.input.namespaces ? { namespaces: this.input.namespaces } : {}),
       ...(this.input.volumes ? { volumes: this.input.volumes } : {}),
       ...(this.input.options?.preferencePolicy === 'Ignore' ? { preferencePolicy: 'Ignore' as const } : {}),
+      ...(this.input.options?.minValuesPolicy === 'BestEffort'
+        ? { minValuesPolicy: 'BestEffort' as const }
+        : {}),
     };
     const res = preferenceFreeIfCheaper(solve(schedInput), schedInput, moving, nonPending);
     for (const u of res.unschedulable) {
