@@ -187,8 +187,7 @@ describe('cases run by other test files', () => {
  * Cases that fail until the named issue is done: run as expected failures (`it.fails`), so they turn red
  * the moment they start passing and the entry must be removed. Never skipped, never deleted.
  */
-const EXPECTED_FAILURES: Readonly<Record<string, string>> = {
-};
+const EXPECTED_FAILURES: Readonly<Record<string, string>> = {};
 
 describe('scenario cases', () => {
   for (const c of cases.filter((x) => KINDS_HERE.has(x.kind))) {

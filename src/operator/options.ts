@@ -185,7 +185,7 @@ export const CORE_SETTINGS = [
     flag: 'min-values-policy',
     key: 'minValuesPolicy',
     description:
-      'whether a NodeClaim that cannot meet minValues is not created (Strict) or minValues are relaxed (BestEffort)',
+      'Strict: a NodeClaim whose instance types cannot meet a requirement\'s minValues is not created (the pod stays pending); BestEffort: that minValues is lowered to what the instance types offer and the NodeClaim is annotated karpenter.sh/nodeclaim-min-values-relaxed: "true" (also in simulation for disruption)',
     default: 'Strict' as MinValuesPolicy,
     accepts: 'Strict, BestEffort',
     parse: oneOf<MinValuesPolicy>(['Strict', 'BestEffort']),

@@ -272,6 +272,42 @@ describe('solve: new NodeClaims', () => {
       expect(familyReq(nc)?.minValues).toBe(3);
     });
 
+    it('truncation to 60 options: Strict fails the pod, BestEffort lowers minValues to the kept families (capenter deviation)', () => {
+      // 100 types, cheapest first: 40 of family fa, 40 of fb, then 20 of fc; the 60 cheapest hold only fa and fb
+      const types: InstanceType[] = Array.from({ length: 100 }, (_, i) =>
+        makeInstanceType({
+          name: `t${String(i).padStart(3, '0')}.large`,
+          cpu: 2,
+          memoryGiB: 4,
+          price: 0.1 + i / 1000,
+          labels: { 'karpenter.k8s.aws/instance-family': i < 40 ? 'fa' : i < 80 ? 'fb' : 'fc' },
+        }),
+      );
+      const pool = makeNodePool('p', {
+        requirements: [
+          {
+            key: 'karpenter.k8s.aws/instance-family',
+            operator: 'In',
+            values: ['fa', 'fb', 'fc'],
+            minValues: 3,
+          },
+        ],
+      });
+      const strict = solve(input([makePod('a', { cpu: '1' })], [pool], {}, types));
+      expect(strict.newNodeClaims).toEqual([]);
+      expect(strict.unschedulable.map((u) => u.message)).toEqual([
+        'NodePool "p" could not meet minValues after truncation: minValues requirement not met: key "karpenter.k8s.aws/instance-family" needs at least 3 distinct values, the remaining instance types offer 2 [fa, fb]',
+      ]);
+      const best = solve(
+        input([makePod('a', { cpu: '1' })], [pool], { minValuesPolicy: 'BestEffort' }, types),
+      );
+      const nc = best.newNodeClaims[0]!;
+      expect(nc.instanceTypeOptions).toHaveLength(60);
+      expect(nc.instanceTypeOptions[59]!.name).toBe('t059.large');
+      expect(nc.minValuesRelaxed).toBe(true);
+      expect(familyReq(nc)?.minValues).toBe(2);
+    });
+
     it('BestEffort: a pod joining a relaxed NodeClaim is held to its lowered minValues (upstream addToInflightNode)', () => {
       // 30Gi opens the NodeClaim (m5, r5 → minValues 2); a second 30Gi pod needs 60Gi in total: only
       // m5.4xlarge (57.6Gi) drops out, leaving r5.4xlarge alone (1 family < 2), so it opens a second NodeClaim.

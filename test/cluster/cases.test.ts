@@ -33,8 +33,7 @@ const RUN_ELSEWHERE: Readonly<Record<string, string>> = {
  * Cases that fail on the real control plane until the named issue is done, or where kube-scheduler disagrees with
  * capenter's decision (named): expected failures (`it.fails`), so they turn red once they pass.
  */
-const EXPECTED_FAILURES: Readonly<Record<string, string>> = {
-};
+const EXPECTED_FAILURES: Readonly<Record<string, string>> = {};
 
 /**
  * Cases whose settled NodeClaim count depends on the order in which kube-scheduler binds the pods: it does not know
