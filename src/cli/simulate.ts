@@ -173,7 +173,7 @@ export function registerSimulateCommand(program: Command): void {
     )
     .option(
       '--min-values-policy <policy>',
-      'Strict: a NodeClaim that cannot meet minValues is not planned; BestEffort: minValues are lowered (MIN_VALUES_POLICY)',
+      'what a NodeClaim that cannot meet minValues gets: Strict (default) is not planned, BestEffort has minValues lowered (MIN_VALUES_POLICY)',
       'Strict',
     )
     .option(
