@@ -370,6 +370,68 @@ spec:
   });
 });
 
+describe('--min-values-policy (upstream MIN_VALUES_POLICY)', () => {
+  // instance-family minValues 3; a 200Gi pod rules out every c5 (c5.24xlarge has 192GiB): m5 and r5 remain
+  const text = `apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: default}
+spec:
+  role: KarpenterNodeRole-cluster-1
+  amiSelectorTerms: [{alias: al2023@latest}]
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: cluster-1}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: cluster-1}}]
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: mv}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements:
+      - {key: karpenter.k8s.aws/instance-family, operator: In, values: [c5, m5, r5], minValues: 3}
+      - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: big, namespace: default}
+spec:
+  containers: [{name: app, image: registry.example/app:1, resources: {requests: {cpu: '1', memory: 200Gi}}}]
+`;
+
+  it('Strict (default): the pod is unschedulable naming the key and the 2 families left', async () => {
+    const { code, err, json } = await runJSON(['-'], {}, text);
+    expect(code, err).toBe(0);
+    expect(json.nodeClaims).toEqual([]);
+    expect(json.unschedulable).toEqual([
+      {
+        pod: 'default/big',
+        code: 'IncompatibleRequirements',
+        reason:
+          'incompatible with nodepool "mv": minValues requirement not met: key "karpenter.k8s.aws/instance-family" needs at least 3 distinct values, the remaining instance types offer 2 [m5, r5]',
+      },
+    ]);
+  });
+
+  it('BestEffort: one NodeClaim over m5/r5 marked minValuesRelaxed, and the table says so', async () => {
+    const { code, err, json } = await runJSON(['-'], { minValuesPolicy: 'BestEffort' }, text);
+    expect(code, err).toBe(0);
+    expect(json.unschedulable).toEqual([]);
+    expect(json.nodeClaims).toHaveLength(1);
+    const nc = json.nodeClaims[0]!;
+    expect(nc.minValuesRelaxed).toBe(true);
+    expect(new Set(nc.instanceTypeOptions.map((t) => t.split('.')[0]))).toEqual(new Set(['m5', 'r5']));
+    const table = await run({ filenames: ['-'], minValuesPolicy: 'BestEffort' }, text);
+    expect(table.out).toContain('minValues relaxed (--min-values-policy BestEffort) on: mv-1');
+  });
+
+  it('an unknown policy: exit 2 naming the flag and the allowed values', async () => {
+    const r = await run({ filenames: [example], minValuesPolicy: 'bestEffort' });
+    expect(r.code).toBe(2);
+    expect(r.err).toBe('error: --min-values-policy must be "Strict" or "BestEffort", got "bestEffort"\n');
+  });
+});
+
 describe('invalid input', () => {
   const tmp = mkdtempSync(join(tmpdir(), 'capenter-simulate-'));
   const deployment = (name: string, cpu: string) => `apiVersion: apps/v1

@@ -27,6 +27,12 @@ export const AnnotationDoNotDisrupt = 'karpenter.sh/do-not-disrupt';
 export const AnnotationNodePoolHash = 'karpenter.sh/nodepool-hash';
 export const AnnotationNodePoolHashVersion = 'karpenter.sh/nodepool-hash-version';
 export const AnnotationNodeClaimTerminationTimestamp = 'karpenter.sh/nodeclaim-termination-timestamp';
+/**
+ * Upstream `NodeClaimMinValuesRelaxedAnnotationKey` (`pkg/apis/v1/labels.go`): `"true"` on a NodeClaim whose
+ * `minValues` the scheduler lowered under `MIN_VALUES_POLICY=BestEffort`, `"false"` on every other NodeClaim it
+ * plans; read back as the `min_values_relaxed` label of `karpenter_nodeclaims_created_total`.
+ */
+export const AnnotationNodeClaimMinValuesRelaxed = 'karpenter.sh/nodeclaim-min-values-relaxed';
 
 export const TaintUnregistered = { key: 'karpenter.sh/unregistered', effect: 'NoExecute' } as const;
 export const TaintDisrupted = { key: 'karpenter.sh/disrupted', effect: 'NoSchedule' } as const;

@@ -1,5 +1,5 @@
 /**
- * `capenter simulate -f PATH... [--region R] [-o table|json] [--explain] [--disruption]`: reads manifests
+ * `capenter simulate -f PATH... [--region R] [-o table|json] [--explain] [--disruption] [--min-values-policy P]`: reads manifests
  * (files, folders, `-` for stdin; `-f` repeatable), simulates what Karpenter would provision for the pending pods,
  * prints the plan; `--disruption` adds the first disruption pass (`simulate/disruption.ts`). Exit codes: 0 success; 2 invalid input (errors on stderr; the plan for the valid objects is still
  * printed); 1 unexpected failure. See docs/simulate.md.
@@ -25,6 +25,8 @@ export interface SimulateCommandOptions {
   disruption?: boolean;
   /** Time of the disruption pass, RFC 3339 (`--now`); default the wall clock. Makes expiration reproducible. */
   now?: string;
+  /** `--min-values-policy`: `Strict` (default) or `BestEffort` (upstream `MIN_VALUES_POLICY`). */
+  minValuesPolicy?: string;
 }
 
 /** Where the command writes and reads; injected so tests run it in-process. */
@@ -68,6 +70,11 @@ export async function runSimulate(opts: SimulateCommandOptions, io: CommandIO): 
       );
       return EXIT_INVALID_INPUT;
     }
+    const minValuesPolicy = opts.minValuesPolicy ?? 'Strict';
+    if (minValuesPolicy !== 'Strict' && minValuesPolicy !== 'BestEffort') {
+      io.stderr(`error: --min-values-policy must be "Strict" or "BestEffort", got "${minValuesPolicy}"\n`);
+      return EXIT_INVALID_INPUT;
+    }
     if (opts.filenames.length === 0) {
       io.stderr('error: no input: pass manifests with -f PATH (a file, a folder, or - for stdin)\n');
       return EXIT_INVALID_INPUT;
@@ -109,14 +116,24 @@ export async function runSimulate(opts: SimulateCommandOptions, io: CommandIO): 
 
     const result = await simulate(
       { objects, errors, unknownKinds },
-      { region, explain: opts.explain ?? false, ...(io.catalog ? { catalog: io.catalog } : {}) },
+      {
+        region,
+        explain: opts.explain ?? false,
+        minValuesPolicy,
+        ...(io.catalog ? { catalog: io.catalog } : {}),
+      },
     );
     for (const e of result.errors) io.stderr(`${formatIssue(e)}\n`);
     // The disruption pass reads the same objects; its input problems are the ones printed above.
     const disruption = opts.disruption
       ? await simulateDisruption(
           { objects },
-          { region, ...(now !== undefined ? { now } : {}), ...(io.catalog ? { catalog: io.catalog } : {}) },
+          {
+            region,
+            ...(now !== undefined ? { now } : {}),
+            ...(io.catalog ? { catalog: io.catalog } : {}),
+            ...(minValuesPolicy === 'BestEffort' ? { options: { minValuesPolicy } } : {}),
+          },
         )
       : undefined;
     if (output === 'json') {
@@ -155,6 +172,11 @@ export function registerSimulateCommand(program: Command): void {
       false,
     )
     .option(
+      '--min-values-policy <policy>',
+      'what a NodeClaim that cannot meet minValues gets: Strict (default) is not planned, BestEffort has minValues lowered (MIN_VALUES_POLICY)',
+      'Strict',
+    )
+    .option(
       '--now <time>',
       'time of the disruption pass (RFC 3339), for reproducible expiration; default now',
     )
@@ -166,6 +188,7 @@ export function registerSimulateCommand(program: Command): void {
         explain: boolean;
         disruption: boolean;
         now?: string;
+        minValuesPolicy: string;
       }) => {
         process.exitCode = await runSimulate(
           {
@@ -174,6 +197,7 @@ export function registerSimulateCommand(program: Command): void {
             output: o.output,
             explain: o.explain,
             disruption: o.disruption,
+            minValuesPolicy: o.minValuesPolicy,
             ...(o.now !== undefined ? { now: o.now } : {}),
           },
           {

@@ -3,7 +3,7 @@ import type { Pod } from '../apis/core.ts';
 import { solve } from '../scheduling/scheduler.ts';
 import { buildClusterView } from './candidates.ts';
 import { PassContext } from './context.ts';
-import { input, node, pod } from './testing.ts';
+import { input, node, pod, pool } from './testing.ts';
 
 const spread = (name: string, cpu = '500m'): Pod => {
   const p = pod(name, { cpu, labels: { app: 'web' } });
@@ -72,6 +72,30 @@ describe('Simulator', () => {
     // a new NodeClaim is possible (m5.xlarge), so the simulation succeeds with one
     expect(out.ok).toBe(true);
     if (out.ok) expect(out.newNodeClaims.map((n) => n.cheapest.instanceType.name)).toEqual(['m5.xlarge']);
+  });
+
+  it('MIN_VALUES_POLICY reaches the simulation (upstream SimulateScheduling): Strict fails, BestEffort relaxes the replacement', () => {
+    // family minValues 3; the 30Gi pod fits no c5 type (c5.4xlarge: 28.8Gi allocatable), so only m5 and r5 remain
+    const np = pool('default', { families: ['c5', 'm5', 'r5'] });
+    np.spec.template.spec.requirements[1]!.minValues = 3;
+    const nodes = [node('x', [pod('big', { cpu: '1', memory: '30Gi' })], { type: 'r5.4xlarge', pool: np })];
+    const run = (extra: Parameters<typeof input>[1]) => {
+      const inp = input(nodes, { nodePools: [np], ...extra });
+      const view = buildClusterView(inp);
+      return new PassContext(inp, view, new Set()).simulator().simulate([view.candidates.get('x')!]);
+    };
+    const strict = run({});
+    expect(strict.ok).toBe(false);
+    if (!strict.ok)
+      expect(strict.reason).toBe(
+        'pod default/big would not schedule: incompatible with nodepool "default": minValues requirement not met: key "karpenter.k8s.aws/instance-family" needs at least 3 distinct values, the remaining instance types offer 2 [m5, r5]',
+      );
+    const best = run({ options: { minValuesPolicy: 'BestEffort' } });
+    expect(best.ok).toBe(true);
+    if (best.ok)
+      expect(best.newNodeClaims.map((n) => [n.cheapest.instanceType.name, n.minValuesRelaxed])).toEqual([
+        ['r5.2xlarge', true],
+      ]);
   });
 
   it('counts every simulation', () => {

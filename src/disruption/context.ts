@@ -261,6 +261,9 @@ export class Simulator {
       ...(this.input.namespaces ? { namespaces: this.input.namespaces } : {}),
       ...(this.input.volumes ? { volumes: this.input.volumes } : {}),
       ...(this.input.options?.preferencePolicy === 'Ignore' ? { preferencePolicy: 'Ignore' as const } : {}),
+      ...(this.input.options?.minValuesPolicy === 'BestEffort'
+        ? { minValuesPolicy: 'BestEffort' as const }
+        : {}),
     };
     if (consolidation && this.underConsolidateAfter.size > 0)
       schedInput.consolidateAfterDestinations = {

@@ -14,7 +14,7 @@ import type { InstanceType } from '../apis/instancetype.ts';
 import type { NodeClaim, NodePool } from '../apis/karpenter.ts';
 import type { Resources } from '../apis/quantity.ts';
 import type { PreferencePolicy } from '../scheduling/preferencepolicy.ts';
-import type { NodeClaimPlan } from '../scheduling/types.ts';
+import type { MinValuesPolicy, NodeClaimPlan } from '../scheduling/types.ts';
 import type { VolumeObjects } from '../scheduling/volumetopology.ts';
 
 /** Budget reasons (`spec.disruption.budgets[].reasons`) plus `Expired` (never budgeted). */
@@ -65,6 +65,11 @@ export interface DisruptionOptions {
    * deleted (preferences never make consolidation keep or launch capacity, see `context.ts`).
    */
   preferencePolicy?: PreferencePolicy;
+  /**
+   * Upstream `--min-values-policy` (`disruption/helpers.go` `SimulateScheduling` passes it too): `Strict` (default)
+   * or `BestEffort`, where a replacement NodeClaim may have its `minValues` lowered (`scheduling/types.ts`).
+   */
+  minValuesPolicy?: MinValuesPolicy;
 }
 
 /** Everything one disruption pass needs (a snapshot of cluster state plus the time). */

@@ -103,6 +103,7 @@ export function buildControllers(d: ControllerListDeps): ControllerList {
       batchMaxSeconds: options.batchMaxSeconds,
       nodePoolHash: hash,
       ...(options.preferencePolicy ? { preferencePolicy: options.preferencePolicy } : {}),
+      ...(options.minValuesPolicy ? { minValuesPolicy: options.minValuesPolicy } : {}),
     },
   });
   const disruption = new DisruptionController({
@@ -111,7 +112,10 @@ export function buildControllers(d: ControllerListDeps): ControllerList {
     nodePoolHash: hash,
     launcher: provisioner.launcher,
     featureGates: { spotToSpotConsolidation: options.featureGates.SpotToSpotConsolidation === true },
-    ...(options.preferencePolicy ? { coreOptions: { preferencePolicy: options.preferencePolicy } } : {}),
+    coreOptions: {
+      ...(options.preferencePolicy ? { preferencePolicy: options.preferencePolicy } : {}),
+      ...(options.minValuesPolicy ? { minValuesPolicy: options.minValuesPolicy } : {}),
+    },
     ...(tuning.disruption ?? {}),
   });
   const readyDependents = d.setup?.readyDependents ?? {};

@@ -185,7 +185,7 @@ export const CORE_SETTINGS = [
     flag: 'min-values-policy',
     key: 'minValuesPolicy',
     description:
-      'whether a NodeClaim that cannot meet minValues is not created (Strict) or minValues are relaxed (BestEffort)',
+      'what happens when a NodeClaim\'s instance types cannot meet a requirement\'s minValues: Strict does not create it (the pod stays pending); BestEffort lowers that minValues to what they offer and annotates the NodeClaim karpenter.sh/nodeclaim-min-values-relaxed: "true" (also in disruption simulations)',
     default: 'Strict' as MinValuesPolicy,
     accepts: 'Strict, BestEffort',
     parse: oneOf<MinValuesPolicy>(['Strict', 'BestEffort']),

@@ -5,6 +5,7 @@ import {
   instanceTypeIncompatibility,
   minValuesShortfall,
   providerKeys,
+  relaxMinValues,
 } from './instancetypes.ts';
 import { Requirements } from './requirements.ts';
 import { makeInstanceType, smallCatalog } from './testing.ts';
@@ -75,5 +76,26 @@ describe('instance type compatibility', () => {
     ).toBe(
       'minValues requirement not met: key "karpenter.k8s.aws/instance-family" needs at least 3 distinct values, the remaining instance types offer 2 [c5, m5]',
     );
+  });
+
+  it('relaxMinValues lowers unmet minValues to the offered count (dropped at 0), leaves met ones and the input alone', () => {
+    const types = smallCatalog().filter((t) => t.name.startsWith('c5.') || t.name.startsWith('m5.'));
+    const reqs = Requirements.fromNodeSelector([
+      { key: 'karpenter.k8s.aws/instance-family', operator: 'In', values: ['c5', 'm5', 'r5'], minValues: 3 },
+      { key: 'karpenter.k8s.aws/instance-size', operator: 'Exists', minValues: 2 },
+      { key: 'example.com/absent', operator: 'NotIn', values: ['x'], minValues: 1 },
+    ]);
+    expect(relaxMinValues(types, reqs)!.toNodeSelector()).toEqual([
+      { key: 'example.com/absent', operator: 'NotIn', values: ['x'] },
+      { key: 'karpenter.k8s.aws/instance-family', operator: 'In', values: ['c5', 'm5', 'r5'], minValues: 2 },
+      { key: 'karpenter.k8s.aws/instance-size', operator: 'Exists', minValues: 2 },
+    ]);
+    expect(reqs.get('karpenter.k8s.aws/instance-family')!.minValues).toBe(3);
+    expect(
+      relaxMinValues(
+        smallCatalog(),
+        Requirements.fromNodeSelector([reqs.get('karpenter.k8s.aws/instance-family')!.toNodeSelector()[0]!]),
+      ),
+    ).toBeUndefined();
   });
 });

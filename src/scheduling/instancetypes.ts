@@ -11,7 +11,7 @@
 import type { InstanceType, Offering } from '../apis/instancetype.ts';
 import { LabelCapacityType, LabelTopologyZone } from '../apis/labels.ts';
 import type { Resources } from '../apis/quantity.ts';
-import { formatValues, type Requirement, type Requirements } from './requirements.ts';
+import { formatValues, Requirement, type Requirements } from './requirements.ts';
 
 /** Dense indexing of resource names so requests/allocatable become number arrays. `cpu`, `memory`, `pods` come first. */
 export class ResourceIndex {
@@ -143,6 +143,28 @@ export function vectorFits(need: Float64Array, alloc: Float64Array): boolean {
 }
 
 /**
+ * How many distinct values of `r.key` that `r` allows the types offer (zone / capacity type: from available
+ * offerings; other keys: from labels), counting no further than `limit`.
+ */
+function offeredValues(types: readonly InstanceType[], r: Requirement, limit: number): Set<string> {
+  const seen = new Set<string>();
+  for (const t of types) {
+    if (r.key === LabelTopologyZone || r.key === LabelCapacityType) {
+      for (const o of t.offerings) {
+        if (!o.available) continue;
+        const v = r.key === LabelTopologyZone ? o.zone : o.capacityType;
+        if (r.has(v)) seen.add(v);
+      }
+    } else {
+      const v = t.labels[r.key];
+      if (v !== undefined && r.has(v)) seen.add(v);
+    }
+    if (seen.size >= limit) break;
+  }
+  return seen;
+}
+
+/**
  * `minValues` check (upstream `InstanceTypes.SatisfiesMinValues`): for each requirement with `minValues`, the
  * types must offer at least that many distinct values of the key. Returns a message for the first key that
  * falls short, or `undefined`.
@@ -150,25 +172,33 @@ export function vectorFits(need: Float64Array, alloc: Float64Array): boolean {
 export function minValuesShortfall(types: readonly InstanceType[], reqs: Requirements): string | undefined {
   for (const r of reqs.values()) {
     if (r.minValues === undefined) continue;
-    const seen = new Set<string>();
-    for (const t of types) {
-      if (r.key === LabelTopologyZone || r.key === LabelCapacityType) {
-        for (const o of t.offerings) {
-          if (!o.available) continue;
-          const v = r.key === LabelTopologyZone ? o.zone : o.capacityType;
-          if (r.has(v)) seen.add(v);
-        }
-      } else {
-        const v = t.labels[r.key];
-        if (v !== undefined && r.has(v)) seen.add(v);
-      }
-      if (seen.size >= r.minValues) break;
-    }
+    const seen = offeredValues(types, r, r.minValues);
     if (seen.size < r.minValues) {
       return `minValues requirement not met: key "${r.key}" needs at least ${r.minValues} distinct values, the remaining instance types offer ${seen.size} ${formatValues(seen)}`;
     }
   }
   return undefined;
+}
+
+/**
+ * `MIN_VALUES_POLICY=BestEffort` relaxation (upstream `filterInstanceTypesByRequirements` with `relaxMinValues`,
+ * which lowers each unmet requirement's `MinValues` to the count `SatisfiesMinValues` reports): a copy of `reqs`
+ * where every requirement whose `minValues` the types cannot meet has `minValues` lowered to the number of
+ * distinct values they do offer (removed when they offer none, as `minValues` must be at least 1). Returns
+ * `undefined` when every `minValues` is met (nothing to relax).
+ */
+export function relaxMinValues(types: readonly InstanceType[], reqs: Requirements): Requirements | undefined {
+  let out: Requirements | undefined;
+  for (const r of reqs.values()) {
+    if (r.minValues === undefined) continue;
+    const n = offeredValues(types, r, r.minValues).size;
+    if (n >= r.minValues) continue;
+    out ??= reqs.clone();
+    out.replace(
+      new Requirement(r.key, r.complement, r.values, r.greaterThan, r.lessThan, n > 0 ? n : undefined),
+    );
+  }
+  return out;
 }
 
 /** Sorts by price (USD/hour) ascending, ties by instance-type name. */

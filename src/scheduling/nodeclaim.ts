@@ -26,6 +26,7 @@ import {
   instanceTypeIncompatibility,
   minValuesShortfall,
   type ResourceIndex,
+  relaxMinValues,
   type TypeInfo,
   vectorFits,
 } from './instancetypes.ts';
@@ -86,6 +87,13 @@ export class PoolContext {
   readonly weight: number;
   readonly taints: Taint[];
   readonly hasMinValues: boolean;
+  /**
+   * `MIN_VALUES_POLICY=BestEffort` (set by `runstate.ts` from `SchedulingInput.minValuesPolicy`): a new
+   * NodeClaim whose options cannot meet `minValues` lowers them instead of failing (upstream `relaxMinValues` in
+   * `addToNewNodeClaim`; pods joining an open NodeClaim are held to its lowered values, as upstream's
+   * `addToInflightNode` passes `false`). Default false (`Strict`).
+   */
+  relaxMinValues = false;
   /** Host ports of every DaemonSet that runs on some type of the NodePool (a pod binding one is refused). */
   readonly daemonHostPorts: DaemonOverhead['hostPorts'];
   /** Limits minus usage; undefined when the NodePool has no limits. Mutated as NodeClaims are planned. */
@@ -337,6 +345,8 @@ export class NewNodeClaim {
   start = 0;
   frontier: Float64Array[];
   requests: Float64Array;
+  /** True when `MIN_VALUES_POLICY=BestEffort` lowered some `minValues` of {@link requirements} (see {@link PoolContext.relaxMinValues}). */
+  minValuesRelaxed = false;
   /** Set once the plan refused to grow into an inefficient type: it then only takes pods that fit its cheapest option. */
   growthCapped = false;
   /** Types admitted by the NodePool limits when the plan was opened (undefined: no limits). */
@@ -847,18 +857,22 @@ export function openNewNodeClaim(
   }
   let firstFit = 0;
   while (!vectorFits(need, base[firstFit]!.t.alloc)) firstFit++;
+  let relaxed = false;
   if (pool.hasMinValues || pool.remaining) {
     const fitting = base.slice(firstFit).filter((p) => vectorFits(need, p.t.alloc));
     if (pool.hasMinValues) {
-      const mv = minValuesShortfall(
-        fitting.map((p) => p.t.it),
-        reqs,
-      );
-      if (mv) return { code: 'IncompatibleRequirements', message: mv };
+      const its = fitting.map((p) => p.t.it);
+      const mv = minValuesShortfall(its, reqs);
+      if (mv && !pool.relaxMinValues) return { code: 'IncompatibleRequirements', message: mv };
+      if (mv) {
+        reqs = relaxMinValues(its, reqs) ?? reqs;
+        relaxed = true;
+      }
     }
     pool.subtractMax(fitting);
   }
   const plan = new NewNodeClaim(pool, hostname, reqs, base, frontier);
+  plan.minValuesRelaxed = relaxed;
   if (pool.remaining) plan.limited = new Set(base.map((p) => p.t));
   plan.commit(pod, { requirements: reqs, need, firstFit }, topology);
   return plan;

@@ -337,6 +337,16 @@ export class Requirements {
     return this;
   }
 
+  /**
+   * Sets the requirement of `r.key` to `r` as it is (no intersection with the current one), e.g. to lower its
+   * `minValues` (`instancetypes.ts` `relaxMinValues`). Returns `this`.
+   */
+  replace(r: Requirement): this {
+    this.map.set(r.key, r);
+    this.sig = undefined;
+    return this;
+  }
+
   /** Intersects every requirement of `other` into this set. Returns `this`. */
   addAll(other: Requirements): this {
     for (const r of other.map.values()) this.add(r);

@@ -180,7 +180,9 @@ function buildPools(
       const reqs = nodeClaimTemplateRequirements(np);
       const keys = providerKeys(raw);
       const daemon = daemonOverheadGroups(np, raw, keys, input.daemonSets);
-      return new PoolContext(np, reqs, typeInfos(raw, index), keys, daemon, index, limits, usage);
+      const pool = new PoolContext(np, reqs, typeInfos(raw, index), keys, daemon, index, limits, usage);
+      pool.relaxMinValues = input.minValuesPolicy === 'BestEffort';
+      return pool;
     });
     if (pool) pools.push(pool);
   }

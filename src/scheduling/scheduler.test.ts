@@ -216,6 +216,112 @@ describe('solve: new NodeClaims', () => {
       'key "karpenter.k8s.aws/instance-family" needs at least 3 distinct values',
     );
   });
+
+  describe('MIN_VALUES_POLICY (upstream MinValuesPolicy)', () => {
+    const familyMin3 = () =>
+      makeNodePool('mv', {
+        requirements: [
+          amd64,
+          onDemand,
+          {
+            key: 'karpenter.k8s.aws/instance-family',
+            operator: 'In',
+            values: ['c5', 'm5', 'r5'],
+            minValues: 3,
+          },
+        ],
+      });
+    // 30Gi: c5 tops out at 28.8Gi allocatable (c5.4xlarge), so only m5.4xlarge and r5.2xlarge/r5.4xlarge fit
+    const big = () => makePod('big', { cpu: '1', memory: '30Gi' });
+    const familyReq = (nc: { requirements: { key: string; minValues?: number }[] }) =>
+      nc.requirements.find((r) => r.key === 'karpenter.k8s.aws/instance-family');
+
+    it('Strict (default): minValues 3 met by only 2 families leaves the pod unschedulable', () => {
+      for (const extra of [{}, { minValuesPolicy: 'Strict' as const }]) {
+        const r = solve(input([big()], [familyMin3()], extra));
+        expect(r.newNodeClaims).toEqual([]);
+        expect(r.unschedulable.map((u) => [u.code, u.message])).toEqual([
+          [
+            'IncompatibleRequirements',
+            'incompatible with nodepool "mv": minValues requirement not met: key "karpenter.k8s.aws/instance-family" needs at least 3 distinct values, the remaining instance types offer 2 [m5, r5]',
+          ],
+        ]);
+      }
+    });
+
+    it('BestEffort: the NodeClaim is planned with minValues lowered to the 2 families and marked relaxed', () => {
+      const r = solve(input([big()], [familyMin3()], { minValuesPolicy: 'BestEffort' }));
+      expect(r.unschedulable).toEqual([]);
+      expect(r.newNodeClaims).toHaveLength(1);
+      const nc = r.newNodeClaims[0]!;
+      expect(nc.minValuesRelaxed).toBe(true);
+      expect(familyReq(nc)).toEqual({
+        key: 'karpenter.k8s.aws/instance-family',
+        operator: 'In',
+        values: ['c5', 'm5', 'r5'],
+        minValues: 2,
+      });
+      expect(nc.instanceTypeOptions.map((t) => t.name)).toEqual(['r5.2xlarge', 'm5.4xlarge', 'r5.4xlarge']);
+      expect(nc.cheapest.instanceType.name).toBe('r5.2xlarge');
+    });
+
+    it('BestEffort changes nothing when minValues is met: no relaxed mark, minValues kept', () => {
+      const r = solve(input([makePod('a', { cpu: '1' })], [familyMin3()], { minValuesPolicy: 'BestEffort' }));
+      const nc = r.newNodeClaims[0]!;
+      expect(nc.minValuesRelaxed).toBeUndefined();
+      expect(familyReq(nc)?.minValues).toBe(3);
+    });
+
+    it('truncation to 60 options: Strict fails the pod, BestEffort lowers minValues to the kept families (capenter deviation)', () => {
+      // 100 types, cheapest first: 40 of family fa, 40 of fb, then 20 of fc; the 60 cheapest hold only fa and fb
+      const types: InstanceType[] = Array.from({ length: 100 }, (_, i) =>
+        makeInstanceType({
+          name: `t${String(i).padStart(3, '0')}.large`,
+          cpu: 2,
+          memoryGiB: 4,
+          price: 0.1 + i / 1000,
+          labels: { 'karpenter.k8s.aws/instance-family': i < 40 ? 'fa' : i < 80 ? 'fb' : 'fc' },
+        }),
+      );
+      const pool = makeNodePool('p', {
+        requirements: [
+          {
+            key: 'karpenter.k8s.aws/instance-family',
+            operator: 'In',
+            values: ['fa', 'fb', 'fc'],
+            minValues: 3,
+          },
+        ],
+      });
+      const strict = solve(input([makePod('a', { cpu: '1' })], [pool], {}, types));
+      expect(strict.newNodeClaims).toEqual([]);
+      expect(strict.unschedulable.map((u) => u.message)).toEqual([
+        'NodePool "p" could not meet minValues after truncation: minValues requirement not met: key "karpenter.k8s.aws/instance-family" needs at least 3 distinct values, the remaining instance types offer 2 [fa, fb]',
+      ]);
+      const best = solve(
+        input([makePod('a', { cpu: '1' })], [pool], { minValuesPolicy: 'BestEffort' }, types),
+      );
+      const nc = best.newNodeClaims[0]!;
+      expect(nc.instanceTypeOptions).toHaveLength(60);
+      expect(nc.instanceTypeOptions[59]!.name).toBe('t059.large');
+      expect(nc.minValuesRelaxed).toBe(true);
+      expect(familyReq(nc)?.minValues).toBe(2);
+    });
+
+    it('BestEffort: a pod joining a relaxed NodeClaim is held to its lowered minValues (upstream addToInflightNode)', () => {
+      // 30Gi opens the NodeClaim (m5, r5 → minValues 2); a second 30Gi pod needs 60Gi in total: only
+      // m5.4xlarge (57.6Gi) drops out, leaving r5.4xlarge alone (1 family < 2), so it opens a second NodeClaim.
+      const pods = [big(), makePod('big2', { cpu: '1', memory: '30Gi' })];
+      const r = solve(input(pods, [familyMin3()], { minValuesPolicy: 'BestEffort' }));
+      expect(r.unschedulable).toEqual([]);
+      expect(
+        r.newNodeClaims.map((nc) => [nc.pods.length, familyReq(nc)?.minValues, nc.minValuesRelaxed]),
+      ).toEqual([
+        [1, 2, true],
+        [1, 2, true],
+      ]);
+    });
+  });
 });
 
 describe('solve: existing and in-flight capacity', () => {

@@ -39,7 +39,7 @@ import { LabelInstanceType } from '../apis/labels.ts';
 import { daemonSetPod } from './daemonoverhead.ts';
 import type { ExistingCapacity } from './existingnode.ts';
 import { type ExplanationRecorder, ExplanationTrace, NoExplanations } from './explain.ts';
-import { cheapestOffering, minValuesShortfall, type ResourceIndex } from './instancetypes.ts';
+import { cheapestOffering, minValuesShortfall, type ResourceIndex, relaxMinValues } from './instancetypes.ts';
 import {
   type Failure,
   MAX_INSTANCE_TYPES,
@@ -313,16 +313,26 @@ export function finalise(run: RunState, s: Scheduler, recorder: ExplanationRecor
   return { newNodeClaims, placements, unschedulable, explanations: recorder.explanations() };
 }
 
-/** Turns a plan into a {@link NodeClaimPlan}: fitting options by price, truncated, minValues re-checked. */
+/**
+ * Turns a plan into a {@link NodeClaimPlan}: fitting options by price, truncated, minValues re-checked (upstream
+ * `InstanceTypes.Truncate`). Under `MIN_VALUES_POLICY=BestEffort` a shortfall after truncation lowers the
+ * `minValues` to what the kept types offer and marks the plan relaxed (capenter deviation: upstream skips the
+ * check and keeps the NodeClaim's original `minValues` unannotated, leaving it unmet by its own instance types).
+ */
 function finalizePlan(plan: NewNodeClaim, index: ResourceIndex): NodeClaimPlan | { message: string } {
   const options: PricedType[] = plan.fittingOptions(MAX_INSTANCE_TYPES);
   if (options.length === 0) return { message: 'no instance type fits the NodeClaim' };
-  const mv = minValuesShortfall(
-    options.map((p) => p.t.it),
-    plan.requirements,
-  );
-  if (mv) return { message: `NodePool "${plan.pool.name}" could not meet minValues after truncation: ${mv}` };
-  const reqs: Requirements = plan.requirements.clone();
+  const its = options.map((p) => p.t.it);
+  let planned = plan.requirements;
+  let relaxed = plan.minValuesRelaxed;
+  const mv = minValuesShortfall(its, planned);
+  if (mv && !plan.pool.relaxMinValues)
+    return { message: `NodePool "${plan.pool.name}" could not meet minValues after truncation: ${mv}` };
+  if (mv) {
+    planned = relaxMinValues(its, planned) ?? planned;
+    relaxed = true;
+  }
+  const reqs: Requirements = planned.clone();
   reqs.add(
     Requirement.in(
       LabelInstanceType,
@@ -344,6 +354,7 @@ function finalizePlan(plan: NewNodeClaim, index: ResourceIndex): NodeClaimPlan |
       offering,
       daemonOverhead: { ...plan.pool.daemon(cheapest.t).requests },
     },
+    ...(relaxed ? { minValuesRelaxed: true } : {}),
   };
 }
 

@@ -19,6 +19,13 @@ import type { Resources } from '../apis/quantity.ts';
 
 /** `Respect` (default): preferences steer scheduling until relaxed; `Ignore`: they are dropped. */
 export type PreferencePolicy = 'Respect' | 'Ignore';
+/**
+ * Upstream `MIN_VALUES_POLICY` (`pkg/operator/options/options.go` `MinValuesPolicy`): `Strict` (default) — a
+ * NodeClaim whose instance types cannot meet a requirement's `minValues` is not planned and its pod stays
+ * unschedulable; `BestEffort` — the NodeClaim is planned with that `minValues` lowered to what its instance types
+ * offer and {@link NodeClaimPlan.minValuesRelaxed} set.
+ */
+export type MinValuesPolicy = 'Strict' | 'BestEffort';
 
 /** The storage objects of a cluster (or a `simulate` input) volume topology needs. */
 export interface VolumeObjects {
@@ -86,6 +93,8 @@ export interface SchedulingInput {
    * event). Pending pods and pods of deleting nodes are not listed, so they may still land there.
    */
   consolidateAfterDestinations?: { nodes: ReadonlySet<string>; podKeys: ReadonlySet<string> };
+  /** Upstream `--min-values-policy` ({@link MinValuesPolicy}): `Strict` (default) or `BestEffort`. */
+  minValuesPolicy?: MinValuesPolicy;
   /** Record per-pod explanations (`--explain`); costs some speed. */
   explain?: boolean;
 }
@@ -114,6 +123,12 @@ export interface NodeClaimPlan {
    * disruption's `withOptions`: then {@link daemonOverhead} is the known lower bound).
    */
   cheapest: { instanceType: InstanceType; offering: Offering; daemonOverhead?: Resources };
+  /**
+   * True when `MIN_VALUES_POLICY=BestEffort` lowered some requirement's `minValues` for this NodeClaim (the
+   * lowered value is in {@link requirements}); upstream annotates the NodeClaim
+   * `karpenter.sh/nodeclaim-min-values-relaxed: "true"` (`scheduler.go` `addToNewNodeClaim`). Absent otherwise.
+   */
+  minValuesRelaxed?: boolean;
 }
 
 /** Where a pod went: an existing node (by name), an in-flight NodeClaim (by name) or a new plan (by index). */

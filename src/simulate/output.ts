@@ -110,6 +110,9 @@ export function formatTable(result: SimulationResult, opts: { explain?: boolean 
       ]);
     }
     out.push(renderTable(rows, new Set([3, 6, 7])));
+    const relaxed = result.nodeClaims.filter((nc) => nc.minValuesRelaxed).map((nc) => nc.name);
+    if (relaxed.length > 0)
+      out.push(`minValues relaxed (--min-values-policy BestEffort) on: ${relaxed.join(', ')}`);
     out.push('');
     out.push(
       `Total: ${totals.nodeClaims} NodeClaim${totals.nodeClaims === 1 ? '' : 's'}, ${usd(totals.priceUSDPerHour)}/hour ` +

@@ -8,7 +8,7 @@ import type { KubeObject, Pod } from '../apis/core.ts';
 import { formatResources, type Resources } from '../apis/quantity.ts';
 import { DEFAULT_REGION, getInstanceTypes } from '../cloudprovider/aws/catalog/index.ts';
 import { solve } from '../scheduling/scheduler.ts';
-import type { Explanation, NodeClaimPlan, SchedulingResult } from '../scheduling/types.ts';
+import type { Explanation, MinValuesPolicy, NodeClaimPlan, SchedulingResult } from '../scheduling/types.ts';
 import {
   type BuiltInput,
   buildSchedulingInput,
@@ -38,6 +38,11 @@ export interface NodeClaimSummary {
   requests: Record<string, string>;
   /** Allocatable of the cheapest type, same format. */
   allocatable: Record<string, string>;
+  /**
+   * Present (true) only when `--min-values-policy BestEffort` lowered a `minValues` of this NodeClaim (it would
+   * carry `karpenter.sh/nodeclaim-min-values-relaxed: "true"`).
+   */
+  minValuesRelaxed?: true;
 }
 
 /** Where a pending pod went. `node` is an existing Node's name or a new NodeClaim's `name`. */
@@ -91,6 +96,8 @@ export interface SimulateOptions {
   explain?: boolean;
   /** Instance-type source; defaults to the embedded AWS catalog (`getInstanceTypes`). */
   catalog?: CatalogFunction;
+  /** Upstream `MIN_VALUES_POLICY` (`--min-values-policy`): `Strict` (default) or `BestEffort`. */
+  minValuesPolicy?: MinValuesPolicy;
 }
 
 /** A load result (as from `apis/load.ts`) or a plain list of objects. */
@@ -145,6 +152,7 @@ export async function simulate(
     invalidNodePools,
   });
   errors.push(...built.errors);
+  if (opts.minValuesPolicy === 'BestEffort') built.input.minValuesPolicy = 'BestEffort';
   const result = solve(built.input);
   return summarise(region, built, result, errors, unknownKinds);
 }
@@ -211,6 +219,7 @@ function summarise(
       pods: plan.pods.map(podKey),
       requests: formatResources(requests),
       allocatable: formatResources(instanceType.allocatable),
+      ...(plan.minValuesRelaxed ? { minValuesRelaxed: true as const } : {}),
     };
   });
 

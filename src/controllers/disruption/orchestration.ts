@@ -34,7 +34,7 @@ import { podKey } from '../../state/pods.ts';
 import { NodeClaimDependents } from '../nodeclaim/lifecycle/context.ts';
 import { lifecycleMetrics } from '../nodeclaim/metrics.ts';
 import type { NodeClaimLauncher } from '../provisioning/launcher.ts';
-import { nodeClaimsCreatedCounter } from '../provisioning/metrics.ts';
+import { minValuesRelaxedLabel, nodeClaimsCreatedCounter } from '../provisioning/metrics.ts';
 import {
   ConditionSet,
   capacityTypeOf,
@@ -191,7 +191,7 @@ export class Orchestrator {
         counter.inc({
           reason: reasonLabel(command.reason),
           nodepool: plan.nodePool,
-          min_values_relaxed: 'false',
+          min_values_relaxed: minValuesRelaxedLabel(created),
         });
         void this.deps.recorder.publish(
           created,

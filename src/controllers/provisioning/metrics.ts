@@ -5,10 +5,13 @@
  * - `karpenter_scheduler_queue_depth{controller, scheduling_id}` gauge (pods waiting in a running simulation);
  * - `karpenter_scheduler_unschedulable_pods_count{controller}` gauge (pods the last simulation could not place);
  * - `karpenter_nodeclaims_created_total{reason, nodepool, min_values_relaxed}` counter (also used by disruption,
- *   reason `provisioned` here).
+ *   reason `provisioned` here; `min_values_relaxed` from the created NodeClaim's annotation, see
+ *   {@link minValuesRelaxedLabel}).
  * Each getter returns the metric already registered in `registry` under that name, so controllers share them.
  */
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { NodeClaim } from '../../apis/karpenter.ts';
+import { AnnotationNodeClaimMinValuesRelaxed } from '../../apis/labels.ts';
 
 /** Upstream `metrics.DurationBuckets()` (seconds). */
 export const DURATION_BUCKETS: readonly number[] = [
@@ -75,4 +78,12 @@ export function nodeClaimsCreatedCounter(
     labelNames: ['reason', 'nodepool', 'min_values_relaxed'],
     registers: [registry],
   });
+}
+
+/**
+ * The `min_values_relaxed` label of {@link nodeClaimsCreatedCounter} for a created NodeClaim (upstream
+ * `provisioner.go` `Create`): its `karpenter.sh/nodeclaim-min-values-relaxed` annotation, `"false"` when absent.
+ */
+export function minValuesRelaxedLabel(nodeClaim: NodeClaim): string {
+  return nodeClaim.metadata.annotations?.[AnnotationNodeClaimMinValuesRelaxed] ?? 'false';
 }

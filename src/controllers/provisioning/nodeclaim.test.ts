@@ -51,6 +51,7 @@ describe('nodeClaimFromPlan', () => {
       'example.com/owner': 'sre',
       'karpenter.sh/nodepool-hash': '1234567890',
       'karpenter.sh/nodepool-hash-version': 'v3',
+      'karpenter.sh/nodeclaim-min-values-relaxed': 'false',
       'capenter.dev/nominated-pods': 'uid-default-web-1,uid-default-web-2,uid-default-web-3',
     });
     expect(nc.metadata.ownerReferences).toEqual([

@@ -5,6 +5,7 @@
  */
 import type { NodeClaim, NodePool, NodeSelectorRequirementWithMinValues } from '../../apis/karpenter.ts';
 import {
+  AnnotationNodeClaimMinValuesRelaxed,
   AnnotationNodePoolHash,
   AnnotationNodePoolHashVersion,
   LabelHostname,
@@ -34,7 +35,8 @@ export function templateHash(nodePool: NodePool): NodePoolHash {
 /**
  * The NodeClaim for a plan of `nodePool`:
  * - `metadata.generateName: <nodepool>-`; labels = template labels + `karpenter.sh/nodepool`; annotations =
- *   template annotations + `karpenter.sh/nodepool-hash` / `-hash-version` + (capenter) the planned pods' UIDs in
+ *   template annotations + `karpenter.sh/nodepool-hash` / `-hash-version` + `karpenter.sh/nodeclaim-min-values-relaxed`
+ *   (`"true"` when the plan's `minValues` were relaxed, else `"false"`, as upstream `addToNewNodeClaim`) + (capenter) the planned pods' UIDs in
  *   {@link AnnotationNominatedPods}; an ownerReference to the NodePool (`blockOwnerDeletion: true`);
  * - `spec` = the template spec (`nodeClassRef`, `taints`, `startupTaints`, `expireAfter`,
  *   `terminationGracePeriod`), `requirements` = the plan's requirements without `kubernetes.io/hostname`, with
@@ -88,6 +90,7 @@ export function nodeClaimFromPlan(plan: NodeClaimPlan, nodePool: NodePool, hash:
         ...(tmpl.metadata?.annotations ?? {}),
         [AnnotationNodePoolHash]: hash.hash,
         [AnnotationNodePoolHashVersion]: hash.version,
+        [AnnotationNodeClaimMinValuesRelaxed]: plan.minValuesRelaxed ? 'true' : 'false',
         ...(uids.length ? { [AnnotationNominatedPods]: uids.join(',') } : {}),
       },
       ownerReferences: [

@@ -19,6 +19,7 @@ import type { Clock } from '../../kube/clock.ts';
 import type { PreferencePolicy } from '../../scheduling/preferencepolicy.ts';
 import { solve } from '../../scheduling/scheduler.ts';
 import type {
+  MinValuesPolicy,
   NodeClaimPlan,
   SchedulingInput,
   SchedulingResult,
@@ -38,6 +39,7 @@ import {
 } from './input.ts';
 import { NodeClaimLauncher } from './launcher.ts';
 import {
+  minValuesRelaxedLabel,
   nodeClaimsCreatedCounter,
   ProvisionedReason,
   queueDepthGauge,
@@ -67,6 +69,12 @@ export interface ProvisionerOptions {
   now?: () => number;
   /** Upstream `--preference-policy` (default `Respect`; `scheduling/preferencepolicy.ts`). */
   preferencePolicy?: PreferencePolicy;
+  /**
+   * Upstream `--min-values-policy` (default `Strict`): `BestEffort` lets the scheduler lower `minValues` a new
+   * NodeClaim cannot meet; such NodeClaims carry `karpenter.sh/nodeclaim-min-values-relaxed: "true"`
+   * (`scheduling/types.ts` `MinValuesPolicy`).
+   */
+  minValuesPolicy?: MinValuesPolicy;
 }
 
 /** Constructor dependencies of {@link Provisioner}. */
@@ -292,6 +300,7 @@ export class Provisioner implements Controller {
       instanceTypes,
     });
     if (this.deps.options?.preferencePolicy === 'Ignore') input.preferencePolicy = 'Ignore';
+    if (this.deps.options?.minValuesPolicy === 'BestEffort') input.minValuesPolicy = 'BestEffort';
     const schedulingId = randomUUID();
     this.metrics.queueDepth.set({ controller: CONTROLLER, scheduling_id: schedulingId }, input.pods.length);
     let result: SchedulingResult;
@@ -415,7 +424,7 @@ export class Provisioner implements Controller {
     this.metrics.created.inc({
       reason: ProvisionedReason,
       nodepool: plan.nodePool,
-      min_values_relaxed: 'false',
+      min_values_relaxed: minValuesRelaxedLabel(created),
     });
     const itReq = created.spec.requirements.find((r) => r.key === 'node.kubernetes.io/instance-type');
     this.log.info(

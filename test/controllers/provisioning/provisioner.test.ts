@@ -129,6 +129,53 @@ describe('provisioner (embedded API server, kwok provider)', () => {
     for (const pod of pods) expect(p.cluster.nominationFor(pod)).toBeDefined();
   });
 
+  it('MIN_VALUES_POLICY: Strict launches nothing when minValues cannot be met; BestEffort launches with minValues lowered and the relaxed annotation', async () => {
+    env = await startEnv();
+    const { client } = env;
+    // instance-family minValues 3, but a 200Gi pod rules out every c5 (c5.24xlarge has 192GiB): m5 and r5 remain.
+    await createNodePool(
+      client,
+      testNodePool('default', {
+        requirements: [
+          { key: 'karpenter.sh/capacity-type', operator: 'In', values: ['on-demand'] },
+          { key: 'kubernetes.io/arch', operator: 'In', values: ['amd64'] },
+          {
+            key: 'karpenter.k8s.aws/instance-family',
+            operator: 'In',
+            values: ['c5', 'm5', 'r5'],
+            minValues: 3,
+          },
+        ],
+      }),
+    );
+    await createPendingPod(client, pendingPod('big', { cpu: '1', memory: '200Gi' }));
+    const strict = await env.startProcess();
+    await podsSeen(strict.cluster, 1);
+    const res = await strict.provisioner.provision();
+    expect(res.created).toHaveLength(0);
+    expect(res.result?.unschedulable.map((u) => u.message)).toEqual([
+      'incompatible with nodepool "default": minValues requirement not met: key "karpenter.k8s.aws/instance-family" needs at least 3 distinct values, the remaining instance types offer 2 [m5, r5]',
+    ]);
+    expect(await listNodeClaims(client)).toHaveLength(0);
+    await strict.stop();
+
+    const best = await env.startProcess({ minValuesPolicy: 'BestEffort' });
+    await podsSeen(best.cluster, 1);
+    const res2 = await best.provisioner.provision();
+    expect(res2.created).toHaveLength(1);
+    const [nc] = await listNodeClaims(client);
+    expect(nc!.metadata.annotations?.['karpenter.sh/nodeclaim-min-values-relaxed']).toBe('true');
+    expect(nc!.spec.requirements.find((r) => r.key === 'karpenter.k8s.aws/instance-family')).toEqual({
+      key: 'karpenter.k8s.aws/instance-family',
+      operator: 'In',
+      values: ['c5', 'm5', 'r5'],
+      minValues: 2,
+    });
+    expect(await best.registry.getSingleMetricAsString('karpenter_nodeclaims_created_total')).toContain(
+      'karpenter_nodeclaims_created_total{reason="provisioned",nodepool="default",min_values_relaxed="true"} 1',
+    );
+  });
+
   it('creates no NodeClaim when the pods fit an existing node, and nominates them to it', async () => {
     env = await startEnv();
     const { client } = env;
