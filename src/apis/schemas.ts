@@ -1434,7 +1434,12 @@ export const NodeOverlayPatterns = {
 } as const;
 
 /** Resources a NodeOverlay may not set in `capacity` (upstream `v1.WellKnownResources`). */
-export const NodeOverlayRestrictedResources: readonly string[] = ['cpu', 'memory', 'ephemeral-storage', 'pods'];
+export const NodeOverlayRestrictedResources: readonly string[] = [
+  'cpu',
+  'memory',
+  'ephemeral-storage',
+  'pods',
+];
 
 /** One NodeOverlay requirement: key rules `karpenter.sh` domain and `kubernetes.io/hostname` as upstream's CRD. */
 const nodeOverlayRequirementSchema = z.strictObject({
@@ -1740,7 +1745,8 @@ export const KarpenterKinds: Readonly<Record<string, KarpenterKindInfo>> = {
     spec: NodeOverlaySpecSchema,
     status: NodeOverlayStatusSchema,
     specRequired: true,
-    description: 'NodeOverlay is the Schema for the NodeOverlays API (alpha; used only with the NodeOverlay feature gate)',
+    description:
+      'NodeOverlay is the Schema for the NodeOverlays API (alpha; used only with the NodeOverlay feature gate)',
     printerColumns: [
       { jsonPath: '.status.conditions[?(@.type=="Ready")].status', name: 'Ready', type: 'string' },
       { jsonPath: '.metadata.creationTimestamp', name: 'Age', type: 'date' },
