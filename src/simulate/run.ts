@@ -91,6 +91,8 @@ export interface SimulateOptions {
   explain?: boolean;
   /** Instance-type source; defaults to the embedded AWS catalog (`getInstanceTypes`). */
   catalog?: CatalogFunction;
+  /** The `NodeOverlay` feature gate (default false, as upstream): apply the input's NodeOverlays. */
+  nodeOverlay?: boolean;
 }
 
 /** A load result (as from `apis/load.ts`) or a plain list of objects. */
@@ -143,6 +145,7 @@ export async function simulate(
     explain: opts.explain ?? false,
     catalog,
     invalidNodePools,
+    nodeOverlay: opts.nodeOverlay ?? false,
   });
   errors.push(...built.errors);
   const result = solve(built.input);
