@@ -7,6 +7,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { type InstanceTypeJSON, runInstanceTypes } from '../src/cli/instance-types.ts';
 import { runSimulate, type SimulateCommandOptions } from '../src/cli/simulate.ts';
 import type { SimulationJSON } from '../src/simulate/output.ts';
 
@@ -148,5 +149,52 @@ describe('capenter simulate with NodeOverlays', () => {
     );
     expect(code).toBe(2);
     expect(err).toContain('error: --feature-gates: unknown feature gate "NodeOverlays"');
+  });
+});
+
+describe('capenter instance-types with NodeOverlays', () => {
+  const price = overlay(
+    'cheaper-m5',
+    `  requirements:
+    - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large]}
+    - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+  priceAdjustment: "-10%"
+`,
+  );
+  const fuse = overlay(
+    'fuse',
+    `  requirements: [{key: karpenter.k8s.aws/instance-family, operator: In, values: [m5]}]
+  capacity: {smarter-devices/fuse: "1"}
+`,
+  );
+  async function list(featureGates?: string) {
+    let out = '';
+    let err = '';
+    const code = await runInstanceTypes(
+      {
+        filenames: [write(NODECLASS, POOL, price, fuse)],
+        output: 'json',
+        ...(featureGates ? { featureGates } : {}),
+      },
+      { stdout: (t) => (out += t), stderr: (t) => (err += t) },
+    );
+    return { code, err, rows: JSON.parse(out) as InstanceTypeJSON[] };
+  }
+  it('gate on: m5.large on-demand shows $0.0864 (was $0.096) and smarter-devices/fuse 1 on m5 types only', async () => {
+    const { code, rows } = await list('NodeOverlay=true');
+    expect(code).toBe(0);
+    const m5 = rows.find((r) => r.name === 'm5.large')!;
+    expect(m5.offerings.map((o) => [o.zone, o.capacityType, o.priceUSDPerHour, o.priceSource])).toEqual([
+      ['us-east-1a', 'on-demand', 0.0864, 'node-overlay'],
+    ]);
+    expect(m5.capacity['smarter-devices/fuse']).toBe('1');
+    expect(m5.allocatable['smarter-devices/fuse']).toBe('1');
+    expect(rows.find((r) => r.name === 'c5.large')!.capacity['smarter-devices/fuse']).toBeUndefined();
+  });
+  it('gate off: catalog values and a note that the overlays are ignored', async () => {
+    const { code, err, rows } = await list();
+    expect(code).toBe(0);
+    expect(rows.find((r) => r.name === 'm5.large')!.offerings[0]!.priceUSDPerHour).toBe(0.096);
+    expect(err).toContain('2 NodeOverlay(s) ignored (cheaper-m5, fuse): the NodeOverlay feature gate is off');
   });
 });
