@@ -24,9 +24,16 @@
 
 import type { InstanceType, Offering } from '../apis/instancetype.ts';
 import type { NodeOverlay, NodePool } from '../apis/karpenter.ts';
-import { LabelCapacityType, LabelNodePool, LabelTopologyZone, WellKnownLabels } from '../apis/labels.ts';
+import {
+  LabelCapacityType,
+  LabelDomainExceptions,
+  LabelHostname,
+  LabelNodePool,
+  LabelTopologyZone,
+  RestrictedLabelDomains,
+  WellKnownLabels,
+} from '../apis/labels.ts';
 import { parseResource, type Resources } from '../apis/quantity.ts';
-import { NodeOverlayRestrictedResources, restrictedLabelRule } from '../apis/schemas.ts';
 import { Requirement, Requirements, requirementProblem } from './requirements.ts';
 
 /** Why a NodeOverlay is not applied (the `ValidationSucceeded=False` reason upstream sets). */
@@ -113,6 +120,29 @@ export function orderByWeight(overlays: readonly NodeOverlay[]): NodeOverlay[] {
 }
 
 /**
+ * Resources a NodeOverlay may not set in `capacity` (upstream `v1.WellKnownResources`; the CRD's rule is in
+ * `apis/schemas.ts`, which this pure core does not import so that the controller does not load zod).
+ */
+const RestrictedResources: readonly string[] = ['cpu', 'memory', 'ephemeral-storage', 'pods'];
+
+/**
+ * Upstream `IsRestrictedLabel` with the AWS provider's registrations: a key outside {@link WellKnownLabels} in a
+ * restricted domain (`kubernetes.io`, `k8s.io`, `karpenter.sh`, `karpenter.k8s.aws`, by suffix; the exception
+ * subdomains allowed), and `kubernetes.io/hostname`. Returns upstream's message, or undefined.
+ */
+function restrictedLabelProblem(key: string): string | undefined {
+  if (key === LabelHostname) return `label ${key} is restricted`;
+  if (WellKnownLabels.has(key)) return undefined;
+  const slash = key.indexOf('/');
+  const domain = slash < 0 ? '' : key.slice(0, slash);
+  if (LabelDomainExceptions.some((e) => domain === e || domain.endsWith(`.${e}`))) return undefined;
+  const domains = [...RestrictedLabelDomains, 'karpenter.k8s.aws'];
+  if (domains.some((d) => domain === d || domain.endsWith(`.${d}`)))
+    return `using label ${key} is not allowed as it might interfere with the internal provisioning logic; specify a well known label or a custom label that does not use a restricted domain: ${domains.join(', ')}`;
+  return undefined;
+}
+
+/**
  * Upstream `RuntimeValidate`: every requirement well-formed and not on a restricted label, no well-known
  * resource in `capacity`, every capacity a quantity. Returns the messages joined, or `undefined`.
  */
@@ -121,13 +151,13 @@ export function nodeOverlayRuntimeProblem(o: NodeOverlay): string | undefined {
   for (const r of o.spec?.requirements ?? []) {
     const p = requirementProblem(r);
     if (p) problems.push(`invalid value: ${p} in requirements, restricted`);
-    const restricted = restrictedLabelRule(r.key, { allowNodePool: true, normalize: true });
-    if (restricted) problems.push(`invalid value: ${restricted.message} in requirements, restricted`);
+    const restricted = restrictedLabelProblem(r.key);
+    if (restricted) problems.push(`invalid value: ${restricted} in requirements, restricted`);
     if (r.operator === 'NotIn' && (r.values ?? []).length === 0)
       problems.push(`key ${r.key} with operator ${r.operator} must have a value defined`);
   }
   for (const [name, value] of Object.entries(o.spec?.capacity ?? {})) {
-    if (NodeOverlayRestrictedResources.includes(name))
+    if (RestrictedResources.includes(name))
       problems.push(`invalid capacity: ${name} in resource, restricted`);
     else {
       try {
