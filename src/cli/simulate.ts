@@ -134,7 +134,12 @@ export async function runSimulate(opts: SimulateCommandOptions, io: CommandIO): 
     const disruption = opts.disruption
       ? await simulateDisruption(
           { objects },
-          { region, ...(now !== undefined ? { now } : {}), ...(io.catalog ? { catalog: io.catalog } : {}) },
+          {
+            region,
+            nodeOverlay: gates.NodeOverlay ?? false,
+            ...(now !== undefined ? { now } : {}),
+            ...(io.catalog ? { catalog: io.catalog } : {}),
+          },
         )
       : undefined;
     if (output === 'json') {
