@@ -46,4 +46,9 @@ export interface InstanceType {
   overhead: { kubeReserved: Resources; systemReserved: Resources; evictionThreshold: Resources };
   allocatable: Resources;
   offerings: Offering[];
+  /**
+   * True when a NodeOverlay added or replaced extended resources in `capacity` (upstream
+   * `IsCapacityOverlayApplied`); price overlays show as offerings with `priceSource: 'node-overlay'`.
+   */
+  capacityOverlaid?: boolean;
 }

@@ -312,7 +312,12 @@ function withCapacity(it: InstanceType, cap: CapacityUpdate): InstanceType {
     const overhead = (kubeReserved[r] ?? 0) + (systemReserved[r] ?? 0) + (evictionThreshold[r] ?? 0);
     allocatable[r] = Math.max(0, capacity[r] - overhead);
   }
-  return { ...it, capacity, allocatable };
+  return { ...it, capacity, allocatable, capacityOverlaid: true };
+}
+
+/** Upstream `InstanceType.IsPricingOverlayApplied`: some offering's price was set or adjusted by a NodeOverlay. */
+export function isPriceOverlaid(it: InstanceType): boolean {
+  return it.offerings.some((o) => o.priceSource === 'node-overlay');
 }
 
 /**
