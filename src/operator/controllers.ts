@@ -161,6 +161,7 @@ export function buildControllers(d: ControllerListDeps): ControllerList {
             ...deps('nodeoverlay.controller'),
             cloudProvider: d.provider('nodeoverlay.controller'),
             store: overlayStore,
+            cluster,
           }),
         ]
       : []),

@@ -2,8 +2,8 @@
  * `nodeoverlay.controller` (upstream kubernetes-sigs/karpenter v1.14.1 `pkg/controllers/nodeoverlay/controller.go`;
  * run only with the `NodeOverlay` feature gate): one reconcile evaluates every NodeOverlay against every NodePool's
  * instance types (the undecorated provider's) with the pure core `scheduling/nodeoverlay.ts`, writes each overlay's
- * conditions and publishes the evaluation to the {@link NodeOverlayStore} that the decorated provider
- * (`cloudprovider/overlay.ts`) applies:
+ * conditions, publishes the evaluation to the {@link NodeOverlayStore} that the decorated provider
+ * (`cloudprovider/overlay.ts`) applies, and marks the cluster unconsolidated (prices may have changed):
  * - `ValidationSucceeded` True; False reason `RuntimeValidation` (restricted label / well-known resource) or
  *   `Conflict` ("conflict with another overlay": same weight, same offering price or capacity resource);
  * - `Ready` follows `ValidationSucceeded` (upstream `NewReadyConditions(ValidationSucceeded)`).
@@ -30,6 +30,8 @@ export const NodeOverlayResyncSeconds = 6 * 3600;
 export interface NodeOverlayControllerOptions extends StatusControllerOptions {
   /** Where the evaluation is published for the decorated provider. */
   store: NodeOverlayStore;
+  /** Cluster state, told after each evaluation that consolidation must look again (upstream `MarkUnconsolidated`). */
+  cluster?: { markUnconsolidated(): void };
 }
 
 /** The nodeoverlay controller; see the module comment. */
@@ -79,6 +81,7 @@ export class NodeOverlayController extends StatusController<NodeOverlayControlle
         );
     }
     store.update(evaluation);
+    this.opts.cluster?.markUnconsolidated();
     if (failures.length > 0) throw new Error(failures.join('; '));
     return { requeueAfter: NodeOverlayResyncSeconds };
   }

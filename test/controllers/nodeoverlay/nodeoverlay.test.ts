@@ -57,6 +57,7 @@ afterAll(async () => {
 describe('nodeoverlay.controller (integration)', () => {
   it('sets ValidationSucceeded/Ready per overlay and publishes the overlaid instance types', async () => {
     const store = new NodeOverlayStore();
+    let marks = 0;
     const decorated = withNodeOverlays(env.provider, store);
     // before the first evaluation the NodePool is unevaluated: refused, as upstream's UnevaluatedNodePoolError
     await expect(decorated.instanceTypes(pool)).rejects.toThrow(
@@ -81,8 +82,10 @@ describe('nodeoverlay.controller (integration)', () => {
       recorder: env.recorder,
       registry: env.registry,
       store,
+      cluster: { markUnconsolidated: () => marks++ },
     });
     expect(await controller.reconcile('nodeoverlays')).toEqual({ requeueAfter: NodeOverlayResyncSeconds });
+    expect(marks).toBe(1);
 
     const cond = async (name: string) => {
       const o = (await env.client.get('NodeOverlay', name)) as NodeOverlay;
