@@ -20,7 +20,7 @@ import { PodEventsController } from '../controllers/nodeclaim/disruption/podeven
 import { ExpirationController } from '../controllers/nodeclaim/expiration/controller.ts';
 import { NodeClaimGarbageCollectionController } from '../controllers/nodeclaim/garbagecollection/controller.ts';
 import { NodeClaimLifecycleController } from '../controllers/nodeclaim/lifecycle/controller.ts';
-import { NodeOverlayController } from '../controllers/nodeoverlay/controller.ts';
+import { NodeOverlayController, NodeOverlayGateOffNotice } from '../controllers/nodeoverlay/controller.ts';
 import { NodePoolController } from '../controllers/nodepool/controller.ts';
 import { NodePoolHashVersion, nodePoolHash } from '../controllers/nodepool/hash.ts';
 import { NodeClassStatusController } from '../controllers/nodepool/nodeclass.ts';
@@ -164,7 +164,7 @@ export function buildControllers(d: ControllerListDeps): ControllerList {
             cluster,
           }),
         ]
-      : []),
+      : [new NodeOverlayGateOffNotice({ client, logger })]),
     ...metricsControllers({ cluster, clock, logger, registry, periodSeconds: options.metricsPeriodSeconds }),
     ...(d.setup?.controllers?.({ ...deps('nodeclass'), cloudProvider: d.rawProvider }) ?? []),
   ];

@@ -31,8 +31,6 @@ const LEASE_NAMESPACE = 'capenter-system';
 const NOT_EXERCISED: Record<string, string> = {
   'get core persistentvolumeclaims':
     'src/controllers/node/termination/controller.ts: waiting for the VolumeAttachments of drained pods with PVCs',
-  'list karpenter.sh nodeoverlays':
-    'src/controllers/nodeoverlay/controller.ts: reads every NodeOverlay (informer and reconcile; NodeOverlay feature gate only)',
   'watch karpenter.sh nodeoverlays':
     'src/controllers/nodeoverlay/controller.ts: the NodeOverlay informer (NodeOverlay feature gate only)',
   'patch karpenter.sh nodeoverlays/status':

@@ -86,3 +86,40 @@ export class NodeOverlayController extends StatusController<NodeOverlayControlle
     return { requeueAfter: NodeOverlayResyncSeconds };
   }
 }
+
+/** Options of {@link NodeOverlayGateOffNotice}. */
+export interface NodeOverlayGateOffNoticeOptions {
+  client: StatusControllerOptions['client'];
+  logger: StatusControllerOptions['logger'];
+}
+
+/**
+ * `nodeoverlay.gateoff` (capenter addition; runs only with the `NodeOverlay` gate OFF): lists the NodeOverlays once
+ * at start and, when there are any, logs one warning that they are ignored and how to turn the gate on. Upstream
+ * ignores them silently; capenter applies nothing either, it only says so. A cluster without the NodeOverlay CRD,
+ * or any API error, is silent. Then waits for `signal`.
+ */
+export class NodeOverlayGateOffNotice {
+  readonly name = 'nodeoverlay.gateoff';
+  constructor(private readonly opts: NodeOverlayGateOffNoticeOptions) {}
+
+  /** Checks once, then resolves when `signal` aborts. Never rejects. */
+  async start(signal: AbortSignal): Promise<void> {
+    try {
+      const names = (await this.opts.client.list('NodeOverlay')).items.map((o) => o.metadata?.name ?? '');
+      if (names.length > 0)
+        this.opts.logger.warn(
+          {
+            controller: this.name,
+            nodeoverlays: names,
+            fix: 'set FEATURE_GATES=NodeOverlay=true (chart: settings.featureGates.nodeOverlay=true)',
+          },
+          `${names.length} NodeOverlay(s) ignored: the NodeOverlay feature gate is off (alpha; default false, as upstream)`,
+        );
+    } catch {
+      // no CRD, no permission or no API server: nothing to say
+    }
+    if (signal.aborted) return;
+    await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+  }
+}
