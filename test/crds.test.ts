@@ -67,6 +67,7 @@ describe('generated CRDs', () => {
       'karpenter.k8s.aws_ec2nodeclasses.yaml',
       'karpenter.kwok.sh_kwoknodeclasses.yaml',
       'karpenter.sh_nodeclaims.yaml',
+      'karpenter.sh_nodeoverlays.yaml',
       'karpenter.sh_nodepools.yaml',
     ]);
     const np = byKind.get('NodePool')!;

@@ -23,9 +23,10 @@ export interface Offering {
   /**
    * How the price was obtained: `on-demand` (AWS price list for the region), `on-demand-fallback`
    * (us-east-1 table used for another region, as upstream does), `spot-estimate`
-   * (on-demand × (1 − Spot Advisor savings)), or `provider` (reported by the cloud).
+   * (on-demand × (1 − Spot Advisor savings)), `provider` (reported by the cloud), or `node-overlay`
+   * (set or adjusted by a NodeOverlay, `scheduling/nodeoverlay.ts`).
    */
-  priceSource: 'on-demand' | 'on-demand-fallback' | 'spot-estimate' | 'provider';
+  priceSource: 'on-demand' | 'on-demand-fallback' | 'spot-estimate' | 'provider' | 'node-overlay';
 }
 
 /**
@@ -45,4 +46,9 @@ export interface InstanceType {
   overhead: { kubeReserved: Resources; systemReserved: Resources; evictionThreshold: Resources };
   allocatable: Resources;
   offerings: Offering[];
+  /**
+   * True when a NodeOverlay added or replaced extended resources in `capacity` (upstream
+   * `IsCapacityOverlayApplied`); price overlays show as offerings with `priceSource: 'node-overlay'`.
+   */
+  capacityOverlaid?: boolean;
 }

@@ -194,3 +194,36 @@ export interface ClusterAPINodeClass extends KubeObject {
 
 /** Any NodeClass kind capenter knows. */
 export type NodeClass = EC2NodeClass | KWOKNodeClass | ClusterAPINodeClass;
+
+/**
+ * One NodeOverlay requirement (upstream v1alpha1 `NodeSelectorRequirement`): `key`, an operator of
+ * In/NotIn/Exists/DoesNotExist/Gt/Lt/Gte/Lte, and `values` (Gt/Lt/Gte/Lte: one non-negative integer).
+ */
+export type NodeOverlayRequirement = NodeSelectorRequirement;
+
+/** `karpenter.sh/v1alpha1` NodeOverlay `spec` (upstream `pkg/apis/v1alpha1/nodeoverlay.go`, v1.14.1). */
+export interface NodeOverlaySpec {
+  /** Which instance types / offerings the overlay applies to (instance-type labels, zone, capacity type, NodePool, template labels). */
+  requirements: NodeOverlayRequirement[];
+  /**
+   * Price change for matching offerings: a signed absolute amount in USD/hour (`"+0.1"`, `"-0.05"`) or a
+   * signed percentage (`"+10%"`, `"-15%"`, `-100%` at most). Exclusive with `price`.
+   */
+  priceAdjustment?: string;
+  /** Price override in USD/hour (`"0.05"`). Exclusive with `priceAdjustment`. */
+  price?: string;
+  /** Extended resources added to (or replacing same-named ones in) the instance type's capacity; never cpu/memory/ephemeral-storage/pods. */
+  capacity?: Record<string, string>;
+  /** 1–10000; unset counts as 0. Higher weights win; equal weights that touch the same offering or resource conflict. */
+  weight?: number;
+}
+
+/** A `karpenter.sh/v1alpha1` NodeOverlay (alpha; honoured only with the `NodeOverlay` feature gate). */
+export interface NodeOverlay extends KubeObject {
+  apiVersion: 'karpenter.sh/v1alpha1';
+  kind: 'NodeOverlay';
+  metadata: ObjectMeta & { name: string };
+  spec: NodeOverlaySpec;
+  /** Conditions `ValidationSucceeded` and `Ready` (set by the nodeoverlay controller). */
+  status?: { conditions?: Condition[] };
+}

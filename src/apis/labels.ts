@@ -24,6 +24,10 @@ export const CapacityTypeSpot = 'spot';
 export const CapacityTypeReserved = 'reserved';
 
 export const AnnotationDoNotDisrupt = 'karpenter.sh/do-not-disrupt';
+/** On a NodeClaim whose instance-type options include a NodeOverlay-priced one (upstream v1alpha1 labels.go). */
+export const AnnotationPriceOverlayApplied = 'karpenter.sh/price-overlay-applied';
+/** On a NodeClaim whose instance-type options include one with NodeOverlay capacity (upstream v1alpha1 labels.go). */
+export const AnnotationCapacityOverlayApplied = 'karpenter.sh/capacity-overlay-applied';
 export const AnnotationNodePoolHash = 'karpenter.sh/nodepool-hash';
 export const AnnotationNodePoolHashVersion = 'karpenter.sh/nodepool-hash-version';
 export const AnnotationNodeClaimTerminationTimestamp = 'karpenter.sh/nodeclaim-termination-timestamp';

@@ -1424,6 +1424,142 @@ export const ClusterAPINodeClassStatusSchema = z.strictObject({
 });
 
 // ---------------------------------------------------------------------------------------------------
+// NodeOverlay (karpenter.sh/v1alpha1), upstream pkg/apis/v1alpha1/nodeoverlay.go (v1.14.1)
+// ---------------------------------------------------------------------------------------------------
+
+/** Upstream's NodeOverlay `priceAdjustment` and `price` patterns, verbatim from karpenter.sh_nodeoverlays.yaml. */
+export const NodeOverlayPatterns = {
+  priceAdjustment: /^(([+-]{1}(\d*\.?\d+))|(\+{1}\d*\.?\d+%)|(^(-\d{1,2}(\.\d+)?%)$)|(-100%))$/,
+  price: /^\d+(\.\d+)?$/,
+} as const;
+
+/** Resources a NodeOverlay may not set in `capacity` (upstream `v1.WellKnownResources`). */
+export const NodeOverlayRestrictedResources: readonly string[] = [
+  'cpu',
+  'memory',
+  'ephemeral-storage',
+  'pods',
+];
+
+/** One NodeOverlay requirement: key rules `karpenter.sh` domain and `kubernetes.io/hostname` as upstream's CRD. */
+const nodeOverlayRequirementSchema = z.strictObject({
+  key: withRules(
+    pattern(Patterns.qualifiedName, Hints.qualifiedName).max(316),
+    [LabelRules.karpenterDomain, LabelRules.hostname],
+    (v, ctx) => {
+      if (typeof v !== 'string') return;
+      const d = labelDomain(v);
+      if (d.endsWith('karpenter.sh') && v !== LabelCapacityType && v !== LabelNodePool)
+        ctx.fail(LabelRules.karpenterDomain.rule, LabelRules.karpenterDomain.message, { value: v });
+      if (v === LabelHostname) ctx.fail(LabelRules.hostname.rule, LabelRules.hostname.message, { value: v });
+    },
+  ).describe('The label key that the selector applies to.'),
+  operator: z
+    .enum(['Gte', 'Lte', 'In', 'NotIn', 'Exists', 'DoesNotExist', 'Gt', 'Lt'])
+    .describe(
+      "Represents a key's relationship to a set of values. Valid operators are In, NotIn, Exists, DoesNotExist. Gt, Lt, Gte, and Lte.",
+    ),
+  values: z
+    .array(labelValueSchema())
+    .optional()
+    .meta({ 'x-kubernetes-list-type': 'atomic' })
+    .describe(
+      'In/NotIn: one or more values; Exists/DoesNotExist: none; Gt/Lt/Gte/Lte: a single element, interpreted as an integer.',
+    ),
+});
+
+/** NodeOverlay `spec.requirements` with upstream's three list rules, reported at the offending element. */
+const nodeOverlayRequirementsSchema = (() => {
+  const rules: CelRule[] = [
+    {
+      rule: `self.all(x, x.operator == 'NotIn' ? x.values.size() != 0 : true)`,
+      message: "requirements with operator 'NotIn' must have a value defined",
+    },
+    {
+      rule: `self.all(x, x.operator == 'In' ? x.values.size() != 0 : true)`,
+      message: "requirements with operator 'In' must have a value defined",
+    },
+    {
+      rule: `self.all(x, (x.operator == 'Gt' || x.operator == 'Lt' || x.operator == 'Gte' || x.operator == 'Lte') ? (x.values.size() == 1 && int(x.values[0]) >= 0) : true)`,
+      message: "requirements operator 'Gt', 'Lt', 'Gte' or 'Lte' must have a single positive integer value",
+    },
+  ];
+  const [notInRule, inRule, cmpRule] = rules as [CelRule, CelRule, CelRule];
+  return withRules(
+    z.array(nodeOverlayRequirementSchema).max(100).meta({ 'x-kubernetes-list-type': 'atomic' }),
+    rules,
+    (v, ctx) => {
+      arr(v).forEach((r, i) => {
+        if (!isObj(r)) return;
+        const values = Array.isArray(r.values) ? r.values : [];
+        if (r.operator === 'NotIn' && values.length === 0)
+          ctx.fail(notInRule.rule, notInRule.message, { path: [i, 'values'], code: 'FieldValueRequired' });
+        if (r.operator === 'In' && values.length === 0)
+          ctx.fail(inRule.rule, inRule.message, { path: [i, 'values'], code: 'FieldValueRequired' });
+        if (isComparison(r.operator)) {
+          const ok = values.length === 1 && typeof values[0] === 'string' && /^\+?[0-9]+$/.test(values[0]);
+          if (!ok) ctx.fail(cmpRule.rule, cmpRule.message, { path: [i, 'values'], value: r.values });
+        }
+      });
+    },
+  );
+})();
+
+const nodeOverlayCapacityRule = cel(
+  `self.all(x, !(x in ['cpu', 'memory', 'ephemeral-storage', 'pods']))`,
+  'invalid resource restricted',
+  (v) => !isObj(v) || !Object.keys(v).some((k) => NodeOverlayRestrictedResources.includes(k)),
+);
+
+/** NodeOverlay `spec` fields (before the spec-level `price`/`priceAdjustment` exclusivity rule). */
+export const NodeOverlaySpecFields = z.strictObject({
+  capacity: celAll(ResourceListSchema, [nodeOverlayCapacityRule])
+    .optional()
+    .describe(
+      "Capacity adds extended resources only, and does not replace any existing resources. These extended resources are appended to the node's existing resource list. Note: This field does not modify or override standard resources like cpu, memory, ephemeral-storage, or pods.",
+    ),
+  price: pattern(NodeOverlayPatterns.price, 'a non-negative decimal number of USD per hour, e.g. "0.05"')
+    .optional()
+    .describe(
+      'Price specifies amount for an instance types that match the specified labels. Users can override prices using a signed float representing the price override',
+    ),
+  priceAdjustment: pattern(
+    NodeOverlayPatterns.priceAdjustment,
+    'a signed amount ("+0.1", "-0.05") or a signed percentage ("+10%", "-15%", at least "-100%")',
+  )
+    .optional()
+    .describe(
+      'PriceAdjustment specifies the price change for matching instance types. Accepts either: - A fixed price modifier (e.g., -0.5, 1.2) - A percentage modifier (e.g., +10% for increase, -15% for decrease)',
+    ),
+  requirements: nodeOverlayRequirementsSchema.describe(
+    "requirements constrain when this NodeOverlay is applied during scheduling simulations. These requirements can match: - Well-known labels (e.g., node.kubernetes.io/instance-type, karpenter.sh/nodepool) - Custom labels from NodePool's spec.template.labels",
+  ),
+  weight: z
+    .int()
+    .min(1)
+    .max(10000)
+    .optional()
+    .meta({ format: 'int32' })
+    .describe(
+      'Weight defines the priority of this NodeOverlay when overriding node attributes. NodeOverlays with higher numerical weights take precedence over those with lower weights. If no weight is specified, the NodeOverlay is treated as having a weight of 0. When multiple NodeOverlays have identical weights, they are merged in alphabetical order.',
+    ),
+});
+
+/** NodeOverlay `spec` with upstream's rule "cannot set both 'price' and 'priceAdjustment'". */
+export const NodeOverlaySpecSchema = celAll(NodeOverlaySpecFields, [
+  cel(
+    '!has(self.price) || !has(self.priceAdjustment)',
+    "cannot set both 'price' and 'priceAdjustment'",
+    (v) => !has(v, 'price') || !has(v, 'priceAdjustment'),
+  ),
+]);
+
+/** NodeOverlay `status`: conditions (`ValidationSucceeded`, `Ready`), a list-map keyed by `type`. */
+export const NodeOverlayStatusSchema = z.strictObject({
+  conditions: conditionsSchema(false, true).optional(),
+});
+
+// ---------------------------------------------------------------------------------------------------
 // Whole objects
 // ---------------------------------------------------------------------------------------------------
 
@@ -1496,6 +1632,14 @@ export const ClusterAPINodeClassSchema = objectSchema(
   'ClusterAPINodeClass',
   ClusterAPINodeClassSpecSchema.optional(),
   ClusterAPINodeClassStatusSchema.optional(),
+);
+
+/** A whole `karpenter.sh/v1alpha1` NodeOverlay. */
+export const NodeOverlaySchema = objectSchema(
+  'karpenter.sh/v1alpha1',
+  'NodeOverlay',
+  NodeOverlaySpecSchema,
+  NodeOverlayStatusSchema.optional(),
 );
 
 /** Description of one custom resource: identity, CRD presentation, and its schemas. */
@@ -1589,5 +1733,24 @@ export const KarpenterKinds: Readonly<Record<string, KarpenterKindInfo>> = {
     status: ClusterAPINodeClassStatusSchema,
     specRequired: false,
     description: 'ClusterAPINodeClass is the Schema for the ClusterAPINodeClass API',
+  },
+  'karpenter.sh/v1alpha1/NodeOverlay': {
+    group: 'karpenter.sh',
+    version: 'v1alpha1',
+    kind: 'NodeOverlay',
+    plural: 'nodeoverlays',
+    singular: 'nodeoverlay',
+    shortNames: ['overlays'],
+    schema: NodeOverlaySchema,
+    spec: NodeOverlaySpecSchema,
+    status: NodeOverlayStatusSchema,
+    specRequired: true,
+    description:
+      'NodeOverlay is the Schema for the NodeOverlays API (alpha; used only with the NodeOverlay feature gate)',
+    printerColumns: [
+      { jsonPath: '.status.conditions[?(@.type=="Ready")].status', name: 'Ready', type: 'string' },
+      { jsonPath: '.metadata.creationTimestamp', name: 'Age', type: 'date' },
+      { jsonPath: '.spec.weight', name: 'Weight', priority: 1, type: 'integer' },
+    ],
   },
 };

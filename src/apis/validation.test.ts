@@ -322,7 +322,7 @@ describe('NodePool validation', () => {
     ]);
     expect(messages({ apiVersion: 'karpenter.sh/v1', kind: 'Provisioner', metadata: { name: 'p' } })).toEqual(
       [
-        'Provisioner "p": kind: Unsupported value "Provisioner": must be one of NodePool, NodeClaim in API group karpenter.sh',
+        'Provisioner "p": kind: Unsupported value "Provisioner": must be one of NodePool, NodeClaim, NodeOverlay in API group karpenter.sh',
       ],
     );
     expect(messages({ kind: 'Pod', metadata: { name: 'p' } })).toEqual([

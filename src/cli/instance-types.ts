@@ -4,12 +4,14 @@
  * EC2NodeClass manifests: allocatable follows each NodePool's EC2NodeClass (kubelet, blockDeviceMappings, AMI family)
  * and the list is filtered by the NodePool's requirements and template labels, as upstream Karpenter filters
  * instance types for a NodePool (offerings are narrowed to the allowed zones and capacity types; a type without any
- * remaining offering is left out). Notices (price fallbacks, estimates) go to stderr.
+ * remaining offering is left out). With `--feature-gates NodeOverlay=true`, the manifests' NodeOverlays are applied
+ * to each NodePool's instance types first (overlaid prices and extended capacity are shown; without the gate, as
+ * upstream, they are ignored with a note). Notices (price fallbacks, estimates, overlays) go to stderr.
  * Exit codes: 0 success; 2 invalid input (bad flag, unreadable/invalid manifest, missing EC2NodeClass); 1 unexpected.
  * See docs/catalog.md.
  */
 import type { Command } from 'commander';
-import type { EC2NodeClass, NodePool } from '../apis/karpenter.ts';
+import type { EC2NodeClass, NodeOverlay, NodePool } from '../apis/karpenter.ts';
 import { LabelCapacityType, LabelTopologyRegion, LabelTopologyZone } from '../apis/labels.ts';
 import { formatResource, formatResources } from '../apis/quantity.ts';
 import {
@@ -20,8 +22,10 @@ import {
   SUPPORTED_REGIONS,
 } from '../cloudprovider/aws/catalog/index.ts';
 import type { InstanceType, Offering } from '../cloudprovider/types.ts';
+import { parseFeatureGates } from '../operator/options.ts';
 import { instanceTypeCompatible, providerKeys } from '../scheduling/instancetypes.ts';
 import { nodeClaimTemplateRequirements } from '../scheduling/nodeclaimtemplate.ts';
+import { overlayInstanceTypes } from '../scheduling/nodeoverlay.ts';
 import type { Requirements } from '../scheduling/requirements.ts';
 
 /** Options of {@link runInstanceTypes} (the parsed command line). */
@@ -34,6 +38,8 @@ export interface InstanceTypesCommandOptions {
   nodePool?: string;
   /** `table` (default) or `json`. */
   output?: string;
+  /** `--feature-gates` (`NodeOverlay=true` applies the manifests' NodeOverlays); unknown gates exit 2. */
+  featureGates?: string;
 }
 
 /** Where the command writes; injected so tests run it in-process. */
@@ -74,6 +80,7 @@ async function loadManifests(paths: string[]): Promise<{
   nodePools: NodePool[];
   nodeClasses: EC2NodeClass[];
   kwokNodeClasses: Set<string>;
+  nodeOverlays: NodeOverlay[];
   errors: string[];
 }> {
   const { loadManifestPaths } = await import('../apis/load.ts');
@@ -81,7 +88,10 @@ async function loadManifests(paths: string[]): Promise<{
   const kwokNodeClasses = new Set<string>();
   const nodePools: NodePool[] = [];
   const nodeClasses: EC2NodeClass[] = [];
+  const nodeOverlays: NodeOverlay[] = [];
   for (const { object } of res.objects) {
+    if (object.kind === 'NodeOverlay' && object.apiVersion === 'karpenter.sh/v1alpha1')
+      nodeOverlays.push(object as NodeOverlay);
     if (object.kind === 'NodePool' && object.apiVersion === 'karpenter.sh/v1')
       nodePools.push(object as NodePool);
     if (object.kind === 'KWOKNodeClass' && object.metadata?.name) kwokNodeClasses.add(object.metadata.name);
@@ -89,7 +99,7 @@ async function loadManifests(paths: string[]): Promise<{
       nodeClasses.push(object as EC2NodeClass);
     }
   }
-  return { nodePools, nodeClasses, kwokNodeClasses, errors: res.errors.map((e) => e.message) };
+  return { nodePools, nodeClasses, kwokNodeClasses, nodeOverlays, errors: res.errors.map((e) => e.message) };
 }
 
 /**
@@ -191,6 +201,68 @@ function table(unsorted: Array<{ it: InstanceType; nodePool?: string }>): string
   return `${[fmt(head), ...lines.map(fmt)].join('\n')}\n${rows.length} instance types\n`;
 }
 
+/** One NodePool (or the bare catalog) whose instance types are listed. */
+interface Selection {
+  nodePool?: string;
+  pool?: NodePool;
+  nodeClass?: EC2NodeClass;
+  reqs?: Requirements;
+}
+
+/**
+ * The rows of every selection: the catalog's types for its NodeClass, overlaid by the NodeOverlays when the
+ * gate is on (before the NodePool filter, as upstream's decorated GetInstanceTypes), then filtered by the
+ * NodePool. Overlay verdicts other than applied, and ignored overlays, are added to `notices`.
+ * @throws InputError for an EC2NodeClass the catalog cannot resolve.
+ */
+function selectionRows(
+  selections: readonly Selection[],
+  region: string,
+  notices: Set<string>,
+  ov: { overlays: readonly NodeOverlay[]; gateOn: boolean },
+): Array<{ it: InstanceType; nodePool?: string }> {
+  const resolved = selections.map((sel) => {
+    let res: CatalogResult;
+    try {
+      res = getInstanceTypes({ region, ...(sel.nodeClass ? { nodeClass: sel.nodeClass } : {}) });
+    } catch (e) {
+      if ((e as { code?: string }).code === 'InvalidNodeClassValue') {
+        throw new InputError(`EC2NodeClass "${sel.nodeClass?.metadata.name}": ${(e as Error).message}`);
+      }
+      throw e;
+    }
+    for (const n of res.notices) notices.add(n);
+    return { sel, types: res.instanceTypes as InstanceType[] };
+  });
+  if (ov.overlays.length > 0 && !ov.gateOn) {
+    notices.add(
+      `${ov.overlays.length} NodeOverlay(s) ignored (${ov.overlays.map((o) => o.metadata.name).join(', ')}): the NodeOverlay feature gate is off (alpha; upstream default false). Pass --feature-gates NodeOverlay=true to apply them.`,
+    );
+  } else if (ov.overlays.length > 0) {
+    const pools = resolved.flatMap((r) =>
+      r.sel.pool ? [{ nodePool: r.sel.pool, instanceTypes: r.types }] : [],
+    );
+    const { instanceTypes, evaluation } = overlayInstanceTypes(ov.overlays, pools);
+    for (const r of resolved) if (r.sel.pool) r.types = instanceTypes[r.sel.pool.metadata.name] ?? r.types;
+    for (const name of evaluation.order) {
+      const v = evaluation.verdicts.get(name);
+      if (v && !v.ok)
+        notices.add(
+          `NodeOverlay "${name}" is not applied: ValidationSucceeded=False, reason ${v.reason}: ${v.message}`,
+        );
+    }
+  }
+  const rows: Array<{ it: InstanceType; nodePool?: string }> = [];
+  for (const { sel, types } of resolved) {
+    const keys = providerKeys(types);
+    for (const it of types) {
+      const kept = sel.reqs ? filterInstanceType(it, sel.reqs, region, keys) : it;
+      if (kept) rows.push({ it: kept, ...(sel.nodePool !== undefined ? { nodePool: sel.nodePool } : {}) });
+    }
+  }
+  return rows;
+}
+
 /**
  * Runs `capenter instance-types` and returns its exit code (0, 1 or 2). Never throws: unexpected errors are
  * printed to stderr with exit code 1.
@@ -211,9 +283,19 @@ export async function runInstanceTypes(
       );
     }
 
-    const selections: Array<{ nodePool?: string; nodeClass?: EC2NodeClass; reqs?: Requirements }> = [];
+    let gates: Record<string, boolean>;
+    try {
+      gates = parseFeatureGates(opts.featureGates ?? '');
+    } catch (e) {
+      throw new InputError(`--feature-gates: ${(e as Error).message}`);
+    }
+    const selections: Selection[] = [];
+    let overlays: NodeOverlay[] = [];
     if (opts.filenames && opts.filenames.length > 0) {
-      const { nodePools, nodeClasses, kwokNodeClasses, errors } = await loadManifests(opts.filenames);
+      const { nodePools, nodeClasses, kwokNodeClasses, nodeOverlays, errors } = await loadManifests(
+        opts.filenames,
+      );
+      overlays = nodeOverlays;
       if (errors.length > 0) throw new InputError(errors.join('\n'));
       const byName = new Map(nodeClasses.map((nc) => [nc.metadata.name, nc]));
       const pools = opts.nodePool ? nodePools.filter((np) => np.metadata.name === opts.nodePool) : nodePools;
@@ -251,7 +333,7 @@ export async function runInstanceTypes(
             `NodePool "${np.metadata.name}": spec.template.spec.requirements: ${(e as Error).message}`,
           );
         }
-        selections.push({ nodePool: np.metadata.name, reqs, ...(nodeClass ? { nodeClass } : {}) });
+        selections.push({ nodePool: np.metadata.name, pool: np, reqs, ...(nodeClass ? { nodeClass } : {}) });
       }
       if (pools.length === 0) {
         if (nodeClasses.length > 1) {
@@ -265,25 +347,8 @@ export async function runInstanceTypes(
       selections.push({});
     }
 
-    const rows: Array<{ it: InstanceType; nodePool?: string }> = [];
     const notices = new Set<string>();
-    for (const sel of selections) {
-      let res: CatalogResult;
-      try {
-        res = getInstanceTypes({ region, ...(sel.nodeClass ? { nodeClass: sel.nodeClass } : {}) });
-      } catch (e) {
-        if ((e as { code?: string }).code === 'InvalidNodeClassValue') {
-          throw new InputError(`EC2NodeClass "${sel.nodeClass?.metadata.name}": ${(e as Error).message}`);
-        }
-        throw e;
-      }
-      for (const n of res.notices) notices.add(n);
-      const keys = providerKeys(res.instanceTypes);
-      for (const it of res.instanceTypes) {
-        const kept = sel.reqs ? filterInstanceType(it, sel.reqs, region, keys) : it;
-        if (kept) rows.push({ it: kept, ...(sel.nodePool !== undefined ? { nodePool: sel.nodePool } : {}) });
-      }
-    }
+    const rows = selectionRows(selections, region, notices, { overlays, gateOn: gates.NodeOverlay ?? false });
     for (const n of notices) io.stderr(`note: ${n}\n`);
     if (output === 'json') {
       io.stdout(
@@ -322,15 +387,28 @@ export function registerInstanceTypesCommand(program: Command): void {
     .option('--region <region>', `AWS region (${SUPPORTED_REGIONS.join(', ')})`, DEFAULT_REGION)
     .option('--nodepool <name>', 'only the instance types of this NodePool')
     .option('-o, --output <format>', 'output format: table or json', 'table')
-    .action(async (o: { filename?: string[]; region: string; nodepool?: string; output: string }) => {
-      process.exitCode = await runInstanceTypes(
-        {
-          region: o.region,
-          output: o.output,
-          ...(o.filename ? { filenames: o.filename } : {}),
-          ...(o.nodepool ? { nodePool: o.nodepool } : {}),
-        },
-        { stdout: (t) => process.stdout.write(t), stderr: (t) => process.stderr.write(t) },
-      );
-    });
+    .option(
+      '--feature-gates <gates>',
+      "feature gates, e.g. NodeOverlay=true (applies the manifests' NodeOverlays)",
+    )
+    .action(
+      async (o: {
+        filename?: string[];
+        region: string;
+        nodepool?: string;
+        output: string;
+        featureGates?: string;
+      }) => {
+        process.exitCode = await runInstanceTypes(
+          {
+            region: o.region,
+            output: o.output,
+            ...(o.filename ? { filenames: o.filename } : {}),
+            ...(o.nodepool ? { nodePool: o.nodepool } : {}),
+            ...(o.featureGates ? { featureGates: o.featureGates } : {}),
+          },
+          { stdout: (t) => process.stdout.write(t), stderr: (t) => process.stderr.write(t) },
+        );
+      },
+    );
 }

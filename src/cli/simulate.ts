@@ -1,5 +1,5 @@
 /**
- * `capenter simulate -f PATH... [--region R] [-o table|json] [--explain] [--disruption] [--min-values-policy P]`: reads manifests
+ * `capenter simulate -f PATH... [--region R] [-o table|json] [--explain] [--disruption] [--min-values-policy P] [--feature-gates G]`: reads manifests
  * (files, folders, `-` for stdin; `-f` repeatable), simulates what Karpenter would provision for the pending pods,
  * prints the plan; `--disruption` adds the first disruption pass (`simulate/disruption.ts`). Exit codes: 0 success; 2 invalid input (errors on stderr; the plan for the valid objects is still
  * printed); 1 unexpected failure. See docs/simulate.md.
@@ -7,6 +7,7 @@
 import type { Command } from 'commander';
 import type { loadManifestPaths } from '../apis/load.ts';
 import { DEFAULT_REGION, SUPPORTED_REGIONS } from '../cloudprovider/aws/catalog/index.ts';
+import { parseFeatureGates } from '../operator/options.ts';
 import { disruptionJSON, formatDisruptionTable, simulateDisruption } from '../simulate/disruption.ts';
 import type { SimulationIssue, SourcedObject } from '../simulate/input.ts';
 import { formatIssue, formatTable, toJSON } from '../simulate/output.ts';
@@ -27,6 +28,11 @@ export interface SimulateCommandOptions {
   now?: string;
   /** `--min-values-policy`: `Strict` (default) or `BestEffort` (upstream `MIN_VALUES_POLICY`). */
   minValuesPolicy?: string;
+  /**
+   * `--feature-gates`, as the controller's `FEATURE_GATES` (`NodeOverlay=true,...`); only `NodeOverlay`
+   * changes the simulation (apply the input's NodeOverlays). Unknown or malformed gates exit 2.
+   */
+  featureGates?: string;
 }
 
 /** Where the command writes and reads; injected so tests run it in-process. */
@@ -114,12 +120,20 @@ export async function runSimulate(opts: SimulateCommandOptions, io: CommandIO): 
       }
     }
 
+    let gates: Record<string, boolean>;
+    try {
+      gates = parseFeatureGates(opts.featureGates ?? '');
+    } catch (e) {
+      io.stderr(`error: --feature-gates: ${(e as Error).message}\n`);
+      return EXIT_INVALID_INPUT;
+    }
     const result = await simulate(
       { objects, errors, unknownKinds },
       {
         region,
         explain: opts.explain ?? false,
         minValuesPolicy,
+        nodeOverlay: gates.NodeOverlay ?? false,
         ...(io.catalog ? { catalog: io.catalog } : {}),
       },
     );
@@ -130,6 +144,7 @@ export async function runSimulate(opts: SimulateCommandOptions, io: CommandIO): 
           { objects },
           {
             region,
+            nodeOverlay: gates.NodeOverlay ?? false,
             ...(now !== undefined ? { now } : {}),
             ...(io.catalog ? { catalog: io.catalog } : {}),
             ...(minValuesPolicy === 'BestEffort' ? { options: { minValuesPolicy } } : {}),
@@ -177,6 +192,10 @@ export function registerSimulateCommand(program: Command): void {
       'Strict',
     )
     .option(
+      '--feature-gates <gates>',
+      "feature gates as the controller's FEATURE_GATES, e.g. NodeOverlay=true (applies the input's NodeOverlays)",
+    )
+    .option(
       '--now <time>',
       'time of the disruption pass (RFC 3339), for reproducible expiration; default now',
     )
@@ -189,6 +208,7 @@ export function registerSimulateCommand(program: Command): void {
         disruption: boolean;
         now?: string;
         minValuesPolicy: string;
+        featureGates?: string;
       }) => {
         process.exitCode = await runSimulate(
           {
@@ -199,6 +219,7 @@ export function registerSimulateCommand(program: Command): void {
             disruption: o.disruption,
             minValuesPolicy: o.minValuesPolicy,
             ...(o.now !== undefined ? { now: o.now } : {}),
+            ...(o.featureGates !== undefined ? { featureGates: o.featureGates } : {}),
           },
           {
             stdout: (t) => process.stdout.write(t),

@@ -21,6 +21,7 @@ import type {
   EC2NodeClass,
   KWOKNodeClass,
   NodeClaim,
+  NodeOverlay,
   NodePool,
 } from '../apis/karpenter.ts';
 import type {
@@ -124,6 +125,8 @@ export const Resources = {
     'ClusterAPINodeClass',
     false,
   ),
+  /** `karpenter.sh/v1alpha1` NodeOverlay (alpha; read only with the `NodeOverlay` feature gate). */
+  NodeOverlay: rt<NodeOverlay>('karpenter.sh', 'v1alpha1', 'nodeoverlays', 'NodeOverlay', false),
   Cluster: rt<KubeObject>('cluster.x-k8s.io', 'v1beta2', 'clusters', 'Cluster', true),
   Machine: rt<KubeObject>('cluster.x-k8s.io', 'v1beta2', 'machines', 'Machine', true),
   MachineSet: rt<KubeObject>('cluster.x-k8s.io', 'v1beta2', 'machinesets', 'MachineSet', true),

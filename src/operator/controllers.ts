@@ -3,12 +3,14 @@
  * plus the provider's own, as a provider's `main` appends them): provisioner + its trigger, `nodeclaim.lifecycle`,
  * `nodeclaim.garbagecollection`, `node.termination`, `node.health` (only with the `NodeRepair` feature gate),
  * disruption, `nodeclaim.expiration`, `nodeclaim.podevents`, `nodepool`, `static.capacity` (upstream
- * `static.provisioning` + `static.deprovisioning`), `nodeclass.status` (with the provider's `Ready` dependents), the
- * metrics controllers, then the
+ * `static.provisioning` + `static.deprovisioning`), `nodeclass.status` (with the provider's `Ready` dependents),
+ * `nodeoverlay.controller` (only with the `NodeOverlay` gate; the other controllers then see overlaid instance
+ * types), the metrics controllers, then the
  * provider module's controllers. Built by `createOperator` (`./operator.ts`); nothing runs until it starts them.
  */
 import type { Registry } from 'prom-client';
 import type { ProviderSetup } from '../cloudprovider/module.ts';
+import { NodeOverlayStore, withNodeOverlays } from '../cloudprovider/overlay.ts';
 import type { CloudProvider } from '../cloudprovider/types.ts';
 import {
   DisruptionController,
@@ -21,6 +23,7 @@ import { PodEventsController } from '../controllers/nodeclaim/disruption/podeven
 import { ExpirationController } from '../controllers/nodeclaim/expiration/controller.ts';
 import { NodeClaimGarbageCollectionController } from '../controllers/nodeclaim/garbagecollection/controller.ts';
 import { NodeClaimLifecycleController } from '../controllers/nodeclaim/lifecycle/controller.ts';
+import { NodeOverlayController, NodeOverlayGateOffNotice } from '../controllers/nodeoverlay/controller.ts';
 import { NodePoolController } from '../controllers/nodepool/controller.ts';
 import { NodePoolHashVersion, nodePoolHash } from '../controllers/nodepool/hash.ts';
 import { NodeClassStatusController } from '../controllers/nodepool/nodeclass.ts';
@@ -82,9 +85,14 @@ export interface ControllerList {
 /** Builds the controllers of {@link ControllerListDeps}; see the module comment. */
 export function buildControllers(d: ControllerListDeps): ControllerList {
   const { client, cluster, clock, logger, recorder, registry, options, tuning } = d;
+  // NodeOverlay gate (upstream default off): every controller sees instance types with the overlays applied,
+  // as last evaluated by the nodeoverlay controller, which itself reads the provider without them.
+  const overlayStore = options.featureGates.NodeOverlay === true ? new NodeOverlayStore() : undefined;
   const deps = (controller: string): ControllerDeps => ({
     client,
-    cloudProvider: d.provider(controller),
+    cloudProvider: overlayStore
+      ? withNodeOverlays(d.provider(controller), overlayStore)
+      : d.provider(controller),
     clock,
     logger,
     recorder,
@@ -164,6 +172,16 @@ export function buildControllers(d: ControllerListDeps): ControllerList {
       ...deps('nodeclass.status'),
       ...(Object.keys(readyDependents).length > 0 ? { extraDependents: readyDependents } : {}),
     }),
+    ...(overlayStore
+      ? [
+          new NodeOverlayController({
+            ...deps('nodeoverlay.controller'),
+            cloudProvider: d.provider('nodeoverlay.controller'),
+            store: overlayStore,
+            cluster,
+          }),
+        ]
+      : [new NodeOverlayGateOffNotice({ client, logger })]),
     ...metricsControllers({ cluster, clock, logger, registry, periodSeconds: options.metricsPeriodSeconds }),
     ...(d.setup?.controllers?.({ ...deps('nodeclass'), cloudProvider: d.rawProvider }) ?? []),
   ];

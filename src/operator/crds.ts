@@ -34,6 +34,7 @@ export const ShippedCRDKinds: readonly ResourceType[] = [
   Resources.EC2NodeClass,
   Resources.KWOKNodeClass,
   Resources.ClusterAPINodeClass,
+  Resources.NodeOverlay,
 ];
 
 /** The fix printed with every missing-CRD message. */

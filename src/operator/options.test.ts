@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { addSettingFlags, checkSettingList, parseDuration, SettingError } from '../config/settings.ts';
 import {
   CORE_SETTINGS,
+  DEFAULT_FEATURE_GATES,
   defaultOptions,
   embeddedOptions,
   parseFeatureGates,
@@ -66,6 +67,7 @@ describe('operator options (the settings registry)', () => {
       NodeRepair: false,
       ReservedCapacity: false,
       StaticCapacity: false,
+      NodeOverlay: false,
     });
     expect([o.preferencePolicy, o.minValuesPolicy, o.kubeClientQPS, o.kubeClientBurst]).toEqual([
       'Ignore',
@@ -118,6 +120,9 @@ describe('operator options (the settings registry)', () => {
       /KUBE_CLIENT_BURST: "1.5" is not valid \(not an integer\)/,
     );
     expect(err({ env: { FEATURE_GATES: 'Foo=true' } })).toMatch(/unknown feature gate "Foo"/);
+    // NodeOverlay is a known gate (upstream v1.14.1 default false), no longer refused as unknown
+    expect(parseFeatureGates('NodeOverlay=true').NodeOverlay).toBe(true);
+    expect(DEFAULT_FEATURE_GATES.NodeOverlay).toBe(false);
     expect(() => parseFeatureGates('Foo')).toThrow(/"Foo" is not Name=true\|false/);
     expect(() => resolveOperatorOptions({ env: { KUBE_CLIENT_QPS: '0' } })).toThrow(SettingError);
   });

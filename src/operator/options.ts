@@ -76,6 +76,8 @@ export const DEFAULT_FEATURE_GATES: Readonly<Record<string, boolean>> = {
   NodeRepair: false,
   ReservedCapacity: false,
   StaticCapacity: false,
+  /** Alpha: apply `karpenter.sh/v1alpha1` NodeOverlays to instance types (upstream default off). */
+  NodeOverlay: false,
 };
 
 const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'silent'] as const;

@@ -95,6 +95,8 @@ export interface SimulateDisruptionOptions {
   now?: number;
   catalog?: CatalogFunction;
   featureGates?: DisruptionFeatureGates;
+  /** The `NodeOverlay` feature gate: apply the input's NodeOverlays to the instance types (default false). */
+  nodeOverlay?: boolean;
   options?: DisruptionOptions;
 }
 
@@ -152,7 +154,11 @@ export async function simulateDisruption(
   const now = opts.now ?? Date.now();
   const { objects, errors } = toSourced(source);
   const catalog: CatalogFunction = opts.catalog ?? ((args) => getInstanceTypes(args));
-  const built = await buildSchedulingInput(objects, { region, catalog });
+  const built = await buildSchedulingInput(objects, {
+    region,
+    catalog,
+    nodeOverlay: opts.nodeOverlay ?? false,
+  });
   errors.push(...built.errors);
 
   const listedClaims = new Map<string, NodeClaim>();

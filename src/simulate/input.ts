@@ -39,7 +39,7 @@ import type {
   StatefulSet,
 } from '../apis/core.ts';
 import { exampleEC2NodeClass } from '../apis/examples.ts';
-import type { EC2NodeClass, NodeClaim, NodePool } from '../apis/karpenter.ts';
+import type { EC2NodeClass, NodeClaim, NodeOverlay, NodePool } from '../apis/karpenter.ts';
 import { LabelNodePool } from '../apis/labels.ts';
 import { isActive } from '../apis/pod.ts';
 import type { Resources } from '../apis/quantity.ts';
@@ -47,6 +47,7 @@ import type { InstanceType } from '../cloudprovider/types.ts';
 import { nodeLimitOf, staticPlan } from '../disruption/static.ts';
 import { selectorMatches } from '../scheduling/labelselector.ts';
 import { addUsage, limitCapacity, nodeLimitCapacity } from '../scheduling/limits.ts';
+import { type NodeOverlayVerdict, overlayInstanceTypes } from '../scheduling/nodeoverlay.ts';
 import { daemonSetNodeFit, withoutEphemeralTaints } from '../scheduling/predicates.ts';
 import type { ExistingNode, SchedulingInput } from '../scheduling/types.ts';
 import type { CSINode, PersistentVolume, StorageClass } from '../scheduling/volumetopology.ts';
@@ -107,6 +108,12 @@ export interface BuildInputOptions {
    * NodePool is NOT used: the user meant their own NodePools, and upstream launches nothing for an invalid one.
    */
   invalidNodePools?: number;
+  /**
+   * The `NodeOverlay` feature gate (alpha, default false as upstream). Off: NodeOverlays in the input are
+   * ignored, with a notice saying so. On: they are evaluated and applied to every NodePool's instance types
+   * (`scheduling/nodeoverlay.ts`).
+   */
+  nodeOverlay?: boolean;
 }
 
 /** What {@link buildSchedulingInput} produces besides the scheduler input itself. */
@@ -121,6 +128,11 @@ export interface BuiltInput {
   podDisruptionBudgets: PodDisruptionBudget[];
   /** True when no NodePool was given and {@link DEFAULT_NODEPOOL} was used. */
   usedDefaultNodePool: boolean;
+  /**
+   * The NodeOverlays of the input and, when the `NodeOverlay` gate is on, each one's verdict (upstream's
+   * `ValidationSucceeded` condition): applied, or `RuntimeValidation`/`Conflict` with upstream's message.
+   */
+  nodeOverlays: Array<{ name: string; verdict?: NodeOverlayVerdict }>;
 }
 
 /**
@@ -471,11 +483,13 @@ const CLUSTER_SCOPED_KINDS = new Set([
   'Node',
   'Namespace',
   'NodeClaim',
+  'NodeOverlay',
 ]);
 
 /** The input objects sorted by kind, as {@link collectObjects} leaves them (mutated by the later passes). */
 interface CollectedObjects {
   nodePools: NodePool[];
+  nodeOverlays: NodeOverlay[];
   nodeClasses: Map<string, EC2NodeClass>;
   /** KWOKNodeClass names: their NodePools get the region's catalog with default allocatable, as `start` does. */
   kwokNodeClasses: Set<string>;
@@ -510,6 +524,7 @@ function collectObjects(
 ): CollectedObjects {
   const c: CollectedObjects = {
     nodePools: [],
+    nodeOverlays: [],
     nodeClasses: new Map(),
     kwokNodeClasses: new Set(),
     nodes: [],
@@ -571,6 +586,9 @@ function collectByKind(c: CollectedObjects, s: SourcedObject, kind: string, noti
       break;
     case 'EC2NodeClass':
       c.nodeClasses.set(nameOf(o), o as EC2NodeClass);
+      break;
+    case 'NodeOverlay':
+      c.nodeOverlays.push(o as NodeOverlay);
       break;
     case 'KWOKNodeClass':
       c.kwokNodeClasses.add(nameOf(o));
@@ -992,6 +1010,7 @@ export async function buildSchedulingInput(
     usablePools.push(np);
     if (np.spec.replicas !== undefined) notices.push(staticPoolNotice(np, types, existingNodes));
   }
+  const nodeOverlays = applyInputNodeOverlays(c, usablePools, instanceTypes, opts, errors, notices);
 
   const input: SchedulingInput = {
     pods: pending,
@@ -1017,7 +1036,57 @@ export async function buildSchedulingInput(
     persistentVolumeClaims: c.pvcs,
     podDisruptionBudgets: c.pdbs,
     usedDefaultNodePool,
+    nodeOverlays,
   };
+}
+
+/**
+ * The NodeOverlays of the input, applied in place to `instanceTypes` when the `NodeOverlay` gate is on
+ * (upstream's nodeoverlay controller + CloudProvider decorator, in one pass). Gate off: a notice that they are
+ * ignored, as upstream ignores them. A `RuntimeValidation` failure is an input error (the overlay is not
+ * applied); a `Conflict` is a notice naming the overlay.
+ */
+function applyInputNodeOverlays(
+  c: CollectedObjects,
+  pools: readonly NodePool[],
+  instanceTypes: Record<string, InstanceType[]>,
+  opts: BuildInputOptions,
+  errors: SimulationIssue[],
+  notices: string[],
+): Array<{ name: string; verdict?: NodeOverlayVerdict }> {
+  if (c.nodeOverlays.length === 0) return [];
+  const names = c.nodeOverlays.map(nameOf);
+  if (!opts.nodeOverlay) {
+    notices.push(
+      `${names.length} NodeOverlay(s) ignored (${names.join(', ')}): the NodeOverlay feature gate is off (alpha; upstream default false). Pass --feature-gates NodeOverlay=true to apply them.`,
+    );
+    return names.map((name) => ({ name }));
+  }
+  const res = overlayInstanceTypes(
+    c.nodeOverlays,
+    pools.map((np) => ({ nodePool: np, instanceTypes: instanceTypes[nameOf(np)] ?? [] })),
+  );
+  Object.assign(instanceTypes, res.instanceTypes);
+  for (const name of res.evaluation.order) {
+    const v = res.evaluation.verdicts.get(name);
+    if (!v || v.ok) continue;
+    const src = c.seen.get(`NodeOverlay//${name}`);
+    if (v.reason === 'RuntimeValidation')
+      errors.push(
+        issue(
+          src,
+          'NodeOverlay',
+          name,
+          'spec',
+          `${v.message}; fix the overlay (it is not applied: ValidationSucceeded=False, reason RuntimeValidation)`,
+        ),
+      );
+    else
+      notices.push(
+        `NodeOverlay "${name}" is not applied: ValidationSucceeded=False, reason Conflict (${v.message}): an overlay of the same weight already sets the same offering price or capacity resource. Give one of them a different spec.weight.`,
+      );
+  }
+  return names.map((name) => ({ name, verdict: res.evaluation.verdicts.get(name) ?? { ok: true } }));
 }
 
 /** Namespace labels, adding every namespace an object lives in (with `kubernetes.io/metadata.name`). */

@@ -98,6 +98,8 @@ export interface SimulateOptions {
   catalog?: CatalogFunction;
   /** Upstream `MIN_VALUES_POLICY` (`--min-values-policy`): `Strict` (default) or `BestEffort`. */
   minValuesPolicy?: MinValuesPolicy;
+  /** The `NodeOverlay` feature gate (default false, as upstream): apply the input's NodeOverlays. */
+  nodeOverlay?: boolean;
 }
 
 /** A load result (as from `apis/load.ts`) or a plain list of objects. */
@@ -150,6 +152,7 @@ export async function simulate(
     explain: opts.explain ?? false,
     catalog,
     invalidNodePools,
+    nodeOverlay: opts.nodeOverlay ?? false,
   });
   errors.push(...built.errors);
   if (opts.minValuesPolicy === 'BestEffort') built.input.minValuesPolicy = 'BestEffort';

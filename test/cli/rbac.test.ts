@@ -31,6 +31,10 @@ const LEASE_NAMESPACE = 'capenter-system';
 const NOT_EXERCISED: Record<string, string> = {
   'get core persistentvolumeclaims':
     'src/controllers/node/termination/controller.ts: waiting for the VolumeAttachments of drained pods with PVCs',
+  'watch karpenter.sh nodeoverlays':
+    'src/controllers/nodeoverlay/controller.ts: the NodeOverlay informer (NodeOverlay feature gate only)',
+  'patch karpenter.sh nodeoverlays/status':
+    'src/controllers/nodeoverlay/controller.ts: ValidationSucceeded/Ready conditions (NodeOverlay feature gate only)',
   'patch core events':
     'src/kube/events.ts: the same Event again within the aggregation window increments its count',
 };

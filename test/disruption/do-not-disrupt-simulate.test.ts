@@ -69,3 +69,32 @@ describe('simulate --disruption with do-not-disrupt durations', () => {
     expect(formatDisruptionTable(r)).toContain(`Disruption notices:\n  - ${notices[0]}\n  - ${notices[1]}\n`);
   });
 });
+
+describe('simulate --disruption with NodeOverlays (NodeOverlay gate)', () => {
+  const cheapM5 = `---
+apiVersion: karpenter.sh/v1alpha1
+kind: NodeOverlay
+metadata: {name: cheap-m5-2xlarge}
+spec:
+  requirements: [{key: node.kubernetes.io/instance-type, operator: In, values: [m5.2xlarge]}]
+  price: "0.001"
+`;
+  const text = `${caseInput.replace('karpenter.sh/do-not-disrupt: 87600h', 'karpenter.sh/do-not-disrupt: "720h"')}\n${cheapM5}`;
+  it('node-big (m5.2xlarge) overlaid to $0.001/h has no cheaper replacement: no command with the gate, replace without', async () => {
+    const on = await simulateDisruption(parseManifests(text, 'case.yaml'), {
+      region: 'us-east-1',
+      now: NOW,
+      nodeOverlay: true,
+    });
+    expect(on.errors).toEqual([]);
+    expect(on.commands).toEqual([]);
+    const off = await simulateDisruption(parseManifests(text, 'case.yaml'), {
+      region: 'us-east-1',
+      now: NOW,
+    });
+    expect(off.commands.map((c) => [c.decision, c.reason, c.candidates])).toEqual([
+      ['replace', 'Underutilized', ['node-big']],
+    ]);
+    expect(off.notices.join('\n')).toContain('1 NodeOverlay(s) ignored (cheap-m5-2xlarge)');
+  });
+});

@@ -1,4 +1,6 @@
 import {
+  CreateFleetCommand,
+  type CreateFleetCommandInput,
   DescribeInstancesCommand,
   DescribeLaunchTemplatesCommand,
   DescribeLaunchTemplateVersionsCommand,
@@ -333,5 +335,49 @@ describe('aws provider against moto + proxy', () => {
     expect(got.metadata.labels?.[LabelInstanceType]).toBe('m5.large');
     await provider.delete(nc);
     await expect(provider.get(nc.status!.providerID!)).rejects.toMatchObject({ code: 'NodeClaimNotFound' });
+  });
+
+  it('a NodeClaim annotated karpenter.sh/price-overlay-applied launches with prioritized / capacity-optimized-prioritized and Priority = price', async () => {
+    const { provider, clients } = await bed();
+    const sent: CreateFleetCommandInput[] = [];
+    const send = clients.ec2.send.bind(clients.ec2);
+    vi.spyOn(clients.ec2, 'send').mockImplementation(((cmd: { input: unknown }) => {
+      if (cmd instanceof CreateFleetCommand) sent.push(cmd.input as CreateFleetCommandInput);
+      return send(cmd as never);
+    }) as never);
+    const annotated = (name: string, ct: string) => {
+      const nc = awsNodeClaim(name, [
+        inReq(LabelInstanceType, ['m5.xlarge', 'm5.large']),
+        inReq(LabelCapacityType, [ct]),
+      ]);
+      nc.metadata.annotations = {
+        ...(nc.metadata.annotations ?? {}),
+        'karpenter.sh/price-overlay-applied': 'true',
+      };
+      return nc;
+    };
+    const od = await provider.create(annotated('ov-od', 'on-demand'));
+    expect(od.metadata.labels?.[LabelInstanceType]).toBe('m5.large');
+    await provider.create(annotated('ov-spot', 'spot'));
+    await provider.create(
+      awsNodeClaim('plain', [
+        inReq(LabelInstanceType, ['m5.large']),
+        inReq(LabelCapacityType, ['on-demand']),
+      ]),
+    );
+    expect(
+      sent.map((r) => r.OnDemandOptions?.AllocationStrategy ?? r.SpotOptions?.AllocationStrategy),
+    ).toEqual(['prioritized', 'capacity-optimized-prioritized', 'lowest-price']);
+    const overrides = sent[0]!.LaunchTemplateConfigs!.flatMap((c) => c.Overrides ?? []);
+    // us-east-1 on-demand price table: m5.large $0.096, m5.xlarge $0.192 (lower Priority is tried first)
+    expect([...new Set(overrides.map((o) => `${o.InstanceType}=${o.Priority}`))].sort()).toEqual([
+      'm5.large=0.096',
+      'm5.xlarge=0.192',
+    ]);
+    expect(
+      sent[2]!
+        .LaunchTemplateConfigs!.flatMap((c) => c.Overrides ?? [])
+        .every((o) => o.Priority === undefined),
+    ).toBe(true);
   });
 });

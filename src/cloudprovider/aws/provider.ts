@@ -12,7 +12,10 @@
  *    each group gets a launch template (user data of the AMI family merged with `spec.userData`).
  * 4. CreateFleet: one launch template config per group, overrides = its types × one subnet per zone (the class's
  *    subnet with the most free addresses in that zone, limited to the requirement's zones), allocation strategy
- *    `price-capacity-optimized` (spot) / `lowest-price` (on-demand), tags `kubernetes.io/cluster/<name>=owned`,
+ *    `price-capacity-optimized` (spot) / `lowest-price` (on-demand) — for a NodeClaim annotated
+ *    `karpenter.sh/price-overlay-applied` (NodeOverlay) `capacity-optimized-prioritized` / `prioritized` with each
+ *    override's `Priority` = its offering's price (upstream `CreateFleetInputBuilder.WithOverlay`, `getOverrides`),
+ *    tags `kubernetes.io/cluster/<name>=owned`,
  *    `karpenter.sh/nodepool`, `karpenter.sh/nodeclaim`, `karpenter.k8s.aws/ec2nodeclass`, `eks:eks-cluster-name`
  *    plus the class's tags.
  * 5. Fleet `Errors[]` with capacity codes mark those offerings unavailable (3 minutes); when no instance came back
@@ -34,6 +37,7 @@ import { DescribeClusterCommand } from '@aws-sdk/client-eks';
 import type { NodeSelectorRequirement, Taint } from '../../apis/core.ts';
 import type { EC2NodeClass, NodeClaim, NodePool } from '../../apis/karpenter.ts';
 import {
+  AnnotationPriceOverlayApplied,
   LabelCapacityType,
   LabelEC2NodeClass,
   LabelInstanceType,
@@ -321,10 +325,14 @@ function kubeletTaints(nodeClaim: NodeClaim): Taint[] {
   return taints;
 }
 
-/** The fleet overrides of one launch template: each candidate offering in its zone's subnet, cheapest first. */
+/**
+ * The fleet overrides of one launch template: each candidate offering in its zone's subnet, cheapest first;
+ * `withPriority` (NodeOverlay) sets `Priority` to the offering's USD/hour price, as upstream `getOverrides`.
+ */
 function fleetOverrides(
   candidates: readonly Candidate[],
   subnetByZone: ReadonlyMap<string, string>,
+  withPriority = false,
 ): FleetLaunchTemplateOverridesRequest[] {
   const overrides: Array<FleetLaunchTemplateOverridesRequest & { price: number }> = [];
   for (const c of candidates) {
@@ -334,6 +342,7 @@ function fleetOverrides(
       overrides.push({
         InstanceType: c.it.name as _InstanceType,
         SubnetId: subnet,
+        ...(withPriority ? { Priority: o.priceUSDPerHour } : {}),
         price: o.priceUSDPerHour,
       });
     }
@@ -344,12 +353,14 @@ function fleetOverrides(
 
 /**
  * An instant fleet of one instance of `capacityType` (spot: price-capacity-optimized; else on-demand,
- * lowest-price) over `configs`, with `tags` on the instance, its volumes and the fleet.
+ * lowest-price; with `overlay`, a NodeOverlay-priced NodeClaim: capacity-optimized-prioritized / prioritized, as
+ * upstream `WithOverlay`) over `configs`, with `tags` on the instance, its volumes and the fleet.
  */
 function fleetRequest(
   capacityType: CapacityType,
   configs: FleetLaunchTemplateConfigRequest[],
   tags: Record<string, string>,
+  overlay = false,
 ): CreateFleetCommandInput {
   const tagList = Object.entries(tags).map(([Key, Value]) => ({ Key, Value }));
   return {
@@ -359,8 +370,12 @@ function fleetRequest(
       DefaultTargetCapacityType: capacityType === 'spot' ? 'spot' : 'on-demand',
     },
     ...(capacityType === 'spot'
-      ? { SpotOptions: { AllocationStrategy: 'price-capacity-optimized' } }
-      : { OnDemandOptions: { AllocationStrategy: 'lowest-price' } }),
+      ? {
+          SpotOptions: {
+            AllocationStrategy: overlay ? 'capacity-optimized-prioritized' : 'price-capacity-optimized',
+          },
+        }
+      : { OnDemandOptions: { AllocationStrategy: overlay ? 'prioritized' : 'lowest-price' } }),
     LaunchTemplateConfigs: configs,
     TagSpecifications: [
       { ResourceType: 'instance', Tags: tagList },
@@ -753,6 +768,7 @@ export class AwsCloudProvider implements CloudProvider {
     });
     const taints = kubeletTaints(nodeClaim);
     const tags = this.instanceTags(nodeClaim, nodeClass);
+    const overlay = nodeClaim.metadata.annotations?.[AnnotationPriceOverlayApplied] !== undefined;
     let bdms: ReturnType<typeof blockDeviceMappings>;
     try {
       bdms = blockDeviceMappings(nodeClass, family);
@@ -781,14 +797,14 @@ export class AwsCloudProvider implements CloudProvider {
         throw new CreateError((err as Error).message, 'InvalidNodeClass', undefined, { cause: err });
       }
       const lt = await this.ensureLaunchTemplate(nodeClass, g.ami, userData, securityGroups, bdms);
-      const overrides = fleetOverrides(g.candidates, subnetByZone);
+      const overrides = fleetOverrides(g.candidates, subnetByZone, overlay);
       if (overrides.length === 0) continue;
       configs.push({
         LaunchTemplateSpecification: { LaunchTemplateName: lt.name, Version: '$Latest' },
         Overrides: overrides,
       });
     }
-    return { request: fleetRequest(capacityType, configs, tags), amiFor };
+    return { request: fleetRequest(capacityType, configs, tags, overlay), amiFor };
   }
 
   /** Ensures the launch template of `nodeClass` for one AMI and user data (see {@link LaunchTemplates.ensure}). */

@@ -6,14 +6,17 @@
 import type { NodeClaim, NodePool, NodeSelectorRequirementWithMinValues } from '../../apis/karpenter.ts';
 import {
   AnnotationNodeClaimMinValuesRelaxed,
+  AnnotationCapacityOverlayApplied,
   AnnotationNodePoolHash,
   AnnotationNodePoolHashVersion,
+  AnnotationPriceOverlayApplied,
   LabelHostname,
   LabelInstanceType,
   LabelNodePool,
 } from '../../apis/labels.ts';
 import { formatResources } from '../../apis/quantity.ts';
 import { MAX_INSTANCE_TYPES } from '../../scheduling/nodeclaim.ts';
+import { isPriceOverlaid } from '../../scheduling/nodeoverlay.ts';
 import type { NodeClaimPlan } from '../../scheduling/types.ts';
 import { AnnotationNominatedPods } from '../../state/cluster.ts';
 import { NodePoolHashVersion, nodePoolHash } from '../nodepool/hash.ts';
@@ -36,8 +39,10 @@ export function templateHash(nodePool: NodePool): NodePoolHash {
  * The NodeClaim for a plan of `nodePool`:
  * - `metadata.generateName: <nodepool>-`; labels = template labels + `karpenter.sh/nodepool`; annotations =
  *   template annotations + `karpenter.sh/nodepool-hash` / `-hash-version` + `karpenter.sh/nodeclaim-min-values-relaxed`
- *   (`"true"` when the plan's `minValues` were relaxed, else `"false"`, as upstream `addToNewNodeClaim`) + (capenter) the planned pods' UIDs in
- *   {@link AnnotationNominatedPods}; an ownerReference to the NodePool (`blockOwnerDeletion: true`);
+ *   (`"true"` when the plan's `minValues` were relaxed, else `"false"`, as upstream `addToNewNodeClaim`) + (capenter)
+ *   the planned pods' UIDs in {@link AnnotationNominatedPods} + `karpenter.sh/price-overlay-applied` /
+ *   `capacity-overlay-applied: "true"` when an option carries a NodeOverlay price / capacity (upstream
+ *   `nodeclaimtemplate.go`); an ownerReference to the NodePool (`blockOwnerDeletion: true`);
  * - `spec` = the template spec (`nodeClassRef`, `taints`, `startupTaints`, `expireAfter`,
  *   `terminationGracePeriod`), `requirements` = the plan's requirements without `kubernetes.io/hostname`, with
  *   `node.kubernetes.io/instance-type In` listing the plan's options in price order (cheapest first, at most
@@ -47,7 +52,8 @@ export function templateHash(nodePool: NodePool): NodePoolHash {
 export function nodeClaimFromPlan(plan: NodeClaimPlan, nodePool: NodePool, hash: NodePoolHash): NodeClaim {
   const tmpl = nodePool.spec.template;
   const name = nodePool.metadata.name;
-  const options = plan.instanceTypeOptions.slice(0, MAX_INSTANCE_TYPES).map((it) => it.name);
+  const optionTypes = plan.instanceTypeOptions.slice(0, MAX_INSTANCE_TYPES);
+  const options = optionTypes.map((it) => it.name);
   const requirements: NodeSelectorRequirementWithMinValues[] = [];
   let sawInstanceType = false;
   for (const r of plan.requirements) {
@@ -92,6 +98,10 @@ export function nodeClaimFromPlan(plan: NodeClaimPlan, nodePool: NodePool, hash:
         [AnnotationNodePoolHashVersion]: hash.version,
         [AnnotationNodeClaimMinValuesRelaxed]: plan.minValuesRelaxed ? 'true' : 'false',
         ...(uids.length ? { [AnnotationNominatedPods]: uids.join(',') } : {}),
+        ...(optionTypes.some(isPriceOverlaid) ? { [AnnotationPriceOverlayApplied]: 'true' } : {}),
+        ...(optionTypes.some((it) => it.capacityOverlaid)
+          ? { [AnnotationCapacityOverlayApplied]: 'true' }
+          : {}),
       },
       ownerReferences: [
         {
