@@ -8,6 +8,7 @@
  */
 import {
   checkSettingList,
+  closestName,
   defineSetting,
   oneOf,
   parseBoolean,
@@ -20,6 +21,7 @@ import {
   type Setting,
   type SettingSources,
 } from '../config/settings.ts';
+import { UPSTREAM_ONLY_SETTINGS } from './upstream-settings.ts';
 
 /** How the scheduler treats preferred affinities and `ScheduleAnyway` spreads (upstream `PREFERENCE_POLICY`). */
 export type PreferencePolicy = 'Respect' | 'Ignore';
@@ -70,23 +72,45 @@ export interface OperatorOptions {
   metricsPeriodSeconds: number;
 }
 
-/** Upstream feature gates and their defaults (v1.x). */
+/** The feature gates capenter implements, with upstream's defaults (the rest: {@link UPSTREAM_FEATURE_GATES}). */
 export const DEFAULT_FEATURE_GATES: Readonly<Record<string, boolean>> = {
   SpotToSpotConsolidation: false,
   NodeRepair: false,
-  ReservedCapacity: false,
-  StaticCapacity: false,
 };
 
 const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'silent'] as const;
 
 /**
- * Parses `FEATURE_GATES` (`A=true,B=false`) over `base`; only the gates of {@link DEFAULT_FEATURE_GATES}.
- * @throws Error naming the malformed or unknown entry.
+ * Upstream v1.14.1's feature gates and their defaults, in the order of its default `FEATURE_GATES` string
+ * (kubernetes-sigs/karpenter `pkg/operator/options/options.go`, `DefaultFeatureGates`). Capenter implements the
+ * gates of {@link DEFAULT_FEATURE_GATES}; {@link parseFeatureGates} accepts the others as false, or at upstream's
+ * default true with a warning.
+ */
+export const UPSTREAM_FEATURE_GATES: Readonly<Record<string, boolean>> = {
+  NodeRepair: false,
+  ReservedCapacity: true,
+  SpotToSpotConsolidation: false,
+  NodeOverlay: false,
+  StaticCapacity: false,
+  CapacityBuffer: false,
+};
+
+/** Upstream's default `FEATURE_GATES` string, exactly as its options.go defaults it. */
+export const UPSTREAM_FEATURE_GATES_TEXT =
+  'NodeRepair=false,ReservedCapacity=true,SpotToSpotConsolidation=false,NodeOverlay=false,StaticCapacity=false,CapacityBuffer=false';
+
+/**
+ * Parses `FEATURE_GATES` (`A=true,B=false`) over `base`. A gate of {@link DEFAULT_FEATURE_GATES} (implemented) takes
+ * either value. An upstream gate capenter does not implement ({@link UPSTREAM_FEATURE_GATES} only) is left out of the
+ * result: `false` is accepted, `true` only when it is upstream's default (`ReservedCapacity`, with a `warn`ing that
+ * capenter runs as false) and refused otherwise.
+ * @throws Error naming the malformed entry, the gate that is not implemented, or the unknown gate and the closest
+ * known name.
  */
 export function parseFeatureGates(
   text: string,
   base: Readonly<Record<string, boolean>> = DEFAULT_FEATURE_GATES,
+  warn: (message: string) => void = () => {},
 ): Record<string, boolean> {
   const out = { ...base };
   for (const part of text
@@ -95,13 +119,33 @@ export function parseFeatureGates(
     .filter(Boolean)) {
     const m = /^([A-Za-z0-9]+)=(true|false)$/i.exec(part);
     if (!m) throw new Error(`"${part}" is not Name=true|false`);
-    if (!(m[1]! in DEFAULT_FEATURE_GATES))
-      throw new Error(
-        `unknown feature gate "${m[1]}" (known: ${Object.keys(DEFAULT_FEATURE_GATES).join(', ')})`,
-      );
-    out[m[1]!] = m[2]!.toLowerCase() === 'true';
+    const [name, value] = [m[1]!, m[2]!.toLowerCase() === 'true'];
+    if (name in DEFAULT_FEATURE_GATES) out[name] = value;
+    else if (name in UPSTREAM_FEATURE_GATES) checkUnimplementedGate(name, value, warn);
+    else throw new Error(unknownGateMessage(name));
   }
   return out;
+}
+
+/**
+ * An upstream gate capenter does not implement: `false` is what capenter does and is accepted; `true` is accepted
+ * with a warning when it is upstream's default (`ReservedCapacity`), so upstream's default string loads.
+ * @throws Error for `true` otherwise.
+ */
+function checkUnimplementedGate(name: string, value: boolean, warn: (message: string) => void): void {
+  if (!value) return;
+  if (!UPSTREAM_FEATURE_GATES[name])
+    throw new Error(`feature gate ${name} is not implemented in capenter; set ${name}=false or leave it out`);
+  warn(`feature gate ${name}=true has no effect in capenter (it runs as ${name}=false)`);
+}
+
+/** `unknown feature gate "X"; did you mean Y?` (or the list of known gates when none is close). */
+function unknownGateMessage(name: string): string {
+  const known = [...new Set([...Object.keys(DEFAULT_FEATURE_GATES), ...Object.keys(UPSTREAM_FEATURE_GATES)])];
+  const near = closestName(name, known);
+  return near
+    ? `unknown feature gate "${name}"; did you mean ${near}?`
+    : `unknown feature gate "${name}" (known: ${known.join(', ')})`;
 }
 
 const DURATION = 'a duration such as "1s", "100ms", "1m30s", or a number of seconds';
@@ -167,8 +211,12 @@ export const CORE_SETTINGS = [
     defaultText: Object.entries(DEFAULT_FEATURE_GATES)
       .map(([k, v]) => `${k}=${v}`)
       .join(','),
-    accepts: `comma-separated Name=true|false of ${Object.keys(DEFAULT_FEATURE_GATES).join(', ')}`,
-    parse: (t) => parseFeatureGates(t),
+    accepts: `comma-separated Name=true|false of ${Object.keys(DEFAULT_FEATURE_GATES).join(', ')} (upstream's ${Object.keys(
+      UPSTREAM_FEATURE_GATES,
+    )
+      .filter((g) => !(g in DEFAULT_FEATURE_GATES))
+      .join(', ')} only =false, or =true with a warning where that is upstream's default)`,
+    parse: (t, warn) => parseFeatureGates(t, DEFAULT_FEATURE_GATES, warn),
   }),
   defineSetting({
     env: 'PREFERENCE_POLICY',
@@ -265,6 +313,7 @@ export const CORE_SETTINGS = [
  */
 export const SETTINGS: readonly Setting[] = [
   ...CORE_SETTINGS,
+  ...UPSTREAM_ONLY_SETTINGS,
   // ...AWS_SETTINGS (src/cloudprovider/aws/settings.ts), ...
 ];
 checkSettingList(SETTINGS);
@@ -297,6 +346,7 @@ export function resolveOperatorOptions(
   base: OperatorOptions = defaultOptions(),
 ): OperatorOptions {
   const values = resolveSettings(CORE_SETTINGS, src, base as unknown as Record<string, unknown>);
+  resolveSettings(UPSTREAM_ONLY_SETTINGS, src); // warnings and refusals only
   return validateOptions({ ...base, ...values });
 }
 

@@ -7,7 +7,13 @@
  */
 import type { ProviderModule } from '../module.ts';
 import { awsNodeClassKinds, awsProviderName } from './kinds.ts';
-import { AWS_SETTINGS, type AwsSettings, resolveAwsSettings, validateAwsSettings } from './settings.ts';
+import {
+  AWS_SETTINGS,
+  AWS_UPSTREAM_ONLY_SETTINGS,
+  type AwsSettings,
+  resolveAwsSettings,
+  validateAwsSettings,
+} from './settings.ts';
 
 /** Env names of the core settings the aws list repeats (resolved by the core; not flags of their own). */
 const CORE_ENVS = new Set(['CLUSTER_NAME', 'AWS_REGION']);
@@ -17,7 +23,7 @@ export const awsModule: ProviderModule<AwsSettings> = {
   name: awsProviderName,
   summary: 'EC2 instances',
   nodeClassKinds: awsNodeClassKinds,
-  settings: AWS_SETTINGS.filter((s) => !CORE_ENVS.has(s.env)),
+  settings: [...AWS_SETTINGS.filter((s) => !CORE_ENVS.has(s.env)), ...AWS_UPSTREAM_ONLY_SETTINGS],
   configure(src, core) {
     const settings = validateAwsSettings(resolveAwsSettings(src));
     settings.region ||= core.region;
