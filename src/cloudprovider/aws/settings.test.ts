@@ -13,6 +13,7 @@ describe('aws settings', () => {
       ['VM_MEMORY_OVERHEAD_PERCENT', 'vm-memory-overhead-percent'],
       ['RESERVED_ENIS', 'reserved-enis'],
       ['AWS_REGION', 'aws-region'],
+      ['EKS_CONTROL_PLANE', 'eks-control-plane'],
     ]);
     expect(resolveAwsSettings({})).toEqual({
       clusterName: '',
@@ -23,6 +24,7 @@ describe('aws settings', () => {
       vmMemoryOverheadPercent: 0.075,
       reservedENIs: 0,
       region: '',
+      eksControlPlane: undefined,
     });
   });
 
