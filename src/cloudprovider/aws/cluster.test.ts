@@ -1,6 +1,10 @@
 import type { EKSClient } from '@aws-sdk/client-eks';
 import { describe, expect, it } from 'vitest';
-import { discoverCluster } from './cluster.ts';
+import { KubeClient } from '../../kube/client.ts';
+import { FakeClock } from '../../kube/clock.ts';
+import { silentLogger } from '../../kube/logger.ts';
+import { type ClusterInfo, discoverCluster } from './cluster.ts';
+import { awsModule } from './module.ts';
 import { awsSettings } from './settings.ts';
 
 /** A fake EKS client answering DescribeCluster and recording each call's input. */
@@ -53,5 +57,51 @@ describe('discoverCluster (aws:pkg/operator/operator.go ResolveClusterEndpoint, 
       cidr: '172.20.0.0/16',
     });
     expect(calls).toEqual([{ name: 'eks-1' }, { name: 'eks-1' }]);
+  });
+});
+
+describe("the controller's kubeconfig CA reaches user data (issue 26: CLUSTER_CA_BUNDLE unset on a CAPA cluster)", () => {
+  const pem = '-----BEGIN CERTIFICATE-----\nMIIBkubeconfigCA\n-----END CERTIFICATE-----\n';
+  const b64 = Buffer.from(pem).toString('base64');
+  const kubeconfig = `apiVersion: v1
+kind: Config
+clusters:
+- name: capa
+  cluster:
+    server: https://capa.example:6443
+    certificate-authority-data: ${b64}
+users:
+- name: u
+  user:
+    token: t
+contexts:
+- name: c
+  context: {cluster: capa, user: u}
+current-context: c
+`;
+
+  it('KubeClient.caBundleBase64 is the kubeconfig certificate-authority-data; awsModule.load hands it to the provider', async () => {
+    const client = KubeClient.fromKubeconfig(kubeconfig);
+    expect(await client.caBundleBase64()).toBe(b64);
+    const settings = awsSettings({
+      clusterName: 'capa-1',
+      clusterEndpoint: 'https://capa.example:6443',
+      eksControlPlane: false,
+      region: 'us-east-1',
+    });
+    const setup = await awsModule.load(settings, { client, logger: silentLogger(), region: 'us-east-1' });
+    try {
+      const provider = setup.createProvider({
+        client,
+        clock: new FakeClock(),
+        logger: silentLogger(),
+        region: 'us-east-1',
+        nodeClass: () => undefined,
+      }) as unknown as { cluster(): Promise<ClusterInfo> };
+      expect(await provider.cluster()).toEqual({ endpoint: 'https://capa.example:6443', caBundle: b64 });
+    } finally {
+      setup.close?.();
+      client.close();
+    }
   });
 });

@@ -30,15 +30,22 @@ export const awsModule: ProviderModule<AwsSettings> = {
     core.clusterName = settings.clusterName;
     return settings;
   },
-  async load(settings) {
+  async load(settings, deps) {
     const [{ createAwsClients }, { awsSetup }, { S3BootstrapStore }] = await Promise.all([
       import('./clients.ts'),
       import('./setup.ts'),
       import('./s3store.ts'),
     ]);
     const clients = createAwsClients({ region: settings.region });
+    // upstream GetCABundle: CLUSTER_CA_BUNDLE, else the CA the controller's own kubeconfig trusts
+    const kubeconfigCABundle = settings.clusterCABundle ? '' : await deps.client.caBundleBase64();
     return {
-      ...awsSetup({ clients, settings, region: settings.region }),
+      ...awsSetup({
+        clients,
+        settings,
+        region: settings.region,
+        ...(kubeconfigCABundle ? { kubeconfigCABundle } : {}),
+      }),
       capi: { clusterName: settings.clusterName, bootstrapStore: () => new S3BootstrapStore() },
       close: () => clients.destroy(),
     };

@@ -133,6 +133,8 @@ export interface AwsCloudProviderDeps {
   unavailableOfferings?: UnavailableOfferings;
   /** Service CIDR of the cluster for AL2023 user data; default from EKS DescribeCluster when reachable. */
   clusterCIDR?: string;
+  /** Base64 PEM CA of the controller's kubeconfig: user data's CA when `CLUSTER_CA_BUNDLE` is empty (upstream). */
+  kubeconfigCABundle?: string;
   /** Called for problems the provider works around (never with user data or credentials). */
   onError?: (err: unknown, context: string) => void;
   /**
@@ -479,6 +481,7 @@ export class AwsCloudProvider implements CloudProvider {
       settings: s,
       eks: this.deps.clients.eks,
       ...(this.deps.clusterCIDR !== undefined ? { clusterCIDR: this.deps.clusterCIDR } : {}),
+      ...(this.deps.kubeconfigCABundle ? { kubeconfigCABundle: this.deps.kubeconfigCABundle } : {}),
       ...(this.deps.onError ? { onError: this.deps.onError } : {}),
     });
     const info = await this.clusterInfo;

@@ -122,7 +122,7 @@ export const AWS_SETTINGS = [
     flag: 'cluster-ca-bundle',
     key: 'clusterCABundle',
     description:
-      'the cluster CA (base64 PEM) written into user data; discovered with EKS DescribeCluster when empty.',
+      "the cluster CA (base64 PEM) written into user data; when empty, the CA of the controller's kubeconfig (as upstream), else EKS DescribeCluster.",
     default: '',
     accepts: 'base64 text',
     parse: parseBase64,

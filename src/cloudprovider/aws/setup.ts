@@ -38,6 +38,8 @@ export interface AwsControllersConfig {
   nodeClassPeriodSeconds?: number;
   /** Service CIDR for AL2023 user data (default: from EKS DescribeCluster). */
   clusterCIDR?: string;
+  /** Base64 PEM CA of the controller's kubeconfig: user data's CA when `CLUSTER_CA_BUNDLE` is empty. */
+  kubeconfigCABundle?: string;
   /** Seconds between launch-template garbage collections (default 300). */
   launchTemplateGCPeriodSeconds?: number;
 }
@@ -59,6 +61,7 @@ export function createAwsProvider(
     clock,
     nodeClass,
     ...(cfg.clusterCIDR ? { clusterCIDR: cfg.clusterCIDR } : {}),
+    ...(cfg.kubeconfigCABundle ? { kubeconfigCABundle: cfg.kubeconfigCABundle } : {}),
     ...(onError ? { onError } : {}),
   });
 }
