@@ -174,6 +174,7 @@ export async function runController(
     const logger = createLogger({ level: options.logLevel });
     const client = controllerClient(flags, io.env, options);
     const setup = await module.load(settings, { client, logger, region: options.region });
+    if (setup.region) options.region = setup.region;
     const op = createOperator({
       client,
       logger,

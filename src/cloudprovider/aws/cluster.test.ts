@@ -89,7 +89,10 @@ current-context: c
       eksControlPlane: false,
       region: 'us-east-1',
     });
-    const setup = await awsModule.load(settings, { client, logger: silentLogger(), region: 'us-east-1' });
+    const setup = await awsModule.load(
+      { ...settings, imds: { endpoint: 'http://127.0.0.1:9', disabled: true } },
+      { client, logger: silentLogger(), region: 'us-east-1' },
+    );
     try {
       const provider = setup.createProvider({
         client,
