@@ -299,7 +299,8 @@ export const CORE_SETTINGS = [
     env: 'AWS_REGION',
     flag: 'region',
     key: 'region',
-    description: 'AWS region (the kwok provider simulates its catalog and prices)',
+    description:
+      'AWS region (the kwok provider simulates its catalog and prices; unset, the aws provider asks the instance metadata service)',
     default: 'us-east-1',
     accepts: 'an AWS region such as us-east-1',
     parse: parseNonEmpty,

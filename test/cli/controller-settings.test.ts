@@ -69,7 +69,7 @@ describe('capenter controller: upstream settings (issue 26)', () => {
     expect(ok.code).toBe(1);
   });
 
-  it('aws: EKS_CONTROL_PLANE=false without CLUSTER_ENDPOINT, ENABLE_ZONAL_SHIFT=true and a short AMI_REFRESH_INTERVAL exit 2', async () => {
+  it('aws: EKS_CONTROL_PLANE=false without CLUSTER_ENDPOINT, ENABLE_ZONAL_SHIFT=true and an AMI_REFRESH_INTERVAL under 1m exit 2', async () => {
     const aws = { cloudProvider: 'aws' };
     expect(await run({ CLUSTER_NAME: 'c1', EKS_CONTROL_PLANE: 'false' }, aws)).toEqual({
       code: 2,
@@ -80,9 +80,8 @@ describe('capenter controller: upstream settings (issue 26)', () => {
       'error: ENABLE_ZONAL_SHIFT: "true" is not valid (not implemented in capenter (zonal shift is not supported)); ENABLE_ZONAL_SHIFT accepts false (true is refused: not implemented)\n',
     );
     expect((await run({ CLUSTER_NAME: 'c1', AMI_REFRESH_INTERVAL: '30s' }, aws)).stderr).toBe(
-      'error: AMI_REFRESH_INTERVAL: "30s" is not valid (must be at least 1m); AMI_REFRESH_INTERVAL accepts 1m (other durations are refused: not implemented)\n',
+      'error: AMI_REFRESH_INTERVAL: "30s" is not valid (must be at least 1m); AMI_REFRESH_INTERVAL accepts a duration of at least 1m, e.g. "5m"\n',
     );
-    expect((await run({ CLUSTER_NAME: 'c1', SUBNET_REFRESH_INTERVAL: '5m' }, aws)).code).toBe(2);
     const dryRun = await run(
       { CLUSTER_NAME: 'c1', DISABLE_DRY_RUN: 'true', AMI_REFRESH_INTERVAL: '1m' },
       aws,

@@ -42,6 +42,10 @@ export interface AwsSettings {
    * the CA comes from `CLUSTER_CA_BUNDLE`); `true` or unset (`undefined`) asks DescribeCluster for what is not set.
    */
   eksControlPlane: boolean | undefined;
+  /** `AMI_REFRESH_INTERVAL` in seconds (upstream 1m, at least 1m). */
+  amiRefreshSeconds: number;
+  /** `SUBNET_REFRESH_INTERVAL` in seconds (upstream 1m, at least 1m). */
+  subnetRefreshSeconds: number;
 }
 
 function parseFraction(text: string): number {
@@ -91,6 +95,13 @@ function parseRegion(text: string): string {
   const t = text.trim();
   if (!/^[a-z]{2}(-[a-z]+)+-\d+$/.test(t)) throw new Error('not an AWS region name');
   return t;
+}
+
+/** Seconds of a refresh interval, at least 1m (upstream's rule). @throws Error. */
+function parseRefreshInterval(text: string): number {
+  const seconds = parseDuration(text);
+  if (seconds < 60) throw new Error('must be at least 1m');
+  return seconds;
 }
 
 /** The aws provider's settings (upstream names and defaults). */
@@ -196,14 +207,30 @@ export const AWS_SETTINGS = [
     boolean: true,
     group: 'aws',
   }),
+  defineSetting({
+    env: 'AMI_REFRESH_INTERVAL',
+    flag: 'ami-refresh-interval',
+    key: 'amiRefreshSeconds',
+    description:
+      'how often AMIs are looked up again; EC2NodeClasses are re-resolved every min(AMI_REFRESH_INTERVAL, SUBNET_REFRESH_INTERVAL).',
+    default: 60,
+    defaultText: '1m',
+    accepts: 'a duration of at least 1m, e.g. "5m"',
+    parse: parseRefreshInterval,
+    group: 'aws',
+  }),
+  defineSetting({
+    env: 'SUBNET_REFRESH_INTERVAL',
+    flag: 'subnet-refresh-interval',
+    key: 'subnetRefreshSeconds',
+    description: 'how often subnets (and security groups) are looked up again; see AMI_REFRESH_INTERVAL.',
+    default: 60,
+    defaultText: '1m',
+    accepts: 'a duration of at least 1m, e.g. "5m"',
+    parse: parseRefreshInterval,
+    group: 'aws',
+  }),
 ] as const;
-
-/** Seconds of a refresh interval: upstream's rule (at least 1m), then only upstream's default 1m. */
-function parseRefreshInterval(text: string): number {
-  const seconds = parseDuration(text);
-  if (seconds < 60) throw new Error('must be at least 1m');
-  return seconds;
-}
 
 /**
  * Upstream aws settings capenter accepts without acting on them, or only at upstream's default (aws/karpenter-
@@ -231,28 +258,6 @@ export const AWS_UPSTREAM_ONLY_SETTINGS = [
     accepts: 'false (true is refused: not implemented)',
     parse: onlyDefault(parseBooleanWord, false, 'zonal shift is not supported'),
     boolean: true,
-    group: 'aws',
-  }),
-  defineSetting({
-    env: 'AMI_REFRESH_INTERVAL',
-    flag: 'ami-refresh-interval',
-    key: 'amiRefreshSeconds',
-    description: 'upstream: how often AMIs are looked up again. Not implemented: only the default 1m',
-    default: 60,
-    defaultText: '1m',
-    accepts: '1m (other durations are refused: not implemented)',
-    parse: onlyDefault(parseRefreshInterval, 60, 'the refresh period is fixed at 1m'),
-    group: 'aws',
-  }),
-  defineSetting({
-    env: 'SUBNET_REFRESH_INTERVAL',
-    flag: 'subnet-refresh-interval',
-    key: 'subnetRefreshSeconds',
-    description: 'upstream: how often subnets are looked up again. Not implemented: only the default 1m',
-    default: 60,
-    defaultText: '1m',
-    accepts: '1m (other durations are refused: not implemented)',
-    parse: onlyDefault(parseRefreshInterval, 60, 'the refresh period is fixed at 1m'),
     group: 'aws',
   }),
 ] as const;

@@ -87,6 +87,19 @@ export function awsSetup(cfg: AwsControllersConfig): ProviderSetup {
   };
 }
 
+/**
+ * Seconds between re-resolutions of each EC2NodeClass: `nodeClassPeriodSeconds` when given (tests, the embedded
+ * stacks), else the smaller of `AMI_REFRESH_INTERVAL` and `SUBNET_REFRESH_INTERVAL` (capenter resolves a class's AMIs,
+ * subnets and security groups in one pass; upstream refreshes AMIs and subnets on their own timers).
+ */
+export function nodeClassPeriodSeconds(
+  cfg: Pick<AwsControllersConfig, 'nodeClassPeriodSeconds' | 'settings'>,
+): number {
+  return (
+    cfg.nodeClassPeriodSeconds ?? Math.min(cfg.settings.amiRefreshSeconds, cfg.settings.subnetRefreshSeconds)
+  );
+}
+
 /** `major.minor` of the API server (`/version`), cached for 10 minutes. @throws on API errors. */
 export function kubernetesVersionFrom(client: KubeClient, clock: Clock): () => Promise<string> {
   let cached: { at: number; v: string } | undefined;
@@ -137,7 +150,7 @@ export function awsControllers(
             },
           }
         : {}),
-      ...(cfg.nodeClassPeriodSeconds !== undefined ? { periodSeconds: cfg.nodeClassPeriodSeconds } : {}),
+      periodSeconds: nodeClassPeriodSeconds(cfg),
     }),
   ];
   const provider = deps.cloudProvider;
