@@ -171,7 +171,7 @@ export async function runController(
       import('../kube/logger.ts'),
       import('../operator/operator.ts'),
     ]);
-    const logger = createLogger({ level: options.logLevel });
+    const logger = createLogger({ level: options.logLevel, outputPaths: options.logOutputPaths });
     const client = controllerClient(flags, io.env, options);
     const setup = await module.load(settings, { client, logger, region: options.region });
     if (setup.region) options.region = setup.region;

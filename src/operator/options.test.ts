@@ -239,8 +239,7 @@ describe('upstream settings without effect in capenter (issue 26)', () => {
       'KARPENTER_SERVICE=karpenter: has no effect in capenter (capenter serves no webhooks)',
       'ENABLE_PROFILING=true: has no effect in capenter (no pprof endpoints; profile with node --inspect or --cpu-prof)',
       'MEMORY_LIMIT=1073741824: has no effect in capenter (a Go runtime setting; size the Node.js heap with NODE_OPTIONS)',
-      'LOG_OUTPUT_PATHS=stdout: has no effect in capenter (capenter writes its JSON logs to stderr)',
-      '--log-error-output-paths=/var/log/err: has no effect in capenter (capenter writes its JSON logs to stderr)',
+      "--log-error-output-paths=/var/log/err: has no effect in capenter (capenter's logger reports its own errors on stderr)",
     ]);
   });
 
@@ -260,5 +259,35 @@ describe('upstream settings without effect in capenter (issue 26)', () => {
       `IGNORE_DRA_REQUESTS: "false" is not valid (not implemented in capenter (pods' DRA resource claims are always ignored in scheduling)); IGNORE_DRA_REQUESTS accepts true (false is refused: not implemented)`,
     );
     expect(err({ MEMORY_LIMIT: 'lots' })).toMatch(/^MEMORY_LIMIT: "lots" is not valid \(not an integer\)/);
+  });
+});
+
+describe('LOG_OUTPUT_PATHS (issue 26)', () => {
+  it('is a comma-separated list of stdout, stderr or files; capenter defaults to stderr', async () => {
+    expect(defaultOptions().logOutputPaths).toEqual(['stderr']);
+    expect(
+      resolveOperatorOptions({ env: { LOG_OUTPUT_PATHS: 'stdout, /tmp/x.log' } }).logOutputPaths,
+    ).toEqual(['stdout', '/tmp/x.log']);
+    expect(() => resolveOperatorOptions({ flags: { logOutputPaths: ' , ' } })).toThrow(
+      '--log-output-paths: " , " is not valid (no path); LOG_OUTPUT_PATHS accepts comma-separated stdout, stderr or file paths',
+    );
+  });
+
+  it('the controller logger writes every line to each file path', async () => {
+    const { mkdtempSync, readFileSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const { createLogger } = await import('../kube/logger.ts');
+    const dir = mkdtempSync(join(tmpdir(), 'capenter-logs-'));
+    const [a, b] = [join(dir, 'a.log'), join(dir, 'sub', 'b.log')];
+    const logger = createLogger({ level: 'info', outputPaths: [a, b] });
+    logger.info({ controller: 'x' }, 'hello');
+    logger.debug('dropped');
+    for (const f of [a, b]) {
+      const lines = readFileSync(f, 'utf8').trim().split('\n');
+      expect(lines.map((l) => JSON.parse(l) as Record<string, unknown>)).toMatchObject([
+        { level: 'INFO', logger: 'capenter', controller: 'x', message: 'hello' },
+      ]);
+    }
   });
 });

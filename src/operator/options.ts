@@ -42,6 +42,8 @@ export interface OperatorOptions {
   bindAddress: string;
   /** `LOG_LEVEL`: `debug`, `info`, `warn`, `error`, `silent` (upstream default `info`). */
   logLevel: string;
+  /** `LOG_OUTPUT_PATHS`: where JSON logs go, `stdout`, `stderr` or files (capenter default `stderr`; upstream `stdout`). */
+  logOutputPaths: string[];
   /** `CLUSTER_NAME`: name of the cluster (tags, discovery; default `cluster-1` in embedded mode). */
   clusterName: string;
   /** Run controllers only while holding the leader Lease (`DISABLE_LEADER_ELECTION=true` turns it off). */
@@ -148,6 +150,16 @@ function unknownGateMessage(name: string): string {
     : `unknown feature gate "${name}" (known: ${known.join(', ')})`;
 }
 
+/** `a,b` → `['a', 'b']` (trimmed, empty entries dropped). @throws Error when no path is left. */
+function parsePathList(text: string): string[] {
+  const paths = text
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean);
+  if (paths.length === 0) throw new Error('no path');
+  return paths;
+}
+
 const DURATION = 'a duration such as "1s", "100ms", "1m30s", or a number of seconds';
 const PORT = 'a port number 0–65535 (0 picks a free port)';
 
@@ -183,6 +195,16 @@ export const CORE_SETTINGS = [
     default: 'info' as string,
     accepts: LOG_LEVELS.join(', '),
     parse: oneOf(LOG_LEVELS),
+  }),
+  defineSetting({
+    env: 'LOG_OUTPUT_PATHS',
+    flag: 'log-output-paths',
+    key: 'logOutputPaths',
+    description: 'where the JSON logs go, each line to every path (upstream defaults to stdout)',
+    default: ['stderr'] as string[],
+    defaultText: 'stderr',
+    accepts: 'comma-separated stdout, stderr or file paths',
+    parse: parsePathList,
   }),
   defineSetting({
     env: 'METRICS_PORT',

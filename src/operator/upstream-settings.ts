@@ -77,23 +77,13 @@ export const UPSTREAM_ONLY_SETTINGS = [
     parse: noEffect(parseInteger, 1000, 'a Go runtime setting'),
   }),
   defineSetting({
-    env: 'LOG_OUTPUT_PATHS',
-    flag: 'log-output-paths',
-    key: 'logOutputPaths',
-    description:
-      'upstream: where logs go (default stdout). No effect: capenter writes its JSON logs to stderr',
-    default: 'stdout',
-    accepts: 'comma-separated paths (warns: no effect)',
-    parse: noEffect(parseNonEmpty, undefined, 'capenter writes its JSON logs to stderr'),
-  }),
-  defineSetting({
     env: 'LOG_ERROR_OUTPUT_PATHS',
     flag: 'log-error-output-paths',
     key: 'logErrorOutputPaths',
-    description: "upstream: where the logger's own errors go (default stderr). No effect in capenter",
+    description: "upstream: where zap's own internal errors go (default stderr). No effect in capenter",
     default: 'stderr',
-    accepts: 'comma-separated paths (warns: no effect)',
-    parse: noEffect(parseNonEmpty, undefined, 'capenter writes its JSON logs to stderr'),
+    accepts: 'comma-separated paths (other than stderr warns: no effect)',
+    parse: noEffect(parseNonEmpty, 'stderr', "capenter's logger reports its own errors on stderr"),
   }),
   defineSetting({
     env: 'IGNORE_DRA_REQUESTS',
