@@ -14,6 +14,7 @@ import type { Command } from 'commander';
 import { CONTROLLER_SETTINGS } from '../src/cli/controller.ts';
 import { buildProgram } from '../src/cli/program.ts';
 import { settingsMarkdownTable } from '../src/config/settings.ts';
+import { DEFAULT_FEATURE_GATES, UPSTREAM_FEATURE_GATES } from '../src/operator/options.ts';
 import { ROOT } from './build.ts';
 
 /** Docs page of each command (README column). */
@@ -56,13 +57,37 @@ export function replaceGenerated(text: string, name: string, table: string): str
   return `${text.slice(0, i + begin.length)}\n${table}${text.slice(j)}`;
 }
 
+/**
+ * The feature-gate table of docs/settings.md: every upstream gate (`UPSTREAM_FEATURE_GATES`) and capenter's own
+ * (`DEFAULT_FEATURE_GATES`), with the default and what capenter does with each value.
+ */
+export function featureGatesMarkdownTable(): string {
+  const names = [...new Set([...Object.keys(UPSTREAM_FEATURE_GATES), ...Object.keys(DEFAULT_FEATURE_GATES)])];
+  const rows = names.map((g) => {
+    const implemented = g in DEFAULT_FEATURE_GATES;
+    const upstream = UPSTREAM_FEATURE_GATES[g];
+    const def = implemented ? DEFAULT_FEATURE_GATES[g] : upstream;
+    const what = implemented
+      ? 'implemented: true and false both work'
+      : upstream
+        ? `not implemented: ${g}=false is accepted; ${g}=true (upstream's default) is accepted with a warning (capenter runs as false)`
+        : `not implemented: ${g}=false is accepted, ${g}=true exits 2`;
+    return `| \`${g}\` | \`${def}\` | ${what} |`;
+  });
+  return `${['| gate | default | in capenter |', '|---|---|---|', ...rows].join('\n')}\n`;
+}
+
 /** The generated files: path (relative to the root) → full text. */
 export function generatedDocs(): Record<string, string> {
   const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
   const settings = readFileSync(join(ROOT, 'docs', 'settings.md'), 'utf8');
   return {
     'README.md': replaceGenerated(readme, 'commands', commandsMarkdownTable()),
-    'docs/settings.md': replaceGenerated(settings, 'settings', settingsMarkdownTable(CONTROLLER_SETTINGS)),
+    'docs/settings.md': replaceGenerated(
+      replaceGenerated(settings, 'settings', settingsMarkdownTable(CONTROLLER_SETTINGS)),
+      'feature-gates',
+      featureGatesMarkdownTable(),
+    ),
   };
 }
 

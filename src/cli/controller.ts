@@ -20,7 +20,7 @@
 import { type Command, Option } from 'commander';
 import type { ProviderModule, ProviderSetup } from '../cloudprovider/module.ts';
 import { orList, PROVIDER_MODULES, providerModule, providerNames } from '../cloudprovider/modules.ts';
-import { addSettingFlags, checkSettingList, type Setting } from '../config/settings.ts';
+import { addSettingFlags, checkMisspelledEnv, checkSettingList, type Setting } from '../config/settings.ts';
 import { KubeClient } from '../kube/client.ts';
 import type { Logger } from '../kube/logger.ts';
 import { limitYoungGeneration } from '../operator/heap.ts';
@@ -60,8 +60,9 @@ export interface ControllerCommandOptions {
 export function controllerOptions(
   flags: ControllerCommandOptions,
   env: Readonly<Record<string, string | undefined>>,
+  warn?: (message: string) => void,
 ): OperatorOptions {
-  const o = resolveOperatorOptions({ flags, env });
+  const o = resolveOperatorOptions({ flags, env, ...(warn ? { warn } : {}) });
   if (flags.bindAddress) o.bindAddress = flags.bindAddress;
   // `--no-leader-elect` (before the registry; commander sets leaderElect=false): DISABLE_LEADER_ELECTION's alias
   if (flags.leaderElect === false) o.leaderElect = false;
@@ -73,22 +74,31 @@ interface ResolvedController {
   options: OperatorOptions;
   module: ProviderModule;
   settings: unknown;
+  /** One-line warnings about accepted settings without effect (`ENABLE_PROFILING=true: has no effect ...`). */
+  warnings: string[];
 }
 
 /**
- * The options and the provider module of `flags` and `env`, with the module's settings resolved.
- * @throws SettingError naming a bad flag or variable; Error for an unknown `--cloud-provider`.
+ * The options and the provider module of `flags` and `env`, with the module's settings resolved, and the warnings
+ * about accepted settings that have no effect. Nothing is resolved when a variable looks like a misspelled setting.
+ * @throws SettingError naming a bad flag or variable; Error for an unknown `--cloud-provider` or a misspelled
+ * variable (naming the closest setting).
  */
 function resolveController(
   flags: ControllerCommandOptions,
   env: Readonly<Record<string, string | undefined>>,
 ): ResolvedController {
-  const options = controllerOptions(flags, env);
+  checkMisspelledEnv(CONTROLLER_SETTINGS, env);
+  const warnings: string[] = [];
+  const warn = (m: string): void => {
+    warnings.push(m);
+  };
+  const options = controllerOptions(flags, env, warn);
   const name = (flags.cloudProvider as string | undefined) ?? PROVIDER_MODULES[0]?.name ?? '';
   const module = providerModule(name);
   if (!module) throw new Error(`--cloud-provider must be ${providerNames()}, got "${name}"`);
-  const settings = module.configure({ flags, env }, options);
-  return { options, module, settings };
+  const settings = module.configure({ flags, env, warn }, options);
+  return { options, module, settings, warnings };
 }
 
 /** The client of `--kubeconfig` (else `$KUBECONFIG`, else the in-cluster config). @throws on an unusable config. */
@@ -155,14 +165,16 @@ export async function runController(
     return 2;
   }
   const { options, module, settings } = resolved;
+  for (const w of resolved.warnings) io.stderr(`warning: ${w}\n`);
   try {
     const [{ createLogger }, { createOperator }] = await Promise.all([
       import('../kube/logger.ts'),
       import('../operator/operator.ts'),
     ]);
-    const logger = createLogger({ level: options.logLevel });
+    const logger = createLogger({ level: options.logLevel, outputPaths: options.logOutputPaths });
     const client = controllerClient(flags, io.env, options);
     const setup = await module.load(settings, { client, logger, region: options.region });
+    if (setup.region) options.region = setup.region;
     const op = createOperator({
       client,
       logger,

@@ -94,6 +94,8 @@ export interface ProviderSetup {
   name: string;
   /** Dependents of `Ready` by NodeClass kind (from the module's {@link ProviderNodeClassKind}s). */
   readyDependents: Record<string, string[]>;
+  /** The region the provider found at load (aws: from the instance metadata service), when the settings had none. */
+  region?: string;
   /**
    * Builds the cloud provider (called once, when the operator is created).
    * @throws Error when it cannot be built (an unknown region, missing settings).

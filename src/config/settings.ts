@@ -32,8 +32,12 @@ export interface Setting<K extends string = string, T = unknown> {
   defaultText?: string;
   /** What values it accepts, e.g. `a duration ("1s", "100ms", "1m30s") or seconds` — shown in help, docs, errors. */
   accepts: string;
-  /** Parses the raw text. @throws Error (any message; the registry adds the setting's name and `accepts`). */
-  parse: (text: string) => T;
+  /**
+   * Parses the raw text. `warn` reports a one-line warning about an accepted value (e.g. one that has no effect in
+   * capenter); the registry prefixes it with the flag or variable. @throws Error (any message; the registry adds the
+   * setting's name and `accepts`).
+   */
+  parse: (text: string, warn: (message: string) => void) => T;
   /** A Go-style boolean flag: `--flag` alone means `true`, `--flag=false` is accepted too. */
   boolean?: boolean;
   /** Who owns it, for the docs table: `core` (default), `aws`, `capi`, ... */
@@ -73,6 +77,8 @@ export interface SettingSources {
   /** Flag values by camelCase flag name (`batchIdleDuration`); `true` for a bare boolean flag. */
   flags?: Readonly<Record<string, unknown>>;
   env?: Readonly<Record<string, string | undefined>>;
+  /** Receives one-line warnings about accepted values (`BATCH_X: ...`); default: dropped. */
+  warn?: (message: string) => void;
 }
 
 /** `batch-idle-duration` → `batchIdleDuration` (commander's attribute name). */
@@ -109,7 +115,8 @@ export function resolveSettings<L extends readonly Setting[]>(
       continue;
     }
     try {
-      out[s.key] = s.parse(raw);
+      const [from, value] = [source, raw];
+      out[s.key] = s.parse(raw, (m) => src.warn?.(`${from}=${value}: ${m}`));
     } catch (err) {
       throw new SettingError(s.env, source, raw, (err as Error).message, s.accepts);
     }
@@ -132,6 +139,62 @@ export function checkSettingList(list: readonly Setting[]): void {
       if (seen.has(s[field])) throw new Error(`settings: ${field} "${s[field]}" is declared twice`);
       seen.add(s[field]);
     }
+  }
+}
+
+/**
+ * Levenshtein edit distance: the fewest single-character insertions, deletions and substitutions that turn `a`
+ * into `b` (case-sensitive; O(|a|·|b|) time, O(|b|) memory). `editDistance('kitten', 'sitting')` is 3.
+ */
+export function editDistance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      row[j] = Math.min(prev[j]! + 1, row[j - 1]! + 1, prev[j - 1]! + cost);
+    }
+    prev = row;
+  }
+  return prev[b.length]!;
+}
+
+/**
+ * The entry of `known` closest to `name` by {@link editDistance}, compared case-insensitively, when it is at most
+ * `max` edits away (default: 2, or a quarter of the name's length when longer); `undefined` when none is that close.
+ * Ties go to the first in `known`.
+ */
+export function closestName(
+  name: string,
+  known: readonly string[],
+  max = Math.max(2, Math.floor(name.length / 4)),
+): string | undefined {
+  let best: string | undefined;
+  let bestDistance = max + 1;
+  for (const k of known) {
+    const d = editDistance(name.toLowerCase(), k.toLowerCase());
+    if (d < bestDistance) [best, bestDistance] = [k, d];
+  }
+  return best;
+}
+
+/**
+ * Refuses environment variables that look like a misspelled setting of `list`: a variable that is not a setting's
+ * name but is at most 2 edits (case-insensitive) from one, e.g. `BATCH_IDLE_DURATON` or `log_level`. Unrelated
+ * variables (`PATH`, `KUBERNETES_SERVICE_HOST`) are far from every name and pass.
+ * @throws Error `unknown setting BATCH_IDLE_DURATON (environment variable); did you mean BATCH_IDLE_DURATION?`
+ */
+export function checkMisspelledEnv(
+  list: readonly Setting[],
+  env: Readonly<Record<string, string | undefined>>,
+): void {
+  const known = list.map((s) => s.env);
+  const names = new Set(known);
+  for (const name of Object.keys(env).sort()) {
+    if (names.has(name) || name.length < 6) continue;
+    const near = closestName(name, known, 2);
+    if (near !== undefined)
+      throw new Error(`unknown setting ${name} (environment variable); did you mean ${near}?`);
   }
 }
 
@@ -250,6 +313,42 @@ export function oneOf<T extends string>(values: readonly T[]): (text: string) =>
     if (hit === undefined) throw new Error(`not one of ${values.join(', ')}`);
     return hit;
   };
+}
+
+/**
+ * The parser of an upstream setting capenter accepts but does not act on (it is only about upstream's internals):
+ * `parse` checks the value as upstream would; a value other than `quiet` (upstream's default, which is what capenter
+ * does anyway; `undefined`: every value) warns `has no effect in capenter (why)`.
+ */
+export function noEffect<T>(
+  parse: (text: string) => T,
+  quiet: T | undefined,
+  why: string,
+): (text: string, warn: (message: string) => void) => T {
+  return (text, warn) => {
+    const v = parse(text);
+    if (quiet === undefined || v !== quiet) warn(`has no effect in capenter (${why})`);
+    return v;
+  };
+}
+
+/**
+ * The parser of an upstream setting capenter does not implement: `parse` checks the value; only `only` (upstream's
+ * default, which is what capenter does) is accepted. @throws Error `not implemented in capenter (why)` otherwise.
+ */
+export function onlyDefault<T>(parse: (text: string) => T, only: T, why: string): (text: string) => T {
+  return (text) => {
+    const v = parse(text);
+    if (v !== only) throw new Error(`not implemented in capenter (${why})`);
+    return v;
+  };
+}
+
+/** An integer, negative allowed (e.g. upstream's `MEMORY_LIMIT=-1`). @throws Error. */
+export function parseInteger(text: string): number {
+  const n = Number(text.trim());
+  if (text.trim() === '' || !Number.isInteger(n)) throw new Error('not an integer');
+  return n;
 }
 
 /** A non-empty string (trimmed). @throws Error. */

@@ -239,6 +239,18 @@ export class KubeClient {
     return new KubeClient(inClusterKubeconfig(env), opts);
   }
 
+  /**
+   * Base64 of the PEM CA bundle this client trusts (the kubeconfig's `certificate-authority(-data)`, the in-cluster
+   * `ca.crt`), as user data wants it; `''` when it trusts the system CAs only. Mirrors upstream's `GetCABundle`
+   * (aws:`pkg/operator/operator.go`, the rest config's TLS CAData). @throws Error when a CA file is unreadable.
+   */
+  async caBundleBase64(): Promise<string> {
+    const ca = (await this.requestOptions(false)).ca;
+    if (!ca) return '';
+    const parts = Array.isArray(ca) ? ca : [ca];
+    return Buffer.concat(parts.map((p) => Buffer.from(p))).toString('base64');
+  }
+
   /** Namespace of the kubeconfig's current context, or `default`. */
   defaultNamespace(): string {
     return this.config.namespace;

@@ -13,6 +13,21 @@ export interface LoggerOptions {
   level?: string;
   /** Where JSON lines go (default stderr, so command output on stdout stays clean). */
   destination?: DestinationStream;
+  /**
+   * Upstream's `LOG_OUTPUT_PATHS`: `stdout`, `stderr` or file paths (appended to), each line to every one; used when
+   * `destination` is not given.
+   */
+  outputPaths?: readonly string[];
+}
+
+/** The stream of upstream's `LOG_OUTPUT_PATHS` entries: `stdout`, `stderr`, else a file (appended, created). */
+export function outputPathsDestination(paths: readonly string[]): DestinationStream {
+  const one = (p: string): DestinationStream =>
+    pino.destination(
+      p === 'stdout' ? 1 : p === 'stderr' ? 2 : { dest: p, append: true, mkdir: true, sync: true },
+    );
+  if (paths.length === 1) return one(paths[0]!);
+  return pino.multistream(paths.map((p) => ({ stream: one(p), level: 'trace' as const })));
 }
 
 /** Paths whose values are replaced by `[redacted]` in every log line (join tokens live in user data). */
@@ -43,7 +58,8 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
       formatters: { level: (label) => ({ level: label.toUpperCase() }) },
       redact: { paths: REDACT_PATHS, censor: '[redacted]' },
     },
-    opts.destination ?? pino.destination(2),
+    opts.destination ??
+      (opts.outputPaths?.length ? outputPathsDestination(opts.outputPaths) : pino.destination(2)),
   );
 }
 

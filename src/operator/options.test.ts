@@ -9,6 +9,7 @@ import {
   parseFeatureGates,
   resolveOperatorOptions,
   SETTINGS,
+  UPSTREAM_FEATURE_GATES_TEXT,
 } from './options.ts';
 
 describe('operator options (the settings registry)', () => {
@@ -65,7 +66,6 @@ describe('operator options (the settings registry)', () => {
     expect(o.featureGates).toEqual({
       SpotToSpotConsolidation: true,
       NodeRepair: false,
-      ReservedCapacity: false,
       StaticCapacity: false,
       NodeOverlay: false,
     });
@@ -119,7 +119,10 @@ describe('operator options (the settings registry)', () => {
     expect(err({ env: { KUBE_CLIENT_BURST: '1.5' } })).toMatch(
       /KUBE_CLIENT_BURST: "1.5" is not valid \(not an integer\)/,
     );
-    expect(err({ env: { FEATURE_GATES: 'Foo=true' } })).toMatch(/unknown feature gate "Foo"/);
+    expect(err({ env: { FEATURE_GATES: 'Foo=true' } })).toBe(
+      'FEATURE_GATES: "Foo=true" is not valid (unknown feature gate "Foo" (known: SpotToSpotConsolidation, NodeRepair, StaticCapacity, NodeOverlay, ReservedCapacity, CapacityBuffer)); FEATURE_GATES accepts ' +
+        CORE_SETTINGS.find((s) => s.env === 'FEATURE_GATES')!.accepts,
+    );
     // NodeOverlay is a known gate (upstream v1.14.1 default false), no longer refused as unknown
     expect(parseFeatureGates('NodeOverlay=true').NodeOverlay).toBe(true);
     expect(DEFAULT_FEATURE_GATES.NodeOverlay).toBe(false);
@@ -162,5 +165,140 @@ describe('--preference-policy', () => {
     expect(
       controllerOptions({ preferencePolicy: 'Respect' }, { PREFERENCE_POLICY: 'Ignore' }).preferencePolicy,
     ).toBe('Respect');
+  });
+});
+
+describe('FEATURE_GATES: upstream v1.14.1 gates (issue 26)', () => {
+  const resolve = (env: Record<string, string>) => {
+    const warnings: string[] = [];
+    const o = resolveOperatorOptions({ env, warn: (m) => warnings.push(m) });
+    return { gates: o.featureGates, warnings };
+  };
+  const error = (env: Record<string, string>): string => {
+    try {
+      resolveOperatorOptions({ env });
+    } catch (e) {
+      return (e as Error).message;
+    }
+    return 'no error';
+  };
+
+  it("upstream's exact default string loads: implemented gates as given, ReservedCapacity=true warns", () => {
+    expect(UPSTREAM_FEATURE_GATES_TEXT).toBe(
+      'NodeRepair=false,ReservedCapacity=true,SpotToSpotConsolidation=false,NodeOverlay=false,StaticCapacity=false,CapacityBuffer=false',
+    );
+    const { gates, warnings } = resolve({ FEATURE_GATES: UPSTREAM_FEATURE_GATES_TEXT });
+    expect(gates).toEqual({
+      SpotToSpotConsolidation: false,
+      NodeRepair: false,
+      StaticCapacity: false,
+      NodeOverlay: false,
+    });
+    expect(warnings).toEqual([
+      'FEATURE_GATES=NodeRepair=false,ReservedCapacity=true,SpotToSpotConsolidation=false,NodeOverlay=false,StaticCapacity=false,CapacityBuffer=false: feature gate ReservedCapacity=true has no effect in capenter (it runs as ReservedCapacity=false)',
+    ]);
+    // the upstream chart's order, with the implemented gates on
+    const chart = resolve({
+      FEATURE_GATES:
+        'ReservedCapacity=false,SpotToSpotConsolidation=true,NodeRepair=true,NodeOverlay=false,StaticCapacity=false,CapacityBuffer=false',
+    });
+    expect(chart).toEqual({
+      gates: { SpotToSpotConsolidation: true, NodeRepair: true, StaticCapacity: false, NodeOverlay: false },
+      warnings: [],
+    });
+  });
+
+  it('a gate capenter does not implement is refused when true, naming it', () => {
+    expect(error({ FEATURE_GATES: 'CapacityBuffer=true' })).toMatch(
+      /^FEATURE_GATES: "CapacityBuffer=true" is not valid \(feature gate CapacityBuffer is not implemented in capenter; set CapacityBuffer=false or leave it out\); /,
+    );
+    // StaticCapacity and NodeOverlay are implemented: both values work
+    expect(error({ FEATURE_GATES: 'StaticCapacity=true,NodeOverlay=true' })).toBe('no error');
+    expect(error({ FEATURE_GATES: 'NodeRepair=true,CapacityBuffer=true' })).toMatch(
+      /\(feature gate CapacityBuffer is not implemented in capenter; set CapacityBuffer=false or leave it out\)/,
+    );
+  });
+
+  it('a misspelled gate names the closest known gate', () => {
+    expect(error({ FEATURE_GATES: 'SpotToSpotConsolidaton=true' })).toMatch(
+      /^FEATURE_GATES: "SpotToSpotConsolidaton=true" is not valid \(unknown feature gate "SpotToSpotConsolidaton"; did you mean SpotToSpotConsolidation\?\)/,
+    );
+    expect(error({ FEATURE_GATES: 'nodeRepair=true' })).toMatch(
+      /unknown feature gate "nodeRepair"; did you mean NodeRepair\?/,
+    );
+  });
+});
+
+describe('upstream settings without effect in capenter (issue 26)', () => {
+  it('upstream-only settings warn once each when they would change upstream behaviour; defaults are quiet', () => {
+    const warnings: string[] = [];
+    resolveOperatorOptions({
+      env: {
+        KARPENTER_SERVICE: 'karpenter',
+        ENABLE_PROFILING: 'true',
+        DISABLE_CONTROLLER_WARMUP: 'true',
+        MEMORY_LIMIT: '1073741824',
+        CPU_REQUESTS: '1000',
+        LOG_OUTPUT_PATHS: 'stdout',
+        IGNORE_DRA_REQUESTS: 'true',
+        DISABLE_CLUSTER_STATE_OBSERVABILITY: 'false',
+      },
+      flags: { logErrorOutputPaths: '/var/log/err' },
+      warn: (m) => warnings.push(m),
+    });
+    expect(warnings).toEqual([
+      'KARPENTER_SERVICE=karpenter: has no effect in capenter (capenter serves no webhooks)',
+      'ENABLE_PROFILING=true: has no effect in capenter (no pprof endpoints; profile with node --inspect or --cpu-prof)',
+      'MEMORY_LIMIT=1073741824: has no effect in capenter (a Go runtime setting; size the Node.js heap with NODE_OPTIONS)',
+      "--log-error-output-paths=/var/log/err: has no effect in capenter (capenter's logger reports its own errors on stderr)",
+    ]);
+  });
+
+  it('a value needing behaviour capenter lacks is refused, naming the setting', () => {
+    const err = (env: Record<string, string>): string => {
+      try {
+        resolveOperatorOptions({ env });
+      } catch (e) {
+        return (e as Error).message;
+      }
+      return 'no error';
+    };
+    expect(err({ DISABLE_CLUSTER_STATE_OBSERVABILITY: 'true' })).toBe(
+      'DISABLE_CLUSTER_STATE_OBSERVABILITY: "true" is not valid (not implemented in capenter (cluster-state metrics and events cannot be turned off)); DISABLE_CLUSTER_STATE_OBSERVABILITY accepts false (true is refused: not implemented)',
+    );
+    expect(err({ IGNORE_DRA_REQUESTS: 'false' })).toBe(
+      `IGNORE_DRA_REQUESTS: "false" is not valid (not implemented in capenter (pods' DRA resource claims are always ignored in scheduling)); IGNORE_DRA_REQUESTS accepts true (false is refused: not implemented)`,
+    );
+    expect(err({ MEMORY_LIMIT: 'lots' })).toMatch(/^MEMORY_LIMIT: "lots" is not valid \(not an integer\)/);
+  });
+});
+
+describe('LOG_OUTPUT_PATHS (issue 26)', () => {
+  it('is a comma-separated list of stdout, stderr or files; capenter defaults to stderr', async () => {
+    expect(defaultOptions().logOutputPaths).toEqual(['stderr']);
+    expect(
+      resolveOperatorOptions({ env: { LOG_OUTPUT_PATHS: 'stdout, /tmp/x.log' } }).logOutputPaths,
+    ).toEqual(['stdout', '/tmp/x.log']);
+    expect(() => resolveOperatorOptions({ flags: { logOutputPaths: ' , ' } })).toThrow(
+      '--log-output-paths: " , " is not valid (no path); LOG_OUTPUT_PATHS accepts comma-separated stdout, stderr or file paths',
+    );
+  });
+
+  it('the controller logger writes every line to each file path', async () => {
+    const { mkdtempSync, readFileSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const { createLogger } = await import('../kube/logger.ts');
+    const dir = mkdtempSync(join(tmpdir(), 'capenter-logs-'));
+    const [a, b] = [join(dir, 'a.log'), join(dir, 'sub', 'b.log')];
+    const logger = createLogger({ level: 'info', outputPaths: [a, b] });
+    logger.info({ controller: 'x' }, 'hello');
+    logger.debug('dropped');
+    for (const f of [a, b]) {
+      const lines = readFileSync(f, 'utf8').trim().split('\n');
+      expect(lines.map((l) => JSON.parse(l) as Record<string, unknown>)).toMatchObject([
+        { level: 'INFO', logger: 'capenter', controller: 'x', message: 'hello' },
+      ]);
+    }
   });
 });

@@ -8,6 +8,7 @@
  */
 import {
   checkSettingList,
+  closestName,
   defineSetting,
   oneOf,
   parseBoolean,
@@ -20,6 +21,7 @@ import {
   type Setting,
   type SettingSources,
 } from '../config/settings.ts';
+import { UPSTREAM_ONLY_SETTINGS } from './upstream-settings.ts';
 
 /** How the scheduler treats preferred affinities and `ScheduleAnyway` spreads (upstream `PREFERENCE_POLICY`). */
 export type PreferencePolicy = 'Respect' | 'Ignore';
@@ -40,6 +42,8 @@ export interface OperatorOptions {
   bindAddress: string;
   /** `LOG_LEVEL`: `debug`, `info`, `warn`, `error`, `silent` (upstream default `info`). */
   logLevel: string;
+  /** `LOG_OUTPUT_PATHS`: where JSON logs go, `stdout`, `stderr` or files (capenter default `stderr`; upstream `stdout`). */
+  logOutputPaths: string[];
   /** `CLUSTER_NAME`: name of the cluster (tags, discovery; default `cluster-1` in embedded mode). */
   clusterName: string;
   /** Run controllers only while holding the leader Lease (`DISABLE_LEADER_ELECTION=true` turns it off). */
@@ -70,11 +74,10 @@ export interface OperatorOptions {
   metricsPeriodSeconds: number;
 }
 
-/** Upstream feature gates and their defaults (v1.x). */
+/** The feature gates capenter implements, with upstream's defaults (the rest: {@link UPSTREAM_FEATURE_GATES}). */
 export const DEFAULT_FEATURE_GATES: Readonly<Record<string, boolean>> = {
   SpotToSpotConsolidation: false,
   NodeRepair: false,
-  ReservedCapacity: false,
   StaticCapacity: false,
   /** Alpha: apply `karpenter.sh/v1alpha1` NodeOverlays to instance types (upstream default off). */
   NodeOverlay: false,
@@ -83,12 +86,36 @@ export const DEFAULT_FEATURE_GATES: Readonly<Record<string, boolean>> = {
 const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'silent'] as const;
 
 /**
- * Parses `FEATURE_GATES` (`A=true,B=false`) over `base`; only the gates of {@link DEFAULT_FEATURE_GATES}.
- * @throws Error naming the malformed or unknown entry.
+ * Upstream v1.14.1's feature gates and their defaults, in the order of its default `FEATURE_GATES` string
+ * (kubernetes-sigs/karpenter `pkg/operator/options/options.go`, `DefaultFeatureGates`). Capenter implements the
+ * gates of {@link DEFAULT_FEATURE_GATES}; {@link parseFeatureGates} accepts the others as false, or at upstream's
+ * default true with a warning.
+ */
+export const UPSTREAM_FEATURE_GATES: Readonly<Record<string, boolean>> = {
+  NodeRepair: false,
+  ReservedCapacity: true,
+  SpotToSpotConsolidation: false,
+  NodeOverlay: false,
+  StaticCapacity: false,
+  CapacityBuffer: false,
+};
+
+/** Upstream's default `FEATURE_GATES` string, exactly as its options.go defaults it. */
+export const UPSTREAM_FEATURE_GATES_TEXT =
+  'NodeRepair=false,ReservedCapacity=true,SpotToSpotConsolidation=false,NodeOverlay=false,StaticCapacity=false,CapacityBuffer=false';
+
+/**
+ * Parses `FEATURE_GATES` (`A=true,B=false`) over `base`. A gate of {@link DEFAULT_FEATURE_GATES} (implemented) takes
+ * either value. An upstream gate capenter does not implement ({@link UPSTREAM_FEATURE_GATES} only) is left out of the
+ * result: `false` is accepted, `true` only when it is upstream's default (`ReservedCapacity`, with a `warn`ing that
+ * capenter runs as false) and refused otherwise.
+ * @throws Error naming the malformed entry, the gate that is not implemented, or the unknown gate and the closest
+ * known name.
  */
 export function parseFeatureGates(
   text: string,
   base: Readonly<Record<string, boolean>> = DEFAULT_FEATURE_GATES,
+  warn: (message: string) => void = () => {},
 ): Record<string, boolean> {
   const out = { ...base };
   for (const part of text
@@ -97,13 +124,43 @@ export function parseFeatureGates(
     .filter(Boolean)) {
     const m = /^([A-Za-z0-9]+)=(true|false)$/i.exec(part);
     if (!m) throw new Error(`"${part}" is not Name=true|false`);
-    if (!(m[1]! in DEFAULT_FEATURE_GATES))
-      throw new Error(
-        `unknown feature gate "${m[1]}" (known: ${Object.keys(DEFAULT_FEATURE_GATES).join(', ')})`,
-      );
-    out[m[1]!] = m[2]!.toLowerCase() === 'true';
+    const [name, value] = [m[1]!, m[2]!.toLowerCase() === 'true'];
+    if (name in DEFAULT_FEATURE_GATES) out[name] = value;
+    else if (name in UPSTREAM_FEATURE_GATES) checkUnimplementedGate(name, value, warn);
+    else throw new Error(unknownGateMessage(name));
   }
   return out;
+}
+
+/**
+ * An upstream gate capenter does not implement: `false` is what capenter does and is accepted; `true` is accepted
+ * with a warning when it is upstream's default (`ReservedCapacity`), so upstream's default string loads.
+ * @throws Error for `true` otherwise.
+ */
+function checkUnimplementedGate(name: string, value: boolean, warn: (message: string) => void): void {
+  if (!value) return;
+  if (!UPSTREAM_FEATURE_GATES[name])
+    throw new Error(`feature gate ${name} is not implemented in capenter; set ${name}=false or leave it out`);
+  warn(`feature gate ${name}=true has no effect in capenter (it runs as ${name}=false)`);
+}
+
+/** `unknown feature gate "X"; did you mean Y?` (or the list of known gates when none is close). */
+function unknownGateMessage(name: string): string {
+  const known = [...new Set([...Object.keys(DEFAULT_FEATURE_GATES), ...Object.keys(UPSTREAM_FEATURE_GATES)])];
+  const near = closestName(name, known);
+  return near
+    ? `unknown feature gate "${name}"; did you mean ${near}?`
+    : `unknown feature gate "${name}" (known: ${known.join(', ')})`;
+}
+
+/** `a,b` → `['a', 'b']` (trimmed, empty entries dropped). @throws Error when no path is left. */
+function parsePathList(text: string): string[] {
+  const paths = text
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean);
+  if (paths.length === 0) throw new Error('no path');
+  return paths;
 }
 
 const DURATION = 'a duration such as "1s", "100ms", "1m30s", or a number of seconds';
@@ -143,6 +200,16 @@ export const CORE_SETTINGS = [
     parse: oneOf(LOG_LEVELS),
   }),
   defineSetting({
+    env: 'LOG_OUTPUT_PATHS',
+    flag: 'log-output-paths',
+    key: 'logOutputPaths',
+    description: 'where the JSON logs go, each line to every path (upstream defaults to stdout)',
+    default: ['stderr'] as string[],
+    defaultText: 'stderr',
+    accepts: 'comma-separated stdout, stderr or file paths',
+    parse: parsePathList,
+  }),
+  defineSetting({
     env: 'METRICS_PORT',
     flag: 'metrics-port',
     key: 'metricsPort',
@@ -169,8 +236,12 @@ export const CORE_SETTINGS = [
     defaultText: Object.entries(DEFAULT_FEATURE_GATES)
       .map(([k, v]) => `${k}=${v}`)
       .join(','),
-    accepts: `comma-separated Name=true|false of ${Object.keys(DEFAULT_FEATURE_GATES).join(', ')}`,
-    parse: (t) => parseFeatureGates(t),
+    accepts: `comma-separated Name=true|false of ${Object.keys(DEFAULT_FEATURE_GATES).join(', ')} (upstream's ${Object.keys(
+      UPSTREAM_FEATURE_GATES,
+    )
+      .filter((g) => !(g in DEFAULT_FEATURE_GATES))
+      .join(', ')} only =false, or =true with a warning where that is upstream's default)`,
+    parse: (t, warn) => parseFeatureGates(t, DEFAULT_FEATURE_GATES, warn),
   }),
   defineSetting({
     env: 'PREFERENCE_POLICY',
@@ -253,7 +324,8 @@ export const CORE_SETTINGS = [
     env: 'AWS_REGION',
     flag: 'region',
     key: 'region',
-    description: 'AWS region (the kwok provider simulates its catalog and prices)',
+    description:
+      'AWS region (the kwok provider simulates its catalog and prices; unset, the aws provider asks the instance metadata service)',
     default: 'us-east-1',
     accepts: 'an AWS region such as us-east-1',
     parse: parseNonEmpty,
@@ -267,6 +339,7 @@ export const CORE_SETTINGS = [
  */
 export const SETTINGS: readonly Setting[] = [
   ...CORE_SETTINGS,
+  ...UPSTREAM_ONLY_SETTINGS,
   // ...AWS_SETTINGS (src/cloudprovider/aws/settings.ts), ...
 ];
 checkSettingList(SETTINGS);
@@ -299,6 +372,7 @@ export function resolveOperatorOptions(
   base: OperatorOptions = defaultOptions(),
 ): OperatorOptions {
   const values = resolveSettings(CORE_SETTINGS, src, base as unknown as Record<string, unknown>);
+  resolveSettings(UPSTREAM_ONLY_SETTINGS, src); // warnings and refusals only
   return validateOptions({ ...base, ...values });
 }
 

@@ -1,38 +1,62 @@
 /**
  * The `aws` provider module (`--cloud-provider aws`): NodeClaims become EC2 instances (CreateFleet), NodePools
  * reference `EC2NodeClass`es. Settings: {@link AWS_SETTINGS} without `CLUSTER_NAME` and `AWS_REGION`, which are core
- * settings (`src/operator/options.ts`) read again here with the aws rules. SDK endpoints and credentials come from
+ * settings (`src/operator/options.ts`) read again here with the aws rules; without `AWS_REGION` or `--region` the
+ * region comes from the instance metadata service (`./imds.ts`), as upstream. SDK endpoints and credentials come from
  * the SDK's default chain (AWS_ENDPOINT_URL, profiles, IRSA, IMDS). The implementation (`./setup.ts`, the AWS SDK) is
  * loaded only by {@link awsModule}'s `load`.
  */
 import type { ProviderModule } from '../module.ts';
+import { type IMDSOptions, imdsOptionsFromEnv, regionFromIMDS } from './imds.ts';
 import { awsNodeClassKinds, awsProviderName } from './kinds.ts';
-import { AWS_SETTINGS, type AwsSettings, resolveAwsSettings, validateAwsSettings } from './settings.ts';
+import {
+  AWS_SETTINGS,
+  AWS_UPSTREAM_ONLY_SETTINGS,
+  type AwsSettings,
+  resolveAwsSettings,
+  validateAwsSettings,
+} from './settings.ts';
 
 /** Env names of the core settings the aws list repeats (resolved by the core; not flags of their own). */
 const CORE_ENVS = new Set(['CLUSTER_NAME', 'AWS_REGION']);
 
+/** The aws module's settings: the registry's, plus where to ask the instance metadata service for the region. */
+export interface AwsModuleSettings extends AwsSettings {
+  /** The SDK's IMDS variables (`AWS_EC2_METADATA_SERVICE_ENDPOINT`, `AWS_EC2_METADATA_DISABLED`). */
+  imds: IMDSOptions;
+}
+
 /** The aws provider module. */
-export const awsModule: ProviderModule<AwsSettings> = {
+export const awsModule: ProviderModule<AwsModuleSettings> = {
   name: awsProviderName,
   summary: 'EC2 instances',
   nodeClassKinds: awsNodeClassKinds,
-  settings: AWS_SETTINGS.filter((s) => !CORE_ENVS.has(s.env)),
+  settings: [...AWS_SETTINGS.filter((s) => !CORE_ENVS.has(s.env)), ...AWS_UPSTREAM_ONLY_SETTINGS],
   configure(src, core) {
     const settings = validateAwsSettings(resolveAwsSettings(src));
-    settings.region ||= core.region;
+    // AWS_REGION or --region (a core flag); neither: the instance metadata service at load, as upstream
+    if (!settings.region && src.flags?.region !== undefined) settings.region = core.region;
     core.clusterName = settings.clusterName;
-    return settings;
+    return { ...settings, imds: imdsOptionsFromEnv(src.env ?? {}) };
   },
-  async load(settings) {
+  async load(configured, deps) {
+    const settings = { ...configured, region: configured.region || (await regionFromIMDS(configured.imds)) };
     const [{ createAwsClients }, { awsSetup }, { S3BootstrapStore }] = await Promise.all([
       import('./clients.ts'),
       import('./setup.ts'),
       import('./s3store.ts'),
     ]);
     const clients = createAwsClients({ region: settings.region });
+    // upstream GetCABundle: CLUSTER_CA_BUNDLE, else the CA the controller's own kubeconfig trusts
+    const kubeconfigCABundle = settings.clusterCABundle ? '' : await deps.client.caBundleBase64();
     return {
-      ...awsSetup({ clients, settings, region: settings.region }),
+      ...awsSetup({
+        clients,
+        settings,
+        region: settings.region,
+        ...(kubeconfigCABundle ? { kubeconfigCABundle } : {}),
+      }),
+      region: settings.region,
       capi: { clusterName: settings.clusterName, bootstrapStore: () => new S3BootstrapStore() },
       close: () => clients.destroy(),
     };

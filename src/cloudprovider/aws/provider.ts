@@ -33,7 +33,6 @@ import type {
   FleetLaunchTemplateOverridesRequest,
   Instance,
 } from '@aws-sdk/client-ec2';
-import { DescribeClusterCommand } from '@aws-sdk/client-eks';
 import type { NodeSelectorRequirement, Taint } from '../../apis/core.ts';
 import type { EC2NodeClass, NodeClaim, NodePool } from '../../apis/karpenter.ts';
 import {
@@ -70,6 +69,7 @@ import {
 } from '../types.ts';
 import { resolveAMIFamily } from './catalog/index.ts';
 import type { AwsClients } from './clients.ts';
+import { type ClusterInfo, discoverCluster } from './cluster.ts';
 import { Instances } from './instances.ts';
 import { AwsInstanceTypes, type InstanceTypeInventory } from './instancetypes.ts';
 import { blockDeviceMappings, LaunchTemplates, metadataOptions } from './launchtemplates.ts';
@@ -137,6 +137,8 @@ export interface AwsCloudProviderDeps {
   unavailableOfferings?: UnavailableOfferings;
   /** Service CIDR of the cluster for AL2023 user data; default from EKS DescribeCluster when reachable. */
   clusterCIDR?: string;
+  /** Base64 PEM CA of the controller's kubeconfig: user data's CA when `CLUSTER_CA_BUNDLE` is empty (upstream). */
+  kubeconfigCABundle?: string;
   /** Called for problems the provider works around (never with user data or credentials). */
   onError?: (err: unknown, context: string) => void;
   /**
@@ -394,7 +396,7 @@ export class AwsCloudProvider implements CloudProvider {
   readonly pricing: AwsPricing;
   readonly instanceTypeProvider: AwsInstanceTypes;
   private readonly ice: UnavailableOfferings;
-  private clusterInfo: Promise<{ endpoint: string; caBundle: string; cidr?: string }> | undefined;
+  private clusterInfo: Promise<ClusterInfo> | undefined;
 
   /** @throws Error when no region is given, or `settings.clusterName` is empty. */
   constructor(private readonly deps: AwsCloudProviderDeps) {
@@ -488,33 +490,15 @@ export class AwsCloudProvider implements CloudProvider {
     return nc;
   }
 
-  private async cluster(): Promise<{ endpoint: string; caBundle: string; cidr?: string }> {
+  private async cluster(): Promise<ClusterInfo> {
     const s = this.deps.settings;
-    if (s.clusterEndpoint && s.clusterCABundle && this.deps.clusterCIDR !== undefined) {
-      return { endpoint: s.clusterEndpoint, caBundle: s.clusterCABundle, cidr: this.deps.clusterCIDR };
-    }
-    this.clusterInfo ??= (async () => {
-      try {
-        const out = await this.deps.clients.eks.send(new DescribeClusterCommand({ name: s.clusterName }));
-        const c = out.cluster;
-        const cidr = this.deps.clusterCIDR ?? c?.kubernetesNetworkConfig?.serviceIpv4Cidr;
-        return {
-          endpoint: s.clusterEndpoint || c?.endpoint || '',
-          caBundle: s.clusterCABundle || c?.certificateAuthority?.data || '',
-          ...(cidr ? { cidr } : {}),
-        };
-      } catch (err) {
-        this.deps.onError?.(
-          err,
-          `EKS DescribeCluster ${s.clusterName} failed; using the configured endpoint/CA`,
-        );
-        return {
-          endpoint: s.clusterEndpoint,
-          caBundle: s.clusterCABundle,
-          ...(this.deps.clusterCIDR ? { cidr: this.deps.clusterCIDR } : {}),
-        };
-      }
-    })();
+    this.clusterInfo ??= discoverCluster({
+      settings: s,
+      eks: this.deps.clients.eks,
+      ...(this.deps.clusterCIDR !== undefined ? { clusterCIDR: this.deps.clusterCIDR } : {}),
+      ...(this.deps.kubeconfigCABundle ? { kubeconfigCABundle: this.deps.kubeconfigCABundle } : {}),
+      ...(this.deps.onError ? { onError: this.deps.onError } : {}),
+    });
     const info = await this.clusterInfo;
     if (!info.endpoint) {
       this.clusterInfo = undefined;

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { SettingError } from '../../config/settings.ts';
-import { AWS_SETTINGS, resolveAwsSettings, validateAwsSettings } from './settings.ts';
+import { AWS_SETTINGS, awsSettings, resolveAwsSettings, validateAwsSettings } from './settings.ts';
+import { nodeClassPeriodSeconds } from './setup.ts';
 
 describe('aws settings', () => {
   it('has upstream names and defaults', () => {
@@ -13,6 +14,9 @@ describe('aws settings', () => {
       ['VM_MEMORY_OVERHEAD_PERCENT', 'vm-memory-overhead-percent'],
       ['RESERVED_ENIS', 'reserved-enis'],
       ['AWS_REGION', 'aws-region'],
+      ['EKS_CONTROL_PLANE', 'eks-control-plane'],
+      ['AMI_REFRESH_INTERVAL', 'ami-refresh-interval'],
+      ['SUBNET_REFRESH_INTERVAL', 'subnet-refresh-interval'],
     ]);
     expect(resolveAwsSettings({})).toEqual({
       clusterName: '',
@@ -23,6 +27,9 @@ describe('aws settings', () => {
       vmMemoryOverheadPercent: 0.075,
       reservedENIs: 0,
       region: '',
+      eksControlPlane: undefined,
+      amiRefreshSeconds: 60,
+      subnetRefreshSeconds: 60,
     });
   });
 
@@ -59,5 +66,39 @@ describe('aws settings', () => {
     expect(() => validateAwsSettings(resolveAwsSettings({}))).toThrow(
       /--cluster-name: "" is not valid \(required with --cloud-provider aws\)/,
     );
+  });
+
+  it('AMI_REFRESH_INTERVAL and SUBNET_REFRESH_INTERVAL (at least 1m) set the EC2NodeClass re-resolution period', () => {
+    const s = resolveAwsSettings({ env: { AMI_REFRESH_INTERVAL: '10m', SUBNET_REFRESH_INTERVAL: '5m' } });
+    expect([s.amiRefreshSeconds, s.subnetRefreshSeconds]).toEqual([600, 300]);
+    expect(nodeClassPeriodSeconds({ settings: s })).toBe(300);
+    expect(nodeClassPeriodSeconds({ settings: awsSettings() })).toBe(60);
+    expect(nodeClassPeriodSeconds({ settings: s, nodeClassPeriodSeconds: 5 })).toBe(5);
+    expect(() => resolveAwsSettings({ flags: { amiRefreshInterval: '59s' } })).toThrow(
+      '--ami-refresh-interval: "59s" is not valid (must be at least 1m); AMI_REFRESH_INTERVAL accepts a duration of at least 1m, e.g. "5m"',
+    );
+  });
+
+  it('upstream-only aws settings: DISABLE_DRY_RUN=true warns, ENABLE_ZONAL_SHIFT=true is refused', () => {
+    const warnings: string[] = [];
+    resolveAwsSettings({
+      env: { DISABLE_DRY_RUN: 'true', ENABLE_ZONAL_SHIFT: 'false' },
+      warn: (m) => warnings.push(m),
+    });
+    expect(warnings).toEqual([
+      'DISABLE_DRY_RUN=true: has no effect in capenter (capenter makes no dry-run calls)',
+    ]);
+    expect(() => resolveAwsSettings({ flags: { enableZonalShift: true } })).toThrow(
+      '--enable-zonal-shift: "true" is not valid (not implemented in capenter (zonal shift is not supported)); ENABLE_ZONAL_SHIFT accepts false (true is refused: not implemented)',
+    );
+  });
+
+  it('EKS_CONTROL_PLANE=false requires CLUSTER_ENDPOINT', () => {
+    const s = resolveAwsSettings({ env: { CLUSTER_NAME: 'capa', EKS_CONTROL_PLANE: 'false' } });
+    expect(s.eksControlPlane).toBe(false);
+    expect(() => validateAwsSettings(s)).toThrow(
+      /^CLUSTER_ENDPOINT: "" is not valid \(required with EKS_CONTROL_PLANE=false/,
+    );
+    expect(validateAwsSettings({ ...s, clusterEndpoint: 'https://capa:6443' }).eksControlPlane).toBe(false);
   });
 });

@@ -10,7 +10,10 @@
  */
 import {
   defineSetting,
+  noEffect,
+  onlyDefault,
   parseBooleanWord,
+  parseDuration,
   resolveSettings,
   SettingError,
   type SettingSources,
@@ -34,6 +37,15 @@ export interface AwsSettings {
   reservedENIs: number;
   /** `AWS_REGION`: region of the EC2 API; empty means the SDK's default chain decides. */
   region: string;
+  /**
+   * `EKS_CONTROL_PLANE`: `false` never calls EKS DescribeCluster (a non-EKS cluster: `CLUSTER_ENDPOINT` is required,
+   * the CA comes from `CLUSTER_CA_BUNDLE`); `true` or unset (`undefined`) asks DescribeCluster for what is not set.
+   */
+  eksControlPlane: boolean | undefined;
+  /** `AMI_REFRESH_INTERVAL` in seconds (upstream 1m, at least 1m). */
+  amiRefreshSeconds: number;
+  /** `SUBNET_REFRESH_INTERVAL` in seconds (upstream 1m, at least 1m). */
+  subnetRefreshSeconds: number;
 }
 
 function parseFraction(text: string): number {
@@ -85,6 +97,13 @@ function parseRegion(text: string): string {
   return t;
 }
 
+/** Seconds of a refresh interval, at least 1m (upstream's rule). @throws Error. */
+function parseRefreshInterval(text: string): number {
+  const seconds = parseDuration(text);
+  if (seconds < 60) throw new Error('must be at least 1m');
+  return seconds;
+}
+
 /** The aws provider's settings (upstream names and defaults). */
 export const AWS_SETTINGS = [
   defineSetting({
@@ -114,7 +133,7 @@ export const AWS_SETTINGS = [
     flag: 'cluster-ca-bundle',
     key: 'clusterCABundle',
     description:
-      'the cluster CA (base64 PEM) written into user data; discovered with EKS DescribeCluster when empty.',
+      "the cluster CA (base64 PEM) written into user data; when empty, the CA of the controller's kubeconfig (as upstream), else EKS DescribeCluster.",
     default: '',
     accepts: 'base64 text',
     parse: parseBase64,
@@ -175,6 +194,72 @@ export const AWS_SETTINGS = [
     parse: parseRegion,
     group: 'aws',
   }),
+  defineSetting({
+    env: 'EKS_CONTROL_PLANE',
+    flag: 'eks-control-plane',
+    key: 'eksControlPlane',
+    description:
+      'false: the cluster is not EKS, never call EKS DescribeCluster (CLUSTER_ENDPOINT is then required); true or unset: DescribeCluster finds the endpoint/CA not set.',
+    default: undefined as boolean | undefined,
+    defaultText: '(unset)',
+    accepts: 'true or false',
+    parse: parseBooleanWord,
+    boolean: true,
+    group: 'aws',
+  }),
+  defineSetting({
+    env: 'AMI_REFRESH_INTERVAL',
+    flag: 'ami-refresh-interval',
+    key: 'amiRefreshSeconds',
+    description:
+      'how often AMIs are looked up again; EC2NodeClasses are re-resolved every min(AMI_REFRESH_INTERVAL, SUBNET_REFRESH_INTERVAL).',
+    default: 60,
+    defaultText: '1m',
+    accepts: 'a duration of at least 1m, e.g. "5m"',
+    parse: parseRefreshInterval,
+    group: 'aws',
+  }),
+  defineSetting({
+    env: 'SUBNET_REFRESH_INTERVAL',
+    flag: 'subnet-refresh-interval',
+    key: 'subnetRefreshSeconds',
+    description: 'how often subnets (and security groups) are looked up again; see AMI_REFRESH_INTERVAL.',
+    default: 60,
+    defaultText: '1m',
+    accepts: 'a duration of at least 1m, e.g. "5m"',
+    parse: parseRefreshInterval,
+    group: 'aws',
+  }),
+] as const;
+
+/**
+ * Upstream aws settings capenter accepts without acting on them, or only at upstream's default (aws/karpenter-
+ * provider-aws v1.14.1 `pkg/operator/options/options.go`); resolved for their warnings and refusals only.
+ */
+export const AWS_UPSTREAM_ONLY_SETTINGS = [
+  defineSetting({
+    env: 'DISABLE_DRY_RUN',
+    flag: 'disable-dry-run',
+    key: 'disableDryRun',
+    description:
+      'upstream: skip the dry-run EC2 calls that validate an EC2NodeClass. No effect: capenter makes none',
+    default: false,
+    accepts: 'true or false (true warns: no effect)',
+    parse: noEffect(parseBooleanWord, false, 'capenter makes no dry-run calls'),
+    boolean: true,
+    group: 'aws',
+  }),
+  defineSetting({
+    env: 'ENABLE_ZONAL_SHIFT',
+    flag: 'enable-zonal-shift',
+    key: 'enableZonalShift',
+    description: 'upstream: avoid zones under an ARC zonal shift. Not implemented: only false',
+    default: false,
+    accepts: 'false (true is refused: not implemented)',
+    parse: onlyDefault(parseBooleanWord, false, 'zonal shift is not supported'),
+    boolean: true,
+    group: 'aws',
+  }),
 ] as const;
 
 /**
@@ -183,12 +268,13 @@ export const AWS_SETTINGS = [
  * @throws SettingError naming the flag or variable, the value and what it accepts.
  */
 export function resolveAwsSettings(src: SettingSources): AwsSettings {
+  resolveSettings(AWS_UPSTREAM_ONLY_SETTINGS, src); // warnings and refusals only
   return resolveSettings(AWS_SETTINGS, src);
 }
 
 /**
- * Checks what the provider needs to launch: a cluster name.
- * @throws SettingError when `clusterName` is empty.
+ * Checks what the provider needs to launch: a cluster name, and an endpoint when DescribeCluster is off.
+ * @throws SettingError when `clusterName` is empty, or `clusterEndpoint` is with `EKS_CONTROL_PLANE=false`.
  */
 export function validateAwsSettings(s: AwsSettings): AwsSettings {
   if (!s.clusterName) {
@@ -198,6 +284,15 @@ export function validateAwsSettings(s: AwsSettings): AwsSettings {
       '',
       'required with --cloud-provider aws',
       'a cluster name (letters, digits, "-", "_", ".", at most 100 characters)',
+    );
+  }
+  if (s.eksControlPlane === false && !s.clusterEndpoint) {
+    throw new SettingError(
+      'CLUSTER_ENDPOINT',
+      'CLUSTER_ENDPOINT',
+      '',
+      'required with EKS_CONTROL_PLANE=false, which never asks EKS DescribeCluster',
+      'an http(s) URL, e.g. https://ABCD.gr7.us-west-2.eks.amazonaws.com',
     );
   }
   return s;

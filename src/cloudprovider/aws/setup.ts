@@ -38,6 +38,8 @@ export interface AwsControllersConfig {
   nodeClassPeriodSeconds?: number;
   /** Service CIDR for AL2023 user data (default: from EKS DescribeCluster). */
   clusterCIDR?: string;
+  /** Base64 PEM CA of the controller's kubeconfig: user data's CA when `CLUSTER_CA_BUNDLE` is empty. */
+  kubeconfigCABundle?: string;
   /** Seconds between launch-template garbage collections (default 300). */
   launchTemplateGCPeriodSeconds?: number;
 }
@@ -59,6 +61,7 @@ export function createAwsProvider(
     clock,
     nodeClass,
     ...(cfg.clusterCIDR ? { clusterCIDR: cfg.clusterCIDR } : {}),
+    ...(cfg.kubeconfigCABundle ? { kubeconfigCABundle: cfg.kubeconfigCABundle } : {}),
     ...(onError ? { onError } : {}),
   });
 }
@@ -82,6 +85,19 @@ export function awsSetup(cfg: AwsControllersConfig): ProviderSetup {
       ),
     controllers: (deps) => awsControllers(cfg, deps),
   };
+}
+
+/**
+ * Seconds between re-resolutions of each EC2NodeClass: `nodeClassPeriodSeconds` when given (tests, the embedded
+ * stacks), else the smaller of `AMI_REFRESH_INTERVAL` and `SUBNET_REFRESH_INTERVAL` (capenter resolves a class's AMIs,
+ * subnets and security groups in one pass; upstream refreshes AMIs and subnets on their own timers).
+ */
+export function nodeClassPeriodSeconds(
+  cfg: Pick<AwsControllersConfig, 'nodeClassPeriodSeconds' | 'settings'>,
+): number {
+  return (
+    cfg.nodeClassPeriodSeconds ?? Math.min(cfg.settings.amiRefreshSeconds, cfg.settings.subnetRefreshSeconds)
+  );
 }
 
 /** `major.minor` of the API server (`/version`), cached for 10 minutes. @throws on API errors. */
@@ -134,7 +150,7 @@ export function awsControllers(
             },
           }
         : {}),
-      ...(cfg.nodeClassPeriodSeconds !== undefined ? { periodSeconds: cfg.nodeClassPeriodSeconds } : {}),
+      periodSeconds: nodeClassPeriodSeconds(cfg),
     }),
   ];
   const provider = deps.cloudProvider;

@@ -1,0 +1,110 @@
+import type { EKSClient } from '@aws-sdk/client-eks';
+import { describe, expect, it } from 'vitest';
+import { KubeClient } from '../../kube/client.ts';
+import { FakeClock } from '../../kube/clock.ts';
+import { silentLogger } from '../../kube/logger.ts';
+import { type ClusterInfo, discoverCluster } from './cluster.ts';
+import { awsModule } from './module.ts';
+import { awsSettings } from './settings.ts';
+
+/** A fake EKS client answering DescribeCluster and recording each call's input. */
+function fakeEks(): { eks: Pick<EKSClient, 'send'>; calls: unknown[] } {
+  const calls: unknown[] = [];
+  const send = async (cmd: { input: unknown }) => {
+    calls.push(cmd.input);
+    return {
+      cluster: {
+        endpoint: 'https://EKS.example',
+        certificateAuthority: { data: 'RUtTQ0E=' },
+        kubernetesNetworkConfig: { serviceIpv4Cidr: '172.20.0.0/16' },
+      },
+    };
+  };
+  return { eks: { send } as unknown as Pick<EKSClient, 'send'>, calls };
+}
+
+describe('discoverCluster (aws:pkg/operator/operator.go ResolveClusterEndpoint, GetCABundle)', () => {
+  it('EKS_CONTROL_PLANE=false never calls DescribeCluster: the endpoint setting and the kubeconfig CA', async () => {
+    const { eks, calls } = fakeEks();
+    const settings = awsSettings({
+      clusterName: 'capa-1',
+      clusterEndpoint: 'https://capa.example:6443',
+      eksControlPlane: false,
+    });
+    expect(await discoverCluster({ settings, eks, kubeconfigCABundle: 'S1VCRUNB' })).toEqual({
+      endpoint: 'https://capa.example:6443',
+      caBundle: 'S1VCRUNB',
+    });
+    expect(calls).toEqual([]);
+  });
+
+  it('unset or true: DescribeCluster fills only what the settings and the kubeconfig leave empty', async () => {
+    const { eks, calls } = fakeEks();
+    const unset = awsSettings({ clusterName: 'eks-1' });
+    expect(await discoverCluster({ settings: unset, eks })).toEqual({
+      endpoint: 'https://EKS.example',
+      caBundle: 'RUtTQ0E=',
+      cidr: '172.20.0.0/16',
+    });
+    const withCA = awsSettings({
+      clusterName: 'eks-1',
+      eksControlPlane: true,
+      clusterCABundle: 'U0VUVElORw==',
+    });
+    expect(await discoverCluster({ settings: withCA, eks, kubeconfigCABundle: 'S1VCRUNB' })).toEqual({
+      endpoint: 'https://EKS.example',
+      caBundle: 'U0VUVElORw==',
+      cidr: '172.20.0.0/16',
+    });
+    expect(calls).toEqual([{ name: 'eks-1' }, { name: 'eks-1' }]);
+  });
+});
+
+describe("the controller's kubeconfig CA reaches user data (issue 26: CLUSTER_CA_BUNDLE unset on a CAPA cluster)", () => {
+  const pem = '-----BEGIN CERTIFICATE-----\nMIIBkubeconfigCA\n-----END CERTIFICATE-----\n';
+  const b64 = Buffer.from(pem).toString('base64');
+  const kubeconfig = `apiVersion: v1
+kind: Config
+clusters:
+- name: capa
+  cluster:
+    server: https://capa.example:6443
+    certificate-authority-data: ${b64}
+users:
+- name: u
+  user:
+    token: t
+contexts:
+- name: c
+  context: {cluster: capa, user: u}
+current-context: c
+`;
+
+  it('KubeClient.caBundleBase64 is the kubeconfig certificate-authority-data; awsModule.load hands it to the provider', async () => {
+    const client = KubeClient.fromKubeconfig(kubeconfig);
+    expect(await client.caBundleBase64()).toBe(b64);
+    const settings = awsSettings({
+      clusterName: 'capa-1',
+      clusterEndpoint: 'https://capa.example:6443',
+      eksControlPlane: false,
+      region: 'us-east-1',
+    });
+    const setup = await awsModule.load(
+      { ...settings, imds: { endpoint: 'http://127.0.0.1:9', disabled: true } },
+      { client, logger: silentLogger(), region: 'us-east-1' },
+    );
+    try {
+      const provider = setup.createProvider({
+        client,
+        clock: new FakeClock(),
+        logger: silentLogger(),
+        region: 'us-east-1',
+        nodeClass: () => undefined,
+      }) as unknown as { cluster(): Promise<ClusterInfo> };
+      expect(await provider.cluster()).toEqual({ endpoint: 'https://capa.example:6443', caBundle: b64 });
+    } finally {
+      setup.close?.();
+      client.close();
+    }
+  });
+});

@@ -1,0 +1,60 @@
+/**
+ * Where nodes find the API server: the endpoint, CA bundle and service CIDR written into user data. Mirrors
+ * aws/karpenter-provider-aws `pkg/operator/operator.go` (`ResolveClusterEndpoint`, `GetCABundle`): the settings
+ * first (`CLUSTER_ENDPOINT`, `CLUSTER_CA_BUNDLE`), then the CA of the controller's own kubeconfig, then EKS
+ * DescribeCluster for what is still missing — never DescribeCluster with `EKS_CONTROL_PLANE=false`.
+ */
+import { DescribeClusterCommand, type EKSClient } from '@aws-sdk/client-eks';
+import type { AwsSettings } from './settings.ts';
+
+/** The cluster as user data needs it; `endpoint` or `caBundle` may be empty when nothing knew them. */
+export interface ClusterInfo {
+  /** The API server URL nodes join. */
+  endpoint: string;
+  /** Base64 PEM of the cluster CA. */
+  caBundle: string;
+  /** The service IPv4 CIDR, when known. */
+  cidr?: string;
+}
+
+/** Inputs of {@link discoverCluster}. */
+export interface DiscoverClusterDeps {
+  settings: Pick<AwsSettings, 'clusterName' | 'clusterEndpoint' | 'clusterCABundle' | 'eksControlPlane'>;
+  eks: Pick<EKSClient, 'send'>;
+  /** Service CIDR given by configuration (skips asking EKS for it). */
+  clusterCIDR?: string;
+  /** Base64 PEM CA of the controller's kubeconfig, used when `CLUSTER_CA_BUNDLE` is empty (upstream `GetCABundle`). */
+  kubeconfigCABundle?: string;
+  /** Called when DescribeCluster fails (the configured values are used). */
+  onError?: (err: unknown, context: string) => void;
+}
+
+/**
+ * The endpoint, CA and CIDR of the cluster: from the settings (and the kubeconfig's CA) alone when they give the
+ * endpoint, CA and CIDR or `EKS_CONTROL_PLANE=false`; else one EKS DescribeCluster fills what is missing. Never
+ * throws (a failed DescribeCluster is reported to `onError`).
+ */
+export async function discoverCluster(deps: DiscoverClusterDeps): Promise<ClusterInfo> {
+  const s = deps.settings;
+  const caBundle = s.clusterCABundle || deps.kubeconfigCABundle || '';
+  const configured: ClusterInfo = {
+    endpoint: s.clusterEndpoint,
+    caBundle,
+    ...(deps.clusterCIDR ? { cidr: deps.clusterCIDR } : {}),
+  };
+  const complete = s.clusterEndpoint && caBundle && deps.clusterCIDR !== undefined;
+  if (complete || s.eksControlPlane === false) return configured;
+  try {
+    const out = await deps.eks.send(new DescribeClusterCommand({ name: s.clusterName }));
+    const c = out.cluster;
+    const cidr = deps.clusterCIDR ?? c?.kubernetesNetworkConfig?.serviceIpv4Cidr;
+    return {
+      endpoint: s.clusterEndpoint || c?.endpoint || '',
+      caBundle: caBundle || c?.certificateAuthority?.data || '',
+      ...(cidr ? { cidr } : {}),
+    };
+  } catch (err) {
+    deps.onError?.(err, `EKS DescribeCluster ${s.clusterName} failed; using the configured endpoint/CA`);
+    return configured;
+  }
+}
