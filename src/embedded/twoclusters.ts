@@ -4,7 +4,7 @@
  * groups, Secrets labelled `cluster.x-k8s.io/cluster-name`) and the workload cluster, the kubeconfig paths of both,
  * the logger and Ctrl-C, and applying each cluster's objects.
  */
-import { mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseAllDocuments } from 'yaml';
@@ -95,15 +95,19 @@ export interface TwoClusterRun {
   logger: Logger;
   signal: AbortSignal;
   startedMs: number;
+  /**
+   * The temporary folder holding both kubeconfigs (`<tmpdir>/<prefix>-*`), removed by {@link guardedRun} when the
+   * run ends; undefined with `--kubeconfig-out` (the user's folder is left alone).
+   */
+  tmpDir: string | undefined;
   /** Stops listening for Ctrl-C. */
   release(): void;
 }
 
 /** Prepares a two-cluster run (a temporary folder `<prefix>-*` unless `--kubeconfig-out` names one). */
 export function twoClusterRun(flags: EmbeddedRunFlags, io: StartIO, prefix: string): TwoClusterRun {
-  const dir = flags.kubeconfigOut
-    ? resolve(flags.kubeconfigOut, '..')
-    : mkdtempSync(join(tmpdir(), `${prefix}-`));
+  const tmpDir = flags.kubeconfigOut ? undefined : mkdtempSync(join(tmpdir(), `${prefix}-`));
+  const dir = tmpDir ?? resolve(flags.kubeconfigOut as string, '..');
   const ac = new AbortController();
   io.signal?.addEventListener('abort', () => ac.abort(), { once: true });
   const onSignal = (): void => ac.abort();
@@ -124,6 +128,7 @@ export function twoClusterRun(flags: EmbeddedRunFlags, io: StartIO, prefix: stri
     logger,
     signal: ac.signal,
     startedMs: performance.now(),
+    tmpDir,
     release: () => {
       process.off('SIGINT', onSignal);
       process.off('SIGTERM', onSignal);
@@ -187,8 +192,8 @@ export async function settleWorkload(
 }
 
 /**
- * Runs `body` (the run of a two-cluster mode) and always releases Ctrl-C and stops what `stop` names; a thrown error
- * is printed and resolves 1.
+ * Runs `body` (the run of a two-cluster mode) and always releases Ctrl-C, stops what `stop` names and removes the
+ * run's temporary kubeconfig folder (as the one-cluster `start` does); a thrown error is printed and resolves 1.
  */
 export async function guardedRun(
   run: TwoClusterRun,
@@ -203,6 +208,10 @@ export async function guardedRun(
     return 1;
   } finally {
     run.release();
-    await stop();
+    try {
+      await stop();
+    } finally {
+      if (run.tmpDir) rmSync(run.tmpDir, { recursive: true, force: true });
+    }
   }
 }

@@ -296,8 +296,56 @@ describe('capenter bootstrap aws (moto)', () => {
       'EventBridgeRule Karpenter-c3-ScheduledChange': 'not attempted',
     });
     expect(r.json!.summary).toBe(
-      'failed: sqs:CreateQueue on SQSQueue c3 failed: AccessDenied: User: arn:aws:iam::123456789012:user/ci is not authorized to perform: sqs:createqueue — the caller lacks permission sqs:CreateQueue. Created before the failure (left in place; run again or --delete): IAMRole KarpenterNodeRole-c3, IAMInstanceProfile KarpenterNodeInstanceProfile-c3',
+      'failed: sqs:CreateQueue on SQSQueue c3 failed: AccessDenied: User: arn:aws:iam::123456789012:user/ci is not authorized to perform: sqs:createqueue — the caller lacks permission sqs:CreateQueue. Created by this run and left in place (run again to finish, or --delete to remove): IAMRole KarpenterNodeRole-c3, IAMInstanceProfile KarpenterNodeInstanceProfile-c3',
     );
+  }, 60_000);
+
+  it('a call failing after the role was created reports the role as existing, and a second run finishes it', async () => {
+    // CreateRole succeeds, the first AttachRolePolicy is denied: the role exists (it said "Nothing was created").
+    const denyAttach = (region: string) => {
+      const cs = clients(region);
+      cs.iam.middlewareStack.add(
+        (next, ctx) => async (args) => {
+          if (ctx.commandName === 'AttachRolePolicyCommand')
+            throw Object.assign(new Error('not authorized to perform: iam:AttachRolePolicy'), {
+              name: 'AccessDenied',
+            });
+          return next(args);
+        },
+        { step: 'initialize' },
+      );
+      return cs;
+    };
+    const r = await run({ clusterName: 'c5', region: moto.region }, denyAttach);
+    expect(r.code).toBe(1);
+    expect(r.json!.resources[0]).toEqual({
+      type: 'IAMRole',
+      key: 'KarpenterNodeRole',
+      resource: 'IAMRole KarpenterNodeRole-c5',
+      result: 'incomplete',
+      detail:
+        'iam:AttachRolePolicy on IAMRole KarpenterNodeRole-c5 failed: AccessDenied: not authorized to perform: iam:AttachRolePolicy — the caller lacks permission iam:AttachRolePolicy',
+    });
+    expect(r.json!.summary).toBe(
+      'failed: iam:AttachRolePolicy on IAMRole KarpenterNodeRole-c5 failed: AccessDenied: not authorized to perform: iam:AttachRolePolicy — the caller lacks permission iam:AttachRolePolicy. Created by this run and left in place (run again to finish, or --delete to remove): IAMRole KarpenterNodeRole-c5 (incomplete)',
+    );
+    expect(r.json!.resources.slice(1).map((x) => x.result)).toEqual(Array(11).fill('not attempted'));
+    const c = clients();
+    const role = await c.iam.send(new GetRoleCommand({ RoleName: 'KarpenterNodeRole-c5' }));
+    expect(role.Role!.Tags).toContainEqual({ Key: 'capenter.io/bootstrap-cluster', Value: 'c5' });
+    expect(
+      (await c.iam.send(new ListAttachedRolePoliciesCommand({ RoleName: 'KarpenterNodeRole-c5' })))
+        .AttachedPolicies,
+    ).toEqual([]);
+    // A second run with the permission adopts the tagged role and attaches its policies.
+    const again = await run({ clusterName: 'c5', region: moto.region });
+    expect(again.code).toBe(0);
+    expect(again.json!.resources[0]!.result).toBe('updated');
+    expect(
+      (await c.iam.send(new ListAttachedRolePoliciesCommand({ RoleName: 'KarpenterNodeRole-c5' })))
+        .AttachedPolicies?.length,
+    ).toBe(4);
+    expect(again.json!.summary).toBe('created 11, updated 1, unchanged 0');
   }, 60_000);
 
   it('reads region, tags and the worker instance profile from a CAPA management cluster', async () => {

@@ -2,6 +2,9 @@
  * `capenter start --capi` end to end: two embedded API servers, the sample CAPI objects, the bundled demo in the
  * workload cluster; settles with every pod Running and the KarpenterMachinePool reporting its nodes' provider IDs.
  */
+import { existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runStart } from '../../src/cli/start.ts';
 
@@ -14,6 +17,13 @@ describe('capenter start --capi', () => {
       { stdout: (t) => (out += t), stderr: (t) => (err += t) },
     );
     expect(code, err).toBe(0);
+    // The kubeconfigs lived in a temporary folder that is gone once the run returns.
+    const kubeconfigs = [...err.matchAll(/\(kubeconfig ([^)]+)\)/g)].map((m) => m[1]!);
+    expect(kubeconfigs).toHaveLength(2);
+    const dir = dirname(kubeconfigs[0]!);
+    expect(dir.startsWith(join(tmpdir(), 'capenter-capi-'))).toBe(true);
+    expect(kubeconfigs.map(dirname)).toEqual([dir, dir]);
+    expect(existsSync(dir)).toBe(false);
     expect(err).toContain('applied 6 object(s) to the management cluster');
     const s = JSON.parse(out) as {
       pods: { running: number; total: number };

@@ -3,6 +3,9 @@
  * MachineDeployments of different instance types and prices, the bundled demo in the workload cluster; settles with
  * every pod Running on Machines whose MachineDeployment replicas equal the NodeClaims.
  */
+import { existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runStart } from '../../src/cli/start.ts';
 
@@ -21,6 +24,13 @@ describe('capenter start --cloud-provider clusterapi', () => {
       { stdout: (t) => (out += t), stderr: (t) => (err += t) },
     );
     expect(code, err).toBe(0);
+    // The kubeconfigs lived in a temporary folder that is gone once the run returns.
+    const kubeconfigs = [...err.matchAll(/\(kubeconfig ([^)]+)\)/g)].map((m) => m[1]!);
+    expect(kubeconfigs).toHaveLength(2);
+    const dir = dirname(kubeconfigs[0]!);
+    expect(dir.startsWith(join(tmpdir(), 'capenter-clusterapi-'))).toBe(true);
+    expect(kubeconfigs.map(dirname)).toEqual([dir, dir]);
+    expect(existsSync(dir)).toBe(false);
     expect(err).toContain('applied 6 object(s) to the management cluster');
     const s = JSON.parse(out) as {
       pods: { running: number; total: number };

@@ -70,6 +70,8 @@ export type Result =
   | 'exists'
   | 'refused'
   | 'failed'
+  /** Created by this run, then a later call on it failed: it exists, not yet as planned. */
+  | 'incomplete'
   | 'not attempted';
 
 /** One line of the report. */
@@ -285,6 +287,12 @@ async function inspect(c: BootstrapClients, plan: BootstrapPlan, r: PlannedResou
 type Planned<T extends PlannedResource['type']> = Extract<PlannedResource, { type: T }>;
 /** Resource tags in the IAM/EventBridge list form. */
 type Tag = { Key: string; Value: string };
+/**
+ * How far a `put` got: `created` turns true as soon as the call that creates the resource returned, so a failure
+ * in a later call on it (AttachRolePolicy, AddRoleToInstanceProfile, PutTargets) is reported as a resource that
+ * exists, not as one that was never made.
+ */
+type Progress = { created: boolean };
 
 /** Creates the node role (or updates its trust policy) and attaches its managed policies. */
 async function putRole(
@@ -292,9 +300,10 @@ async function putRole(
   r: Planned<'IAMRole'>,
   Tags: Tag[],
   create: boolean,
+  progress: Progress,
 ): Promise<void> {
   const label = resourceLabel(r);
-  if (create)
+  if (create) {
     await call('iam:CreateRole', label, () =>
       c.iam.send(
         new CreateRoleCommand({
@@ -305,7 +314,8 @@ async function putRole(
         }),
       ),
     );
-  else
+    progress.created = true;
+  } else
     await call('iam:UpdateAssumeRolePolicy', label, () =>
       c.iam.send(
         new UpdateAssumeRolePolicyCommand({
@@ -395,6 +405,7 @@ async function putRule(
   r: Planned<'EventBridgeRule'>,
   Tags: Tag[],
   create: boolean,
+  progress: Progress,
 ): Promise<void> {
   const label = resourceLabel(r);
   await call('events:PutRule', label, () =>
@@ -408,6 +419,7 @@ async function putRule(
       }),
     ),
   );
+  if (create) progress.created = true;
   await call('events:PutTargets', label, () =>
     c.events.send(
       new PutTargetsCommand({
@@ -424,18 +436,20 @@ async function put(
   plan: BootstrapPlan,
   r: PlannedResource,
   state: State,
+  progress: Progress,
 ): Promise<void> {
   const label = resourceLabel(r);
   const Tags = tagList(plan.tags);
   const create = state.kind === 'absent';
   switch (r.type) {
     case 'IAMRole':
-      return putRole(c, r, Tags, create);
+      return putRole(c, r, Tags, create, progress);
     case 'IAMInstanceProfile':
       if (create) {
         await call('iam:CreateInstanceProfile', label, () =>
           c.iam.send(new CreateInstanceProfileCommand({ InstanceProfileName: r.name, Path: '/', Tags })),
         );
+        progress.created = true;
       }
       await call('iam:AddRoleToInstanceProfile', label, () =>
         c.iam.send(
@@ -448,7 +462,7 @@ async function put(
     case 'SQSQueue':
       return putQueue(c, plan, r, create);
     case 'EventBridgeRule':
-      return putRule(c, plan, r, Tags, create);
+      return putRule(c, plan, r, Tags, create, progress);
     case 'RolePolicyAttachment':
       await call('iam:AttachRolePolicy', label, () =>
         c.iam.send(new AttachRolePolicyCommand({ RoleName: r.roleName, PolicyArn: r.policyArn })),
@@ -475,6 +489,19 @@ function report(
     summary,
     resources,
   };
+}
+
+/**
+ * The sentence that says what a failed run left behind: every resource this run created, in creation order,
+ * including the one whose later call failed (`(incomplete)`); "Nothing was created" only when that list is empty.
+ */
+function createdBeforeFailure(rows: ResourceOutcome[]): string {
+  const made = rows.flatMap((x) =>
+    x.result === 'created' ? [x.resource] : x.result === 'incomplete' ? [`${x.resource} (incomplete)`] : [],
+  );
+  return made.length
+    ? `Created by this run and left in place (run again to finish, or --delete to remove): ${made.join(', ')}`
+    : 'Nothing was created';
 }
 
 /**
@@ -525,8 +552,9 @@ export async function applyBootstrap(c: BootstrapClients, plan: BootstrapPlan): 
       rows.push(outcome(r, 'unchanged'));
       continue;
     }
+    const progress: Progress = { created: false };
     try {
-      await put(c, plan, r, s);
+      await put(c, plan, r, s, progress);
       rows.push(
         outcome(
           r,
@@ -535,18 +563,13 @@ export async function applyBootstrap(c: BootstrapClients, plan: BootstrapPlan): 
         ),
       );
     } catch (err) {
-      rows.push(outcome(r, 'failed', (err as Error).message));
+      const msg = (err as Error).message;
+      rows.push(outcome(r, progress.created ? 'incomplete' : 'failed', msg));
       for (const rest of plan.resources.slice(i + 1)) {
         const st = states[plan.resources.indexOf(rest)]!;
         rows.push(outcome(rest, st.kind === 'absent' ? 'not attempted' : 'exists'));
       }
-      const made = rows.filter((x) => x.result === 'created').map((x) => x.resource);
-      return report(
-        plan,
-        rows,
-        false,
-        `failed: ${(err as Error).message}. ${made.length ? `Created before the failure (left in place; run again or --delete): ${made.join(', ')}` : 'Nothing was created'}`,
-      );
+      return report(plan, rows, false, `failed: ${msg}. ${createdBeforeFailure(rows)}`);
     }
   }
   const counts = (k: Result) => rows.filter((x) => x.result === k).length;

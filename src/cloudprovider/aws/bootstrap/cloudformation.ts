@@ -109,9 +109,13 @@ export function cloudFormationTemplate(input: PlanInput): Record<string, Json> {
   };
 }
 
-/** The template as YAML text. */
+/**
+ * The template as YAML text, every value written out in full: no anchors or aliases (`&a1` / `*a1`, which the
+ * `yaml` package emits for an object used twice, such as the shared tag list), because CloudFormation refuses
+ * them (cfn-lint W1101).
+ */
 export function cloudFormationYaml(input: PlanInput): string {
-  return stringify(cloudFormationTemplate(input), { lineWidth: 0 });
+  return stringify(cloudFormationTemplate(input), { lineWidth: 0, aliasDuplicateObjects: false });
 }
 
 /**
