@@ -5,8 +5,8 @@
  */
 import type { NodeClaim, NodePool, NodeSelectorRequirementWithMinValues } from '../../apis/karpenter.ts';
 import {
-  AnnotationNodeClaimMinValuesRelaxed,
   AnnotationCapacityOverlayApplied,
+  AnnotationNodeClaimMinValuesRelaxed,
   AnnotationNodePoolHash,
   AnnotationNodePoolHashVersion,
   AnnotationPriceOverlayApplied,
