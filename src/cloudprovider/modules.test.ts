@@ -41,10 +41,15 @@ describe('PROVIDER_MODULES', () => {
     const aws = providerModule('aws');
     const core = { region: 'us-west-2', clusterName: 'cluster-1' };
     expect(() => aws?.configure({ env: {} }, core)).toThrow(/CLUSTER_NAME accepts/);
+    // no AWS_REGION and no --region: left empty here, the instance metadata service answers at load (as upstream)
     expect(aws?.configure({ flags: { clusterName: 'prod' }, env: {} }, core)).toMatchObject({
       clusterName: 'prod',
-      region: 'us-west-2',
+      region: '',
     });
     expect(core.clusterName).toBe('prod');
+    // --region (a core flag) is handed over from the core settings
+    expect(aws?.configure({ flags: { clusterName: 'prod', region: 'us-west-2' }, env: {} }, core)).toMatchObject({
+      region: 'us-west-2',
+    });
   });
 });
