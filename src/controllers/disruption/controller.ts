@@ -63,6 +63,11 @@ import { chosenCommand, needsValidation, ValidationSeconds, validateCommand } fr
 export const DisruptionPollSeconds = 10;
 /** Seconds before the same `DisruptionBlocked` Event is published again for a node. */
 export const BlockedEventDedupeSeconds = 900;
+/**
+ * Seconds before a NodePool's `DisruptionBlocked` Event for one disruption reason is published again (upstream
+ * `NodePoolBlockedForDisruptionReason`: 1 min, "a NodePool's disruption budget can change every minute").
+ */
+export const NodePoolBlockedEventDedupeSeconds = 60;
 
 /** Constructor options of {@link DisruptionController}. */
 export interface DisruptionControllerOptions {
@@ -318,8 +323,9 @@ export class DisruptionController implements Controller {
 
   private recordGauges(input: DisruptionInput, view: ClusterView): void {
     for (const reason of BudgetReasons) {
+      // upstream labels the reason as the API spells it (`Underutilized`), unlike the eligible-nodes gauge
       for (const [pool, n] of budgetMapping(input.nodePools, view.poolCounts, reason, input.now))
-        this.metrics.allowedDisruptions.set({ nodepool: pool, reason: reason.toLowerCase() }, n);
+        this.metrics.allowedDisruptions.set({ nodepool: pool, reason }, n);
     }
     const ctx = new PassContext(input, view, new Set());
     for (const m of defaultMethods()) {
@@ -350,9 +356,9 @@ export class DisruptionController implements Controller {
 
   private publishBlocked(input: DisruptionInput, result: DisruptionResult, view: ClusterView): void {
     const now = input.now;
-    const due = (key: string): boolean => {
+    const due = (key: string, seconds = BlockedEventDedupeSeconds): boolean => {
       const last = this.published.get(key);
-      if (last !== undefined && now - last < BlockedEventDedupeSeconds * 1000) return false;
+      if (last !== undefined && now - last < seconds * 1000) return false;
       this.published.set(key, now);
       return true;
     };
@@ -372,7 +378,7 @@ export class DisruptionController implements Controller {
         if (n > 0 || !counts || counts.nodes === 0) continue;
         const np = input.nodePools.find((p) => p.metadata.name === pool);
         const msg = `No allowed disruptions for disruption reason ${reason} due to blocking budget`;
-        if (np && due(`nodepool/${pool}|${msg}`))
+        if (np && due(`nodepool/${pool}|${msg}`, NodePoolBlockedEventDedupeSeconds))
           void this.opts.recorder.publish(np, 'Normal', 'DisruptionBlocked', msg);
       }
     }
