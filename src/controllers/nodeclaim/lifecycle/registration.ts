@@ -1,7 +1,7 @@
 /**
  * Registration step: finds the Node with the NodeClaim's provider ID and makes it Karpenter's: owner reference
  * Node → NodeClaim, the `karpenter.sh/termination` finalizer, the NodeClaim's labels, annotations, taints and
- * startup taints synced onto the Node, the `karpenter.sh/unregistered:NoExecute` taint removed and the label
+ * startup taints synced onto the Node (unless the Node is labelled `karpenter.sh/do-not-sync-taints=true`), the `karpenter.sh/unregistered:NoExecute` taint removed and the label
  * `karpenter.sh/registered=true` set; then `status.nodeName` and `Registered=True`.
  * Mirrors kubernetes-sigs/karpenter `pkg/controllers/nodeclaim/lifecycle/registration.go`:
  * - runs only while `Registered` is Unknown; no Node → `Registered=Unknown` reason `NodeNotFound`;
@@ -13,7 +13,12 @@
  */
 import type { Node } from '../../../apis/core.ts';
 import type { NodeClaim } from '../../../apis/karpenter.ts';
-import { FinalizerTermination, LabelNodeRegistered, TaintUnregistered } from '../../../apis/labels.ts';
+import {
+  FinalizerTermination,
+  LabelNodeDoNotSyncTaints,
+  LabelNodeRegistered,
+  TaintUnregistered,
+} from '../../../apis/labels.ts';
 import { isConflict } from '../../../kube/errors.ts';
 import { matchTaint, mergeTaints, nodePoolOf, withFinalizer } from '../../runtime/index.ts';
 import {
@@ -79,11 +84,14 @@ export class Registration {
 
 /**
  * The Node as registration wants it (pure): finalizer, owner reference, labels/annotations from the NodeClaim,
- * NodeClaim taints and startup taints merged, unregistered taint removed, `karpenter.sh/registered=true`.
+ * NodeClaim taints and startup taints merged (not when the Node carries `karpenter.sh/do-not-sync-taints=true`:
+ * the provider manages its taints), unregistered taint removed, `karpenter.sh/registered=true`.
  */
 export function registeredNode(nodeClaim: NodeClaim, node: Node): Node {
   const out = structuredClone(node);
   const meta = out.metadata;
+  // read on the Node's own labels, before the NodeClaim's are merged (upstream syncNode)
+  const syncTaints = meta.labels?.[LabelNodeDoNotSyncTaints] !== 'true';
   if (!meta.deletionTimestamp) meta.finalizers = withFinalizer(meta.finalizers, FinalizerTermination);
   const owners = (meta.ownerReferences ?? []).filter(
     (o) => !(o.kind === 'NodeClaim' && o.apiVersion.startsWith('karpenter.sh/')),
@@ -103,8 +111,11 @@ export function registeredNode(nodeClaim: NodeClaim, node: Node): Node {
   };
   const annotations = { ...(meta.annotations ?? {}), ...(nodeClaim.metadata.annotations ?? {}) };
   if (Object.keys(annotations).length > 0) meta.annotations = annotations;
-  let taints = mergeTaints(out.spec?.taints ?? [], nodeClaim.spec.taints);
-  taints = mergeTaints(taints, nodeClaim.spec.startupTaints);
+  let taints = out.spec?.taints ?? [];
+  if (syncTaints) {
+    taints = mergeTaints(taints, nodeClaim.spec.taints);
+    taints = mergeTaints(taints, nodeClaim.spec.startupTaints);
+  }
   taints = taints.filter((t) => !matchTaint(t, TaintUnregistered));
   out.spec = { ...(out.spec ?? {}), taints };
   return out;
