@@ -37,6 +37,7 @@ import type { EventRecorder } from '../kube/events.ts';
 import type { SharedInformers } from '../kube/informer.ts';
 import type { Logger } from '../kube/logger.ts';
 import type { Cluster } from '../state/cluster.ts';
+import { NodePoolHealth } from '../state/nodepoolhealth.ts';
 import type { OperatorOptions } from './options.ts';
 
 /** Overrides for controller internals, mostly for tests (seconds; `OperatorConfig.tuning`). */
@@ -127,6 +128,8 @@ export function buildControllers(d: ControllerListDeps): ControllerList {
     ...(tuning.disruption ?? {}),
   });
   const readyDependents = d.setup?.readyDependents ?? {};
+  // registration outcomes per NodePool, shared by nodeclaim.lifecycle and nodepool (NodeRegistrationHealthy)
+  const nodePoolHealth = new NodePoolHealth();
   const controllers: Controller[] = [
     provisioner,
     new ProvisioningTrigger({
@@ -140,6 +143,7 @@ export function buildControllers(d: ControllerListDeps): ControllerList {
     }),
     new NodeClaimLifecycleController({
       ...deps('nodeclaim.lifecycle'),
+      nodePoolHealth,
       ...(tuning.registrationTimeoutSeconds !== undefined
         ? { registrationTimeoutSeconds: tuning.registrationTimeoutSeconds }
         : {}),
@@ -160,7 +164,7 @@ export function buildControllers(d: ControllerListDeps): ControllerList {
     disruption,
     new ExpirationController(deps('nodeclaim.expiration')),
     new PodEventsController(deps('nodeclaim.podevents')),
-    new NodePoolController(deps('nodepool')),
+    new NodePoolController({ ...deps('nodepool'), nodePoolHealth }),
     // always registered: with the gate off it tells each static NodePool so (upstream registers nothing)
     new StaticCapacityController({
       ...deps('static.capacity'),

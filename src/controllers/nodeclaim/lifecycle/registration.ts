@@ -9,7 +9,8 @@
  * - a Node with neither the unregistered taint nor the registered label → `Registered=False` reason
  *   `UnregisteredTaintNotFound` and an error (the kubelet must register with the taint);
  * - the Node patch is optimistic (resourceVersion); a conflict requeues.
- * Counts `karpenter_nodeclaims_registered_total` and `karpenter_nodes_created_total`; Event `Registered`.
+ * A registration is recorded on the NodePool's registration health (`NodeRegistrationHealthy`, see
+ * `registrationhealth.ts`). Counts `karpenter_nodeclaims_registered_total` and `karpenter_nodes_created_total`; Event `Registered`.
  */
 import type { Node } from '../../../apis/core.ts';
 import type { NodeClaim } from '../../../apis/karpenter.ts';
@@ -27,6 +28,7 @@ import {
   nodeClaimConditions,
   type StepResult,
 } from './context.ts';
+import { recordRegistrationHealth } from './registrationhealth.ts';
 
 /** The registration step. */
 export class Registration {
@@ -59,6 +61,7 @@ export class Registration {
     }
     try {
       await syncNode(this.ctx, nodeClaim, node);
+      await recordRegistrationHealth(this.ctx, this.ctx.nodePoolHealth, nodeClaim, true);
     } catch (err) {
       if (isConflict(err)) return { requeue: true };
       throw err;
