@@ -1,6 +1,7 @@
 /**
  * The controller list of one capenter process (upstream kubernetes-sigs/karpenter `pkg/controllers/controllers.go`
  * plus the provider's own, as a provider's `main` appends them): provisioner + its trigger, `nodeclaim.lifecycle`,
+ * `nodeclaim.consistency`,
  * `nodeclaim.garbagecollection`, `node.termination`, `node.health` (only with the `NodeRepair` feature gate),
  * disruption, `nodeclaim.expiration`, `nodeclaim.podevents`, `nodepool`, `static.capacity` (upstream
  * `static.provisioning` + `static.deprovisioning`), `nodeclass.status` (with the provider's `Ready` dependents),
@@ -19,6 +20,7 @@ import {
 import { metricsControllers } from '../controllers/metrics/index.ts';
 import { NodeHealthController } from '../controllers/node/health/controller.ts';
 import { NodeTerminationController } from '../controllers/node/termination/controller.ts';
+import { NodeClaimConsistencyController } from '../controllers/nodeclaim/consistency/controller.ts';
 import { PodEventsController } from '../controllers/nodeclaim/disruption/podevents.ts';
 import { ExpirationController } from '../controllers/nodeclaim/expiration/controller.ts';
 import { NodeClaimGarbageCollectionController } from '../controllers/nodeclaim/garbagecollection/controller.ts';
@@ -151,6 +153,7 @@ export function buildControllers(d: ControllerListDeps): ControllerList {
         ? { launchTimeoutSeconds: tuning.launchTimeoutSeconds }
         : {}),
     }),
+    new NodeClaimConsistencyController(deps('nodeclaim.consistency')),
     new NodeClaimGarbageCollectionController({
       ...deps('nodeclaim.garbagecollection'),
       periodSeconds: options.gcPeriodSeconds,
