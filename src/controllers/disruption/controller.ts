@@ -22,6 +22,7 @@ import { doNotDisruptEvent } from '../../apis/donotdisrupt.ts';
 import type { NodeClaim, NodePool } from '../../apis/karpenter.ts';
 import { TaintDisrupted } from '../../apis/labels.ts';
 import type { CloudProvider } from '../../cloudprovider/types.ts';
+import { balancedApprovalMessage, balancedApprovals } from '../../disruption/balanced.ts';
 import { budgetMapping } from '../../disruption/budgets.ts';
 import { buildClusterView, type ClusterView, doNotDisruptReadings } from '../../disruption/candidates.ts';
 import {
@@ -215,6 +216,7 @@ export class DisruptionController implements Controller {
     const chosen = chosenCommand(result);
     if (!chosen) return this.finish(pass, poll);
     pass.chosen = chosen;
+    this.publishBalancedApprovals(chosen, input, view);
     let command: Command | undefined = chosen;
     if (needsValidation(chosen)) {
       await this.opts.clock.sleep((this.opts.validationSeconds ?? ValidationSeconds) * 1000, signal);
@@ -351,6 +353,30 @@ export class DisruptionController implements Controller {
     for (const { pod, state } of doNotDisruptReadings(view.candidates.values(), input.now)) {
       const e = doNotDisruptEvent(state);
       if (e) void this.opts.recorder.publish(pod, e.type, e.reason, e.message);
+    }
+  }
+
+  /**
+   * Upstream's `ConsolidationApproved` Events for a consolidation command of Balanced NodePools (balanced.go
+   * `ApproveCommand` / `EmitMultiNodeEvents`): one candidate → on its Node and NodeClaim; several → on each
+   * Balanced NodePool; message `score S >= threshold T (k: K, savings X%, disruption Y%)`. Rejections publish
+   * nothing (upstream: "rejection volume under Balanced is high enough to bury approvals").
+   */
+  private publishBalancedApprovals(cmd: Command, input: DisruptionInput, view: ClusterView): void {
+    if (cmd.method !== 'SingleNodeConsolidation' && cmd.method !== 'MultiNodeConsolidation') return;
+    if (!cmd.candidates.some((c) => c.nodePool.spec.disruption?.consolidationPolicy === 'Balanced')) return;
+    const totals = new PassContext(input, view, new Set()).nodePoolTotals();
+    for (const a of balancedApprovals(cmd, totals)) {
+      const msg = balancedApprovalMessage(a);
+      if (cmd.candidates.length === 1) {
+        const c = cmd.candidates[0]!;
+        const dn = input.nodes.find((n) => n.node.metadata.name === c.name);
+        for (const o of [dn?.node, dn?.nodeClaim])
+          if (o) void this.opts.recorder.publish(o, 'Normal', 'ConsolidationApproved', msg);
+        continue;
+      }
+      const np = input.nodePools.find((p) => p.metadata.name === a.nodePool);
+      if (np) void this.opts.recorder.publish(np, 'Normal', 'ConsolidationApproved', msg);
     }
   }
 

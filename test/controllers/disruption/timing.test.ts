@@ -278,3 +278,40 @@ describe('consolidateAfter counts from the last pod event (C6)', () => {
     expect((await candidates()).filter((c) => c.endsWith(':node-b'))).toEqual([]);
   });
 });
+
+describe('Balanced consolidation events', () => {
+  it('an approved Balanced move publishes ConsolidationApproved with its score on the Node and NodeClaim', async () => {
+    const np = testNodePool('bal');
+    np.spec.disruption = {
+      consolidationPolicy: 'Balanced',
+      consolidateAfter: '0s',
+      budgets: [{ nodes: '100%' }],
+    };
+    const { e, p, dc } = await setUp(
+      [np],
+      [
+        ['x', 'm5.2xlarge', 'bal'],
+        ['y', 'm5.xlarge', 'bal'],
+      ],
+    );
+    for (let i = 0; i < 6; i++) await boundPod(e, `x${i}`, 'x', '500m');
+    await boundPod(e, 'y0', 'y', '3');
+    await eventually(() => p.cluster.getPod('default/y0') !== undefined, 'pods in state');
+    await eventually(() => p.cluster.listPods().length === 7, 'all pods in state');
+    e.clock.advance(60 * MIN);
+    const r = await pass(e, dc);
+    expect(r?.chosen?.method).toBe('SingleNodeConsolidation');
+    expect(r?.chosen?.candidates.map((c) => c.name)).toEqual(['y']);
+    await p.recorder.flush();
+    const approved = (await e.client.list('Event')).items
+      .filter((x) => x.reason === 'ConsolidationApproved')
+      .map((x) => [x.involvedObject.kind, x.involvedObject.name, x.type, x.message])
+      .sort();
+    // savings $0.192 of $0.576 (33.3%), disruption 2 of 9 (22.2%): score 1.5
+    const msg = 'score 1.50 >= threshold 0.50 (k: 2, savings 33.3%, disruption 22.2%)';
+    expect(approved).toEqual([
+      ['Node', 'y', 'Normal', msg],
+      ['NodeClaim', 'y', 'Normal', msg],
+    ]);
+  });
+});
