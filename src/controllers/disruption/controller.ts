@@ -23,7 +23,7 @@ import type { NodeClaim, NodePool } from '../../apis/karpenter.ts';
 import { TaintDisrupted } from '../../apis/labels.ts';
 import type { CloudProvider } from '../../cloudprovider/types.ts';
 import { balancedApprovalMessage, balancedApprovals } from '../../disruption/balanced.ts';
-import { budgetMapping } from '../../disruption/budgets.ts';
+import { allowedDisruptions, budgetMapping } from '../../disruption/budgets.ts';
 import { buildClusterView, type ClusterView, doNotDisruptReadings } from '../../disruption/candidates.ts';
 import {
   type BudgetReason,
@@ -324,10 +324,18 @@ export class DisruptionController implements Controller {
   }
 
   private recordGauges(input: DisruptionInput, view: ClusterView): void {
+    // upstream (helpers.go BuildDisruptionBudgetMapping) labels the reason as the API spells it (`Underutilized`),
+    // unlike the eligible-nodes gauge, and reports the budget before the disrupting nodes are taken off
     for (const reason of BudgetReasons) {
-      // upstream labels the reason as the API spells it (`Underutilized`), unlike the eligible-nodes gauge
-      for (const [pool, n] of budgetMapping(input.nodePools, view.poolCounts, reason, input.now))
-        this.metrics.allowedDisruptions.set({ nodepool: pool, reason }, n);
+      for (const np of input.nodePools) {
+        const pool = np.metadata.name;
+        const c = view.poolCounts.get(pool) ?? { nodes: 0, disrupting: 0 };
+        this.metrics.allowedDisruptions.set(
+          { nodepool: pool, reason },
+          allowedDisruptions(np, c.nodes, reason, input.now),
+        );
+        this.metrics.nodesConsumingBudgets.set({ nodepool: pool, reason }, c.disrupting);
+      }
     }
     const ctx = new PassContext(input, view, new Set());
     for (const m of defaultMethods()) {

@@ -186,6 +186,12 @@ describe('a zero budget blocks only NodePools that have nodes (C5)', () => {
       ['Empty', 0],
       ['Underutilized', 0],
     ]);
+    const consuming = (
+      await p.registry.getSingleMetric('karpenter_nodepools_nodes_consuming_budgets')?.get()
+    )?.values
+      .filter((v) => v.labels.nodepool === 'a')
+      .map((v) => v.value);
+    expect(consuming).toEqual([0, 0, 0]);
     // within 1 min: nothing new; after 1 min: published again (the Event's count goes up)
     e.clock.advance(30_000);
     await pass(e, dc);
