@@ -163,6 +163,11 @@ export interface PodSpec {
   containers: Container[];
   initContainers?: Container[];
   overhead?: ResourceList;
+  /**
+   * Pod-level resources (k8s 1.32+ `PodLevelResources`): requests/limits for the whole pod; where set (cpu, memory,
+   * hugepages-*) they replace the containers' aggregate.
+   */
+  resources?: ResourceRequirements;
   priority?: number;
   priorityClassName?: string;
   schedulerName?: string;

@@ -16,6 +16,12 @@ export const Group = 'karpenter.sh';
 export const LabelNodePool = 'karpenter.sh/nodepool';
 export const LabelCapacityType = 'karpenter.sh/capacity-type';
 export const LabelNodeRegistered = 'karpenter.sh/registered';
+/**
+ * Node label: when `"true"` at registration, the NodeClaim's taints and startup taints are not synced onto the
+ * Node (the provider manages them); the `karpenter.sh/unregistered` taint is still removed (upstream
+ * `NodeDoNotSyncTaintsLabelKey`).
+ */
+export const LabelNodeDoNotSyncTaints = 'karpenter.sh/do-not-sync-taints';
 export const LabelNodeInitialized = 'karpenter.sh/initialized';
 export const LabelDoNotSync = 'karpenter.sh/do-not-sync-taints';
 

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { bySavingsRatio, nodePoolTotals, savingsRatio } from './balanced.ts';
+import {
+  balancedApprovalMessage,
+  balancedApprovals,
+  bySavingsRatio,
+  nodePoolTotals,
+  savingsRatio,
+} from './balanced.ts';
 import { buildClusterView } from './candidates.ts';
 import { computeDisruption } from './index.ts';
 import { interweaveByNodePool } from './singlenode.ts';
@@ -79,6 +85,33 @@ describe('consolidationPolicy: Balanced (upstream v1.14 balanced.go, k = 2)', ()
         },
       ]);
     }
+  });
+
+  it('the approved score of the chosen move, as the upstream ConsolidationApproved Event reports it', () => {
+    const np = pool('default', { policy: 'Balanced' });
+    const inp = input(
+      [
+        node('x', six('x'), { type: 'm5.2xlarge', pool: np }),
+        node('y', [pod('y0', { cpu: '3' })], { pool: np }),
+      ],
+      { nodePools: [np] },
+    );
+    const cmd = computeDisruption(inp).commands[0]!;
+    const approvals = balancedApprovals(cmd, nodePoolTotals(inp, buildClusterView(inp)));
+    // savings 0.192 of 0.576 = 33.3%; disruption 2 of 9 = 22.2%; score 1.5
+    expect(approvals).toHaveLength(1);
+    expect(approvals[0]).toMatchObject({ nodePool: 'default', threshold: 0.5, k: 2 });
+    expect(approvals[0]!.score).toBeCloseTo(1.5, 10);
+    expect(balancedApprovalMessage(approvals[0]!)).toBe(
+      'score 1.50 >= threshold 0.50 (k: 2, savings 33.3%, disruption 22.2%)',
+    );
+    // a refused move has no approval; a pool that is not Balanced has none either
+    const refused = refusedScenario('Balanced');
+    const wou = computeDisruption(refusedScenario('WhenEmptyOrUnderutilized')).commands[0]!;
+    expect(balancedApprovals(wou, nodePoolTotals(refused, buildClusterView(refused)))).toEqual([]);
+    expect(
+      balancedApprovalMessage({ ...approvals[0]!, score: Number.POSITIVE_INFINITY, disruptionFraction: 0 }),
+    ).toBe('score +Inf >= threshold 0.50 (k: 2, savings 33.3%, disruption 0.0%)');
   });
 
   it('a move across NodePools scores the Balanced pool on its share of the savings', () => {

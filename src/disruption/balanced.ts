@@ -159,6 +159,62 @@ export function balancedRejection(
   return undefined;
 }
 
+/** One Balanced NodePool's approved score for a command (what upstream's `ConsolidationApproved` Event reports). */
+export interface BalancedApproval {
+  nodePool: string;
+  score: number;
+  /** 1 / {@link BALANCED_K}. */
+  threshold: number;
+  k: number;
+  savingsFraction: number;
+  disruptionFraction: number;
+}
+
+/**
+ * The approved per-pool scores of `cmd` for its Balanced NodePools (pools not Balanced, or whose score fails, are
+ * left out), scored as {@link balancedRejection} does. Pure.
+ */
+export function balancedApprovals(
+  cmd: Command,
+  totals: ReadonlyMap<string, NodePoolTotals>,
+): BalancedApproval[] {
+  const byPool = new Map<string, Candidate[]>();
+  for (const c of cmd.candidates) {
+    const l = byPool.get(c.nodePool.metadata.name);
+    if (l) l.push(c);
+    else byPool.set(c.nodePool.metadata.name, [c]);
+  }
+  const sourceCost = cmd.candidates.reduce((s, c) => s + (c.priceUSDPerHour ?? 0), 0);
+  const out: BalancedApproval[] = [];
+  for (const [pool, cands] of byPool) {
+    if (!isBalanced(cands[0]!)) continue;
+    const poolCost = cands.reduce((s, c) => s + (c.priceUSDPerHour ?? 0), 0);
+    const poolSavings =
+      sourceCost > 0 && byPool.size > 1
+        ? cmd.savingsUSDPerHour * (poolCost / sourceCost)
+        : cmd.savingsUSDPerHour;
+    const disruption = cands.reduce((s, c) => s + c.rescheduleDisruptionCost, 0);
+    const r = scoreMove(poolSavings, disruption, totals.get(pool));
+    if (!approved(r)) continue;
+    out.push({ nodePool: pool, score: score(r), threshold: 1 / BALANCED_K, k: BALANCED_K, ...r });
+  }
+  return out;
+}
+
+/** Go's `%.Nf` of `v` (`+Inf` for infinity). */
+function goFixed(v: number, digits: number): string {
+  if (v === Number.POSITIVE_INFINITY) return '+Inf';
+  if (v === Number.NEGATIVE_INFINITY) return '-Inf';
+  return v.toFixed(digits);
+}
+
+/**
+ * Upstream `consolidationScoreMessage`: `score 1.25 >= threshold 0.50 (k: 2, savings 12.5%, disruption 10.0%)`.
+ */
+export function balancedApprovalMessage(a: BalancedApproval): string {
+  return `score ${goFixed(a.score, 2)} >= threshold ${goFixed(a.threshold, 2)} (k: ${a.k}, savings ${goFixed(a.savingsFraction * 100, 1)}%, disruption ${goFixed(a.disruptionFraction * 100, 1)}%)`;
+}
+
 /**
  * Upstream `balancedEvaluator.CanPassThreshold`: whether deleting `c` outright (the best score any move of it can
  * reach) passes; undefined when it may, else why not. Non-Balanced pools and pools without a positive total cost

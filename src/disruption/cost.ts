@@ -76,6 +76,16 @@ export function disruptionCost(
 /** Upstream `PerNodeBaseDisruptionCost`: the inherent cost of draining one node (cordon, drain, replacement). */
 export const PER_NODE_BASE_DISRUPTION_COST = 1;
 
+/**
+ * True when no reschedulable pod of the candidate adds a positive eviction cost (upstream v1.14 `IsEmpty`:
+ * reschedule disruption cost ≤ {@link PER_NODE_BASE_DISRUPTION_COST}): a node without reschedulable pods, or whose
+ * pods all have an eviction cost ≤ 0 (a very negative `controller.kubernetes.io/pod-deletion-cost` or priority).
+ * Emptiness deletes such nodes under the `Empty` budget; consolidation leaves them to it. Pure.
+ */
+export function isEmptyCandidate(c: { rescheduleDisruptionCost: number }): boolean {
+  return c.rescheduleDisruptionCost <= PER_NODE_BASE_DISRUPTION_COST;
+}
+
 /** 1 + Σ max(0, eviction cost) over `pods` (upstream `computeRescheduleDisruptionCost` / `StateNode.DisruptionCost`). */
 export function rescheduleDisruptionCost(pods: readonly Pod[]): number {
   let cost = PER_NODE_BASE_DISRUPTION_COST;

@@ -57,4 +57,26 @@ describe('emptiness', () => {
     const r = computeDisruption(input([node('e1', [], { pool: np })], { nodePools: [np] }));
     expect(r.commands).toEqual([]);
   });
+  it('a node whose pods all cost ≤ 0 to evict is empty (upstream v1.14 IsEmpty): deleted as Empty, not consolidated', () => {
+    const np = pool('default', { budgets: [{ nodes: '100%' }] });
+    const cheap = { 'controller.kubernetes.io/pod-deletion-cost': '-2147483647' }; // 1 − 16 → clamped to −10
+    const r = computeDisruption(
+      input(
+        [
+          node('cheap', [pod('c1', { annotations: cheap }), pod('c2', { priority: -100_000_000 })], {
+            pool: np,
+          }),
+          node('normal', [pod('n1')], { pool: np }),
+          node('big', [pod('b1', { cpu: '3' })], { pool: np }),
+        ],
+        { nodePools: [np] },
+      ),
+    );
+    // c2: 1 + (−1e8 / 2^25 ≈ −2.98) < 0; both pods add nothing to the reschedule cost
+    expect(r.commands[0]).toMatchObject({ method: 'Emptiness', reason: 'Empty', decision: 'delete' });
+    expect(names(r)[0]).toEqual(['cheap']);
+    // a pod with the default cost keeps its node out of emptiness
+    const solo = computeDisruption(input([node('normal', [pod('n1')], { pool: np })], { nodePools: [np] }));
+    expect(solo.commands.filter((c) => c.method === 'Emptiness')).toEqual([]);
+  });
 });

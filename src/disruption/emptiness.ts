@@ -1,11 +1,12 @@
 /**
- * Emptiness (upstream kubernetes-sigs/karpenter `pkg/controllers/disruption/emptiness.go`): consolidatable nodes
- * with no reschedulable pods are deleted, all of them in one command, as many per NodePool as its `Empty` budget
+ * Emptiness (upstream kubernetes-sigs/karpenter `pkg/controllers/disruption/emptiness.go`): consolidatable empty
+ * nodes ({@link isEmptyCandidate}: no reschedulable pod with a positive eviction cost) are deleted, all of them in one command, as many per NodePool as its `Empty` budget
  * allows (cheapest disruption cost first). Runs for both consolidation policies; not with `consolidateAfter: Never`.
  */
 import { byDisruptionCost } from './candidates.ts';
 import { savings } from './consolidation.ts';
 import type { PassContext } from './context.ts';
+import { isEmptyCandidate } from './cost.ts';
 import type { Method } from './method.ts';
 import type { Candidate, MethodResult } from './types.ts';
 
@@ -16,7 +17,7 @@ export class Emptiness implements Method {
   readonly class = 'graceful' as const;
 
   shouldDisrupt(c: Candidate): string | undefined {
-    if (c.reschedulablePods.length > 0) return 'not empty';
+    if (!isEmptyCandidate(c)) return 'not empty';
     if (!c.consolidatable) return c.notConsolidatableReason ?? 'not consolidatable yet';
     return undefined;
   }

@@ -12,6 +12,7 @@
 import { budgetMapping } from './budgets.ts';
 import { buildClusterView } from './candidates.ts';
 import { PassContext } from './context.ts';
+import { isEmptyCandidate } from './cost.ts';
 import { Drift } from './drift.ts';
 import { Emptiness } from './emptiness.ts';
 import { expirationCommands } from './expiration.ts';
@@ -121,7 +122,7 @@ function fallbackReason(c: Candidate | undefined, chosen: Command | undefined): 
   if (c.podsBlock) return c.podsBlock;
   const policy = c.nodePool.spec.disruption?.consolidationPolicy ?? 'WhenEmptyOrUnderutilized';
   if (!c.consolidatable) return c.notConsolidatableReason ?? 'not consolidatable yet';
-  if (policy === 'WhenEmpty' && c.reschedulablePods.length > 0)
+  if (policy === 'WhenEmpty' && !isEmptyCandidate(c))
     return 'consolidationPolicy is WhenEmpty and the node is not empty';
   if (chosen) return `not evaluated: ${chosen.method} chose a command first this pass`;
   return 'no disruption method applies (not empty, not drifted, no cheaper placement found)';

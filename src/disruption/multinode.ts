@@ -16,6 +16,7 @@ import type { NodeClaimPlan } from '../scheduling/types.ts';
 import { balancedRejection, bySavingsRatio } from './balanced.ts';
 import { computeConsolidation, savings, withOptions } from './consolidation.ts';
 import type { PassContext } from './context.ts';
+import { isEmptyCandidate } from './cost.ts';
 import type { Method } from './method.ts';
 import { consolidationShouldDisrupt } from './singlenode.ts';
 import type { Candidate, Command, MethodResult } from './types.ts';
@@ -65,7 +66,7 @@ export class MultiNodeConsolidation implements Method {
     const left = new Map(budgets);
     const usable: Candidate[] = [];
     for (const c of [...candidates].sort(bySavingsRatio)) {
-      if (c.reschedulablePods.length === 0) continue; // emptiness owns empty nodes; they spend no budget here
+      if (isEmptyCandidate(c)) continue; // emptiness owns empty nodes; they spend no budget here
       const pool = c.nodePool.metadata.name;
       if ((left.get(pool) ?? 0) <= 0) {
         notes.set(c.name, `the budget of NodePool "${pool}" allows no more Underutilized disruptions now`);

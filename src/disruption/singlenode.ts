@@ -21,6 +21,7 @@ import { podRequests } from '../scheduling/resources.ts';
 import { balancedPrecheck, balancedRejection, bySavingsRatio } from './balanced.ts';
 import { computeConsolidation } from './consolidation.ts';
 import type { PassContext } from './context.ts';
+import { isEmptyCandidate } from './cost.ts';
 import type { Method } from './method.ts';
 import type { Candidate, MethodResult } from './types.ts';
 
@@ -168,7 +169,7 @@ export class SingleNodeConsolidation implements Method {
     let runs = 0;
     const totals = ctx.nodePoolTotals();
     for (const c of interweaveByNodePool([...candidates].sort(bySavingsRatio))) {
-      if (c.reschedulablePods.length === 0) continue; // emptiness owns empty nodes
+      if (isEmptyCandidate(c)) continue; // emptiness owns empty nodes
       const pool = c.nodePool.metadata.name;
       if ((budgets.get(pool) ?? 0) <= 0) {
         notes.set(c.name, `the budget of NodePool "${pool}" allows no more Underutilized disruptions now`);

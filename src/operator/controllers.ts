@@ -1,6 +1,7 @@
 /**
  * The controller list of one capenter process (upstream kubernetes-sigs/karpenter `pkg/controllers/controllers.go`
  * plus the provider's own, as a provider's `main` appends them): provisioner + its trigger, `nodeclaim.lifecycle`,
+ * `nodeclaim.consistency`,
  * `nodeclaim.garbagecollection`, `node.termination`, `node.health` (only with the `NodeRepair` feature gate),
  * disruption, `nodeclaim.expiration`, `nodeclaim.podevents`, `nodepool`, `static.capacity` (upstream
  * `static.provisioning` + `static.deprovisioning`), `nodeclass.status` (with the provider's `Ready` dependents),
@@ -19,6 +20,7 @@ import {
 import { metricsControllers } from '../controllers/metrics/index.ts';
 import { NodeHealthController } from '../controllers/node/health/controller.ts';
 import { NodeTerminationController } from '../controllers/node/termination/controller.ts';
+import { NodeClaimConsistencyController } from '../controllers/nodeclaim/consistency/controller.ts';
 import { PodEventsController } from '../controllers/nodeclaim/disruption/podevents.ts';
 import { ExpirationController } from '../controllers/nodeclaim/expiration/controller.ts';
 import { NodeClaimGarbageCollectionController } from '../controllers/nodeclaim/garbagecollection/controller.ts';
@@ -37,6 +39,7 @@ import type { EventRecorder } from '../kube/events.ts';
 import type { SharedInformers } from '../kube/informer.ts';
 import type { Logger } from '../kube/logger.ts';
 import type { Cluster } from '../state/cluster.ts';
+import { NodePoolHealth } from '../state/nodepoolhealth.ts';
 import type { OperatorOptions } from './options.ts';
 
 /** Overrides for controller internals, mostly for tests (seconds; `OperatorConfig.tuning`). */
@@ -127,6 +130,8 @@ export function buildControllers(d: ControllerListDeps): ControllerList {
     ...(tuning.disruption ?? {}),
   });
   const readyDependents = d.setup?.readyDependents ?? {};
+  // registration outcomes per NodePool, shared by nodeclaim.lifecycle and nodepool (NodeRegistrationHealthy)
+  const nodePoolHealth = new NodePoolHealth();
   const controllers: Controller[] = [
     provisioner,
     new ProvisioningTrigger({
@@ -140,6 +145,7 @@ export function buildControllers(d: ControllerListDeps): ControllerList {
     }),
     new NodeClaimLifecycleController({
       ...deps('nodeclaim.lifecycle'),
+      nodePoolHealth,
       ...(tuning.registrationTimeoutSeconds !== undefined
         ? { registrationTimeoutSeconds: tuning.registrationTimeoutSeconds }
         : {}),
@@ -147,6 +153,7 @@ export function buildControllers(d: ControllerListDeps): ControllerList {
         ? { launchTimeoutSeconds: tuning.launchTimeoutSeconds }
         : {}),
     }),
+    new NodeClaimConsistencyController(deps('nodeclaim.consistency')),
     new NodeClaimGarbageCollectionController({
       ...deps('nodeclaim.garbagecollection'),
       periodSeconds: options.gcPeriodSeconds,
@@ -160,7 +167,7 @@ export function buildControllers(d: ControllerListDeps): ControllerList {
     disruption,
     new ExpirationController(deps('nodeclaim.expiration')),
     new PodEventsController(deps('nodeclaim.podevents')),
-    new NodePoolController(deps('nodepool')),
+    new NodePoolController({ ...deps('nodepool'), nodePoolHealth }),
     // always registered: with the gate off it tells each static NodePool so (upstream registers nothing)
     new StaticCapacityController({
       ...deps('static.capacity'),

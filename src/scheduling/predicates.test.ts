@@ -17,6 +17,18 @@ const view = (labels: Record<string, string>, taints: Taint[] = [], name = 'n1')
   taints,
 });
 
+describe('ephemeral taints', () => {
+  it('drops the known keys and the readiness.k8s.io/ family, keeps the rest', () => {
+    const taints: Taint[] = [
+      { key: 'node.kubernetes.io/not-ready', effect: 'NoSchedule' },
+      { key: 'readiness.k8s.io/gpu-driver', value: 'pending', effect: 'NoSchedule' },
+      { key: 'readiness.k8s.io', effect: 'NoSchedule' }, // no `/`: not of the family
+      { key: 'dedicated', value: 'gpu', effect: 'NoSchedule' },
+    ];
+    expect(withoutEphemeralTaints(taints).map((t) => t.key)).toEqual(['readiness.k8s.io', 'dedicated']);
+  });
+});
+
 describe('node selector terms', () => {
   it('matchExpressions and matchFields (metadata.name In/NotIn) must all hold; an empty term matches nothing', () => {
     const term = {

@@ -56,9 +56,20 @@ export const EphemeralTaintKeys: ReadonlySet<string> = new Set([
   TaintUnregistered.key,
 ]);
 
-/** `taints` without the {@link EphemeralTaintKeys} ones (a fresh array). */
+/**
+ * Taint key prefixes of ephemeral taint families whose suffix a controller picks (upstream
+ * `KnownEphemeralTaintKeyPrefixes`): the Node Readiness Controller's `readiness.k8s.io/<rule-name>`.
+ */
+export const EphemeralTaintKeyPrefixes: readonly string[] = ['readiness.k8s.io/'];
+
+/** True for a taint of {@link EphemeralTaintKeys} or with a key of {@link EphemeralTaintKeyPrefixes}. */
+export function isEphemeralTaint(t: Pick<Taint, 'key'>): boolean {
+  return EphemeralTaintKeys.has(t.key) || EphemeralTaintKeyPrefixes.some((p) => t.key.startsWith(p));
+}
+
+/** `taints` without the ephemeral ones ({@link isEphemeralTaint}; a fresh array). */
 export function withoutEphemeralTaints(taints: readonly Taint[] | undefined): Taint[] {
-  return (taints ?? []).filter((t) => !EphemeralTaintKeys.has(t.key));
+  return (taints ?? []).filter((t) => !isEphemeralTaint(t));
 }
 
 /** Parsed expressions per term object (terms of cached pods are never mutated). */

@@ -26,6 +26,20 @@ describe('podRequests', () => {
     p.spec.containers[0]!.resources = { limits: { cpu: '1', 'nvidia.com/gpu': '2' } };
     expect(podRequests(p)).toEqual({ cpu: 1000, 'nvidia.com/gpu': 2, pods: 1 });
   });
+  it('pod-level resources (PodLevelResources) replace the containers aggregate for cpu and memory only', () => {
+    const p = makePod('a', { cpu: '500m', memory: '1Gi' });
+    p.spec.containers.push({ name: 'b', resources: { requests: { cpu: '250m', 'nvidia.com/gpu': '1' } } });
+    p.spec.overhead = { cpu: '10m' };
+    p.spec.resources = { requests: { cpu: '2', memory: '3Gi' } };
+    // pod-level cpu/memory win (2000m + overhead 10m, 3Gi); the extended resource stays the containers' sum
+    expect(podRequests(p)).toEqual({ cpu: 2010, memory: 3072 * Mi, 'nvidia.com/gpu': 1, pods: 1 });
+    // a pod-level limit without a request is the request (API defaulting); unset resources keep the aggregate
+    p.spec.resources = { limits: { memory: '2Gi' } };
+    expect(podRequests(p)).toEqual({ cpu: 760, memory: 2048 * Mi, 'nvidia.com/gpu': 1, pods: 1 });
+    // a pod-level request lower than the containers' sum is still what is requested (kube-scheduler does the same)
+    p.spec.resources = { requests: { cpu: '100m' } };
+    expect(podRequests(p).cpu).toBe(110);
+  });
 });
 
 describe('fits', () => {

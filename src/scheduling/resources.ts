@@ -41,10 +41,18 @@ export function maxResources(...lists: Resources[]): Resources {
   return out;
 }
 
+/** True for the resources a pod-level `spec.resources` may set (k8s `IsSupportedPodLevelResource`). */
+export function isPodLevelResource(name: string): boolean {
+  return name === 'cpu' || name === 'memory' || name.startsWith('hugepages-');
+}
+
 /**
  * The requests of a pod as kube-scheduler accounts them: max(sum of app containers + all sidecars,
  * max over init containers of (that init container + sidecars started before it, or the sidecars so far
- * for a sidecar)) + `spec.overhead`, plus `pods: 1`. A missing request defaults to the limit.
+ * for a sidecar)); then the pod-level `spec.resources` requests (k8s 1.32+ PodLevelResources; a missing pod-level
+ * request defaults to its pod-level limit, as the API server does) replace that aggregate for cpu, memory and
+ * hugepages-*; then + `spec.overhead`, plus `pods: 1`. A missing container request defaults to the limit.
+ * Mirrors `k8s.io/component-helpers/resource` `PodRequests` as upstream's `resources.Ceiling` calls it.
  * @throws QuantityParseError when a quantity is malformed.
  */
 export function podRequests(pod: Pod): Resources {
@@ -62,6 +70,9 @@ export function podRequests(pod: Pod): Resources {
     }
   }
   const out = maxResources(addInto(app, sidecars), initMax);
+  if (pod.spec.resources)
+    for (const [k, v] of Object.entries(containerRequests({ name: 'pod', resources: pod.spec.resources })))
+      if (isPodLevelResource(k)) out[k] = v;
   addInto(out, parseResources(pod.spec.overhead));
   out.pods = (out.pods ?? 0) + 1;
   for (const k of Object.keys(out)) if (out[k] === 0 && k !== 'pods') delete out[k];

@@ -22,7 +22,8 @@ import { doNotDisruptEvent } from '../../apis/donotdisrupt.ts';
 import type { NodeClaim, NodePool } from '../../apis/karpenter.ts';
 import { TaintDisrupted } from '../../apis/labels.ts';
 import type { CloudProvider } from '../../cloudprovider/types.ts';
-import { budgetMapping } from '../../disruption/budgets.ts';
+import { balancedApprovalMessage, balancedApprovals } from '../../disruption/balanced.ts';
+import { allowedDisruptions, budgetMapping } from '../../disruption/budgets.ts';
 import { buildClusterView, type ClusterView, doNotDisruptReadings } from '../../disruption/candidates.ts';
 import {
   type BudgetReason,
@@ -63,6 +64,11 @@ import { chosenCommand, needsValidation, ValidationSeconds, validateCommand } fr
 export const DisruptionPollSeconds = 10;
 /** Seconds before the same `DisruptionBlocked` Event is published again for a node. */
 export const BlockedEventDedupeSeconds = 900;
+/**
+ * Seconds before a NodePool's `DisruptionBlocked` Event for one disruption reason is published again (upstream
+ * `NodePoolBlockedForDisruptionReason`: 1 min, "a NodePool's disruption budget can change every minute").
+ */
+export const NodePoolBlockedEventDedupeSeconds = 60;
 
 /** Constructor options of {@link DisruptionController}. */
 export interface DisruptionControllerOptions {
@@ -210,6 +216,7 @@ export class DisruptionController implements Controller {
     const chosen = chosenCommand(result);
     if (!chosen) return this.finish(pass, poll);
     pass.chosen = chosen;
+    this.publishBalancedApprovals(chosen, input, view);
     let command: Command | undefined = chosen;
     if (needsValidation(chosen)) {
       await this.opts.clock.sleep((this.opts.validationSeconds ?? ValidationSeconds) * 1000, signal);
@@ -317,9 +324,18 @@ export class DisruptionController implements Controller {
   }
 
   private recordGauges(input: DisruptionInput, view: ClusterView): void {
+    // upstream (helpers.go BuildDisruptionBudgetMapping) labels the reason as the API spells it (`Underutilized`),
+    // unlike the eligible-nodes gauge, and reports the budget before the disrupting nodes are taken off
     for (const reason of BudgetReasons) {
-      for (const [pool, n] of budgetMapping(input.nodePools, view.poolCounts, reason, input.now))
-        this.metrics.allowedDisruptions.set({ nodepool: pool, reason: reason.toLowerCase() }, n);
+      for (const np of input.nodePools) {
+        const pool = np.metadata.name;
+        const c = view.poolCounts.get(pool) ?? { nodes: 0, disrupting: 0 };
+        this.metrics.allowedDisruptions.set(
+          { nodepool: pool, reason },
+          allowedDisruptions(np, c.nodes, reason, input.now),
+        );
+        this.metrics.nodesConsumingBudgets.set({ nodepool: pool, reason }, c.disrupting);
+      }
     }
     const ctx = new PassContext(input, view, new Set());
     for (const m of defaultMethods()) {
@@ -348,11 +364,35 @@ export class DisruptionController implements Controller {
     }
   }
 
+  /**
+   * Upstream's `ConsolidationApproved` Events for a consolidation command of Balanced NodePools (balanced.go
+   * `ApproveCommand` / `EmitMultiNodeEvents`): one candidate → on its Node and NodeClaim; several → on each
+   * Balanced NodePool; message `score S >= threshold T (k: K, savings X%, disruption Y%)`. Rejections publish
+   * nothing (upstream: "rejection volume under Balanced is high enough to bury approvals").
+   */
+  private publishBalancedApprovals(cmd: Command, input: DisruptionInput, view: ClusterView): void {
+    if (cmd.method !== 'SingleNodeConsolidation' && cmd.method !== 'MultiNodeConsolidation') return;
+    if (!cmd.candidates.some((c) => c.nodePool.spec.disruption?.consolidationPolicy === 'Balanced')) return;
+    const totals = new PassContext(input, view, new Set()).nodePoolTotals();
+    for (const a of balancedApprovals(cmd, totals)) {
+      const msg = balancedApprovalMessage(a);
+      if (cmd.candidates.length === 1) {
+        const c = cmd.candidates[0]!;
+        const dn = input.nodes.find((n) => n.node.metadata.name === c.name);
+        for (const o of [dn?.node, dn?.nodeClaim])
+          if (o) void this.opts.recorder.publish(o, 'Normal', 'ConsolidationApproved', msg);
+        continue;
+      }
+      const np = input.nodePools.find((p) => p.metadata.name === a.nodePool);
+      if (np) void this.opts.recorder.publish(np, 'Normal', 'ConsolidationApproved', msg);
+    }
+  }
+
   private publishBlocked(input: DisruptionInput, result: DisruptionResult, view: ClusterView): void {
     const now = input.now;
-    const due = (key: string): boolean => {
+    const due = (key: string, seconds = BlockedEventDedupeSeconds): boolean => {
       const last = this.published.get(key);
-      if (last !== undefined && now - last < BlockedEventDedupeSeconds * 1000) return false;
+      if (last !== undefined && now - last < seconds * 1000) return false;
       this.published.set(key, now);
       return true;
     };
@@ -372,7 +412,7 @@ export class DisruptionController implements Controller {
         if (n > 0 || !counts || counts.nodes === 0) continue;
         const np = input.nodePools.find((p) => p.metadata.name === pool);
         const msg = `No allowed disruptions for disruption reason ${reason} due to blocking budget`;
-        if (np && due(`nodepool/${pool}|${msg}`))
+        if (np && due(`nodepool/${pool}|${msg}`, NodePoolBlockedEventDedupeSeconds))
           void this.opts.recorder.publish(np, 'Normal', 'DisruptionBlocked', msg);
       }
     }

@@ -13,8 +13,13 @@ export interface DisruptionMetrics {
   eligibleNodes: Gauge<'reason'>;
   /** `karpenter_voluntary_disruption_consolidation_timeouts_total{consolidation_type}`. */
   consolidationTimeouts: Counter<'consolidation_type'>;
-  /** `karpenter_nodepools_allowed_disruptions{nodepool, reason}`: budget left per NodePool and reason. */
+  /**
+   * `karpenter_nodepools_allowed_disruptions{nodepool, reason}`: the budget's allowed disruptions per NodePool and
+   * reason (upstream: before the nodes already disrupting are taken off).
+   */
   allowedDisruptions: Gauge<'nodepool' | 'reason'>;
+  /** `karpenter_nodepools_nodes_consuming_budgets{nodepool, reason}`: nodes NotReady or being disrupted. */
+  nodesConsumingBudgets: Gauge<'nodepool' | 'reason'>;
   /** `karpenter_voluntary_disruption_decision_evaluation_duration_seconds{method, consolidation_type}`. */
   evaluationDuration: Histogram<'method' | 'consolidation_type'>;
   /** `karpenter_voluntary_disruption_queue_failures_total{decision, reason, consolidation_type}`: rolled back commands. */
@@ -69,6 +74,17 @@ export function disruptionMetrics(registry: Registry): DisruptionMetrics {
         new Gauge({
           name: 'karpenter_nodepools_allowed_disruptions',
           help: 'The number of nodes for a given NodePool that can be concurrently disrupting at a point in time. Labeled by NodePool and reason.',
+          labelNames: ['nodepool', 'reason'],
+          registers,
+        }),
+    ),
+    nodesConsumingBudgets: get(
+      registry,
+      'karpenter_nodepools_nodes_consuming_budgets',
+      () =>
+        new Gauge({
+          name: 'karpenter_nodepools_nodes_consuming_budgets',
+          help: 'The number of nodes consuming the budget of a nodepool at a point in time. Labeled by NodePool.',
           labelNames: ['nodepool', 'reason'],
           registers,
         }),

@@ -1,6 +1,7 @@
 /**
  * `nodepool`: one keyed controller running, per NodePool, the upstream NodePool controllers as steps:
- * hash ({@link reconcileHash}), validation (`ValidationSucceeded`), readiness (`NodeClassReady`), counter
+ * hash ({@link reconcileHash}), validation (`ValidationSucceeded`), readiness (`NodeClassReady`), registration
+ * health (`NodeRegistrationHealthy` reset on NodePool/NodeClass changes, {@link reconcileRegistrationHealth}), counter
  * (`status.resources`, `status.nodes`); the root `Ready` = ValidationSucceeded ∧ NodeClassReady. A NodePool that
  * fails validation or whose NodeClass is missing/not ready gets `Ready=False` with the reason and message and a
  * Warning Event (on transition) — never a crash; provisioning skips NodePools that are not Ready.
@@ -11,9 +12,11 @@ import type { KubeObject } from '../../apis/core.ts';
 import type { NodePool } from '../../apis/karpenter.ts';
 import { LabelNodePool } from '../../apis/labels.ts';
 import { statusResources } from '../../scheduling/limits.ts';
+import type { NodePoolHealth } from '../../state/nodepoolhealth.ts';
 import { ConditionSet, type ReconcileResult, type Watch, watch } from '../runtime/index.ts';
 import { reconcileHash } from './hash.ts';
 import { ConditionNodeClassReady, nodeClassReadiness } from './readiness.ts';
+import { reconcileRegistrationHealth } from './registrationhealth.ts';
 import { StatusController, type StatusControllerOptions } from './statuscontroller.ts';
 import { ConditionValidationSucceeded, nodePoolValidationError } from './validation.ts';
 
@@ -24,6 +27,8 @@ export const NodePoolDependents = [ConditionValidationSucceeded, ConditionNodeCl
 export interface NodePoolControllerOptions extends StatusControllerOptions {
   /** Parallel reconciles of distinct NodePools (default 4). */
   concurrency?: number;
+  /** The registration outcomes shared with `nodeclaim.lifecycle` (`NodeRegistrationHealthy`); none: not tracked. */
+  nodePoolHealth?: NodePoolHealth;
 }
 
 /** The NodePool controller. */
@@ -83,6 +88,7 @@ export class NodePoolController extends StatusController<NodePoolControllerOptio
         };
     if (verdict.status === 'True') conds.setTrue(ConditionNodeClassReady);
     else conds.setFalse(ConditionNodeClassReady, verdict.reason, verdict.message);
+    reconcileRegistrationHealth(nodePool, conds, nodeClass, this.opts.nodePoolHealth);
 
     const [claims, nodes] = await Promise.all([
       client.list('NodeClaim', { labelSelector: { [LabelNodePool]: name } }),

@@ -359,6 +359,45 @@ describe('buildSchedulingInput', () => {
   });
 });
 
+describe('pods nominated by kube-scheduler preemption (status.nominatedNodeName)', () => {
+  const np = testNodePool('default', { ready: true });
+  it('hold their requests on the nominated node: a pending pod that would fit only there gets a new node', () => {
+    // m5.large: 1930m allocatable; 1 cpu bound, a 700m preemptor nominated there, a pending 500m pod
+    const preemptor: Pod = {
+      ...pendingPod('preemptor', { cpu: '700m', memory: '128Mi' }),
+      status: { phase: 'Pending', nominatedNodeName: 'n1' },
+    };
+    const pending = pendingPod('web', { cpu: '500m', memory: '128Mi' });
+    const stateNodes = [
+      testStateNode({
+        name: 'n1',
+        node: node('n1', 'm5.large'),
+        pods: [bound(pendingPod('a', { cpu: '1', memory: '128Mi' }), 'n1')],
+      }),
+    ];
+    const input = buildSchedulingInput({
+      snapshot: snapshot({ nodePools: [np], stateNodes, pods: [preemptor, pending] }),
+      pods: [pending],
+      nodePools: [np],
+      instanceTypes: { default: types },
+    });
+    expect(input.existingNodes[0]?.pods.map((p) => p.metadata.name)).toEqual(['a', 'preemptor']);
+    const r = solve(input);
+    expect(r.placements.map((p) => [p.pod.metadata.name, p.target.kind])).toEqual([['web', 'new']]);
+    expect(r.newNodeClaims).toHaveLength(1);
+    // without the nomination the pending pod fits on n1 (1000m + 500m of 1930m)
+    const free = buildSchedulingInput({
+      snapshot: snapshot({ nodePools: [np], stateNodes, pods: [pending] }),
+      pods: [pending],
+      nodePools: [np],
+      instanceTypes: { default: types },
+    });
+    const placed = solve(free);
+    expect(placed.newNodeClaims).toHaveLength(0);
+    expect(placed.placements.map((p) => [p.pod.metadata.name, p.target.kind])).toEqual([['web', 'existing']]);
+  });
+});
+
 describe('nodePoolUsability', () => {
   const snap = snapshot({});
   it('uses Ready=True NodePools and rejects Ready=False with its reason', () => {

@@ -5,7 +5,8 @@
  *   for deletion that `karpenter.sh/do-not-disrupt` does not protect (upstream `IsCurrentlyReschedulable`), minus
  *   pods held by a nomination ({@link heldPods}: nominated to a NodeClaim that is not initialized yet);
  * - existing nodes: every StateNode with a Node, with its bound pods plus the held pods nominated onto it
- *   (their requests stay reserved until the NodeClaim initializes);
+ *   (their requests stay reserved until the NodeClaim initializes) plus the pods kube-scheduler nominated onto it
+ *   by preemption (`status.nominatedNodeName`, not bound yet: they take its room once the victims are gone);
  * - in-flight NodeClaims (no Node yet, not marked for deletion), their instance-type options resolved from
  *   their `node.kubernetes.io/instance-type` label or requirement, their requests = daemon overhead of their
  *   NodePool + pods nominated onto them;
@@ -16,7 +17,7 @@ import type { Node, Pod } from '../../apis/core.ts';
 import { isDoNotDisruptActive } from '../../apis/donotdisrupt.ts';
 import type { NodeClaim, NodePool } from '../../apis/karpenter.ts';
 import { LabelInstanceType, LabelNodePool } from '../../apis/labels.ts';
-import { isReschedulable } from '../../apis/pod.ts';
+import { isActive, isReschedulable } from '../../apis/pod.ts';
 import type { Resources } from '../../apis/quantity.ts';
 import type { InstanceType, NodeClassKind } from '../../cloudprovider/types.ts';
 import { daemonOverhead, daemonOverheadGroups } from '../../scheduling/daemonoverhead.ts';
@@ -255,6 +256,16 @@ export function buildSchedulingInput(args: BuildInputArgs): SchedulingInput {
     const list = nominatedTo.get(n.target.name) ?? [];
     list.push(pod);
     nominatedTo.set(n.target.name, list);
+  }
+  // pods kube-scheduler nominated by preemption (`status.nominatedNodeName`) will take that node's room once
+  // their victims are gone: they are held there, like Karpenter's own nominations
+  for (const pod of snapshot.pods) {
+    const target = pod.status?.nominatedNodeName;
+    if (!target || pod.spec?.nodeName || !isActive(pod)) continue;
+    if (snapshot.nominations.has(podKey(pod)) && held.has(podKey(pod))) continue; // already held above
+    const list = nominatedTo.get(target) ?? [];
+    list.push(pod);
+    nominatedTo.set(target, list);
   }
   const poolsByName = new Map(snapshot.nodePools.map((np) => [np.metadata.name, np]));
   const existingNodes: ExistingNode[] = [];

@@ -8,7 +8,11 @@ import type { Node, Pod } from '../../../src/apis/core.ts';
 import type { KWOKNodeClass, NodeClaim, NodePool } from '../../../src/apis/karpenter.ts';
 import { getInstanceTypes } from '../../../src/cloudprovider/aws/catalog/index.ts';
 import { KubeNodeWriter } from '../../../src/cloudprovider/kwok/kubenodes.ts';
-import { KwokCloudProvider, sequentialInstanceIds } from '../../../src/cloudprovider/kwok/provider.ts';
+import {
+  KwokCloudProvider,
+  type KwokCloudProviderDeps,
+  sequentialInstanceIds,
+} from '../../../src/cloudprovider/kwok/provider.ts';
 import type { InstanceType } from '../../../src/cloudprovider/types.ts';
 import { Provisioner, type ProvisionerOptions } from '../../../src/controllers/provisioning/provisioner.ts';
 import { type SimulatedCluster, startSimulatedCluster } from '../../../src/embedded/cluster.ts';
@@ -42,7 +46,11 @@ export interface Env {
    * Starts a controller process (its own informers, state and provisioner; informers synced before it
    * resolves), logging to `logger` (default: silent).
    */
-  startProcess(options?: ProvisionerOptions, logger?: Logger): Promise<ControllerProcess>;
+  startProcess(
+    options?: ProvisionerOptions,
+    logger?: Logger,
+    providerDeps?: Partial<KwokCloudProviderDeps>,
+  ): Promise<ControllerProcess>;
   stop(): Promise<void>;
 }
 
@@ -82,7 +90,11 @@ export async function startEnv(): Promise<Env> {
     sim,
     clock,
     client,
-    async startProcess(options: ProvisionerOptions = {}, logger: Logger = silentLogger()) {
+    async startProcess(
+      options: ProvisionerOptions = {},
+      logger: Logger = silentLogger(),
+      providerDeps: Partial<KwokCloudProviderDeps> = {},
+    ) {
       const informers = new SharedInformers(client, { clock });
       const registry = new Registry();
       let cluster: Cluster | undefined;
@@ -95,6 +107,7 @@ export async function startEnv(): Promise<Env> {
           cluster?.getNodeClass({ group: 'karpenter.kwok.sh', kind: 'KWOKNodeClass', name }) as
             | KWOKNodeClass
             | undefined,
+        ...providerDeps,
       });
       cluster = new Cluster({
         client,

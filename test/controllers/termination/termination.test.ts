@@ -335,3 +335,78 @@ describe('node termination drain', () => {
     expect(await finish('va-1')).toBeLessThanOrEqual(3);
   });
 });
+
+/** deletionTimestamp of a pod as ms since the epoch (undefined while not terminating). */
+const deletingAt = async (name: string): Promise<number | undefined> => {
+  const ts = (await env.client.tryGet('Pod', name, NS))?.metadata.deletionTimestamp;
+  return ts ? Date.parse(ts) : undefined;
+};
+
+describe('drain groups wait for the previous group to be gone (C2)', () => {
+  it('evicts (a) app with a 120 s preStop, (b) log agent only once (a) is gone, then (c) critical, then (d) critical DaemonSet', async () => {
+    await launchNode('c2');
+    await runningPod('a-app', 'c2', { terminationGracePeriodSeconds: 135 });
+    await runningPod('b-logs', 'c2', { daemon: true });
+    await runningPod('c-crit', 'c2', { priorityClassName: 'system-cluster-critical' });
+    await runningPod('d-crit-ds', 'c2', { daemon: true, priorityClassName: 'system-node-critical' });
+    expect(await deleteNodeClaim('c2')).toBeUndefined(); // no terminationGracePeriod
+    const t0 = env.clock.now();
+    expect(await ctl.reconcile('c2')).toEqual({ requeueAfter: 1 });
+    // (a) asked to leave: graceful deletion with its own 135 s
+    expect(await deletingAt('a-app')).toBe(t0 + 135_000);
+    expect(await deletingAt('b-logs')).toBeUndefined();
+    // (a) runs its preStop hook for 120 s: every pass meanwhile leaves (b), (c), (d) alone
+    for (const at of [30_000, 60_000, 119_000]) {
+      env.clock.set(t0 + at);
+      expect(await ctl.reconcile('c2')).toEqual({ requeueAfter: 1 });
+      expect(await podsOn('c2')).toEqual(['a-app', 'b-logs', 'c-crit', 'd-crit-ds']);
+      expect(await deletingAt('b-logs')).toBeUndefined();
+    }
+    // 120 s: the preStop hook returns and the kubelet stops (a)
+    env.clock.set(t0 + 120_000);
+    expect(await env.finishTerminating('c2')).toEqual(['a-app']);
+    expect(await ctl.reconcile('c2')).toEqual({ requeueAfter: 1 });
+    expect(await deletingAt('b-logs')).toBe(t0 + 150_000); // evicted at 120 s with its default 30 s
+    expect(await deletingAt('c-crit')).toBeUndefined();
+    // (b) still terminating: (c) waits
+    expect(await ctl.reconcile('c2')).toEqual({ requeueAfter: 1 });
+    expect(await deletingAt('c-crit')).toBeUndefined();
+    env.clock.set(t0 + 125_000);
+    expect(await env.finishTerminating('c2')).toEqual(['b-logs']);
+    expect(await ctl.reconcile('c2')).toEqual({ requeueAfter: 1 });
+    expect(await deletingAt('c-crit')).toBe(t0 + 155_000);
+    expect(await deletingAt('d-crit-ds')).toBeUndefined();
+    env.clock.set(t0 + 130_000);
+    expect(await env.finishTerminating('c2')).toEqual(['c-crit']);
+    expect(await ctl.reconcile('c2')).toEqual({ requeueAfter: 1 });
+    expect(await deletingAt('d-crit-ds')).toBe(t0 + 160_000);
+    // the Node stays until the last group is gone
+    expect(await env.client.tryGet('Node', 'c2')).toBeDefined();
+    expect(await finish('c2')).toBeLessThanOrEqual(3);
+    expect(await env.client.tryGet('Node', 'c2')).toBeUndefined();
+  });
+
+  it('at the terminationGracePeriod deadline every remaining pod of every group is deleted at once', async () => {
+    await launchNode('c2-tgp', '5m');
+    await runningPod('a-held', 'c2-tgp', { labels: { app: 'c2-held' } }); // default grace 30 s
+    await pdb('c2-held', 'c2-held', { maxUnavailable: 0 });
+    await runningPod('b-logs2', 'c2-tgp', { daemon: true });
+    await runningPod('c-crit2', 'c2-tgp', { priorityClassName: 'system-cluster-critical' });
+    await runningPod('d-crit-ds2', 'c2-tgp', { daemon: true, priorityClassName: 'system-node-critical' });
+    const d = (await deleteNodeClaim('c2-tgp')) as number;
+    env.clock.set(d - 31_000);
+    expect(await ctl.reconcile('c2-tgp')).toEqual({ requeueAfter: 1 });
+    expect(await podNames('c2-tgp')).toEqual(['a-held', 'b-logs2', 'c-crit2', 'd-crit-ds2']);
+    env.clock.set(d - 30_000);
+    await ctl.reconcile('c2-tgp');
+    // all four deleted in the same pass, each with the 30 s left
+    expect(await Promise.all(['a-held', 'b-logs2', 'c-crit2', 'd-crit-ds2'].map(deletingAt))).toEqual([
+      d,
+      d,
+      d,
+      d,
+    ]);
+    expect(await podNames('c2-tgp')).toEqual([]);
+    expect(await finish('c2-tgp')).toBeLessThanOrEqual(3);
+  });
+});

@@ -61,12 +61,15 @@ describe('NodeTerminationController', () => {
     expect((await env.client.get('Pod', 'ds', 'w')).metadata.deletionTimestamp).toBeUndefined();
     const deleting = await env.client.get('NodeClaim', 'term-1');
     expect(deleting.metadata.deletionTimestamp).toBeDefined();
-    // second tier once the first is terminating (upstream evicts only pods not yet terminating): the DaemonSet pod
+    // the second tier waits while the first is still terminating (upstream PR #1478): the DaemonSet pod stays
+    expect(await ctl.reconcile('term-1')).toEqual({ requeueAfter: 1 });
+    expect((await env.client.get('Pod', 'ds', 'w')).metadata.deletionTimestamp).toBeUndefined();
+    expect(await env.finishTerminating('term-1')).toEqual(['app']);
+    // the first tier is gone: the DaemonSet pod is evicted, and the drain waits for it to stop
     expect(await ctl.reconcile('term-1')).toEqual({ requeueAfter: 1 });
     expect((await env.client.get('Pod', 'ds', 'w')).metadata.deletionTimestamp).toBeDefined();
-    // the drain waits for both to stop
     expect(await ctl.reconcile('term-1')).toEqual({ requeueAfter: 1 });
-    expect(await env.finishTerminating('term-1')).toEqual(['app', 'ds']);
+    expect(await env.finishTerminating('term-1')).toEqual(['ds']);
     // drained: the instance is asked to terminate
     expect(await ctl.reconcile('term-1')).toEqual({ requeueAfter: 5 });
     expect(

@@ -42,6 +42,30 @@ describe('drain planning', () => {
     expect(plan.waiting).toHaveLength(3);
   });
 
+  it('holds the next tier while a pod of an earlier tier is still terminating or protected (upstream #1478)', () => {
+    const app = pod('app', { deleting: NOW + 100_000, terminationGracePeriodSeconds: 135 });
+    const ds = pod('ds', { daemon: true });
+    // (a) was asked to leave 35 s ago and runs its preStop hook: the DaemonSet pod waits
+    let plan = planDrain([app, ds], NOW, undefined);
+    expect(plan.tier).toBe(0);
+    expect(plan.evict).toEqual([]);
+    expect(plan.waiting.map((p) => p.metadata.name)).toEqual(['app', 'ds']);
+    // a do-not-disrupt pod of tier 0 holds tier 1 as well
+    const keep = pod('keep', { ann: { 'karpenter.sh/do-not-disrupt': 'true' } });
+    plan = planDrain([keep, ds], NOW, undefined);
+    expect([plan.tier, plan.evict.length]).toEqual([0, 0]);
+    // (a) gone: tier 1 is evicted
+    plan = planDrain([ds], NOW, undefined);
+    expect([plan.tier, plan.evict.map((p) => p.metadata.name)]).toEqual([1, ['ds']]);
+    // at the node's deadline every tier's pods are deleted at once, tier order no longer applies
+    const crit = pod('crit', { daemon: true, priorityClassName: 'system-node-critical' });
+    plan = planDrain([app, ds, crit], NOW + 200_000, NOW + 100_000);
+    expect(plan.delete.map((d) => [d.pod.metadata.name, d.graceSeconds])).toEqual([
+      ['ds', 0],
+      ['crit', 0],
+    ]);
+  });
+
   it('keeps do-not-disrupt pods waiting, deletes them at deadline minus their grace period with the time left', () => {
     const keep = pod('keep', {
       ann: { 'karpenter.sh/do-not-disrupt': 'true' },

@@ -7,7 +7,9 @@
  *   `karpenter.sh/do-not-disrupt` ({@link podDeleteTime});
  * - evictable pods ({@link isEvictable}) are evicted through the Eviction API in tiers: non-critical non-DaemonSet,
  *   non-critical DaemonSet, critical non-DaemonSet, critical DaemonSet (critical = priority class
- *   `system-cluster-critical` / `system-node-critical`); a tier starts only when the previous tiers are gone;
+ *   `system-cluster-critical` / `system-node-critical`); a tier starts only when every pod of the previous tiers
+ *   is gone (terminating and `do-not-disrupt` pods hold the next tier, upstream `groupPodsByPriority` over the
+ *   pods waiting eviction);
  * - a 429 (PDB) is retried with per-pod exponential backoff (1 s → 10 s) and reported as a Warning Event
  *   `FailedDraining` on the Node; 404/409 mean the pod is gone;
  * - the node is drained once no pod is waiting eviction ({@link isWaitingEviction}): pods protected by
@@ -156,18 +158,19 @@ export function planDrain(pods: readonly Pod[], nowMs: number, deadlineMs: numbe
       }
     }
   }
+  // tiers group every pod the drain waits for (terminating ones and do-not-disrupt ones included), so a tier
+  // is evicted only once every pod of the earlier tiers is gone, not merely asked to leave (upstream PR #1478)
   const tiers: Pod[][] = [[], [], [], []];
   for (const pod of pods) {
-    if (deleting.has(pod)) continue;
-    if (isActive(pod) && !toleratesDisrupted(pod) && !isOwnedByNode(pod)) {
+    if (!deleting.has(pod) && isActive(pod) && !toleratesDisrupted(pod) && !isOwnedByNode(pod)) {
       const state = doNotDisruptState(pod, nowMs);
       if (state.state !== 'none') plan.doNotDisrupt.push({ pod, state });
     }
-    if (isEvictable(pod, nowMs)) tiers[drainTier(pod)]?.push(pod);
+    if (isWaitingEviction(pod, nowMs)) tiers[drainTier(pod)]?.push(pod);
   }
   const first = tiers.findIndex((t) => t.length > 0);
   if (first >= 0) {
-    plan.evict = tiers[first] ?? [];
+    plan.evict = (tiers[first] ?? []).filter((p) => !deleting.has(p) && isEvictable(p, nowMs));
     plan.tier = first;
   }
   plan.waiting = pods.filter((p) => isWaitingEviction(p, nowMs));

@@ -10,6 +10,7 @@ import type { CloudProvider } from '../../../cloudprovider/types.ts';
 import type { KubeClient } from '../../../kube/client.ts';
 import type { Clock } from '../../../kube/clock.ts';
 import type { Logger } from '../../../kube/logger.ts';
+import type { NodePoolHealth } from '../../../state/nodepoolhealth.ts';
 import { ConditionSet, type Recorder } from '../../runtime/index.ts';
 import type { LifecycleMetrics } from '../metrics.ts';
 
@@ -29,6 +30,8 @@ export interface LifecycleContext {
   logger: Logger;
   recorder: Recorder;
   metrics: LifecycleMetrics;
+  /** Registration outcomes per NodePool (`NodeRegistrationHealthy`); absent: not tracked. */
+  nodePoolHealth?: NodePoolHealth | undefined;
   /** Nodes whose `spec.providerID` equals the NodeClaim's `status.providerID` (usually from an informer cache). */
   nodesFor(nodeClaim: NodeClaim): Node[] | Promise<Node[]>;
 }

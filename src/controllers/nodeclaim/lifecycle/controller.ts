@@ -14,6 +14,7 @@ import type { NodeClaim } from '../../../apis/karpenter.ts';
 import { FinalizerTermination } from '../../../apis/labels.ts';
 import type { CloudProvider } from '../../../cloudprovider/types.ts';
 import { isConflict, isNotFound } from '../../../kube/errors.ts';
+import type { NodePoolHealth } from '../../../state/nodepoolhealth.ts';
 import {
   type Controller,
   type ControllerDeps,
@@ -43,6 +44,8 @@ export interface NodeClaimLifecycleOptions extends ControllerDeps, InformerSyncO
   registrationTimeoutSeconds?: number;
   /** Launch TTL override in seconds (default 300). */
   launchTimeoutSeconds?: number;
+  /** Registration outcomes shared with the `nodepool` controller (`NodeRegistrationHealthy`). */
+  nodePoolHealth?: NodePoolHealth;
 }
 
 /** True when the provider launches from this NodeClaim's NodeClass kind (upstream `IsManaged`). */
@@ -72,6 +75,7 @@ export class NodeClaimLifecycleController implements Controller {
       logger,
       recorder: opts.recorder,
       metrics: lifecycleMetrics(opts.registry),
+      nodePoolHealth: opts.nodePoolHealth,
       nodesFor: (nc) => {
         const nodes = this.kit.cache('Node');
         return nodes ? nodesForNodeClaim(nodes, nc) : [];

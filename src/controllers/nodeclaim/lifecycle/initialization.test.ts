@@ -64,5 +64,21 @@ describe('Initialization', () => {
       spec: { taints: [{ key: 'node.kubernetes.io/not-ready', effect: 'NoSchedule' as const }] },
     };
     expect(notInitializedReason(nc, tainted)?.reason).toBe('KnownEphemeralTaintsExist');
+    // the Node Readiness Controller's taint family (upstream KnownEphemeralTaintKeyPrefixes)
+    const readiness = {
+      ...node,
+      spec: {
+        taints: [{ key: 'readiness.k8s.io/network', value: 'pending', effect: 'NoSchedule' as const }],
+      },
+    };
+    expect(notInitializedReason(nc, readiness)).toEqual({
+      reason: 'KnownEphemeralTaintsExist',
+      message: 'KnownEphemeralTaint "readiness.k8s.io/network=pending:NoSchedule" still exists',
+    });
+    const lookalike = {
+      ...node,
+      spec: { taints: [{ key: 'readiness.k8s.io', effect: 'NoSchedule' as const }] },
+    };
+    expect(notInitializedReason(nc, lookalike)).toBeUndefined();
   });
 });

@@ -11,6 +11,7 @@ import type { Node, Taint } from '../../../apis/core.ts';
 import type { NodeClaim } from '../../../apis/karpenter.ts';
 import { LabelNodeInitialized, TaintUnregistered } from '../../../apis/labels.ts';
 import { parseQuantity } from '../../../apis/quantity.ts';
+import { EphemeralTaintKeyPrefixes } from '../../../scheduling/predicates.ts';
 import { formatTaint } from '../../../scheduling/taints.ts';
 import { matchTaint, nodePoolOf } from '../../runtime/index.ts';
 import {
@@ -32,6 +33,11 @@ export const KnownEphemeralTaints: ReadonlyArray<Pick<Taint, 'key' | 'effect'>> 
   TaintUnregistered,
 ];
 
+/** True for taints of an ephemeral family (`readiness.k8s.io/<rule>`, upstream `KnownEphemeralTaintKeyPrefixes`). */
+export function hasEphemeralTaintKeyPrefix(t: Pick<Taint, 'key'>): boolean {
+  return EphemeralTaintKeyPrefixes.some((p) => t.key.startsWith(p));
+}
+
 /** Why a Node is not initialized yet, or `undefined` when it is. Pure. */
 export function notInitializedReason(
   nodeClaim: NodeClaim,
@@ -52,6 +58,12 @@ export function notInitializedReason(
         message: `KnownEphemeralTaint "${formatTaint(t)}" still exists`,
       };
   }
+  const prefixed = taints.find(hasEphemeralTaintKeyPrefix);
+  if (prefixed)
+    return {
+      reason: 'KnownEphemeralTaintsExist',
+      message: `KnownEphemeralTaint "${formatTaint(prefixed)}" still exists`,
+    };
   for (const [name, q] of Object.entries(nodeClaim.spec.resources?.requests ?? {})) {
     if (isZero(q)) continue;
     if (isZero(node.status?.allocatable?.[name])) {

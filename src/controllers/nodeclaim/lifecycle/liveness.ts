@@ -4,10 +4,12 @@
  * - `Launched=False` for longer than {@link LaunchTimeoutSeconds} (5 min) → delete, reason `launch_timeout`;
  * - not `Registered=True` within {@link RegistrationTimeoutSeconds} (15 min) of the `Registered` condition's
  *   last transition → delete, reason `registration_timeout`.
- * Each deletion counts `karpenter_nodeclaims_disrupted_total{reason}` and records a Warning Event
+ * Before deleting, the failure is recorded on the NodePool's registration health (`NodeRegistrationHealthy`, see
+ * `registrationhealth.ts`; a conflict re-runs the step). Each deletion counts `karpenter_nodeclaims_disrupted_total{reason}` and records a Warning Event
  * (`LaunchTimeout` / `RegistrationTimeout`). Before the deadline the step asks to be re-run at the deadline.
  */
 import type { NodeClaim } from '../../../apis/karpenter.ts';
+import { isConflict, isNotFound } from '../../../kube/errors.ts';
 import { capacityTypeOf, nodePoolOf } from '../../runtime/index.ts';
 import {
   ConditionLaunched,
@@ -17,6 +19,7 @@ import {
   type StepResult,
   secondsSince,
 } from './context.ts';
+import { recordRegistrationHealth } from './registrationhealth.ts';
 
 /** Registration TTL in seconds (upstream `registrationTimeout`, 15 min). */
 export const RegistrationTimeoutSeconds = 15 * 60;
@@ -40,6 +43,7 @@ export class Liveness {
       const ttl = this.opts.launchTimeoutSeconds ?? LaunchTimeoutSeconds;
       const left = ttl - secondsSince(this.ctx.clock, launched.lastTransitionTime);
       if (left > 0) return { requeueAfter: left };
+      if (!(await this.recordFailure(nodeClaim))) return { requeue: true };
       await this.delete(
         nodeClaim,
         'launch_timeout',
@@ -52,6 +56,7 @@ export class Liveness {
     const ttl = this.opts.registrationTimeoutSeconds ?? RegistrationTimeoutSeconds;
     const left = ttl - secondsSince(this.ctx.clock, registered.lastTransitionTime);
     if (left > 0) return { requeueAfter: left };
+    if (!(await this.recordFailure(nodeClaim))) return { requeue: true };
     await this.delete(
       nodeClaim,
       'registration_timeout',
@@ -59,6 +64,18 @@ export class Liveness {
       `Node did not register within ${ttl}s; deleting the NodeClaim`,
     );
     return { deleted: true };
+  }
+
+  /** Records the timeout on the NodePool's registration health; false on a conflict (re-run the step). */
+  private async recordFailure(nodeClaim: NodeClaim): Promise<boolean> {
+    try {
+      await recordRegistrationHealth(this.ctx, this.ctx.nodePoolHealth, nodeClaim, false);
+      return true;
+    } catch (err) {
+      if (isConflict(err)) return false;
+      if (isNotFound(err)) return true;
+      throw err;
+    }
   }
 
   private async delete(

@@ -89,3 +89,42 @@ describe('Registration', () => {
     expect(once.spec?.taints).toEqual([]);
   });
 });
+
+describe('registeredNode with karpenter.sh/do-not-sync-taints', () => {
+  const claim = testNodeClaim('dnst', {
+    taints: [{ key: 'dedicated', value: 'x', effect: 'NoSchedule' }],
+    startupTaints: [{ key: 'startup', effect: 'NoSchedule' }],
+  });
+  const node = (labels: Record<string, string>) => ({
+    apiVersion: 'v1' as const,
+    kind: 'Node' as const,
+    metadata: { name: 'dnst', labels },
+    spec: {
+      taints: [
+        { key: 'karpenter.sh/unregistered', effect: 'NoExecute' as const },
+        { key: 'provider-managed', effect: 'NoSchedule' as const },
+      ],
+    },
+  });
+  it('"true" on the Node: NodeClaim taints are not synced, the unregistered taint is still removed', () => {
+    const out = registeredNode(claim, node({ 'karpenter.sh/do-not-sync-taints': 'true' }));
+    expect(out.spec?.taints).toEqual([{ key: 'provider-managed', effect: 'NoSchedule' }]);
+    expect(out.metadata.labels?.['karpenter.sh/registered']).toBe('true');
+  });
+  it('absent or not "true": taints and startup taints are synced', () => {
+    for (const labels of [{}, { 'karpenter.sh/do-not-sync-taints': 'false' }]) {
+      const out = registeredNode(claim, node(labels));
+      expect(out.spec?.taints?.map((t) => t.key)).toEqual(['provider-managed', 'dedicated', 'startup']);
+    }
+  });
+  it('the label only on the NodeClaim does not count (read on the Node before the NodeClaim labels merge)', () => {
+    const c = testNodeClaim('dnst2', {
+      labels: { 'karpenter.sh/do-not-sync-taints': 'true' },
+      taints: [{ key: 'dedicated', value: 'x', effect: 'NoSchedule' }],
+    });
+    expect(registeredNode(c, node({})).spec?.taints?.map((t) => t.key)).toEqual([
+      'provider-managed',
+      'dedicated',
+    ]);
+  });
+});

@@ -1,7 +1,7 @@
 /**
  * Registration step: finds the Node with the NodeClaim's provider ID and makes it Karpenter's: owner reference
  * Node → NodeClaim, the `karpenter.sh/termination` finalizer, the NodeClaim's labels, annotations, taints and
- * startup taints synced onto the Node, the `karpenter.sh/unregistered:NoExecute` taint removed and the label
+ * startup taints synced onto the Node (unless the Node is labelled `karpenter.sh/do-not-sync-taints=true`), the `karpenter.sh/unregistered:NoExecute` taint removed and the label
  * `karpenter.sh/registered=true` set; then `status.nodeName` and `Registered=True`.
  * Mirrors kubernetes-sigs/karpenter `pkg/controllers/nodeclaim/lifecycle/registration.go`:
  * - runs only while `Registered` is Unknown; no Node → `Registered=Unknown` reason `NodeNotFound`;
@@ -9,11 +9,17 @@
  * - a Node with neither the unregistered taint nor the registered label → `Registered=False` reason
  *   `UnregisteredTaintNotFound` and an error (the kubelet must register with the taint);
  * - the Node patch is optimistic (resourceVersion); a conflict requeues.
- * Counts `karpenter_nodeclaims_registered_total` and `karpenter_nodes_created_total`; Event `Registered`.
+ * A registration is recorded on the NodePool's registration health (`NodeRegistrationHealthy`, see
+ * `registrationhealth.ts`). Counts `karpenter_nodeclaims_registered_total` and `karpenter_nodes_created_total`; Event `Registered`.
  */
 import type { Node } from '../../../apis/core.ts';
 import type { NodeClaim } from '../../../apis/karpenter.ts';
-import { FinalizerTermination, LabelNodeRegistered, TaintUnregistered } from '../../../apis/labels.ts';
+import {
+  FinalizerTermination,
+  LabelNodeDoNotSyncTaints,
+  LabelNodeRegistered,
+  TaintUnregistered,
+} from '../../../apis/labels.ts';
 import { isConflict } from '../../../kube/errors.ts';
 import { matchTaint, mergeTaints, nodePoolOf, withFinalizer } from '../../runtime/index.ts';
 import {
@@ -22,6 +28,7 @@ import {
   nodeClaimConditions,
   type StepResult,
 } from './context.ts';
+import { recordRegistrationHealth } from './registrationhealth.ts';
 
 /** The registration step. */
 export class Registration {
@@ -54,6 +61,7 @@ export class Registration {
     }
     try {
       await syncNode(this.ctx, nodeClaim, node);
+      await recordRegistrationHealth(this.ctx, this.ctx.nodePoolHealth, nodeClaim, true);
     } catch (err) {
       if (isConflict(err)) return { requeue: true };
       throw err;
@@ -79,11 +87,14 @@ export class Registration {
 
 /**
  * The Node as registration wants it (pure): finalizer, owner reference, labels/annotations from the NodeClaim,
- * NodeClaim taints and startup taints merged, unregistered taint removed, `karpenter.sh/registered=true`.
+ * NodeClaim taints and startup taints merged (not when the Node carries `karpenter.sh/do-not-sync-taints=true`:
+ * the provider manages its taints), unregistered taint removed, `karpenter.sh/registered=true`.
  */
 export function registeredNode(nodeClaim: NodeClaim, node: Node): Node {
   const out = structuredClone(node);
   const meta = out.metadata;
+  // read on the Node's own labels, before the NodeClaim's are merged (upstream syncNode)
+  const syncTaints = meta.labels?.[LabelNodeDoNotSyncTaints] !== 'true';
   if (!meta.deletionTimestamp) meta.finalizers = withFinalizer(meta.finalizers, FinalizerTermination);
   const owners = (meta.ownerReferences ?? []).filter(
     (o) => !(o.kind === 'NodeClaim' && o.apiVersion.startsWith('karpenter.sh/')),
@@ -103,8 +114,11 @@ export function registeredNode(nodeClaim: NodeClaim, node: Node): Node {
   };
   const annotations = { ...(meta.annotations ?? {}), ...(nodeClaim.metadata.annotations ?? {}) };
   if (Object.keys(annotations).length > 0) meta.annotations = annotations;
-  let taints = mergeTaints(out.spec?.taints ?? [], nodeClaim.spec.taints);
-  taints = mergeTaints(taints, nodeClaim.spec.startupTaints);
+  let taints = out.spec?.taints ?? [];
+  if (syncTaints) {
+    taints = mergeTaints(taints, nodeClaim.spec.taints);
+    taints = mergeTaints(taints, nodeClaim.spec.startupTaints);
+  }
   taints = taints.filter((t) => !matchTaint(t, TaintUnregistered));
   out.spec = { ...(out.spec ?? {}), taints };
   return out;
