@@ -5,7 +5,8 @@
  * over the Go type `NodeClaimTemplate`: its embedded `ObjectMeta` (labels, annotations), then
  * `NodeClaimTemplateSpec` (taints, startupTaints, nodeClassRef, terminationGracePeriod, expireAfter; requirements
  * carry `hash:"ignore"`). NOT hashed: requirements (checked separately), disruption, limits, weight. Taint order
- * does not matter (slices are sets); empty values equal absent ones; `expireAfter: Never` equals absent.
+ * does not matter (slices are sets); an absent field equals a zero one, but an empty list (`taints: []`) is not
+ * nil in Go and hashes differently from an absent one, as upstream's; `expireAfter: Never` equals absent.
  * A NodeClaim stamped by upstream (version `v3`, Karpenter v1.0 to v1.14) is compared as upstream compares it:
  * the same template gives the same number. Pure: no I/O. The controller that stamps the annotations is
  * `controllers/nodepool/hash.ts`.
