@@ -181,6 +181,23 @@ describe('NodePool controller (integration)', () => {
     const c = await env.client.get('NodeClaim', 'migrated-abcde');
     expect(c.metadata.annotations).toEqual(upstream);
     expect(staticDrift({ nodeClaim: c } as never, migrated)).toBeUndefined();
+    // a real template change after the switch drifts exactly that NodePool's NodeClaims
+    await env.client.patch(
+      'NodePool',
+      'migrated',
+      undefined,
+      { spec: { template: { metadata: { labels: { team: 'a' } } } } },
+      { type: 'merge' },
+    );
+    const changed = await eventually(async () => {
+      const x = await env.client.get('NodePool', 'migrated');
+      return x.metadata.annotations?.['karpenter.sh/nodepool-hash'] !== '12745407319442031341' && x;
+    }, 'changed NodePool re-hashed');
+    expect(changed.metadata.annotations?.['karpenter.sh/nodepool-hash']).toBe(nodePoolHash(changed));
+    expect(staticDrift({ nodeClaim: c } as never, changed)).toBe('NodePoolDrifted');
+    const olderPool = await env.client.get('NodePool', 'older');
+    const olderClaim = await env.client.get('NodeClaim', 'older-fghij');
+    expect(staticDrift({ nodeClaim: olderClaim } as never, olderPool)).toBeUndefined();
   });
 
   it('an invalid NodePool gets Ready=False with the message and a Warning Event; the controller keeps running', async () => {
