@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { ec2NodeClassHash } from '../cloudprovider/aws/nodeclass-hash.ts';
+import { canonicalQuantity, ec2NodeClassHash } from '../cloudprovider/aws/nodeclass-hash.ts';
 import { nodePoolHash } from './hash.ts';
 import { fnv64, hashString } from './hashstructure.ts';
 import type { EC2NodeClass, NodePool } from './karpenter.ts';
@@ -47,5 +47,37 @@ describe('NodePool.Hash() equals upstream v1.14', () => {
     expect(h.taints).toBe(h['taints-reversed']);
     expect(h.never).toBe(h['no-expire']);
     expect(h.tgp).toBe('18157000723588817353');
+  });
+});
+
+describe('canonicalQuantity equals resource.Quantity.String()', () => {
+  // values printed by Go (k8s.io/apimachinery resource.MustParse(x).String())
+  const go: Record<string, string> = {
+    '20Gi': '20Gi',
+    '100G': '100G',
+    '1024Mi': '1Gi',
+    '1500M': '1500M',
+    '1000M': '1G',
+    '0.5Gi': '512Mi',
+    '1.5Gi': '1536Mi',
+    '512': '512',
+    '2048': '2048',
+    '1536Ki': '1536Ki',
+    '1e9': '1e9',
+    '1e3': '1e3',
+    '0': '0',
+    '10Ti': '10Ti',
+    '500m': '500m',
+    '1000k': '1M',
+    '1.5': '1500m',
+    '2Ei': '2Ei',
+    '3072Mi': '3Gi',
+    '1000Gi': '1000Gi',
+  };
+  it.each(Object.entries(go))('%s → %s', (input, want) => {
+    expect(canonicalQuantity(input)).toBe(want);
+  });
+  it('names the text when it is not a quantity', () => {
+    expect(() => canonicalQuantity('20 GB')).toThrow('quantity "20 GB": not a Kubernetes quantity');
   });
 });
