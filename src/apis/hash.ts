@@ -55,7 +55,39 @@ const goNillableDuration: GoType = {
   decode: (v, where) => (v === undefined || v === Never ? {} : { ns: durationNanos(v, where), raw: [] }),
 };
 
-/** `corev1.Taint`: key, value, effect, timeAdded (a `*metav1.Time`; never set on a NodePool template). */
+/**
+ * `metav1.Time`: a struct `Time` embedding `time.Time`, which hashstructure hashes as the bytes of
+ * `time.MarshalBinary` (version 1, seconds since year 1 and nanoseconds big-endian, then the zone offset in
+ * minutes: 0, as `metav1.Time` decodes into the controller's local zone and upstream's image runs in UTC).
+ */
+const goMetaV1Time: GoType = {
+  kind: 'ptr',
+  elem: {
+    kind: 'decode',
+    type: {
+      kind: 'struct',
+      name: 'Time',
+      fields: [{ name: 'Time', json: 'bytes', type: { kind: 'bytes' } }],
+    },
+    decode: (v, where) => ({ bytes: timeMarshalBinary(String(v), where) }),
+  },
+};
+
+/** Go's `time.Time.MarshalBinary` of an RFC 3339 text, in a zone at offset 0 (not the UTC location). */
+export function timeMarshalBinary(text: string, where: string): Uint8Array {
+  const m = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?(Z|[+-]\d\d:\d\d)$/.exec(text);
+  const ms = m ? Date.parse(`${m[1]}${m[3]}`) : Number.NaN;
+  if (!m || Number.isNaN(ms)) throw new Error(`${where}: ${JSON.stringify(text)} is not an RFC 3339 time`);
+  const sec = BigInt(ms / 1000) + 62135596800n; // seconds from year 1 to 1970
+  const nsec = Number((m[2] ?? '').padEnd(9, '0') || '0');
+  const out = new Uint8Array(15);
+  out[0] = 1;
+  for (let i = 0; i < 8; i++) out[1 + i] = Number((sec >> BigInt(8 * (7 - i))) & 0xffn);
+  for (let i = 0; i < 4; i++) out[9 + i] = (nsec >>> (8 * (3 - i))) & 0xff;
+  return out; // offset minutes 0: bytes 13, 14 stay 0
+}
+
+/** `corev1.Taint`: key, value, effect, timeAdded (a `*metav1.Time`; rarely set on a NodePool template). */
 const goTaint: GoType = {
   kind: 'struct',
   name: 'Taint',
@@ -63,17 +95,7 @@ const goTaint: GoType = {
     { name: 'Key', json: 'key', type: str },
     { name: 'Value', json: 'value', type: str },
     { name: 'Effect', json: 'effect', type: str },
-    {
-      name: 'TimeAdded',
-      json: 'timeAdded',
-      type: {
-        kind: 'decode',
-        type: str,
-        decode: (_v, where) => {
-          throw new Error(`${where}: timeAdded on a NodePool template taint is not hashable; remove it`);
-        },
-      },
-    },
+    { name: 'TimeAdded', json: 'timeAdded', type: goMetaV1Time },
   ],
 };
 

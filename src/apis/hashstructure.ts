@@ -18,6 +18,8 @@ export type GoType =
   | { kind: 'bool' }
   | { kind: 'int32' }
   | { kind: 'int64' }
+  /** raw bytes hashed as written (`binary.Write` of a `[]byte`, as for `time.Time`'s MarshalBinary) */
+  | { kind: 'bytes' }
   | { kind: 'ptr'; elem: GoType }
   | { kind: 'slice'; elem: GoType }
   | { kind: 'map'; key: GoType; value: GoType }
@@ -107,6 +109,8 @@ export function isZero(t: GoType, v: unknown): boolean {
     case 'int32':
     case 'int64':
       return Number(v) === 0;
+    case 'bytes':
+      return false;
     case 'ptr':
     case 'slice':
     case 'map':
@@ -156,6 +160,8 @@ export function hashValue(t: GoType, v: unknown, where = 'value'): bigint {
       return fnv64(le(toBigInt(v ?? 0, where), 4));
     case 'int64':
       return fnv64(le(toBigInt(v ?? 0, where), 8));
+    case 'bytes':
+      return fnv64(v as Uint8Array);
     case 'decode':
       return hashValue(t.type, t.decode(v, where), where);
     case 'slice': {
