@@ -95,6 +95,20 @@ function parseElement(s: string, orig: string): { nanos: bigint; rest: string } 
  * a value, never an exception.
  */
 export function parseGoDuration(text: string): GoDurationResult {
+  const r = parseGoDurationNanos(text);
+  if (!r.ok) return r;
+  const total = r.nanos < 0n ? -r.nanos : r.nanos;
+  const seconds = Number(total / 1_000_000_000n) + Number(total % 1_000_000_000n) / 1e9;
+  return { ok: true, seconds: r.nanos < 0n ? -seconds : seconds };
+}
+
+/**
+ * {@link parseGoDuration} as Go's `time.Duration` value: signed nanoseconds, exact (the drift hashes hash the
+ * int64). Pure; failure is a value carrying Go's error text.
+ */
+export function parseGoDurationNanos(
+  text: string,
+): { ok: true; nanos: bigint } | { ok: false; goError: string } {
   const invalid = { ok: false as const, goError: `time: invalid duration ${goQuote(text)}` };
   let s = text;
   let neg = false;
@@ -102,7 +116,7 @@ export function parseGoDuration(text: string): GoDurationResult {
     neg = s[0] === '-';
     s = s.slice(1);
   }
-  if (s === '0') return { ok: true, seconds: 0 };
+  if (s === '0') return { ok: true, nanos: 0n };
   if (s === '') return invalid;
   let total = 0n;
   while (s !== '') {
@@ -113,8 +127,7 @@ export function parseGoDuration(text: string): GoDurationResult {
     s = e.rest;
   }
   if (!neg && total > MAX_NANOS - 1n) return invalid;
-  const seconds = Number(total / 1_000_000_000n) + Number(total % 1_000_000_000n) / 1e9;
-  return { ok: true, seconds: neg ? -seconds : seconds };
+  return { ok: true, nanos: neg ? -total : total };
 }
 
 /**

@@ -19,9 +19,11 @@ import {
 } from '@aws-sdk/client-iam';
 import { PutParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { EC2NodeClass } from '../../src/apis/karpenter.ts';
+import type { EC2NodeClass, NodeClaim } from '../../src/apis/karpenter.ts';
 import { EC2NodeClassController } from '../../src/cloudprovider/aws/controllers/nodeclass.ts';
 import type { EC2NodeClassStatus } from '../../src/cloudprovider/aws/nodeclass/types.ts';
+import { ec2NodeClassHash } from '../../src/cloudprovider/aws/nodeclass-hash.ts';
+import { staticFieldsDrifted } from '../../src/cloudprovider/aws/provider.ts';
 import { startTestEnv, type TestEnv } from '../../src/controllers/nodeclaim/testing.ts';
 import { silentLogger } from '../../src/kube/logger.ts';
 import { prepareEmulator } from '../../src/sim/aws/emulator.ts';
@@ -342,5 +344,149 @@ describe('EC2NodeClass controller', () => {
         ),
       ),
     ).toBeDefined();
+  });
+});
+
+/**
+ * A NodeClaim exactly as upstream Karpenter writes one for an EC2NodeClass (labels, annotations, finalizer,
+ * owner, status: aws/karpenter-provider-aws `cloudprovider.go` Create + kubernetes-sigs/karpenter's lifecycle).
+ */
+function upstreamNodeClaim(name: string, cls: string, ec2Hash: string, ec2Version: string, drifted = false) {
+  return {
+    apiVersion: 'karpenter.sh/v1',
+    kind: 'NodeClaim',
+    metadata: {
+      name,
+      labels: {
+        'karpenter.sh/nodepool': 'default',
+        'karpenter.k8s.aws/ec2nodeclass': cls,
+        'karpenter.sh/capacity-type': 'on-demand',
+        'node.kubernetes.io/instance-type': 'm5.large',
+        'topology.kubernetes.io/zone': `${moto.region}a`,
+        'karpenter.sh/initialized': 'true',
+        'karpenter.sh/registered': 'true',
+      },
+      annotations: {
+        'karpenter.k8s.aws/ec2nodeclass-hash': ec2Hash,
+        'karpenter.k8s.aws/ec2nodeclass-hash-version': ec2Version,
+        'karpenter.k8s.aws/instance-profile-name': 'test-cluster_123',
+        'karpenter.k8s.aws/tagged': 'true',
+        'karpenter.sh/nodepool-hash': '12745407319442031341',
+        'karpenter.sh/nodepool-hash-version': 'v3',
+      },
+      finalizers: ['karpenter.sh/termination'],
+    },
+    spec: {
+      nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: cls },
+      requirements: [{ key: 'karpenter.sh/nodepool', operator: 'In', values: ['default'] }],
+      expireAfter: '720h',
+    },
+    status: {
+      providerID: `aws:///${moto.region}a/i-0123456789abcdef0`,
+      imageID: 'ami-0123456789abcdef0',
+      conditions: [
+        {
+          type: 'Launched',
+          status: 'True',
+          reason: 'Launched',
+          message: '',
+          lastTransitionTime: '2026-01-01T00:00:00Z',
+        },
+        ...(drifted
+          ? [
+              {
+                type: 'Drifted',
+                status: 'True',
+                reason: 'NodeClassDrift',
+                message: 'NodeClassDrift',
+                lastTransitionTime: '2026-01-01T00:00:00Z',
+              },
+            ]
+          : []),
+      ],
+    },
+  };
+}
+
+describe('switch from upstream Karpenter', () => {
+  it('adopts v4 (v1.3-v1.11) and v5 (v1.12+) stamps without drift; a later spec change drifts only that class', async () => {
+    await network();
+    await tagImages();
+    for (const r of ['KarpenterNodeRole-test', 'KarpenterNodeRole-demo'])
+      await iam.send(new CreateRoleCommand({ RoleName: r, AssumeRolePolicyDocument: '{}' }));
+    const stampedBy = (hash: string, version: string) => ({
+      'karpenter.k8s.aws/ec2nodeclass-hash': hash,
+      'karpenter.k8s.aws/ec2nodeclass-hash-version': version,
+    });
+    // v4: a class and its claims as upstream v1.11 left them (its own v4 number, which capenter cannot compute)
+    const v4 = nodeClass('v4', {});
+    v4.metadata.annotations = stampedBy('4432198765432109876', 'v4');
+    v4.metadata.finalizers = ['karpenter.k8s.aws/termination'];
+    // v5: the "minimal" spec of test/fixtures/upstream-hash/cases.json with selectors of this account (selectors
+    // and amiFamily are hash:"ignore"; AMIFamily() stays AL2023): upstream v1.14 computed 13268795794593449862
+    const v5 = nodeClass('v5', {
+      role: 'KarpenterNodeRole-demo',
+      metadataOptions: {
+        httpEndpoint: 'enabled',
+        httpProtocolIPv6: 'disabled',
+        httpPutResponseHopLimit: 1,
+        httpTokens: 'required',
+      },
+    });
+    v5.metadata.annotations = stampedBy('13268795794593449862', 'v5');
+    v5.metadata.finalizers = ['karpenter.k8s.aws/termination'];
+    await env.client.create(v4);
+    await env.client.create(v5);
+    const claims = [
+      upstreamNodeClaim('v4-a', 'v4', '4432198765432109876', 'v4'),
+      upstreamNodeClaim('v4-b', 'v4', '4432198765432109876', 'v4'),
+      upstreamNodeClaim('v4-drifted', 'v4', '1111', 'v4', true),
+      upstreamNodeClaim('v5-a', 'v5', '13268795794593449862', 'v5'),
+    ];
+    for (const c of claims) {
+      await env.client.create(c as never);
+      await env.client.patchStatus('NodeClaim', c.metadata.name, undefined, c as never, { type: 'merge' });
+    }
+    const before = (await env.client.get('NodeClaim', 'v5-a')).metadata.resourceVersion;
+    await controller.reconcile('v4');
+    await controller.reconcile('v5');
+    const getClass = async (n: string) => (await env.client.get('EC2NodeClass', n)) as EC2NodeClass;
+    const getClaim = async (n: string) => (await env.client.get('NodeClaim', n)) as NodeClaim;
+    // v5: capenter's hash is upstream's number, so nothing is written
+    const c5 = await getClass('v5');
+    expect(c5.metadata.annotations).toEqual(stampedBy('13268795794593449862', 'v5'));
+    const n5 = await getClaim('v5-a');
+    expect(n5.metadata.resourceVersion).toBe(before);
+    expect(staticFieldsDrifted(n5, c5)).toBe(false);
+    // v4: re-stamped as upstream v1.14 does on a version change: claims get the class's v5 hash (drifted: version only)
+    const c4 = await getClass('v4');
+    const h4 = ec2NodeClassHash(c4, '');
+    expect(c4.metadata.annotations).toEqual(stampedBy(h4, 'v5'));
+    for (const n of ['v4-a', 'v4-b']) {
+      const nc = await getClaim(n);
+      expect(nc.metadata.annotations).toMatchObject(stampedBy(h4, 'v5'));
+      expect(nc.metadata.annotations?.['karpenter.sh/nodepool-hash']).toBe('12745407319442031341');
+      expect(staticFieldsDrifted(nc, c4)).toBe(false);
+    }
+    const dr = await getClaim('v4-drifted');
+    expect(dr.metadata.annotations).toMatchObject(stampedBy('1111', 'v5'));
+    // a real change after the switch: userData of class v4 only → its claims drift, v5's do not
+    await env.client.patch(
+      'EC2NodeClass',
+      'v4',
+      undefined,
+      { spec: { userData: '#!/bin/bash\necho changed\n' } },
+      {
+        type: 'merge',
+      },
+    );
+    await controller.reconcile('v4');
+    await controller.reconcile('v5');
+    const [c4b, c5b] = [await getClass('v4'), await getClass('v5')];
+    expect(c4b.metadata.annotations?.['karpenter.k8s.aws/ec2nodeclass-hash']).not.toBe(h4);
+    expect(staticFieldsDrifted(await getClaim('v4-a'), c4b)).toBe(true);
+    expect(staticFieldsDrifted(await getClaim('v4-b'), c4b)).toBe(true);
+    expect(staticFieldsDrifted(await getClaim('v5-a'), c5b)).toBe(false);
+    expect(c5b.metadata.annotations).toEqual(stampedBy('13268795794593449862', 'v5'));
   });
 });

@@ -14,10 +14,13 @@ import type { InstanceTypeInventory } from './instancetypes.ts';
 import type { AwsPricing } from './pricing.ts';
 import {
   AnnotationEC2NodeClassHash,
+  AnnotationEC2NodeClassHashVersion,
   DriftAMI,
   DriftNodeClass,
   DriftSecurityGroup,
   DriftSubnet,
+  EC2NodeClassHashVersion,
+  ec2NodeClassHash,
 } from './provider.ts';
 import {
   awsNodeClaim,
@@ -201,7 +204,21 @@ describe('aws provider against moto + proxy', () => {
     expect(await provider.isDrifted(nc)).toBe(DriftSubnet);
     withStatus({ securityGroups: [{ id: 'sg-other' }] });
     expect(await provider.isDrifted(nc)).toBe(DriftSecurityGroup);
-    nodeClasses.set('default', testNodeClass('default', net, { userData: '#!/bin/bash\necho changed' }));
+    // static drift compares the class's stamped hash (the EC2NodeClass controller's hash step) with the claim's
+    const changed = testNodeClass('default', net, { userData: '#!/bin/bash\necho changed' });
+    nodeClasses.set('default', changed);
+    expect(await provider.isDrifted(nc)).toBeUndefined(); // not stamped yet: upstream does not drift either
+    const stamp = (version: string) => {
+      changed.metadata.annotations = {
+        [AnnotationEC2NodeClassHash]: ec2NodeClassHash(changed, provider.caBundle),
+        [AnnotationEC2NodeClassHashVersion]: version,
+      };
+    };
+    stamp('v4');
+    expect(await provider.isDrifted(nc)).toBeUndefined(); // other version: re-stamped, never compared
+    stamp(EC2NodeClassHashVersion);
+    expect(EC2NodeClassHashVersion).toBe('v5');
+    expect(nc.metadata.annotations?.[AnnotationEC2NodeClassHashVersion]).toBe('v5');
     expect(await provider.isDrifted(nc)).toBe(DriftNodeClass);
     nodeClasses.set('default', base);
     expect(await provider.isDrifted(nc)).toBeUndefined();

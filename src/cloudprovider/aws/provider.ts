@@ -24,7 +24,6 @@
  * Get/List/Delete go through batched DescribeInstances/TerminateInstances; instances that are shutting down or
  * terminated count as gone. Drift: `AMIDrift`, `SubnetDrift`, `SecurityGroupDrift`, `NodeClassDrift` (static hash).
  */
-import { createHash } from 'node:crypto';
 import type {
   _InstanceType,
   CreateFleetCommandInput,
@@ -79,6 +78,7 @@ import {
   ec2NodeClassStatus,
   type SubnetStatus,
 } from './nodeclass/types.ts';
+import { EC2NodeClassHashVersion, ec2NodeClassHash } from './nodeclass-hash.ts';
 import { AwsPricing } from './pricing.ts';
 import { CAPACITY_ERROR_CODES } from './retry.ts';
 import type { AwsSettings } from './settings.ts';
@@ -110,8 +110,8 @@ export const AwsProviderIDPrefix = 'aws:///';
 export const AnnotationEC2NodeClassHash = 'karpenter.k8s.aws/ec2nodeclass-hash';
 /** NodeClaim annotation: version of the hashing scheme (upstream `karpenter.k8s.aws/ec2nodeclass-hash-version`). */
 export const AnnotationEC2NodeClassHashVersion = 'karpenter.k8s.aws/ec2nodeclass-hash-version';
-/** Current {@link AnnotationEC2NodeClassHashVersion}. */
-export const EC2NodeClassHashVersion = 'v4';
+/** Current {@link AnnotationEC2NodeClassHashVersion} (upstream v1.12 to v1.14: `v5`); the hash: `nodeclass-hash.ts`. */
+export { EC2NodeClassHashVersion, ec2NodeClassHash } from './nodeclass-hash.ts';
 /** Instance tag naming the NodeClaim. */
 export const TagNodeClaim = 'karpenter.sh/nodeclaim';
 /** Instance tag with the EKS cluster name (upstream `eks:eks-cluster-name`). */
@@ -167,19 +167,27 @@ function stable(v: unknown): string {
 }
 
 /**
- * The static hash of an EC2NodeClass: its spec without the selector terms (they drift through the resolved
- * AMI/subnet/security-group checks instead), as upstream's `EC2NodeClass.Hash()` ignores them. SHA-256 of the
- * canonical JSON, first 64 bits as a decimal string.
+ * Upstream `areStaticFieldsDrifted` (`pkg/cloudprovider/drift.go`): the hash annotation of the EC2NodeClass (stamped
+ * by the EC2NodeClass controller's hash step) differs from the NodeClaim's, when both carry a hash and the same hash
+ * version. A missing annotation, or versions that differ (a NodeClaim of another Karpenter version not yet
+ * re-stamped), is not drift.
  */
-export function ec2NodeClassHash(nodeClass: EC2NodeClass): string {
-  const {
-    amiSelectorTerms: _a,
-    subnetSelectorTerms: _s,
-    securityGroupSelectorTerms: _g,
-    capacityReservationSelectorTerms: _c,
-    ...rest
-  } = nodeClass.spec;
-  return createHash('sha256').update(stable(rest)).digest().readBigUInt64BE(0).toString();
+export function staticFieldsDrifted(nodeClaim: NodeClaim, nodeClass: EC2NodeClass): boolean {
+  const claim = nodeClaim.metadata.annotations ?? {};
+  const cls = nodeClass.metadata.annotations ?? {};
+  const [claimHash, claimVersion] = [
+    claim[AnnotationEC2NodeClassHash],
+    claim[AnnotationEC2NodeClassHashVersion],
+  ];
+  const [classHash, classVersion] = [cls[AnnotationEC2NodeClassHash], cls[AnnotationEC2NodeClassHashVersion]];
+  if (
+    claimHash === undefined ||
+    claimVersion === undefined ||
+    classHash === undefined ||
+    classVersion === undefined
+  )
+    return false;
+  return claimVersion === classVersion && claimHash !== classHash;
 }
 
 /** Instance types that need asking for: bare metal, GPUs, accelerators (upstream `filterExoticInstanceTypes`). */
@@ -399,6 +407,11 @@ export class AwsCloudProvider implements CloudProvider {
   private clusterInfo: Promise<ClusterInfo> | undefined;
 
   /** @throws Error when no region is given, or `settings.clusterName` is empty. */
+  /** The cluster CA bundle the EC2NodeClass hash includes (upstream `GetCABundle`: the setting, else the kubeconfig's). */
+  get caBundle(): string {
+    return this.deps.settings.clusterCABundle || this.deps.kubeconfigCABundle || '';
+  }
+
   constructor(private readonly deps: AwsCloudProviderDeps) {
     const region = deps.region ?? deps.settings.region;
     if (!region) throw new Error('aws cloud provider: the region is required (AWS_REGION or --aws-region)');
@@ -854,7 +867,7 @@ export class AwsCloudProvider implements CloudProvider {
     };
     out.metadata.annotations = {
       ...(out.metadata.annotations ?? {}),
-      [AnnotationEC2NodeClassHash]: ec2NodeClassHash(nodeClass),
+      [AnnotationEC2NodeClassHash]: ec2NodeClassHash(nodeClass, this.caBundle),
       [AnnotationEC2NodeClassHashVersion]: EC2NodeClassHashVersion,
     };
     out.status = {
@@ -978,14 +991,7 @@ export class AwsCloudProvider implements CloudProvider {
     if (ref.group !== AwsGroup || ref.kind !== EC2NodeClassKind) return undefined;
     const nodeClass = this.deps.nodeClass(ref.name);
     if (!nodeClass || ec2NodeClassNotReadyReason(nodeClass)) return undefined;
-    const ann = nodeClaim.metadata.annotations ?? {};
-    if (
-      ann[AnnotationEC2NodeClassHashVersion] === EC2NodeClassHashVersion &&
-      ann[AnnotationEC2NodeClassHash] !== undefined &&
-      ann[AnnotationEC2NodeClassHash] !== ec2NodeClassHash(nodeClass)
-    ) {
-      return DriftNodeClass;
-    }
+    if (staticFieldsDrifted(nodeClaim, nodeClass)) return DriftNodeClass;
     const providerID = nodeClaim.status?.providerID;
     if (!providerID) return undefined;
     const inst = await this.instance(providerID);

@@ -142,6 +142,7 @@ export function awsControllers(
       iam: cfg.clients.iam,
       region: cfg.region,
       clusterName: cfg.settings.clusterName,
+      caBundle: cfg.settings.clusterCABundle || cfg.kubeconfigCABundle || '',
       kubernetesVersion: cfg.kubernetesVersion ?? kubernetesVersionFrom(deps.client, deps.clock),
       ...(deps.cloudProvider instanceof AwsCloudProvider
         ? {

@@ -36,22 +36,24 @@ function pool(
 describe('nodePoolHash', () => {
   it('ignores requirements and taint order, changes with taints, labels, expireAfter', () => {
     const base = nodePoolHash(pool());
-    // fixed values: a change of the hashed fields or their encoding makes every launched NodeClaim look drifted
-    expect(base).toBe('10239436623031825755');
+    // upstream v1.14's own numbers (test/fixtures/upstream-hash/cases.json, "kwok"): a change of the hashed fields
+    // or their encoding makes every NodeClaim upstream or capenter launched look drifted
+    expect(base).toBe('12745407319442031341');
     expect(nodePoolHash(pool({ requirements: [] }))).toBe(base);
-    expect(nodePoolHash(pool({ taints: [] }))).toBe(base);
+    // as in Go: an empty list is not nil, so upstream hashes it (cases.json "kwok-empty-taints")
+    expect(nodePoolHash(pool({ taints: [] }))).toBe('845502862369909111');
     const a = { key: 'a', effect: 'NoSchedule' as const };
     const b = { key: 'b', value: 'x', effect: 'NoExecute' as const };
-    expect(nodePoolHash(pool({ taints: [a, b] }))).toBe('16763671816942546100');
-    expect(nodePoolHash(pool({ taints: [b, a] }))).toBe('16763671816942546100');
+    expect(nodePoolHash(pool({ taints: [a, b] }))).toBe('12060706492150710103');
+    expect(nodePoolHash(pool({ taints: [b, a] }))).toBe('12060706492150710103');
     expect(nodePoolHash(pool({ taints: [a] }))).not.toBe(base);
-    expect(nodePoolHash(pool({}, { team: 'x' }))).toBe('5676594732764481697');
-    expect(nodePoolHash(pool({ expireAfter: 'Never' }))).not.toBe(base);
+    expect(nodePoolHash(pool({}, { team: 'x' }))).toBe('14023917897414649037');
+    expect(nodePoolHash(pool({ expireAfter: 'Never' }))).toBe('7428780003907761376');
   });
 
   it('is re-exported unchanged by the hash controller module', () => {
     expect(hashController.nodePoolHash).toBe(nodePoolHash);
-    expect(hashController.NodePoolHashVersion).toBe('capenter-v1');
+    expect(hashController.NodePoolHashVersion).toBe('v3');
   });
 });
 

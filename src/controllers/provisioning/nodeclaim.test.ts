@@ -112,7 +112,7 @@ describe('nodeClaimFromPlan', () => {
 
   it("templateHash is the NodePool controllers' hash: ignores requirements and taint order, changes with labels", () => {
     const a = templateHash(np);
-    expect(a).toEqual({ hash: nodePoolHash(np), version: 'capenter-v1' });
+    expect(a).toEqual({ hash: nodePoolHash(np), version: 'v3' });
     expect(a.hash).toMatch(/^\d+$/);
     const reordered = structuredClone(np);
     reordered.spec.template.spec.requirements = [];

@@ -102,43 +102,102 @@ describe('NodePool controller (integration)', () => {
     expect(nc.metadata.annotations?.['karpenter.sh/nodepool-hash']).toBe(nodePoolHash(np));
   });
 
-  it('after a switch from upstream Karpenter: NodeClaims stamped v3 by upstream are re-stamped, never drifted', async () => {
-    // exactly as upstream v1.x stamps them: its own FNV hash number under its hash version "v3"
+  it("after a switch from upstream Karpenter: v3 NodeClaims keep upstream's stamps and are not drifted; older versions are re-stamped", async () => {
+    // exactly as upstream v1.14 stamps them: hashstructure's number for this template (Go-computed:
+    // test/fixtures/upstream-hash/cases.json "kwok") under hash version "v3"
     const upstream = {
-      'karpenter.sh/nodepool-hash': '6821555240594823938',
+      'karpenter.sh/nodepool-hash': '12745407319442031341',
       'karpenter.sh/nodepool-hash-version': 'v3',
     };
     const np = nodePool('migrated', 'default');
+    np.spec.template.spec.expireAfter = '720h';
     np.metadata.annotations = { ...upstream };
-    const nc = {
+    const claim = (name: string, annotations: Record<string, string>, drifted = false) => ({
       apiVersion: 'karpenter.sh/v1',
       kind: 'NodeClaim',
-      metadata: {
-        name: 'migrated-abcde',
-        labels: { 'karpenter.sh/nodepool': 'migrated' },
-        annotations: { ...upstream },
-      },
+      metadata: { name, labels: { 'karpenter.sh/nodepool': 'migrated' }, annotations },
       spec: {
         nodeClassRef: { group: 'karpenter.kwok.sh', kind: 'KWOKNodeClass', name: 'default' },
         requirements: [],
       },
+      ...(drifted
+        ? {
+            status: {
+              conditions: [
+                {
+                  type: 'Drifted',
+                  status: 'True',
+                  reason: 'NodePoolDrifted',
+                  message: 'NodePoolDrifted',
+                  lastTransitionTime: '2026-01-01T00:00:00Z',
+                },
+              ],
+            },
+          }
+        : {}),
+    });
+    expect(NodePoolHashVersion).toBe('v3');
+    expect(nodePoolHash(np)).toBe('12745407319442031341');
+    const current = claim('migrated-abcde', { ...upstream });
+    // a NodePool stamped by an older Karpenter (version v2) with NodeClaims of that version: upstream re-stamps them
+    const old = nodePool('older', 'default');
+    old.metadata.annotations = {
+      'karpenter.sh/nodepool-hash': '111',
+      'karpenter.sh/nodepool-hash-version': 'v2',
     };
-    // before the controller runs, the drift check compares upstream's numbers with each other: not drifted
-    expect(staticDrift({ nodeClaim: nc } as never, np)).toBeUndefined();
-    expect(NodePoolHashVersion).not.toBe('v3');
-    await env.client.create(nc);
+    const oldClaim = claim('older-fghij', {
+      'karpenter.sh/nodepool-hash': '111',
+      'karpenter.sh/nodepool-hash-version': 'v2',
+    });
+    oldClaim.metadata.labels['karpenter.sh/nodepool'] = 'older';
+    const oldDrifted = claim(
+      'older-klmno',
+      { 'karpenter.sh/nodepool-hash': '222', 'karpenter.sh/nodepool-hash-version': 'v2' },
+      true,
+    );
+    oldDrifted.metadata.labels['karpenter.sh/nodepool'] = 'older';
+    expect(staticDrift({ nodeClaim: current } as never, np)).toBeUndefined();
+    for (const x of [current, oldClaim, oldDrifted]) await env.client.create(x);
+    await env.client.patchStatus('NodeClaim', 'older-klmno', undefined, oldDrifted, { type: 'merge' });
     await env.client.create(np);
-    const claim = await eventually(async () => {
-      const x = await env.client.get('NodeClaim', 'migrated-abcde');
-      return x.metadata.annotations?.['karpenter.sh/nodepool-hash-version'] === NodePoolHashVersion && x;
-    }, 'NodeClaim re-stamped with capenter hash version');
+    await env.client.create(old);
     const pool = await eventually(async () => {
+      const x = await env.client.get('NodePool', 'older');
+      return x.metadata.annotations?.['karpenter.sh/nodepool-hash-version'] === 'v3' && x;
+    }, 'older NodePool stamped v3');
+    const restamped = await eventually(async () => {
+      const x = await env.client.get('NodeClaim', 'older-fghij');
+      return x.metadata.annotations?.['karpenter.sh/nodepool-hash-version'] === 'v3' && x;
+    }, 'v2 NodeClaim re-stamped v3');
+    expect(restamped.metadata.annotations?.['karpenter.sh/nodepool-hash']).toBe(nodePoolHash(pool));
+    const drifted = await env.client.get('NodeClaim', 'older-klmno');
+    expect(drifted.metadata.annotations).toEqual({
+      'karpenter.sh/nodepool-hash': '222',
+      'karpenter.sh/nodepool-hash-version': 'v3',
+    });
+    // the v3 pair: untouched, equal, not drifted
+    const migrated = await env.client.get('NodePool', 'migrated');
+    expect(migrated.metadata.annotations?.['karpenter.sh/nodepool-hash']).toBe('12745407319442031341');
+    const c = await env.client.get('NodeClaim', 'migrated-abcde');
+    expect(c.metadata.annotations).toEqual(upstream);
+    expect(staticDrift({ nodeClaim: c } as never, migrated)).toBeUndefined();
+    // a real template change after the switch drifts exactly that NodePool's NodeClaims
+    await env.client.patch(
+      'NodePool',
+      'migrated',
+      undefined,
+      { spec: { template: { metadata: { labels: { team: 'a' } } } } },
+      { type: 'merge' },
+    );
+    const changed = await eventually(async () => {
       const x = await env.client.get('NodePool', 'migrated');
-      return x.metadata.annotations?.['karpenter.sh/nodepool-hash-version'] === NodePoolHashVersion && x;
-    }, 'NodePool stamped with capenter hash version');
-    expect(claim.metadata.annotations?.['karpenter.sh/nodepool-hash']).toBe(nodePoolHash(pool));
-    expect(pool.metadata.annotations?.['karpenter.sh/nodepool-hash']).toBe(nodePoolHash(pool));
-    expect(staticDrift({ nodeClaim: claim } as never, pool)).toBeUndefined();
+      return x.metadata.annotations?.['karpenter.sh/nodepool-hash'] !== '12745407319442031341' && x;
+    }, 'changed NodePool re-hashed');
+    expect(changed.metadata.annotations?.['karpenter.sh/nodepool-hash']).toBe(nodePoolHash(changed));
+    expect(staticDrift({ nodeClaim: c } as never, changed)).toBe('NodePoolDrifted');
+    const olderPool = await env.client.get('NodePool', 'older');
+    const olderClaim = await env.client.get('NodeClaim', 'older-fghij');
+    expect(staticDrift({ nodeClaim: olderClaim } as never, olderPool)).toBeUndefined();
   });
 
   it('an invalid NodePool gets Ready=False with the message and a Warning Event; the controller keeps running', async () => {

@@ -52,6 +52,7 @@ import {
   type EC2NodeClassStatus,
   FinalizerEC2NodeClassTermination,
 } from '../nodeclass/types.ts';
+import { reconcileEC2NodeClassHash } from './nodeclass-hash.ts';
 
 /** The dependents of `Ready` on an EC2NodeClass (upstream `StatusConditions`, without capacity reservations). */
 export const EC2NodeClassDependents: readonly string[] = [
@@ -78,6 +79,8 @@ export interface EC2NodeClassControllerOptions
   periodSeconds?: number;
   /** Parallel reconciles (default 10, as upstream). */
   concurrency?: number;
+  /** The cluster CA bundle the EC2NodeClass hash includes (upstream `GetCABundle`; default ''). */
+  caBundle?: string;
 }
 
 /** The EC2NodeClass controller. */
@@ -153,6 +156,13 @@ export class EC2NodeClassController implements Controller {
         if (isConflict(err)) return { requeue: true };
         throw err;
       }
+    }
+    try {
+      const { stored } = await reconcileEC2NodeClassHash(client, nodeClass, this.opts.caBundle ?? '');
+      if (stored) nodeClass.metadata = stored.metadata;
+    } catch (err) {
+      if (isNotFound(err)) return {};
+      throw err;
     }
     const before = JSON.stringify(nodeClass.status ?? {});
     const errors = await this.resolve(nodeClass);
