@@ -53,8 +53,10 @@ export function createAwsProvider(
   clock: Clock,
   nodeClass: (name: string) => EC2NodeClass | undefined,
   onError?: (err: unknown, context: string) => void,
+  featureGates?: Readonly<Record<string, boolean>>,
 ): AwsCloudProvider {
   return new AwsCloudProvider({
+    reservedCapacity: featureGates?.ReservedCapacity !== false,
     clients: cfg.clients,
     settings: cfg.settings,
     region: cfg.region,
@@ -76,12 +78,13 @@ export function awsSetup(cfg: AwsControllersConfig): ProviderSetup {
   return {
     name: awsProviderName,
     readyDependents: readyDependentsOf(awsNodeClassKinds),
-    createProvider: ({ clock, logger, nodeClass }) =>
+    createProvider: ({ clock, logger, nodeClass, featureGates }) =>
       createAwsProvider(
         cfg,
         clock,
         (name) => nodeClass({ group: AWSGroup, kind: EC2NodeClassKind, name }) as EC2NodeClass | undefined,
         (err, context) => logger.warn({ context, err: errorMessage(err) }, 'aws provider'),
+        featureGates,
       ),
     controllers: (deps) => awsControllers(cfg, deps),
   };
@@ -145,6 +148,8 @@ export function awsControllers(
       kubernetesVersion: cfg.kubernetesVersion ?? kubernetesVersionFrom(deps.client, deps.clock),
       ...(deps.cloudProvider instanceof AwsCloudProvider
         ? {
+            reservedCapacity: deps.cloudProvider.reservedCapacity,
+            capacityReservations: deps.cloudProvider.capacityReservations,
             onDeleted: async (nc: EC2NodeClass) => {
               await (deps.cloudProvider as AwsCloudProvider).deleteLaunchTemplates(nc.metadata.name);
             },
