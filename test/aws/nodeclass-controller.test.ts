@@ -4,6 +4,7 @@
  * what matched nothing; the finalizer waits for the class's NodeClaims, then deletes its instance profiles.
  */
 import {
+  CreateCapacityReservationCommand,
   CreateSecurityGroupCommand,
   CreateSubnetCommand,
   CreateTagsCommand,
@@ -206,6 +207,7 @@ describe('EC2NodeClass controller', () => {
       'SecurityGroupsReady',
       'AMIsReady',
       'InstanceProfileReady',
+      'CapacityReservationsReady',
       'ValidationSucceeded',
       'Ready',
     ])
@@ -342,5 +344,131 @@ describe('EC2NodeClass controller', () => {
         ),
       ),
     ).toBeDefined();
+  });
+});
+
+/** A reservation in the emulator (the proxy's; moto has none); returns its ID. */
+async function reserve(
+  instanceType: string,
+  zone: string,
+  count: number,
+  tags: Record<string, string> = {},
+  match: 'open' | 'targeted' = 'targeted',
+): Promise<string> {
+  const out = await ec2.send(
+    new CreateCapacityReservationCommand({
+      InstanceType: instanceType,
+      InstancePlatform: 'Linux/UNIX',
+      AvailabilityZone: zone,
+      InstanceCount: count,
+      InstanceMatchCriteria: match,
+      TagSpecifications: [
+        {
+          ResourceType: 'capacity-reservation',
+          Tags: Object.entries(tags).map(([Key, Value]) => ({ Key, Value })),
+        },
+      ],
+    }),
+  );
+  return out.CapacityReservation?.CapacityReservationId as string;
+}
+
+describe('EC2NodeClass controller: capacity reservations (issue 28)', () => {
+  async function ready(): Promise<{ amd64: string; arm64: string }> {
+    await network();
+    const amis = await tagImages();
+    await iam.send(
+      new CreateRoleCommand({ RoleName: 'KarpenterNodeRole-test', AssumeRolePolicyDocument: '{}' }),
+    );
+    return amis;
+  }
+  const terms = (t: unknown[]) => ({ capacityReservationSelectorTerms: t }) as Partial<EC2NodeClass['spec']>;
+
+  it('resolves id and tag terms into status.capacityReservations (sorted by ID); CapacityReservationsReady', async () => {
+    await ready();
+    const ml = await reserve('m5.large', `${moto.region}a`, 2, { team: 'ml' });
+    const open = await reserve('c5.large', `${moto.region}b`, 1, {}, 'open');
+    await reserve('m5.xlarge', `${moto.region}a`, 1, { team: 'web' });
+    await env.client.create(nodeClass('default', terms([{ tags: { team: 'ml' } }, { id: open }])));
+    await controller.reconcile('default');
+    const { st } = await statusOf('default');
+    expect(st.capacityReservations).toEqual(
+      [
+        {
+          id: ml,
+          instanceType: 'm5.large',
+          availabilityZone: `${moto.region}a`,
+          ownerID: '123456789012',
+          instanceMatchCriteria: 'targeted',
+          reservationType: 'default',
+          state: 'active',
+        },
+        {
+          id: open,
+          instanceType: 'c5.large',
+          availabilityZone: `${moto.region}b`,
+          ownerID: '123456789012',
+          instanceMatchCriteria: 'open',
+          reservationType: 'default',
+          state: 'active',
+        },
+      ].sort((a, b) => (a.id < b.id ? -1 : 1)),
+    );
+    expect(cond(st, 'CapacityReservationsReady')?.status).toBe('True');
+    expect(cond(st, 'Ready')?.status).toBe('True');
+  });
+
+  it('a term that matches nothing: CapacityReservationsReady=False naming the term and the fix; not Ready', async () => {
+    await ready();
+    await reserve('m5.large', `${moto.region}a`, 2, { team: 'ml' });
+    await env.client.create(
+      nodeClass('default', terms([{ tags: { team: 'ml' } }, { id: 'cr-0123456789abcdef0' }])),
+    );
+    await controller.reconcile('default');
+    const { st } = await statusOf('default');
+    expect(cond(st, 'CapacityReservationsReady')).toMatchObject({
+      status: 'False',
+      reason: 'CapacityReservationsNotFound',
+      message:
+        'EC2NodeClass default: spec.capacityReservationSelectorTerms[1] {"id":"cr-0123456789abcdef0"} matched no ' +
+        'active capacity reservation; fix the id, tags or ownerID (the reservation must be active and in this ' +
+        'region), or remove the term',
+    });
+    expect(cond(st, 'Ready')?.status).toBe('False');
+    // the term that matched is still resolved
+    expect(st.capacityReservations?.map((r) => r.instanceType)).toEqual(['m5.large']);
+  });
+
+  it('a reservation the class cannot launch into (its zone, its architecture) is CapacityReservationIncompatible', async () => {
+    const amis = await ready();
+    const zoneC = await reserve('m5.large', `${moto.region}c`, 1, { team: 'c' });
+    await env.client.create(nodeClass('default', terms([{ tags: { team: 'c' } }])));
+    await controller.reconcile('default');
+    let { st } = await statusOf('default');
+    expect(cond(st, 'CapacityReservationsReady')).toMatchObject({
+      status: 'False',
+      reason: 'CapacityReservationIncompatible',
+      message:
+        `EC2NodeClass default: capacity reservation ${zoneC} (m5.large in ${moto.region}c, selected by ` +
+        `spec.capacityReservationSelectorTerms) is in a zone none of the class's subnets is in ` +
+        `(${moto.region}a, ${moto.region}b); add a subnet in ${moto.region}c to spec.subnetSelectorTerms or ` +
+        'narrow the reservation terms',
+    });
+    expect(cond(st, 'Ready')?.status).toBe('False');
+    // an arm64 reservation for a class whose only AMI is amd64
+    const graviton = await reserve('m6g.large', `${moto.region}a`, 1, { team: 'arm' });
+    await env.client.create(
+      nodeClass('amd', { ...terms([{ tags: { team: 'arm' } }]), amiSelectorTerms: [{ id: amis.amd64 }] }),
+    );
+    await controller.reconcile('amd');
+    ({ st } = await statusOf('amd'));
+    expect(cond(st, 'CapacityReservationsReady')).toMatchObject({
+      status: 'False',
+      reason: 'CapacityReservationIncompatible',
+      message:
+        `EC2NodeClass amd: capacity reservation ${graviton} (m6g.large in ${moto.region}a, selected by ` +
+        'spec.capacityReservationSelectorTerms) is arm64, but no AMI in status.amis serves arm64; add an arm64 AMI ' +
+        'to spec.amiSelectorTerms or select a reservation of an instance type the AMIs serve',
+    });
   });
 });

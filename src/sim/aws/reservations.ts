@@ -138,7 +138,7 @@ export class CapacityReservations {
   /** Whether an override of `instanceType` in `zone` may launch into reservation `id` now. */
   checkLaunch(id: string, instanceType: string, zone: string): ReservationLaunchCheck {
     const r = this.byID.get(id);
-    if (!r || r.state !== 'active') {
+    if (r?.state !== 'active') {
       return {
         ok: false,
         code: 'ReservationCapacityExceeded',
@@ -194,8 +194,8 @@ export class CapacityReservations {
     };
     const tags: Record<string, string> = {};
     for (const [k, v] of form) {
-      const m = /^TagSpecification\.(\d+)\.Tag\.(\d+)\.Key$/.exec(k);
-      if (m) tags[v] = form.get(`TagSpecification.${m[1]}.Tag.${m[2]}.Value`) ?? '';
+      const m = /^(TagSpecifications?\.\d+\.Tags?\.\d+)\.Key$/.exec(k);
+      if (m) tags[v] = form.get(`${m[1]}.Value`) ?? '';
     }
     const end = form.get('EndDate');
     const r = this.add({
