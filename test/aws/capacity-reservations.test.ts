@@ -223,6 +223,50 @@ describe('aws provider: capacity reservations (issue 28)', () => {
     expect(cr.CapacityReservation?.CapacityReservationId).toBe(summary(r).reservation);
   });
 
+  it('a capacity block: launched into only while active, capacity-block market; expiring 40 min before its end', async () => {
+    const { provider, clients, clock, refresh } = await bed();
+    const end = clock.now() + 3 * 3600_000;
+    const block = emu.proxy.reservations.add({
+      region: 'us-west-2',
+      instanceType: 'm5.large',
+      availabilityZone: 'us-west-2b',
+      totalInstanceCount: 2,
+      reservationType: 'capacity-block',
+      endDate: end,
+      tags: { team: 'ml' },
+    });
+    await refresh();
+    const first = await provider.create(claim('nc-1'));
+    expect(summary(first)).toEqual({
+      type: 'm5.large',
+      capacityType: 'reserved',
+      zone: 'us-west-2b',
+      reservation: block.id,
+      reservationType: 'capacity-block',
+      interruptible: 'false',
+    });
+    const lt = await clients.ec2.send(
+      new DescribeLaunchTemplateVersionsCommand({
+        LaunchTemplateName: await templateOf(emu, first),
+        Versions: ['$Latest'],
+      }),
+    );
+    expect(lt.LaunchTemplateVersions?.[0]?.LaunchTemplateData?.InstanceMarketOptions?.MarketType).toBe(
+      'capacity-block',
+    );
+    expect(summary(await provider.get(first.status!.providerID!)).reservationType).toBe('capacity-block');
+    // 40 minutes before the end the block is expiring: no new launch goes there though it has room
+    clock.advance(3 * 3600_000 - 40 * 60_000);
+    await refresh();
+    expect(provider.capacityReservations.available(block.id)).toBe(1);
+    expect(
+      (await provider.instanceTypes(nodePool))
+        .find((t) => t.name === 'm5.large')!
+        .offerings.find((o) => o.reservationID === block.id),
+    ).toMatchObject({ available: false, reservationCapacity: 1 });
+    expect(summary(await provider.create(claim('nc-2'))).capacityType).toBe('on-demand');
+  });
+
   it('the proxy refuses a launch template targeting a reservation of another instance type: nothing launches', async () => {
     const { clients, net } = await bed();
     const cr = await clients.ec2.send(

@@ -21,6 +21,7 @@ import {
 import { PutParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { EC2NodeClass } from '../../src/apis/karpenter.ts';
+import { expireCapacityBlockNodeClaims } from '../../src/cloudprovider/aws/controllers/capacityreservation.ts';
 import { EC2NodeClassController } from '../../src/cloudprovider/aws/controllers/nodeclass.ts';
 import type { EC2NodeClassStatus } from '../../src/cloudprovider/aws/nodeclass/types.ts';
 import { startTestEnv, type TestEnv } from '../../src/controllers/nodeclaim/testing.ts';
@@ -470,5 +471,49 @@ describe('EC2NodeClass controller: capacity reservations (issue 28)', () => {
         'spec.capacityReservationSelectorTerms) is arm64, but no AMI in status.amis serves arm64; add an arm64 AMI ' +
         'to spec.amiSelectorTerms or select a reservation of an instance type the AMIs serve',
     });
+  });
+});
+
+describe('capacityreservation.expiration (issue 28)', () => {
+  it('deletes the NodeClaims of a capacity block 40 minutes before it ends, not those of an ODCR', async () => {
+    const end = env.clock.now() + 2 * 3600_000;
+    const block = moto.proxy.reservations.add({
+      region: moto.region,
+      instanceType: 'p5.48xlarge',
+      availabilityZone: `${moto.region}a`,
+      totalInstanceCount: 1,
+      reservationType: 'capacity-block',
+      endDate: end,
+    });
+    const odcr = await reserve('m5.large', `${moto.region}a`, 1);
+    for (const [name, id] of [
+      ['nc-block', block.id],
+      ['nc-odcr', odcr],
+    ] as const) {
+      await env.client.create({
+        apiVersion: 'karpenter.sh/v1',
+        kind: 'NodeClaim',
+        metadata: {
+          name,
+          finalizers: ['karpenter.sh/termination'],
+          labels: { 'karpenter.k8s.aws/capacity-reservation-id': id },
+        },
+        spec: {
+          nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' },
+          requirements: [],
+        },
+      });
+    }
+    const deps = { client: env.client, ec2, clock: env.clock, logger: silentLogger() };
+    expect(await expireCapacityBlockNodeClaims(deps)).toEqual([]);
+    env.clock.advance(2 * 3600_000 - 40 * 60_000 - 1000);
+    expect(await expireCapacityBlockNodeClaims(deps)).toEqual([]);
+    env.clock.advance(1000);
+    expect(await expireCapacityBlockNodeClaims(deps)).toEqual(['nc-block']);
+    const gone = await env.client.get('NodeClaim', 'nc-block');
+    expect(gone.metadata.deletionTimestamp).toBeDefined();
+    expect((await env.client.get('NodeClaim', 'nc-odcr')).metadata.deletionTimestamp).toBeUndefined();
+    // a deleting NodeClaim is not deleted again
+    expect(await expireCapacityBlockNodeClaims(deps)).toEqual([]);
   });
 });

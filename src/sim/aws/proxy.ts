@@ -696,7 +696,11 @@ export class AwsEmulatorProxy {
       return;
     }
     const spec = launchTemplateSpecOf(form, chosen.config);
-    const out = await this.upstream(req, singleOverrideForm(form, spec, chosen).toString());
+    const forwarded = singleOverrideForm(form, spec, chosen);
+    // moto knows only spot and on-demand fleets: a capacity block launches as on-demand in it
+    if (capacityType === 'capacity-block')
+      forwarded.set('TargetCapacitySpecification.DefaultTargetCapacityType', 'on-demand');
+    const out = await this.upstream(req, forwarded.toString());
     let text = out.body;
     if (out.status === 200) {
       const ids = [...text.matchAll(/<item>(i-[0-9a-zA-Z]+)<\/item>/g)].map((m) => m[1]!);
