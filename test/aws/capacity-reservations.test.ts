@@ -129,7 +129,21 @@ describe('aws provider: capacity reservations (issue 28)', () => {
     ]);
 
     const launched: NodeClaim[] = [];
+    const ec2Before = new Map(emu.proxy.calls);
     for (const n of ['nc-1', 'nc-2', 'nc-3']) launched.push(await provider.create(claim(n)));
+    // EC2 calls of the three launches (cold: both launch templates are created here), by action
+    const spent = Object.fromEntries(
+      [...emu.proxy.calls]
+        .filter(([k, v]) => k.startsWith('ec2:') && v !== (ec2Before.get(k) ?? 0))
+        .map(([k, v]) => [k, v - (ec2Before.get(k) ?? 0)]),
+    );
+    // 7 calls for 3 NodeClaims (2.3 each, ≤ 3); warm, a launch is its one CreateFleet. Templates: the reservation's,
+    // and one per max-pods group of the on-demand launch (m5.large 29, m5.xlarge 58).
+    expect(spent).toEqual({
+      'ec2:DescribeLaunchTemplates': 1,
+      'ec2:CreateLaunchTemplate': 3,
+      'ec2:CreateFleet': 3,
+    });
     const reserved = {
       type: 'm5.large',
       capacityType: 'reserved',
