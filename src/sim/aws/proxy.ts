@@ -682,6 +682,7 @@ export class AwsEmulatorProxy {
         continue;
       }
       chosen = o;
+      if (reservation) this.reservations.take(reservation);
       break;
     }
     const errorXml = fleetErrorXml(errors, form, capacityType);
@@ -700,11 +701,16 @@ export class AwsEmulatorProxy {
     // moto knows only spot and on-demand fleets: a capacity block launches as on-demand in it
     if (capacityType === 'capacity-block')
       forwarded.set('TargetCapacitySpecification.DefaultTargetCapacityType', 'on-demand');
-    const out = await this.upstream(req, forwarded.toString());
+    const out = await this.upstream(req, forwarded.toString()).catch((err: unknown) => {
+      if (reservation) this.reservations.release(reservation);
+      throw err;
+    });
     let text = out.body;
+    if (out.status !== 200 && reservation) this.reservations.release(reservation);
     if (out.status === 200) {
       const ids = [...text.matchAll(/<item>(i-[0-9a-zA-Z]+)<\/item>/g)].map((m) => m[1]!);
-      if (reservation) this.reservations.launched(reservation, ids);
+      if (reservation && ids.length > 0) this.reservations.launched(reservation, ids);
+      else if (reservation) this.reservations.release(reservation);
       await this.applyTemplate(region, spec, ids);
       if (ids.length > 0 && this.repliesToLose > 0) {
         // launched, but the caller hears a retryable server error (its SDK retries and launches again)

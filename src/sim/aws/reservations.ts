@@ -162,13 +162,23 @@ export class CapacityReservations {
     return { ok: true, reservation: r };
   }
 
-  /** `instanceIds` were launched into `r`. */
+  /**
+   * Takes one free instance of `r` for a launch about to be sent (synchronously after {@link checkLaunch}, so
+   * concurrent fleets cannot both take the last one); {@link launched} records the instance, {@link release} gives
+   * the slot back when the launch failed.
+   */
+  take(r: EmulatedReservation): void {
+    r.availableInstanceCount--;
+  }
+
+  /** A taken slot whose launch failed. */
+  release(r: EmulatedReservation): void {
+    r.availableInstanceCount = Math.min(r.totalInstanceCount, r.availableInstanceCount + 1);
+  }
+
+  /** `instanceIds` were launched into `r` (its slot taken with {@link take}). */
   launched(r: EmulatedReservation, instanceIds: readonly string[]): void {
-    for (const id of instanceIds) {
-      if (r.availableInstanceCount <= 0) break;
-      r.availableInstanceCount--;
-      this.instances.set(id, r.id);
-    }
+    for (const id of instanceIds) this.instances.set(id, r.id);
   }
 
   /** `instanceIds` were terminated: their slots are free again. */
