@@ -10,6 +10,7 @@ import {
   CreateFleetCommand,
   CreateLaunchTemplateCommand,
   DescribeCapacityReservationsCommand,
+  DescribeLaunchTemplatesCommand,
   DescribeLaunchTemplateVersionsCommand,
 } from '@aws-sdk/client-ec2';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -279,6 +280,45 @@ describe('aws provider: capacity reservations (issue 28)', () => {
         .offerings.find((o) => o.reservationID === block.id),
     ).toMatchObject({ available: false, reservationCapacity: 1 });
     expect(summary(await provider.create(claim('nc-2'))).capacityType).toBe('on-demand');
+  });
+
+  it('an interruptible reservation is used after an ODCR of the same price, with its market type and label', async () => {
+    const { provider, clients, refresh } = await bed();
+    const add = (interruptible: boolean) =>
+      emu.proxy.reservations.add({
+        region: 'us-west-2',
+        instanceType: 'm5.large',
+        availabilityZone: 'us-west-2a',
+        totalInstanceCount: 1,
+        interruptible,
+        tags: { team: 'ml' },
+      });
+    const spare = add(true);
+    const odcr = add(false);
+    await refresh();
+    const first = await provider.create(claim('nc-1'));
+    const second = await provider.create(claim('nc-2'));
+    expect([summary(first), summary(second)].map((x) => [x.reservation, x.interruptible])).toEqual([
+      [odcr.id, 'false'],
+      [spare.id, 'true'],
+    ]);
+    const lts = await clients.ec2.send(new DescribeLaunchTemplatesCommand({}));
+    const markets: string[] = [];
+    for (const lt of lts.LaunchTemplates ?? []) {
+      const v = await clients.ec2.send(
+        new DescribeLaunchTemplateVersionsCommand({
+          LaunchTemplateId: lt.LaunchTemplateId!,
+          Versions: ['$Latest'],
+        }),
+      );
+      const d = v.LaunchTemplateVersions?.[0]?.LaunchTemplateData;
+      const target = d?.CapacityReservationSpecification?.CapacityReservationTarget?.CapacityReservationId;
+      if (target)
+        markets.push(
+          `${target === spare.id ? 'interruptible' : 'odcr'}:${d?.InstanceMarketOptions?.MarketType ?? '-'}`,
+        );
+    }
+    expect(markets.sort()).toEqual(['interruptible:interruptible-capacity-reservation', 'odcr:-']);
   });
 
   it('the proxy refuses a launch template targeting a reservation of another instance type: nothing launches', async () => {
