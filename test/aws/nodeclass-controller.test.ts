@@ -4,6 +4,7 @@
  * what matched nothing; the finalizer waits for the class's NodeClaims, then deletes its instance profiles.
  */
 import {
+  CancelCapacityReservationCommand,
   CreateCapacityReservationCommand,
   CreateSecurityGroupCommand,
   CreateSubnetCommand,
@@ -21,9 +22,19 @@ import {
 import { PutParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { EC2NodeClass } from '../../src/apis/karpenter.ts';
-import { expireCapacityBlockNodeClaims } from '../../src/cloudprovider/aws/controllers/capacityreservation.ts';
+import {
+  expireCapacityBlockNodeClaims,
+  syncReservedCapacityTypes,
+} from '../../src/cloudprovider/aws/controllers/capacityreservation.ts';
 import { EC2NodeClassController } from '../../src/cloudprovider/aws/controllers/nodeclass.ts';
+import { resolveCapacityReservations } from '../../src/cloudprovider/aws/nodeclass/capacityreservations.ts';
 import type { EC2NodeClassStatus } from '../../src/cloudprovider/aws/nodeclass/types.ts';
+import {
+  awsNodeClaim,
+  awsTestProvider,
+  createTestNetwork,
+  testNodeClass,
+} from '../../src/cloudprovider/aws/testing.ts';
 import { startTestEnv, type TestEnv } from '../../src/controllers/nodeclaim/testing.ts';
 import { silentLogger } from '../../src/kube/logger.ts';
 import { prepareEmulator } from '../../src/sim/aws/emulator.ts';
@@ -515,5 +526,68 @@ describe('capacityreservation.expiration (issue 28)', () => {
     expect((await env.client.get('NodeClaim', 'nc-odcr')).metadata.deletionTimestamp).toBeUndefined();
     // a deleting NodeClaim is not deleted again
     expect(await expireCapacityBlockNodeClaims(deps)).toEqual([]);
+  });
+});
+
+describe('capacityreservation.capacitytype (issue 28)', () => {
+  it('a reserved NodeClaim and Node whose reservation was cancelled become on-demand, without reservation labels', async () => {
+    const nodeClasses = new Map<string, EC2NodeClass>();
+    const t = awsTestProvider(moto.clientConfig, nodeClasses);
+    const net = await createTestNetwork(t.clients.ec2, t.clients.iam, [`${moto.region}a`, `${moto.region}b`]);
+    const id = await reserve('m5.large', `${moto.region}a`, 1, { team: 'ml' });
+    const cls = testNodeClass('default', net, {
+      capacityReservationSelectorTerms: [{ tags: { team: 'ml' } }],
+    } as Partial<EC2NodeClass['spec']>);
+    nodeClasses.set('default', cls);
+    const r = await resolveCapacityReservations(t.clients.ec2, cls, t.clock);
+    (cls.status as EC2NodeClassStatus).capacityReservations = r.reservations;
+    t.provider.capacityReservations.sync(r.available);
+    const launched = await t.provider.create(
+      awsNodeClaim('nc-r', [
+        { key: 'node.kubernetes.io/instance-type', operator: 'In', values: ['m5.large'] },
+        { key: 'karpenter.sh/capacity-type', operator: 'In', values: ['reserved', 'on-demand'] },
+      ]),
+    );
+    const labels = launched.metadata.labels ?? {};
+    expect([
+      labels['karpenter.sh/capacity-type'],
+      labels['karpenter.k8s.aws/capacity-reservation-id'],
+    ]).toEqual(['reserved', id]);
+    const providerID = launched.status!.providerID!;
+    await env.client.create({ ...launched, metadata: { name: 'nc-r', labels }, status: {} });
+    await env.client.patchStatus(
+      'NodeClaim',
+      'nc-r',
+      undefined,
+      { status: { providerID } },
+      { type: 'merge' },
+    );
+    await env.client.create({
+      apiVersion: 'v1',
+      kind: 'Node',
+      metadata: { name: 'ip-r', labels: { ...labels, 'karpenter.sh/registered': 'true' } },
+      spec: { providerID },
+    });
+    expect(await syncReservedCapacityTypes(env.client, await t.provider.list())).toEqual([]);
+    await ec2.send(new CancelCapacityReservationCommand({ CapacityReservationId: id }));
+    expect(await syncReservedCapacityTypes(env.client, await t.provider.list())).toEqual([
+      'Node/ip-r',
+      'NodeClaim/nc-r',
+    ]);
+    for (const [kind, name] of [
+      ['NodeClaim', 'nc-r'],
+      ['Node', 'ip-r'],
+    ] as const) {
+      const l = (await env.client.get(kind, name)).metadata.labels ?? {};
+      expect([
+        l['karpenter.sh/capacity-type'],
+        l['karpenter.k8s.aws/capacity-reservation-id'],
+        l['karpenter.k8s.aws/capacity-reservation-type'],
+        l['karpenter.k8s.aws/capacity-reservation-interruptible'],
+        l['node.kubernetes.io/instance-type'],
+      ]).toEqual(['on-demand', undefined, undefined, undefined, 'm5.large']);
+    }
+    expect(await syncReservedCapacityTypes(env.client, await t.provider.list())).toEqual([]);
+    t.clients.destroy();
   });
 });

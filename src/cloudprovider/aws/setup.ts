@@ -1,7 +1,7 @@
 /**
  * The loaded `aws` provider ({@link awsSetup}; upstream aws/karpenter-provider-aws `pkg/controllers/controllers.go`):
- * the provider, the EC2NodeClass controller (`nodeclass`), with the `ReservedCapacity` gate the capacity block
- * expiration controller (`capacityreservation.expiration`) and, when `--interruption-queue` is set, the interruption
+ * the provider, the EC2NodeClass controller (`nodeclass`), with the `ReservedCapacity` gate the capacity
+ * reservation controllers (`capacityreservation.capacitytype`, `capacityreservation.expiration`) and, when `--interruption-queue` is set, the interruption
  * controller; plus a loop that garbage-collects the provider's unused launch templates every 5 minutes. This module
  * loads the AWS SDK: only `awsModule.load` (`./module.ts`), the embedded layer and tests import it.
  */
@@ -17,7 +17,10 @@ import type { Logger } from '../../kube/logger.ts';
 import { type ProviderSetup, readyDependentsOf } from '../module.ts';
 import type { CloudProvider } from '../types.ts';
 import type { AwsClients } from './clients.ts';
-import { capacityReservationExpirationController } from './controllers/capacityreservation.ts';
+import {
+  capacityReservationCapacityTypeController,
+  capacityReservationExpirationController,
+} from './controllers/capacityreservation.ts';
 import { InterruptionController, type UnavailableOfferings } from './controllers/interruption/controller.ts';
 import { EC2NodeClassController } from './controllers/nodeclass.ts';
 import { awsNodeClassKinds, awsProviderName } from './kinds.ts';
@@ -180,6 +183,12 @@ export function awsControllers(
     );
   if (provider instanceof AwsCloudProvider && provider.reservedCapacity)
     out.push(
+      capacityReservationCapacityTypeController({
+        client: deps.client,
+        list: () => provider.list(),
+        clock: deps.clock,
+        logger: deps.logger,
+      }),
       capacityReservationExpirationController({
         client: deps.client,
         ec2: cfg.clients.ec2,

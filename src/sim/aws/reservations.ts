@@ -226,11 +226,13 @@ export class CapacityReservations {
     );
   }
 
-  /** `CancelCapacityReservation`: the reservation is `cancelled` (its instances keep running as on-demand). */
+  /** `CancelCapacityReservation`: the reservation is `cancelled`; its instances keep running as on-demand ones. */
   cancel(form: URLSearchParams): { status: number; body: string } {
     const r = this.byID.get(form.get('CapacityReservationId') ?? '');
     if (!r) return notFound(form.get('CapacityReservationId') ?? '');
     r.state = 'cancelled';
+    // its instances keep running as on-demand instances, no longer in the reservation
+    for (const [instance, id] of this.instances) if (id === r.id) this.instances.delete(instance);
     return {
       status: 200,
       body:

@@ -1,4 +1,12 @@
 /**
+ * The capacity reservation controllers of the aws provider (with the `ReservedCapacity` gate).
+ *
+ * `capacityreservation.capacitytype` (upstream `pkg/controllers/capacityreservation/capacitytype/controller.go`):
+ * every minute, a NodeClaim (and its registered Node) labelled `karpenter.sh/capacity-type: reserved` whose instance
+ * EC2 no longer reports in a reservation (the reservation ended or was cancelled; the instance runs on as
+ * on-demand) is relabelled `on-demand` and loses the `karpenter.k8s.aws/capacity-reservation-*` labels, so
+ * disruption prices it as on-demand.
+ *
  * `capacityreservation.expiration`: drains the nodes of capacity blocks before the blocks end, after
  * aws/karpenter-provider-aws v1.14.1 `pkg/controllers/capacityreservation/expiration/controller.go`. Every minute it
  * lists the NodeClaims labelled `karpenter.k8s.aws/capacity-reservation-id`, describes their reservations (one
@@ -11,8 +19,15 @@ import {
   DescribeCapacityReservationsCommand,
   type EC2Client,
 } from '@aws-sdk/client-ec2';
+import type { Node } from '../../../apis/core.ts';
 import type { NodeClaim } from '../../../apis/karpenter.ts';
-import { LabelCapacityReservationID } from '../../../apis/labels.ts';
+import {
+  LabelCapacityReservationID,
+  LabelCapacityReservationInterruptible,
+  LabelCapacityReservationType,
+  LabelCapacityType,
+  LabelNodeRegistered,
+} from '../../../apis/labels.ts';
 import { SingletonController } from '../../../controllers/runtime/index.ts';
 import type { KubeClient } from '../../../kube/client.ts';
 import type { Clock } from '../../../kube/clock.ts';
@@ -106,6 +121,78 @@ export function capacityReservationExpirationController(
     logger: deps.logger,
     reconcile: async () => {
       await expireCapacityBlockNodeClaims(deps);
+      return { requeueAfter: deps.periodSeconds ?? 60 };
+    },
+  });
+}
+
+/** The label patch that turns a reserved NodeClaim or Node into an on-demand one. */
+const ON_DEMAND_PATCH = {
+  metadata: {
+    labels: {
+      [LabelCapacityType]: 'on-demand',
+      [LabelCapacityReservationID]: null,
+      [LabelCapacityReservationType]: null,
+      [LabelCapacityReservationInterruptible]: null,
+    },
+  },
+};
+
+/**
+ * One `capacityreservation.capacitytype` pass: `cloudNodeClaims` are the provider's view (`CloudProvider.list()`).
+ * Returns the names of the NodeClaims and Nodes relabelled (sorted).
+ * @throws on API errors (the controller retries).
+ */
+export async function syncReservedCapacityTypes(
+  client: KubeClient,
+  cloudNodeClaims: readonly NodeClaim[],
+): Promise<string[]> {
+  const cloud = new Map(
+    cloudNodeClaims.map((nc) => [nc.status?.providerID ?? '', nc.metadata.labels?.[LabelCapacityType]]),
+  );
+  const nodes = (await client.list('Node')).items as Node[];
+  const out: string[] = [];
+  const patch = async (kind: 'NodeClaim' | 'Node', name: string) => {
+    try {
+      await client.patch(kind, name, undefined, ON_DEMAND_PATCH, { type: 'merge' });
+      out.push(`${kind}/${name}`);
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+  };
+  for (const nc of (await client.list('NodeClaim')).items as NodeClaim[]) {
+    const providerID = nc.status?.providerID;
+    if (!providerID || nc.metadata.deletionTimestamp || cloud.get(providerID) !== 'on-demand') continue;
+    if (nc.metadata.labels?.[LabelCapacityType] === 'reserved') await patch('NodeClaim', nc.metadata.name!);
+    for (const n of nodes) {
+      const l = n.metadata.labels ?? {};
+      if (n.spec?.providerID !== providerID || n.metadata.deletionTimestamp) continue;
+      if (l[LabelNodeRegistered] !== 'true' || l[LabelCapacityType] !== 'reserved') continue;
+      await patch('Node', n.metadata.name!);
+    }
+  }
+  return out.sort();
+}
+
+/** The `capacityreservation.capacitytype` singleton controller over the provider's `list()`. */
+export function capacityReservationCapacityTypeController(deps: {
+  client: KubeClient;
+  list: () => Promise<NodeClaim[]>;
+  clock: Clock;
+  logger: Logger;
+  periodSeconds?: number;
+}): SingletonController {
+  return new SingletonController({
+    name: 'capacityreservation.capacitytype',
+    clock: deps.clock,
+    logger: deps.logger,
+    reconcile: async () => {
+      const updated = await syncReservedCapacityTypes(deps.client, await deps.list());
+      if (updated.length > 0)
+        deps.logger.info(
+          { controller: 'capacityreservation.capacitytype', updated },
+          'updated capacity type for nodeclaims',
+        );
       return { requeueAfter: deps.periodSeconds ?? 60 };
     },
   });
