@@ -27,6 +27,18 @@ export interface Offering {
    * (set or adjusted by a NodeOverlay, `scheduling/nodeoverlay.ts`).
    */
   priceSource: 'on-demand' | 'on-demand-fallback' | 'spot-estimate' | 'provider' | 'node-overlay';
+  /**
+   * A `reserved` offering's capacity reservation ID (upstream `Offering.ReservationID()`); each reservation is its own
+   * offering, so one zone can hold several reserved offerings of a type.
+   */
+  reservationID?: string;
+  /** Instances the reservation can still take (upstream `Offering.ReservationCapacity`); reserved offerings only. */
+  reservationCapacity?: number;
+  /**
+   * Labels a node launched from this offering carries besides the instance type's, zone and capacity type (aws: the
+   * `karpenter.k8s.aws/capacity-reservation-*` labels of a reserved offering).
+   */
+  labels?: Readonly<Record<string, string>>;
 }
 
 /**

@@ -62,6 +62,12 @@ export const LabelInstanceGeneration = 'karpenter.k8s.aws/instance-generation';
 export const LabelInstanceSize = 'karpenter.k8s.aws/instance-size';
 export const LabelInstanceCPU = 'karpenter.k8s.aws/instance-cpu';
 export const LabelInstanceMemory = 'karpenter.k8s.aws/instance-memory';
+/** The capacity reservation a `reserved` node runs in (upstream `v1.LabelCapacityReservationID`). */
+export const LabelCapacityReservationID = 'karpenter.k8s.aws/capacity-reservation-id';
+/** `default` (an ODCR) or `capacity-block` (upstream `v1.LabelCapacityReservationType`). */
+export const LabelCapacityReservationType = 'karpenter.k8s.aws/capacity-reservation-type';
+/** `true` when the reservation is interruptible (upstream `v1.LabelCapacityReservationInterruptible`). */
+export const LabelCapacityReservationInterruptible = 'karpenter.k8s.aws/capacity-reservation-interruptible';
 
 /** Well-known instance-type label of the clusterapi provider: vCPUs (whole cores, from the capacity). */
 export const LabelClusterAPIInstanceCPU = 'karpenter.cluster.x-k8s.io/instance-cpu';
@@ -89,6 +95,7 @@ export const WellKnownLabels: ReadonlySet<string> = new Set([
   'topology.k8s.aws/zone-id',
   'karpenter.k8s.aws/capacity-reservation-id',
   'karpenter.k8s.aws/capacity-reservation-type',
+  'karpenter.k8s.aws/capacity-reservation-interruptible',
   'karpenter.k8s.aws/instance-hypervisor',
   'karpenter.k8s.aws/instance-encryption-in-transit-supported',
   LabelInstanceCategory,

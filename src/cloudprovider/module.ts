@@ -52,6 +52,8 @@ export interface ProviderContext {
   region: string;
   /** A NodeClass of the cluster state by reference (`undefined` when not known yet). */
   nodeClass: (ref: NodeClassReference) => KubeObject | undefined;
+  /** The operator's feature gates (`FEATURE_GATES`), e.g. aws reads `ReservedCapacity`; absent: upstream's defaults. */
+  featureGates?: Readonly<Record<string, boolean>>;
 }
 
 /** A controller run under leadership with the core ones (same shape as `controllers/runtime.ts` `Controller`). */

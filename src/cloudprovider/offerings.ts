@@ -190,6 +190,7 @@ export function labelsSatisfy(requirements: Requirements, labels: Readonly<Recor
 export function offeringLabels(instanceType: InstanceType, offering: Offering): Record<string, string> {
   return {
     ...instanceType.labels,
+    ...(offering.labels ?? {}),
     [LabelInstanceType]: instanceType.name,
     [LabelTopologyZone]: offering.zone,
     [LabelCapacityType]: offering.capacityType,

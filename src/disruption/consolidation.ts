@@ -226,6 +226,11 @@ export function computeConsolidation(
   const finalReqs = reqs.clone();
   if (ct?.has(CapacityTypeSpot) && ct.has(CapacityTypeOnDemand))
     finalReqs.add(Requirement.in(LabelCapacityType, [CapacityTypeSpot]));
+  // Reserved capacity never moves to on-demand or spot: the options cheaper than reserved candidates are reserved
+  // offerings, and the replacement is pinned to them so a used-up reservation fails the launch instead of falling
+  // back (upstream pins it in the scheduler's reservation manager).
+  if ((!ct || ct.has(CapacityTypeReserved)) && cands.every((c) => c.capacityType === CapacityTypeReserved))
+    finalReqs.add(Requirement.in(LabelCapacityType, [CapacityTypeReserved]));
   let replacement = withOptions(plan, options, finalReqs);
   if (!replacement) return { reason: 'no available offering for the replacement' };
   replacement = narrowReplacement(replacement, ctx);

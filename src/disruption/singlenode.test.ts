@@ -4,7 +4,7 @@ import { buildClusterView } from './candidates.ts';
 import { PassContext } from './context.ts';
 import { computeDisruption, type DisruptionStats } from './index.ts';
 import { SpareCapacity } from './singlenode.ts';
-import { input, node, pod, pool } from './testing.ts';
+import { CATALOG, input, node, pod, pool } from './testing.ts';
 
 const big = (pods = [pod('a', { cpu: '500m', memory: '1Gi' })], o = {}) =>
   node('big', pods, { type: 'm5.2xlarge', ...o });
@@ -95,6 +95,43 @@ describe('single-node consolidation', () => {
     expect(on.commands).toEqual([]);
     // 11 of the 12 m5/c5/r5 types are cheaper than r5.4xlarge spot: fewer than 15
     expect(on.blocked[0]!.reason).toContain('needs 15 cheaper instance types, found 11');
+  });
+  it('reserved capacity is never consolidated to on-demand: reserved → reserved only, pinned (issue 28)', () => {
+    // upstream's reserved price: on-demand / 10,000,000; the candidate m5.2xlarge runs in a reservation
+    const reserved = (name: string, id: string) => {
+      const it = CATALOG.find((t) => t.name === name)!;
+      const od = it.offerings.find((o) => o.capacityType === 'on-demand' && o.zone === 'test-zone-a')!;
+      return {
+        ...it,
+        offerings: [
+          ...it.offerings,
+          {
+            ...od,
+            capacityType: 'reserved' as const,
+            priceUSDPerHour: od.priceUSDPerHour / 10_000_000,
+            reservationID: id,
+            reservationCapacity: 1,
+          },
+        ],
+      };
+    };
+    const np = pool('default', { capacityTypes: ['reserved', 'on-demand'] });
+    const cand = big(undefined, { pool: np, capacityType: 'reserved' });
+    const only2x = CATALOG.map((t) => (t.name === 'm5.2xlarge' ? reserved(t.name, 'cr-2x') : t));
+    const none = computeDisruption(input([cand], { nodePools: [np], instanceTypes: { default: only2x } }));
+    expect(none.commands).toEqual([]);
+    expect(none.blocked[0]!.reason).toContain('no instance type cheaper than $3.84e-8/h holds that');
+    const withLarge = only2x.map((t) => (t.name === 'm5.large' ? reserved(t.name, 'cr-l') : t));
+    const r = computeDisruption(input([cand], { nodePools: [np], instanceTypes: { default: withLarge } }));
+    const plan = r.commands[0]!.replacements[0]!;
+    expect(plan.instanceTypeOptions.map((t) => t.name)).toEqual(['m5.large']);
+    expect(plan.requirements.find((x) => x.key === 'karpenter.sh/capacity-type')?.values).toEqual([
+      'reserved',
+    ]);
+    expect([plan.cheapest.offering.capacityType, plan.cheapest.offering.priceUSDPerHour]).toEqual([
+      'reserved',
+      0.096 / 10_000_000,
+    ]);
   });
   it('on-demand → spot replacement is pinned to spot', () => {
     const np = pool('default', { capacityTypes: ['spot', 'on-demand'] });

@@ -154,6 +154,7 @@ export function createOperator(cfg: OperatorConfig): Operator {
       logger: log,
       region: options.region,
       nodeClass: (ref) => cluster?.getNodeClass(ref),
+      featureGates: options.featureGates,
     });
   cluster = new Cluster({
     client,

@@ -68,6 +68,7 @@ describe('operator options (the settings registry)', () => {
       NodeRepair: false,
       StaticCapacity: false,
       NodeOverlay: false,
+      ReservedCapacity: true,
     });
     expect([o.preferencePolicy, o.minValuesPolicy, o.kubeClientQPS, o.kubeClientBurst]).toEqual([
       'Ignore',
@@ -183,7 +184,7 @@ describe('FEATURE_GATES: upstream v1.14.1 gates (issue 26)', () => {
     return 'no error';
   };
 
-  it("upstream's exact default string loads: implemented gates as given, ReservedCapacity=true warns", () => {
+  it("upstream's exact default string loads: every gate as given, no warning (ReservedCapacity is implemented)", () => {
     expect(UPSTREAM_FEATURE_GATES_TEXT).toBe(
       'NodeRepair=false,ReservedCapacity=true,SpotToSpotConsolidation=false,NodeOverlay=false,StaticCapacity=false,CapacityBuffer=false',
     );
@@ -193,17 +194,23 @@ describe('FEATURE_GATES: upstream v1.14.1 gates (issue 26)', () => {
       NodeRepair: false,
       StaticCapacity: false,
       NodeOverlay: false,
+      ReservedCapacity: true,
     });
-    expect(warnings).toEqual([
-      'FEATURE_GATES=NodeRepair=false,ReservedCapacity=true,SpotToSpotConsolidation=false,NodeOverlay=false,StaticCapacity=false,CapacityBuffer=false: feature gate ReservedCapacity=true has no effect in capenter (it runs as ReservedCapacity=false)',
-    ]);
-    // the upstream chart's order, with the implemented gates on
+    expect(warnings).toEqual([]);
+    expect(DEFAULT_FEATURE_GATES.ReservedCapacity).toBe(true);
+    // the upstream chart's order, with the implemented gates on and ReservedCapacity off
     const chart = resolve({
       FEATURE_GATES:
         'ReservedCapacity=false,SpotToSpotConsolidation=true,NodeRepair=true,NodeOverlay=false,StaticCapacity=false,CapacityBuffer=false',
     });
     expect(chart).toEqual({
-      gates: { SpotToSpotConsolidation: true, NodeRepair: true, StaticCapacity: false, NodeOverlay: false },
+      gates: {
+        SpotToSpotConsolidation: true,
+        NodeRepair: true,
+        StaticCapacity: false,
+        NodeOverlay: false,
+        ReservedCapacity: false,
+      },
       warnings: [],
     });
   });

@@ -81,6 +81,11 @@ export const DEFAULT_FEATURE_GATES: Readonly<Record<string, boolean>> = {
   StaticCapacity: false,
   /** Alpha: apply `karpenter.sh/v1alpha1` NodeOverlays to instance types (upstream default off). */
   NodeOverlay: false,
+  /**
+   * Beta: capacity reservations (aws `capacityReservationSelectorTerms`, `reserved` offerings and launches;
+   * upstream default on).
+   */
+  ReservedCapacity: true,
 };
 
 const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'silent'] as const;
@@ -107,8 +112,8 @@ export const UPSTREAM_FEATURE_GATES_TEXT =
 /**
  * Parses `FEATURE_GATES` (`A=true,B=false`) over `base`. A gate of {@link DEFAULT_FEATURE_GATES} (implemented) takes
  * either value. An upstream gate capenter does not implement ({@link UPSTREAM_FEATURE_GATES} only) is left out of the
- * result: `false` is accepted, `true` only when it is upstream's default (`ReservedCapacity`, with a `warn`ing that
- * capenter runs as false) and refused otherwise.
+ * result: `false` is accepted, `true` only when it is upstream's default (with a `warn`ing that capenter runs as
+ * false; no such gate is left since `ReservedCapacity` is implemented) and refused otherwise.
  * @throws Error naming the malformed entry, the gate that is not implemented, or the unknown gate and the closest
  * known name.
  */
@@ -134,7 +139,7 @@ export function parseFeatureGates(
 
 /**
  * An upstream gate capenter does not implement: `false` is what capenter does and is accepted; `true` is accepted
- * with a warning when it is upstream's default (`ReservedCapacity`), so upstream's default string loads.
+ * with a warning when it is upstream's default, so upstream's default string loads.
  * @throws Error for `true` otherwise.
  */
 function checkUnimplementedGate(name: string, value: boolean, warn: (message: string) => void): void {

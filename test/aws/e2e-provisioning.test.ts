@@ -5,7 +5,11 @@
  * collection of leaked instances and of NodeClaims whose instance is gone. Prints the time from 200 pending pods
  * to all Running.
  */
-import { RunInstancesCommand, TerminateInstancesCommand } from '@aws-sdk/client-ec2';
+import {
+  CreateCapacityReservationCommand,
+  RunInstancesCommand,
+  TerminateInstancesCommand,
+} from '@aws-sdk/client-ec2';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { KubeObject } from '../../src/apis/core.ts';
 import type { NodeClaim, NodePool } from '../../src/apis/karpenter.ts';
@@ -137,6 +141,58 @@ describe('aws provider end to end (embedded cluster + moto)', () => {
     await expectOneInstancePerNodeClaim(e, claims);
     expect((await e.instances(true)).length).toBe(1);
   }, 180_000);
+
+  it('a targeted capacity reservation: 2 of 3 NodeClaims launch reserved into it, the third falls back to on-demand (issue 28)', async () => {
+    e = await startAwsE2E(emu);
+    const cr = await e.clients.ec2.send(
+      new CreateCapacityReservationCommand({
+        InstanceType: 'm5.large',
+        InstancePlatform: 'Linux/UNIX',
+        AvailabilityZone: `${emu.region}a`,
+        InstanceCount: 2,
+        InstanceMatchCriteria: 'targeted',
+        TagSpecifications: [
+          { ResourceType: 'capacity-reservation', Tags: [{ Key: 'team', Value: e.clusterName }] },
+        ],
+      }),
+    );
+    const id = cr.CapacityReservation!.CapacityReservationId!;
+    const yaml = awsNodePoolYaml(e, {
+      capacityTypes: ['reserved', 'on-demand'],
+      extraRequirements:
+        '        - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large]}\n',
+    }).replace(
+      '  securityGroupSelectorTerms:',
+      `  capacityReservationSelectorTerms: [{tags: {team: ${e.clusterName}}}]\n  securityGroupSelectorTerms:`,
+    );
+    await e.env.apply(yaml);
+    await nodeClassReady(e);
+    const cls = (await e.env.client.get('EC2NodeClass', 'default')) as {
+      status?: { capacityReservations?: Array<{ id: string }> };
+    };
+    expect(cls.status?.capacityReservations?.map((r) => r.id)).toEqual([id]);
+    // 1500m each: one pod per m5.large
+    await e.env.apply(deploymentYaml('reserved', 3, '1500m', '1Gi'));
+    const claims = await settled(e, 3);
+    const got = claims
+      .map((nc) => [
+        nc.metadata.labels?.['node.kubernetes.io/instance-type'],
+        nc.metadata.labels?.['karpenter.sh/capacity-type'],
+        nc.metadata.labels?.['karpenter.k8s.aws/capacity-reservation-id'],
+      ])
+      .sort((a, b) => String(a[1]).localeCompare(String(b[1])));
+    expect(got).toEqual([
+      ['m5.large', 'on-demand', undefined],
+      ['m5.large', 'reserved', id],
+      ['m5.large', 'reserved', id],
+    ]);
+    const reservedZones = claims
+      .filter((nc) => nc.metadata.labels?.['karpenter.sh/capacity-type'] === 'reserved')
+      .map((nc) => nc.metadata.labels?.['topology.kubernetes.io/zone']);
+    expect(reservedZones).toEqual([`${emu.region}a`, `${emu.region}a`]);
+    expect(emu.proxy.reservations.get(id)?.availableInstanceCount).toBe(0);
+    await expectOneInstancePerNodeClaim(e, claims);
+  });
 
   it('an EC2NodeClass selecting no subnets: SubnetsReady=False with the reason, nothing launched', async () => {
     e = await startAwsE2E(emu);

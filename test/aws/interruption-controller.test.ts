@@ -25,6 +25,7 @@ let sqs: SQSClient;
 let queueURL: string;
 let controller: InterruptionController;
 let marked: Array<[string, string, CapacityType]>;
+let markedReservations: string[];
 
 beforeAll(async () => {
   [moto, env] = await Promise.all([startMoto(), startTestEnv()]);
@@ -38,6 +39,7 @@ afterAll(async () => {
 beforeEach(async () => {
   queueURL = await interruptionQueue(moto, 'capenter-interruption');
   marked = [];
+  markedReservations = [];
   controller = new InterruptionController({
     client: env.client,
     sqs,
@@ -46,7 +48,10 @@ beforeEach(async () => {
     logger: silentLogger(),
     recorder: env.recorder,
     registry: env.registry,
-    unavailableOfferings: { markUnavailable: (t, z, c) => marked.push([t, z, c]) },
+    unavailableOfferings: {
+      markUnavailable: (t, z, c) => marked.push([t, z, c]),
+      capacityReservations: { markUnavailable: (id) => markedReservations.push(id) },
+    },
     waitTimeSeconds: 1,
   });
 });
@@ -66,9 +71,16 @@ afterEach(async () => {
 });
 
 /** A launched NodeClaim (with the termination finalizer) and its Node, for instance `id` in `zone`. */
-async function launched(name: string, id: string, capacityType = 'spot', zone = 'us-west-2a'): Promise<void> {
+async function launched(
+  name: string,
+  id: string,
+  capacityType = 'spot',
+  zone = 'us-west-2a',
+  extra: Record<string, string> = {},
+): Promise<void> {
   const providerID = `aws:///${zone}/${id}`;
   const labels = {
+    ...extra,
     'karpenter.sh/nodepool': 'default',
     'karpenter.sh/capacity-type': capacityType,
     'node.kubernetes.io/instance-type': 'm5.large',
@@ -200,6 +212,34 @@ describe('interruption controller (EventBridge → SQS → controller)', () => {
       await env.metric('karpenter_interruption_received_messages_total', { message_type: 'no_op' }),
     ).toBe(1);
     expect(await env.metric('karpenter_interruption_deleted_messages_total', {})).toBe(7); // 1 from the first test
+  });
+
+  it('capacity_reservation_interrupted: the interruptible reservation marked full, NodeClaim deleted, Events (issue 28)', async () => {
+    await launched('cr-a', 'i-0cr1', 'reserved', 'us-west-2a', {
+      'karpenter.k8s.aws/capacity-reservation-id': 'cr-0123456789abcdef0',
+      'karpenter.k8s.aws/capacity-reservation-interruptible': 'true',
+    });
+    await putEvent(moto, 'aws.ec2', 'EC2 Capacity Reservation Instance Interruption Warning', {
+      'instance-id': 'i-0cr1',
+      'instance-action': 'terminate',
+    });
+    expect(await pollFor(1)).toEqual({ received: 1, deleted: 1, nodeClaims: ['cr-a'] });
+    expect((await env.client.get('NodeClaim', 'cr-a')).metadata.deletionTimestamp).toBeDefined();
+    expect(markedReservations).toEqual(['cr-0123456789abcdef0']);
+    expect(marked).toEqual([]);
+    expect(await reasons('cr-a')).toEqual(
+      expect.arrayContaining([
+        'Warning/CapacityReservationInstanceInterrupted',
+        'Warning/TerminatingOnInterruption',
+      ]),
+    );
+    expect(
+      await env.metric('karpenter_nodeclaims_disrupted_total', {
+        reason: 'capacity_reservation_interrupted',
+        nodepool: 'default',
+        capacity_type: 'reserved',
+      }),
+    ).toBe(1);
   });
 
   it('runs as a loop until stopped; a missing queue is an error naming --interruption-queue', async () => {

@@ -4,6 +4,8 @@
  * what matched nothing; the finalizer waits for the class's NodeClaims, then deletes its instance profiles.
  */
 import {
+  CancelCapacityReservationCommand,
+  CreateCapacityReservationCommand,
   CreateSecurityGroupCommand,
   CreateSubnetCommand,
   CreateTagsCommand,
@@ -20,10 +22,22 @@ import {
 import { PutParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { EC2NodeClass, NodeClaim } from '../../src/apis/karpenter.ts';
+
+import {
+  expireCapacityBlockNodeClaims,
+  syncReservedCapacityTypes,
+} from '../../src/cloudprovider/aws/controllers/capacityreservation.ts';
 import { EC2NodeClassController } from '../../src/cloudprovider/aws/controllers/nodeclass.ts';
+import { resolveCapacityReservations } from '../../src/cloudprovider/aws/nodeclass/capacityreservations.ts';
 import type { EC2NodeClassStatus } from '../../src/cloudprovider/aws/nodeclass/types.ts';
 import { ec2NodeClassHash } from '../../src/cloudprovider/aws/nodeclass-hash.ts';
 import { staticFieldsDrifted } from '../../src/cloudprovider/aws/provider.ts';
+import {
+  awsNodeClaim,
+  awsTestProvider,
+  createTestNetwork,
+  testNodeClass,
+} from '../../src/cloudprovider/aws/testing.ts';
 import { startTestEnv, type TestEnv } from '../../src/controllers/nodeclaim/testing.ts';
 import { silentLogger } from '../../src/kube/logger.ts';
 import { prepareEmulator } from '../../src/sim/aws/emulator.ts';
@@ -208,6 +222,7 @@ describe('EC2NodeClass controller', () => {
       'SecurityGroupsReady',
       'AMIsReady',
       'InstanceProfileReady',
+      'CapacityReservationsReady',
       'ValidationSucceeded',
       'Ready',
     ])
@@ -488,5 +503,238 @@ describe('switch from upstream Karpenter', () => {
     expect(staticFieldsDrifted(await getClaim('v4-b'), c4b)).toBe(true);
     expect(staticFieldsDrifted(await getClaim('v5-a'), c5b)).toBe(false);
     expect(c5b.metadata.annotations).toEqual(stampedBy('13268795794593449862', 'v5'));
+  });
+});
+
+/** A reservation in the emulator (the proxy's; moto has none); returns its ID. */
+async function reserve(
+  instanceType: string,
+  zone: string,
+  count: number,
+  tags: Record<string, string> = {},
+  match: 'open' | 'targeted' = 'targeted',
+): Promise<string> {
+  const out = await ec2.send(
+    new CreateCapacityReservationCommand({
+      InstanceType: instanceType,
+      InstancePlatform: 'Linux/UNIX',
+      AvailabilityZone: zone,
+      InstanceCount: count,
+      InstanceMatchCriteria: match,
+      TagSpecifications: [
+        {
+          ResourceType: 'capacity-reservation',
+          Tags: Object.entries(tags).map(([Key, Value]) => ({ Key, Value })),
+        },
+      ],
+    }),
+  );
+  return out.CapacityReservation?.CapacityReservationId as string;
+}
+
+describe('EC2NodeClass controller: capacity reservations (issue 28)', () => {
+  async function ready(): Promise<{ amd64: string; arm64: string }> {
+    await network();
+    const amis = await tagImages();
+    await iam.send(
+      new CreateRoleCommand({ RoleName: 'KarpenterNodeRole-test', AssumeRolePolicyDocument: '{}' }),
+    );
+    return amis;
+  }
+  const terms = (t: unknown[]) => ({ capacityReservationSelectorTerms: t }) as Partial<EC2NodeClass['spec']>;
+
+  it('resolves id and tag terms into status.capacityReservations (sorted by ID); CapacityReservationsReady', async () => {
+    await ready();
+    const ml = await reserve('m5.large', `${moto.region}a`, 2, { team: 'ml' });
+    const open = await reserve('c5.large', `${moto.region}b`, 1, {}, 'open');
+    await reserve('m5.xlarge', `${moto.region}a`, 1, { team: 'web' });
+    await env.client.create(nodeClass('default', terms([{ tags: { team: 'ml' } }, { id: open }])));
+    await controller.reconcile('default');
+    const { st } = await statusOf('default');
+    expect(st.capacityReservations).toEqual(
+      [
+        {
+          id: ml,
+          instanceType: 'm5.large',
+          availabilityZone: `${moto.region}a`,
+          ownerID: '123456789012',
+          instanceMatchCriteria: 'targeted',
+          reservationType: 'default',
+          state: 'active',
+        },
+        {
+          id: open,
+          instanceType: 'c5.large',
+          availabilityZone: `${moto.region}b`,
+          ownerID: '123456789012',
+          instanceMatchCriteria: 'open',
+          reservationType: 'default',
+          state: 'active',
+        },
+      ].sort((a, b) => (a.id < b.id ? -1 : 1)),
+    );
+    expect(cond(st, 'CapacityReservationsReady')?.status).toBe('True');
+    expect(cond(st, 'Ready')?.status).toBe('True');
+  });
+
+  it('a term that matches nothing: CapacityReservationsReady=False naming the term and the fix; not Ready', async () => {
+    await ready();
+    await reserve('m5.large', `${moto.region}a`, 2, { team: 'ml' });
+    await env.client.create(
+      nodeClass('default', terms([{ tags: { team: 'ml' } }, { id: 'cr-0123456789abcdef0' }])),
+    );
+    await controller.reconcile('default');
+    const { st } = await statusOf('default');
+    expect(cond(st, 'CapacityReservationsReady')).toMatchObject({
+      status: 'False',
+      reason: 'CapacityReservationsNotFound',
+      message:
+        'EC2NodeClass default: spec.capacityReservationSelectorTerms[1] {"id":"cr-0123456789abcdef0"} matched no ' +
+        'active capacity reservation; fix the id, tags or ownerID (the reservation must be active and in this ' +
+        'region), or remove the term',
+    });
+    expect(cond(st, 'Ready')?.status).toBe('False');
+    // the term that matched is still resolved
+    expect(st.capacityReservations?.map((r) => r.instanceType)).toEqual(['m5.large']);
+  });
+
+  it('a reservation the class cannot launch into (its zone, its architecture) is CapacityReservationIncompatible', async () => {
+    const amis = await ready();
+    const zoneC = await reserve('m5.large', `${moto.region}c`, 1, { team: 'c' });
+    await env.client.create(nodeClass('default', terms([{ tags: { team: 'c' } }])));
+    await controller.reconcile('default');
+    let { st } = await statusOf('default');
+    expect(cond(st, 'CapacityReservationsReady')).toMatchObject({
+      status: 'False',
+      reason: 'CapacityReservationIncompatible',
+      message:
+        `EC2NodeClass default: capacity reservation ${zoneC} (m5.large in ${moto.region}c, selected by ` +
+        `spec.capacityReservationSelectorTerms) is in a zone none of the class's subnets is in ` +
+        `(${moto.region}a, ${moto.region}b); add a subnet in ${moto.region}c to spec.subnetSelectorTerms or ` +
+        'narrow the reservation terms',
+    });
+    expect(cond(st, 'Ready')?.status).toBe('False');
+    // an arm64 reservation for a class whose only AMI is amd64
+    const graviton = await reserve('m6g.large', `${moto.region}a`, 1, { team: 'arm' });
+    await env.client.create(
+      nodeClass('amd', { ...terms([{ tags: { team: 'arm' } }]), amiSelectorTerms: [{ id: amis.amd64 }] }),
+    );
+    await controller.reconcile('amd');
+    ({ st } = await statusOf('amd'));
+    expect(cond(st, 'CapacityReservationsReady')).toMatchObject({
+      status: 'False',
+      reason: 'CapacityReservationIncompatible',
+      message:
+        `EC2NodeClass amd: capacity reservation ${graviton} (m6g.large in ${moto.region}a, selected by ` +
+        'spec.capacityReservationSelectorTerms) is arm64, but no AMI in status.amis serves arm64; add an arm64 AMI ' +
+        'to spec.amiSelectorTerms or select a reservation of an instance type the AMIs serve',
+    });
+  });
+});
+
+describe('capacityreservation.expiration (issue 28)', () => {
+  it('deletes the NodeClaims of a capacity block 40 minutes before it ends, not those of an ODCR', async () => {
+    const end = env.clock.now() + 2 * 3600_000;
+    const block = moto.proxy.reservations.add({
+      region: moto.region,
+      instanceType: 'p5.48xlarge',
+      availabilityZone: `${moto.region}a`,
+      totalInstanceCount: 1,
+      reservationType: 'capacity-block',
+      endDate: end,
+    });
+    const odcr = await reserve('m5.large', `${moto.region}a`, 1);
+    for (const [name, id] of [
+      ['nc-block', block.id],
+      ['nc-odcr', odcr],
+    ] as const) {
+      await env.client.create({
+        apiVersion: 'karpenter.sh/v1',
+        kind: 'NodeClaim',
+        metadata: {
+          name,
+          finalizers: ['karpenter.sh/termination'],
+          labels: { 'karpenter.k8s.aws/capacity-reservation-id': id },
+        },
+        spec: {
+          nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' },
+          requirements: [],
+        },
+      });
+    }
+    const deps = { client: env.client, ec2, clock: env.clock, logger: silentLogger() };
+    expect(await expireCapacityBlockNodeClaims(deps)).toEqual([]);
+    env.clock.advance(2 * 3600_000 - 40 * 60_000 - 1000);
+    expect(await expireCapacityBlockNodeClaims(deps)).toEqual([]);
+    env.clock.advance(1000);
+    expect(await expireCapacityBlockNodeClaims(deps)).toEqual(['nc-block']);
+    const gone = await env.client.get('NodeClaim', 'nc-block');
+    expect(gone.metadata.deletionTimestamp).toBeDefined();
+    expect((await env.client.get('NodeClaim', 'nc-odcr')).metadata.deletionTimestamp).toBeUndefined();
+    // a deleting NodeClaim is not deleted again
+    expect(await expireCapacityBlockNodeClaims(deps)).toEqual([]);
+  });
+});
+
+describe('capacityreservation.capacitytype (issue 28)', () => {
+  it('a reserved NodeClaim and Node whose reservation was cancelled become on-demand, without reservation labels', async () => {
+    const nodeClasses = new Map<string, EC2NodeClass>();
+    const t = awsTestProvider(moto.clientConfig, nodeClasses);
+    const net = await createTestNetwork(t.clients.ec2, t.clients.iam, [`${moto.region}a`, `${moto.region}b`]);
+    const id = await reserve('m5.large', `${moto.region}a`, 1, { team: 'ml' });
+    const cls = testNodeClass('default', net, {
+      capacityReservationSelectorTerms: [{ tags: { team: 'ml' } }],
+    } as Partial<EC2NodeClass['spec']>);
+    nodeClasses.set('default', cls);
+    const r = await resolveCapacityReservations(t.clients.ec2, cls, t.clock);
+    (cls.status as EC2NodeClassStatus).capacityReservations = r.reservations;
+    t.provider.capacityReservations.sync(r.available);
+    const launched = await t.provider.create(
+      awsNodeClaim('nc-r', [
+        { key: 'node.kubernetes.io/instance-type', operator: 'In', values: ['m5.large'] },
+        { key: 'karpenter.sh/capacity-type', operator: 'In', values: ['reserved', 'on-demand'] },
+      ]),
+    );
+    const labels = launched.metadata.labels ?? {};
+    expect([
+      labels['karpenter.sh/capacity-type'],
+      labels['karpenter.k8s.aws/capacity-reservation-id'],
+    ]).toEqual(['reserved', id]);
+    const providerID = launched.status!.providerID!;
+    await env.client.create({ ...launched, metadata: { name: 'nc-r', labels }, status: {} });
+    await env.client.patchStatus(
+      'NodeClaim',
+      'nc-r',
+      undefined,
+      { status: { providerID } },
+      { type: 'merge' },
+    );
+    await env.client.create({
+      apiVersion: 'v1',
+      kind: 'Node',
+      metadata: { name: 'ip-r', labels: { ...labels, 'karpenter.sh/registered': 'true' } },
+      spec: { providerID },
+    });
+    expect(await syncReservedCapacityTypes(env.client, await t.provider.list())).toEqual([]);
+    await ec2.send(new CancelCapacityReservationCommand({ CapacityReservationId: id }));
+    expect(await syncReservedCapacityTypes(env.client, await t.provider.list())).toEqual([
+      'Node/ip-r',
+      'NodeClaim/nc-r',
+    ]);
+    for (const [kind, name] of [
+      ['NodeClaim', 'nc-r'],
+      ['Node', 'ip-r'],
+    ] as const) {
+      const l = (await env.client.get(kind, name)).metadata.labels ?? {};
+      expect([
+        l['karpenter.sh/capacity-type'],
+        l['karpenter.k8s.aws/capacity-reservation-id'],
+        l['karpenter.k8s.aws/capacity-reservation-type'],
+        l['karpenter.k8s.aws/capacity-reservation-interruptible'],
+        l['node.kubernetes.io/instance-type'],
+      ]).toEqual(['on-demand', undefined, undefined, undefined, 'm5.large']);
+    }
+    expect(await syncReservedCapacityTypes(env.client, await t.provider.list())).toEqual([]);
+    t.clients.destroy();
   });
 });

@@ -15,6 +15,11 @@ import {
   type InstanceTypeInfo,
 } from '@aws-sdk/client-ec2';
 import type { EC2NodeClass } from '../../apis/karpenter.ts';
+import {
+  LabelCapacityReservationID,
+  LabelCapacityReservationInterruptible,
+  LabelCapacityReservationType,
+} from '../../apis/labels.ts';
 import type { NowClock, UnavailableOfferings } from '../offerings.ts';
 import type { CapacityType, InstanceType, Offering } from '../types.ts';
 import { loadCatalogData } from './catalog/data.ts';
@@ -28,6 +33,10 @@ import {
   regionZones,
   resolveAMIFamily,
 } from './catalog/index.ts';
+import type {
+  CapacityReservationAvailability,
+  CapacityReservationStatus,
+} from './nodeclass/capacityreservations.ts';
 import { ec2NodeClassStatus } from './nodeclass/types.ts';
 import type { AwsPricing } from './pricing.ts';
 import { withThrottleRetry } from './retry.ts';
@@ -132,6 +141,11 @@ export interface AwsInstanceTypesDeps {
   embeddedOnly?: boolean;
   vmMemoryOverheadPercent?: number;
   reservedENIs?: number;
+  /**
+   * Free counts of capacity reservations; with it, each `status.capacityReservations[]` entry of a class becomes a
+   * `reserved` offering (the `ReservedCapacity` feature gate). Without it no reserved offering is listed.
+   */
+  reservations?: CapacityReservationAvailability;
   /** Seconds between refreshes of the specs and zones, default 3600 (upstream refreshes them in a controller). */
   refreshSeconds?: number;
   onError?: (err: unknown, context: string) => void;
@@ -309,6 +323,53 @@ export class AwsInstanceTypes {
       types.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
       this.memo.set(memoKey, { key, types });
     }
-    return this.deps.unavailable.apply(types);
+    return this.deps.unavailable.apply(this.withReservedOfferings(types, nodeClass, allowedZones));
+  }
+
+  /**
+   * `types` with one `reserved` offering per `status.capacityReservations[]` entry of the class on its instance
+   * type (upstream `ReservedCapacityResolver`): priced at the type's on-demand price / 10,000,000 (so a reservation
+   * is all but free and still ordered by size for consolidation; 0 without an on-demand price), labelled with the
+   * reservation's ID, type and interruptibility, available while the reservation has room, is in one of the
+   * class's zones and is not `expiring`. Types without a reservation are returned as they are.
+   */
+  private withReservedOfferings(
+    types: InstanceType[],
+    nodeClass: EC2NodeClass | undefined,
+    allowedZones: ReadonlySet<string> | undefined,
+  ): InstanceType[] {
+    const avail = this.deps.reservations;
+    const crs = nodeClass
+      ? ((ec2NodeClassStatus(nodeClass).capacityReservations ?? []) as CapacityReservationStatus[])
+      : [];
+    if (!avail || crs.length === 0) return types;
+    const byType = new Map<string, CapacityReservationStatus[]>();
+    for (const cr of crs) byType.set(cr.instanceType, [...(byType.get(cr.instanceType) ?? []), cr]);
+    return types.map((it) => {
+      const mine = byType.get(it.name);
+      if (!mine) return it;
+      const od = this.deps.pricing.price(it.name, mine[0]!.availabilityZone, 'on-demand');
+      const reserved: Offering[] = mine.map((cr) => {
+        const capacity = avail.available(cr.id);
+        return {
+          zone: cr.availabilityZone,
+          capacityType: 'reserved' as CapacityType,
+          priceUSDPerHour: od ? od.priceUSDPerHour / 10_000_000 : 0,
+          available:
+            capacity > 0 &&
+            cr.state !== 'expiring' &&
+            (!allowedZones || allowedZones.has(cr.availabilityZone)),
+          priceSource: od?.priceSource ?? 'provider',
+          reservationID: cr.id,
+          reservationCapacity: capacity,
+          labels: {
+            [LabelCapacityReservationID]: cr.id,
+            [LabelCapacityReservationType]: cr.reservationType,
+            [LabelCapacityReservationInterruptible]: String(cr.interruptible === true),
+          },
+        };
+      });
+      return { ...it, offerings: [...it.offerings, ...reserved] };
+    });
   }
 }

@@ -45,6 +45,12 @@ export interface LaunchTemplateOptions {
   detailedMonitoring?: boolean;
   /** Tags for the template and (via the template) the volumes and network interfaces. */
   tags: Record<string, string>;
+  /**
+   * A template for launches into one capacity reservation (upstream `LaunchModeTargeted` with capacity type
+   * `reserved`): `CapacityReservationSpecification` `capacity-reservations-only` targeting `id`, and the market type
+   * `capacity-block` (a capacity block) or `interruptible-capacity-reservation` (an interruptible reservation).
+   */
+  capacityReservation?: { id: string; type: 'default' | 'capacity-block'; interruptible?: boolean };
 }
 
 /** A launch template that exists in EC2. */
@@ -254,6 +260,19 @@ export class LaunchTemplates {
       ...(o.blockDeviceMappings.length > 0 ? { BlockDeviceMappings: o.blockDeviceMappings } : {}),
       MetadataOptions: o.metadataOptions,
       Monitoring: { Enabled: o.detailedMonitoring ?? false },
+      ...(o.capacityReservation
+        ? {
+            CapacityReservationSpecification: {
+              CapacityReservationPreference: 'capacity-reservations-only',
+              CapacityReservationTarget: { CapacityReservationId: o.capacityReservation.id },
+            },
+            ...(o.capacityReservation.type === 'capacity-block'
+              ? { InstanceMarketOptions: { MarketType: 'capacity-block' } }
+              : o.capacityReservation.interruptible
+                ? { InstanceMarketOptions: { MarketType: 'interruptible-capacity-reservation' } }
+                : {}),
+          }
+        : {}),
       TagSpecifications: [
         { ResourceType: 'volume', Tags: tags },
         { ResourceType: 'network-interface', Tags: tags },

@@ -20,9 +20,19 @@
  *    plus the class's tags.
  * 5. Fleet `Errors[]` with capacity codes mark those offerings unavailable (3 minutes); when no instance came back
  *    the launch is retried without them (e.g. spot → on-demand), and `InsufficientCapacityError` when none is left.
+ * 6. Capacity reservations (`ReservedCapacity` gate, upstream default on): `reserved` offerings (one per
+ *    `status.capacityReservations[]` entry, priced on-demand / 10,000,000) come first. A reserved launch keeps one
+ *    reservation per type × zone (the one with the most room, upstream `ReservedOfferingFilter`) of one reservation
+ *    kind (ODCR, then capacity block, then interruptible ODCR: `CapacityReservationTypeFilter`), and gives each
+ *    reservation its own launch template (`capacity-reservations-only` targeting it; market type `capacity-block` /
+ *    `interruptible-capacity-reservation`), fleet target `on-demand` (`capacity-block` for blocks). A launch counts
+ *    against the reservation's free instances; `ReservationCapacityExceeded` empties it until the next describe,
+ *    and the launch falls back to spot/on-demand. The NodeClaim carries `karpenter.k8s.aws/capacity-reservation-id`,
+ *    `-type` and `-interruptible`.
  *
  * Get/List/Delete go through batched DescribeInstances/TerminateInstances; instances that are shutting down or
- * terminated count as gone. Drift: `AMIDrift`, `SubnetDrift`, `SecurityGroupDrift`, `NodeClassDrift` (static hash).
+ * terminated count as gone. Drift: `AMIDrift`, `SubnetDrift`, `SecurityGroupDrift`, `CapacityReservationDrift`,
+ * `NodeClassDrift` (static hash).
  */
 import type {
   _InstanceType,
@@ -36,6 +46,9 @@ import type { NodeSelectorRequirement, Taint } from '../../apis/core.ts';
 import type { EC2NodeClass, NodeClaim, NodePool } from '../../apis/karpenter.ts';
 import {
   AnnotationPriceOverlayApplied,
+  LabelCapacityReservationID,
+  LabelCapacityReservationInterruptible,
+  LabelCapacityReservationType,
   LabelCapacityType,
   LabelEC2NodeClass,
   LabelInstanceType,
@@ -71,7 +84,16 @@ import type { AwsClients } from './clients.ts';
 import { type ClusterInfo, discoverCluster } from './cluster.ts';
 import { Instances } from './instances.ts';
 import { AwsInstanceTypes, type InstanceTypeInventory } from './instancetypes.ts';
-import { blockDeviceMappings, LaunchTemplates, metadataOptions } from './launchtemplates.ts';
+import {
+  blockDeviceMappings,
+  type LaunchTemplateOptions,
+  LaunchTemplates,
+  metadataOptions,
+} from './launchtemplates.ts';
+import {
+  CapacityReservationAvailability,
+  type CapacityReservationStatus,
+} from './nodeclass/capacityreservations.ts';
 import {
   type AMIStatus,
   ec2NodeClassNotReadyReason,
@@ -123,6 +145,7 @@ export const DriftAMI = 'AMIDrift';
 export const DriftSubnet = 'SubnetDrift';
 export const DriftSecurityGroup = 'SecurityGroupDrift';
 export const DriftNodeClass = 'NodeClassDrift';
+export const DriftCapacityReservation = 'CapacityReservationDrift';
 
 /** Constructor dependencies of {@link AwsCloudProvider}. */
 export interface AwsCloudProviderDeps {
@@ -141,6 +164,8 @@ export interface AwsCloudProviderDeps {
   kubeconfigCABundle?: string;
   /** Called for problems the provider works around (never with user data or credentials). */
   onError?: (err: unknown, context: string) => void;
+  /** The `ReservedCapacity` feature gate (default true, as upstream): list and launch `reserved` offerings. */
+  reservedCapacity?: boolean;
   /**
    * Price tables and instance-type inventory already fetched for this region (tests and benchmarks share them
    * between providers; they do not depend on the account's resources).
@@ -363,7 +388,7 @@ function fleetOverrides(
 
 /**
  * An instant fleet of one instance of `capacityType` (spot: price-capacity-optimized; else on-demand,
- * lowest-price; with `overlay`, a NodeOverlay-priced NodeClaim: capacity-optimized-prioritized / prioritized, as
+ * lowest-price; reserved in a capacity block (`capacityBlock`): target capacity type `capacity-block`; with `overlay`, a NodeOverlay-priced NodeClaim: capacity-optimized-prioritized / prioritized, as
  * upstream `WithOverlay`) over `configs`, with `tags` on the instance, its volumes and the fleet.
  */
 function fleetRequest(
@@ -371,13 +396,19 @@ function fleetRequest(
   configs: FleetLaunchTemplateConfigRequest[],
   tags: Record<string, string>,
   overlay = false,
+  capacityBlock = false,
 ): CreateFleetCommandInput {
   const tagList = Object.entries(tags).map(([Key, Value]) => ({ Key, Value }));
   return {
     Type: 'instant',
     TargetCapacitySpecification: {
       TotalTargetCapacity: 1,
-      DefaultTargetCapacityType: capacityType === 'spot' ? 'spot' : 'on-demand',
+      DefaultTargetCapacityType:
+        capacityType === 'spot'
+          ? 'spot'
+          : capacityType === 'reserved' && capacityBlock
+            ? 'capacity-block'
+            : 'on-demand',
     },
     ...(capacityType === 'spot'
       ? {
@@ -395,6 +426,66 @@ function fleetRequest(
   };
 }
 
+/**
+ * The `karpenter.k8s.aws/capacity-reservation-*` labels of an instance in reservation `id`: its type and
+ * interruptibility from the class's `status.capacityReservations` entry, else from the instance's lifecycle.
+ */
+function reservationLabels(
+  id: string,
+  inst: Instance,
+  nodeClass: EC2NodeClass | undefined,
+): Record<string, string> {
+  const cr = ((nodeClass ? ec2NodeClassStatus(nodeClass).capacityReservations : undefined) ?? []).find(
+    (r: CapacityReservationStatus) => r.id === id,
+  );
+  const lifecycle = inst.InstanceLifecycle as string | undefined;
+  return {
+    [LabelCapacityReservationID]: id,
+    [LabelCapacityReservationType]:
+      cr?.reservationType ?? (lifecycle === 'capacity-block' ? 'capacity-block' : 'default'),
+    [LabelCapacityReservationInterruptible]: String(
+      cr?.interruptible ?? lifecycle === 'interruptible-capacity-reservation',
+    ),
+  };
+}
+
+/** Order of the reservation kinds when their cheapest offerings cost the same (upstream `CapacityReservationTypeFilter`). */
+function reservationKind(o: Offering): { key: string; rank: number } {
+  const type = o.labels?.[LabelCapacityReservationType] ?? 'default';
+  const interruptible = o.labels?.[LabelCapacityReservationInterruptible] === 'true';
+  const key = `${type}/${interruptible}`;
+  return { key, rank: type === 'capacity-block' ? 1 : interruptible ? 2 : 0 };
+}
+
+/**
+ * The reserved candidates one CreateFleet can take (upstream `CapacityReservationTypeFilter` then
+ * `ReservedOfferingFilter`): the offerings of one reservation kind (the one with the cheapest offering; ties: ODCR,
+ * capacity block, interruptible ODCR), and per instance type and zone the reservation with the most room.
+ */
+function reservedCandidates(candidates: readonly Candidate[]): Candidate[] {
+  let best: { key: string; rank: number; price: number } | undefined;
+  for (const c of candidates) {
+    for (const o of c.offerings) {
+      const k = reservationKind(o);
+      if (!best || o.priceUSDPerHour < best.price || (o.priceUSDPerHour === best.price && k.rank < best.rank))
+        best = { ...k, price: o.priceUSDPerHour };
+    }
+  }
+  const out: Candidate[] = [];
+  for (const c of candidates) {
+    const perZone = new Map<string, Offering>();
+    for (const o of c.offerings) {
+      if (reservationKind(o).key !== best?.key) continue;
+      const cur = perZone.get(o.zone);
+      if (!cur || (o.reservationCapacity ?? 0) > (cur.reservationCapacity ?? 0)) perZone.set(o.zone, o);
+    }
+    if (perZone.size === 0) continue;
+    const offerings = [...perZone.values()];
+    out.push({ it: c.it, offerings, price: Math.min(...offerings.map((o) => o.priceUSDPerHour)) });
+  }
+  return out;
+}
+
 /** The aws CloudProvider. Extra hooks: {@link markUnavailable}, {@link deleteLaunchTemplates}, {@link garbageCollectLaunchTemplates}. */
 export class AwsCloudProvider implements CloudProvider {
   readonly name = 'aws';
@@ -403,6 +494,10 @@ export class AwsCloudProvider implements CloudProvider {
   readonly launchTemplates: LaunchTemplates;
   readonly pricing: AwsPricing;
   readonly instanceTypeProvider: AwsInstanceTypes;
+  /** Free instances per capacity reservation (synced by the EC2NodeClass controller, spent by launches). */
+  readonly capacityReservations = new CapacityReservationAvailability();
+  /** The `ReservedCapacity` feature gate. */
+  readonly reservedCapacity: boolean;
   private readonly ice: UnavailableOfferings;
   private clusterInfo: Promise<ClusterInfo> | undefined;
 
@@ -419,6 +514,7 @@ export class AwsCloudProvider implements CloudProvider {
       throw new Error('aws cloud provider: the cluster name is required (CLUSTER_NAME or --cluster-name)');
     }
     this.region = region;
+    this.reservedCapacity = deps.reservedCapacity !== false;
     this.ice = deps.unavailableOfferings ?? new UnavailableOfferings({ clock: deps.clock });
     this.instances = new Instances(deps.clients.ec2);
     this.launchTemplates = new LaunchTemplates({
@@ -445,6 +541,7 @@ export class AwsCloudProvider implements CloudProvider {
       unavailable: this.ice,
       vmMemoryOverheadPercent: deps.settings.vmMemoryOverheadPercent,
       reservedENIs: deps.settings.reservedENIs,
+      ...(this.reservedCapacity ? { reservations: this.capacityReservations } : {}),
       ...(onError ? { onError } : {}),
     });
     if (deps.shared?.inventory) this.instanceTypeProvider.seed(deps.shared.inventory);
@@ -554,13 +651,18 @@ export class AwsCloudProvider implements CloudProvider {
         sgs,
       );
       const result = await this.runFleet(input.request, name);
-      const iced = this.markFleetErrors(result.errors, capacityType, subnets);
+      const iced = this.markFleetErrors(result.errors, capacityType, subnets, candidates);
       tried.push(...iced);
       if (result.instance) {
         const inst = result.instance;
         const zone =
           inst.zone ?? subnets.find((s) => s.id === inst.subnetId)?.zone ?? candidates[0]!.offerings[0]!.zone;
-        return this.launchedFleetInstance(nodeClaim, nodeClass, types, inst, zone, input.amiFor);
+        const reserved =
+          capacityType === 'reserved'
+            ? candidates.find((c) => c.it.name === inst.instanceType)?.offerings.find((o) => o.zone === zone)
+            : undefined;
+        if (reserved?.reservationID) this.capacityReservations.markLaunched(reserved.reservationID);
+        return this.launchedFleetInstance(nodeClaim, nodeClass, types, inst, zone, input.amiFor, reserved);
       }
       if (iced.length === 0) {
         const codes = [...new Set(result.errors.map((e) => `${e.ErrorCode}: ${e.ErrorMessage}`))].join('; ');
@@ -611,7 +713,8 @@ export class AwsCloudProvider implements CloudProvider {
 
   /**
    * The launched NodeClaim for the instance CreateFleet returned, in `zone`, with the offering of its type, zone
-   * and lifecycle (a zero-priced one when the type does not list it) and the AMI chosen for its type.
+   * and lifecycle (a zero-priced one when the type does not list it; `reserved`: the reservation's offering it was
+   * launched into) and the AMI chosen for its type.
    * @throws CreateError `LaunchFailed` when the type is not among `types`.
    */
   private launchedFleetInstance(
@@ -621,6 +724,7 @@ export class AwsCloudProvider implements CloudProvider {
     inst: NonNullable<FleetResult['instance']>,
     zone: string,
     amiFor: ReadonlyMap<string, string>,
+    reserved?: Offering,
   ): NodeClaim {
     const it = types.find((t) => t.name === inst.instanceType);
     if (!it) {
@@ -630,13 +734,14 @@ export class AwsCloudProvider implements CloudProvider {
       );
     }
     const ct: CapacityType = inst.lifecycle === 'spot' ? 'spot' : 'on-demand';
-    const offering = it.offerings.find((o) => o.zone === zone && o.capacityType === ct) ?? {
-      zone,
-      capacityType: ct,
-      priceUSDPerHour: 0,
-      available: true,
-      priceSource: 'provider' as const,
-    };
+    const offering = reserved ??
+      it.offerings.find((o) => o.zone === zone && o.capacityType === ct) ?? {
+        zone,
+        capacityType: ct,
+        priceUSDPerHour: 0,
+        available: true,
+        priceSource: 'provider' as const,
+      };
     return this.launched(nodeClaim, nodeClass, it, offering, inst.instanceId, amiFor.get(it.name));
   }
 
@@ -685,6 +790,8 @@ export class AwsCloudProvider implements CloudProvider {
       const perCT = new Map<CapacityType, Offering[]>();
       for (const o of it.offerings) {
         if (!o.available || this.ice.isUnavailable(it.name, o.zone, o.capacityType)) continue;
+        if (o.reservationID !== undefined && this.capacityReservations.available(o.reservationID) <= 0)
+          continue;
         if (!labelsSatisfy(reqs, offeringLabels(it, o))) continue;
         const list = perCT.get(o.capacityType) ?? [];
         list.push(o);
@@ -706,6 +813,7 @@ export class AwsCloudProvider implements CloudProvider {
           : undefined;
     if (!capacityType) return undefined;
     let candidates = byCT.get(capacityType)!;
+    if (capacityType === 'reserved') candidates = reservedCandidates(candidates);
     if (capacityType === 'spot' && byCT.has('on-demand')) {
       // Spot priced above the cheapest on-demand offering is not worth its interruptions (upstream filterUnwantedSpot).
       const cheapestOD = Math.min(...byCT.get('on-demand')!.map((c) => c.price));
@@ -718,11 +826,15 @@ export class AwsCloudProvider implements CloudProvider {
     return { capacityType, candidates: candidates.slice(0, MAX_INSTANCE_TYPES) };
   }
 
-  /** Marks the offerings of capacity errors unavailable; returns them. */
+  /**
+   * Marks the offerings of capacity errors unavailable (a reserved launch: their reservations, until the next
+   * describe, as upstream's `MarkUnavailable`; the ICE cache is left alone); returns them.
+   */
   private markFleetErrors(
     errors: CreateFleetError[],
     capacityType: CapacityType,
     subnets: SubnetStatus[],
+    candidates: readonly Candidate[],
   ): OfferingRef[] {
     const out: OfferingRef[] = [];
     for (const e of errors) {
@@ -731,6 +843,12 @@ export class AwsCloudProvider implements CloudProvider {
       const type = ov?.InstanceType;
       const zone = ov?.AvailabilityZone ?? subnets.find((s) => s.id === ov?.SubnetId)?.zone;
       if (!type || !zone) continue;
+      if (capacityType === 'reserved') {
+        const o = candidates.find((c) => c.it.name === type)?.offerings.find((x) => x.zone === zone);
+        if (o?.reservationID) this.capacityReservations.markUnavailable(o.reservationID);
+        out.push({ instanceType: type, zone, capacityType });
+        continue;
+      }
       const ct = (e.Lifecycle as CapacityType | undefined) ?? capacityType;
       this.ice.markUnavailable(type, zone, ct, e.ErrorCode);
       out.push({ instanceType: type, zone, capacityType: ct });
@@ -793,6 +911,26 @@ export class AwsCloudProvider implements CloudProvider {
       } catch (err) {
         throw new CreateError((err as Error).message, 'InvalidNodeClass', undefined, { cause: err });
       }
+      if (capacityType === 'reserved') {
+        // one launch template per reservation, one override each (upstream: a template per capacity reservation)
+        for (const c of g.candidates) {
+          for (const o of c.offerings) {
+            const subnet = subnetByZone.get(o.zone);
+            if (!subnet || !o.reservationID) continue;
+            const lt = await this.ensureLaunchTemplate(nodeClass, g.ami, userData, securityGroups, bdms, {
+              id: o.reservationID,
+              type:
+                o.labels?.[LabelCapacityReservationType] === 'capacity-block' ? 'capacity-block' : 'default',
+              interruptible: o.labels?.[LabelCapacityReservationInterruptible] === 'true',
+            });
+            configs.push({
+              LaunchTemplateSpecification: { LaunchTemplateName: lt.name, Version: '$Latest' },
+              Overrides: [{ InstanceType: c.it.name as _InstanceType, SubnetId: subnet }],
+            });
+          }
+        }
+        continue;
+      }
       const lt = await this.ensureLaunchTemplate(nodeClass, g.ami, userData, securityGroups, bdms);
       const overrides = fleetOverrides(g.candidates, subnetByZone, overlay);
       if (overrides.length === 0) continue;
@@ -801,16 +939,23 @@ export class AwsCloudProvider implements CloudProvider {
         Overrides: overrides,
       });
     }
-    return { request: fleetRequest(capacityType, configs, tags, overlay), amiFor };
+    const block = candidates.some((c) =>
+      c.offerings.some((o) => o.labels?.[LabelCapacityReservationType] === 'capacity-block'),
+    );
+    return { request: fleetRequest(capacityType, configs, tags, overlay, block), amiFor };
   }
 
-  /** Ensures the launch template of `nodeClass` for one AMI and user data (see {@link LaunchTemplates.ensure}). */
+  /**
+   * Ensures the launch template of `nodeClass` for one AMI and user data, and for a reserved launch one capacity
+   * reservation (see {@link LaunchTemplates.ensure}).
+   */
   private ensureLaunchTemplate(
     nodeClass: EC2NodeClass,
     amiID: string,
     userData: string,
     securityGroupIDs: string[],
     bdms: ReturnType<typeof blockDeviceMappings>,
+    capacityReservation?: LaunchTemplateOptions['capacityReservation'],
   ): ReturnType<LaunchTemplates['ensure']> {
     const status = ec2NodeClassStatus(nodeClass);
     return this.launchTemplates.ensure({
@@ -829,6 +974,7 @@ export class AwsCloudProvider implements CloudProvider {
         ? { detailedMonitoring: nodeClass.spec.detailedMonitoring }
         : {}),
       tags: { ...(nodeClass.spec.tags ?? {}), [LabelEC2NodeClass]: nodeClass.metadata.name },
+      ...(capacityReservation ? { capacityReservation } : {}),
     });
   }
 
@@ -888,13 +1034,15 @@ export class AwsCloudProvider implements CloudProvider {
     const types = await this.instanceTypeProvider.list(nodeClass);
     const it = types.find((t) => t.name === inst.InstanceType);
     const zone = inst.Placement?.AvailabilityZone ?? '';
-    const ct: CapacityType = inst.InstanceLifecycle === 'spot' ? 'spot' : 'on-demand';
+    const crID = this.reservedCapacity ? inst.CapacityReservationId : undefined;
+    const ct: CapacityType = crID ? 'reserved' : inst.InstanceLifecycle === 'spot' ? 'spot' : 'on-demand';
     const labels: Record<string, string> = {
       ...(it ? it.labels : {}),
       [LabelInstanceType]: inst.InstanceType ?? '',
       [LabelTopologyZone]: zone,
       [LabelTopologyRegion]: this.region,
       [LabelCapacityType]: ct,
+      ...(crID ? reservationLabels(crID, inst, nodeClass) : {}),
     };
     if (tags[LabelNodePool]) labels[LabelNodePool] = tags[LabelNodePool];
     if (className) labels[LabelEC2NodeClass] = className;
@@ -984,7 +1132,8 @@ export class AwsCloudProvider implements CloudProvider {
   /**
    * `NodeClassDrift` (static hash changed), `AMIDrift` (the instance's image is not among the class's resolved AMIs),
    * `SubnetDrift` (its subnet is not among the resolved subnets), `SecurityGroupDrift` (its security groups differ
-   * from the resolved ones); undefined otherwise, and when the class is missing or not Ready (not drift).
+   * from the resolved ones), `CapacityReservationDrift` (it runs in a capacity reservation that is no longer in
+   * `status.capacityReservations`); undefined otherwise, and when the class is missing or not Ready (not drift).
    */
   async isDrifted(nodeClaim: NodeClaim): Promise<string | undefined> {
     const ref = nodeClaim.spec.nodeClassRef;
@@ -1004,6 +1153,10 @@ export class AwsCloudProvider implements CloudProvider {
     const want = (status.securityGroups ?? []).map((g) => g.id).sort();
     const have = (inst.SecurityGroups ?? []).map((g) => g.GroupId ?? '').sort();
     if (want.length > 0 && stable(want) !== stable(have)) return DriftSecurityGroup;
+    // upstream isCapacityReservationDrifted: the instance's reservation is no longer selected by the class
+    const crID = inst.CapacityReservationId;
+    if (this.reservedCapacity && crID && !(status.capacityReservations ?? []).some((r) => r.id === crID))
+      return DriftCapacityReservation;
     return undefined;
   }
 }

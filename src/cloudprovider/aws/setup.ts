@@ -1,6 +1,7 @@
 /**
  * The loaded `aws` provider ({@link awsSetup}; upstream aws/karpenter-provider-aws `pkg/controllers/controllers.go`):
- * the provider, the EC2NodeClass controller (`nodeclass`) and, when `--interruption-queue` is set, the interruption
+ * the provider, the EC2NodeClass controller (`nodeclass`), with the `ReservedCapacity` gate the capacity
+ * reservation controllers (`capacityreservation.capacitytype`, `capacityreservation.expiration`) and, when `--interruption-queue` is set, the interruption
  * controller; plus a loop that garbage-collects the provider's unused launch templates every 5 minutes. This module
  * loads the AWS SDK: only `awsModule.load` (`./module.ts`), the embedded layer and tests import it.
  */
@@ -16,6 +17,10 @@ import type { Logger } from '../../kube/logger.ts';
 import { type ProviderSetup, readyDependentsOf } from '../module.ts';
 import type { CloudProvider } from '../types.ts';
 import type { AwsClients } from './clients.ts';
+import {
+  capacityReservationCapacityTypeController,
+  capacityReservationExpirationController,
+} from './controllers/capacityreservation.ts';
 import { InterruptionController, type UnavailableOfferings } from './controllers/interruption/controller.ts';
 import { EC2NodeClassController } from './controllers/nodeclass.ts';
 import { awsNodeClassKinds, awsProviderName } from './kinds.ts';
@@ -53,8 +58,10 @@ export function createAwsProvider(
   clock: Clock,
   nodeClass: (name: string) => EC2NodeClass | undefined,
   onError?: (err: unknown, context: string) => void,
+  featureGates?: Readonly<Record<string, boolean>>,
 ): AwsCloudProvider {
   return new AwsCloudProvider({
+    reservedCapacity: featureGates?.ReservedCapacity !== false,
     clients: cfg.clients,
     settings: cfg.settings,
     region: cfg.region,
@@ -76,12 +83,13 @@ export function awsSetup(cfg: AwsControllersConfig): ProviderSetup {
   return {
     name: awsProviderName,
     readyDependents: readyDependentsOf(awsNodeClassKinds),
-    createProvider: ({ clock, logger, nodeClass }) =>
+    createProvider: ({ clock, logger, nodeClass, featureGates }) =>
       createAwsProvider(
         cfg,
         clock,
         (name) => nodeClass({ group: AWSGroup, kind: EC2NodeClassKind, name }) as EC2NodeClass | undefined,
         (err, context) => logger.warn({ context, err: errorMessage(err) }, 'aws provider'),
+        featureGates,
       ),
     controllers: (deps) => awsControllers(cfg, deps),
   };
@@ -146,6 +154,8 @@ export function awsControllers(
       kubernetesVersion: cfg.kubernetesVersion ?? kubernetesVersionFrom(deps.client, deps.clock),
       ...(deps.cloudProvider instanceof AwsCloudProvider
         ? {
+            reservedCapacity: deps.cloudProvider.reservedCapacity,
+            capacityReservations: deps.cloudProvider.capacityReservations,
             onDeleted: async (nc: EC2NodeClass) => {
               await (deps.cloudProvider as AwsCloudProvider).deleteLaunchTemplates(nc.metadata.name);
             },
@@ -170,6 +180,21 @@ export function awsControllers(
             );
           return { requeueAfter: cfg.launchTemplateGCPeriodSeconds ?? 300 };
         },
+      }),
+    );
+  if (provider instanceof AwsCloudProvider && provider.reservedCapacity)
+    out.push(
+      capacityReservationCapacityTypeController({
+        client: deps.client,
+        list: () => provider.list(),
+        clock: deps.clock,
+        logger: deps.logger,
+      }),
+      capacityReservationExpirationController({
+        client: deps.client,
+        ec2: cfg.clients.ec2,
+        clock: deps.clock,
+        logger: deps.logger,
       }),
     );
   if (cfg.settings.interruptionQueue) {

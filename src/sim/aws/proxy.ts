@@ -19,6 +19,12 @@
  *   image parameters: an image of moto's region with the parameter's architecture (moto has none of them).
  * - Pricing `GetProducts` (moto has no Pricing API): on-demand Linux prices from the price table, in the Price List
  *   JSON shape.
+ * - EC2 capacity reservations (moto has none; `./reservations.ts`): `CreateCapacityReservation`,
+ *   `DescribeCapacityReservations`, `CancelCapacityReservation` served from memory; a fleet override whose launch
+ *   template targets a reservation takes one of its free instances (`ReservationCapacityExceeded` when none is left,
+ *   `InvalidParameterCombination` for another instance type or zone); `DescribeInstances` reports each such
+ *   instance's `capacityReservationId`; `TerminateInstances` frees its slot. Capacity blocks and interruptible
+ *   reservations: {@link AwsEmulatorProxy.reservations} `.add(...)`.
  * - Faults: capacity errors per offering ({@link AwsEmulatorProxy.injectCapacityError}), `RequestLimitExceeded`
  *   throttling per action ({@link AwsEmulatorProxy.throttle}), lost fleet replies
  *   ({@link AwsEmulatorProxy.loseFleetReplies}).
@@ -41,6 +47,7 @@ import {
   ModifyInstanceAttributeCommand,
 } from '@aws-sdk/client-ec2';
 import { type PriceTable, spotPrice } from './prices.ts';
+import { CapacityReservations, type EmulatedReservation } from './reservations.ts';
 
 /** EC2 actions whose answers depend only on the request (moto's fixed instance-type catalogue): answered once. */
 const STATIC_EC2_ACTIONS = new Set(['DescribeInstanceTypes', 'DescribeInstanceTypeOfferings']);
@@ -83,6 +90,9 @@ const EC2_CAPACITY_MESSAGE: Record<string, string> = {
   UnfulfillableCapacity: 'Unable to fulfill capacity due to your request configuration.',
   InsufficientFreeAddressesInSubnet:
     'There are not enough free addresses in subnet to satisfy the requested number of instances.',
+  ReservationCapacityExceeded: 'There is no capacity left in the targeted capacity reservation.',
+  InvalidParameterCombination:
+    'The instance type or Availability Zone does not match the targeted capacity reservation.',
 };
 
 function xmlEscape(s: string): string {
@@ -209,6 +219,10 @@ export class AwsEmulatorProxy {
   get inFlight(): number {
     return this.open.size;
   }
+  /** The emulated capacity reservations (cleared by {@link reset}). */
+  readonly reservations = new CapacityReservations();
+  /** Launch template (id or name, version) → the reservation it targets ('' for none); cleared by {@link reset}. */
+  private readonly templateTargets = new Map<string, Promise<string>>();
   /** Fleet overrides failed by an injected {@link CapacityFault} so far (reset by {@link reset}). */
   capacityErrorsInjected = 0;
   private faults: CapacityFault[] = [];
@@ -315,6 +329,8 @@ export class AwsEmulatorProxy {
     this.capacityErrorsInjected = 0;
     this.lostFleetReplies = 0;
     this.subnetZones.clear();
+    this.reservations.clear();
+    this.templateTargets.clear();
   }
 
   /** Stops listening and closes idle connections. */
@@ -383,8 +399,87 @@ export class AwsEmulatorProxy {
       if (action === 'DescribeSpotPriceHistory') return this.spotPriceHistory(res, region, form);
       if (action === 'DescribeLaunchTemplates') return this.describeLaunchTemplates(req, res, form);
       if (STATIC_EC2_ACTIONS.has(action)) return this.forwardCached(req, res, region, body);
+      if (action.endsWith('CapacityReservation') || action === 'DescribeCapacityReservations')
+        return this.capacityReservation(res, region, action, form);
+      if (action === 'DescribeInstances' || action === 'TerminateInstances')
+        return this.instancesInReservations(req, res, action, form, body);
     }
     return this.forward(req, res, body);
+  }
+
+  /** `CreateCapacityReservation`, `DescribeCapacityReservations`, `CancelCapacityReservation` (moto has none). */
+  private capacityReservation(
+    res: http.ServerResponse,
+    region: string,
+    action: string,
+    form: URLSearchParams,
+  ): void {
+    const xml = { 'content-type': 'text/xml' };
+    if (action === 'CreateCapacityReservation') {
+      try {
+        res.writeHead(200, xml).end(this.reservations.create(region, form));
+      } catch (err) {
+        this.ec2Error(res, 400, 'MissingParameter', (err as Error).message);
+      }
+      return;
+    }
+    if (action === 'DescribeCapacityReservations') {
+      const out = this.reservations.describe(region, form);
+      res.writeHead(out.status, xml).end(out.body);
+      return;
+    }
+    if (action === 'CancelCapacityReservation') {
+      const out = this.reservations.cancel(form);
+      res.writeHead(out.status, xml).end(out.body);
+      return;
+    }
+    this.ec2Error(res, 400, 'InvalidAction', `${action} is not emulated`);
+  }
+
+  /** DescribeInstances with each instance's reservation added; TerminateInstances freeing reservation slots. */
+  private async instancesInReservations(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    action: string,
+    form: URLSearchParams,
+    body: string,
+  ): Promise<void> {
+    const out = await this.upstream(req, body);
+    if (out.status === 200 && action === 'DescribeInstances') {
+      res.writeHead(out.status, out.headers).end(this.reservations.annotateInstances(out.body));
+      return;
+    }
+    if (out.status === 200) {
+      const ids: string[] = [];
+      for (const [k, v] of form) if (/^InstanceId\.\d+$/.test(k)) ids.push(v);
+      this.reservations.terminated(ids);
+    }
+    res.writeHead(out.status, out.headers).end(out.body);
+  }
+
+  /** The capacity reservation launch template `spec` targets ('' for none), described once per template version. */
+  private templateTarget(region: string, spec: Record<string, string>): Promise<string> {
+    const key = `${spec.LaunchTemplateId ?? spec.LaunchTemplateName}|${spec.Version ?? '$Default'}`;
+    let p = this.templateTargets.get(key);
+    if (!p) {
+      p = this.ec2(region)
+        .send(
+          new DescribeLaunchTemplateVersionsCommand({
+            ...(spec.LaunchTemplateId
+              ? { LaunchTemplateId: spec.LaunchTemplateId }
+              : { LaunchTemplateName: spec.LaunchTemplateName }),
+            Versions: [spec.Version ?? '$Default'],
+          }),
+        )
+        .then(
+          (v) =>
+            v.LaunchTemplateVersions?.[0]?.LaunchTemplateData?.CapacityReservationSpecification
+              ?.CapacityReservationTarget?.CapacityReservationId ?? '',
+        );
+      p.catch(() => this.templateTargets.delete(key));
+      this.templateTargets.set(key, p);
+    }
+    return p;
   }
 
   private async control(
@@ -569,13 +664,25 @@ export class AwsEmulatorProxy {
     const overrides = await this.orderedOverrides(region, form, capacityType, strategy);
     const errors: Array<{ o: Override; code: string }> = [];
     let chosen: Override | undefined;
+    let reservation: EmulatedReservation | undefined;
     for (const o of overrides) {
+      const target = await this.templateTarget(region, launchTemplateSpecOf(form, o.config));
+      if (target) {
+        const check = this.reservations.checkLaunch(target, o.fields.InstanceType ?? '', o.zone);
+        if (!check.ok) {
+          errors.push({ o, code: check.code });
+          continue;
+        }
+        reservation = check.reservation;
+      }
       const f = this.takeFault(o, capacityType);
       if (f) {
         errors.push({ o, code: f.code ?? 'InsufficientInstanceCapacity' });
+        reservation = undefined;
         continue;
       }
       chosen = o;
+      if (reservation) this.reservations.take(reservation);
       break;
     }
     const errorXml = fleetErrorXml(errors, form, capacityType);
@@ -590,10 +697,20 @@ export class AwsEmulatorProxy {
       return;
     }
     const spec = launchTemplateSpecOf(form, chosen.config);
-    const out = await this.upstream(req, singleOverrideForm(form, spec, chosen).toString());
+    const forwarded = singleOverrideForm(form, spec, chosen);
+    // moto knows only spot and on-demand fleets: a capacity block launches as on-demand in it
+    if (capacityType === 'capacity-block')
+      forwarded.set('TargetCapacitySpecification.DefaultTargetCapacityType', 'on-demand');
+    const out = await this.upstream(req, forwarded.toString()).catch((err: unknown) => {
+      if (reservation) this.reservations.release(reservation);
+      throw err;
+    });
     let text = out.body;
+    if (out.status !== 200 && reservation) this.reservations.release(reservation);
     if (out.status === 200) {
       const ids = [...text.matchAll(/<item>(i-[0-9a-zA-Z]+)<\/item>/g)].map((m) => m[1]!);
+      if (reservation && ids.length > 0) this.reservations.launched(reservation, ids);
+      else if (reservation) this.reservations.release(reservation);
       await this.applyTemplate(region, spec, ids);
       if (ids.length > 0 && this.repliesToLose > 0) {
         // launched, but the caller hears a retryable server error (its SDK retries and launches again)

@@ -12,6 +12,11 @@
  *   non-deprecated first per requirement set) → `AMIsReady` (False `AMINotFound` / `UnsupportedAlias`);
  * - `status.instanceProfile` (created from `spec.role`, or `spec.instanceProfile`) → `InstanceProfileReady`
  *   (False `InstanceProfileCreationFailed` with IAM's message);
+ * - `status.capacityReservations` from `capacityReservationSelectorTerms` (`../nodeclass/capacityreservations.ts`;
+ *   their free counts go to the provider's availability cache) → `CapacityReservationsReady`, False
+ *   `CapacityReservationsNotFound` naming each term that matched no active reservation, or
+ *   `CapacityReservationIncompatible` naming a reservation the class cannot launch into (a zone without a subnet of
+ *   the class, an architecture none of its AMIs serve); True with no terms or with the `ReservedCapacity` gate off;
  * - `ValidationSucceeded` from the CRD rules (the same check as `nodeclass.status`);
  * - root `Ready` = all of them; the status is patched only when it changed.
  * An AWS failure leaves that part as it was and the reconcile is retried with backoff (the other parts are still
@@ -38,12 +43,21 @@ import {
   withoutFinalizer,
 } from '../../../controllers/runtime/index.ts';
 import { isConflict, isNotFound } from '../../../kube/errors.ts';
+import { getInstanceTypeSpec } from '../catalog/index.ts';
 import { AMIResolver } from '../nodeclass/amis.ts';
+import {
+  CapacityReservationAvailability,
+  type CapacityReservationSelectorTerm,
+  type CapacityReservationStatus,
+  type ResolvedCapacityReservations,
+  resolveCapacityReservations,
+} from '../nodeclass/capacityreservations.ts';
 import { describeTerms } from '../nodeclass/filters.ts';
 import { InstanceProfileResolver } from '../nodeclass/instanceprofile.ts';
 import { resolveSecurityGroups, resolveSubnets } from '../nodeclass/network.ts';
 import {
   ConditionAMIsReady,
+  ConditionCapacityReservationsReady,
   ConditionInstanceProfileReady,
   ConditionSecurityGroupsReady,
   ConditionSubnetsReady,
@@ -54,7 +68,7 @@ import {
 } from '../nodeclass/types.ts';
 import { reconcileEC2NodeClassHash } from './nodeclass-hash.ts';
 
-/** The dependents of `Ready` on an EC2NodeClass (upstream `StatusConditions`, without capacity reservations). */
+/** The dependents of `Ready` on an EC2NodeClass (upstream `StatusConditions`). */
 export const EC2NodeClassDependents: readonly string[] = [
   ...EC2NodeClassResolvedConditions,
   ConditionValidationSucceeded,
@@ -81,6 +95,10 @@ export interface EC2NodeClassControllerOptions
   concurrency?: number;
   /** The cluster CA bundle the EC2NodeClass hash includes (upstream `GetCABundle`; default ''). */
   caBundle?: string;
+  /** The `ReservedCapacity` feature gate (default true, as upstream): resolve `capacityReservationSelectorTerms`. */
+  reservedCapacity?: boolean;
+  /** Where the reservations' free counts go (the provider's; default a private one). */
+  capacityReservations?: CapacityReservationAvailability;
 }
 
 /** The EC2NodeClass controller. */
@@ -89,8 +107,10 @@ export class EC2NodeClassController implements Controller {
   private readonly kit: InformerController;
   private readonly amis: AMIResolver;
   private readonly profiles: InstanceProfileResolver;
+  private readonly availability: CapacityReservationAvailability;
 
   constructor(private readonly opts: EC2NodeClassControllerOptions) {
+    this.availability = opts.capacityReservations ?? new CapacityReservationAvailability();
     this.amis = new AMIResolver({ ec2: opts.ec2, ssm: opts.ssm, now: () => opts.clock.now() });
     this.profiles = new InstanceProfileResolver({
       iam: opts.iam,
@@ -180,6 +200,7 @@ export class EC2NodeClassController implements Controller {
               securityGroups: st.securityGroups ?? null,
               amis: st.amis ?? null,
               instanceProfile: st.instanceProfile ?? null,
+              capacityReservations: st.capacityReservations ?? null,
               conditions: st.conditions,
             },
           },
@@ -212,11 +233,21 @@ export class EC2NodeClassController implements Controller {
     const errors: string[] = [];
     const spec = nodeClass.spec;
 
-    const [subnets, groups, amis, profile] = await Promise.allSettled([
+    const withReservations =
+      this.opts.reservedCapacity !== false &&
+      ((spec.capacityReservationSelectorTerms ?? []) as CapacityReservationSelectorTerm[]).length > 0;
+    const [subnets, groups, amis, profile, reservations] = await Promise.allSettled([
       resolveSubnets(ec2, nodeClass),
       resolveSecurityGroups(ec2, nodeClass),
       this.opts.kubernetesVersion().then((v) => this.amis.resolve(nodeClass, v)),
       this.profiles.ensure(nodeClass, st.instanceProfile),
+      withReservations
+        ? resolveCapacityReservations(ec2, nodeClass, clock)
+        : Promise.resolve<ResolvedCapacityReservations>({
+            reservations: [],
+            unmatchedTerms: [],
+            available: new Map(),
+          }),
     ]);
 
     if (subnets.status === 'rejected') errors.push(errorMessage(subnets.reason));
@@ -267,10 +298,48 @@ export class EC2NodeClassController implements Controller {
       conds.setTrue(ConditionInstanceProfileReady);
     }
 
+    if (reservations.status === 'rejected') errors.push(errorMessage(reservations.reason));
+    else this.applyReservations(nodeClass, conds, reservations.value);
+
     const invalid = await nodeClassValidationError(nodeClass);
     if (invalid) conds.setFalse(ConditionValidationSucceeded, 'ValidationFailed', invalid);
     else conds.setTrue(ConditionValidationSucceeded);
     return errors;
+  }
+
+  /**
+   * Writes `status.capacityReservations` and `CapacityReservationsReady` from what the terms resolved to, and
+   * syncs the free counts into the availability cache. Reads the `status.subnets` and `status.amis` just resolved.
+   */
+  private applyReservations(
+    nodeClass: EC2NodeClass,
+    conds: ConditionSet,
+    resolved: ResolvedCapacityReservations,
+  ): void {
+    const st = nodeClass.status as EC2NodeClassStatus;
+    const terms = (nodeClass.spec.capacityReservationSelectorTerms ??
+      []) as CapacityReservationSelectorTerm[];
+    this.availability.sync(resolved.available);
+    if (resolved.reservations.length > 0) st.capacityReservations = resolved.reservations;
+    else delete st.capacityReservations;
+    if (resolved.unmatchedTerms.length > 0) {
+      const named = resolved.unmatchedTerms
+        .map((i) => `capacityReservationSelectorTerms[${i}] ${JSON.stringify(terms[i])}`)
+        .join(', ');
+      conds.setFalse(
+        ConditionCapacityReservationsReady,
+        'CapacityReservationsNotFound',
+        `EC2NodeClass ${nodeClass.metadata.name}: spec.${named} matched no active capacity reservation; ` +
+          'fix the id, tags or ownerID (the reservation must be active and in this region), or remove the term',
+      );
+      return;
+    }
+    const bad = resolved.reservations.map((r) => incompatibility(nodeClass, r)).find((x) => x !== undefined);
+    if (bad) {
+      conds.setFalse(ConditionCapacityReservationsReady, 'CapacityReservationIncompatible', bad);
+      return;
+    }
+    conds.setTrue(ConditionCapacityReservationsReady);
   }
 
   private async finalize(nodeClass: EC2NodeClass): Promise<ReconcileResult> {
@@ -318,4 +387,34 @@ export class EC2NodeClassController implements Controller {
     }
     return {};
   }
+}
+
+/**
+ * Why the class cannot launch into reservation `r`, or undefined: its zone has no subnet of the class, or none of the
+ * class's AMIs serves its instance type's architecture (from the embedded catalog; unknown types are not judged).
+ */
+function incompatibility(nodeClass: EC2NodeClass, r: CapacityReservationStatus): string | undefined {
+  const st = nodeClass.status as EC2NodeClassStatus;
+  const where = `EC2NodeClass ${nodeClass.metadata.name}: capacity reservation ${r.id} (${r.instanceType} in ${r.availabilityZone}, selected by spec.capacityReservationSelectorTerms)`;
+  const zones = (st.subnets ?? []).map((s) => s.zone);
+  if (zones.length > 0 && !zones.includes(r.availabilityZone)) {
+    return (
+      `${where} is in a zone none of the class's subnets is in (${[...new Set(zones)].sort().join(', ')}); ` +
+      `add a subnet in ${r.availabilityZone} to spec.subnetSelectorTerms or narrow the reservation terms`
+    );
+  }
+  const arch = getInstanceTypeSpec(r.instanceType)?.architecture;
+  const amis = st.amis ?? [];
+  if (arch && amis.length > 0) {
+    const serves = amis.some((a) =>
+      a.requirements.every((q) => q.key !== 'kubernetes.io/arch' || (q.values ?? []).includes(arch)),
+    );
+    if (!serves) {
+      return (
+        `${where} is ${arch}, but no AMI in status.amis serves ${arch}; ` +
+        `add an ${arch} AMI to spec.amiSelectorTerms or select a reservation of an instance type the AMIs serve`
+      );
+    }
+  }
+  return undefined;
 }

@@ -6,6 +6,7 @@
  */
 import type { NodeSelectorRequirement } from '../../../apis/core.ts';
 import type { Condition, EC2NodeClass } from '../../../apis/karpenter.ts';
+import type { CapacityReservationStatus } from './capacityreservations.ts';
 
 /** One resolved subnet (`status.subnets[]`), ordered by free IPv4 addresses (most first), then ID. */
 export interface SubnetStatus {
@@ -45,6 +46,8 @@ export interface EC2NodeClassStatus {
   amis?: AMIStatus[];
   /** Instance profile name the instances are launched with. */
   instanceProfile?: string;
+  /** The reservations `capacityReservationSelectorTerms` selected, sorted by ID. */
+  capacityReservations?: CapacityReservationStatus[];
   conditions?: Condition[];
   [key: string]: unknown;
 }
@@ -55,6 +58,7 @@ export const ConditionSecurityGroupsReady = 'SecurityGroupsReady';
 export const ConditionAMIsReady = 'AMIsReady';
 export const ConditionInstanceProfileReady = 'InstanceProfileReady';
 export const ConditionValidationSucceeded = 'ValidationSucceeded';
+export const ConditionCapacityReservationsReady = 'CapacityReservationsReady';
 
 /** The dependents of the root `Ready` condition that the EC2NodeClass controller owns. */
 export const EC2NodeClassResolvedConditions: readonly string[] = [
@@ -62,6 +66,7 @@ export const EC2NodeClassResolvedConditions: readonly string[] = [
   ConditionSubnetsReady,
   ConditionSecurityGroupsReady,
   ConditionInstanceProfileReady,
+  ConditionCapacityReservationsReady,
 ];
 
 /** Finalizer the EC2NodeClass controller puts on every class (upstream `karpenter.k8s.aws/termination`). */

@@ -6,6 +6,8 @@
  * - scheduled change (AWS Health) → Event `InstanceUnhealthy`, NodeClaim deleted;
  * - instance state change stopping/stopped → `InstanceStopping`, shutting-down/terminated →
  *   `InstanceTerminating`, NodeClaim deleted;
+ * - capacity reservation interruption warning (an interruptible reservation reclaims its instance) → Event
+ *   `CapacityReservationInstanceInterrupted`, the reservation marked full until the next describe, NodeClaim deleted;
  * - rebalance recommendation → Event `SpotRebalanceRecommendation` only;
  * - other messages are no-ops.
  * Deletions publish `TerminatingOnInterruption` and count `karpenter_nodeclaims_disrupted_total{reason=<kind>}`.
@@ -23,7 +25,7 @@ import {
 import { Counter, Histogram, type Registry } from 'prom-client';
 import type { KubeObject, Node } from '../../../../apis/core.ts';
 import type { NodeClaim } from '../../../../apis/karpenter.ts';
-import { LabelInstanceType, LabelTopologyZone } from '../../../../apis/labels.ts';
+import { LabelCapacityReservationID, LabelInstanceType, LabelTopologyZone } from '../../../../apis/labels.ts';
 import { lifecycleMetrics } from '../../../../controllers/nodeclaim/metrics.ts';
 import { DURATION_BUCKETS } from '../../../../controllers/provisioning/metrics.ts';
 import {
@@ -55,6 +57,8 @@ export const METRIC_QUEUE_DURATION = 'karpenter_interruption_message_queue_durat
 /** Marks offerings unavailable (the provider's ICE cache); the kwok and aws providers both have it. */
 export interface UnavailableOfferings {
   markUnavailable(instanceType: string, zone: string, capacityType: CapacityType, reason?: string): void;
+  /** The provider's reservation counts: an interrupted reservation takes no launch until the next describe. */
+  capacityReservations?: { markUnavailable(reservationID: string): void };
 }
 
 /** Options of {@link InterruptionController}. */
@@ -264,6 +268,9 @@ export class InterruptionController implements Controller {
           if (zone && type)
             this.opts.unavailableOfferings?.markUnavailable(type, zone, 'spot', 'SpotInterruption');
         }
+        const reservation = nc.metadata.labels?.[LabelCapacityReservationID];
+        if (msg.kind === 'capacity_reservation_interrupted' && reservation)
+          this.opts.unavailableOfferings?.capacityReservations?.markUnavailable(reservation);
         if (action !== 'CordonAndDrain' || nc.metadata.deletionTimestamp) continue;
         try {
           await this.opts.client.delete('NodeClaim', name);

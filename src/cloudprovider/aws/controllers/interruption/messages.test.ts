@@ -12,6 +12,19 @@ const event = (source: string, detailType: string, detail: unknown) =>
   });
 
 describe('interruption messages (upstream parsers)', () => {
+  it('an interruptible capacity reservation warning is capacity_reservation_interrupted, CordonAndDrain', () => {
+    const m = parseMessage(
+      event('aws.ec2', 'EC2 Capacity Reservation Instance Interruption Warning', {
+        'instance-id': 'i-9',
+        'instance-action': 'terminate',
+      }),
+    );
+    expect([m.kind, m.instanceIDs, actionFor(m.kind)]).toEqual([
+      'capacity_reservation_interrupted',
+      ['i-9'],
+      'CordonAndDrain',
+    ]);
+  });
   it('recognises the kinds by version, source and detail-type', () => {
     expect(
       parseMessage(event('aws.ec2', 'EC2 Spot Instance Interruption Warning', { 'instance-id': 'i-1' })),

@@ -20,6 +20,7 @@ export type MessageKind =
   | 'scheduled_change'
   | 'instance_stopped'
   | 'instance_terminated'
+  | 'capacity_reservation_interrupted'
   | 'no_op';
 
 /** A parsed interruption message. */
@@ -82,6 +83,9 @@ export function parseMessage(body: string | undefined): InterruptionMessage {
     switch (meta.detailType) {
       case 'EC2 Spot Instance Interruption Warning':
         return one('spot_interrupted', 'EC2SpotInstanceInterruptionWarning');
+      case 'EC2 Capacity Reservation Instance Interruption Warning':
+        // an interruptible capacity reservation takes its instance back (upstream capacityreservationinterruption)
+        return one('capacity_reservation_interrupted', 'EC2CapacityReservationInterruptionWarning');
       case 'EC2 Instance Rebalance Recommendation':
         return one('rebalance_recommendation', 'EC2InstanceRebalanceRecommendation');
       case 'EC2 Instance State-change Notification': {
@@ -112,6 +116,7 @@ export function actionFor(kind: MessageKind): 'CordonAndDrain' | 'NoAction' {
     case 'scheduled_change':
     case 'instance_stopped':
     case 'instance_terminated':
+    case 'capacity_reservation_interrupted':
       return 'CordonAndDrain';
     default:
       return 'NoAction';
@@ -143,6 +148,12 @@ export function notificationFor(
       };
     case 'instance_stopped':
       return { type: 'Warning', reason: 'InstanceStopping', message: 'Instance is stopping' };
+    case 'capacity_reservation_interrupted':
+      return {
+        type: 'Warning',
+        reason: 'CapacityReservationInstanceInterrupted',
+        message: 'Capacity Reservation interruption warning was triggered',
+      };
     case 'instance_terminated':
       return { type: 'Warning', reason: 'InstanceTerminating', message: 'Instance is terminating' };
     default:
