@@ -150,6 +150,40 @@ function kwokHandOver(client: KubeClient, pool: string): () => void {
   return () => clearInterval(timer);
 }
 
+/** What the controller and the cluster say, for a failure message: warnings and errors logged, NodePool and pods. */
+async function diagnosis(
+  c: ControllerProcess | undefined,
+  client: KubeClient,
+  pool: string,
+): Promise<string> {
+  const logs = (c?.logs ?? [])
+    .filter((l) => l.level !== 'info' || /launch|nodeclaim|scale/i.test(l.message))
+    .slice(-40)
+    .map((l) => JSON.stringify(l).slice(0, 400));
+  const np = await client.tryGet('NodePool', pool);
+  const claims = ((await client.list('NodeClaim')).items as NodeClaimObj[]).map((n) =>
+    JSON.stringify(n.status ?? {}).slice(0, 600),
+  );
+  return `\ncontroller text:\n${c?.text() ?? ''}\nlogs:\n${logs.join('\n')}\nNodePool status: ${JSON.stringify(
+    (np as { status?: unknown } | undefined)?.status,
+  )}\nNodeClaims: ${claims.join('\n')}`;
+}
+
+/** {@link until}, with {@link diagnosis} added to the error. */
+async function untilDiagnosed<T>(
+  fn: () => Promise<T>,
+  what: string,
+  client: KubeClient,
+  pool: string,
+  timeoutMs = 180_000,
+): Promise<NonNullable<T>> {
+  try {
+    return await until(fn, what, timeoutMs, 250);
+  } catch (err) {
+    throw new Error(`${(err as Error).message}${await diagnosis(controller, client, pool)}`);
+  }
+}
+
 const t0 = Date.now();
 let controller: ControllerProcess | undefined;
 beforeAll(() => {
@@ -207,10 +241,10 @@ describe('helm install per cloud provider on a real control plane', () => {
             .map(([name, value]) => ({ name, value })),
         },
       });
-      const sa = (await client.get('ServiceAccount', NS, NS)) as KubeObject;
-      expect(sa.metadata?.annotations?.['eks.amazonaws.com/role-arn']).toBe(
-        'arn:aws:iam::123456789012:role/KarpenterController',
-      );
+      const sa = await kubectl(kc, ['get', 'serviceaccount', NS, '-n', NS, '-o', 'json']);
+      expect(
+        (JSON.parse(sa.stdout) as KubeObject).metadata?.annotations?.['eks.amazonaws.com/role-arn'],
+      ).toBe('arn:aws:iam::123456789012:role/KarpenterController');
       const { args, env } = controllerCommand(objs, NS);
       expect(args).toEqual(['--cloud-provider=aws']);
       expect(env).toMatchObject({
@@ -219,7 +253,10 @@ describe('helm install per cloud provider on a real control plane', () => {
         AWS_REGION: emu.region,
       });
       joiner.start();
-      controller = await startController(await serviceAccountKubeconfig(NS, NS), args, env);
+      controller = await startController(await serviceAccountKubeconfig(NS, NS), args, {
+        ...env,
+        LOG_LEVEL: 'debug',
+      });
       await client.apply(
         {
           apiVersion: 'karpenter.k8s.aws/v1',
@@ -256,16 +293,16 @@ describe('helm install per cloud provider on a real control plane', () => {
         { fieldManager: 'chart-test', force: true },
       );
       await client.apply(workload(POOL, POOL, 3, '1'), { fieldManager: 'chart-test', force: true });
-      const running = await until(
+      const running = await untilDiagnosed(
         async () => {
           const pods = ((await client.list('Pod', { namespace: 'default' })).items as Pod[]).filter(
             (p) => p.metadata?.labels?.app === POOL,
           );
           return pods.length === 3 && pods.every((p) => p.status?.phase === 'Running') ? pods : undefined;
         },
-        `3 pods Running on instances (controller: ${controller.text()})`,
-        180_000,
-        250,
+        '3 pods Running on instances',
+        client,
+        POOL,
       );
       const claims = ((await client.list('NodeClaim')).items as NodeClaimObj[]).filter(
         (n) => n.metadata.labels?.['karpenter.sh/nodepool'] === POOL,
@@ -373,16 +410,16 @@ describe('helm install per cloud provider on a real control plane', () => {
         { fieldManager: 'chart-test', force: true },
       );
       await client.apply(workload(POOL, POOL, 1, '1'), { fieldManager: 'chart-test', force: true });
-      const replicas = await until(
+      const replicas = await untilDiagnosed(
         async () =>
           (
             (await client.get('MachineDeployment', 'm5-large-a', namespace)) as {
               spec?: { replicas?: number };
             }
           ).spec?.replicas,
-        `MachineDeployment m5-large-a scaled up (controller: ${controller.text()})`,
-        120_000,
-        250,
+        'MachineDeployment m5-large-a scaled up',
+        client,
+        POOL,
       );
       expect(replicas).toBe(1);
       await until(
