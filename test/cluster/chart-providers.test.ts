@@ -339,8 +339,8 @@ describe('helm install per cloud provider on a real control plane', () => {
       );
       const forbidden = controller.logs.filter((l) => /forbidden/i.test(JSON.stringify(l)));
       expect(forbidden, 'no request refused by the chart RBAC').toEqual([]);
-      await cleanUp(client, POOL, POOL);
     } finally {
+      await cleanUp(client, POOL, POOL).catch((err: unknown) => console.log(`aws clean-up: ${String(err)}`));
       handOver();
       await controller?.stop();
       controller = undefined;
@@ -435,7 +435,7 @@ describe('helm install per cloud provider on a real control plane', () => {
       const forbidden = controller.logs.filter((l) => /forbidden/i.test(JSON.stringify(l)));
       expect(forbidden, 'no request refused by the chart RBAC').toEqual([]);
       await cleanUp(client, POOL, POOL);
-      await until(
+      await untilDiagnosed(
         async () =>
           (
             (await client.get('MachineDeployment', 'm5-large-a', namespace)) as {
@@ -443,10 +443,13 @@ describe('helm install per cloud provider on a real control plane', () => {
             }
           ).spec?.replicas === 0,
         'MachineDeployment m5-large-a scaled back to 0',
-        120_000,
-        250,
+        client,
+        POOL,
       );
     } finally {
+      await cleanUp(client, POOL, POOL).catch((err: unknown) =>
+        console.log(`clusterapi clean-up: ${String(err)}`),
+      );
       await controller?.stop();
       controller = undefined;
       handOver();

@@ -146,7 +146,11 @@ describe('Helm chart', () => {
       kubeClientBurst: 300,
     });
     // RBAC: the rule files (equal to what the code does, see rbac.test.ts), in a ClusterRole and a Role
-    expect((byKind(objs, 'ClusterRole')[0] as { rules?: unknown }).rules).toEqual(chartRules().cluster);
+    // ... plus the aws provider's own rule (the EC2NodeClass finalizer), as cloudProvider defaults to aws
+    expect((byKind(objs, 'ClusterRole')[0] as { rules?: unknown }).rules).toEqual([
+      ...chartRules().cluster,
+      { apiGroups: ['karpenter.k8s.aws'], resources: ['ec2nodeclasses'], verbs: ['patch'] },
+    ]);
     expect((byKind(objs, 'Role')[0] as { rules?: unknown }).rules).toEqual(chartRules().namespaced);
     expect(byKind(objs, 'Role')[0]!.metadata?.namespace).toBe('karpenter');
   });
