@@ -184,6 +184,34 @@ async function untilDiagnosed<T>(
   }
 }
 
+/**
+ * `client`, except that the Nodes it creates carry `kwok.x-k8s.io/node=fake` (as the kwok provider's do), so kwok
+ * reports the joining-kubelet stand-in's Nodes Ready and runs their pods from the start.
+ */
+function kwokRegistering(client: KubeClient): KubeClient {
+  return new Proxy(client, {
+    get(target, prop) {
+      if (prop === 'create')
+        return (obj: KubeObject, ...rest: unknown[]) =>
+          (target.create as (o: KubeObject, ...r: unknown[]) => Promise<KubeObject>).call(
+            target,
+            obj.kind === 'Node'
+              ? {
+                  ...obj,
+                  metadata: {
+                    ...obj.metadata,
+                    annotations: { ...(obj.metadata?.annotations ?? {}), 'kwok.x-k8s.io/node': 'fake' },
+                  },
+                }
+              : obj,
+            ...rest,
+          );
+      const v = Reflect.get(target, prop, target) as unknown;
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  });
+}
+
 const t0 = Date.now();
 let controller: ControllerProcess | undefined;
 beforeAll(() => {
@@ -209,7 +237,7 @@ describe('helm install per cloud provider on a real control plane', () => {
       maxAttempts: 3,
     });
     const joiner = new Ec2NodeJoiner({
-      client,
+      client: kwokRegistering(client),
       ec2: clients.ec2,
       clock: new RealClock(),
       clusterName: CLUSTER,
@@ -341,10 +369,16 @@ describe('helm install per cloud provider on a real control plane', () => {
       expect(forbidden, 'no request refused by the chart RBAC').toEqual([]);
     } finally {
       await cleanUp(client, POOL, POOL).catch((err: unknown) => console.log(`aws clean-up: ${String(err)}`));
+      // the controller removes the EC2NodeClass's termination finalizer: delete it while it runs
+      await client.tryDelete('EC2NodeClass', POOL);
+      await until(
+        async () => !(await client.tryGet('EC2NodeClass', POOL)),
+        'EC2NodeClass deleted',
+        60_000,
+      ).catch((err: unknown) => console.log(`aws clean-up: ${String(err)}`));
       handOver();
       await controller?.stop();
       controller = undefined;
-      await client.tryDelete('EC2NodeClass', POOL);
       await joiner.stop();
       clients.destroy();
       await emu.stop();
