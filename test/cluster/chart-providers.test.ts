@@ -10,6 +10,7 @@
  *   a Deployment lead to instances in moto of the NodeClaims' types and pods Running on them.
  * - clusterapi: the Cluster API CRDs and the MachineDeployment stand-in on the same cluster (`clusterapi.namespace`),
  *   the chart's Cluster API rules in the ClusterRole; a pending pod scales a MachineDeployment from 0.
+ * Measured: 63 s for the file on 2 shared cores (aws 41 s including moto's start, clusterapi 20 s).
  */
 import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
