@@ -17,6 +17,8 @@ import { type ControllerProcess, clusterKubeconfig, kubectl, startController, un
 
 const NS = 'capenter-helm';
 const SA = `system:serviceaccount:${NS}:capenter`;
+/** The kwok provider (its NodeClass is what the controller test reconciles) and the required cluster name. */
+const VALUES = ['--set', 'cloudProvider=kwok', '--set', 'settings.clusterName=helm-test'];
 const VERBS = ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete', 'deletecollection'];
 
 function helm(args: string[]): { code: number | null; out: string } {
@@ -62,10 +64,10 @@ describe('helm install on a real control plane', () => {
   it('installs every object, keeps the CRDs on uninstall, and grants exactly the rules', async () => {
     const kc = clusterKubeconfig();
     helm(['uninstall', 'capenter', '-n', NS]); // a previous run on a kept cluster
-    const install = helm(['install', 'capenter', CHART, '-n', NS, '--create-namespace']);
+    const install = helm(['install', 'capenter', CHART, '-n', NS, '--create-namespace', ...VALUES]);
     expect(install.code, install.out).toBe(0);
     // every rendered object exists
-    for (const o of renderChart(NS)) {
+    for (const o of renderChart(NS, [], VALUES)) {
       const args: string[] = ['get', o.kind ?? '', o.metadata?.name ?? '', '-o', 'name'];
       if (o.metadata?.namespace) args.push('-n', o.metadata.namespace);
       const r = await kubectl(kc, args);

@@ -94,11 +94,13 @@ export interface ControllerProcess {
 /**
  * Starts `capenter controller` through the CLI entry point (src/cli/main.ts under Node with tsx's loader: one
  * process, so signals reach it) against `kubeconfig`, endpoints on 127.0.0.1 at free ports, leader election
- * off. Resolves once it printed its endpoints line.
+ * off. Resolves once it printed its endpoints line. `env` (e.g. a rendered chart Deployment's variables) replaces the
+ * test defaults (leader election off, LOG_LEVEL=info) on top of this process's environment.
  */
 export async function startController(
   kubeconfig: string,
   extraArgs: string[] = [],
+  env?: Record<string, string>,
 ): Promise<ControllerProcess> {
   const proc = spawn(
     process.execPath,
@@ -120,7 +122,10 @@ export async function startController(
     {
       cwd: root,
       // both spellings of "no leader election" (LEADER_ELECT=false today, upstream's DISABLE_LEADER_ELECTION)
-      env: { ...process.env, LEADER_ELECT: 'false', DISABLE_LEADER_ELECTION: 'true', LOG_LEVEL: 'info' },
+      env: {
+        ...process.env,
+        ...(env ?? { LEADER_ELECT: 'false', DISABLE_LEADER_ELECTION: 'true', LOG_LEVEL: 'info' }),
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   );
