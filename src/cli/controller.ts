@@ -254,7 +254,10 @@ export function registerControllerCommand(program: Command): void {
       'run the KarpenterMachinePool controller against this management cluster (--kubeconfig is the workload cluster)',
     )
     .option('--bind-address <addr>', 'address of /metrics, /healthz, /readyz (default 0.0.0.0)')
-    .option('--dashboard-port <port>', 'serve the read-only dashboard on this port (default off; 0: any free port)')
+    .option(
+      '--dashboard-port <port>',
+      'serve the read-only dashboard on this port (default off; 0: any free port)',
+    )
     .option('--dashboard-address <addr>', 'address the dashboard listens on (default 127.0.0.1)')
     .addOption(
       new Option('--no-leader-elect', 'same as --disable-leader-election (kept for scripts)').hideHelp(),

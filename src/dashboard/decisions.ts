@@ -60,15 +60,16 @@ export class DecisionLog {
 
 const usd = (n: number): string => `$${n.toFixed(4)}/h`;
 
-function cheapestPrice(it: InstanceType): number {
-  let p = Number.POSITIVE_INFINITY;
-  for (const o of it.offerings) if (o.available && o.priceUSDPerHour < p) p = o.priceUSDPerHour;
-  return p;
+/** The cheapest available offering of `it`, or undefined. */
+function cheapestOffering(it: InstanceType): InstanceType['offerings'][number] | undefined {
+  let best: InstanceType['offerings'][number] | undefined;
+  for (const o of it.offerings)
+    if (o.available && (!best || o.priceUSDPerHour < best.priceUSDPerHour)) best = o;
+  return best;
 }
 
-/** Why `it` did not fit `requests` (first resource short), or that the requirements excluded it. */
-function whyNot(it: InstanceType, requests: Resources, allowed: ReadonlySet<string>): string {
-  if (allowed.has(it.name)) return 'offering not allowed by the requirements (zone or capacity type)';
+/** Why `it` did not fit `requests` (the first resource short), or undefined when it fits. */
+function tooSmall(it: InstanceType, requests: Resources): string | undefined {
   for (const k of ['cpu', 'memory', 'pods'] as const) {
     const need = requests[k] ?? 0;
     const have = it.allocatable[k] ?? 0;
@@ -78,20 +79,39 @@ function whyNot(it: InstanceType, requests: Resources, allowed: ReadonlySet<stri
     }
   }
   for (const [k, need] of Object.entries(requests))
-    if ((it.allocatable[k] ?? 0) < need) return `too small: ${k} ${need} requested > ${it.allocatable[k] ?? 0}`;
-  return 'excluded by the NodePool or pod requirements';
+    if ((it.allocatable[k] ?? 0) < need)
+      return `too small: ${k} ${need} requested > ${it.allocatable[k] ?? 0}`;
+  return undefined;
 }
 
-/** Up to `max` instance types of `types` cheaper than the chosen price, nearest first, each with why not. */
+/**
+ * Up to `max` instance types of `types` with an available offering cheaper than the chosen one, each with why it
+ * was not chosen: too small for the plan's requests (listed first, nearest price first), its cheaper offering's
+ * zone or capacity type not allowed, or excluded by the NodePool's or pods' requirements.
+ */
 export function whyNotCheaper(plan: NodeClaimPlan, types: readonly InstanceType[], max = 3): string[] {
   const chosen = plan.cheapest.offering.priceUSDPerHour;
   const allowed = new Set(plan.instanceTypeOptions.map((t) => t.name));
-  return types
-    .map((t) => ({ t, p: cheapestPrice(t) }))
-    .filter((x) => x.p < chosen)
-    .sort((a, b) => b.p - a.p)
+  const rows: Array<{ text: string; price: number; rank: number }> = [];
+  for (const t of types) {
+    const o = cheapestOffering(t);
+    if (!o || o.priceUSDPerHour >= chosen) continue;
+    const small = tooSmall(t, plan.requests);
+    const [rank, why] = small
+      ? [0, small]
+      : allowed.has(t.name)
+        ? [1, `its ${o.capacityType} offering in ${o.zone} is not allowed by the requirements`]
+        : [2, 'excluded by the NodePool or pod requirements'];
+    rows.push({
+      text: `not ${t.name} (${usd(o.priceUSDPerHour)} ${o.capacityType}): ${why}`,
+      price: o.priceUSDPerHour,
+      rank,
+    });
+  }
+  return rows
+    .sort((a, b) => a.rank - b.rank || b.price - a.price)
     .slice(0, max)
-    .map((x) => `not ${x.t.name} (${usd(x.p)}): ${whyNot(x.t, plan.requests, allowed)}`);
+    .map((r) => r.text);
 }
 
 function podNames(pods: ReadonlyArray<{ metadata: { namespace?: string; name?: string } }>): string {
@@ -132,7 +152,8 @@ export function provisioningEntries(r: ProvisioningResult, at: number): Array<Om
 function commandEntry(c: Command, at: number, executed: boolean): Omit<DecisionEntry, 'id'> {
   const names = c.candidates.map((x) => x.name);
   const reps = c.replacements.map(
-    (p) => `${p.cheapest.instanceType.name} ${p.cheapest.offering.capacityType} ${usd(p.cheapest.offering.priceUSDPerHour)}`,
+    (p) =>
+      `${p.cheapest.instanceType.name} ${p.cheapest.offering.capacityType} ${usd(p.cheapest.offering.priceUSDPerHour)}`,
   );
   return {
     at,
@@ -171,7 +192,9 @@ export function disruptionEntries(
     if (p.abandoned) e.details.push(`abandoned: ${p.abandoned}`);
     out.push(e);
   }
-  const fresh = p.result.blocked.filter((b) => isLoggedBlock(b.reason) && previousBlocks.get(b.node) !== b.reason);
+  const fresh = p.result.blocked.filter(
+    (b) => isLoggedBlock(b.reason) && previousBlocks.get(b.node) !== b.reason,
+  );
   for (const b of p.result.blocked) if (isLoggedBlock(b.reason)) previousBlocks.set(b.node, b.reason);
   if (fresh.length > 0)
     out.push({

@@ -104,7 +104,10 @@ export class DashboardHub {
 
   /** Subscribes a viewer: it gets the snapshot at once, then patches and decisions. Returns the unsubscribe. */
   connect(viewer: (m: HubMessage) => void): () => void {
-    viewer({ event: 'snapshot', data: { view: this.view(), log: this.log.entries(), history: [...this.history] } });
+    viewer({
+      event: 'snapshot',
+      data: { view: this.view(), log: this.log.entries(), history: [...this.history] },
+    });
     this.viewers.add(viewer);
     return () => this.viewers.delete(viewer);
   }
@@ -172,7 +175,10 @@ export class DashboardHub {
     const last = this.history.at(-1);
     const every = this.opts.historyEveryMs ?? 5000;
     const same =
-      last && last.nodes === t.nodes && last.pendingPods === t.pendingPods && last.costUSDPerHour === t.costUSDPerHour;
+      last &&
+      last.nodes === t.nodes &&
+      last.pendingPods === t.pendingPods &&
+      last.costUSDPerHour === t.costUSDPerHour;
     if (last && same && t.at - last.at < every) return;
     this.history.push(t);
     if (this.history.length > (this.opts.historySize ?? 720)) this.history.shift();
@@ -212,9 +218,13 @@ export class DashboardHub {
   private provisioned(r: ProvisioningResult): void {
     const m = new Map<string, string>();
     for (const u of r.result?.unschedulable ?? [])
-      m.set(`${u.pod.metadata.namespace ?? 'default'}/${u.pod.metadata.name ?? ''}`, `${u.code}: ${u.message}`);
+      m.set(
+        `${u.pod.metadata.namespace ?? 'default'}/${u.pod.metadata.name ?? ''}`,
+        `${u.code}: ${u.message}`,
+      );
     for (const s of r.skipped)
-      for (const p of s.plan.pods) m.set(`${p.metadata.namespace ?? 'default'}/${p.metadata.name ?? ''}`, s.reason);
+      for (const p of s.plan.pods)
+        m.set(`${p.metadata.namespace ?? 'default'}/${p.metadata.name ?? ''}`, s.reason);
     this.unschedulable = m;
     for (const e of provisioningEntries(r, this.src.clock?.now() ?? Date.now())) this.log.add(e);
     this.changed();

@@ -7,7 +7,7 @@
  * times (ms) for the browser test and `bench/dashboard.ts`.
  */
 
-const STYLE = String.raw`
+const STYLE = `
 body{font:13px/1.4 system-ui,sans-serif;margin:0;color:#1d2430;background:#f6f7f9}
 header{background:#1d2430;color:#fff;padding:8px 16px;display:flex;gap:24px;align-items:baseline}
 header h1{font-size:16px;margin:0}header .t{font-variant-numeric:tabular-nums}

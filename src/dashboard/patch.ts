@@ -25,7 +25,11 @@ export interface ViewPatch {
   machinePools?: ListPatch<DashboardView['machinePools'][number]>;
 }
 
-function diffList<T>(prev: readonly T[], next: readonly T[], key: (t: T) => string): ListPatch<T> | undefined {
+function diffList<T>(
+  prev: readonly T[],
+  next: readonly T[],
+  key: (t: T) => string,
+): ListPatch<T> | undefined {
   const before = new Map<string, string>();
   for (const t of prev) before.set(key(t), JSON.stringify(t));
   const upsert: T[] = [];

@@ -10,7 +10,12 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { nodeHttp } from '../kube/nodehttp.ts';
-import { type DashboardHub, type DashboardHubOptions, type DashboardSources, DashboardHub as Hub } from './hub.ts';
+import {
+  type DashboardHub,
+  type DashboardHubOptions,
+  type DashboardSources,
+  DashboardHub as Hub,
+} from './hub.ts';
 import { dashboardPage } from './page.ts';
 
 /** Options of {@link startDashboard}. */
@@ -58,11 +63,20 @@ export function uplotAssets(): UPlotAssets {
 }
 
 function send(res: ServerResponse, code: number, type: string, body: string): void {
-  res.writeHead(code, { 'content-type': type, 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' });
+  res.writeHead(code, {
+    'content-type': type,
+    'cache-control': 'no-store',
+    'x-content-type-options': 'nosniff',
+  });
   res.end(body);
 }
 
-function events(hub: DashboardHub, req: IncomingMessage, res: ServerResponse, streams: Set<ServerResponse>): void {
+function events(
+  hub: DashboardHub,
+  req: IncomingMessage,
+  res: ServerResponse,
+  streams: Set<ServerResponse>,
+): void {
   res.writeHead(200, {
     'content-type': 'text/event-stream',
     'cache-control': 'no-store',
@@ -87,7 +101,8 @@ function handler(hub: DashboardHub, streams: Set<ServerResponse>) {
     }
     const path = (req.url ?? '/').split('?')[0];
     const a = uplotAssets();
-    if (path === '/' || path === '/index.html') send(res, 200, 'text/html; charset=utf-8', dashboardPage(a.missing));
+    if (path === '/' || path === '/index.html')
+      send(res, 200, 'text/html; charset=utf-8', dashboardPage(a.missing));
     else if (path === '/events') events(hub, req, res, streams);
     else if (path === '/api/view') send(res, 200, 'application/json', JSON.stringify(hub.view()));
     else if (path === '/assets/uplot.js' && a.js) send(res, 200, 'text/javascript', a.js);

@@ -13,12 +13,7 @@ import type { Pod } from '../apis/core.ts';
 import { tryParseDuration } from '../apis/duration.ts';
 import type { InstanceType } from '../apis/instancetype.ts';
 import type { NodePool } from '../apis/karpenter.ts';
-import {
-  LabelCapacityType,
-  LabelInstanceType,
-  LabelTopologyZone,
-  TaintDisrupted,
-} from '../apis/labels.ts';
+import { LabelCapacityType, LabelInstanceType, LabelTopologyZone, TaintDisrupted } from '../apis/labels.ts';
 import { parseResources, type Resources } from '../apis/quantity.ts';
 import { budgetMapping, type PoolCounts, UNLIMITED } from '../disruption/budgets.ts';
 import type { BudgetReason, DisruptionResult } from '../disruption/types.ts';
@@ -156,7 +151,8 @@ export function lifecycleState(sn: StateNode, now: number, disrupting?: Readonly
     (t) => t.key === TaintDisrupted.key && t.effect === TaintDisrupted.effect,
   );
   const ncName = sn.nodeClaim?.metadata.name ?? '';
-  if (sn.markedForDeletion || tainted || disrupting?.has(sn.name) || disrupting?.has(ncName)) return 'disrupting';
+  if (sn.markedForDeletion || tainted || disrupting?.has(sn.name) || disrupting?.has(ncName))
+    return 'disrupting';
   const expireAfter = sn.nodeClaim?.spec.expireAfter;
   const created = Date.parse(sn.nodeClaim?.metadata.creationTimestamp ?? '');
   if (expireAfter && expireAfter !== 'Never' && Number.isFinite(created)) {
@@ -176,18 +172,26 @@ function allocatableOf(sn: StateNode, it: InstanceType | undefined): Resources {
 }
 
 /** Per-node candidate explanation from the last pass (commands first, then the blocked reason). */
-function candidateReasons(d: DisruptionResult | undefined): Map<string, { candidate: boolean; reason: string }> {
+function candidateReasons(
+  d: DisruptionResult | undefined,
+): Map<string, { candidate: boolean; reason: string }> {
   const out = new Map<string, { candidate: boolean; reason: string }>();
   for (const c of d?.commands ?? []) {
     const how = c.decision === 'replace' ? `replace with ${c.replacements.length} NodeClaim(s)` : 'delete';
     const savings = c.savingsUSDPerHour > 0 ? `, saves $${c.savingsUSDPerHour.toFixed(4)}/h` : '';
-    for (const x of c.candidates) out.set(x.name, { candidate: true, reason: `${c.method}: ${how}${savings}` });
+    for (const x of c.candidates)
+      out.set(x.name, { candidate: true, reason: `${c.method}: ${how}${savings}` });
   }
-  for (const b of d?.blocked ?? []) if (!out.has(b.node)) out.set(b.node, { candidate: false, reason: b.reason });
+  for (const b of d?.blocked ?? [])
+    if (!out.has(b.node)) out.set(b.node, { candidate: false, reason: b.reason });
   return out;
 }
 
-function nodeView(sn: StateNode, input: DashboardInput, reasons: ReturnType<typeof candidateReasons>): NodeView {
+function nodeView(
+  sn: StateNode,
+  input: DashboardInput,
+  reasons: ReturnType<typeof candidateReasons>,
+): NodeView {
   const now = input.snapshot.takenAt;
   const nodePool = sn.nodePool ?? '';
   const instanceType = labelOf(sn, LabelInstanceType);
@@ -261,9 +265,7 @@ function nodePoolViews(input: DashboardInput, nodes: readonly NodeView[]): NodeP
   const pools: readonly NodePool[] = input.snapshot.nodePools;
   const counts = poolCounts(input.snapshot.stateNodes);
   const reasons: BudgetReason[] = ['Empty', 'Drifted', 'Underutilized'];
-  const budgets = reasons.map(
-    (r) => [r, budgetMapping(pools, counts, r, input.snapshot.takenAt)] as const,
-  );
+  const budgets = reasons.map((r) => [r, budgetMapping(pools, counts, r, input.snapshot.takenAt)] as const);
   return pools
     .map((np) => {
       const name = np.metadata.name ?? '';
@@ -278,7 +280,14 @@ function nodePoolViews(input: DashboardInput, nodes: readonly NodeView[]): NodeP
       }
       const mine = nodes.filter((n) => n.nodePool === name);
       const cost = mine.reduce((s, n) => s + (n.priceUSDPerHour ?? 0), 0);
-      return { name, weight: np.spec.weight ?? 0, limits, budgets: b, nodes: mine.length, costUSDPerHour: cost };
+      return {
+        name,
+        weight: np.spec.weight ?? 0,
+        limits,
+        budgets: b,
+        nodes: mine.length,
+        costUSDPerHour: cost,
+      };
     })
     .sort((a, b) => b.weight - a.weight || (a.name < b.name ? -1 : 1));
 }
@@ -292,7 +301,15 @@ export function buildDashboardView(input: DashboardInput): DashboardView {
   const nodes = input.snapshot.stateNodes
     .map((sn) => nodeView(sn, input, reasons))
     .sort((a, b) =>
-      a.nodePool !== b.nodePool ? (a.nodePool < b.nodePool ? -1 : 1) : a.name < b.name ? -1 : a.name > b.name ? 1 : 0,
+      a.nodePool !== b.nodePool
+        ? a.nodePool < b.nodePool
+          ? -1
+          : 1
+        : a.name < b.name
+          ? -1
+          : a.name > b.name
+            ? 1
+            : 0,
     );
   const pending = pendingPods(input);
   const view: DashboardView = {

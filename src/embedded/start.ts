@@ -12,6 +12,7 @@ import { join, resolve } from 'node:path';
 import type { KubeObject } from '../apis/core.ts';
 import type { LoadResult } from '../apis/load.ts';
 import type { ProviderModule } from '../cloudprovider/module.ts';
+import type { Dashboard } from '../dashboard/server.ts';
 import { diagnose, doctorSummary, readSnapshot } from '../doctor/index.ts';
 import { RealClock } from '../kube/clock.ts';
 import { createLogger } from '../kube/logger.ts';
@@ -21,7 +22,6 @@ import { applyObjects } from './apply.ts';
 import { type SimulatedCluster, startSimulatedCluster } from './cluster.ts';
 import type { EmbeddedProviderHooks, EmbeddedProviderRun, EmbeddedRunFlags } from './hooks.ts';
 import { loadedProvider } from './providers.ts';
-import type { Dashboard } from '../dashboard/server.ts';
 import { type StartIO, settle } from './settle.ts';
 import { informerClusterView, readClusterView } from './summary.ts';
 

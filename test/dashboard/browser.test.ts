@@ -12,9 +12,14 @@ import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT } from '../../scripts/build.ts';
 import type { NodeClaim } from '../../src/apis/karpenter.ts';
-import { LabelCapacityType, LabelInstanceType, LabelNodePool, LabelTopologyZone } from '../../src/apis/labels.ts';
-import { getInstanceTypes } from '../../src/cloudprovider/aws/catalog/index.ts';
+import {
+  LabelCapacityType,
+  LabelInstanceType,
+  LabelNodePool,
+  LabelTopologyZone,
+} from '../../src/apis/labels.ts';
 import { runStart } from '../../src/cli/start.ts';
+import { getInstanceTypes } from '../../src/cloudprovider/aws/catalog/index.ts';
 import { startDashboard } from '../../src/dashboard/server.ts';
 import { startSimulatedCluster } from '../../src/embedded/cluster.ts';
 import { KubeClient } from '../../src/kube/client.ts';
@@ -46,9 +51,9 @@ function waitForText(read: () => string, re: RegExp, timeoutMs: number): Promise
     const started = Date.now();
     const tick = (): void => {
       const m = re.exec(read());
-      if (m) return resolve(m);
-      if (Date.now() - started > timeoutMs) return reject(new Error(`no ${re} in:\n${read()}`));
-      setTimeout(tick, 100);
+      if (m) resolve(m);
+      else if (Date.now() - started > timeoutMs) reject(new Error(`no ${re} in:\n${read()}`));
+      else setTimeout(tick, 100);
     };
     tick();
   });
@@ -71,13 +76,16 @@ async function launched(client: KubeClient): Promise<Array<{ node: string; type:
     });
 }
 
-async function expectRows(page: Page, rows: Array<{ node: string; type: string; price: number }>): Promise<void> {
+async function expectRows(
+  page: Page,
+  rows: Array<{ node: string; type: string; price: number }>,
+): Promise<void> {
   for (const r of rows) {
     const row = page.locator(`tr[data-node="${r.node}"]`);
     await row.waitFor({ timeout: 30_000 });
-    const text = await row.innerText();
-    expect(text).toContain(r.type);
-    expect(text).toContain(`$${r.price.toFixed(4)}`);
+    const text = await row.textContent();
+    expect(text ?? '').toContain(r.type);
+    expect(text ?? '').toContain(`$${r.price.toFixed(4)}`);
   }
 }
 
@@ -101,24 +109,32 @@ describe('the dashboard of capenter start in Chromium', () => {
       const first = await launched(client);
       expect(first.length).toBeGreaterThan(0);
       await expectRows(page, first);
-      expect(await page.locator('header').innerText()).toMatch(/\$\d+\.\d{4}\/hour/);
+      expect(await page.locator('header').textContent()).toMatch(/\$\d+\.\d{4}\/hour/);
       await page.screenshot({ path: join(ARTIFACTS, '1-started.png'), fullPage: true });
 
       await client.patch('Deployment', 'web', 'default', { spec: { replicas: 12 } }, { type: 'merge' });
       // a string: the test is compiled without the DOM library
-      await page.waitForFunction(`document.querySelectorAll('tr[data-node]').length > ${first.length}`, undefined, {
-        timeout: 60_000,
-        polling: 100,
-      });
+      await page.waitForFunction(
+        `document.querySelectorAll('tr[data-node]').length > ${first.length}`,
+        undefined,
+        {
+          timeout: 60_000,
+          polling: 100,
+        },
+      );
       const grown = await launched(client);
       await expectRows(page, grown);
       expect(grown.length).toBeGreaterThan(first.length);
       await page.screenshot({ path: join(ARTIFACTS, '2-scaled-up.png'), fullPage: true });
 
       await client.patch('Deployment', 'web', 'default', { spec: { replicas: 0 } }, { type: 'merge' });
-      const entry = page.locator('#log li', { hasText: /Emptiness: delete|Consolidation: (delete|replace)/ }).first();
+      const entry = page
+        .locator('#log li', { hasText: /Emptiness: delete|Consolidation: (delete|replace)/ })
+        .first();
       await entry.waitFor({ timeout: 120_000 });
-      expect(await entry.innerText()).toMatch(/disruption .*(Emptiness|Consolidation): (delete|replace) web-pool-/);
+      expect(await entry.textContent()).toMatch(
+        /disruption .*(Emptiness|Consolidation): (delete|replace) web-pool-/,
+      );
       await page.screenshot({ path: join(ARTIFACTS, '3-consolidated.png'), fullPage: true });
       // read-only and no secrets: the EC2NodeClass's user data never reaches the page
       expect(await page.content()).not.toContain('SECRET-USER-DATA');
@@ -143,7 +159,7 @@ describe('the dashboard of capenter start in Chromium', () => {
       await page.goto(dash.url);
       const banner = page.locator('#error');
       await banner.waitFor({ state: 'visible', timeout: 30_000 });
-      expect(await banner.innerText()).toMatch(
+      expect(await banner.textContent()).toMatch(
         /Cannot show the cluster: the API server refused the controller's credentials \(401 Unauthorized\)/,
       );
       await page.screenshot({ path: join(ARTIFACTS, '4-wrong-token.png') });
