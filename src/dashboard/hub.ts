@@ -2,7 +2,7 @@
  * The dashboard's live side: subscribes to cluster state (`Cluster.onChange`, fed by the informers), the
  * provisioner's and the disruption controller's pass listeners, and turns them into messages for the viewers:
  * a full `snapshot` on connect, then at most one `patch` per {@link DashboardHubOptions.throttleMs} (default
- * 250 ms) with the rows that changed, and `decision` messages for new log entries. Viewers never cause API
+ * 250 ms, longer when building the view takes more than a fifth of that) with the rows that changed, and `decision` messages for new log entries. Viewers never cause API
  * requests: one view is built per change batch, whatever the number of viewers. The only API request the hub
  * makes is one `list nodes?limit=1` every 5 s while the informers have not synced, to tell "the API server refused
  * the controller's credentials" (401/403) or "cannot reach the API server" from "still starting".
@@ -75,6 +75,8 @@ export class DashboardHub {
   private timer: NodeJS.Timeout | undefined;
   private probeTimer: NodeJS.Timeout | undefined;
   private lastFlush = 0;
+  /** ms the last view took to build: the throttle waits at least 4× that, so the hub takes ≤ 20% of a core. */
+  private lastBuildMs = 0;
   private error: string | undefined;
   private pricing: Promise<void> | undefined;
 
@@ -135,7 +137,9 @@ export class DashboardHub {
     this.timer = undefined;
     this.lastFlush = performance.now();
     const prev = this.current;
+    const started = performance.now();
     const next = this.build();
+    this.lastBuildMs = performance.now() - started;
     this.current = next;
     this.record(next.totals);
     if (prev && this.viewers.size > 0) {
@@ -187,7 +191,8 @@ export class DashboardHub {
   private changed(pools = false): void {
     if (pools) this.refreshPrices();
     if (this.timer) return;
-    const wait = Math.max(0, (this.opts.throttleMs ?? 250) - (performance.now() - this.lastFlush));
+    const every = Math.max(this.opts.throttleMs ?? 250, 4 * this.lastBuildMs);
+    const wait = Math.max(0, every - (performance.now() - this.lastFlush));
     this.timer = setTimeout(() => this.flush(), wait);
     this.timer.unref();
   }

@@ -22,6 +22,7 @@ td.r{text-align:right;font-variant-numeric:tabular-nums}td.why{white-space:norma
 #charts{display:flex;gap:12px;flex-wrap:wrap}.chart{background:#fff;padding:4px}
 #log li{margin:2px 0}#log .k{font-weight:600}#log .d{color:#555;margin-left:12px;white-space:pre-wrap}
 .muted{color:#777}
+.pool,#pending,#log{content-visibility:auto;contain-intrinsic-size:auto 600px}
 `;
 
 const SCRIPT = String.raw`
@@ -56,7 +57,7 @@ function renderPoolNodes(pool){
 function renderNodes(){
   var groups = {}; model.nodes.forEach(function(n){(groups[n.nodePool] = groups[n.nodePool] || []).push(n);});
   $('nodes').innerHTML = Object.keys(groups).sort().map(function(p){var rows = groups[p].sort(byName);
-    return '<div id="' + poolId(p) + '"><h3>NodePool ' + esc(p || '(unmanaged)') + ' <span class="n muted">' + rows.length + ' node(s)</span></h3><table><thead>' + NODE_HEAD + '</thead><tbody>' +
+    return '<div class="pool" id="' + poolId(p) + '"><h3>NodePool ' + esc(p || '(unmanaged)') + ' <span class="n muted">' + rows.length + ' node(s)</span></h3><table><thead>' + NODE_HEAD + '</thead><tbody>' +
       rows.map(function(n){return '<tr data-node="' + esc(n.name) + '">' + nodeCells(n) + '</tr>';}).join('') + '</tbody></table></div>';}).join('') || '<p class="muted">no nodes</p>';}
 function limitText(l){return Object.keys(l).map(function(k){var v = l[k];
   var f = k === 'cpu' ? cores : k === 'memory' ? function(b){return gib(b) + ' GiB';} : String; return esc(k) + ' ' + f(v.used) + ' / ' + f(v.limit);}).join(', ') || 'none';}
@@ -107,6 +108,15 @@ function patchNodes(lp){
   lp.upsert.forEach(function(n){var o = old[n.name]; var tr = o && o.nodePool === n.nodePool && document.querySelector('tr[data-node="' + CSS.escape(n.name) + '"]');
     if (tr) tr.innerHTML = nodeCells(n); else redo[n.nodePool] = 1;});
   Object.keys(redo).forEach(renderPoolNodes);}
+function patchPending(lp){
+  var had = {}; model.pendingPods.forEach(function(x){had[x.pod] = 1;});
+  model.pendingPods = applyList(model.pendingPods, lp, function(x){return x.pod;});
+  var rows = {}; Array.prototype.forEach.call(document.querySelectorAll('#pending tr[data-pod]'), function(tr){rows[tr.getAttribute('data-pod')] = tr;});
+  var fresh = lp.upsert.some(function(x){return !had[x.pod];});
+  if (fresh || model.pendingPods.length === 0 || lp.remove.some(function(k){return !rows[k];})) { renderPending(); return; }
+  lp.remove.forEach(function(k){rows[k].parentNode.removeChild(rows[k]);});
+  lp.upsert.forEach(function(x){var tr = rows[x.pod]; if (tr) tr.innerHTML = '<td>' + esc(x.pod) + '</td><td>' + esc(x.waitingFor || '') + '</td><td class="why">' + esc(x.reason) + '</td>';});
+  $('pending-count').textContent = model.pendingPods.length;}
 function onSnapshot(s){
   model = s.view; history = s.history.slice(); log = s.log.slice(); point(model.totals);
   D.renderMs = timed(function(){renderHeader(); renderPools(); renderNodes(); renderPending(); renderLog(); renderCharts();});
@@ -116,7 +126,7 @@ function onPatch(p){
     model.at = p.at; model.totals = p.totals;
     if (p.error === null) delete model.error; else if (p.error !== undefined) model.error = p.error;
     if (p.nodes) patchNodes(p.nodes);
-    if (p.pendingPods) { model.pendingPods = applyList(model.pendingPods, p.pendingPods, function(x){return x.pod;}); renderPending(); }
+    if (p.pendingPods) patchPending(p.pendingPods);
     if (p.nodePools || p.machinePools) { model.nodePools = applyList(model.nodePools, p.nodePools, function(x){return x.name;});
       model.machinePools = applyList(model.machinePools, p.machinePools, function(x){return x.namespace + '/' + x.name;}); renderPools(); }
     renderHeader(); point(p.totals); renderCharts();});
