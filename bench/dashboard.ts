@@ -77,7 +77,11 @@ export function benchInput(nodes = 1000, pods = 10_000, pending = 1000): Dashboa
         spec: {
           weight: i,
           limits: { cpu: '4000' },
-          disruption: { consolidateAfter: '0s', budgets: [{ nodes: '10%' }] },
+          disruption: {
+            consolidationPolicy: 'WhenEmptyOrUnderutilized',
+            consolidateAfter: '0s',
+            budgets: [{ nodes: '10%' }],
+          },
           template: {
             spec: {
               requirements: [],
@@ -98,7 +102,12 @@ export function benchInput(nodes = 1000, pods = 10_000, pending = 1000): Dashboa
       'karpenter.sh/capacity-type': 'on-demand',
     };
     const meta = { name, labels, creationTimestamp: new Date(NOW - i * 60_000).toISOString() };
-    const nc = { apiVersion: 'karpenter.sh/v1', kind: 'NodeClaim', metadata: meta, spec: {} } as NodeClaim;
+    const nc = {
+      apiVersion: 'karpenter.sh/v1',
+      kind: 'NodeClaim',
+      metadata: meta,
+      spec: {},
+    } as unknown as NodeClaim;
     const node = {
       apiVersion: 'v1',
       kind: 'Node',
