@@ -17,13 +17,15 @@ import { Resources } from '../kube/resources.ts';
 import type { Cluster } from '../state/cluster.ts';
 import { type DecisionEntry, DecisionLog, disruptionEntries, provisioningEntries } from './decisions.ts';
 import { diffView, type ViewPatch } from './patch.ts';
-import { buildDashboardView, type DashboardView, type Totals } from './view.ts';
+import { buildDashboardView, type DashboardView, type MachinePoolView, type Totals } from './view.ts';
 
 /** What the hub observes: the operator's parts (an `Operator` fits). */
 export interface DashboardSources {
   cluster: Cluster;
   client: KubeClient;
   cloudProvider?: Pick<CloudProvider, 'instanceTypes'>;
+  /** CAPI: the KarpenterMachinePools with their MachinePools (`machinePoolViews` over the management informers). */
+  machinePools?: () => MachinePoolView[];
   /** Time of the log entries (the operator's clock; default the wall clock). */
   clock?: { now(): number };
   provisioner?: { passListeners: Set<(r: ProvisioningResult) => void> };
@@ -169,6 +171,7 @@ export class DashboardHub {
       ...(d ? { disrupting: d.orchestrator.disruptingNodes() } : {}),
       unschedulable: this.unschedulable,
       usage: this.src.cluster.nodePoolUsage(byName),
+      ...(this.src.machinePools ? { machinePools: this.src.machinePools() } : {}),
       ...(this.error !== undefined ? { error: this.error } : {}),
     });
     if (this.history.length === 0) this.record(view.totals);

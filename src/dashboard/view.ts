@@ -9,7 +9,8 @@
  * Upstream has no dashboard; the lifecycle names follow the NodeClaim conditions of kubernetes-sigs/karpenter
  * `pkg/apis/v1/nodeclaim_status.go` (Launched, Registered, Initialized, Drifted) and the disruption taint.
  */
-import type { Pod } from '../apis/core.ts';
+import type { KarpenterMachinePool } from '../apis/capi.ts';
+import type { KubeObject, Pod } from '../apis/core.ts';
 import { tryParseDuration } from '../apis/duration.ts';
 import type { InstanceType } from '../apis/instancetype.ts';
 import type { NodePool } from '../apis/karpenter.ts';
@@ -127,6 +128,38 @@ export interface DashboardInput {
   usage?: Readonly<Record<string, Resources>>;
   machinePools?: MachinePoolView[];
   error?: string;
+}
+
+/**
+ * CAPI: each KarpenterMachinePool with its MachinePool (the owner reference of kind `MachinePool`, else the
+ * MachinePool whose `spec.template.spec.infrastructureRef` names it), its `status.replicas` and
+ * `spec.providerIDList`. Sorted by namespace and name.
+ */
+export function machinePoolViews(
+  kmps: readonly KarpenterMachinePool[],
+  machinePools: readonly KubeObject[],
+): MachinePoolView[] {
+  return kmps
+    .map((k) => {
+      const ns = k.metadata.namespace ?? 'default';
+      const owner = (k.metadata.ownerReferences ?? []).find((o) => o.kind === 'MachinePool')?.name;
+      const byRef = machinePools.find((mp) => {
+        const ref = (
+          mp as { spec?: { template?: { spec?: { infrastructureRef?: { kind?: string; name?: string } } } } }
+        ).spec?.template?.spec?.infrastructureRef;
+        return (
+          (mp.metadata.namespace ?? 'default') === ns && ref?.kind === k.kind && ref?.name === k.metadata.name
+        );
+      });
+      return {
+        name: k.metadata.name ?? '',
+        namespace: ns,
+        machinePool: owner ?? byRef?.metadata?.name ?? '',
+        replicas: k.status?.replicas ?? 0,
+        providerIDs: [...(k.spec?.providerIDList ?? [])],
+      };
+    })
+    .sort((a, b) => (a.namespace + a.name < b.namespace + b.name ? -1 : 1));
 }
 
 /** The offering price of `type` in `zone`/`capacityType`, USD/hour, or null. */

@@ -5,7 +5,8 @@
  * why not a cheaper one; disruption commands and blocks), the row patches and the wrong-token message.
  */
 import { describe, expect, it } from 'vitest';
-import type { Node, Pod } from '../../src/apis/core.ts';
+import type { KarpenterMachinePool } from '../../src/apis/capi.ts';
+import type { KubeObject, Node, Pod } from '../../src/apis/core.ts';
 import type { NodeClaim, NodePool } from '../../src/apis/karpenter.ts';
 import { getInstanceTypes } from '../../src/cloudprovider/aws/catalog/index.ts';
 import type { DisruptionPass } from '../../src/controllers/disruption/controller.ts';
@@ -13,7 +14,7 @@ import type { ProvisioningResult } from '../../src/controllers/provisioning/prov
 import { DecisionLog, disruptionEntries, provisioningEntries } from '../../src/dashboard/decisions.ts';
 import { probeError } from '../../src/dashboard/hub.ts';
 import { applyPatch, diffView } from '../../src/dashboard/patch.ts';
-import { buildDashboardView, type DashboardInput } from '../../src/dashboard/view.ts';
+import { buildDashboardView, type DashboardInput, machinePoolViews } from '../../src/dashboard/view.ts';
 import type { Candidate, Command } from '../../src/disruption/types.ts';
 import { KubeApiError } from '../../src/kube/errors.ts';
 import type { NodeClaimPlan } from '../../src/scheduling/types.ts';
@@ -252,6 +253,51 @@ describe('buildDashboardView', () => {
     expect(buildDashboardView(input).error).toBe(
       "the API server refused the controller's credentials (401 Unauthorized): fix the token or client certificate of the kubeconfig the controller runs with",
     );
+  });
+});
+
+describe('machinePoolViews', () => {
+  it('pairs each KarpenterMachinePool with its MachinePool, replicas and provider IDs', () => {
+    const kmp = (name: string, owner?: string): KarpenterMachinePool =>
+      ({
+        apiVersion: 'infrastructure.cluster.x-k8s.io/v1alpha1',
+        kind: 'KarpenterMachinePool',
+        metadata: {
+          name,
+          namespace: 'capi',
+          ...(owner
+            ? {
+                ownerReferences: [
+                  { kind: 'MachinePool', name: owner, apiVersion: 'cluster.x-k8s.io/v1beta1', uid: 'u' },
+                ],
+              }
+            : {}),
+        },
+        spec: { providerIDList: [`aws:///us-east-1a/i-${name}`] },
+        status: { replicas: 2 },
+      }) as KarpenterMachinePool;
+    const mp = {
+      apiVersion: 'cluster.x-k8s.io/v1beta1',
+      kind: 'MachinePool',
+      metadata: { name: 'mp-b', namespace: 'capi' },
+      spec: { template: { spec: { infrastructureRef: { kind: 'KarpenterMachinePool', name: 'kmp-b' } } } },
+    } as KubeObject;
+    expect(machinePoolViews([kmp('kmp-b'), kmp('kmp-a', 'mp-a')], [mp])).toEqual([
+      {
+        name: 'kmp-a',
+        namespace: 'capi',
+        machinePool: 'mp-a',
+        replicas: 2,
+        providerIDs: ['aws:///us-east-1a/i-kmp-a'],
+      },
+      {
+        name: 'kmp-b',
+        namespace: 'capi',
+        machinePool: 'mp-b',
+        replicas: 2,
+        providerIDs: ['aws:///us-east-1a/i-kmp-b'],
+      },
+    ]);
   });
 });
 
