@@ -148,7 +148,9 @@ export function machinePoolViews(
           mp as { spec?: { template?: { spec?: { infrastructureRef?: { kind?: string; name?: string } } } } }
         ).spec?.template?.spec?.infrastructureRef;
         return (
-          (mp.metadata?.namespace ?? 'default') === ns && ref?.kind === k.kind && ref?.name === k.metadata.name
+          (mp.metadata?.namespace ?? 'default') === ns &&
+          ref?.kind === k.kind &&
+          ref?.name === k.metadata.name
         );
       });
       return {
