@@ -2,7 +2,8 @@
  * The dashboard's live side: subscribes to cluster state (`Cluster.onChange`, fed by the informers), the
  * provisioner's and the disruption controller's pass listeners, and turns them into messages for the viewers:
  * a full `snapshot` on connect, then at most one `patch` per {@link DashboardHubOptions.throttleMs} (default
- * 250 ms, longer when building the view takes more than a fifth of that) with the rows that changed, and `decision` messages for new log entries. Viewers never cause API
+ * 250 ms, longer when building the view takes more than a fifth of that; without viewers one view per chart
+ * interval, 5 s) with the rows that changed, and `decision` messages for new log entries. Viewers never cause API
  * requests: one view is built per change batch, whatever the number of viewers. The only API request the hub
  * makes is one `list nodes?limit=1` every 5 s while the informers have not synced, to tell "the API server refused
  * the controller's credentials" (401/403) or "cannot reach the API server" from "still starting".
@@ -79,6 +80,8 @@ export class DashboardHub {
   private lastFlush = 0;
   /** ms the last view took to build: the throttle waits at least 4× that, so the hub takes ≤ 20% of a core. */
   private lastBuildMs = 0;
+  /** State changed since the current view was built. */
+  private dirty = true;
   private error: string | undefined;
   private pricing: Promise<void> | undefined;
 
@@ -102,8 +105,8 @@ export class DashboardHub {
 
   /** The current view (built now when state changed since the last one). */
   view(): DashboardView {
-    this.current ??= this.build();
-    return this.current;
+    if (!this.current || this.dirty) this.flush();
+    return this.current as DashboardView;
   }
 
   /** Subscribes a viewer: it gets the snapshot at once, then patches and decisions. Returns the unsubscribe. */
@@ -138,6 +141,7 @@ export class DashboardHub {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     this.lastFlush = performance.now();
+    this.dirty = false;
     const prev = this.current;
     const started = performance.now();
     const next = this.build();
@@ -193,8 +197,11 @@ export class DashboardHub {
 
   private changed(pools = false): void {
     if (pools) this.refreshPrices();
+    this.dirty = true;
     if (this.timer) return;
-    const every = Math.max(this.opts.throttleMs ?? 250, 4 * this.lastBuildMs);
+    // without viewers only the charts' history needs a view: one per history interval
+    const base = this.viewers.size > 0 ? (this.opts.throttleMs ?? 250) : (this.opts.historyEveryMs ?? 5000);
+    const every = Math.max(base, 4 * this.lastBuildMs);
     const wait = Math.max(0, every - (performance.now() - this.lastFlush));
     this.timer = setTimeout(() => this.flush(), wait);
     this.timer.unref();

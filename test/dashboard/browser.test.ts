@@ -76,16 +76,23 @@ async function launched(client: KubeClient): Promise<Array<{ node: string; type:
     });
 }
 
+/** Waits until each row shows its NodeClaim's instance type and price (the page follows the API within ~250 ms). */
 async function expectRows(
   page: Page,
   rows: Array<{ node: string; type: string; price: number }>,
 ): Promise<void> {
   for (const r of rows) {
-    const row = page.locator(`tr[data-node="${r.node}"]`);
-    await row.waitFor({ timeout: 30_000 });
-    const text = await row.textContent();
-    expect(text ?? '').toContain(r.type);
-    expect(text ?? '').toContain(`$${r.price.toFixed(4)}`);
+    const price = `$${r.price.toFixed(4)}`;
+    // a string: the test is compiled without the DOM library
+    await page.waitForFunction(
+      `(() => { const t = document.querySelector('tr[data-node="${r.node}"]')?.textContent ?? '';
+        return t.includes(${JSON.stringify(r.type)}) && t.includes(${JSON.stringify(price)}); })()`,
+      undefined,
+      { timeout: 30_000, polling: 100 },
+    );
+    const text = (await page.locator(`tr[data-node="${r.node}"]`).textContent()) ?? '';
+    expect(text).toContain(r.type);
+    expect(text).toContain(price);
   }
 }
 
