@@ -77,6 +77,21 @@ async function launched(client: KubeClient): Promise<Array<{ node: string; type:
 }
 
 /** Waits until each row shows its NodeClaim's instance type and price (the page follows the API within ~250 ms). */
+/** Polls the API (every 100 ms, up to `timeoutMs`) until `more` NodeClaims than `than` have a Node; returns them. */
+async function launchedMoreThan(
+  client: KubeClient,
+  than: number,
+  timeoutMs = 60_000,
+): Promise<Awaited<ReturnType<typeof launched>>> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const l = await launched(client);
+    if (l.length > than) return l;
+    if (Date.now() > end) throw new Error(`only ${l.length} launched NodeClaim(s) after ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
 async function expectRows(
   page: Page,
   rows: Array<{ node: string; type: string; price: number }>,
@@ -112,9 +127,7 @@ describe('the dashboard of capenter start in Chromium', () => {
       client = KubeClient.fromKubeconfig(kubeconfig);
       const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
       await page.goto(url);
-      await page.locator('tr[data-node]').first().waitFor({ timeout: 60_000 });
-      const first = await launched(client);
-      expect(first.length).toBeGreaterThan(0);
+      const first = await launchedMoreThan(client, 0);
       await expectRows(page, first);
       expect(await page.locator('header').textContent()).toMatch(/\$\d+\.\d{4}\/hour/);
       await page.screenshot({ path: join(ARTIFACTS, '1-started.png'), fullPage: true });
@@ -129,9 +142,8 @@ describe('the dashboard of capenter start in Chromium', () => {
           polling: 100,
         },
       );
-      const grown = await launched(client);
+      const grown = await launchedMoreThan(client, first.length);
       await expectRows(page, grown);
-      expect(grown.length).toBeGreaterThan(first.length);
       await page.screenshot({ path: join(ARTIFACTS, '2-scaled-up.png'), fullPage: true });
 
       await client.patch('Deployment', 'web', 'default', { spec: { replicas: 0 } }, { type: 'merge' });
