@@ -143,6 +143,7 @@ async function startCAPI(
     {
       ...run,
       ...(taintTimeout !== undefined ? { uninitializedTaintTimeout: taintTimeout } : {}),
+      ...(flags.dashboard !== false ? { dashboardPort: Number(flags.dashboardPort ?? 0) } : {}),
       ...hooks.capi(io.env ?? {}),
     },
     io,

@@ -82,6 +82,7 @@ export class DashboardHub {
   private lastBuildMs = 0;
   /** State changed since the current view was built. */
   private dirty = true;
+  private closed = false;
   private error: string | undefined;
   private pricing: Promise<void> | undefined;
 
@@ -154,8 +155,14 @@ export class DashboardHub {
     }
   }
 
+  /** Tells the hub something its sources do not report changed (e.g. a KarpenterMachinePool); no-op once closed. */
+  notify(): void {
+    if (!this.closed) this.changed();
+  }
+
   /** Unsubscribes from the sources and stops the timers. */
   close(): void {
+    this.closed = true;
     for (const u of this.unsubscribe.splice(0)) u();
     if (this.timer) clearTimeout(this.timer);
     if (this.probeTimer) clearInterval(this.probeTimer);
