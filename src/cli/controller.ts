@@ -155,18 +155,48 @@ export function dashboardPort(flags: ControllerCommandOptions): number | undefin
   return n;
 }
 
-/** Starts the dashboard of `op` when `port` is set and prints its URL; undefined otherwise. */
+/**
+ * Starts the dashboard of `op` when `port` is set and prints its URL; undefined otherwise. With
+ * `capiManagementKubeconfig` it also watches that cluster's KarpenterMachinePools and MachinePools for the
+ * dashboard's CAPI rows (its own informers, stopped with it).
+ */
 async function serveDashboard(
   op: Operator,
+  flags: ControllerCommandOptions,
   port: number | undefined,
-  address: string | undefined,
   stderr: (t: string) => void,
 ): Promise<{ close(): Promise<void> } | undefined> {
   if (port === undefined) return undefined;
   const { startDashboard } = await import('../dashboard/server.ts');
-  const d = await startDashboard(op, { port, ...(address ? { address } : {}) });
+  const address = flags.dashboardAddress;
+  const path = flags.capiManagementKubeconfig;
+  if (!path) {
+    const d = await startDashboard(op, { port, ...(address ? { address } : {}) });
+    stderr(`capenter controller: dashboard ${d.url}\n`);
+    return d;
+  }
+  const [{ machinePoolSource }, { SharedInformers }, { RealClock }] = await Promise.all([
+    import('../dashboard/capi.ts'),
+    import('../kube/informer.ts'),
+    import('../kube/clock.ts'),
+  ]);
+  const management = KubeClient.fromKubeconfig(path, { userAgent: 'capenter-dashboard' });
+  const informers = new SharedInformers(management, { clock: new RealClock() });
+  const source = machinePoolSource(informers);
+  const d = await startDashboard(
+    { ...op, machinePools: source.machinePools },
+    { port, ...(address ? { address } : {}) },
+  );
+  source.follow(d.hub);
+  informers.start();
   stderr(`capenter controller: dashboard ${d.url}\n`);
-  return d;
+  return {
+    close: async () => {
+      await d.close();
+      await informers.stop();
+      management.close();
+    },
+  };
 }
 
 /** Runs the controller until a signal; returns the exit code. Never throws. */
@@ -219,7 +249,7 @@ export async function runController(
     io.stderr(
       `capenter controller: ${client.server}, region ${options.region}, metrics :${op.metricsPort}/metrics, health :${op.healthProbePort}/healthz\n`,
     );
-    const dashboard = await serveDashboard(op, dashPort, flags.dashboardAddress, io.stderr);
+    const dashboard = await serveDashboard(op, flags, dashPort, io.stderr);
     await op.done;
     await dashboard?.close();
     const stoppedBySignal = interrupted || ac.signal.aborted;

@@ -24,7 +24,6 @@ import type { KubeObject } from '../apis/core.ts';
 import { S3BootstrapStore } from '../cloudprovider/aws/s3store.ts';
 import { clusterNameOf } from '../controllers/capi/desired.ts';
 import type { Dashboard } from '../dashboard/server.ts';
-import { Resources } from '../kube/resources.ts';
 import { prepareCAPAEmulator } from '../sim/capi/aws.ts';
 import { sampleCAPIObjects } from '../sim/capi/environment.ts';
 import { type CAPIStack, startCAPIStack } from './capi.ts';
@@ -50,23 +49,16 @@ async function capiDashboard(
   io: StartIO,
 ): Promise<Dashboard | undefined> {
   if (port === undefined || !stack.op) return undefined;
-  const [{ startDashboard }, { machinePoolViews }] = await Promise.all([
+  const [{ startDashboard }, { machinePoolSource }] = await Promise.all([
     import('../dashboard/server.ts'),
-    import('../dashboard/view.ts'),
+    import('../dashboard/capi.ts'),
   ]);
-  const inf = stack.env.mgmtInformers;
-  const kmps = inf.informerFor(Resources.KarpenterMachinePool);
-  const mps = inf.informerFor(Resources.MachinePool);
+  const source = machinePoolSource(stack.env.mgmtInformers);
   const d = await startDashboard(
-    {
-      ...stack.op,
-      clock: stack.env.clock,
-      machinePools: () => machinePoolViews(kmps.cache.list() as KarpenterMachinePool[], mps.cache.list()),
-    },
+    { ...stack.op, clock: stack.env.clock, machinePools: source.machinePools },
     { port },
   );
-  const notify = (): void => d.hub.notify();
-  for (const informer of [kmps, mps]) informer.on({ add: notify, update: notify, delete: notify });
+  source.follow(d.hub);
   io.stderr(`capenter: dashboard ${d.url}\n`);
   return d;
 }
