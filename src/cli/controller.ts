@@ -249,7 +249,10 @@ export async function runController(
     io.stderr(
       `capenter controller: ${client.server}, region ${options.region}, metrics :${op.metricsPort}/metrics, health :${op.healthProbePort}/healthz\n`,
     );
-    const dashboard = await serveDashboard(op, flags, dashPort, io.stderr);
+    const dashboard = await serveDashboard(op, flags, dashPort, io.stderr).catch(async (err: unknown) => {
+      await op.stop(); // a port in use: stop what started, then report it (exit 1)
+      throw err;
+    });
     await op.done;
     await dashboard?.close();
     const stoppedBySignal = interrupted || ac.signal.aborted;
