@@ -144,6 +144,13 @@ describe('the dashboard of capenter start in Chromium', () => {
       );
       const grown = await launchedMoreThan(client, first.length);
       await expectRows(page, grown);
+      // the pods column adds up to the 12 replicas once they are bound (the fixture has no DaemonSets)
+      await page.waitForFunction(
+        `[...document.querySelectorAll('tr[data-node] td:nth-child(8)')].reduce((s, td) => s + Number(td.textContent), 0) === 12`,
+        undefined,
+        { timeout: 60_000, polling: 100 },
+      );
+      expect(await page.locator('#pending-count').textContent()).toBe('0');
       await page.screenshot({ path: join(ARTIFACTS, '2-scaled-up.png'), fullPage: true });
 
       await client.patch('Deployment', 'web', 'default', { spec: { replicas: 0 } }, { type: 'merge' });
