@@ -10,8 +10,8 @@
  * < 3 s and < 500 MB RSS; plan cost ≤ 1.10 × lower bound (issue 24; was 1.25).
  * Then the API-server, provisioning, idle, start, aws, disruption and CAPI sections (`bench/apiserver.ts`,
  * `bench/provisioning.ts` (provisioning and the controller idle), `bench/start.ts`, `bench/aws.ts`,
- * `bench/disruption.ts`, `bench/capi.ts`, `bench/clusterapi.ts`);
- * `--only apiServer,provisioning,idle,start,aws,disruption,capi,clusterapi` picks sections (scheduling always runs
+ * `bench/disruption.ts`, `bench/dashboard.ts`, `bench/capi.ts`, `bench/clusterapi.ts`);
+ * `--only apiServer,provisioning,idle,start,aws,disruption,dashboard,capi,clusterapi` picks sections (scheduling always runs
  * unless `--sizes` is empty, e.g. `--sizes 0`); `--only realk8s` (`bench/realk8s.ts`, the "basic" case on a real
  * control plane from `scripts/realk8s/`) runs only when named.
  *
@@ -204,6 +204,13 @@ const sections: Section[] = [
     file: 'disruption.ts',
     run: 'runDisruptionBench',
     format: 'formatDisruptionBench',
+  },
+  {
+    key: 'dashboard',
+    title: 'Dashboard (1,000 nodes, 10,000 pods, headless Chromium)',
+    file: 'dashboard.ts',
+    run: 'runDashboardBench',
+    format: 'formatDashboardBench',
   },
   {
     key: 'capi',

@@ -52,6 +52,7 @@ type Layer =
   | 'simulate'
   | 'doctor'
   | 'config'
+  | 'dashboard'
   | 'testing';
 
 /**
@@ -73,6 +74,7 @@ const ALLOWED: Record<Exclude<Layer, 'testing'>, Partial<Record<Layer, string>>>
     sim: 'capenter apiserver serves sim’s API server alone',
     simulate: 'capenter simulate',
     doctor: 'capenter doctor',
+    dashboard: 'capenter controller --dashboard-port serves the dashboard',
   },
   embedded: {
     operator: 'runs the product (the composition root) against the simulator',
@@ -84,6 +86,7 @@ const ALLOWED: Record<Exclude<Layer, 'testing'>, Partial<Record<Layer, string>>>
     kube: 'clients of the simulated clusters',
     sim: 'the simulator it assembles',
     doctor: 'each summary of capenter start carries a doctor line',
+    dashboard: 'capenter start serves the dashboard',
   },
   operator: {
     controllers: 'the composition root starts the controllers',
@@ -135,6 +138,15 @@ const ALLOWED: Record<Exclude<Layer, 'testing'>, Partial<Record<Layer, string>>>
     kube: 'reads a cluster',
   },
   config: {},
+  dashboard: {
+    state: 'the view is built from cluster state',
+    controllers: 'the provisioner’s and disruption controller’s pass listeners feed the decision log',
+    disruption: 'budgets allowed now and the core’s types',
+    scheduling: 'the plans of the provisioning decisions',
+    cloudprovider: 'instance type prices through the contract (contract files only)',
+    apis: 'labels, quantities, durations',
+    kube: 'the client of the credential probe, node:http',
+  },
 };
 
 /**
@@ -181,7 +193,7 @@ const NEVER: Array<[Exclude<Layer, 'testing'>, Layer | 'cloudprovider/<provider>
 ];
 
 /** Folders whose files are the CloudProvider contract's users only: they may not import a provider's folder. */
-const CONTRACT_ONLY: ReadonlySet<Layer> = new Set(['controllers', 'state']);
+const CONTRACT_ONLY: ReadonlySet<Layer> = new Set(['controllers', 'state', 'dashboard']);
 
 /**
  * Today's violations, `importer → imported`, and the item of issue 25 that removes each. Exact: see the

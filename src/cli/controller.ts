@@ -49,6 +49,10 @@ export interface ControllerCommandOptions {
   cloudProvider?: string;
   /** CAPI: kubeconfig of the management cluster; runs the KarpenterMachinePool controller (docs/capi.md). */
   capiManagementKubeconfig?: string;
+  /** Serve the dashboard (docs/dashboard.md) on this port (text from the flag; default: no dashboard). */
+  dashboardPort?: string;
+  /** Address the dashboard listens on (default 127.0.0.1). */
+  dashboardAddress?: string;
   /** Setting flags by commander attribute name (`metricsPort`, `batchIdleDuration`, `disableLeaderElection`). */
   [setting: string]: unknown;
 }
@@ -148,6 +152,63 @@ async function runCAPIWhenLeading(
   }).finally(() => management.close());
 }
 
+/**
+ * The `--dashboard-port` value as a port number, undefined when the flag is absent.
+ * @throws Error naming the flag and the accepted range when it is not an integer in 0–65535.
+ */
+export function dashboardPort(flags: ControllerCommandOptions): number | undefined {
+  const text = flags.dashboardPort;
+  if (text === undefined) return undefined;
+  const n = Number(text);
+  if (!/^\d+$/.test(String(text)) || n > 65535)
+    throw new Error(`--dashboard-port must be a port number 0–65535 (0: any free one), got "${text}"`);
+  return n;
+}
+
+/**
+ * Starts the dashboard of `op` when `port` is set and prints its URL; undefined otherwise. With
+ * `capiManagementKubeconfig` it also watches that cluster's KarpenterMachinePools and MachinePools for the
+ * dashboard's CAPI rows (its own informers, stopped with it).
+ */
+async function serveDashboard(
+  op: Operator,
+  flags: ControllerCommandOptions,
+  port: number | undefined,
+  stderr: (t: string) => void,
+): Promise<{ close(): Promise<void> } | undefined> {
+  if (port === undefined) return undefined;
+  const { startDashboard } = await import('../dashboard/server.ts');
+  const address = flags.dashboardAddress;
+  const path = flags.capiManagementKubeconfig;
+  if (!path) {
+    const d = await startDashboard(op, { port, ...(address ? { address } : {}) });
+    stderr(`capenter controller: dashboard ${d.url}\n`);
+    return d;
+  }
+  const [{ machinePoolSource }, { SharedInformers }, { RealClock }] = await Promise.all([
+    import('../dashboard/capi.ts'),
+    import('../kube/informer.ts'),
+    import('../kube/clock.ts'),
+  ]);
+  const management = KubeClient.fromKubeconfig(path, { userAgent: 'capenter-dashboard' });
+  const informers = new SharedInformers(management, { clock: new RealClock() });
+  const source = machinePoolSource(informers);
+  const d = await startDashboard(
+    { ...op, machinePools: source.machinePools },
+    { port, ...(address ? { address } : {}) },
+  );
+  source.follow(d.hub);
+  informers.start();
+  stderr(`capenter controller: dashboard ${d.url}\n`);
+  return {
+    close: async () => {
+      await d.close();
+      await informers.stop();
+      management.close();
+    },
+  };
+}
+
 /** Runs the controller until a signal; returns the exit code. Never throws. */
 export async function runController(
   flags: ControllerCommandOptions,
@@ -158,8 +219,10 @@ export async function runController(
   },
 ): Promise<number> {
   let resolved: ResolvedController;
+  let dashPort: number | undefined;
   try {
     resolved = resolveController(flags, io.env);
+    dashPort = dashboardPort(flags);
   } catch (err) {
     io.stderr(`error: ${(err as Error).message}\n`);
     return 2;
@@ -198,7 +261,12 @@ export async function runController(
     io.stderr(
       `capenter controller: ${client.server}, region ${options.region}, metrics :${op.metricsPort}/metrics, health :${op.healthProbePort}/healthz\n`,
     );
+    const dashboard = await serveDashboard(op, flags, dashPort, io.stderr).catch(async (err: unknown) => {
+      await op.stop(); // a port in use: stop what started, then report it (exit 1)
+      throw err;
+    });
     await op.done;
+    await dashboard?.close();
     const stoppedBySignal = interrupted || ac.signal.aborted;
     ac.abort(); // stops the KarpenterMachinePool controllers too
     await capi;
@@ -231,6 +299,11 @@ export function registerControllerCommand(program: Command): void {
       'run the KarpenterMachinePool controller against this management cluster (--kubeconfig is the workload cluster)',
     )
     .option('--bind-address <addr>', 'address of /metrics, /healthz, /readyz (default 0.0.0.0)')
+    .option(
+      '--dashboard-port <port>',
+      'serve the read-only dashboard on this port (default off; 0: any free port)',
+    )
+    .option('--dashboard-address <addr>', 'address the dashboard listens on (default 127.0.0.1)')
     .addOption(
       new Option('--no-leader-elect', 'same as --disable-leader-election (kept for scripts)').hideHelp(),
     );

@@ -54,6 +54,10 @@ export interface StartCommandOptions {
   cloudProvider?: string;
   /** `--cluster-name` (aws; default `CLUSTER_NAME`, else `cluster-1`). */
   clusterName?: string;
+  /** `--dashboard-port` (default any free port). */
+  dashboardPort?: string;
+  /** False with `--no-dashboard`. */
+  dashboard?: boolean;
 }
 
 /** The flags of `capenter start` once checked. */
@@ -86,6 +90,9 @@ function checkStart(
   const port = flags.port === undefined ? 0 : Number(flags.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535)
     return `--port must be a port number (0 = any free port), got "${flags.port}"`;
+  const dash = flags.dashboardPort === undefined ? 0 : Number(flags.dashboardPort);
+  if (!Number.isInteger(dash) || dash < 0 || dash > 65535)
+    return `--dashboard-port must be a port number (0 = any free port), got "${flags.dashboardPort}"`;
   let logLevel: string;
   try {
     logLevel = checkLogLevel(flags.logLevel ?? 'warn');
@@ -136,6 +143,7 @@ async function startCAPI(
     {
       ...run,
       ...(taintTimeout !== undefined ? { uninitializedTaintTimeout: taintTimeout } : {}),
+      ...(flags.dashboard !== false ? { dashboardPort: Number(flags.dashboardPort ?? 0) } : {}),
       ...hooks.capi(io.env ?? {}),
     },
     io,
@@ -179,6 +187,7 @@ export async function runStart(
       port: c.port,
       ...(flags.metricsPort !== undefined ? { metricsPort: Number(flags.metricsPort) } : {}),
       ...(flags.clusterName !== undefined ? { clusterName: flags.clusterName } : {}),
+      ...(flags.dashboard !== false ? { dashboardPort: Number(flags.dashboardPort ?? 0) } : {}),
     },
     c.module,
     hooks,
@@ -235,6 +244,8 @@ export function registerStartCommand(program: Command): void {
     )
     .option('--log-level <level>', 'controller log level on stderr: debug|info|warn|error|silent', 'warn')
     .option('--metrics-port <n>', 'controller /metrics port (default: any free port)')
+    .option('--dashboard-port <n>', 'dashboard port on 127.0.0.1 (default: any free port)')
+    .option('--no-dashboard', 'do not serve the dashboard')
     .option(
       '--capi',
       'two clusters as Cluster API runs them: management (CAPI/CAPA CRDs, KarpenterMachinePool) + workload',

@@ -23,6 +23,7 @@ import type { KarpenterMachinePool, MachinePool } from '../apis/capi.ts';
 import type { KubeObject } from '../apis/core.ts';
 import { S3BootstrapStore } from '../cloudprovider/aws/s3store.ts';
 import { clusterNameOf } from '../controllers/capi/desired.ts';
+import type { Dashboard } from '../dashboard/server.ts';
 import { prepareCAPAEmulator } from '../sim/capi/aws.ts';
 import { sampleCAPIObjects } from '../sim/capi/environment.ts';
 import { type CAPIStack, startCAPIStack } from './capi.ts';
@@ -34,6 +35,32 @@ import { applyToClusters, guardedRun, settleWorkload, splitManifests, twoCluster
 export interface StartCAPIFlags extends EmbeddedRunFlags, CAPIProviderOptions {
   /** Seconds before capenter removes a lingering uninitialized taint itself (default 120). */
   uninitializedTaintTimeout?: number;
+  /** Dashboard port (0: any free one); undefined: no dashboard. */
+  dashboardPort?: number;
+}
+
+/**
+ * Serves the dashboard of the workload cluster's operator with the management cluster's KarpenterMachinePools and
+ * MachinePools (from the stack's management informers); undefined without a port or an operator.
+ */
+async function capiDashboard(
+  stack: CAPIStack,
+  port: number | undefined,
+  io: StartIO,
+): Promise<Dashboard | undefined> {
+  if (port === undefined || !stack.op) return undefined;
+  const [{ startDashboard }, { machinePoolSource }] = await Promise.all([
+    import('../dashboard/server.ts'),
+    import('../dashboard/capi.ts'),
+  ]);
+  const source = machinePoolSource(stack.env.mgmtInformers);
+  const d = await startDashboard(
+    { ...stack.op, clock: stack.env.clock, machinePools: source.machinePools },
+    { port },
+  );
+  source.follow(d.hub);
+  io.stderr(`capenter: dashboard ${d.url}\n`);
+  return d;
 }
 
 /** Prepares the emulator for CAPA (bucket, instance profile, images) and points the AWSClusters at it. */
@@ -109,6 +136,7 @@ export async function runStartCAPI(flags: StartCAPIFlags, io: StartIO): Promise<
   const run = twoClusterRun(flags, io, 'capenter-capi');
   const { logger } = run;
   let stack: CAPIStack | undefined;
+  let dashboard: Dashboard | undefined;
   return guardedRun(
     run,
     io,
@@ -143,6 +171,7 @@ export async function runStartCAPI(flags: StartCAPIFlags, io: StartIO): Promise<
       io.stderr(
         `capenter: try  kubectl --kubeconfig ${mgmtKubeconfig} get karpentermachinepools,machinepools -A  and  kubectl --kubeconfig ${workloadKubeconfig} get nodeclaims -w\n`,
       );
+      dashboard = await capiDashboard(stack, flags.dashboardPort, io);
       await prepareCAPA(stack, flags, mgmtObjects, clusterName, io);
       const clusters = new Set(
         mgmtObjects
@@ -170,6 +199,7 @@ export async function runStartCAPI(flags: StartCAPIFlags, io: StartIO): Promise<
       );
     },
     async () => {
+      await dashboard?.close();
       await stack?.stop();
     },
   );

@@ -12,6 +12,7 @@ import { join, resolve } from 'node:path';
 import type { KubeObject } from '../apis/core.ts';
 import type { LoadResult } from '../apis/load.ts';
 import type { ProviderModule } from '../cloudprovider/module.ts';
+import type { Dashboard } from '../dashboard/server.ts';
 import { diagnose, doctorSummary, readSnapshot } from '../doctor/index.ts';
 import { RealClock } from '../kube/clock.ts';
 import { createLogger } from '../kube/logger.ts';
@@ -35,6 +36,8 @@ export interface EmbeddedStartFlags extends Omit<EmbeddedRunFlags, 'filename'> {
   metricsPort?: number;
   /** `--cluster-name`. */
   clusterName?: string;
+  /** Dashboard port (0: any free one); undefined: no dashboard (`--no-dashboard`). Loopback only. */
+  dashboardPort?: number;
 }
 
 /** Applies the manifests; returns false (after printing each refusal) when the API server refused any. */
@@ -87,6 +90,7 @@ export async function runEmbedded(
   let sim: SimulatedCluster | undefined;
   let op: Operator | undefined;
   let provider: EmbeddedProviderRun | undefined;
+  let dashboard: Dashboard | undefined;
   try {
     sim = await startSimulatedCluster({
       port: f.port,
@@ -126,6 +130,11 @@ export async function runEmbedded(
     });
     await op.start(ac.signal);
     io.stderr(`capenter: controller metrics http://127.0.0.1:${op.metricsPort}/metrics\n`);
+    if (f.dashboardPort !== undefined) {
+      const { startDashboard } = await import('../dashboard/server.ts');
+      dashboard = await startDashboard({ ...op, clock: sim.clock }, { port: f.dashboardPort });
+      io.stderr(`capenter: dashboard ${dashboard.url}\n`);
+    }
     if (!(await applyManifests(sim, f, io))) return 2;
     return await settle({
       io,
@@ -146,6 +155,7 @@ export async function runEmbedded(
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
+    await dashboard?.close();
     await op?.stop();
     await provider?.stop();
     await sim?.stop();

@@ -41,6 +41,7 @@ describe('capenter controller --capi-management-kubeconfig', () => {
         metricsPort: '0',
         healthProbePort: '0',
         logLevel: 'error',
+        dashboardPort: '0',
       },
       { stderr: (t) => (err += t), env: {}, signal: ac.signal },
     );
@@ -54,6 +55,20 @@ describe('capenter controller --capi-management-kubeconfig', () => {
       }, 'KMP ready with provider IDs');
       const claims = (await env.workload.client.list('NodeClaim')).items;
       expect(kmp.spec?.providerIDList).toHaveLength(claims.length);
+      // the dashboard lists the pool from its own management informers
+      const url = /capenter controller: dashboard (\S+)/.exec(err)?.[1] ?? '';
+      const pools = await eventually(async () => {
+        const v = (await (await fetch(new URL('api/view', url))).json()) as {
+          machinePools: Array<{ name: string; machinePool: string; replicas: number; providerIDs: string[] }>;
+        };
+        const p = v.machinePools[0];
+        return p && p.providerIDs.length === claims.length && p.replicas === claims.length
+          ? v.machinePools
+          : undefined;
+      }, 'the dashboard lists the KarpenterMachinePool');
+      expect(pools.map((p) => [p.name, p.machinePool, p.providerIDs])).toEqual([
+        ['workers', 'workers', kmp.spec?.providerIDList],
+      ]);
     } finally {
       ac.abort();
       expect(await run, err).toBe(0);

@@ -41,4 +41,40 @@ describe('capenter start --capi', () => {
     expect(kmp?.status.replicas).toBe(s.nodeClaims.length);
     expect(kmp?.spec.providerIDList).toHaveLength(s.nodeClaims.length);
   }, 150_000);
+
+  it('serves the dashboard with the KarpenterMachinePool, its MachinePool, replicas and provider IDs', async () => {
+    let err = '';
+    const ac = new AbortController();
+    const run = runStart(
+      { capi: true, logLevel: 'silent' },
+      { stdout: () => {}, stderr: (t) => (err += t), signal: ac.signal },
+    );
+    try {
+      const end = Date.now() + 120_000;
+      let pools: Array<{ name: string; machinePool: string; replicas: number; providerIDs: string[] }> = [];
+      let nodes = 0;
+      while (Date.now() < end) {
+        const url = /capenter: dashboard (\S+)/.exec(err)?.[1];
+        if (url) {
+          const v = (await (await fetch(new URL('api/view', url))).json()) as {
+            machinePools: typeof pools;
+            nodes: unknown[];
+          };
+          pools = v.machinePools;
+          nodes = v.nodes.length;
+          if (nodes > 0 && pools[0] && pools[0].providerIDs.length === nodes && pools[0].replicas === nodes)
+            break;
+        }
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      expect(nodes).toBeGreaterThan(0);
+      expect(pools.map((p) => [p.name, p.machinePool, p.replicas, p.providerIDs.length])).toEqual([
+        ['workers', 'workers', nodes, nodes],
+      ]);
+      expect(pools[0]?.providerIDs[0]).toMatch(/^kwok:\/\/|^aws:\/\//);
+    } finally {
+      ac.abort();
+      await run;
+    }
+  }, 150_000);
 });

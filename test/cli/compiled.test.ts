@@ -50,7 +50,18 @@ describe('the compiled CLI', () => {
     let stderr = '';
     child = spawn(
       process.execPath,
-      [BIN, 'controller', '--kubeconfig', kubeconfigPath, '--metrics-port', '0', '--health-probe-port', '0'],
+      [
+        BIN,
+        'controller',
+        '--kubeconfig',
+        kubeconfigPath,
+        '--metrics-port',
+        '0',
+        '--health-probe-port',
+        '0',
+        '--dashboard-port',
+        '0',
+      ],
       { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, LOG_LEVEL: 'info' } },
     );
     const exited = new Promise<number | null>((r) => child?.once('exit', (code) => r(code)));
@@ -58,7 +69,7 @@ describe('the compiled CLI', () => {
     const acquired = new Promise<void>((resolve, reject) => {
       child?.stderr?.on('data', (d: Buffer) => {
         stderr += d.toString();
-        if (stderr.includes('acquired leader lease')) resolve();
+        if (stderr.includes('acquired leader lease') && stderr.includes('dashboard http')) resolve();
       });
       void exited.then((code) => reject(new Error(`controller exited early (${code}): ${stderr}`)));
     });
@@ -68,6 +79,13 @@ describe('the compiled CLI', () => {
     const holder = lease.spec?.holderIdentity;
     expect(holder).toBeTruthy();
     expect(stderr).toContain('acquired leader lease');
+    // the bundle serves the dashboard's page and uPlot (read from node_modules: packages stay external)
+    const url = /capenter controller: dashboard (http:\/\/127\.0\.0\.1:\d+\/)/.exec(stderr)?.[1] ?? '';
+    expect(url).not.toBe('');
+    expect(await (await fetch(url)).text()).toContain('<title>capenter dashboard</title>');
+    const uplot = await fetch(new URL('assets/uplot.js', url));
+    expect(uplot.status).toBe(200);
+    expect(await uplot.text()).toContain('uPlot');
     // the PID we started is the controller itself (no wrapper process in between)
     expect(child.kill('SIGTERM')).toBe(true);
     expect(await exited).toBe(0);

@@ -103,6 +103,8 @@ export interface DisruptionControllerOptions {
 export interface DisruptionPass {
   at: number;
   result: DisruptionResult;
+  /** The pure core's input of the pass (instance types and prices by NodePool; read-only, for observers). */
+  input?: DisruptionInput;
   /** The command the pass chose (before validation). */
   chosen?: Command;
   /** The command executed (after validation), if any. */
@@ -212,7 +214,7 @@ export class DisruptionController implements Controller {
         log.warn({ err: errorMessage(err) }, 'unable to update NodeClaim disruption conditions');
       }
     }
-    const pass: DisruptionPass = { at: input.now, result };
+    const pass: DisruptionPass = { at: input.now, result, input };
     const chosen = chosenCommand(result);
     if (!chosen) return this.finish(pass, poll);
     pass.chosen = chosen;

@@ -150,6 +150,11 @@ export class Provisioner implements Controller {
   private nominationTokens = NOMINATED_EVENTS_BURST;
   private nominationRefilled: number | undefined;
   private readonly metrics;
+  /**
+   * Observers of every pass that scheduled pods (the dashboard's decision log): called with the pass's result after
+   * its NodeClaims were created; a throwing listener is logged and skipped.
+   */
+  readonly passListeners = new Set<(r: ProvisioningResult) => void>();
 
   constructor(deps: ProvisionerDeps) {
     this.deps = deps;
@@ -247,6 +252,13 @@ export class Provisioner implements Controller {
     this.nominateExisting(result);
     await this.createNodeClaims(result, input, out);
     await this.recordUnschedulable(result, input, out);
+    for (const l of this.passListeners) {
+      try {
+        l(out);
+      } catch (err) {
+        this.log.warn({ err: String(err) }, 'pass listener failed');
+      }
+    }
     return out;
   }
 
