@@ -106,6 +106,11 @@ export interface BuildInputOptions {
    * NodePool is NOT used: the user meant their own NodePools, and upstream launches nothing for an invalid one.
    */
   invalidNodePools?: number;
+  /**
+   * Never add {@link DEFAULT_NODEPOOL}: the input is a whole cluster (`capenter plan`), where no NodePool means
+   * nothing can launch. Default false.
+   */
+  noDefaultNodePool?: boolean;
 }
 
 /** What {@link buildSchedulingInput} produces besides the scheduler input itself. */
@@ -847,7 +852,7 @@ function addDefaultNodePool(c: CollectedObjects, opts: BuildInputOptions, notice
     );
     return false;
   }
-  if (c.nodePools.length > 0) return false;
+  if (c.nodePools.length > 0 || opts.noDefaultNodePool) return false;
   c.nodePools.push(structuredClone(DEFAULT_NODEPOOL));
   const own = c.nodeClasses.has('default');
   if (!own) c.nodeClasses.set('default', structuredClone(DEFAULT_EC2NODECLASS));
