@@ -48,7 +48,7 @@ export function objectKey(o: KubeObject): string {
 function sameSpec(a: KubeObject, b: KubeObject): boolean {
   const strip = (o: KubeObject) => {
     const m = o.metadata ?? {};
-    return JSON.stringify({
+    return stable({
       spec: (o as { spec?: unknown }).spec,
       labels: m.labels ?? {},
       annotations: Object.fromEntries(
@@ -57,6 +57,18 @@ function sameSpec(a: KubeObject, b: KubeObject): boolean {
     });
   };
   return strip(a) === strip(b);
+}
+
+/** JSON with object keys sorted (the API server and the loader default fields in different orders). */
+function stable(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(stable).join(',')}]`;
+  if (v && typeof v === 'object')
+    return `{${Object.keys(v)
+      .sort()
+      .filter((k) => (v as Record<string, unknown>)[k] !== undefined)
+      .map((k) => `${JSON.stringify(k)}:${stable((v as Record<string, unknown>)[k])}`)
+      .join(',')}}`;
+  return JSON.stringify(v) ?? 'null';
 }
 
 /** The plural resource and group of a Karpenter kind, as the API server names it (`nodepools.karpenter.sh`). */

@@ -123,5 +123,7 @@ function detailOf(e: LoadError): string {
   const marker = `${e.fieldPath}: `;
   const i = e.message.indexOf(marker);
   const d = i >= 0 ? e.message.slice(i + marker.length) : e.message;
-  return d.replace(/^Invalid value (?!:)/, 'Invalid value: ').replace(/ \(rule: [^)]*\)$/, '');
+  const rule = e.rule !== undefined ? ` (rule: ${e.rule})` : undefined;
+  const bare = rule && d.endsWith(rule) ? d.slice(0, -rule.length) : d;
+  return bare.replace(/^Invalid value (?!:)/, 'Invalid value: ');
 }
