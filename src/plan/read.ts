@@ -5,7 +5,7 @@
  */
 import type { KubeObject } from '../apis/core.ts';
 import type { KubeClient } from '../kube/client.ts';
-import { isNotFound } from '../kube/errors.ts';
+import { isNotFound, KubeApiError } from '../kube/errors.ts';
 import { Resources, type ResourceType } from '../kube/resources.ts';
 
 /** What {@link readCluster} needs of a client (a `KubeClient`, or a recording wrapper in tests). */
@@ -30,19 +30,34 @@ export const PLAN_KINDS: readonly ResourceType[] = [
   Resources.Namespace,
 ] as ResourceType[];
 
+/** Tries of one LIST answered 429 or 503 (a CRD just installed answers 429 "storage is (re)initializing"). */
+export const LIST_TRIES = 5;
+
+/** Options of {@link readCluster}: how to wait between tries (tests pass a fake). */
+export interface ReadOptions {
+  /** Waits `ms` milliseconds; default a timer. */
+  sleep?: (ms: number) => Promise<void>;
+}
+
 /**
- * Lists every kind of {@link PLAN_KINDS} (items carry `apiVersion` and `kind`).
+ * Lists every kind of {@link PLAN_KINDS} (items carry `apiVersion` and `kind`). A LIST answered 429 or 503 is
+ * tried again after the server's `retryAfterSeconds` (default 1 s), up to {@link LIST_TRIES} times.
  * @throws the client's connection error or `KubeApiError` (other than 404 "kind not served"); the caller names
  *   the server.
  */
-export async function readCluster(client: ClusterReader): Promise<KubeObject[]> {
+export async function readCluster(client: ClusterReader, opts: ReadOptions = {}): Promise<KubeObject[]> {
+  const sleep = opts.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
   const lists = await Promise.all(
     PLAN_KINDS.map(async (rt) => {
-      try {
-        return (await client.list(rt)).items as unknown as KubeObject[];
-      } catch (err) {
-        if (isNotFound(err)) return [];
-        throw err;
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return (await client.list(rt)).items as unknown as KubeObject[];
+        } catch (err) {
+          if (isNotFound(err)) return [];
+          const busy = err instanceof KubeApiError && (err.code === 429 || err.code === 503);
+          if (!busy || attempt >= LIST_TRIES) throw err;
+          await sleep((err.retryAfterSeconds ?? 1) * 1000);
+        }
       }
     }),
   );

@@ -15,6 +15,9 @@ import { runPlan } from '../../src/cli/plan.ts';
 import { getInstanceTypes } from '../../src/cloudprovider/aws/catalog/index.ts';
 import { applyObjects } from '../../src/embedded/apply.ts';
 import { type SimulatedCluster, startSimulatedCluster } from '../../src/embedded/cluster.ts';
+import { KubeApiError } from '../../src/kube/errors.ts';
+import type { ResourceType } from '../../src/kube/resources.ts';
+import { type ClusterReader, PLAN_KINDS, readCluster } from '../../src/plan/read.ts';
 import { RecordingClient, requestKeys } from '../cli/api-requests.ts';
 
 const NOW = '2026-12-03T10:00:00Z';
@@ -378,5 +381,33 @@ describe('capenter plan (embedded cluster)', () => {
     );
     expect(code).toBe(1);
     expect(stderr).toMatch(/^error: cannot read the cluster at https:\/\/127\.0\.0\.1:1: .*ECONNREFUSED/);
+  });
+
+  it('readCluster tries a LIST answered 429 again after Retry-After (a CRD just installed), and gives up after 5 tries', async () => {
+    const calls: string[] = [];
+    const waits: number[] = [];
+    let busy = 1;
+    const reader = {
+      server: 'https://fake',
+      list: async (rt: ResourceType) => {
+        calls.push(rt.plural);
+        if (rt.plural === 'ec2nodeclasses' && busy-- > 0)
+          throw new KubeApiError(429, 'TooManyRequests', 'storage is (re)initializing', {
+            kind: 'Status',
+            code: 429,
+            details: { retryAfterSeconds: 2 },
+          } as never);
+        return { items: rt.plural === 'nodes' ? [{ kind: 'Node', metadata: { name: 'n' } }] : [] };
+      },
+    } as unknown as ClusterReader;
+    const objs = await readCluster(reader, { sleep: async (ms) => void waits.push(ms) });
+    expect(objs.map((o) => o.metadata?.name)).toEqual(['n']);
+    expect(waits).toEqual([2000]);
+    expect(calls.filter((c) => c === 'ec2nodeclasses')).toHaveLength(2);
+    expect(calls).toHaveLength(PLAN_KINDS.length + 1);
+    busy = 99;
+    await expect(readCluster(reader, { sleep: async () => {} })).rejects.toThrow(
+      'storage is (re)initializing',
+    );
   });
 });
