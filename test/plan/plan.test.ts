@@ -261,6 +261,30 @@ describe('capenter plan (embedded cluster)', () => {
     ]);
   });
 
+  it('a KWOKNodeClass change drifts every node of its NodePools (NodeClassDrift)', async () => {
+    const c = await seed();
+    const kwok = {
+      apiVersion: 'karpenter.kwok.sh/v1alpha1',
+      kind: 'KWOKNodeClass',
+      metadata: { name: 'default' },
+      spec: { nodeRegistrationDelay: '30s' },
+    };
+    const r = await plan(c, { f: files({ 'class.yaml': kwok }) });
+    expect(r.code).toBe(0);
+    expect(r.json.changes[0]).toMatchObject({ kind: 'KWOKNodeClass', name: 'default', result: 'configured' });
+    expect(
+      r.json.nodes.map((n: { node: string; reason: string; wave: number }) => [n.node, n.reason, n.wave]),
+    ).toEqual([
+      ['gen-c-1', 'NodeClassDrift', 1],
+      ['gen-m-1', 'NodeClassDrift', 2],
+      ['gen-m-2', 'NodeClassDrift', 3],
+      ['gen-m-3', 'NodeClassDrift', 4],
+    ]);
+    expect(r.json.nodes[0].detail).toBe(
+      'KWOKNodeClass "default" changed: spec.nodeRegistrationDelay (its hash differs from the one stamped at launch)',
+    );
+  });
+
   it('a budget window delays the waves until it opens; --wave-seconds sets the pace', async () => {
     const budgets = [{ nodes: '0', schedule: '0 9 * * *', duration: '2h' }, { nodes: '2' }];
     const c = await seed([nodePool('general', ['m5', 'c5'], { budgets })]);
