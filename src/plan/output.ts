@@ -41,7 +41,7 @@ export function formatPlan(r: PlanReport): string {
     out.push(renderTable(rows, new Set([3, 4])));
   }
   if (r.waves.length > 0) {
-    out.push('', 'Waves (disruption budgets, reason Drifted):');
+    out.push('', "Waves (the Drifted disruption budgets; a deleted NodePool's nodes go at once):");
     const rows = [['WAVE', 'START', 'AFTER', 'NODES']];
     for (const w of r.waves) rows.push([String(w.wave), w.start, `+${w.offsetSeconds}s`, w.nodes.join(',')]);
     out.push(renderTable(rows));

@@ -126,6 +126,9 @@ export interface PlanInput {
   deletions: readonly Deletion[];
 }
 
+/** The catalog's own notes (spot estimates, unpriced types), printed by `simulate`, noise for a plan. */
+const CATALOG_NOTE = /^Spot prices are estimates|instance types? ha(s|ve) no known price/;
+
 const round6 = (v: number) => Math.round(v * 1e6) / 1e6;
 
 /** The region the Nodes say they are in, if any. */
@@ -178,7 +181,10 @@ export async function computePlan(input: PlanInput, opts: PlanOptions = {}): Pro
   const catalog: CatalogFunction = opts.catalog ?? ((args) => getInstanceTypes(args));
   const merged = mergeProposed(input.live, input.proposed, input.deletions);
   const built = await buildSchedulingInput(merged.objects, { region, catalog, noDefaultNodePool: true });
-  const notices = [...built.notices, ...built.errors.map((e) => e.message)];
+  const notices = [
+    ...built.notices.filter((n) => !CATALOG_NOTE.test(n)),
+    ...built.errors.map((e) => e.message),
+  ];
   const objs = planObjects(input.live, merged.objects);
   const types = new Map<string, InstanceType>();
   for (const t of (await catalog({ region })).instanceTypes) types.set(t.name, t);
