@@ -7,18 +7,20 @@
  * nothing from the cluster itself (`read.ts` does).
  */
 import type { KubeObject, Node, Pod } from '../apis/core.ts';
+import { isDoNotDisruptActive } from '../apis/donotdisrupt.ts';
 import type { NodePool } from '../apis/karpenter.ts';
 import {
+  AnnotationDoNotDisrupt,
   LabelCapacityType,
   LabelInstanceType,
   LabelNodePool,
   LabelTopologyRegion,
   LabelTopologyZone,
 } from '../apis/labels.ts';
-import { isReschedulable } from '../apis/pod.ts';
+import { isActive, isReschedulable } from '../apis/pod.ts';
 import { DEFAULT_REGION, getInstanceTypes } from '../cloudprovider/aws/catalog/index.ts';
 import type { InstanceType } from '../cloudprovider/types.ts';
-import { offeringPrice } from '../disruption/candidates.ts';
+import { doNotDisruptBlock, offeringPrice } from '../disruption/candidates.ts';
 import type { DisruptionNode } from '../disruption/types.ts';
 import { solve } from '../scheduling/scheduler.ts';
 import type { ExistingNode, NodeClaimPlan, SchedulingResult } from '../scheduling/types.ts';
@@ -190,7 +192,7 @@ export async function computePlan(input: PlanInput, opts: PlanOptions = {}): Pro
   for (const t of (await catalog({ region })).instanceTypes) types.set(t.name, t);
   for (const list of Object.values(built.input.instanceTypes)) for (const t of list) types.set(t.name, t);
 
-  const drifted = driftedNodes(built, input.live, objs, types, notices);
+  const drifted = driftedNodes(built, input.live, objs, types, notices, now);
   const liveNodes = input.live.filter(
     (o): o is Node => o.kind === 'Node' && o.metadata?.labels?.[LabelNodePool] !== undefined,
   );
@@ -215,7 +217,7 @@ export async function computePlan(input: PlanInput, opts: PlanOptions = {}): Pro
   const before = liveNodes.reduce((s, n) => s + nodePrice(n, types), 0);
   const after =
     before -
-    removed.reduce((s, n) => s + n.priceUSDPerHour, 0) +
+    removed.filter((n) => n.wave !== undefined).reduce((s, n) => s + n.priceUSDPerHour, 0) +
     claims.reduce((s, c) => s + c.priceUSDPerHour, 0);
   return {
     region,
@@ -251,6 +253,7 @@ function driftedNodes(
   objs: PlanObjects,
   types: ReadonlyMap<string, InstanceType>,
   notices: string[],
+  now: number,
 ): Map<string, DriftedNode> {
   const claims = new Map<string, KubeObject>();
   for (const o of live) {
@@ -277,6 +280,7 @@ function driftedNodes(
     if (nc) dn.nodeClaim = nc;
     const drift = nodeDrift(dn, pool, built.input.instanceTypes[poolName] ?? [], objs);
     if (!drift) continue;
+    const blocked = doNotDisruptBlocked(dn, now);
     out.set(en.node.metadata.name ?? '', {
       existing: en,
       drift,
@@ -289,10 +293,29 @@ function driftedNodes(
         detail: drift.detail,
         pods: en.pods.filter(isReschedulable).length,
         priceUSDPerHour: round6(nodePrice(en.node, types)),
+        ...(blocked ? { blocked } : {}),
       },
     });
   }
   return out;
+}
+
+/**
+ * Why a drifted node is never disrupted, as the disruption core's candidate check says it
+ * (`disruption/candidates.ts`): the Node or NodeClaim annotated `karpenter.sh/do-not-disrupt: "true"`, or a pod
+ * protected by it while the NodeClaim has no `terminationGracePeriod` (with one, drift proceeds and the drain is
+ * bounded by it). PodDisruptionBudgets only slow the drain and are not predicted.
+ */
+function doNotDisruptBlocked(dn: DisruptionNode, now: number): string | undefined {
+  const ann = (o: { metadata?: { annotations?: Record<string, string> } } | undefined) =>
+    o?.metadata?.annotations?.[AnnotationDoNotDisrupt];
+  if (ann(dn.node) === 'true' || ann(dn.nodeClaim) === 'true')
+    return 'drifted, but the node is annotated karpenter.sh/do-not-disrupt';
+  if (dn.nodeClaim?.spec.terminationGracePeriod) return undefined;
+  const p = dn.pods.find((x) => isActive(x) && isDoNotDisruptActive(x, now));
+  return p
+    ? `drifted, but ${doNotDisruptBlock(p, now)} (and the NodeClaim has no terminationGracePeriod)`
+    : undefined;
 }
 
 /** Waves for the removed nodes (sets each node's `wave` or `blocked`). */
@@ -312,12 +335,14 @@ function planWaves(
     if (en.markedForDeletion) s.disrupting++;
     state.set(pool, s);
   }
-  const nodes: WaveNode[] = removed.map((n) => ({
-    name: n.node,
-    nodePool: n.nodePool,
-    pods: n.pods,
-    budgeted: n.reason !== 'NodePoolDeleted',
-  }));
+  const nodes: WaveNode[] = removed
+    .filter((n) => !n.blocked)
+    .map((n) => ({
+      name: n.node,
+      nodePool: n.nodePool,
+      pods: n.pods,
+      budgeted: n.reason !== 'NodePoolDeleted',
+    }));
   const plan = computeWaves(nodes, objs.proposedPools, state, now, waveSeconds);
   const waveOf = new Map<string, number>();
   for (const w of plan.waves) for (const n of w.nodes) waveOf.set(n, w.index);
@@ -347,7 +372,9 @@ function solveEndState(
 ): { result: SchedulingResult; origin: Map<string, string> } {
   const origin = new Map(evicted);
   const moved: Pod[] = [];
-  for (const [name, d] of drifted) {
+  const gone = new Set([...drifted].filter(([, d]) => d.planned.wave !== undefined).map(([n]) => n));
+  for (const name of gone) {
+    const d = drifted.get(name) as DriftedNode;
     for (const p of d.existing.pods) {
       if (!isReschedulable(p)) continue;
       origin.set(podKey(p), name);
@@ -356,7 +383,7 @@ function solveEndState(
   }
   const result = solve({
     ...built.input,
-    existingNodes: built.input.existingNodes.filter((en) => !drifted.has(en.node.metadata.name ?? '')),
+    existingNodes: built.input.existingNodes.filter((en) => !gone.has(en.node.metadata.name ?? '')),
     pods: [...built.input.pods, ...moved],
   });
   return { result, origin };

@@ -261,6 +261,33 @@ describe('capenter plan (embedded cluster)', () => {
     ]);
   });
 
+  it('a do-not-disrupt pod blocks its drifted node (no terminationGracePeriod): no wave, not replaced, not in the cost', async () => {
+    const guarded = pod('guarded', 'gen-m-1');
+    guarded.metadata = { ...guarded.metadata, annotations: { 'karpenter.sh/do-not-disrupt': 'true' } };
+    const c = await seed(undefined, [guarded]);
+    const r = await plan(c, { f: files({ 'general.yaml': nodePool('general', ['c5']) }) });
+    expect(r.code).toBe(0);
+    expect(
+      r.json.nodes.map((n: { node: string; wave?: number; blocked?: string }) => [n.node, n.wave, n.blocked]),
+    ).toEqual([
+      [
+        'gen-m-1',
+        undefined,
+        'drifted, but pod default/guarded is annotated karpenter.sh/do-not-disrupt (and the NodeClaim has no terminationGracePeriod)',
+      ],
+      ['gen-m-2', 1, undefined],
+      ['gen-m-3', 2, undefined],
+    ]);
+    expect(
+      r.json.replacements.map((x: { instanceType: string; replaces: string[] }) => [
+        x.instanceType,
+        x.replaces,
+      ]),
+    ).toEqual([['c5.large', ['gen-m-2', 'gen-m-3']]]);
+    // 0.373 − 2 × 0.096 + 0.085 (gen-m-1 stays)
+    expect(r.json.cost).toEqual({ beforeUSDPerHour: 0.373, afterUSDPerHour: 0.266, deltaUSDPerHour: -0.107 });
+  });
+
   it('a KWOKNodeClass change drifts every node of its NodePools (NodeClassDrift)', async () => {
     const c = await seed();
     const kwok = {
