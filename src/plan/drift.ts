@@ -6,8 +6,9 @@
  * NodeClaim differs from the proposed class's, as `CloudProvider.isDrifted` checks it). AMI, subnet and
  * security-group drift need the cloud and are not predicted.
  *
- * A node whose NodeClaim is not in the cluster (or carries no hash) is compared as if stamped with the LIVE
- * NodePool's and NodeClass's hashes, so only what the proposal changes shows up.
+ * A node whose NodeClaim is not in the cluster, carries no hash, or a hash of another version (upstream Karpenter's
+ * `v3`, whose number capenter does not reproduce) is compared as if stamped with the LIVE NodePool's and
+ * NodeClass's hashes, so only what the proposal changes shows up.
  */
 import type { KubeObject } from '../apis/core.ts';
 import { NodePoolHashVersion, nodePoolHash } from '../apis/hash.ts';
@@ -109,14 +110,16 @@ function nodeClassDrift(claim: NodeClaim, objs: PlanObjects): string | undefined
 }
 
 /**
- * The NodeClaim to judge `dn` by: the live one, or one synthesized from the node and stamped with the live
- * NodePool's hash (see the module doc).
+ * The NodeClaim to judge `dn` by: the live one when it carries a capenter NodePool hash, else a copy stamped with
+ * the live NodePool's hash (see the module doc).
  */
 export function claimForDrift(dn: DisruptionNode, livePool: NodePool | undefined): NodeClaim | undefined {
   const nc = dn.nodeClaim;
   if (!nc) return undefined;
   const a = nc.metadata.annotations ?? {};
-  if (a[AnnotationNodePoolHash] !== undefined || !livePool) return nc;
+  const ours =
+    a[AnnotationNodePoolHash] !== undefined && a[AnnotationNodePoolHashVersion] === NodePoolHashVersion;
+  if (ours || !livePool) return nc;
   const out = structuredClone(nc);
   out.metadata.annotations = {
     ...a,

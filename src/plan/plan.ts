@@ -414,7 +414,10 @@ function plannedClaim(
   };
 }
 
-/** The pods no NodePool can place, sorted by name, with the node they run on today. */
+/**
+ * The pods no NodePool can place, sorted by name, with the node they run on today. Pending DaemonSet pods are left
+ * out: capenter never provisions for them (their nodes come with the DaemonSet's own scheduling).
+ */
 function unschedulableOf(
   result: SchedulingResult,
   built: BuiltInput,
@@ -422,7 +425,6 @@ function unschedulableOf(
 ): PlanUnschedulable[] {
   const out: PlanUnschedulable[] = [
     ...result.unschedulable.map((u) => ({ pod: podKey(u.pod), code: u.code as string, reason: u.message })),
-    ...built.ignored.map((u) => ({ pod: podKey(u.pod), code: u.code as string, reason: u.reason })),
   ].map((u) => {
     const from = origin.get(u.pod);
     return from ? { ...u, from } : u;
