@@ -228,7 +228,7 @@ export async function computePlan(input: PlanInput, opts: PlanOptions = {}): Pro
     waves,
     replacements: claims.filter((c) => c.replaces.length > 0),
     launches: claims.filter((c) => c.replaces.length === 0),
-    unschedulable: unschedulableOf(result, built, origin),
+    unschedulable: unschedulableOf(result, origin),
     cost: {
       beforeUSDPerHour: round6(before),
       afterUSDPerHour: round6(after),
@@ -420,7 +420,6 @@ function plannedClaim(
  */
 function unschedulableOf(
   result: SchedulingResult,
-  built: BuiltInput,
   origin: ReadonlyMap<string, string>,
 ): PlanUnschedulable[] {
   const out: PlanUnschedulable[] = [
