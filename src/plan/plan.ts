@@ -418,10 +418,7 @@ function plannedClaim(
  * The pods no NodePool can place, sorted by name, with the node they run on today. Pending DaemonSet pods are left
  * out: capenter never provisions for them (their nodes come with the DaemonSet's own scheduling).
  */
-function unschedulableOf(
-  result: SchedulingResult,
-  origin: ReadonlyMap<string, string>,
-): PlanUnschedulable[] {
+function unschedulableOf(result: SchedulingResult, origin: ReadonlyMap<string, string>): PlanUnschedulable[] {
   const out: PlanUnschedulable[] = [
     ...result.unschedulable.map((u) => ({ pod: podKey(u.pod), code: u.code as string, reason: u.message })),
   ].map((u) => {
