@@ -91,7 +91,9 @@ export function mergeProposed(
   proposed: readonly SourcedObject[],
   deletions: readonly Deletion[],
 ): MergedCluster {
-  const byKey = new Map<string, SourcedObject>(live.map((o) => [objectKey(o), { object: o }]));
+  const byKey = new Map<string, SourcedObject>(
+    live.map((o) => [objectKey(o), { object: o, admitted: true }]),
+  );
   const changes: Change[] = [];
   for (const p of proposed) {
     const key = objectKey(p.object);
@@ -135,7 +137,7 @@ export function mergeProposed(
     }
     if (!isReschedulable(pod)) continue;
     evicted.set(`${pod.metadata.namespace ?? 'default'}/${pod.metadata.name}`, node);
-    objects.push({ object: unbound(pod) });
+    objects.push({ object: unbound(pod), admitted: true });
   }
   return { objects, changes, removedNodes, evicted, errors };
 }

@@ -59,6 +59,8 @@ export interface SourcedObject {
   line?: number;
   /** 0-based position in a List document's `items`. */
   item?: number;
+  /** Read from an API server, which already validated it: the API server's checks are not repeated. */
+  admitted?: boolean;
   object: KubeObject;
 }
 
@@ -535,7 +537,7 @@ function collectObjects(
     const o = s.object;
     if (!o || typeof o !== 'object') continue;
     const kind = o.kind ?? '';
-    const refused = apiServerRefusal(o);
+    const refused = s.admitted ? [] : apiServerRefusal(o);
     if (refused.length > 0) {
       const name = typeof o.metadata?.name === 'string' ? o.metadata.name : '';
       const shown = name.length > 80 ? `${name.slice(0, 60)}…(${name.length} characters)` : name;
