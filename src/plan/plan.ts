@@ -185,7 +185,11 @@ export async function computePlan(input: PlanInput, opts: PlanOptions = {}): Pro
   const built = await buildSchedulingInput(merged.objects, { region, catalog, noDefaultNodePool: true });
   const notices = [
     ...built.notices.filter((n) => !CATALOG_NOTE.test(n)),
-    ...built.errors.map((e) => e.message),
+    ...built.errors.map((e) =>
+      e.message
+        .replace(' is not in the input', ' does not exist in the planned cluster')
+        .replace('this NodePool is not simulated', 'this NodePool can launch nothing'),
+    ),
   ];
   const objs = planObjects(input.live, merged.objects);
   const types = new Map<string, InstanceType>();

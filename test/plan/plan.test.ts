@@ -387,6 +387,29 @@ describe('capenter plan (embedded cluster)', () => {
     expect(table.stdout).toContain('Cost: $0.3730/h before, $0.0000/h after (-$0.3730/h)');
   });
 
+  it('deleting the NodeClass leaves the nodes running (its finalizer waits for them) and its NodePool can launch nothing', async () => {
+    const big = pod('big-0');
+    (big.spec as { containers: Array<{ resources: unknown }> }).containers[0]!.resources = {
+      requests: { cpu: '3', memory: '1Gi' },
+    };
+    const c = await seed(undefined, [big]);
+    const before = await plan(c, { f: files({ 'general.yaml': nodePool('general', ['m5', 'c5']) }) });
+    expect(
+      before.json.launches.map((l: { instanceType: string; pods: string[] }) => [l.instanceType, l.pods]),
+    ).toEqual([['c5.xlarge', ['default/big-0']]]);
+    const r = await plan(c, { del: ['kwoknodeclass/default'] });
+    expect(r.code).toBe(0);
+    expect(r.json.changes).toEqual([
+      { action: 'delete', kind: 'KWOKNodeClass', name: 'default', result: 'deleted' },
+    ]);
+    expect(r.json.nodes).toEqual([]);
+    expect(r.json.unschedulable.map((u: { pod: string }) => u.pod)).toEqual(['default/big-0']);
+    expect(r.json.notices.join('\n')).toContain(
+      'KWOKNodeClass "default" does not exist in the planned cluster (none given). Add that KWOKNodeClass or fix nodeClassRef.name; this NodePool can launch nothing.',
+    );
+    expect(r.json.cost).toEqual({ beforeUSDPerHour: 0.373, afterUSDPerHour: 0.373, deltaUSDPerHour: 0 });
+  });
+
   it('deleting what does not exist is an error (exit 1), as kubectl says it', async () => {
     const c = await seed();
     const r = await plan(c, { del: ['nodepool/nope'] });
