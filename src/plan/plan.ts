@@ -2,11 +2,10 @@
  * `capenter plan`'s engine: the live cluster's objects, the proposed objects and deletions in; what would happen
  * out (see docs/plan.md): which nodes drift and why (`drift.ts`), the waves the disruption budgets allow
  * (`waves.ts`), the replacements the scheduling core chooses for the drifted nodes' pods and today's pending pods
- * (one `solve` of the end state: every drifted or removed node gone, its reschedulable pods pending), the pods
- * left unschedulable, and the cost per hour before and after. Pure apart from the catalog (injectable): it reads
+ * (`replace.ts`: one `solve` per wave), the pods left unschedulable, and the cost per hour before and after. Pure apart from the catalog (injectable): it reads
  * nothing from the cluster itself (`read.ts` does).
  */
-import type { KubeObject, Node, Pod } from '../apis/core.ts';
+import type { KubeObject, Node } from '../apis/core.ts';
 import { isDoNotDisruptActive } from '../apis/donotdisrupt.ts';
 import type { NodePool } from '../apis/karpenter.ts';
 import {
@@ -22,8 +21,7 @@ import { DEFAULT_REGION, getInstanceTypes } from '../cloudprovider/aws/catalog/i
 import type { InstanceType } from '../cloudprovider/types.ts';
 import { doNotDisruptBlock, offeringPrice } from '../disruption/candidates.ts';
 import type { DisruptionNode } from '../disruption/types.ts';
-import { solve } from '../scheduling/scheduler.ts';
-import type { ExistingNode, NodeClaimPlan, SchedulingResult } from '../scheduling/types.ts';
+import type { ExistingNode, NodeClaimPlan, Unschedulable } from '../scheduling/types.ts';
 import {
   type BuiltInput,
   buildSchedulingInput,
@@ -32,7 +30,8 @@ import {
   type SourcedObject,
 } from '../simulate/input.ts';
 import { type NodeDrift, nodeDrift, type PlanObjects } from './drift.ts';
-import { type Change, type Deletion, mergeProposed, unbound } from './merge.ts';
+import { type Change, type Deletion, mergeProposed } from './merge.ts';
+import { solveByWave } from './replace.ts';
 import { computeWaves, type PoolState, type WaveNode } from './waves.ts';
 
 /** Default wave duration: launch a replacement until Ready (~90 s on EC2) plus the drain (~90 s). */
@@ -216,8 +215,8 @@ export async function computePlan(input: PlanInput, opts: PlanOptions = {}): Pro
     });
   }
   const waves = planWaves(removed, built, objs, now, waveSeconds);
-  const { result, origin } = solveEndState(built, drifted, merged.evicted);
-  const claims = result.newNodeClaims.map((p) => plannedClaim(p, origin, removed));
+  const solved = solveByWave(built, waves, (n) => drifted.get(n)?.existing.pods, merged.evicted);
+  const claims = solved.claims.map((c) => plannedClaim(c.plan, c.wave, solved.origin));
   const before = liveNodes.reduce((s, n) => s + nodePrice(n, types), 0);
   const after =
     before -
@@ -232,7 +231,7 @@ export async function computePlan(input: PlanInput, opts: PlanOptions = {}): Pro
     waves,
     replacements: claims.filter((c) => c.replaces.length > 0),
     launches: claims.filter((c) => c.replaces.length === 0),
-    unschedulable: unschedulableOf(result, origin),
+    unschedulable: unschedulableOf(solved.unschedulable, solved.origin),
     cost: {
       beforeUSDPerHour: round6(before),
       afterUSDPerHour: round6(after),
@@ -364,47 +363,15 @@ function planWaves(
   }));
 }
 
-/**
- * One scheduling pass over the end state: the drifted nodes gone, their reschedulable pods (and the pods of a
- * deleted NodePool's nodes, already pending in `built`) pending with today's pending pods. `origin` maps a
- * moved pod's `namespace/name` to the node it runs on today.
- */
-function solveEndState(
-  built: BuiltInput,
-  drifted: ReadonlyMap<string, DriftedNode>,
-  evicted: ReadonlyMap<string, string>,
-): { result: SchedulingResult; origin: Map<string, string> } {
-  const origin = new Map(evicted);
-  const moved: Pod[] = [];
-  const gone = new Set([...drifted].filter(([, d]) => d.planned.wave !== undefined).map(([n]) => n));
-  for (const name of gone) {
-    const d = drifted.get(name) as DriftedNode;
-    for (const p of d.existing.pods) {
-      if (!isReschedulable(p)) continue;
-      origin.set(podKey(p), name);
-      moved.push(unbound(p));
-    }
-  }
-  const result = solve({
-    ...built.input,
-    existingNodes: built.input.existingNodes.filter((en) => !gone.has(en.node.metadata.name ?? '')),
-    pods: [...built.input.pods, ...moved],
-  });
-  return { result, origin };
-}
-
-/** A new NodeClaim of the end-state solve, attributed to the nodes whose pods it takes. */
+/** A launched NodeClaim, attributed to the nodes whose pods it takes (a launch when none) and its wave. */
 function plannedClaim(
   plan: NodeClaimPlan,
+  wave: number | undefined,
   origin: ReadonlyMap<string, string>,
-  removed: readonly PlannedNode[],
 ): PlannedNodeClaim {
   const replaces = [
     ...new Set(plan.pods.map((p) => origin.get(podKey(p))).filter((n): n is string => !!n)),
   ].sort();
-  const waves = removed
-    .filter((n) => replaces.includes(n.node) && n.wave !== undefined)
-    .map((n) => n.wave as number);
   return {
     nodePool: plan.nodePool,
     instanceType: plan.cheapest.instanceType.name,
@@ -413,7 +380,7 @@ function plannedClaim(
     capacityType: plan.cheapest.offering.capacityType,
     priceUSDPerHour: round6(plan.cheapest.offering.priceUSDPerHour),
     replaces,
-    ...(waves.length > 0 ? { wave: Math.min(...waves) } : {}),
+    ...(replaces.length > 0 && wave !== undefined ? { wave } : {}),
     pods: plan.pods.map(podKey).sort(),
   };
 }
@@ -422,12 +389,15 @@ function plannedClaim(
  * The pods no NodePool can place, sorted by name, with the node they run on today. Pending DaemonSet pods are left
  * out: capenter never provisions for them (their nodes come with the DaemonSet's own scheduling).
  */
-function unschedulableOf(result: SchedulingResult, origin: ReadonlyMap<string, string>): PlanUnschedulable[] {
-  const out: PlanUnschedulable[] = [
-    ...result.unschedulable.map((u) => ({ pod: podKey(u.pod), code: u.code as string, reason: u.message })),
-  ].map((u) => {
-    const from = origin.get(u.pod);
-    return from ? { ...u, from } : u;
-  });
+function unschedulableOf(
+  list: readonly Unschedulable[],
+  origin: ReadonlyMap<string, string>,
+): PlanUnschedulable[] {
+  const out: PlanUnschedulable[] = list
+    .map((u) => ({ pod: podKey(u.pod), code: u.code as string, reason: u.message }))
+    .map((u) => {
+      const from = origin.get(u.pod);
+      return from ? { ...u, from } : u;
+    });
   return out.sort((a, b) => (a.pod < b.pod ? -1 : a.pod > b.pod ? 1 : 0));
 }

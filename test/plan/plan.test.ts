@@ -234,10 +234,15 @@ describe('capenter plan (embedded cluster)', () => {
           pods: string[];
         }) => [x.nodePool, x.instanceType, x.priceUSDPerHour, x.replaces, x.wave, x.pods.length],
       ),
-    ).toEqual([['general', 'c5.xlarge', 0.17, ['gen-m-1', 'gen-m-2', 'gen-m-3'], 1, 5]]);
+    ).toEqual([
+      // wave 1: one of gen-m-1's pods fits on gen-c-1, the other gets a c5.large; wave 2: gen-m-2's two pods fit
+      // on that c5.large (launched in wave 1); wave 3: gen-m-3's two pods need a second c5.large
+      ['general', 'c5.large', 0.085, ['gen-m-1'], 1, 1],
+      ['general', 'c5.large', 0.085, ['gen-m-3'], 3, 2],
+    ]);
     expect(j.launches).toEqual([]);
     expect(j.unschedulable).toEqual([]);
-    // before: 3 × 0.096 + 0.085; after: 0.085 + 0.17 (one pod moves to gen-c-1)
+    // before: 3 × 0.096 + 0.085; after: 0.085 + 2 × 0.085
     expect(j.cost).toEqual({ beforeUSDPerHour: 0.373, afterUSDPerHour: 0.255, deltaUSDPerHour: -0.118 });
     expect(new Set(r.requests.map((q) => q.verb))).toEqual(new Set(['list']));
     expect(requestKeys(r.requests)).toContain('list karpenter.sh nodepools');
@@ -283,7 +288,7 @@ describe('capenter plan (embedded cluster)', () => {
         x.instanceType,
         x.replaces,
       ]),
-    ).toEqual([['c5.large', ['gen-m-2', 'gen-m-3']]]);
+    ).toEqual([['c5.large', ['gen-m-2']]]); // gen-m-3's pods join it in wave 2
     // 0.373 − 2 × 0.096 + 0.085 (gen-m-1 stays)
     expect(r.json.cost).toEqual({ beforeUSDPerHour: 0.373, afterUSDPerHour: 0.266, deltaUSDPerHour: -0.107 });
   });
