@@ -11,7 +11,7 @@
  * Then the API-server, provisioning, idle, start, aws, disruption and CAPI sections (`bench/apiserver.ts`,
  * `bench/provisioning.ts` (provisioning and the controller idle), `bench/start.ts`, `bench/aws.ts`,
  * `bench/disruption.ts`, `bench/dashboard.ts`, `bench/capi.ts`, `bench/clusterapi.ts`);
- * `--only apiServer,provisioning,idle,start,aws,disruption,dashboard,capi,clusterapi` picks sections (scheduling always runs
+ * `--only apiServer,provisioning,idle,start,plan,aws,disruption,dashboard,capi,clusterapi` picks sections (scheduling always runs
  * unless `--sizes` is empty, e.g. `--sizes 0`); `--only realk8s` (`bench/realk8s.ts`, the "basic" case on a real
  * control plane from `scripts/realk8s/`) runs only when named.
  *
@@ -197,6 +197,13 @@ const sections: Section[] = [
     file: 'start.ts',
     run: 'runStartBench',
     format: 'formatStartBench',
+  },
+  {
+    key: 'plan',
+    title: '`capenter plan` (a NodePool change on the 10,000-pod cluster of `start`)',
+    file: 'plan.ts',
+    run: 'runPlanBench',
+    format: 'formatPlanBench',
   },
   {
     key: 'disruption',

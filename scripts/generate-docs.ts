@@ -25,6 +25,7 @@ const COMMAND_DOCS: Record<string, string> = {
   'instance-types': 'docs/catalog.md',
   apiserver: 'docs/apiserver.md',
   doctor: 'docs/doctor.md',
+  plan: 'docs/plan.md',
   'bootstrap aws': 'docs/bootstrap.md',
 };
 

@@ -51,6 +51,7 @@ type Layer =
   | 'sim'
   | 'simulate'
   | 'doctor'
+  | 'plan'
   | 'config'
   | 'dashboard'
   | 'testing';
@@ -75,6 +76,7 @@ const ALLOWED: Record<Exclude<Layer, 'testing'>, Partial<Record<Layer, string>>>
     simulate: 'capenter simulate',
     doctor: 'capenter doctor',
     dashboard: 'capenter controller --dashboard-port serves the dashboard',
+    plan: 'capenter plan',
   },
   embedded: {
     operator: 'runs the product (the composition root) against the simulator',
@@ -136,6 +138,14 @@ const ALLOWED: Record<Exclude<Layer, 'testing'>, Partial<Record<Layer, string>>>
     scheduling: 'checks use the core’s predicates',
     apis: 'the objects it checks',
     kube: 'reads a cluster',
+  },
+  plan: {
+    simulate: 'builds the scheduling input as simulate does',
+    cloudprovider: 'the embedded catalog and the providers’ NodeClass hashes (drift)',
+    scheduling: 'replacements from the scheduling core',
+    disruption: 'drift rules and budgets of the disruption core',
+    apis: 'the objects it plans',
+    kube: 'reads the live cluster',
   },
   config: {},
   dashboard: {

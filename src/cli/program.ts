@@ -10,6 +10,7 @@ import { registerControllerCommand } from './controller.ts';
 import { registerConvertCommand } from './convert.ts';
 import { registerDoctorCommand } from './doctor.ts';
 import { registerInstanceTypesCommand } from './instance-types.ts';
+import { registerPlanCommand } from './plan.ts';
 import { registerSimulateCommand } from './simulate.ts';
 import { registerStartCommand } from './start.ts';
 
@@ -34,6 +35,7 @@ export function buildProgram(): Command {
   registerSimulateCommand(program);
   registerControllerCommand(program);
   registerDoctorCommand(program);
+  registerPlanCommand(program);
   registerBootstrapCommand(program);
   registerConvertCommand(program);
   registerInstanceTypesCommand(program);

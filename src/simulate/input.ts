@@ -61,6 +61,8 @@ export interface SourcedObject {
   line?: number;
   /** 0-based position in a List document's `items`. */
   item?: number;
+  /** Read from an API server, which already validated it: the API server's checks are not repeated. */
+  admitted?: boolean;
   object: KubeObject;
 }
 
@@ -114,6 +116,11 @@ export interface BuildInputOptions {
    * (`scheduling/nodeoverlay.ts`).
    */
   nodeOverlay?: boolean;
+  /**
+   * Never add {@link DEFAULT_NODEPOOL}: the input is a whole cluster (`capenter plan`), where no NodePool means
+   * nothing can launch. Default false.
+   */
+  noDefaultNodePool?: boolean;
 }
 
 /** What {@link buildSchedulingInput} produces besides the scheduler input itself. */
@@ -546,7 +553,7 @@ function collectObjects(
     const o = s.object;
     if (!o || typeof o !== 'object') continue;
     const kind = o.kind ?? '';
-    const refused = apiServerRefusal(o);
+    const refused = s.admitted ? [] : apiServerRefusal(o);
     if (refused.length > 0) {
       const name = typeof o.metadata?.name === 'string' ? o.metadata.name : '';
       const shown = name.length > 80 ? `${name.slice(0, 60)}…(${name.length} characters)` : name;
@@ -866,7 +873,7 @@ function addDefaultNodePool(c: CollectedObjects, opts: BuildInputOptions, notice
     );
     return false;
   }
-  if (c.nodePools.length > 0) return false;
+  if (c.nodePools.length > 0 || opts.noDefaultNodePool) return false;
   c.nodePools.push(structuredClone(DEFAULT_NODEPOOL));
   const own = c.nodeClasses.has('default');
   if (!own) c.nodeClasses.set('default', structuredClone(DEFAULT_EC2NODECLASS));

@@ -1,0 +1,93 @@
+/** Drift of one node under proposed objects (`drift.ts`): NodeClass hashes and other hash versions. */
+import { describe, expect, it } from 'vitest';
+import type { Node } from '../apis/core.ts';
+import { nodePoolHash } from '../apis/hash.ts';
+import type { EC2NodeClass, NodeClaim, NodePool } from '../apis/karpenter.ts';
+import {
+  AnnotationEC2NodeClassHash,
+  AnnotationEC2NodeClassHashVersion,
+  ec2NodeClassHash,
+} from '../cloudprovider/aws/provider.ts';
+import type { DisruptionNode } from '../disruption/types.ts';
+import { nodeDrift, type PlanObjects } from './drift.ts';
+
+const pool = (labels?: Record<string, string>): NodePool =>
+  ({
+    apiVersion: 'karpenter.sh/v1',
+    kind: 'NodePool',
+    metadata: { name: 'p' },
+    spec: {
+      template: {
+        ...(labels ? { metadata: { labels } } : {}),
+        spec: {
+          nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'c' },
+          requirements: [],
+        },
+      },
+    },
+  }) as unknown as NodePool;
+
+const ec2 = (tags: Record<string, string>): EC2NodeClass =>
+  ({
+    apiVersion: 'karpenter.k8s.aws/v1',
+    kind: 'EC2NodeClass',
+    metadata: { name: 'c' },
+    spec: { role: 'R', amiSelectorTerms: [{ alias: 'al2023@latest' }], tags },
+  }) as unknown as EC2NodeClass;
+
+function dn(annotations: Record<string, string>): DisruptionNode {
+  const node = {
+    apiVersion: 'v1',
+    kind: 'Node',
+    metadata: { name: 'n', labels: { 'karpenter.sh/nodepool': 'p' } },
+  };
+  const nodeClaim = {
+    apiVersion: 'karpenter.sh/v1',
+    kind: 'NodeClaim',
+    metadata: { name: 'n', annotations },
+    spec: { nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'c' }, requirements: [] },
+  };
+  return { node: node as Node, pods: [], nodeClaim: nodeClaim as unknown as NodeClaim };
+}
+
+function objs(live: [NodePool, EC2NodeClass], proposed: [NodePool, EC2NodeClass]): PlanObjects {
+  return {
+    livePools: new Map([['p', live[0]]]),
+    proposedPools: new Map([['p', proposed[0]]]),
+    liveClasses: new Map([['EC2NodeClass/c', live[1]]]),
+    proposedClasses: new Map([['EC2NodeClass/c', proposed[1]]]),
+  };
+}
+
+describe('plan drift', () => {
+  it('NodeClassDrift when the proposed EC2NodeClass hash differs from the one stamped on the NodeClaim', () => {
+    const live = ec2({ team: 'a' });
+    const proposed = ec2({ team: 'b' });
+    const stamped = dn({
+      [AnnotationEC2NodeClassHash]: ec2NodeClassHash(live),
+      [AnnotationEC2NodeClassHashVersion]: 'v4',
+    });
+    expect(nodeDrift(stamped, pool(), [], objs([pool(), live], [pool(), proposed]))).toEqual({
+      reason: 'NodeClassDrift',
+      detail: 'EC2NodeClass "c" changed: spec.tags (its hash differs from the one stamped at launch)',
+    });
+    expect(nodeDrift(stamped, pool(), [], objs([pool(), live], [pool(), live]))).toBeUndefined();
+  });
+
+  it('an upstream (v3) NodePool hash is not compared: the live and proposed templates are', () => {
+    const upstream = dn({ 'karpenter.sh/nodepool-hash': '123', 'karpenter.sh/nodepool-hash-version': 'v3' });
+    const c = ec2({});
+    expect(nodeDrift(upstream, pool(), [], objs([pool(), c], [pool(), c]))).toBeUndefined();
+    expect(nodeDrift(upstream, pool({ a: 'b' }), [], objs([pool(), c], [pool({ a: 'b' }), c]))).toEqual({
+      reason: 'NodePoolDrifted',
+      detail: 'NodePool "p" changed spec.template.metadata.labels',
+    });
+    // a capenter hash that is stale already drifts, whatever the proposal
+    const stale = dn({
+      'karpenter.sh/nodepool-hash': '1',
+      'karpenter.sh/nodepool-hash-version': 'capenter-v1',
+    });
+    expect(nodeDrift(stale, pool(), [], objs([pool(), c], [pool(), c]))?.reason).toBe('NodePoolDrifted');
+    expect(nodePoolHash(pool())).not.toBe('1');
+  });
+});
