@@ -1,0 +1,126 @@
+/**
+ * Issue 29, the clusterapi provider against the MachineDeployment stand-in modelling real Cluster API v1.14:
+ * CABPK's `node.cluster.x-k8s.io/uninitialized` taint on every Node until the Machine controller syncs it away,
+ * unclaimed Machines of a min-size, paused MachineDeployments.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import type { MachineDeployment } from '../../src/apis/capi.ts';
+import type { Node, Pod } from '../../src/apis/core.ts';
+import type { NodeClaim } from '../../src/apis/karpenter.ts';
+import { AnnotationNodeClaimMachineDeployment } from '../../src/cloudprovider/clusterapi/provider.ts';
+import { observe } from '../../src/testing/watch.ts';
+import { allRunning, deploymentYaml, eventually, parseYaml } from '../e2e/harness.ts';
+import { type ClusterAPIE2E, startClusterAPIE2E } from './harness.ts';
+
+let t: ClusterAPIE2E | undefined;
+afterEach(async () => {
+  await t?.stop();
+  t = undefined;
+});
+
+const cond = (nc: NodeClaim, type: string) => nc.status?.conditions?.find((c) => c.type === type);
+
+function replicasOf(e: ClusterAPIE2E, name: string) {
+  return observe(
+    e.stack.env.mgmt,
+    'MachineDeployment',
+    (mds) => (mds as MachineDeployment[]).find((m) => m.metadata.name === name)?.spec.replicas ?? 0,
+    { namespace: 'default' },
+  );
+}
+
+describe('issue 29: clusterapi provider vs real Cluster API behaviour', () => {
+  it('#1 a Node still carrying node.cluster.x-k8s.io/uninitialized keeps its NodeClaim uninitialized and its pods; no second NodeClaim', async () => {
+    let hold = true;
+    t = await startClusterAPIE2E({
+      standIn: { periodSeconds: 0.1, holdUninitialized: () => hold },
+      tuning: {
+        nominationTTLSeconds: 2,
+        provisioningResyncSeconds: 1,
+        disruption: { pollSeconds: 1, validationSeconds: 1 },
+      },
+    });
+    await t.setup([{ name: 'md-a', instanceType: 'm5.xlarge', failureDomain: 'us-east-1a', maxSize: 20 }]);
+    const replicas = await replicasOf(t, 'md-a');
+    const wl = t.stack.env.workload.client;
+    await wl.create(parseYaml(deploymentYaml('app', 4, '1', '1Gi'))[0]!);
+    // Every NodeClaim has a Ready Node that still carries CAPI's taint.
+    const first = await eventually(
+      async () => {
+        const ncs = await t!.nodeClaims();
+        const nodes = (await wl.list('Node')).items as Node[];
+        const ok =
+          ncs.length > 0 &&
+          ncs.every((nc) => {
+            const n = nodes.find((x) => x.spec?.providerID && x.spec.providerID === nc.status?.providerID);
+            return (
+              n?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') &&
+              n.spec?.taints?.some((x) => x.key === 'node.cluster.x-k8s.io/uninitialized')
+            );
+          });
+        return ok ? ncs : undefined;
+      },
+      'NodeClaims with Ready, still uninitialized Nodes',
+      60_000,
+    );
+    // The lifecycle controller has looked at every NodeClaim with its Ready Node: not initialized while CAPI's taint
+    // stays, so the pods' nominations hold (on main it turned Initialized, the 2 s nominations ran out and the
+    // provisioner launched a second NodeClaim per pod).
+    const held = await eventually(async () => {
+      const ncs = await t!.nodeClaims();
+      return ncs.every((nc) => cond(nc, 'Initialized')?.reason !== 'NodeNotReady' && cond(nc, 'Initialized'))
+        ? ncs
+        : undefined;
+    }, 'Initialized evaluated on Ready Nodes');
+    expect(held.map((nc) => cond(nc, 'Initialized')?.reason)).toEqual(
+      held.map(() => 'KnownEphemeralTaintsExist'),
+    );
+    expect(held.length).toBe(first.length);
+    expect((await t.deployment('md-a')).spec.replicas).toBe(first.length);
+    // CAPI's Machine controller catches up: the taint goes, the pods run on the same Nodes.
+    hold = false;
+    await eventually(() => allRunning(wl, 4), 'all 4 pods running', 60_000);
+    const done = await t.nodeClaims();
+    expect(done.map((nc) => nc.metadata.name).sort()).toEqual(first.map((nc) => nc.metadata.name).sort());
+    await eventually(
+      async () => (await t!.nodeClaims()).every((nc) => cond(nc, 'Initialized')?.status === 'True'),
+      'NodeClaims Initialized',
+    );
+    expect(Math.max(...(await replicas.stop()))).toBe(first.length);
+  }, 120_000);
+
+  it('#2 a Node of a Machine no NodeClaim owns is not capacity: a NodeClaim takes that Machine and the pod runs', async () => {
+    t = await startClusterAPIE2E();
+    await t.setup([
+      {
+        name: 'md-min',
+        instanceType: 'm5.xlarge',
+        failureDomain: 'us-east-1a',
+        minSize: 1,
+        maxSize: 5,
+        replicas: 1,
+      },
+    ]);
+    const wl = t.stack.env.workload.client;
+    // CAPI made the min-size Machine before capenter claimed anything: its Node keeps karpenter.sh/unregistered.
+    const spare = await eventually(async () => {
+      const ms = await t!.machines('md-min');
+      const nodes = (await wl.list('Node')).items as Node[];
+      return ms.length === 1 && ms[0]!.status?.nodeRef && nodes.length === 1 ? ms[0] : undefined;
+    }, 'the unclaimed min-size Machine with its Node');
+    await wl.create(parseYaml(deploymentYaml('app', 1, '1', '1Gi'))[0]!);
+    await eventually(() => allRunning(wl, 1), 'the pod running', 60_000);
+    const claims = await t.nodeClaims();
+    expect(claims.length).toBe(1);
+    // The NodeClaim took the spare Machine (the oldest unclaimed one): no second Machine.
+    expect(claims[0]!.status?.providerID).toBe(spare.spec.providerID);
+    expect((await t.deployment('md-min')).spec.replicas).toBe(1);
+    const pod = ((await wl.list('Pod', { namespace: 'default' })).items as Pod[]).find((p) =>
+      p.metadata.name?.startsWith('app-'),
+    );
+    expect(pod?.spec?.nodeName).toBe(spare.status?.nodeRef?.name);
+    const node = (await wl.get('Node', spare.status!.nodeRef!.name)) as Node;
+    expect(node.spec?.taints ?? []).toEqual([]);
+    expect(claims[0]!.metadata.annotations?.[AnnotationNodeClaimMachineDeployment]).toBe('default/md-min');
+  }, 90_000);
+});
