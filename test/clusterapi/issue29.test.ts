@@ -123,4 +123,65 @@ describe('issue 29: clusterapi provider vs real Cluster API behaviour', () => {
     expect(node.spec?.taints ?? []).toEqual([]);
     expect(claims[0]!.metadata.annotations?.[AnnotationNodeClaimMachineDeployment]).toBe('default/md-min');
   }, 90_000);
+
+  it('#4 pausing a MachineDeployment leaves its running nodes alone and one pending pod gets one NodeClaim elsewhere', async () => {
+    t = await startClusterAPIE2E();
+    await t.setup([
+      { name: 'md-cheap', instanceType: 'm5.xlarge', failureDomain: 'us-east-1a', maxSize: 10 },
+      { name: 'md-dear', instanceType: 'm5.2xlarge', failureDomain: 'us-east-1a', price: 0.5, maxSize: 10 },
+    ]);
+    const wl = t.stack.env.workload.client;
+    await wl.create(parseYaml(deploymentYaml('app', 2, '1', '1Gi'))[0]!);
+    await eventually(() => allRunning(wl, 2), 'pods running on md-cheap', 60_000);
+    const before = await t.nodeClaims();
+    expect(before.map((n) => n.metadata.annotations?.[AnnotationNodeClaimMachineDeployment])).toEqual(
+      before.map(() => 'default/md-cheap'),
+    );
+    await eventually(
+      async () => (await t!.nodeClaims()).every((nc) => cond(nc, 'Consolidatable')),
+      'disruption conditions synced',
+    );
+    const dear = await replicasOf(t, 'md-dear');
+    // A maintenance pause of the cheap deployment.
+    await t.stack.env.mgmt.patch(
+      'MachineDeployment',
+      'md-cheap',
+      'default',
+      { spec: { paused: true } },
+      { type: 'merge' },
+    );
+    await eventually(async () => {
+      const nc = (await wl.get('ClusterAPINodeClass', 'default')) as {
+        status?: { conditions?: Array<{ type: string; message?: string }> };
+      };
+      return nc.status?.conditions?.find(
+        (c) => c.type === 'MachineDeploymentsReady' && c.message?.includes('md-cheap: Paused'),
+      );
+    }, 'NodeClass reports md-cheap paused');
+    // One pending pod that fits no running node (3 CPU): exactly one NodeClaim, on md-dear.
+    await wl.create(parseYaml(deploymentYaml('big', 1, '3', '1Gi'))[0]!);
+    await eventually(
+      async () =>
+        ((await wl.list('Pod', { namespace: 'default' })).items as Pod[]).filter(
+          (p) => p.metadata.name?.startsWith('big-') && p.status?.phase === 'Running',
+        ).length === 1,
+      'the big pod running',
+      60_000,
+    );
+    // Several disruption passes later the paused deployment's NodeClaims are still there and not drifted.
+    await eventually(
+      async () => (await t!.nodeClaims()).every((nc) => cond(nc, 'Consolidatable')?.status === 'True'),
+      'disruption conditions synced again',
+    );
+    const after = await t.nodeClaims();
+    const cheap = after.filter(
+      (n) => n.metadata.annotations?.[AnnotationNodeClaimMachineDeployment] === 'default/md-cheap',
+    );
+    expect(cheap.map((n) => n.metadata.name).sort()).toEqual(before.map((n) => n.metadata.name).sort());
+    expect(after.map((nc) => cond(nc, 'Drifted')?.status)).toEqual(after.map(() => undefined));
+    expect(after.length - before.length).toBe(1);
+    expect(Math.max(...(await dear.stop()))).toBe(1);
+    expect((await t.deployment('md-cheap')).spec.replicas).toBe(before.length);
+    expect(await allRunning(wl, 2)).toBeTruthy();
+  }, 120_000);
 });
