@@ -221,7 +221,7 @@ export const KMPStatusSchema = z.strictObject({
     .boolean()
     .optional()
     .describe('NodePool and EC2NodeClass exist and the bootstrap data is uploaded (CAPI v1beta1 contract).'),
-  replicas: z.int().min(0).optional().describe('Number of NodeClaims of the pool.'),
+  replicas: z.int().min(0).optional().describe('Number of NodeClaims of the pool that have a provider ID.'),
   version: z.string().optional().describe('Kubernetes version the NodePool rolls out (after the skew gate).'),
 });
 

@@ -213,7 +213,7 @@ export class KarpenterMachinePoolController implements Controller {
     const boot = await reconcileBootstrap(this.ctx, pass, inputs);
     const desired = await generateDesired(this.ctx, pass, inputs, boot);
     const workload = await applyDesired(this.ctx, pass, desired);
-    await reportReplicas(this.ctx, pass, workload);
+    await reportReplicas(this.ctx, pass, workload, inputs.machinePool);
     return true;
   }
 

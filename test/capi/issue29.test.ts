@@ -1,0 +1,88 @@
+/**
+ * Issue 29, the KarpenterMachinePool against the MachinePool stand-in modelling real Cluster API v1.14
+ * (shared/tools/realcapi/FINDINGS.md): `spec.replicas` kept equal to the launched NodeClaims, so the MachinePool is
+ * `Running` and, at zero, its `status.nodeRefs` empty.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { KarpenterMachinePool, MachinePool } from '../../src/apis/capi.ts';
+import type { KubeObject } from '../../src/apis/core.ts';
+import type { NodeClaim } from '../../src/apis/karpenter.ts';
+import { allRunning, deploymentYaml, eventually, parseYaml } from '../e2e/harness.ts';
+import { type CAPIE2E, sampleCAPIObjects, startCAPIE2E } from './harness.ts';
+
+let t: CAPIE2E;
+beforeAll(async () => {
+  t = await startCAPIE2E();
+});
+afterAll(async () => {
+  await t?.stop();
+});
+
+type MPStatus = { phase?: string; replicas?: number; nodeRefs?: Array<{ name: string }> };
+const wl = () => t.env.workload.client;
+const mpOf = async (name = 'workers') =>
+  (await t.env.mgmt.get('MachinePool', name, 'default')) as MachinePool;
+const claimsOf = async (pool = 'workers') =>
+  (
+    (await wl().list('NodeClaim', { labelSelector: { 'karpenter.sh/nodepool': pool } })).items as NodeClaim[]
+  ).filter((n) => !n.metadata.deletionTimestamp);
+
+/** The sample pool as CAPI's webhook leaves it: `spec.replicas` defaulted to 1, a fast consolidation. */
+function pool(): KubeObject[] {
+  const objs = sampleCAPIObjects({
+    nodePool: {
+      disruption: { consolidateAfter: '1s', budgets: [{ nodes: '100%' }] },
+      template: {
+        spec: {
+          expireAfter: '720h',
+          requirements: [
+            { key: 'karpenter.sh/capacity-type', operator: 'In', values: ['on-demand'] },
+            { key: 'karpenter.k8s.aws/instance-category', operator: 'In', values: ['m'] },
+          ],
+        },
+      },
+    },
+  });
+  const mp = objs.find((o) => o.kind === 'MachinePool') as MachinePool;
+  mp.spec!.replicas = 1;
+  return objs;
+}
+
+describe('issue 29: KarpenterMachinePool vs real Cluster API behaviour', () => {
+  it('#9 MachinePool.spec.replicas follows the launched NodeClaims: phase Running, and at zero no stale nodeRefs', async () => {
+    await t.apply(pool());
+    await eventually(async () => (await t.getKMP())?.status?.ready, 'KMP ready');
+    await wl().create(parseYaml(deploymentYaml('app', 3, '1', '1Gi'))[0]!);
+    await eventually(() => allRunning(wl(), 3), 'pods running', 60_000);
+    const claims = await claimsOf();
+    const up = await eventually(
+      async () => {
+        const mp = await mpOf();
+        const st = mp.status as MPStatus;
+        return st?.phase === 'Running' && st.nodeRefs?.length === claims.length ? mp : undefined;
+      },
+      'MachinePool Running with its nodes',
+      30_000,
+    );
+    expect(up.spec?.replicas).toBe(claims.length);
+    expect((up.status as MPStatus).replicas).toBe(claims.length);
+    const kmp = (await t.getKMP()) as KarpenterMachinePool;
+    expect(kmp.status?.replicas).toBe(claims.length);
+
+    // Scale to zero: consolidation removes every node; CAPI must see replicas 0 to drop its node refs.
+    await wl().delete('Deployment', 'app', 'default');
+    await eventually(async () => (await claimsOf()).length === 0, 'NodeClaims gone', 60_000);
+    const down = await eventually(
+      async () => {
+        const mp = await mpOf();
+        const st = mp.status as MPStatus;
+        return st?.phase === 'Running' && st.nodeRefs?.length === 0 ? mp : undefined;
+      },
+      'MachinePool Running at zero without node refs',
+      30_000,
+    );
+    expect(down.spec?.replicas).toBe(0);
+    expect(down.spec?.providerIDList ?? []).toEqual([]);
+    expect((await t.getKMP())?.status?.replicas).toBe(0);
+  }, 150_000);
+});
