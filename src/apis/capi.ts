@@ -50,6 +50,8 @@ export const LabelKMPNamespace = 'capenter.sh/karpentermachinepool-namespace';
 export const ManagedBy = 'capenter';
 /** CAPI's cluster-name label (on KMP, MachinePool, generated objects and instance tags). */
 export const LabelClusterName = 'cluster.x-k8s.io/cluster-name';
+/** Label of the Machines that make up a Machine-based control plane (cluster-api `MachineControlPlaneLabel`). */
+export const LabelControlPlane = 'cluster.x-k8s.io/control-plane';
 /** MachinePool annotation telling CAPI that an external autoscaler owns `spec.replicas` (CAPI `ReplicasManagedByAnnotation`). */
 export const AnnotationReplicasManagedBy = 'cluster.x-k8s.io/replicas-managed-by';
 /** Value of {@link AnnotationReplicasManagedBy}. */
