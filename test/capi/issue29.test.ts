@@ -85,4 +85,11 @@ describe('issue 29: KarpenterMachinePool vs real Cluster API behaviour', () => {
     expect(down.spec?.providerIDList ?? []).toEqual([]);
     expect((await t.getKMP())?.status?.replicas).toBe(0);
   }, 150_000);
+
+  it('#10 the <cluster>-kubeconfig Secret goes into a namespace the manifests have not made yet', async () => {
+    await t.env.writeKubeconfigSecret('team-a', 'prod');
+    const secret = await t.env.mgmt.get('Secret', 'prod-kubeconfig', 'team-a');
+    expect(secret.metadata?.labels?.['cluster.x-k8s.io/cluster-name']).toBe('prod');
+    expect((await t.env.mgmt.get('Namespace', 'team-a')).metadata?.name).toBe('team-a');
+  });
 });
