@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { MachineDeployment } from '../../src/apis/capi.ts';
 import type { Node, Pod } from '../../src/apis/core.ts';
 import type { NodeClaim } from '../../src/apis/karpenter.ts';
+import { validateObject } from '../../src/apis/validation.ts';
 import { AnnotationNodeClaimMachineDeployment } from '../../src/cloudprovider/clusterapi/provider.ts';
 import { observe } from '../../src/testing/watch.ts';
 import { allRunning, deploymentYaml, eventually, parseYaml } from '../e2e/harness.ts';
@@ -184,4 +185,53 @@ describe('issue 29: clusterapi provider vs real Cluster API behaviour', () => {
     expect((await t.deployment('md-cheap')).spec.replicas).toBe(before.length);
     expect(await allRunning(wl, 2)).toBeTruthy();
   }, 120_000);
+
+  it('#6 node.cluster.x-k8s.io labels CAPI propagates: NodePools may require them, pods may select them', async () => {
+    const np = {
+      apiVersion: 'karpenter.sh/v1',
+      kind: 'NodePool',
+      metadata: { name: 'special' },
+      spec: {
+        template: {
+          spec: {
+            nodeClassRef: {
+              group: 'karpenter.cluster.x-k8s.io',
+              kind: 'ClusterAPINodeClass',
+              name: 'default',
+            },
+            requirements: [{ key: 'node.cluster.x-k8s.io/pool', operator: 'Exists' }],
+          },
+        },
+      },
+    };
+    expect(validateObject(np as never)).toMatchObject({ ok: true });
+    t = await startClusterAPIE2E();
+    await t.setup([
+      { name: 'md-plain', instanceType: 'm5.xlarge', failureDomain: 'us-east-1a', maxSize: 5 },
+      {
+        name: 'md-special',
+        instanceType: 'm5.xlarge',
+        failureDomain: 'us-east-1a',
+        price: 0.4,
+        maxSize: 5,
+        templateLabels: { 'node.cluster.x-k8s.io/pool': 'special' },
+      },
+    ]);
+    const wl = t.stack.env.workload.client;
+    const [dep] = parseYaml(deploymentYaml('picky', 1, '1', '1Gi')) as Array<{
+      spec: { template: { spec: { nodeSelector?: Record<string, string> } } };
+    }>;
+    dep!.spec.template.spec.nodeSelector = { 'node.cluster.x-k8s.io/pool': 'special' };
+    await wl.create(dep as never);
+    await eventually(() => allRunning(wl, 1), 'the picky pod running', 60_000);
+    const claims = await t.nodeClaims();
+    expect(claims.map((c) => c.metadata.annotations?.[AnnotationNodeClaimMachineDeployment])).toEqual([
+      'default/md-special',
+    ]);
+    const pod = ((await wl.list('Pod', { namespace: 'default' })).items as Pod[]).find((p) =>
+      p.metadata.name?.startsWith('picky-'),
+    );
+    const node = (await wl.get('Node', pod!.spec!.nodeName!)) as Node;
+    expect(node.metadata.labels?.['node.cluster.x-k8s.io/pool']).toBe('special');
+  }, 90_000);
 });

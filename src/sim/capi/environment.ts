@@ -14,8 +14,8 @@ import { parse } from 'yaml';
 import { KMPApiVersion, LabelClusterName } from '../../apis/capi.ts';
 import type { KubeObject } from '../../apis/core.ts';
 import { KubeClient } from '../../kube/client.ts';
-import { isAlreadyExists } from '../../kube/errors.ts';
 import { type Clock, RealClock } from '../../kube/clock.ts';
+import { isAlreadyExists } from '../../kube/errors.ts';
 import { SharedInformers } from '../../kube/informer.ts';
 import { type EmbeddedCluster, startEmbeddedCluster } from '../apiserver/index.ts';
 import {
