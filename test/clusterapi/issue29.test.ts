@@ -234,4 +234,41 @@ describe('issue 29: clusterapi provider vs real Cluster API behaviour', () => {
     const node = (await wl.get('Node', pod!.spec!.nodeName!)) as Node;
     expect(node.metadata.labels?.['node.cluster.x-k8s.io/pool']).toBe('special');
   }, 90_000);
+
+  it('#5 preflight checks that block a scale-up: the increment is rolled back early, the NodeClass names it, the next deployment launches', async () => {
+    let blocked = false;
+    t = await startClusterAPIE2E({
+      standIn: {
+        periodSeconds: 0.1,
+        // The control plane starts upgrading right after md-a is scaled up (latched).
+        preflightBlocked: (md) => md.metadata.name === 'md-a' && (blocked ||= (md.spec.replicas ?? 0) > 0),
+      },
+    });
+    await t.setup([
+      { name: 'md-a', instanceType: 'm5.xlarge', failureDomain: 'us-east-1a', maxSize: 5 },
+      { name: 'md-b', instanceType: 'm5.xlarge', failureDomain: 'us-east-1b', price: 0.3, maxSize: 5 },
+    ]);
+    const a = await replicasOf(t, 'md-a');
+    const wl = t.stack.env.workload.client;
+    await wl.create(parseYaml(deploymentYaml('app', 1, '1', '1Gi'))[0]!);
+    // Well inside the 60 s machine timeout of the harness.
+    await eventually(() => allRunning(wl, 1), 'the pod running', 20_000);
+    const claims = await t.nodeClaims();
+    expect(claims.map((c) => c.metadata.annotations?.[AnnotationNodeClaimMachineDeployment])).toEqual([
+      'default/md-b',
+    ]);
+    expect((await t.deployment('md-a')).spec.replicas).toBe(0);
+    expect(Math.max(...(await a.stop()))).toBe(1);
+    // The refusal is on the ClusterAPINodeClass status (reason and MachineSet message).
+    expect(await nodeClassMessage(t)).toContain('md-a: PreflightChecksBlocked (MachineSet "md-a-');
+  }, 90_000);
 });
+
+async function nodeClassMessage(e: ClusterAPIE2E): Promise<string> {
+  return eventually(async () => {
+    const nc = (await e.stack.env.workload.client.get('ClusterAPINodeClass', 'default')) as {
+      status?: { conditions?: Array<{ type: string; message?: string }> };
+    };
+    return nc.status?.conditions?.find((c) => c.type === 'MachineDeploymentsReady')?.message;
+  }, 'NodeClass MachineDeploymentsReady message');
+}

@@ -266,15 +266,22 @@ function unusable(inp: DeploymentInputs): { reason: UnusableReason; message: str
         message: `Cluster.spec.topology.workers.machineDeployments[${topo}].replicas is set, so the topology controller would reset the replicas; unset it to let capenter scale`,
       };
   }
-  for (const ms of inp.machineSets ?? []) {
+  const blocked = preflightBlocked(inp.machineSets ?? []);
+  if (blocked) return { reason: 'PreflightChecksBlocked', message: blocked };
+  return undefined;
+}
+
+/**
+ * Why MachineSet preflight checks block new Machines of a deployment (`MachineSet "<name>" preflight checks block
+ * new Machines: <message>`), from the v1beta2 or v1beta1 conditions of `machineSets`; undefined when none does. Pure.
+ */
+export function preflightBlocked(machineSets: readonly MachineSet[]): string | undefined {
+  for (const ms of machineSets) {
     const blocked = conditionsOf(ms).find(
       (c) => /PreflightCheck/.test(c.reason ?? '') && (c.status === 'False' || c.type === 'ScalingUp'),
     );
     if (blocked)
-      return {
-        reason: 'PreflightChecksBlocked',
-        message: `MachineSet "${ms.metadata.name}" preflight checks block new Machines: ${blocked.message ?? blocked.reason}`,
-      };
+      return `MachineSet "${ms.metadata.name}" preflight checks block new Machines: ${blocked.message ?? blocked.reason}`;
   }
   return undefined;
 }
