@@ -92,4 +92,67 @@ describe('issue 29: KarpenterMachinePool vs real Cluster API behaviour', () => {
     expect(secret.metadata?.labels?.['cluster.x-k8s.io/cluster-name']).toBe('prod');
     expect((await t.env.mgmt.get('Namespace', 'team-a')).metadata?.name).toBe('team-a');
   });
+
+  it('#11 bad input: missing MachinePool, paused Cluster, wrong kubeconfig Secret → condition, Event, nothing launched', async () => {
+    const readyOf = async (name: string) => {
+      const k = await t.getKMP(name);
+      return k?.status?.conditions?.find((c) => c.type === 'Ready');
+    };
+    const eventsOf = async (name: string) =>
+      (
+        (await t.env.mgmt.list('Event', { namespace: 'default' })).items as Array<{
+          involvedObject?: { name?: string };
+          type?: string;
+          reason?: string;
+          message?: string;
+        }>
+      ).filter((e) => e.involvedObject?.name === name && e.type === 'Warning');
+    // A KMP whose MachinePool is missing.
+    await t.apply(
+      sampleCAPIObjects({ poolName: 'orphan', clusterName: 'orphan-c' }).filter(
+        (o) => o.kind === 'KarpenterMachinePool',
+      ),
+    );
+    // A paused Cluster.
+    await t.apply(
+      sampleCAPIObjects({ poolName: 'held', clusterName: 'held-c' }).map((o) =>
+        o.kind === 'Cluster'
+          ? ({ ...o, spec: { ...(o as MachinePool).spec, paused: true } } as KubeObject)
+          : o,
+      ),
+    );
+    await t.env.writeKubeconfigSecret('default', 'held-c');
+    // A kubeconfig Secret that is no kubeconfig.
+    await t.apply([
+      ...sampleCAPIObjects({ poolName: 'badkc', clusterName: 'badkc-c' }),
+      {
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: {
+          name: 'badkc-c-kubeconfig',
+          namespace: 'default',
+          labels: { 'cluster.x-k8s.io/cluster-name': 'badkc-c' },
+        },
+        type: 'cluster.x-k8s.io/secret',
+        data: { value: Buffer.from('not: a kubeconfig').toString('base64') },
+      } as KubeObject,
+    ]);
+    for (const [name, reason, text] of [
+      ['orphan', 'WaitingForMachinePool', 'no MachinePool in namespace default'],
+      ['held', 'ClusterPaused', 'Cluster default/held-c is paused'],
+      ['badkc', 'WorkloadClusterUnavailable', 'badkc-c-kubeconfig'],
+    ] as const) {
+      const c = await eventually(async () => {
+        const r = await readyOf(name);
+        return r?.status === 'False' && r.reason === reason ? r : undefined;
+      }, `${name}: Ready=False ${reason}`);
+      expect(c.message).toContain(text);
+      const ev = await eventually(
+        async () => (await eventsOf(name)).find((e) => e.reason === reason),
+        `${name}: Warning Event ${reason}`,
+      );
+      expect(ev.message).toBe(c.message);
+      expect(await wl().tryGet('NodePool', name)).toBeUndefined();
+    }
+  });
 });
