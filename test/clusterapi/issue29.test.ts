@@ -262,13 +262,39 @@ describe('issue 29: clusterapi provider vs real Cluster API behaviour', () => {
     // The refusal is on the ClusterAPINodeClass status (reason and MachineSet message).
     expect(await nodeClassMessage(t)).toContain('md-a: PreflightChecksBlocked (MachineSet "md-a-');
   }, 90_000);
+
+  it('#11 a MachineDeployment without capacity annotations or template capacity: condition, Event, nothing launched', async () => {
+    t = await startClusterAPIE2E();
+    await t.setup([{ name: 'md-blind', failureDomain: 'us-east-1a', maxSize: 5 }]);
+    const wl = t.stack.env.workload.client;
+    await wl.create(parseYaml(deploymentYaml('app', 1, '1', '1Gi'))[0]!);
+    const msg = await nodeClassMessage(t, 'md-blind: CapacityUnknown');
+    expect(msg).toMatch(/^no usable MachineDeployment: md-blind: CapacityUnknown \(.+\)/);
+    const ev = await eventually(
+      async () =>
+        (
+          (await wl.list('Event')).items as Array<{
+            involvedObject?: { kind?: string };
+            type?: string;
+            reason?: string;
+            message?: string;
+          }>
+        ).find((e) => e.involvedObject?.kind === 'ClusterAPINodeClass' && e.type === 'Warning'),
+      'Warning Event on the NodeClass',
+    );
+    expect(ev.reason).toBe('NoUsableMachineDeployments');
+    expect(ev.message).toContain('md-blind: CapacityUnknown');
+    expect(await t.nodeClaims()).toEqual([]);
+    expect((await t.deployment('md-blind')).spec.replicas).toBe(0);
+  }, 60_000);
 });
 
-async function nodeClassMessage(e: ClusterAPIE2E): Promise<string> {
+async function nodeClassMessage(e: ClusterAPIE2E, contains = ''): Promise<string> {
   return eventually(async () => {
     const nc = (await e.stack.env.workload.client.get('ClusterAPINodeClass', 'default')) as {
       status?: { conditions?: Array<{ type: string; message?: string }> };
     };
-    return nc.status?.conditions?.find((c) => c.type === 'MachineDeploymentsReady')?.message;
-  }, 'NodeClass MachineDeploymentsReady message');
+    const m = nc.status?.conditions?.find((c) => c.type === 'MachineDeploymentsReady')?.message;
+    return m?.includes(contains) ? m : undefined;
+  }, `NodeClass MachineDeploymentsReady message with "${contains}"`);
 }

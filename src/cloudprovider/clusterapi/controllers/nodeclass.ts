@@ -10,6 +10,8 @@
  * usable deployment is not Ready and its NodePools do not provision. The status is written only when it changed.
  * Each pass also asks the provider to remove unclaimed Machines nobody waits for (`trimUnclaimed`).
  */
+
+import type { KubeObject } from '../../../apis/core.ts';
 import type { ClusterAPINodeClass, Condition } from '../../../apis/karpenter.ts';
 import { type Controller, errorMessage } from '../../../controllers/runtime/index.ts';
 import type { KubeClient } from '../../../kube/client.ts';
@@ -31,6 +33,10 @@ export interface ClusterAPINodeClassControllerOptions {
   logger: Logger;
   /** The operator's informers: a ClusterAPINodeClass add/update triggers a pass. */
   informers?: SharedInformers;
+  /** Events on the NodeClass: a Warning with the condition's reason and message when deployments become unusable. */
+  recorder?: {
+    publish(obj: KubeObject, type: 'Normal' | 'Warning', reason: string, message: string): Promise<unknown>;
+  };
   periodSeconds?: number;
 }
 
@@ -127,11 +133,18 @@ export class ClusterAPINodeClassController implements Controller {
       else conds.push(next);
       try {
         await this.o.client.updateStatus({ ...nc, status: { ...(nc.status ?? {}), conditions: conds } });
-        if (want.status === 'False' || want.reason !== 'MachineDeploymentsReady')
+        if (want.status === 'False' || want.reason !== 'MachineDeploymentsReady') {
           this.o.logger.info(
             { nodeclass: name, reason: want.reason, detail: want.message },
             'ClusterAPINodeClass',
           );
+          void this.o.recorder?.publish(
+            nc,
+            'Warning',
+            want.reason ?? 'MachineDeploymentsUnusable',
+            want.message ?? '',
+          );
+        }
       } catch (err) {
         if (!isConflict(err) && !isNotFound(err)) throw err;
       }
