@@ -287,6 +287,44 @@ describe('issue 29: clusterapi provider vs real Cluster API behaviour', () => {
     expect(await t.nodeClaims()).toEqual([]);
     expect((await t.deployment('md-blind')).spec.replicas).toBe(0);
   }, 60_000);
+
+  it('#3 at min-size an empty node is not consolidated (CAPI would only replace its Machine with an unclaimed one)', async () => {
+    t = await startClusterAPIE2E();
+    await t.setup([
+      { name: 'md-floor', instanceType: 'm5.xlarge', failureDomain: 'us-east-1a', minSize: 1, maxSize: 5 },
+    ]);
+    const wl = t.stack.env.workload.client;
+    await wl.create(parseYaml(deploymentYaml('app', 1, '1', '1Gi'))[0]!);
+    await eventually(() => allRunning(wl, 1), 'the pod running', 60_000);
+    const [claim] = await t.nodeClaims();
+    const [machine] = await t.machines('md-floor');
+    expect(machine?.metadata.labels?.['karpenter.cluster.x-k8s.io/nodeclaim']).toBe(claim!.metadata.name);
+    await wl.delete('Deployment', 'app', 'default');
+    // The disruption controller looks at the empty node and is told why it may not remove it.
+    const blocked = await eventually(
+      async () =>
+        (
+          (await wl.list('Event')).items as Array<{
+            involvedObject?: { kind?: string; name?: string };
+            reason?: string;
+            message?: string;
+          }>
+        ).find(
+          (e) =>
+            e.reason === 'DisruptionBlocked' &&
+            e.involvedObject?.kind === 'NodeClaim' &&
+            e.involvedObject.name === claim!.metadata.name,
+        ),
+      'DisruptionBlocked on the NodeClaim',
+      30_000,
+    );
+    expect(blocked.message).toContain('karpenter.sh/do-not-disrupt');
+    const after = await t.nodeClaims();
+    expect(after.map((c) => c.metadata.name)).toEqual([claim!.metadata.name]);
+    expect(after[0]!.metadata.annotations?.['karpenter.cluster.x-k8s.io/min-size-guard']).toBe('true');
+    expect((await t.machines('md-floor')).map((m) => m.metadata.name)).toEqual([machine!.metadata.name]);
+    expect((await t.deployment('md-floor')).spec.replicas).toBe(1);
+  }, 90_000);
 });
 
 async function nodeClassMessage(e: ClusterAPIE2E, contains = ''): Promise<string> {

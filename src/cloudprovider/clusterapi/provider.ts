@@ -58,7 +58,13 @@ import {
   taintsCovered,
   templateHash,
 } from './deployments.ts';
-import { DeploymentScaler, isMachineGoing, LabelMachineNodeClaim, MachineFailedError } from './scaler.ts';
+import {
+  DeploymentScaler,
+  isMachineGoing,
+  LabelMachineNodeClaim,
+  MachineFailedError,
+  sizeBounds,
+} from './scaler.ts';
 
 /** API group of the ClusterAPINodeClass. */
 export const ClusterAPIGroup = 'karpenter.cluster.x-k8s.io';
@@ -597,6 +603,32 @@ export class ClusterAPICloudProvider implements CloudProvider {
         this.deps.unclaimedGraceSeconds ?? 300,
       );
       if (n > 0) out[name] = n;
+    }
+    return out;
+  }
+
+  /**
+   * The member deployments (`namespace/name`) whose live Machines are at or below their min-size
+   * (`cluster-api-autoscaler-node-group-min-size` > 0): removing a NodeClaim of one saves nothing, CAPI only
+   * replaces its Machine with an unclaimed one (issue 29). Malformed bounds count as none.
+   */
+  async atMinSize(): Promise<Set<string>> {
+    const snap = await this.snapshot();
+    const machines = (await this.deps.management.list('Machine', { namespace: this.deps.namespace }))
+      .items as Machine[];
+    const out = new Set<string>();
+    for (const md of snap.deployments) {
+      let min = 0;
+      try {
+        min = sizeBounds(md).min;
+      } catch {
+        continue;
+      }
+      if (min === 0 || md.metadata.deletionTimestamp) continue;
+      const live = machines.filter(
+        (m) => m.metadata.labels?.[LabelDeploymentName] === md.metadata.name && !isMachineGoing(m),
+      ).length;
+      if (live <= min) out.add(`${md.metadata.namespace ?? this.deps.namespace}/${md.metadata.name}`);
     }
     return out;
   }
