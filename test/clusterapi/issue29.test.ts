@@ -241,7 +241,11 @@ describe('issue 29: clusterapi provider vs real Cluster API behaviour', () => {
       standIn: {
         periodSeconds: 0.1,
         // The control plane starts upgrading right after md-a is scaled up (latched).
-        preflightBlocked: (md) => md.metadata.name === 'md-a' && (blocked ||= (md.spec.replicas ?? 0) > 0),
+        preflightBlocked: (md) => {
+          if (md.metadata.name !== 'md-a') return false;
+          if ((md.spec.replicas ?? 0) > 0) blocked = true;
+          return blocked;
+        },
       },
     });
     await t.setup([
