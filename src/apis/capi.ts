@@ -50,6 +50,8 @@ export const LabelKMPNamespace = 'capenter.sh/karpentermachinepool-namespace';
 export const ManagedBy = 'capenter';
 /** CAPI's cluster-name label (on KMP, MachinePool, generated objects and instance tags). */
 export const LabelClusterName = 'cluster.x-k8s.io/cluster-name';
+/** Label of the Machines that make up a Machine-based control plane (cluster-api `MachineControlPlaneLabel`). */
+export const LabelControlPlane = 'cluster.x-k8s.io/control-plane';
 /** MachinePool annotation telling CAPI that an external autoscaler owns `spec.replicas` (CAPI `ReplicasManagedByAnnotation`). */
 export const AnnotationReplicasManagedBy = 'cluster.x-k8s.io/replicas-managed-by';
 /** Value of {@link AnnotationReplicasManagedBy}. */
@@ -221,7 +223,7 @@ export const KMPStatusSchema = z.strictObject({
     .boolean()
     .optional()
     .describe('NodePool and EC2NodeClass exist and the bootstrap data is uploaded (CAPI v1beta1 contract).'),
-  replicas: z.int().min(0).optional().describe('Number of NodeClaims of the pool.'),
+  replicas: z.int().min(0).optional().describe('Number of NodeClaims of the pool that have a provider ID.'),
   version: z.string().optional().describe('Kubernetes version the NodePool rolls out (after the skew gate).'),
 });
 

@@ -83,7 +83,7 @@ export const LabelClusterAPIInstanceGPUType = 'karpenter.cluster.x-k8s.io/instan
  * (upstream `WellKnownLabels`). Requirement keys in `kubernetes.io`, `k8s.io` and `karpenter.sh`
  * domains that are not listed here are rejected by validation (upstream `RestrictedLabelDomains`).
  */
-export const WellKnownLabels: ReadonlySet<string> = new Set([
+export const WellKnownLabels: ReadonlySet<string> = wellKnown([
   LabelNodePool,
   LabelTopologyZone,
   LabelTopologyRegion,
@@ -125,6 +125,32 @@ export const WellKnownLabels: ReadonlySet<string> = new Set([
   LabelClusterAPIInstanceGPUType,
 ]);
 
+/**
+ * Label domains whose every key is well-known: Cluster API propagates `node.cluster.x-k8s.io/*` labels from a
+ * Machine's template to its Node (cluster-api v1.14 `getManagedLabels`), so the clusterapi provider's instance types
+ * carry them and pods may select them without the NodePool listing them (issue 29); a NodePool may require them
+ * too (they are a {@link LabelDomainExceptions} entry).
+ */
+export const WellKnownLabelDomains: readonly string[] = ['node.cluster.x-k8s.io'];
+
+/** True when `key` is in one of {@link WellKnownLabelDomains} (or a subdomain of one). */
+export function inWellKnownLabelDomain(key: string): boolean {
+  const slash = key.indexOf('/');
+  if (slash < 0) return false;
+  const domain = key.slice(0, slash);
+  return WellKnownLabelDomains.some((d) => domain === d || domain.endsWith(`.${d}`));
+}
+
+/** A set of label keys that also contains every key of {@link WellKnownLabelDomains}. */
+function wellKnown(keys: readonly string[]): ReadonlySet<string> {
+  const set = new Set(keys);
+  return new (class extends Set<string> {
+    override has(key: string): boolean {
+      return set.has(key) || inWellKnownLabelDomain(key);
+    }
+  })(keys);
+}
+
 /** Label domains a NodePool may not use except for {@link WellKnownLabels} (upstream `RestrictedLabelDomains`). */
 export const RestrictedLabelDomains: readonly string[] = ['kubernetes.io', 'k8s.io', 'karpenter.sh'];
 
@@ -133,6 +159,8 @@ export const LabelDomainExceptions: readonly string[] = [
   'kops.k8s.io',
   'node.kubernetes.io',
   'node-restriction.kubernetes.io',
+  // Cluster API's own node labels, propagated from Machines (see WellKnownLabelDomains).
+  'node.cluster.x-k8s.io',
 ];
 
 /**

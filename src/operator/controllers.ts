@@ -51,6 +51,8 @@ export interface ControllerTuning {
   crdRecheckSeconds?: number;
   /** Seconds between provisioning resyncs of waiting pods (default 10). */
   provisioningResyncSeconds?: number;
+  /** Seconds a pod's nomination to a node or NodeClaim lives (default 20, upstream's). */
+  nominationTTLSeconds?: number;
   /** Disruption controller tunables (poll and validation periods, replacement timeout, core options). */
   disruption?: Pick<
     DisruptionControllerOptions,
@@ -113,6 +115,9 @@ export function buildControllers(d: ControllerListDeps): ControllerList {
       batchIdleSeconds: options.batchIdleSeconds,
       batchMaxSeconds: options.batchMaxSeconds,
       nodePoolHash: hash,
+      ...(tuning.nominationTTLSeconds !== undefined
+        ? { nominationTTLSeconds: tuning.nominationTTLSeconds }
+        : {}),
       ...(options.preferencePolicy ? { preferencePolicy: options.preferencePolicy } : {}),
       ...(options.minValuesPolicy ? { minValuesPolicy: options.minValuesPolicy } : {}),
     },

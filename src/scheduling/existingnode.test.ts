@@ -42,6 +42,22 @@ describe('existing capacity', () => {
     );
   });
 
+  it('takes a node no NodeClaim owns with its taints as they are (a Cluster API Machine nobody claimed, issue 29)', () => {
+    const unclaimed = makeNode('spare', {
+      taints: [{ key: 'karpenter.sh/unregistered', effect: 'NoExecute' }],
+    });
+    const cap = existingNodeCapacity({ node: unclaimed, pods: [] }, index, []);
+    expect(cap.taints).toEqual([{ key: 'karpenter.sh/unregistered', effect: 'NoExecute' }]);
+    const pod = buildPodInfo(makePod('p', { cpu: '100m' }), index, topology);
+    expect(cap.canAdd(pod, topology, index, true)?.message).toContain('karpenter.sh/unregistered');
+    // A managed node that is not initialized yet: CAPI's uninitialized taint will go, as the ephemeral ones.
+    const starting = makeNode('claimed', {
+      labels: { 'karpenter.sh/nodepool': 'p' },
+      taints: [{ key: 'node.cluster.x-k8s.io/uninitialized', effect: 'NoSchedule' }],
+    });
+    expect(existingNodeCapacity({ node: starting, pods: [] }, index, []).taints).toEqual([]);
+  });
+
   it('in-flight NodeClaims only take pods whose requirements hold for every value they may still take', () => {
     const types = smallCatalog().filter((t) => t.name.endsWith('.xlarge'));
     for (const t of types) index.register(t.allocatable);

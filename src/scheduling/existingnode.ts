@@ -18,7 +18,7 @@ import type { PodInfo } from './podinfo.ts';
 import { daemonSetNodeFit, nodeMatchesNodeAffinity, withoutEphemeralTaints } from './predicates.ts';
 import { Requirement, Requirements } from './requirements.ts';
 import { fits, formatRequests, podRequests } from './resources.ts';
-import { untoleratedTaint } from './taints.ts';
+import { firstUntoleratedTaint, formatTaint, WITH_PREFER } from './taints.ts';
 import type { Topology } from './topology.ts';
 import type { ExistingNode, InFlightNodeClaim } from './types.ts';
 
@@ -59,8 +59,10 @@ export class ExistingCapacity {
     }
     if (topology.hostnameBlocked(pod, pod.groups, this.hostname))
       return { code: 'TopologyUnsatisfiable', message: 'hostname topology forbids this node' };
-    const taint = untoleratedTaint(pod.constraints.tolerations, this.taints, { preferNoSchedule: true });
-    if (taint) return { code: 'Untolerated', message: taint };
+    // Every taint counts as given (the ephemeral/startup ones of an uninitialized node were dropped already): a
+    // node that no NodeClaim owns keeps `karpenter.sh/unregistered`, which kube-scheduler enforces too.
+    const taint = firstUntoleratedTaint(pod.constraints.tolerations, this.taints, WITH_PREFER);
+    if (taint) return { code: 'Untolerated', message: `did not tolerate taint ${formatTaint(taint)}` };
     if (pod.hostPorts.length) {
       const c = this.hostPorts.conflict(pod.hostPorts);
       if (c) return { code: 'IncompatibleRequirements', message: c };
@@ -121,13 +123,17 @@ export function existingNodeCapacity(
   const node = en.node;
   const name = node.metadata.name ?? '?';
   const labels = node.metadata.labels ?? {};
-  const initialized = labels[LabelNodePool] === undefined || labels[LabelNodeInitialized] === 'true';
+  const managed = labels[LabelNodePool] !== undefined || en.nodeClaim !== undefined;
+  const initialized = !managed || labels[LabelNodeInitialized] === 'true';
   const startup = new Set(
     initialized ? [] : (en.nodeClaim?.spec.startupTaints ?? []).map((t) => `${t.key}:${t.effect}`),
   );
-  const taints = withoutEphemeralTaints(node.spec?.taints).filter(
-    (t) => !startup.has(`${t.key}:${t.effect}`),
-  );
+  // Ephemeral and startup taints are assumed gone only on a managed node that is not initialized yet (upstream
+  // StateNode.Taints): a node no NodeClaim owns (e.g. of a Cluster API Machine nobody claimed, still carrying
+  // `karpenter.sh/unregistered`) is taken with its taints as they are, as kube-scheduler takes it (issue 29).
+  const taints = (
+    initialized ? [...(node.spec?.taints ?? [])] : withoutEphemeralTaints(node.spec?.taints)
+  ).filter((t) => !startup.has(`${t.key}:${t.effect}`));
   const available = index.vector(parseResources(node.status?.allocatable));
   const ports: HostPort[] = [];
   const daemonsPresent = new Set<string>();

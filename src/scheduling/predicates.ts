@@ -27,7 +27,7 @@ import type {
   TopologySpreadConstraint,
 } from '../apis/core.ts';
 import { daemonPodTolerations } from '../apis/daemonset.ts';
-import { TaintUnregistered } from '../apis/labels.ts';
+import { TaintCAPIUninitialized, TaintUnregistered } from '../apis/labels.ts';
 import { Requirement, RequirementError } from './requirements.ts';
 import { firstUntoleratedTaint, toleratesTaint } from './taints.ts';
 
@@ -47,13 +47,16 @@ export const NoExecuteEffect: ReadonlySet<string> = new Set(['NoExecute']);
 /**
  * Taints that are transient on a starting or registering node and need no toleration from pods that will
  * run there once it is up (upstream Karpenter's ephemeral taints): not-ready, unreachable, the cloud
- * provider's uninitialized, and `karpenter.sh/unregistered`.
+ * provider's uninitialized, `karpenter.sh/unregistered`, and Cluster API's `node.cluster.x-k8s.io/uninitialized`
+ * (every CAPI-bootstrapped node registers with it; CAPI's Machine/MachinePool controllers remove it once they have
+ * matched the node: a startup taint no NodePool declares, issue 29).
  */
 export const EphemeralTaintKeys: ReadonlySet<string> = new Set([
   'node.kubernetes.io/not-ready',
   'node.kubernetes.io/unreachable',
   'node.cloudprovider.kubernetes.io/uninitialized',
   TaintUnregistered.key,
+  TaintCAPIUninitialized.key,
 ]);
 
 /**

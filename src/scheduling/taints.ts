@@ -54,7 +54,8 @@ export function firstUntoleratedTaint(
   return undefined;
 }
 
-const WITH_PREFER: ReadonlySet<string> = new Set(['NoSchedule', 'NoExecute', 'PreferNoSchedule']);
+/** NoSchedule, NoExecute and PreferNoSchedule: the effects Karpenter's scheduler asks pods to tolerate. */
+export const WITH_PREFER: ReadonlySet<string> = new Set(['NoSchedule', 'NoExecute', 'PreferNoSchedule']);
 
 /**
  * Returns `undefined` when `tolerations` tolerate every `NoSchedule`/`NoExecute` taint in `taints`

@@ -122,7 +122,27 @@ export interface ResolvedDeployment {
 /** The resolver's verdict on one MachineDeployment. */
 export type DeploymentResolution =
   | { ok: true; deployment: ResolvedDeployment }
-  | { ok: false; namespace: string; name: string; reason: UnusableReason; message: string };
+  | {
+      ok: false;
+      namespace: string;
+      name: string;
+      reason: UnusableReason;
+      message: string;
+      /**
+       * The deployment as it would resolve, when it is unusable only for a while (`Paused`,
+       * `PreflightChecksBlocked`, `ReplicasManagedByTopology`): its instance type stays offered with every offering
+       * unavailable, so running NodeClaims of it do not drift (`InstanceTypeNotFound`) during a maintenance pause
+       * and nothing new launches on it (issue 29).
+       */
+      held?: ResolvedDeployment;
+    };
+
+/** Reasons that hold a deployment for a while (it keeps its instance type, unavailable) rather than refuse it. */
+export const TemporaryUnusableReasons: ReadonlySet<UnusableReason> = new Set([
+  'Paused',
+  'PreflightChecksBlocked',
+  'ReplicasManagedByTopology',
+]);
 
 /** Label prefixes (and `*.`-subdomains of them) CAPI propagates from Machines to Nodes (cluster-api v1.14). */
 const PropagatedLabelDomains = [
@@ -246,15 +266,22 @@ function unusable(inp: DeploymentInputs): { reason: UnusableReason; message: str
         message: `Cluster.spec.topology.workers.machineDeployments[${topo}].replicas is set, so the topology controller would reset the replicas; unset it to let capenter scale`,
       };
   }
-  for (const ms of inp.machineSets ?? []) {
+  const blocked = preflightBlocked(inp.machineSets ?? []);
+  if (blocked) return { reason: 'PreflightChecksBlocked', message: blocked };
+  return undefined;
+}
+
+/**
+ * Why MachineSet preflight checks block new Machines of a deployment (`MachineSet "<name>" preflight checks block
+ * new Machines: <message>`), from the v1beta2 or v1beta1 conditions of `machineSets`; undefined when none does. Pure.
+ */
+export function preflightBlocked(machineSets: readonly MachineSet[]): string | undefined {
+  for (const ms of machineSets) {
     const blocked = conditionsOf(ms).find(
       (c) => /PreflightCheck/.test(c.reason ?? '') && (c.status === 'False' || c.type === 'ScalingUp'),
     );
     if (blocked)
-      return {
-        reason: 'PreflightChecksBlocked',
-        message: `MachineSet "${ms.metadata.name}" preflight checks block new Machines: ${blocked.message ?? blocked.reason}`,
-      };
+      return `MachineSet "${ms.metadata.name}" preflight checks block new Machines: ${blocked.message ?? blocked.reason}`;
   }
   return undefined;
 }
@@ -273,7 +300,14 @@ export function resolveDeployment(inp: DeploymentInputs): DeploymentResolution {
   const namespace = md.metadata.namespace ?? 'default';
   const name = md.metadata.name ?? '';
   const bad = unusable(inp);
-  if (bad) return { ok: false, namespace, name, ...bad };
+  if (bad) {
+    if (!TemporaryUnusableReasons.has(bad.reason)) return { ok: false, namespace, name, ...bad };
+    try {
+      return { ok: false, namespace, name, ...bad, held: resolveUsable(inp, namespace, name) };
+    } catch {
+      return { ok: false, namespace, name, ...bad };
+    }
+  }
   try {
     return { ok: true, deployment: resolveUsable(inp, namespace, name) };
   } catch (err) {

@@ -58,7 +58,13 @@ import {
   taintsCovered,
   templateHash,
 } from './deployments.ts';
-import { DeploymentScaler, isMachineGoing, LabelMachineNodeClaim, MachineFailedError } from './scaler.ts';
+import {
+  DeploymentScaler,
+  isMachineGoing,
+  LabelMachineNodeClaim,
+  MachineFailedError,
+  sizeBounds,
+} from './scaler.ts';
 
 /** API group of the ClusterAPINodeClass. */
 export const ClusterAPIGroup = 'karpenter.cluster.x-k8s.io';
@@ -111,7 +117,9 @@ export interface DeploymentsSnapshot {
   deployments: MachineDeployment[];
   resolutions: DeploymentResolution[];
   usable: ResolvedDeployment[];
-  /** Instance-type name per usable deployment (`namespace/name`). */
+  /** Deployments unusable for a while (paused, preflight-blocked): offered with every offering unavailable. */
+  held: ResolvedDeployment[];
+  /** Instance-type name per usable or held deployment (`namespace/name`). */
   typeNames: Map<string, string>;
 }
 
@@ -248,12 +256,14 @@ export class ClusterAPICloudProvider implements CloudProvider {
           }
     }
     const usable = resolutions.flatMap((r) => (r.ok ? [r.deployment] : []));
+    const held = resolutions.flatMap((r) => (!r.ok && r.held ? [r.held] : []));
     return {
       at: this.deps.clock.now(),
       deployments,
       resolutions,
       usable,
-      typeNames: instanceTypeNames(usable),
+      held,
+      typeNames: instanceTypeNames([...usable, ...held]),
     };
   }
 
@@ -268,6 +278,8 @@ export class ClusterAPICloudProvider implements CloudProvider {
     nodeClass: ClusterAPINodeClass;
     usable: ResolvedDeployment[];
     unusable: Array<Extract<DeploymentResolution, { ok: false }>>;
+    /** The selected deployments unusable for a while (their instance types stay offered, unavailable). */
+    held: ResolvedDeployment[];
   }> {
     const nodeClass = await this.nodeClassOrThrow(nodeClassName);
     const snap = await this.snapshot(fresh);
@@ -281,6 +293,7 @@ export class ClusterAPICloudProvider implements CloudProvider {
       nodeClass,
       usable: snap.usable.filter((d) => selected.has(d.name)),
       unusable: snap.resolutions.flatMap((r) => (!r.ok && selected.has(r.name) ? [r] : [])),
+      held: snap.held.filter((d) => selected.has(d.name)),
     };
   }
 
@@ -312,16 +325,23 @@ export class ClusterAPICloudProvider implements CloudProvider {
     };
   }
 
+  /**
+   * The instance types of `usable` and `held` deployments whose taints `taints` cover; names are computed over
+   * `snap`'s usable and held ones (stable). An offering is available while one of its usable deployments has room;
+   * held deployments (paused, preflight-blocked) are offered but never available.
+   */
   private offer(
     usable: ResolvedDeployment[],
-    all: ResolvedDeployment[],
+    held: ResolvedDeployment[],
+    snap: DeploymentsSnapshot,
     taints: readonly Taint[],
     room: (d: ResolvedDeployment) => boolean,
   ): ReturnType<typeof instanceTypesOf> {
-    const ids = new Set(usable.map((d) => d.name));
+    const ids = new Set([...usable, ...held].map((d) => d.name));
+    const heldIds = new Set(held.map((d) => d.name));
     return instanceTypesOf(
-      all,
-      (d) => room(d),
+      [...snap.usable, ...snap.held],
+      (d) => !heldIds.has(d.name) && room(d),
       (d) => ids.has(d.name) && taintsCovered(d.taints, taints),
     );
   }
@@ -332,14 +352,14 @@ export class ClusterAPICloudProvider implements CloudProvider {
       throw new NodeClassNotReadyError(
         `NodePool "${nodePool.metadata.name}" references ${ref.group}/${ref.kind}; the clusterapi provider launches only ${ClusterAPIGroup}/${ClusterAPINodeClassKind}`,
       );
-    const { usable } = await this.resolve(ref.name);
+    const { usable, held } = await this.resolve(ref.name);
     const snap = await this.snapshot();
     const room = await this.roomFor();
     const taints = [
       ...(nodePool.spec.template.spec.taints ?? []),
       ...(nodePool.spec.template.spec.startupTaints ?? []),
     ];
-    return this.ice.apply(this.offer(usable, snap.usable, taints, room).instanceTypes);
+    return this.ice.apply(this.offer(usable, held, snap, taints, room).instanceTypes);
   }
 
   async create(nodeClaim: NodeClaim): Promise<NodeClaim> {
@@ -383,7 +403,8 @@ export class ClusterAPICloudProvider implements CloudProvider {
       const room = await this.roomFor();
       const { instanceTypes, offerings } = this.offer(
         usable.filter((d) => !tried.has(d.name)),
-        snap.usable,
+        [],
+        snap,
         taints,
         room,
       );
@@ -473,7 +494,8 @@ export class ClusterAPICloudProvider implements CloudProvider {
   private machineView(machine: Machine, snap: DeploymentsSnapshot, chosen?: ResolvedDeployment): NodeClaim {
     const ns = machine.metadata.namespace ?? this.deps.namespace;
     const mdName = machine.metadata.labels?.[LabelDeploymentName] ?? '';
-    const d = chosen ?? snap.usable.find((x) => x.name === mdName);
+    const d =
+      chosen ?? snap.usable.find((x) => x.name === mdName) ?? snap.held.find((x) => x.name === mdName);
     const typeName = d ? (snap.typeNames.get(`${d.namespace}/${d.name}`) ?? d.instanceTypeName) : undefined;
     const labels: Record<string, string> = d
       ? {
@@ -581,6 +603,32 @@ export class ClusterAPICloudProvider implements CloudProvider {
         this.deps.unclaimedGraceSeconds ?? 300,
       );
       if (n > 0) out[name] = n;
+    }
+    return out;
+  }
+
+  /**
+   * The member deployments (`namespace/name`) whose live Machines are at or below their min-size
+   * (`cluster-api-autoscaler-node-group-min-size` > 0): removing a NodeClaim of one saves nothing, CAPI only
+   * replaces its Machine with an unclaimed one (issue 29). Malformed bounds count as none.
+   */
+  async atMinSize(): Promise<Set<string>> {
+    const snap = await this.snapshot();
+    const machines = (await this.deps.management.list('Machine', { namespace: this.deps.namespace }))
+      .items as Machine[];
+    const out = new Set<string>();
+    for (const md of snap.deployments) {
+      let min = 0;
+      try {
+        min = sizeBounds(md).min;
+      } catch {
+        continue;
+      }
+      if (min === 0 || md.metadata.deletionTimestamp) continue;
+      const live = machines.filter(
+        (m) => m.metadata.labels?.[LabelDeploymentName] === md.metadata.name && !isMachineGoing(m),
+      ).length;
+      if (live <= min) out.add(`${md.metadata.namespace ?? this.deps.namespace}/${md.metadata.name}`);
     }
     return out;
   }

@@ -20,12 +20,13 @@ import {
   LabelDeploymentName,
   type Machine,
   type MachineDeployment,
+  type MachineSet,
 } from '../../apis/capi.ts';
 import type { KubeClient } from '../../kube/client.ts';
 import type { Clock } from '../../kube/clock.ts';
 import { isConflict, isNotFound } from '../../kube/errors.ts';
 import { CreateError, InsufficientCapacityError } from '../types.ts';
-import { AnnotationMaxSize, AnnotationMinSize } from './deployments.ts';
+import { AnnotationMaxSize, AnnotationMinSize, preflightBlocked } from './deployments.ts';
 
 /** Machine label: the NodeClaim the Machine is bound to. */
 export const LabelMachineNodeClaim = 'karpenter.cluster.x-k8s.io/nodeclaim';
@@ -329,6 +330,8 @@ export class DeploymentScaler {
       }
     }
 
+    if (unbound.length === 0) await this.refusePreflightBlocked(waitingUnbound(), refused);
+
     // Replicas, recomputed.
     await this.writeReplicas(md, bounds, bound, unbound.length, waitingUnbound().length);
 
@@ -343,6 +346,36 @@ export class DeploymentScaler {
           'MachineNotReady',
         ),
       );
+    }
+  }
+
+  /**
+   * MachineSet preflight checks (e.g. a control-plane upgrade) block the Machines the `stuck` NodeClaims need: they
+   * are refused now with a {@link MachineFailedError} reason `PreflightCheckFailed` (the provider tries the next
+   * offering, or the launch fails with an Event) and leave the waiters, so the replicas written next drop back,
+   * instead of waiting out the machine timeout with the increment in place (issue 29).
+   */
+  private async refusePreflightBlocked(
+    stuck: readonly Waiter[],
+    refused: Array<{ w: Waiter; err: MachineFailedError }>,
+  ): Promise<void> {
+    if (stuck.length === 0) return;
+    const { client, namespace, name } = this.o;
+    const sets = await client.list('MachineSet', {
+      namespace,
+      labelSelector: { [LabelDeploymentName]: name },
+    });
+    const why = preflightBlocked(sets.items as MachineSet[]);
+    if (!why) return;
+    for (const w of stuck) {
+      this.waiters.delete(w.claim);
+      refused.push({
+        w,
+        err: new MachineFailedError(
+          `MachineDeployment ${namespace}/${name} cannot make Machines now (${why}); reason PreflightCheckFailed`,
+          `PreflightCheckFailed: ${why}`,
+        ),
+      });
     }
   }
 

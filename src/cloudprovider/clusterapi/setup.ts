@@ -64,6 +64,7 @@ export function clusterAPISetup(
         provider,
         clock: deps.clock,
         logger: deps.logger,
+        recorder: deps.recorder,
         ...(deps.informers ? { informers: deps.informers } : {}),
         periodSeconds: i.nodeClassPeriodSeconds ?? 10,
       }),

@@ -197,6 +197,7 @@ export class KarpenterMachinePoolController implements Controller {
         throw err;
       }
       status.ready = status.ready === true && pass.condition(KMPConditions.Ready)?.status === 'True';
+      this.announceNotReady(kmp, pass);
     }
     if (kmp.metadata.generation !== undefined) status.observedGeneration = kmp.metadata.generation;
     await writeStatus(this.deps.client, kmp, status);
@@ -213,8 +214,20 @@ export class KarpenterMachinePoolController implements Controller {
     const boot = await reconcileBootstrap(this.ctx, pass, inputs);
     const desired = await generateDesired(this.ctx, pass, inputs, boot);
     const workload = await applyDesired(this.ctx, pass, desired);
-    await reportReplicas(this.ctx, pass, workload);
+    await reportReplicas(this.ctx, pass, workload, inputs.machinePool);
     return true;
+  }
+
+  /**
+   * A Warning Event on `kmp` with the reason and message of its `Ready=False` condition, when they differ from the
+   * condition it had before this pass (so bad input is announced once, not every resync).
+   */
+  private announceNotReady(kmp: KarpenterMachinePool, pass: KMPPass): void {
+    const now = pass.condition(KMPConditions.Ready);
+    if (now?.status !== 'False' || !now.reason) return;
+    const before = (kmp.status?.conditions ?? []).find((c) => c.type === KMPConditions.Ready);
+    if (before?.status === 'False' && before.reason === now.reason && before.message === now.message) return;
+    void this.deps.recorder.publish(kmp, 'Warning', now.reason, now.message ?? now.reason);
   }
 
   /** The MachinePool owning `kmp` (ownerReference), else the one whose infrastructureRef names it. */

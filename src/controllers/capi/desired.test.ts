@@ -55,6 +55,27 @@ describe('desiredObjects', () => {
     expect(validateObject(d.nodePool).ok).toBe(true);
   });
 
+  it('issue 29 #8: the community shape (amiSelectorTerms by name/owner, no amiFamily) gets Custom and validates', () => {
+    const d = desiredObjects(
+      inputs({
+        amiSelectorTerms: [{ name: 'flatcar-stable-4152.2.3-kube-v1.33.1-*', owner: '075585003325' }],
+      }),
+    );
+    expect(d.ec2NodeClass.spec.amiFamily).toBe('Custom');
+    expect(d.ec2NodeClass.spec.amiSelectorTerms).toEqual([
+      { name: 'flatcar-stable-4152.2.3-kube-v1.33.1-*', owner: '075585003325' },
+    ]);
+    expect(validateObject(d.ec2NodeClass)).toMatchObject({ ok: true });
+    // an alias keeps its own family inference; an explicit amiFamily is kept
+    expect(
+      desiredObjects(inputs({ amiSelectorTerms: [{ alias: 'al2023@latest' }] })).ec2NodeClass.spec.amiFamily,
+    ).toBeUndefined();
+    expect(
+      desiredObjects(inputs({ amiFamily: 'AL2023', amiSelectorTerms: [{ id: 'ami-0123456789abcdef0' }] }))
+        .ec2NodeClass.spec.amiFamily,
+    ).toBe('AL2023');
+  });
+
   it('honours every KMP ec2NodeClass field over the derived ones', () => {
     const d = desiredObjects(
       inputs({

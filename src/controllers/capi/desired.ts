@@ -175,6 +175,11 @@ export function desiredObjects(inp: DesiredInputs, previousVersion?: string): De
 
   const user = structuredClone(kmp.spec?.ec2NodeClass ?? {});
   const spec: EC2NodeClass['spec'] = { ...user } as EC2NodeClass['spec'];
+  // The community KMP (giantswarm/aws-resolver-rules-operator) selects AMIs by name/owner without `amiFamily`;
+  // upstream v1 EC2NodeClass requires one unless a term is an alias. The pool's user data is capenter's bootstrap
+  // stub, used as is: `Custom` semantics (issue 29).
+  const aliased = (user.amiSelectorTerms ?? []).some((t) => (t as { alias?: string }).alias !== undefined);
+  if (user.amiSelectorTerms?.length && !aliased && user.amiFamily === undefined) spec.amiFamily = 'Custom';
   if (!user.amiSelectorTerms || user.amiSelectorTerms.length === 0) {
     spec.amiFamily = user.amiFamily ?? 'Custom';
     spec.amiSelectorTerms = version

@@ -34,6 +34,8 @@ export interface SampleDeployment {
   replicas?: number;
   taints?: Array<{ key: string; value?: string; effect: 'NoSchedule' | 'NoExecute' | 'PreferNoSchedule' }>;
   labels?: Record<string, string>;
+  /** Labels of `spec.template.metadata` (CAPI propagates `node.cluster.x-k8s.io/*` ones to the Nodes). */
+  templateLabels?: Record<string, string>;
   paused?: boolean;
 }
 
@@ -138,7 +140,9 @@ export function sampleClusterAPIObjects(o: SampleClusterAPIOptions = {}): KubeOb
         selector: { matchLabels: { [LabelClusterName]: cluster, 'capenter.io/md': d.name } },
         rollout: { strategy: { type: 'OnDelete' } },
         template: {
-          metadata: { labels: { [LabelClusterName]: cluster, 'capenter.io/md': d.name } },
+          metadata: {
+            labels: { ...(d.templateLabels ?? {}), [LabelClusterName]: cluster, 'capenter.io/md': d.name },
+          },
           spec: {
             clusterName: cluster,
             version,

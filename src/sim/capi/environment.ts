@@ -15,6 +15,7 @@ import { KMPApiVersion, LabelClusterName } from '../../apis/capi.ts';
 import type { KubeObject } from '../../apis/core.ts';
 import { KubeClient } from '../../kube/client.ts';
 import { type Clock, RealClock } from '../../kube/clock.ts';
+import { isAlreadyExists } from '../../kube/errors.ts';
 import { SharedInformers } from '../../kube/informer.ts';
 import { type EmbeddedCluster, startEmbeddedCluster } from '../apiserver/index.ts';
 import {
@@ -74,7 +75,7 @@ export interface CAPIEnvironment {
   workload: SimulatedCluster;
   standIn?: CAPIMachinePoolStandIn;
   clock: Clock;
-  /** Writes CAPI's `<cluster>-kubeconfig` Secret for the workload cluster into `namespace`. */
+  /** Writes CAPI's `<cluster>-kubeconfig` Secret for the workload cluster into `namespace` (created when missing). */
   writeKubeconfigSecret(namespace: string, clusterName: string): Promise<void>;
   stop(): Promise<void>;
 }
@@ -118,6 +119,13 @@ export async function startCAPIEnvironment(opts: CAPIEnvironmentOptions): Promis
         type: 'cluster.x-k8s.io/secret',
         data: { value: Buffer.from(workload.kubeconfig).toString('base64') },
       };
+      // The Cluster's namespace may come with the user's manifests, applied after this Secret: make it first.
+      if (!(await mgmt.tryGet('Namespace', namespace)))
+        await mgmt
+          .create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } })
+          .catch((err) => {
+            if (!isAlreadyExists(err)) throw err;
+          });
       const have = await mgmt.tryGet('Secret', secret.metadata.name, namespace);
       if (!have) await mgmt.create(secret);
     },

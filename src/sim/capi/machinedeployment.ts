@@ -11,9 +11,13 @@
  * - the infrastructure provider: after `provisionSeconds` a Machine gets `spec.providerID` (`aws:///<zone>/i-…` for
  *   an AWSMachineTemplate, `capi-sim:///<namespace>/<machine>` otherwise);
  * - the Node: written into the workload cluster (name = Machine name) with the deployment's capacity, labels
- *   (instance type, zone, capacity type, the propagated ones), the `karpenter.sh/unregistered` registration taint
- *   and the deployment's taints; then `status.nodeRef` and phase `Running` on the Machine; a deleted Machine's Node
- *   is deleted;
+ *   (instance type, zone, capacity type, the propagated ones), the `karpenter.sh/unregistered` registration taint,
+ *   CABPK's `node.cluster.x-k8s.io/uninitialized:NoSchedule` and the deployment's taints; then `status.nodeRef` and
+ *   phase `Running` on the Machine; `uninitializedTaintSeconds` after that, the Machine controller removes the
+ *   uninitialized taint (as cluster-api's `reconcileNode` does once it has synced the Node's labels); a deleted
+ *   Machine's Node is deleted;
+ * - paused: a MachineDeployment with `spec.paused`, the `cluster.x-k8s.io/paused` annotation or a paused Cluster is
+ *   not reconciled at all (no scaling, no MachineSet), as cluster-api v1.14 skips paused objects;
  * - infrastructure failures: `failMachines(md)` → new Machines get phase `Failed` and a v1beta1 `failureReason`;
  * - MachineSet preflight checks: `preflightBlocked(md)` true → no new Machines, and the MachineSet condition
  *   `MachinesCreated=False` reason `PreflightCheckFailed` (v1beta1 shape under `status.deprecated`), as CAPI does
@@ -23,7 +27,9 @@
 import { createHash, randomBytes } from 'node:crypto';
 import {
   AnnotationDeleteMachine,
+  AnnotationPaused,
   type AWSMachineTemplate,
+  type CAPICluster,
   LabelClusterName,
   LabelDeploymentName,
   LabelSetName,
@@ -37,6 +43,7 @@ import {
   LabelHostname,
   LabelInstanceType,
   LabelTopologyZone,
+  TaintCAPIUninitialized,
   TaintUnregistered,
 } from '../../apis/labels.ts';
 import { formatResources, type Resources } from '../../apis/quantity.ts';
@@ -82,6 +89,12 @@ export interface CAPIMachineDeploymentOptions {
   periodSeconds?: number;
   /** Seconds from Machine creation to its provider ID (default 0). */
   provisionSeconds?: number;
+  /**
+   * Seconds from a Machine's `status.nodeRef` until its Node loses `node.cluster.x-k8s.io/uninitialized` (default 0:
+   * the next pass). `holdUninitialized(md)` true keeps it on (a Machine controller that has not caught up).
+   */
+  uninitializedTaintSeconds?: number;
+  holdUninitialized?: (md: MachineDeployment) => boolean;
   /** MachineSet preflight checks block new Machines of this deployment (default never). */
   preflightBlocked?: (md: MachineDeployment) => boolean;
   /**
@@ -100,6 +113,8 @@ export class CAPIMachineDeploymentStandIn {
   passes = 0;
   machinesCreated = 0;
   machinesDeleted = 0;
+  /** Nodes whose uninitialized taint the Machine controller has synced away. */
+  private readonly initialized = new Set<string>();
 
   constructor(private readonly opts: CAPIMachineDeploymentOptions) {}
 
@@ -161,6 +176,7 @@ export class CAPIMachineDeploymentStandIn {
    */
   private async reconcile(md: MachineDeployment, sets: MachineSet[], machines: Machine[]): Promise<void> {
     const cluster = md.spec.clusterName;
+    if (await this.isPaused(md)) return;
     const hash = createHash('sha256').update(JSON.stringify(md.spec.template.spec)).digest('hex').slice(0, 8);
     const setName = `${md.metadata.name!}-${hash}`;
     const blocked = this.opts.preflightBlocked?.(md) ?? false;
@@ -179,6 +195,15 @@ export class CAPIMachineDeploymentStandIn {
     let ready = 0;
     for (const m of live) if (await this.provisionMachine(md, m, template)) ready++;
     await this.updateDeploymentStatus(md, live.length, ready);
+  }
+
+  /** True when `md` or its Cluster is paused (cluster-api `annotations.IsPaused`): it is left alone. */
+  private async isPaused(md: MachineDeployment): Promise<boolean> {
+    if (md.spec.paused || md.metadata.annotations?.[AnnotationPaused] !== undefined) return true;
+    const cluster = (await this.opts.client
+      .tryGet('Cluster', md.spec.clusterName, md.metadata.namespace ?? 'default')
+      .catch(() => undefined)) as CAPICluster | undefined;
+    return cluster?.spec?.paused === true;
   }
 
   /** Creates `md`'s MachineSet `setName` (0 replicas, `md`'s template), or gets it when it already exists. */
@@ -338,7 +363,10 @@ export class CAPIMachineDeploymentStandIn {
     m: Machine,
     template: AWSMachineTemplate | undefined,
   ): Promise<boolean> {
-    if (m.status?.nodeRef) return true;
+    if (m.status?.nodeRef) {
+      await this.initializeNode(md, m);
+      return true;
+    }
     const c = this.opts.client;
     const ns = md.metadata.namespace ?? 'default';
     const tspec = md.spec.template.spec;
@@ -406,6 +434,31 @@ export class CAPIMachineDeploymentStandIn {
     return true;
   }
 
+  /**
+   * The Machine controller's Node sync: once `uninitializedTaintSeconds` have passed since the Node was created,
+   * removes `node.cluster.x-k8s.io/uninitialized` from it (unless `holdUninitialized(md)`). Each Node once.
+   */
+  private async initializeNode(md: MachineDeployment, m: Machine): Promise<void> {
+    const name = m.status?.nodeRef?.name;
+    if (!name || !this.opts.workload || this.initialized.has(name)) return;
+    if (this.opts.holdUninitialized?.(md)) return;
+    const wl = await this.opts.workload(md.metadata.namespace ?? 'default', md.spec.clusterName);
+    const node = (await wl.tryGet('Node', name)) as Node | undefined;
+    if (!node) return;
+    const created = Date.parse(String(node.metadata.creationTimestamp ?? '')) || this.opts.clock.now();
+    if (this.opts.clock.now() - created < (this.opts.uninitializedTaintSeconds ?? 0) * 1000) return;
+    const taints = node.spec?.taints ?? [];
+    if (taints.some((t) => t.key === TaintCAPIUninitialized.key))
+      await wl.patch(
+        'Node',
+        name,
+        undefined,
+        { spec: { taints: taints.filter((t) => t.key !== TaintCAPIUninitialized.key) } },
+        { type: 'merge' },
+      );
+    this.initialized.add(name);
+  }
+
   /** Writes `md`'s `status.replicas` and `status.readyReplicas` when they changed. */
   private async updateDeploymentStatus(
     md: MachineDeployment,
@@ -438,7 +491,11 @@ export class CAPIMachineDeploymentStandIn {
   ): Node | undefined {
     const d = this.opts.nodeShape(md, template);
     if (!d) return undefined;
-    const taints: Taint[] = [{ key: TaintUnregistered.key, effect: TaintUnregistered.effect }, ...d.taints];
+    const taints: Taint[] = [
+      { key: TaintUnregistered.key, effect: TaintUnregistered.effect },
+      { key: TaintCAPIUninitialized.key, effect: TaintCAPIUninitialized.effect },
+      ...d.taints,
+    ];
     const now = new Date(this.opts.clock.now()).toISOString();
     return {
       apiVersion: 'v1',

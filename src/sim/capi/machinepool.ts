@@ -3,21 +3,33 @@
  * v1.14) for MachinePools whose infrastructure is a KarpenterMachinePool, so the CAPI loop runs in the embedded
  * management cluster:
  * - owner reference MachinePool → KarpenterMachinePool and the `cluster.x-k8s.io/cluster-name` label on it;
- * - `spec.providerIDList` copied from the KMP, `status.replicas` from its `status.replicas`,
- *   `status.initialization.infrastructureProvisioned` from its `status.ready`;
+ * - `status.initialization.infrastructureProvisioned` from the KMP's `status.ready` (v1.14.2 reads only
+ *   `status.ready`); while it is false nothing else is copied ("Infrastructure provider is not yet ready");
+ * - `spec.providerIDList` copied from the KMP and `status.replicas` from its `status.replicas`, except when the list
+ *   is empty and `status.replicas` is not zero ("Retrieved empty spec.providerIDList from infrastructure provider but
+ *   status.replicas is not zero": skipped for that pass);
+ * - `reconcileNodeRefs` returns early while `spec.providerIDList` is empty and `spec.replicas` (webhook default 1)
+ *   is not zero: `status.nodeRefs` then keeps whatever it listed (real CAPI's stale node refs);
+ * - v1beta2 status without Machines: `readyReplicas = availableReplicas = status.replicas`;
+ * - `status.phase`: `Running` when `spec.replicas` equals the ready replicas and the node refs; otherwise
+ *   `Scaling` for a pool annotated `cluster.x-k8s.io/replicas-managed-by: external-autoscaler`, else
+ *   `ScalingUp`/`ScalingDown`; `Provisioned` while the infrastructure is not ready;
  * - node refs: every workload Node whose provider ID is in the list gets CAPI's annotations
  *   (`cluster.x-k8s.io/cluster-name`, `-namespace`, `owner-kind: MachinePool`, `owner-name`) and loses the
- *   `node.cluster.x-k8s.io/uninitialized` taint; `status.nodeRefs` and `readyReplicas` follow;
+ *   `node.cluster.x-k8s.io/uninitialized` taint; `status.nodeRefs` follows;
  * - retired nodes: a Node listed in `status.nodeRefs` whose provider ID left `providerIDList` is deleted (what makes
  *   capenter's "an ID leaves only when its node is gone" rule matter).
  * `staleTaintWrites: true` reproduces cluster-api#11401: the taint list written back comes from the Node as first
  * seen (still carrying `karpenter.sh/unregistered`), so registration's removal is undone.
- * Not simulated: Machines (a KMP sets no `infrastructureMachineKind`), conditions, phases.
+ * Not simulated: Machines (a KMP sets no `infrastructureMachineKind`), conditions. Real CAPI findings:
+ * shared/tools/realcapi/FINDINGS.md.
  */
 import {
+  AnnotationReplicasManagedBy,
   type KarpenterMachinePool,
   type MachinePool,
   NodeAnnotations,
+  ReplicasManagedByExternalAutoscaler,
   refersToKMP,
   TaintUninitializedKey,
 } from '../../apis/capi.ts';
@@ -100,8 +112,11 @@ export class CAPIMachinePoolStandIn {
     const c = this.opts.client;
     if (!kmp.metadata.ownerReferences?.some((o) => o.kind === 'MachinePool' && o.name === mp.metadata.name))
       await this.adopt(mp, kmp);
+    const infraReady = kmp.status?.ready === true;
     const ids = kmp.spec?.providerIDList ?? [];
-    if (JSON.stringify(mp.spec?.providerIDList ?? []) !== JSON.stringify(ids))
+    const kmpReplicas = kmp.status?.replicas ?? 0;
+    const copy = infraReady && !(ids.length === 0 && kmpReplicas !== 0);
+    if (copy && JSON.stringify(mp.spec?.providerIDList ?? []) !== JSON.stringify(ids))
       await c.patch(
         'MachinePool',
         mp.metadata.name as string,
@@ -109,17 +124,60 @@ export class CAPIMachinePoolStandIn {
         { spec: { providerIDList: ids } },
         { type: 'merge' },
       );
+    const cur = (mp.status ?? {}) as Record<string, unknown> & { nodeRefs?: Array<{ name: string }> };
+    const specReplicas = mp.spec?.replicas ?? 1;
+    const listed = copy ? ids : (mp.spec?.providerIDList ?? []);
+    let refs = cur.nodeRefs ?? [];
+    if (infraReady && !(listed.length === 0 && specReplicas !== 0)) {
+      const synced = await this.syncNodeRefs(mp, new Set(listed), clusterName);
+      if (synced) refs = synced;
+    }
+    const replicas = copy ? kmpReplicas : ((cur.replicas as number | undefined) ?? 0);
+    const external =
+      mp.metadata.annotations?.[AnnotationReplicasManagedBy] === ReplicasManagedByExternalAutoscaler;
+    const phase = !infraReady
+      ? 'Provisioned'
+      : specReplicas === replicas && refs.length === replicas
+        ? 'Running'
+        : external
+          ? 'Scaling'
+          : replicas < specReplicas
+            ? 'ScalingUp'
+            : 'ScalingDown';
+    const status = {
+      replicas,
+      readyReplicas: replicas,
+      availableReplicas: replicas,
+      nodeRefs: refs,
+      phase,
+      initialization: {
+        bootstrapDataSecretCreated: !!mp.spec?.template?.spec?.bootstrap?.dataSecretName,
+        infrastructureProvisioned: infraReady,
+      },
+    };
+    if (Object.entries(status).some(([k, v]) => JSON.stringify(cur[k]) !== JSON.stringify(v)))
+      await c.patchStatus('MachinePool', mp.metadata.name as string, ns, { status }, { type: 'merge' });
+  }
 
+  /**
+   * `reconcileNodeRefs`: syncs the workload Nodes whose provider ID is in `want` (annotations, uninitialized taint),
+   * deletes retired Nodes (in `status.nodeRefs`, no longer listed), and returns the new node refs sorted by name;
+   * undefined when the workload cluster cannot be reached.
+   */
+  private async syncNodeRefs(
+    mp: MachinePool,
+    want: ReadonlySet<string>,
+    clusterName: string,
+  ): Promise<Array<{ apiVersion: string; kind: string; name: string; uid?: string }> | undefined> {
+    const ns = mp.metadata.namespace ?? 'default';
     let wl: KubeClient;
     try {
       wl = await this.opts.workload(ns, clusterName);
     } catch {
-      return;
+      return undefined;
     }
     const nodes = (await wl.list('Node')).items as Node[];
-    const want = new Set(ids);
     const refs: Array<{ apiVersion: string; kind: string; name: string; uid?: string }> = [];
-    let ready = 0;
     for (const node of nodes) {
       const id = node.spec?.providerID ?? '';
       const name = node.metadata.name as string;
@@ -132,7 +190,6 @@ export class CAPIMachinePoolStandIn {
         name,
         ...(node.metadata.uid ? { uid: node.metadata.uid } : {}),
       });
-      if (node.status?.conditions?.some((x) => x.type === 'Ready' && x.status === 'True')) ready++;
       await this.syncNode(wl, node, mp);
     }
     // Retired nodes: listed before, no longer in providerIDList.
@@ -143,19 +200,7 @@ export class CAPIMachinePoolStandIn {
       const node = nodes.find((n) => n.metadata.name === name);
       if (node && !want.has(node.spec?.providerID ?? '')) await wl.tryDelete('Node', name);
     }
-    const status = {
-      replicas: kmp.status?.replicas ?? 0,
-      readyReplicas: ready,
-      availableReplicas: ready,
-      nodeRefs: refs.sort((x, y) => x.name.localeCompare(y.name)),
-      initialization: {
-        bootstrapDataSecretCreated: !!mp.spec?.template?.spec?.bootstrap?.dataSecretName,
-        infrastructureProvisioned: kmp.status?.ready === true,
-      },
-    };
-    const cur = (mp.status ?? {}) as Record<string, unknown>;
-    if (Object.entries(status).some(([k, v]) => JSON.stringify(cur[k]) !== JSON.stringify(v)))
-      await c.patchStatus('MachinePool', mp.metadata.name as string, ns, { status }, { type: 'merge' });
+    return refs.sort((x, y) => x.name.localeCompare(y.name));
   }
 
   /**

@@ -10,14 +10,20 @@
  * usable deployment is not Ready and its NodePools do not provision. The status is written only when it changed.
  * Each pass also asks the provider to remove unclaimed Machines nobody waits for (`trimUnclaimed`).
  */
-import type { ClusterAPINodeClass, Condition } from '../../../apis/karpenter.ts';
+
+import type { KubeObject } from '../../../apis/core.ts';
+import type { ClusterAPINodeClass, Condition, NodeClaim } from '../../../apis/karpenter.ts';
+import { AnnotationDoNotDisrupt } from '../../../apis/labels.ts';
 import { type Controller, errorMessage } from '../../../controllers/runtime/index.ts';
 import type { KubeClient } from '../../../kube/client.ts';
 import type { Clock } from '../../../kube/clock.ts';
 import { isConflict, isNotFound } from '../../../kube/errors.ts';
 import type { SharedInformers } from '../../../kube/informer.ts';
 import type { Logger } from '../../../kube/logger.ts';
-import type { ClusterAPICloudProvider } from '../provider.ts';
+import { AnnotationNodeClaimMachineDeployment, type ClusterAPICloudProvider } from '../provider.ts';
+
+/** NodeClaim annotation: capenter set `karpenter.sh/do-not-disrupt` because its deployment is at min-size. */
+export const AnnotationMinSizeGuard = 'karpenter.cluster.x-k8s.io/min-size-guard';
 
 /** Condition type this controller owns. */
 export const ConditionMachineDeploymentsReady = 'MachineDeploymentsReady';
@@ -31,6 +37,10 @@ export interface ClusterAPINodeClassControllerOptions {
   logger: Logger;
   /** The operator's informers: a ClusterAPINodeClass add/update triggers a pass. */
   informers?: SharedInformers;
+  /** Events on the NodeClass: a Warning with the condition's reason and message when deployments become unusable. */
+  recorder?: {
+    publish(obj: KubeObject, type: 'Normal' | 'Warning', reason: string, message: string): Promise<unknown>;
+  };
   periodSeconds?: number;
 }
 
@@ -91,11 +101,44 @@ export class ClusterAPINodeClassController implements Controller {
         } catch (err) {
           this.o.logger.warn({ err: errorMessage(err) }, 'removing unclaimed Machines');
         }
+        try {
+          await this.guardMinSize();
+        } catch (err) {
+          this.o.logger.warn({ err: errorMessage(err) }, 'min-size guard');
+        }
         const both = AbortSignal.any([signal, wake.signal]);
         await this.o.clock.sleep((this.o.periodSeconds ?? 10) * 1000, both).catch(() => {});
       }
     } finally {
       off?.();
+    }
+  }
+
+  /**
+   * Keeps consolidation off the NodeClaims of deployments at their min-size (deleting one only makes CAPI replace
+   * its Machine with an unclaimed one): `karpenter.sh/do-not-disrupt: "true"` plus {@link AnnotationMinSizeGuard}
+   * on each such NodeClaim that is not drifted (drift still replaces it), both removed once the deployment is
+   * above its min-size. Annotations a user set are left alone. Exposed for tests.
+   */
+  async guardMinSize(): Promise<void> {
+    const held = await this.o.provider.atMinSize();
+    const claims = (await this.o.client.list('NodeClaim')).items as NodeClaim[];
+    for (const nc of claims) {
+      const md = nc.metadata.annotations?.[AnnotationNodeClaimMachineDeployment];
+      if (!md || nc.metadata.deletionTimestamp) continue;
+      const drifted = nc.status?.conditions?.some((c) => c.type === 'Drifted' && c.status === 'True');
+      const want = held.has(md) && !drifted;
+      const ours = nc.metadata.annotations?.[AnnotationMinSizeGuard] === 'true';
+      if (want === ours) continue;
+      if (want && nc.metadata.annotations?.[AnnotationDoNotDisrupt] !== undefined) continue;
+      const annotations = want
+        ? { [AnnotationDoNotDisrupt]: 'true', [AnnotationMinSizeGuard]: 'true' }
+        : { [AnnotationDoNotDisrupt]: null, [AnnotationMinSizeGuard]: null };
+      await this.o.client
+        .patch('NodeClaim', nc.metadata.name!, undefined, { metadata: { annotations } }, { type: 'merge' })
+        .catch((err) => {
+          if (!isNotFound(err) && !isConflict(err)) throw err;
+        });
     }
   }
 
@@ -127,11 +170,18 @@ export class ClusterAPINodeClassController implements Controller {
       else conds.push(next);
       try {
         await this.o.client.updateStatus({ ...nc, status: { ...(nc.status ?? {}), conditions: conds } });
-        if (want.status === 'False' || want.reason !== 'MachineDeploymentsReady')
+        if (want.status === 'False' || want.reason !== 'MachineDeploymentsReady') {
           this.o.logger.info(
             { nodeclass: name, reason: want.reason, detail: want.message },
             'ClusterAPINodeClass',
           );
+          void this.o.recorder?.publish(
+            nc,
+            'Warning',
+            want.reason ?? 'MachineDeploymentsUnusable',
+            want.message ?? '',
+          );
+        }
       } catch (err) {
         if (!isConflict(err) && !isNotFound(err)) throw err;
       }

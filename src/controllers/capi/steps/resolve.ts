@@ -32,7 +32,7 @@ export interface PoolInputs {
  * Resolves the pass's inputs. Returns `undefined` when the pool belongs to another workload cluster than
  * `ctx.clusterName` (the pass ends without a status write).
  * @throws NotReady with `Ready=False` reason `InvalidSpec`, `WaitingForMachinePool`, `WaitingForCluster`,
- * `WaitingForAWSCluster`, `MissingRegion` or `S3BucketNotConfigured`.
+ * `ClusterPaused`, `WaitingForAWSCluster`, `MissingRegion` or `S3BucketNotConfigured`.
  */
 export async function resolveInputs(ctx: KMPStepContext, pass: KMPPass): Promise<PoolInputs | undefined> {
   const valid = validateKMP(pass.kmp);
@@ -56,6 +56,11 @@ export async function resolveInputs(ctx: KMPStepContext, pass: KMPPass): Promise
     throw pass.notReady(
       'WaitingForCluster',
       `Cluster ${pass.namespace}/${clusterName ?? '<unset>'} of MachinePool ${mp.metadata.name} not found (spec.clusterName)`,
+    );
+  if (cluster.spec?.paused)
+    throw pass.notReady(
+      'ClusterPaused',
+      `Cluster ${pass.namespace}/${cluster.metadata.name} is paused (spec.paused): the pool is not reconciled until it is unpaused`,
     );
   const { awsCluster, location } = resolveAWS(ctx, pass, cluster);
   return { machinePool: mp, cluster, awsCluster, location };

@@ -81,4 +81,19 @@ describe('Initialization', () => {
     };
     expect(notInitializedReason(nc, lookalike)).toBeUndefined();
   });
+
+  it("is not initialized while Cluster API's node.cluster.x-k8s.io/uninitialized taint is on the Node, declared or not (issue 29)", () => {
+    const nc = testNodeClaim('capi', {});
+    const node = {
+      metadata: { name: 'capi' },
+      spec: { taints: [{ key: 'node.cluster.x-k8s.io/uninitialized', effect: 'NoSchedule' as const }] },
+      status: { conditions: [{ type: 'Ready', status: 'True' as const }], allocatable: { cpu: '2' } },
+    };
+    expect(notInitializedReason(nc, node)).toEqual({
+      reason: 'KnownEphemeralTaintsExist',
+      message: 'KnownEphemeralTaint "node.cluster.x-k8s.io/uninitialized:NoSchedule" still exists',
+    });
+    node.spec.taints = [];
+    expect(notInitializedReason(nc, node)).toBeUndefined();
+  });
 });

@@ -1,7 +1,6 @@
 /**
  * Initialization step: a registered Node is initialized once it is Ready, carries none of the NodeClaim's startup
- * taints (CAPI's `node.cluster.x-k8s.io/uninitialized` counts when declared as one), none of the known ephemeral
- * taints, and every resource the NodeClaim requests shows non-zero allocatable. Then the Node gets the label
+ * taints, none of the known ephemeral taints (CAPI's `node.cluster.x-k8s.io/uninitialized` among them), and every resource the NodeClaim requests shows non-zero allocatable. Then the Node gets the label
  * `karpenter.sh/initialized=true` and the NodeClaim `Initialized=True`.
  * Mirrors kubernetes-sigs/karpenter `pkg/controllers/nodeclaim/lifecycle/initialization.go` (v1: not-yet states
  * are `Initialized=Unknown` with reasons NotLaunched, NodeNotFound, NodeNotReady, StartupTaintsExist,
@@ -9,7 +8,7 @@
  */
 import type { Node, Taint } from '../../../apis/core.ts';
 import type { NodeClaim } from '../../../apis/karpenter.ts';
-import { LabelNodeInitialized, TaintUnregistered } from '../../../apis/labels.ts';
+import { LabelNodeInitialized, TaintCAPIUninitialized, TaintUnregistered } from '../../../apis/labels.ts';
 import { parseQuantity } from '../../../apis/quantity.ts';
 import { EphemeralTaintKeyPrefixes } from '../../../scheduling/predicates.ts';
 import { formatTaint } from '../../../scheduling/taints.ts';
@@ -24,13 +23,16 @@ import {
 
 /**
  * Taints that nodes carry while starting and that must be gone before a node counts as initialized
- * (upstream `scheduling.KnownEphemeralTaints` plus the unregistered taint).
+ * (upstream `scheduling.KnownEphemeralTaints` plus the unregistered taint, plus Cluster API's
+ * `node.cluster.x-k8s.io/uninitialized`, which CAPI removes once it has matched the node: a NodeClaim whose Node
+ * still carries it is not Initialized, so its pods' nominations hold and no second NodeClaim is launched; issue 29).
  */
 export const KnownEphemeralTaints: ReadonlyArray<Pick<Taint, 'key' | 'effect'>> = [
   { key: 'node.kubernetes.io/not-ready', effect: 'NoSchedule' },
   { key: 'node.kubernetes.io/unreachable', effect: 'NoSchedule' },
   { key: 'node.cloudprovider.kubernetes.io/uninitialized', effect: 'NoSchedule' },
   TaintUnregistered,
+  TaintCAPIUninitialized,
 ];
 
 /** True for taints of an ephemeral family (`readiness.k8s.io/<rule>`, upstream `KnownEphemeralTaintKeyPrefixes`). */
