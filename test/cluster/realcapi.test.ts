@@ -455,7 +455,8 @@ describe('KarpenterMachinePool under the real Cluster API v1.14.2 manager', () =
   });
 
   it('deleting the MachinePool with nodes running removes the KMP, the NodePool and the Nodes', async () => {
-    expect((await poolNodes()).length).toBeGreaterThan(0);
+    await k('scale', 'deployment', 'inflate', '-n', NS, '--replicas', '2');
+    await until(async () => (await poolNodes()).length > 0, 'a pool Node running', 120_000, 500);
     await k('delete', 'machinepool', POOL, '-n', NS, '--wait=false');
     await until(
       async () =>
