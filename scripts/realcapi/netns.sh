@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs a command in a fresh network namespace whose only interface is loopback (up), so that nothing it starts is
-# reachable from outside the machine. `npm run test:cluster` runs in it: Cluster API's core manager (the real-CAPI
+# reachable from outside the machine. `npm run test:cluster` (scripts/test-cluster.sh) runs vitest in it: Cluster API's core manager (the real-CAPI
 # tests, test/cluster/realcapi.test.ts) serves its webhooks on 0.0.0.0:<port> and has no flag to choose the host.
 # Needs util-linux `unshare` and iproute2 `ip`, and the right to create a network namespace (root, or
 # unprivileged user namespaces: then `unshare -rn`). Fails (exit 3) naming what is missing; it never falls back
