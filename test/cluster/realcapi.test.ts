@@ -468,6 +468,9 @@ describe('KarpenterMachinePool under the real Cluster API v1.14.2 manager', () =
       180_000,
       1000,
     );
-    expect(capi?.log()).toContain("Set MachinePool's NodeRefs");
+    const log = capi?.log() ?? '';
+    expect(log).toContain("Set MachinePool's NodeRefs");
+    // status.replicas never counted a NodeClaim CAPI could not see yet (FINDINGS.md mismatch 2)
+    expect(log).not.toContain('Retrieved empty spec.providerIDList from infrastructure provider');
   });
 });
