@@ -235,7 +235,8 @@ export class KarpenterMachinePoolController implements Controller {
     const mp = machinePoolOf(this.deps.informers, pass.kmp);
     const clusterName = mp && clusterNameOf(mp);
     if (!mp || !clusterName || (this.ctx.clusterName && clusterName !== this.ctx.clusterName)) return;
-    if (mp.metadata.annotations?.[AnnotationReplicasManagedBy] !== ReplicasManagedByExternalAutoscaler) return;
+    if (mp.metadata.annotations?.[AnnotationReplicasManagedBy] !== ReplicasManagedByExternalAutoscaler)
+      return;
     try {
       const wc = await this.workloads.get(pass.namespace, clusterName);
       await publishReplicas(this.ctx, pass, wc, mp);
