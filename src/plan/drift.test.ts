@@ -64,7 +64,7 @@ describe('plan drift', () => {
     const live = ec2({ team: 'a' });
     const proposed = ec2({ team: 'b' });
     const stamped = dn({
-      [AnnotationEC2NodeClassHash]: ec2NodeClassHash(live),
+      [AnnotationEC2NodeClassHash]: ec2NodeClassHash(live, ''),
       [AnnotationEC2NodeClassHashVersion]: 'v4',
     });
     expect(nodeDrift(stamped, pool(), [], objs([pool(), live], [pool(), proposed]))).toEqual({

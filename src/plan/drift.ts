@@ -69,7 +69,8 @@ function classHash(
 ): { hash: string; annotation: string; versionAnnotation: string; version: string } | undefined {
   if (nc.kind === 'EC2NodeClass')
     return {
-      hash: ec2NodeClassHash(nc as EC2NodeClass),
+      // the cluster CA bundle is part of upstream's hash but not readable here: '' on both sides of the comparison
+      hash: ec2NodeClassHash(nc as EC2NodeClass, ''),
       annotation: AnnotationEC2NodeClassHash,
       versionAnnotation: AnnotationEC2NodeClassHashVersion,
       version: EC2NodeClassHashVersion,
@@ -94,8 +95,11 @@ function nodeClassDrift(claim: NodeClaim, objs: PlanObjects): string | undefined
   const now = classHash(proposed);
   if (!now) return undefined;
   const a = claim.metadata.annotations ?? {};
+  // EC2NodeClass: its hash includes the CA bundle, which plan cannot read, so the live class (hashed the same way)
+  // stands for what the NodeClaim was stamped with.
+  const byLive = proposed.kind === 'EC2NodeClass' && live !== undefined;
   const stamped =
-    a[now.versionAnnotation] === now.version && a[now.annotation] !== undefined
+    !byLive && a[now.versionAnnotation] === now.version && a[now.annotation] !== undefined
       ? a[now.annotation]
       : live
         ? classHash(live)?.hash

@@ -18,7 +18,10 @@
  *    groups, tags, user data), version skew gate, validated with capenter's own validation;
  * 4. `apply`: both written to the workload cluster (created or replaced, labelled with the KMP);
  * 5. `report`: `spec.providerIDList` from the pool's NodeClaims (never empty while replicas ≠ 0, an ID leaves only
- *    when its Node is gone), `status.replicas` / `ready` / `initialization.provisioned` / `version` / `Ready`.
+ *    when its Node is gone), `status.replicas` (= that list's length) and the MachinePool's `spec.replicas` kept
+ *    equal to it, `status.ready` / `initialization.provisioned` (one-way: they stay true once provisioned) /
+ *    `version` / `Ready`. When a step fails the list and replicas are still published (they depend only on the
+ *    workload cluster).
  * Bad input (no MachinePool, no AWSCluster, no bucket, invalid spec) gives a False condition naming the object,
  * the field and the fix ({@link NotReady} ends the steps, the status is still written); other errors set
  * `Ready=False` reason `ReconcileError`, are written and rethrown (a conflict requeues without a write). Secrets
@@ -26,11 +29,13 @@
  */
 import type { Logger } from 'pino';
 import {
+  AnnotationReplicasManagedBy,
   type KarpenterMachinePool,
   KMPConditions,
   KMPFinalizer,
   LabelClusterName,
   type MachinePool,
+  ReplicasManagedByExternalAutoscaler,
   refGroup,
 } from '../../apis/capi.ts';
 import type { KubeObject } from '../../apis/core.ts';
@@ -45,12 +50,13 @@ import {
   type Watch,
   watch,
 } from '../runtime/index.ts';
+import { clusterNameOf } from './desired.ts';
 import { applyDesired } from './steps/apply.ts';
 import { reconcileBootstrap } from './steps/bootstrap.ts';
 import { KMPPass, type KMPStepContext, NotReady, writeStatus } from './steps/context.ts';
 import { finalizePool } from './steps/finalize.ts';
 import { generateDesired } from './steps/generate.ts';
-import { reportReplicas } from './steps/report.ts';
+import { publishReplicas, reportReplicas } from './steps/report.ts';
 import { machinePoolOf, resolveInputs } from './steps/resolve.ts';
 import { WorkloadClusters } from './workload.ts';
 
@@ -190,13 +196,14 @@ export class KarpenterMachinePoolController implements Controller {
     try {
       if (!(await this.runSteps(pass))) return {};
     } catch (err) {
+      if (isConflict(err)) return { requeue: true } as ReconcileResult;
+      // status.ready / initialization.provisioned keep their value: provisioning is one-way (steps/report.ts)
+      await this.publishAfterFailure(pass);
       if (!(err instanceof NotReady)) {
-        if (isConflict(err)) return { requeue: true } as ReconcileResult;
         pass.cond(KMPConditions.Ready, false, 'ReconcileError', errorMessage(err));
         await writeStatus(this.deps.client, kmp, status);
         throw err;
       }
-      status.ready = status.ready === true && pass.condition(KMPConditions.Ready)?.status === 'True';
       this.announceNotReady(kmp, pass);
     }
     if (kmp.metadata.generation !== undefined) status.observedGeneration = kmp.metadata.generation;
@@ -228,6 +235,27 @@ export class KarpenterMachinePoolController implements Controller {
     const before = (kmp.status?.conditions ?? []).find((c) => c.type === KMPConditions.Ready);
     if (before?.status === 'False' && before.reason === now.reason && before.message === now.message) return;
     void this.deps.recorder.publish(kmp, 'Warning', now.reason, now.message ?? now.reason);
+  }
+
+  /**
+   * After a failed step (bad AWSCluster, S3 down, invalid spec...): still publishes the pool's provider IDs and
+   * replicas ({@link publishReplicas}), which depend only on the workload cluster, so CAPI keeps tracking the nodes
+   * the NodePool goes on launching. Best effort: nothing when the MachinePool is not there or not yet annotated
+   * `replicas-managed-by: external-autoscaler` (capenter does not own its replicas yet), or when the cluster's
+   * kubeconfig or the workload cluster is not there (logged at debug); never throws.
+   */
+  private async publishAfterFailure(pass: KMPPass): Promise<void> {
+    const mp = machinePoolOf(this.deps.informers, pass.kmp);
+    const clusterName = mp && clusterNameOf(mp);
+    if (!mp || !clusterName || (this.ctx.clusterName && clusterName !== this.ctx.clusterName)) return;
+    if (mp.metadata.annotations?.[AnnotationReplicasManagedBy] !== ReplicasManagedByExternalAutoscaler)
+      return;
+    try {
+      const wc = await this.workloads.get(pass.namespace, clusterName);
+      await publishReplicas(this.ctx, pass, wc, mp);
+    } catch (err) {
+      this.ctx.log.debug({ kmp: pass.id, err: errorMessage(err) }, 'provider IDs not published');
+    }
   }
 
   /** The MachinePool owning `kmp` (ownerReference), else the one whose infrastructureRef names it. */

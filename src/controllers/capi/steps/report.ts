@@ -1,32 +1,36 @@
 /**
- * Step 5 of a KarpenterMachinePool reconcile: what CAPI reads back. `spec.providerIDList` from the pool's
- * NodeClaims in the workload cluster ({@link nextProviderIDList}: never empty while replicas ≠ 0, an ID leaves only
- * when its Node is gone; merge-patched only when it changed), `status.replicas` (the NodeClaims that have a provider
- * ID: the observed instances, as the contract asks), `status.ready` and `status.initialization.provisioned` (the
- * bootstrap data is there) and the root `Ready` condition; and the MachinePool's `spec.replicas`, set to the same
- * count while it is marked `cluster.x-k8s.io/replicas-managed-by: external-autoscaler` (as the community KMP
- * controller, CAPA's AWSManagedMachinePool and CAPZ do for externally managed replicas): without it CAPI's phase stays
- * `Scaling` and, at zero, `status.nodeRefs` keeps deleted Nodes (shared/tools/realcapi/FINDINGS.md, mismatches 1-2).
+ * Step 5 of a KarpenterMachinePool reconcile: what CAPI reads back.
+ * - {@link publishReplicas}: `spec.providerIDList` from the pool's NodeClaims in the workload cluster
+ *   ({@link nextProviderIDList}: never empty while a NodeClaim has none yet, an ID leaves only when its Node is
+ *   gone; merge-patched only when it changed), `status.replicas` = the length of that list (instances CAPI can see;
+ *   a NodeClaim without a provider ID is not counted, or CAPI v1.14 logs "Retrieved empty spec.providerIDList from
+ *   infrastructure provider but status.replicas is not zero" and skips the copy), and the MachinePool's
+ *   `spec.replicas` kept equal to it (capenter annotated the MachinePool `replicas-managed-by:
+ *   external-autoscaler`, so it owns that field, as CAPA's AWSManagedMachinePool does): CAPI's MachinePool phase
+ *   compares `spec.replicas` with its ready replicas (`Scaling` forever otherwise), and at zero its node-ref sync
+ *   (`reconcileNodeRefs`, cluster-api `machinepool_controller_noderef.go`) returns early while `spec.replicas` ≠ 0,
+ *   keeping deleted Nodes in `status.nodeRefs`. The controller also calls it when a later step failed (the list
+ *   only depends on the workload cluster).
+ * - {@link reportReplicas}: that, plus `status.ready` / `status.initialization.provisioned` and the root `Ready`
+ *   condition. Provisioning is one-way (CAPI's v1beta2 contract "initialization"): once the bootstrap data was
+ *   there both stay true and later trouble shows only in `Ready` — CAPI v1.14.2's MachinePool controller reads only
+ *   `status.ready` and stops copying `providerIDList` when it turns false.
  */
-import {
-  AnnotationReplicasManagedBy,
-  KMPConditions,
-  type MachinePool,
-  ReplicasManagedByExternalAutoscaler,
-} from '../../../apis/capi.ts';
+import { KMPConditions, type MachinePool } from '../../../apis/capi.ts';
 import { nextProviderIDList } from '../desired.ts';
 import { type WorkloadCluster, WorkloadClusters } from '../workload.ts';
 import type { KMPPass, KMPStepContext } from './context.ts';
 
 /**
- * Reports the pool's NodeClaims of `wc` to the KMP and to `machinePool`'s `spec.replicas` (see the module comment).
- * @throws the client's errors.
+ * Publishes the pool's provider IDs and replica count: KMP `spec.providerIDList`, `status.replicas` (in
+ * `pass.status`, written by the controller) and `MachinePool.spec.replicas` of `mp` (merge patches, only when they
+ * changed). @throws the client's errors.
  */
-export async function reportReplicas(
+export async function publishReplicas(
   ctx: KMPStepContext,
   pass: KMPPass,
   wc: WorkloadCluster,
-  machinePool: MachinePool,
+  mp: MachinePool,
 ): Promise<void> {
   const claims = WorkloadClusters.nodeClaims(wc, pass.name);
   const nodeIDs = new Set(
@@ -50,34 +54,36 @@ export async function reportReplicas(
       { type: 'merge' },
     );
   }
-  const { status } = pass;
-  const launched = claims.filter((c) => c.status?.providerID).length;
-  status.replicas = launched;
-  await writeMachinePoolReplicas(ctx, machinePool, launched);
-  const ready = pass.condition(KMPConditions.BootstrapDataReady)?.status === 'True';
-  status.ready = ready;
-  status.initialization = { provisioned: ready };
-  pass.cond(KMPConditions.Ready, ready, ready ? undefined : 'BootstrapDataNotReady');
+  pass.status.replicas = list.length;
+  if (mp.spec?.replicas !== list.length) {
+    await ctx.client.patch(
+      'MachinePool',
+      mp.metadata.name as string,
+      mp.metadata.namespace,
+      { spec: { replicas: list.length } },
+      { type: 'merge' },
+    );
+  }
 }
 
-/**
- * Sets `machinePool.spec.replicas` to `replicas` (merge patch, only when it differs) while the pool's replicas are
- * managed by an external autoscaler (the annotation the resolve step adds). @throws the client's errors.
- */
-async function writeMachinePoolReplicas(
+/** True once the KMP reported itself provisioned (`status.initialization.provisioned` or `status.ready`). */
+export function wasProvisioned(pass: KMPPass): boolean {
+  const s = pass.kmp.status;
+  return s?.initialization?.provisioned === true || s?.ready === true;
+}
+
+/** Reports the pool's NodeClaims of `wc` to the KMP and its MachinePool `mp` (see the module comment). @throws the client's errors. */
+export async function reportReplicas(
   ctx: KMPStepContext,
-  machinePool: MachinePool,
-  replicas: number,
+  pass: KMPPass,
+  wc: WorkloadCluster,
+  mp: MachinePool,
 ): Promise<void> {
-  const managed =
-    machinePool.metadata.annotations?.[AnnotationReplicasManagedBy] === ReplicasManagedByExternalAutoscaler;
-  if (!managed && machinePool.metadata.annotations?.[AnnotationReplicasManagedBy] !== undefined) return;
-  if (machinePool.spec?.replicas === replicas) return;
-  await ctx.client.patch(
-    'MachinePool',
-    machinePool.metadata.name as string,
-    machinePool.metadata.namespace,
-    { spec: { replicas } },
-    { type: 'merge' },
-  );
+  await publishReplicas(ctx, pass, wc, mp);
+  const { status } = pass;
+  const ready = pass.condition(KMPConditions.BootstrapDataReady)?.status === 'True';
+  const provisioned = ready || wasProvisioned(pass);
+  status.ready = provisioned;
+  status.initialization = { provisioned };
+  pass.cond(KMPConditions.Ready, ready, ready ? undefined : 'BootstrapDataNotReady');
 }
