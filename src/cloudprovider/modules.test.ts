@@ -48,7 +48,9 @@ describe('PROVIDER_MODULES', () => {
     });
     expect(core.clusterName).toBe('prod');
     // --region (a core flag) is handed over from the core settings
-    expect(aws?.configure({ flags: { clusterName: 'prod', region: 'us-west-2' }, env: {} }, core)).toMatchObject({
+    expect(
+      aws?.configure({ flags: { clusterName: 'prod', region: 'us-west-2' }, env: {} }, core),
+    ).toMatchObject({
       region: 'us-west-2',
     });
   });

@@ -74,19 +74,23 @@ describe('plan drift', () => {
     expect(nodeDrift(stamped, pool(), [], objs([pool(), live], [pool(), live]))).toBeUndefined();
   });
 
-  it('an upstream (v3) NodePool hash is not compared: the live and proposed templates are', () => {
-    const upstream = dn({ 'karpenter.sh/nodepool-hash': '123', 'karpenter.sh/nodepool-hash-version': 'v3' });
+  it('a v3 NodePool hash (upstream and capenter) is compared; another version is compared as the live template', () => {
     const c = ec2({});
-    expect(nodeDrift(upstream, pool(), [], objs([pool(), c], [pool(), c]))).toBeUndefined();
-    expect(nodeDrift(upstream, pool({ a: 'b' }), [], objs([pool(), c], [pool({ a: 'b' }), c]))).toEqual({
+    const v3 = dn({
+      'karpenter.sh/nodepool-hash': nodePoolHash(pool()),
+      'karpenter.sh/nodepool-hash-version': 'v3',
+    });
+    expect(nodeDrift(v3, pool(), [], objs([pool(), c], [pool(), c]))).toBeUndefined();
+    expect(nodeDrift(v3, pool({ a: 'b' }), [], objs([pool(), c], [pool({ a: 'b' }), c]))).toEqual({
       reason: 'NodePoolDrifted',
       detail: 'NodePool "p" changed spec.template.metadata.labels',
     });
-    // a capenter hash that is stale already drifts, whatever the proposal
-    const stale = dn({
-      'karpenter.sh/nodepool-hash': '1',
-      'karpenter.sh/nodepool-hash-version': 'capenter-v1',
-    });
+    // another version (upstream v1.x before v3, old capenter builds): re-stamped by the controller, so only the
+    // proposal's change counts
+    const v2 = dn({ 'karpenter.sh/nodepool-hash': '123', 'karpenter.sh/nodepool-hash-version': 'v2' });
+    expect(nodeDrift(v2, pool(), [], objs([pool(), c], [pool(), c]))).toBeUndefined();
+    // a v3 hash that is stale already drifts, whatever the proposal
+    const stale = dn({ 'karpenter.sh/nodepool-hash': '1', 'karpenter.sh/nodepool-hash-version': 'v3' });
     expect(nodeDrift(stale, pool(), [], objs([pool(), c], [pool(), c]))?.reason).toBe('NodePoolDrifted');
     expect(nodePoolHash(pool())).not.toBe('1');
   });

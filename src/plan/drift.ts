@@ -6,9 +6,10 @@
  * NodeClaim differs from the proposed class's, as `CloudProvider.isDrifted` checks it). AMI, subnet and
  * security-group drift need the cloud and are not predicted.
  *
- * A node whose NodeClaim is not in the cluster, carries no hash, or a hash of another version (upstream Karpenter's
- * `v3`, whose number capenter does not reproduce) is compared as if stamped with the LIVE NodePool's and
- * NodeClass's hashes, so only what the proposal changes shows up.
+ * A node whose NodeClaim is not in the cluster, carries no hash, or a hash of another version (older upstream or
+ * capenter stamps, which the controllers re-stamp rather than drift) is compared as if stamped with the LIVE
+ * NodePool's and NodeClass's hashes, so only what the proposal changes shows up. An EC2NodeClass is always compared
+ * live against proposed (its hash includes the cluster CA bundle, which plan does not read).
  */
 import type { KubeObject } from '../apis/core.ts';
 import { NodePoolHashVersion, nodePoolHash } from '../apis/hash.ts';
