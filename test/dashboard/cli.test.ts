@@ -50,5 +50,5 @@ describe('dashboard flags', () => {
       busy.close();
       await sim.stop();
     }
-  }, 30_000);
+  }, 180_000);
 });
