@@ -4,7 +4,9 @@
 set -euo pipefail
 want=v3.22.0
 bin="${HELM_BIN_DIR:-$HOME/.cache/helm-bin}/helm"
-if [[ -x "$bin" ]] && "$bin" version --short 2>/dev/null | grep -q "^$want"; then echo "$bin"; exit 0; fi
+# `go install` builds report "v3.22" (no patch, no ldflags), so the module version is read from the build info
+is_want() { [[ -x $1 ]] && { "$1" version --short 2>/dev/null | grep -q "^$want" || go version -m "$1" 2>/dev/null | grep -qE "^\s+mod\s+helm.sh/helm/v3\s+$want\s"; }; }
+if is_want "$bin"; then echo "$bin"; exit 0; fi
 if command -v helm >/dev/null 2>&1 && helm version --short 2>/dev/null | grep -q "^$want"; then command -v helm; exit 0; fi
 if ! command -v go >/dev/null 2>&1; then echo "ensure-helm: no helm $want and no Go to build it" >&2; exit 1; fi
 mkdir -p "$(dirname "$bin")"

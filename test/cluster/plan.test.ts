@@ -135,6 +135,8 @@ beforeAll(async () => {
       metadata: { name: `${name}-web`, namespace: NS },
       spec: {
         nodeName: name,
+        // the cluster is shared with earlier files, whose nodes may have room: only this NodePool's nodes qualify
+        nodeSelector: { 'karpenter.sh/nodepool': 'plan-test' },
         containers: [{ name: 'c', image: 'nginx', resources: { requests: { cpu: '500m', memory: '1Gi' } } }],
       },
     } as KubeObject);
