@@ -46,6 +46,16 @@ export async function publishReplicas(
     nodeIDs,
   );
   if (JSON.stringify(list) !== JSON.stringify(prevList)) {
+    // Shrinking: status.replicas goes down first, so CAPI never reads a shorter (or empty) list beside the old
+    // count ("Retrieved empty spec.providerIDList from infrastructure provider but status.replicas is not zero").
+    if (list.length < (pass.kmp.status?.replicas ?? 0))
+      await ctx.client.patchStatus(
+        'KarpenterMachinePool',
+        pass.name,
+        pass.namespace,
+        { status: { replicas: list.length } },
+        { type: 'merge' },
+      );
     await ctx.client.patch(
       'KarpenterMachinePool',
       pass.name,
