@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { ROOT } from '../../scripts/build.ts';
 import { watchLauncher } from '../../src/cli/launcher-watch.ts';
+import { eventually as pollUntil } from '../../src/testing/eventually.ts';
 
 describe('watchLauncher', () => {
   afterEach(() => {
@@ -107,6 +108,15 @@ describe('npm-launched capenter and the kill of its launcher', () => {
     await closed; // every writer of the pipe, the node process included, has exited
     expect(out, err).toContain('embedded API server stopped');
     // Exited: gone, or a zombie until whatever it was reparented to reaps it (state Z in /proc/PID/stat).
-    expect(processState(pid)).toMatch(/^(gone|Z)$/);
+    // The pipe closes during the process's teardown, a moment before it exits: poll for the exit (20 s at most).
+    const state = await pollUntil(
+      () => (/^(gone|Z)$/.test(processState(pid)) ? processState(pid) : undefined),
+      'node process exited',
+      {
+        timeoutMs: 20_000,
+        intervalMs: 50,
+      },
+    );
+    expect(state).toMatch(/^(gone|Z)$/);
   }, 60_000);
 });
