@@ -608,10 +608,24 @@ export class Cluster {
     const pod = this.pods.get(key)?.pod;
     const uid = pod?.metadata.uid;
     if (!pod || !uid || pod.spec?.nodeName) return undefined;
-    const ncName = this.annotatedNominations.get(uid);
-    if (!ncName) return undefined;
+    const annotated = this.annotatedNominations.get(uid);
+    if (!annotated) return undefined;
     // One restoration per pod: once it expires the scheduler decides again.
     this.annotatedNominations.delete(uid);
+    // Several NodeClaims may list the pod (one being deleted, the one launched after it): the live, uninitialized
+    // one wins, whichever the watch delivered last.
+    const live = (c: NodeClaim | undefined): boolean =>
+      !!c &&
+      !c.metadata.deletionTimestamp &&
+      !this.marked.has(c.metadata.name ?? '') &&
+      !this.nodeClaimInitialized(c);
+    let ncName = annotated;
+    if (!live(this.nodeClaims.get(annotated)))
+      for (const [name, c] of this.nodeClaims)
+        if (name !== annotated && live(c) && nominatedPodUids(c).includes(uid)) {
+          ncName = name;
+          break;
+        }
     const nc = this.nodeClaims.get(ncName);
     if (!nc || this.nodeClaimInitialized(nc)) {
       const reason = nc

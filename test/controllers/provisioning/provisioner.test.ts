@@ -5,6 +5,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Pod } from '../../../src/apis/core.ts';
+import type { NodeClaim } from '../../../src/apis/karpenter.ts';
 import { Provisioner } from '../../../src/controllers/provisioning/provisioner.ts';
 import { pendingPod, testNodePool } from '../../../src/controllers/provisioning/testing.ts';
 import { ProvisioningTrigger } from '../../../src/controllers/provisioning/trigger.ts';
@@ -373,6 +374,43 @@ describe('provisioner (embedded API server, kwok provider)', () => {
     expect(third.result?.placements.every((pl) => pl.target.kind === 'inflight')).toBe(true);
     expect(third.created).toHaveLength(0);
     expect((await listNodeClaims(client)).map((nc) => nc.metadata.name).sort()).toEqual(before);
+  });
+
+  it('a restarted provisioner restores a nomination to the live NodeClaim when a deleting one lists the pod too (soak seed 3)', async () => {
+    env = await startEnv();
+    const { client } = env;
+    await createNodePool(client, testNodePool('default'));
+    await createPendingPod(client, pendingPod('lost', { cpu: '1500m', memory: '3Gi' }));
+    const p1 = await env.startProcess();
+    await podsSeen(p1.cluster, 1);
+    const first = await p1.provisioner.provision();
+    expect(first.created).toHaveLength(1);
+    const a = first.created[0]!.nodeClaim;
+    await p1.stop();
+    // An older NodeClaim made for the same pod, being deleted (held by a finalizer); the watch lists it after `a`.
+    const { status: _status, ...rest } = a;
+    await client.create({
+      ...rest,
+      metadata: {
+        name: 'zz-old',
+        labels: a.metadata.labels,
+        annotations: a.metadata.annotations,
+        finalizers: ['test.capenter.dev/hold'],
+      },
+    } as NodeClaim);
+    await client.delete('NodeClaim', 'zz-old');
+
+    const p2 = await env.startProcess();
+    await podsSeen(p2.cluster, 1);
+    expect(p2.cluster.nominationFor('default/lost')?.target).toEqual({
+      kind: 'nodeclaim',
+      name: a.metadata.name,
+    });
+    const again = await p2.provisioner.provision();
+    expect(again.created).toHaveLength(0);
+    expect((await listNodeClaims(client)).map((nc) => nc.metadata.name).sort()).toEqual(
+      [a.metadata.name, 'zz-old'].sort(),
+    );
   });
 
   it('warns, saying why its nomination ended, when it launches for a pod an in-flight NodeClaim was made for', async () => {
