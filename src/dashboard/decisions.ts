@@ -5,11 +5,14 @@
  * provisioner's `ProvisioningResult` and the disruption controller's `DisruptionPass` (the objects those controllers
  * already hand their pass listeners) and keep only names, prices and reasons, never object specs.
  */
+
 import type { InstanceType } from '../apis/instancetype.ts';
+import { LabelInstanceType } from '../apis/labels.ts';
 import type { Resources } from '../apis/quantity.ts';
 import type { DisruptionPass } from '../controllers/disruption/controller.ts';
 import type { ProvisioningResult } from '../controllers/provisioning/provisioner.ts';
 import type { Command } from '../disruption/types.ts';
+import { Requirements } from '../scheduling/requirements.ts';
 import type { NodeClaimPlan } from '../scheduling/types.ts';
 
 /** One log entry. */
@@ -85,6 +88,21 @@ function tooSmall(it: InstanceType, requests: Resources): string | undefined {
 }
 
 /**
+ * Which of the plan's requirements (NodePool ∩ pods, without the instance-type list the plan itself narrowed to)
+ * the instance type's labels fail, as `excluded by requirement KEY OP [values] (its KEY is VALUE)`; the generic
+ * text when none does (the type was dropped for its daemon overhead or its offerings).
+ */
+export function excludedBy(plan: NodeClaimPlan, t: InstanceType): string {
+  for (const r of Requirements.fromNodeSelector(plan.requirements).values()) {
+    if (r.key === LabelInstanceType) continue;
+    const v = t.labels[r.key];
+    if (v === undefined ? !r.allowsAbsent() : !r.has(v))
+      return `excluded by requirement ${r.key} ${r.toString()} (${v === undefined ? `it has no ${r.key} label` : `its ${r.key} is ${v}`})`;
+  }
+  return 'excluded by the NodePool or pod requirements';
+}
+
+/**
  * Up to `max` instance types of `types` with an available offering cheaper than the chosen one, each with why it
  * was not chosen: too small for the plan's requests (listed first, nearest price first), its cheaper offering's
  * zone or capacity type not allowed, or excluded by the NodePool's or pods' requirements.
@@ -101,7 +119,7 @@ export function whyNotCheaper(plan: NodeClaimPlan, types: readonly InstanceType[
       ? [0, small]
       : allowed.has(t.name)
         ? [1, `its ${o.capacityType} offering in ${o.zone} is not allowed by the requirements`]
-        : [2, 'excluded by the NodePool or pod requirements'];
+        : [2, excludedBy(plan, t)];
     rows.push({
       text: `not ${t.name} (${usd(o.priceUSDPerHour)} ${o.capacityType}): ${why}`,
       price: o.priceUSDPerHour,

@@ -11,7 +11,12 @@ import type { NodeClaim, NodePool } from '../../src/apis/karpenter.ts';
 import { getInstanceTypes } from '../../src/cloudprovider/aws/catalog/index.ts';
 import type { DisruptionPass } from '../../src/controllers/disruption/controller.ts';
 import type { ProvisioningResult } from '../../src/controllers/provisioning/provisioner.ts';
-import { DecisionLog, disruptionEntries, provisioningEntries } from '../../src/dashboard/decisions.ts';
+import {
+  DecisionLog,
+  disruptionEntries,
+  excludedBy,
+  provisioningEntries,
+} from '../../src/dashboard/decisions.ts';
 import { probeError } from '../../src/dashboard/hub.ts';
 import { applyPatch, diffView } from '../../src/dashboard/patch.ts';
 import { buildDashboardView, type DashboardInput, machinePoolViews } from '../../src/dashboard/view.ts';
@@ -338,6 +343,35 @@ describe('decision log', () => {
     );
     expect(e!.details).toContain(
       'not t3.medium ($0.0183/h spot): too small: memory 4294967296 bytes requested > 3403677696 bytes allocatable',
+    );
+  });
+
+  it('names the requirement that excluded a cheaper type big enough for the pods', () => {
+    const p = {
+      ...plan(),
+      requirements: [
+        { key: 'karpenter.k8s.aws/instance-family', operator: 'In', values: ['m5'] },
+        { key: 'node.kubernetes.io/instance-type', operator: 'In', values: ['m5.large', 'm5.xlarge'] },
+      ],
+    } as NodeClaimPlan;
+    expect(excludedBy(p, type('c6a.xlarge'))).toBe(
+      'excluded by requirement karpenter.k8s.aws/instance-family In [m5] (its karpenter.k8s.aws/instance-family is c6a)',
+    );
+    expect(
+      excludedBy({ ...p, requirements: [p.requirements[1]!] } as NodeClaimPlan, type('c6a.xlarge')),
+    ).toBe('excluded by the NodePool or pod requirements');
+    const r: ProvisioningResult = {
+      synced: true,
+      created: [{ plan: p, nodeClaim: claim('general-x', 'm5.large', '2026-12-03T04:00:00Z') }],
+      skipped: [],
+      skippedNodePools: [],
+      input: { instanceTypes: { general: [type('c6a.xlarge'), type('m5.large')] } } as unknown as NonNullable<
+        ProvisioningResult['input']
+      >,
+    };
+    const [e] = provisioningEntries(r, NOW);
+    expect(e!.details.find((d) => d.startsWith('not c6a.xlarge'))).toMatch(
+      /^not c6a\.xlarge \(\$0\.\d{4}\/h (spot|on-demand)\): excluded by requirement karpenter\.k8s\.aws\/instance-family In \[m5\]/,
     );
   });
 
