@@ -113,6 +113,11 @@ export interface ProviderSetup {
   capi?: { clusterName: string; bootstrapStore: () => BootstrapDataStore & { close?(): void } };
   /** Releases what {@link ProviderModule.load} opened (clients of other clusters, SDK clients). */
   close?(): void;
+  /**
+   * Why the provider cannot work at all right now (aws: no credentials, credentials refused, endpoint unreachable),
+   * the operator's `/readyz` reason; undefined when it can (default).
+   */
+  readiness?(): string | undefined;
 }
 
 /** What {@link ProviderModule.load} gets besides the module's settings. */

@@ -200,6 +200,7 @@ export function createOperator(cfg: OperatorConfig): Operator {
     cluster,
     recorder,
     controllers,
+    ...(setup?.readiness ? { providerReadiness: () => setup.readiness?.() } : {}),
   });
   return {
     registry,

@@ -40,6 +40,8 @@ export interface OperatorRuntimeDeps {
   cluster: Cluster;
   recorder: EventRecorder;
   controllers: readonly Controller[];
+  /** The cloud provider's own readiness reason (`ProviderSetup.readiness`), checked after the informers. */
+  providerReadiness?: () => string | undefined;
 }
 
 /** The run-time face of an operator (see `Operator` in `./operator.ts` for each member's contract). */
@@ -224,7 +226,7 @@ export function createRuntime(d: OperatorRuntimeDeps): OperatorRuntime {
       if (gate.problem !== undefined) return gate.problem;
       if (!d.informers.hasSynced()) return 'informers have not synced';
       if (!electionDecided) return 'leader election has not decided';
-      return undefined;
+      return d.providerReadiness?.();
     },
     stop,
     async start(signal?: AbortSignal) {

@@ -53,6 +53,9 @@ function optsOut(p: Pod): boolean {
   );
 }
 
+/** Kinds applied after the case's existing cluster has settled (see the test). */
+const WORKLOAD_KINDS = new Set(['Deployment', 'ReplicaSet', 'StatefulSet', 'Job', 'CronJob']);
+
 /** Labels the workload controllers add per pod or revision (not part of what the user wrote). */
 const GENERATED_LABELS = new Set([
   'pod-template-hash',
@@ -141,7 +144,32 @@ describe('provisioning cases through the controller (e2e)', () => {
           operator: { region: c.region, batchIdleSeconds: 1, batchMaxSeconds: 10 },
         });
         const client = env.client;
-        await env.apply(loaded.objects.map((o) => o.object));
+        // What the case says already runs (Nodes, bound pods, DaemonSets and their pods) is applied and settled
+        // first, then the workloads: simulate sees the cluster at once, and a loaded machine must not let the
+        // scheduler stand-in bind a new pod before it sees the old ones (a pod on a full static node).
+        const objects = loaded.objects.map((o) => o.object);
+        const isWorkload = (o: (typeof objects)[number]): boolean =>
+          WORKLOAD_KINDS.has(o.kind ?? '') || (o.kind === 'Pod' && !(o as Pod).spec?.nodeName);
+        await env.apply(objects.filter((o) => !isWorkload(o)));
+        await eventually(
+          async () => {
+            const [pods, dss] = await Promise.all([livePods(client), client.list('DaemonSet')]);
+            return (
+              pods.every((p) => !p.spec.nodeName || p.status?.phase === 'Running') &&
+              (
+                dss.items as Array<{ status?: { desiredNumberScheduled?: number; numberReady?: number } }>
+              ).every(
+                (d) =>
+                  d.status?.desiredNumberScheduled !== undefined &&
+                  (d.status.numberReady ?? 0) === d.status.desiredNumberScheduled,
+              )
+            );
+          },
+          `case ${c.id}: its existing pods and DaemonSets running before the workloads`,
+          30_000,
+          100,
+        );
+        await env.apply(objects.filter(isWorkload));
 
         // settled: NodeClaims initialized, and each workload pod Running or answered by the provisioner
         await eventually(

@@ -10,6 +10,7 @@ import { IAMClient } from '@aws-sdk/client-iam';
 import { PricingClient } from '@aws-sdk/client-pricing';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { SSMClient } from '@aws-sdk/client-ssm';
+import { AwsCallHealth, type MiddlewareClient } from './callhealth.ts';
 
 /** The clients of one provider. */
 export interface AwsClients {
@@ -19,6 +20,8 @@ export interface AwsClients {
   iam: IAMClient;
   pricing: PricingClient;
   eks: EKSClient;
+  /** What the calls say about readiness (no credentials, refused, unreachable); see `./callhealth.ts`. */
+  health?: AwsCallHealth;
   /** Closes every client's sockets. */
   destroy(): void;
 }
@@ -74,7 +77,18 @@ export function createAwsClients(opts: AwsClientOptions = {}): AwsClients {
   const iam = new IAMClient(base);
   const eks = new EKSClient(base);
   const pricing = new PricingClient({ ...base, region: pricingRegion(opts.region ?? 'us-east-1') });
+  const health = new AwsCallHealth();
+  for (const [c, service] of [
+    [ec2, 'EC2'],
+    [ssm, 'SSM'],
+    [sqs, 'SQS'],
+    [iam, 'IAM'],
+    [eks, 'EKS'],
+    [pricing, 'Pricing'],
+  ] as const)
+    health.watch(c as unknown as MiddlewareClient, service);
   return {
+    health,
     ec2,
     ssm,
     sqs,

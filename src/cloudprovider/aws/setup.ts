@@ -5,6 +5,7 @@
  * controller; plus a loop that garbage-collects the provider's unused launch templates every 5 minutes. This module
  * loads the AWS SDK: only `awsModule.load` (`./module.ts`), the embedded layer and tests import it.
  */
+import { DescribeAvailabilityZonesCommand } from '@aws-sdk/client-ec2';
 import type { Registry } from 'prom-client';
 import type { EC2NodeClass } from '../../apis/karpenter.ts';
 import { AWSGroup } from '../../apis/labels.ts';
@@ -92,6 +93,8 @@ export function awsSetup(cfg: AwsControllersConfig): ProviderSetup {
         featureGates,
       ),
     controllers: (deps) => awsControllers(cfg, deps),
+    readiness: () =>
+      cfg.clients.health?.problem(() => cfg.clients.ec2.send(new DescribeAvailabilityZonesCommand({}))),
   };
 }
 
