@@ -1,8 +1,9 @@
 /**
  * Single-node consolidation (upstream kubernetes-sigs/karpenter `pkg/controllers/disruption/singlenodeconsolidation.go`):
  * candidates by savings ratio (price / reschedule disruption cost, highest first; upstream v1.14 `sortCandidates`),
- * then interleaved by NodePool ({@link interweaveByNodePool}); each with `Underutilized` budget left and at least one
- * reschedulable pod is simulated alone, and the first that can be deleted or replaced by one cheaper NodeClaim wins.
+ * then interleaved by NodePool ({@link interweaveByNodePool}); each non-empty candidate (`isEmptyCandidate`, upstream
+ * v1.14 `consolidation.go` ShouldDisrupt leaves empty nodes to Emptiness and its `Empty` budget) with `Underutilized`
+ * budget left is simulated alone, and the first that can be deleted or replaced by one cheaper NodeClaim wins.
  * A candidate of a `Balanced` NodePool is skipped when even deleting it would not pass the Balanced score, and its
  * command must pass the score (`balanced.ts`). Upstream stops after 3 minutes; the pure core stops after
  * `singleNodeMaxSimulations` simulations instead.
@@ -169,7 +170,10 @@ export class SingleNodeConsolidation implements Method {
     let runs = 0;
     const totals = ctx.nodePoolTotals();
     for (const c of interweaveByNodePool([...candidates].sort(bySavingsRatio))) {
-      if (isEmptyCandidate(c)) continue; // emptiness owns empty nodes
+      // Emptiness owns empty nodes under the `Empty` budget: an `Empty` budget of 0 must keep them (upstream v1.14
+      // consolidation.go ShouldDisrupt `cn.IsEmpty()`; before v1.14 singlenodeconsolidation.go "Filter out empty
+      // candidates").
+      if (isEmptyCandidate(c)) continue;
       const pool = c.nodePool.metadata.name;
       if ((budgets.get(pool) ?? 0) <= 0) {
         notes.set(c.name, `the budget of NodePool "${pool}" allows no more Underutilized disruptions now`);
