@@ -19,12 +19,12 @@ import { cheapestOffering, instanceTypeIncompatibility, providerKeys } from '../
 import { nodeClaimTemplateRequirements } from '../scheduling/nodeclaimtemplate.ts';
 import type { Requirements } from '../scheduling/requirements.ts';
 import { podRequests } from '../scheduling/resources.ts';
-import { balancedPrecheck, balancedRejection, bySavingsRatio } from './balanced.ts';
+import { balancedPrecheck, balancedRejection, bySavingsRatio, consolidationMoveRecords } from './balanced.ts';
 import { computeConsolidation } from './consolidation.ts';
 import type { PassContext } from './context.ts';
 import { isEmptyCandidate } from './cost.ts';
 import type { Method } from './method.ts';
-import type { Candidate, MethodResult } from './types.ts';
+import type { Candidate, ConsolidationMoveRecord, MethodResult } from './types.ts';
 
 /** Upstream consolidation `ShouldDisrupt`: policy, `consolidateAfter`, consolidatable, price known. */
 export function consolidationShouldDisrupt(c: Candidate): string | undefined {
@@ -165,6 +165,7 @@ export class SingleNodeConsolidation implements Method {
 
   computeCommands(ctx: PassContext, budgets: Map<string, number>, candidates: Candidate[]): MethodResult {
     const notes = new Map<string, string>();
+    const moves: ConsolidationMoveRecord[] = [];
     const spare = new SpareCapacity(ctx);
     const max = ctx.options.singleNodeMaxSimulations;
     let runs = 0;
@@ -198,10 +199,12 @@ export class SingleNodeConsolidation implements Method {
       }
       runs++;
       const out = computeConsolidation(ctx, [c], this.name);
+      // Every computed move is counted, approved or not (upstream balancedEvaluator.ApproveCommand).
+      if ('command' in out) moves.push(...consolidationMoveRecords(out.command, totals));
       const rejected = 'command' in out ? balancedRejection(out.command, totals) : out.reason;
-      if (!rejected && 'command' in out) return { commands: [out.command], notes };
+      if (!rejected && 'command' in out) return { commands: [out.command], notes, moves };
       notes.set(c.name, `cannot be consolidated: ${rejected}`);
     }
-    return { commands: [], notes };
+    return { commands: [], notes, moves };
   }
 }
