@@ -7,7 +7,7 @@ import {
   savingsRatio,
 } from './balanced.ts';
 import { buildClusterView } from './candidates.ts';
-import { computeDisruption } from './index.ts';
+import { computeDisruption, type DisruptionStats } from './index.ts';
 import { interweaveByNodePool } from './singlenode.ts';
 import { input, node, pod, pool } from './testing.ts';
 
@@ -140,6 +140,73 @@ describe('consolidationPolicy: Balanced (upstream v1.14 balanced.go, k = 2)', ()
         savings: 0.384,
       },
     ]);
+  });
+
+  // Upstream v1.14 balanced.go ApproveCommand / EmitMultiNodeEvents feed karpenter_consolidation_moves_total and
+  // karpenter_consolidation_score (metrics.go); the core hands the records over in DisruptionStats.
+  describe('consolidation move records (upstream consolidation_moves_total / consolidation_score)', () => {
+    const movesOf = (inp: ReturnType<typeof input>) => {
+      const stats: DisruptionStats = { simulations: 0 };
+      const r = computeDisruption(inp, stats);
+      return { moves: stats.consolidationMoves, methods: r.commands.map((c) => c.method) };
+    };
+    it('single-node: a Balanced move refused at score 0.321 is counted rejected; the WhenEmptyOrUnderutilized one approved, unscored', () => {
+      expect(movesOf(refusedScenario('Balanced'))).toEqual({
+        moves: [
+          {
+            decision: 'rejected',
+            nodePool: 'default',
+            policy: 'Balanced',
+            score: { value: expect.closeTo(0.321429, 6), decision: 'rejected' },
+          },
+        ],
+        methods: [],
+      });
+      expect(movesOf(refusedScenario('WhenEmptyOrUnderutilized'))).toEqual({
+        moves: [{ decision: 'approved', nodePool: 'default', policy: 'WhenEmptyOrUnderutilized' }],
+        methods: ['SingleNodeConsolidation'],
+      });
+    });
+    it('multi-node: the chosen move of a and b (score 1.0) once; a refused one once for the last failing batch (score 0.381)', () => {
+      const np = pool('default', { policy: 'Balanced' });
+      const one = (n: string) => node(n, [pod(`${n}0`, { cpu: '1' })], { type: 'm5.xlarge', pool: np });
+      // delete a and b into c: saves $0.384 of $0.576 (66.7%) for 4 of 6 disruption (66.7%)
+      expect(movesOf(input([one('a'), one('b'), one('c')], { nodePools: [np] }))).toEqual({
+        moves: [
+          {
+            decision: 'approved',
+            nodePool: 'default',
+            policy: 'Balanced',
+            score: { value: 1, decision: 'approved' },
+          },
+        ],
+        methods: ['MultiNodeConsolidation'],
+      });
+      // c (m5.4xlarge, do-not-disrupt) takes a's and b's twelve 250m pods: $0.384 of $1.152 for 14 of 16
+      const quarter = (n: string) => Array.from({ length: 6 }, (_, i) => pod(`${n}${i}`, { cpu: '250m' }));
+      const busy = input(
+        [
+          node('a', quarter('a'), { type: 'm5.xlarge', pool: np }),
+          node('b', quarter('b'), { type: 'm5.xlarge', pool: np }),
+          node('c', [pod('c0', { cpu: '1' })], {
+            type: 'm5.4xlarge',
+            pool: np,
+            nodeAnnotations: { 'karpenter.sh/do-not-disrupt': 'true' },
+          }),
+        ],
+        { nodePools: [np] },
+      );
+      const { moves, methods } = movesOf(busy);
+      expect(methods).toEqual([]);
+      expect(moves).toEqual([
+        {
+          decision: 'rejected',
+          nodePool: 'default',
+          policy: 'Balanced',
+          score: { value: expect.closeTo(0.380952, 6), decision: 'rejected' },
+        },
+      ]);
+    });
   });
 });
 

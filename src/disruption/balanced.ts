@@ -20,7 +20,7 @@ import { LabelNodePool } from '../apis/labels.ts';
 import { isActive, isOwnedByDaemonSet } from '../apis/pod.ts';
 import type { ClusterView } from './candidates.ts';
 import { rescheduleDisruptionCost } from './cost.ts';
-import type { Candidate, Command, DisruptionInput } from './types.ts';
+import type { Candidate, Command, ConsolidationMoveRecord, DisruptionInput } from './types.ts';
 
 /** Upstream `v1.BalancedK`: a move passes when its score is ≥ 1/k = 0.5. */
 export const BALANCED_K = 2;
@@ -129,14 +129,8 @@ function describe(pool: string, r: ScoreResult): string {
   return `NodePool "${pool}" is Balanced: saves ${pct(r.savingsFraction)} of its cost for ${pct(r.disruptionFraction)} of its disruption (score ${Number.isFinite(s) ? Number(s.toFixed(3)) : 'inf'}, needs ≥ ${1 / BALANCED_K})`;
 }
 
-/**
- * Upstream `EvaluateBalancedMove`: scores each Balanced NodePool of the command independently; the move is taken
- * only when every Balanced pool approves. Returns undefined when approved, else why not.
- */
-export function balancedRejection(
-  cmd: Command,
-  totals: ReadonlyMap<string, NodePoolTotals>,
-): string | undefined {
+/** `cmd`'s candidates grouped by NodePool name, pools in the order their first candidate appears. */
+function candidatesByPool(cmd: Command): Map<string, Candidate[]> {
   const byPool = new Map<string, Candidate[]>();
   for (const c of cmd.candidates) {
     const k = c.nodePool.metadata.name;
@@ -144,7 +138,21 @@ export function balancedRejection(
     if (l) l.push(c);
     else byPool.set(k, [c]);
   }
+  return byPool;
+}
+
+/**
+ * Upstream `EvaluateBalancedMove`'s per-pool results: the {@link ScoreResult} of every Balanced NodePool of `cmd`
+ * (pools not Balanced are left out), each scored on its share of the savings (a move across NodePools splits the
+ * savings by the pools' shares of the candidates' summed price). Keyed by NodePool name, in candidate order. Pure.
+ */
+export function balancedScores(
+  cmd: Command,
+  totals: ReadonlyMap<string, NodePoolTotals>,
+): Map<string, ScoreResult> {
+  const byPool = candidatesByPool(cmd);
   const sourceCost = cmd.candidates.reduce((s, c) => s + (c.priceUSDPerHour ?? 0), 0);
+  const out = new Map<string, ScoreResult>();
   for (const [pool, cands] of byPool) {
     if (!isBalanced(cands[0]!)) continue;
     const poolCost = cands.reduce((s, c) => s + (c.priceUSDPerHour ?? 0), 0);
@@ -153,10 +161,58 @@ export function balancedRejection(
         ? cmd.savingsUSDPerHour * (poolCost / sourceCost)
         : cmd.savingsUSDPerHour;
     const disruption = cands.reduce((s, c) => s + c.rescheduleDisruptionCost, 0);
-    const r = scoreMove(poolSavings, disruption, totals.get(pool));
-    if (!approved(r)) return describe(pool, r);
+    out.set(pool, scoreMove(poolSavings, disruption, totals.get(pool)));
   }
+  return out;
+}
+
+/**
+ * Upstream `EvaluateBalancedMove`: scores each Balanced NodePool of the command independently; the move is taken
+ * only when every Balanced pool approves. Returns undefined when approved, else why not (the first failing pool).
+ */
+export function balancedRejection(
+  cmd: Command,
+  totals: ReadonlyMap<string, NodePoolTotals>,
+): string | undefined {
+  for (const [pool, r] of balancedScores(cmd, totals)) if (!approved(r)) return describe(pool, r);
   return undefined;
+}
+
+const verdict = (ok: boolean): 'approved' | 'rejected' => (ok ? 'approved' : 'rejected');
+
+function policyOf(c: Candidate): string {
+  return c.nodePool.spec.disruption?.consolidationPolicy ?? 'WhenEmptyOrUnderutilized';
+}
+
+/**
+ * The metric records of an evaluated consolidation move (see {@link ConsolidationMoveRecord}), as upstream v1.14
+ * balanced.go records them:
+ * - one candidate (`ApproveCommand`): one record for its NodePool, `rejected` only when that pool is Balanced and
+ *   fails its score; the score only for a Balanced pool;
+ * - several candidates (`EmitMultiNodeEvents`, called for the chosen multi-node command with `moveApproved` true,
+ *   or once for the last rejected batch when none was approved): one record per NodePool of the move with the
+ *   move's verdict, and for each Balanced pool its score with the pool's own verdict.
+ * Pure.
+ */
+export function consolidationMoveRecords(
+  cmd: Command,
+  totals: ReadonlyMap<string, NodePoolTotals>,
+  moveApproved = true,
+): ConsolidationMoveRecord[] {
+  const scores = balancedScores(cmd, totals);
+  const out: ConsolidationMoveRecord[] = [];
+  const single = cmd.candidates.length === 1;
+  for (const [pool, cands] of candidatesByPool(cmd)) {
+    const r = scores.get(pool);
+    const poolVerdict = verdict(r === undefined || approved(r));
+    out.push({
+      decision: single ? poolVerdict : verdict(moveApproved),
+      nodePool: pool,
+      policy: policyOf(cands[0]!),
+      ...(r ? { score: { value: score(r), decision: poolVerdict } } : {}),
+    });
+  }
+  return out;
 }
 
 /** One Balanced NodePool's approved score for a command (what upstream's `ConsolidationApproved` Event reports). */
@@ -178,23 +234,8 @@ export function balancedApprovals(
   cmd: Command,
   totals: ReadonlyMap<string, NodePoolTotals>,
 ): BalancedApproval[] {
-  const byPool = new Map<string, Candidate[]>();
-  for (const c of cmd.candidates) {
-    const l = byPool.get(c.nodePool.metadata.name);
-    if (l) l.push(c);
-    else byPool.set(c.nodePool.metadata.name, [c]);
-  }
-  const sourceCost = cmd.candidates.reduce((s, c) => s + (c.priceUSDPerHour ?? 0), 0);
   const out: BalancedApproval[] = [];
-  for (const [pool, cands] of byPool) {
-    if (!isBalanced(cands[0]!)) continue;
-    const poolCost = cands.reduce((s, c) => s + (c.priceUSDPerHour ?? 0), 0);
-    const poolSavings =
-      sourceCost > 0 && byPool.size > 1
-        ? cmd.savingsUSDPerHour * (poolCost / sourceCost)
-        : cmd.savingsUSDPerHour;
-    const disruption = cands.reduce((s, c) => s + c.rescheduleDisruptionCost, 0);
-    const r = scoreMove(poolSavings, disruption, totals.get(pool));
+  for (const [pool, r] of balancedScores(cmd, totals)) {
     if (!approved(r)) continue;
     out.push({ nodePool: pool, score: score(r), threshold: 1 / BALANCED_K, k: BALANCED_K, ...r });
   }

@@ -20,7 +20,14 @@ import type { Method } from './method.ts';
 import { MultiNodeConsolidation } from './multinode.ts';
 import { SingleNodeConsolidation } from './singlenode.ts';
 import { StaticDrift } from './staticdrift.ts';
-import type { BlockedNode, Candidate, Command, DisruptionInput, DisruptionResult } from './types.ts';
+import type {
+  BlockedNode,
+  Candidate,
+  Command,
+  ConsolidationMoveRecord,
+  DisruptionInput,
+  DisruptionResult,
+} from './types.ts';
 
 export { PassContext } from './context.ts';
 export type { Method } from './method.ts';
@@ -43,6 +50,11 @@ export interface DisruptionStats {
   simulations: number;
   /** The method whose command was chosen, if any. */
   method?: string;
+  /**
+   * The consolidation moves the methods run this pass scored, in method order (upstream
+   * `karpenter_consolidation_moves_total` / `karpenter_consolidation_score`, balanced.go); absent when none.
+   */
+  consolidationMoves?: ConsolidationMoveRecord[];
 }
 
 /** Why a candidate cannot be disrupted by a method of `m`'s class, or undefined. */
@@ -77,6 +89,7 @@ export function computeDisruption(input: DisruptionInput, stats?: DisruptionStat
     if (!why.has(name)) why.set(name, reason);
   };
   let chosen: Command | undefined;
+  const moves: ConsolidationMoveRecord[] = [];
   for (const m of defaultMethods()) {
     const cands: Candidate[] = [];
     for (const c of view.candidates.values()) {
@@ -86,6 +99,7 @@ export function computeDisruption(input: DisruptionInput, stats?: DisruptionStat
     if (cands.length === 0) continue;
     const budgets = budgetMapping(input.nodePools, view.poolCounts, m.reason, input.now);
     const res = m.computeCommands(ctx, budgets, cands);
+    if (res.moves?.length) moves.push(...res.moves);
     for (const [k, v] of res.notes) {
       const prev = why.get(k);
       why.set(k, prev ? `${prev}; ${m.name}: ${v}` : `${m.name}: ${v}`);
@@ -101,6 +115,7 @@ export function computeDisruption(input: DisruptionInput, stats?: DisruptionStat
   if (stats) {
     stats.simulations = ctx.simulations;
     if (chosen) stats.method = chosen.method;
+    if (moves.length) stats.consolidationMoves = moves;
   }
 
   const disrupted = new Set(commands.flatMap((c) => c.candidates.map((x) => x.name)));

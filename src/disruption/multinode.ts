@@ -7,13 +7,15 @@
  * replaced by ONE cheaper NodeClaim. A replacement must also pass `filterOutSameType`: if it could launch one of
  * the candidates' own instance types, only options cheaper than the cheapest such candidate are kept (else deleting
  * the other candidates alone would be the better move). A batch with `Balanced` NodePools must also pass the
- * Balanced score of each of them (`balanced.ts`), else the search shrinks the batch.
+ * Balanced score of each of them (`balanced.ts`), else the search shrinks the batch. The method's `moves` are the
+ * metric records of the chosen command, else of the last batch the Balanced score rejected (upstream
+ * `EmitMultiNodeEvents`).
  */
 
 import { cheapestOffering } from '../scheduling/instancetypes.ts';
 import { Requirements } from '../scheduling/requirements.ts';
 import type { NodeClaimPlan } from '../scheduling/types.ts';
-import { balancedRejection, bySavingsRatio } from './balanced.ts';
+import { balancedRejection, bySavingsRatio, consolidationMoveRecords } from './balanced.ts';
 import { computeConsolidation, savings, withOptions } from './consolidation.ts';
 import type { PassContext } from './context.ts';
 import { isEmptyCandidate } from './cost.ts';
@@ -81,6 +83,7 @@ export class MultiNodeConsolidation implements Method {
     let lo = 1;
     let hi = list.length - 1;
     let best: Command | undefined;
+    let lastRejected: Command | undefined;
     while (lo <= hi) {
       const mid = (lo + hi) >> 1;
       const batch = list.slice(0, mid + 1);
@@ -90,7 +93,10 @@ export class MultiNodeConsolidation implements Method {
         const plan = filterOutSameType(cmd.replacements[0]!, batch);
         cmd = plan ? { ...cmd, replacements: [plan], savingsUSDPerHour: savings(batch, [plan]) } : undefined;
       }
-      if (cmd && balancedRejection(cmd, totals)) cmd = undefined;
+      if (cmd && balancedRejection(cmd, totals)) {
+        lastRejected = cmd;
+        cmd = undefined;
+      }
       if (cmd) {
         best = cmd;
         lo = mid + 1;
@@ -98,6 +104,13 @@ export class MultiNodeConsolidation implements Method {
         hi = mid - 1;
       }
     }
-    return { commands: best ? [best] : [], notes };
+    // Upstream EmitMultiNodeEvents: the chosen move's records, else once those of the last batch the Balanced
+    // score rejected (the smallest failing window), not one per binary-search step.
+    const moves = best
+      ? consolidationMoveRecords(best, totals, true)
+      : lastRejected
+        ? consolidationMoveRecords(lastRejected, totals, false)
+        : [];
+    return { commands: best ? [best] : [], notes, moves };
   }
 }

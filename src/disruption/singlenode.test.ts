@@ -3,7 +3,7 @@ import type { PodDisruptionBudget } from '../apis/core.ts';
 import { buildClusterView } from './candidates.ts';
 import { PassContext } from './context.ts';
 import { computeDisruption, type DisruptionStats } from './index.ts';
-import { SpareCapacity } from './singlenode.ts';
+import { SingleNodeConsolidation, SpareCapacity } from './singlenode.ts';
 import { CATALOG, input, node, pod, pool } from './testing.ts';
 
 const big = (pods = [pod('a', { cpu: '500m', memory: '1Gi' })], o = {}) =>
@@ -192,5 +192,32 @@ describe('single-node consolidation', () => {
     expect(
       new SpareCapacity(new PassContext(roomy, v2, new Set())).prune(v2.candidates.get('a')!),
     ).toBeUndefined();
+  });
+  // Upstream v1.14 pkg/controllers/disruption/consolidation.go ShouldDisrupt ("Empty nodes are handled by
+  // Emptiness (reason "Empty") for correct budget accounting"; before v1.14 the same skip sat in
+  // singlenodeconsolidation.go: "Filter out empty candidates ... budgets").
+  it('skips empty candidates: an Empty budget of 0 keeps an empty node although Underutilized allows 100%', () => {
+    const np = pool('default', { budgets: [{ nodes: '0', reasons: ['Empty'] }, { nodes: '100%' }] });
+    const nodes = [
+      node('idle-1', [], { type: 'm5.2xlarge', pool: np }),
+      node('busy-1', [pod('a', { cpu: '500m', memory: '1Gi' })], { type: 'm5.2xlarge', pool: np }),
+    ];
+    const inp = input(nodes, { nodePools: [np] });
+    const r = computeDisruption(inp);
+    expect(r.commands.map((c) => [c.method, c.reason, c.decision, c.candidates.map((n) => n.name)])).toEqual([
+      ['SingleNodeConsolidation', 'Underutilized', 'delete', ['busy-1']],
+    ]);
+    // busy-1's pod moves onto idle-1; idle-1 alone is deleted by no method.
+    expect(computeDisruption(input([nodes[0]!], { nodePools: [np] })).commands).toEqual([]);
+    // The method alone, with Underutilized budget left for NodePool "default": the empty node is not its to delete.
+    const view = buildClusterView(input([nodes[0]!], { nodePools: [np] }));
+    const idle = view.candidates.get('idle-1')!;
+    expect(idle.reschedulablePods).toEqual([]);
+    const out = new SingleNodeConsolidation().computeCommands(
+      new PassContext(inp, view, new Set()),
+      new Map([['default', 10]]),
+      [idle],
+    );
+    expect(out.commands).toEqual([]);
   });
 });

@@ -1,8 +1,9 @@
 /**
  * Single-node consolidation (upstream kubernetes-sigs/karpenter `pkg/controllers/disruption/singlenodeconsolidation.go`):
  * candidates by savings ratio (price / reschedule disruption cost, highest first; upstream v1.14 `sortCandidates`),
- * then interleaved by NodePool ({@link interweaveByNodePool}); each with `Underutilized` budget left and at least one
- * reschedulable pod is simulated alone, and the first that can be deleted or replaced by one cheaper NodeClaim wins.
+ * then interleaved by NodePool ({@link interweaveByNodePool}); each non-empty candidate (`isEmptyCandidate`, upstream
+ * v1.14 `consolidation.go` ShouldDisrupt leaves empty nodes to Emptiness and its `Empty` budget) with `Underutilized`
+ * budget left is simulated alone, and the first that can be deleted or replaced by one cheaper NodeClaim wins.
  * A candidate of a `Balanced` NodePool is skipped when even deleting it would not pass the Balanced score, and its
  * command must pass the score (`balanced.ts`). Upstream stops after 3 minutes; the pure core stops after
  * `singleNodeMaxSimulations` simulations instead.
@@ -18,12 +19,12 @@ import { cheapestOffering, instanceTypeIncompatibility, providerKeys } from '../
 import { nodeClaimTemplateRequirements } from '../scheduling/nodeclaimtemplate.ts';
 import type { Requirements } from '../scheduling/requirements.ts';
 import { podRequests } from '../scheduling/resources.ts';
-import { balancedPrecheck, balancedRejection, bySavingsRatio } from './balanced.ts';
+import { balancedPrecheck, balancedRejection, bySavingsRatio, consolidationMoveRecords } from './balanced.ts';
 import { computeConsolidation } from './consolidation.ts';
 import type { PassContext } from './context.ts';
 import { isEmptyCandidate } from './cost.ts';
 import type { Method } from './method.ts';
-import type { Candidate, MethodResult } from './types.ts';
+import type { Candidate, ConsolidationMoveRecord, MethodResult } from './types.ts';
 
 /** Upstream consolidation `ShouldDisrupt`: policy, `consolidateAfter`, consolidatable, price known. */
 export function consolidationShouldDisrupt(c: Candidate): string | undefined {
@@ -164,12 +165,16 @@ export class SingleNodeConsolidation implements Method {
 
   computeCommands(ctx: PassContext, budgets: Map<string, number>, candidates: Candidate[]): MethodResult {
     const notes = new Map<string, string>();
+    const moves: ConsolidationMoveRecord[] = [];
     const spare = new SpareCapacity(ctx);
     const max = ctx.options.singleNodeMaxSimulations;
     let runs = 0;
     const totals = ctx.nodePoolTotals();
     for (const c of interweaveByNodePool([...candidates].sort(bySavingsRatio))) {
-      if (isEmptyCandidate(c)) continue; // emptiness owns empty nodes
+      // Emptiness owns empty nodes under the `Empty` budget: an `Empty` budget of 0 must keep them (upstream v1.14
+      // consolidation.go ShouldDisrupt `cn.IsEmpty()`; before v1.14 singlenodeconsolidation.go "Filter out empty
+      // candidates").
+      if (isEmptyCandidate(c)) continue;
       const pool = c.nodePool.metadata.name;
       if ((budgets.get(pool) ?? 0) <= 0) {
         notes.set(c.name, `the budget of NodePool "${pool}" allows no more Underutilized disruptions now`);
@@ -194,10 +199,12 @@ export class SingleNodeConsolidation implements Method {
       }
       runs++;
       const out = computeConsolidation(ctx, [c], this.name);
+      // Every computed move is counted, approved or not (upstream balancedEvaluator.ApproveCommand).
+      if ('command' in out) moves.push(...consolidationMoveRecords(out.command, totals));
       const rejected = 'command' in out ? balancedRejection(out.command, totals) : out.reason;
-      if (!rejected && 'command' in out) return { commands: [out.command], notes };
+      if (!rejected && 'command' in out) return { commands: [out.command], notes, moves };
       notes.set(c.name, `cannot be consolidated: ${rejected}`);
     }
-    return { commands: [], notes };
+    return { commands: [], notes, moves };
   }
 }

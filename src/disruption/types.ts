@@ -186,4 +186,22 @@ export interface MethodResult {
   commands: Command[];
   /** Node name → why this method did not disrupt it. */
   notes: Map<string, string>;
+  /** Consolidation methods: the moves they scored, for upstream's consolidation move/score metrics. */
+  moves?: ConsolidationMoveRecord[];
+}
+
+/**
+ * What one evaluated consolidation move adds to upstream's `karpenter_consolidation_moves_total` counter and
+ * `karpenter_consolidation_score` histogram (pkg/controllers/disruption/metrics.go, recorded by balanced.go
+ * `ApproveCommand` for a single-candidate move and `EmitMultiNodeEvents` for a multi-node one).
+ */
+export interface ConsolidationMoveRecord {
+  /** Label `decision` of the moves counter: the whole move's verdict. */
+  decision: 'approved' | 'rejected';
+  /** Label `nodepool`. */
+  nodePool: string;
+  /** Label `policy`: the NodePool's `consolidationPolicy` (`WhenEmptyOrUnderutilized`, `Balanced`, …). */
+  policy: string;
+  /** Balanced pools only: the score observed in the histogram, with this pool's own verdict as `decision`. */
+  score?: { value: number; decision: 'approved' | 'rejected' };
 }

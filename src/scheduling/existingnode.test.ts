@@ -58,6 +58,49 @@ describe('existing capacity', () => {
     expect(existingNodeCapacity({ node: starting, pods: [] }, index, []).taints).toEqual([]);
   });
 
+  // Upstream pkg/scheduling/taints.go `KnownEphemeralTaintKeyPrefixes` + pkg/controllers/state/statenode.go
+  // `Taints()`: a `readiness.k8s.io/` taint is dropped only while a managed node is not initialized (issue 27 #1).
+  it('a readiness.k8s.io/ taint blocks an initialized node and is ignored on an uninitialized managed node', () => {
+    const readiness = { key: 'readiness.k8s.io/foo', effect: 'NoSchedule' as const };
+    const pod = buildPodInfo(makePod('r', { cpu: '100m' }), index, topology);
+    const initialized = makeNode('ready-1', {
+      labels: { 'karpenter.sh/nodepool': 'p', 'karpenter.sh/initialized': 'true' },
+      taints: [readiness],
+    });
+    const upCap = existingNodeCapacity({ node: initialized, pods: [] }, index, []);
+    expect(upCap.initialized).toBe(true);
+    expect(upCap.taints).toEqual([readiness]);
+    expect(upCap.canAdd(pod, topology, index, true)).toEqual({
+      code: 'Untolerated',
+      message: 'did not tolerate taint readiness.k8s.io/foo:NoSchedule',
+    });
+    const tolerant = buildPodInfo(
+      makePod('t', {
+        cpu: '100m',
+        spec: { tolerations: [{ key: 'readiness.k8s.io/foo', operator: 'Exists', effect: 'NoSchedule' }] },
+      }),
+      index,
+      topology,
+    );
+    expect(upCap.canAdd(tolerant, topology, index, true)).toBeUndefined();
+    const starting = makeNode('starting-1', {
+      labels: { 'karpenter.sh/nodepool': 'p' },
+      taints: [readiness],
+    });
+    const startCap = existingNodeCapacity({ node: starting, pods: [] }, index, []);
+    expect(startCap.initialized).toBe(false);
+    expect(startCap.taints).toEqual([]);
+    expect(startCap.canAdd(pod, topology, index, true)).toBeUndefined();
+    // A node no NodeClaim owns is always initialized: it keeps the taint (issue 29 #2).
+    const unowned = existingNodeCapacity(
+      { node: makeNode('plain-1', { taints: [readiness] }), pods: [] },
+      index,
+      [],
+    );
+    expect(unowned.taints).toEqual([readiness]);
+    expect(unowned.canAdd(pod, topology, index, true)?.code).toBe('Untolerated');
+  });
+
   it('in-flight NodeClaims only take pods whose requirements hold for every value they may still take', () => {
     const types = smallCatalog().filter((t) => t.name.endsWith('.xlarge'));
     for (const t of types) index.register(t.allocatable);

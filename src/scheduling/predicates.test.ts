@@ -18,14 +18,26 @@ const view = (labels: Record<string, string>, taints: Taint[] = [], name = 'n1')
 });
 
 describe('ephemeral taints', () => {
-  it('drops the known keys and the readiness.k8s.io/ family, keeps the rest', () => {
+  it('drops the known key:effect pairs and the readiness.k8s.io/ family, keeps the rest', () => {
     const taints: Taint[] = [
       { key: 'node.kubernetes.io/not-ready', effect: 'NoSchedule' },
+      { key: 'node.kubernetes.io/not-ready', effect: 'NoExecute' },
       { key: 'readiness.k8s.io/gpu-driver', value: 'pending', effect: 'NoSchedule' },
+      { key: 'readiness.k8s.io/drain', effect: 'NoExecute' },
       { key: 'readiness.k8s.io', effect: 'NoSchedule' }, // no `/`: not of the family
       { key: 'dedicated', value: 'gpu', effect: 'NoSchedule' },
+      // upstream KnownEphemeralTaints match on key AND effect (corev1 MatchTaint): these effects are not listed
+      { key: 'node.kubernetes.io/unreachable', effect: 'NoExecute' },
+      { key: 'karpenter.sh/unregistered', effect: 'NoSchedule' },
+      // the value is ignored, as MatchTaint ignores it (upstream lists uninitialized with value "true")
+      { key: 'node.cloudprovider.kubernetes.io/uninitialized', value: 'true', effect: 'NoSchedule' },
     ];
-    expect(withoutEphemeralTaints(taints).map((t) => t.key)).toEqual(['readiness.k8s.io', 'dedicated']);
+    expect(withoutEphemeralTaints(taints).map((t) => `${t.key}:${t.effect}`)).toEqual([
+      'readiness.k8s.io:NoSchedule',
+      'dedicated:NoSchedule',
+      'node.kubernetes.io/unreachable:NoExecute',
+      'karpenter.sh/unregistered:NoSchedule',
+    ]);
   });
 });
 

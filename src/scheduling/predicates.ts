@@ -46,28 +46,38 @@ export const NoExecuteEffect: ReadonlySet<string> = new Set(['NoExecute']);
 
 /**
  * Taints that are transient on a starting or registering node and need no toleration from pods that will
- * run there once it is up (upstream Karpenter's ephemeral taints): not-ready, unreachable, the cloud
- * provider's uninitialized, `karpenter.sh/unregistered`, and Cluster API's `node.cluster.x-k8s.io/uninitialized`
- * (every CAPI-bootstrapped node registers with it; CAPI's Machine/MachinePool controllers remove it once they have
- * matched the node: a startup taint no NodePool declares, issue 29).
+ * run there once it is up (upstream pkg/scheduling/taints.go `KnownEphemeralTaints`, matched as corev1
+ * `MatchTaint` does: on key and effect, the value ignored): `node.kubernetes.io/not-ready` NoSchedule and NoExecute,
+ * `node.kubernetes.io/unreachable` NoSchedule, the cloud provider's uninitialized NoSchedule,
+ * `karpenter.sh/unregistered` NoExecute; plus (capenter) Cluster API's `node.cluster.x-k8s.io/uninitialized`
+ * NoSchedule (every CAPI-bootstrapped node registers with it; CAPI's Machine/MachinePool controllers remove it once
+ * they have matched the node: a startup taint no NodePool declares, issue 29).
  */
-export const EphemeralTaintKeys: ReadonlySet<string> = new Set([
-  'node.kubernetes.io/not-ready',
-  'node.kubernetes.io/unreachable',
-  'node.cloudprovider.kubernetes.io/uninitialized',
-  TaintUnregistered.key,
-  TaintCAPIUninitialized.key,
-]);
+export const KnownEphemeralTaints: ReadonlyArray<Pick<Taint, 'key' | 'effect'>> = [
+  { key: 'node.kubernetes.io/not-ready', effect: 'NoSchedule' },
+  { key: 'node.kubernetes.io/not-ready', effect: 'NoExecute' },
+  { key: 'node.kubernetes.io/unreachable', effect: 'NoSchedule' },
+  { key: 'node.cloudprovider.kubernetes.io/uninitialized', effect: 'NoSchedule' },
+  TaintUnregistered,
+  TaintCAPIUninitialized,
+];
 
 /**
  * Taint key prefixes of ephemeral taint families whose suffix a controller picks (upstream
- * `KnownEphemeralTaintKeyPrefixes`): the Node Readiness Controller's `readiness.k8s.io/<rule-name>`.
+ * `KnownEphemeralTaintKeyPrefixes`): the Node Readiness Controller's `readiness.k8s.io/<rule-name>`, any effect.
  */
 export const EphemeralTaintKeyPrefixes: readonly string[] = ['readiness.k8s.io/'];
 
-/** True for a taint of {@link EphemeralTaintKeys} or with a key of {@link EphemeralTaintKeyPrefixes}. */
-export function isEphemeralTaint(t: Pick<Taint, 'key'>): boolean {
-  return EphemeralTaintKeys.has(t.key) || EphemeralTaintKeyPrefixes.some((p) => t.key.startsWith(p));
+/**
+ * Upstream `scheduling.IsKnownEphemeralTaint`: a taint of {@link KnownEphemeralTaints} (same key and effect) or
+ * with a key of {@link EphemeralTaintKeyPrefixes}. Callers drop these only while a managed node is not initialized
+ * (upstream pkg/controllers/state/statenode.go `Taints()`); an initialized node keeps them.
+ */
+export function isEphemeralTaint(t: Pick<Taint, 'key' | 'effect'>): boolean {
+  return (
+    KnownEphemeralTaints.some((k) => k.key === t.key && k.effect === t.effect) ||
+    EphemeralTaintKeyPrefixes.some((p) => t.key.startsWith(p))
+  );
 }
 
 /** `taints` without the ephemeral ones ({@link isEphemeralTaint}; a fresh array). */

@@ -15,7 +15,6 @@ import { providerKeys, ResourceIndex, typeInfos } from './instancetypes.ts';
 import { PoolContext } from './nodeclaim.ts';
 import { nodeClaimTemplateRequirements } from './nodeclaimtemplate.ts';
 import { constraintKey, type PodInfo, PodInfoCache, resourceKey } from './podinfo.ts';
-import { withoutEphemeralTaints } from './predicates.ts';
 import { podConstraints } from './preferences.ts';
 import { requirementProblem } from './requirements.ts';
 import { eligibleSpreadDomains, type SpreadPool } from './spreaddomains.ts';
@@ -225,9 +224,11 @@ function domainUniverse(input: SchedulingInput, pools: readonly PoolContext[]) {
       return r ? [...u].filter((d) => r.has(d)) : u;
     },
   }));
+  // The node's taints as they are, ephemeral ones included: upstream countDomains filters state nodes on
+  // `n.Node.Spec.Taints` (pkg/controllers/provisioning/scheduling/topology.go), not on StateNode.Taints().
   const spreadNodes = input.existingNodes.map((en) => ({
     labels: en.node.metadata.labels ?? {},
-    taints: withoutEphemeralTaints(en.node.spec?.taints),
+    taints: en.node.spec?.taints ?? [],
   }));
   const byGroup = new WeakMap<TopologyGroup, Set<string>>();
   return (key: string, group?: TopologyGroup): ReadonlySet<string> => {
@@ -252,7 +253,11 @@ function domainUniverse(input: SchedulingInput, pools: readonly PoolContext[]) {
   };
 }
 
-/** Counts the pods bound to existing nodes (not marked for deletion) in the topology. */
+/**
+ * Counts the pods bound to existing nodes (not marked for deletion) in the topology. A node's taints count as
+ * they are, ephemeral ones included (`readiness.k8s.io/<rule>` on an initialized node too): upstream
+ * countDomains filters on the Node's `spec.taints` (pkg/controllers/provisioning/scheduling/topology.go).
+ */
 function countBoundPods(input: SchedulingInput, topology: Topology): void {
   for (const en of input.existingNodes) {
     if (en.markedForDeletion) continue;
@@ -260,7 +265,7 @@ function countBoundPods(input: SchedulingInput, topology: Topology): void {
     const node = {
       hostname: labels[LabelHostname] ?? en.node.metadata.name ?? '?',
       labels,
-      taints: withoutEphemeralTaints(en.node.spec?.taints),
+      taints: en.node.spec?.taints ?? [],
     };
     for (const p of en.pods) {
       if (isTerminal(p)) continue;

@@ -362,6 +362,32 @@ describe('solve: existing and in-flight capacity', () => {
     expect(r.newNodeClaims).toEqual([]);
   });
 
+  // Upstream pkg/controllers/state/statenode.go `Taints()` with pkg/scheduling/taints.go
+  // `KnownEphemeralTaintKeyPrefixes` (issue 27 #1).
+  it('a readiness.k8s.io/foo taint keeps a pod off an initialized node, not off an uninitialized managed one', () => {
+    const managed = (name: string, initialized: boolean): ExistingNode => ({
+      node: makeNode(name, {
+        labels: {
+          'kubernetes.io/arch': 'amd64',
+          'karpenter.sh/nodepool': 'general',
+          ...(initialized ? { 'karpenter.sh/initialized': 'true' } : {}),
+        },
+        taints: [{ key: 'readiness.k8s.io/foo', effect: 'NoSchedule' }],
+      }),
+      pods: [],
+    });
+    const up = solve(
+      input([makePod('a', { cpu: '500m' })], [general()], { existingNodes: [managed('up', true)] }),
+    );
+    expect(up.placements.map((p) => p.target)).toEqual([{ kind: 'new', index: 0 }]);
+    expect(up.newNodeClaims).toHaveLength(1);
+    const starting = solve(
+      input([makePod('a', { cpu: '500m' })], [general()], { existingNodes: [managed('starting', false)] }),
+    );
+    expect(starting.placements.map((p) => p.target)).toEqual([{ kind: 'existing', node: 'starting' }]);
+    expect(starting.newNodeClaims).toEqual([]);
+  });
+
   it('keeps room for DaemonSet pods that have not started on an existing node yet', () => {
     const node = nodeWith('n1', '1000m');
     const r1 = solve(
@@ -456,6 +482,36 @@ describe('solve: topology', () => {
       }),
     );
     expect(r.newNodeClaims.map((_, i) => zoneOf(r, i)![0]).sort()).toEqual(['test-zone-b', 'test-zone-c']);
+  });
+
+  // Upstream countDomains filters on the Node's spec.taints as they are (pkg/controllers/provisioning/scheduling/
+  // topology.go): a readiness.k8s.io/ taint on an initialized node keeps its pods out of a taints-Honor spread.
+  it('nodeTaintsPolicy Honor: pods on a node with an untolerated readiness.k8s.io/foo taint do not count', () => {
+    const existing: ExistingNode = {
+      node: makeNode('n1', {
+        labels: {
+          'topology.kubernetes.io/zone': 'test-zone-a',
+          'karpenter.sh/nodepool': 'general',
+          'karpenter.sh/initialized': 'true',
+        },
+        allocatable: { cpu: '100m', memory: '1Gi', pods: '10' },
+        taints: [{ key: 'readiness.k8s.io/foo', effect: 'NoSchedule' }],
+      }),
+      pods: [
+        { ...makePod('old', { labels: { app: 'web' } }), spec: { ...makePod('old').spec, nodeName: 'n1' } },
+      ],
+    };
+    const zones = (policy: 'Honor' | 'Ignore') => {
+      const pods = replicas(3, 'web', {
+        cpu: '1',
+        ...spread('web', 'topology.kubernetes.io/zone', { nodeTaintsPolicy: policy }),
+      });
+      const r = solve(input(pods, [general()], { existingNodes: [existing] }));
+      expect(r.unschedulable).toEqual([]);
+      return r.newNodeClaims.flatMap((n, i) => n.pods.map(() => zoneOf(r, i)![0])).sort();
+    };
+    expect(zones('Honor')).toEqual(['test-zone-a', 'test-zone-b', 'test-zone-c']);
+    expect(zones('Ignore')).toEqual(['test-zone-b', 'test-zone-b', 'test-zone-c']);
   });
 
   it('hostname anti-affinity gives each replica its own NodeClaim; other pods still share', () => {

@@ -51,7 +51,12 @@ import {
   SingletonController,
 } from '../runtime/index.ts';
 import { buildDisruptionInput } from './input.ts';
-import { consolidationType, type DisruptionMetrics, disruptionMetrics } from './metrics.ts';
+import {
+  consolidationType,
+  type DisruptionMetrics,
+  disruptionMetrics,
+  recordConsolidationMoves,
+} from './metrics.ts';
 import {
   AnnotationReplacementFor,
   Orchestrator,
@@ -199,6 +204,7 @@ export class DisruptionController implements Controller {
     const stats: DisruptionStats = { simulations: 0 };
     const started = performance.now();
     const result = computeDisruption(input, stats);
+    recordConsolidationMoves(this.metrics, stats.consolidationMoves);
     this.metrics.evaluationDuration.observe(
       { method: stats.method ?? 'none', consolidation_type: consolidationType(stats.method ?? '') },
       (performance.now() - started) / 1000,

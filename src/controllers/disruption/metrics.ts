@@ -4,6 +4,7 @@
  * registry (prom-client refuses duplicates) and shared afterwards.
  */
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { ConsolidationMoveRecord } from '../../disruption/types.ts';
 
 /** The disruption metrics. */
 export interface DisruptionMetrics {
@@ -24,6 +25,16 @@ export interface DisruptionMetrics {
   evaluationDuration: Histogram<'method' | 'consolidation_type'>;
   /** `karpenter_voluntary_disruption_queue_failures_total{decision, reason, consolidation_type}`: rolled back commands. */
   queueFailures: Counter<'decision' | 'reason' | 'consolidation_type'>;
+  /**
+   * `karpenter_consolidation_moves_total{decision, nodepool, policy}`: consolidation moves scored, approved or
+   * rejected (upstream v1.14 metrics.go `ConsolidationMovesTotal`, recorded by balanced.go).
+   */
+  consolidationMoves: Counter<'decision' | 'nodepool' | 'policy'>;
+  /**
+   * `karpenter_consolidation_score{decision, nodepool, policy}`: the score of each Balanced pool of a scored move
+   * (upstream v1.14 metrics.go `ConsolidationScoreHistogram`; buckets 0.1 … 10).
+   */
+  consolidationScore: Histogram<'decision' | 'nodepool' | 'policy'>;
 }
 
 function get<T>(registry: Registry, name: string, make: () => T): T {
@@ -112,7 +123,49 @@ export function disruptionMetrics(registry: Registry): DisruptionMetrics {
           registers,
         }),
     ),
+    consolidationMoves: get(
+      registry,
+      'karpenter_consolidation_moves_total',
+      () =>
+        new Counter({
+          name: 'karpenter_consolidation_moves_total',
+          help: 'Number of balanced consolidation moves. Labeled by decision, NodePool, and policy.',
+          labelNames: ['decision', 'nodepool', 'policy'],
+          registers,
+        }),
+    ),
+    consolidationScore: get(
+      registry,
+      'karpenter_consolidation_score',
+      () =>
+        new Histogram({
+          name: 'karpenter_consolidation_score',
+          help: 'Score of balanced consolidation moves. Labeled by decision, NodePool, and policy.',
+          labelNames: ['decision', 'nodepool', 'policy'],
+          buckets: [0.1, 0.25, 0.33, 0.5, 1.0, 2.0, 5.0, 10.0],
+          registers,
+        }),
+    ),
   };
+}
+
+/**
+ * Records the consolidation moves of one pass (`DisruptionStats.consolidationMoves`) as upstream balanced.go does:
+ * each adds 1 to `karpenter_consolidation_moves_total`; a Balanced pool's score is observed in
+ * `karpenter_consolidation_score` with that pool's own verdict as `decision`.
+ */
+export function recordConsolidationMoves(
+  m: Pick<DisruptionMetrics, 'consolidationMoves' | 'consolidationScore'>,
+  moves: readonly ConsolidationMoveRecord[] | undefined,
+): void {
+  for (const mv of moves ?? []) {
+    m.consolidationMoves.inc({ decision: mv.decision, nodepool: mv.nodePool, policy: mv.policy });
+    if (mv.score)
+      m.consolidationScore.observe(
+        { decision: mv.score.decision, nodepool: mv.nodePool, policy: mv.policy },
+        mv.score.value,
+      );
+  }
 }
 
 /** Upstream `consolidation_type` label of a method: `empty`, `single`, `multi`, or `''` (drift, expiration). */

@@ -319,5 +319,24 @@ describe('Balanced consolidation events', () => {
       ['Node', 'y', 'Normal', msg],
       ['NodeClaim', 'y', 'Normal', msg],
     ]);
+    // upstream v1.14 metrics.go ConsolidationMovesTotal / ConsolidationScoreHistogram, fed by balanced.go: first
+    // multi-node's batch [y, x] (one cheaper replacement for both, score 0.469 < 0.5) is counted rejected once
+    // (EmitMultiNodeEvents), then single-node's move of y is counted approved (ApproveCommand).
+    const moves =
+      (await p.registry.getSingleMetric('karpenter_consolidation_moves_total')?.get())?.values ?? [];
+    expect(moves.map((v) => [v.labels, v.value])).toEqual([
+      [{ decision: 'rejected', nodepool: 'bal', policy: 'Balanced' }, 1],
+      [{ decision: 'approved', nodepool: 'bal', policy: 'Balanced' }, 1],
+    ]);
+    const score = (await p.registry.getSingleMetric('karpenter_consolidation_score')?.get())?.values ?? [];
+    const series = (decision: string, suffix: string) =>
+      score.find(
+        (v) =>
+          (v as { metricName?: string }).metricName === `karpenter_consolidation_score_${suffix}` &&
+          v.labels.decision === decision,
+      )?.value;
+    expect([series('approved', 'count'), series('rejected', 'count')]).toEqual([1, 1]);
+    expect(series('approved', 'sum')).toBeCloseTo(1.5, 10);
+    expect(series('rejected', 'sum')).toBeCloseTo(0.46875, 10);
   });
 });

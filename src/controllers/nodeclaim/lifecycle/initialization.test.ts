@@ -80,6 +80,27 @@ describe('Initialization', () => {
       spec: { taints: [{ key: 'readiness.k8s.io', effect: 'NoSchedule' as const }] },
     };
     expect(notInitializedReason(nc, lookalike)).toBeUndefined();
+    // upstream KnownEphemeralTaintsRemoved names the first of the Node's taints that is ephemeral, not-ready
+    // NoExecute included; unreachable NoExecute is not one (upstream lists it with NoSchedule only)
+    const several = {
+      ...node,
+      spec: {
+        taints: [
+          { key: 'node.kubernetes.io/unreachable', effect: 'NoExecute' as const },
+          { key: 'readiness.k8s.io/network', value: 'pending', effect: 'NoSchedule' as const },
+          { key: 'node.kubernetes.io/not-ready', effect: 'NoExecute' as const },
+        ],
+      },
+    };
+    expect(notInitializedReason(nc, several)?.message).toBe(
+      'KnownEphemeralTaint "readiness.k8s.io/network=pending:NoSchedule" still exists',
+    );
+    several.spec.taints = [{ key: 'node.kubernetes.io/not-ready', effect: 'NoExecute' as const }];
+    expect(notInitializedReason(nc, several)?.message).toBe(
+      'KnownEphemeralTaint "node.kubernetes.io/not-ready:NoExecute" still exists',
+    );
+    several.spec.taints = [{ key: 'node.kubernetes.io/unreachable', effect: 'NoExecute' as const }];
+    expect(notInitializedReason(nc, several)).toBeUndefined();
   });
 
   it("is not initialized while Cluster API's node.cluster.x-k8s.io/uninitialized taint is on the Node, declared or not (issue 29)", () => {

@@ -6,11 +6,11 @@
  * are `Initialized=Unknown` with reasons NotLaunched, NodeNotFound, NodeNotReady, StartupTaintsExist,
  * KnownEphemeralTaintsExist, ResourceNotRegistered). Counts `karpenter_nodeclaims_initialized_total`.
  */
-import type { Node, Taint } from '../../../apis/core.ts';
+import type { Node } from '../../../apis/core.ts';
 import type { NodeClaim } from '../../../apis/karpenter.ts';
-import { LabelNodeInitialized, TaintCAPIUninitialized, TaintUnregistered } from '../../../apis/labels.ts';
+import { LabelNodeInitialized } from '../../../apis/labels.ts';
 import { parseQuantity } from '../../../apis/quantity.ts';
-import { EphemeralTaintKeyPrefixes } from '../../../scheduling/predicates.ts';
+import { isEphemeralTaint } from '../../../scheduling/predicates.ts';
 import { formatTaint } from '../../../scheduling/taints.ts';
 import { matchTaint, nodePoolOf } from '../../runtime/index.ts';
 import {
@@ -20,25 +20,6 @@ import {
   nodeClaimConditions,
   type StepResult,
 } from './context.ts';
-
-/**
- * Taints that nodes carry while starting and that must be gone before a node counts as initialized
- * (upstream `scheduling.KnownEphemeralTaints` plus the unregistered taint, plus Cluster API's
- * `node.cluster.x-k8s.io/uninitialized`, which CAPI removes once it has matched the node: a NodeClaim whose Node
- * still carries it is not Initialized, so its pods' nominations hold and no second NodeClaim is launched; issue 29).
- */
-export const KnownEphemeralTaints: ReadonlyArray<Pick<Taint, 'key' | 'effect'>> = [
-  { key: 'node.kubernetes.io/not-ready', effect: 'NoSchedule' },
-  { key: 'node.kubernetes.io/unreachable', effect: 'NoSchedule' },
-  { key: 'node.cloudprovider.kubernetes.io/uninitialized', effect: 'NoSchedule' },
-  TaintUnregistered,
-  TaintCAPIUninitialized,
-];
-
-/** True for taints of an ephemeral family (`readiness.k8s.io/<rule>`, upstream `KnownEphemeralTaintKeyPrefixes`). */
-export function hasEphemeralTaintKeyPrefix(t: Pick<Taint, 'key'>): boolean {
-  return EphemeralTaintKeyPrefixes.some((p) => t.key.startsWith(p));
-}
 
 /** Why a Node is not initialized yet, or `undefined` when it is. Pure. */
 export function notInitializedReason(
@@ -52,19 +33,13 @@ export function notInitializedReason(
     const t = taints.find((x) => matchTaint(x, st));
     if (t) return { reason: 'StartupTaintsExist', message: `StartupTaint "${formatTaint(t)}" still exists` };
   }
-  for (const k of KnownEphemeralTaints) {
-    const t = taints.find((x) => matchTaint(x, k));
-    if (t)
-      return {
-        reason: 'KnownEphemeralTaintsExist',
-        message: `KnownEphemeralTaint "${formatTaint(t)}" still exists`,
-      };
-  }
-  const prefixed = taints.find(hasEphemeralTaintKeyPrefix);
-  if (prefixed)
+  // Upstream KnownEphemeralTaintsRemoved: the first of the Node's taints that is a known ephemeral one (Cluster
+  // API's uninitialized taint among them, issue 29: its pods' nominations hold and no second NodeClaim is launched).
+  const ephemeral = taints.find(isEphemeralTaint);
+  if (ephemeral)
     return {
       reason: 'KnownEphemeralTaintsExist',
-      message: `KnownEphemeralTaint "${formatTaint(prefixed)}" still exists`,
+      message: `KnownEphemeralTaint "${formatTaint(ephemeral)}" still exists`,
     };
   for (const [name, q] of Object.entries(nodeClaim.spec.resources?.requests ?? {})) {
     if (isZero(q)) continue;
