@@ -30,6 +30,11 @@
  *    and the launch falls back to spot/on-demand. The NodeClaim carries `karpenter.k8s.aws/capacity-reservation-id`,
  *    `-type` and `-interruptible`.
  *
+ * 7. Tenancy (upstream `getTenancyType`, `buildPlacement`): a NodeClaim whose `karpenter.k8s.aws/instance-tenancy`
+ *    requirement allows only `dedicated` launches from launch templates with `Placement.Tenancy: dedicated`; the
+ *    NodeClaim carries the tenancy label. Offerings carry `topology.k8s.aws/zone-id` (the class subnets' zone IDs);
+ *    a requirement on either label that an offering lacks is never satisfied ({@link launchSatisfies}).
+ *
  * Get/List/Delete go through batched DescribeInstances/TerminateInstances; instances that are shutting down or
  * terminated count as gone. Drift: `AMIDrift`, `SubnetDrift`, `SecurityGroupDrift`, `CapacityReservationDrift`,
  * `NodeClassDrift` (static hash).
