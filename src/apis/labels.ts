@@ -68,6 +68,18 @@ export const LabelCapacityReservationID = 'karpenter.k8s.aws/capacity-reservatio
 export const LabelCapacityReservationType = 'karpenter.k8s.aws/capacity-reservation-type';
 /** `true` when the reservation is interruptible (upstream `v1.LabelCapacityReservationInterruptible`). */
 export const LabelCapacityReservationInterruptible = 'karpenter.k8s.aws/capacity-reservation-interruptible';
+/**
+ * `default` (shared hardware) or `dedicated` (Dedicated Instances): a requirement picks the launch's
+ * `Placement.Tenancy` (upstream aws/karpenter-provider-aws v1.14.1 `pkg/apis/v1/labels.go` `LabelInstanceTenancy`).
+ */
+export const LabelInstanceTenancy = 'karpenter.k8s.aws/instance-tenancy';
+/** The values a {@link LabelInstanceTenancy} requirement may name (upstream `WellKnownValuesForRequirements`). */
+export const InstanceTenancies: readonly string[] = ['default', 'dedicated'];
+/**
+ * The zone ID of a node's availability zone, e.g. `usw2-az1` (the same physical zone in every account, unlike the
+ * zone name); from the EC2NodeClass's `status.subnets[].zoneID` (upstream `v1.LabelTopologyZoneID`).
+ */
+export const LabelTopologyZoneID = 'topology.k8s.aws/zone-id';
 
 /** Well-known instance-type label of the clusterapi provider: vCPUs (whole cores, from the capacity). */
 export const LabelClusterAPIInstanceCPU = 'karpenter.cluster.x-k8s.io/instance-cpu';
@@ -92,7 +104,8 @@ export const WellKnownLabels: ReadonlySet<string> = wellKnown([
   LabelOS,
   LabelCapacityType,
   LabelWindowsBuild,
-  'topology.k8s.aws/zone-id',
+  LabelTopologyZoneID,
+  LabelInstanceTenancy,
   'karpenter.k8s.aws/capacity-reservation-id',
   'karpenter.k8s.aws/capacity-reservation-type',
   'karpenter.k8s.aws/capacity-reservation-interruptible',

@@ -30,9 +30,11 @@ import {
   defaultKWOKStatus,
 } from './defaults.ts';
 import {
+  InstanceTenancies,
   LabelCapacityType,
   LabelDomainExceptions,
   LabelHostname,
+  LabelInstanceTenancy,
   LabelNodePool,
   RestrictedLabelDomains,
   WellKnownLabels,
@@ -329,6 +331,45 @@ export const AWSAllowedLabels: ReadonlySet<string> = new Set(
   ].map((k) => `karpenter.k8s.aws/${k}`),
 );
 
+/**
+ * Keys upstream allows in the `karpenter.k8s.aws` domain (they are in {@link AWSAllowedLabels} and the CRD rule)
+ * that capenter's aws provider never sets: it does not launch into placement groups (upstream
+ * `pkg/providers/placementgroup`), so a NodePool requiring one would get nodes that do not carry it. Refused at
+ * validation, naming the fix.
+ */
+export const AWSUnsupportedLabels: ReadonlySet<string> = new Set([
+  'karpenter.k8s.aws/placement-group-id',
+  'karpenter.k8s.aws/placement-group-partition',
+]);
+
+/** The `karpenter.k8s.aws` labels capenter's aws provider sets, short names, for the fix of the messages below. */
+const awsSupportedShort = [...AWSAllowedLabels]
+  .filter((k) => !AWSUnsupportedLabels.has(k))
+  .map((k) => k.slice('karpenter.k8s.aws/'.length))
+  .sort();
+
+/**
+ * The message for a `karpenter.k8s.aws` key capenter does not set: upstream's CRD message (`label domain
+ * "karpenter.k8s.aws" is restricted`) for keys outside {@link AWSAllowedLabels}, then what to use instead.
+ */
+function awsLabelMessage(key: string): string {
+  const fix =
+    `use a label the aws provider sets (karpenter.k8s.aws/{${awsSupportedShort.join(',')}}, ` +
+    `topology.k8s.aws/zone-id) or a custom label outside karpenter.k8s.aws`;
+  if (AWSUnsupportedLabels.has(key))
+    return `label "${key}" is not supported: capenter does not launch into placement groups, so no node would carry it; ${fix}`;
+  return `${LabelRules.awsDomain.message}: "${key}" is not a label the aws provider sets; ${fix}`;
+}
+
+/**
+ * Values a requirement key accepts (upstream core `WellKnownValuesForRequirements` with the aws provider's
+ * `karpenter.k8s.aws/instance-tenancy`: `dedicated`, `default`); an `In` requirement naming none of them is refused
+ * (upstream `validateWellKnownValues`).
+ */
+export const WellKnownValuesForRequirements: Readonly<Record<string, readonly string[]>> = {
+  [LabelInstanceTenancy]: InstanceTenancies,
+};
+
 const celList = (keys: Iterable<string>) => `[${[...keys].map((k) => `"${k}"`).join(', ')}]`;
 
 /** Well-known labels that sit in a restricted domain, for the restricted-label message. */
@@ -361,7 +402,8 @@ export function restrictedLabelRule(
   if (domain.endsWith('karpenter.sh') && key !== LabelCapacityType && key !== LabelNodePool) {
     return LabelRules.karpenterDomain;
   }
-  if (domain.endsWith('karpenter.k8s.aws') && !AWSAllowedLabels.has(key)) return LabelRules.awsDomain;
+  if (domain.endsWith('karpenter.k8s.aws') && (!AWSAllowedLabels.has(key) || AWSUnsupportedLabels.has(key)))
+    return { rule: LabelRules.awsDomain.rule, message: awsLabelMessage(key) };
   if (WellKnownLabels.has(key)) return undefined;
   if (LabelDomainExceptions.some((e) => domain.endsWith(e))) return undefined;
   const restricted = RestrictedLabelDomains.find((d) => domain.endsWith(d));
@@ -508,6 +550,15 @@ function requirementsSchema(allowNodePool: boolean) {
             path: [i, 'values'],
             code: 'FieldValueForbidden',
           });
+        }
+        const known = typeof r.key === 'string' ? WellKnownValuesForRequirements[r.key] : undefined;
+        if (known && r.operator === 'In' && values.length > 0 && !values.some((x) => known.includes(x))) {
+          ctx.fail(
+            'WellKnownValuesForRequirements',
+            `no valid values found in [${values.join(' ')}] for ${r.key as string}, expected one of: ` +
+              `[${[...known].sort().join(' ')}]; use ${[...known].sort().join(' or ')}`,
+            { path: [i, 'values'], value: r.values },
+          );
         }
       });
     },

@@ -91,8 +91,32 @@ describe('NodePool validation', () => {
     expect(keyMsgs('karpenter.sh/nodepool')).toEqual([
       'NodePool "general": spec.template.spec.requirements[0].key: Invalid value "karpenter.sh/nodepool": label "karpenter.sh/nodepool" is restricted',
     ]);
+    const awsFix =
+      'use a label the aws provider sets (karpenter.k8s.aws/{capacity-reservation-id,capacity-reservation-interruptible,' +
+      'capacity-reservation-type,ec2nodeclass,instance-accelerator-count,instance-accelerator-manufacturer,' +
+      'instance-accelerator-name,instance-capability-flex,instance-category,instance-cpu,instance-cpu-manufacturer,' +
+      'instance-cpu-sustained-clock-speed-mhz,instance-ebs-bandwidth,instance-encryption-in-transit-supported,' +
+      'instance-family,instance-generation,instance-gpu-count,instance-gpu-manufacturer,instance-gpu-memory,' +
+      'instance-gpu-name,instance-hypervisor,instance-local-nvme,instance-memory,instance-network-bandwidth,' +
+      'instance-size,instance-tenancy}, topology.k8s.aws/zone-id) or a custom label outside karpenter.k8s.aws';
     expect(keyMsgs('karpenter.k8s.aws/instance-familly')).toEqual([
-      'NodePool "general": spec.template.spec.requirements[0].key: Invalid value "karpenter.k8s.aws/instance-familly": label domain "karpenter.k8s.aws" is restricted',
+      `NodePool "general": spec.template.spec.requirements[0].key: Invalid value "karpenter.k8s.aws/instance-familly": label domain "karpenter.k8s.aws" is restricted: "karpenter.k8s.aws/instance-familly" is not a label the aws provider sets; ${awsFix}`,
+    ]);
+    expect(keyMsgs('karpenter.k8s.aws/instance-foo')).toEqual([
+      `NodePool "general": spec.template.spec.requirements[0].key: Invalid value "karpenter.k8s.aws/instance-foo": label domain "karpenter.k8s.aws" is restricted: "karpenter.k8s.aws/instance-foo" is not a label the aws provider sets; ${awsFix}`,
+    ]);
+    // well-known upstream (v1.14.1 placement groups), but capenter's aws provider never sets it
+    expect(keyMsgs('karpenter.k8s.aws/placement-group-id')).toEqual([
+      `NodePool "general": spec.template.spec.requirements[0].key: Invalid value "karpenter.k8s.aws/placement-group-id": label "karpenter.k8s.aws/placement-group-id" is not supported: capenter does not launch into placement groups, so no node would carry it; ${awsFix}`,
+    ]);
+    expect(
+      messages(
+        withNodePool((o) => {
+          o.spec.template.metadata = { labels: { 'karpenter.k8s.aws/placement-group-partition': '1' } };
+        }),
+      ),
+    ).toEqual([
+      `NodePool "general": spec.template.metadata.labels[karpenter.k8s.aws/placement-group-partition]: Invalid value "karpenter.k8s.aws/placement-group-partition": label "karpenter.k8s.aws/placement-group-partition" is not supported: capenter does not launch into placement groups, so no node would carry it; ${awsFix}`,
     ]);
     expect(keyMsgs('kubernetes.io/foo')).toEqual([
       'NodePool "general": spec.template.spec.requirements[0].key: Invalid value "kubernetes.io/foo": label "kubernetes.io/foo" is restricted: domain "kubernetes.io" is reserved; use a well-known label (karpenter.sh/capacity-type, kubernetes.io/arch, kubernetes.io/os, node.kubernetes.io/instance-type, node.kubernetes.io/windows-build, topology.kubernetes.io/region, topology.kubernetes.io/zone) or a custom label outside kubernetes.io, k8s.io, karpenter.sh',
@@ -105,12 +129,34 @@ describe('NodePool validation', () => {
       'kops.k8s.io/instancegroup',
       'beta.kubernetes.io/arch',
       'karpenter.k8s.aws/instance-family',
+      'topology.k8s.aws/zone-id',
       'karpenter.cluster.x-k8s.io/instance-cpu',
       'example.com/team',
       'team',
     ]) {
       expect(keyMsgs(ok), ok).toEqual([]);
     }
+  });
+
+  it('karpenter.k8s.aws/instance-tenancy In needs dedicated or default (upstream WellKnownValuesForRequirements)', () => {
+    const tenancy = (values: string[], operator = 'In') =>
+      messages(
+        withNodePool((o) => {
+          o.spec.template.spec.requirements[0] = {
+            key: 'karpenter.k8s.aws/instance-tenancy',
+            operator,
+            values,
+          };
+        }),
+      );
+    expect(tenancy(['host'])).toEqual([
+      'NodePool "general": spec.template.spec.requirements[0].values: Invalid value ["host"]: no valid values found in [host] for karpenter.k8s.aws/instance-tenancy, expected one of: [dedicated default]; use dedicated or default',
+    ]);
+    expect(tenancy(['dedicated'])).toEqual([]);
+    expect(tenancy(['default', 'dedicated'])).toEqual([]);
+    // upstream logs and drops the unknown value when a known one is there
+    expect(tenancy(['host', 'dedicated'])).toEqual([]);
+    expect(tenancy(['host'], 'NotIn')).toEqual([]);
   });
 
   it('rejects minValues 0 and 51', () => {

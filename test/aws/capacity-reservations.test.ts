@@ -125,6 +125,8 @@ describe('aws provider: capacity reservations (issue 28)', () => {
           [LabelCapacityReservationID]: id,
           [LabelCapacityReservationType]: 'default',
           [LabelCapacityReservationInterruptible]: 'false',
+          // moto's us-west-2a (the class subnet's AvailabilityZoneId)
+          'topology.k8s.aws/zone-id': 'usw2-az2',
         },
       },
     ]);

@@ -194,6 +194,33 @@ describe('aws provider end to end (embedded cluster + moto)', () => {
     await expectOneInstancePerNodeClaim(e, claims);
   });
 
+  it('a NodePool requiring instance-tenancy dedicated and zone-id usw2-az1: a dedicated instance in us-west-2b, NodeClaim and Node labelled (issue 28)', async () => {
+    e = await startAwsE2E(emu);
+    await e.env.apply(
+      awsNodePoolYaml(e, {
+        extraRequirements:
+          '        - {key: karpenter.k8s.aws/instance-tenancy, operator: In, values: [dedicated]}\n' +
+          '        - {key: topology.k8s.aws/zone-id, operator: In, values: [usw2-az1]}\n',
+      }),
+    );
+    await nodeClassReady(e);
+    await e.env.apply(deploymentYaml('dedicated', 1, '1', '1Gi'));
+    const claims = await settled(e, 1);
+    const labels = claims[0]!.metadata.labels ?? {};
+    // moto's us-west-2b is usw2-az1
+    expect([
+      labels['karpenter.k8s.aws/instance-tenancy'],
+      labels['topology.k8s.aws/zone-id'],
+      labels['topology.kubernetes.io/zone'],
+    ]).toEqual(['dedicated', 'usw2-az1', `${emu.region}b`]);
+    const [inst] = await e.instances();
+    expect(inst?.Placement?.Tenancy).toBe('dedicated');
+    const node = (await e.env.client.list('Node')).items[0]!;
+    expect(node.metadata.labels?.['karpenter.k8s.aws/instance-tenancy']).toBe('dedicated');
+    expect(node.metadata.labels?.['topology.k8s.aws/zone-id']).toBe('usw2-az1');
+    await expectOneInstancePerNodeClaim(e, claims);
+  });
+
   it('an EC2NodeClass selecting no subnets: SubnetsReady=False with the reason, nothing launched', async () => {
     e = await startAwsE2E(emu);
     await e.env.apply(awsNodePoolYaml(e, { subnetTag: 'nobody' }));

@@ -187,6 +187,34 @@ describe('AWS emulator proxy in front of moto', () => {
     expect((throttled as Error).name).toBe('RequestLimitExceeded');
   });
 
+  it('a fleet instance from a Placement.Tenancy=dedicated template is described as dedicated (moto says default)', async () => {
+    const n = await network();
+    const dedicated = (
+      await ec2.send(
+        new CreateLaunchTemplateCommand({
+          LaunchTemplateName: 'karpenter.k8s.aws/dedicated',
+          LaunchTemplateData: {
+            ImageId: 'ami-ekslinux',
+            SecurityGroupIds: [n.sg],
+            Placement: { Tenancy: 'dedicated' },
+          },
+        }),
+      )
+    ).LaunchTemplate!.LaunchTemplateName!;
+    const d = await ec2.send(fleet(dedicated, 'on-demand', [{ InstanceType: 'm5.large', SubnetId: n.a }]));
+    const s = await ec2.send(fleet(n.lt, 'on-demand', [{ InstanceType: 'm5.large', SubnetId: n.b }]));
+    const ids = [d.Instances![0]!.InstanceIds![0]!, s.Instances![0]!.InstanceIds![0]!];
+    const described = (
+      await ec2.send(new DescribeInstancesCommand({ InstanceIds: ids }))
+    ).Reservations!.flatMap((r) => r.Instances!);
+    expect(
+      ids.map((id) => {
+        const i = described.find((x) => x.InstanceId === id)!;
+        return `${i.Placement?.AvailabilityZone}/${i.Placement?.Tenancy}`;
+      }),
+    ).toEqual(['us-west-2a/dedicated', 'us-west-2b/default']);
+  });
+
   it('DescribeLaunchTemplates pages with a NextToken instead of cutting at MaxResults', async () => {
     for (let i = 0; i < 20; i++) {
       await ec2.send(

@@ -6,7 +6,9 @@
  *
  * Upstream: aws/karpenter-provider-aws `pkg/providers/instancetype/instancetype.go` (List: types × the class's
  * subnet zones × capacity types, offerings without a price left out, the unavailable-offerings cache applied) and
- * `types.go` (the spec fields).
+ * `types.go` (the spec fields). Each offering in a zone whose class subnet has a zone ID carries the label
+ * `topology.k8s.aws/zone-id` (upstream `pkg/providers/instancetype/offering/base_resolver.go`: the zone ID of
+ * `status.subnets`, left out when the status has none).
  */
 import {
   DescribeInstanceTypeOfferingsCommand,
@@ -19,6 +21,7 @@ import {
   LabelCapacityReservationID,
   LabelCapacityReservationInterruptible,
   LabelCapacityReservationType,
+  LabelTopologyZoneID,
 } from '../../apis/labels.ts';
 import type { NowClock, UnavailableOfferings } from '../offerings.ts';
 import type { CapacityType, InstanceType, Offering } from '../types.ts';
@@ -117,6 +120,18 @@ export function specFromEC2(info: InstanceTypeInfo, known?: InstanceTypeSpec): I
       delete out[k];
   }
   return out as unknown as InstanceTypeSpec;
+}
+
+/**
+ * Zone name → zone ID (e.g. `us-west-2b` → `usw2-az1`) of an EC2NodeClass's `status.subnets` (written from
+ * DescribeSubnets `AvailabilityZoneId`); subnets without a zone ID are left out.
+ */
+export function subnetZoneIDs(
+  subnets: readonly { zone: string; zoneID?: string | undefined }[],
+): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const s of subnets) if (s.zoneID && !out.has(s.zone)) out.set(s.zone, s.zoneID);
+  return out;
 }
 
 /** Specs and zones the provider knows, with where they came from. */
@@ -280,6 +295,7 @@ export class AwsInstanceTypes {
     await this.deps.pricing.ensureFresh();
     const subnets = nodeClass ? (ec2NodeClassStatus(nodeClass).subnets ?? []) : [];
     const allowedZones = subnets.length > 0 ? new Set(subnets.map((s) => s.zone)) : undefined;
+    const zoneIDs = subnetZoneIDs(subnets);
     const family = resolveAMIFamily(nodeClass);
     const opts = allocatableOptionsFor(nodeClass, family, {
       ...(this.deps.vmMemoryOverheadPercent !== undefined
@@ -291,6 +307,7 @@ export class AwsInstanceTypes {
       nodeClass?.metadata.name,
       opts,
       allowedZones ? [...allowedZones].sort() : null,
+      [...zoneIDs].sort(),
     ]);
     const key = `${inv.fetchedAt}|${this.deps.pricing.generation}|${classKey}`;
     const memoKey = nodeClass?.metadata.name ?? '';
@@ -309,12 +326,14 @@ export class AwsInstanceTypes {
             if (!spec.supportedUsageClasses.includes(ct)) continue;
             const price = this.deps.pricing.price(spec.name, zone, ct);
             if (!price) continue;
+            const zoneID = zoneIDs.get(zone);
             offerings.push({
               zone,
               capacityType: ct,
               priceUSDPerHour: price.priceUSDPerHour,
               available: true,
               priceSource: price.priceSource,
+              ...(zoneID ? { labels: { [LabelTopologyZoneID]: zoneID } } : {}),
             });
           }
         }
@@ -323,7 +342,7 @@ export class AwsInstanceTypes {
       types.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
       this.memo.set(memoKey, { key, types });
     }
-    return this.deps.unavailable.apply(this.withReservedOfferings(types, nodeClass, allowedZones));
+    return this.deps.unavailable.apply(this.withReservedOfferings(types, nodeClass, allowedZones, zoneIDs));
   }
 
   /**
@@ -337,6 +356,7 @@ export class AwsInstanceTypes {
     types: InstanceType[],
     nodeClass: EC2NodeClass | undefined,
     allowedZones: ReadonlySet<string> | undefined,
+    zoneIDs: ReadonlyMap<string, string>,
   ): InstanceType[] {
     const avail = this.deps.reservations;
     const crs = nodeClass
@@ -363,6 +383,9 @@ export class AwsInstanceTypes {
           reservationID: cr.id,
           reservationCapacity: capacity,
           labels: {
+            ...(zoneIDs.has(cr.availabilityZone)
+              ? { [LabelTopologyZoneID]: zoneIDs.get(cr.availabilityZone)! }
+              : {}),
             [LabelCapacityReservationID]: cr.id,
             [LabelCapacityReservationType]: cr.reservationType,
             [LabelCapacityReservationInterruptible]: String(cr.interruptible === true),

@@ -51,6 +51,12 @@ export interface LaunchTemplateOptions {
    * `capacity-block` (a capacity block) or `interruptible-capacity-reservation` (an interruptible reservation).
    */
   capacityReservation?: { id: string; type: 'default' | 'capacity-block'; interruptible?: boolean };
+  /**
+   * `dedicated`: the template's `Placement.Tenancy` is `dedicated` (Dedicated Instances; upstream
+   * `pkg/providers/launchtemplate/types.go` `buildPlacement`). Absent for default tenancy, so the templates of
+   * shared launches keep the names (hashes) they had before tenancy was an option.
+   */
+  tenancy?: 'dedicated';
 }
 
 /** A launch template that exists in EC2. */
@@ -260,6 +266,7 @@ export class LaunchTemplates {
       ...(o.blockDeviceMappings.length > 0 ? { BlockDeviceMappings: o.blockDeviceMappings } : {}),
       MetadataOptions: o.metadataOptions,
       Monitoring: { Enabled: o.detailedMonitoring ?? false },
+      ...(o.tenancy ? { Placement: { Tenancy: o.tenancy } } : {}),
       ...(o.capacityReservation
         ? {
             CapacityReservationSpecification: {

@@ -30,6 +30,11 @@
  *    and the launch falls back to spot/on-demand. The NodeClaim carries `karpenter.k8s.aws/capacity-reservation-id`,
  *    `-type` and `-interruptible`.
  *
+ * 7. Tenancy (upstream `getTenancyType`, `buildPlacement`): a NodeClaim whose `karpenter.k8s.aws/instance-tenancy`
+ *    requirement allows only `dedicated` launches from launch templates with `Placement.Tenancy: dedicated`; the
+ *    NodeClaim carries the tenancy label. Offerings carry `topology.k8s.aws/zone-id` (the class subnets' zone IDs);
+ *    a requirement on either label that an offering lacks is never satisfied ({@link launchSatisfies}).
+ *
  * Get/List/Delete go through batched DescribeInstances/TerminateInstances; instances that are shutting down or
  * terminated count as gone. Drift: `AMIDrift`, `SubnetDrift`, `SecurityGroupDrift`, `CapacityReservationDrift`,
  * `NodeClassDrift` (static hash).
@@ -51,11 +56,14 @@ import {
   LabelCapacityReservationType,
   LabelCapacityType,
   LabelEC2NodeClass,
+  LabelInstanceTenancy,
   LabelInstanceType,
   LabelNodePool,
   LabelTopologyRegion,
   LabelTopologyZone,
+  LabelTopologyZoneID,
   TaintUnregistered,
+  WellKnownLabels,
 } from '../../apis/labels.ts';
 import { formatResources } from '../../apis/quantity.ts';
 import { Requirements } from '../../scheduling/requirements.ts';
@@ -83,7 +91,7 @@ import { resolveAMIFamily } from './catalog/index.ts';
 import type { AwsClients } from './clients.ts';
 import { type ClusterInfo, discoverCluster } from './cluster.ts';
 import { Instances } from './instances.ts';
-import { AwsInstanceTypes, type InstanceTypeInventory } from './instancetypes.ts';
+import { AwsInstanceTypes, type InstanceTypeInventory, subnetZoneIDs } from './instancetypes.ts';
 import {
   blockDeviceMappings,
   type LaunchTemplateOptions,
@@ -306,6 +314,43 @@ function claimRequirements(nodeClaim: NodeClaim, name: string): Requirements {
       { cause: err },
     );
   }
+}
+
+/** Instance tenancy of a launch: `default` (shared hardware) or `dedicated` (upstream `ec2types.Tenancy`). */
+export type Tenancy = 'default' | 'dedicated';
+
+/**
+ * The tenancy a NodeClaim launches with (upstream aws/karpenter-provider-aws v1.14.1
+ * `pkg/providers/instance/instance.go` `getTenancyType`): `default` without a `karpenter.k8s.aws/instance-tenancy`
+ * requirement or when it allows `default`, else `dedicated` when it allows that, else `default` (a requirement
+ * allowing neither leaves no offering: see {@link launchSatisfies}).
+ */
+export function tenancyOf(reqs: Requirements): Tenancy {
+  const r = reqs.get(LabelInstanceTenancy);
+  if (!r || r.has('default')) return 'default';
+  return r.has('dedicated') ? 'dedicated' : 'default';
+}
+
+/**
+ * Labels the aws provider computes per offering; a requirement on one that an offering does not carry must allow
+ * the label's absence (a requirement `topology.k8s.aws/zone-id In [usw2-az1]` never launches in a zone whose subnet
+ * has no zone ID, and the label is never written onto a node that does not have it).
+ */
+const OfferingComputedLabels = [LabelTopologyZoneID, LabelInstanceTenancy] as const;
+
+/**
+ * Whether a launch with `labels` (an offering's {@link offeringLabels} plus the tenancy) satisfies the NodeClaim's
+ * requirements: {@link labelsSatisfy}, and for {@link OfferingComputedLabels} the label must be there unless the
+ * requirement allows absence (upstream: these keys are requirements of every instance type or offering, so an
+ * offering without one is incompatible with a requirement on it).
+ */
+export function launchSatisfies(reqs: Requirements, labels: Readonly<Record<string, string>>): boolean {
+  if (!labelsSatisfy(reqs, labels)) return false;
+  for (const key of OfferingComputedLabels) {
+    const r = reqs.get(key);
+    if (r && labels[key] === undefined && !r.allowsAbsent()) return false;
+  }
+  return true;
 }
 
 /**
@@ -644,7 +689,7 @@ export class AwsCloudProvider implements CloudProvider {
         nodeClaim,
         nodeClass,
         cluster,
-        capacityType,
+        { capacityType, tenancy: tenancyOf(reqs) },
         candidates,
         subnets,
         amis,
@@ -751,11 +796,12 @@ export class AwsCloudProvider implements CloudProvider {
     types: InstanceType[],
   ): OfferingRef[] {
     const named = this.namedTypes(nodeClaim);
+    const tenancy = tenancyOf(reqs);
     const out: OfferingRef[] = [];
     for (const it of types) {
       if (named && !named.has(it.name)) continue;
       for (const o of it.offerings) {
-        if (!labelsSatisfy(reqs, offeringLabels(it, o))) continue;
+        if (!launchSatisfies(reqs, { ...offeringLabels(it, o), [LabelInstanceTenancy]: tenancy })) continue;
         out.push({
           instanceType: it.name,
           zone: o.zone,
@@ -784,6 +830,7 @@ export class AwsCloudProvider implements CloudProvider {
     types: InstanceType[],
   ): { capacityType: CapacityType; candidates: Candidate[] } | undefined {
     const named = this.namedTypes(nodeClaim);
+    const tenancy = tenancyOf(reqs);
     const byCT = new Map<CapacityType, Candidate[]>();
     for (const it of types) {
       if (named && !named.has(it.name)) continue;
@@ -792,7 +839,7 @@ export class AwsCloudProvider implements CloudProvider {
         if (!o.available || this.ice.isUnavailable(it.name, o.zone, o.capacityType)) continue;
         if (o.reservationID !== undefined && this.capacityReservations.available(o.reservationID) <= 0)
           continue;
-        if (!labelsSatisfy(reqs, offeringLabels(it, o))) continue;
+        if (!launchSatisfies(reqs, { ...offeringLabels(it, o), [LabelInstanceTenancy]: tenancy })) continue;
         const list = perCT.get(o.capacityType) ?? [];
         list.push(o);
         perCT.set(o.capacityType, list);
@@ -865,12 +912,13 @@ export class AwsCloudProvider implements CloudProvider {
     nodeClaim: NodeClaim,
     nodeClass: EC2NodeClass,
     cluster: { endpoint: string; caBundle: string; cidr?: string },
-    capacityType: CapacityType,
+    launch: { capacityType: CapacityType; tenancy: Tenancy },
     candidates: Candidate[],
     subnets: SubnetStatus[],
     amis: AMIStatus[],
     securityGroups: string[],
   ): Promise<{ request: CreateFleetCommandInput; amiFor: Map<string, string> }> {
+    const { capacityType, tenancy } = launch;
     const family = resolveAMIFamily(nodeClass);
     // One subnet per zone: the first in status order (the controller orders them by free addresses).
     const subnetByZone = new Map<string, string>();
@@ -917,12 +965,22 @@ export class AwsCloudProvider implements CloudProvider {
           for (const o of c.offerings) {
             const subnet = subnetByZone.get(o.zone);
             if (!subnet || !o.reservationID) continue;
-            const lt = await this.ensureLaunchTemplate(nodeClass, g.ami, userData, securityGroups, bdms, {
-              id: o.reservationID,
-              type:
-                o.labels?.[LabelCapacityReservationType] === 'capacity-block' ? 'capacity-block' : 'default',
-              interruptible: o.labels?.[LabelCapacityReservationInterruptible] === 'true',
-            });
+            const lt = await this.ensureLaunchTemplate(
+              nodeClass,
+              g.ami,
+              userData,
+              securityGroups,
+              bdms,
+              tenancy,
+              {
+                id: o.reservationID,
+                type:
+                  o.labels?.[LabelCapacityReservationType] === 'capacity-block'
+                    ? 'capacity-block'
+                    : 'default',
+                interruptible: o.labels?.[LabelCapacityReservationInterruptible] === 'true',
+              },
+            );
             configs.push({
               LaunchTemplateSpecification: { LaunchTemplateName: lt.name, Version: '$Latest' },
               Overrides: [{ InstanceType: c.it.name as _InstanceType, SubnetId: subnet }],
@@ -931,7 +989,7 @@ export class AwsCloudProvider implements CloudProvider {
         }
         continue;
       }
-      const lt = await this.ensureLaunchTemplate(nodeClass, g.ami, userData, securityGroups, bdms);
+      const lt = await this.ensureLaunchTemplate(nodeClass, g.ami, userData, securityGroups, bdms, tenancy);
       const overrides = fleetOverrides(g.candidates, subnetByZone, overlay);
       if (overrides.length === 0) continue;
       configs.push({
@@ -946,8 +1004,9 @@ export class AwsCloudProvider implements CloudProvider {
   }
 
   /**
-   * Ensures the launch template of `nodeClass` for one AMI and user data, and for a reserved launch one capacity
-   * reservation (see {@link LaunchTemplates.ensure}).
+   * Ensures the launch template of `nodeClass` for one AMI and user data, its tenancy (`dedicated`: a template with
+   * `Placement.Tenancy` dedicated, upstream `CreateLaunchTemplateInputBuilder.buildPlacement`), and for a reserved
+   * launch one capacity reservation (see {@link LaunchTemplates.ensure}).
    */
   private ensureLaunchTemplate(
     nodeClass: EC2NodeClass,
@@ -955,6 +1014,7 @@ export class AwsCloudProvider implements CloudProvider {
     userData: string,
     securityGroupIDs: string[],
     bdms: ReturnType<typeof blockDeviceMappings>,
+    tenancy: Tenancy,
     capacityReservation?: LaunchTemplateOptions['capacityReservation'],
   ): ReturnType<LaunchTemplates['ensure']> {
     const status = ec2NodeClassStatus(nodeClass);
@@ -975,6 +1035,7 @@ export class AwsCloudProvider implements CloudProvider {
         : {}),
       tags: { ...(nodeClass.spec.tags ?? {}), [LabelEC2NodeClass]: nodeClass.metadata.name },
       ...(capacityReservation ? { capacityReservation } : {}),
+      ...(tenancy === 'dedicated' ? { tenancy } : {}),
     });
   }
 
@@ -999,17 +1060,23 @@ export class AwsCloudProvider implements CloudProvider {
     instanceId: string,
     imageID: string | undefined,
   ): NodeClaim {
+    // Well-known labels come from the launch, never from a requirement (upstream core
+    // `NodeClaimTemplate.resolveCustomLabelsFromRequirements` skips `WellKnownLabels`).
     const requirementLabels: Record<string, string> = {};
     for (const r of nodeClaim.spec.requirements ?? []) {
-      if (r.operator === 'In' && r.values?.length === 1) requirementLabels[r.key] = r.values[0]!;
+      if (r.operator === 'In' && r.values?.length === 1 && !WellKnownLabels.has(r.key))
+        requirementLabels[r.key] = r.values[0]!;
     }
+    const zoneID = subnetZoneIDs(ec2NodeClassStatus(nodeClass).subnets ?? []).get(offering.zone);
     const out: NodeClaim = structuredClone(nodeClaim);
     out.metadata.labels = {
       ...requirementLabels,
       ...(nodeClaim.metadata.labels ?? {}),
+      ...(zoneID ? { [LabelTopologyZoneID]: zoneID } : {}),
       ...offeringLabels(it, offering),
       [LabelTopologyRegion]: this.region,
       [LabelEC2NodeClass]: nodeClass.metadata.name,
+      [LabelInstanceTenancy]: tenancyOf(Requirements.fromNodeSelector(nodeClaim.spec.requirements ?? [])),
     };
     out.metadata.annotations = {
       ...(out.metadata.annotations ?? {}),
@@ -1036,12 +1103,18 @@ export class AwsCloudProvider implements CloudProvider {
     const zone = inst.Placement?.AvailabilityZone ?? '';
     const crID = this.reservedCapacity ? inst.CapacityReservationId : undefined;
     const ct: CapacityType = crID ? 'reserved' : inst.InstanceLifecycle === 'spot' ? 'spot' : 'on-demand';
+    // upstream `instanceToNodeClaim`: the zone ID of the class's subnet in the instance's zone, and the tenancy
+    const zoneID = nodeClass
+      ? subnetZoneIDs(ec2NodeClassStatus(nodeClass).subnets ?? []).get(zone)
+      : undefined;
     const labels: Record<string, string> = {
       ...(it ? it.labels : {}),
       [LabelInstanceType]: inst.InstanceType ?? '',
       [LabelTopologyZone]: zone,
+      ...(zoneID ? { [LabelTopologyZoneID]: zoneID } : {}),
       [LabelTopologyRegion]: this.region,
       [LabelCapacityType]: ct,
+      [LabelInstanceTenancy]: inst.Placement?.Tenancy === 'dedicated' ? 'dedicated' : 'default',
       ...(crID ? reservationLabels(crID, inst, nodeClass) : {}),
     };
     if (tags[LabelNodePool]) labels[LabelNodePool] = tags[LabelNodePool];

@@ -25,6 +25,9 @@
  *   `InvalidParameterCombination` for another instance type or zone); `DescribeInstances` reports each such
  *   instance's `capacityReservationId`; `TerminateInstances` frees its slot. Capacity blocks and interruptible
  *   reservations: {@link AwsEmulatorProxy.reservations} `.add(...)`.
+ * - EC2 instance tenancy (moto launches every instance with default tenancy and ignores a launch template's
+ *   `Placement.Tenancy`): a fleet instance launched from a template with `Placement.Tenancy=dedicated` is reported
+ *   by `DescribeInstances` with `<placement><tenancy>dedicated</tenancy>` (aws provider's `instance-tenancy`).
  * - Faults: capacity errors per offering ({@link AwsEmulatorProxy.injectCapacityError}), `RequestLimitExceeded`
  *   throttling per action ({@link AwsEmulatorProxy.throttle}), lost fleet replies
  *   ({@link AwsEmulatorProxy.loseFleetReplies}).
@@ -121,6 +124,24 @@ function topLevelItems(xml: string): string[] {
     }
   }
   return out;
+}
+
+/**
+ * A moto `DescribeInstances` answer with `<tenancy>dedicated</tenancy>` in the `<placement>` of each instance in
+ * `dedicated` (moto writes `<tenancy>default</tenancy>` for every instance, after its `<instanceId>`).
+ */
+export function withDedicatedTenancy(xml: string, dedicated: ReadonlySet<string>): string {
+  if (dedicated.size === 0) return xml;
+  const parts = xml.split('<instanceId>');
+  for (let i = 1; i < parts.length; i++) {
+    const id = parts[i]!.slice(0, parts[i]!.indexOf('</instanceId>'));
+    if (!dedicated.has(id)) continue;
+    parts[i] = parts[i]!.replace(
+      /(<placement>(?:(?!<\/placement>).)*?<tenancy>)default(<\/tenancy>)/s,
+      '$1dedicated$2',
+    );
+  }
+  return parts.join('<instanceId>');
 }
 
 /** The fleet's launch template overrides from a CreateFleet query form, in form order, unpriced. */
@@ -223,6 +244,8 @@ export class AwsEmulatorProxy {
   readonly reservations = new CapacityReservations();
   /** Launch template (id or name, version) → the reservation it targets ('' for none); cleared by {@link reset}. */
   private readonly templateTargets = new Map<string, Promise<string>>();
+  /** Fleet instances launched from a `Placement.Tenancy=dedicated` template (moto reports them as default). */
+  private readonly dedicatedInstances = new Set<string>();
   /** Fleet overrides failed by an injected {@link CapacityFault} so far (reset by {@link reset}). */
   capacityErrorsInjected = 0;
   private faults: CapacityFault[] = [];
@@ -331,6 +354,7 @@ export class AwsEmulatorProxy {
     this.subnetZones.clear();
     this.reservations.clear();
     this.templateTargets.clear();
+    this.dedicatedInstances.clear();
   }
 
   /** Stops listening and closes idle connections. */
@@ -446,7 +470,11 @@ export class AwsEmulatorProxy {
   ): Promise<void> {
     const out = await this.upstream(req, body);
     if (out.status === 200 && action === 'DescribeInstances') {
-      res.writeHead(out.status, out.headers).end(this.reservations.annotateInstances(out.body));
+      const body = withDedicatedTenancy(
+        this.reservations.annotateInstances(out.body),
+        this.dedicatedInstances,
+      );
+      res.writeHead(out.status, out.headers).end(body);
       return;
     }
     if (out.status === 200) {
@@ -724,7 +752,10 @@ export class AwsEmulatorProxy {
     res.writeHead(out.status, out.headers).end(text);
   }
 
-  /** Applies the launch template's security groups and instance profile to fleet instances (moto ignores both). */
+  /**
+   * Applies the launch template's security groups and instance profile to fleet instances (moto ignores both), and
+   * remembers them as dedicated when the template's `Placement.Tenancy` is `dedicated`.
+   */
   private async applyTemplate(
     region: string,
     spec: Record<string, string>,
@@ -747,6 +778,8 @@ export class AwsEmulatorProxy {
         ...(data?.NetworkInterfaces?.flatMap((n) => n.Groups ?? []) ?? []),
       ];
       const profile = data?.IamInstanceProfile;
+      if (data?.Placement?.Tenancy === 'dedicated')
+        for (const id of instanceIds) this.dedicatedInstances.add(id);
       await Promise.all(
         instanceIds.map(async (id) => {
           if (groups.length > 0) {
