@@ -23,6 +23,7 @@ import type { EC2Client } from '@aws-sdk/client-ec2';
 import { Counter, type Registry } from 'prom-client';
 import type { Node } from '../../../../apis/core.ts';
 import type { NodeClaim } from '../../../../apis/karpenter.ts';
+import { AnnotationNodeClaimTerminationTimestamp } from '../../../../apis/labels.ts';
 import {
   type Controller,
   errorMessage,
@@ -32,7 +33,7 @@ import {
 import type { Logger } from '../../../../kube/logger.ts';
 import { type HealthCategory, type HealthStatus, listUnhealthyInstances } from '../../instancestatus.ts';
 import { handleInterruption, type InterruptionHandlerDeps } from './handler.ts';
-import type { MessageKind } from './messages.ts';
+import { actionFor, type MessageKind } from './messages.ts';
 
 /** Metric name (upstream `InstanceStatusUnhealthy` in `pkg/controllers/interruption/metrics.go`). */
 export const METRIC_INSTANCE_STATUS_UNHEALTHY = 'karpenter_interruption_instance_status_unhealthy_total';
@@ -148,7 +149,7 @@ export class InstanceStatusController implements Controller {
             log,
           );
           result.nodeClaims.push(...r.deleted);
-          claims = this.markDeleting(claims, r.deleted);
+          claims = this.markDeleting(claims, r.deleted, actionFor(kind) === 'ForcefulTermination');
           if (r.found) this.record(hs.instanceID, category, current, log);
         } catch (err) {
           errors.push(`${hs.instanceID} ${category}: ${errorMessage(err)}`);
@@ -160,15 +161,23 @@ export class InstanceStatusController implements Controller {
     return result;
   }
 
-  /** `claims` with the `deleted` ones marked as being deleted (a second category of the instance deletes nothing). */
-  private markDeleting(claims: NodeClaim[], deleted: readonly string[]): NodeClaim[] {
+  /**
+   * `claims` with the `deleted` ones marked as being deleted (and, when `forceful`, annotated with the termination
+   * timestamp the handler set): a second category of the same instance then deletes and annotates nothing.
+   */
+  private markDeleting(claims: NodeClaim[], deleted: readonly string[], forceful: boolean): NodeClaim[] {
     if (deleted.length === 0) return claims;
     const at = rfc3339(this.opts.clock.now());
-    return claims.map((c) =>
-      deleted.includes(c.metadata.name ?? '')
-        ? { ...c, metadata: { ...c.metadata, deletionTimestamp: at } }
-        : c,
-    );
+    return claims.map((c) => {
+      if (!deleted.includes(c.metadata.name ?? '')) return c;
+      const annotations = forceful
+        ? { [AnnotationNodeClaimTerminationTimestamp]: at, ...c.metadata.annotations }
+        : c.metadata.annotations;
+      return {
+        ...c,
+        metadata: { ...c.metadata, deletionTimestamp: at, ...(annotations ? { annotations } : {}) },
+      };
+    });
   }
 
   /** Counts an unhealthy instance and category the first time it is reported (upstream `recordUnhealthyInstance`). */
