@@ -151,6 +151,62 @@ describe('aws disruption end to end (embedded cluster + moto)', () => {
     // 33-57 s in CI, over 60 s beside a loaded machine: a budget its 120-s waits fit in (slow, never flaky)
   }, 240_000);
 
+  it('failed EC2 instance status check → forceful replacement through a PDB that allows no eviction (issue 28)', async () => {
+    e = await startAwsE2E(emu);
+    await e.env.apply(awsNodePoolYaml(e, { capacityTypes: ['on-demand'] }));
+    await nodeClassReady(e);
+    await e.env.apply(`${spreadDeployment('hs', 3, '1')}---\n${pdbYaml('hs', 3)}`);
+    await eventually(() => allRunning(e?.env.client as never, 3, 'default'), '3 pods Running', 120_000, 100);
+    const before = await launchedNodeClaims(e);
+    expect(before).toHaveLength(3);
+    const victim = before[0] as NodeClaim;
+    const victimID = instanceIdOf(victim) as string;
+    // the victim's termination timestamp annotation, after every change of the NodeClaims
+    const stamped = await observe(
+      e.env.client,
+      'NodeClaim',
+      (claims: NodeClaim[]) =>
+        claims.find((c) => c.metadata.name === victim.metadata.name)?.metadata.annotations?.[
+          'karpenter.sh/nodeclaim-termination-timestamp'
+        ],
+    );
+    const t0 = e.env.sim.clock.now();
+    // impaired for 3 minutes already: past upstream's 2-minute threshold at the next poll (every minute)
+    e.emu.proxy.setInstanceHealth(victimID, {
+      instanceStatus: 'impaired',
+      impairedSince: new Date(t0 - 180_000).toISOString(),
+    });
+    await eventually(
+      async () => !(await e?.env.client.tryGet('NodeClaim', victim.metadata.name as string)),
+      'unhealthy NodeClaim gone',
+      120_000,
+    );
+    const goneAfter = (e.env.sim.clock.now() - t0) / 1000;
+    await eventually(
+      () => allRunning(e?.env.client as never, 3, 'default'),
+      '3 pods Running again',
+      120_000,
+      100,
+    );
+    const stamps = (await stamped.stop()).filter((x): x is string => typeof x === 'string');
+    console.log(
+      `[aws e2e] impaired instance check → NodeClaim gone after ${goneAfter.toFixed(1)} s (cluster clock)`,
+    );
+    expect(stamps.length).toBeGreaterThan(0);
+    // stamped at the poll that found it: within the first minute of polls after the injection
+    expect(Date.parse(stamps[0] as string) - t0).toBeLessThanOrEqual(61_000);
+    expect(['shutting-down', 'terminated']).toContain(await instanceState(e, victimID));
+    const running = await e.instances();
+    expect(running.map((i) => i.InstanceId)).not.toContain(victimID);
+    expect(running.map((i) => i.InstanceId).sort()).toEqual(
+      (await launchedNodeClaims(e)).map(instanceIdOf).sort(),
+    );
+    const metric = await e.operator.registry
+      .getSingleMetric('karpenter_interruption_instance_status_unhealthy_total')
+      ?.get();
+    expect(metric?.values.map((v) => [v.labels.category, v.value])).toEqual([['InstanceStatus', 1]]);
+  }, 240_000);
+
   it('AMI change → drift rolls every node, at most one at a time (budget 1)', async () => {
     e = await startAwsE2E(emu, {
       tuning: { disruption: { pollSeconds: 1, validationSeconds: 1 } },

@@ -1,8 +1,9 @@
 /**
  * The loaded `aws` provider ({@link awsSetup}; upstream aws/karpenter-provider-aws `pkg/controllers/controllers.go`):
  * the provider, the EC2NodeClass controller (`nodeclass`), with the `ReservedCapacity` gate the capacity
- * reservation controllers (`capacityreservation.capacitytype`, `capacityreservation.expiration`) and, when `--interruption-queue` is set, the interruption
- * controller; plus a loop that garbage-collects the provider's unused launch templates every 5 minutes. This module
+ * reservation controllers (`capacityreservation.capacitytype`, `capacityreservation.expiration`), the EC2 instance
+ * status controller (`interruption.instancestatus`, always, as upstream) and, when `--interruption-queue` is set, the
+ * interruption controller; plus a loop that garbage-collects the provider's unused launch templates every 5 minutes. This module
  * loads the AWS SDK: only `awsModule.load` (`./module.ts`), the embedded layer and tests import it.
  */
 import { DescribeAvailabilityZonesCommand } from '@aws-sdk/client-ec2';
@@ -23,6 +24,7 @@ import {
   capacityReservationExpirationController,
 } from './controllers/capacityreservation.ts';
 import { InterruptionController, type UnavailableOfferings } from './controllers/interruption/controller.ts';
+import { InstanceStatusController } from './controllers/interruption/instancestatus.ts';
 import { EC2NodeClassController } from './controllers/nodeclass.ts';
 import { awsNodeClassKinds, awsProviderName } from './kinds.ts';
 import { AwsCloudProvider, EC2NodeClassKind } from './provider.ts';
@@ -48,6 +50,8 @@ export interface AwsControllersConfig {
   kubeconfigCABundle?: string;
   /** Seconds between launch-template garbage collections (default 300). */
   launchTemplateGCPeriodSeconds?: number;
+  /** Seconds between DescribeInstanceStatus polls of `interruption.instancestatus` (default 60, upstream's). */
+  instanceStatusPeriodSeconds?: number;
 }
 
 /**
@@ -200,6 +204,19 @@ export function awsControllers(
         logger: deps.logger,
       }),
     );
+  out.push(
+    new InstanceStatusController({
+      client: deps.client,
+      ec2: cfg.clients.ec2,
+      clock: deps.clock,
+      logger: deps.logger,
+      recorder: deps.recorder,
+      registry: deps.registry,
+      ...(cfg.instanceStatusPeriodSeconds !== undefined
+        ? { periodSeconds: cfg.instanceStatusPeriodSeconds }
+        : {}),
+    }),
+  );
   if (cfg.settings.interruptionQueue) {
     const p = deps.cloudProvider as Partial<UnavailableOfferings>;
     out.push(

@@ -28,13 +28,18 @@
  * - EC2 instance tenancy (moto launches every instance with default tenancy and ignores a launch template's
  *   `Placement.Tenancy`): a fleet instance launched from a template with `Placement.Tenancy=dedicated` is reported
  *   by `DescribeInstances` with `<placement><tenancy>dedicated</tenancy>` (aws provider's `instance-tenancy`).
+ * - EC2 `DescribeInstanceStatus` (`./instancestatus.ts`): moto reports every running instance's checks `ok`, has no
+ *   scheduled events and ignores the `instance-status.status`, `system-status.status` and `event.code` filters; the
+ *   proxy answers from moto's instances with the health injected by {@link AwsEmulatorProxy.setInstanceHealth}
+ *   (impaired instance/system checks with their `impairedSince`, scheduled events), filtered and paginated as EC2.
  * - Faults: capacity errors per offering ({@link AwsEmulatorProxy.injectCapacityError}), `RequestLimitExceeded`
  *   throttling per action ({@link AwsEmulatorProxy.throttle}), lost fleet replies
  *   ({@link AwsEmulatorProxy.loseFleetReplies}).
  * - Counters of the calls clients made, by `service:Action` ({@link AwsEmulatorProxy.calls}).
  *
  * Listens on 127.0.0.1 only. Control endpoints for out-of-process users (JSON): `POST /capenter-proxy/faults`
- * (body: a {@link CapacityFault} or `{throttle: {action, times}}`), `DELETE /capenter-proxy/faults`,
+ * (body: a {@link CapacityFault}, `{throttle: {action, times}}` or `{instanceHealth: {instanceId, ...InjectedHealth}}`),
+ * `DELETE /capenter-proxy/faults` (also makes every instance healthy again),
  * `GET /capenter-proxy/calls`. `POST /moto-api/reset` resets moto and the proxy's faults, caches and counters.
  */
 import { randomUUID } from 'node:crypto';
@@ -44,11 +49,18 @@ import {
   AssociateIamInstanceProfileCommand,
   DescribeAvailabilityZonesCommand,
   DescribeImagesCommand,
+  DescribeInstancesCommand,
   DescribeLaunchTemplateVersionsCommand,
   DescribeSubnetsCommand,
   EC2Client,
   ModifyInstanceAttributeCommand,
 } from '@aws-sdk/client-ec2';
+import {
+  type InjectedHealth,
+  type InstanceFacts,
+  InstanceHealthStatuses,
+  InstanceStatusRequestError,
+} from './instancestatus.ts';
 import { type PriceTable, spotPrice } from './prices.ts';
 import { CapacityReservations, type EmulatedReservation } from './reservations.ts';
 
@@ -242,6 +254,8 @@ export class AwsEmulatorProxy {
   }
   /** The emulated capacity reservations (cleared by {@link reset}). */
   readonly reservations = new CapacityReservations();
+  /** Injected instance health ({@link setInstanceHealth}). */
+  private readonly instanceHealth = new InstanceHealthStatuses();
   /** Launch template (id or name, version) → the reservation it targets ('' for none); cleared by {@link reset}. */
   private readonly templateTargets = new Map<string, Promise<string>>();
   /** Fleet instances launched from a `Placement.Tenancy=dedicated` template (moto reports them as default). */
@@ -308,8 +322,18 @@ export class AwsEmulatorProxy {
     this.repliesToLose += times;
   }
 
-  /** Drops every fault and throttle. */
+  /**
+   * Instance `instanceId`'s checks and scheduled events as `DescribeInstanceStatus` reports them from now on (e.g.
+   * `{instanceStatus: 'impaired', impairedSince: '2024-01-01T00:00:00Z'}` or `{events: [{code: 'instance-retirement'}]}`).
+   * @throws Error naming the field for an unknown status, a bad time or an event without code.
+   */
+  setInstanceHealth(instanceId: string, health: InjectedHealth): void {
+    this.instanceHealth.set(instanceId, health);
+  }
+
+  /** Drops every fault and throttle, and makes every instance healthy again. */
   clearFaults(): void {
+    this.instanceHealth.clear();
     this.faults = [];
     this.throttles.clear();
     this.repliesToLose = 0;
@@ -422,6 +446,7 @@ export class AwsEmulatorProxy {
       if (action === 'CreateFleet') return this.createFleet(req, res, region, form);
       if (action === 'DescribeSpotPriceHistory') return this.spotPriceHistory(res, region, form);
       if (action === 'DescribeLaunchTemplates') return this.describeLaunchTemplates(req, res, form);
+      if (action === 'DescribeInstanceStatus') return this.describeInstanceStatus(res, region, form);
       if (STATIC_EC2_ACTIONS.has(action)) return this.forwardCached(req, res, region, body);
       if (action.endsWith('CapacityReservation') || action === 'DescribeCapacityReservations')
         return this.capacityReservation(res, region, action, form);
@@ -429,6 +454,38 @@ export class AwsEmulatorProxy {
         return this.instancesInReservations(req, res, action, form, body);
     }
     return this.forward(req, res, body);
+  }
+
+  /** `DescribeInstanceStatus` from moto's instances and the injected health (see `./instancestatus.ts`). */
+  private async describeInstanceStatus(
+    res: http.ServerResponse,
+    region: string,
+    form: URLSearchParams,
+  ): Promise<void> {
+    const facts: InstanceFacts[] = [];
+    let token: string | undefined;
+    do {
+      const page = await this.ec2(region).send(
+        new DescribeInstancesCommand({ MaxResults: 1000, ...(token ? { NextToken: token } : {}) }),
+      );
+      for (const r of page.Reservations ?? [])
+        for (const i of r.Instances ?? [])
+          facts.push({
+            id: i.InstanceId ?? '',
+            zone: i.Placement?.AvailabilityZone ?? '',
+            stateCode: i.State?.Code ?? 0,
+            stateName: i.State?.Name ?? '',
+          });
+      token = page.NextToken;
+    } while (token);
+    let xml: string;
+    try {
+      xml = this.instanceHealth.describe(facts, form);
+    } catch (err) {
+      if (!(err instanceof InstanceStatusRequestError)) throw err;
+      return this.ec2Error(res, 400, err.code, err.message);
+    }
+    res.writeHead(200, { 'content-type': 'text/xml' }).end(xml);
   }
 
   /** `CreateCapacityReservation`, `DescribeCapacityReservations`, `CancelCapacityReservation` (moto has none). */
@@ -520,13 +577,24 @@ export class AwsEmulatorProxy {
       res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(v));
     };
     if (url === '/capenter-proxy/faults' && req.method === 'POST') {
-      let parsed: CapacityFault & { throttle?: { action: string; times: number } };
+      let parsed: CapacityFault & {
+        throttle?: { action: string; times: number };
+        instanceHealth?: InjectedHealth & { instanceId?: string };
+      };
       try {
         parsed = JSON.parse(body) as typeof parsed;
       } catch {
         return json(400, { error: 'body must be JSON: a CapacityFault or {"throttle":{"action","times"}}' });
       }
-      if (parsed.throttle) this.throttle(parsed.throttle.action, parsed.throttle.times);
+      if (parsed.instanceHealth) {
+        const { instanceId, ...health } = parsed.instanceHealth;
+        if (!instanceId) return json(400, { error: 'instanceHealth.instanceId is required (e.g. "i-0abc")' });
+        try {
+          this.setInstanceHealth(instanceId, health);
+        } catch (err) {
+          return json(400, { error: (err as Error).message });
+        }
+      } else if (parsed.throttle) this.throttle(parsed.throttle.action, parsed.throttle.times);
       else this.injectCapacityError(parsed);
       return json(200, { ok: true });
     }

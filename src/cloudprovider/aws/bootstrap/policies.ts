@@ -305,6 +305,7 @@ function resourceDiscoveryPolicy(v: PolicyVars): PolicyDocument {
           'ec2:DescribeCapacityReservations',
           'ec2:DescribeImages',
           'ec2:DescribeInstances',
+          'ec2:DescribeInstanceStatus',
           'ec2:DescribeInstanceTypeOfferings',
           'ec2:DescribeInstanceTypes',
           'ec2:DescribeLaunchTemplates',

@@ -23,43 +23,27 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import { Counter, Histogram, type Registry } from 'prom-client';
-import type { KubeObject, Node } from '../../../../apis/core.ts';
+import type { Node } from '../../../../apis/core.ts';
 import type { NodeClaim } from '../../../../apis/karpenter.ts';
-import { LabelCapacityReservationID, LabelInstanceType, LabelTopologyZone } from '../../../../apis/labels.ts';
-import { lifecycleMetrics } from '../../../../controllers/nodeclaim/metrics.ts';
 import { DURATION_BUCKETS } from '../../../../controllers/provisioning/metrics.ts';
 import {
   type Controller,
-  capacityTypeOf,
   errorMessage,
-  nodePoolOf,
   type Recorder,
   SingletonController,
 } from '../../../../controllers/runtime/index.ts';
 import type { KubeClient } from '../../../../kube/client.ts';
 import type { Clock } from '../../../../kube/clock.ts';
-import { isNotFound } from '../../../../kube/errors.ts';
 import type { Logger } from '../../../../kube/logger.ts';
-import type { CapacityType } from '../../../types.ts';
-import {
-  actionFor,
-  type InterruptionMessage,
-  instanceIDOf,
-  notificationFor,
-  parseMessage,
-} from './messages.ts';
+import { handleInterruption, type UnavailableOfferings } from './handler.ts';
+import { type InterruptionMessage, parseMessage } from './messages.ts';
+
+export type { UnavailableOfferings } from './handler.ts';
 
 /** Metric names (upstream `pkg/controllers/interruption/metrics.go`). */
 export const METRIC_RECEIVED = 'karpenter_interruption_received_messages_total';
 export const METRIC_DELETED = 'karpenter_interruption_deleted_messages_total';
 export const METRIC_QUEUE_DURATION = 'karpenter_interruption_message_queue_duration_seconds';
-
-/** Marks offerings unavailable (the provider's ICE cache); the kwok and aws providers both have it. */
-export interface UnavailableOfferings {
-  markUnavailable(instanceType: string, zone: string, capacityType: CapacityType, reason?: string): void;
-  /** The provider's reservation counts: an interrupted reservation takes no launch until the next describe. */
-  capacityReservations?: { markUnavailable(reservationID: string): void };
-}
 
 /** Options of {@link InterruptionController}. */
 export interface InterruptionControllerOptions {
@@ -195,7 +179,7 @@ export class InterruptionController implements Controller {
         }
         this.metrics.received.inc({ message_type: msg.kind });
         try {
-          result.nodeClaims.push(...(await this.handle(msg, claims, nodes, log)));
+          result.nodeClaims.push(...(await handleInterruption(this.opts, msg, claims, nodes, log)).deleted);
         } catch (err) {
           log.error({ err: errorMessage(err), kind: msg.kind, id: msg.id }, 'handling interruption message');
           return;
@@ -235,67 +219,5 @@ export class InterruptionController implements Controller {
       log.error({ err: errorMessage(err), messageId: m.MessageId }, 'deleting sqs message');
       return false;
     }
-  }
-
-  /** Acts on the NodeClaims of the message's instances; returns the NodeClaim names deleted. */
-  private async handle(
-    msg: InterruptionMessage,
-    claims: readonly NodeClaim[],
-    nodes: readonly Node[],
-    log: Logger,
-  ): Promise<string[]> {
-    if (msg.kind === 'no_op') return [];
-    const deleted: string[] = [];
-    const action = actionFor(msg.kind);
-    const note = notificationFor(msg.kind);
-    for (const id of msg.instanceIDs) {
-      for (const nc of claims.filter((c) => instanceIDOf(c.status?.providerID) === id)) {
-        const node = nodes.find((n) => n.spec?.providerID === nc.status?.providerID);
-        const name = nc.metadata.name ?? '';
-        const publish = (
-          type: 'Normal' | 'Warning',
-          reason: string,
-          message: string,
-          nodeMessage = message,
-        ) => {
-          void this.opts.recorder.publish(nc as KubeObject, type, reason, message);
-          if (node) void this.opts.recorder.publish(node as KubeObject, type, reason, nodeMessage);
-        };
-        if (note) publish(note.type, note.reason, note.message);
-        if (msg.kind === 'spot_interrupted') {
-          const zone = nc.metadata.labels?.[LabelTopologyZone];
-          const type = nc.metadata.labels?.[LabelInstanceType];
-          if (zone && type)
-            this.opts.unavailableOfferings?.markUnavailable(type, zone, 'spot', 'SpotInterruption');
-        }
-        const reservation = nc.metadata.labels?.[LabelCapacityReservationID];
-        if (msg.kind === 'capacity_reservation_interrupted' && reservation)
-          this.opts.unavailableOfferings?.capacityReservations?.markUnavailable(reservation);
-        if (action !== 'CordonAndDrain' || nc.metadata.deletionTimestamp) continue;
-        try {
-          await this.opts.client.delete('NodeClaim', name);
-        } catch (err) {
-          if (isNotFound(err)) continue;
-          throw new Error(`deleting the node on interruption message, ${errorMessage(err)}`, { cause: err });
-        }
-        log.info(
-          { nodeclaim: name, kind: msg.kind, 'instance-id': id },
-          'initiating delete from interruption message',
-        );
-        publish(
-          'Warning',
-          'TerminatingOnInterruption',
-          'Interruption triggered termination for the NodeClaim',
-          'Interruption triggered termination for the Node',
-        );
-        lifecycleMetrics(this.opts.registry).disrupted.inc({
-          reason: msg.kind,
-          nodepool: nodePoolOf(nc),
-          capacity_type: capacityTypeOf(nc),
-        });
-        deleted.push(name);
-      }
-    }
-    return deleted;
   }
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { actionFor, instanceIDOf, MessageParseError, parseMessage } from './messages.ts';
+import { actionFor, instanceIDOf, MessageParseError, notificationFor, parseMessage } from './messages.ts';
 
 const event = (source: string, detailType: string, detail: unknown) =>
   JSON.stringify({
@@ -71,6 +71,11 @@ describe('interruption messages (upstream parsers)', () => {
   it('actions and provider IDs', () => {
     expect(actionFor('rebalance_recommendation')).toBe('NoAction');
     expect(actionFor('scheduled_change')).toBe('CordonAndDrain');
+    // DescribeInstanceStatus kinds (upstream actionForMessage): failed checks are forceful, scheduled events drain
+    expect(actionFor('instance_status')).toBe('ForcefulTermination');
+    expect(actionFor('system_status')).toBe('ForcefulTermination');
+    expect(actionFor('event_status')).toBe('CordonAndDrain');
+    expect(notificationFor('system_status')?.reason).toBe('InstanceUnhealthy');
     expect(instanceIDOf('aws:///us-west-2a/i-0abc123')).toBe('i-0abc123');
     expect(instanceIDOf('kwok://x')).toBeUndefined();
   });

@@ -21,6 +21,10 @@ export type MessageKind =
   | 'instance_stopped'
   | 'instance_terminated'
   | 'capacity_reservation_interrupted'
+  // kinds from EC2 DescribeInstanceStatus categories (upstream `messages.InstanceStatusKind` ...; not on the queue)
+  | 'instance_status'
+  | 'system_status'
+  | 'event_status'
   | 'no_op';
 
 /** A parsed interruption message. */
@@ -109,9 +113,17 @@ export function parseMessage(body: string | undefined): InterruptionMessage {
   return noop;
 }
 
-/** What the controller does for a kind (upstream `actionForMessage`): delete the NodeClaim, or only an Event. */
-export function actionFor(kind: MessageKind): 'CordonAndDrain' | 'NoAction' {
+/**
+ * What the controller does for a kind (upstream `actionForMessage`): delete the NodeClaim (`CordonAndDrain`), set
+ * its `karpenter.sh/nodeclaim-termination-timestamp` to now and delete it (`ForcefulTermination`: a failed
+ * instance or system status check; the drain bypasses PDBs and `do-not-disrupt`), or only an Event.
+ */
+export function actionFor(kind: MessageKind): 'CordonAndDrain' | 'ForcefulTermination' | 'NoAction' {
   switch (kind) {
+    case 'instance_status':
+    case 'system_status':
+      return 'ForcefulTermination';
+    case 'event_status':
     case 'spot_interrupted':
     case 'scheduled_change':
     case 'instance_stopped':
@@ -135,6 +147,9 @@ export function notificationFor(
         message: 'Spot rebalance recommendation was triggered',
       };
     case 'scheduled_change':
+    case 'instance_status':
+    case 'system_status':
+    case 'event_status':
       return {
         type: 'Warning',
         reason: 'InstanceUnhealthy',
