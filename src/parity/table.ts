@@ -578,7 +578,7 @@ const GATE_ROWS: ParityRow[] = [
   ),
   gateRow(
     'SpotToSpotConsolidation',
-    'spot → cheaper spot replacement (15+ cheaper types)',
+    'spot → cheaper spot replacement (a single candidate needs 15 cheaper spot types, as upstream)',
     'src/disruption/singlenode.test.ts',
   ),
   gateRow(
