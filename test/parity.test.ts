@@ -5,7 +5,7 @@
  * row names an upstream path and an existing test file; the settings rows agree with capenter's settings registry;
  * docs/parity.md is exactly the generator's output. A new upstream field, setting or gate fails here by name.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -92,6 +92,17 @@ describe('parity table vs upstream v1.14.1 (issue 26)', () => {
       const notUpstream = [...names].filter((n) => !paths.has(n));
       expect(notUpstream, `${kind} rows naming no upstream field path`).toEqual([]);
     }
+  });
+
+  it('covers every karpenter.sh / karpenter.k8s.aws CRD of upstream (a new one, e.g. NodeOverlay, fails here)', () => {
+    const dirs = ['karpenter', 'karpenter-provider-aws'];
+    const base = existsSync(SHARED_CRDS) ? SHARED_CRDS : FIXTURE_CRDS;
+    const files = dirs.flatMap((d) =>
+      readdirSync(join(base, d))
+        .filter((f) => /^karpenter\.(sh|k8s\.aws)_.*\.yaml$/.test(f))
+        .map((f) => `${d}/${f}`),
+    );
+    expect(files.sort()).toEqual(UPSTREAM_CRD_FILES.map((c) => c.file).sort());
   });
 
   it('names one path at most once per scope, and a scoped path is covered by scoped rows only', () => {

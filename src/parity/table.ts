@@ -149,7 +149,8 @@ function claimSpecRows(
       ]),
       status: 'works',
       note:
-        'In/NotIn/Exists/DoesNotExist/Gt/Lt/Gte/Lte on well-known and custom labels; a karpenter.k8s.aws key the ' +
+        'In/NotIn/Exists/DoesNotExist/Gt/Lt/Gte/Lte on well-known and custom labels (incl. aws instance-tenancy, ' +
+        'zone-id and capacity-reservation labels on offerings); a karpenter.k8s.aws key the ' +
         'aws provider never sets (placement-group-id/-partition, unknown keys) is refused by validation ' +
         '(src/apis/schemas.ts) naming the field',
       test: tests.requirements,
