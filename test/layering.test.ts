@@ -54,6 +54,7 @@ type Layer =
   | 'plan'
   | 'config'
   | 'dashboard'
+  | 'parity'
   | 'testing';
 
 /**
@@ -148,6 +149,7 @@ const ALLOWED: Record<Exclude<Layer, 'testing'>, Partial<Record<Layer, string>>>
     kube: 'reads the live cluster',
   },
   config: {},
+  parity: {},
   dashboard: {
     state: 'the view is built from cluster state',
     controllers: 'the provisioner’s and disruption controller’s pass listeners feed the decision log',

@@ -69,6 +69,41 @@ describe('launch template options', () => {
     );
   });
 
+  it('block devices: every ebs field of a class mapping reaches the template (kms key, snapshot, throughput, no encryption, kept on termination)', () => {
+    const c = nodeClass({
+      blockDeviceMappings: [
+        {
+          deviceName: '/dev/xvdb',
+          ebs: {
+            volumeSize: '1Ti',
+            volumeType: 'gp3',
+            iops: 6000,
+            throughput: 250,
+            kmsKeyID: 'arn:aws:kms:us-west-2:111122223333:key/k-1',
+            snapshotID: 'snap-0123',
+            encrypted: false,
+            deleteOnTermination: false,
+          } as never,
+        },
+      ],
+    });
+    expect(blockDeviceMappings(c, 'AL2023')).toEqual([
+      {
+        DeviceName: '/dev/xvdb',
+        Ebs: {
+          VolumeSize: 1024,
+          VolumeType: 'gp3',
+          Encrypted: false,
+          DeleteOnTermination: false,
+          Iops: 6000,
+          Throughput: 250,
+          KmsKeyId: 'arn:aws:kms:us-west-2:111122223333:key/k-1',
+          SnapshotId: 'snap-0123',
+        },
+      },
+    ]);
+  });
+
   it('IMDS options default to upstream (tokens required, hop limit 1)', () => {
     expect(metadataOptions(nodeClass())).toEqual({
       HttpEndpoint: 'enabled',

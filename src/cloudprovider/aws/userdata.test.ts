@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseToml } from 'smol-toml';
 import { describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
 import {
   al2UserData,
   al2023UserData,
@@ -54,6 +55,29 @@ describe('user data (golden files from upstream)', () => {
     expect(parts[0]!.body).toContain('# Karpenter Generated NodeConfig');
     expect(parts[1]!.body).toContain('maxPods: 42');
     expect(parts[2]!.body).toBe('#!/bin/bash\necho "Hello, AL2023!"');
+  });
+
+  it('AL2023: soft-eviction grace periods, image GC thresholds and cpuCFSQuota reach the NodeConfig kubelet config', () => {
+    const kubelet = {
+      clusterDNS: ['10.0.100.10'],
+      evictionSoft: { 'memory.available': '5%' },
+      evictionSoftGracePeriod: { 'memory.available': '1m' },
+      evictionMaxPodGracePeriod: 60,
+      imageGCHighThresholdPercent: 85,
+      imageGCLowThresholdPercent: 80,
+      cpuCFSQuota: false,
+    };
+    const part = parseMime(al2023UserData({ ...base, kubelet }))![0]!;
+    const config = (parseYaml(part.body) as { spec: { kubelet: { config: Record<string, unknown> } } }).spec
+      .kubelet.config;
+    expect(config).toMatchObject({
+      evictionSoft: { 'memory.available': '5%' },
+      evictionSoftGracePeriod: { 'memory.available': '1m' },
+      evictionMaxPodGracePeriod: 60,
+      imageGCHighThresholdPercent: 85,
+      imageGCLowThresholdPercent: 80,
+      cpuCFSQuota: false,
+    });
   });
 
   it('AL2023: a bare NodeConfig becomes a nodeadm part, a shell script a shell part', () => {
