@@ -79,8 +79,8 @@ export interface Observation<V> {
 /**
  * Records `fn` over the objects of `ref` in `scope` once synced and after every change the watch delivers (each
  * write of the API server is one event), until `stop()`: e.g. the least number of Running pods during a disruption.
- * Resolves once the first value is recorded, so what the test does next is observed. `stop()` rethrows what `fn`
- * threw.
+ * Resolves once the first value is recorded, so what the test does next is observed. `stop()` records a last value
+ * from a fresh LIST, then rethrows what `fn` threw.
  */
 export async function observe<R extends ResourceRef, V>(
   client: KubeClient,
@@ -109,6 +109,20 @@ export async function observe<R extends ResourceRef, V>(
     async stop() {
       off();
       await inf.stop();
+      // the state now, from a fresh LIST: a watch in its reconnect backoff at the end (a loaded machine) would
+      // otherwise leave the last changes unrecorded
+      if (!failed) {
+        const now = await client.list(ref, {
+          ...(scope.namespace !== undefined ? { namespace: scope.namespace } : {}),
+          ...(scope.labelSelector !== undefined ? { labelSelector: scope.labelSelector } : {}),
+          ...(scope.fieldSelector !== undefined ? { fieldSelector: scope.fieldSelector } : {}),
+        });
+        try {
+          values.push(fn(now.items as Obj<R>[]));
+        } catch (err) {
+          failed = { err };
+        }
+      }
       if (failed) throw failed.err;
       return values;
     },
