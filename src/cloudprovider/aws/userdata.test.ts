@@ -211,22 +211,23 @@ describe('Bottlerocket user data (upstream golden files)', () => {
     unregistered,
   ];
 
-  it('no user data: same TOML settings as br_userdata_unmerged.golden (compared parsed)', () => {
-    const ours = parseToml(renderUserData('Bottlerocket', { ...base, taints }));
-    expect(ours).toEqual(parseToml(expected('br_userdata_unmerged.golden')));
+  it('no user data: byte for byte as br_userdata_unmerged.golden', () => {
+    expect(renderUserData('Bottlerocket', { ...base, taints })).toBe(expected('br_userdata_unmerged.golden'));
   });
 
-  it("the user's TOML is the base; cluster settings, labels and taints are Karpenter's (br_userdata_merged.golden)", () => {
+  it("the user's settings are the base; cluster settings, labels and taints are Karpenter's (br_userdata_merged.golden)", () => {
     const input = golden('br_userdata_input.golden', 'karpenter.sh/nodepool');
-    const ours = parseToml(renderUserData('Bottlerocket', { ...base, taints, customUserData: input })) as {
-      settings: { kubernetes: Record<string, unknown> };
-    };
-    // capenter keeps settings it does not model (upstream's strict decoder drops "unknown-setting" and "labels").
-    expect(ours.settings.kubernetes['unknown-setting']).toBe('unknown');
-    expect(ours.settings.kubernetes.labels).toEqual({ replace: 'me' });
-    delete ours.settings.kubernetes['unknown-setting'];
-    delete ours.settings.kubernetes.labels;
-    expect(ours).toEqual(parseToml(expected('br_userdata_merged.golden')));
+    // capenter keeps settings.kubernetes keys it does not model, after the modelled ones (upstream's strict decoder
+    // drops "unknown-setting" and "labels" and logs an error); without them the output is upstream's, byte for byte.
+    const withUnknown = renderUserData('Bottlerocket', { ...base, taints, customUserData: input });
+    expect(withUnknown).toContain("max-pods = 110\nunknown-setting = 'unknown'\n");
+    expect(withUnknown).toContain("\n\n[settings.kubernetes.labels]\nreplace = 'me'\n");
+    const known = input
+      .replace('"unknown-setting" = "unknown"\n', '')
+      .replace('[settings.kubernetes.labels]\n"replace" = "me"\n\n', '');
+    expect(renderUserData('Bottlerocket', { ...base, taints, customUserData: known })).toBe(
+      expected('br_userdata_merged.golden'),
+    );
   });
 
   it('instanceStorePolicy RAID0: a bootstrap command mounts the instance stores as ephemeral storage', () => {
@@ -269,6 +270,18 @@ describe('Bottlerocket user data (upstream golden files)', () => {
       },
     });
     expect(renderUserData('Bottlerocket', base)).not.toContain('bootstrap-commands');
+    // go-toml's layout: the map key bootstrap-commands sorts before kubernetes; struct fields in declaration order.
+    expect(
+      renderUserData('Bottlerocket', { ...base, instanceStorePolicy: 'RAID0', amiVersion: 'latest' }),
+    ).toMatch(
+      /^\[settings\]\n\[settings\.bootstrap-commands\]\n\[settings\.bootstrap-commands\.000-mount-instance-storage\]\n/,
+    );
+    expect(
+      renderUserData('Bottlerocket', { ...base, instanceStorePolicy: 'RAID0', amiVersion: 'latest' }),
+    ).toContain(
+      "commands = [['apiclient', 'ephemeral-storage', 'init'], ['apiclient', 'ephemeral-storage', 'bind']]\n" +
+        "mode = 'always'\nessential = true\n\n[settings.kubernetes]\napi-server = 'https://test-cluster'\n",
+    );
   });
 
   it('kubelet fields as upstream names them (strings for image GC thresholds)', () => {
@@ -297,6 +310,11 @@ describe('Bottlerocket user data (upstream golden files)', () => {
     expect(kube['system-reserved']).toEqual({ cpu: '100m' });
     expect(kube['cluster-dns-ip']).toBe('10.0.100.10');
     expect(kube['node-labels']).toMatchObject({ 'karpenter.sh/do-not-sync-taints': 'true' });
+  });
+
+  it("strings with a quote are basic strings, keys with dots literal keys (go-toml's rules)", () => {
+    const out = renderUserData('Bottlerocket', { ...base, labels: { 'example.com/team': "o'brien" } });
+    expect(out).toContain(`'example.com/team' = "o'brien"\n`);
   });
 
   it('invalid TOML is an error naming spec.userData', () => {

@@ -15,11 +15,12 @@
  *
  * Pure: strings in, string out. The result carries join credentials (cluster CA) — never log it.
  */
-import { parse as parseToml, stringify as stringifyToml } from 'smol-toml';
+import { parse as parseToml } from 'smol-toml';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import type { Taint } from '../../apis/core.ts';
 import type { KubeletConfiguration } from '../../apis/karpenter.ts';
 import { LabelNodeDoNotSyncTaints } from '../../apis/labels.ts';
+import { marshalBottlerocketTOML } from './bottlerocket-toml.ts';
 import type { AMIFamily } from './catalog/index.ts';
 
 /** What the bootstrap needs to join the node (upstream `bootstrap.Options`). */
@@ -411,7 +412,8 @@ export function bottlerocketSupportsDefaultBind(amiVersion: string | undefined):
 }
 
 /**
- * Bottlerocket: the user's TOML as the base, Karpenter's settings on top. Upstream `bootstrap/bottlerocket.go`.
+ * Bottlerocket: the user's `settings` as the base, Karpenter's settings on top, written as upstream's go-toml does
+ * ({@link marshalBottlerocketTOML}; keys outside `settings` are dropped, as upstream). Upstream `bootstrap/bottlerocket.go`.
  * With `instanceStorePolicy: RAID0`, a `settings.bootstrap-commands."000-mount-instance-storage"` entry that
  * initialises and binds the instance stores as ephemeral storage.
  * @throws Error naming `spec.userData` when the user's data is not valid TOML.
@@ -460,7 +462,7 @@ export function bottlerocketUserData(o: BootstrapOptions): string {
       essential: true,
     };
   }
-  return `${stringifyToml(base)}\n`;
+  return marshalBottlerocketTOML(settings);
 }
 
 /**
