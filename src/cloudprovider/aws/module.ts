@@ -78,7 +78,9 @@ export const awsModule: ProviderModule<AwsModuleSettings> = {
  * `kubelet.clusterDNS` (upstream `operator.KubeDNSIP`). Undefined, with a debug log, when it cannot be read or has no
  * IP: as upstream, a cluster with custom DNS still runs (its classes set `kubelet.clusterDNS`).
  */
-async function kubeDNSServiceIP(deps: ProviderLoadDeps): Promise<string | undefined> {
+export async function kubeDNSServiceIP(
+  deps: Pick<ProviderLoadDeps, 'client' | 'logger'>,
+): Promise<string | undefined> {
   const service = { group: '', version: 'v1', plural: 'services', kind: 'Service', namespaced: true };
   try {
     const svc = (await deps.client.tryGet(service, 'kube-dns', 'kube-system')) as
