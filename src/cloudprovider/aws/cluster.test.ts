@@ -4,7 +4,7 @@ import { KubeClient } from '../../kube/client.ts';
 import { FakeClock } from '../../kube/clock.ts';
 import { silentLogger } from '../../kube/logger.ts';
 import { type ClusterInfo, discoverCluster } from './cluster.ts';
-import { awsModule } from './module.ts';
+import { awsModule, kubeDNSServiceIP } from './module.ts';
 import { awsSettings } from './settings.ts';
 
 /** A fake EKS client answering DescribeCluster and recording each call's input. */
@@ -57,6 +57,40 @@ describe('discoverCluster (aws:pkg/operator/operator.go ResolveClusterEndpoint, 
       cidr: '172.20.0.0/16',
     });
     expect(calls).toEqual([{ name: 'eks-1' }, { name: 'eks-1' }]);
+  });
+
+  it('an IPv6 cluster: the IPv6 service CIDR (upstream ResolveClusterCIDR)', async () => {
+    const eks = {
+      send: async () => ({
+        cluster: { endpoint: 'https://e', kubernetesNetworkConfig: { serviceIpv6Cidr: 'fd00:a1b2::/108' } },
+      }),
+    } as unknown as Pick<EKSClient, 'send'>;
+    expect((await discoverCluster({ settings: awsSettings({ clusterName: 'v6' }), eks })).cidr).toBe(
+      'fd00:a1b2::/108',
+    );
+  });
+});
+
+describe('kubeDNSServiceIP (upstream operator.KubeDNSIP): the default clusterDNS of user data', () => {
+  const withService = (get: () => Promise<unknown>) =>
+    kubeDNSServiceIP({ client: { tryGet: get } as unknown as KubeClient, logger: silentLogger() });
+  it('the ClusterIP of kube-system/kube-dns; none when headless, absent or unreadable', async () => {
+    const asked: unknown[] = [];
+    const client = {
+      tryGet: async (...args: unknown[]) => {
+        asked.push(args.slice(1));
+        return { spec: { clusterIP: '10.100.0.10' } };
+      },
+    } as unknown as KubeClient;
+    expect(await kubeDNSServiceIP({ client, logger: silentLogger() })).toBe('10.100.0.10');
+    expect(asked).toEqual([['kube-dns', 'kube-system']]);
+    expect(await withService(async () => ({ spec: { clusterIP: 'None' } }))).toBeUndefined();
+    expect(await withService(async () => undefined)).toBeUndefined();
+    expect(
+      await withService(async () => {
+        throw new Error('forbidden');
+      }),
+    ).toBeUndefined();
   });
 });
 

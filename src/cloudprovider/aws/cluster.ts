@@ -47,7 +47,9 @@ export async function discoverCluster(deps: DiscoverClusterDeps): Promise<Cluste
   try {
     const out = await deps.eks.send(new DescribeClusterCommand({ name: s.clusterName }));
     const c = out.cluster;
-    const cidr = deps.clusterCIDR ?? c?.kubernetesNetworkConfig?.serviceIpv4Cidr;
+    // upstream ResolveClusterCIDR: the IPv4 service CIDR, else the IPv6 one (an IPv6 cluster)
+    const net = c?.kubernetesNetworkConfig;
+    const cidr = deps.clusterCIDR ?? net?.serviceIpv4Cidr ?? net?.serviceIpv6Cidr;
     return {
       endpoint: s.clusterEndpoint || c?.endpoint || '',
       caBundle: caBundle || c?.certificateAuthority?.data || '',

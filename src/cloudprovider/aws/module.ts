@@ -6,7 +6,7 @@
  * the SDK's default chain (AWS_ENDPOINT_URL, profiles, IRSA, IMDS). The implementation (`./setup.ts`, the AWS SDK) is
  * loaded only by {@link awsModule}'s `load`.
  */
-import type { ProviderModule } from '../module.ts';
+import type { ProviderLoadDeps, ProviderModule } from '../module.ts';
 import { type IMDSOptions, imdsOptionsFromEnv, regionFromIMDS } from './imds.ts';
 import { awsNodeClassKinds, awsProviderName } from './kinds.ts';
 import {
@@ -49,12 +49,14 @@ export const awsModule: ProviderModule<AwsModuleSettings> = {
     const clients = createAwsClients({ region: settings.region });
     // upstream GetCABundle: CLUSTER_CA_BUNDLE, else the CA the controller's own kubeconfig trusts
     const kubeconfigCABundle = settings.clusterCABundle ? '' : await deps.client.caBundleBase64();
+    const kubeDNSIP = await kubeDNSServiceIP(deps);
     return {
       ...awsSetup({
         clients,
         settings,
         region: settings.region,
         ...(kubeconfigCABundle ? { kubeconfigCABundle } : {}),
+        ...(kubeDNSIP ? { kubeDNSIP } : {}),
       }),
       region: settings.region,
       capi: { clusterName: settings.clusterName, bootstrapStore: () => new S3BootstrapStore() },
@@ -70,3 +72,27 @@ export const awsModule: ProviderModule<AwsModuleSettings> = {
     defaultRegion: (env) => env.AWS_REGION,
   },
 };
+
+/**
+ * The ClusterIP of the `kube-system/kube-dns` Service, the nodes' cluster DNS when a class sets no
+ * `kubelet.clusterDNS` (upstream `operator.KubeDNSIP`). Undefined, with a debug log, when it cannot be read or has no
+ * IP: as upstream, a cluster with custom DNS still runs (its classes set `kubelet.clusterDNS`).
+ */
+export async function kubeDNSServiceIP(
+  deps: Pick<ProviderLoadDeps, 'client' | 'logger'>,
+): Promise<string | undefined> {
+  const service = { group: '', version: 'v1', plural: 'services', kind: 'Service', namespaced: true };
+  try {
+    const svc = (await deps.client.tryGet(service, 'kube-dns', 'kube-system')) as
+      | { spec?: { clusterIP?: string } }
+      | undefined;
+    const ip = svc?.spec?.clusterIP;
+    if (ip && ip !== 'None') return ip;
+    deps.logger.debug(
+      'unable to detect the IP of the kube-dns service: kube-system/kube-dns has no clusterIP',
+    );
+  } catch (err) {
+    deps.logger.debug(`unable to detect the IP of the kube-dns service: ${(err as Error).message}`);
+  }
+  return undefined;
+}

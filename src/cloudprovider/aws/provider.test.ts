@@ -8,7 +8,7 @@ import {
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type AwsEmulator, startAwsEmulator } from '../../../test/aws/moto.ts';
 import type { EC2NodeClass } from '../../apis/karpenter.ts';
-import { LabelCapacityType, LabelInstanceType, LabelTopologyZone } from '../../apis/labels.ts';
+import { LabelCapacityType, LabelInstanceType, LabelOS, LabelTopologyZone } from '../../apis/labels.ts';
 import { isInsufficientCapacityError, isNodeClassNotReadyError } from '../types.ts';
 import type { InstanceTypeInventory } from './instancetypes.ts';
 import type { AwsPricing } from './pricing.ts';
@@ -113,6 +113,44 @@ describe('aws provider against moto + proxy', () => {
       awsNodeClaim('nc-2', [inReq(LabelInstanceType, ['m5.large']), inReq(LabelCapacityType, ['on-demand'])]),
     );
     expect(emu.proxy.calls.get('ec2:CreateLaunchTemplate')).toBe(2);
+  });
+
+  it('a Windows 2022 NodeClaim launches with the EKS bootstrap PowerShell carrying its labels, taints and max pods', async () => {
+    const { provider, clients } = await bed({
+      amiSelectorTerms: [{ alias: 'windows2022@latest' }],
+      userData: 'Write-Host "hello from the class"',
+    });
+    const claim = awsNodeClaim('nc-win', [
+      inReq(LabelInstanceType, ['m5.large']),
+      inReq(LabelCapacityType, ['on-demand']),
+      inReq(LabelOS, ['windows']),
+    ]);
+    claim.spec.taints = [{ key: 'os', value: 'windows', effect: 'NoSchedule' }];
+    claim.metadata.labels = { ...claim.metadata.labels, 'team.example.com/owner': 'payments' };
+    const nc = await provider.create(claim);
+    expect(nc.metadata.labels?.[LabelOS]).toBe('windows');
+    const lts = (await clients.ec2.send(new DescribeLaunchTemplatesCommand({}))).LaunchTemplates ?? [];
+    expect(lts).toHaveLength(1);
+    const data = (
+      await clients.ec2.send(
+        new DescribeLaunchTemplateVersionsCommand({
+          LaunchTemplateId: lts[0]!.LaunchTemplateId!,
+          Versions: ['$Latest'],
+        }),
+      )
+    ).LaunchTemplateVersions![0]!.LaunchTemplateData!;
+    const userData = Buffer.from(data.UserData!, 'base64').toString();
+    // Windows pod density is not ENI-limited (upstream FeatureFlags.SupportsENILimitedPodDensity false): 110.
+    expect(nc.status?.allocatable?.pods).toBe('110');
+    expect(userData).toBe(
+      '<powershell>\nWrite-Host "hello from the class"\n' +
+        '[string]$EKSBootstrapScriptFile = "$env:ProgramFiles\\Amazon\\EKS\\Start-EKSBootstrap.ps1"\n' +
+        "& $EKSBootstrapScriptFile -EKSClusterName 'test-cluster' -APIServerEndpoint 'https://test-cluster.example.com'" +
+        " -Base64ClusterCA 'Y2EtYnVuZGxlCg==' -KubeletExtraArgs '--node-labels=\"karpenter.k8s.aws/ec2nodeclass=default," +
+        'karpenter.sh/capacity-type=on-demand,karpenter.sh/do-not-sync-taints=true,karpenter.sh/nodepool=default,' +
+        'team.example.com/owner=payments" --register-with-taints="os=windows:NoSchedule,karpenter.sh/unregistered:NoExecute"' +
+        " --max-pods=110' -DNSClusterIP '10.100.0.10'\n</powershell>",
+    );
   });
 
   it('an ICE on the cheapest type launches the next type, marks the offering unavailable, and leaves one instance', async () => {

@@ -170,6 +170,11 @@ export interface AwsCloudProviderDeps {
   clusterCIDR?: string;
   /** Base64 PEM CA of the controller's kubeconfig: user data's CA when `CLUSTER_CA_BUNDLE` is empty (upstream). */
   kubeconfigCABundle?: string;
+  /**
+   * ClusterIP of the `kube-system/kube-dns` Service: the nodes' cluster DNS when `spec.kubelet.clusterDNS` is unset
+   * (upstream `operator.KubeDNSIP`); Windows `-DNSClusterIP`, AL2 `--dns-cluster-ip`, Bottlerocket `cluster-dns-ip`.
+   */
+  kubeDNSIP?: string;
   /** Called for problems the provider works around (never with user data or credentials). */
   onError?: (err: unknown, context: string) => void;
   /** The `ReservedCapacity` feature gate (default true, as upstream): list and launch `reserved` offerings. */
@@ -179,6 +184,13 @@ export interface AwsCloudProviderDeps {
    * between providers; they do not depend on the account's resources).
    */
   shared?: { pricing?: AwsPricing; inventory?: InstanceTypeInventory };
+}
+
+/** The version of the class's `alias` AMI selector term (`bottlerocket@v1.46.0` → `v1.46.0`), or undefined. */
+function aliasVersion(nodeClass: EC2NodeClass): string | undefined {
+  const alias = nodeClass.spec.amiSelectorTerms?.find((t) => typeof t.alias === 'string')?.alias;
+  const parts = alias?.split('@');
+  return parts?.length === 2 ? parts[1] : undefined;
 }
 
 /** `aws:///<zone>/<id>` → parts, or undefined. */
@@ -938,6 +950,7 @@ export class AwsCloudProvider implements CloudProvider {
     } catch (err) {
       throw new CreateError((err as Error).message, 'InvalidNodeClass', undefined, { cause: err });
     }
+    const amiVersion = aliasVersion(nodeClass);
     const configs: FleetLaunchTemplateConfigRequest[] = [];
     for (const g of groups) {
       let userData: string;
@@ -955,6 +968,8 @@ export class AwsCloudProvider implements CloudProvider {
             ? { instanceStorePolicy: nodeClass.spec.instanceStorePolicy }
             : {}),
           ...(nodeClass.spec.userData ? { customUserData: nodeClass.spec.userData } : {}),
+          ...(this.deps.kubeDNSIP ? { kubeDNSIP: this.deps.kubeDNSIP } : {}),
+          ...(amiVersion ? { amiVersion } : {}),
         });
       } catch (err) {
         throw new CreateError((err as Error).message, 'InvalidNodeClass', undefined, { cause: err });

@@ -48,6 +48,8 @@ export interface AwsControllersConfig {
   clusterCIDR?: string;
   /** Base64 PEM CA of the controller's kubeconfig: user data's CA when `CLUSTER_CA_BUNDLE` is empty. */
   kubeconfigCABundle?: string;
+  /** ClusterIP of `kube-system/kube-dns`: the nodes' cluster DNS when a class sets no `kubelet.clusterDNS`. */
+  kubeDNSIP?: string;
   /** Seconds between launch-template garbage collections (default 300). */
   launchTemplateGCPeriodSeconds?: number;
   /** Seconds between DescribeInstanceStatus polls of `interruption.instancestatus` (default 60, upstream's). */
@@ -74,6 +76,7 @@ export function createAwsProvider(
     nodeClass,
     ...(cfg.clusterCIDR ? { clusterCIDR: cfg.clusterCIDR } : {}),
     ...(cfg.kubeconfigCABundle ? { kubeconfigCABundle: cfg.kubeconfigCABundle } : {}),
+    ...(cfg.kubeDNSIP ? { kubeDNSIP: cfg.kubeDNSIP } : {}),
     ...(onError ? { onError } : {}),
   });
 }

@@ -161,6 +161,7 @@ export function awsTestProvider(
     }),
     clock,
     clusterCIDR: '10.100.0.0/16',
+    kubeDNSIP: '10.100.0.10',
     nodeClass: (n) => nodeClasses.get(n),
     ...(shared ? { shared } : {}),
   });
