@@ -308,11 +308,11 @@ const EC2NODECLASS_ROWS: ParityRow[] = [
     kind: 'EC2NodeClass',
     names: ['spec.amiFamily', 'spec.userData'],
     scope: 'amiFamily Windows2019, Windows2022, Windows2025',
-    status: 'missing',
+    status: 'works',
     note:
-      'AMIs and allocatable resolve, but no Start-EKSBootstrap.ps1 user data is rendered (only spec.userData): ' +
-      'the instance never joins and the NodeClaim hits the registration timeout',
-    test: 'src/cloudprovider/aws/catalog/allocatable.test.ts',
+      'a <powershell> block: the user script, then Start-EKSBootstrap.ps1 with cluster, CA, kubelet labels, ' +
+      'taints, max pods and DNS (equal to upstream testdata windows_*.golden)',
+    test: 'src/cloudprovider/aws/userdata.test.ts',
   },
   {
     kind: 'EC2NodeClass',
@@ -444,8 +444,8 @@ const EC2NODECLASS_ROWS: ParityRow[] = [
     kind: 'EC2NodeClass',
     names: ['spec.instanceStorePolicy'],
     scope: 'amiFamily Bottlerocket',
-    status: 'missing',
-    note: 'allocatable counts the RAID0 array, but the Bottlerocket TOML has no ephemeral-storage bootstrap setting',
+    status: 'works',
+    note: 'RAID0: settings.bootstrap-commands."000-mount-instance-storage" as upstream (bottlerocket golden files)',
     test: 'src/cloudprovider/aws/userdata.test.ts',
   },
   {
@@ -495,8 +495,8 @@ const EC2NODECLASS_ROWS: ParityRow[] = [
       'spec.kubelet.imageGCLowThresholdPercent',
     ],
     scope: 'amiFamily AL2, Bottlerocket',
-    status: 'missing',
-    note: 'left out of bootstrap.sh --kubelet-extra-args and of the Bottlerocket TOML (src/cloudprovider/aws/userdata.ts)',
+    status: 'works',
+    note: 'bootstrap.sh --kubelet-extra-args flags (AL2) and settings.kubernetes keys (Bottlerocket TOML), as upstream',
     test: 'src/cloudprovider/aws/userdata.test.ts',
   },
   {
