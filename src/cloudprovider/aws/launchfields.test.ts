@@ -8,9 +8,11 @@ import {
   type CreateFleetCommandInput,
   CreateSnapshotCommand,
   CreateVolumeCommand,
+  DescribeInstancesCommand,
   DescribeLaunchTemplatesCommand,
   DescribeLaunchTemplateVersionsCommand,
   type EC2Client,
+  type Instance,
   type ResponseLaunchTemplateData,
 } from '@aws-sdk/client-ec2';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -75,10 +77,16 @@ async function templateData(ec2: EC2Client): Promise<ResponseLaunchTemplateData[
   );
 }
 
+/** The instance of `providerID` as moto (through the proxy) describes it. */
+async function instance(ec2: EC2Client, providerID: string): Promise<Instance> {
+  const id = providerID.split('/').pop()!;
+  return (await ec2.send(new DescribeInstancesCommand({ InstanceIds: [id] }))).Reservations![0]!.Instances![0]!;
+}
+
 describe('EC2NodeClass launch fields (moto + proxy)', () => {
   it('defaults: IMDSv2 required, hop limit 1, no detailed monitoring, security groups on the template, no fleet Context', async () => {
     const { provider, clients, net, fleets } = await bed(() => ({}));
-    await provider.create(awsNodeClaim('nc-defaults', reqs));
+    const nc = await provider.create(awsNodeClaim('nc-defaults', reqs));
     const [data, ...more] = await templateData(clients.ec2);
     expect(more).toEqual([]);
     expect(data!.MetadataOptions).toEqual({
@@ -100,6 +108,15 @@ describe('EC2NodeClass launch fields (moto + proxy)', () => {
     ]);
     expect(fleets).toHaveLength(1);
     expect(fleets[0]!.Context).toBeUndefined();
+    const inst = await instance(clients.ec2, nc.status!.providerID!);
+    expect(inst.Monitoring).toEqual({ State: 'disabled' });
+    expect(inst.MetadataOptions).toMatchObject({
+      HttpTokens: 'required',
+      HttpPutResponseHopLimit: 1,
+      HttpEndpoint: 'enabled',
+      HttpProtocolIpv6: 'disabled',
+      InstanceMetadataTags: 'disabled',
+    });
   });
 
   it('every launch field reaches the template and the fleet; a minValues-relaxed NodeClaim launches without Context', async () => {
@@ -175,5 +192,15 @@ describe('EC2NodeClass launch fields (moto + proxy)', () => {
     // Per launched NodeClaim: one CreateFleet; the template is created once and reused.
     expect(emu.proxy.calls.get('ec2:CreateFleet')).toBe(2);
     expect(emu.proxy.calls.get('ec2:CreateLaunchTemplate')).toBe(1);
+    // The instance (moto + the proxy's template metadata options and monitoring) runs with them.
+    const inst = await instance(clients.ec2, nc.status!.providerID!);
+    expect(inst.Monitoring).toEqual({ State: 'enabled' });
+    expect(inst.MetadataOptions).toMatchObject({
+      HttpTokens: 'optional',
+      HttpPutResponseHopLimit: 3,
+      HttpEndpoint: 'enabled',
+      HttpProtocolIpv6: 'enabled',
+      InstanceMetadataTags: 'disabled',
+    });
   });
 });
