@@ -18,7 +18,11 @@ import {
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type AwsEmulator, startAwsEmulator } from '../../../test/aws/moto.ts';
 import type { EC2NodeClass } from '../../apis/karpenter.ts';
-import { AnnotationNodeClaimMinValuesRelaxed, LabelCapacityType, LabelInstanceType } from '../../apis/labels.ts';
+import {
+  AnnotationNodeClaimMinValuesRelaxed,
+  LabelCapacityType,
+  LabelInstanceType,
+} from '../../apis/labels.ts';
 import type { InstanceTypeInventory } from './instancetypes.ts';
 import type { AwsPricing } from './pricing.ts';
 import { awsNodeClaim, awsTestProvider, createTestNetwork, testNodeClass } from './testing.ts';
@@ -80,7 +84,8 @@ async function templateData(ec2: EC2Client): Promise<ResponseLaunchTemplateData[
 /** The instance of `providerID` as moto (through the proxy) describes it. */
 async function instance(ec2: EC2Client, providerID: string): Promise<Instance> {
   const id = providerID.split('/').pop()!;
-  return (await ec2.send(new DescribeInstancesCommand({ InstanceIds: [id] }))).Reservations![0]!.Instances![0]!;
+  return (await ec2.send(new DescribeInstancesCommand({ InstanceIds: [id] }))).Reservations![0]!
+    .Instances![0]!;
 }
 
 describe('EC2NodeClass launch fields (moto + proxy)', () => {

@@ -173,10 +173,7 @@ export function withDetailedMonitoring(xml: string, monitored: ReadonlySet<strin
   for (let i = 1; i < parts.length; i++) {
     const id = parts[i]!.slice(0, parts[i]!.indexOf('</instanceId>'));
     if (!monitored.has(id)) continue;
-    parts[i] = parts[i]!.replace(
-      /(<monitoring>\s*<state>)disabled(<\/state>)/,
-      '$1enabled$2',
-    );
+    parts[i] = parts[i]!.replace(/(<monitoring>\s*<state>)disabled(<\/state>)/, '$1enabled$2');
   }
   return parts.join('<instanceId>');
 }
