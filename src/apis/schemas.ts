@@ -1389,10 +1389,20 @@ export const EC2NodeClassUnsupportedFields: Readonly<Record<string, string>> = {
 
 /**
  * Runtime-only rule (not in the CRD): refuses each `spec` field of {@link EC2NodeClassUnsupportedFields} that is
- * set, as `Forbidden` at `spec.<field>` with the message `capenter does not support <field> yet: <fix>`.
+ * set, as `Forbidden` at `spec.<field>` with the message `capenter does not support <field> yet: <fix>`; and
+ * `cpuOptions.nestedVirtualization: enabled` (upstream launches only instance types whose processor lists the
+ * `nested-virtualization` feature; capenter's instance-type data does not carry it). `disabled` is implemented.
  */
 export function refuseUnsupportedEC2NodeClassFields(v: unknown, ctx: RuleContext): void {
   if (!isObj(v)) return;
+  if (isObj(v.cpuOptions) && v.cpuOptions.nestedVirtualization === 'enabled') {
+    ctx.fail(
+      'capenter: nestedVirtualization enabled unsupported',
+      'capenter does not support cpuOptions.nestedVirtualization "enabled" yet: it cannot tell which instance types ' +
+        'support nested virtualization; remove it or set "disabled"',
+      { path: ['cpuOptions', 'nestedVirtualization'], code: 'FieldValueForbidden' },
+    );
+  }
   for (const [field, fix] of Object.entries(EC2NodeClassUnsupportedFields)) {
     if (v[field] === undefined) continue;
     ctx.fail(`capenter: ${field} unsupported`, `capenter does not support ${field} yet: ${fix}`, {

@@ -498,9 +498,11 @@ describe('EC2NodeClass validation', () => {
         ec2({
           placementGroupSelector: { name: 'pg' },
           networkInterfaces: [{ deviceIndex: 0, networkCardIndex: 0, interfaceType: 'interface' }],
+          cpuOptions: { nestedVirtualization: 'enabled' },
         }),
       ),
     ).toEqual([
+      'EC2NodeClass "default": spec.cpuOptions.nestedVirtualization: Forbidden: capenter does not support cpuOptions.nestedVirtualization "enabled" yet: it cannot tell which instance types support nested virtualization; remove it or set "disabled"',
       'EC2NodeClass "default": spec.networkInterfaces: Forbidden: capenter does not support networkInterfaces yet: capenter launches one primary network interface per instance (no EFA or secondary interfaces); remove networkInterfaces',
       'EC2NodeClass "default": spec.placementGroupSelector: Forbidden: capenter does not support placementGroupSelector yet: capenter does not launch into placement groups; remove placementGroupSelector',
     ]);
@@ -514,7 +516,7 @@ describe('EC2NodeClass validation', () => {
           detailedMonitoring: true,
           associatePublicIPAddress: false,
           context: 'ctx-1',
-          cpuOptions: { nestedVirtualization: 'enabled' },
+          cpuOptions: { nestedVirtualization: 'disabled' },
           connectionTracking: { tcpEstablishedTimeout: 3600, udpTimeout: 30 },
           ipPrefixCount: 2,
           instanceStorePolicy: 'RAID0',

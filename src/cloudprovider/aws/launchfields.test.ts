@@ -60,7 +60,7 @@ async function bed(spec: (net: { snapshot: string }) => Partial<EC2NodeClass['sp
     },
     { step: 'initialize', name: 'recordCreateFleet' },
   );
-  return { ...t, net, fleets };
+  return { ...t, net, fleets, nodeClasses };
 }
 
 /** The latest version's data of every launch template in moto. */
@@ -90,7 +90,7 @@ async function instance(ec2: EC2Client, providerID: string): Promise<Instance> {
 
 describe('EC2NodeClass launch fields (moto + proxy)', () => {
   it('defaults: IMDSv2 required, hop limit 1, no detailed monitoring, security groups on the template, no fleet Context', async () => {
-    const { provider, clients, net, fleets } = await bed(() => ({}));
+    const { provider, clients, net, fleets, nodeClasses } = await bed(() => ({}));
     const nc = await provider.create(awsNodeClaim('nc-defaults', reqs));
     const [data, ...more] = await templateData(clients.ec2);
     expect(more).toEqual([]);
@@ -113,6 +113,8 @@ describe('EC2NodeClass launch fields (moto + proxy)', () => {
     ]);
     expect(fleets).toHaveLength(1);
     expect(fleets[0]!.Context).toBeUndefined();
+    const types = (await provider.instanceTypeProvider.list(nodeClasses.get('default'))).map((t) => t.name);
+    expect(types).toEqual(expect.arrayContaining(['m4.large', 'm5.large']));
     const inst = await instance(clients.ec2, nc.status!.providerID!);
     expect(inst.Monitoring).toEqual({ State: 'disabled' });
     expect(inst.MetadataOptions).toMatchObject({
@@ -125,7 +127,7 @@ describe('EC2NodeClass launch fields (moto + proxy)', () => {
   });
 
   it('every launch field reaches the template and the fleet; a minValues-relaxed NodeClaim launches without Context', async () => {
-    const { provider, clients, net, fleets } = await bed(({ snapshot }) => ({
+    const { provider, clients, net, fleets, nodeClasses } = await bed(({ snapshot }) => ({
       metadataOptions: {
         httpEndpoint: 'enabled',
         httpProtocolIPv6: 'enabled',
@@ -136,7 +138,7 @@ describe('EC2NodeClass launch fields (moto + proxy)', () => {
       associatePublicIPAddress: false,
       ipPrefixCount: 2,
       connectionTracking: { tcpEstablishedTimeout: 3600, udpStreamTimeout: 120, udpTimeout: 45 },
-      cpuOptions: { nestedVirtualization: 'enabled' },
+      cpuOptions: { nestedVirtualization: 'disabled' },
       context: 'ctx-0123',
       blockDeviceMappings: [
         { deviceName: '/dev/xvda', rootVolume: true, ebs: { volumeSize: '40Gi', volumeType: 'gp3' } },
@@ -146,6 +148,10 @@ describe('EC2NodeClass launch fields (moto + proxy)', () => {
         },
       ],
     }));
+    // connectionTracking: Nitro types only (a Xen m4.large is not offered)
+    const types = (await provider.instanceTypeProvider.list(nodeClasses.get('default'))).map((t) => t.name);
+    expect(types).toContain('m5.large');
+    expect(types).not.toContain('m4.large');
     const nc = await provider.create(awsNodeClaim('nc-fields', reqs));
     expect(nc.status?.providerID).toMatch(/^aws:\/\/\/us-west-2a\/i-/);
     const [data, ...more] = await templateData(clients.ec2);
@@ -158,7 +164,7 @@ describe('EC2NodeClass launch fields (moto + proxy)', () => {
       InstanceMetadataTags: 'disabled',
     });
     expect(data!.Monitoring).toEqual({ Enabled: true });
-    expect(data!.CpuOptions).toEqual({ NestedVirtualization: 'enabled' });
+    expect(data!.CpuOptions).toEqual({ NestedVirtualization: 'disabled' });
     expect(data!.SecurityGroupIds).toBeUndefined();
     expect(data!.NetworkInterfaces).toEqual([
       {
