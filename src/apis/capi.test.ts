@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { Ajv } from 'ajv';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { KMPEC2NodeClassSchema } from './capi.ts';
 import { crdObjects } from './crds.ts';
 
 const community = parse(
@@ -73,5 +74,27 @@ describe('KarpenterMachinePool CRD', () => {
     });
     expect(ours.spec.versions[0]!.subresources).toEqual({ status: {} });
     expect(ours.spec.names.categories).toEqual(['cluster-api']);
+  });
+});
+
+describe('KarpenterMachinePool spec.ec2NodeClass', () => {
+  it('refuses the EC2NodeClass fields capenter does not implement yet, as an EC2NodeClass does', () => {
+    const r = KMPEC2NodeClassSchema.safeParse({
+      placementGroupSelector: { name: 'pg' },
+      cpuOptions: { nestedVirtualization: 'enabled' },
+    });
+    expect(r.success ? [] : r.error.issues.map((i) => [i.path.join('.'), i.message])).toEqual([
+      [
+        'cpuOptions.nestedVirtualization',
+        'capenter does not support cpuOptions.nestedVirtualization "enabled" yet: it cannot tell which instance types support nested virtualization; remove it or set "disabled"',
+      ],
+      [
+        'placementGroupSelector',
+        'capenter does not support placementGroupSelector yet: capenter does not launch into placement groups; remove placementGroupSelector',
+      ],
+    ]);
+    expect(
+      KMPEC2NodeClassSchema.safeParse({ cpuOptions: { nestedVirtualization: 'disabled' } }).success,
+    ).toBe(true);
   });
 });

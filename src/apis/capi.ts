@@ -29,6 +29,7 @@ import {
   NodeClassReferenceSchema,
   NodePoolSpecFields,
   ObjectMetaSchema,
+  refuseUnsupportedEC2NodeClassFields,
   templateLabelsSchema,
   withRules,
 } from './schemas.ts';
@@ -154,6 +155,7 @@ export const KMPEC2NodeClassSchema = withRules(
   (v, ctx) => {
     if (isObj(v) && v.role !== undefined && v.instanceProfile !== undefined)
       ctx.fail(kmpEC2Rules[0]!.rule, kmpEC2Rules[0]!.message, { code: 'FieldValueForbidden' });
+    refuseUnsupportedEC2NodeClassFields(v, ctx);
   },
 );
 

@@ -153,6 +153,16 @@ export interface EC2NodeClass extends KubeObject {
       httpTokens?: 'required' | 'optional';
     };
     associatePublicIPAddress?: boolean;
+    /** CloudWatch detailed monitoring of the instances (launch template `Monitoring.Enabled`). */
+    detailedMonitoring?: boolean;
+    /** CreateFleet `Context` (reserved for AWS internal use; upstream passes it through). */
+    context?: string;
+    /** Launch template `CpuOptions`. */
+    cpuOptions?: { nestedVirtualization?: 'enabled' | 'disabled' };
+    /** Primary network interface `ConnectionTrackingSpecification`, in seconds. */
+    connectionTracking?: { tcpEstablishedTimeout?: number; udpStreamTimeout?: number; udpTimeout?: number };
+    /** Prefixes (IPv4 /28 or IPv6 /80) assigned to the primary network interface. */
+    ipPrefixCount?: number;
     [key: string]: unknown;
   };
   status?: Record<string, unknown>;

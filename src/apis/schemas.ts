@@ -1376,8 +1376,48 @@ export const EC2NodeClassSpecFields = z.strictObject({
     .describe('User data merged with (or, for Custom, replacing) the bootstrap.'),
 });
 
+/**
+ * EC2NodeClass `spec` fields that upstream's CRD has and capenter's aws provider does not implement yet, with what
+ * to do instead. They stay in the schema (the CRD is upstream's), and {@link refuseUnsupportedEC2NodeClassFields}
+ * refuses them, so that a class using one is never launched as if the field were not there.
+ */
+export const EC2NodeClassUnsupportedFields: Readonly<Record<string, string>> = {
+  networkInterfaces:
+    'capenter launches one primary network interface per instance (no EFA or secondary interfaces); remove networkInterfaces',
+  placementGroupSelector: 'capenter does not launch into placement groups; remove placementGroupSelector',
+};
+
+/**
+ * Runtime-only rule (not in the CRD): refuses each `spec` field of {@link EC2NodeClassUnsupportedFields} that is
+ * set, as `Forbidden` at `spec.<field>` with the message `capenter does not support <field> yet: <fix>`; and
+ * `cpuOptions.nestedVirtualization: enabled` (upstream launches only instance types whose processor lists the
+ * `nested-virtualization` feature; capenter's instance-type data does not carry it). `disabled` is implemented.
+ */
+export function refuseUnsupportedEC2NodeClassFields(v: unknown, ctx: RuleContext): void {
+  if (!isObj(v)) return;
+  if (isObj(v.cpuOptions) && v.cpuOptions.nestedVirtualization === 'enabled') {
+    ctx.fail(
+      'capenter: nestedVirtualization enabled unsupported',
+      'capenter does not support cpuOptions.nestedVirtualization "enabled" yet: it cannot tell which instance types ' +
+        'support nested virtualization; remove it or set "disabled"',
+      { path: ['cpuOptions', 'nestedVirtualization'], code: 'FieldValueForbidden' },
+    );
+  }
+  for (const [field, fix] of Object.entries(EC2NodeClassUnsupportedFields)) {
+    if (v[field] === undefined) continue;
+    ctx.fail(`capenter: ${field} unsupported`, `capenter does not support ${field} yet: ${fix}`, {
+      path: [field],
+      code: 'FieldValueForbidden',
+    });
+  }
+}
+
 /** EC2NodeClass `spec`. */
-export const EC2NodeClassSpecSchema = celAll(EC2NodeClassSpecFields, ec2SpecRules);
+export const EC2NodeClassSpecSchema = withRules(
+  celAll(EC2NodeClassSpecFields, ec2SpecRules),
+  [],
+  refuseUnsupportedEC2NodeClassFields,
+);
 
 /** EC2NodeClass `status`. */
 export const EC2NodeClassStatusSchema = z.strictObject({

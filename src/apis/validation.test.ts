@@ -492,6 +492,42 @@ describe('EC2NodeClass validation', () => {
     expect(messages(ec2(spec))).toEqual([message]);
   });
 
+  it('refuses the EC2NodeClass fields capenter does not implement yet, naming the class and the field', () => {
+    expect(
+      messages(
+        ec2({
+          placementGroupSelector: { name: 'pg' },
+          networkInterfaces: [{ deviceIndex: 0, networkCardIndex: 0, interfaceType: 'interface' }],
+          cpuOptions: { nestedVirtualization: 'enabled' },
+        }),
+      ),
+    ).toEqual([
+      'EC2NodeClass "default": spec.cpuOptions.nestedVirtualization: Forbidden: capenter does not support cpuOptions.nestedVirtualization "enabled" yet: it cannot tell which instance types support nested virtualization; remove it or set "disabled"',
+      'EC2NodeClass "default": spec.networkInterfaces: Forbidden: capenter does not support networkInterfaces yet: capenter launches one primary network interface per instance (no EFA or secondary interfaces); remove networkInterfaces',
+      'EC2NodeClass "default": spec.placementGroupSelector: Forbidden: capenter does not support placementGroupSelector yet: capenter does not launch into placement groups; remove placementGroupSelector',
+    ]);
+  });
+
+  it('accepts the launch fields capenter implements (metadataOptions, detailedMonitoring, associatePublicIPAddress, context, cpuOptions, connectionTracking, ipPrefixCount, volumeInitializationRate, instanceStorePolicy)', () => {
+    expect(
+      messages(
+        ec2({
+          metadataOptions: { httpTokens: 'optional', httpPutResponseHopLimit: 2 },
+          detailedMonitoring: true,
+          associatePublicIPAddress: false,
+          context: 'ctx-1',
+          cpuOptions: { nestedVirtualization: 'disabled' },
+          connectionTracking: { tcpEstablishedTimeout: 3600, udpTimeout: 30 },
+          ipPrefixCount: 2,
+          instanceStorePolicy: 'RAID0',
+          blockDeviceMappings: [
+            { deviceName: '/dev/xvdb', ebs: { snapshotID: 'snap-1', volumeInitializationRate: 200 } },
+          ],
+        }),
+      ),
+    ).toEqual([]);
+  });
+
   it('reports every mutually exclusive field of a selector term', () => {
     expect(messages(ec2({ securityGroupSelectorTerms: [{ id: 'sg-1', name: 'x' }] }))).toEqual([
       'EC2NodeClass "default": spec.securityGroupSelectorTerms[0]: Forbidden: \'id\' is mutually exclusive, cannot be set with a combination of other fields in a security group selector term',

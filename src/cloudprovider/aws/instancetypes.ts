@@ -29,6 +29,7 @@ import { loadCatalogData } from './catalog/data.ts';
 import {
   allocatableOptionsFor,
   buildInstanceType,
+  compatibleWithNodeClass,
   getInstanceTypeSpec,
   type InstanceTypeSpec,
   isSupportedRegion,
@@ -306,6 +307,7 @@ export class AwsInstanceTypes {
     const classKey = JSON.stringify([
       nodeClass?.metadata.name,
       opts,
+      nodeClass?.spec.connectionTracking !== undefined,
       allowedZones ? [...allowedZones].sort() : null,
       [...zoneIDs].sort(),
     ]);
@@ -318,6 +320,7 @@ export class AwsInstanceTypes {
       types = [];
       for (const spec of inv.specs.values()) {
         if (family.startsWith('Windows') && spec.architecture !== 'amd64') continue;
+        if (!compatibleWithNodeClass(spec, nodeClass)) continue;
         const zones = (inv.zones.get(spec.name) ?? []).filter((z) => !allowedZones || allowedZones.has(z));
         if (zones.length === 0) continue;
         const offerings: Offering[] = [];

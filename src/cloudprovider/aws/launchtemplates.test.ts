@@ -110,6 +110,7 @@ describe('launch template options', () => {
       HttpProtocolIpv6: 'disabled',
       HttpPutResponseHopLimit: 1,
       HttpTokens: 'required',
+      InstanceMetadataTags: 'disabled',
     });
     expect(
       metadataOptions(nodeClass({ metadataOptions: { httpPutResponseHopLimit: 2, httpTokens: 'optional' } })),

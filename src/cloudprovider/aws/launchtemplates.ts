@@ -1,6 +1,6 @@
 /**
  * Launch templates of the aws provider: one per distinct set of launch options (AMI × user data × security groups
- * × instance profile × block devices × metadata options × tags), named `karpenter.k8s.aws/<hash of the options>`
+ * × instance profile × block devices × metadata options × CPU options × network interface options × tags), named `karpenter.k8s.aws/<hash of the options>`
  * and tagged `karpenter.k8s.aws/cluster=<cluster>`, `karpenter.k8s.aws/ec2nodeclass=<class>` (upstream
  * `pkg/providers/launchtemplate/launchtemplate.go`). Reused while cached (an earlier process's templates are taken
  * into the cache when first listed); templates of this cluster that no launch used for `ttlSeconds` are deleted by
@@ -14,6 +14,7 @@ import {
   DescribeLaunchTemplatesCommand,
   type EC2Client,
   type LaunchTemplateBlockDeviceMappingRequest,
+  type LaunchTemplateInstanceNetworkInterfaceSpecificationRequest,
   type RequestLaunchTemplateData,
   type VolumeType,
 } from '@aws-sdk/client-ec2';
@@ -41,8 +42,19 @@ export interface LaunchTemplateOptions {
   instanceProfile?: string;
   blockDeviceMappings: LaunchTemplateBlockDeviceMappingRequest[];
   metadataOptions: NonNullable<RequestLaunchTemplateData['MetadataOptions']>;
+  /** `spec.associatePublicIPAddress`: the primary network interface's `AssociatePublicIpAddress`. */
   associatePublicIPAddress?: boolean;
+  /** `spec.detailedMonitoring`: `Monitoring.Enabled` (false when absent, as upstream). */
   detailedMonitoring?: boolean;
+  /** `spec.cpuOptions` as the template's `CpuOptions` (absent: none, as upstream `cpuOptions`). */
+  cpuOptions?: NonNullable<RequestLaunchTemplateData['CpuOptions']>;
+  /**
+   * `spec.ipPrefixCount` on the primary network interface: `Ipv4PrefixCount` in an IPv4 cluster, `Ipv6PrefixCount`
+   * in an IPv6 one (upstream `generateNetworkInterfaces`).
+   */
+  ipPrefixCount?: { count: number; ipv6: boolean };
+  /** `spec.connectionTracking` (seconds) as the primary network interface's `ConnectionTrackingSpecification`. */
+  connectionTracking?: { TcpEstablishedTimeout?: number; UdpStreamTimeout?: number; UdpTimeout?: number };
   /** Tags for the template and (via the template) the volumes and network interfaces. */
   tags: Record<string, string>;
   /**
@@ -91,7 +103,9 @@ export function launchTemplateName(o: LaunchTemplateOptions): string {
 const GiB = 2 ** 30;
 
 /**
- * EC2 block device mappings of a class: its `spec.blockDeviceMappings` (sizes in GiB, rounded up), or the family's
+ * EC2 block device mappings of a class: its `spec.blockDeviceMappings` (sizes in GiB, rounded up; `iops`,
+ * `throughput`, `kmsKeyID`, `snapshotID` and `volumeInitializationRate` (MiB/s) passed through as upstream
+ * `pkg/providers/launchtemplate/launchtemplate.go` `blockDeviceMappings`), or the family's
  * default (upstream `amifamily.*.DefaultBlockDeviceMappings`: 20 GiB gp3 encrypted root on `/dev/xvda`; Bottlerocket
  * a 4 GiB OS volume on `/dev/xvda` and 20 GiB data on `/dev/xvdb`; Custom none).
  * @throws Error naming `spec.blockDeviceMappings[i].ebs.volumeSize` when a size is not a quantity.
@@ -127,6 +141,9 @@ export function blockDeviceMappings(
           ...(typeof extra.throughput === 'number' ? { Throughput: extra.throughput } : {}),
           ...(typeof extra.kmsKeyID === 'string' ? { KmsKeyId: extra.kmsKeyID } : {}),
           ...(typeof extra.snapshotID === 'string' ? { SnapshotId: extra.snapshotID } : {}),
+          ...(typeof extra.volumeInitializationRate === 'number'
+            ? { VolumeInitializationRate: extra.volumeInitializationRate }
+            : {}),
         },
       };
     });
@@ -153,7 +170,12 @@ export function blockDeviceMappings(
   }
 }
 
-/** IMDS options of a class with upstream's defaults (enabled, IPv6 disabled, hop limit 1, tokens required). */
+/**
+ * IMDS options of a class with upstream's defaults (enabled, IPv6 disabled, hop limit 1, tokens required), and
+ * `InstanceMetadataTags` always `disabled`: an account-wide default of `enabled` would otherwise fail the launch,
+ * since tag keys like `kubernetes.io/cluster/<name>` are not valid instance-metadata tag keys (upstream
+ * `pkg/providers/launchtemplate/types.go` `CreateLaunchTemplateInputBuilder.Build`).
+ */
 export function metadataOptions(nodeClass: EC2NodeClass): LaunchTemplateOptions['metadataOptions'] {
   const m = nodeClass.spec.metadataOptions ?? {};
   return {
@@ -161,6 +183,57 @@ export function metadataOptions(nodeClass: EC2NodeClass): LaunchTemplateOptions[
     HttpProtocolIpv6: m.httpProtocolIPv6 ?? 'disabled',
     HttpPutResponseHopLimit: m.httpPutResponseHopLimit ?? 1,
     HttpTokens: m.httpTokens ?? 'required',
+    InstanceMetadataTags: 'disabled',
+  };
+}
+
+/**
+ * `spec.cpuOptions` as a template's `CpuOptions`: `NestedVirtualization` when set, else undefined (upstream
+ * `pkg/providers/launchtemplate/launchtemplate.go` `cpuOptions`).
+ */
+export function cpuOptions(nodeClass: EC2NodeClass): LaunchTemplateOptions['cpuOptions'] {
+  const n = nodeClass.spec.cpuOptions?.nestedVirtualization;
+  return n ? { NestedVirtualization: n } : undefined;
+}
+
+/**
+ * `spec.connectionTracking` as a `ConnectionTrackingSpecification` (seconds): undefined when no timeout is set
+ * (upstream `pkg/providers/launchtemplate/launchtemplate.go` `connectionTrackingSpec`).
+ */
+export function connectionTracking(nodeClass: EC2NodeClass): LaunchTemplateOptions['connectionTracking'] {
+  const ct = nodeClass.spec.connectionTracking;
+  if (!ct) return undefined;
+  const out = {
+    ...(ct.tcpEstablishedTimeout !== undefined ? { TcpEstablishedTimeout: ct.tcpEstablishedTimeout } : {}),
+    ...(ct.udpStreamTimeout !== undefined ? { UdpStreamTimeout: ct.udpStreamTimeout } : {}),
+    ...(ct.udpTimeout !== undefined ? { UdpTimeout: ct.udpTimeout } : {}),
+  };
+  return Object.keys(out).length > 0 ? out : undefined;
+}
+
+/**
+ * The template's primary network interface (device index 0, the security groups), carrying
+ * `AssociatePublicIpAddress`, the IP prefix count and connection tracking (upstream
+ * `pkg/providers/launchtemplate/launchtemplate.go` `generateNetworkInterfaces`, its last case). Undefined when the
+ * options set none of them: the template then names `SecurityGroupIds` instead, and keeps the name (hash) it had
+ * before these options existed. (Upstream always writes the interface; EC2 launches the same instance either way.)
+ */
+export function primaryNetworkInterface(
+  o: LaunchTemplateOptions,
+): LaunchTemplateInstanceNetworkInterfaceSpecificationRequest | undefined {
+  if (o.associatePublicIPAddress === undefined && !o.ipPrefixCount && !o.connectionTracking) return undefined;
+  return {
+    DeviceIndex: 0,
+    Groups: o.securityGroupIDs,
+    ...(o.associatePublicIPAddress !== undefined
+      ? { AssociatePublicIpAddress: o.associatePublicIPAddress }
+      : {}),
+    ...(o.ipPrefixCount
+      ? o.ipPrefixCount.ipv6
+        ? { Ipv6PrefixCount: o.ipPrefixCount.count }
+        : { Ipv4PrefixCount: o.ipPrefixCount.count }
+      : {}),
+    ...(o.connectionTracking ? { ConnectionTrackingSpecification: o.connectionTracking } : {}),
   };
 }
 
@@ -248,24 +321,16 @@ export class LaunchTemplates {
       [TagLaunchTemplateCluster]: o.clusterName,
       [TagNodeClass]: o.nodeClassName,
     }).map(([Key, Value]) => ({ Key, Value }));
+    const nic = primaryNetworkInterface(o);
     const data: RequestLaunchTemplateData = {
       ImageId: o.amiID,
       UserData: Buffer.from(o.userData, 'utf8').toString('base64'),
       ...(o.instanceProfile ? { IamInstanceProfile: { Name: o.instanceProfile } } : {}),
-      ...(o.associatePublicIPAddress !== undefined
-        ? {
-            NetworkInterfaces: [
-              {
-                DeviceIndex: 0,
-                AssociatePublicIpAddress: o.associatePublicIPAddress,
-                Groups: o.securityGroupIDs,
-              },
-            ],
-          }
-        : { SecurityGroupIds: o.securityGroupIDs }),
+      ...(nic ? { NetworkInterfaces: [nic] } : { SecurityGroupIds: o.securityGroupIDs }),
       ...(o.blockDeviceMappings.length > 0 ? { BlockDeviceMappings: o.blockDeviceMappings } : {}),
       MetadataOptions: o.metadataOptions,
       Monitoring: { Enabled: o.detailedMonitoring ?? false },
+      ...(o.cpuOptions ? { CpuOptions: o.cpuOptions } : {}),
       ...(o.tenancy ? { Placement: { Tenancy: o.tenancy } } : {}),
       ...(o.capacityReservation
         ? {

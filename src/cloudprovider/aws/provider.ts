@@ -50,6 +50,7 @@ import type {
 import type { NodeSelectorRequirement, Taint } from '../../apis/core.ts';
 import type { EC2NodeClass, NodeClaim, NodePool } from '../../apis/karpenter.ts';
 import {
+  AnnotationNodeClaimMinValuesRelaxed,
   AnnotationPriceOverlayApplied,
   LabelCapacityReservationID,
   LabelCapacityReservationInterruptible,
@@ -94,6 +95,8 @@ import { Instances } from './instances.ts';
 import { AwsInstanceTypes, type InstanceTypeInventory, subnetZoneIDs } from './instancetypes.ts';
 import {
   blockDeviceMappings,
+  connectionTracking,
+  cpuOptions,
   type LaunchTemplateOptions,
   LaunchTemplates,
   metadataOptions,
@@ -441,6 +444,19 @@ function fleetOverrides(
   }
   overrides.sort((a, b) => a.price - b.price);
   return overrides.map(({ price: _p, ...o }) => o);
+}
+
+/**
+ * The CreateFleet `Context` of a launch: the class's `spec.context`, except for a NodeClaim whose minValues were
+ * relaxed (`karpenter.sh/nodeclaim-min-values-relaxed: "true"`), which launches without it (upstream
+ * `pkg/providers/instance/instance.go` `launchInstance`: `WithContextID` only when not relaxed).
+ */
+export function fleetContext(nodeClaim: NodeClaim, nodeClass: EC2NodeClass): string | undefined {
+  const context = nodeClass.spec.context;
+  if (context === undefined) return undefined;
+  return nodeClaim.metadata.annotations?.[AnnotationNodeClaimMinValuesRelaxed] === 'true'
+    ? undefined
+    : context;
 }
 
 /**
@@ -930,7 +946,9 @@ export class AwsCloudProvider implements CloudProvider {
     amis: AMIStatus[],
     securityGroups: string[],
   ): Promise<{ request: CreateFleetCommandInput; amiFor: Map<string, string> }> {
-    const { capacityType, tenancy } = launch;
+    const { capacityType } = launch;
+    // upstream's cluster IP family (of the kube-dns address); capenter knows the service CIDR
+    const ltLaunch = { tenancy: launch.tenancy, ipv6: cluster.cidr?.includes(':') ?? false };
     const family = resolveAMIFamily(nodeClass);
     // One subnet per zone: the first in status order (the controller orders them by free addresses).
     const subnetByZone = new Map<string, string>();
@@ -986,7 +1004,7 @@ export class AwsCloudProvider implements CloudProvider {
               userData,
               securityGroups,
               bdms,
-              tenancy,
+              ltLaunch,
               {
                 id: o.reservationID,
                 type:
@@ -1004,7 +1022,7 @@ export class AwsCloudProvider implements CloudProvider {
         }
         continue;
       }
-      const lt = await this.ensureLaunchTemplate(nodeClass, g.ami, userData, securityGroups, bdms, tenancy);
+      const lt = await this.ensureLaunchTemplate(nodeClass, g.ami, userData, securityGroups, bdms, ltLaunch);
       const overrides = fleetOverrides(g.candidates, subnetByZone, overlay);
       if (overrides.length === 0) continue;
       configs.push({
@@ -1015,13 +1033,18 @@ export class AwsCloudProvider implements CloudProvider {
     const block = candidates.some((c) =>
       c.offerings.some((o) => o.labels?.[LabelCapacityReservationType] === 'capacity-block'),
     );
-    return { request: fleetRequest(capacityType, configs, tags, overlay, block), amiFor };
+    const request = fleetRequest(capacityType, configs, tags, overlay, block);
+    const context = fleetContext(nodeClaim, nodeClass);
+    if (context !== undefined) request.Context = context;
+    return { request, amiFor };
   }
 
   /**
    * Ensures the launch template of `nodeClass` for one AMI and user data, its tenancy (`dedicated`: a template with
    * `Placement.Tenancy` dedicated, upstream `CreateLaunchTemplateInputBuilder.buildPlacement`), and for a reserved
-   * launch one capacity reservation (see {@link LaunchTemplates.ensure}).
+   * launch one capacity reservation (see {@link LaunchTemplates.ensure}). The class's `metadataOptions`,
+   * `detailedMonitoring`, `cpuOptions`, `associatePublicIPAddress`, `ipPrefixCount` (IPv6 prefixes when `ipv6`) and
+   * `connectionTracking` go into the template as upstream `pkg/providers/launchtemplate/launchtemplate.go`.
    */
   private ensureLaunchTemplate(
     nodeClass: EC2NodeClass,
@@ -1029,10 +1052,14 @@ export class AwsCloudProvider implements CloudProvider {
     userData: string,
     securityGroupIDs: string[],
     bdms: ReturnType<typeof blockDeviceMappings>,
-    tenancy: Tenancy,
+    launch: { tenancy: Tenancy; ipv6: boolean },
     capacityReservation?: LaunchTemplateOptions['capacityReservation'],
   ): ReturnType<LaunchTemplates['ensure']> {
     const status = ec2NodeClassStatus(nodeClass);
+    const { tenancy } = launch;
+    const cpu = cpuOptions(nodeClass);
+    const ct = connectionTracking(nodeClass);
+    const prefixes = nodeClass.spec.ipPrefixCount;
     return this.launchTemplates.ensure({
       clusterName: this.deps.settings.clusterName,
       nodeClassName: nodeClass.metadata.name,
@@ -1048,6 +1075,9 @@ export class AwsCloudProvider implements CloudProvider {
       ...(typeof nodeClass.spec.detailedMonitoring === 'boolean'
         ? { detailedMonitoring: nodeClass.spec.detailedMonitoring }
         : {}),
+      ...(cpu ? { cpuOptions: cpu } : {}),
+      ...(typeof prefixes === 'number' ? { ipPrefixCount: { count: prefixes, ipv6: launch.ipv6 } } : {}),
+      ...(ct ? { connectionTracking: ct } : {}),
       tags: { ...(nodeClass.spec.tags ?? {}), [LabelEC2NodeClass]: nodeClass.metadata.name },
       ...(capacityReservation ? { capacityReservation } : {}),
       ...(tenancy === 'dedicated' ? { tenancy } : {}),

@@ -2,7 +2,8 @@
  * The loaded `aws` provider ({@link awsSetup}; upstream aws/karpenter-provider-aws `pkg/controllers/controllers.go`):
  * the provider, the EC2NodeClass controller (`nodeclass`), with the `ReservedCapacity` gate the capacity
  * reservation controllers (`capacityreservation.capacitytype`, `capacityreservation.expiration`), the EC2 instance
- * status controller (`interruption.instancestatus`, always, as upstream) and, when `--interruption-queue` is set, the
+ * status controller (`interruption.instancestatus`, always, as upstream), the instance tagging controller
+ * (`nodeclaim.tagging`: `Name=<node name>`, always, as upstream) and, when `--interruption-queue` is set, the
  * interruption controller; plus a loop that garbage-collects the provider's unused launch templates every 5 minutes. This module
  * loads the AWS SDK: only `awsModule.load` (`./module.ts`), the embedded layer and tests import it.
  */
@@ -26,6 +27,7 @@ import {
 import { InterruptionController, type UnavailableOfferings } from './controllers/interruption/controller.ts';
 import { InstanceStatusController } from './controllers/interruption/instancestatus.ts';
 import { EC2NodeClassController } from './controllers/nodeclass.ts';
+import { taggingController } from './controllers/tagging.ts';
 import { awsNodeClassKinds, awsProviderName } from './kinds.ts';
 import { AwsCloudProvider, EC2NodeClassKind } from './provider.ts';
 import type { AwsSettings } from './settings.ts';
@@ -208,6 +210,13 @@ export function awsControllers(
       }),
     );
   out.push(
+    taggingController({
+      client: deps.client,
+      ec2: cfg.clients.ec2,
+      clusterName: cfg.settings.clusterName,
+      clock: deps.clock,
+      logger: deps.logger,
+    }),
     new InstanceStatusController({
       client: deps.client,
       ec2: cfg.clients.ec2,

@@ -28,6 +28,12 @@
  * - EC2 instance tenancy (moto launches every instance with default tenancy and ignores a launch template's
  *   `Placement.Tenancy`): a fleet instance launched from a template with `Placement.Tenancy=dedicated` is reported
  *   by `DescribeInstances` with `<placement><tenancy>dedicated</tenancy>` (aws provider's `instance-tenancy`).
+ * - EC2 instance metadata options and detailed monitoring of fleet instances (moto launches them with its own
+ *   metadata options, tokens `optional` and hop limit 1, and monitoring `disabled`, whatever the template says; it
+ *   has no `MonitorInstances`): after the launch the proxy applies the template's `MetadataOptions` with
+ *   `ModifyInstanceMetadataOptions`, and `DescribeInstances` reports an instance launched from a template with
+ *   `Monitoring.Enabled=true` with `<monitoring><state>enabled</state></monitoring>` (EC2NodeClass
+ *   `metadataOptions`, `detailedMonitoring`).
  * - EC2 `DescribeInstanceStatus` (`./instancestatus.ts`): moto reports every running instance's checks `ok`, has no
  *   scheduled events and ignores the `instance-status.status`, `system-status.status` and `event.code` filters; the
  *   proxy answers from moto's instances with the health injected by {@link AwsEmulatorProxy.setInstanceHealth}
@@ -54,6 +60,7 @@ import {
   DescribeSubnetsCommand,
   EC2Client,
   ModifyInstanceAttributeCommand,
+  ModifyInstanceMetadataOptionsCommand,
 } from '@aws-sdk/client-ec2';
 import {
   type InjectedHealth,
@@ -152,6 +159,21 @@ export function withDedicatedTenancy(xml: string, dedicated: ReadonlySet<string>
       /(<placement>(?:(?!<\/placement>).)*?<tenancy>)default(<\/tenancy>)/s,
       '$1dedicated$2',
     );
+  }
+  return parts.join('<instanceId>');
+}
+
+/**
+ * A moto `DescribeInstances` answer with `<monitoring><state>enabled</state></monitoring>` for each instance in
+ * `monitored` (moto writes `disabled` for every fleet instance).
+ */
+export function withDetailedMonitoring(xml: string, monitored: ReadonlySet<string>): string {
+  if (monitored.size === 0) return xml;
+  const parts = xml.split('<instanceId>');
+  for (let i = 1; i < parts.length; i++) {
+    const id = parts[i]!.slice(0, parts[i]!.indexOf('</instanceId>'));
+    if (!monitored.has(id)) continue;
+    parts[i] = parts[i]!.replace(/(<monitoring>\s*<state>)disabled(<\/state>)/, '$1enabled$2');
   }
   return parts.join('<instanceId>');
 }
@@ -260,6 +282,8 @@ export class AwsEmulatorProxy {
   private readonly templateTargets = new Map<string, Promise<string>>();
   /** Fleet instances launched from a `Placement.Tenancy=dedicated` template (moto reports them as default). */
   private readonly dedicatedInstances = new Set<string>();
+  /** Fleet instances launched from a template with `Monitoring.Enabled=true`. */
+  private readonly monitoredInstances = new Set<string>();
   /** Fleet overrides failed by an injected {@link CapacityFault} so far (reset by {@link reset}). */
   capacityErrorsInjected = 0;
   private faults: CapacityFault[] = [];
@@ -379,6 +403,7 @@ export class AwsEmulatorProxy {
     this.reservations.clear();
     this.templateTargets.clear();
     this.dedicatedInstances.clear();
+    this.monitoredInstances.clear();
   }
 
   /** Stops listening and closes idle connections. */
@@ -527,9 +552,9 @@ export class AwsEmulatorProxy {
   ): Promise<void> {
     const out = await this.upstream(req, body);
     if (out.status === 200 && action === 'DescribeInstances') {
-      const body = withDedicatedTenancy(
-        this.reservations.annotateInstances(out.body),
-        this.dedicatedInstances,
+      const body = withDetailedMonitoring(
+        withDedicatedTenancy(this.reservations.annotateInstances(out.body), this.dedicatedInstances),
+        this.monitoredInstances,
       );
       res.writeHead(out.status, out.headers).end(body);
       return;
@@ -821,8 +846,9 @@ export class AwsEmulatorProxy {
   }
 
   /**
-   * Applies the launch template's security groups and instance profile to fleet instances (moto ignores both), and
-   * remembers them as dedicated when the template's `Placement.Tenancy` is `dedicated`.
+   * Applies the launch template's security groups, instance profile and metadata options to fleet instances (moto
+   * ignores them), and remembers them as dedicated when the template's `Placement.Tenancy` is `dedicated` and as
+   * monitored when its `Monitoring.Enabled` is true.
    */
   private async applyTemplate(
     region: string,
@@ -848,10 +874,26 @@ export class AwsEmulatorProxy {
       const profile = data?.IamInstanceProfile;
       if (data?.Placement?.Tenancy === 'dedicated')
         for (const id of instanceIds) this.dedicatedInstances.add(id);
+      if (data?.Monitoring?.Enabled) for (const id of instanceIds) this.monitoredInstances.add(id);
+      const md = data?.MetadataOptions;
       await Promise.all(
         instanceIds.map(async (id) => {
           if (groups.length > 0) {
             await ec2.send(new ModifyInstanceAttributeCommand({ InstanceId: id, Groups: groups }));
+          }
+          if (md) {
+            await ec2.send(
+              new ModifyInstanceMetadataOptionsCommand({
+                InstanceId: id,
+                ...(md.HttpTokens ? { HttpTokens: md.HttpTokens } : {}),
+                ...(md.HttpPutResponseHopLimit !== undefined
+                  ? { HttpPutResponseHopLimit: md.HttpPutResponseHopLimit }
+                  : {}),
+                ...(md.HttpEndpoint ? { HttpEndpoint: md.HttpEndpoint } : {}),
+                ...(md.HttpProtocolIpv6 ? { HttpProtocolIpv6: md.HttpProtocolIpv6 } : {}),
+                ...(md.InstanceMetadataTags ? { InstanceMetadataTags: md.InstanceMetadataTags } : {}),
+              }),
+            );
           }
           if (profile?.Name || profile?.Arn) {
             await ec2

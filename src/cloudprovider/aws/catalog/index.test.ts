@@ -105,6 +105,26 @@ describe('getInstanceTypes', () => {
     }).toThrow(TypeError);
   });
 
+  it('a class with connectionTracking gets Nitro types only (upstream connectionTrackingCompatibility)', () => {
+    const all = getInstanceTypes({ region: 'us-east-1' }).instanceTypes;
+    const nitro = getInstanceTypes({
+      region: 'us-east-1',
+      nodeClass: {
+        apiVersion: 'karpenter.k8s.aws/v1',
+        kind: 'EC2NodeClass',
+        metadata: { name: 'ct' },
+        spec: { amiSelectorTerms: [{ alias: 'al2023@latest' }], connectionTracking: { udpTimeout: 30 } },
+      },
+    }).instanceTypes;
+    const hypervisor = new Map(listInstanceTypeSpecs().map((s) => [s.name, s.hypervisor]));
+    expect(hypervisor.get('m4.large')).toBe('xen');
+    expect(all.map((t) => t.name)).toContain('m4.large');
+    expect(nitro.map((t) => t.name)).not.toContain('m4.large');
+    expect(nitro.map((t) => t.name)).toContain('m5.large');
+    expect(nitro.every((t) => hypervisor.get(t.name) === 'nitro')).toBe(true);
+    expect(nitro.length).toBe(all.filter((t) => hypervisor.get(t.name) === 'nitro').length);
+  });
+
   it('rejects an unsupported region listing the supported ones', () => {
     expect(() => getInstanceTypes({ region: 'ap-south-1' })).toThrow(UnsupportedRegionError);
     expect(() => getInstanceTypes({ region: 'ap-south-1' })).toThrow(

@@ -185,7 +185,27 @@ function cacheKey(region: string, family: AMIFamily, nodeClass: EC2NodeClass | u
     },
     bdm: nodeClass?.spec.blockDeviceMappings,
     isp: nodeClass?.spec.instanceStorePolicy,
+    nitroOnly: nitroOnly(nodeClass) || undefined,
   });
+}
+
+/** True when the class sets `spec.connectionTracking`, which only Nitro instances support. */
+function nitroOnly(nodeClass: EC2NodeClass | undefined): boolean {
+  return nodeClass?.spec.connectionTracking !== undefined;
+}
+
+/**
+ * Whether instances of `spec` can launch with `nodeClass`'s launch options (upstream aws/karpenter-provider-aws
+ * v1.14.1 `pkg/providers/instancetype/compatibility/compatibility.go` `IsCompatibleWithNodeClass`): with
+ * `spec.connectionTracking` only Nitro types (`connectionTrackingCompatibility`). Upstream's nested-virtualization
+ * check is not needed: capenter refuses `cpuOptions.nestedVirtualization: enabled` (`src/apis/schemas.ts`); nor its
+ * network-interface and placement-group checks (those fields are refused too).
+ */
+export function compatibleWithNodeClass(
+  spec: InstanceTypeSpec,
+  nodeClass: EC2NodeClass | undefined,
+): boolean {
+  return !nitroOnly(nodeClass) || spec.hypervisor === 'nitro';
 }
 
 /** Offerings of every type offered in a region (independent of the node class), built once per region and frozen. */
@@ -335,6 +355,7 @@ function build(
       windowsArm++;
       continue;
     }
+    if (!compatibleWithNodeClass(spec, nodeClass)) continue;
     if (offerings.length === 0) unpriced.push(spec.name);
     // Offerings are shared, frozen per region; the contract type is mutable-looking, callers copy before changing.
     out.push(buildInstanceType(spec, opts, offerings as Offering[], familyLabels(family, spec)));
@@ -361,7 +382,7 @@ function build(
  * us-east-1 Linux price (`on-demand`, or `on-demand-fallback` in other regions) and spot at the Spot Advisor estimate
  * (`spot-estimate`); a capacity type without a known price gets no offering. Memoized per region and the node-class
  * fields that change the result (kubelet maxPods/podsPerCore/kubeReserved/systemReserved/evictionHard,
- * blockDeviceMappings, instanceStorePolicy, AMI family), so repeated calls return the same frozen object.
+ * blockDeviceMappings, instanceStorePolicy, AMI family, connectionTracking: Nitro types only), so repeated calls return the same frozen object.
  * @throws UnsupportedRegionError listing the supported regions.
  * @throws InvalidNodeClassValueError naming the EC2NodeClass field whose quantity/percentage is invalid.
  */
