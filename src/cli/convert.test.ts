@@ -99,4 +99,49 @@ describe('capenter convert', () => {
       'NodePool/general: spec.disruption.consolidationPolicy: WhenUnderutilized is now WhenEmptyOrUnderutilized',
     );
   });
+
+  it('splits an EC2NodeClass shared by v1beta1 NodePools with different kubelet settings, one class per kubelet', async () => {
+    const r = await convert('v1beta1-shared-class.yaml');
+    expect(r.code).toBe(0);
+    type Spec = { spec: { template: { spec: { nodeClassRef: { name: string } } } } };
+    const pools = r.objects.filter((o) => o.kind === 'NodePool') as Array<KubeObject & Spec>;
+    const classes = r.objects.filter((o) => o.kind === 'EC2NodeClass') as Array<
+      KubeObject & { spec: { kubelet?: unknown } }
+    >;
+    expect(classes.map((c) => [c.metadata?.name, c.spec.kubelet])).toEqual([
+      ['general', { maxPods: 110, systemReserved: { cpu: '100m' } }],
+      ['general-batch', { maxPods: 50 }],
+    ]);
+    expect(pools.map((p) => [p.metadata?.name, p.spec.template.spec.nodeClassRef.name])).toEqual([
+      ['web', 'general'],
+      ['batch', 'general-batch'],
+      ['api', 'general'],
+    ]);
+    // upstream's conversion webhook keeps the v1beta1 kubelet as JSON in this annotation
+    expect(pools[1]?.metadata?.annotations).toEqual({
+      'compatibility.karpenter.sh/v1beta1-kubelet-conversion': '{"maxPods":50}',
+    });
+    const claim = r.objects.find((o) => o.kind === 'NodeClaim') as KubeObject & {
+      spec: { nodeClassRef: { name: string } };
+    };
+    expect(claim.spec.nodeClassRef.name).toBe('general-batch');
+    expect(r.notes).toContain(
+      'EC2NodeClass/general: spec.kubelet: split into 2 EC2NodeClasses ("general" for NodePool/web, NodePool/api; "general-batch" for NodePool/batch): these pools set different kubelet settings and v1 keeps kubelet on the EC2NodeClass; the re-pointed pools\' nodes will drift and be replaced once',
+    );
+    expect(r.notes).toContain(
+      'NodePool/batch: nodeClassRef.name: now "general-batch" (was "general"): pools sharing "general" set different kubelet settings, so each kubelet got its own EC2NodeClass',
+    );
+    for (const o of r.objects) {
+      const v = validateObject(o);
+      expect(v.ok ? [] : v.issues.map((i) => i.message)).toEqual([]);
+    }
+  });
+
+  it('keeps one EC2NodeClass when the pools sharing it set the same kubelet', async () => {
+    const r = await convert('v1beta1.yaml');
+    expect(r.objects.filter((o) => o.kind === 'EC2NodeClass').map((o) => o.metadata?.name)).toEqual([
+      'general',
+    ]);
+    expect(r.notes.some((n) => n.includes('split into'))).toBe(false);
+  });
 });
