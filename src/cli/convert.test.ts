@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import type { KubeObject } from '../apis/core.ts';
 import { validateObject } from '../apis/validation.ts';
-import { runConvert } from './convert.ts';
+import { convertObjects, runConvert } from './convert.ts';
 
 const dir = join(import.meta.dirname, '../../test/fixtures/vintage');
 
@@ -143,5 +143,49 @@ describe('capenter convert', () => {
       'general',
     ]);
     expect(r.notes.some((n) => n.includes('split into'))).toBe(false);
+  });
+
+  it('splits a v1alpha5 AWSNodeTemplate the same way, avoiding names already taken', () => {
+    const provisioner = (name: string, maxPods: number) =>
+      ({
+        apiVersion: 'karpenter.sh/v1alpha5',
+        kind: 'Provisioner',
+        metadata: { name },
+        spec: {
+          providerRef: { name: 'tpl' },
+          kubeletConfiguration: { maxPods, containerRuntime: 'containerd' },
+        },
+      }) as unknown as KubeObject;
+    const r = convertObjects(
+      [
+        provisioner('a', 110),
+        provisioner('b', 30),
+        {
+          apiVersion: 'karpenter.k8s.aws/v1alpha1',
+          kind: 'AWSNodeTemplate',
+          metadata: { name: 'tpl' },
+          spec: {
+            subnetSelector: { 'karpenter.sh/discovery': 'c' },
+            securityGroupSelector: { 'karpenter.sh/discovery': 'c' },
+          },
+        } as unknown as KubeObject,
+        { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'tpl-b' } } as KubeObject,
+      ],
+      validateObject,
+    );
+    const classes = r.objects.filter((o) => o.kind === 'EC2NodeClass') as Array<
+      KubeObject & { spec: { kubelet?: unknown } }
+    >;
+    expect(classes.map((c) => [c.metadata?.name, c.spec.kubelet])).toEqual([
+      ['tpl', { maxPods: 110 }],
+      ['tpl-b-2', { maxPods: 30 }],
+    ]);
+    const pools = r.objects.filter((o) => o.kind === 'NodePool') as Array<
+      KubeObject & { spec: { template: { spec: { nodeClassRef: { name: string } } } } }
+    >;
+    expect(pools.map((p) => p.spec.template.spec.nodeClassRef.name)).toEqual(['tpl', 'tpl-b-2']);
+    expect(r.notes.map((n) => `${n.object}: ${n.field}: ${n.message}`)).toContain(
+      'Provisioner/b: spec.kubeletConfiguration: moved to the EC2NodeClass: set spec.kubelet on EC2NodeClass "tpl-b-2" (containerRuntime is gone: containerd only)',
+    );
   });
 });
