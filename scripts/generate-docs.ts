@@ -27,6 +27,7 @@ const COMMAND_DOCS: Record<string, string> = {
   doctor: 'docs/doctor.md',
   plan: 'docs/plan.md',
   'bootstrap aws': 'docs/bootstrap.md',
+  convert: 'docs/convert.md',
 };
 
 /** The README's command table: command, what it does, every flag, docs page. */

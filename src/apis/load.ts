@@ -82,6 +82,8 @@ export const BuiltinKinds: ReadonlyMap<string, readonly string[]> = new Map<stri
   ['PersistentVolume', ['']],
   ['ReplicationController', ['']],
   ['Secret', ['']],
+  // kept so `capenter start` creates them: the API server refuses pods whose ServiceAccount is missing
+  ['ServiceAccount', ['']],
   ['LimitRange', ['']],
   ['ResourceQuota', ['']],
   ['Deployment', ['apps']],

@@ -15,6 +15,7 @@ import type { Command } from 'commander';
 import { parseAllDocuments, stringify } from 'yaml';
 import type { KubeObject } from '../apis/core.ts';
 import type { validateObject } from '../apis/validation.ts';
+import { KubeletCompatibilityAnnotation, type KubeletPlan, planKubeletSplit } from './convert-kubelet.ts';
 
 /** One note about a converted object: what was dropped or moved, and what replaces it. */
 export interface ConvertNote {
@@ -173,10 +174,16 @@ type Note = (field: string, message: string) => void;
  * of the same name when absent), TTLs → `expireAfter` and the disruption policy, `limits.resources` → `limits`;
  * kubelet and inline provider settings are noted as moved. `meta` is the cleaned metadata.
  */
-function convertProvisioner(obj: KubeObject, spec: Obj, meta: Obj, note: Note): KubeObject {
+function convertProvisioner(
+  obj: KubeObject,
+  spec: Obj,
+  meta: Obj,
+  plan: KubeletPlan,
+  note: Note,
+): KubeObject {
   const template: Obj = { requirements: renameRequirementKeys(spec.requirements, note) };
   for (const k of ['taints', 'startupTaints'] as const) if (spec[k]) template[k] = structuredClone(spec[k]);
-  const ref = nodeClassRef(spec.providerRef);
+  const ref = repoint(nodeClassRef(spec.providerRef), plan, obj, note);
   template.nodeClassRef = ref ?? { group: EC2Group, kind: 'EC2NodeClass', name: obj.metadata?.name };
   if (!ref)
     note(
@@ -233,90 +240,108 @@ function convertProvisioner(obj: KubeObject, spec: Obj, meta: Obj, note: Note): 
 
 /**
  * A v1alpha1 AWSNodeTemplate → v1 EC2NodeClass (see `ec2Spec`), with the kubelet settings of the Provisioners
- * among `related` that reference it (without `containerRuntime`).
+ * that reference it (without `containerRuntime`); one class per distinct kubelet (see `classVariants`).
  */
-function convertAWSNodeTemplate(
-  obj: KubeObject,
-  spec: Obj,
-  meta: Obj,
-  related: readonly KubeObject[],
-  note: Note,
-): KubeObject {
+function convertAWSNodeTemplate(spec: Obj, meta: Obj, plan: KubeletPlan, note: Note): KubeObject[] {
   const out = {
     apiVersion: `${EC2Group}/v1`,
     kind: 'EC2NodeClass',
     metadata: meta,
     spec: ec2Spec(spec, note, true),
   };
-  // kubelet settings of Provisioners that reference this template move here.
-  for (const r of related) {
-    const rs = (r as Obj).spec as Obj | undefined;
-    if (
-      r.kind === 'Provisioner' &&
-      isObj(rs?.providerRef) &&
-      rs.providerRef.name === obj.metadata?.name &&
-      isObj(rs.kubeletConfiguration)
-    ) {
-      const { containerRuntime: _cr, ...kubelet } = rs.kubeletConfiguration;
-      out.spec.kubelet = { ...(out.spec.kubelet as Obj | undefined), ...kubelet };
-      note('spec.kubelet', `filled from Provisioner "${r.metadata?.name}" spec.kubeletConfiguration`);
-    }
-  }
-  return out as KubeObject;
+  return classVariants(out as KubeObject, plan, 'spec.kubeletConfiguration', note);
+}
+
+/**
+ * The EC2NodeClasses to emit for one converted class `base`: one per distinct kubelet of the pools pointing to
+ * it (see `planKubeletSplit`), each with that kubelet as `spec.kubelet`; `base` itself when no pool references
+ * it. A split is explained in a note naming each pool and its new class. `source` is the pools' kubelet field.
+ */
+function classVariants(base: KubeObject, plan: KubeletPlan, source: string, note: Note): KubeObject[] {
+  const variants = plan.classes.get(base.metadata?.name ?? '');
+  if (!variants) return [base];
+  const spec = (base as Obj).spec as Obj;
+  if (variants.length > 1)
+    note(
+      'spec.kubelet',
+      `split into ${variants.length} EC2NodeClasses (${variants.map((v) => `"${v.name}" for ${v.pools.join(', ')}`).join('; ')}): these pools set different kubelet settings and v1 keeps kubelet on the EC2NodeClass; the re-pointed pools' nodes will drift and be replaced once`,
+    );
+  return variants.map((v) => {
+    const out = structuredClone(base) as KubeObject & { spec: Obj };
+    out.metadata = { ...out.metadata, name: v.name };
+    const kubelet = { ...(isObj(spec.kubelet) ? spec.kubelet : {}), ...(v.kubelet ?? {}) };
+    if (Object.keys(kubelet).length > 0) out.spec.kubelet = kubelet;
+    else delete out.spec.kubelet;
+    if (v.kubelet)
+      for (const pool of v.pools)
+        note(
+          'spec.kubelet',
+          `${v.name === base.metadata?.name ? '' : `EC2NodeClass "${v.name}": `}filled from ${pool.replace('/', ' "')}" ${source}`,
+        );
+    return out;
+  });
+}
+
+/** Re-points a converted pool's `nodeClassRef` to the class its kubelet landed in (see `planKubeletSplit`). */
+function repoint(ref: Obj | undefined, plan: KubeletPlan, pool: KubeObject, note: Note): Obj | undefined {
+  const target = plan.poolClass.get(`${pool.kind}/${pool.metadata?.name ?? '?'}`);
+  if (!ref || target === undefined || target === ref.name) return ref;
+  note(
+    'nodeClassRef.name',
+    `now "${target}" (was "${String(ref.name)}"): pools sharing "${String(ref.name)}" set different kubelet settings, so each kubelet got its own EC2NodeClass`,
+  );
+  return { ...ref, name: target };
 }
 
 /**
  * A v1beta1 EC2NodeClass → v1 (see `ec2Spec`), with the `spec.template.spec.kubelet` of the v1beta1 NodePools
- * among `related` that reference it.
+ * that reference it; one class per distinct kubelet (see `classVariants`).
  */
-function convertV1beta1EC2NodeClass(
-  obj: KubeObject,
-  spec: Obj,
-  meta: Obj,
-  related: readonly KubeObject[],
-  note: Note,
-): KubeObject {
+function convertV1beta1EC2NodeClass(spec: Obj, meta: Obj, plan: KubeletPlan, note: Note): KubeObject[] {
   const out = {
     apiVersion: `${EC2Group}/v1`,
     kind: 'EC2NodeClass',
     metadata: meta,
     spec: ec2Spec(spec, note, false),
   };
-  for (const r of related) {
-    const t = ((r as Obj).spec as Obj | undefined)?.template as Obj | undefined;
-    const ts = t?.spec as Obj | undefined;
-    if (
-      r.kind === 'NodePool' &&
-      r.apiVersion === 'karpenter.sh/v1beta1' &&
-      isObj(ts?.nodeClassRef) &&
-      ts.nodeClassRef.name === obj.metadata?.name &&
-      isObj(ts.kubelet)
-    ) {
-      out.spec.kubelet = { ...(out.spec.kubelet as Obj | undefined), ...structuredClone(ts.kubelet) };
-      note('spec.kubelet', `filled from NodePool "${r.metadata?.name}" spec.template.spec.kubelet`);
-    }
-  }
-  return out as KubeObject;
+  return classVariants(out as KubeObject, plan, 'spec.template.spec.kubelet', note);
 }
 
 /**
- * A v1beta1 NodePool or NodeClaim → v1: kubelet dropped (noted: it moves to the EC2NodeClass), `nodeClassRef`
- * and requirement keys converted; for a NodePool, `disruption.expireAfter` moves to the template,
- * `WhenUnderutilized` becomes `WhenEmptyOrUnderutilized` and `consolidateAfter` defaults to `0s`.
+ * A v1beta1 NodePool or NodeClaim → v1: kubelet dropped (noted: it moves to the EC2NodeClass, and for a NodePool
+ * is kept as JSON in the `compatibility.karpenter.sh/v1beta1-kubelet-conversion` annotation as upstream's
+ * conversion webhook does), `nodeClassRef` (re-pointed when the class was split, see `planKubeletSplit`; a
+ * NodeClaim follows its `karpenter.sh/nodepool` label) and requirement keys converted; for a NodePool,
+ * `disruption.expireAfter` moves to the template, `WhenUnderutilized` becomes `WhenEmptyOrUnderutilized` and
+ * `consolidateAfter` defaults to `0s`.
  */
-function convertV1beta1NodePoolOrClaim(obj: KubeObject, spec: Obj, meta: Obj, note: Note): KubeObject {
+function convertV1beta1NodePoolOrClaim(
+  obj: KubeObject,
+  spec: Obj,
+  meta: Obj,
+  plan: KubeletPlan,
+  note: Note,
+): KubeObject {
   const isPool = obj.kind === 'NodePool';
   const tspec = structuredClone(
     (isPool ? ((spec.template as Obj | undefined)?.spec as Obj | undefined) : spec) ?? {},
   ) as Obj;
+  const pool = isPool
+    ? obj
+    : { kind: 'NodePool', metadata: { name: obj.metadata?.labels?.['karpenter.sh/nodepool'] } };
+  tspec.nodeClassRef = repoint(nodeClassRef(tspec.nodeClassRef), plan, pool as KubeObject, note);
   if (tspec.kubelet !== undefined) {
     note(
       isPool ? 'spec.template.spec.kubelet' : 'spec.kubelet',
-      `moved to EC2NodeClass "${String((tspec.nodeClassRef as Obj | undefined)?.name ?? '')}" spec.kubelet (convert it together with this object to carry it over)`,
+      `moved to EC2NodeClass "${String((tspec.nodeClassRef as Obj | undefined)?.name ?? '')}" spec.kubelet (convert it together with this object to carry it over)${isPool ? `; also kept as JSON in the ${KubeletCompatibilityAnnotation} annotation, as upstream's conversion webhook does (only Karpenter v1.0 and rollbacks read it; remove it before upgrading upstream Karpenter to v1.1, which refuses to start while a NodePool carries it)` : ''}`,
     );
+    if (isPool)
+      meta.annotations = {
+        ...(isObj(meta.annotations) ? meta.annotations : {}),
+        [KubeletCompatibilityAnnotation]: JSON.stringify(tspec.kubelet),
+      };
     delete tspec.kubelet;
   }
-  tspec.nodeClassRef = nodeClassRef(tspec.nodeClassRef);
   tspec.requirements = renameRequirementKeys(tspec.requirements, note);
   if (!isPool) {
     delete (tspec as Obj).resources;
@@ -345,8 +370,16 @@ function convertV1beta1NodePoolOrClaim(obj: KubeObject, spec: Obj, meta: Obj, no
   return out as KubeObject;
 }
 
-/** Converts one object; unknown kinds pass through. Pure. */
-export function convertObject(obj: KubeObject, related: readonly KubeObject[] = []): ConvertResult {
+/**
+ * Converts one object; unknown kinds pass through. `related` (the other input objects) decides where kubelet
+ * settings go (`plan`, computed from `related` when not given): a class may come out as several EC2NodeClasses.
+ * Pure.
+ */
+export function convertObject(
+  obj: KubeObject,
+  related: readonly KubeObject[] = [],
+  plan: KubeletPlan = planKubeletSplit(related),
+): ConvertResult {
   const notes: ConvertNote[] = [];
   const id = `${obj.kind}/${obj.metadata?.name ?? '?'}`;
   const note = (field: string, message: string): void => {
@@ -360,16 +393,16 @@ export function convertObject(obj: KubeObject, related: readonly KubeObject[] = 
   delete meta.managedFields;
   const spec = (isObj((obj as Obj).spec) ? (obj as Obj).spec : {}) as Obj;
 
-  let out: KubeObject = obj;
+  let out: KubeObject[] = [obj];
   if (obj.apiVersion === 'karpenter.sh/v1alpha5' && obj.kind === 'Provisioner')
-    out = convertProvisioner(obj, spec, meta, note);
+    out = [convertProvisioner(obj, spec, meta, plan, note)];
   else if (obj.apiVersion === 'karpenter.k8s.aws/v1alpha1' && obj.kind === 'AWSNodeTemplate')
-    out = convertAWSNodeTemplate(obj, spec, meta, related, note);
+    out = convertAWSNodeTemplate(spec, meta, plan, note);
   else if (obj.apiVersion === 'karpenter.k8s.aws/v1beta1' && obj.kind === 'EC2NodeClass')
-    out = convertV1beta1EC2NodeClass(obj, spec, meta, related, note);
+    out = convertV1beta1EC2NodeClass(spec, meta, plan, note);
   else if (obj.apiVersion === 'karpenter.sh/v1beta1' && (obj.kind === 'NodePool' || obj.kind === 'NodeClaim'))
-    out = convertV1beta1NodePoolOrClaim(obj, spec, meta, note);
-  return { objects: [out], notes };
+    out = [convertV1beta1NodePoolOrClaim(obj, spec, meta, plan, note)];
+  return { objects: out, notes };
 }
 
 /**
@@ -378,8 +411,9 @@ export function convertObject(obj: KubeObject, related: readonly KubeObject[] = 
  */
 export function convertObjects(objs: readonly KubeObject[], validate: typeof validateObject): ConvertResult {
   const out: ConvertResult = { objects: [], notes: [] };
+  const plan = planKubeletSplit(objs);
   for (const o of objs) {
-    const r = convertObject(o, objs);
+    const r = convertObject(o, objs, plan);
     out.objects.push(...r.objects);
     out.notes.push(...r.notes);
   }

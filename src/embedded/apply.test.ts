@@ -30,9 +30,10 @@ describe('applyObjects', () => {
     ];
     const applied = await applyObjects(sim.client, objs);
     expect(applied).toEqual([
+      // ServiceAccount and ConfigMap before the rest (pods naming a missing ServiceAccount are refused)
       { kind: 'ServiceAccount', name: 'frontend', namespace: 'default', result: 'created' },
-      { kind: 'Service', name: 'frontend', namespace: 'default', result: 'created' },
       { kind: 'ConfigMap', name: 'cfg', namespace: 'shop', result: 'created' },
+      { kind: 'Service', name: 'frontend', namespace: 'default', result: 'created' },
     ]);
     const svc = await sim.client.discover('v1', 'Service');
     expect((await sim.client.get(svc, 'frontend', 'default')).metadata?.namespace).toBe('default');
@@ -41,12 +42,12 @@ describe('applyObjects', () => {
   it('reports an unserved kind as failed with the server’s answer, and still creates the rest', async () => {
     const applied = await applyObjects(sim.client, [
       { apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'w' } },
-      { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'other' } },
+      { apiVersion: 'v1', kind: 'Service', metadata: { name: 'other' } },
     ]);
     expect(applied[0]).toMatchObject({ kind: 'Widget', name: 'w', result: 'failed' });
     expect(applied[0]?.error).toContain('Widget');
     expect(applied[1]).toEqual({
-      kind: 'ServiceAccount',
+      kind: 'Service',
       name: 'other',
       namespace: 'default',
       result: 'created',

@@ -27,6 +27,11 @@ const ORDER: Record<string, number> = {
   StorageClass: 1,
   LimitRange: 2,
   ResourceQuota: 2,
+  // before the workloads whose pods name them: ServiceAccount admission refuses a pod whose ServiceAccount is
+  // missing (Helm's install order puts ServiceAccount, Secret and ConfigMap early too)
+  ServiceAccount: 2,
+  Secret: 2,
+  ConfigMap: 2,
   ...Object.fromEntries(
     PROVIDER_MODULES.flatMap((m) => m.nodeClassKinds.map((k) => [k.kind, k.applyOrder ?? 3])),
   ),

@@ -62,4 +62,47 @@ describe('pod admission in the embedded API server', () => {
     );
     expect(r.body.spec.overhead).toEqual({ cpu: '250m', memory: '160Mi' });
   });
+
+  it('ServiceAccount admission: a pod naming a missing ServiceAccount is refused (403); each namespace gets a default one', async () => {
+    const missing = await s.req(
+      'POST',
+      '/api/v1/namespaces/default/pods',
+      pod('x', { serviceAccountName: 'sa' }),
+    );
+    expect([missing.status, missing.body.reason, missing.body.message]).toEqual([
+      403,
+      'Forbidden',
+      'pods "x" is forbidden: error looking up service account default/sa: serviceaccount "sa" not found',
+    ]);
+    const ns = await s.req('POST', '/api/v1/namespaces', {
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name: 'team-a' },
+    });
+    expect(ns.status).toBe(201);
+    // kube-controller-manager's serviceaccounts controller creates "default" in every namespace
+    const def = await s.req('GET', '/api/v1/namespaces/team-a/serviceaccounts/default');
+    expect([def.status, def.body.metadata?.name]).toEqual([200, 'default']);
+    const plain = await s.req('POST', '/api/v1/namespaces/team-a/pods', pod('plain'));
+    expect(plain.status).toBe(201);
+    const sa = await s.req('POST', '/api/v1/namespaces/team-a/serviceaccounts', {
+      apiVersion: 'v1',
+      kind: 'ServiceAccount',
+      metadata: { name: 'sa' },
+    });
+    expect(sa.status).toBe(201);
+    const named = await s.req(
+      'POST',
+      '/api/v1/namespaces/team-a/pods',
+      pod('x', { serviceAccountName: 'sa' }),
+    );
+    expect([named.status, named.body.spec?.serviceAccountName]).toEqual([201, 'sa']);
+    // a deleted "default" comes back, as the controller recreates it
+    const del = await s.req('DELETE', '/api/v1/namespaces/team-a/serviceaccounts/default');
+    expect(del.status).toBe(200);
+    await s.cluster.store.settle();
+    const again = await s.req('GET', '/api/v1/namespaces/team-a/serviceaccounts/default');
+    expect(again.status).toBe(200);
+    expect(again.body.metadata.uid).not.toBe(def.body.metadata.uid);
+  });
 });

@@ -12,10 +12,40 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
-import type { Pod } from '../../src/apis/core.ts';
+import type { KubeObject, Pod } from '../../src/apis/core.ts';
 import { parseManifests } from '../../src/apis/load.ts';
 import { simulate } from '../../src/simulate/run.ts';
 import { type E2E, eventually, instanceTypeOf, livePods, nodeClaims, startE2E } from './harness.ts';
+
+/**
+ * The ServiceAccounts the case's pods and pod templates name but the case leaves out (most cases keep only the
+ * objects that matter to scheduling): the API server refuses a pod whose ServiceAccount is missing, so they are
+ * created first, as test/cluster/cases.test.ts does for the real control plane.
+ */
+function missingServiceAccounts(loaded: ReadonlyArray<{ object: KubeObject }>): KubeObject[] {
+  const key = (ns: string | undefined, name: string) => `${ns ?? 'default'}/${name}`;
+  const declared = new Set(
+    loaded
+      .filter((o) => o.object.kind === 'ServiceAccount')
+      .map((o) => key(o.object.metadata?.namespace, o.object.metadata?.name ?? '')),
+  );
+  const out = new Map<string, KubeObject>();
+  for (const { object: o } of loaded) {
+    const spec =
+      o.kind === 'Pod'
+        ? (o as Pod).spec
+        : (o as { spec?: { template?: { spec?: { serviceAccountName?: string } } } }).spec?.template?.spec;
+    const sa = typeof spec?.serviceAccountName === 'string' ? spec.serviceAccountName : undefined;
+    const k = sa ? key(o.metadata?.namespace, sa) : '';
+    if (!sa || sa === 'default' || declared.has(k) || out.has(k)) continue;
+    out.set(k, {
+      apiVersion: 'v1',
+      kind: 'ServiceAccount',
+      metadata: { name: sa, namespace: o.metadata?.namespace ?? 'default' },
+    } as KubeObject);
+  }
+  return [...out.values()];
+}
 
 const casesDir = join(dirname(fileURLToPath(import.meta.url)), '..', 'cases');
 interface Case {
@@ -147,7 +177,7 @@ describe('provisioning cases through the controller (e2e)', () => {
         // What the case says already runs (Nodes, bound pods, DaemonSets and their pods) is applied and settled
         // first, then the workloads: simulate sees the cluster at once, and a loaded machine must not let the
         // scheduler stand-in bind a new pod before it sees the old ones (a pod on a full static node).
-        const objects = loaded.objects.map((o) => o.object);
+        const objects = [...loaded.objects.map((o) => o.object), ...missingServiceAccounts(loaded.objects)];
         const isWorkload = (o: (typeof objects)[number]): boolean =>
           WORKLOAD_KINDS.has(o.kind ?? '') || (o.kind === 'Pod' && !(o as Pod).spec?.nodeName);
         await env.apply(objects.filter((o) => !isWorkload(o)));

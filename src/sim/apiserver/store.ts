@@ -477,6 +477,16 @@ export class ClusterStore {
       )
         this.markPdbDirty(obj.metadata.namespace);
     }
+    if (gk === '/Namespace' && type === 'ADDED') this.ensureDefaultServiceAccount(obj.metadata.name);
+    if (
+      gk === '/ServiceAccount' &&
+      type === 'DELETED' &&
+      obj.metadata.name === 'default' &&
+      obj.metadata.namespace
+    ) {
+      const ns = obj.metadata.namespace;
+      this.defer(() => this.ensureDefaultServiceAccount(ns));
+    }
     if (type === 'DELETED') {
       this.defer(() => this.collectDependents(obj.metadata.uid));
       for (const r of obj.metadata.ownerReferences ?? []) this.defer(() => this.maybeFinishForeground(r.uid));
@@ -648,6 +658,7 @@ export class ClusterStore {
       else obj.status = st;
     }
     if (def.kind === 'Pod' && !def.group) {
+      this.admitServiceAccount(meta, asObj(obj.spec) ?? {}, name);
       // admission plugins (RuntimeClass, LimitRanger, Priority, DefaultTolerationSeconds): apis/admission.ts
       const kinds = (group: string, kind: string) => {
         const d = this.resources().find((r) => r.group === group && r.kind === kind);
@@ -1074,6 +1085,38 @@ export class ClusterStore {
   }
 
   // ---------------------------------------------------------------- namespaces
+
+  /**
+   * The `default` ServiceAccount of namespace `ns`, created when missing and the namespace is live — what
+   * kube-controller-manager's serviceaccounts controller does (pkg/controller/serviceaccount/serviceaccounts_controller.go):
+   * on namespace creation and when `default` is deleted.
+   */
+  private ensureDefaultServiceAccount(ns: string): void {
+    const nsObj = this.find(this.def('v1', 'namespaces'), undefined, ns);
+    if (!nsObj || nsObj.metadata.deletionTimestamp) return;
+    const saDef = this.def('v1', 'serviceaccounts');
+    if (this.find(saDef, ns, 'default')) return;
+    this.create(saDef, ns, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'default' } });
+  }
+
+  /**
+   * ServiceAccount admission for a new pod (plugin/pkg/admission/serviceaccount/admission.go): the pod's
+   * `spec.serviceAccountName` (else the deprecated `spec.serviceAccount`, else `default`) must exist in its
+   * namespace; mirror pods (annotation `kubernetes.io/config.mirror`) are exempt. A missing or terminating
+   * namespace is left to the namespace check (404/403). Token mounting and imagePullSecrets copying are not done.
+   * @throws ApiError 403 `pods "NAME" is forbidden: error looking up service account NS/SA: serviceaccount "SA" not found`
+   */
+  private admitServiceAccount(meta: Meta, spec: JsonObject, podName: string): void {
+    const ns = meta.namespace;
+    if (!ns || asObj(meta.annotations)?.['kubernetes.io/config.mirror'] !== undefined) return;
+    const nsObj = this.find(this.def('v1', 'namespaces'), undefined, ns);
+    if (!nsObj || nsObj.metadata.deletionTimestamp) return;
+    const sa = asStr(spec.serviceAccountName) || asStr(spec.serviceAccount) || 'default';
+    if (!this.find(this.def('v1', 'serviceaccounts'), ns, sa))
+      throw forbidden(
+        `pods "${podName}" is forbidden: error looking up service account ${ns}/${sa}: serviceaccount "${sa}" not found`,
+      );
+  }
 
   private cleanNamespace(ns: string): void {
     const seen = new Set<string>();
