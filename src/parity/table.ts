@@ -373,9 +373,9 @@ const EC2NODECLASS_ROWS: ParityRow[] = [
   {
     kind: 'EC2NodeClass',
     names: ['spec.blockDeviceMappings[].ebs.volumeInitializationRate'],
-    status: 'missing',
-    note: 'validated (needs snapshotID) and in the drift hash, not copied into the launch template’s Ebs',
-    test: 'src/cloudprovider/aws/launchtemplates.test.ts',
+    status: 'works',
+    note: 'copied into the launch template’s Ebs.VolumeInitializationRate (needs snapshotID)',
+    test: 'src/cloudprovider/aws/launchfields.test.ts',
   },
   {
     kind: 'EC2NodeClass',
@@ -400,23 +400,25 @@ const EC2NODECLASS_ROWS: ParityRow[] = [
       'spec.connectionTracking.udpStreamTimeout',
       'spec.connectionTracking.udpTimeout',
     ],
-    status: 'missing',
-    note: 'validated and in the drift hash; no ConnectionTrackingSpecification on the network interface',
-    test: 'src/cloudprovider/aws/launchtemplates.test.ts',
+    status: 'works',
+    note: 'ConnectionTrackingSpecification on the primary network interface; limits the class to Nitro types',
+    test: 'src/cloudprovider/aws/launchfields.test.ts',
   },
   {
     kind: 'EC2NodeClass',
     names: ['spec.context'],
-    status: 'missing',
-    note: 'in the drift hash; CreateFleet is sent without Context',
-    test: 'src/cloudprovider/aws/provider.test.ts',
+    status: 'works',
+    note: 'CreateFleet Context (not for NodeClaims whose minValues were relaxed, as upstream)',
+    test: 'src/cloudprovider/aws/launchfields.test.ts',
   },
   {
     kind: 'EC2NodeClass',
     names: ['spec.cpuOptions', 'spec.cpuOptions.nestedVirtualization'],
-    status: 'missing',
-    note: 'in the drift hash; instance types are not filtered and the launch template has no CpuOptions',
-    test: 'src/cloudprovider/aws/launchtemplates.test.ts',
+    status: 'works',
+    note:
+      '`disabled` goes into the launch template’s CpuOptions; `enabled` is refused at validation (capenter’s ' +
+      'instance-type data does not record which types support nested virtualization)',
+    test: 'src/cloudprovider/aws/launchfields.test.ts',
   },
   {
     kind: 'EC2NodeClass',
@@ -451,9 +453,9 @@ const EC2NODECLASS_ROWS: ParityRow[] = [
   {
     kind: 'EC2NodeClass',
     names: ['spec.ipPrefixCount'],
-    status: 'missing',
-    note: 'validated; no Ipv4PrefixCount/Ipv6PrefixCount on the network interface (hash-ignored as upstream)',
-    test: 'src/cloudprovider/aws/launchtemplates.test.ts',
+    status: 'works',
+    note: 'Ipv4PrefixCount (Ipv6PrefixCount on IPv6 clusters) on the primary network interface',
+    test: 'src/cloudprovider/aws/launchfields.test.ts',
   },
   {
     kind: 'EC2NodeClass',
@@ -520,9 +522,9 @@ const EC2NODECLASS_ROWS: ParityRow[] = [
       'spec.networkInterfaces[].interfaceType',
       'spec.networkInterfaces[].networkCardIndex',
     ],
-    status: 'missing',
-    note: 'validated (CEL rules) and in the drift hash; the launch template has one interface at most (no EFA)',
-    test: 'src/cloudprovider/aws/launchtemplates.test.ts',
+    status: 'refused',
+    note: 'refused at validation naming the EC2NodeClass and the field (no multi-interface / EFA launches yet)',
+    test: 'src/apis/validation.test.ts',
   },
   {
     kind: 'EC2NodeClass',
@@ -531,11 +533,11 @@ const EC2NODECLASS_ROWS: ParityRow[] = [
       'spec.placementGroupSelector.id',
       'spec.placementGroupSelector.name',
     ],
-    status: 'missing',
+    status: 'refused',
     note:
-      'validated and in the drift hash; no placement group is resolved or launched into, no PlacementGroupReady ' +
-      '(requirements on the placement-group labels are refused, src/apis/schemas.ts)',
-    test: 'src/cloudprovider/aws/requirementlabels.test.ts',
+      'refused at validation naming the EC2NodeClass and the field (no placement groups yet); requirements on ' +
+      'the placement-group labels are refused too (src/apis/schemas.ts)',
+    test: 'src/apis/validation.test.ts',
   },
   {
     kind: 'EC2NodeClass',
