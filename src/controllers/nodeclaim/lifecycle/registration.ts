@@ -18,6 +18,7 @@ import {
   FinalizerTermination,
   LabelNodeDoNotSyncTaints,
   LabelNodeRegistered,
+  LabelTopologyZone,
   TaintUnregistered,
 } from '../../../apis/labels.ts';
 import { isConflict } from '../../../kube/errors.ts';
@@ -74,7 +75,10 @@ export class Registration {
       'registered nodeclaim',
     );
     this.ctx.metrics.registered.inc({ nodepool: nodePoolOf(nodeClaim) });
-    this.ctx.metrics.nodesCreated.inc({ nodepool: nodePoolOf(nodeClaim) });
+    this.ctx.metrics.nodesCreated.inc({
+      nodepool: nodePoolOf(nodeClaim),
+      zone: nodeClaim.metadata.labels?.[LabelTopologyZone] ?? '',
+    });
     void this.ctx.recorder.publish(
       nodeClaim,
       'Normal',
