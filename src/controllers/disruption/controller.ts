@@ -236,6 +236,10 @@ export class DisruptionController implements Controller {
           'abandoning disruption command after validation',
         );
         pass.abandoned = `validation: ${v.reason}`;
+        this.metrics.failedValidations.inc(
+          { consolidation_type: consolidationType(chosen.method) },
+          chosen.candidates.length,
+        );
         return this.finish(pass, 0);
       }
       command = v.command;
