@@ -5,10 +5,12 @@
  * and capenter's own (`charts/capenter/dashboards/*.json`, read from disk so a new panel is covered without
  * editing this test). The run: three nodes provisioned for a DaemonSet, a `keep` pod and two `web` pods; `web` is
  * scaled to zero and the two emptied nodes are consolidated away, so both counters of a disruption and gauges of a
- * live node are populated when `/metrics` is scraped over HTTP.
+ * live node are populated when `/metrics` is scraped over HTTP. The kept node, not empty in a `WhenEmpty` pool,
+ * gets upstream's `Unconsolidatable` Event once on its Node and once on its NodeClaim despite a pass every second.
  */
 import { readFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
+import type { KubeEvent } from '../../src/kube/types.ts';
 import {
   allRunning,
   deploymentYaml,
@@ -226,5 +228,17 @@ ${deploymentYaml('web', 2, '1500m', '256Mi').replace('      containers:', '     
     expect(sum('karpenter_nodepools_limit', { nodepool: 'default', resource_type: 'cpu' })).toBe(100);
     expect(sum('karpenter_nodes_total_daemon_requests', { resource_type: 'cpu' })).toBeCloseTo(0.05, 6);
     expect(sum('karpenter_cluster_state_node_count')).toBe(1);
+
+    // the kept node is not empty under a WhenEmpty policy: upstream's Unconsolidatable Event, once per object
+    await op.recorder.flush();
+    const uncons = ((await client.list('Event')).items as KubeEvent[]).filter(
+      (e) => e.reason === 'Unconsolidatable',
+    );
+    const kept = (await client.list('Node')).items[0]!.metadata.name;
+    expect(uncons.map((e) => [e.involvedObject.kind, e.count ?? 1, e.message]).sort()).toEqual([
+      ['Node', 1, 'NodePool "default" has consolidation policy WhenEmpty, but node is not empty'],
+      ['NodeClaim', 1, 'NodePool "default" has consolidation policy WhenEmpty, but node is not empty'],
+    ]);
+    expect(uncons.find((e) => e.involvedObject.kind === 'Node')?.involvedObject.name).toBe(kept);
   }, 60_000);
 });

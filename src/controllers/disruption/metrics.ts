@@ -51,21 +51,12 @@ function get<T>(registry: Registry, name: string, make: () => T): T {
   return (registry.getSingleMetric(name) as T | undefined) ?? make();
 }
 
-/** The disruption metrics registered in `registry`. */
-export function disruptionMetrics(registry: Registry): DisruptionMetrics {
+/** `decisionsByNodePool` and `failedValidations` of {@link DisruptionMetrics}, registered in `registry`. */
+function decisionDetailMetrics(
+  registry: Registry,
+): Pick<DisruptionMetrics, 'decisionsByNodePool' | 'failedValidations'> {
   const registers = [registry];
   return {
-    decisions: get(
-      registry,
-      'karpenter_voluntary_disruption_decisions_total',
-      () =>
-        new Counter({
-          name: 'karpenter_voluntary_disruption_decisions_total',
-          help: 'Number of disruption decisions performed. Labeled by disruption decision, reason, and consolidation type.',
-          labelNames: ['decision', 'reason', 'consolidation_type'],
-          registers,
-        }),
-    ),
     decisionsByNodePool: get(
       registry,
       'karpenter_voluntary_disruption_decisions_by_nodepool_total',
@@ -88,6 +79,25 @@ export function disruptionMetrics(registry: Registry): DisruptionMetrics {
           registers,
         }),
     ),
+  };
+}
+
+/** The disruption metrics registered in `registry`. */
+export function disruptionMetrics(registry: Registry): DisruptionMetrics {
+  const registers = [registry];
+  return {
+    decisions: get(
+      registry,
+      'karpenter_voluntary_disruption_decisions_total',
+      () =>
+        new Counter({
+          name: 'karpenter_voluntary_disruption_decisions_total',
+          help: 'Number of disruption decisions performed. Labeled by disruption decision, reason, and consolidation type.',
+          labelNames: ['decision', 'reason', 'consolidation_type'],
+          registers,
+        }),
+    ),
+    ...decisionDetailMetrics(registry),
     eligibleNodes: get(
       registry,
       'karpenter_voluntary_disruption_eligible_nodes',
