@@ -228,17 +228,29 @@ ${deploymentYaml('web', 2, '1500m', '256Mi').replace('      containers:', '     
     expect(sum('karpenter_nodepools_limit', { nodepool: 'default', resource_type: 'cpu' })).toBe(100);
     expect(sum('karpenter_nodes_total_daemon_requests', { resource_type: 'cpu' })).toBeCloseTo(0.05, 6);
     expect(sum('karpenter_cluster_state_node_count')).toBe(1);
+    expect(sum('karpenter_build_info', { version: '0.1.0' })).toBe(1);
+    // the kept node: keep (1500m) + its agent (50m) over one large node's allocatable cpu
+    const cpuAlloc = sum('karpenter_nodes_allocatable', { resource_type: 'cpu' });
+    expect(sum('karpenter_cluster_utilization_percent', { resource_type: 'cpu' })).toBeCloseTo(
+      (100 * 1.55) / cpuAlloc,
+      6,
+    );
+    const kept = samples(last).filter((x) => x.name === 'karpenter_nodes_current_lifetime_seconds');
+    expect(kept).toHaveLength(1);
+    expect(kept[0]!.value).toBeGreaterThan(0);
+    expect(kept[0]!.value).toBeLessThan(60);
 
     // the kept node is not empty under a WhenEmpty policy: upstream's Unconsolidatable Event, once per object
     await op.recorder.flush();
     const uncons = ((await client.list('Event')).items as KubeEvent[]).filter(
       (e) => e.reason === 'Unconsolidatable',
     );
-    const kept = (await client.list('Node')).items[0]!.metadata.name;
+    const keptNode = (await client.list('Node')).items[0]!.metadata.name;
+    expect(kept[0]!.labels.node_name).toBe(keptNode);
     expect(uncons.map((e) => [e.involvedObject.kind, e.count ?? 1, e.message]).sort()).toEqual([
       ['Node', 1, 'NodePool "default" has consolidation policy WhenEmpty, but node is not empty'],
       ['NodeClaim', 1, 'NodePool "default" has consolidation policy WhenEmpty, but node is not empty'],
     ]);
-    expect(uncons.find((e) => e.involvedObject.kind === 'Node')?.involvedObject.name).toBe(kept);
+    expect(uncons.find((e) => e.involvedObject.kind === 'Node')?.involvedObject.name).toBe(keptNode);
   }, 60_000);
 });
