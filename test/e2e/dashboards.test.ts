@@ -112,7 +112,13 @@ describe('dashboard metrics', () => {
     const { client } = env;
     const op = await env.startOperator(
       { leaderElect: false, metricsPeriodSeconds: 1 },
-      { tuning: { nominationTTLSeconds: 2, disruption: { pollSeconds: 1, validationSeconds: 1 } } },
+      {
+        tuning: {
+          nominationTTLSeconds: 2,
+          instanceTypeMetricsSeconds: 1,
+          disruption: { pollSeconds: 1, validationSeconds: 1 },
+        },
+      },
     );
     await env.apply(`${kwokNodeClassYaml()}---
 apiVersion: karpenter.sh/v1
@@ -229,6 +235,16 @@ ${deploymentYaml('web', 2, '1500m', '256Mi').replace('      containers:', '     
     expect(sum('karpenter_nodes_total_daemon_requests', { resource_type: 'cpu' })).toBeCloseTo(0.05, 6);
     expect(sum('karpenter_cluster_state_node_count')).toBe(1);
     expect(sum('karpenter_build_info', { version: '0.1.0' })).toBe(1);
+    // the catalog gauges of the instance type the kept node runs
+    const keptType = samples(last).find((x) => x.name === 'karpenter_nodes_allocatable')!.labels
+      .instance_type!;
+    expect(sum('karpenter_cloudprovider_instance_type_cpu_cores', { instance_type: keptType })).toBe(2);
+    expect(
+      sum('karpenter_cloudprovider_instance_type_memory_bytes', { instance_type: keptType }),
+    ).toBeGreaterThan(3 * 2 ** 30);
+    const offering = { instance_type: keptType, capacity_type: 'on-demand', zone: 'us-east-1a' };
+    expect(sum('karpenter_cloudprovider_instance_type_offering_available', offering)).toBe(1);
+    expect(sum('karpenter_cloudprovider_instance_type_offering_price_estimate', offering)).toBeGreaterThan(0);
     // the kept node: keep (1500m) + its agent (50m) over one large node's allocatable cpu
     const cpuAlloc = sum('karpenter_nodes_allocatable', { resource_type: 'cpu' });
     expect(sum('karpenter_cluster_utilization_percent', { resource_type: 'cpu' })).toBeCloseTo(
