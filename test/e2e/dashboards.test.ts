@@ -235,6 +235,7 @@ ${deploymentYaml('web', 2, '1500m', '256Mi').replace('      containers:', '     
     expect(sum('karpenter_nodes_total_daemon_requests', { resource_type: 'cpu' })).toBeCloseTo(0.05, 6);
     expect(sum('karpenter_cluster_state_node_count')).toBe(1);
     expect(sum('karpenter_build_info', { version: '0.1.0' })).toBe(1);
+    expect(last).toMatch(/^karpenter_scheduler_ignored_pods_count 0$/m);
     // the catalog gauges of the instance type the kept node runs
     const keptType = samples(last).find((x) => x.name === 'karpenter_nodes_allocatable')!.labels
       .instance_type!;
