@@ -236,6 +236,8 @@ ${deploymentYaml('web', 2, '1500m', '256Mi').replace('      containers:', '     
     expect(sum('karpenter_cluster_state_node_count')).toBe(1);
     expect(sum('karpenter_build_info', { version: '0.1.0' })).toBe(1);
     expect(last).toMatch(/^karpenter_scheduler_ignored_pods_count 0$/m);
+    expect(last).toMatch(/^karpenter_cluster_state_synced 1$/m);
+    expect(last).toMatch(/^karpenter_cluster_state_unsynced_time_seconds 0$/m);
     // the catalog gauges of the instance type the kept node runs
     const keptType = samples(last).find((x) => x.name === 'karpenter_nodes_allocatable')!.labels
       .instance_type!;
