@@ -231,6 +231,14 @@ ${deploymentYaml('web', 2, '1500m', '256Mi').replace('      containers:', '     
     const startups = sum('karpenter_pods_startup_duration_seconds_count');
     expect(startups).toBeGreaterThanOrEqual(3);
     expect(startups).toBeLessThanOrEqual(6);
+    const bound = sum('karpenter_pods_bound_duration_seconds_count');
+    expect(bound).toBeGreaterThanOrEqual(3);
+    expect(bound).toBeLessThanOrEqual(6);
+    // nothing is pending any more: the per-pod gauges are declared, without series
+    for (const g of ['karpenter_pods_unbound_time_seconds', 'karpenter_pods_unstarted_time_seconds']) {
+      expect(last).toContain(`# TYPE ${g} gauge`);
+      expect(hasSample(g, last), g).toBe(false);
+    }
     expect(sum('karpenter_nodepools_limit', { nodepool: 'default', resource_type: 'cpu' })).toBe(100);
     expect(sum('karpenter_nodes_total_daemon_requests', { resource_type: 'cpu' })).toBeCloseTo(0.05, 6);
     expect(sum('karpenter_cluster_state_node_count')).toBe(1);
