@@ -37,8 +37,11 @@ import type { Candidate, Command } from './types.ts';
 /** Upstream `MinInstanceTypesForSpotToSpotConsolidation`. */
 export const MIN_SPOT_TO_SPOT_TYPES = 15;
 
-/** A command, or why there is none. */
-export type ConsolidationOutcome = { command: Command } | { reason: string };
+/**
+ * A command, or why there is none: `reason` in capenter's words and, where upstream publishes one for a single
+ * candidate, `event`: upstream's `Unconsolidatable` message (consolidation.go `computeConsolidation`).
+ */
+export type ConsolidationOutcome = { command: Command } | { reason: string; event?: string };
 
 const fmt = (v: number) => `$${Number(v.toFixed(4))}/h`;
 
@@ -173,7 +176,7 @@ export function computeConsolidation(
     return { reason: `price of node ${c.name} is unknown (instance type or offering not in the catalog)` };
   }
   const sim = ctx.simulator().simulate(cands, true);
-  if (!sim.ok) return { reason: sim.reason };
+  if (!sim.ok) return { reason: sim.reason, event: sim.reason };
   const base = { reason: 'Underutilized' as const, method, candidates: [...cands] };
   if (sim.newNodeClaims.length === 0)
     return {
@@ -182,6 +185,7 @@ export function computeConsolidation(
   if (sim.newNodeClaims.length > 1)
     return {
       reason: `its pods would need ${sim.newNodeClaims.length} new NodeClaims (at most 1 may replace it)`,
+      event: `Can't remove without creating ${sim.newNodeClaims.length} candidates`,
     };
   const plan = sim.newNodeClaims[0]!;
   const reqs = planRequirements(plan);
@@ -191,13 +195,21 @@ export function computeConsolidation(
 
   if (allSpot && allowsSpot) {
     if (!ctx.options.spotToSpotConsolidation)
-      return { reason: 'replacing spot with spot needs the SpotToSpotConsolidation feature gate (off)' };
+      return {
+        reason: 'replacing spot with spot needs the SpotToSpotConsolidation feature gate (off)',
+        event: "SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node",
+      };
     const spotReqs = reqs.clone().add(Requirement.in(LabelCapacityType, [CapacityTypeSpot]));
     const options = filterByPrice(plan.instanceTypeOptions, spotReqs, price);
-    if (options.length === 0) return { reason: `no cheaper spot replacement than ${fmt(price)}` };
+    if (options.length === 0)
+      return {
+        reason: `no cheaper spot replacement than ${fmt(price)}`,
+        event: "Can't replace with a cheaper node",
+      };
     if (cands.length === 1 && options.length < MIN_SPOT_TO_SPOT_TYPES)
       return {
         reason: `spot-to-spot consolidation needs ${MIN_SPOT_TO_SPOT_TYPES} cheaper instance types, found ${options.length}`,
+        event: `SpotToSpotConsolidation requires ${MIN_SPOT_TO_SPOT_TYPES} cheaper instance type options than the current candidate to consolidate, got ${options.length}`,
       };
     const mv = minValuesShortfall(options, spotReqs);
     if (mv) return { reason: mv };
@@ -219,6 +231,7 @@ export function computeConsolidation(
     const worst = cheapest ? worstLaunchPrice(cheapest, reqs) : Number.POSITIVE_INFINITY;
     return {
       reason: `no cheaper replacement: cheapest option ${cheapest?.name ?? '?'} costs ${fmt(worst)}, not below ${fmt(price)}`,
+      event: "Can't replace with a cheaper node",
     };
   }
   const mv = minValuesShortfall(options, reqs);

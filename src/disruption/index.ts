@@ -18,7 +18,7 @@ import { Emptiness } from './emptiness.ts';
 import { expirationCommands } from './expiration.ts';
 import type { Method } from './method.ts';
 import { MultiNodeConsolidation } from './multinode.ts';
-import { SingleNodeConsolidation } from './singlenode.ts';
+import { consolidationShouldDisruptEvent, SingleNodeConsolidation } from './singlenode.ts';
 import { StaticDrift } from './staticdrift.ts';
 import type {
   BlockedNode,
@@ -90,16 +90,23 @@ export function computeDisruption(input: DisruptionInput, stats?: DisruptionStat
   };
   let chosen: Command | undefined;
   const moves: ConsolidationMoveRecord[] = [];
+  const unconsolidatable = new Map<string, string>();
   for (const m of defaultMethods()) {
     const cands: Candidate[] = [];
     for (const c of view.candidates.values()) {
-      if (excluded.has(c.name) || blockFor(c, m) || m.shouldDisrupt(c, ctx)) continue;
+      if (excluded.has(c.name) || blockFor(c, m)) continue;
+      if (m.name === 'SingleNodeConsolidation') {
+        const msg = consolidationShouldDisruptEvent(c);
+        if (msg) unconsolidatable.set(c.name, msg);
+      }
+      if (m.shouldDisrupt(c, ctx)) continue;
       cands.push(c);
     }
     if (cands.length === 0) continue;
     const budgets = budgetMapping(input.nodePools, view.poolCounts, m.reason, input.now);
     const res = m.computeCommands(ctx, budgets, cands);
     if (res.moves?.length) moves.push(...res.moves);
+    for (const [k, v] of res.unconsolidatable ?? []) if (!unconsolidatable.has(k)) unconsolidatable.set(k, v);
     for (const [k, v] of res.notes) {
       const prev = why.get(k);
       why.set(k, prev ? `${prev}; ${m.name}: ${v}` : `${m.name}: ${v}`);
@@ -128,7 +135,11 @@ export function computeDisruption(input: DisruptionInput, stats?: DisruptionStat
     blocked.push({ node: name, reason });
   }
   blocked.sort((a, b) => (a.node < b.node ? -1 : a.node > b.node ? 1 : 0));
-  return { commands, blocked };
+  const uncons = [...unconsolidatable]
+    .filter(([node]) => !disrupted.has(node))
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([node, message]) => ({ node, message }));
+  return uncons.length > 0 ? { commands, blocked, unconsolidatable: uncons } : { commands, blocked };
 }
 
 function fallbackReason(c: Candidate | undefined, chosen: Command | undefined): string {

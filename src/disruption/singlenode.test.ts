@@ -58,6 +58,28 @@ describe('single-node consolidation', () => {
     expect(r2.commands).toEqual([]);
     expect(r2.blocked[0]!.reason).toBe('consolidateAfter is Never');
   });
+  it("reports upstream's Unconsolidatable messages: no cheaper node, WhenEmpty, consolidation disabled", () => {
+    const full = computeDisruption(
+      input([node('n', [pod('a', { cpu: '1500m', memory: '1Gi' })], { type: 'm5.large' })]),
+    );
+    expect(full.unconsolidatable).toEqual([{ node: 'n', message: "Can't replace with a cheaper node" }]);
+    const whenEmpty = pool('default', { policy: 'WhenEmpty' });
+    expect(
+      computeDisruption(input([big(undefined, { pool: whenEmpty })], { nodePools: [whenEmpty] }))
+        .unconsolidatable,
+    ).toEqual([
+      {
+        node: 'big',
+        message: 'NodePool "default" has consolidation policy WhenEmpty, but node is not empty',
+      },
+    ]);
+    const never = pool('default', { after: 'Never' });
+    expect(
+      computeDisruption(input([big(undefined, { pool: never })], { nodePools: [never] })).unconsolidatable,
+    ).toEqual([{ node: 'big', message: 'NodePool "default" has consolidation disabled' }]);
+    // a replaced node gets none
+    expect(computeDisruption(input([big()])).unconsolidatable).toBeUndefined();
+  });
   it('a do-not-disrupt pod blocks', () => {
     const r = computeDisruption(
       input([big([pod('a', { annotations: { 'karpenter.sh/do-not-disrupt': 'true' } })])]),

@@ -13,6 +13,8 @@
  * exceeding the other nodes' total free capacity (cpu, memory, pods) — is held by no instance type any NodePool's
  * template requirements allow at a price below the candidate's. Such a candidate can neither be deleted nor replaced more cheaply.
  */
+import { tryParseDuration } from '../apis/duration.ts';
+import { LabelCapacityType, LabelInstanceType, LabelTopologyZone } from '../apis/labels.ts';
 import { isTerminal } from '../apis/pod.ts';
 import { parseResource, type Resources } from '../apis/quantity.ts';
 import { cheapestOffering, instanceTypeIncompatibility, providerKeys } from '../scheduling/instancetypes.ts';
@@ -25,6 +27,26 @@ import type { PassContext } from './context.ts';
 import { isEmptyCandidate } from './cost.ts';
 import type { Method } from './method.ts';
 import type { Candidate, ConsolidationMoveRecord, MethodResult } from './types.ts';
+
+/**
+ * Upstream's `Unconsolidatable` Event message from consolidation `ShouldDisrupt` (kubernetes-sigs/karpenter
+ * v1.14 `pkg/controllers/disruption/consolidation.go`), checked in upstream's order: instance type unknown,
+ * capacity-type or zone label missing, `consolidateAfter: Never`, then (for a non-empty node) policy `WhenEmpty`.
+ * Undefined when upstream publishes nothing (an empty node, or one consolidation may evaluate).
+ */
+export function consolidationShouldDisruptEvent(c: Candidate): string | undefined {
+  const labels = c.node.metadata.labels ?? {};
+  const pool = c.nodePool.metadata.name;
+  if (!c.instanceType) return `Instance Type "${labels[LabelInstanceType] ?? ''}" not found`;
+  if (labels[LabelCapacityType] === undefined) return `Node does not have label "${LabelCapacityType}"`;
+  if (labels[LabelTopologyZone] === undefined) return `Node does not have label "${LabelTopologyZone}"`;
+  const after = tryParseDuration(c.nodePool.spec.disruption?.consolidateAfter ?? '0s');
+  if (after.ok && !Number.isFinite(after.seconds)) return `NodePool "${pool}" has consolidation disabled`;
+  if (isEmptyCandidate(c)) return undefined;
+  if (c.nodePool.spec.disruption?.consolidationPolicy === 'WhenEmpty')
+    return `NodePool "${pool}" has consolidation policy WhenEmpty, but node is not empty`;
+  return undefined;
+}
 
 /** Upstream consolidation `ShouldDisrupt`: policy, `consolidateAfter`, consolidatable, price known. */
 export function consolidationShouldDisrupt(c: Candidate): string | undefined {
@@ -165,6 +187,7 @@ export class SingleNodeConsolidation implements Method {
 
   computeCommands(ctx: PassContext, budgets: Map<string, number>, candidates: Candidate[]): MethodResult {
     const notes = new Map<string, string>();
+    const unconsolidatable = new Map<string, string>();
     const moves: ConsolidationMoveRecord[] = [];
     const spare = new SpareCapacity(ctx);
     const max = ctx.options.singleNodeMaxSimulations;
@@ -188,6 +211,8 @@ export class SingleNodeConsolidation implements Method {
       const pruned = spare.prune(c);
       if (pruned) {
         notes.set(c.name, `cannot be consolidated: ${pruned}`);
+        // the prune proves no cheaper instance type holds what must move: upstream's simulation ends the same way
+        unconsolidatable.set(c.name, "Can't replace with a cheaper node");
         continue;
       }
       if (runs >= max) {
@@ -202,9 +227,10 @@ export class SingleNodeConsolidation implements Method {
       // Every computed move is counted, approved or not (upstream balancedEvaluator.ApproveCommand).
       if ('command' in out) moves.push(...consolidationMoveRecords(out.command, totals));
       const rejected = 'command' in out ? balancedRejection(out.command, totals) : out.reason;
-      if (!rejected && 'command' in out) return { commands: [out.command], notes, moves };
+      if (!rejected && 'command' in out) return { commands: [out.command], notes, moves, unconsolidatable };
       notes.set(c.name, `cannot be consolidated: ${rejected}`);
+      if ('event' in out && out.event) unconsolidatable.set(c.name, out.event);
     }
-    return { commands: [], notes, moves };
+    return { commands: [], notes, moves, unconsolidatable };
   }
 }

@@ -171,11 +171,24 @@ export interface BlockedNode {
   reason: string;
 }
 
+/**
+ * A candidate consolidation evaluated and found it cannot disrupt, with upstream's `Unconsolidatable` Event
+ * message (kubernetes-sigs/karpenter `pkg/controllers/disruption/consolidation.go` `ShouldDisrupt` and
+ * `computeConsolidation`, single-candidate case only, as upstream).
+ */
+export interface UnconsolidatableNode {
+  node: string;
+  /** Upstream's message, e.g. `Can't replace with a cheaper node`. */
+  message: string;
+}
+
 /** Result of one pass. */
 export interface DisruptionResult {
   /** `Expired` deletes first, then at most one command from the first method that produced one. */
   commands: Command[];
   blocked: BlockedNode[];
+  /** Candidates upstream would publish an `Unconsolidatable` Event for this pass (sorted by node; may be absent). */
+  unconsolidatable?: UnconsolidatableNode[];
 }
 
 /** Disruption classes (upstream): graceful methods respect every block; eventual ones (drift) may bypass pod blocks. */
@@ -188,6 +201,8 @@ export interface MethodResult {
   notes: Map<string, string>;
   /** Consolidation methods: the moves they scored, for upstream's consolidation move/score metrics. */
   moves?: ConsolidationMoveRecord[];
+  /** Single-node consolidation: node name → upstream's `Unconsolidatable` message for a candidate it evaluated. */
+  unconsolidatable?: Map<string, string>;
 }
 
 /**

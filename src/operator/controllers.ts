@@ -17,7 +17,7 @@ import {
   DisruptionController,
   type DisruptionControllerOptions,
 } from '../controllers/disruption/controller.ts';
-import { metricsControllers } from '../controllers/metrics/index.ts';
+import { InstanceTypeMetricsController, metricsControllers } from '../controllers/metrics/index.ts';
 import { NodeHealthController } from '../controllers/node/health/controller.ts';
 import { NodeTerminationController } from '../controllers/node/termination/controller.ts';
 import { NodeClaimConsistencyController } from '../controllers/nodeclaim/consistency/controller.ts';
@@ -53,6 +53,8 @@ export interface ControllerTuning {
   provisioningResyncSeconds?: number;
   /** Seconds a pod's nomination to a node or NodeClaim lives (default 20, upstream's). */
   nominationTTLSeconds?: number;
+  /** Seconds between passes of `metrics.instancetype` (default 60, upstream's). */
+  instanceTypeMetricsSeconds?: number;
   /** Disruption controller tunables (poll and validation periods, replacement timeout, core options). */
   disruption?: Pick<
     DisruptionControllerOptions,
@@ -195,6 +197,13 @@ export function buildControllers(d: ControllerListDeps): ControllerList {
         ]
       : [new NodeOverlayGateOffNotice({ client, logger })]),
     ...metricsControllers({ cluster, clock, logger, registry, periodSeconds: options.metricsPeriodSeconds }),
+    new InstanceTypeMetricsController({
+      ...deps('metrics.instancetype'),
+      nodePools: () => cluster.listNodePools(),
+      ...(tuning.instanceTypeMetricsSeconds !== undefined
+        ? { periodSeconds: tuning.instanceTypeMetricsSeconds }
+        : {}),
+    }),
     ...(d.setup?.controllers?.({ ...deps('nodeclass'), cloudProvider: d.rawProvider }) ?? []),
   ];
   return { provisioner, disruption, controllers };

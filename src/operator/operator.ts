@@ -30,6 +30,7 @@ import { SharedInformers, stripManagedFields } from '../kube/informer.ts';
 import { type Logger, silentLogger } from '../kube/logger.ts';
 import type { KubeTransport } from '../kube/transport.ts';
 import { Cluster } from '../state/cluster.ts';
+import { registerBuildInfo } from './buildinfo.ts';
 import { buildControllers, type ControllerTuning } from './controllers.ts';
 import { requiredCRDs } from './crds.ts';
 import type { OperatorOptions } from './options.ts';
@@ -137,6 +138,7 @@ export function createOperator(cfg: OperatorConfig): Operator {
 
   const registry = new Registry();
   if (cfg.defaultMetrics ?? true) collectDefaultMetrics({ register: registry });
+  registerBuildInfo(registry);
 
   const informers = new SharedInformers(client, {
     clock,

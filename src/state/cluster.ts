@@ -156,7 +156,10 @@ export interface ClusterOptions {
   logger?: Logger;
   /** NodeClass kinds to watch, usually `cloudProvider.supportedNodeClasses()` (none when omitted). */
   nodeClassKinds?: readonly NodeClassKind[];
-  /** Registers `karpenter_cluster_state_synced` and `karpenter_cluster_state_node_count` when given. */
+  /**
+   * Registers `karpenter_cluster_state_synced`, `karpenter_cluster_state_node_count` and
+   * `karpenter_cluster_state_unsynced_time_seconds` when given.
+   */
   registry?: Registry;
 }
 
@@ -233,6 +236,9 @@ export class Cluster {
   private consolidationMs: number;
   private readonly syncedGauge: Gauge | undefined;
   private readonly nodeCountGauge: Gauge | undefined;
+  private readonly unsyncedGauge: Gauge | undefined;
+  /** Cluster-clock ms when {@link synced} first answered false since it last answered true; 0 while synced. */
+  private unsyncedSince = 0;
 
   constructor(opts: ClusterOptions) {
     this.opts = opts;
@@ -248,6 +254,11 @@ export class Cluster {
         opts.registry,
         'karpenter_cluster_state_node_count',
         'Current count of nodes in cluster state',
+      );
+      this.unsyncedGauge = gauge(
+        opts.registry,
+        'karpenter_cluster_state_unsynced_time_seconds',
+        'The time for which cluster state is not synced',
       );
     }
     const inf = opts.informers;
@@ -518,6 +529,11 @@ export class Cluster {
     } finally {
       this.syncedGauge?.set(ok ? 1 : 0);
       this.nodeCountGauge?.set(this.stateNodeCount());
+      // upstream controllers/state/cluster.go Synced: seconds since the first unsynced answer, 0 once synced
+      const now = this.opts.clock.now();
+      if (ok) this.unsyncedSince = 0;
+      else if (this.unsyncedSince === 0) this.unsyncedSince = now;
+      this.unsyncedGauge?.set(ok ? 0 : (now - this.unsyncedSince) / 1000);
     }
   }
 

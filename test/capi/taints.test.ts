@@ -37,10 +37,13 @@ describe('CAPI taints on capenter nodes', () => {
     // emptied away later) counts too, so the total is compared with every node created, not the ones left.
     // An extra node may still be inside its 1-s wait here, hence eventually.
     const [created, removed] = await eventually(async () => {
-      const m = /karpenter_nodes_created_total\{nodepool="workers"\} (\d+)/.exec(
-        await t.op.registry.metrics(),
-      );
-      const pair = [Number(m?.[1]), (await t.taints.counts()).uninitialized] as const;
+      // one series per zone (label `zone`, upstream v1.14)
+      const text = await t.op.registry.metrics();
+      const created = [
+        ...text.matchAll(/karpenter_nodes_created_total\{nodepool="workers",zone="[^"]*"\} (\d+)/g),
+      ];
+      const total = created.length > 0 ? created.reduce((n, m) => n + Number(m[1]), 0) : Number.NaN;
+      const pair = [total, (await t.taints.counts()).uninitialized] as const;
       return pair[0] === pair[1] ? pair : undefined;
     }, 'one uninitialized-taint removal per node created');
     expect(created).toBeGreaterThanOrEqual(nodes.length);

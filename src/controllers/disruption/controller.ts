@@ -75,6 +75,12 @@ export const BlockedEventDedupeSeconds = 900;
  */
 export const NodePoolBlockedEventDedupeSeconds = 60;
 
+/**
+ * Seconds an `Unconsolidatable` Event of a Node or NodeClaim suppresses the next one for that object, whatever its
+ * message (upstream `disruption/events/events.go` `Unconsolidatable`: DedupeValues UID, DedupeTimeout 15 min).
+ */
+export const UnconsolidatableEventDedupeSeconds = 900;
+
 /** Constructor options of {@link DisruptionController}. */
 export interface DisruptionControllerOptions {
   client: KubeClient;
@@ -236,6 +242,10 @@ export class DisruptionController implements Controller {
           'abandoning disruption command after validation',
         );
         pass.abandoned = `validation: ${v.reason}`;
+        this.metrics.failedValidations.inc(
+          { consolidation_type: consolidationType(chosen.method) },
+          chosen.candidates.length,
+        );
         return this.finish(pass, 0);
       }
       command = v.command;
@@ -422,6 +432,16 @@ export class DisruptionController implements Controller {
         const msg = `No allowed disruptions for disruption reason ${reason} due to blocking budget`;
         if (np && due(`nodepool/${pool}|${msg}`, NodePoolBlockedEventDedupeSeconds))
           void this.opts.recorder.publish(np, 'Normal', 'DisruptionBlocked', msg);
+      }
+    }
+    for (const u of result.unconsolidatable ?? []) {
+      const dn = byName.get(u.node);
+      if (!dn) continue;
+      for (const o of [dn.node, dn.nodeClaim]) {
+        // upstream dedupes on the object's UID alone: one Unconsolidatable Event per object per 15 minutes
+        const id = `${o?.kind ?? ''}/${o?.metadata.uid ?? o?.metadata.name ?? ''}`;
+        if (o && due(`unconsolidatable|${id}`, UnconsolidatableEventDedupeSeconds))
+          void this.opts.recorder.publish(o, 'Normal', 'Unconsolidatable', u.message);
       }
     }
   }

@@ -10,6 +10,16 @@ import type { ConsolidationMoveRecord } from '../../disruption/types.ts';
 export interface DisruptionMetrics {
   /** `karpenter_voluntary_disruption_decisions_total{decision, reason, consolidation_type}`: commands executed. */
   decisions: Counter<'decision' | 'reason' | 'consolidation_type'>;
+  /**
+   * `karpenter_voluntary_disruption_decisions_by_nodepool_total{nodepool, decision, reason, consolidation_type}`:
+   * commands executed, once per distinct NodePool of their candidates (upstream `queue.go`).
+   */
+  decisionsByNodePool: Counter<'nodepool' | 'decision' | 'reason' | 'consolidation_type'>;
+  /**
+   * `karpenter_voluntary_disruption_failed_validations_total{consolidation_type}`: candidates of a command that
+   * failed the re-validation after the validation period (upstream `validation.go`).
+   */
+  failedValidations: Counter<'consolidation_type'>;
   /** `karpenter_voluntary_disruption_eligible_nodes{reason}`: candidates per method reason, last pass. */
   eligibleNodes: Gauge<'reason'>;
   /** `karpenter_voluntary_disruption_consolidation_timeouts_total{consolidation_type}`. */
@@ -41,6 +51,37 @@ function get<T>(registry: Registry, name: string, make: () => T): T {
   return (registry.getSingleMetric(name) as T | undefined) ?? make();
 }
 
+/** `decisionsByNodePool` and `failedValidations` of {@link DisruptionMetrics}, registered in `registry`. */
+function decisionDetailMetrics(
+  registry: Registry,
+): Pick<DisruptionMetrics, 'decisionsByNodePool' | 'failedValidations'> {
+  const registers = [registry];
+  return {
+    decisionsByNodePool: get(
+      registry,
+      'karpenter_voluntary_disruption_decisions_by_nodepool_total',
+      () =>
+        new Counter({
+          name: 'karpenter_voluntary_disruption_decisions_by_nodepool_total',
+          help: 'Number of disruption decisions performed by nodepool. Labeled by nodepool name, disruption decision, reason, and consolidation type.',
+          labelNames: ['nodepool', 'decision', 'reason', 'consolidation_type'],
+          registers,
+        }),
+    ),
+    failedValidations: get(
+      registry,
+      'karpenter_voluntary_disruption_failed_validations_total',
+      () =>
+        new Counter({
+          name: 'karpenter_voluntary_disruption_failed_validations_total',
+          help: 'Number of candidates that were selected for disruption but failed validation. Labeled by consolidation type.',
+          labelNames: ['consolidation_type'],
+          registers,
+        }),
+    ),
+  };
+}
+
 /** The disruption metrics registered in `registry`. */
 export function disruptionMetrics(registry: Registry): DisruptionMetrics {
   const registers = [registry];
@@ -56,6 +97,7 @@ export function disruptionMetrics(registry: Registry): DisruptionMetrics {
           registers,
         }),
     ),
+    ...decisionDetailMetrics(registry),
     eligibleNodes: get(
       registry,
       'karpenter_voluntary_disruption_eligible_nodes',

@@ -214,11 +214,14 @@ export class Orchestrator {
       await this.rollback(c, `launching: ${errorMessage(err)}`);
       return false;
     }
-    this.deps.metrics.decisions.inc({
+    const decisionLabels = {
       decision: command.decision,
       reason: reasonLabel(command.reason),
       consolidation_type: consolidationType(command.method),
-    });
+    };
+    for (const nodepool of new Set(command.candidates.map((cand) => nodePoolOf(cand.nodeClaim))))
+      this.deps.metrics.decisionsByNodePool.inc({ nodepool, ...decisionLabels });
+    this.deps.metrics.decisions.inc(decisionLabels);
     log.info(
       {
         decision: command.decision,

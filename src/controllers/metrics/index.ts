@@ -8,6 +8,7 @@ import { NodePoolMetricsController } from './nodepool.ts';
 import { PodMetricsController } from './pod.ts';
 
 export * from './common.ts';
+export * from './instancetype.ts';
 export * from './node.ts';
 export * from './nodeclaim.ts';
 export * from './nodepool.ts';

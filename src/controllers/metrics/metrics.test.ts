@@ -9,7 +9,7 @@ import { metricValue, resourceTypeLabel } from './common.ts';
 import { podsLimits } from './node.ts';
 import { nodeClaimPhase } from './nodeclaim.ts';
 import { NODEPOOL_METRICS, NodePoolMetricsController } from './nodepool.ts';
-import { ownerSelfLink } from './pod.ts';
+import { ownerSelfLink, POD_METRICS, PodBindingMetrics } from './pod.ts';
 
 const pod = (limits: Record<string, string>, owner?: { kind: string; name: string }): Pod => ({
   apiVersion: 'v1',
@@ -103,5 +103,38 @@ describe('metrics helpers', () => {
     c.update();
     expect(await series(NODEPOOL_METRICS.usage)).toEqual({ 'b/cpu': 4, 'b/ephemeral_storage': 10 });
     expect(await series(NODEPOOL_METRICS.limit)).toEqual({});
+  });
+  it('pod binding metrics: unbound/unstarted seconds while pending, one bound duration per pod', async () => {
+    const registry = new Registry();
+    const created = Date.parse('2026-01-01T00:00:00Z');
+    const m = new PodBindingMetrics(registry, created);
+    const p = (phase: string, scheduledAt?: string): Pod =>
+      ({
+        metadata: { name: 'web', namespace: 'shop', creationTimestamp: '2026-01-01T00:00:00Z' },
+        spec: { containers: [] },
+        status: {
+          phase,
+          conditions: scheduledAt
+            ? [{ type: 'PodScheduled', status: 'True', lastTransitionTime: scheduledAt }]
+            : [{ type: 'PodScheduled', status: 'False', reason: 'Unschedulable' }],
+        },
+      }) as unknown as Pod;
+    const values = async (name: string) => (await registry.getSingleMetric(name)!.get()).values;
+    m.reset();
+    m.record(p('Pending'), 'shop/web', created + 42_000);
+    expect((await values(POD_METRICS.unbound)).map((v) => [v.labels, v.value])).toEqual([
+      [{ name: 'web', namespace: 'shop' }, 42],
+    ]);
+    expect((await values(POD_METRICS.unstarted))[0]!.value).toBe(42);
+    m.reset();
+    m.record(p('Pending', '2026-01-01T00:01:05Z'), 'shop/web', created + 70_000);
+    expect(await values(POD_METRICS.unbound)).toEqual([]);
+    expect((await values(POD_METRICS.unstarted))[0]!.value).toBe(70);
+    m.reset();
+    m.record(p('Running', '2026-01-01T00:01:05Z'), 'shop/web', created + 80_000);
+    const bound = await values(POD_METRICS.bound);
+    expect(bound.find((v) => (v as { metricName?: string }).metricName?.endsWith('_count'))!.value).toBe(1);
+    expect(bound.find((v) => (v as { metricName?: string }).metricName?.endsWith('_sum'))!.value).toBe(65);
+    expect(await values(POD_METRICS.unstarted)).toEqual([]);
   });
 });

@@ -5,7 +5,10 @@
  * `karpenter_nodes_total_daemon_limits` and `karpenter_nodes_system_overhead` (capacity − allocatable), labelled
  * `node_name`, `resource_type`, `phase` and the well-known node labels (`nodepool`, `instance_type`,
  * `capacity_type`, `zone`, `region`, `arch`, `os`). cpu in cores, memory/storage in bytes, others counts.
- * Gauges are rebuilt on every pass, so deleted nodes disappear.
+ * Also `karpenter_nodes_current_lifetime_seconds` (Node age, the same labels without `resource_type`) and the
+ * cluster-wide `karpenter_cluster_utilization_percent{resource_type}`: 100 × Σ pod requests (all pods, DaemonSet
+ * ones included, as upstream's `StateNode.PodRequests`) / Σ allocatable over the nodes in cluster state, for each
+ * resource with non-zero allocatable. Gauges are rebuilt on every pass, so deleted nodes disappear.
  */
 import type { Pod } from '../../apis/core.ts';
 import { parseResources, type Resources } from '../../apis/quantity.ts';
@@ -15,6 +18,7 @@ import {
   type MetricsControllerDeps,
   PeriodicMetricsController,
   parseResourcesOrEmpty,
+  resourceTypeLabel,
   setResourceGauge,
 } from './common.ts';
 
@@ -40,6 +44,8 @@ export const NODE_METRICS = {
   daemonRequests: 'karpenter_nodes_total_daemon_requests',
   daemonLimits: 'karpenter_nodes_total_daemon_limits',
   overhead: 'karpenter_nodes_system_overhead',
+  lifetime: 'karpenter_nodes_current_lifetime_seconds',
+  clusterUtilization: 'karpenter_cluster_utilization_percent',
 } as const;
 
 /** Sum of container limits of `pods` (internal units); malformed quantities are skipped. */
@@ -67,10 +73,24 @@ function minus(a: Resources, b: Resources): Resources {
 /** The node metrics controller. */
 export class NodeMetricsController extends PeriodicMetricsController {
   private readonly gauges;
+  private readonly lifetime;
+  private readonly utilization;
 
   constructor(deps: MetricsControllerDeps) {
     super('metrics.node', deps);
     const g = (name: string, help: string) => gauge<NodeLabel>(deps.registry, name, help, LABELS);
+    this.lifetime = gauge<Exclude<NodeLabel, 'resource_type'>>(
+      deps.registry,
+      NODE_METRICS.lifetime,
+      'Node age in seconds',
+      LABELS.filter((l): l is Exclude<NodeLabel, 'resource_type'> => l !== 'resource_type'),
+    );
+    this.utilization = gauge<'resource_type'>(
+      deps.registry,
+      NODE_METRICS.clusterUtilization,
+      'Utilization of allocatable resources by pod requests',
+      ['resource_type'],
+    );
     this.gauges = {
       allocatable: g(NODE_METRICS.allocatable, 'Node allocatable are the resources allocatable by nodes.'),
       podRequests: g(
@@ -99,7 +119,25 @@ export class NodeMetricsController extends PeriodicMetricsController {
   /** One pass: rebuilds every gauge from cluster state (synchronous, so a scrape never sees a half-built set). */
   update(): void {
     for (const g of Object.values(this.gauges)) g.reset();
-    for (const sn of this.deps.cluster.stateNodes()) if (sn.node) this.record(sn);
+    this.lifetime.reset();
+    this.utilization.reset();
+    const allocatable: Resources = {};
+    const requested: Resources = {};
+    const add = (into: Resources, r: Resources) => {
+      for (const [k, v] of Object.entries(r)) into[k] = (into[k] ?? 0) + v;
+    };
+    for (const sn of this.deps.cluster.stateNodes()) {
+      if (!sn.node) continue;
+      this.record(sn);
+      add(
+        allocatable,
+        parseResourcesOrEmpty(sn.node.status?.allocatable as Record<string, string> | undefined),
+      );
+      add(requested, sn.podRequests);
+    }
+    for (const [r, total] of Object.entries(allocatable))
+      if (total > 0)
+        this.utilization.set({ resource_type: resourceTypeLabel(r) }, (100 * (requested[r] ?? 0)) / total);
   }
 
   private record(sn: StateNode): void {
@@ -127,5 +165,10 @@ export class NodeMetricsController extends PeriodicMetricsController {
       ['daemonLimits', podsLimits(dsPods)],
     ];
     for (const [g, list] of lists) setResourceGauge(this.gauges[g], base, list);
+    const created = Date.parse(node.metadata.creationTimestamp ?? '');
+    if (Number.isFinite(created)) {
+      const { resource_type: _r, ...nodeLabels } = base;
+      this.lifetime.set(nodeLabels, Math.max(0, (this.deps.clock.now() - created) / 1000));
+    }
   }
 }

@@ -7,8 +7,13 @@
  * reconciles see every Pending pod, while a pass every 5 s misses pods that start in between, so here a pod counts
  * when it is first seen Running with its Ready transition after the controller started). Rebuilt every pass
  * (default 5 s).
+ *
+ * Also, as upstream: `karpenter_pods_unbound_time_seconds{name, namespace}` (creation → now, per Pending pod
+ * without `PodScheduled=True`), `karpenter_pods_unstarted_time_seconds{name, namespace}` (creation → now, per
+ * Pending pod) and the histogram `karpenter_pods_bound_duration_seconds` (creation → `PodScheduled` transition,
+ * once per pod bound while this controller ran, by the same rule as the startup summary).
  */
-import { Summary } from 'prom-client';
+import { Histogram, type Registry, Summary } from 'prom-client';
 import type { Pod } from '../../apis/core.ts';
 import { podKey } from '../../state/pods.ts';
 import { gauge, type MetricsControllerDeps, PeriodicMetricsController } from './common.ts';
@@ -31,7 +36,87 @@ type PodLabel = (typeof LABELS)[number];
 export const POD_METRICS = {
   state: 'karpenter_pods_state',
   startup: 'karpenter_pods_startup_duration_seconds',
+  unbound: 'karpenter_pods_unbound_time_seconds',
+  unstarted: 'karpenter_pods_unstarted_time_seconds',
+  bound: 'karpenter_pods_bound_duration_seconds',
 } as const;
+
+/** Upstream `metrics.DurationBuckets()` (seconds): controller-runtime's, extended up to 600 s. */
+export const POD_DURATION_BUCKETS: readonly number[] = [
+  0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.25,
+  1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60, 120, 150, 300, 450,
+  600,
+];
+
+/**
+ * The binding metrics of one pass over the pods (see the module doc); keeps which pods it saw unbound and which
+ * it observed bound across passes. `startedAt`: ms, the controller's start floored to the second.
+ */
+export class PodBindingMetrics {
+  private readonly unbound;
+  private readonly unstarted;
+  private readonly bound: Histogram;
+  private readonly sawUnbound = new Set<string>();
+  private readonly observed = new Set<string>();
+
+  constructor(
+    registry: Registry,
+    private readonly startedAt: number,
+  ) {
+    this.unbound = gauge(
+      registry,
+      'karpenter_pods_unbound_time_seconds',
+      'The time from pod creation until the pod is bound.',
+      ['name', 'namespace'],
+    );
+    this.unstarted = gauge(
+      registry,
+      'karpenter_pods_unstarted_time_seconds',
+      'The time from pod creation until the pod is running.',
+      ['name', 'namespace'],
+    );
+    this.bound =
+      (registry.getSingleMetric('karpenter_pods_bound_duration_seconds') as Histogram | undefined) ??
+      new Histogram({
+        name: 'karpenter_pods_bound_duration_seconds',
+        help: 'The time from pod creation until the pod is bound.',
+        buckets: [...POD_DURATION_BUCKETS],
+        registers: [registry],
+      });
+  }
+
+  /** Clears the per-pod gauges before a pass. */
+  reset(): void {
+    this.unbound.reset();
+    this.unstarted.reset();
+  }
+
+  /** Records `pod` (key `key`) at clock time `now` (ms). */
+  record(pod: Pod, key: string, now: number): void {
+    const created = Date.parse(pod.metadata.creationTimestamp ?? '');
+    if (!Number.isFinite(created)) return;
+    const id = { name: pod.metadata.name ?? '', namespace: pod.metadata.namespace ?? '' };
+    const scheduled = pod.status?.conditions?.find((c) => c.type === 'PodScheduled');
+    const isBound = scheduled?.status === 'True';
+    if (pod.status?.phase === 'Pending') this.unstarted.set(id, Math.max(0, (now - created) / 1000));
+    if (!isBound) {
+      if (pod.status?.phase === 'Pending') this.unbound.set(id, Math.max(0, (now - created) / 1000));
+      this.sawUnbound.add(key);
+      return;
+    }
+    if (this.observed.has(key)) return;
+    const at = Date.parse(scheduled?.lastTransitionTime ?? '');
+    if (!this.sawUnbound.delete(key) && !(Number.isFinite(at) && at >= this.startedAt)) return;
+    this.observed.add(key);
+    this.bound.observe(Math.max(0, ((Number.isFinite(at) ? at : now) - created) / 1000));
+  }
+
+  /** Forgets pods not listed in the last pass. */
+  prune(seen: ReadonlySet<string>): void {
+    for (const set of [this.sawUnbound, this.observed])
+      for (const k of [...set]) if (!seen.has(k)) set.delete(k);
+  }
+}
 
 /** Upstream's owner "self link" of a pod's first owner reference, `''` without owner. */
 export function ownerSelfLink(pod: Pod): string {
@@ -54,10 +139,12 @@ export class PodMetricsController extends PeriodicMetricsController {
    * Pending nor Ready after it, and were never observed.
    */
   private readonly startedAt: number;
+  private readonly binding: PodBindingMetrics;
 
   constructor(deps: MetricsControllerDeps) {
     super('metrics.pod', deps);
     this.startedAt = Math.floor(deps.clock.now() / 1000) * 1000;
+    this.binding = new PodBindingMetrics(deps.registry, this.startedAt);
     this.state = gauge<PodLabel>(
       deps.registry,
       POD_METRICS.state,
@@ -77,10 +164,13 @@ export class PodMetricsController extends PeriodicMetricsController {
   update(): void {
     const { cluster } = this.deps;
     this.state.reset();
+    this.binding.reset();
+    const now = this.deps.clock.now();
     const seen = new Set<string>();
     for (const pod of cluster.listPods()) {
       const key = podKey(pod);
       seen.add(key);
+      this.binding.record(pod, key, now);
       const phase = pod.status?.phase ?? '';
       const nodeName = pod.spec?.nodeName ?? '';
       const node = nodeName ? cluster.getNode(nodeName) : undefined;
@@ -119,5 +209,6 @@ export class PodMetricsController extends PeriodicMetricsController {
     }
     for (const k of [...this.pending]) if (!seen.has(k)) this.pending.delete(k);
     for (const k of [...this.observed]) if (!seen.has(k)) this.observed.delete(k);
+    this.binding.prune(seen);
   }
 }

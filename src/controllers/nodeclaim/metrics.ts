@@ -17,14 +17,19 @@ export interface LifecycleMetrics {
   registered: Counter<'nodepool'>;
   /** `karpenter_nodeclaims_initialized_total{nodepool}` */
   initialized: Counter<'nodepool'>;
-  /** `karpenter_nodeclaims_terminated_total{nodepool, capacity_type}` (finalizer removed). */
-  terminated: Counter<'nodepool' | 'capacity_type'>;
+  /** `karpenter_nodeclaims_terminated_total{nodepool, capacity_type, zone}` (finalizer removed; `zone` is the NodeClaim's `topology.kubernetes.io/zone` label, v1.14). */
+  terminated: Counter<'nodepool' | 'capacity_type' | 'zone'>;
   /** `karpenter_nodeclaims_disrupted_total{reason, nodepool, capacity_type}`: liveness timeouts, ICE, GC, expiry, node repair (`unhealthy`). */
   disrupted: Counter<'reason' | 'nodepool' | 'capacity_type'>;
-  /** `karpenter_nodes_created_total{nodepool}` (at registration). */
-  nodesCreated: Counter<'nodepool'>;
-  /** `karpenter_nodes_terminated_total{nodepool}` (Node finalizer removed). */
-  nodesTerminated: Counter<'nodepool'>;
+  /** `karpenter_nodes_created_total{nodepool, zone}` (at registration; `zone` from the NodeClaim's zone label). */
+  nodesCreated: Counter<'nodepool' | 'zone'>;
+  /** `karpenter_nodes_terminated_total{nodepool, zone}` (Node finalizer removed; `zone` from the Node's zone label). */
+  nodesTerminated: Counter<'nodepool' | 'zone'>;
+  /**
+   * `karpenter_nodes_lifetime_duration_seconds{nodepool}`: Node creationTimestamp → finalizer removed, observed
+   * when the termination finalizer goes (upstream `pkg/controllers/node/termination/metrics.go`).
+   */
+  nodeLifetimeDuration: Histogram<'nodepool'>;
   /** `karpenter_nodeclaims_termination_duration_seconds{nodepool}`: deletionTimestamp → finalizer removed. */
   nodeClaimTerminationDuration: Histogram<'nodepool'>;
   /** `karpenter_nodeclaims_instance_termination_duration_seconds{nodepool}` */
@@ -49,15 +54,28 @@ function histogram<L extends string>(
   name: string,
   help: string,
   labelNames: L[],
-  buckets: number[],
+  buckets: readonly number[],
 ): Histogram<L> {
   const existing = registry.getSingleMetric(name);
   if (existing) return existing as Histogram<L>;
-  return new Histogram({ name, help, labelNames, buckets, registers: [registry] });
+  return new Histogram({ name, help, labelNames, buckets: [...buckets], registers: [registry] });
 }
 
 const exp = (start: number, factor: number, n: number): number[] =>
   Array.from({ length: n }, (_, i) => start * factor ** i);
+
+const MINUTE = 60;
+const HOUR = 3600;
+const DAY = 86_400;
+
+/** Buckets of `karpenter_nodes_lifetime_duration_seconds` (seconds), as upstream: 15 min … 30 days. */
+export const NODE_LIFETIME_BUCKETS: readonly number[] = [
+  15 * MINUTE,
+  30 * MINUTE,
+  45 * MINUTE,
+  ...[1, 2, 4, 6, 8, 10, 12, 16, 20].map((h) => h * HOUR),
+  ...[1, 2, 3, 5, 10, 15, 20, 25, 30].map((d) => d * DAY),
+];
 
 const cache = new WeakMap<Registry, LifecycleMetrics>();
 
@@ -87,8 +105,8 @@ export function lifecycleMetrics(registry: Registry): LifecycleMetrics {
     terminated: counter(
       registry,
       'karpenter_nodeclaims_terminated_total',
-      'Number of nodeclaims terminated in total by Karpenter. Labeled by the owning nodepool.',
-      ['nodepool', 'capacity_type'],
+      'Number of nodeclaims terminated in total by Karpenter. Labeled by the owning nodepool, capacity type, and zone.',
+      ['nodepool', 'capacity_type', 'zone'],
     ),
     disrupted: counter(
       registry,
@@ -99,14 +117,21 @@ export function lifecycleMetrics(registry: Registry): LifecycleMetrics {
     nodesCreated: counter(
       registry,
       'karpenter_nodes_created_total',
-      'Number of nodes created in total by Karpenter. Labeled by owning nodepool.',
-      ['nodepool'],
+      'Number of nodes created in total by Karpenter. Labeled by owning nodepool and zone.',
+      ['nodepool', 'zone'],
     ),
     nodesTerminated: counter(
       registry,
       'karpenter_nodes_terminated_total',
-      'Number of nodes terminated in total by Karpenter. Labeled by owning nodepool.',
+      'Number of nodes terminated in total by Karpenter. Labeled by owning nodepool and zone.',
+      ['nodepool', 'zone'],
+    ),
+    nodeLifetimeDuration: histogram(
+      registry,
+      'karpenter_nodes_lifetime_duration_seconds',
+      'The lifetime duration of the nodes since creation.',
       ['nodepool'],
+      NODE_LIFETIME_BUCKETS,
     ),
     nodeClaimTerminationDuration: histogram(
       registry,

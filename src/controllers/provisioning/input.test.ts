@@ -134,6 +134,8 @@ describe('selectPods', () => {
         'configured to not run on a Karpenter provisioned node via the karpenter.sh/nodepool DoesNotExist requirement',
       ],
     ]);
+    // karpenter_scheduler_ignored_pods_count: only `e` is provisionable yet rejected by validation (upstream Validate)
+    expect(sel.rejected).toBe(1);
   });
 
   it('pods of deleting nodes protected by do-not-disrupt get no capacity (upstream IsCurrentlyReschedulable)', () => {

@@ -76,6 +76,11 @@ export interface SelectedPods {
   ignored: IgnoredPod[];
   /** Pending or reschedulable pods held out by a live nomination ({@link heldPods}). */
   nominated: Pod[];
+  /**
+   * How many of `ignored` are provisionable but fail validation (upstream `Provisioner.Validate` rejections:
+   * what `karpenter_scheduler_ignored_pods_count` reports).
+   */
+  rejected: number;
 }
 
 /**
@@ -83,13 +88,21 @@ export interface SelectedPods {
  * nodes are copied with `spec.nodeName` removed (the scheduler places unbound pods only).
  */
 export function selectPods(snapshot: ClusterSnapshot): SelectedPods {
-  const out: SelectedPods = { pods: [], fromDeletingNodes: new Set(), ignored: [], nominated: [] };
+  const out: SelectedPods = {
+    pods: [],
+    fromDeletingNodes: new Set(),
+    ignored: [],
+    nominated: [],
+    rejected: 0,
+  };
   const held = heldPods(snapshot);
   for (const pod of snapshot.pods) {
     if (pod.spec?.nodeName) continue;
-    const why = provisionableReason(pod) ?? validatePod(pod);
+    const notProvisionable = provisionableReason(pod);
+    const why = notProvisionable ?? validatePod(pod);
     if (why) {
       out.ignored.push({ pod, reason: why });
+      if (!notProvisionable) out.rejected++;
       continue;
     }
     if (held.has(podKey(pod))) {

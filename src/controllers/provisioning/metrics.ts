@@ -54,6 +54,19 @@ export function queueDepthGauge(registry: Registry): Gauge<'controller' | 'sched
   });
 }
 
+export const METRIC_IGNORED_PODS = 'karpenter_scheduler_ignored_pods_count';
+
+/** The ignored-pods gauge (no labels): pending pods rejected by validation in the last provisioning pass. */
+export function ignoredPodsGauge(registry: Registry): Gauge {
+  const m = registry.getSingleMetric(METRIC_IGNORED_PODS);
+  if (m) return m as Gauge;
+  return new Gauge({
+    name: METRIC_IGNORED_PODS,
+    help: 'Number of pods ignored during scheduling by Karpenter',
+    registers: [registry],
+  });
+}
+
 /** The unschedulable-pods gauge (label `controller`). */
 export function unschedulablePodsGauge(registry: Registry): Gauge<'controller'> {
   const m = registry.getSingleMetric(METRIC_UNSCHEDULABLE_PODS);

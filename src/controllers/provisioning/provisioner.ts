@@ -39,6 +39,7 @@ import {
 } from './input.ts';
 import { NodeClaimLauncher } from './launcher.ts';
 import {
+  ignoredPodsGauge,
   minValuesRelaxedLabel,
   nodeClaimsCreatedCounter,
   ProvisionedReason,
@@ -178,6 +179,7 @@ export class Provisioner implements Controller {
     this.metrics = {
       duration: schedulingDurationHistogram(deps.registry),
       queueDepth: queueDepthGauge(deps.registry),
+      ignored: ignoredPodsGauge(deps.registry),
       unschedulable: unschedulablePodsGauge(deps.registry),
       created: nodeClaimsCreatedCounter(deps.registry),
     };
@@ -298,6 +300,7 @@ export class Provisioner implements Controller {
     const snapshot = cluster.snapshot();
     const selection = selectPods(snapshot);
     out.selection = selection;
+    this.metrics.ignored.set(selection.rejected);
     if (selection.pods.length === 0) {
       this.metrics.unschedulable.set({ controller: CONTROLLER }, 0);
       return undefined;

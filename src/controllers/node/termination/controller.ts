@@ -22,6 +22,7 @@ import {
   AnnotationNodeClaimTerminationTimestamp,
   ConditionDisruptionReason,
   FinalizerTermination,
+  LabelTopologyZone,
   TaintDisrupted,
 } from '../../../apis/labels.ts';
 import { isTerminal } from '../../../apis/pod.ts';
@@ -328,10 +329,14 @@ export class NodeTerminationController implements Controller {
       throw err;
     }
     const nodepool = nodePoolOf(node);
-    this.metrics.nodesTerminated.inc({ nodepool });
+    this.metrics.nodesTerminated.inc({ nodepool, zone: node.metadata.labels?.[LabelTopologyZone] ?? '' });
     this.metrics.nodeTerminationDuration.observe(
       { nodepool },
       Math.max(0, (Date.now() - Date.parse(node.metadata.deletionTimestamp!)) / 1000) || 0,
+    );
+    this.metrics.nodeLifetimeDuration.observe(
+      { nodepool },
+      Math.max(0, (Date.now() - Date.parse(node.metadata.creationTimestamp ?? '')) / 1000) || 0,
     );
     this.logFor(name).info('deleted node');
     return {};

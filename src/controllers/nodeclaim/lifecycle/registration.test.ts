@@ -74,6 +74,14 @@ describe('Registration', () => {
       status: 'False',
       reason: 'UnregisteredTaintNotFound',
     });
+    const warned = (await env.events('reg-notaint')).filter((e) => e.reason === 'UnregisteredTaintMissing');
+    expect(warned.map((e) => [e.type, e.involvedObject.kind, e.message])).toEqual([
+      [
+        'Warning',
+        'NodeClaim',
+        'Missing karpenter.sh/unregistered taint which prevents registration related race conditions on Karpenter-managed nodes',
+      ],
+    ]);
   });
 
   it('registeredNode is pure and idempotent', () => {

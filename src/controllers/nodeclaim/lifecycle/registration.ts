@@ -18,6 +18,7 @@ import {
   FinalizerTermination,
   LabelNodeDoNotSyncTaints,
   LabelNodeRegistered,
+  LabelTopologyZone,
   TaintUnregistered,
 } from '../../../apis/labels.ts';
 import { isConflict } from '../../../kube/errors.ts';
@@ -55,6 +56,13 @@ export class Registration {
         'UnregisteredTaintNotFound',
         `Invariant violated, ${TaintUnregistered.key} taint must be present on Karpenter-managed nodes`,
       );
+      // upstream v1.14 registration.go UnregisteredTaintMissingEvent (deduped per NodeClaim by the recorder)
+      void this.ctx.recorder.publish(
+        nodeClaim,
+        'Warning',
+        'UnregisteredTaintMissing',
+        `Missing ${TaintUnregistered.key} taint which prevents registration related race conditions on Karpenter-managed nodes`,
+      );
       throw new Error(
         `Node "${node.metadata.name}" of NodeClaim "${nodeClaim.metadata.name}" registered without the ${TaintUnregistered.key}:${TaintUnregistered.effect} taint; configure the kubelet to register with it`,
       );
@@ -74,7 +82,10 @@ export class Registration {
       'registered nodeclaim',
     );
     this.ctx.metrics.registered.inc({ nodepool: nodePoolOf(nodeClaim) });
-    this.ctx.metrics.nodesCreated.inc({ nodepool: nodePoolOf(nodeClaim) });
+    this.ctx.metrics.nodesCreated.inc({
+      nodepool: nodePoolOf(nodeClaim),
+      zone: nodeClaim.metadata.labels?.[LabelTopologyZone] ?? '',
+    });
     void this.ctx.recorder.publish(
       nodeClaim,
       'Normal',

@@ -12,7 +12,11 @@
 
 import { parseDuration } from '../../../apis/duration.ts';
 import type { NodeClaim } from '../../../apis/karpenter.ts';
-import { AnnotationNodeClaimTerminationTimestamp, FinalizerTermination } from '../../../apis/labels.ts';
+import {
+  AnnotationNodeClaimTerminationTimestamp,
+  FinalizerTermination,
+  LabelTopologyZone,
+} from '../../../apis/labels.ts';
 import { isNodeClaimNotFoundError } from '../../../cloudprovider/types.ts';
 import { isConflict, isNotFound } from '../../../kube/errors.ts';
 import { capacityTypeOf, nodePoolOf, rfc3339, withoutFinalizer } from '../../runtime/index.ts';
@@ -114,7 +118,11 @@ export class NodeClaimTermination {
       { nodepool },
       Math.max(0, (Date.now() - Date.parse(nodeClaim.metadata.deletionTimestamp ?? '')) / 1000) || 0,
     );
-    this.ctx.metrics.terminated.inc({ nodepool, capacity_type: capacityTypeOf(nodeClaim) });
+    this.ctx.metrics.terminated.inc({
+      nodepool,
+      capacity_type: capacityTypeOf(nodeClaim),
+      zone: nodeClaim.metadata.labels?.[LabelTopologyZone] ?? '',
+    });
     return { deleted: true };
   }
 

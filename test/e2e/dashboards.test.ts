@@ -1,0 +1,283 @@
+/**
+ * Issue 26 item 5: every metric a Grafana dashboard queries exists after a provisioning + consolidation run.
+ * The dashboards are upstream's (aws/karpenter-provider-aws v1.14.1,
+ * `website/content/en/v1.14/getting-started/getting-started-with-karpenter/karpenter-{capacity,performance}-dashboard.json`)
+ * and capenter's own (`charts/capenter/dashboards/*.json`, read from disk so a new panel is covered without
+ * editing this test). The run: three nodes provisioned for a DaemonSet, a `keep` pod and two `web` pods; `web` is
+ * scaled to zero and the two emptied nodes are consolidated away, so both counters of a disruption and gauges of a
+ * live node are populated when `/metrics` is scraped over HTTP. The kept node, not empty in a `WhenEmpty` pool,
+ * gets upstream's `Unconsolidatable` Event once on its Node and once on its NodeClaim despite a pass every second.
+ */
+import { readFileSync } from 'node:fs';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { KubeEvent } from '../../src/kube/types.ts';
+import {
+  allRunning,
+  deploymentYaml,
+  type E2E,
+  eventually,
+  kwokNodeClassYaml,
+  scale,
+  startE2E,
+} from './harness.ts';
+
+/** Metric names in upstream's v1.14.1 Grafana dashboards, by dashboard file. */
+const UPSTREAM_DASHBOARD_METRICS: Record<string, readonly string[]> = {
+  'karpenter-capacity-dashboard.json': [
+    'karpenter_nodeclaims_disrupted_total',
+    'karpenter_nodepools_limit',
+    'karpenter_nodepools_usage',
+    'karpenter_nodes_allocatable',
+    'karpenter_nodes_created_total',
+    'karpenter_nodes_terminated_total',
+    'karpenter_nodes_total_daemon_requests',
+    'karpenter_nodes_total_pod_requests',
+    'karpenter_pods_state',
+    'karpenter_voluntary_disruption_decisions_total',
+    'karpenter_voluntary_disruption_eligible_nodes',
+  ],
+  'karpenter-performance-dashboard.json': [
+    'karpenter_nodes_termination_duration_seconds',
+    'karpenter_pods_startup_duration_seconds',
+  ],
+};
+
+/**
+ * Metrics that may legitimately have no sample after a run without failures (a counter with no labelled child
+ * yet exports only its `# HELP`/`# TYPE` lines, as upstream's client_golang vectors export nothing): their
+ * family must still be declared.
+ */
+const ERROR_ONLY = new Set(['karpenter_cloudprovider_errors_total']);
+
+/**
+ * Gauges that only have a sample while work is in flight: upstream sets `karpenter_scheduler_queue_depth` per
+ * running simulation and deletes it when the simulation ends (`scheduling/scheduler.go`), as capenter does; a
+ * scrape after the run sees its family only.
+ */
+const IN_FLIGHT_ONLY = new Set(['karpenter_scheduler_queue_depth']);
+
+/** Metric names in `charts/capenter/dashboards/<file>`, from the PromQL expressions of its panels. */
+function chartDashboardMetrics(): Record<string, string[]> {
+  const out: Record<string, string[]> = {};
+  for (const file of ['capacity.json', 'performance.json']) {
+    const text = readFileSync(new URL(`../../charts/capenter/dashboards/${file}`, import.meta.url), 'utf8');
+    out[`charts/capenter/dashboards/${file}`] = [
+      ...new Set(text.match(/\b(karpenter|operator)_[a-z_]+/g) ?? []),
+    ];
+  }
+  return out;
+}
+
+/** The family of a sample name (`x_bucket` → `x` when `x` is a histogram in `text`). */
+function familyOf(name: string, text: string): string {
+  const base = name.replace(/_(bucket|count|sum)$/, '');
+  return base !== name && text.includes(`# TYPE ${base} histogram`) ? base : name;
+}
+
+/** True when `text` has at least one sample line of `name` (or of its histogram series). */
+function hasSample(name: string, text: string): boolean {
+  const esc = name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  return new RegExp(`^${esc}(_bucket|_count|_sum)?[{ ]`, 'm').test(text);
+}
+
+/** One sample line of a Prometheus text exposition. */
+interface Sample {
+  name: string;
+  labels: Record<string, string>;
+  value: number;
+}
+
+/** The sample lines of a Prometheus text exposition (comments skipped). */
+function samples(text: string): Sample[] {
+  const out: Sample[] = [];
+  for (const line of text.split('\n')) {
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
+    if (!m) continue;
+    const labels: Record<string, string> = {};
+    for (const l of (m[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g))
+      labels[l[1]!] = l[2]!;
+    out.push({ name: m[1]!, labels, value: Number(m[3]) });
+  }
+  return out;
+}
+
+let env: E2E | undefined;
+afterAll(async () => {
+  await env?.stop();
+});
+
+describe('dashboard metrics', () => {
+  it('exports every metric of upstream and capenter dashboards after provisioning and consolidation', async () => {
+    env = await startE2E({ operator: false });
+    const { client } = env;
+    const op = await env.startOperator(
+      { leaderElect: false, metricsPeriodSeconds: 1 },
+      {
+        tuning: {
+          nominationTTLSeconds: 2,
+          instanceTypeMetricsSeconds: 1,
+          disruption: { pollSeconds: 1, validationSeconds: 1 },
+        },
+      },
+    );
+    await env.apply(`${kwokNodeClassYaml()}---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: default}
+spec:
+  limits: {cpu: "100"}
+  disruption: {consolidationPolicy: WhenEmpty, consolidateAfter: 0s, budgets: [{nodes: "100%"}]}
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}
+      requirements:
+        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+        - {key: karpenter.k8s.aws/instance-category, operator: In, values: [c, m, r]}
+        - {key: karpenter.k8s.aws/instance-size, operator: In, values: [large]}
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent, namespace: default}
+spec:
+  selector: {matchLabels: {app: agent}}
+  template:
+    metadata: {labels: {app: agent}}
+    spec:
+      terminationGracePeriodSeconds: 0
+      containers:
+        - name: agent
+          image: registry.k8s.io/pause:3.10
+          resources: {requests: {cpu: 50m, memory: 32Mi}}
+---
+${deploymentYaml('keep', 1, '1500m', '256Mi')}---
+${deploymentYaml('web', 2, '1500m', '256Mi').replace('      containers:', '      terminationGracePeriodSeconds: 0\n      containers:')}`);
+    await eventually(() => allRunning(client, 3), 'keep and web pods running', 20_000);
+    expect((await client.list('Node')).items).toHaveLength(3);
+    await scale(client, 'web', 0);
+    await eventually(
+      async () => (await client.list('Node')).items.length === 1,
+      'the two emptied nodes consolidated',
+      20_000,
+    ).catch(async (err: Error) => {
+      const pods = (await client.list('Pod')).items.map(
+        (p) => `${p.metadata.name}@${(p as { spec?: { nodeName?: string } }).spec?.nodeName}`,
+      );
+      const pass = op.disruption.lastPass;
+      throw new Error(
+        `${err.message}; pods ${pods.join(' ')}; last pass ${JSON.stringify({ blocked: pass?.result?.blocked, abandoned: pass?.abandoned })}`,
+      );
+    });
+
+    const dashboards: Record<string, readonly string[]> = {
+      ...UPSTREAM_DASHBOARD_METRICS,
+      ...chartDashboardMetrics(),
+    };
+    const wanted = [...new Set(Object.values(dashboards).flat())].sort();
+    expect(wanted.length).toBeGreaterThanOrEqual(20);
+    const base = `http://127.0.0.1:${op.metricsPort}`;
+    const missing = (text: string): string[] =>
+      wanted.filter((n) => {
+        const family = familyOf(n, text);
+        if (!text.includes(`# TYPE ${family} `)) return true;
+        return !ERROR_ONLY.has(family) && !IN_FLIGHT_ONLY.has(family) && !hasSample(n, text);
+      });
+    let last = '';
+    await eventually(
+      async () => {
+        last = await (await fetch(`${base}/metrics`)).text();
+        // the cluster-state gauges follow on the metrics controllers' 1 s cadence
+        return missing(last).length === 0 && /^karpenter_cluster_state_node_count 1$/m.test(last);
+      },
+      'dashboard metrics exported',
+      10_000,
+    ).catch((err: Error) => {
+      throw new Error(`${err.message}; missing: ${missing(last).join(', ')}`);
+    });
+    expect(missing(last)).toEqual([]);
+
+    // the run's real values, under upstream's labels
+    const sum = (name: string, labels: Record<string, string> = {}): number =>
+      samples(last)
+        .filter((x) => x.name === name && Object.entries(labels).every(([k, v]) => x.labels[k] === v))
+        .reduce((acc, x) => acc + x.value, 0);
+    const zones = new Set(
+      samples(last)
+        .filter((x) => x.name === 'karpenter_nodes_created_total')
+        .map((x) => x.labels.zone),
+    );
+    expect(
+      [...zones].every((z) => /^[a-z]+-[a-z]+-\d[a-z]$/.test(z ?? '')),
+      [...zones].join(),
+    ).toBe(true);
+    expect(sum('karpenter_nodes_created_total', { nodepool: 'default' })).toBe(3);
+    expect(sum('karpenter_nodes_terminated_total', { nodepool: 'default' })).toBe(2);
+    expect(
+      sum('karpenter_nodeclaims_terminated_total', { nodepool: 'default', capacity_type: 'on-demand' }),
+    ).toBe(2);
+    expect(sum('karpenter_nodeclaims_disrupted_total', { reason: 'empty', nodepool: 'default' })).toBe(2);
+    expect(
+      sum('karpenter_voluntary_disruption_decisions_total', { decision: 'delete', reason: 'empty' }),
+    ).toBe(1);
+    expect(
+      sum('karpenter_voluntary_disruption_decisions_by_nodepool_total', {
+        nodepool: 'default',
+        reason: 'empty',
+      }),
+    ).toBe(1);
+    expect(sum('karpenter_nodes_termination_duration_seconds_count', { nodepool: 'default' })).toBe(2);
+    expect(sum('karpenter_nodes_lifetime_duration_seconds_count', { nodepool: 'default' })).toBe(2);
+    // keep and the 2 web pods went Pending → Running through provisioning; DaemonSet pods that start between two
+    // metrics passes are observed only when the stand-in kubelet stamps a Ready transition time
+    const startups = sum('karpenter_pods_startup_duration_seconds_count');
+    expect(startups).toBeGreaterThanOrEqual(3);
+    expect(startups).toBeLessThanOrEqual(6);
+    const bound = sum('karpenter_pods_bound_duration_seconds_count');
+    expect(bound).toBeGreaterThanOrEqual(3);
+    expect(bound).toBeLessThanOrEqual(6);
+    // nothing is pending any more: the per-pod gauges are declared, without series
+    for (const g of ['karpenter_pods_unbound_time_seconds', 'karpenter_pods_unstarted_time_seconds']) {
+      expect(last).toContain(`# TYPE ${g} gauge`);
+      expect(hasSample(g, last), g).toBe(false);
+    }
+    expect(sum('karpenter_nodepools_limit', { nodepool: 'default', resource_type: 'cpu' })).toBe(100);
+    expect(sum('karpenter_nodes_total_daemon_requests', { resource_type: 'cpu' })).toBeCloseTo(0.05, 6);
+    expect(sum('karpenter_cluster_state_node_count')).toBe(1);
+    expect(sum('karpenter_build_info', { version: '0.1.0' })).toBe(1);
+    expect(last).toMatch(/^karpenter_scheduler_ignored_pods_count 0$/m);
+    expect(last).toMatch(/^karpenter_cluster_state_synced 1$/m);
+    expect(last).toMatch(/^karpenter_cluster_state_unsynced_time_seconds 0$/m);
+    // the catalog gauges of the instance type the kept node runs
+    const keptType = samples(last).find((x) => x.name === 'karpenter_nodes_allocatable')!.labels
+      .instance_type!;
+    expect(sum('karpenter_cloudprovider_instance_type_cpu_cores', { instance_type: keptType })).toBe(2);
+    expect(
+      sum('karpenter_cloudprovider_instance_type_memory_bytes', { instance_type: keptType }),
+    ).toBeGreaterThan(3 * 2 ** 30);
+    const offering = { instance_type: keptType, capacity_type: 'on-demand', zone: 'us-east-1a' };
+    expect(sum('karpenter_cloudprovider_instance_type_offering_available', offering)).toBe(1);
+    expect(sum('karpenter_cloudprovider_instance_type_offering_price_estimate', offering)).toBeGreaterThan(0);
+    // the kept node: keep (1500m) + its agent (50m) over one large node's allocatable cpu
+    const cpuAlloc = sum('karpenter_nodes_allocatable', { resource_type: 'cpu' });
+    expect(sum('karpenter_cluster_utilization_percent', { resource_type: 'cpu' })).toBeCloseTo(
+      (100 * 1.55) / cpuAlloc,
+      6,
+    );
+    const kept = samples(last).filter((x) => x.name === 'karpenter_nodes_current_lifetime_seconds');
+    expect(kept).toHaveLength(1);
+    expect(kept[0]!.value).toBeGreaterThan(0);
+    expect(kept[0]!.value).toBeLessThan(60);
+
+    // the kept node is not empty under a WhenEmpty policy: upstream's Unconsolidatable Event, once per object
+    await op.recorder.flush();
+    const uncons = ((await client.list('Event')).items as KubeEvent[]).filter(
+      (e) => e.reason === 'Unconsolidatable',
+    );
+    const keptNode = (await client.list('Node')).items[0]!.metadata.name;
+    expect(kept[0]!.labels.node_name).toBe(keptNode);
+    expect(uncons.map((e) => [e.involvedObject.kind, e.count ?? 1, e.message]).sort()).toEqual([
+      ['Node', 1, 'NodePool "default" has consolidation policy WhenEmpty, but node is not empty'],
+      ['NodeClaim', 1, 'NodePool "default" has consolidation policy WhenEmpty, but node is not empty'],
+    ]);
+    expect(uncons.find((e) => e.involvedObject.kind === 'Node')?.involvedObject.name).toBe(keptNode);
+  }, 60_000);
+});
