@@ -200,6 +200,27 @@ describe('NodePool controller (integration)', () => {
     expect(staticDrift({ nodeClaim: olderClaim } as never, olderPool)).toBeUndefined();
   });
 
+  it('capacity-type In [spott] is accepted by the API server and reported as ValidationSucceeded=False (upstream v1.14.1 runtime validation)', async () => {
+    const np = nodePool('spott', 'default');
+    np.spec.template.spec.requirements = [
+      { key: 'kubernetes.io/arch', operator: 'In', values: ['amd64'] },
+      { key: 'karpenter.sh/capacity-type', operator: 'In', values: ['spott'] },
+    ];
+    await env.client.create(np);
+    const got = await eventually(async () => {
+      const x = await env.client.get('NodePool', 'spott');
+      return cond(x, 'ValidationSucceeded')?.status === 'False' && x;
+    }, 'spott ValidationSucceeded=False');
+    expect(cond(got, 'ValidationSucceeded')).toMatchObject({
+      status: 'False',
+      reason: 'NodePoolValidationFailed',
+      message:
+        'NodePool "spott": spec.template.spec.requirements[1].values: Invalid value ["spott"]: no valid values found in [spott] for karpenter.sh/capacity-type, expected one of: [on-demand reserved spot]; use on-demand or reserved or spot',
+    });
+    expect(cond(got, 'Ready')?.status).toBe('False');
+    await env.client.delete('NodePool', 'spott');
+  });
+
   it('an invalid NodePool gets Ready=False with the message and a Warning Event; the controller keeps running', async () => {
     // an API server that does not enforce the CRD's CEL rules (older clusters; what runtime validation is
     // for): the NodePool CRD is served without its x-kubernetes-validations
