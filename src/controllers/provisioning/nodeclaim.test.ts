@@ -4,7 +4,7 @@ import type { InstanceType } from '../../cloudprovider/types.ts';
 import { exceeds, planCapacity } from '../../scheduling/limits.ts';
 import { MAX_INSTANCE_TYPES, solve } from '../../scheduling/scheduler.ts';
 import { nodePoolHash } from '../nodepool/hash.ts';
-import { nodeClaimFromPlan, templateHash } from './nodeclaim.ts';
+import { nodeClaimFromPlan, resolveCustomLabelsFromRequirements, templateHash } from './nodeclaim.ts';
 import { pendingPod, testNodePool } from './testing.ts';
 
 const types = getInstanceTypes({ region: 'us-east-1' }).instanceTypes as InstanceType[];
@@ -149,5 +149,66 @@ describe('limits', () => {
     expect(exceeds(testNodePool('free'), { cpu: 1e9 }, { cpu: 1e9 })).toBeUndefined();
     // resources without a limit are not compared
     expect(exceeds(np, {}, { 'nvidia.com/gpu': 8 })).toBeUndefined();
+  });
+});
+
+describe('resolveCustomLabelsFromRequirements (upstream v1.14.1 nodeclaimtemplate.go)', () => {
+  it('resolves custom keys and skips well-known, hostname and scheduling-simulation keys', () => {
+    expect(
+      resolveCustomLabelsFromRequirements(
+        [
+          { key: 'team', operator: 'In', values: ['a'] },
+          { key: 'example.com/tier', operator: 'In', values: ['silver', 'gold'] },
+          { key: 'example.com/tier', operator: 'NotIn', values: ['gold'] },
+          { key: 'node.kubernetes.io/instance-type', operator: 'In', values: ['m5.large'] },
+          { key: 'karpenter.sh/capacity-type', operator: 'In', values: ['spot'] },
+          { key: 'karpenter.k8s.aws/instance-family', operator: 'In', values: ['m5'] },
+          { key: 'kubernetes.io/hostname', operator: 'In', values: ['host-1'] },
+          { key: 'karpenter.sh/registered', operator: 'In', values: ['true'] },
+          { key: 'karpenter.sh/initialized', operator: 'In', values: ['true'] },
+          { key: 'example.com/gone', operator: 'DoesNotExist' },
+        ],
+        () => 0,
+      ),
+    ).toEqual({ team: 'a', 'example.com/tier': 'silver' });
+  });
+
+  it('draws a random integer within the bounds for Exists, NotIn and Gt/Lt (upstream Requirement.Any)', () => {
+    const reqs = [
+      { key: 'example.com/shard', operator: 'Exists' as const },
+      { key: 'example.com/slot', operator: 'Gt' as const, values: ['9'] },
+      { key: 'example.com/slot', operator: 'Lt' as const, values: ['20'] },
+      { key: 'example.com/pool', operator: 'NotIn' as const, values: ['blue'] },
+    ];
+    expect(resolveCustomLabelsFromRequirements(reqs, () => 0)).toEqual({
+      'example.com/shard': '0',
+      'example.com/slot': '10',
+      'example.com/pool': '0',
+    });
+    // 0.5 of [10, 20) → 15; of [0, 2^53-1) → 4503599627370495
+    expect(resolveCustomLabelsFromRequirements(reqs, () => 0.5)).toEqual({
+      'example.com/shard': '4503599627370495',
+      'example.com/slot': '15',
+      'example.com/pool': '4503599627370495',
+    });
+  });
+
+  it('nodeClaimFromPlan labels a NodeClaim with its custom single-value requirement', () => {
+    const np = testNodePool('custom');
+    np.spec.template.spec.requirements = [
+      ...(np.spec.template.spec.requirements ?? []),
+      { key: 'team', operator: 'In', values: ['a'] },
+    ];
+    const pod = pendingPod('api-1', { cpu: '1', memory: '1Gi' });
+    const result = solve({
+      pods: [pod],
+      existingNodes: [],
+      nodePools: [np],
+      instanceTypes: { custom: types },
+      daemonSets: [],
+    });
+    expect(result.newNodeClaims).toHaveLength(1);
+    const nc = nodeClaimFromPlan(result.newNodeClaims[0]!, np, { hash: '1', version: 'v3' }, () => 0);
+    expect(nc.metadata.labels).toEqual({ 'karpenter.sh/nodepool': 'custom', team: 'a' });
   });
 });

@@ -12,11 +12,15 @@ import {
   AnnotationPriceOverlayApplied,
   LabelHostname,
   LabelInstanceType,
+  LabelNodeInitialized,
   LabelNodePool,
+  LabelNodeRegistered,
+  WellKnownLabels,
 } from '../../apis/labels.ts';
 import { formatResources } from '../../apis/quantity.ts';
 import { MAX_INSTANCE_TYPES } from '../../scheduling/nodeclaim.ts';
 import { isPriceOverlaid } from '../../scheduling/nodeoverlay.ts';
+import { Requirements } from '../../scheduling/requirements.ts';
 import type { NodeClaimPlan } from '../../scheduling/types.ts';
 import { AnnotationNominatedPods } from '../../state/cluster.ts';
 import { NodePoolHashVersion, nodePoolHash } from '../nodepool/hash.ts';
@@ -35,9 +39,49 @@ export function templateHash(nodePool: NodePool): NodePoolHash {
   return { hash: nodePoolHash(nodePool), version: NodePoolHashVersion };
 }
 
+/** Keys {@link resolveCustomLabelsFromRequirements} never turns into labels besides `WellKnownLabels`. */
+const UnresolvedLabelKeys: ReadonlySet<string> = new Set([
+  LabelHostname,
+  LabelNodeRegistered,
+  LabelNodeInitialized,
+]);
+
+/**
+ * The concrete labels a NodeClaim gets at creation from its requirements (upstream kubernetes-sigs/karpenter
+ * v1.14.1 `pkg/controllers/provisioning/scheduling/nodeclaimtemplate.go` `resolveCustomLabelsFromRequirements` +
+ * `pkg/scheduling/requirement.go` `Any`), keyed by label key. Requirements on the same key are intersected first.
+ * Skipped: `WellKnownLabels` (the cloud provider resolves those at launch; launch.go `PopulateNodeClaimDetails`
+ * lets them win), `kubernetes.io/hostname` (upstream `RestrictedLabels`) and `karpenter.sh/registered` /
+ * `initialized` (upstream `schedulingSimulationKeys`). Value: `In` → one allowed value (capenter: the smallest, so
+ * it is stable; upstream takes an arbitrary one); `NotIn` / `Exists` / `Gt` / `Lt` → a random integer within the
+ * bounds (upstream `rand.Intn(max-min)+min`, min = lower bound or 0, max = upper bound or 2^53-1), drawn from
+ * `random` (a `[0, 1)` source such as `Math.random`); `DoesNotExist` → no label.
+ * @throws RequirementError (from `Requirements.fromNodeSelector`) for a malformed requirement.
+ */
+export function resolveCustomLabelsFromRequirements(
+  requirements: readonly NodeSelectorRequirementWithMinValues[],
+  random: () => number = Math.random,
+): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const r of Requirements.fromNodeSelector(requirements).values()) {
+    if (WellKnownLabels.has(r.key) || UnresolvedLabelKeys.has(r.key)) continue;
+    const op = r.operator();
+    if (op === 'In') {
+      const v = r.any();
+      if (v !== undefined) out[r.key] = v;
+    } else if (op === 'NotIn' || op === 'Exists') {
+      const min = r.greaterThan !== undefined ? r.greaterThan + 1 : 0;
+      const max = r.lessThan ?? Number.MAX_SAFE_INTEGER;
+      out[r.key] = String(min + Math.floor(random() * Math.max(0, max - min)));
+    }
+  }
+  return out;
+}
+
 /**
  * The NodeClaim for a plan of `nodePool`:
- * - `metadata.generateName: <nodepool>-`; labels = template labels + `karpenter.sh/nodepool`; annotations =
+ * - `metadata.generateName: <nodepool>-`; labels = template labels + `karpenter.sh/nodepool` + the custom labels
+ *   the requirements resolve to ({@link resolveCustomLabelsFromRequirements}, drawn with `random`); annotations =
  *   template annotations + `karpenter.sh/nodepool-hash` / `-hash-version` + `karpenter.sh/nodeclaim-min-values-relaxed`
  *   (`"true"` when the plan's `minValues` were relaxed, else `"false"`, as upstream `addToNewNodeClaim`) + (capenter)
  *   the planned pods' UIDs in {@link AnnotationNominatedPods} + `karpenter.sh/price-overlay-applied` /
@@ -49,7 +93,12 @@ export function templateHash(nodePool: NodePool): NodePoolHash {
  *   {@link MAX_INSTANCE_TYPES}, keeping its `minValues`), `resources.requests` = the plan's requests (pods +
  *   daemon overhead) as quantity strings.
  */
-export function nodeClaimFromPlan(plan: NodeClaimPlan, nodePool: NodePool, hash: NodePoolHash): NodeClaim {
+export function nodeClaimFromPlan(
+  plan: NodeClaimPlan,
+  nodePool: NodePool,
+  hash: NodePoolHash,
+  random: () => number = Math.random,
+): NodeClaim {
   const tmpl = nodePool.spec.template;
   const name = nodePool.metadata.name;
   const optionTypes = plan.instanceTypeOptions.slice(0, MAX_INSTANCE_TYPES);
@@ -91,7 +140,11 @@ export function nodeClaimFromPlan(plan: NodeClaimPlan, nodePool: NodePool, hash:
     kind: 'NodeClaim',
     metadata: {
       generateName: `${name}-`,
-      labels: { ...(tmpl.metadata?.labels ?? {}), [LabelNodePool]: name },
+      labels: {
+        ...(tmpl.metadata?.labels ?? {}),
+        [LabelNodePool]: name,
+        ...resolveCustomLabelsFromRequirements(plan.requirements, random),
+      },
       annotations: {
         ...(tmpl.metadata?.annotations ?? {}),
         [AnnotationNodePoolHash]: hash.hash,

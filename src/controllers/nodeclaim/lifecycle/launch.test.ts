@@ -4,7 +4,7 @@ import { RecordingCloudProvider } from '../../../cloudprovider/testing.ts';
 import { CreateError } from '../../../cloudprovider/types.ts';
 import { startTestEnv, type TestEnv, testNodeClaim } from '../testing.ts';
 import { nodeClaimConditions } from './context.ts';
-import { Launch } from './launch.ts';
+import { Launch, populateNodeClaimDetails } from './launch.ts';
 
 let env: TestEnv;
 beforeAll(async () => {
@@ -83,6 +83,62 @@ describe('Launch', () => {
       status: 'False',
       reason: 'AMINotFound',
       message: 'no AMI matches amiSelectorTerms',
+    });
+  });
+});
+
+describe('populateNodeClaimDetails (upstream v1.14.1 PopulateNodeClaimDetails)', () => {
+  const claim = (): NodeClaim => ({
+    apiVersion: 'karpenter.sh/v1',
+    kind: 'NodeClaim',
+    metadata: {
+      name: 'nc',
+      labels: { 'karpenter.sh/nodepool': 'default', team: 'a' },
+      annotations: { 'example.com/a': 'mine' },
+    },
+    spec: {
+      nodeClassRef: { group: 'karpenter.kwok.sh', kind: 'KWOKNodeClass', name: 'default' },
+      requirements: [
+        { key: 'node.kubernetes.io/instance-type', operator: 'In', values: ['m5.large'] },
+        { key: 'karpenter.sh/capacity-type', operator: 'In', values: ['spot'] },
+        { key: 'topology.kubernetes.io/zone', operator: 'In', values: ['us-east-1a'] },
+        { key: 'team', operator: 'In', values: ['a'] },
+        { key: 'example.com/tier', operator: 'In', values: ['gold'] },
+      ],
+    },
+  });
+  const created = (): NodeClaim => ({
+    ...claim(),
+    metadata: {
+      name: 'nc',
+      labels: {
+        'node.kubernetes.io/instance-type': 'm5.xlarge',
+        'karpenter.sh/capacity-type': 'on-demand',
+        'topology.kubernetes.io/zone': 'us-east-1b',
+        team: 'provider',
+      },
+      annotations: { 'example.com/a': 'provider', 'example.com/b': 'provider' },
+    },
+    status: { providerID: 'kwok://us-east-1/us-east-1b/i-1', imageID: 'ami-1', capacity: { cpu: '4' } },
+  });
+
+  it('keeps the provider-resolved well-known labels over requirement values; the NodeClaim labels win', () => {
+    const nc = claim();
+    populateNodeClaimDetails(nc, created());
+    expect(nc.metadata.labels).toEqual({
+      'node.kubernetes.io/instance-type': 'm5.xlarge',
+      'karpenter.sh/capacity-type': 'on-demand',
+      'topology.kubernetes.io/zone': 'us-east-1b',
+      'karpenter.sh/nodepool': 'default',
+      team: 'a',
+    });
+    // requirement values are resolved at creation (nodeClaimFromPlan), not at launch
+    expect(nc.metadata.labels?.['example.com/tier']).toBeUndefined();
+    expect(nc.metadata.annotations).toEqual({ 'example.com/a': 'provider', 'example.com/b': 'provider' });
+    expect(nc.status).toEqual({
+      providerID: 'kwok://us-east-1/us-east-1b/i-1',
+      imageID: 'ami-1',
+      capacity: { cpu: '4' },
     });
   });
 });

@@ -120,17 +120,18 @@ export class Launch {
 }
 
 /**
- * Copies a launch result onto the NodeClaim (upstream `PopulateNodeClaimDetails`). Label precedence, lowest
- * first: provider-resolved labels, single-value `In` requirements, the NodeClaim's own labels.
+ * Copies a launch result onto the NodeClaim (kubernetes-sigs/karpenter v1.14.1
+ * `pkg/controllers/nodeclaim/lifecycle/launch.go` `PopulateNodeClaimDetails`). Labels: the provider-resolved
+ * labels of `created`, overridden by the NodeClaim's own labels — requirement values are not copied here (upstream
+ * dropped that step in #2586): custom single-value requirements were already resolved into the NodeClaim's labels
+ * at creation (`provisioning/nodeclaim.ts` `resolveCustomLabelsFromRequirements`), and well-known labels
+ * (instance type, zone, capacity type…) come from the launch, so `node.kubernetes.io/instance-type In [m5.large]`
+ * never hides the `m5.xlarge` the provider launched. Annotations: the NodeClaim's, overridden by the launch's.
+ * Status: `providerID`, `imageID`, `capacity`, `allocatable` from the launch when set.
  */
 export function populateNodeClaimDetails(nodeClaim: NodeClaim, created: NodeClaim): void {
-  const requirementLabels: Record<string, string> = {};
-  for (const r of nodeClaim.spec.requirements ?? []) {
-    if (r.operator === 'In' && r.values?.length === 1) requirementLabels[r.key] = r.values[0] as string;
-  }
   nodeClaim.metadata.labels = {
     ...(created.metadata.labels ?? {}),
-    ...requirementLabels,
     ...(nodeClaim.metadata.labels ?? {}),
   };
   const annotations = { ...(nodeClaim.metadata.annotations ?? {}), ...(created.metadata.annotations ?? {}) };
