@@ -30,17 +30,13 @@ import {
   defaultKWOKStatus,
 } from './defaults.ts';
 import {
-  CapacityTypeOnDemand,
-  CapacityTypeReserved,
-  CapacityTypeSpot,
-  InstanceTenancies,
   LabelCapacityType,
   LabelDomainExceptions,
   LabelHostname,
-  LabelInstanceTenancy,
   LabelNodePool,
   RestrictedLabelDomains,
   WellKnownLabels,
+  wellKnownValuesProblem,
 } from './labels.ts';
 
 // ---------------------------------------------------------------------------------------------------
@@ -364,20 +360,6 @@ function awsLabelMessage(key: string): string {
   return `${LabelRules.awsDomain.message}: "${key}" is not a label the aws provider sets; ${fix}`;
 }
 
-/**
- * Values a requirement key accepts: upstream core `WellKnownValuesForRequirements` (kubernetes-sigs/karpenter
- * v1.14.1 `pkg/apis/v1/labels.go`: `karpenter.sh/capacity-type` → `on-demand`, `spot`, `reserved`) plus the aws
- * provider's `karpenter.k8s.aws/instance-tenancy` → `dedicated`, `default` (aws/karpenter-provider-aws
- * `pkg/apis/v1/labels.go` init). An `In` requirement naming none of them, or fewer known values than its
- * `minValues`, is refused (upstream `pkg/apis/v1/nodeclaim_validation.go` `validateWellKnownValues`, which the
- * `nodepool.validation` controller reports as `ValidationSucceeded=False` reason `NodePoolValidationFailed`; the
- * upstream CRD carries no CEL rule for it, so the API server accepts the NodePool).
- */
-export const WellKnownValuesForRequirements: Readonly<Record<string, readonly string[]>> = {
-  [LabelCapacityType]: [CapacityTypeOnDemand, CapacityTypeSpot, CapacityTypeReserved],
-  [LabelInstanceTenancy]: InstanceTenancies,
-};
-
 const celList = (keys: Iterable<string>) => `[${[...keys].map((k) => `"${k}"`).join(', ')}]`;
 
 /** Well-known labels that sit in a restricted domain, for the restricted-label message. */
@@ -509,35 +491,6 @@ function requirementSchema(allowNodePool: boolean) {
         'In/NotIn: one or more values; Exists/DoesNotExist: none; Gt/Lt/Gte/Lte: a single non-negative integer.',
       ),
   });
-}
-
-/**
- * Upstream `validateWellKnownValues` (kubernetes-sigs/karpenter v1.14.1 `pkg/apis/v1/nodeclaim_validation.go`) for
- * one requirement: undefined unless `key` has {@link WellKnownValuesForRequirements} and `operator` is `In`; else
- * a message when none of `values` is known, or when fewer known values than `minValues` remain (upstream logs and
- * drops unknown values when enough known ones are left).
- */
-function wellKnownValuesProblem(
-  key: unknown,
-  operator: unknown,
-  values: readonly unknown[],
-  minValues: unknown,
-): string | undefined {
-  const known = typeof key === 'string' ? WellKnownValuesForRequirements[key] : undefined;
-  if (!known || operator !== 'In' || values.length === 0) return undefined;
-  const sorted = [...known].sort();
-  const valid = values.filter((x) => typeof x === 'string' && known.includes(x));
-  if (valid.length === 0)
-    return (
-      `no valid values found in [${values.join(' ')}] for ${key as string}, expected one of: ` +
-      `[${sorted.join(' ')}]; use ${sorted.join(' or ')}`
-    );
-  if (typeof minValues === 'number' && valid.length < minValues)
-    return (
-      `not enough valid values found in [${values.join(' ')}] for ${key as string}, expected at least ` +
-      `${minValues} valid values from: [${sorted.join(' ')}], got: ${valid.length}; list at least ${minValues} of them or lower minValues`
-    );
-  return undefined;
 }
 
 const isComparison = (op: unknown) => op === 'Gt' || op === 'Lt' || op === 'Gte' || op === 'Lte';

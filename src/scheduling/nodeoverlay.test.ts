@@ -212,6 +212,29 @@ describe('NodeOverlay application', () => {
     ).toBe(0.096);
   });
 
+  it('runtime validation: capacity-type In [spott] names no known value (upstream ValidateRequirement → validateWellKnownValues)', () => {
+    const ev = evaluateNodeOverlays(
+      [
+        overlay('spott', {
+          requirements: [{ key: 'karpenter.sh/capacity-type', operator: 'In', values: ['spott'] }],
+          price: '1',
+        }),
+        overlay('spot', {
+          requirements: [{ key: 'karpenter.sh/capacity-type', operator: 'In', values: ['spott', 'spot'] }],
+          price: '1',
+        }),
+      ],
+      [{ nodePool: pool('default'), instanceTypes: types }],
+    );
+    expect(ev.verdicts.get('spott')).toEqual({
+      ok: false,
+      reason: 'RuntimeValidation',
+      message:
+        'invalid value: no valid values found in [spott] for karpenter.sh/capacity-type, expected one of: [on-demand reserved spot]; use on-demand or reserved or spot in requirements, restricted',
+    });
+    expect(ev.verdicts.get('spot')?.ok).toBe(true);
+  });
+
   it('an unevaluated NodePool is refused (upstream UnevaluatedNodePoolError)', () => {
     const ev = evaluateNodeOverlays([], [{ nodePool: pool('default'), instanceTypes: types }]);
     expect(() => applyNodeOverlays(ev, 'other', types)).toThrow(/NodePool "other" has not been evaluated/);

@@ -32,6 +32,7 @@ import {
   LabelTopologyZone,
   RestrictedLabelDomains,
   WellKnownLabels,
+  wellKnownValuesProblem,
 } from '../apis/labels.ts';
 import { parseResource, type Resources } from '../apis/quantity.ts';
 import { Requirement, Requirements, requirementProblem } from './requirements.ts';
@@ -143,7 +144,9 @@ function restrictedLabelProblem(key: string): string | undefined {
 }
 
 /**
- * Upstream `RuntimeValidate`: every requirement well-formed and not on a restricted label, no well-known
+ * Upstream `RuntimeValidate` (kubernetes-sigs/karpenter v1.14.1 `pkg/apis/v1alpha1/nodeoverlay_validation.go`, which
+ * runs core `ValidateRequirement`): every requirement well-formed, not on a restricted label and, for a key with
+ * `WellKnownValuesForRequirements` (e.g. `karpenter.sh/capacity-type`), naming a known value; no well-known
  * resource in `capacity`, every capacity a quantity. Returns the messages joined, or `undefined`.
  */
 export function nodeOverlayRuntimeProblem(o: NodeOverlay): string | undefined {
@@ -153,6 +156,8 @@ export function nodeOverlayRuntimeProblem(o: NodeOverlay): string | undefined {
     if (p) problems.push(`invalid value: ${p} in requirements, restricted`);
     const restricted = restrictedLabelProblem(r.key);
     if (restricted) problems.push(`invalid value: ${restricted} in requirements, restricted`);
+    const unknownValues = wellKnownValuesProblem(r.key, r.operator, r.values ?? [], undefined);
+    if (unknownValues) problems.push(`invalid value: ${unknownValues} in requirements, restricted`);
     if (r.operator === 'NotIn' && (r.values ?? []).length === 0)
       problems.push(`key ${r.key} with operator ${r.operator} must have a value defined`);
   }
