@@ -58,15 +58,16 @@ function collectionPath(obj: KubeObject): string {
   };
   const ns = obj.metadata?.namespace;
   const scope = ns ? `/namespaces/${ns}` : '';
-  if (obj.apiVersion === 'v1') return `/api/v1${scope}/${core[obj.kind]}`;
-  if (obj.apiVersion === 'rbac.authorization.k8s.io/v1') return `/apis/${obj.apiVersion}/clusterroles`;
-  const group = obj.apiVersion.split('/')[0];
+  const apiVersion = obj.apiVersion ?? '';
+  if (apiVersion === 'v1') return `/api/v1${scope}/${core[obj.kind ?? '']}`;
+  if (apiVersion === 'rbac.authorization.k8s.io/v1') return `/apis/${apiVersion}/clusterroles`;
+  const group = apiVersion.split('/')[0];
   const crd = [...capenterCRDs(), ...capiCRDs()].find((c) => {
     const spec = (c as { spec: { group: string; names: { kind: string } } }).spec;
     return spec.group === group && spec.names.kind === obj.kind;
   }) as { spec: { names: { plural: string } } } | undefined;
   if (!crd) throw new Error(`docs/capa-guide.md: no CRD serves ${obj.apiVersion} ${obj.kind}`);
-  return `/apis/${obj.apiVersion}${scope}/${crd.spec.names.plural}`;
+  return `/apis/${apiVersion}${scope}/${crd.spec.names.plural}`;
 }
 
 describe('docs/capa-guide.md', () => {
@@ -102,7 +103,7 @@ describe('docs/capa-guide.md', () => {
     const mp = structuredClone(OBJECTS.find((o) => o.kind === 'MachinePool') as KubeObject) as KubeObject & {
       spec: { template: { spec: Record<string, unknown> } };
     };
-    mp.metadata.name = 'broken';
+    mp.metadata = { ...mp.metadata, name: 'broken' };
     delete mp.spec.template.spec.infrastructureRef;
     expect((await s.req('POST', collectionPath(mp), mp)).status).toBe(422);
   });
@@ -144,7 +145,7 @@ describe('docs/capa-guide.md', () => {
       { name: 'management-kubeconfig', configMap: { name: 'capenter-management-kubeconfig' } },
     ]);
     const sa = a.objs.find((o) => o.kind === 'ServiceAccount');
-    expect(sa?.metadata.annotations?.['eks.amazonaws.com/role-arn']).toBe(
+    expect(sa?.metadata?.annotations?.['eks.amazonaws.com/role-arn']).toBe(
       'arn:aws:iam::111122223333:role/capenter-demo',
     );
     const b = render(VALUES[1] as string);
