@@ -18,7 +18,7 @@ import { validateObject } from '../../src/apis/validation.ts';
 import { capenterCRDs } from '../../src/embedded/cluster.ts';
 import { capiCRDs } from '../../src/sim/capi/environment.ts';
 import { startServer, type TestServer } from '../apiserver/helpers.ts';
-import { renderChart } from '../cli/helm-tools.ts';
+import { CHART, helm } from '../cli/helm-tools.ts';
 
 const GUIDE = readFileSync(join(ROOT, 'docs', 'capa-guide.md'), 'utf8');
 const BLOCKS = [...GUIDE.matchAll(/```yaml\n([\s\S]*?)```/g)].map((m) => m[1] ?? '');
@@ -60,7 +60,7 @@ function collectionPath(obj: KubeObject): string {
   const scope = ns ? `/namespaces/${ns}` : '';
   const apiVersion = obj.apiVersion ?? '';
   if (apiVersion === 'v1') return `/api/v1${scope}/${core[obj.kind ?? '']}`;
-  if (apiVersion === 'rbac.authorization.k8s.io/v1') return `/apis/${apiVersion}/clusterroles`;
+  if (apiVersion === 'rbac.authorization.k8s.io/v1') return `/apis/${apiVersion}/${obj.kind?.toLowerCase()}s`;
   const group = apiVersion.split('/')[0];
   const crd = [...capenterCRDs(), ...capiCRDs()].find((c) => {
     const spec = (c as { spec: { group: string; names: { kind: string } } }).spec;
@@ -75,6 +75,7 @@ describe('docs/capa-guide.md', () => {
     expect(OBJECTS.map((o) => `${o.kind}/${o.metadata?.name}`)).toEqual([
       'ConfigMap/capenter-management-kubeconfig',
       'ClusterRole/capenter-kmp',
+      'ClusterRoleBinding/capenter-kmp-team-a',
       'KubeadmConfig/workers',
       'MachinePool/workers',
       'KarpenterMachinePool/workers',
@@ -126,7 +127,12 @@ describe('docs/capa-guide.md', () => {
     const render = (text: string) => {
       const name = /^# (values-[a-z]+\.yaml)/.exec(text)?.[1] as string;
       writeFileSync(join(dir, name), text);
-      const objs = renderChart('team-a', [join(dir, name)]);
+      // as the guide's `helm install capenter-demo charts/capenter -n team-a -f <values>`
+      const r = helm(['template', 'capenter-demo', CHART, '--namespace', 'team-a', '-f', join(dir, name)]);
+      expect(r.stderr).toBe('');
+      const objs = parseAllDocuments(r.stdout)
+        .map((d) => d.toJS() as KubeObject | null)
+        .filter((o): o is KubeObject => !!o?.kind);
       const dep = objs.find((o) => o.kind === 'Deployment') as unknown as {
         spec: { template: { spec: { containers: Array<{ args: string[] }>; volumes: unknown[] } } };
       };
@@ -145,6 +151,11 @@ describe('docs/capa-guide.md', () => {
       { name: 'management-kubeconfig', configMap: { name: 'capenter-management-kubeconfig' } },
     ]);
     const sa = a.objs.find((o) => o.kind === 'ServiceAccount');
+    // the ServiceAccount the guide's ClusterRoleBinding names
+    const binding = OBJECTS.find((o) => o.kind === 'ClusterRoleBinding') as unknown as {
+      subjects: Array<{ name: string; namespace: string }>;
+    };
+    expect(binding.subjects[0]).toMatchObject({ name: sa?.metadata?.name, namespace: 'team-a' });
     expect(sa?.metadata?.annotations?.['eks.amazonaws.com/role-arn']).toBe(
       'arn:aws:iam::111122223333:role/capenter-demo',
     );
