@@ -2,7 +2,7 @@
  * What the docs say about `start` and `simulate` is what the program does (issue 26 item 7: docs/controller.md
  * said `start` still applies the valid objects of an invalid input; docs/simulate.md said the disruption pass
  * time is the wall clock while `--now` sets it). Each claim is checked against a run of the command. The day-two
- * docs (upgrade, uninstall, migrate-from-karpenter, convert, capi) are scanned for `capenter` commands: each must
+ * docs (upgrade, uninstall, migrate-from-karpenter, convert, capi, capa-guide) are scanned for `capenter` commands: each must
  * name a real command and only its flags; docs/convert.md's example must be what `convert` prints.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -86,6 +86,14 @@ describe('docs match the program', () => {
     expect(checked).toContain('uninstall.md: bootstrap aws --cluster-name prod --delete');
     expect(checked).toContain('convert.md: convert -f nodepools.yaml -f classes.yaml -o json');
     expect(checked).toContain('capi.md: start --capi --exit-when-settled');
+    const guide = checked.filter((c) => c.startsWith('capa-guide.md:')).map((c) => c.replace(/\s+/g, ' '));
+    expect(guide).toContain(
+      'capa-guide.md: controller --kubeconfig workload.kubeconfig --capi-management-kubeconfig mgmt.kubeconfig --cloud-provider aws --cluster-name demo --region eu-west-1 --install-crds --eks-control-plane=false --cluster-endpoint https://demo-apiserver.example.com:6443',
+    );
+    expect(guide).toContain(
+      'capa-guide.md: bootstrap aws --cluster-name demo --capi-kubeconfig mgmt.kubeconfig --capi-cluster team-a/demo --dry-run -o json',
+    );
+    expect(guide).toHaveLength(7);
     expect(checkCommand(program, 'convert --no-such-flag')).toBe('unknown flag --no-such-flag');
     expect(checkCommand(program, 'uninstall')).toBe('unknown command "uninstall"');
   });
@@ -114,7 +122,14 @@ describe('docs match the program', () => {
 });
 
 /** The docs whose `capenter` commands are checked against the CLI. */
-const DAY_TWO_DOCS = ['upgrade.md', 'uninstall.md', 'migrate-from-karpenter.md', 'convert.md', 'capi.md'];
+const DAY_TWO_DOCS = [
+  'upgrade.md',
+  'uninstall.md',
+  'migrate-from-karpenter.md',
+  'convert.md',
+  'capi.md',
+  'capa-guide.md',
+];
 
 /**
  * The `capenter …` commands of a Markdown text (arguments only, without `capenter`): lines of ```bash/```sh blocks
