@@ -23,7 +23,7 @@ async function podsSeen(cluster: { pendingPods(): Pod[] }, n: number): Promise<v
 }
 
 describe('controller log lines (upstream keys)', () => {
-  it('"found provisionable pod(s)", "created nodeclaim" and "launched nodeclaim" carry upstream keys and values', async () => {
+  it('"found provisionable pod(s)", "created nodeclaim", "launched nodeclaim" and "registered nodeclaim" carry upstream keys and values', async () => {
     env = await startEnv();
     const { client, clock } = env;
     const lines: Array<Record<string, unknown>> = [];
@@ -87,7 +87,14 @@ describe('controller log lines (upstream keys)', () => {
       registry: p.registry,
       informers: new SharedInformers(client, { clock }),
     });
-    await lifecycle.reconcile(name);
+    const ac = new AbortController();
+    const running = lifecycle.start(ac.signal);
+    await eventually(
+      () => lines.some((l) => l.message === 'registered nodeclaim'),
+      'registered nodeclaim logged',
+    );
+    ac.abort();
+    await running;
     const launched = lines.find((l) => l.message === 'launched nodeclaim');
     expect(launched).toEqual({
       level: 'INFO',
@@ -112,6 +119,23 @@ describe('controller log lines (upstream keys)', () => {
         'vpc.amazonaws.com/pod-eni': '9',
       },
       message: 'launched nodeclaim',
+    });
+    // the kwok provider wrote the Node at launch: a later reconcile registers it (Node and provider-id now on the
+    // reconcile logger, as upstream's `Reconcile` adds them from the status)
+    expect(lines.find((l) => l.message === 'registered nodeclaim')).toEqual({
+      level: 'INFO',
+      time,
+      logger: 'controller',
+      commit: 'abc1234',
+      controller: 'nodeclaim.lifecycle',
+      controllerGroup: 'karpenter.sh',
+      controllerKind: 'NodeClaim',
+      NodeClaim: { name },
+      namespace: '',
+      name,
+      'provider-id': 'kwok://us-east-1/us-east-1a/i-00000000000000001',
+      Node: { name },
+      message: 'registered nodeclaim',
     });
     // the whole stream: nothing but upstream's level spellings, no pino `pid`/`hostname`/`msg`
     expect(new Set(lines.map((l) => l.level))).toEqual(new Set(['INFO']));
