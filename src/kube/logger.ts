@@ -1,7 +1,13 @@
 /**
- * JSON logging with levels (pino), as upstream Karpenter logs with zap in JSON. Controllers receive a
- * `Logger` and log with `logger.child({controller})`. Bootstrap user data and Secrets are never logged:
- * the redact list below strips them even when an object is logged by mistake.
+ * JSON logging with levels (pino), in upstream Karpenter's zap JSON shape (kubernetes-sigs/karpenter
+ * `pkg/operator/logging/logging.go` `DefaultZapConfig`): keys `level` (zap's CapitalLevelEncoder: `DEBUG`, `INFO`,
+ * `WARN`, `ERROR`), `time` (ISO-8601 UTC with milliseconds, `2026-12-03T08:52:32.123Z`), `logger` (`controller`, the
+ * name upstream's operator gives its logger), `message`, `commit` (the build's revision, when known), then the
+ * controller-runtime reconcile keys (`controller`, and for a typed controller `controllerGroup`, `controllerKind`,
+ * `<Kind>: {name}`, `namespace`, `name`) and the line's own fields. Object references are klog `KObj` shapes:
+ * `{"NodeClaim":{"name":"x"}}`, `{"Pod":{"name":"p","namespace":"ns"}}` (see {@link objectRef}).
+ * Controllers receive a `Logger` and log with `logger.child({controller})`. Bootstrap user data and Secrets are
+ * never logged: the redact list below strips them even when an object is logged by mistake.
  */
 import { type DestinationStream, type Logger, pino } from 'pino';
 
@@ -18,6 +24,46 @@ export interface LoggerOptions {
    * `destination` is not given.
    */
   outputPaths?: readonly string[];
+  /** The `commit` key of every line (upstream's `WithCommit`); default `$CAPENTER_COMMIT`, omitted when empty. */
+  commit?: string;
+  /** The clock of the `time` key, epoch milliseconds (default `Date.now`; tests pass a fake clock). */
+  now?: () => number;
+}
+
+/** The logger name upstream's operator gives its zap logger (`logging.NewLogger(ctx, "controller")`). */
+export const LOGGER_NAME = 'controller';
+
+/**
+ * A klog `ObjectRef` as zap renders it (`klog.KObj`/`klog.KRef`): `{name}` for a cluster-scoped object,
+ * `{name, namespace}` when `namespace` is non-empty. Log it under the object's Kind: `{NodeClaim: objectRef(n)}`.
+ */
+export function objectRef(
+  name: string | undefined,
+  namespace?: string,
+): { name: string; namespace?: string } {
+  return namespace ? { name: name ?? '', namespace } : { name: name ?? '' };
+}
+
+/**
+ * The keys controller-runtime's builder puts on a typed controller's reconcile logger (controller-runtime
+ * `pkg/builder/controller.go` `LogConstructor`): `controller`, `controllerGroup`, `controllerKind`,
+ * `<kind>: {name[, namespace]}`, `namespace`, `name`. `reconcileID` is not emitted (capenter has no reconcile UUIDs).
+ */
+export function reconcileFields(
+  controller: string,
+  group: string,
+  kind: string,
+  name: string | undefined,
+  namespace = '',
+): Record<string, unknown> {
+  return {
+    controller,
+    controllerGroup: group,
+    controllerKind: kind,
+    [kind]: objectRef(name, namespace),
+    namespace,
+    name: name ?? '',
+  };
 }
 
 /** The stream of upstream's `LOG_OUTPUT_PATHS` entries: `stdout`, `stderr`, else a file (appended, created). */
@@ -47,14 +93,19 @@ export const REDACT_PATHS = [
   '*.token',
 ];
 
-/** Creates the process logger. */
+/**
+ * Creates the process logger: one JSON object a line with upstream's keys (see the module comment); pino's own
+ * `pid`/`hostname` are not emitted. Key order differs from zap's (`message` comes last); consumers key by name.
+ */
 export function createLogger(opts: LoggerOptions = {}): Logger {
+  const commit = opts.commit ?? process.env.CAPENTER_COMMIT ?? '';
+  const now = opts.now ?? Date.now;
   return pino(
     {
       level: opts.level ?? 'info',
-      base: { logger: 'capenter' },
+      base: commit ? { logger: LOGGER_NAME, commit } : { logger: LOGGER_NAME },
       messageKey: 'message',
-      timestamp: pino.stdTimeFunctions.isoTime,
+      timestamp: () => `,"time":"${new Date(now()).toISOString()}"`,
       formatters: { level: (label) => ({ level: label.toUpperCase() }) },
       redact: { paths: REDACT_PATHS, censor: '[redacted]' },
     },

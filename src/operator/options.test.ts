@@ -304,7 +304,7 @@ describe('LOG_OUTPUT_PATHS (issue 26)', () => {
     for (const f of [a, b]) {
       const lines = readFileSync(f, 'utf8').trim().split('\n');
       expect(lines.map((l) => JSON.parse(l) as Record<string, unknown>)).toMatchObject([
-        { level: 'INFO', logger: 'capenter', controller: 'x', message: 'hello' },
+        { level: 'INFO', logger: 'controller', controller: 'x', message: 'hello' },
       ]);
     }
   });

@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { NodeClaim, NodePool } from '../../apis/karpenter.ts';
+import type { Command } from '../../disruption/index.ts';
 import type { StateNode } from '../../state/cluster.ts';
 import { testStateNode } from '../../state/testing.ts';
-import { replacementsToDelete } from './orchestration.ts';
+import { disruptionLogValues, replacementsToDelete } from './orchestration.ts';
 
 /** A state node of NodePool `pool` with a NodeClaim of `cpu` cores. */
 function sn(
@@ -56,5 +57,69 @@ describe('replacementsToDelete (rolling back a disruption command)', () => {
     // a deleting NodeClaim does not count
     const leaving = sn('leaving', { cpu: '8', initialized: true, deleting: true });
     expect(replacementsToDelete([candidate, up, leaving], ['up'], pool({ cpu: '6' }))).toEqual([]);
+  });
+});
+
+describe('disruptionLogValues (upstream "disrupting node(s)" fields)', () => {
+  it('renders the command string, counts, and KObj refs of the disrupted nodes and the replacement', () => {
+    const candidate = (name: string, pods: number) => ({
+      name,
+      node: {
+        metadata: {
+          name,
+          labels: {
+            'node.kubernetes.io/instance-type': 'm5.xlarge',
+            'karpenter.sh/capacity-type': 'on-demand',
+          },
+        },
+      },
+      nodeClaim: { metadata: { name: `nc-${name}` } },
+      nodePool: { metadata: { name: 'default' } },
+      reschedulablePods: Array.from({ length: pods }, () => ({})),
+    });
+    const command = {
+      decision: 'replace',
+      reason: 'Underutilized',
+      method: 'MultiNodeConsolidation',
+      candidates: [candidate('a', 2), candidate('b', 1)],
+      replacements: [
+        {
+          nodePool: 'default',
+          requirements: [
+            { key: 'karpenter.sh/capacity-type', operator: 'In', values: ['spot', 'on-demand'] },
+          ],
+          instanceTypeOptions: [{ name: 'm5.large' }, { name: 'c5.large' }],
+        },
+      ],
+      savingsUSDPerHour: 0.1234,
+    } as unknown as Command;
+    expect(disruptionLogValues(command, 7)).toEqual({
+      command: 'Underutilized/7: replace: nodepools=[default]: [a, b] -> [1 replacement] (savings: $0.12)',
+      decision: 'replace',
+      'disrupted-node-count': 2,
+      'replacement-node-count': 1,
+      'pod-count': 3,
+      'disrupted-nodes': [
+        {
+          Node: { name: 'a' },
+          NodeClaim: { name: 'nc-a' },
+          'instance-type': 'm5.xlarge',
+          'capacity-type': 'on-demand',
+        },
+        {
+          Node: { name: 'b' },
+          NodeClaim: { name: 'nc-b' },
+          'instance-type': 'm5.xlarge',
+          'capacity-type': 'on-demand',
+        },
+      ],
+      'replacement-nodes': [{ 'capacity-type': 'spot', 'instance-types': 'm5.large, c5.large' }],
+    });
+    const del = { ...command, decision: 'delete', replacements: [], savingsUSDPerHour: 0.5 } as Command;
+    expect(disruptionLogValues(del, 8)).toMatchObject({
+      command: 'Underutilized/8: delete: nodepools=[default]: [a, b] (savings: $0.50)',
+      'replacement-node-count': 0,
+      'replacement-nodes': [],
+    });
   });
 });

@@ -28,6 +28,7 @@ import type { Command } from '../../disruption/index.ts';
 import type { KubeClient } from '../../kube/client.ts';
 import type { Clock } from '../../kube/clock.ts';
 import { isConflict, isNotFound } from '../../kube/errors.ts';
+import { objectRef } from '../../kube/logger.ts';
 import { exceeds, poolUsage } from '../../scheduling/limits.ts';
 import { type Cluster, conditionOf, type StateNode } from '../../state/cluster.ts';
 import { podKey } from '../../state/pods.ts';
@@ -35,6 +36,7 @@ import { NodeClaimDependents } from '../nodeclaim/lifecycle/context.ts';
 import { lifecycleMetrics } from '../nodeclaim/metrics.ts';
 import type { NodeClaimLauncher } from '../provisioning/launcher.ts';
 import { minValuesRelaxedLabel, nodeClaimsCreatedCounter } from '../provisioning/metrics.ts';
+import { instanceTypeList } from '../provisioning/provisioner.ts';
 import {
   ConditionSet,
   capacityTypeOf,
@@ -224,13 +226,13 @@ export class Orchestrator {
     this.deps.metrics.decisions.inc(decisionLabels);
     log.info(
       {
-        decision: command.decision,
+        ...disruptionLogValues(command, c.id),
         reason: command.reason,
         candidates: c.nodes,
         replacements: c.replacements,
         savingsUSDPerHour: Number(command.savingsUSDPerHour.toFixed(4)),
       },
-      'disrupting nodes',
+      'disrupting node(s)',
     );
     this.emit(c, 'launched');
     const task = this.waitAndTerminate(c, signal).catch(async (err: unknown) => {
@@ -436,4 +438,49 @@ export function replacementsToDelete(
     if (over) out.push(name);
   }
   return out;
+}
+
+/**
+ * The fields of upstream's `disrupting node(s)` line (kubernetes-sigs/karpenter `pkg/controllers/disruption/queue.go`
+ * `StartCommand`, `types.go` `Command.String`/`LogValues`): `command`
+ * (`<reason>/<id>: <decision>: nodepools=[a,b]: [node, ...] -> [N replacement(s)] (savings: $0.12)`), `decision`,
+ * `disrupted-node-count`, `replacement-node-count`, `pod-count`, `disrupted-nodes`
+ * (`[{Node: {name}, NodeClaim: {name}, instance-type, capacity-type}]`) and `replacement-nodes`
+ * (`[{capacity-type[, instance-types]}]`, `instance-types` only for a single replacement). `id` is capenter's
+ * in-flight command number (upstream uses a UUID).
+ */
+export function disruptionLogValues(command: Command, id: number | string): Record<string, unknown> {
+  const sources = command.candidates.map((c) => c.name).join(', ');
+  const pools = [...new Set(command.candidates.map((c) => c.nodePool.metadata.name ?? ''))].join(',');
+  const n = command.replacements.length;
+  const savings = `(savings: $${command.savingsUSDPerHour.toFixed(2)})`;
+  const head = `${command.reason}/${id}: ${command.decision}: nodepools=[${pools}]: [${sources}]`;
+  const capacityType = (values: readonly string[]): string =>
+    values.includes('reserved') ? 'reserved' : values.includes('spot') ? 'spot' : 'on-demand';
+  return {
+    command:
+      n > 0
+        ? `${head} -> [${n} ${n === 1 ? 'replacement' : 'replacements'}] ${savings}`
+        : `${head} ${savings}`,
+    decision: command.decision,
+    'disrupted-node-count': command.candidates.length,
+    'replacement-node-count': n,
+    'pod-count': command.candidates.reduce((acc, c) => acc + c.reschedulablePods.length, 0),
+    'disrupted-nodes': command.candidates.map((c) => ({
+      Node: objectRef(c.name),
+      NodeClaim: objectRef(c.nodeClaim.metadata.name),
+      'instance-type': c.node.metadata.labels?.['node.kubernetes.io/instance-type'] ?? '',
+      'capacity-type': c.node.metadata.labels?.['karpenter.sh/capacity-type'] ?? '',
+    })),
+    'replacement-nodes': command.replacements.map((r) => {
+      const ct = r.requirements.find((q) => q.key === 'karpenter.sh/capacity-type');
+      const values = ct?.operator === 'In' ? (ct.values ?? []) : ['spot', 'on-demand'];
+      return {
+        'capacity-type': capacityType(values),
+        ...(n === 1
+          ? { 'instance-types': instanceTypeList(r.instanceTypeOptions.map((it) => it.name)) }
+          : {}),
+      };
+    }),
+  };
 }

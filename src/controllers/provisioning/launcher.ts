@@ -11,6 +11,7 @@ import type { NodeClaim, NodePool } from '../../apis/karpenter.ts';
 import type { Resources } from '../../apis/quantity.ts';
 import type { CloudProvider, InstanceType } from '../../cloudprovider/types.ts';
 import type { KubeClient } from '../../kube/client.ts';
+import { objectRef } from '../../kube/logger.ts';
 import { exceeds, planCapacity, poolUsage } from '../../scheduling/limits.ts';
 import { MAX_INSTANCE_TYPES } from '../../scheduling/nodeclaim.ts';
 import type { NodeClaimPlan } from '../../scheduling/types.ts';
@@ -214,8 +215,11 @@ export class NodeClaimLauncher {
         const key = keyByUid.get(uid);
         if (!key) continue;
         const ended = cluster.endedNomination(key);
+        const [namespace, podName] = key.includes('/') ? key.split('/', 2) : ['', key];
         this.deps.logger.warn(
           {
+            Pod: objectRef(podName, namespace),
+            NodeClaim: objectRef(nc.metadata.name),
             pod: key,
             nodeclaim: nc.metadata.name,
             nomination: ended

@@ -16,6 +16,7 @@ import type { NodeClaim, NodePool } from '../../apis/karpenter.ts';
 import type { CloudProvider, InstanceType } from '../../cloudprovider/types.ts';
 import type { KubeClient } from '../../kube/client.ts';
 import type { Clock } from '../../kube/clock.ts';
+import { objectRef } from '../../kube/logger.ts';
 import type { PreferencePolicy } from '../../scheduling/preferencepolicy.ts';
 import { solve } from '../../scheduling/scheduler.ts';
 import type {
@@ -160,7 +161,7 @@ export class Provisioner implements Controller {
   constructor(deps: ProvisionerDeps) {
     this.deps = deps;
     const o = deps.options ?? {};
-    this.log = deps.logger.child({ controller: CONTROLLER });
+    this.log = deps.logger.child({ controller: CONTROLLER, namespace: '', name: '' });
     this.batcher = new Batcher({
       clock: deps.clock,
       idleSeconds: o.batchIdleSeconds ?? BATCH_IDLE_DURATION,
@@ -243,7 +244,7 @@ export class Provisioner implements Controller {
     if (result.newNodeClaims.length > 0)
       this.log.info(
         {
-          pods:
+          Pods:
             input.pods.slice(0, 5).map(podKey).join(', ') +
             (input.pods.length > 5 ? ` and ${input.pods.length - 5} other(s)` : ''),
           nodeclaims: result.newNodeClaims.length,
@@ -444,8 +445,8 @@ export class Provisioner implements Controller {
     const itReq = created.spec.requirements.find((r) => r.key === 'node.kubernetes.io/instance-type');
     this.log.info(
       {
-        nodepool: plan.nodePool,
-        nodeclaim: created.metadata.name,
+        NodePool: objectRef(plan.nodePool),
+        NodeClaim: objectRef(created.metadata.name),
         requests: created.spec.resources?.requests,
         'instance-types': instanceTypeList(itReq?.values ?? []),
       },

@@ -438,6 +438,8 @@ describe('provisioner (embedded API server, kwok provider)', () => {
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toMatchObject({
       message: 'launching for a pending pod that an in-flight nodeclaim was created for',
+      Pod: { name: 'lost', namespace: 'default' },
+      NodeClaim: { name: a },
       pod: 'default/lost',
       nodeclaim: a,
     });

@@ -9,10 +9,32 @@ import type { NodeClaim } from '../../../apis/karpenter.ts';
 import type { CloudProvider } from '../../../cloudprovider/types.ts';
 import type { KubeClient } from '../../../kube/client.ts';
 import type { Clock } from '../../../kube/clock.ts';
-import type { Logger } from '../../../kube/logger.ts';
+import { type Logger, objectRef, reconcileFields } from '../../../kube/logger.ts';
 import type { NodePoolHealth } from '../../../state/nodepoolhealth.ts';
 import { ConditionSet, type Recorder } from '../../runtime/index.ts';
 import type { LifecycleMetrics } from '../metrics.ts';
+
+/**
+ * The reconcile logger of `nodeClaim`, with the keys upstream's lines carry (controller-runtime's `controller`,
+ * `controllerGroup: karpenter.sh`, `controllerKind: NodeClaim`, `NodeClaim: {name}`, `namespace`, `name`, then
+ * `provider-id` and `Node: {name}` when the status has them, as `controller.go`'s `Reconcile` adds them). `ctx.logger`
+ * already carries `controller`.
+ */
+export function nodeClaimLogger(ctx: LifecycleContext, nodeClaim: NodeClaim): Logger {
+  const { controller: _c, ...fields } = reconcileFields(
+    '',
+    'karpenter.sh',
+    'NodeClaim',
+    nodeClaim.metadata.name,
+  );
+  const providerID = nodeClaim.status?.providerID;
+  const nodeName = nodeClaim.status?.nodeName;
+  return ctx.logger.child({
+    ...fields,
+    ...(providerID ? { 'provider-id': providerID } : {}),
+    ...(nodeName ? { Node: objectRef(nodeName) } : {}),
+  });
+}
 
 /** NodeClaim condition types (upstream `pkg/apis/v1/nodeclaim_status.go`). */
 export const ConditionLaunched = 'Launched';

@@ -18,6 +18,7 @@ import {
   ConditionLaunched,
   type LifecycleContext,
   nodeClaimConditions,
+  nodeClaimLogger,
   type StepResult,
 } from './context.ts';
 
@@ -95,8 +96,8 @@ export class Initialization {
       );
     }
     conds.setTrue(ConditionInitialized);
-    this.ctx.logger.info(
-      { nodeclaim: nodeClaim.metadata.name, node: node.metadata.name, allocatable: node.status?.allocatable },
+    nodeClaimLogger(this.ctx, nodeClaim).info(
+      { allocatable: node.status?.allocatable },
       'initialized nodeclaim',
     );
     this.ctx.metrics.initialized.inc({ nodepool: nodePoolOf(nodeClaim) });

@@ -18,7 +18,13 @@ import {
   isNodeClassNotReadyError,
 } from '../../../cloudprovider/types.ts';
 import { capacityTypeOf, errorMessage, nodePoolOf, truncateMessage } from '../../runtime/index.ts';
-import { ConditionLaunched, type LifecycleContext, nodeClaimConditions, type StepResult } from './context.ts';
+import {
+  ConditionLaunched,
+  type LifecycleContext,
+  nodeClaimConditions,
+  nodeClaimLogger,
+  type StepResult,
+} from './context.ts';
 
 /** How long a launch result is remembered (upstream: go-cache with a 1 h TTL). */
 export const LaunchCacheTTLSeconds = 3600;
@@ -44,9 +50,8 @@ export class Launch {
       }
       this.launched.set(uid, { at: this.ctx.clock.now(), nodeClaim: created });
       const labels = created.metadata.labels ?? {};
-      this.ctx.logger.info(
+      nodeClaimLogger(this.ctx, nodeClaim).info(
         {
-          nodeclaim: nodeClaim.metadata.name,
           'provider-id': created.status?.providerID,
           'instance-type': labels['node.kubernetes.io/instance-type'],
           zone: labels['topology.kubernetes.io/zone'],
@@ -91,7 +96,7 @@ export class Launch {
         'InsufficientCapacityError',
         `NodeClaim ${name} event: ${msg}`,
       );
-      this.ctx.logger.error({ nodeclaim: name, err: msg }, 'failed launching nodeclaim');
+      nodeClaimLogger(this.ctx, nodeClaim).error({ error: msg }, 'failed launching nodeclaim');
       await this.ctx.client.tryDelete('NodeClaim', name);
       this.ctx.metrics.disrupted.inc({
         reason: 'insufficient_capacity',

@@ -16,6 +16,7 @@ import {
   ConditionRegistered,
   type LifecycleContext,
   nodeClaimConditions,
+  nodeClaimLogger,
   type StepResult,
   secondsSince,
 } from './context.ts';
@@ -85,7 +86,7 @@ export class Liveness {
     message: string,
   ): Promise<void> {
     await this.ctx.client.tryDelete('NodeClaim', nodeClaim.metadata.name as string);
-    this.ctx.logger.info({ nodeclaim: nodeClaim.metadata.name, reason }, 'terminating due to timeout');
+    nodeClaimLogger(this.ctx, nodeClaim).info({ reason }, 'terminating due to timeout');
     this.ctx.metrics.disrupted.inc({
       reason,
       nodepool: nodePoolOf(nodeClaim),

@@ -27,6 +27,7 @@ import {
   ConditionRegistered,
   type LifecycleContext,
   nodeClaimConditions,
+  nodeClaimLogger,
   type StepResult,
 } from './context.ts';
 import { recordRegistrationHealth } from './registrationhealth.ts';
@@ -77,10 +78,7 @@ export class Registration {
     conds.setTrue(ConditionRegistered);
     nodeClaim.status ??= {};
     nodeClaim.status.nodeName = node.metadata.name as string;
-    this.ctx.logger.info(
-      { nodeclaim: nodeClaim.metadata.name, node: node.metadata.name },
-      'registered nodeclaim',
-    );
+    nodeClaimLogger(this.ctx, nodeClaim).info('registered nodeclaim');
     this.ctx.metrics.registered.inc({ nodepool: nodePoolOf(nodeClaim) });
     this.ctx.metrics.nodesCreated.inc({
       nodepool: nodePoolOf(nodeClaim),

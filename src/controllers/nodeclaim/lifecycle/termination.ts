@@ -25,6 +25,7 @@ import {
   ConditionRegistered,
   type LifecycleContext,
   nodeClaimConditions,
+  nodeClaimLogger,
   type StepResult,
   secondsSince,
 } from './context.ts';
@@ -112,7 +113,7 @@ export class NodeClaimTermination {
       if (isNotFound(err)) return {};
       throw err;
     }
-    this.ctx.logger.info({ nodeclaim: name }, 'deleted nodeclaim');
+    nodeClaimLogger(this.ctx, nodeClaim).info('deleted nodeclaim');
     const nodepool = nodePoolOf(nodeClaim);
     this.ctx.metrics.nodeClaimTerminationDuration.observe(
       { nodepool },
