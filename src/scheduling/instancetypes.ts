@@ -83,7 +83,8 @@ export function providerKeys(types: readonly InstanceType[]): Set<string> {
 /**
  * Label keys an offering (not its instance type) defines: the `karpenter.k8s.aws/capacity-reservation-*` labels of a
  * reserved offering. Every other offering lacks them, like upstream aws `offering/base_resolver.go`, whose
- * non-reserved offerings carry `DoesNotExist` requirements on these keys.
+ * non-reserved offerings carry `DoesNotExist` requirements on these keys. An offering's `reservationID` stands for
+ * its `capacity-reservation-id` label when it has no labels.
  */
 export const OfferingLabelKeys: readonly string[] = [
   LabelCapacityReservationID,
@@ -109,7 +110,7 @@ function offeringOk(
 ): boolean {
   if ((zone && !zone.has(o.zone)) || (ct && !ct.has(o.capacityType))) return false;
   for (const r of labelReqs) {
-    const v = o.labels?.[r.key];
+    const v = o.labels?.[r.key] ?? (r.key === LabelCapacityReservationID ? o.reservationID : undefined);
     if (v === undefined ? !r.allowsAbsent() : !r.has(v)) return false;
   }
   return true;
