@@ -389,7 +389,8 @@ const EC2NODECLASS_ROWS: ParityRow[] = [
     status: 'works',
     note:
       'status.capacityReservations, CapacityReservationsReady, `reserved` offerings, targeted launches with ' +
-      'on-demand fallback, capacity blocks, interruptible reservations (ReservedCapacity gate)',
+      'on-demand fallback, capacity blocks, interruptible reservations (ReservedCapacity gate); each reservation ' +
+      'counted across one scheduling pass (src/scheduling/reservations.ts, upstream ReservationManager)',
     test: 'test/aws/nodeclass-controller.test.ts',
   },
   {

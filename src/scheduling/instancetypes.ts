@@ -9,7 +9,13 @@
  */
 
 import type { InstanceType, Offering } from '../apis/instancetype.ts';
-import { LabelCapacityType, LabelTopologyZone } from '../apis/labels.ts';
+import {
+  LabelCapacityReservationID,
+  LabelCapacityReservationInterruptible,
+  LabelCapacityReservationType,
+  LabelCapacityType,
+  LabelTopologyZone,
+} from '../apis/labels.ts';
 import type { Resources } from '../apis/quantity.ts';
 import { formatValues, Requirement, type Requirements } from './requirements.ts';
 
@@ -74,20 +80,54 @@ export function providerKeys(types: readonly InstanceType[]): Set<string> {
   return keys;
 }
 
-function offeringOk(o: Offering, zone: Requirement | undefined, ct: Requirement | undefined): boolean {
-  return (!zone || zone.has(o.zone)) && (!ct || ct.has(o.capacityType));
+/**
+ * Label keys an offering (not its instance type) defines: the `karpenter.k8s.aws/capacity-reservation-*` labels of a
+ * reserved offering. Every other offering lacks them, like upstream aws `offering/base_resolver.go`, whose
+ * non-reserved offerings carry `DoesNotExist` requirements on these keys. An offering's `reservationID` stands for
+ * its `capacity-reservation-id` label when it has no labels.
+ */
+export const OfferingLabelKeys: readonly string[] = [
+  LabelCapacityReservationID,
+  LabelCapacityReservationType,
+  LabelCapacityReservationInterruptible,
+];
+
+/** The requirements of `reqs` on {@link OfferingLabelKeys} (empty in the common case). */
+function offeringLabelRequirements(reqs: Requirements): Requirement[] {
+  const out: Requirement[] = [];
+  for (const k of OfferingLabelKeys) {
+    const r = reqs.get(k);
+    if (r) out.push(r);
+  }
+  return out;
+}
+
+function offeringOk(
+  o: Offering,
+  zone: Requirement | undefined,
+  ct: Requirement | undefined,
+  labelReqs: readonly Requirement[],
+): boolean {
+  if ((zone && !zone.has(o.zone)) || (ct && !ct.has(o.capacityType))) return false;
+  for (const r of labelReqs) {
+    const v = o.labels?.[r.key] ?? (r.key === LabelCapacityReservationID ? o.reservationID : undefined);
+    if (v === undefined ? !r.allowsAbsent() : !r.has(v)) return false;
+  }
+  return true;
 }
 
 /**
- * The cheapest available offering of `t` allowed by `reqs` (zone, capacity type), or undefined.
- * Ties: lower zone name, then capacity type, for determinism.
+ * The cheapest available offering of `t` allowed by `reqs` (zone, capacity type, and the capacity-reservation labels
+ * of {@link OfferingLabelKeys}: an offering without one of them meets a requirement on it only when the requirement
+ * allows absence), or undefined. Ties: lower zone name, then capacity type, for determinism.
  */
 export function cheapestOffering(offerings: readonly Offering[], reqs: Requirements): Offering | undefined {
   const zone = reqs.get(LabelTopologyZone);
   const ct = reqs.get(LabelCapacityType);
+  const labelReqs = offeringLabelRequirements(reqs);
   let best: Offering | undefined;
   for (const o of offerings) {
-    if (!o.available || !offeringOk(o, zone, ct)) continue;
+    if (!o.available || !offeringOk(o, zone, ct, labelReqs)) continue;
     if (
       !best ||
       o.priceUSDPerHour < best.priceUSDPerHour ||
@@ -111,7 +151,8 @@ export function instanceTypeIncompatibility(
   keys: ReadonlySet<string> = providerKeys([it]),
 ): string | undefined {
   for (const r of reqs.values()) {
-    if (r.key === LabelTopologyZone || r.key === LabelCapacityType) continue;
+    if (r.key === LabelTopologyZone || r.key === LabelCapacityType || OfferingLabelKeys.includes(r.key))
+      continue;
     const v = it.labels[r.key];
     if (v !== undefined) {
       if (!r.has(v)) return `${it.name}: key "${r.key}" value ${v} not in ${r.toString()}`;
@@ -122,7 +163,10 @@ export function instanceTypeIncompatibility(
   if (!cheapestOffering(it.offerings, reqs)) {
     const zone = reqs.get(LabelTopologyZone);
     const ct = reqs.get(LabelCapacityType);
-    return `${it.name}: no available offering in zones ${zone ? zone.toString() : 'any'} with capacity type ${ct ? ct.toString() : 'any'}`;
+    const extra = offeringLabelRequirements(reqs)
+      .map((r) => ` and ${r.key} ${r.toString()}`)
+      .join('');
+    return `${it.name}: no available offering in zones ${zone ? zone.toString() : 'any'} with capacity type ${ct ? ct.toString() : 'any'}${extra}`;
   }
   return undefined;
 }

@@ -35,11 +35,18 @@
  * Pure and deterministic: no clock, no I/O, no randomness; the same input gives the same output.
  */
 import type { DaemonSet } from '../apis/core.ts';
-import { LabelInstanceType } from '../apis/labels.ts';
+import type { Offering } from '../apis/instancetype.ts';
+import { LabelCapacityReservationID, LabelCapacityType, LabelInstanceType } from '../apis/labels.ts';
 import { daemonSetPod } from './daemonoverhead.ts';
 import type { ExistingCapacity } from './existingnode.ts';
 import { type ExplanationRecorder, ExplanationTrace, NoExplanations } from './explain.ts';
-import { cheapestOffering, minValuesShortfall, type ResourceIndex, relaxMinValues } from './instancetypes.ts';
+import {
+  byPriceThenName,
+  cheapestOffering,
+  minValuesShortfall,
+  type ResourceIndex,
+  relaxMinValues,
+} from './instancetypes.ts';
 import {
   type Failure,
   MAX_INSTANCE_TYPES,
@@ -53,6 +60,7 @@ import { withPreferencePolicy } from './preferencepolicy.ts';
 import { copyConstraints, relax } from './preferences.ts';
 import { repack } from './repack.ts';
 import { Requirement, type RequirementError, type Requirements } from './requirements.ts';
+import { ReservationLedger, reserveOffering } from './reservations.ts';
 import { sumResources } from './resources.ts';
 import { prepareRun, type RunState } from './runstate.ts';
 import type {
@@ -280,8 +288,9 @@ function describeTarget(target: PlacementTarget, plans: readonly NodeClaimPlan[]
 export function finalise(run: RunState, s: Scheduler, recorder: ExplanationRecorder): SchedulingResult {
   const planIndex = new Map<NewNodeClaim, number>();
   const newNodeClaims: NodeClaimPlan[] = [];
+  const ledger = new ReservationLedger(run.pools.map((p) => p.types.map((pt) => pt.t.it)));
   for (const plan of s.plans) {
-    const final = finalizePlan(plan, run.index);
+    const final = finalizePlan(plan, run.index, ledger);
     if ('message' in final) {
       for (const pod of plan.pods) {
         s.where.delete(pod);
@@ -314,16 +323,68 @@ export function finalise(run: RunState, s: Scheduler, recorder: ExplanationRecor
 }
 
 /**
+ * The plan's options and requirements after capacity-reservation accounting ({@link reserveOffering}): options
+ * re-priced under the narrowed requirements (a used-up reservation no longer prices them), or a message naming the
+ * used-up reservations when no option is left.
+ */
+function withReservation(
+  reqs: Requirements,
+  fitting: readonly PricedType[],
+  ledger: ReservationLedger,
+): { reqs: Requirements; options: PricedType[] } | { message: string } {
+  const choice = reserveOffering(
+    ledger,
+    reqs,
+    fitting.map((p) => p.t.offerings),
+    (r) => cheapestAmong(fitting, r),
+  );
+  if (choice.reservationID === undefined && !choice.usedUp && !choice.reqs.has(LabelCapacityReservationID))
+    return { reqs, options: [...fitting] };
+  const options: PricedType[] = [];
+  for (const p of choice.usedUp ? [] : fitting) {
+    const o = cheapestOffering(p.t.offerings, choice.reqs);
+    if (o) options.push({ t: p.t, price: o.priceUSDPerHour });
+  }
+  if (options.length === 0) {
+    const used = ledger.usedUp().join(', ');
+    return {
+      message:
+        `no instance left in capacity reservation(s) [${used}] in this scheduling pass and no other offering meets ` +
+        `${LabelCapacityReservationID} ${reqs.get(LabelCapacityReservationID)?.toString() ?? 'Exists'} / ` +
+        `${LabelCapacityType} ${reqs.get(LabelCapacityType)?.toString() ?? 'Exists'}`,
+    };
+  }
+  return { reqs: choice.reqs, options: options.sort(byPriceThenName) };
+}
+
+/** The cheapest offering under `reqs` among `types`' available offerings (ties: first type in order). */
+function cheapestAmong(types: readonly PricedType[], reqs: Requirements): Offering | undefined {
+  let best: Offering | undefined;
+  for (const p of types) {
+    const o = cheapestOffering(p.t.offerings, reqs);
+    if (o && (!best || o.priceUSDPerHour < best.priceUSDPerHour)) best = o;
+  }
+  return best;
+}
+
+/**
  * Turns a plan into a {@link NodeClaimPlan}: fitting options by price, truncated, minValues re-checked (upstream
  * `InstanceTypes.Truncate`). Under `MIN_VALUES_POLICY=BestEffort` a shortfall after truncation lowers the
  * `minValues` to what the kept types offer and marks the plan relaxed (capenter deviation: upstream skips the
  * check and keeps the NodeClaim's original `minValues` unannotated, leaving it unmet by its own instance types).
  */
-function finalizePlan(plan: NewNodeClaim, index: ResourceIndex): NodeClaimPlan | { message: string } {
-  const options: PricedType[] = plan.fittingOptions(MAX_INSTANCE_TYPES);
-  if (options.length === 0) return { message: 'no instance type fits the NodeClaim' };
+function finalizePlan(
+  plan: NewNodeClaim,
+  index: ResourceIndex,
+  ledger: ReservationLedger,
+): NodeClaimPlan | { message: string } {
+  const fitting: PricedType[] = plan.fittingOptions(MAX_INSTANCE_TYPES);
+  if (fitting.length === 0) return { message: 'no instance type fits the NodeClaim' };
+  const held = withReservation(plan.requirements, fitting, ledger);
+  if ('message' in held) return held;
+  const options = held.options;
   const its = options.map((p) => p.t.it);
-  let planned = plan.requirements;
+  let planned = held.reqs;
   let relaxed = plan.minValuesRelaxed;
   const mv = minValuesShortfall(its, planned);
   if (mv && !plan.pool.relaxMinValues)

@@ -208,6 +208,42 @@ describe('aws provider: capacity reservations (issue 28)', () => {
     expect(summary(await provider.create(claim('nc-5')))).toEqual(reserved);
   });
 
+  it('a NodeClaim requiring capacity-reservation-id In [id] launches only into it; used up or absent: no launch', async () => {
+    const { provider, refresh } = await bed();
+    const r = emu.proxy.reservations.add({
+      region: 'us-west-2',
+      instanceType: 'm5.large',
+      availabilityZone: 'us-west-2a',
+      totalInstanceCount: 1,
+      tags: { team: 'ml' },
+    });
+    await refresh();
+    const pinned = (name: string, id: string) =>
+      awsNodeClaim(name, [
+        inReq(LabelInstanceType, ['m5.large', 'm5.xlarge']),
+        inReq(LabelCapacityType, ['reserved', 'on-demand']),
+        inReq(LabelCapacityReservationID, [id]),
+      ]);
+    expect(summary(await provider.create(pinned('nc-1', r.id)))).toEqual({
+      type: 'm5.large',
+      capacityType: 'reserved',
+      zone: 'us-west-2a',
+      reservation: r.id,
+      reservationType: 'default',
+      interruptible: 'false',
+    });
+    expect(provider.capacityReservations.available(r.id)).toBe(0);
+    const fleets = emu.proxy.calls.get('ec2:CreateFleet');
+    // used up: no on-demand fall-back for a NodeClaim that requires the reservation, and no CreateFleet
+    await expect(provider.create(pinned('nc-2', r.id))).rejects.toThrow(
+      'NodeClaim "nc-2": no available offering in us-west-2 satisfies its requirements',
+    );
+    await expect(provider.create(pinned('nc-3', 'cr-0123456789abcdef0'))).rejects.toThrow(
+      'NodeClaim "nc-3": no available offering in us-west-2 satisfies its requirements',
+    );
+    expect(emu.proxy.calls.get('ec2:CreateFleet')).toBe(fleets);
+  });
+
   it('CapacityReservationDrift: an instance whose reservation the class no longer selects', async () => {
     const { provider, clients, refresh, nodeClass } = await bed();
     const cr = await clients.ec2.send(

@@ -191,6 +191,13 @@ describe('aws provider end to end (embedded cluster + moto)', () => {
       .map((nc) => nc.metadata.labels?.['topology.kubernetes.io/zone']);
     expect(reservedZones).toEqual([`${emu.region}a`, `${emu.region}a`]);
     expect(emu.proxy.reservations.get(id)?.availableInstanceCount).toBe(0);
+    // the scheduler counted the reservation in its pass: one CreateFleet per NodeClaim, none refused, and the
+    // on-demand NodeClaim excludes the used-up reservation
+    expect(emu.proxy.calls.get('ec2:CreateFleet')).toBe(3);
+    const od = claims.find((nc) => nc.metadata.labels?.['karpenter.sh/capacity-type'] === 'on-demand')!;
+    expect(
+      od.spec.requirements.find((r) => r.key === 'karpenter.k8s.aws/capacity-reservation-id'),
+    ).toMatchObject({ operator: 'NotIn', values: [id] });
     await expectOneInstancePerNodeClaim(e, claims);
   });
 

@@ -349,9 +349,18 @@ export function tenancyOf(reqs: Requirements): Tenancy {
 /**
  * Labels the aws provider computes per offering; a requirement on one that an offering does not carry must allow
  * the label's absence (a requirement `topology.k8s.aws/zone-id In [usw2-az1]` never launches in a zone whose subnet
- * has no zone ID, and the label is never written onto a node that does not have it).
+ * has no zone ID, and the label is never written onto a node that does not have it). The
+ * `karpenter.k8s.aws/capacity-reservation-*` labels are carried by reserved offerings only (upstream aws
+ * `offering/base_resolver.go` gives every other offering `DoesNotExist` on them), so a NodeClaim requiring
+ * `capacity-reservation-id In [cr-…]` launches only into that reservation.
  */
-const OfferingComputedLabels = [LabelTopologyZoneID, LabelInstanceTenancy] as const;
+const OfferingComputedLabels = [
+  LabelTopologyZoneID,
+  LabelInstanceTenancy,
+  LabelCapacityReservationID,
+  LabelCapacityReservationType,
+  LabelCapacityReservationInterruptible,
+] as const;
 
 /**
  * Whether a launch with `labels` (an offering's {@link offeringLabels} plus the tenancy) satisfies the NodeClaim's
