@@ -124,7 +124,18 @@ describe('clusterapi provider on two embedded clusters', () => {
     expect(Math.max(...(await replicas.stop()))).toBe(5);
     expect(Math.max(...(await machines.stop()))).toBe(5);
     expect((await t.deployment('md-capped')).spec.replicas).toBe(5);
-    expect((await t.nodeClaims()).filter((n) => n.status?.providerID).length).toBe(5);
+    // the full deployment's 5 Machines each end up with a launched NodeClaim (a refused launch past the cap comes
+    // and goes meanwhile, so the count is waited for, not sampled)
+    const launched = await eventually(
+      async () => {
+        const n = (await t!.nodeClaims()).filter((c) => c.status?.providerID).length;
+        return n === 5 ? n : undefined;
+      },
+      '5 launched NodeClaims',
+      30_000,
+    );
+    expect(launched).toBe(5);
+    expect((await t.deployment('md-capped')).spec.replicas).toBe(5);
   }, 120_000);
 
   it('consolidation moves pods from an expensive deployment to a cheap one', async () => {
