@@ -97,9 +97,23 @@ describe('Helm chart', () => {
       'Deployment',
       'PodDisruptionBudget',
       'Role',
+      'Role',
+      'RoleBinding',
       'RoleBinding',
       'Service',
       'ServiceAccount',
+    ]);
+    // aws (the default): the kube-dns Role in kube-system, as upstream's chart (`<name>-dns`)
+    expect(
+      objs
+        .filter((o) => o.kind === 'Role' || o.kind === 'RoleBinding')
+        .map((o) => `${o.kind} ${o.metadata?.namespace}/${o.metadata?.name}`)
+        .sort(),
+    ).toEqual([
+      'Role karpenter/capenter',
+      'Role kube-system/capenter-dns',
+      'RoleBinding karpenter/capenter',
+      'RoleBinding kube-system/capenter-dns',
     ]);
     const d = deployment(objs);
     const pod = d.spec.template.spec;
