@@ -52,12 +52,18 @@ function nodeClaim(
   } as NodeClaim;
 }
 
-function node(name: string, o: { disrupted?: boolean; initializedLabel?: boolean } = {}): Node {
+function node(
+  name: string,
+  o: { disrupted?: boolean; initializedLabel?: boolean; providerID?: string } = {},
+): Node {
   return {
     apiVersion: 'v1',
     kind: 'Node',
     metadata: { name, labels: o.initializedLabel ? { 'karpenter.sh/initialized': 'true' } : {} },
-    spec: o.disrupted ? { taints: [{ key: 'karpenter.sh/disrupted', effect: 'NoSchedule' }] } : {},
+    spec: {
+      ...(o.disrupted ? { taints: [{ key: 'karpenter.sh/disrupted', effect: 'NoSchedule' }] } : {}),
+      ...(o.providerID ? { providerID: o.providerID } : {}),
+    },
   } as Node;
 }
 
@@ -139,6 +145,25 @@ describe('soak invariant: duplicate launches', () => {
     expect([...duplicateLaunches(ncs, byName(node('n1')), pending)]).toEqual([
       ['p1', ['a', 'b']],
       ['p3', ['d', 'e']],
+    ]);
+  });
+
+  it('finds the Node by provider ID when a failed status write left no status.nodeName (kwok soak seed 5, CI of 671ecd7)', () => {
+    const pending = new Set(['jrdkt']);
+    const ncs = [
+      // registered and initialized, but the status PATCH got a 500: no nodeName, conditions Unknown
+      nodeClaim('soak-p0-hqwt2', { nominated: ['jrdkt'], providerID: 'kwok://us-east-1/us-east-1f/i-16' }),
+      nodeClaim('soak-p0-6v8n7', { nominated: ['jrdkt'] }),
+    ];
+    const n = node('soak-p0-hqwt2', {
+      initializedLabel: true,
+      providerID: 'kwok://us-east-1/us-east-1f/i-16',
+    });
+    expect([...duplicateLaunches(ncs, byName(n), pending)]).toEqual([]);
+    // its Node not initialized yet: still launching, so the pod is claimed twice
+    const launching = node('soak-p0-hqwt2', { providerID: 'kwok://us-east-1/us-east-1f/i-16' });
+    expect([...duplicateLaunches(ncs, byName(launching), pending)]).toEqual([
+      ['jrdkt', ['soak-p0-hqwt2', 'soak-p0-6v8n7']],
     ]);
   });
 });

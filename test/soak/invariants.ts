@@ -15,9 +15,16 @@ function cond(nc: NodeClaim, type: string): boolean {
   return nc.status?.conditions?.some((c) => c.type === type && c.status === 'True') ?? false;
 }
 
-/** The NodeClaim's Node (by `status.nodeName`), if listed. */
+/**
+ * The NodeClaim's Node, if listed: by `status.nodeName`, else by provider ID, as cluster state joins them (a failed
+ * status write can leave a registered NodeClaim without `status.nodeName` while its Node is already initialized).
+ */
 export function nodeOf(nc: NodeClaim, nodes: NodesByName): Node | undefined {
-  return nc.status?.nodeName ? nodes.get(nc.status.nodeName) : undefined;
+  if (nc.status?.nodeName) return nodes.get(nc.status.nodeName);
+  const id = nc.status?.providerID;
+  if (!id) return undefined;
+  for (const n of nodes.values()) if (n.spec?.providerID === id) return n;
+  return undefined;
 }
 
 /**
