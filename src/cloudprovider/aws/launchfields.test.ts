@@ -23,15 +23,12 @@ import {
   LabelCapacityType,
   LabelInstanceType,
 } from '../../apis/labels.ts';
-import type { InstanceTypeInventory } from './instancetypes.ts';
-import type { AwsPricing } from './pricing.ts';
-import { awsNodeClaim, awsTestProvider, createTestNetwork, testNodeClass } from './testing.ts';
+import { awsNodeClaim, awsProviderBeds, testNodeClass } from './testing.ts';
 
 // moto answers slowly on a loaded machine (DescribeInstanceTypes is 5.5 MB): slow, never flaky (issue 24).
 vi.setConfig({ testTimeout: 240_000, hookTimeout: 240_000 });
 
 let emu: AwsEmulator;
-let shared: { pricing: AwsPricing; inventory: InstanceTypeInventory } | undefined;
 beforeAll(async () => {
   emu = await startAwsEmulator();
 });
@@ -43,12 +40,12 @@ const reqs = [
   { key: LabelCapacityType, operator: 'In' as const, values: ['on-demand'] },
 ];
 
+const beds = awsProviderBeds(() => emu.clientConfig);
+
 /** A provider over a fresh network with one class `default` of `spec`; records every CreateFleet input. */
 async function bed(spec: (net: { snapshot: string }) => Partial<EC2NodeClass['spec']>) {
-  const nodeClasses = new Map<string, EC2NodeClass>();
-  const t = awsTestProvider(emu.clientConfig, nodeClasses, shared);
-  shared ??= { pricing: t.provider.pricing, inventory: await t.provider.instanceTypeProvider.getInventory() };
-  const net = await createTestNetwork(t.clients.ec2, t.clients.iam, ['us-west-2a']);
+  const t = await beds(['us-west-2a']);
+  const { net, nodeClasses } = t;
   const vol = await t.clients.ec2.send(new CreateVolumeCommand({ AvailabilityZone: 'us-west-2a', Size: 8 }));
   const snap = await t.clients.ec2.send(new CreateSnapshotCommand({ VolumeId: vol.VolumeId! }));
   nodeClasses.set('default', testNodeClass('default', net, spec({ snapshot: snap.SnapshotId! })));
@@ -60,7 +57,7 @@ async function bed(spec: (net: { snapshot: string }) => Partial<EC2NodeClass['sp
     },
     { step: 'initialize', name: 'recordCreateFleet' },
   );
-  return { ...t, net, fleets, nodeClasses };
+  return { ...t, fleets };
 }
 
 /** The latest version's data of every launch template in moto. */

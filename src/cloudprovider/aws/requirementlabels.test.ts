@@ -23,29 +23,20 @@ import {
   LabelTopologyZoneID,
 } from '../../apis/labels.ts';
 import { isInsufficientCapacityError } from '../types.ts';
-import type { InstanceTypeInventory } from './instancetypes.ts';
-import type { AwsPricing } from './pricing.ts';
-import { awsNodeClaim, awsTestProvider, createTestNetwork, testNodeClass } from './testing.ts';
+import { awsNodeClaim, awsProviderBeds } from './testing.ts';
 
 // moto answers slowly on a loaded machine; a test may be slow, never flaky (issue 24).
 vi.setConfig({ testTimeout: 240_000, hookTimeout: 240_000 });
 
 let emu: AwsEmulator;
-let shared: { pricing: AwsPricing; inventory: InstanceTypeInventory } | undefined;
 beforeAll(async () => {
   emu = await startAwsEmulator();
 });
 afterEach(() => emu.reset());
 afterAll(() => emu?.stop());
 
-async function bed() {
-  const nodeClasses = new Map<string, EC2NodeClass>();
-  const t = awsTestProvider(emu.clientConfig, nodeClasses, shared);
-  shared ??= { pricing: t.provider.pricing, inventory: await t.provider.instanceTypeProvider.getInventory() };
-  const net = await createTestNetwork(t.clients.ec2, t.clients.iam, ['us-west-2a', 'us-west-2b']);
-  nodeClasses.set('default', testNodeClass('default', net));
-  return { ...t, net, nodeClasses };
-}
+const beds = awsProviderBeds(() => emu.clientConfig);
+const bed = () => beds(['us-west-2a', 'us-west-2b']);
 
 const inReq = (key: string, values: string[]) => ({ key, operator: 'In' as const, values });
 

@@ -167,3 +167,31 @@ export function awsTestProvider(
   });
   return { provider, clients, clock };
 }
+
+/** What {@link awsProviderBeds} gives per call: a provider, its clients and clock, the network and the class registry. */
+export type AwsProviderBed = ReturnType<typeof awsTestProvider> & {
+  net: TestNetwork;
+  nodeClasses: Map<string, EC2NodeClass>;
+};
+
+/**
+ * One test file's provider beds against an emulator (`client()` is read per call, e.g. the file's emulator config).
+ * Prices and instance types do not depend on the emulator's state, so they are fetched by the first bed and shared
+ * by the later ones. Each call builds a provider over a fresh network in `zones` with the class `default` of `spec`.
+ */
+export function awsProviderBeds(
+  client: () => AwsClientOptions & { region: string },
+): (zones: string[], spec?: Partial<EC2NodeClass['spec']>) => Promise<AwsProviderBed> {
+  let shared: AwsCloudProviderDeps['shared'] | undefined;
+  return async (zones, spec = {}) => {
+    const nodeClasses = new Map<string, EC2NodeClass>();
+    const t = awsTestProvider(client(), nodeClasses, shared);
+    shared ??= {
+      pricing: t.provider.pricing,
+      inventory: await t.provider.instanceTypeProvider.getInventory(),
+    };
+    const net = await createTestNetwork(t.clients.ec2, t.clients.iam, zones);
+    nodeClasses.set('default', testNodeClass('default', net, spec));
+    return { ...t, net, nodeClasses };
+  };
+}
