@@ -8,6 +8,7 @@ import { CONTROLLER_SETTINGS, runController } from '../../src/cli/controller.ts'
 import { buildProgram } from '../../src/cli/program.ts';
 import { closestName, editDistance } from '../../src/config/settings.ts';
 import { UPSTREAM_FEATURE_GATES } from '../../src/operator/options.ts';
+import { UPSTREAM_SETTINGS } from '../../src/parity/table.ts';
 
 /** Runs the controller with `flags` and `env`; a missing kubeconfig stops it right after the settings. */
 async function run(
@@ -114,52 +115,12 @@ describe('capenter controller: upstream settings (issue 26)', () => {
   });
 });
 
-/**
- * Every flag of upstream v1.14.1 with its environment variable: kubernetes-sigs/karpenter and
- * aws/karpenter-provider-aws `pkg/operator/options/options.go` (`fs.*Var(&o.X, "flag", env...("ENV"...))`).
- */
-const UPSTREAM_SETTINGS = `KARPENTER_SERVICE karpenter-service
-METRICS_PORT metrics-port
-HEALTH_PROBE_PORT health-probe-port
-KUBE_CLIENT_QPS kube-client-qps
-KUBE_CLIENT_BURST kube-client-burst
-ENABLE_PROFILING enable-profiling
-DISABLE_CONTROLLER_WARMUP disable-controller-warmup
-DISABLE_LEADER_ELECTION disable-leader-election
-DISABLE_CLUSTER_STATE_OBSERVABILITY disable-cluster-state-observability
-LEADER_ELECTION_NAME leader-election-name
-LEADER_ELECTION_NAMESPACE leader-election-namespace
-MEMORY_LIMIT memory-limit
-CPU_REQUESTS cpu-requests
-LOG_LEVEL log-level
-LOG_OUTPUT_PATHS log-output-paths
-LOG_ERROR_OUTPUT_PATHS log-error-output-paths
-BATCH_MAX_DURATION batch-max-duration
-BATCH_IDLE_DURATION batch-idle-duration
-PREFERENCE_POLICY preference-policy
-MIN_VALUES_POLICY min-values-policy
-IGNORE_DRA_REQUESTS ignore-dra-requests
-FEATURE_GATES feature-gates
-CLUSTER_CA_BUNDLE cluster-ca-bundle
-CLUSTER_NAME cluster-name
-CLUSTER_ENDPOINT cluster-endpoint
-ISOLATED_VPC isolated-vpc
-EKS_CONTROL_PLANE eks-control-plane
-VM_MEMORY_OVERHEAD_PERCENT vm-memory-overhead-percent
-INTERRUPTION_QUEUE interruption-queue
-RESERVED_ENIS reserved-enis
-DISABLE_DRY_RUN disable-dry-run
-ENABLE_ZONAL_SHIFT enable-zonal-shift
-AMI_REFRESH_INTERVAL ami-refresh-interval
-SUBNET_REFRESH_INTERVAL subnet-refresh-interval`
-  .split('\n')
-  .map((l) => l.split(' ') as [string, string]);
-
 describe("upstream v1.14.1's settings list", () => {
   it('every upstream flag and variable is a setting of capenter controller, under the same names', () => {
     expect(UPSTREAM_SETTINGS).toHaveLength(34);
     const ours = new Map(CONTROLLER_SETTINGS.map((s) => [s.env, s.flag]));
-    const missing = UPSTREAM_SETTINGS.filter(([env, flag]) => ours.get(env) !== flag);
+    // the list lives once, in the parity table (src/parity/table.ts, upstream's `options.go` in order)
+    const missing = UPSTREAM_SETTINGS.filter(({ env, flag }) => ours.get(env) !== flag);
     expect(missing).toEqual([]);
     expect(Object.keys(UPSTREAM_FEATURE_GATES)).toEqual([
       'NodeRepair',
