@@ -108,6 +108,9 @@ describe('runQueueWithInformers', () => {
       syncTimeoutMs: 60_000,
     });
     await eventually(() => failing.lists >= 1, 'the first NodeClaim list');
+    // the Node list answers normally, but under load it may still be in flight: the clock jump must come after
+    // it, or the timeout below names Node too (the flake seen under load)
+    await eventually(() => informers.unsynced().join() === 'NodeClaim', 'the Node informer synced');
     // a clock jump well past the timeout (the soak's: 17 min): the timeout fires, the informer's backoff too
     clock.advance(17 * 60_000);
     const waiting = await eventually(
