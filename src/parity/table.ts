@@ -495,7 +495,9 @@ const EC2NODECLASS_ROWS: ParityRow[] = [
     ],
     scope: 'amiFamily AL2023',
     status: 'works',
-    note: 'written into the nodeadm NodeConfig kubelet config',
+    note:
+      'written into the nodeadm NodeConfig kubelet config as upstream marshals v1.KubeletConfiguration (empty fields ' +
+      'left out, grace periods as Go durations: 90s → 1m30s; a non-duration is refused naming the field)',
     test: 'src/cloudprovider/aws/userdata.test.ts',
   },
   {
