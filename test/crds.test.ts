@@ -189,6 +189,36 @@ describe('generated CRDs', () => {
     });
   });
 
+  it("EC2NodeClass spec.kubelet is upstream v1.14.1's schema: fields, types, int32 formats, bounds, patterns, CEL rules (issue 28)", () => {
+    const withoutDescriptions = (n: unknown): unknown =>
+      Array.isArray(n)
+        ? n.map(withoutDescriptions)
+        : n && typeof n === 'object'
+          ? Object.fromEntries(
+              Object.entries(n)
+                .filter(([k]) => k !== 'description')
+                .map(([k, v]) => [k, withoutDescriptions(v)]),
+            )
+          : n;
+    const kubelet = (crd: CustomResourceDefinition) =>
+      withoutDescriptions(
+        (
+          crd.spec.versions[0]!.schema.openAPIV3Schema as JSONSchemaNode & {
+            properties: Record<string, JSONSchemaNode & { properties: Record<string, unknown> }>;
+          }
+        ).properties.spec!.properties.kubelet,
+      );
+    const upstream = parseAllDocuments(
+      readFileSync(
+        join(root, 'test/fixtures/crds/karpenter-provider-aws/karpenter.k8s.aws_ec2nodeclasses.yaml'),
+        'utf8',
+      ),
+    )[0]!.toJS() as CustomResourceDefinition;
+    const ours = kubelet(byKind.get('EC2NodeClass')!) as Record<string, Record<string, unknown>>;
+    expect(ours).toEqual(kubelet(upstream));
+    expect(ours.properties!.maxPods).toEqual({ format: 'int32', minimum: 0, type: 'integer' });
+  });
+
   it('compile with ajv, and ajv defaulting equals applyDefaults', () => {
     const ajv = makeAjv(true);
     const np = exampleNodePool('default', {

@@ -1033,9 +1033,14 @@ const EvictionSignals = [
 ];
 const ReservedResources = ['cpu', 'memory', 'ephemeral-storage', 'pid'];
 
-function keysIn(field: string, allowed: string[]) {
+/**
+ * The CRD rule "valid keys for <field> are [...]" and its check. `style` spells the rule as upstream's CRD does:
+ * `in` (`self.all(x, x in ['a','b'])`, the eviction maps) or `or` (`self.all(x, x=='a' || x=='b')`, the reserved maps).
+ */
+function keysIn(field: string, allowed: string[], style: 'in' | 'or' = 'in') {
   const list = `[${allowed.map((a) => `'${a}'`).join(',')}]`;
-  const rule: CelRule = { rule: `self.all(x, x in ${list})`, message: `valid keys for ${field} are ${list}` };
+  const test = style === 'in' ? `x in ${list}` : allowed.map((a) => `x=='${a}'`).join(' || ');
+  const rule: CelRule = { rule: `self.all(x, ${test})`, message: `valid keys for ${field} are ${list}` };
   return {
     rule,
     check: ((v, ctx) => {
@@ -1051,7 +1056,7 @@ const evictionMap = (field: string) =>
   celAll(z.record(z.string(), pattern(Patterns.eviction, Hints.eviction)), [keysIn(field, EvictionSignals)]);
 const reservedMap = (field: string) =>
   celAll(z.record(z.string(), pattern(Patterns.quantity, Hints.quantity)), [
-    keysIn(field, ReservedResources),
+    keysIn(field, ReservedResources, 'or'),
     cel(
       `self.all(x, !self[x].startsWith('-'))`,
       `${field} value cannot be a negative resource quantity`,
@@ -1065,18 +1070,23 @@ export const KubeletConfigurationSchema = celAll(
     clusterDNS: z.array(z.string()).optional(),
     cpuCFSQuota: z.boolean().optional(),
     evictionHard: evictionMap('evictionHard').optional(),
-    evictionMaxPodGracePeriod: z.int().optional(),
+    evictionMaxPodGracePeriod: z.int().optional().meta({ format: 'int32' }),
     evictionSoft: evictionMap('evictionSoft').optional(),
     evictionSoftGracePeriod: celAll(z.record(z.string(), z.string()), [
       keysIn('evictionSoftGracePeriod', EvictionSignals),
     ]).optional(),
-    imageGCHighThresholdPercent: z.int().min(0).max(100).optional(),
-    imageGCLowThresholdPercent: z.int().min(0).max(100).optional(),
+    imageGCHighThresholdPercent: z.int().min(0).max(100).optional().meta({ format: 'int32' }),
+    imageGCLowThresholdPercent: z.int().min(0).max(100).optional().meta({ format: 'int32' }),
     kubeReserved: reservedMap('kubeReserved')
       .optional()
       .describe('Resources reserved for Kubernetes daemons.'),
-    maxPods: z.int().min(0).optional().describe('Maximum number of pods per node.'),
-    podsPerCore: z.int().min(0).optional().describe('Maximum number of pods per vCPU; 0 disables.'),
+    maxPods: z.int().min(0).optional().meta({ format: 'int32' }).describe('Maximum number of pods per node.'),
+    podsPerCore: z
+      .int()
+      .min(0)
+      .optional()
+      .meta({ format: 'int32' })
+      .describe('Maximum number of pods per vCPU; 0 disables.'),
     systemReserved: reservedMap('systemReserved').optional().describe('Resources reserved for OS daemons.'),
   }),
   [

@@ -78,7 +78,14 @@ export async function startCAPIStack(o: CAPIStackOptions = {}): Promise<CAPIStac
         emulatorEndpoint: o.aws.emulatorEndpoint,
         joinPollSeconds: 0.5,
       });
-      awsConfig = { clients: aws.clients, settings, region: o.aws.region, nodeClassPeriodSeconds: 5 };
+      // the workload cluster's service CIDR (as the aws stack's): AL2023 classes need one, and the emulator has no EKS cluster
+      awsConfig = {
+        clients: aws.clients,
+        settings,
+        region: o.aws.region,
+        nodeClassPeriodSeconds: 5,
+        clusterCIDR: '10.96.0.0/12',
+      };
     }
     if (o.withOperator ?? true) {
       op = createOperator({

@@ -306,6 +306,16 @@ const EC2NODECLASS_ROWS: ParityRow[] = [
   },
   {
     kind: 'EC2NodeClass',
+    names: ['spec.amiFamily'],
+    scope: 'amiFamily AL2023 (or an al2023 alias) with the cluster CIDR unknown',
+    status: 'works',
+    note:
+      'ValidationSucceeded=False reason ClusterCIDRResolutionFailed "Failed to detect the cluster CIDR": not Ready, ' +
+      'nothing launches, until EKS DescribeCluster gives a service CIDR (a 5xx is retried), as upstream validation.go',
+    test: 'test/aws/nodeclass-controller.test.ts',
+  },
+  {
+    kind: 'EC2NodeClass',
     names: ['spec.amiFamily', 'spec.userData'],
     scope: 'amiFamily Windows2019, Windows2022, Windows2025',
     status: 'works',
@@ -485,7 +495,9 @@ const EC2NODECLASS_ROWS: ParityRow[] = [
     ],
     scope: 'amiFamily AL2023',
     status: 'works',
-    note: 'written into the nodeadm NodeConfig kubelet config',
+    note:
+      'written into the nodeadm NodeConfig kubelet config as upstream marshals v1.KubeletConfiguration (empty fields ' +
+      'left out, grace periods as Go durations: 90s → 1m30s; a non-duration is refused naming the field)',
     test: 'src/cloudprovider/aws/userdata.test.ts',
   },
   {

@@ -13,6 +13,7 @@ import {
   DescribeImagesCommand,
   EC2Client,
 } from '@aws-sdk/client-ec2';
+import type { EKSClient } from '@aws-sdk/client-eks';
 import {
   CreateRoleCommand,
   GetInstanceProfileCommand,
@@ -22,23 +23,29 @@ import {
 import { PutParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { EC2NodeClass, NodeClaim } from '../../src/apis/karpenter.ts';
-
+import { resolveClusterCIDR } from '../../src/cloudprovider/aws/cluster.ts';
 import {
   expireCapacityBlockNodeClaims,
   syncReservedCapacityTypes,
 } from '../../src/cloudprovider/aws/controllers/capacityreservation.ts';
 import { EC2NodeClassController } from '../../src/cloudprovider/aws/controllers/nodeclass.ts';
 import { resolveCapacityReservations } from '../../src/cloudprovider/aws/nodeclass/capacityreservations.ts';
-import type { EC2NodeClassStatus } from '../../src/cloudprovider/aws/nodeclass/types.ts';
+import {
+  type EC2NodeClassStatus,
+  ec2NodeClassNotReadyReason,
+} from '../../src/cloudprovider/aws/nodeclass/types.ts';
 import { ec2NodeClassHash } from '../../src/cloudprovider/aws/nodeclass-hash.ts';
 import { staticFieldsDrifted } from '../../src/cloudprovider/aws/provider.ts';
+import { awsSettings } from '../../src/cloudprovider/aws/settings.ts';
 import {
   awsNodeClaim,
   awsTestProvider,
   createTestNetwork,
   testNodeClass,
 } from '../../src/cloudprovider/aws/testing.ts';
+import type { CloudProvider } from '../../src/cloudprovider/types.ts';
 import { startTestEnv, type TestEnv } from '../../src/controllers/nodeclaim/testing.ts';
+import { NodeClassStatusController } from '../../src/controllers/nodepool/nodeclass.ts';
 import { silentLogger } from '../../src/kube/logger.ts';
 import { prepareEmulator } from '../../src/sim/aws/emulator.ts';
 import { type AwsEmulator, startAwsEmulator } from './moto.ts';
@@ -422,6 +429,97 @@ function upstreamNodeClaim(name: string, cls: string, ec2Hash: string, ec2Versio
     },
   };
 }
+
+describe('EC2NodeClass controller: the cluster CIDR of AL2023 classes (issue 28, upstream validation.go)', () => {
+  /** A fake EKS whose DescribeCluster answers `network` (no CIDR when empty) or throws `fail`. */
+  function eksAnswering(network: Record<string, string>, fail?: Error): Pick<EKSClient, 'send'> {
+    const send = async () => {
+      if (fail) throw fail;
+      return { cluster: { kubernetesNetworkConfig: network } };
+    };
+    return { send } as unknown as Pick<EKSClient, 'send'>;
+  }
+
+  function controllerResolving(eks: Pick<EKSClient, 'send'>): EC2NodeClassController {
+    const settings = awsSettings({ clusterName: 'test-cluster' });
+    return new EC2NodeClassController({
+      client: env.client,
+      clock: env.clock,
+      logger: silentLogger(),
+      recorder: env.recorder,
+      registry: env.registry,
+      ec2,
+      ssm,
+      iam,
+      region: moto.region,
+      clusterName: 'test-cluster',
+      kubernetesVersion: async () => '1.32',
+      resolveClusterCIDR: () => resolveClusterCIDR({ settings, eks }),
+    });
+  }
+
+  it('no CIDR in DescribeCluster: ValidationSucceeded=False ClusterCIDRResolutionFailed, not Ready, launches refused; Bottlerocket unaffected', async () => {
+    await network();
+    await tagImages();
+    await iam.send(
+      new CreateRoleCommand({ RoleName: 'KarpenterNodeRole-test', AssumeRolePolicyDocument: '{}' }),
+    );
+    await env.client.create(nodeClass('al2023', {}));
+    await env.client.create(nodeClass('br', { amiFamily: 'Bottlerocket' }));
+    const c = controllerResolving(eksAnswering({}));
+    await expect(c.reconcile('al2023')).rejects.toThrow(
+      'EC2NodeClass al2023: failed to detect the cluster CIDR, no CIDR found in DescribeCluster response',
+    );
+    const { obj, st } = await statusOf('al2023');
+    expect(cond(st, 'ValidationSucceeded')).toMatchObject({
+      status: 'False',
+      reason: 'ClusterCIDRResolutionFailed',
+      message: 'Failed to detect the cluster CIDR',
+    });
+    expect(cond(st, 'SubnetsReady')?.status).toBe('True');
+    expect(cond(st, 'Ready')?.status).toBe('False');
+    expect(ec2NodeClassNotReadyReason(obj)).toBe(
+      'ValidationSucceeded=False (ClusterCIDRResolutionFailed): Failed to detect the cluster CIDR',
+    );
+    // nodeclass.status (spec validation only) does not flip the provider's reason back to True
+    const status = new NodeClassStatusController({
+      client: env.client,
+      clock: env.clock,
+      logger: silentLogger(),
+      recorder: env.recorder,
+      registry: env.registry,
+      cloudProvider: {
+        supportedNodeClasses: () => [{ group: 'karpenter.k8s.aws', kind: 'EC2NodeClass' }],
+      } as unknown as CloudProvider,
+    });
+    await status.reconcile('EC2NodeClass.karpenter.k8s.aws/al2023');
+    expect(cond((await statusOf('al2023')).st, 'ValidationSucceeded')?.reason).toBe(
+      'ClusterCIDRResolutionFailed',
+    );
+    // the same cluster: a Bottlerocket class needs no CIDR and is Ready
+    expect(await c.reconcile('br')).toEqual({ requeueAfter: 60 });
+    expect(cond((await statusOf('br')).st, 'Ready')?.status).toBe('True');
+  });
+
+  it('a server fault is retried leaving ValidationSucceeded as it was; a CIDR found makes the class Ready', async () => {
+    await network();
+    await tagImages();
+    await iam.send(
+      new CreateRoleCommand({ RoleName: 'KarpenterNodeRole-test', AssumeRolePolicyDocument: '{}' }),
+    );
+    await env.client.create(nodeClass('al2023', {}));
+    const fault = Object.assign(new Error('InternalServerError'), { $fault: 'server' });
+    await expect(controllerResolving(eksAnswering({}, fault)).reconcile('al2023')).rejects.toThrow(
+      'failed to detect the cluster CIDR, InternalServerError',
+    );
+    expect(cond((await statusOf('al2023')).st, 'ValidationSucceeded')?.status).toBe('Unknown');
+    const ok = controllerResolving(eksAnswering({ serviceIpv4Cidr: '172.20.0.0/16' }));
+    expect(await ok.reconcile('al2023')).toEqual({ requeueAfter: 60 });
+    const { st } = await statusOf('al2023');
+    expect(cond(st, 'ValidationSucceeded')?.status).toBe('True');
+    expect(cond(st, 'Ready')?.status).toBe('True');
+  });
+});
 
 describe('switch from upstream Karpenter', () => {
   it('adopts v4 (v1.3-v1.11) and v5 (v1.12+) stamps without drift; a later spec change drifts only that class', async () => {

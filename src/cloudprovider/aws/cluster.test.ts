@@ -3,8 +3,10 @@ import { describe, expect, it } from 'vitest';
 import { KubeClient } from '../../kube/client.ts';
 import { FakeClock } from '../../kube/clock.ts';
 import { silentLogger } from '../../kube/logger.ts';
-import { type ClusterInfo, discoverCluster } from './cluster.ts';
+import { createAwsClients } from './clients.ts';
+import { type ClusterInfo, discoverCluster, isServerFault, resolveClusterCIDR } from './cluster.ts';
 import { awsModule, kubeDNSServiceIP } from './module.ts';
+import { AwsCloudProvider } from './provider.ts';
 import { awsSettings } from './settings.ts';
 
 /** A fake EKS client answering DescribeCluster and recording each call's input. */
@@ -68,6 +70,73 @@ describe('discoverCluster (aws:pkg/operator/operator.go ResolveClusterEndpoint, 
     expect((await discoverCluster({ settings: awsSettings({ clusterName: 'v6' }), eks })).cidr).toBe(
       'fd00:a1b2::/108',
     );
+  });
+});
+
+describe('resolveClusterCIDR (upstream launchtemplate.ResolveClusterCIDR, run by the AL2023 class validation)', () => {
+  const eksAnswering = (answer: () => unknown) => {
+    const calls: unknown[] = [];
+    const send = async (cmd: { input: unknown }) => {
+      calls.push(cmd.input);
+      return answer();
+    };
+    return { eks: { send } as unknown as Pick<EKSClient, 'send'>, calls };
+  };
+
+  it('the IPv4 service CIDR, else the IPv6 one; neither is an error; EKS_CONTROL_PLANE=false never asks', async () => {
+    const settings = awsSettings({ clusterName: 'eks-1' });
+    const v4 = eksAnswering(() => ({
+      cluster: {
+        kubernetesNetworkConfig: { serviceIpv4Cidr: '172.20.0.0/16', serviceIpv6Cidr: 'fd00::/108' },
+      },
+    }));
+    expect(await resolveClusterCIDR({ settings, eks: v4.eks })).toBe('172.20.0.0/16');
+    expect(v4.calls).toEqual([{ name: 'eks-1' }]);
+    const v6 = eksAnswering(() => ({
+      cluster: { kubernetesNetworkConfig: { serviceIpv6Cidr: 'fd00::/108' } },
+    }));
+    expect(await resolveClusterCIDR({ settings, eks: v6.eks })).toBe('fd00::/108');
+    const none = eksAnswering(() => ({ cluster: { kubernetesNetworkConfig: {} } }));
+    await expect(resolveClusterCIDR({ settings, eks: none.eks })).rejects.toThrow(
+      'no CIDR found in DescribeCluster response',
+    );
+    const off = eksAnswering(() => ({}));
+    await expect(
+      resolveClusterCIDR({
+        settings: awsSettings({ clusterName: 'capa-1', eksControlPlane: false }),
+        eks: off.eks,
+      }),
+    ).rejects.toThrow(
+      'EKS_CONTROL_PLANE=false: capenter never calls EKS DescribeCluster, so the service CIDR AL2023 nodes need (nodeadm spec.cluster.cidr) is unknown; use another AMI family (AL2, Bottlerocket) for this cluster',
+    );
+    expect(off.calls).toEqual([]);
+    expect(isServerFault(Object.assign(new Error('x'), { $fault: 'server' }))).toBe(true);
+    expect(isServerFault(Object.assign(new Error('x'), { $fault: 'client' }))).toBe(false);
+  });
+
+  it('the provider asks once, keeps the CIDR for every later launch, and asks again after a failure', async () => {
+    let answer: unknown = { cluster: { kubernetesNetworkConfig: {} } };
+    const { eks, calls } = eksAnswering(() => answer);
+    const provider = new AwsCloudProvider({
+      clients: { ...createAwsClients({ region: 'us-west-2' }), eks: eks as EKSClient },
+      settings: awsSettings({ clusterName: 'eks-1', region: 'us-west-2' }),
+      clock: new FakeClock(),
+      nodeClass: () => undefined,
+    });
+    await expect(provider.resolveClusterCIDR()).rejects.toThrow('no CIDR found in DescribeCluster response');
+    answer = { cluster: { kubernetesNetworkConfig: { serviceIpv4Cidr: '10.100.0.0/16' } } };
+    expect(await provider.resolveClusterCIDR()).toBe('10.100.0.0/16');
+    expect(await provider.resolveClusterCIDR()).toBe('10.100.0.0/16');
+    expect(calls).toHaveLength(2);
+    const configured = new AwsCloudProvider({
+      clients: { ...createAwsClients({ region: 'us-west-2' }), eks: eks as EKSClient },
+      settings: awsSettings({ clusterName: 'eks-1', region: 'us-west-2' }),
+      clock: new FakeClock(),
+      nodeClass: () => undefined,
+      clusterCIDR: '10.96.0.0/12',
+    });
+    expect(await configured.resolveClusterCIDR()).toBe('10.96.0.0/12');
+    expect(calls).toHaveLength(2);
   });
 });
 

@@ -60,3 +60,36 @@ export async function discoverCluster(deps: DiscoverClusterDeps): Promise<Cluste
     return configured;
   }
 }
+
+/** Inputs of {@link resolveClusterCIDR}. */
+export interface ResolveClusterCIDRDeps {
+  settings: Pick<AwsSettings, 'clusterName' | 'eksControlPlane'>;
+  eks: Pick<EKSClient, 'send'>;
+}
+
+/**
+ * The cluster's service CIDR from EKS DescribeCluster: `kubernetesNetworkConfig.serviceIpv4Cidr`, else
+ * `serviceIpv6Cidr` (an IPv6 cluster). Upstream `launchtemplate.DefaultProvider.ResolveClusterCIDR`, which the
+ * EC2NodeClass validation runs for AL2023 classes (nodeadm needs `spec.cluster.cidr`).
+ * @throws the DescribeCluster error as the SDK raised it (`$fault: 'server'` for a 5xx, which callers retry);
+ *   Error `no CIDR found in DescribeCluster response` when EKS gives neither CIDR; Error naming
+ *   `EKS_CONTROL_PLANE=false` (capenter never asks EKS then).
+ */
+export async function resolveClusterCIDR(deps: ResolveClusterCIDRDeps): Promise<string> {
+  if (deps.settings.eksControlPlane === false) {
+    throw new Error(
+      'EKS_CONTROL_PLANE=false: capenter never calls EKS DescribeCluster, so the service CIDR AL2023 nodes need ' +
+        '(nodeadm spec.cluster.cidr) is unknown; use another AMI family (AL2, Bottlerocket) for this cluster',
+    );
+  }
+  const out = await deps.eks.send(new DescribeClusterCommand({ name: deps.settings.clusterName }));
+  const net = out.cluster?.kubernetesNetworkConfig;
+  const cidr = net?.serviceIpv4Cidr ?? net?.serviceIpv6Cidr;
+  if (!cidr) throw new Error('no CIDR found in DescribeCluster response');
+  return cidr;
+}
+
+/** Whether an AWS SDK error is a server fault (5xx; upstream `awserrors.IsServerError`). */
+export function isServerFault(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && (err as { $fault?: unknown }).$fault === 'server';
+}

@@ -90,7 +90,7 @@ import {
 } from '../types.ts';
 import { resolveAMIFamily } from './catalog/index.ts';
 import type { AwsClients } from './clients.ts';
-import { type ClusterInfo, discoverCluster } from './cluster.ts';
+import { type ClusterInfo, discoverCluster, resolveClusterCIDR } from './cluster.ts';
 import { Instances } from './instances.ts';
 import { AwsInstanceTypes, type InstanceTypeInventory, subnetZoneIDs } from './instancetypes.ts';
 import {
@@ -582,6 +582,8 @@ export class AwsCloudProvider implements CloudProvider {
   readonly reservedCapacity: boolean;
   private readonly ice: UnavailableOfferings;
   private clusterInfo: Promise<ClusterInfo> | undefined;
+  /** The service CIDR once known (configured, or resolved by {@link resolveClusterCIDR}); upstream `ClusterCIDR`. */
+  private knownClusterCIDR: string | undefined;
 
   /** @throws Error when no region is given, or `settings.clusterName` is empty. */
   /** The cluster CA bundle the EC2NodeClass hash includes (upstream `GetCABundle`: the setting, else the kubeconfig's). */
@@ -596,6 +598,7 @@ export class AwsCloudProvider implements CloudProvider {
       throw new Error('aws cloud provider: the cluster name is required (CLUSTER_NAME or --cluster-name)');
     }
     this.region = region;
+    this.knownClusterCIDR = deps.clusterCIDR || undefined;
     this.reservedCapacity = deps.reservedCapacity !== false;
     this.ice = deps.unavailableOfferings ?? new UnavailableOfferings({ clock: deps.clock });
     this.instances = new Instances(deps.clients.ec2);
@@ -691,7 +694,9 @@ export class AwsCloudProvider implements CloudProvider {
       ...(this.deps.kubeconfigCABundle ? { kubeconfigCABundle: this.deps.kubeconfigCABundle } : {}),
       ...(this.deps.onError ? { onError: this.deps.onError } : {}),
     });
-    const info = await this.clusterInfo;
+    const found = await this.clusterInfo;
+    this.knownClusterCIDR ??= found.cidr;
+    const info = this.knownClusterCIDR ? { ...found, cidr: this.knownClusterCIDR } : found;
     if (!info.endpoint) {
       this.clusterInfo = undefined;
       throw new CreateError(
@@ -700,6 +705,20 @@ export class AwsCloudProvider implements CloudProvider {
       );
     }
     return info;
+  }
+
+  /**
+   * Makes the cluster's service CIDR known (AL2023 user data's `spec.cluster.cidr`): the configured one, one found
+   * before, else EKS DescribeCluster's (stored for every later launch). Upstream
+   * `launchtemplate.DefaultProvider.ResolveClusterCIDR`, run by the EC2NodeClass validation of AL2023 classes.
+   * @throws what {@link resolveClusterCIDR} throws (a DescribeCluster error, no CIDR in its answer,
+   *   `EKS_CONTROL_PLANE=false`); nothing is stored then and the next call asks again.
+   */
+  async resolveClusterCIDR(): Promise<string> {
+    if (this.knownClusterCIDR) return this.knownClusterCIDR;
+    const cidr = await resolveClusterCIDR({ settings: this.deps.settings, eks: this.deps.clients.eks });
+    this.knownClusterCIDR = cidr;
+    return cidr;
   }
 
   /**

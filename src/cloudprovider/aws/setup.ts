@@ -168,6 +168,7 @@ export function awsControllers(
         ? {
             reservedCapacity: deps.cloudProvider.reservedCapacity,
             capacityReservations: deps.cloudProvider.capacityReservations,
+            resolveClusterCIDR: () => (deps.cloudProvider as AwsCloudProvider).resolveClusterCIDR(),
             onDeleted: async (nc: EC2NodeClass) => {
               await (deps.cloudProvider as AwsCloudProvider).deleteLaunchTemplates(nc.metadata.name);
             },

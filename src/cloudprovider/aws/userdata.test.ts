@@ -77,7 +77,7 @@ describe('AL2023 user data (upstream golden files)', () => {
     expect(parts[2]!.body).toContain('# Karpenter Generated NodeConfig');
   });
 
-  it('every spec.kubelet field reaches spec.kubelet.config (sorted as sigs.k8s.io/yaml writes them)', () => {
+  it('every spec.kubelet field reaches spec.kubelet.config as upstream marshals v1.KubeletConfiguration (sorted as sigs.k8s.io/yaml writes them)', () => {
     const out = al2023UserData({
       ...base,
       instanceStorePolicy: 'RAID0',
@@ -89,7 +89,7 @@ describe('AL2023 user data (upstream golden files)', () => {
         systemReserved: { memory: '256Mi' },
         evictionHard: { 'memory.available': '5%' },
         evictionSoft: { 'nodefs.available': '10%' },
-        evictionSoftGracePeriod: { 'nodefs.available': '1m30s' },
+        evictionSoftGracePeriod: { 'nodefs.available': '90s' },
         evictionMaxPodGracePeriod: 60,
         imageGCHighThresholdPercent: 85,
         imageGCLowThresholdPercent: 80,
@@ -109,7 +109,6 @@ describe('AL2023 user data (upstream golden files)', () => {
         '    config:',
         '      clusterDNS:',
         '      - 10.0.0.10',
-        '      containerLogMaxSize: 50Mi',
         '      cpuCFSQuota: false',
         '      evictionHard:',
         '        memory.available: 5%',
@@ -133,10 +132,32 @@ describe('AL2023 user data (upstream golden files)', () => {
         '        key: karpenter.sh/unregistered',
         '      systemReserved:',
         '        memory: 256Mi',
-        '      topologyManagerPolicy: single-numa-node',
         '    flags:',
       ].join('\n'),
     );
+    // fields outside upstream's v1.KubeletConfiguration are not marshalled (the CRD schema refuses them anyway)
+    expect(nodeConfig).not.toContain('containerLogMaxSize');
+    expect(nodeConfig).not.toContain('topologyManagerPolicy');
+  });
+
+  it('an eviction grace period that is not a duration is refused naming the field; empty fields are left out', () => {
+    expect(() =>
+      renderUserData('AL2023', {
+        ...base,
+        kubelet: {
+          evictionSoft: { 'memory.available': '1Gi' },
+          evictionSoftGracePeriod: { 'memory.available': 'soon' },
+        },
+      }),
+    ).toThrow(
+      'EC2NodeClass spec.kubelet.evictionSoftGracePeriod: "soon" is not a duration; use a value such as "1m30s" or "90s"',
+    );
+    const nodeConfig = parseMime(
+      al2023UserData({ ...base, kubelet: { clusterDNS: [], kubeReserved: {}, maxPods: 0 } }),
+    )![0]!.body;
+    expect(nodeConfig).not.toContain('clusterDNS');
+    expect(nodeConfig).not.toContain('kubeReserved');
+    expect(nodeConfig).toContain('      maxPods: 0\n');
   });
 
   it("a class's clusterDNS wins over the kube-dns IP", () => {

@@ -4,7 +4,7 @@
  * the golden files under `pkg/providers/launchtemplate/testdata/`, copied to `./testdata/`):
  * - AL2023: MIME multipart (boundary `//`): the user's parts (a MIME document's parts, a NodeConfig YAML, or a shell
  *   script), then Karpenter's nodeadm `NodeConfig` last, so nodeadm's in-order merge lets Karpenter's values win. Its
- *   `spec.kubelet.config` carries every `spec.kubelet` field as given, plus maxPods and registerWithTaints.
+ *   `spec.kubelet.config` carries the `spec.kubelet` fields as upstream marshals them, plus maxPods and registerWithTaints.
  * - AL2: MIME multipart; the user's parts first, then Karpenter's `/etc/eks/bootstrap.sh` script.
  * - Bottlerocket: TOML settings; the user's TOML is the base and Karpenter's cluster settings, labels, taints,
  *   max-pods and kubelet settings overwrite it (labels are merged, taints replaced); RAID0 instance stores are
@@ -268,13 +268,48 @@ function sortKeysDeep(v: unknown): unknown {
   return v;
 }
 
+/** The JSON names of upstream's `v1.KubeletConfiguration` (all `omitempty`), the fields nodeadm's config gets. */
+const KubeletConfigFields = [
+  'clusterDNS',
+  'maxPods',
+  'podsPerCore',
+  'systemReserved',
+  'kubeReserved',
+  'evictionHard',
+  'evictionSoft',
+  'evictionSoftGracePeriod',
+  'evictionMaxPodGracePeriod',
+  'imageGCHighThresholdPercent',
+  'imageGCLowThresholdPercent',
+  'cpuCFSQuota',
+] as const;
+
+/** Go's `omitempty`: nil, an empty slice or an empty map is left out. */
+function omitEmpty(v: unknown): boolean {
+  if (v === undefined || v === null) return true;
+  if (Array.isArray(v)) return v.length === 0;
+  return typeof v === 'object' && Object.keys(v).length === 0;
+}
+
 /**
- * NodeConfig `spec.kubelet.config`: every field of `spec.kubelet` as given (upstream renders the raw map, so any
- * kubelet field reaches the node), `maxPods` the group's count unless the class set an integer, and
- * `registerWithTaints` the node's taints. Upstream `Nodeadm.generateInlineKubeletConfiguration`.
+ * NodeConfig `spec.kubelet.config`: upstream's `json.Marshal` of the class's `v1.KubeletConfiguration` — its twelve
+ * fields, empty ones left out, eviction grace periods printed as Go durations (`90s` → `1m30s`) — with `maxPods` the
+ * group's count unless the class set an integer, and `registerWithTaints` the node's taints. Upstream
+ * `Nodeadm.generateInlineKubeletConfiguration`.
+ * @throws Error naming `spec.kubelet.evictionSoftGracePeriod` when a grace period is not a duration.
  */
 function nodeadmKubeletConfig(o: BootstrapOptions): Record<string, unknown> {
-  const cfg: Record<string, unknown> = { ...(o.kubelet ?? {}) };
+  const k = o.kubelet ?? {};
+  const cfg: Record<string, unknown> = {};
+  for (const f of KubeletConfigFields) if (!omitEmpty(k[f])) cfg[f] = k[f];
+  if (cfg.evictionSoftGracePeriod) {
+    cfg.evictionSoftGracePeriod = Object.fromEntries(
+      Object.entries(cfg.evictionSoftGracePeriod as Record<string, unknown>).map(([sig, d]) => [
+        sig,
+        goDuration(String(d), 'spec.kubelet.evictionSoftGracePeriod'),
+      ]),
+    );
+  }
   if (!isInt(cfg.maxPods) && o.maxPods !== undefined) cfg.maxPods = o.maxPods;
   cfg.registerWithTaints = o.taints.map((t) => ({
     effect: t.effect,

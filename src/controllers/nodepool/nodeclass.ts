@@ -2,7 +2,8 @@
  * NodeClass status (`nodeclass.status`): sets `ValidationSucceeded` and the root `Ready` on the NodeClass kinds
  * the cloud provider supports (KWOKNodeClass, EC2NodeClass), from `apis/validation.ts`: an invalid spec gives
  * `Ready=False` reason `ValidationFailed` with every issue. Provider-specific readiness (AWS subnets, security
- * groups, AMIs, instance profile) adds more dependents via `extraDependents` when that controller exists.
+ * groups, AMIs, instance profile) adds more dependents via `extraDependents` when that controller exists. A valid
+ * spec leaves a `ValidationSucceeded=False` the provider set for its own reason (see `heldByProvider`).
  */
 import type { KubeObject } from '../../apis/core.ts';
 import { ConditionSet, type ReconcileResult, type Watch, watch } from '../runtime/index.ts';
@@ -18,6 +19,16 @@ export interface NodeClassStatusOptions extends StatusControllerOptions {
 /** Resolves to `undefined` when the NodeClass spec is valid, else to every issue in one message. */
 export function nodeClassValidationError(nodeClass: KubeObject): Promise<string | undefined> {
   return specValidationError(nodeClass);
+}
+
+/**
+ * Whether `ValidationSucceeded` is False for a reason this controller does not own (not `ValidationFailed`): the
+ * provider's own validation (e.g. the aws `ClusterCIDRResolutionFailed` of an AL2023 class) set it, and a valid
+ * spec must not flip it back to True; the provider's controller sets it True once its check passes.
+ */
+function heldByProvider(conds: ConditionSet): boolean {
+  const c = conds.get('ValidationSucceeded');
+  return c?.status === 'False' && c.reason !== 'ValidationFailed';
 }
 
 /** The NodeClass status controller (key: `<Kind>/<name>`). */
@@ -49,7 +60,7 @@ export class NodeClassStatusController extends StatusController<NodeClassStatusO
     );
     const invalid = await nodeClassValidationError(obj);
     if (invalid) conds.setFalse('ValidationSucceeded', 'ValidationFailed', invalid);
-    else conds.setTrue('ValidationSucceeded');
+    else if (!heldByProvider(conds)) conds.setTrue('ValidationSucceeded');
     if (JSON.stringify(obj.status) === stored) return {};
     const failed = await this.writeStatus(rt, obj);
     if (failed) return failed;

@@ -17,7 +17,9 @@
  *   `CapacityReservationsNotFound` naming each term that matched no active reservation, or
  *   `CapacityReservationIncompatible` naming a reservation the class cannot launch into (a zone without a subnet of
  *   the class, an architecture none of its AMIs serve); True with no terms or with the `ReservedCapacity` gate off;
- * - `ValidationSucceeded` from the CRD rules (the same check as `nodeclass.status`);
+ * - `ValidationSucceeded`: for an AL2023 class first the cluster CIDR (False `ClusterCIDRResolutionFailed` "Failed to
+ *   detect the cluster CIDR" when it cannot be resolved, as upstream `validation.go`), then the CRD rules (the same
+ *   check as `nodeclass.status`);
  * - root `Ready` = all of them; the status is patched only when it changed.
  * An AWS failure leaves that part as it was and the reconcile is retried with backoff (the other parts are still
  * written). A deleting class keeps its finalizer while NodeClaims reference it (Event
@@ -43,7 +45,9 @@ import {
   withoutFinalizer,
 } from '../../../controllers/runtime/index.ts';
 import { isConflict, isNotFound } from '../../../kube/errors.ts';
+import { resolveAMIFamily } from '../catalog/allocatable.ts';
 import { getInstanceTypeSpec } from '../catalog/index.ts';
+import { isServerFault } from '../cluster.ts';
 import { AMIResolver } from '../nodeclass/amis.ts';
 import {
   CapacityReservationAvailability,
@@ -99,7 +103,17 @@ export interface EC2NodeClassControllerOptions
   reservedCapacity?: boolean;
   /** Where the reservations' free counts go (the provider's; default a private one). */
   capacityReservations?: CapacityReservationAvailability;
+  /**
+   * Makes the cluster's service CIDR known, or throws why not (the provider's `resolveClusterCIDR`, upstream
+   * `ResolveClusterCIDR`). Run first in the validation of AL2023 classes; unset, AL2023 classes are not checked.
+   */
+  resolveClusterCIDR?: () => Promise<unknown>;
 }
+
+/** `ValidationSucceeded=False` reason of an AL2023 class when the cluster CIDR is unknown (upstream, verbatim). */
+export const ReasonClusterCIDRResolutionFailed = 'ClusterCIDRResolutionFailed';
+/** Its message (upstream `validation.go`, verbatim). */
+export const MessageClusterCIDRResolutionFailed = 'Failed to detect the cluster CIDR';
 
 /** The EC2NodeClass controller. */
 export class EC2NodeClassController implements Controller {
@@ -301,10 +315,40 @@ export class EC2NodeClassController implements Controller {
     if (reservations.status === 'rejected') errors.push(errorMessage(reservations.reason));
     else this.applyReservations(nodeClass, conds, reservations.value);
 
+    if (!(await this.clusterCIDRKnown(nodeClass, conds, errors))) return errors;
     const invalid = await nodeClassValidationError(nodeClass);
     if (invalid) conds.setFalse(ConditionValidationSucceeded, 'ValidationFailed', invalid);
     else conds.setTrue(ConditionValidationSucceeded);
     return errors;
+  }
+
+  /**
+   * Upstream's first validation step: an AL2023 class needs the cluster CIDR (nodeadm `spec.cluster.cidr`). When it
+   * cannot be resolved: a server fault is retried leaving `ValidationSucceeded` as it was; any other failure sets
+   * `ValidationSucceeded=False` {@link ReasonClusterCIDRResolutionFailed} "Failed to detect the cluster CIDR" (so the
+   * class is not Ready and nothing launches) and is returned as an error `failed to detect the cluster CIDR, <why>`.
+   * Returns whether validation may go on. Upstream `pkg/controllers/nodeclass/validation.go` `Reconcile`.
+   */
+  private async clusterCIDRKnown(
+    nodeClass: EC2NodeClass,
+    conds: ConditionSet,
+    errors: string[],
+  ): Promise<boolean> {
+    if (!this.opts.resolveClusterCIDR || resolveAMIFamily(nodeClass) !== 'AL2023') return true;
+    try {
+      await this.opts.resolveClusterCIDR();
+      return true;
+    } catch (err) {
+      if (!isServerFault(err)) {
+        conds.setFalse(
+          ConditionValidationSucceeded,
+          ReasonClusterCIDRResolutionFailed,
+          MessageClusterCIDRResolutionFailed,
+        );
+      }
+      errors.push(`failed to detect the cluster CIDR, ${errorMessage(err)}`);
+      return false;
+    }
   }
 
   /**
