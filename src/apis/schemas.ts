@@ -34,6 +34,7 @@ import {
   LabelCapacityType,
   LabelHostname,
   LabelNodePool,
+  WellKnownLabels,
   wellKnownValuesProblem,
 } from './labels.ts';
 
@@ -339,9 +340,12 @@ export const AWSUnsupportedLabels: ReadonlySet<string> = new Set([
   'karpenter.k8s.aws/placement-group-partition',
 ]);
 
-/** The `karpenter.k8s.aws` labels capenter's aws provider sets, short names, for the fix of the messages below. */
+/**
+ * The `karpenter.k8s.aws` labels capenter's aws provider sets that a NodePool may use (well-known, so not
+ * `ec2nodeclass`, which upstream's `IsRestrictedLabel` refuses), short names, for the fix of the messages below.
+ */
 const awsSupportedShort = [...AWSAllowedLabels]
-  .filter((k) => !AWSUnsupportedLabels.has(k))
+  .filter((k) => !AWSUnsupportedLabels.has(k) && WellKnownLabels.has(k))
   .map((k) => k.slice('karpenter.k8s.aws/'.length))
   .sort();
 

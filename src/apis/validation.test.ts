@@ -147,7 +147,7 @@ describe('NodePool validation', () => {
     ]);
     const awsFix =
       'use a label the aws provider sets (karpenter.k8s.aws/{capacity-reservation-id,capacity-reservation-interruptible,' +
-      'capacity-reservation-type,ec2nodeclass,instance-accelerator-count,instance-accelerator-manufacturer,' +
+      'capacity-reservation-type,instance-accelerator-count,instance-accelerator-manufacturer,' +
       'instance-accelerator-name,instance-capability-flex,instance-category,instance-cpu,instance-cpu-manufacturer,' +
       'instance-cpu-sustained-clock-speed-mhz,instance-ebs-bandwidth,instance-encryption-in-transit-supported,' +
       'instance-family,instance-generation,instance-gpu-count,instance-gpu-manufacturer,instance-gpu-memory,' +
