@@ -91,9 +91,11 @@ export const LabelClusterAPIInstanceGPUCount = 'karpenter.cluster.x-k8s.io/insta
 export const LabelClusterAPIInstanceGPUType = 'karpenter.cluster.x-k8s.io/instance-gpu-type';
 
 /**
- * Label keys that a NodePool may constrain even though they sit in a restricted domain
- * (upstream `WellKnownLabels`). Requirement keys in `kubernetes.io`, `k8s.io` and `karpenter.sh`
- * domains that are not listed here are rejected by validation (upstream `RestrictedLabelDomains`).
+ * Labels Karpenter knows and may narrow by NodePool or pod (upstream `WellKnownLabels`: the core's eight of
+ * kubernetes-sigs/karpenter v1.14.1 `pkg/apis/v1/labels.go`, the aws provider's registrations of
+ * aws/karpenter-provider-aws v1.14.1 `pkg/apis/v1/labels.go` `init` except the placement-group keys capenter's aws
+ * provider never sets, and the clusterapi provider's `karpenter.cluster.x-k8s.io/instance-*`). A requirement key in
+ * one of the {@link RestrictedLabelDomains} that is not listed here is refused ({@link isRestrictedLabel}).
  */
 export const WellKnownLabels: ReadonlySet<string> = wellKnown([
   LabelNodePool,
@@ -142,7 +144,7 @@ export const WellKnownLabels: ReadonlySet<string> = wellKnown([
  * Label domains whose every key is well-known: Cluster API propagates `node.cluster.x-k8s.io/*` labels from a
  * Machine's template to its Node (cluster-api v1.14 `getManagedLabels`), so the clusterapi provider's instance types
  * carry them and pods may select them without the NodePool listing them (issue 29); a NodePool may require them
- * too (they are a {@link LabelDomainExceptions} entry).
+ * too (their domain is not restricted).
  */
 export const WellKnownLabelDomains: readonly string[] = ['node.cluster.x-k8s.io'];
 
@@ -164,17 +166,47 @@ function wellKnown(keys: readonly string[]): ReadonlySet<string> {
   })(keys);
 }
 
-/** Label domains a NodePool may not use except for {@link WellKnownLabels} (upstream `RestrictedLabelDomains`). */
-export const RestrictedLabelDomains: readonly string[] = ['kubernetes.io', 'k8s.io', 'karpenter.sh'];
+/**
+ * Label domains reserved by Karpenter (upstream `RestrictedLabelDomains`: the core's `karpenter.sh`, kubernetes-sigs/
+ * karpenter v1.14.1 `pkg/apis/v1/labels.go`, plus the aws provider's `karpenter.k8s.aws` that its `init` inserts,
+ * aws/karpenter-provider-aws v1.14.1 `pkg/apis/v1/labels.go`), sorted as upstream's `sets.List` prints them. A key
+ * in one of them, or in a subdomain of one, must be one of {@link WellKnownLabels}. Since upstream v1.14
+ * (kubernetes-sigs/karpenter#2586) `kubernetes.io` and `k8s.io` are not restricted and there are no
+ * `LabelDomainExceptions`.
+ */
+export const RestrictedLabelDomains: readonly string[] = ['karpenter.k8s.aws', 'karpenter.sh'];
 
-/** Subdomains that are allowed despite sitting under a restricted domain (upstream `LabelDomainExceptions`). */
-export const LabelDomainExceptions: readonly string[] = [
-  'kops.k8s.io',
-  'node.kubernetes.io',
-  'node-restriction.kubernetes.io',
-  // Cluster API's own node labels, propagated from Machines (see WellKnownLabelDomains).
-  'node.cluster.x-k8s.io',
-];
+/** Labels that may not be used at all, whatever their domain (upstream `RestrictedLabels`). */
+export const RestrictedLabels: ReadonlySet<string> = new Set([LabelHostname]);
+
+/** Upstream `GetLabelDomain`: the part of a key before its first `/`, `""` without one. */
+function labelDomainOf(key: string): string {
+  const slash = key.indexOf('/');
+  return slash < 0 ? '' : key.slice(0, slash);
+}
+
+/** The explicit {@link WellKnownLabels} keys, sorted (upstream `sets.List(WellKnownLabels)`), for the message below. */
+const wellKnownSorted = [...WellKnownLabels].sort();
+
+/**
+ * Upstream `IsRestrictedLabel` (kubernetes-sigs/karpenter v1.14.1 `pkg/apis/v1/labels.go`): undefined for a
+ * {@link WellKnownLabels} key; else upstream's message when the key's domain is one of the
+ * {@link RestrictedLabelDomains} or a subdomain of one (`d` or `*.d`), or the key is one of the
+ * {@link RestrictedLabels}: `using label K is not allowed as it might interfere with the internal provisioning
+ * logic; specify a well known label: [...], or a custom label that does not use a restricted domain: [...]` (lists
+ * printed as Go's `%v` of a sorted slice). Any other key, e.g. `kubernetes.io/foo` or `example.k8s.io/x`, is allowed.
+ */
+export function isRestrictedLabel(key: string): string | undefined {
+  if (WellKnownLabels.has(key)) return undefined;
+  const domain = labelDomainOf(key);
+  const inRestrictedDomain = RestrictedLabelDomains.some((d) => domain === d || domain.endsWith(`.${d}`));
+  if (!inRestrictedDomain && !RestrictedLabels.has(key)) return undefined;
+  return (
+    `using label ${key} is not allowed as it might interfere with the internal provisioning logic; ` +
+    `specify a well known label: [${wellKnownSorted.join(' ')}], or a custom label that does not use a ` +
+    `restricted domain: [${RestrictedLabelDomains.join(' ')}]`
+  );
+}
 
 /**
  * Deprecated label keys Karpenter translates to their well-known equivalents in pod requirements

@@ -30,11 +30,10 @@ import {
   defaultKWOKStatus,
 } from './defaults.ts';
 import {
+  isRestrictedLabel,
   LabelCapacityType,
-  LabelDomainExceptions,
   LabelHostname,
   LabelNodePool,
-  RestrictedLabelDomains,
   WellKnownLabels,
   wellKnownValuesProblem,
 } from './labels.ts';
@@ -341,9 +340,12 @@ export const AWSUnsupportedLabels: ReadonlySet<string> = new Set([
   'karpenter.k8s.aws/placement-group-partition',
 ]);
 
-/** The `karpenter.k8s.aws` labels capenter's aws provider sets, short names, for the fix of the messages below. */
+/**
+ * The `karpenter.k8s.aws` labels capenter's aws provider sets that a NodePool may use (well-known, so not
+ * `ec2nodeclass`, which upstream's `IsRestrictedLabel` refuses), short names, for the fix of the messages below.
+ */
 const awsSupportedShort = [...AWSAllowedLabels]
-  .filter((k) => !AWSUnsupportedLabels.has(k))
+  .filter((k) => !AWSUnsupportedLabels.has(k) && WellKnownLabels.has(k))
   .map((k) => k.slice('karpenter.k8s.aws/'.length))
   .sort();
 
@@ -362,50 +364,33 @@ function awsLabelMessage(key: string): string {
 
 const celList = (keys: Iterable<string>) => `[${[...keys].map((k) => `"${k}"`).join(', ')}]`;
 
-/** Well-known labels that sit in a restricted domain, for the restricted-label message. */
-// The core's well-known labels in restricted domains (the hint of the message below; providers' own labels such as
-// the clusterapi provider's `karpenter.cluster.x-k8s.io/instance-*` are allowed but not advertised there).
-const wellKnownRestricted = [...WellKnownLabels]
-  .filter(
-    (k) =>
-      k !== LabelNodePool &&
-      !labelDomain(k).endsWith('cluster.x-k8s.io') &&
-      RestrictedLabelDomains.some((d) => labelDomain(k).endsWith(d)),
-  )
-  .sort();
-
 /**
- * Returns the first label rule that `key` breaks, or undefined when it may be used in a NodePool
- * (requirements or template labels) or a NodeClaim (`allowNodePool`). Mirrors upstream's CEL rules
- * (`kubernetes.io/hostname`, `karpenter.sh/nodepool`, `karpenter.sh` and `karpenter.k8s.aws` domains)
- * and `IsRestrictedLabel` (domains `kubernetes.io`, `k8s.io`, except well-known labels and the
- * `node.kubernetes.io`, `node-restriction.kubernetes.io`, `kops.k8s.io` subdomains).
+ * Returns the first label rule that `key` breaks, or undefined when it may be used. Upstream's CEL rules come first
+ * (`kubernetes.io/hostname`, `karpenter.sh/nodepool` unless `allowNodePool`, the `karpenter.sh` and
+ * `karpenter.k8s.aws` domains, with capenter's refusal of the placement-group keys its aws provider never sets),
+ * then, when `runtime` (a NodePool's `RuntimeValidate`; upstream runs none for NodeClaims), upstream's
+ * `IsRestrictedLabel` ({@link isRestrictedLabel}, rule `IsRestrictedLabel`) on the key, normalized first for a
+ * requirement (`normalize`, upstream `ValidateRequirement`). `kubernetes.io`, `k8s.io` and their subdomains are
+ * allowed, as upstream v1.14.
  */
 export function restrictedLabelRule(
   rawKey: string,
-  opts: { allowNodePool: boolean; normalize: boolean },
+  opts: { allowNodePool: boolean; normalize: boolean; runtime: boolean },
 ): CelRule | undefined {
-  const key = opts.normalize ? (NormalizedLabels[rawKey] ?? rawKey) : rawKey;
-  if (key === LabelHostname) return LabelRules.hostname;
-  if (key === LabelNodePool && !opts.allowNodePool) return LabelRules.nodepool;
-  const domain = labelDomain(key);
-  if (domain.endsWith('karpenter.sh') && key !== LabelCapacityType && key !== LabelNodePool) {
+  if (rawKey === LabelHostname) return LabelRules.hostname;
+  if (rawKey === LabelNodePool && !opts.allowNodePool) return LabelRules.nodepool;
+  const domain = labelDomain(rawKey);
+  if (domain.endsWith('karpenter.sh') && rawKey !== LabelCapacityType && rawKey !== LabelNodePool) {
     return LabelRules.karpenterDomain;
   }
-  if (domain.endsWith('karpenter.k8s.aws') && (!AWSAllowedLabels.has(key) || AWSUnsupportedLabels.has(key)))
-    return { rule: LabelRules.awsDomain.rule, message: awsLabelMessage(key) };
-  if (WellKnownLabels.has(key)) return undefined;
-  if (LabelDomainExceptions.some((e) => domain.endsWith(e))) return undefined;
-  const restricted = RestrictedLabelDomains.find((d) => domain.endsWith(d));
-  if (restricted) {
-    return {
-      rule: `IsRestrictedLabel (restricted domains: ${RestrictedLabelDomains.join(', ')})`,
-      message:
-        `label "${rawKey}" is restricted: domain "${restricted}" is reserved; use a well-known label ` +
-        `(${wellKnownRestricted.join(', ')}) or a custom label outside ${RestrictedLabelDomains.join(', ')}`,
-    };
-  }
-  return undefined;
+  if (
+    domain.endsWith('karpenter.k8s.aws') &&
+    (!AWSAllowedLabels.has(rawKey) || AWSUnsupportedLabels.has(rawKey))
+  )
+    return { rule: LabelRules.awsDomain.rule, message: awsLabelMessage(rawKey) };
+  if (!opts.runtime) return undefined;
+  const message = isRestrictedLabel(opts.normalize ? (NormalizedLabels[rawKey] ?? rawKey) : rawKey);
+  return message ? { rule: 'IsRestrictedLabel', message } : undefined;
 }
 
 /** Upstream's label CEL rules (on a single key; the map forms wrap them in `self.all(x, ...)`). */
@@ -443,7 +428,11 @@ function qualifiedNameProblem(key: string): string | undefined {
   return undefined;
 }
 
-/** A requirement key (NodePool: `karpenter.sh/nodepool` forbidden; NodeClaim: allowed). */
+/**
+ * A requirement key. NodePool (`allowNodePool` false): `karpenter.sh/nodepool` forbidden, and upstream's
+ * `RuntimeValidate` `IsRestrictedLabel` applied after the CEL rules; NodeClaim (true): the key allowed and only the CEL
+ * rules checked, as upstream validates NodeClaims by their CRD alone.
+ */
 function requirementKeySchema(allowNodePool: boolean) {
   const cels: CelRule[] = [
     LabelRules.karpenterDomain,
@@ -455,7 +444,7 @@ function requirementKeySchema(allowNodePool: boolean) {
     if (typeof v !== 'string') return;
     const p = Patterns.qualifiedName.test(v) ? qualifiedNameProblem(v) : undefined;
     if (p) ctx.fail('IsQualifiedName', p, { value: v });
-    const r = restrictedLabelRule(v, { allowNodePool, normalize: true });
+    const r = restrictedLabelRule(v, { allowNodePool, normalize: true, runtime: !allowNodePool });
     if (r) ctx.fail(r.rule, r.message, { value: v });
   });
 }
@@ -603,7 +592,12 @@ export const templateLabelsSchema = withRules(
     .record(z.string(), labelValueSchema())
     .meta({ 'x-kubernetes-map-type': 'atomic', maxProperties: 100 })
     .describe('Labels copied onto NodeClaims and Nodes.'),
-  [forAll(LabelRules.karpenterDomain), forAll(LabelRules.nodepool), forAll(LabelRules.hostname)],
+  [
+    forAll(LabelRules.karpenterDomain),
+    forAll(LabelRules.nodepool),
+    forAll(LabelRules.hostname),
+    forAll(LabelRules.awsDomain),
+  ],
   (v, ctx) => {
     if (!isObj(v)) return;
     const keys = Object.keys(v);
@@ -612,7 +606,7 @@ export const templateLabelsSchema = withRules(
     for (const k of keys) {
       const p = qualifiedNameProblem(k);
       if (p) ctx.fail('IsQualifiedName', `invalid label key "${k}": ${p}`, { path: [k] });
-      const r = restrictedLabelRule(k, { allowNodePool: false, normalize: false });
+      const r = restrictedLabelRule(k, { allowNodePool: false, normalize: false, runtime: true });
       if (r) ctx.fail(r.rule, r.message, { path: [k], value: k });
     }
   },

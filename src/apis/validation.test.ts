@@ -19,6 +19,60 @@ function messages(o: AnyObj): string[] {
   return r.ok ? [] : r.issues.map((i) => i.message);
 }
 
+/**
+ * Upstream v1.14.1 `IsRestrictedLabel`'s message, with capenter's well-known labels (the core's, the aws provider's
+ * but placement groups, the clusterapi provider's) and restricted domains (core `karpenter.sh`, aws
+ * `karpenter.k8s.aws`), both sorted and printed as Go's `%v` of a slice.
+ */
+function upstreamRestricted(key: string): string {
+  const wellKnown = [
+    ...['instance-cpu', 'instance-gpu-count', 'instance-gpu-type', 'instance-memory'].map(
+      (k) => `karpenter.cluster.x-k8s.io/${k}`,
+    ),
+    ...[
+      'capacity-reservation-id',
+      'capacity-reservation-interruptible',
+      'capacity-reservation-type',
+      'instance-accelerator-count',
+      'instance-accelerator-manufacturer',
+      'instance-accelerator-name',
+      'instance-capability-flex',
+      'instance-category',
+      'instance-cpu',
+      'instance-cpu-manufacturer',
+      'instance-cpu-sustained-clock-speed-mhz',
+      'instance-ebs-bandwidth',
+      'instance-encryption-in-transit-supported',
+      'instance-family',
+      'instance-generation',
+      'instance-gpu-count',
+      'instance-gpu-manufacturer',
+      'instance-gpu-memory',
+      'instance-gpu-name',
+      'instance-hypervisor',
+      'instance-local-nvme',
+      'instance-memory',
+      'instance-network-bandwidth',
+      'instance-size',
+      'instance-tenancy',
+    ].map((k) => `karpenter.k8s.aws/${k}`),
+    'karpenter.sh/capacity-type',
+    'karpenter.sh/nodepool',
+    'kubernetes.io/arch',
+    'kubernetes.io/os',
+    'node.kubernetes.io/instance-type',
+    'node.kubernetes.io/windows-build',
+    'topology.k8s.aws/zone-id',
+    'topology.kubernetes.io/region',
+    'topology.kubernetes.io/zone',
+  ];
+  return (
+    `using label ${key} is not allowed as it might interfere with the internal provisioning logic; specify a well ` +
+    `known label: [${wellKnown.join(' ')}], or a custom label that does not use a restricted domain: ` +
+    '[karpenter.k8s.aws karpenter.sh]'
+  );
+}
+
 function withNodePool(edit: (o: AnyObj) => void): AnyObj {
   const o = nodePool();
   edit(o);
@@ -93,7 +147,7 @@ describe('NodePool validation', () => {
     ]);
     const awsFix =
       'use a label the aws provider sets (karpenter.k8s.aws/{capacity-reservation-id,capacity-reservation-interruptible,' +
-      'capacity-reservation-type,ec2nodeclass,instance-accelerator-count,instance-accelerator-manufacturer,' +
+      'capacity-reservation-type,instance-accelerator-count,instance-accelerator-manufacturer,' +
       'instance-accelerator-name,instance-capability-flex,instance-category,instance-cpu,instance-cpu-manufacturer,' +
       'instance-cpu-sustained-clock-speed-mhz,instance-ebs-bandwidth,instance-encryption-in-transit-supported,' +
       'instance-family,instance-generation,instance-gpu-count,instance-gpu-manufacturer,instance-gpu-memory,' +
@@ -118,24 +172,76 @@ describe('NodePool validation', () => {
     ).toEqual([
       `NodePool "general": spec.template.metadata.labels[karpenter.k8s.aws/placement-group-partition]: Invalid value "karpenter.k8s.aws/placement-group-partition": label "karpenter.k8s.aws/placement-group-partition" is not supported: capenter does not launch into placement groups, so no node would carry it; ${awsFix}`,
     ]);
-    expect(keyMsgs('kubernetes.io/foo')).toEqual([
-      'NodePool "general": spec.template.spec.requirements[0].key: Invalid value "kubernetes.io/foo": label "kubernetes.io/foo" is restricted: domain "kubernetes.io" is reserved; use a well-known label (karpenter.sh/capacity-type, kubernetes.io/arch, kubernetes.io/os, node.kubernetes.io/instance-type, node.kubernetes.io/windows-build, topology.kubernetes.io/region, topology.kubernetes.io/zone) or a custom label outside kubernetes.io, k8s.io, karpenter.sh',
+    // upstream v1.14.1 IsRestrictedLabel (runtime, after the CEL rules): `karpenter.k8s.aws/ec2nodeclass` passes the
+    // CRD's allow-list but is not a well-known label in a restricted domain
+    expect(keyMsgs('karpenter.k8s.aws/ec2nodeclass')).toEqual([
+      `NodePool "general": spec.template.spec.requirements[0].key: Invalid value "karpenter.k8s.aws/ec2nodeclass": ${upstreamRestricted('karpenter.k8s.aws/ec2nodeclass')}`,
     ]);
+    expect(
+      messages(
+        withNodePool((o) => {
+          o.spec.template.metadata = { labels: { 'karpenter.k8s.aws/ec2nodeclass': 'default' } };
+        }),
+      ),
+    ).toEqual([
+      `NodePool "general": spec.template.metadata.labels[karpenter.k8s.aws/ec2nodeclass]: Invalid value "karpenter.k8s.aws/ec2nodeclass": ${upstreamRestricted('karpenter.k8s.aws/ec2nodeclass')}`,
+    ]);
+    // a subdomain of a restricted domain: the CEL rule (endsWith) refuses it first
+    expect(keyMsgs('sub.karpenter.sh/x')).toEqual([
+      'NodePool "general": spec.template.spec.requirements[0].key: Invalid value "sub.karpenter.sh/x": label domain "karpenter.sh" is restricted',
+    ]);
+    // upstream v1.14 (kubernetes-sigs/karpenter#2586) restricts neither kubernetes.io nor k8s.io
     for (const ok of [
       'karpenter.sh/capacity-type',
       'topology.kubernetes.io/zone',
       'node.kubernetes.io/instance-type',
       'node.kubernetes.io/anything',
+      'node-restriction.kubernetes.io/foo',
+      'kubernetes.io/foo',
+      'subdomain.kubernetes.io/test',
+      'k8s.io/test',
+      'example.k8s.io/x',
       'kops.k8s.io/instancegroup',
       'beta.kubernetes.io/arch',
       'karpenter.k8s.aws/instance-family',
       'topology.k8s.aws/zone-id',
       'karpenter.cluster.x-k8s.io/instance-cpu',
+      'karpenter.cluster.x-k8s.io/anything',
       'example.com/team',
       'team',
     ]) {
       expect(keyMsgs(ok), ok).toEqual([]);
     }
+  });
+
+  it('accepts kubernetes.io and k8s.io template labels, as upstream v1.14.1', () => {
+    const labels = {
+      'kubernetes.io/foo': 'a',
+      'k8s.io/test': 'b',
+      'example.k8s.io/x': 'c',
+      'node-restriction.kubernetes.io/foo': 'd',
+      'subdomain.kubernetes.io/key': 'e',
+      'node.kubernetes.io/role': 'f',
+    };
+    expect(messages(withNodePool((o) => (o.spec.template.metadata = { labels })))).toEqual([]);
+  });
+
+  it('NodeClaim requirements get the CEL rules only (upstream runs no RuntimeValidate for NodeClaims)', () => {
+    const claim = (key: string) =>
+      messages({
+        apiVersion: 'karpenter.sh/v1',
+        kind: 'NodeClaim',
+        metadata: { name: 'c' },
+        spec: {
+          nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' },
+          requirements: [{ key, operator: 'In', values: ['x'] }],
+        },
+      });
+    expect(claim('karpenter.k8s.aws/ec2nodeclass')).toEqual([]);
+    expect(claim('kubernetes.io/foo')).toEqual([]);
+    expect(claim('karpenter.sh/foo')).toEqual([
+      'NodeClaim "c": spec.requirements[0].key: Invalid value "karpenter.sh/foo": label domain "karpenter.sh" is restricted',
+    ]);
   });
 
   it('karpenter.k8s.aws/instance-tenancy In needs dedicated or default (upstream WellKnownValuesForRequirements)', () => {

@@ -193,15 +193,26 @@ describe('NodeOverlay application', () => {
     const ev = evaluateNodeOverlays(
       [
         overlay('bad-label', {
-          requirements: [{ key: 'kubernetes.io/foo', operator: 'Exists' }],
+          requirements: [{ key: 'karpenter.k8s.aws/ec2nodeclass', operator: 'Exists' }],
           price: '1',
         }),
         overlay('bad-cap', { requirements: [m5], capacity: { cpu: '4' } }),
+        // upstream v1.14 restricts neither kubernetes.io nor k8s.io (kubernetes-sigs/karpenter#2586)
+        overlay('k8s-io', { requirements: [{ key: 'kubernetes.io/foo', operator: 'Exists' }], price: '1' }),
       ],
       [{ nodePool: pool('default'), instanceTypes: types }],
     );
     expect(ev.verdicts.get('bad-label')).toMatchObject({ ok: false, reason: 'RuntimeValidation' });
-    expect((ev.verdicts.get('bad-label') as { message: string }).message).toContain('kubernetes.io/foo');
+    const message = (ev.verdicts.get('bad-label') as { message: string }).message;
+    expect(
+      message.startsWith('invalid value: using label karpenter.k8s.aws/ec2nodeclass is not allowed as it '),
+    ).toBe(true);
+    expect(
+      message.endsWith(
+        ', or a custom label that does not use a restricted domain: [karpenter.k8s.aws karpenter.sh] in requirements, restricted',
+      ),
+    ).toBe(true);
+    expect(ev.verdicts.get('k8s-io')).toEqual({ ok: true });
     expect(ev.verdicts.get('bad-cap')).toEqual({
       ok: false,
       reason: 'RuntimeValidation',

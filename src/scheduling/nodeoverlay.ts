@@ -25,12 +25,11 @@
 import type { InstanceType, Offering } from '../apis/instancetype.ts';
 import type { NodeOverlay, NodePool } from '../apis/karpenter.ts';
 import {
+  isRestrictedLabel,
   LabelCapacityType,
-  LabelDomainExceptions,
-  LabelHostname,
   LabelNodePool,
   LabelTopologyZone,
-  RestrictedLabelDomains,
+  NormalizedLabels,
   WellKnownLabels,
   wellKnownValuesProblem,
 } from '../apis/labels.ts';
@@ -127,23 +126,6 @@ export function orderByWeight(overlays: readonly NodeOverlay[]): NodeOverlay[] {
 const RestrictedResources: readonly string[] = ['cpu', 'memory', 'ephemeral-storage', 'pods'];
 
 /**
- * Upstream `IsRestrictedLabel` with the AWS provider's registrations: a key outside {@link WellKnownLabels} in a
- * restricted domain (`kubernetes.io`, `k8s.io`, `karpenter.sh`, `karpenter.k8s.aws`, by suffix; the exception
- * subdomains allowed), and `kubernetes.io/hostname`. Returns upstream's message, or undefined.
- */
-function restrictedLabelProblem(key: string): string | undefined {
-  if (key === LabelHostname) return `label ${key} is restricted`;
-  if (WellKnownLabels.has(key)) return undefined;
-  const slash = key.indexOf('/');
-  const domain = slash < 0 ? '' : key.slice(0, slash);
-  if (LabelDomainExceptions.some((e) => domain === e || domain.endsWith(`.${e}`))) return undefined;
-  const domains = [...RestrictedLabelDomains, 'karpenter.k8s.aws'];
-  if (domains.some((d) => domain === d || domain.endsWith(`.${d}`)))
-    return `using label ${key} is not allowed as it might interfere with the internal provisioning logic; specify a well known label or a custom label that does not use a restricted domain: ${domains.join(', ')}`;
-  return undefined;
-}
-
-/**
  * Upstream `RuntimeValidate` (kubernetes-sigs/karpenter v1.14.1 `pkg/apis/v1alpha1/nodeoverlay_validation.go`, which
  * runs core `ValidateRequirement`): every requirement well-formed, not on a restricted label and, for a key with
  * `WellKnownValuesForRequirements` (e.g. `karpenter.sh/capacity-type`), naming a known value; no well-known
@@ -154,7 +136,7 @@ export function nodeOverlayRuntimeProblem(o: NodeOverlay): string | undefined {
   for (const r of o.spec?.requirements ?? []) {
     const p = requirementProblem(r);
     if (p) problems.push(`invalid value: ${p} in requirements, restricted`);
-    const restricted = restrictedLabelProblem(r.key);
+    const restricted = isRestrictedLabel(NormalizedLabels[r.key] ?? r.key);
     if (restricted) problems.push(`invalid value: ${restricted} in requirements, restricted`);
     const unknownValues = wellKnownValuesProblem(r.key, r.operator, r.values ?? [], undefined);
     if (unknownValues) problems.push(`invalid value: ${unknownValues} in requirements, restricted`);

@@ -5,7 +5,12 @@ import { pod as bpod, input as disruptionInput, node as dnode } from '../disrupt
 import { solve } from './scheduler.ts';
 import { makeNode, makeNodePool, makePod, smallCatalog } from './testing.ts';
 import type { SchedulingInput } from './types.ts';
-import type { PersistentVolume, StorageClass, VolumeObjects } from './volumetopology.ts';
+import {
+  hasClaimVolumes,
+  type PersistentVolume,
+  type StorageClass,
+  type VolumeObjects,
+} from './volumetopology.ts';
 
 const onDemand = { key: 'karpenter.sh/capacity-type', operator: 'In' as const, values: ['on-demand'] };
 const zone = 'topology.kubernetes.io/zone';
@@ -200,6 +205,23 @@ describe('volume topology', () => {
       kind: 'existing',
       node: 'n-1',
     });
+    // the projected ServiceAccount token volume the API server's admission adds is no claim and no attachment
+    const token = makePod('token', { cpu: '500m' });
+    token.spec.volumes = [
+      {
+        name: 'kube-api-access-x7k2q',
+        projected: {
+          defaultMode: 420,
+          sources: [
+            { serviceAccountToken: { expirationSeconds: 3607, path: 'token' } },
+            { configMap: { items: [{ key: 'ca.crt', path: 'ca.crt' }], name: 'kube-root-ca.crt' } },
+          ],
+        },
+      },
+    ];
+    expect(hasClaimVolumes(token)).toBe(false);
+    const withToken = solve(input([token], vols(1), { existingNodes: existing() }));
+    expect(withToken.placements.map((x) => x.target)).toEqual([{ kind: 'existing', node: 'n-1' }]);
   });
 
   it('consolidation keeps a pod with a zonal volume out of a node in another zone', () => {

@@ -105,4 +105,98 @@ describe('pod admission in the embedded API server', () => {
     expect(again.status).toBe(200);
     expect(again.body.metadata.uid).not.toBe(def.body.metadata.uid);
   });
+
+  it('ServiceAccount admission sets serviceAccountName default and mounts the projected kube-api-access token in every container', async () => {
+    const r = await s.req(
+      'POST',
+      '/api/v1/namespaces/default/pods',
+      pod('token', {
+        initContainers: [{ name: 'init', image: 'busybox:1.36' }],
+        containers: [
+          { name: 'a', image: 'nginx:1.27', volumeMounts: [{ name: 'data', mountPath: '/data' }] },
+          { name: 'b', image: 'nginx:1.27' },
+        ],
+        volumes: [{ name: 'data', emptyDir: {} }],
+      }),
+    );
+    expect(r.status).toBe(201);
+    const spec = r.body.spec;
+    expect([spec.serviceAccountName, spec.serviceAccount]).toEqual(['default', 'default']);
+    const volumeName: string = spec.volumes[1].name;
+    expect(volumeName).toMatch(/^kube-api-access-[bcdfghjklmnpqrstvwxz2456789]{5}$/);
+    expect(spec.volumes).toEqual([
+      { name: 'data', emptyDir: {} },
+      {
+        name: volumeName,
+        projected: {
+          defaultMode: 420,
+          sources: [
+            { serviceAccountToken: { expirationSeconds: 3607, path: 'token' } },
+            { configMap: { items: [{ key: 'ca.crt', path: 'ca.crt' }], name: 'kube-root-ca.crt' } },
+            {
+              downwardAPI: {
+                items: [
+                  { fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.namespace' }, path: 'namespace' },
+                ],
+              },
+            },
+          ],
+        },
+      },
+    ]);
+    const token = {
+      mountPath: '/var/run/secrets/kubernetes.io/serviceaccount',
+      name: volumeName,
+      readOnly: true,
+    };
+    expect(spec.initContainers[0].volumeMounts).toEqual([token]);
+    expect(spec.containers[0].volumeMounts).toEqual([{ name: 'data', mountPath: '/data' }, token]);
+    expect(spec.containers[1].volumeMounts).toEqual([token]);
+    // what was stored is what was returned
+    const got = await s.req('GET', '/api/v1/namespaces/default/pods/token');
+    expect(got.body.spec.volumes[1].name).toBe(volumeName);
+  });
+
+  it('no token volume when automountServiceAccountToken is false on the pod or (pod unset) on the ServiceAccount', async () => {
+    const optOut = await s.req(
+      'POST',
+      '/api/v1/namespaces/default/pods',
+      pod('opt-out', { automountServiceAccountToken: false }),
+    );
+    expect(optOut.status).toBe(201);
+    expect([
+      optOut.body.spec.serviceAccountName,
+      optOut.body.spec.volumes,
+      optOut.body.spec.containers[0].volumeMounts,
+    ]).toEqual(['default', undefined, undefined]);
+    const sa = await s.req('POST', '/api/v1/namespaces/default/serviceaccounts', {
+      apiVersion: 'v1',
+      kind: 'ServiceAccount',
+      metadata: { name: 'quiet' },
+      automountServiceAccountToken: false,
+      imagePullSecrets: [{ name: 'regcred' }],
+    });
+    expect(sa.status).toBe(201);
+    const quiet = await s.req(
+      'POST',
+      '/api/v1/namespaces/default/pods',
+      pod('quiet', { serviceAccount: 'quiet' }),
+    );
+    expect(quiet.status).toBe(201);
+    expect([
+      quiet.body.spec.serviceAccountName,
+      quiet.body.spec.serviceAccount,
+      quiet.body.spec.volumes,
+      quiet.body.spec.imagePullSecrets,
+    ]).toEqual(['quiet', 'quiet', undefined, [{ name: 'regcred' }]]);
+    // the pod's own true wins over the account's false
+    const optIn = await s.req(
+      'POST',
+      '/api/v1/namespaces/default/pods',
+      pod('opt-in', { serviceAccountName: 'quiet', automountServiceAccountToken: true }),
+    );
+    expect(optIn.body.spec.volumes.map((v: { name: string }) => v.name.slice(0, 16))).toEqual([
+      'kube-api-access-',
+    ]);
+  });
 });

@@ -167,10 +167,18 @@ describe('resolveCustomLabelsFromRequirements (upstream v1.14.1 nodeclaimtemplat
           { key: 'karpenter.sh/registered', operator: 'In', values: ['true'] },
           { key: 'karpenter.sh/initialized', operator: 'In', values: ['true'] },
           { key: 'example.com/gone', operator: 'DoesNotExist' },
+          // upstream v1.14 (kubernetes-sigs/karpenter#2586): kubernetes.io / k8s.io custom keys become labels too
+          { key: 'kubernetes.io/test', operator: 'In', values: ['test-value'] },
+          { key: 'subdomain.k8s.io/test', operator: 'In', values: ['test-value'] },
         ],
         () => 0,
       ),
-    ).toEqual({ team: 'a', 'example.com/tier': 'silver' });
+    ).toEqual({
+      team: 'a',
+      'example.com/tier': 'silver',
+      'kubernetes.io/test': 'test-value',
+      'subdomain.k8s.io/test': 'test-value',
+    });
   });
 
   it('draws a random integer within the bounds for Exists, NotIn and Gt/Lt (upstream Requirement.Any)', () => {

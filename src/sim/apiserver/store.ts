@@ -58,6 +58,11 @@ import {
   parseFieldSelector,
   parseLabelSelector,
 } from './selectors.ts';
+import {
+  admitPodServiceAccount,
+  podServiceAccountName,
+  ServiceAccountVolumePrefix,
+} from './serviceaccount.ts';
 import { dropUnknownTopLevel, validateCore } from './validation.ts';
 
 /** Options of the store. */
@@ -658,7 +663,8 @@ export class ClusterStore {
       else obj.status = st;
     }
     if (def.kind === 'Pod' && !def.group) {
-      this.admitServiceAccount(meta, asObj(obj.spec) ?? {}, name);
+      const podSpec = asObj(obj.spec);
+      if (podSpec) this.admitServiceAccount(meta, podSpec, name);
       // admission plugins (RuntimeClass, LimitRanger, Priority, DefaultTolerationSeconds): apis/admission.ts
       const kinds = (group: string, kind: string) => {
         const d = this.resources().find((r) => r.group === group && r.kind === kind);
@@ -1100,10 +1106,15 @@ export class ClusterStore {
   }
 
   /**
-   * ServiceAccount admission for a new pod (plugin/pkg/admission/serviceaccount/admission.go): the pod's
-   * `spec.serviceAccountName` (else the deprecated `spec.serviceAccount`, else `default`) must exist in its
-   * namespace; mirror pods (annotation `kubernetes.io/config.mirror`) are exempt. A missing or terminating
-   * namespace is left to the namespace check (404/403). Token mounting and imagePullSecrets copying are not done.
+   * ServiceAccount admission for a new pod (kubernetes plugin/pkg/admission/serviceaccount/admission.go `Admit`):
+   * the pod's `spec.serviceAccountName` (else the deprecated `spec.serviceAccount`, else `default`) must exist in
+   * its namespace; then, in place on `spec` ({@link admitPodServiceAccount}), both names are set to it, the
+   * projected `kube-api-access-<5 random>` token volume is added and mounted read-only at
+   * `/var/run/secrets/kubernetes.io/serviceaccount` in every container and init container unless
+   * `automountServiceAccountToken: false` on the pod (or, when the pod leaves it unset, on the ServiceAccount), and
+   * the account's `imagePullSecrets` are copied when the pod has none. Mirror pods (annotation
+   * `kubernetes.io/config.mirror`) are left alone. A missing or terminating namespace is left to the namespace check
+   * (404/403).
    * @throws ApiError 403 `pods "NAME" is forbidden: error looking up service account NS/SA: serviceaccount "SA" not found`
    */
   private admitServiceAccount(meta: Meta, spec: JsonObject, podName: string): void {
@@ -1111,11 +1122,15 @@ export class ClusterStore {
     if (!ns || asObj(meta.annotations)?.['kubernetes.io/config.mirror'] !== undefined) return;
     const nsObj = this.find(this.def('v1', 'namespaces'), undefined, ns);
     if (!nsObj || nsObj.metadata.deletionTimestamp) return;
-    const sa = asStr(spec.serviceAccountName) || asStr(spec.serviceAccount) || 'default';
-    if (!this.find(this.def('v1', 'serviceaccounts'), ns, sa))
+    const sa = podServiceAccountName(spec);
+    const account = this.find(this.def('v1', 'serviceaccounts'), ns, sa);
+    if (!account)
       throw forbidden(
         `pods "${podName}" is forbidden: error looking up service account ${ns}/${sa}: serviceaccount "${sa}" not found`,
       );
+    admitPodServiceAccount(spec, account as unknown as JsonObject, () =>
+      this.generateName(ServiceAccountVolumePrefix),
+    );
   }
 
   private cleanNamespace(ns: string): void {
