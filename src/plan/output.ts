@@ -17,7 +17,9 @@ export function planJSON(report: PlanReport): Record<string, unknown> {
 
 const usd = (v: number) => `$${v.toFixed(4)}`;
 
-/** The human-readable plan: changes, drifted nodes, waves, replacements, launches, unschedulable pods, cost. */
+/**
+ * The human-readable plan: changes, drifted nodes (with whether AMI/subnet/security-group drift was evaluated),
+ * waves, replacements, launches, unschedulable pods, cost. */
 export function formatPlan(r: PlanReport): string {
   const out: string[] = [];
   out.push(`Plan (region ${r.region}, at ${r.now}; a wave lasts ${r.waveSeconds}s: launch, then drain)`);
@@ -40,6 +42,14 @@ export function formatPlan(r: PlanReport): string {
       ]);
     out.push(renderTable(rows, new Set([3, 4])));
   }
+  const sd = r.selectorDrift;
+  const classes = sd.nodeClasses.map((n) => `EC2NodeClass "${n}"`).join(', ');
+  if (sd.evaluated)
+    out.push(
+      `AMI, subnet and security-group drift: evaluated against AWS for ${classes} (proposed selector terms).`,
+    );
+  else if (sd.reason !== undefined)
+    out.push(`AMI, subnet and security-group drift: NOT evaluated for ${classes}: ${sd.reason}.`);
   if (r.waves.length > 0) {
     out.push('', "Waves (the Drifted disruption budgets; a deleted NodePool's nodes go at once):");
     const rows = [['WAVE', 'START', 'AFTER', 'NODES']];

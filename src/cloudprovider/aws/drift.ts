@@ -127,7 +127,8 @@ export async function resolveEC2NodeClassSelectors(
     return r.value;
   };
   let amiList: AMIStatus[] = [];
-  if (amis.status === 'rejected') problems.push(`${name}: amiSelectorTerms: ${(amis.reason as Error).message}`);
+  if (amis.status === 'rejected')
+    problems.push(`${name}: amiSelectorTerms: ${(amis.reason as Error).message}`);
   else if ('reason' in amis.value)
     problems.push(`${name}: amiSelectorTerms: ${amis.value.reason}: ${amis.value.message}`);
   else amiList = amis.value.amis;
