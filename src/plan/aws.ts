@@ -125,6 +125,7 @@ export async function evaluateSelectorDrift(
       }
       if (ids.size === 0) continue;
       const res = await resolveEC2NodeClassSelectors(aws.clients, proposed, version ?? '', now);
+      if (res.errors.length > 0) return skipped(`the AWS API failed: ${res.errors.join('; ')}`);
       if (version === undefined && proposed.spec.amiSelectorTerms?.some((t) => t.alias))
         res.problems.push(
           `EC2NodeClass "${name}": its alias needs the cluster's Kubernetes version, and no Node reports status.nodeInfo.kubeletVersion`,

@@ -94,15 +94,17 @@ export function selectorDrift(
 /** A class's selector terms resolved now, or why a part could not be (`AMINotFound`, an EC2 error, …). */
 export interface SelectorResolution {
   resolved: ResolvedSelectors;
-  /** Parts that resolved to nothing or failed, as sentences naming the class and terms; those parts are empty. */
+  /** Parts that resolved to nothing (`AMINotFound`, no subnet matches, …), naming the class; those parts are empty. */
   problems: string[];
+  /** Parts whose AWS calls failed (credentials, endpoint, throttling), naming the class; those parts are empty. */
+  errors: string[];
 }
 
 /**
  * Resolves `nodeClass`'s `amiSelectorTerms`, `subnetSelectorTerms` and `securityGroupSelectorTerms` with the
  * EC2NodeClass controller's resolvers (`nodeclass/amis.ts`, `nodeclass/network.ts`) for Kubernetes `k8sVersion`
- * (`1.32`; aliases read its SSM parameters). Read-only (Describe*, GetParameter). A part that fails or matches
- * nothing is empty, with a problem naming it; never throws.
+ * (`1.32`; aliases read its SSM parameters). Read-only (Describe*, GetParameter). A part that matches nothing is
+ * empty with a problem, one whose calls fail is empty with an error; never throws.
  */
 export async function resolveEC2NodeClassSelectors(
   clients: { ec2: EC2Client; ssm: SSMClient },
@@ -112,6 +114,7 @@ export async function resolveEC2NodeClassSelectors(
 ): Promise<SelectorResolution> {
   const name = `EC2NodeClass "${nodeClass.metadata.name ?? ''}"`;
   const problems: string[] = [];
+  const errors: string[] = [];
   const amiResolver = new AMIResolver({ ec2: clients.ec2, ssm: clients.ssm, now });
   const [amis, subnets, groups] = await Promise.allSettled([
     amiResolver.resolve(nodeClass, k8sVersion),
@@ -120,15 +123,14 @@ export async function resolveEC2NodeClassSelectors(
   ]);
   const part = <T>(r: PromiseSettledResult<T[]>, what: string): T[] => {
     if (r.status === 'rejected') {
-      problems.push(`${name}: ${what}: ${(r.reason as Error).message}`);
+      errors.push(`${name}: ${what}: ${(r.reason as Error).message}`);
       return [];
     }
     if (r.value.length === 0) problems.push(`${name}: ${what} match nothing`);
     return r.value;
   };
   let amiList: AMIStatus[] = [];
-  if (amis.status === 'rejected')
-    problems.push(`${name}: amiSelectorTerms: ${(amis.reason as Error).message}`);
+  if (amis.status === 'rejected') errors.push(`${name}: amiSelectorTerms: ${(amis.reason as Error).message}`);
   else if ('reason' in amis.value)
     problems.push(`${name}: amiSelectorTerms: ${amis.value.reason}: ${amis.value.message}`);
   else amiList = amis.value.amis;
@@ -139,6 +141,7 @@ export async function resolveEC2NodeClassSelectors(
       securityGroups: part(groups, 'securityGroupSelectorTerms'),
     },
     problems,
+    errors,
   };
 }
 
