@@ -1,7 +1,9 @@
 /**
  * `capenter plan [--kubeconfig K] [--context C] -f FILE... [--delete KIND/NAME...] [-o table|json]`: reads the
  * live cluster (LIST only, see `plan/read.ts`), applies the proposed NodePools / NodeClasses and deletions in
- * memory, and prints what would happen (`plan/plan.ts`; docs/plan.md). Never writes to the cluster.
+ * memory, and prints what would happen (`plan/plan.ts`; docs/plan.md). Never writes to the cluster. Reads AWS
+ * (read-only, the SDK's default credentials) only to resolve a changed EC2NodeClass's selector terms, unless
+ * `--offline`; without AWS the plan says that AMI/subnet/security-group drift was not evaluated.
  * Exit codes: 0 plan printed; 2 usage error or an invalid proposed object (the API server's error text, with the
  * file); 1 the cluster could not be read, a deletion names nothing, or an unexpected failure.
  */

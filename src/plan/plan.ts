@@ -2,8 +2,9 @@
  * `capenter plan`'s engine: the live cluster's objects, the proposed objects and deletions in; what would happen
  * out (see docs/plan.md): which nodes drift and why (`drift.ts`), the waves the disruption budgets allow
  * (`waves.ts`), the replacements the scheduling core chooses for the drifted nodes' pods and today's pending pods
- * (`replace.ts`: one `solve` per wave), the pods left unschedulable, and the cost per hour before and after. Pure apart from the catalog (injectable): it reads
- * nothing from the cluster itself (`read.ts` does).
+ * (`replace.ts`: one `solve` per wave), the pods left unschedulable, and the cost per hour before and after. Pure
+ * apart from the catalog (injectable) and, for an EC2NodeClass whose selector terms change, AWS (`aws.ts`, through
+ * the injected clients; read-only): it reads nothing from the cluster itself (`read.ts` does).
  */
 import type { KubeObject, Node } from '../apis/core.ts';
 import { isDoNotDisruptActive } from '../apis/donotdisrupt.ts';
