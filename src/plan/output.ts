@@ -28,10 +28,25 @@ export function formatPlan(r: PlanReport): string {
   if (r.nodes.length === 0) out.push('No node drifts.');
   else {
     out.push(`Nodes replaced or removed (${r.nodes.length}):`);
-    const rows = [['NODE', 'NODEPOOL', 'TYPE', 'PRICE/H', 'PODS', 'WAVE', 'REASON', 'WHY']];
+    // a NODECLAIM column when some NodeClaim is not named as its Node (EKS: ip-….ec2.internal)
+    const claims = r.nodes.some((n) => n.nodeClaim !== undefined && n.nodeClaim !== n.node);
+    const rows = [
+      [
+        'NODE',
+        ...(claims ? ['NODECLAIM'] : []),
+        'NODEPOOL',
+        'TYPE',
+        'PRICE/H',
+        'PODS',
+        'WAVE',
+        'REASON',
+        'WHY',
+      ],
+    ];
     for (const n of r.nodes)
       rows.push([
         n.node,
+        ...(claims ? [n.nodeClaim ?? '-'] : []),
         n.nodePool,
         n.instanceType,
         usd(n.priceUSDPerHour),
@@ -40,7 +55,7 @@ export function formatPlan(r: PlanReport): string {
         n.reason,
         n.blocked ?? n.detail,
       ]);
-    out.push(renderTable(rows, new Set([3, 4])));
+    out.push(renderTable(rows, claims ? new Set([4, 5]) : new Set([3, 4])));
   }
   const sd = r.selectorDrift;
   const classes = sd.nodeClasses.map((n) => `EC2NodeClass "${n}"`).join(', ');

@@ -237,7 +237,7 @@ describe('capenter plan: AMI, subnet and security-group drift (moto)', () => {
         table: true,
       },
     );
-    expect(t.stdout).toContain('AMIDrift');
+    expect(t.stdout).toMatch(/^gen-1 +general-abcde +general +m5\.large +\$0\.0960 +1 +1 +AMIDrift /m);
     expect(t.stdout).toContain(`the instance's image ${oldAMI} is not among them`);
     expect(t.stdout).toContain(
       'AMI, subnet and security-group drift: evaluated against AWS for EC2NodeClass "default" (proposed selector terms).',
