@@ -142,7 +142,8 @@ const ALLOWED: Record<Exclude<Layer, 'testing'>, Partial<Record<Layer, string>>>
   },
   plan: {
     simulate: 'builds the scheduling input as simulate does',
-    cloudprovider: 'the embedded catalog and the providers’ NodeClass hashes (drift)',
+    cloudprovider:
+      'the embedded catalog, the providers’ NodeClass hashes and the aws selector resolvers and drift rule',
     scheduling: 'replacements from the scheduling core',
     disruption: 'drift rules and budgets of the disruption core',
     apis: 'the objects it plans',

@@ -1,11 +1,14 @@
 /**
  * `capenter plan [--kubeconfig K] [--context C] -f FILE... [--delete KIND/NAME...] [-o table|json]`: reads the
  * live cluster (LIST only, see `plan/read.ts`), applies the proposed NodePools / NodeClasses and deletions in
- * memory, and prints what would happen (`plan/plan.ts`; docs/plan.md). Never writes to the cluster.
+ * memory, and prints what would happen (`plan/plan.ts`; docs/plan.md). Never writes to the cluster. Reads AWS
+ * (read-only, the SDK's default credentials) only to resolve a changed EC2NodeClass's selector terms, unless
+ * `--offline`; without AWS the plan says that AMI/subnet/security-group drift was not evaluated.
  * Exit codes: 0 plan printed; 2 usage error or an invalid proposed object (the API server's error text, with the
  * file); 1 the cluster could not be read, a deletion names nothing, or an unexpected failure.
  */
 import type { Command } from 'commander';
+import type { AwsClientOptions } from '../cloudprovider/aws/clients.ts';
 import type { KubeClient } from '../kube/client.ts';
 import type { Deletion } from '../plan/merge.ts';
 
@@ -21,6 +24,8 @@ export interface PlanCommandOptions {
   now?: string;
   /** Seconds one wave lasts (launch + drain); default 180. */
   waveSeconds?: string;
+  /** Do not call AWS: AMI/subnet/security-group drift is reported as not evaluated. */
+  offline?: boolean;
 }
 
 /** Where the command writes; `env` for `$KUBECONFIG`; `client` overrides the kubeconfig (tests record requests). */
@@ -29,6 +34,8 @@ export interface PlanIO {
   stderr: (t: string) => void;
   env: Readonly<Record<string, string | undefined>>;
   client?: KubeClient;
+  /** AWS client options (tests: an emulator's endpoint and credentials); default the SDK's chain. */
+  aws?: AwsClientOptions;
 }
 
 const KINDS: Record<string, string> = {
@@ -142,15 +149,22 @@ export async function runPlan(flags: PlanCommandOptions, io: PlanIO): Promise<nu
   } finally {
     if (!io.client) client.close();
   }
+  let aws: import('../cloudprovider/aws/clients.ts').AwsClients | undefined;
   try {
-    const { computePlan } = await import('../plan/plan.ts');
+    const { computePlan, regionOf } = await import('../plan/plan.ts');
     const { formatPlan, planJSON } = await import('../plan/output.ts');
+    if (!flags.offline) {
+      const { createAwsClients } = await import('../cloudprovider/aws/clients.ts');
+      const region = flags.region ?? regionOf(live);
+      aws = createAwsClients({ maxAttempts: 2, ...(region ? { region } : {}), ...io.aws });
+    }
     const report = await computePlan(
       { live, proposed: proposed.objects, deletions: f.deletions },
       {
         ...(flags.region ? { region: flags.region } : {}),
         ...(f.now !== undefined ? { now: f.now } : {}),
         ...(f.waveSeconds !== undefined ? { waveSeconds: f.waveSeconds } : {}),
+        aws: aws ? { clients: aws } : { unavailable: '--offline was given' },
       },
     );
     for (const e of report.errors) io.stderr(`error: ${e}\n`);
@@ -160,6 +174,8 @@ export async function runPlan(flags: PlanCommandOptions, io: PlanIO): Promise<nu
   } catch (err) {
     io.stderr(`error: plan failed unexpectedly: ${(err as Error).stack ?? String(err)}\n`);
     return 1;
+  } finally {
+    aws?.destroy();
   }
 }
 
@@ -188,6 +204,10 @@ export function registerPlanCommand(program: Command): void {
     .option('--region <region>', "catalog region (default: the Nodes' topology.kubernetes.io/region)")
     .option('--now <time>', 'plan time (RFC 3339) for budget schedules; default now')
     .option('--wave-seconds <n>', 'seconds one wave takes (launch the replacement, drain the node)', '180')
+    .option(
+      '--offline',
+      'do not call AWS (AMI/subnet/security-group drift of a changed EC2NodeClass is then reported as not evaluated)',
+    )
     .action(async (flags: PlanCommandOptions) => {
       process.exitCode = await runPlan(flags, {
         stdout: (t) => process.stdout.write(t),

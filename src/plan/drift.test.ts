@@ -94,4 +94,32 @@ describe('plan drift', () => {
     expect(nodeDrift(stale, pool(), [], objs([pool(), c], [pool(), c]))?.reason).toBe('NodePoolDrifted');
     expect(nodePoolHash(pool())).not.toBe('1');
   });
+
+  it('AMIDrift from aws.ts names the NodeClaim class and the old and new AMI IDs; a static hash change wins', () => {
+    const base = ec2({});
+    const withAMI = (id: string) =>
+      ({ ...base, spec: { ...base.spec, amiFamily: 'AL2023', amiSelectorTerms: [{ id }] } }) as EC2NodeClass;
+    const live = withAMI('ami-0aaaaaaaaaaaaaaaa');
+    const proposed = withAMI('ami-0bbbbbbbbbbbbbbbb');
+    const selector = {
+      reason: 'AMIDrift' as const,
+      current: ['ami-0aaaaaaaaaaaaaaaa'],
+      resolved: ['ami-0bbbbbbbbbbbbbbbb'],
+      nodeClass: 'c',
+    };
+    const o = objs([pool(), live], [pool(), proposed]);
+    // amiSelectorTerms is not in the static hash (the AMI family is, and stays AL2023): no NodeClassDrift, the
+    // resolved AMIs decide
+    expect(nodeDrift(dn({}), pool(), [], o)).toBeUndefined();
+    expect(nodeDrift(dn({}), pool(), [], o, selector)).toEqual({
+      reason: 'AMIDrift',
+      detail:
+        'EC2NodeClass "c"\'s amiSelectorTerms resolve to ami-0bbbbbbbbbbbbbbbb for its instance type; the instance\'s image ami-0aaaaaaaaaaaaaaaa is not among them',
+      selectors: { current: ['ami-0aaaaaaaaaaaaaaaa'], resolved: ['ami-0bbbbbbbbbbbbbbbb'] },
+    });
+    const tagged = { ...proposed, spec: { ...proposed.spec, tags: { team: 'b' } } } as EC2NodeClass;
+    expect(nodeDrift(dn({}), pool(), [], objs([pool(), live], [pool(), tagged]), selector)?.reason).toBe(
+      'NodeClassDrift',
+    );
+  });
 });

@@ -3,8 +3,9 @@
  * `driftReason` (upstream `pkg/controllers/nodeclaim/disruption/drift.go`: a `Drifted` condition already set,
  * `NodePoolDrifted` from `karpenter.sh/nodepool-hash`, `RequirementsDrifted`, `InstanceTypeNotFound`) and the
  * providers' static NodeClass drift (`NodeClassDrift`: the EC2NodeClass or KWOKNodeClass hash stamped on the
- * NodeClaim differs from the proposed class's, as `CloudProvider.isDrifted` checks it). AMI, subnet and
- * security-group drift need the cloud and are not predicted.
+ * NodeClaim differs from the proposed class's, as `CloudProvider.isDrifted` checks it), then the EC2NodeClass's
+ * AMI, subnet and security-group drift (`AMIDrift`, `SubnetDrift`, `SecurityGroupDrift`), which need AWS: `aws.ts`
+ * evaluates them with the provider's rule and hands them in.
  *
  * A node whose NodeClaim is not in the cluster, carries no hash, or a hash of another version (older upstream or
  * capenter stamps, which the controllers re-stamp rather than drift) is compared as if stamped with the LIVE
@@ -16,6 +17,7 @@ import { NodePoolHashVersion, nodePoolHash } from '../apis/hash.ts';
 import type { InstanceType } from '../apis/instancetype.ts';
 import type { EC2NodeClass, KWOKNodeClass, NodeClaim, NodePool } from '../apis/karpenter.ts';
 import { AnnotationNodePoolHash, AnnotationNodePoolHashVersion, LabelInstanceType } from '../apis/labels.ts';
+import type { SelectorDrift } from '../cloudprovider/aws/drift.ts';
 import {
   AnnotationEC2NodeClassHash,
   AnnotationEC2NodeClassHashVersion,
@@ -40,10 +42,30 @@ export interface PlanObjects {
   proposedClasses: ReadonlyMap<string, KubeObject>;
 }
 
+/** A node's AMI, subnet or security-group drift (`aws.ts`), with the EC2NodeClass it was judged against. */
+export interface NodeSelectorDrift extends SelectorDrift {
+  nodeClass: string;
+}
+
 /** A drifted node: the upstream reason and a sentence naming what changed. */
 export interface NodeDrift {
   reason: string;
   detail: string;
+  /** For `AMIDrift`, `SubnetDrift`, `SecurityGroupDrift`: the instance's IDs and the proposed class's, sorted. */
+  selectors?: { current: string[]; resolved: string[] };
+}
+
+const SELECTOR_WORDS: Readonly<Record<string, [field: string, what: string]>> = {
+  AMIDrift: ['amiSelectorTerms', 'image'],
+  SubnetDrift: ['subnetSelectorTerms', 'subnet'],
+  SecurityGroupDrift: ['securityGroupSelectorTerms', 'security groups'],
+};
+
+/** The detail of an AMI, subnet or security-group drift, naming the old and new IDs. */
+function selectorDetail(d: NodeSelectorDrift): string {
+  const [field, what] = SELECTOR_WORDS[d.reason] ?? ['selector terms', 'resources'];
+  const forType = d.reason === 'AMIDrift' ? ' for its instance type' : '';
+  return `EC2NodeClass "${d.nodeClass}"'s ${field} resolve to ${d.resolved.join(', ') || 'nothing'}${forType}; the instance's ${what} ${d.current.join(', ')} ${d.reason === 'SecurityGroupDrift' ? 'differ' : 'is not among them'}`;
 }
 
 const HASHED_TEMPLATE_FIELDS: ReadonlyArray<[string, (p: NodePool) => unknown]> = [
@@ -136,13 +158,15 @@ export function claimForDrift(dn: DisruptionNode, livePool: NodePool | undefined
 
 /**
  * The drift of one managed node under the proposed NodePool `pool` (with its instance types `poolTypes`), or
- * undefined when it stays. Pure.
+ * undefined when it stays; `selector` is its AMI/subnet/security-group drift when `aws.ts` found one (it counts
+ * after the static NodeClass hash, as upstream's order). Pure.
  */
 export function nodeDrift(
   dn: DisruptionNode,
   pool: NodePool,
   poolTypes: readonly InstanceType[],
   objs: PlanObjects,
+  selector?: NodeSelectorDrift,
 ): NodeDrift | undefined {
   const claim = claimForDrift(dn, objs.livePools.get(pool.metadata.name));
   const judged: DisruptionNode = { ...dn, ...(claim ? { nodeClaim: claim } : {}) };
@@ -150,6 +174,7 @@ export function nodeDrift(
   const it = poolTypes.find((t) => t.name === typeName);
   const classDetail = claim ? nodeClassDrift(claim, objs) : undefined;
   if (classDetail) judged.providerDrifted = 'NodeClassDrift';
+  else if (selector) judged.providerDrifted = selector.reason;
   const reason = driftReason(judged, pool, poolTypes, it);
   if (!reason) return undefined;
   const name = pool.metadata.name;
@@ -172,6 +197,16 @@ export function nodeDrift(
       return { reason, detail: `instance type ${typeName} is not among NodePool "${name}"'s instance types` };
     case 'NodeClassDrift':
       return { reason, detail: classDetail ?? 'the NodeClass changed' };
+    case 'AMIDrift':
+    case 'SubnetDrift':
+    case 'SecurityGroupDrift':
+      if (selector?.reason === reason)
+        return {
+          reason,
+          detail: selectorDetail(selector),
+          selectors: { current: selector.current, resolved: selector.resolved },
+        };
+      return { reason, detail: `the NodeClaim already has Drifted=True (${reason})` };
     default:
       return { reason, detail: `the NodeClaim already has Drifted=True (${reason})` };
   }

@@ -17,7 +17,9 @@ export function planJSON(report: PlanReport): Record<string, unknown> {
 
 const usd = (v: number) => `$${v.toFixed(4)}`;
 
-/** The human-readable plan: changes, drifted nodes, waves, replacements, launches, unschedulable pods, cost. */
+/**
+ * The human-readable plan: changes, drifted nodes (with whether AMI/subnet/security-group drift was evaluated),
+ * waves, replacements, launches, unschedulable pods, cost. */
 export function formatPlan(r: PlanReport): string {
   const out: string[] = [];
   out.push(`Plan (region ${r.region}, at ${r.now}; a wave lasts ${r.waveSeconds}s: launch, then drain)`);
@@ -26,10 +28,25 @@ export function formatPlan(r: PlanReport): string {
   if (r.nodes.length === 0) out.push('No node drifts.');
   else {
     out.push(`Nodes replaced or removed (${r.nodes.length}):`);
-    const rows = [['NODE', 'NODEPOOL', 'TYPE', 'PRICE/H', 'PODS', 'WAVE', 'REASON', 'WHY']];
+    // a NODECLAIM column when some NodeClaim is not named as its Node (EKS: ip-….ec2.internal)
+    const claims = r.nodes.some((n) => n.nodeClaim !== undefined && n.nodeClaim !== n.node);
+    const rows = [
+      [
+        'NODE',
+        ...(claims ? ['NODECLAIM'] : []),
+        'NODEPOOL',
+        'TYPE',
+        'PRICE/H',
+        'PODS',
+        'WAVE',
+        'REASON',
+        'WHY',
+      ],
+    ];
     for (const n of r.nodes)
       rows.push([
         n.node,
+        ...(claims ? [n.nodeClaim ?? '-'] : []),
         n.nodePool,
         n.instanceType,
         usd(n.priceUSDPerHour),
@@ -38,8 +55,16 @@ export function formatPlan(r: PlanReport): string {
         n.reason,
         n.blocked ?? n.detail,
       ]);
-    out.push(renderTable(rows, new Set([3, 4])));
+    out.push(renderTable(rows, claims ? new Set([4, 5]) : new Set([3, 4])));
   }
+  const sd = r.selectorDrift;
+  const classes = sd.nodeClasses.map((n) => `EC2NodeClass "${n}"`).join(', ');
+  if (sd.evaluated)
+    out.push(
+      `AMI, subnet and security-group drift: evaluated against AWS for ${classes} (proposed selector terms).`,
+    );
+  else if (sd.reason !== undefined)
+    out.push(`AMI, subnet and security-group drift: NOT evaluated for ${classes}: ${sd.reason}.`);
   if (r.waves.length > 0) {
     out.push('', "Waves (the Drifted disruption budgets; a deleted NodePool's nodes go at once):");
     const rows = [['WAVE', 'START', 'AFTER', 'NODES']];

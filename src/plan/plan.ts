@@ -2,8 +2,9 @@
  * `capenter plan`'s engine: the live cluster's objects, the proposed objects and deletions in; what would happen
  * out (see docs/plan.md): which nodes drift and why (`drift.ts`), the waves the disruption budgets allow
  * (`waves.ts`), the replacements the scheduling core chooses for the drifted nodes' pods and today's pending pods
- * (`replace.ts`: one `solve` per wave), the pods left unschedulable, and the cost per hour before and after. Pure apart from the catalog (injectable): it reads
- * nothing from the cluster itself (`read.ts` does).
+ * (`replace.ts`: one `solve` per wave), the pods left unschedulable, and the cost per hour before and after. Pure
+ * apart from the catalog (injectable) and, for an EC2NodeClass whose selector terms change, AWS (`aws.ts`, through
+ * the injected clients; read-only): it reads nothing from the cluster itself (`read.ts` does).
  */
 import type { KubeObject, Node } from '../apis/core.ts';
 import { isDoNotDisruptActive } from '../apis/donotdisrupt.ts';
@@ -29,7 +30,8 @@ import {
   podKey,
   type SourcedObject,
 } from '../simulate/input.ts';
-import { type NodeDrift, nodeDrift, type PlanObjects } from './drift.ts';
+import { evaluateSelectorDrift, type PlanAwsAccess, type SelectorDriftEvaluation } from './aws.ts';
+import { type NodeDrift, type NodeSelectorDrift, nodeDrift, type PlanObjects } from './drift.ts';
 import { type Change, type Deletion, mergeProposed } from './merge.ts';
 import { solveByWave } from './replace.ts';
 import { computeWaves, type PoolState, type WaveNode } from './waves.ts';
@@ -44,9 +46,17 @@ export interface PlannedNode {
   nodeClaim?: string;
   nodePool: string;
   instanceType: string;
-  /** `NodePoolDrifted`, `RequirementsDrifted`, `InstanceTypeNotFound`, `NodeClassDrift`, ..., or `NodePoolDeleted`. */
+  /**
+   * `NodePoolDrifted`, `RequirementsDrifted`, `InstanceTypeNotFound`, `NodeClassDrift`, `AMIDrift`, `SubnetDrift`,
+   * `SecurityGroupDrift`, ..., or `NodePoolDeleted`.
+   */
   reason: string;
   detail: string;
+  /**
+   * For `AMIDrift`, `SubnetDrift`, `SecurityGroupDrift`: the instance's image, subnet or security-group IDs
+   * (`current`) and those the proposed EC2NodeClass resolves to (`resolved`; AMIs: those for its instance type).
+   */
+  selectors?: { current: string[]; resolved: string[] };
   /** Reschedulable pods it holds. */
   pods: number;
   /** USD/hour of its offering (0 when the catalog does not price it). */
@@ -104,6 +114,8 @@ export interface PlanReport {
   launches: PlannedNodeClaim[];
   unschedulable: PlanUnschedulable[];
   cost: { beforeUSDPerHour: number; afterUSDPerHour: number; deltaUSDPerHour: number };
+  /** Whether AMI/subnet/security-group drift was evaluated against AWS, for which EC2NodeClasses, and why not. */
+  selectorDrift: SelectorDriftEvaluation;
   notices: string[];
   /** Problems that stop the plan (a deletion of nothing): exit 1 when non-empty. */
   errors: string[];
@@ -118,6 +130,11 @@ export interface PlanOptions {
   /** Wave duration in seconds (see `waves.ts`); default {@link DEFAULT_WAVE_SECONDS}. */
   waveSeconds?: number;
   catalog?: CatalogFunction;
+  /**
+   * AWS access for AMI/subnet/security-group drift (`aws.ts`); default unavailable ("no AWS access was given"):
+   * the report then says those drifts were not evaluated when a selector term changes.
+   */
+  aws?: PlanAwsAccess;
 }
 
 /** The plan's input: the live cluster, the proposed objects (validated, defaulted) and the deletions. */
@@ -132,8 +149,8 @@ const CATALOG_NOTE = /^Spot prices are estimates|instance types? ha(s|ve) no kno
 
 const round6 = (v: number) => Math.round(v * 1e6) / 1e6;
 
-/** The region the Nodes say they are in, if any. */
-function regionOf(live: readonly KubeObject[]): string | undefined {
+/** The region the Nodes say they are in (`topology.kubernetes.io/region`), if any. */
+export function regionOf(live: readonly KubeObject[]): string | undefined {
   for (const o of live)
     if (o.kind === 'Node' && o.metadata?.labels?.[LabelTopologyRegion])
       return o.metadata.labels[LabelTopologyRegion];
@@ -195,7 +212,14 @@ export async function computePlan(input: PlanInput, opts: PlanOptions = {}): Pro
   for (const t of (await catalog({ region })).instanceTypes) types.set(t.name, t);
   for (const list of Object.values(built.input.instanceTypes)) for (const t of list) types.set(t.name, t);
 
-  const drifted = driftedNodes(built, input.live, objs, types, notices, now);
+  const selector = await evaluateSelectorDrift(
+    input.live,
+    objs,
+    opts.aws ?? { unavailable: 'no AWS access was given to plan' },
+    () => now,
+  );
+  notices.push(...selector.notices);
+  const drifted = driftedNodes(built, input.live, objs, types, notices, now, selector.drifts);
   const liveNodes = input.live.filter(
     (o): o is Node => o.kind === 'Node' && o.metadata?.labels?.[LabelNodePool] !== undefined,
   );
@@ -237,6 +261,7 @@ export async function computePlan(input: PlanInput, opts: PlanOptions = {}): Pro
       afterUSDPerHour: round6(after),
       deltaUSDPerHour: round6(after - before),
     },
+    selectorDrift: selector.evaluation,
     notices,
     errors: merged.errors,
   };
@@ -257,6 +282,7 @@ function driftedNodes(
   types: ReadonlyMap<string, InstanceType>,
   notices: string[],
   now: number,
+  selectorDrifts: ReadonlyMap<string, NodeSelectorDrift>,
 ): Map<string, DriftedNode> {
   const claims = new Map<string, KubeObject>();
   for (const o of live) {
@@ -281,7 +307,14 @@ function driftedNodes(
     const dn: DisruptionNode = { node: en.node, pods: en.pods };
     const nc = (claim ?? en.nodeClaim) as DisruptionNode['nodeClaim'];
     if (nc) dn.nodeClaim = nc;
-    const drift = nodeDrift(dn, pool, built.input.instanceTypes[poolName] ?? [], objs);
+    const nodeName = en.node.metadata.name ?? '';
+    const drift = nodeDrift(
+      dn,
+      pool,
+      built.input.instanceTypes[poolName] ?? [],
+      objs,
+      selectorDrifts.get(nodeName),
+    );
     if (!drift) continue;
     const blocked = doNotDisruptBlocked(dn, now);
     out.set(en.node.metadata.name ?? '', {
@@ -294,6 +327,7 @@ function driftedNodes(
         instanceType: en.node.metadata.labels?.[LabelInstanceType] ?? '',
         reason: drift.reason,
         detail: drift.detail,
+        ...(drift.selectors ? { selectors: drift.selectors } : {}),
         pods: en.pods.filter(isReschedulable).length,
         priceUSDPerHour: round6(nodePrice(en.node, types)),
         ...(blocked ? { blocked } : {}),

@@ -91,6 +91,7 @@ import {
 import { resolveAMIFamily } from './catalog/index.ts';
 import type { AwsClients } from './clients.ts';
 import { type ClusterInfo, discoverCluster, resolveClusterCIDR } from './cluster.ts';
+import { selectorDrift } from './drift.ts';
 import { Instances } from './instances.ts';
 import { AwsInstanceTypes, type InstanceTypeInventory, subnetZoneIDs } from './instancetypes.ts';
 import {
@@ -151,10 +152,8 @@ export const TagNodeClaim = 'karpenter.sh/nodeclaim';
 export const TagEKSClusterName = 'eks:eks-cluster-name';
 /** Upstream's cap on instance types per CreateFleet. */
 export const MAX_INSTANCE_TYPES = 60;
-/** Drift reasons (upstream `pkg/cloudprovider/drift.go`). */
-export const DriftAMI = 'AMIDrift';
-export const DriftSubnet = 'SubnetDrift';
-export const DriftSecurityGroup = 'SecurityGroupDrift';
+/** Drift reasons (upstream `pkg/cloudprovider/drift.go`); the AMI, subnet and security-group rule: `./drift.ts`. */
+export { DriftAMI, DriftSecurityGroup, DriftSubnet } from './drift.ts';
 export const DriftNodeClass = 'NodeClassDrift';
 export const DriftCapacityReservation = 'CapacityReservationDrift';
 
@@ -200,18 +199,6 @@ function aliasVersion(nodeClass: EC2NodeClass): string | undefined {
 export function parseAwsProviderID(providerID: string): { zone: string; instanceId: string } | undefined {
   const m = /^aws:\/\/\/([^/]+)\/(i-[0-9a-zA-Z]+)$/.exec(providerID);
   return m ? { zone: m[1]!, instanceId: m[2]! } : undefined;
-}
-
-function stable(v: unknown): string {
-  if (Array.isArray(v)) return `[${v.map(stable).join(',')}]`;
-  if (v && typeof v === 'object') {
-    return `{${Object.entries(v as Record<string, unknown>)
-      .filter(([, x]) => x !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-      .map(([k, x]) => `${JSON.stringify(k)}:${stable(x)}`)
-      .join(',')}}`;
-  }
-  return JSON.stringify(v) ?? 'null';
 }
 
 /**
@@ -1291,14 +1278,16 @@ export class AwsCloudProvider implements CloudProvider {
     if (!providerID) return undefined;
     const inst = await this.instance(providerID);
     const status = ec2NodeClassStatus(nodeClass);
-    const amis = status.amis ?? [];
-    if (inst.ImageId && amis.length > 0 && !amis.some((a) => a.id === inst.ImageId)) return DriftAMI;
-    const subnets = status.subnets ?? [];
-    if (inst.SubnetId && subnets.length > 0 && !subnets.some((s) => s.id === inst.SubnetId))
-      return DriftSubnet;
-    const want = (status.securityGroups ?? []).map((g) => g.id).sort();
-    const have = (inst.SecurityGroups ?? []).map((g) => g.GroupId ?? '').sort();
-    if (want.length > 0 && stable(want) !== stable(have)) return DriftSecurityGroup;
+    const dynamic = selectorDrift(
+      {
+        ...(inst.ImageId ? { imageId: inst.ImageId } : {}),
+        ...(inst.SubnetId ? { subnetId: inst.SubnetId } : {}),
+        securityGroupIds: (inst.SecurityGroups ?? []).map((g) => g.GroupId ?? ''),
+      },
+      { amis: status.amis ?? [], subnets: status.subnets ?? [], securityGroups: status.securityGroups ?? [] },
+      nodeClaim.metadata.labels,
+    );
+    if (dynamic) return dynamic.reason;
     // upstream isCapacityReservationDrifted: the instance's reservation is no longer selected by the class
     const crID = inst.CapacityReservationId;
     if (this.reservedCapacity && crID && !(status.capacityReservations ?? []).some((r) => r.id === crID))

@@ -1,0 +1,188 @@
+/**
+ * The EC2NodeClass's dynamic drift rule, written once for the provider (`AwsCloudProvider.isDrifted`, against the
+ * class's `status` as the EC2NodeClass controller resolved it) and for `capenter plan` (against a proposed class's
+ * selector terms resolved on the spot with the controller's own resolvers, {@link resolveEC2NodeClassSelectors}).
+ * After aws/karpenter-provider-aws `pkg/cloudprovider/drift.go`, in upstream's order:
+ * - `AMIDrift` (`isAMIDrifted`): the instance's image is not among the class's AMIs that serve its instance type
+ *   (`amifamily.MapToInstanceTypes`: an AMI's `requirements` — architecture, GPU/accelerator variant — against the
+ *   node's labels);
+ * - `SubnetDrift` (`isSubnetDrifted`): the instance's subnet is not among the resolved subnets;
+ * - `SecurityGroupDrift` (`areSecurityGroupsDrifted`): the instance's security groups are not exactly the resolved
+ *   ones.
+ * An empty resolved list is not drift (upstream returns an error and the class is not Ready: nothing launches).
+ */
+import { DescribeInstancesCommand, type EC2Client } from '@aws-sdk/client-ec2';
+import type { SSMClient } from '@aws-sdk/client-ssm';
+import type { EC2NodeClass } from '../../apis/karpenter.ts';
+import { LabelArch } from '../../apis/labels.ts';
+import { Requirements } from '../../scheduling/requirements.ts';
+import { AMIResolver } from './nodeclass/amis.ts';
+import { resolveSecurityGroups, resolveSubnets } from './nodeclass/network.ts';
+import type { AMIStatus, SecurityGroupStatus, SubnetStatus } from './nodeclass/types.ts';
+
+/** Drift reasons (upstream `pkg/cloudprovider/drift.go`). */
+export const DriftAMI = 'AMIDrift';
+export const DriftSubnet = 'SubnetDrift';
+export const DriftSecurityGroup = 'SecurityGroupDrift';
+
+/** What the rule needs of a running instance (`ec2:DescribeInstances`). */
+export interface InstanceFacts {
+  /** `ImageId`, e.g. `ami-0abc`. */
+  imageId?: string;
+  /** `SubnetId`, e.g. `subnet-0abc`. */
+  subnetId?: string;
+  /** `SecurityGroups[].GroupId`, any order. */
+  securityGroupIds: string[];
+}
+
+/** The class's resolved selectors (its `status`, or a proposed class's terms resolved by plan). */
+export interface ResolvedSelectors {
+  amis: readonly AMIStatus[];
+  subnets: readonly Pick<SubnetStatus, 'id'>[];
+  securityGroups: readonly Pick<SecurityGroupStatus, 'id'>[];
+}
+
+/** A dynamic drift: the upstream reason, what the instance has and what the class resolves to now (IDs, sorted). */
+export interface SelectorDrift {
+  reason: typeof DriftAMI | typeof DriftSubnet | typeof DriftSecurityGroup;
+  /** The instance's image, subnet or security groups. */
+  current: string[];
+  /** The class's AMIs for the node's instance type, its subnets, or its security groups. */
+  resolved: string[];
+}
+
+/**
+ * The AMIs of `amis` that serve a node with `labels` (upstream `MapToInstanceTypes`): each AMI's requirements
+ * must match the labels as a node selector. Without `kubernetes.io/arch` among the labels (not the full label set
+ * of the node) every AMI counts.
+ */
+export function amisForNode(
+  amis: readonly AMIStatus[],
+  labels: Readonly<Record<string, string>> | undefined,
+): AMIStatus[] {
+  if (!labels?.[LabelArch]) return [...amis];
+  return amis.filter((a) => Requirements.fromNodeSelector(a.requirements).matchesLabels(labels));
+}
+
+const sorted = (v: Iterable<string>) => [...new Set(v)].sort();
+
+/**
+ * Upstream's AMI, subnet and security-group drift of an instance against the class's resolved selectors, in that
+ * order; `labels` are the node's (or NodeClaim's) labels for the AMI-to-instance-type mapping. Pure.
+ * @returns the first drift, or undefined.
+ */
+export function selectorDrift(
+  inst: InstanceFacts,
+  resolved: ResolvedSelectors,
+  labels?: Readonly<Record<string, string>>,
+): SelectorDrift | undefined {
+  if (inst.imageId && resolved.amis.length > 0) {
+    const serving = amisForNode(resolved.amis, labels).map((a) => a.id);
+    if (!serving.includes(inst.imageId))
+      return { reason: DriftAMI, current: [inst.imageId], resolved: sorted(serving) };
+  }
+  const subnets = resolved.subnets.map((s) => s.id);
+  if (inst.subnetId && subnets.length > 0 && !subnets.includes(inst.subnetId))
+    return { reason: DriftSubnet, current: [inst.subnetId], resolved: sorted(subnets) };
+  const want = sorted(resolved.securityGroups.map((g) => g.id));
+  const have = sorted(inst.securityGroupIds);
+  if (want.length > 0 && want.join(',') !== have.join(','))
+    return { reason: DriftSecurityGroup, current: have, resolved: want };
+  return undefined;
+}
+
+/** A class's selector terms resolved now, or why a part could not be (`AMINotFound`, an EC2 error, …). */
+export interface SelectorResolution {
+  resolved: ResolvedSelectors;
+  /** Parts that resolved to nothing (`AMINotFound`, no subnet matches, …), naming the class; those parts are empty. */
+  problems: string[];
+  /** Parts whose AWS calls failed (credentials, endpoint, throttling), naming the class; those parts are empty. */
+  errors: string[];
+}
+
+/**
+ * Resolves `nodeClass`'s `amiSelectorTerms`, `subnetSelectorTerms` and `securityGroupSelectorTerms` with the
+ * EC2NodeClass controller's resolvers (`nodeclass/amis.ts`, `nodeclass/network.ts`) for Kubernetes `k8sVersion`
+ * (`1.32`; aliases read its SSM parameters). Read-only (Describe*, GetParameter). A part that matches nothing is
+ * empty with a problem, one whose calls fail is empty with an error; never throws.
+ */
+export async function resolveEC2NodeClassSelectors(
+  clients: { ec2: EC2Client; ssm: SSMClient },
+  nodeClass: EC2NodeClass,
+  k8sVersion: string,
+  now: () => number,
+): Promise<SelectorResolution> {
+  const name = `EC2NodeClass "${nodeClass.metadata.name ?? ''}"`;
+  const problems: string[] = [];
+  const errors: string[] = [];
+  const amiResolver = new AMIResolver({ ec2: clients.ec2, ssm: clients.ssm, now });
+  const [amis, subnets, groups] = await Promise.allSettled([
+    amiResolver.resolve(nodeClass, k8sVersion),
+    resolveSubnets(clients.ec2, nodeClass),
+    resolveSecurityGroups(clients.ec2, nodeClass),
+  ]);
+  const part = <T>(r: PromiseSettledResult<T[]>, what: string): T[] => {
+    if (r.status === 'rejected') {
+      errors.push(`${name}: ${what}: ${(r.reason as Error).message}`);
+      return [];
+    }
+    if (r.value.length === 0) problems.push(`${name}: ${what} match nothing`);
+    return r.value;
+  };
+  let amiList: AMIStatus[] = [];
+  if (amis.status === 'rejected') errors.push(`${name}: amiSelectorTerms: ${(amis.reason as Error).message}`);
+  else if ('reason' in amis.value)
+    problems.push(`${name}: amiSelectorTerms: ${amis.value.reason}: ${amis.value.message}`);
+  else amiList = amis.value.amis;
+  return {
+    resolved: {
+      amis: amiList,
+      subnets: part(subnets, 'subnetSelectorTerms'),
+      securityGroups: part(groups, 'securityGroupSelectorTerms'),
+    },
+    problems,
+    errors,
+  };
+}
+
+/**
+ * The image, subnet and security groups of each instance ID that exists (terminated ones and unknown IDs are
+ * absent), with one `DescribeInstances` per 100 IDs. Read-only.
+ * @throws Error naming the call when EC2 fails.
+ */
+export async function describeInstanceFacts(
+  ec2: EC2Client,
+  instanceIds: readonly string[],
+): Promise<Map<string, InstanceFacts>> {
+  const out = new Map<string, InstanceFacts>();
+  const ids = sorted(instanceIds);
+  for (let i = 0; i < ids.length; i += 100) {
+    const chunk = ids.slice(i, i + 100);
+    let token: string | undefined;
+    do {
+      const page = await ec2
+        .send(
+          new DescribeInstancesCommand({
+            Filters: [{ Name: 'instance-id', Values: chunk }],
+            ...(token ? { NextToken: token } : {}),
+          }),
+        )
+        .catch((err: unknown) => {
+          throw new Error(`describing instances ${chunk.join(', ')}: ${(err as Error).message}`, {
+            cause: err,
+          });
+        });
+      for (const r of page.Reservations ?? [])
+        for (const inst of r.Instances ?? []) {
+          if (!inst.InstanceId || inst.State?.Name === 'terminated') continue;
+          out.set(inst.InstanceId, {
+            ...(inst.ImageId ? { imageId: inst.ImageId } : {}),
+            ...(inst.SubnetId ? { subnetId: inst.SubnetId } : {}),
+            securityGroupIds: (inst.SecurityGroups ?? []).map((g) => g.GroupId ?? '').filter(Boolean),
+          });
+        }
+      token = page.NextToken;
+    } while (token);
+  }
+  return out;
+}
