@@ -1279,10 +1279,11 @@ export class AwsCloudProvider implements CloudProvider {
     try {
       await this.instances.terminate(inst.InstanceId!);
     } catch (err) {
-      // upstream counts every failed TerminateInstances of an instance it found
+      // upstream counts every failed TerminateInstances of an instance it found (zone ID: the instance's
+      // placement, else the NodeClaim's zone-id label when EC2 or its emulator leaves the placement's out)
       this.metrics.terminationFailures.inc({
         zone: inst.Placement?.AvailabilityZone ?? '',
-        zone_id: inst.Placement?.AvailabilityZoneId ?? '',
+        zone_id: inst.Placement?.AvailabilityZoneId ?? nodeClaim.metadata.labels?.[LabelTopologyZoneID] ?? '',
       });
       if ((err as { name?: string }).name?.includes('NotFound')) {
         throw new NodeClaimNotFoundError(`instance ${inst.InstanceId} does not exist`, {
