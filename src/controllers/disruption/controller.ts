@@ -9,8 +9,9 @@
  *    the pod Events of `karpenter.sh/do-not-disrupt` durations (`DoNotDisruptUntil`,
  *    `DoNotDisruptGracePeriodElapsed`, `InvalidDoNotDisruptAnnotation`);
  *    write the NodeClaim conditions `Consolidatable` / `Drifted` (`nodeclaim/disruption/conditions.ts`);
- * 3. for the chosen (non-`Expired`) command: emptiness/consolidation wait 15 s and re-validate on a fresh snapshot
- *    (`validation.ts`); then the {@link Orchestrator} taints, launches replacements, waits for them and deletes the
+ * 3. for the chosen (non-`Expired`) command: a consolidation replace publishes upstream's `ConsolidationCandidate`;
+ *    emptiness/consolidation wait 15 s and re-validate on a fresh snapshot (`validation.ts`; a single-node
+ *    consolidation that fails publishes `ConsolidationRejected`, see `consolidationevents.ts`); then the {@link Orchestrator} taints, launches replacements, waits for them and deletes the
  *    candidates.
  * `Expired` commands are left to the expiration controller (`nodeclaim/expiration`), which deletes expired
  * NodeClaims directly, as upstream v1.
