@@ -54,6 +54,8 @@ export interface ProviderContext {
   nodeClass: (ref: NodeClassReference) => KubeObject | undefined;
   /** The operator's feature gates (`FEATURE_GATES`), e.g. aws reads `ReservedCapacity`; absent: upstream's defaults. */
   featureGates?: Readonly<Record<string, boolean>>;
+  /** The registry behind `/metrics`, for the provider's own metrics (aws: instance launch/termination failures). */
+  registry?: Registry;
 }
 
 /** A controller run under leadership with the core ones (same shape as `controllers/runtime.ts` `Controller`). */

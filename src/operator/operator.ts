@@ -157,6 +157,7 @@ export function createOperator(cfg: OperatorConfig): Operator {
       region: options.region,
       nodeClass: (ref) => cluster?.getNodeClass(ref),
       featureGates: options.featureGates,
+      registry,
     });
   cluster = new Cluster({
     client,

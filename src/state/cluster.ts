@@ -39,6 +39,7 @@ import { usageByPool } from '../scheduling/limits.ts';
 import { addInto, podRequests } from '../scheduling/resources.ts';
 import type { CSINode, VolumeObjects } from '../scheduling/volumetopology.ts';
 import { podKey } from './pods.ts';
+import { PodSchedulingTimes } from './podscheduling.ts';
 
 /** Seconds a pod nomination lives (upstream: twice the 10 s max batch window). */
 export const NOMINATION_TTL_SECONDS = 20;
@@ -230,6 +231,11 @@ export class Cluster {
   /** uids of NodeClaims seen deleted, so a late optimistic add cannot resurrect them. */
   private readonly deletedNodeClaimUids = new Set<string>();
   private readonly listeners = new Set<(c: ClusterChange) => void>();
+  /**
+   * When each pending pod was first seen, first decided and first found schedulable (upstream's `podAcks`,
+   * `podsSchedulingAttempted`, `podsSchedulableTimes`); a deleted pod is forgotten.
+   */
+  readonly podScheduling = new PodSchedulingTimes();
   private readonly informerList: Array<Informer<ResourceRef>> = [];
   private readonly unregister: Array<() => void> = [];
   private changes = 0;
@@ -464,6 +470,7 @@ export class Cluster {
     }
     this.nominations.delete(key);
     this.endedNominations.delete(key);
+    this.podScheduling.clear(key);
   }
 
   private changed(c: ClusterChange): void {

@@ -234,8 +234,24 @@ ${deploymentYaml('web', 2, '1500m', '256Mi').replace('      containers:', '     
     const bound = sum('karpenter_pods_bound_duration_seconds_count');
     expect(bound).toBeGreaterThanOrEqual(3);
     expect(bound).toBeLessThanOrEqual(6);
+    // keep and the 2 web pods: each seen provisionable by the pod trigger and decided by one simulation (DaemonSet
+    // pods are not provisionable, so they have no provisioning times); each found schedulable, then bound and
+    // started — keep always, a web pod only if a 1 s metrics pass saw it bound / Running before scale-down
+    expect(sum('karpenter_pods_scheduling_decision_duration_seconds_count')).toBe(3);
+    for (const h of ['bound', 'startup']) {
+      const n = sum(`karpenter_pods_provisioning_${h}_duration_seconds_count`);
+      expect(n, h).toBeGreaterThanOrEqual(1);
+      expect(n, h).toBeLessThanOrEqual(3);
+      expect(sum(`karpenter_pods_provisioning_${h}_duration_seconds_sum`), h).toBeLessThan(20 * n);
+    }
     // nothing is pending any more: the per-pod gauges are declared, without series
-    for (const g of ['karpenter_pods_unbound_time_seconds', 'karpenter_pods_unstarted_time_seconds']) {
+    for (const g of [
+      'karpenter_pods_unbound_time_seconds',
+      'karpenter_pods_unstarted_time_seconds',
+      'karpenter_pods_provisioning_unbound_time_seconds',
+      'karpenter_pods_provisioning_unstarted_time_seconds',
+      'karpenter_pods_provisioning_scheduling_undecided_time_seconds',
+    ]) {
       expect(last).toContain(`# TYPE ${g} gauge`);
       expect(hasSample(g, last), g).toBe(false);
     }

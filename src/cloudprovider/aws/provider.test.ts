@@ -5,12 +5,14 @@ import {
   DescribeLaunchTemplatesCommand,
   DescribeLaunchTemplateVersionsCommand,
 } from '@aws-sdk/client-ec2';
+import { Registry } from 'prom-client';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type AwsEmulator, startAwsEmulator } from '../../../test/aws/moto.ts';
 import type { EC2NodeClass } from '../../apis/karpenter.ts';
 import { LabelCapacityType, LabelInstanceType, LabelOS, LabelTopologyZone } from '../../apis/labels.ts';
 import { isInsufficientCapacityError, isNodeClassNotReadyError } from '../types.ts';
 import type { InstanceTypeInventory } from './instancetypes.ts';
+import { METRIC_LAUNCH_FAILURES, METRIC_TERMINATION_FAILURES } from './metrics.ts';
 import type { AwsPricing } from './pricing.ts';
 import {
   AnnotationEC2NodeClassHash,
@@ -42,9 +44,9 @@ beforeAll(async () => {
 afterEach(() => emu.reset());
 afterAll(() => emu?.stop());
 
-async function bed(spec: Partial<EC2NodeClass['spec']> = {}) {
+async function bed(spec: Partial<EC2NodeClass['spec']> = {}, registry?: Registry) {
   const nodeClasses = new Map<string, EC2NodeClass>();
-  const t = awsTestProvider(emu.clientConfig, nodeClasses, shared);
+  const t = awsTestProvider(emu.clientConfig, nodeClasses, shared, {}, registry);
   shared ??= { pricing: t.provider.pricing, inventory: await t.provider.instanceTypeProvider.getInventory() };
   const net: TestNetwork = await createTestNetwork(t.clients.ec2, t.clients.iam, [
     'us-west-2a',
@@ -154,7 +156,8 @@ describe('aws provider against moto + proxy', () => {
   });
 
   it('an ICE on the cheapest type launches the next type, marks the offering unavailable, and leaves one instance', async () => {
-    const { provider } = await bed();
+    const registry = new Registry();
+    const { provider, net } = await bed({}, registry);
     emu.proxy.injectCapacityError({ instanceType: 'm5.large', capacityType: 'on-demand' });
     const reqs = [
       inReq(LabelInstanceType, ['m5.large', 'm5.xlarge']),
@@ -173,6 +176,37 @@ describe('aws provider against moto + proxy', () => {
     ]);
     expect((await provider.list()).map((n) => n.status?.providerID)).toEqual([nc.status?.providerID]);
     expect(emu.proxy.calls.get('ec2:CreateFleet')).toBe(1);
+    // one launch failure per CreateFleet error entry, under upstream's labels (an ICE is upstream's LaunchFailed)
+    const failures = (await registry.getSingleMetric(METRIC_LAUNCH_FAILURES)!.get()).values;
+    expect(failures.map((v) => [v.labels, v.value])).toEqual(
+      net.subnets.map((s) => [
+        { zone: s.zone, zone_id: s.zoneID ?? '', capacity_type: 'on-demand', reason: 'LaunchFailed' },
+        1,
+      ]),
+    );
+    expect(net.subnets.every((s) => /^usw2-az\d$/.test(s.zoneID ?? ''))).toBe(true);
+  });
+
+  it('a failed TerminateInstances counts karpenter_cloudprovider_instance_termination_failures_total by zone', async () => {
+    const registry = new Registry();
+    const { provider, net } = await bed({}, registry);
+    const nc = await provider.create(
+      awsNodeClaim('nc-term', [
+        inReq(LabelInstanceType, ['m5.large']),
+        inReq(LabelCapacityType, ['on-demand']),
+      ]),
+    );
+    const zone = nc.metadata.labels?.[LabelTopologyZone];
+    provider.instances.terminate = async () => {
+      throw Object.assign(new Error('You are not authorized to perform this operation.'), {
+        name: 'UnauthorizedOperation',
+      });
+    };
+    await expect(provider.delete(nc)).rejects.toThrow('not authorized');
+    const failures = (await registry.getSingleMetric(METRIC_TERMINATION_FAILURES)!.get()).values;
+    expect(failures.map((v) => [v.labels, v.value])).toEqual([
+      [{ zone, zone_id: net.subnets.find((s) => s.zone === zone)?.zoneID }, 1],
+    ]);
   });
 
   it('when every spot offering is out of capacity the launch falls back to on-demand; with nothing left it is an InsufficientCapacityError', async () => {

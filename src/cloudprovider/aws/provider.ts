@@ -39,6 +39,7 @@
  * terminated count as gone. Drift: `AMIDrift`, `SubnetDrift`, `SecurityGroupDrift`, `CapacityReservationDrift`,
  * `NodeClassDrift` (static hash).
  */
+
 import type {
   _InstanceType,
   CreateFleetCommandInput,
@@ -47,6 +48,7 @@ import type {
   FleetLaunchTemplateOverridesRequest,
   Instance,
 } from '@aws-sdk/client-ec2';
+import { Registry } from 'prom-client';
 import type { NodeSelectorRequirement, Taint } from '../../apis/core.ts';
 import type { EC2NodeClass, NodeClaim, NodePool } from '../../apis/karpenter.ts';
 import {
@@ -102,6 +104,7 @@ import {
   LaunchTemplates,
   metadataOptions,
 } from './launchtemplates.ts';
+import { type InstanceMetrics, instanceMetrics, launchFailureReason } from './metrics.ts';
 import {
   CapacityReservationAvailability,
   type CapacityReservationStatus,
@@ -179,6 +182,11 @@ export interface AwsCloudProviderDeps {
   kubeDNSIP?: string;
   /** Called for problems the provider works around (never with user data or credentials). */
   onError?: (err: unknown, context: string) => void;
+  /**
+   * Registry of `karpenter_cloudprovider_instance_{launch,termination}_failures_total` (`./metrics.ts`); without
+   * it they are kept in a private one.
+   */
+  registry?: Registry;
   /** The `ReservedCapacity` feature gate (default true, as upstream): list and launch `reserved` offerings. */
   reservedCapacity?: boolean;
   /**
@@ -568,6 +576,7 @@ export class AwsCloudProvider implements CloudProvider {
   /** The `ReservedCapacity` feature gate. */
   readonly reservedCapacity: boolean;
   private readonly ice: UnavailableOfferings;
+  private readonly metrics: InstanceMetrics;
   private clusterInfo: Promise<ClusterInfo> | undefined;
   /** The service CIDR once known (configured, or resolved by {@link resolveClusterCIDR}); upstream `ClusterCIDR`. */
   private knownClusterCIDR: string | undefined;
@@ -588,6 +597,7 @@ export class AwsCloudProvider implements CloudProvider {
     this.knownClusterCIDR = deps.clusterCIDR || undefined;
     this.reservedCapacity = deps.reservedCapacity !== false;
     this.ice = deps.unavailableOfferings ?? new UnavailableOfferings({ clock: deps.clock });
+    this.metrics = instanceMetrics(deps.registry ?? new Registry());
     this.instances = new Instances(deps.clients.ec2);
     this.launchTemplates = new LaunchTemplates({
       ec2: deps.clients.ec2,
@@ -739,6 +749,7 @@ export class AwsCloudProvider implements CloudProvider {
         sgs,
       );
       const result = await this.runFleet(input.request, name);
+      this.countLaunchFailures(result.errors, capacityType, subnets);
       const iced = this.markFleetErrors(result.errors, capacityType, subnets, candidates);
       tried.push(...iced);
       if (result.instance) {
@@ -914,6 +925,28 @@ export class AwsCloudProvider implements CloudProvider {
     if (plain.length > 0 && plain.length < candidates.length && !named) candidates = plain;
     candidates.sort((a, b) => a.price - b.price || (a.it.name < b.it.name ? -1 : 1));
     return { capacityType, candidates: candidates.slice(0, MAX_INSTANCE_TYPES) };
+  }
+
+  /**
+   * Counts each CreateFleet error entry in `karpenter_cloudprovider_instance_launch_failures_total` (upstream
+   * `updateUnavailableOfferingsCache`): its zone (else its subnet's), the zone ID of that zone's subnet (`""` when
+   * unknown), the requested capacity type and upstream's reason for `"<code>: <message>"`.
+   */
+  private countLaunchFailures(
+    errors: CreateFleetError[],
+    capacityType: CapacityType,
+    subnets: SubnetStatus[],
+  ): void {
+    for (const e of errors) {
+      const ov = e.LaunchTemplateAndOverrides?.Overrides;
+      const zone = ov?.AvailabilityZone ?? subnets.find((s) => s.id === ov?.SubnetId)?.zone ?? '';
+      this.metrics.launchFailures.inc({
+        zone,
+        zone_id: subnets.find((s) => s.zone === zone && s.zoneID)?.zoneID ?? '',
+        capacity_type: capacityType,
+        reason: launchFailureReason(`${e.ErrorCode ?? ''}: ${e.ErrorMessage ?? ''}`),
+      });
+    }
   }
 
   /**
@@ -1252,6 +1285,12 @@ export class AwsCloudProvider implements CloudProvider {
     try {
       await this.instances.terminate(inst.InstanceId!);
     } catch (err) {
+      // upstream counts every failed TerminateInstances of an instance it found (zone ID: the instance's
+      // placement, else the NodeClaim's zone-id label when EC2 or its emulator leaves the placement's out)
+      this.metrics.terminationFailures.inc({
+        zone: inst.Placement?.AvailabilityZone ?? '',
+        zone_id: inst.Placement?.AvailabilityZoneId ?? nodeClaim.metadata.labels?.[LabelTopologyZoneID] ?? '',
+      });
       if ((err as { name?: string }).name?.includes('NotFound')) {
         throw new NodeClaimNotFoundError(`instance ${inst.InstanceId} does not exist`, {
           providerID,

@@ -68,8 +68,10 @@ export function createAwsProvider(
   nodeClass: (name: string) => EC2NodeClass | undefined,
   onError?: (err: unknown, context: string) => void,
   featureGates?: Readonly<Record<string, boolean>>,
+  registry?: Registry,
 ): AwsCloudProvider {
   return new AwsCloudProvider({
+    ...(registry ? { registry } : {}),
     reservedCapacity: featureGates?.ReservedCapacity !== false,
     clients: cfg.clients,
     settings: cfg.settings,
@@ -93,13 +95,14 @@ export function awsSetup(cfg: AwsControllersConfig): ProviderSetup {
   return {
     name: awsProviderName,
     readyDependents: readyDependentsOf(awsNodeClassKinds),
-    createProvider: ({ clock, logger, nodeClass, featureGates }) =>
+    createProvider: ({ clock, logger, nodeClass, featureGates, registry }) =>
       createAwsProvider(
         cfg,
         clock,
         (name) => nodeClass({ group: AWSGroup, kind: EC2NodeClassKind, name }) as EC2NodeClass | undefined,
         (err, context) => logger.warn({ context, err: errorMessage(err) }, 'aws provider'),
         featureGates,
+        registry,
       ),
     controllers: (deps) => awsControllers(cfg, deps),
     readiness: () =>

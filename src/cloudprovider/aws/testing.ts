@@ -12,6 +12,7 @@ import {
   type Image,
 } from '@aws-sdk/client-ec2';
 import { CreateInstanceProfileCommand, type IAMClient } from '@aws-sdk/client-iam';
+import type { Registry } from 'prom-client';
 import type { EC2NodeClass, NodeClaim, NodeSelectorRequirementWithMinValues } from '../../apis/karpenter.ts';
 import { LabelArch, LabelNodePool } from '../../apis/labels.ts';
 import { FakeClock } from '../../kube/clock.ts';
@@ -141,12 +142,16 @@ export function awsNodeClaim(
   };
 }
 
-/** A provider against an emulator endpoint, on a FakeClock, with a NodeClass registry. */
+/**
+ * A provider against an emulator endpoint, on a FakeClock, with a NodeClass registry; `registry`: the Prometheus
+ * registry of its instance metrics (default a private one).
+ */
 export function awsTestProvider(
   client: AwsClientOptions & { region: string },
   nodeClasses: Map<string, EC2NodeClass>,
   shared?: AwsCloudProviderDeps['shared'],
   settings: Partial<AwsSettings> = {},
+  registry?: Registry,
 ) {
   const clients = createAwsClients(client);
   const clock = new FakeClock();
@@ -164,6 +169,7 @@ export function awsTestProvider(
     kubeDNSIP: '10.100.0.10',
     nodeClass: (n) => nodeClasses.get(n),
     ...(shared ? { shared } : {}),
+    ...(registry ? { registry } : {}),
   });
   return { provider, clients, clock };
 }

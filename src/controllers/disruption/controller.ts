@@ -9,8 +9,9 @@
  *    the pod Events of `karpenter.sh/do-not-disrupt` durations (`DoNotDisruptUntil`,
  *    `DoNotDisruptGracePeriodElapsed`, `InvalidDoNotDisruptAnnotation`);
  *    write the NodeClaim conditions `Consolidatable` / `Drifted` (`nodeclaim/disruption/conditions.ts`);
- * 3. for the chosen (non-`Expired`) command: emptiness/consolidation wait 15 s and re-validate on a fresh snapshot
- *    (`validation.ts`); then the {@link Orchestrator} taints, launches replacements, waits for them and deletes the
+ * 3. for the chosen (non-`Expired`) command: a consolidation replace publishes upstream's `ConsolidationCandidate`;
+ *    emptiness/consolidation wait 15 s and re-validate on a fresh snapshot (`validation.ts`; a single-node
+ *    consolidation that fails publishes `ConsolidationRejected`, see `consolidationevents.ts`); then the {@link Orchestrator} taints, launches replacements, waits for them and deletes the
  *    candidates.
  * `Expired` commands are left to the expiration controller (`nodeclaim/expiration`), which deletes expired
  * NodeClaims directly, as upstream v1.
@@ -50,6 +51,12 @@ import {
   type Recorder,
   SingletonController,
 } from '../runtime/index.ts';
+import {
+  consolidationCandidateMessage,
+  consolidationRejectedMessage,
+  publishesCandidateEvents,
+  validationFailureKind,
+} from './consolidationevents.ts';
 import { buildDisruptionInput } from './input.ts';
 import {
   consolidationType,
@@ -231,12 +238,23 @@ export class DisruptionController implements Controller {
     if (!chosen) return this.finish(pass, poll);
     pass.chosen = chosen;
     this.publishBalancedApprovals(chosen, input, view);
+    if (publishesCandidateEvents(chosen))
+      this.publishPerCandidate(chosen, input, 'ConsolidationCandidate', (n) =>
+        consolidationCandidateMessage(chosen, n),
+      );
     let command: Command | undefined = chosen;
     if (needsValidation(chosen)) {
       await this.opts.clock.sleep((this.opts.validationSeconds ?? ValidationSeconds) * 1000, signal);
       if (signal.aborted) return this.finish(pass, poll);
-      const v = validateCommand(chosen, computeDisruption(await this.input()));
+      const fresh = await this.input();
+      const v = validateCommand(chosen, computeDisruption(fresh));
       if (!v.command) {
+        if (chosen.method === 'SingleNodeConsolidation') {
+          const kind = validationFailureKind(chosen, fresh);
+          this.publishPerCandidate(chosen, input, 'ConsolidationRejected', (n) =>
+            consolidationRejectedMessage(chosen, n, kind),
+          );
+        }
         log.info(
           { method: chosen.method, reason: v.reason },
           'abandoning disruption command after validation',
@@ -403,6 +421,25 @@ export class DisruptionController implements Controller {
       }
       const np = input.nodePools.find((p) => p.metadata.name === a.nodePool);
       if (np) void this.opts.recorder.publish(np, 'Normal', 'ConsolidationApproved', msg);
+    }
+  }
+
+  /**
+   * Publishes `reason` (Normal) with `message(candidate name)` on each candidate's Node and NodeClaim, as upstream's
+   * `EmitCandidateEvents` / `EmitRejectedEvents` (`./consolidationevents.ts`); repeats are dropped by the
+   * recorder's dedupe window (upstream dedupes on object UID and command for 2 minutes).
+   */
+  private publishPerCandidate(
+    cmd: Command,
+    input: DisruptionInput,
+    reason: string,
+    message: (node: string) => string,
+  ): void {
+    for (const c of cmd.candidates) {
+      const dn = input.nodes.find((n) => n.node.metadata.name === c.name);
+      const msg = message(c.name);
+      for (const o of [dn?.node, dn?.nodeClaim])
+        if (o) void this.opts.recorder.publish(o, 'Normal', reason, msg);
     }
   }
 

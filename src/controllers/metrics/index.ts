@@ -13,6 +13,7 @@ export * from './node.ts';
 export * from './nodeclaim.ts';
 export * from './nodepool.ts';
 export * from './pod.ts';
+export * from './podprovisioning.ts';
 
 /** All metrics controllers, sharing `deps` (their gauges are registered in `deps.registry` at construction). */
 export function metricsControllers(deps: MetricsControllerDeps): Controller[] {

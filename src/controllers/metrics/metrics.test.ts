@@ -5,11 +5,13 @@ import type { Pod } from '../../apis/core.ts';
 import type { NodeClaim, NodePool } from '../../apis/karpenter.ts';
 import { FakeClock } from '../../kube/clock.ts';
 import type { Cluster } from '../../state/cluster.ts';
+import { PodSchedulingTimes } from '../../state/podscheduling.ts';
 import { metricValue, resourceTypeLabel } from './common.ts';
 import { podsLimits } from './node.ts';
 import { nodeClaimPhase } from './nodeclaim.ts';
 import { NODEPOOL_METRICS, NodePoolMetricsController } from './nodepool.ts';
-import { ownerSelfLink, POD_METRICS, PodBindingMetrics } from './pod.ts';
+import { ownerSelfLink, POD_METRICS, PodBindingMetrics, PodMetricsController } from './pod.ts';
+import { POD_PROVISIONING_METRICS } from './podprovisioning.ts';
 
 const pod = (limits: Record<string, string>, owner?: { kind: string; name: string }): Pod => ({
   apiVersion: 'v1',
@@ -136,5 +138,128 @@ describe('metrics helpers', () => {
     expect(bound.find((v) => (v as { metricName?: string }).metricName?.endsWith('_count'))!.value).toBe(1);
     expect(bound.find((v) => (v as { metricName?: string }).metricName?.endsWith('_sum'))!.value).toBe(65);
     expect(await values(POD_METRICS.unstarted)).toEqual([]);
+  });
+});
+
+describe('pod provisioning metrics (upstream karpenter_pods_provisioning_*)', () => {
+  it('measures from first seen / first schedulable in cluster state, and forgets a started pod', async () => {
+    const registry = new Registry();
+    const t0 = Date.parse('2026-01-01T00:00:00Z');
+    const clock = new FakeClock(t0);
+    const times = new PodSchedulingTimes();
+    let pods: Pod[] = [];
+    const cluster = {
+      listPods: () => pods,
+      getNode: () => undefined,
+      podScheduling: times,
+    } as unknown as Cluster;
+    const c = new PodMetricsController({ cluster, clock, logger: pino({ level: 'silent' }), registry });
+    const at = (s: number) => new Date(t0 + s * 1000).toISOString();
+    const web = (phase: string, scheduledAt?: number, readyAt?: number): Pod =>
+      ({
+        metadata: { name: 'web', namespace: 'shop', creationTimestamp: at(0) },
+        spec: { containers: [] },
+        status: {
+          phase,
+          conditions: [
+            scheduledAt === undefined
+              ? { type: 'PodScheduled', status: 'False', reason: 'Unschedulable' }
+              : { type: 'PodScheduled', status: 'True', lastTransitionTime: at(scheduledAt) },
+            ...(readyAt === undefined
+              ? []
+              : [{ type: 'Ready', status: 'True', lastTransitionTime: at(readyAt) }]),
+          ],
+        },
+      }) as unknown as Pod;
+    const series = async (name: string) =>
+      (await registry.getSingleMetric(name)!.get()).values.map((v) => [
+        (v as { metricName?: string }).metricName ?? name,
+        v.labels,
+        v.value,
+      ]);
+    const countAndSum = async (name: string) =>
+      (await series(name)).filter(([n]) => !String(n).endsWith('_bucket')).map(([n, , v]) => [n, v]);
+    const id = { name: 'web', namespace: 'shop' };
+
+    // seen provisionable at 2 s, no decision yet at 5 s
+    times.ack(['shop/web'], t0 + 2_000);
+    pods = [web('Pending')];
+    clock.set(t0 + 5_000);
+    c.update();
+    expect(await series(POD_PROVISIONING_METRICS.undecided)).toEqual([
+      [POD_PROVISIONING_METRICS.undecided, id, 3],
+    ]);
+    expect(await series(POD_PROVISIONING_METRICS.unbound)).toEqual([]);
+
+    // a simulation placed it at 6 s; at 20 s it is still unbound and unstarted since then
+    times.markDecisions([], ['shop/web'], t0 + 6_000);
+    clock.set(t0 + 20_000);
+    c.update();
+    expect(await series(POD_PROVISIONING_METRICS.undecided)).toEqual([]);
+    expect(await series(POD_PROVISIONING_METRICS.unbound)).toEqual([
+      [POD_PROVISIONING_METRICS.unbound, id, 14],
+    ]);
+    expect(await series(POD_PROVISIONING_METRICS.unstarted)).toEqual([
+      [POD_PROVISIONING_METRICS.unstarted, id, 14],
+    ]);
+
+    // bound at 31 s (Pending): bound duration 25 s; unstarted goes on
+    pods = [web('Pending', 31)];
+    clock.set(t0 + 32_000);
+    c.update();
+    expect(await countAndSum(POD_PROVISIONING_METRICS.bound)).toEqual([
+      [`${POD_PROVISIONING_METRICS.bound}_sum`, 25],
+      [`${POD_PROVISIONING_METRICS.bound}_count`, 1],
+    ]);
+    expect(await series(POD_PROVISIONING_METRICS.unbound)).toEqual([]);
+    expect(await series(POD_PROVISIONING_METRICS.unstarted)).toEqual([
+      [POD_PROVISIONING_METRICS.unstarted, id, 26],
+    ]);
+
+    // Ready at 40 s: startup 34 s, gauges gone, the pod's times forgotten; later passes observe nothing more
+    pods = [web('Running', 31, 40)];
+    clock.set(t0 + 41_000);
+    c.update();
+    c.update();
+    expect(await countAndSum(POD_PROVISIONING_METRICS.startup)).toEqual([
+      [`${POD_PROVISIONING_METRICS.startup}_sum`, 34],
+      [`${POD_PROVISIONING_METRICS.startup}_count`, 1],
+    ]);
+    expect(await series(POD_PROVISIONING_METRICS.unstarted)).toEqual([]);
+    expect(times.size).toBe(0);
+    expect((await countAndSum(POD_PROVISIONING_METRICS.bound))[1]).toEqual([
+      `${POD_PROVISIONING_METRICS.bound}_count`,
+      1,
+    ]);
+  });
+
+  it('a pod never found schedulable gets no provisioning durations, and a failed pod is forgotten', async () => {
+    const registry = new Registry();
+    const t0 = Date.parse('2026-01-01T00:00:00Z');
+    const times = new PodSchedulingTimes();
+    const failed = {
+      metadata: { name: 'job', namespace: 'shop', creationTimestamp: new Date(t0).toISOString() },
+      spec: { containers: [] },
+      status: { phase: 'Failed', conditions: [] },
+    } as unknown as Pod;
+    const cluster = {
+      listPods: () => [failed],
+      getNode: () => undefined,
+      podScheduling: times,
+    } as unknown as Cluster;
+    times.ack(['shop/job'], t0);
+    times.markDecisions(['shop/job'], [], t0 + 1_000);
+    const c = new PodMetricsController({
+      cluster,
+      clock: new FakeClock(t0 + 2_000),
+      logger: pino({ level: 'silent' }),
+      registry,
+    });
+    c.update();
+    expect(times.size).toBe(0);
+    const count = (await registry.getSingleMetric(POD_PROVISIONING_METRICS.startup)!.get()).values.find((v) =>
+      (v as { metricName?: string }).metricName?.endsWith('_count'),
+    );
+    expect(count?.value ?? 0).toBe(0);
   });
 });

@@ -12,11 +12,16 @@
  * without `PodScheduled=True`), `karpenter_pods_unstarted_time_seconds{name, namespace}` (creation → now, per
  * Pending pod) and the histogram `karpenter_pods_bound_duration_seconds` (creation → `PodScheduled` transition,
  * once per pod bound while this controller ran, by the same rule as the startup summary).
+ *
+ * And the alpha `karpenter_pods_provisioning_*` family, measured from when Karpenter first found the pod
+ * schedulable (`./podprovisioning.ts`).
  */
 import { Histogram, type Registry, Summary } from 'prom-client';
 import type { Pod } from '../../apis/core.ts';
 import { podKey } from '../../state/pods.ts';
+import { DURATION_BUCKETS } from '../provisioning/metrics.ts';
 import { gauge, type MetricsControllerDeps, PeriodicMetricsController } from './common.ts';
+import { PodProvisioningMetrics } from './podprovisioning.ts';
 
 const LABELS = [
   'name',
@@ -42,11 +47,7 @@ export const POD_METRICS = {
 } as const;
 
 /** Upstream `metrics.DurationBuckets()` (seconds): controller-runtime's, extended up to 600 s. */
-export const POD_DURATION_BUCKETS: readonly number[] = [
-  0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.25,
-  1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60, 120, 150, 300, 450,
-  600,
-];
+export const POD_DURATION_BUCKETS: readonly number[] = DURATION_BUCKETS;
 
 /**
  * The binding metrics of one pass over the pods (see the module doc); keeps which pods it saw unbound and which
@@ -91,10 +92,13 @@ export class PodBindingMetrics {
     this.unstarted.reset();
   }
 
-  /** Records `pod` (key `key`) at clock time `now` (ms). */
-  record(pod: Pod, key: string, now: number): void {
+  /**
+   * Records `pod` (key `key`) at clock time `now` (ms); returns when it was bound (ms) if this call observed its
+   * bind, else `undefined`.
+   */
+  record(pod: Pod, key: string, now: number): number | undefined {
     const created = Date.parse(pod.metadata.creationTimestamp ?? '');
-    if (!Number.isFinite(created)) return;
+    if (!Number.isFinite(created)) return undefined;
     const id = { name: pod.metadata.name ?? '', namespace: pod.metadata.namespace ?? '' };
     const scheduled = pod.status?.conditions?.find((c) => c.type === 'PodScheduled');
     const isBound = scheduled?.status === 'True';
@@ -102,13 +106,15 @@ export class PodBindingMetrics {
     if (!isBound) {
       if (pod.status?.phase === 'Pending') this.unbound.set(id, Math.max(0, (now - created) / 1000));
       this.sawUnbound.add(key);
-      return;
+      return undefined;
     }
-    if (this.observed.has(key)) return;
+    if (this.observed.has(key)) return undefined;
     const at = Date.parse(scheduled?.lastTransitionTime ?? '');
-    if (!this.sawUnbound.delete(key) && !(Number.isFinite(at) && at >= this.startedAt)) return;
+    if (!this.sawUnbound.delete(key) && !(Number.isFinite(at) && at >= this.startedAt)) return undefined;
     this.observed.add(key);
-    this.bound.observe(Math.max(0, ((Number.isFinite(at) ? at : now) - created) / 1000));
+    const boundAt = Number.isFinite(at) ? at : now;
+    this.bound.observe(Math.max(0, (boundAt - created) / 1000));
+    return boundAt;
   }
 
   /** Forgets pods not listed in the last pass. */
@@ -140,11 +146,13 @@ export class PodMetricsController extends PeriodicMetricsController {
    */
   private readonly startedAt: number;
   private readonly binding: PodBindingMetrics;
+  private readonly provisioning: PodProvisioningMetrics;
 
   constructor(deps: MetricsControllerDeps) {
     super('metrics.pod', deps);
     this.startedAt = Math.floor(deps.clock.now() / 1000) * 1000;
     this.binding = new PodBindingMetrics(deps.registry, this.startedAt);
+    this.provisioning = new PodProvisioningMetrics(deps.registry, deps.cluster.podScheduling);
     this.state = gauge<PodLabel>(
       deps.registry,
       POD_METRICS.state,
@@ -165,12 +173,15 @@ export class PodMetricsController extends PeriodicMetricsController {
     const { cluster } = this.deps;
     this.state.reset();
     this.binding.reset();
+    this.provisioning.reset();
     const now = this.deps.clock.now();
     const seen = new Set<string>();
     for (const pod of cluster.listPods()) {
       const key = podKey(pod);
       seen.add(key);
-      this.binding.record(pod, key, now);
+      const boundAt = this.binding.record(pod, key, now);
+      this.provisioning.record(pod, key, now);
+      if (boundAt !== undefined) this.provisioning.observeBound(key, boundAt);
       const phase = pod.status?.phase ?? '';
       const nodeName = pod.spec?.nodeName ?? '';
       const node = nodeName ? cluster.getNode(nodeName) : undefined;
@@ -204,8 +215,9 @@ export class PodMetricsController extends PeriodicMetricsController {
           this.observed.add(key);
           const at = Number.isFinite(readyAt) ? readyAt : this.deps.clock.now();
           if (Number.isFinite(created)) this.startup.observe(Math.max(0, (at - created) / 1000));
+          this.provisioning.observeStarted(key, at);
         }
-      }
+      } else if (phase === 'Succeeded' || phase === 'Failed') this.provisioning.ended(key);
     }
     for (const k of [...this.pending]) if (!seen.has(k)) this.pending.delete(k);
     for (const k of [...this.observed]) if (!seen.has(k)) this.observed.delete(k);

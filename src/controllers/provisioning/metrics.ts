@@ -4,6 +4,7 @@
  * - `karpenter_scheduler_scheduling_duration_seconds{controller}` histogram (seconds);
  * - `karpenter_scheduler_queue_depth{controller, scheduling_id}` gauge (pods waiting in a running simulation);
  * - `karpenter_scheduler_unschedulable_pods_count{controller}` gauge (pods the last simulation could not place);
+ * - `karpenter_pods_scheduling_decision_duration_seconds` histogram (seconds, {@link schedulingDecisionHistogram});
  * - `karpenter_nodeclaims_created_total{reason, nodepool, min_values_relaxed}` counter (also used by disruption,
  *   reason `provisioned` here; `min_values_relaxed` from the created NodeClaim's annotation, see
  *   {@link minValuesRelaxedLabel}).
@@ -13,11 +14,14 @@ import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { NodeClaim } from '../../apis/karpenter.ts';
 import { AnnotationNodeClaimMinValuesRelaxed } from '../../apis/labels.ts';
 
-/** Upstream `metrics.DurationBuckets()` (seconds). */
+/**
+ * Upstream `metrics.DurationBuckets()` (seconds, `pkg/metrics/constants.go`): controller-runtime's thresholds
+ * extended to 600 s for singleton controllers without a timeout.
+ */
 export const DURATION_BUCKETS: readonly number[] = [
-  0.001, 0.002, 0.003, 0.004, 0.005, 0.006, 0.007, 0.008, 0.009, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2,
-  0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1, 1.25, 1.5, 1.75, 2, 2.5, 3, 3.5, 4, 4.5, 5, 6, 7, 8,
-  9, 10, 15, 20, 25, 30, 40, 50, 60,
+  0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.25,
+  1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60, 120, 150, 300, 450,
+  600,
 ];
 
 /** Metric names. */
@@ -25,6 +29,23 @@ export const METRIC_SCHEDULING_DURATION = 'karpenter_scheduler_scheduling_durati
 export const METRIC_QUEUE_DEPTH = 'karpenter_scheduler_queue_depth';
 export const METRIC_UNSCHEDULABLE_PODS = 'karpenter_scheduler_unschedulable_pods_count';
 export const METRIC_NODECLAIMS_CREATED = 'karpenter_nodeclaims_created_total';
+export const METRIC_SCHEDULING_DECISION = 'karpenter_pods_scheduling_decision_duration_seconds';
+
+/**
+ * `karpenter_pods_scheduling_decision_duration_seconds` (no labels; upstream `pkg/controllers/state/metrics.go`):
+ * seconds from when a pod was first seen provisionable until a scheduling simulation first decided about it
+ * (placed it, or found it unschedulable or invalid), once per pod.
+ */
+export function schedulingDecisionHistogram(registry: Registry): Histogram {
+  const m = registry.getSingleMetric(METRIC_SCHEDULING_DECISION);
+  if (m) return m as Histogram;
+  return new Histogram({
+    name: METRIC_SCHEDULING_DECISION,
+    help: "The time it takes for Karpenter to first try to schedule a pod after it's been seen.",
+    buckets: [...DURATION_BUCKETS],
+    registers: [registry],
+  });
+}
 
 /** `reason` label value of NodeClaims created for pending pods (upstream `metrics.ProvisionedReason`). */
 export const ProvisionedReason = 'provisioned';

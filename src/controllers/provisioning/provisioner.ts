@@ -28,7 +28,7 @@ import type {
 } from '../../scheduling/types.ts';
 import type { Cluster } from '../../state/cluster.ts';
 import { NOMINATION_TTL_SECONDS } from '../../state/cluster.ts';
-import { isProvisionable, podKey } from '../../state/pods.ts';
+import { isProvisionable, podKey, provisionableReason } from '../../state/pods.ts';
 import { type Controller, errorMessage, SingletonController } from '../runtime/index.ts';
 import { BATCH_IDLE_DURATION, BATCH_MAX_DURATION, Batcher } from './batcher.ts';
 import {
@@ -45,6 +45,7 @@ import {
   nodeClaimsCreatedCounter,
   ProvisionedReason,
   queueDepthGauge,
+  schedulingDecisionHistogram,
   schedulingDurationHistogram,
   unschedulablePodsGauge,
 } from './metrics.ts';
@@ -183,6 +184,7 @@ export class Provisioner implements Controller {
       ignored: ignoredPodsGauge(deps.registry),
       unschedulable: unschedulablePodsGauge(deps.registry),
       created: nodeClaimsCreatedCounter(deps.registry),
+      decision: schedulingDecisionHistogram(deps.registry),
     };
     this.loop = new SingletonController({
       name: CONTROLLER,
@@ -303,6 +305,7 @@ export class Provisioner implements Controller {
     out.selection = selection;
     this.metrics.ignored.set(selection.rejected);
     if (selection.pods.length === 0) {
+      this.markDecisions(selection, undefined);
       this.metrics.unschedulable.set({ controller: CONTROLLER }, 0);
       return undefined;
     }
@@ -336,7 +339,27 @@ export class Provisioner implements Controller {
     }
     out.input = input;
     out.result = result;
+    this.markDecisions(selection, result);
     return { input, result };
+  }
+
+  /**
+   * Marks this pass's decisions in cluster state (upstream `MarkPodSchedulingDecisions`, called by
+   * `provisioner.go` for pods failing validation and after `Solve`): pods rejected by validation and pods left
+   * unschedulable failed, placed pods are schedulable; observes each acknowledged pod's first decision in
+   * `karpenter_pods_scheduling_decision_duration_seconds`. Pods of deleting nodes are bound and left out, as
+   * upstream skips scheduled pods.
+   */
+  private markDecisions(selection: SelectedPods, result: SchedulingResult | undefined): void {
+    const bound = selection.fromDeletingNodes;
+    const failed = selection.ignored.filter((i) => !provisionableReason(i.pod)).map((i) => podKey(i.pod));
+    for (const u of result?.unschedulable ?? []) if (!bound.has(podKey(u.pod))) failed.push(podKey(u.pod));
+    const schedulable: string[] = [];
+    for (const pl of result?.placements ?? [])
+      if (!bound.has(podKey(pl.pod))) schedulable.push(podKey(pl.pod));
+    const now = this.deps.clock.now();
+    for (const seconds of this.deps.cluster.podScheduling.markDecisions(failed, schedulable, now))
+      this.metrics.decision.observe(seconds);
   }
 
   private nominateExisting(result: SchedulingResult): void {

@@ -9,6 +9,8 @@
  *   nominated pods are pending again), a NodePool or NodeClass added or changed (pending pods may fit now);
  * - every `resyncSeconds` (default 10) while provisionable pods that no nomination holds exist (upstream
  *   requeues each provisionable pod every 10 s), so pods whose nomination ended are looked at again.
+ * Every provisionable pod it sees is acknowledged in {@link Cluster.podScheduling} (upstream `AckPods`): the start
+ * of `karpenter_pods_scheduling_decision_duration_seconds` and `..._provisioning_scheduling_undecided_time_seconds`.
  */
 import type { Logger } from 'pino';
 import type { Node, Pod } from '../../apis/core.ts';
@@ -85,6 +87,10 @@ export class ProvisioningTrigger implements Controller {
     const { cluster, provisioner, clock } = this.deps;
     const log = this.deps.logger.child({ controller: this.name });
     const off = cluster.onChange((c) => {
+      // ACK a provisionable pod when first seen, so the time it waits on Karpenter is measured (upstream's pod
+      // trigger `AckPods`)
+      if (c.kind === 'Pod' && c.type !== 'delete' && isProvisionable(c.object as Pod))
+        cluster.podScheduling.ack([podKey(c.object as Pod)], clock.now());
       const key = triggerKeyFor(c, cluster);
       if (key === undefined) return;
       provisioner.trigger(key === '' ? undefined : key);
@@ -97,8 +103,11 @@ export class ProvisioningTrigger implements Controller {
         // a count, not the pods: the loop's locals live through the next sleep, and a list would hold every
         // pending pod's version of now for 10 s
         let waiting = 0;
-        for (const p of cluster.pendingPods())
-          if (isProvisionable(p) && !cluster.inFlightNominationFor(p)) waiting++;
+        for (const p of cluster.pendingPods()) {
+          if (!isProvisionable(p)) continue;
+          cluster.podScheduling.ack([podKey(p)], clock.now());
+          if (!cluster.inFlightNominationFor(p)) waiting++;
+        }
         if (waiting > 0) {
           log.debug({ pods: waiting }, 'resync: provisionable pods waiting');
           provisioner.trigger();

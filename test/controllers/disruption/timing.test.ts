@@ -340,3 +340,69 @@ describe('Balanced consolidation events', () => {
     expect(series('rejected', 'sum')).toBeCloseTo(0.46875, 10);
   });
 });
+
+describe('consolidation pipeline events (upstream ConsolidationCandidate / ConsolidationRejected)', () => {
+  const underutilized = (): NodePool => {
+    const np = testNodePool('r');
+    np.spec.disruption = {
+      consolidationPolicy: 'WhenEmptyOrUnderutilized',
+      consolidateAfter: '0s',
+      budgets: [{ nodes: '100%' }],
+    };
+    return np;
+  };
+  const events = async (e: Env, p: ControllerProcess, reason: string) => {
+    await p.recorder.flush();
+    return (await e.client.list('Event')).items
+      .filter((x) => x.reason === reason)
+      .map((x) => [x.involvedObject.kind, x.involvedObject.name, x.type, x.message])
+      .sort();
+  };
+
+  it('a single-node replace publishes ConsolidationCandidate with the command and its savings on the Node and NodeClaim', async () => {
+    const { e, p, dc } = await setUp([underutilized()], [['big', 'm5.2xlarge', 'r']]);
+    await boundPod(e, 'small', 'big', '500m');
+    await eventually(() => p.cluster.getPod('default/small') !== undefined, 'pod in state');
+    e.clock.advance(60 * MIN);
+    const r = await pass(e, dc);
+    expect(r?.chosen?.method).toBe('SingleNodeConsolidation');
+    expect(r?.chosen?.decision).toBe('replace');
+    const savings = r!.chosen!.savingsUSDPerHour;
+    // m5.2xlarge $0.384/h replaced by the cheapest fit, m1.small $0.044/h
+    expect(r?.chosen?.replacements[0]?.cheapest.instanceType.name).toBe('m1.small');
+    expect(savings).toBeCloseTo(0.34, 10);
+    const msg = 'Consolidation candidate: replace: [big] -> [1 replacement] (savings: $0.34)';
+    expect(await events(e, p, 'ConsolidationCandidate')).toEqual([
+      ['Node', 'big', 'Normal', msg],
+      ['NodeClaim', 'big', 'Normal', msg],
+    ]);
+    expect(await events(e, p, 'ConsolidationRejected')).toEqual([]);
+  });
+
+  it('a single-node command whose node turns do-not-disrupt during validation publishes ConsolidationRejected (churn)', async () => {
+    const { e, p, dc } = await setUp([underutilized()], [['big', 'm5.2xlarge', 'r']]);
+    await boundPod(e, 'small', 'big', '500m');
+    await eventually(() => p.cluster.getPod('default/small') !== undefined, 'pod in state');
+    e.clock.advance(60 * MIN);
+    // the state after the validation wait: a user annotated the candidate karpenter.sh/do-not-disrupt
+    const input = dc.input.bind(dc);
+    let calls = 0;
+    dc.input = async () => {
+      const i = await input();
+      if (++calls === 2)
+        for (const dn of i.nodes)
+          dn.node.metadata.annotations = {
+            ...dn.node.metadata.annotations,
+            'karpenter.sh/do-not-disrupt': 'true',
+          };
+      return i;
+    };
+    const r = await pass(e, dc);
+    expect(r?.abandoned).toMatch(/^validation: /);
+    const msg = 'Consolidation rejected: replace: [big] -> [1 replacement], reason: churn (savings: $0.34)';
+    expect(await events(e, p, 'ConsolidationRejected')).toEqual([
+      ['Node', 'big', 'Normal', msg],
+      ['NodeClaim', 'big', 'Normal', msg],
+    ]);
+  });
+});

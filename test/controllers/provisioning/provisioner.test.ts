@@ -472,6 +472,70 @@ describe('provisioner (embedded API server, kwok provider)', () => {
     expect(await listNodeClaims(client)).toHaveLength(1);
   });
 
+  it('records when each pod was first seen, decided and found schedulable; observes each first decision once', async () => {
+    env = await startEnv();
+    const { client, clock } = env;
+    await createNodePool(client, testNodePool('default'));
+    const p = await env.startProcess();
+    const trigger = new ProvisioningTrigger({
+      cluster: p.cluster,
+      provisioner: { trigger: () => {} },
+      clock,
+      logger: silentLogger(),
+    });
+    const ac = new AbortController();
+    const running = trigger.start(ac.signal);
+    try {
+      const avoid = pendingPod('avoid', { cpu: '1' });
+      avoid.spec.affinity = {
+        nodeAffinity: {
+          requiredDuringSchedulingIgnoredDuringExecution: {
+            nodeSelectorTerms: [
+              { matchExpressions: [{ key: 'karpenter.sh/nodepool', operator: 'DoesNotExist' }] },
+            ],
+          },
+        },
+      };
+      await createPendingPod(client, pendingPod('fits', { cpu: '1', memory: '1Gi' }));
+      await createPendingPod(client, pendingPod('huge', { cpu: '1000', memory: '1Gi' }));
+      await createPendingPod(client, avoid);
+      await podsSeen(p.cluster, 3);
+      const times = p.cluster.podScheduling;
+      const seenAt = clock.now();
+      // acknowledged when state sees them marked Unschedulable (provisionable)
+      await eventually(() => times.size === 3, 'three pods acknowledged');
+      for (const k of ['default/fits', 'default/huge', 'default/avoid'])
+        expect(times.ackTime(k)).toBe(seenAt);
+      clock.advance(3_000);
+      await p.provisioner.provision();
+      const decidedAt = seenAt + 3_000;
+      expect(times.schedulableTime('default/fits')).toBe(decidedAt);
+      for (const k of ['default/huge', 'default/avoid']) {
+        expect(times.decisionTime(k)).toBe(decidedAt);
+        expect(times.schedulableTime(k)).toBeUndefined();
+      }
+      // one observation per pod: 3 s from first seen to the first decision (placed, unschedulable, rejected)
+      const decision = async () =>
+        await p.registry.getSingleMetricAsString('karpenter_pods_scheduling_decision_duration_seconds');
+      expect(await decision()).toContain('karpenter_pods_scheduling_decision_duration_seconds_count 3');
+      expect(await decision()).toContain('karpenter_pods_scheduling_decision_duration_seconds_sum 9');
+      expect(await decision()).toContain(
+        'karpenter_pods_scheduling_decision_duration_seconds_bucket{le="3"} 3',
+      );
+      expect(await decision()).toContain(
+        'karpenter_pods_scheduling_decision_duration_seconds_bucket{le="2.5"} 0',
+      );
+      clock.advance(5_000);
+      await p.provisioner.provision();
+      expect(await decision()).toContain('karpenter_pods_scheduling_decision_duration_seconds_count 3');
+      await client.delete('Pod', 'huge', 'default');
+      await eventually(() => times.ackTime('default/huge') === undefined, 'a deleted pod forgotten');
+    } finally {
+      ac.abort();
+      await running;
+    }
+  });
+
   it('runs end to end: pod events open a batch that closes after 1 s idle on the fake clock', async () => {
     env = await startEnv();
     const { client, clock } = env;
