@@ -216,6 +216,20 @@ describe('pod provisioning metrics (upstream karpenter_pods_provisioning_*)', ()
       [POD_PROVISIONING_METRICS.unstarted, id, 26],
     ]);
 
+    // Running at 36 s but not Ready (a failing readiness probe): not started yet, as upstream waits for Ready
+    pods = [web('Running', 31)];
+    clock.set(t0 + 37_000);
+    c.update();
+    expect(await countAndSum(POD_PROVISIONING_METRICS.startup)).toEqual([
+      [`${POD_PROVISIONING_METRICS.startup}_sum`, 0],
+      [`${POD_PROVISIONING_METRICS.startup}_count`, 0],
+    ]);
+    const summaryCount = async () =>
+      (await series(POD_METRICS.startup)).find(([n]) => n === `${POD_METRICS.startup}_count`)?.[2];
+    expect(await summaryCount()).toBe(0);
+    // upstream sets the unstarted gauge only while the pod is Pending
+    expect(await series(POD_PROVISIONING_METRICS.unstarted)).toEqual([]);
+
     // Ready at 40 s: startup 34 s, gauges gone, the pod's times forgotten; later passes observe nothing more
     pods = [web('Running', 31, 40)];
     clock.set(t0 + 41_000);
@@ -227,6 +241,7 @@ describe('pod provisioning metrics (upstream karpenter_pods_provisioning_*)', ()
     ]);
     expect(await series(POD_PROVISIONING_METRICS.unstarted)).toEqual([]);
     expect(times.size).toBe(0);
+    expect(await summaryCount()).toBe(1);
     expect((await countAndSum(POD_PROVISIONING_METRICS.bound))[1]).toEqual([
       `${POD_PROVISIONING_METRICS.bound}_count`,
       1,

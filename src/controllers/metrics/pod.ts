@@ -208,7 +208,9 @@ export class PodMetricsController extends PeriodicMetricsController {
       else if (phase === 'Running' && !this.observed.has(key)) {
         const created = Date.parse(pod.metadata.creationTimestamp ?? '');
         const ready = pod.status?.conditions?.find((c) => c.type === 'Ready' && c.status === 'True');
-        const readyAt = Date.parse(ready?.lastTransitionTime ?? '');
+        // started means Ready (upstream's pod metrics controller): a Running pod that is not Ready yet waits
+        if (!ready) continue;
+        const readyAt = Date.parse(ready.lastTransitionTime ?? '');
         const sawPending = this.pending.delete(key);
         // Ready while we ran: seen Pending, or its Ready transition is after our first pass
         if (sawPending || (Number.isFinite(readyAt) && readyAt >= this.startedAt)) {
