@@ -7,10 +7,12 @@
 
 import { resolveAwsSettings } from '../cloudprovider/aws/settings.ts';
 import { type AwsControllersConfig, awsSetup } from '../cloudprovider/aws/setup.ts';
+import type { ClusterIdentityCheck } from '../cloudprovider/module.ts';
 import { type BootstrapDataStore, InMemoryBootstrapStore } from '../controllers/capi/bootstrap.ts';
 import { KarpenterMachinePoolController } from '../controllers/capi/controller.ts';
 import { cloudProviderInstances } from '../controllers/capi/instances.ts';
 import { CAPITaintController } from '../controllers/capi/taints.ts';
+import type { KubeClient } from '../kube/client.ts';
 import { EventRecorder } from '../kube/events.ts';
 import { type Logger, silentLogger } from '../kube/logger.ts';
 import { createOperator, type Operator, type OperatorConfig } from '../operator/operator.ts';
@@ -40,6 +42,8 @@ export interface CAPIStackOptions {
    * (`cloudprovider/aws/setup.ts`).
    */
   aws?: { emulatorEndpoint: string; region: string; clusterName: string };
+  /** The AWSCluster identity check of the KMP controller, built on the management client (default none). */
+  clusterIdentity?: (management: KubeClient) => ClusterIdentityCheck;
 }
 
 /** A running CAPI stack. */
@@ -106,6 +110,7 @@ export async function startCAPIStack(o: CAPIStackOptions = {}): Promise<CAPIStac
       }),
       bootstrapStore: store,
       instances: cloudProviderInstances(() => provider),
+      ...(o.clusterIdentity ? { clusterIdentity: o.clusterIdentity(env.mgmt) } : {}),
     });
     runs.push(kmp.start(ac.signal));
     let taints: CAPITaintController | undefined;

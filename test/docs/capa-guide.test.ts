@@ -178,13 +178,18 @@ describe('docs/capa-guide.md', () => {
       (m) => m[1],
     );
     expect(reasons).toContain('RegistrationTaintMissing');
-    expect(reasons).toHaveLength(15);
-    const code = sources('src/controllers') + sources('src/cloudprovider/clusterapi');
+    expect(reasons).toHaveLength(19);
+    const code =
+      sources('src/controllers') +
+      sources('src/cloudprovider/clusterapi') +
+      readFileSync(join(ROOT, 'src/cloudprovider/aws/identity.ts'), 'utf8');
     for (const r of reasons) expect(code, r).toContain(`'${r}'`);
     for (const r of ['UnregisteredTaintMissing', 'SomeMachineDeploymentsUnusable', 'MachineNotReady'])
       expect(code, r).toContain(r);
-    // gaps: no identityRef anywhere in src; the bootstrap policies grant no S3 action
-    expect(sources('src')).not.toContain('identityRef');
+    // gaps: the static identity's Secret gets no owner reference; the bootstrap policies grant no S3 action
+    expect(readFileSync(join(ROOT, 'src/cloudprovider/aws/identity.ts'), 'utf8')).not.toContain(
+      'ownerReferences',
+    );
     expect(readFileSync(join(ROOT, 'src/cloudprovider/aws/bootstrap/policies.ts'), 'utf8')).not.toMatch(
       /['"]s3:/,
     );
