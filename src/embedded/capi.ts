@@ -12,7 +12,6 @@ import { type BootstrapDataStore, InMemoryBootstrapStore } from '../controllers/
 import { KarpenterMachinePoolController } from '../controllers/capi/controller.ts';
 import { cloudProviderInstances } from '../controllers/capi/instances.ts';
 import { CAPITaintController } from '../controllers/capi/taints.ts';
-import type { KubeClient } from '../kube/client.ts';
 import { EventRecorder } from '../kube/events.ts';
 import { type Logger, silentLogger } from '../kube/logger.ts';
 import { createOperator, type Operator, type OperatorConfig } from '../operator/operator.ts';
@@ -42,8 +41,8 @@ export interface CAPIStackOptions {
    * (`cloudprovider/aws/setup.ts`).
    */
   aws?: { emulatorEndpoint: string; region: string; clusterName: string };
-  /** The AWSCluster identity check of the KMP controller, built on the management client (default none). */
-  clusterIdentity?: (management: KubeClient) => ClusterIdentityCheck;
+  /** The AWSCluster identity check of the KMP controller, built on the started environment (default none). */
+  clusterIdentity?: (env: CAPIEnvironment) => ClusterIdentityCheck;
 }
 
 /** A running CAPI stack. */
@@ -110,7 +109,7 @@ export async function startCAPIStack(o: CAPIStackOptions = {}): Promise<CAPIStac
       }),
       bootstrapStore: store,
       instances: cloudProviderInstances(() => provider),
-      ...(o.clusterIdentity ? { clusterIdentity: o.clusterIdentity(env.mgmt) } : {}),
+      ...(o.clusterIdentity ? { clusterIdentity: o.clusterIdentity(env) } : {}),
     });
     runs.push(kmp.start(ac.signal));
     let taints: CAPITaintController | undefined;

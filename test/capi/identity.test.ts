@@ -5,10 +5,14 @@
  * and a disallowed namespace, a missing identity or a Secret without a key give the KMP `Ready=False` with CAPA's
  * reason and a message naming the fix, a Warning Event, no NodePool, and refused AWS calls.
  */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { DescribeRegionsCommand } from '@aws-sdk/client-ec2';
 import { CreateAccessKeyCommand, CreateRoleCommand, CreateUserCommand, IAMClient } from '@aws-sdk/client-iam';
 import { GetCallerIdentityCommand, STSClient } from '@aws-sdk/client-sts';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { parse } from 'yaml';
+import { ROOT } from '../../scripts/build.ts';
 import type { AWSCluster, KarpenterMachinePool } from '../../src/apis/capi.ts';
 import type { KubeObject } from '../../src/apis/core.ts';
 import { type AwsClients, createAwsClients } from '../../src/cloudprovider/aws/clients.ts';
@@ -17,6 +21,7 @@ import { applyObjects } from '../../src/embedded/apply.ts';
 import { type CAPIStack, startCAPIStack } from '../../src/embedded/capi.ts';
 import { sampleCAPIObjects } from '../../src/sim/capi/environment.ts';
 import { type MotoServer, startMoto } from '../aws/moto.ts';
+import { allows, RecordingClient, requestKeys } from '../cli/api-requests.ts';
 import { eventually } from '../e2e/harness.ts';
 
 vi.setConfig({ testTimeout: 240_000, hookTimeout: 240_000 });
@@ -30,6 +35,7 @@ let clients: AwsClients;
 /** Access key ids of the EC2 requests, read from their signed Authorization headers. */
 const signedWith: string[] = [];
 let check: ReturnType<typeof clusterIdentityCheck>;
+let recorder: RecordingClient;
 
 beforeAll(async () => {
   moto = await startMoto({ region: 'us-east-1' });
@@ -47,9 +53,11 @@ beforeAll(async () => {
   stack = await startCAPIStack({
     withOperator: false,
     env: { machinePoolStandIn: false },
-    clusterIdentity: (management) => {
+    clusterIdentity: (env) => {
+      // the identity reads go through a recording client: the chart's management-cluster rules must grant them
+      recorder = RecordingClient.fromKubeconfigText(env.management.kubeconfig);
       check = clusterIdentityCheck(creds, {
-        management,
+        management: recorder,
         controllerNamespace: 'capenter',
         region: 'us-east-1',
         endpoint: moto.endpoint,
@@ -65,6 +73,7 @@ beforeAll(async () => {
     await stack.env.mgmt.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name, labels } });
 }, 240_000);
 afterAll(async () => {
+  recorder?.close();
   clients?.destroy();
   await stack?.stop();
   await moto?.stop();
@@ -272,5 +281,25 @@ describe('AWSCluster.spec.identityRef', () => {
     });
     expect(await stack.env.workload.client.tryGet('EC2NodeClass', 'workers')).toBeUndefined();
     await expect(creds.provider()).rejects.toThrow(`PrincipalUsageUnauthorized: ${message}`);
+  });
+
+  it("the identity reads are granted by the chart's management-cluster rules (files/clusterrole-rules-capi.yaml)", () => {
+    const rules = parse(
+      readFileSync(join(ROOT, 'charts/capenter/files/clusterrole-rules-capi.yaml'), 'utf8'),
+    ) as Array<{
+      apiGroups: string[];
+      resources: string[];
+      verbs: string[];
+    }>;
+    const keys = requestKeys(recorder.requests);
+    expect(keys).toEqual([
+      'get core namespaces',
+      'get core secrets',
+      'get infrastructure.cluster.x-k8s.io awsclustercontrolleridentities',
+      'get infrastructure.cluster.x-k8s.io awsclusterroleidentities',
+      'get infrastructure.cluster.x-k8s.io awsclusterstaticidentities',
+    ]);
+    for (const r of recorder.requests)
+      expect(allows(rules, r), `${r.verb} ${r.group} ${r.resource}`).toBe(true);
   });
 });
