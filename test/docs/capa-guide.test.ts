@@ -42,7 +42,8 @@ function sources(dir: string): string {
  * The management-cluster requests of the KarpenterMachinePool controller (`verb group resource`), from its code:
  * informers (list, watch) on KMPs, MachinePools, Clusters, AWSClusters (controller.ts); KMP finalizer/annotation
  * patches and status writes (steps/bootstrap.ts, finalize.ts, context.ts); MachinePool annotation and replicas
- * (steps/resolve.ts, report.ts); Secrets by name (steps/bootstrap.ts, workload.ts); KubeadmConfig and control-plane
+ * (steps/resolve.ts, report.ts); a Secret informer and Secrets by name (controller.ts, steps/bootstrap.ts,
+ * workload.ts; recorded by test/capi/rbac.test.ts); KubeadmConfig and control-plane
  * object by reference, control-plane Machines (steps/bootstrap.ts, generate.ts); CAPA identities, Namespaces and
  * the static identity's Secret (src/cloudprovider/aws/identity.ts); Events (src/kube/events.ts).
  */
@@ -68,6 +69,8 @@ const KMP_REQUESTS = [
   'get bootstrap.cluster.x-k8s.io kubeadmconfigs',
   'get controlplane.cluster.x-k8s.io kubeadmcontrolplanes',
   'get core secrets',
+  'list core secrets',
+  'watch core secrets',
   'get core namespaces',
   'create core events',
   'patch core events',
