@@ -324,6 +324,8 @@ export interface AWSCluster extends KubeObject {
     imageLookupOrg?: string;
     imageLookupFormat?: string;
     imageLookupBaseOS?: string;
+    /** The CAPA identity whose credentials act for this cluster; absent = the controller's own credentials. */
+    identityRef?: AWSIdentityReference;
   };
   status?: {
     ready?: boolean;
@@ -466,4 +468,39 @@ export interface AWSMachineTemplate extends KubeObject {
   };
   /** CAPA publishes the instance type's capacity for scale-from-zero (`cpu`, `memory`, ...). */
   status?: { capacity?: Record<string, string> };
+}
+
+/** `AWSCluster.spec.identityRef` / `AWSClusterRoleIdentity.spec.sourceIdentityRef` (CAPA `AWSIdentityReference`). */
+export interface AWSIdentityReference {
+  /** `AWSClusterControllerIdentity`, `AWSClusterRoleIdentity` or `AWSClusterStaticIdentity`. */
+  kind: string;
+  name: string;
+}
+
+/**
+ * `spec.allowedNamespaces` of a CAPA identity (CAPA `AllowedNamespaces`): absent = no namespace may use it; `{}` =
+ * every namespace; else the namespaces of `list` plus those `selector` matches (an empty selector matches none).
+ */
+export interface AWSIdentityAllowedNamespaces {
+  list?: string[] | null;
+  selector?: { matchLabels?: Record<string, string>; matchExpressions?: unknown[] };
+}
+
+/** `infrastructure.cluster.x-k8s.io/v1beta2` AWSClusterControllerIdentity / Static / Role identity (cluster-scoped). */
+export interface AWSClusterIdentity extends KubeObject {
+  metadata: ObjectMeta;
+  spec?: {
+    allowedNamespaces?: AWSIdentityAllowedNamespaces;
+    /** AWSClusterStaticIdentity: Secret (in the controller's namespace) with AccessKeyID, SecretAccessKey, SessionToken. */
+    secretRef?: string;
+    /** AWSClusterRoleIdentity: the role to assume. */
+    roleARN?: string;
+    sessionName?: string;
+    /** Seconds (900–43200; default 900 with CAPA). */
+    durationSeconds?: number;
+    externalID?: string;
+    inlinePolicy?: string;
+    policyARNs?: string[];
+    sourceIdentityRef?: AWSIdentityReference;
+  };
 }

@@ -128,6 +128,8 @@ function controllerClient(
 /**
  * With `--capi-management-kubeconfig`: runs the KarpenterMachinePool controllers on the leader only, like every other
  * controller, until `signal` aborts; bootstrap data goes to the provider's store (aws: S3), else to memory.
+ * `controllerNamespace` (the pod's, `LEADER_ELECTION_NAMESPACE`) is where an AWSClusterStaticIdentity's Secret is
+ * read on the management cluster.
  */
 async function runCAPIWhenLeading(
   op: Operator,
@@ -135,6 +137,7 @@ async function runCAPIWhenLeading(
   setup: ProviderSetup,
   logger: Logger,
   signal: AbortSignal,
+  controllerNamespace: string,
 ): Promise<void> {
   const leading = await op.leading();
   if (!leading || signal.aborted) return;
@@ -149,6 +152,14 @@ async function runCAPIWhenLeading(
     signal: AbortSignal.any([leading, signal]),
     ...(setup.capi ? { clusterName: setup.capi.clusterName } : {}),
     bootstrapStore: setup.capi?.bootstrapStore() ?? new InMemoryBootstrapStore(),
+    ...(setup.capi?.clusterIdentity
+      ? {
+          clusterIdentity: setup.capi.clusterIdentity({
+            management,
+            controllerNamespace,
+          }),
+        }
+      : {}),
   }).finally(() => management.close());
 }
 
@@ -256,7 +267,14 @@ export async function runController(
     process.once('SIGTERM', onSignal);
     await op.start(ac.signal);
     const capi = flags.capiManagementKubeconfig
-      ? runCAPIWhenLeading(op, flags.capiManagementKubeconfig, setup, logger, ac.signal)
+      ? runCAPIWhenLeading(
+          op,
+          flags.capiManagementKubeconfig,
+          setup,
+          logger,
+          ac.signal,
+          options.leaderElectionNamespace,
+        )
       : undefined;
     io.stderr(
       `capenter controller: ${client.server}, region ${options.region}, metrics :${op.metricsPort}/metrics, health :${op.healthProbePort}/healthz\n`,

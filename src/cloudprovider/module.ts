@@ -112,7 +112,16 @@ export interface ProviderSetup {
    * KarpenterMachinePool controller and a factory of the store bootstrap data goes to (aws: S3). Without it the
    * data is kept in memory.
    */
-  capi?: { clusterName: string; bootstrapStore: () => BootstrapDataStore & { close?(): void } };
+  capi?: {
+    clusterName: string;
+    bootstrapStore: () => BootstrapDataStore & { close?(): void };
+    /**
+     * The credentials check of the infrastructure cluster object (aws: `AWSCluster.spec.identityRef`, CAPA's
+     * identities), bound to the management cluster and the controller's namespace; it also switches the provider's
+     * clients to the resolved credentials. Undefined: the provider's clients keep their own credentials.
+     */
+    clusterIdentity?: (deps: { management: KubeClient; controllerNamespace: string }) => ClusterIdentityCheck;
+  };
   /** Releases what {@link ProviderModule.load} opened (clients of other clusters, SDK clients). */
   close?(): void;
   /**
@@ -121,6 +130,16 @@ export interface ProviderSetup {
    */
   readiness?(): string | undefined;
 }
+
+/**
+ * Checks the credentials an infrastructure cluster object names for its workload cluster (aws: the AWSCluster's
+ * `spec.identityRef`) and makes the provider use them. `{ok: false}`: the KarpenterMachinePool gets `Ready=False`
+ * with this reason and message (naming the object, the field and the fix) and the provider's calls fail until it is
+ * fixed. @throws on API errors other than NotFound (the reconcile retries).
+ */
+export type ClusterIdentityCheck = (
+  infraCluster: KubeObject,
+) => Promise<{ ok: true } | { ok: false; reason: string; message: string }>;
 
 /** What {@link ProviderModule.load} gets besides the module's settings. */
 export interface ProviderLoadDeps {

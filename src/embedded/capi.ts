@@ -7,11 +7,14 @@
 
 import { resolveAwsSettings } from '../cloudprovider/aws/settings.ts';
 import { type AwsControllersConfig, awsSetup } from '../cloudprovider/aws/setup.ts';
+import type { ClusterIdentityCheck } from '../cloudprovider/module.ts';
 import { type BootstrapDataStore, InMemoryBootstrapStore } from '../controllers/capi/bootstrap.ts';
 import { KarpenterMachinePoolController } from '../controllers/capi/controller.ts';
 import { cloudProviderInstances } from '../controllers/capi/instances.ts';
 import { CAPITaintController } from '../controllers/capi/taints.ts';
+import type { KubeClient } from '../kube/client.ts';
 import { EventRecorder } from '../kube/events.ts';
+import { SharedInformers } from '../kube/informer.ts';
 import { type Logger, silentLogger } from '../kube/logger.ts';
 import { createOperator, type Operator, type OperatorConfig } from '../operator/operator.ts';
 import { embeddedOptions, type OperatorOptions } from '../operator/options.ts';
@@ -40,6 +43,13 @@ export interface CAPIStackOptions {
    * (`cloudprovider/aws/setup.ts`).
    */
   aws?: { emulatorEndpoint: string; region: string; clusterName: string };
+  /** The AWSCluster identity check of the KMP controller, built on the started environment (default none). */
+  clusterIdentity?: (env: CAPIEnvironment) => ClusterIdentityCheck;
+  /**
+   * The KMP controller's own management client (with informers of its own on it, stopped with the stack), e.g. one
+   * that records its requests for the chart's RBAC; default the environment's client and informers.
+   */
+  managementClient?: (env: CAPIEnvironment) => KubeClient;
 }
 
 /** A running CAPI stack. */
@@ -101,18 +111,23 @@ export async function startCAPIStack(o: CAPIStackOptions = {}): Promise<CAPIStac
     }
     const provider = op?.cloudProvider;
     const store = o.bootstrapStore ?? new InMemoryBootstrapStore();
+    const kmpClient = o.managementClient?.(env);
+    const kmpInformers = kmpClient ? new SharedInformers(kmpClient, { clock: env.clock }) : undefined;
+    if (kmpInformers)
+      runs.push(ac.signal.aborted ? Promise.resolve() : onAbort(ac.signal, () => kmpInformers.stop()));
     const kmp = new KarpenterMachinePoolController({
-      client: env.mgmt,
-      informers: env.mgmtInformers,
+      client: kmpClient ?? env.mgmt,
+      informers: kmpInformers ?? env.mgmtInformers,
       clock: env.clock,
       logger,
-      recorder: new EventRecorder(env.mgmt, {
+      recorder: new EventRecorder(kmpClient ?? env.mgmt, {
         clock: env.clock,
         component: 'capenter-capi',
         host: 'capenter',
       }),
       bootstrapStore: store,
       instances: cloudProviderInstances(() => provider),
+      ...(o.clusterIdentity ? { clusterIdentity: o.clusterIdentity(env) } : {}),
     });
     runs.push(kmp.start(ac.signal));
     let taints: CAPITaintController | undefined;
@@ -152,4 +167,11 @@ export async function startCAPIStack(o: CAPIStackOptions = {}): Promise<CAPIStac
     await env.stop();
     throw err;
   }
+}
+
+/** Resolves after `signal` aborts and `fn` has run. */
+function onAbort(signal: AbortSignal, fn: () => Promise<void>): Promise<void> {
+  return new Promise((resolve) =>
+    signal.addEventListener('abort', () => void fn().then(resolve, resolve), { once: true }),
+  );
 }

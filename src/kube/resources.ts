@@ -140,6 +140,28 @@ export const Resources = {
   MachinePool: rt<KubeObject>('cluster.x-k8s.io', 'v1beta2', 'machinepools', 'MachinePool', true),
   AWSCluster: rt<KubeObject>('infrastructure.cluster.x-k8s.io', 'v1beta2', 'awsclusters', 'AWSCluster', true),
   AWSMachine: rt<KubeObject>('infrastructure.cluster.x-k8s.io', 'v1beta2', 'awsmachines', 'AWSMachine', true),
+  /** CAPA's cluster identities (cluster-scoped; `AWSCluster.spec.identityRef`, `src/cloudprovider/aws/identity.ts`). */
+  AWSClusterControllerIdentity: rt<KubeObject>(
+    'infrastructure.cluster.x-k8s.io',
+    'v1beta2',
+    'awsclustercontrolleridentities',
+    'AWSClusterControllerIdentity',
+    false,
+  ),
+  AWSClusterRoleIdentity: rt<KubeObject>(
+    'infrastructure.cluster.x-k8s.io',
+    'v1beta2',
+    'awsclusterroleidentities',
+    'AWSClusterRoleIdentity',
+    false,
+  ),
+  AWSClusterStaticIdentity: rt<KubeObject>(
+    'infrastructure.cluster.x-k8s.io',
+    'v1beta2',
+    'awsclusterstaticidentities',
+    'AWSClusterStaticIdentity',
+    false,
+  ),
   AWSMachineTemplate: rt<KubeObject>(
     'infrastructure.cluster.x-k8s.io',
     'v1beta2',

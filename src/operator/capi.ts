@@ -3,6 +3,7 @@
  * cluster and the CAPI taint controller against the operator's (workload) cluster, run on the leader only
  * ({@link runCAPIControllers}). The embedded CAPI stack of `capenter start --capi` is `src/embedded/capi.ts`.
  */
+import type { ClusterIdentityCheck } from '../cloudprovider/module.ts';
 import type { BootstrapDataStore } from '../controllers/capi/bootstrap.ts';
 import { KarpenterMachinePoolController } from '../controllers/capi/controller.ts';
 import { cloudProviderInstances } from '../controllers/capi/instances.ts';
@@ -24,6 +25,8 @@ export interface CAPIControllersOptions {
   /** Bootstrap data store (the provider module's, e.g. aws: S3; else in memory); closed when it has `close`. */
   bootstrapStore: BootstrapDataStore & { close?(): void };
   uninitializedTimeoutSeconds?: number;
+  /** The provider's identity check of the AWSCluster (`ProviderSetup.capi.clusterIdentity`, bound); default none. */
+  clusterIdentity?: ClusterIdentityCheck;
   signal: AbortSignal;
 }
 
@@ -46,6 +49,7 @@ export async function runCAPIControllers(op: Operator, o: CAPIControllersOptions
     bootstrapStore: store,
     instances: cloudProviderInstances(() => provider),
     ...(o.clusterName ? { clusterName: o.clusterName } : {}),
+    ...(o.clusterIdentity ? { clusterIdentity: o.clusterIdentity } : {}),
   });
   const taints = new CAPITaintController({
     client: op.client,

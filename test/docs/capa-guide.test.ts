@@ -38,6 +38,79 @@ function sources(dir: string): string {
     .join('\n');
 }
 
+/**
+ * The management-cluster requests of the KarpenterMachinePool controller (`verb group resource`), from its code:
+ * informers (list, watch) on KMPs, MachinePools, Clusters, AWSClusters (controller.ts); KMP finalizer/annotation
+ * patches and status writes (steps/bootstrap.ts, finalize.ts, context.ts); MachinePool annotation and replicas
+ * (steps/resolve.ts, report.ts); a Secret informer and Secrets by name (controller.ts, steps/bootstrap.ts,
+ * workload.ts; recorded by test/capi/rbac.test.ts); KubeadmConfig and control-plane
+ * object by reference, control-plane Machines (steps/bootstrap.ts, generate.ts); CAPA identities, Namespaces and
+ * the static identity's Secret (src/cloudprovider/aws/identity.ts); Events (src/kube/events.ts).
+ */
+const KMP_REQUESTS = [
+  'list infrastructure.cluster.x-k8s.io karpentermachinepools',
+  'watch infrastructure.cluster.x-k8s.io karpentermachinepools',
+  'get infrastructure.cluster.x-k8s.io karpentermachinepools',
+  'patch infrastructure.cluster.x-k8s.io karpentermachinepools',
+  'patch infrastructure.cluster.x-k8s.io karpentermachinepools/status',
+  'list infrastructure.cluster.x-k8s.io awsclusters',
+  'watch infrastructure.cluster.x-k8s.io awsclusters',
+  'get infrastructure.cluster.x-k8s.io awsclusters',
+  'get infrastructure.cluster.x-k8s.io awsclustercontrolleridentities',
+  'get infrastructure.cluster.x-k8s.io awsclusterroleidentities',
+  'get infrastructure.cluster.x-k8s.io awsclusterstaticidentities',
+  'list cluster.x-k8s.io machinepools',
+  'watch cluster.x-k8s.io machinepools',
+  'patch cluster.x-k8s.io machinepools',
+  'list cluster.x-k8s.io clusters',
+  'watch cluster.x-k8s.io clusters',
+  'get cluster.x-k8s.io clusters',
+  'list cluster.x-k8s.io machines',
+  'get bootstrap.cluster.x-k8s.io kubeadmconfigs',
+  'get controlplane.cluster.x-k8s.io kubeadmcontrolplanes',
+  'get core secrets',
+  'list core secrets',
+  'watch core secrets',
+  'get core namespaces',
+  'create core events',
+  'patch core events',
+];
+
+/** Mode A's chart render gives the pod a management-cluster kubeconfig and a ClusterRole with every KMP request. */
+function expectManagementAccess(objs: KubeObject[]): void {
+  const cm = objs.find(
+    (o) => o.kind === 'ConfigMap' && o.metadata?.name === 'capenter-demo-management-kubeconfig',
+  ) as (KubeObject & { data: { kubeconfig: string } }) | undefined;
+  const kubeconfig = parseAllDocuments(cm?.data.kubeconfig ?? '')[0]?.toJS() as {
+    clusters: Array<{ cluster: { server: string } }>;
+    users: Array<{ user: { tokenFile: string } }>;
+  };
+  expect(kubeconfig.clusters[0]?.cluster.server).toBe('https://kubernetes.default.svc');
+  expect(kubeconfig.users[0]?.user.tokenFile).toBe('/var/run/secrets/kubernetes.io/serviceaccount/token');
+  const role = objs.find((o) => o.kind === 'ClusterRole') as unknown as {
+    rules: Array<{ apiGroups: string[]; resources: string[]; verbs: string[] }>;
+  };
+  const granted = (key: string): boolean => {
+    const [verb, group, resource] = key.split(' ') as [string, string, string];
+    const g = group === 'core' ? '' : group;
+    return role.rules.some(
+      (r) =>
+        r.apiGroups.includes(g) &&
+        (r.resources.includes(resource) || r.resources.includes('*')) &&
+        r.verbs.includes(verb),
+    );
+  };
+  expect(KMP_REQUESTS.filter((k) => !granted(k))).toEqual([]);
+  const binding = objs.find((o) => o.kind === 'ClusterRoleBinding') as unknown as {
+    roleRef: { name: string };
+    subjects: Array<{ kind: string; name: string; namespace: string }>;
+  };
+  expect(binding.roleRef.name).toBe(
+    role && (objs.find((o) => o.kind === 'ClusterRole')?.metadata?.name as string),
+  );
+  expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: 'capenter-demo', namespace: 'team-a' }]);
+}
+
 let s: TestServer;
 const dir = mkdtempSync(join(tmpdir(), 'capenter-capa-guide-'));
 beforeAll(async () => {
@@ -73,9 +146,7 @@ function collectionPath(obj: KubeObject): string {
 describe('docs/capa-guide.md', () => {
   it('every object of its YAML blocks is accepted by the CRDs and by capenter validation', async () => {
     expect(OBJECTS.map((o) => `${o.kind}/${o.metadata?.name}`)).toEqual([
-      'ConfigMap/capenter-management-kubeconfig',
-      'ClusterRole/capenter-kmp',
-      'ClusterRoleBinding/capenter-kmp-team-a',
+      'AWSClusterRoleIdentity/team-a-role',
       'KubeadmConfig/workers',
       'MachinePool/workers',
       'KarpenterMachinePool/workers',
@@ -134,7 +205,11 @@ describe('docs/capa-guide.md', () => {
         .map((d) => d.toJS() as KubeObject | null)
         .filter((o): o is KubeObject => !!o?.kind);
       const dep = objs.find((o) => o.kind === 'Deployment') as unknown as {
-        spec: { template: { spec: { containers: Array<{ args: string[] }>; volumes: unknown[] } } };
+        spec: {
+          template: {
+            spec: { containers: Array<{ args: string[]; volumeMounts?: unknown[] }>; volumes: unknown[] };
+          };
+        };
       };
       return { objs, pod: dep.spec.template.spec };
     };
@@ -142,20 +217,23 @@ describe('docs/capa-guide.md', () => {
     expect(a.pod.containers[0]?.args).toEqual([
       'controller',
       '--cloud-provider=aws',
-      '--kubeconfig=/etc/capenter/workload/value',
-      '--capi-management-kubeconfig=/etc/capenter/management/kubeconfig',
+      '--kubeconfig=/etc/capenter/workload/kubeconfig',
       '--install-crds',
+      '--capi-management-kubeconfig=/etc/capenter/management/kubeconfig',
     ]);
     expect(a.pod.volumes).toEqual([
-      { name: 'workload-kubeconfig', secret: { secretName: 'demo-kubeconfig' } },
-      { name: 'management-kubeconfig', configMap: { name: 'capenter-management-kubeconfig' } },
+      {
+        name: 'workload-kubeconfig',
+        secret: { secretName: 'demo-kubeconfig', items: [{ key: 'value', path: 'kubeconfig' }] },
+      },
+      { name: 'management-kubeconfig', configMap: { name: 'capenter-demo-management-kubeconfig' } },
     ]);
+    expect(a.pod.containers[0]?.volumeMounts).toEqual([
+      { name: 'workload-kubeconfig', mountPath: '/etc/capenter/workload', readOnly: true },
+      { name: 'management-kubeconfig', mountPath: '/etc/capenter/management', readOnly: true },
+    ]);
+    expectManagementAccess(a.objs);
     const sa = a.objs.find((o) => o.kind === 'ServiceAccount');
-    // the ServiceAccount the guide's ClusterRoleBinding names
-    const binding = OBJECTS.find((o) => o.kind === 'ClusterRoleBinding') as unknown as {
-      subjects: Array<{ name: string; namespace: string }>;
-    };
-    expect(binding.subjects[0]).toMatchObject({ name: sa?.metadata?.name, namespace: 'team-a' });
     expect(sa?.metadata?.annotations?.['eks.amazonaws.com/role-arn']).toBe(
       'arn:aws:iam::111122223333:role/capenter-demo',
     );
@@ -178,13 +256,18 @@ describe('docs/capa-guide.md', () => {
       (m) => m[1],
     );
     expect(reasons).toContain('RegistrationTaintMissing');
-    expect(reasons).toHaveLength(15);
-    const code = sources('src/controllers') + sources('src/cloudprovider/clusterapi');
+    expect(reasons).toHaveLength(19);
+    const code =
+      sources('src/controllers') +
+      sources('src/cloudprovider/clusterapi') +
+      readFileSync(join(ROOT, 'src/cloudprovider/aws/identity.ts'), 'utf8');
     for (const r of reasons) expect(code, r).toContain(`'${r}'`);
     for (const r of ['UnregisteredTaintMissing', 'SomeMachineDeploymentsUnusable', 'MachineNotReady'])
       expect(code, r).toContain(r);
-    // gaps: no identityRef anywhere in src; the bootstrap policies grant no S3 action
-    expect(sources('src')).not.toContain('identityRef');
+    // gaps: the static identity's Secret gets no owner reference; the bootstrap policies grant no S3 action
+    expect(readFileSync(join(ROOT, 'src/cloudprovider/aws/identity.ts'), 'utf8')).not.toContain(
+      'ownerReferences',
+    );
     expect(readFileSync(join(ROOT, 'src/cloudprovider/aws/bootstrap/policies.ts'), 'utf8')).not.toMatch(
       /['"]s3:/,
     );

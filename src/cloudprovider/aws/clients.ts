@@ -11,6 +11,7 @@ import { PricingClient } from '@aws-sdk/client-pricing';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { SSMClient } from '@aws-sdk/client-ssm';
 import { AwsCallHealth, type MiddlewareClient } from './callhealth.ts';
+import type { AwsCredentialIdentityProvider } from './identity.ts';
 
 /** The clients of one provider. */
 export interface AwsClients {
@@ -32,8 +33,13 @@ export interface AwsClientOptions {
   region?: string;
   /** One endpoint for every service (an emulator); undefined = the SDK's default (incl. `AWS_ENDPOINT_URL`). */
   endpoint?: string;
-  /** Static credentials (emulator only); undefined = the SDK's default chain. */
-  credentials?: { accessKeyId: string; secretAccessKey: string; sessionToken?: string };
+  /**
+   * Static credentials (emulator only) or a credential provider (a CAPA cluster identity, `./identity.ts`);
+   * undefined = the SDK's default chain.
+   */
+  credentials?:
+    | { accessKeyId: string; secretAccessKey: string; sessionToken?: string }
+    | AwsCredentialIdentityProvider;
   /** SDK attempts per call (default 3, the SDK's default; throttling errors are retried with backoff). */
   maxAttempts?: number;
   /** Seconds to open a connection before the attempt fails (default 30, the dial timeout of aws-sdk-go-v2). */

@@ -41,12 +41,14 @@ export const awsModule: ProviderModule<AwsModuleSettings> = {
   },
   async load(configured, deps) {
     const settings = { ...configured, region: configured.region || (await regionFromIMDS(configured.imds)) };
-    const [{ createAwsClients }, { awsSetup }, { S3BootstrapStore }] = await Promise.all([
+    const [{ createAwsClients }, { awsSetup }, { S3BootstrapStore }, identity] = await Promise.all([
       import('./clients.ts'),
       import('./setup.ts'),
       import('./s3store.ts'),
+      import('./identity.ts'),
     ]);
-    const clients = createAwsClients({ region: settings.region });
+    const credentials = identity.defaultClusterCredentials(settings.region);
+    const clients = createAwsClients({ region: settings.region, credentials: credentials.provider });
     // upstream GetCABundle: CLUSTER_CA_BUNDLE, else the CA the controller's own kubeconfig trusts
     const kubeconfigCABundle = settings.clusterCABundle ? '' : await deps.client.caBundleBase64();
     const kubeDNSIP = await kubeDNSServiceIP(deps);
@@ -59,7 +61,13 @@ export const awsModule: ProviderModule<AwsModuleSettings> = {
         ...(kubeDNSIP ? { kubeDNSIP } : {}),
       }),
       region: settings.region,
-      capi: { clusterName: settings.clusterName, bootstrapStore: () => new S3BootstrapStore() },
+      capi: {
+        clusterName: settings.clusterName,
+        // the bootstrap data's S3 calls sign with the cluster's identity too (CAPA's S3 bucket calls do)
+        bootstrapStore: () =>
+          new S3BootstrapStore((region) => ({ region, credentials: credentials.provider })),
+        clusterIdentity: (d) => identity.clusterIdentityCheck(credentials, { ...d, region: settings.region }),
+      },
       close: () => clients.destroy(),
     };
   },

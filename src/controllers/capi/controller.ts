@@ -82,6 +82,8 @@ export interface KMPControllerDeps
    * instances seen through that cluster's cloud provider. Default: every cluster of the management cluster.
    */
   clusterName?: string;
+  /** The AWSCluster's identity check (`KMPStepContext.clusterIdentity`); default none. */
+  clusterIdentity?: KMPStepContext['clusterIdentity'];
 }
 
 /** `namespace/name` of an object (namespace `default` when unset): the controller's key. */
@@ -116,6 +118,7 @@ export class KarpenterMachinePoolController implements Controller {
       instances: deps.instances,
       workloads: this.workloads,
       clusterName: deps.clusterName,
+      clusterIdentity: deps.clusterIdentity,
     };
     this.kit = defineController({
       name: this.name,

@@ -8,6 +8,7 @@
  */
 import type { Logger } from 'pino';
 import { type CAPICondition, type KarpenterMachinePool, KMPConditions } from '../../../apis/capi.ts';
+import type { ClusterIdentityCheck } from '../../../cloudprovider/module.ts';
 import type { KubeClient } from '../../../kube/client.ts';
 import type { Clock } from '../../../kube/clock.ts';
 import { isNotFound } from '../../../kube/errors.ts';
@@ -36,6 +37,12 @@ export interface KMPStepContext {
   workloads: WorkloadClusters;
   /** Only pools of this workload cluster (`MachinePool.spec.clusterName`); undefined: every cluster. */
   clusterName?: string | undefined;
+  /**
+   * Checks the AWSCluster's credentials (`spec.identityRef`) and makes the cloud provider use them (aws:
+   * `src/cloudprovider/aws/identity.ts`); `{ok: false}` stops the pass with `Ready=False` and that reason. Undefined:
+   * no check (the embedded setup, a provider without identities).
+   */
+  clusterIdentity?: ClusterIdentityCheck | undefined;
 }
 
 /** The KMP's `status` as the steps fill it in. */

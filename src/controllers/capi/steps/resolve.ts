@@ -32,7 +32,9 @@ export interface PoolInputs {
  * Resolves the pass's inputs. Returns `undefined` when the pool belongs to another workload cluster than
  * `ctx.clusterName` (the pass ends without a status write).
  * @throws NotReady with `Ready=False` reason `InvalidSpec`, `WaitingForMachinePool`, `WaitingForCluster`,
- * `ClusterPaused`, `WaitingForAWSCluster`, `MissingRegion` or `S3BucketNotConfigured`.
+ * `ClusterPaused`, `WaitingForAWSCluster`, `MissingRegion`, `S3BucketNotConfigured`, or the reason of a failed
+ * `ctx.clusterIdentity` check (aws: `PrincipalUsageUnauthorized`, `SourcePrincipalUsageUnauthorized`,
+ * `IdentityNotFound`, `InvalidIdentity`).
  */
 export async function resolveInputs(ctx: KMPStepContext, pass: KMPPass): Promise<PoolInputs | undefined> {
   const valid = validateKMP(pass.kmp);
@@ -63,6 +65,8 @@ export async function resolveInputs(ctx: KMPStepContext, pass: KMPPass): Promise
       `Cluster ${pass.namespace}/${cluster.metadata.name} is paused (spec.paused): the pool is not reconciled until it is unpaused`,
     );
   const { awsCluster, location } = resolveAWS(ctx, pass, cluster);
+  const identity = await ctx.clusterIdentity?.(awsCluster);
+  if (identity && !identity.ok) throw pass.notReady(identity.reason, identity.message, 'Error');
   return { machinePool: mp, cluster, awsCluster, location };
 }
 
