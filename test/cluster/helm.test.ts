@@ -36,6 +36,31 @@ async function canI(verb: string, group: string, resource: string, namespace?: s
   return `${verb} ${group || 'core'} ${resource}${namespace ? ` -n ${namespace}` : ''}: ${r.stdout.trim() || r.stderr.trim()}`;
 }
 
+/**
+ * A SubjectAccessReview for the chart's ServiceAccount: `kubectl auth can-i` reads `machinepools.cluster.x-k8s.io`
+ * as resource.version.group when no CRD serves it, so kinds without a CRD on this cluster are asked this way.
+ */
+async function review(verb: string, group: string, resource: string, namespace: string): Promise<string> {
+  const [res, sub] = resource.split('/');
+  const body = JSON.stringify({
+    apiVersion: 'authorization.k8s.io/v1',
+    kind: 'SubjectAccessReview',
+    spec: {
+      user: SA,
+      groups: ['system:serviceaccounts', `system:serviceaccounts:${NS}`, 'system:authenticated'],
+      resourceAttributes: { verb, group, resource: res, ...(sub ? { subresource: sub } : {}), namespace },
+    },
+  });
+  const r = await kubectl(
+    clusterKubeconfig(),
+    ['create', '-o', 'jsonpath={.status.allowed}', '-f', '-'],
+    body,
+  );
+  const out = r.stdout.trim();
+  const answer = out === 'true' ? 'yes' : out === 'false' || out === '' ? 'no' : out;
+  return `${verb} ${group || 'core'} ${resource} -n ${namespace}: ${r.code === 0 ? answer : r.stderr.trim()}`;
+}
+
 /** Runs `fns` with at most `n` at a time. */
 async function limited<T>(fns: Array<() => Promise<T>>, n = 6): Promise<T[]> {
   const out: T[] = [];
@@ -199,5 +224,67 @@ current-context: real
     const un = helm(['uninstall', 'capenter', '-n', NS]);
     expect(un.code, un.out).toBe(0);
     expect((await kubectl(kc, ['get', 'crd', 'nodepools.karpenter.sh', '-o', 'name'])).code).toBe(0);
+  });
+
+  it('capi.enabled (this cluster is the management cluster): SubjectAccessReviews grant every rule of the KarpenterMachinePool controller, and a default install none', async () => {
+    const kc = clusterKubeconfig();
+    helm(['uninstall', 'capenter', '-n', NS]);
+    const capi = [...VALUES, '--set', 'capi.enabled=true'];
+    const install = helm(['install', 'capenter', CHART, '-n', NS, '--create-namespace', ...capi]);
+    expect(install.code, install.out).toBe(0);
+    try {
+      const cm = await kubectl(kc, ['get', 'configmap', '-n', NS, '-o', 'name']);
+      expect(cm.stdout).toMatch(/configmap\/capenter-management-kubeconfig/);
+      const rules = parse(
+        readFileSync(
+          new URL('../../charts/capenter/files/clusterrole-rules-capi.yaml', import.meta.url),
+          'utf8',
+        ),
+      ) as Array<{ apiGroups: string[]; resources: string[]; verbs: string[] }>;
+      const yes: Array<() => Promise<string>> = [];
+      for (const rule of rules)
+        for (const g of rule.apiGroups)
+          for (const res of rule.resources)
+            for (const v of rule.verbs)
+              yes.push(() =>
+                review(
+                  v,
+                  g,
+                  res === '*' ? (g.startsWith('bootstrap') ? 'kubeadmconfigs' : 'kubeadmcontrolplanes') : res,
+                  'default',
+                ),
+              );
+      // the API server's RBAC cache sees the re-created ClusterRole a moment after helm returns
+      await until(
+        async () => (await review('get', 'cluster.x-k8s.io', 'machinepools', 'default')).endsWith(': yes'),
+        'the capi rules in the RBAC cache',
+        60_000,
+      );
+      const granted = await limited(yes);
+      expect(granted.filter((l) => !l.endsWith(': yes'))).toEqual([]);
+      expect(granted.length).toBe(
+        rules.reduce((n, r) => n + r.apiGroups.length * r.resources.length * r.verbs.length, 0),
+      );
+      expect(granted.length).toBeGreaterThanOrEqual(30);
+    } finally {
+      const un = helm(['uninstall', 'capenter', '-n', NS]);
+      expect(un.code, un.out).toBe(0);
+    }
+    // the default install grants none of them
+    const plain = helm(['install', 'capenter', CHART, '-n', NS, '--create-namespace', ...VALUES]);
+    expect(plain.code, plain.out).toBe(0);
+    try {
+      await until(
+        async () => (await review('get', 'cluster.x-k8s.io', 'machinepools', 'default')).endsWith(': no'),
+        'the capi rules gone from the RBAC cache',
+        60_000,
+      );
+      expect(
+        await review('patch', 'infrastructure.cluster.x-k8s.io', 'karpentermachinepools/status', 'default'),
+      ).toMatch(/: no$/);
+      expect(await review('update', 'cluster.x-k8s.io', 'machinepools', 'default')).toMatch(/: no$/);
+    } finally {
+      helm(['uninstall', 'capenter', '-n', NS]);
+    }
   });
 });
