@@ -27,7 +27,8 @@ describe('events and pod metrics', () => {
     const { client } = env;
     const op = await env.startOperator(
       { leaderElect: false, metricsPeriodSeconds: 5 },
-      { tuning: { disruption: { pollSeconds: 1, validationSeconds: 1 } } },
+      // nominations live 2 s (upstream 20 s): the emptied nodes are consolidation candidates soon after
+      { tuning: { disruption: { pollSeconds: 1, validationSeconds: 1 }, nominationTTLSeconds: 2 } },
     );
     await env.apply(`${kwokNodeClassYaml()}---
 apiVersion: karpenter.sh/v1
