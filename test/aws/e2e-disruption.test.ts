@@ -209,8 +209,9 @@ describe('aws disruption end to end (embedded cluster + moto)', () => {
   }, 240_000);
 
   it('AMI change → drift rolls every node, at most one at a time (budget 1)', async () => {
+    // nominations live 2 s, not upstream's 20: a node whose pods were just bound is no drift candidate meanwhile
     e = await startAwsE2E(emu, {
-      tuning: { disruption: { pollSeconds: 1, validationSeconds: 1 } },
+      tuning: { disruption: { pollSeconds: 1, validationSeconds: 1 }, nominationTTLSeconds: 2 },
     });
     await e.env.apply(awsNodePoolYaml(e, { budget: '1' }));
     await nodeClassReady(e);
