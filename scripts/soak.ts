@@ -11,7 +11,8 @@
  * Run `i` uses seed `S + i`; with `--parallel P` the runs go to P worker processes, one seed at a time each (the
  * runs mostly wait on loopback HTTP and the fake clock's pacing, so P > cores still pays). `--minutes M` starts no
  * run after M minutes (runs in flight finish; without `--runs` the number of runs is then unbounded). A run that
- * takes longer than `--run-timeout` real seconds (default 1200) is a failure (`timeout`, a hang): the worker is asked
+ * takes longer than `--run-timeout` real seconds (default 1200; counted from when its worker process has loaded, which
+ * may take up to 120 s more) is a failure (`timeout`, a hang): the worker is asked
  * (SIGUSR2) where its run is, and the failure names the step, what the run awaited, the emulator requests still open
  * and the run's last 40 log lines; then its process group (with its emulator) is killed and a new worker takes the
  * next seed; in-process (`--parallel 1`) the soak reports the same and stops there. Each run builds a seeded
@@ -62,7 +63,7 @@ const program = new Command('soak')
   .option('--minutes <m>', 'start no run after this many minutes (real time)', Number)
   .option(
     '--run-timeout <seconds>',
-    'a run taking longer than this (real seconds) fails as a hang and its worker is killed',
+    'a run taking longer than this (real seconds, from when its worker has loaded) fails as a hang and its worker is killed',
     int,
     1200,
   )
@@ -228,6 +229,8 @@ function unfinished(
 const TIMEOUT_DETAIL = `the run did not finish within ${o.runTimeout} s (real time): a hang`;
 /** How long a worker past `--run-timeout` has to answer where it is (real ms) before it is killed. */
 const HANG_ANSWER_MS = 10_000;
+/** Real seconds a worker process may take to load (import the operator) before its first run's --run-timeout starts. */
+const WORKER_LOAD_SECONDS = 120;
 
 /** The next seed to run, or undefined once `maxRuns` were started or the `--minutes` deadline passed. */
 let started = 0;
@@ -267,9 +270,10 @@ async function* inWorkers(parallel: number): AsyncGenerator<Result> {
     let ready = false;
     /** Set while a worker past --run-timeout is asked where it is (SIGUSR2): takes its answer. */
     let onHangReport: ((r: HangReport | undefined) => void) | undefined;
-    const give = (s: number) => {
-      const t0 = Date.now();
-      const timer = setTimeout(() => {
+    /** Arms the run's timer: --run-timeout from now once the worker has loaded, else with its load allowance. */
+    const arm = (s: number, t0: number): NodeJS.Timeout => {
+      const ms = (ready ? o.runTimeout : o.runTimeout + WORKER_LOAD_SECONDS) * 1000;
+      return setTimeout(() => {
         killed = true;
         current = undefined;
         const seconds = (Date.now() - t0) / 1000;
@@ -289,14 +293,22 @@ async function* inWorkers(parallel: number): AsyncGenerator<Result> {
         };
         if (ready) child.kill('SIGUSR2');
         else onHangReport({ detail: 'before the worker process had loaded', log: [] });
-      }, o.runTimeout * 1000);
-      current = { seed: s, t0, timer };
+      }, ms);
+    };
+    const give = (s: number) => {
+      const t0 = Date.now();
+      current = { seed: s, t0, timer: arm(s, t0) };
       child.stdin?.write(`${s}\n`);
     };
     give(seed);
     createInterface({ input: child.stdout! }).on('line', (line) => {
       if (line === READY) {
         ready = true;
+        // the run's --run-timeout starts now: loading the worker (seconds on a busy machine) is not the run's time
+        if (current) {
+          clearTimeout(current.timer);
+          current = { seed: current.seed, t0: Date.now(), timer: arm(current.seed, Date.now()) };
+        }
         return;
       }
       if (line.startsWith(HANG)) {

@@ -257,7 +257,8 @@ export async function runController(
       installCRDs: flags.installCrds === true,
     });
     const ac = new AbortController();
-    io.signal?.addEventListener('abort', () => ac.abort(), { once: true });
+    if (io.signal?.aborted) ac.abort();
+    else io.signal?.addEventListener('abort', () => ac.abort(), { once: true });
     let interrupted = false;
     const onSignal = (): void => {
       interrupted = true;
@@ -281,6 +282,10 @@ export async function runController(
     );
     const dashboard = await serveDashboard(op, flags, dashPort, io.stderr).catch(async (err: unknown) => {
       await op.stop(); // a port in use: stop what started, then report it (exit 1)
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+      client.close();
+      setup.close?.();
       throw err;
     });
     await op.done;

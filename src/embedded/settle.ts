@@ -6,6 +6,7 @@
  * with the mode's extra). With `exitWhenSettled` it then returns 0, or 1 after `timeoutSeconds` with a summary of
  * what is still pending and why; without, it runs until the signal aborts (and prints a summary then if none was).
  */
+import type { OperatorConfig } from '../operator/operator.ts';
 import {
   type ClusterView,
   formatSummaryTable,
@@ -24,6 +25,11 @@ export interface StartIO {
   progressIntervalMs?: number;
   /** Environment (`--cloud-provider aws` reads `AWS_ENDPOINT_URL`, `AWS_REGION`, `CLUSTER_NAME`, ...). */
   env?: Readonly<Record<string, string | undefined>>;
+  /**
+   * Operator tuning of the single-cluster run (tests shorten the disruption periods, e.g. `{ disruption: {
+   * pollSeconds: 1, validationSeconds: 1 } }`); default the operator's (upstream's periods).
+   */
+  tuning?: OperatorConfig['tuning'];
 }
 
 /** What a mode adds to each progress line and to the settled summary. */

@@ -127,6 +127,7 @@ export async function runEmbedded(
       logger,
       options,
       provider: provider.setup,
+      ...(io.tuning ? { tuning: io.tuning } : {}),
     });
     await op.start(ac.signal);
     io.stderr(`capenter: controller metrics http://127.0.0.1:${op.metricsPort}/metrics\n`);

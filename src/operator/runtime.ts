@@ -232,6 +232,8 @@ export function createRuntime(d: OperatorRuntimeDeps): OperatorRuntime {
     async start(signal?: AbortSignal) {
       if (started) return;
       started = true;
+      // a signal that aborted before start (a SIGTERM during start-up) stops at once: its event has already fired
+      if (signal?.aborted) return stop();
       signal?.addEventListener('abort', () => void stop(), { once: true });
       endpoints = await startHttpEndpoints({
         registry: d.registry,

@@ -49,6 +49,8 @@ export interface AwsE2EOptions {
   tuning?: OperatorConfig['tuning'];
   /** Run the interruption controller on {@link E2E_QUEUE} (created here). */
   interruption?: boolean;
+  /** Seconds between the instance status controller's DescribeInstanceStatus polls (default upstream's 60). */
+  instanceStatusPeriodSeconds?: number;
 }
 
 /**
@@ -95,6 +97,9 @@ export async function startAwsE2E(emu: AwsEmulator, o: AwsE2EOptions = {}): Prom
           settings,
           region: emu.region,
           interruptionWaitSeconds: 1,
+          ...(o.instanceStatusPeriodSeconds !== undefined
+            ? { instanceStatusPeriodSeconds: o.instanceStatusPeriodSeconds }
+            : {}),
           clusterCIDR: '10.96.0.0/12',
           kubernetesVersion: async () => '1.32',
         }),

@@ -16,7 +16,8 @@ import { type CAPIE2E, sampleCAPIObjects, startCAPIE2E } from './harness.ts';
 
 let t: CAPIE2E;
 beforeAll(async () => {
-  t = await startCAPIE2E();
+  // nominations live 2 s, not upstream's 20: the roll below replaces a node only once its pods' nominations expired
+  t = await startCAPIE2E({ nominationTTLSeconds: 2 });
 });
 afterAll(async () => {
   await t?.stop();

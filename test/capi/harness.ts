@@ -31,7 +31,13 @@ export interface CAPIE2E {
 
 /** Starts everything; the `<cluster>-kubeconfig` Secret for cluster `demo` in `default` is written. */
 export async function startCAPIE2E(
-  o: { env?: CAPIEnvironmentOptions; uninitializedTimeoutSeconds?: number; clusterName?: string } = {},
+  o: {
+    env?: CAPIEnvironmentOptions;
+    uninitializedTimeoutSeconds?: number;
+    clusterName?: string;
+    /** Seconds a pod nomination keeps its node from disruption (default upstream's 20). */
+    nominationTTLSeconds?: number;
+  } = {},
 ): Promise<CAPIE2E> {
   const stack = await startCAPIStack({
     env: {
@@ -46,7 +52,10 @@ export async function startCAPIE2E(
       machinePoolStandIn: o.env?.machinePoolStandIn ?? { periodSeconds: 0.3 },
     },
     operator: testOptions({ leaderElect: false }),
-    tuning: { disruption: { pollSeconds: 1, validationSeconds: 1 } },
+    tuning: {
+      disruption: { pollSeconds: 1, validationSeconds: 1 },
+      ...(o.nominationTTLSeconds !== undefined ? { nominationTTLSeconds: o.nominationTTLSeconds } : {}),
+    },
     ...(o.uninitializedTimeoutSeconds !== undefined
       ? { uninitializedTimeoutSeconds: o.uninitializedTimeoutSeconds }
       : {}),

@@ -52,7 +52,11 @@ describe('RBAC of the Helm chart', () => {
     const recording = RecordingClient.fromKubeconfigText(env.sim.kubeconfig);
     const op = await env.startOperator(
       { leaderElect: true, leaderElectionNamespace: LEASE_NAMESPACE, gcPeriodSeconds: 1 },
-      { client: recording, tuning: { disruption: { pollSeconds: 1, validationSeconds: 1 } } },
+      // nominations live 2 s (upstream 20 s): the emptied node is a consolidation candidate soon after
+      {
+        client: recording,
+        tuning: { disruption: { pollSeconds: 1, validationSeconds: 1 }, nominationTTLSeconds: 2 },
+      },
     );
     await eventually(() => op.isLeader(), 'operator leads');
     await env.apply(

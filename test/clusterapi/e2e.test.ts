@@ -139,7 +139,10 @@ describe('clusterapi provider on two embedded clusters', () => {
   }, 120_000);
 
   it('consolidation moves pods from an expensive deployment to a cheap one', async () => {
-    t = await startClusterAPIE2E();
+    // nominations live 2 s, not upstream's 20: the pods' node is no consolidation candidate while nominated
+    t = await startClusterAPIE2E({
+      tuning: { disruption: { pollSeconds: 1, validationSeconds: 1 }, nominationTTLSeconds: 2 },
+    });
     // The cheap deployment starts paused: unusable (reported on the NodeClass), so the pods land on the dear one.
     await t.setup([
       { name: 'md-dear', instanceType: 'm5.2xlarge', failureDomain: 'us-east-1a', price: 0.5, maxSize: 10 },

@@ -117,7 +117,15 @@ describe('the dashboard of capenter start in Chromium', () => {
     const ac = new AbortController();
     const run = runStart(
       { filename: [FIXTURE], logLevel: 'warn' },
-      { stdout: () => {}, stderr: (t) => (err += t), env: {}, signal: ac.signal },
+      {
+        stdout: () => {},
+        stderr: (t) => (err += t),
+        env: {},
+        signal: ac.signal,
+        // disruption polls every second and validates for one (upstream: 10 s and 15 s), nominations live 2 s
+        // (upstream 20 s): the scale-down's consolidation is logged within seconds instead of ~40 s
+        tuning: { disruption: { pollSeconds: 1, validationSeconds: 1 }, nominationTTLSeconds: 2 },
+      },
     );
     let client: KubeClient | undefined;
     try {

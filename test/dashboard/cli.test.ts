@@ -51,4 +51,25 @@ describe('dashboard flags', () => {
       await sim.stop();
     }
   }, 180_000);
+
+  it('capenter controller: a signal aborted before the operator starts exits 0 (a SIGTERM during start-up is not missed)', async () => {
+    const sim = await startSimulatedCluster({ components: { workloads: false } });
+    try {
+      let err = '';
+      const code = await runController(
+        {
+          kubeconfig: sim.kubeconfig,
+          disableLeaderElection: true,
+          metricsPort: '0',
+          healthProbePort: '0',
+          logLevel: 'silent',
+        },
+        { stderr: (t) => (err += t), env: {}, signal: AbortSignal.abort() },
+      );
+      expect(code).toBe(0);
+      expect(err).toContain('capenter controller: https://127.0.0.1:');
+    } finally {
+      await sim.stop();
+    }
+  });
 });

@@ -27,7 +27,8 @@ describe('events and pod metrics', () => {
     const { client } = env;
     const op = await env.startOperator(
       { leaderElect: false, metricsPeriodSeconds: 5 },
-      { tuning: { disruption: { pollSeconds: 1, validationSeconds: 1 } } },
+      // nominations live 2 s (upstream 20 s): the emptied nodes are consolidation candidates soon after
+      { tuning: { disruption: { pollSeconds: 1, validationSeconds: 1 }, nominationTTLSeconds: 2 } },
     );
     await env.apply(`${kwokNodeClassYaml()}---
 apiVersion: karpenter.sh/v1
@@ -55,7 +56,13 @@ ${deploymentYaml('reserve', 4, '1500m', '256Mi').replace('      containers:', ' 
     await eventually(async () => (await client.list('Pod')).items.length === 0, 'reserve pods gone', 60_000);
     const nodes = (await client.list('Node')).items.length;
     expect(nodes).toBeGreaterThanOrEqual(2);
-    await env.apply(deploymentYaml('web', 40, '100m', '128Mi'));
+    // grace 0 as the reserve pods: scaled to 0 below, pods with the default 30 s grace kept their nodes 30 s longer
+    await env.apply(
+      deploymentYaml('web', 40, '100m', '128Mi').replace(
+        '      containers:',
+        '      terminationGracePeriodSeconds: 0\n      containers:',
+      ),
+    );
     await eventually(() => allRunning(client, 40), '40 pods running', 90_000);
     expect((await client.list('Node')).items.length).toBe(nodes); // no new capacity was needed
     await eventually(async () => (await startupCount()) >= 44, 'startup durations observed', 20_000).catch(
