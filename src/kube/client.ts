@@ -16,6 +16,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { KubeObject, ObjectMeta } from '../apis/core.ts';
 import { type Clock, RealClock } from './clock.ts';
 import { KubeApiError } from './errors.ts';
+import { internStrings } from './intern.ts';
 import {
   connectionOptions,
   inClusterKubeconfig,
@@ -876,7 +877,8 @@ function watchSink(
         } catch {
           continue; // a malformed line is skipped, like client-go's decoder would fail the watch: resume instead
         }
-        emit(ev.type ?? '', ev.object);
+        // informers keep what a watch delivers: share its short strings with the other copies (kube/intern.ts)
+        emit(ev.type ?? '', internStrings(ev.object));
       }
     },
     end: (err) => {

@@ -9,6 +9,7 @@ export * from './clock.ts';
 export * from './errors.ts';
 export * from './events.ts';
 export * from './informer.ts';
+export * from './intern.ts';
 export * from './leaderelection.ts';
 export * from './resources.ts';
 export * from './retry.ts';

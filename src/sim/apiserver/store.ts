@@ -182,7 +182,9 @@ export class ClusterStore {
   private readonly historyCap: number;
   private readonly log: ApiServerLogger;
   readonly now: () => number;
-  private readonly jsonCache = new WeakMap<StoredObj, string>();
+  /** storage-version JSON kept by {@link toJson} for the rest of the current synchronous write (emptied after it) */
+  private readonly jsonCache = new Map<StoredObj, string>();
+  private jsonCacheClearQueued = false;
   /** listeners notified when discovery changes (CRD added/removed) */
   readonly onDiscoveryChange = new Set<() => void>();
   private pending = new Set<Promise<void>>();
@@ -262,16 +264,28 @@ export class ClusterStore {
   // ---------------------------------------------------------------- serialization helpers
 
   /**
-   * JSON text of a stored object, as `apiVersion`. The storage version's text is kept (until the object is
-   * replaced) once it was sent to a watcher, so the write's response, the other watchers and later lists reuse
-   * it; objects nobody watches (Events, typically) are serialised per response and not kept.
+   * JSON text of a stored object, as `apiVersion`. The storage version's text is kept once it was sent to a
+   * watcher, so the other watchers and the write's response (built in the same synchronous stretch as the
+   * write) reuse it, and dropped in the next microtask: a later list or get serialises again. Kept until the object
+   * was replaced, the texts of all current objects stayed alive beside the objects: 20.6 MB of the 251-MB live heap
+   * at 6,857 of 10,000 pods Running in `capenter start` (heap snapshot, 2026-12-03), for lists that come only
+   * when an informer starts or relists. Objects nobody watches (Events, typically) are never kept.
    */
   toJson(obj: StoredObj, apiVersion?: string, keep = false): string {
     if (apiVersion && apiVersion !== obj.apiVersion) return JSON.stringify({ ...obj, apiVersion });
     let s = this.jsonCache.get(obj);
     if (s === undefined) {
       s = JSON.stringify(obj);
-      if (keep) this.jsonCache.set(obj, s);
+      if (keep) {
+        this.jsonCache.set(obj, s);
+        if (!this.jsonCacheClearQueued) {
+          this.jsonCacheClearQueued = true;
+          queueMicrotask(() => {
+            this.jsonCacheClearQueued = false;
+            this.jsonCache.clear();
+          });
+        }
+      }
     }
     return s;
   }

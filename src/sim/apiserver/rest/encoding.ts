@@ -12,6 +12,7 @@ import type {
   ResourceDef,
   StoredObj,
 } from '../../../apis/builtin/types.ts';
+import { internStrings } from '../../../kube/intern.ts';
 import type { ClusterStore, PatchType } from '../store.ts';
 import { type IncludeObject, toTable } from '../table.ts';
 import type { RestRequest, RestResponse } from './io.ts';
@@ -98,7 +99,8 @@ export function decode(text: string, media: string): Json {
     }
   }
   try {
-    return JSON.parse(text) as Json;
+    // the store keeps what a write sends: share its short strings with the other copies (kube/intern.ts)
+    return internStrings(JSON.parse(text) as Json);
   } catch (e) {
     throw badRequest(
       `couldn't get version/kind; json parse error: ${e instanceof Error ? e.message : String(e)}`,
