@@ -83,7 +83,9 @@ export async function runEmbedded(
   const startedMs = performance.now();
   const logger = createLogger({ level: f.logLevel });
   const ac = new AbortController();
-  io.signal?.addEventListener('abort', () => ac.abort(), { once: true });
+  // a signal that aborted before this run started has already fired its event
+  if (io.signal?.aborted) ac.abort();
+  else io.signal?.addEventListener('abort', () => ac.abort(), { once: true });
   const onSignal = (): void => ac.abort();
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);

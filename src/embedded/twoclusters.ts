@@ -109,7 +109,9 @@ export function twoClusterRun(flags: EmbeddedRunFlags, io: StartIO, prefix: stri
   const tmpDir = flags.kubeconfigOut ? undefined : mkdtempSync(join(tmpdir(), `${prefix}-`));
   const dir = tmpDir ?? resolve(flags.kubeconfigOut as string, '..');
   const ac = new AbortController();
-  io.signal?.addEventListener('abort', () => ac.abort(), { once: true });
+  // a signal that aborted before this run started has already fired its event
+  if (io.signal?.aborted) ac.abort();
+  else io.signal?.addEventListener('abort', () => ac.abort(), { once: true });
   const onSignal = (): void => ac.abort();
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
