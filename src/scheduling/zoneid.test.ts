@@ -126,6 +126,28 @@ describe('topology spread over an offering label (topology.k8s.aws/zone-id)', ()
     expect(podsPerZoneID(r.newNodeClaims)).toEqual({ 'use1-az1': 1, 'use1-az2': 2 });
   });
 
+  it('required pod anti-affinity over the zone ID: one pod per zone ID, the third of three pods on two zones is left', () => {
+    const anti = (name: string) =>
+      makePod(name, {
+        cpu: '1',
+        labels: { app: 'db' },
+        spec: {
+          affinity: {
+            podAntiAffinity: {
+              requiredDuringSchedulingIgnoredDuringExecution: [
+                { topologyKey: ZONE_ID, labelSelector: { matchLabels: { app: 'db' } } },
+              ],
+            },
+          },
+        },
+      });
+    const r = solve(input([anti('db-0'), anti('db-1'), anti('db-2')], ['us-east-1a', 'us-east-1b']));
+    expect(podsPerZoneID(r.newNodeClaims)).toEqual({ 'use1-az1': 1, 'use1-az2': 1 });
+    expect(r.unschedulable.map((u) => [u.pod.metadata.name, u.code])).toEqual([
+      ['db-2', 'AffinityUnsatisfiable'],
+    ]);
+  });
+
   it('a node selector on the zone ID gets an offering in that zone, though another zone is cheaper', () => {
     const pod = makePod('pinned', { cpu: '1', spec: { nodeSelector: { [ZONE_ID]: 'use1-az2' } } });
     const r = solve(input([pod], ['us-east-1a', 'us-east-1b'], {}, ['us-east-1b']));
