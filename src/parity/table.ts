@@ -460,8 +460,11 @@ const EC2NODECLASS_ROWS: ParityRow[] = [
     names: ['spec.instanceStorePolicy'],
     scope: 'amiFamily Bottlerocket',
     status: 'works',
-    note: 'RAID0: settings.bootstrap-commands."000-mount-instance-storage" as upstream (bottlerocket golden files)',
-    test: 'src/cloudprovider/aws/userdata.test.ts',
+    note:
+      'RAID0: settings.bootstrap-commands."000-mount-instance-storage" as upstream (bottlerocket golden files); the ' +
+      'default or legacy --dirs bind by the AMI version from the alias, a name term or the resolved AMI name, as ' +
+      'upstream resolveAMIVersion',
+    test: 'src/cloudprovider/aws/amiversion.test.ts',
   },
   {
     kind: 'EC2NodeClass',
