@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import type { Offering } from '../apis/instancetype.ts';
 import type { NodePool } from '../apis/karpenter.ts';
 import { cheapestOffering, offeringLabelKeys } from './instancetypes.ts';
+import { overlayInstanceTypes } from './nodeoverlay.ts';
 import { Requirement, Requirements } from './requirements.ts';
 import { solve } from './scheduler.ts';
 import { makeInstanceType, makeNode, makeNodePool, makePod } from './testing.ts';
@@ -197,5 +198,30 @@ describe('offering label keys', () => {
 
   it('offerings without labels add no key (kwok, clusterapi)', () => {
     expect(offeringLabelKeys([base])).toHaveLength(3);
+  });
+});
+
+describe('NodeOverlay over an offering label', () => {
+  it('priceAdjustment "-50%" with requirement zone-id In [use1-az2]: only the us-east-1b offerings get cheaper', () => {
+    const { instanceTypes, evaluation } = overlayInstanceTypes(
+      [
+        {
+          apiVersion: 'karpenter.sh/v1alpha1',
+          kind: 'NodeOverlay',
+          metadata: { name: 'az2-discount' },
+          spec: {
+            requirements: [{ key: ZONE_ID, operator: 'In', values: ['use1-az2'] }],
+            priceAdjustment: '-50%',
+          },
+        },
+      ],
+      [{ nodePool: pool(), instanceTypes: catalog(['us-east-1a', 'us-east-1b']) }],
+    );
+    expect(evaluation.verdicts.get('az2-discount')).toEqual({ ok: true });
+    const large = instanceTypes.default!.find((t) => t.name === 'c5.large')!;
+    expect(large.offerings.map((o) => [o.zone, o.priceUSDPerHour, o.priceSource])).toEqual([
+      ['us-east-1a', 0.085, 'provider'],
+      ['us-east-1b', 0.0425, 'node-overlay'],
+    ]);
   });
 });
