@@ -117,7 +117,7 @@ export function offeringLabelKeys(offerings: readonly Offering[]): readonly stri
   return keys;
 }
 
-/** True when `key` is a value of each offering for instance types with `offerings` (zone, capacity type, labels). */
+/** True when `key` is a label each offering gives its node (zone, capacity type, {@link offeringLabelKeys}) for a type with `offerings`. */
 export function isOfferingKey(offerings: readonly Offering[], key: string): boolean {
   return key === LabelTopologyZone || key === LabelCapacityType || offeringLabelKeys(offerings).includes(key);
 }
