@@ -150,7 +150,8 @@ function claimSpecRows(
       status: 'works',
       note:
         'In/NotIn/Exists/DoesNotExist/Gt/Lt/Gte/Lte on well-known and custom labels (incl. aws instance-tenancy, ' +
-        'zone-id and capacity-reservation labels on offerings); a karpenter.k8s.aws key the ' +
+        'zone-id and capacity-reservation labels on offerings, which also give topology spread / affinity ' +
+        'domains such as topology.k8s.aws/zone-id); a karpenter.k8s.aws key the ' +
         'aws provider never sets (placement-group-id/-partition, unknown keys) is refused by validation ' +
         '(src/apis/schemas.ts) naming the field; restricted label domains are karpenter.sh and karpenter.k8s.aws ' +
         'as upstream v1.14 (kubernetes.io and k8s.io keys are custom labels)',
@@ -459,8 +460,11 @@ const EC2NODECLASS_ROWS: ParityRow[] = [
     names: ['spec.instanceStorePolicy'],
     scope: 'amiFamily Bottlerocket',
     status: 'works',
-    note: 'RAID0: settings.bootstrap-commands."000-mount-instance-storage" as upstream (bottlerocket golden files)',
-    test: 'src/cloudprovider/aws/userdata.test.ts',
+    note:
+      'RAID0: settings.bootstrap-commands."000-mount-instance-storage" as upstream (bottlerocket golden files); the ' +
+      'default or legacy --dirs bind by the AMI version from the alias, a name term or the resolved AMI name, as ' +
+      'upstream resolveAMIVersion',
+    test: 'src/cloudprovider/aws/amiversion.test.ts',
   },
   {
     kind: 'EC2NodeClass',

@@ -81,10 +81,13 @@ export function providerKeys(types: readonly InstanceType[]): Set<string> {
 }
 
 /**
- * Label keys an offering (not its instance type) defines: the `karpenter.k8s.aws/capacity-reservation-*` labels of a
- * reserved offering. Every other offering lacks them, like upstream aws `offering/base_resolver.go`, whose
- * non-reserved offerings carry `DoesNotExist` requirements on these keys. An offering's `reservationID` stands for
- * its `capacity-reservation-id` label when it has no labels.
+ * Label keys an offering (not its instance type) defines that every provider's offerings may carry: the
+ * `karpenter.k8s.aws/capacity-reservation-*` labels of a reserved offering. Every other offering lacks them, like
+ * upstream aws `offering/base_resolver.go`, whose non-reserved offerings carry `DoesNotExist` requirements on these
+ * keys. An offering's `reservationID` stands for its `capacity-reservation-id` label when it has no labels. Besides
+ * these, any key some offering of an instance type carries in {@link Offering.labels} is offering-derived for that
+ * type ({@link offeringLabelKeys}): the provider declares such keys (aws: `topology.k8s.aws/zone-id`) by putting
+ * them on its offerings, and the core never names them.
  */
 export const OfferingLabelKeys: readonly string[] = [
   LabelCapacityReservationID,
@@ -92,10 +95,47 @@ export const OfferingLabelKeys: readonly string[] = [
   LabelCapacityReservationInterruptible,
 ];
 
-/** The requirements of `reqs` on {@link OfferingLabelKeys} (empty in the common case). */
-function offeringLabelRequirements(reqs: Requirements): Requirement[] {
+const labelKeysMemo = new WeakMap<readonly Offering[], readonly string[]>();
+
+/**
+ * The offering-derived label keys of an instance type whose offerings are `offerings` (besides zone and capacity
+ * type): {@link OfferingLabelKeys} plus every key of the offerings' `labels`, in first-seen order. Upstream: the keys
+ * of `Offering.Requirements` (aws `offering/base_resolver.go` adds `topology.k8s.aws/zone-id` there). Memoized per
+ * offerings array (arrays are never mutated by the scheduler).
+ */
+export function offeringLabelKeys(offerings: readonly Offering[]): readonly string[] {
+  let keys = labelKeysMemo.get(offerings);
+  if (keys) return keys;
+  const extra: string[] = [];
+  for (const o of offerings) {
+    if (!o.labels) continue;
+    for (const k of Object.keys(o.labels))
+      if (!OfferingLabelKeys.includes(k) && !extra.includes(k)) extra.push(k);
+  }
+  keys = extra.length ? [...OfferingLabelKeys, ...extra] : OfferingLabelKeys;
+  labelKeysMemo.set(offerings, keys);
+  return keys;
+}
+
+/** True when `key` is a label each offering gives its node (zone, capacity type, {@link offeringLabelKeys}) for a type with `offerings`. */
+export function isOfferingKey(offerings: readonly Offering[], key: string): boolean {
+  return key === LabelTopologyZone || key === LabelCapacityType || offeringLabelKeys(offerings).includes(key);
+}
+
+/**
+ * The value of label `key` on a node launched from offering `o`: its zone, its capacity type, or its `labels` entry
+ * (a reserved offering's `reservationID` for `capacity-reservation-id`); undefined when the offering lacks it.
+ */
+export function offeringValue(o: Offering, key: string): string | undefined {
+  if (key === LabelTopologyZone) return o.zone;
+  if (key === LabelCapacityType) return o.capacityType;
+  return o.labels?.[key] ?? (key === LabelCapacityReservationID ? o.reservationID : undefined);
+}
+
+/** The requirements of `reqs` on the offering label keys of `offerings` (empty in the common case). */
+function offeringLabelRequirements(reqs: Requirements, offerings: readonly Offering[]): Requirement[] {
   const out: Requirement[] = [];
-  for (const k of OfferingLabelKeys) {
+  for (const k of offeringLabelKeys(offerings)) {
     const r = reqs.get(k);
     if (r) out.push(r);
   }
@@ -110,21 +150,42 @@ function offeringOk(
 ): boolean {
   if ((zone && !zone.has(o.zone)) || (ct && !ct.has(o.capacityType))) return false;
   for (const r of labelReqs) {
-    const v = o.labels?.[r.key] ?? (r.key === LabelCapacityReservationID ? o.reservationID : undefined);
+    const v = offeringValue(o, r.key);
     if (v === undefined ? !r.allowsAbsent() : !r.has(v)) return false;
   }
   return true;
 }
 
 /**
- * The cheapest available offering of `t` allowed by `reqs` (zone, capacity type, and the capacity-reservation labels
- * of {@link OfferingLabelKeys}: an offering without one of them meets a requirement on it only when the requirement
+ * Adds to `out` the values of `key` (an offering key, {@link isOfferingKey}) of the available `offerings` that meet
+ * every offering requirement of `reqs` (zone, capacity type, offering labels; the one on `key` included). Upstream
+ * builds the same domains from instance-type and offering requirements (`topology.go` `buildDomainGroups`).
+ */
+export function addOfferingDomains(
+  offerings: readonly Offering[],
+  reqs: Requirements,
+  key: string,
+  out: Set<string>,
+): void {
+  const zone = reqs.get(LabelTopologyZone);
+  const ct = reqs.get(LabelCapacityType);
+  const labelReqs = offeringLabelRequirements(reqs, offerings);
+  for (const o of offerings) {
+    if (!o.available || !offeringOk(o, zone, ct, labelReqs)) continue;
+    const v = offeringValue(o, key);
+    if (v !== undefined) out.add(v);
+  }
+}
+
+/**
+ * The cheapest available offering of `t` allowed by `reqs` (zone, capacity type, and the offering label keys of
+ * {@link offeringLabelKeys}: an offering without one of them meets a requirement on it only when the requirement
  * allows absence), or undefined. Ties: lower zone name, then capacity type, for determinism.
  */
 export function cheapestOffering(offerings: readonly Offering[], reqs: Requirements): Offering | undefined {
   const zone = reqs.get(LabelTopologyZone);
   const ct = reqs.get(LabelCapacityType);
-  const labelReqs = offeringLabelRequirements(reqs);
+  const labelReqs = offeringLabelRequirements(reqs, offerings);
   let best: Offering | undefined;
   for (const o of offerings) {
     if (!o.available || !offeringOk(o, zone, ct, labelReqs)) continue;
@@ -150,9 +211,9 @@ export function instanceTypeIncompatibility(
   reqs: Requirements,
   keys: ReadonlySet<string> = providerKeys([it]),
 ): string | undefined {
+  const offKeys = offeringLabelKeys(it.offerings);
   for (const r of reqs.values()) {
-    if (r.key === LabelTopologyZone || r.key === LabelCapacityType || OfferingLabelKeys.includes(r.key))
-      continue;
+    if (r.key === LabelTopologyZone || r.key === LabelCapacityType || offKeys.includes(r.key)) continue;
     const v = it.labels[r.key];
     if (v !== undefined) {
       if (!r.has(v)) return `${it.name}: key "${r.key}" value ${v} not in ${r.toString()}`;
@@ -163,7 +224,7 @@ export function instanceTypeIncompatibility(
   if (!cheapestOffering(it.offerings, reqs)) {
     const zone = reqs.get(LabelTopologyZone);
     const ct = reqs.get(LabelCapacityType);
-    const extra = offeringLabelRequirements(reqs)
+    const extra = offeringLabelRequirements(reqs, it.offerings)
       .map((r) => ` and ${r.key} ${r.toString()}`)
       .join('');
     return `${it.name}: no available offering in zones ${zone ? zone.toString() : 'any'} with capacity type ${ct ? ct.toString() : 'any'}${extra}`;
@@ -187,17 +248,17 @@ export function vectorFits(need: Float64Array, alloc: Float64Array): boolean {
 }
 
 /**
- * How many distinct values of `r.key` that `r` allows the types offer (zone / capacity type: from available
- * offerings; other keys: from labels), counting no further than `limit`.
+ * How many distinct values of `r.key` that `r` allows the types offer (offering keys such as zone / capacity type:
+ * from available offerings; other keys: from labels), counting no further than `limit`.
  */
 function offeredValues(types: readonly InstanceType[], r: Requirement, limit: number): Set<string> {
   const seen = new Set<string>();
   for (const t of types) {
-    if (r.key === LabelTopologyZone || r.key === LabelCapacityType) {
+    if (isOfferingKey(t.offerings, r.key)) {
       for (const o of t.offerings) {
         if (!o.available) continue;
-        const v = r.key === LabelTopologyZone ? o.zone : o.capacityType;
-        if (r.has(v)) seen.add(v);
+        const v = offeringValue(o, r.key);
+        if (v !== undefined && r.has(v)) seen.add(v);
       }
     } else {
       const v = t.labels[r.key];

@@ -16,14 +16,16 @@
  */
 import type { Taint } from '../apis/core.ts';
 import type { NodePool } from '../apis/karpenter.ts';
-import { LabelCapacityType, LabelTopologyZone, WellKnownLabels } from '../apis/labels.ts';
+import { WellKnownLabels } from '../apis/labels.ts';
 import { formatResource, type Resources } from '../apis/quantity.ts';
 import type { DaemonOverhead, DaemonOverheadGroups } from './daemonoverhead.ts';
 import { HostPortUsage } from './hostports.ts';
 import {
+  addOfferingDomains,
   byPriceThenName,
   cheapestOffering,
   instanceTypeIncompatibility,
+  isOfferingKey,
   minValuesShortfall,
   type ResourceIndex,
   relaxMinValues,
@@ -245,20 +247,17 @@ export class PoolContext {
   }
 }
 
-/** Domains of `key` offered by `types` under `reqs` (zone / capacity type from offerings; labels otherwise). */
+/**
+ * Domains of `key` offered by `types` under `reqs` (offering keys — zone, capacity type and the provider's offering
+ * labels such as aws `topology.k8s.aws/zone-id` — from the offerings `reqs` allows; labels otherwise).
+ */
 function domainsOf(types: readonly PricedType[], reqs: Requirements, key: string): Set<string> {
   const r = reqs.get(key);
   if (r && !r.complement) return new Set([...r.values].filter((v) => r.has(v)));
   const out = new Set<string>();
-  const zone = reqs.get(LabelTopologyZone);
-  const ct = reqs.get(LabelCapacityType);
   for (const p of types) {
-    if (key === LabelTopologyZone || key === LabelCapacityType) {
-      for (const o of p.t.offerings) {
-        if ((zone && !zone.has(o.zone)) || (ct && !ct.has(o.capacityType))) continue;
-        const v = key === LabelTopologyZone ? o.zone : o.capacityType;
-        if (!r || r.has(v)) out.add(v);
-      }
+    if (isOfferingKey(p.t.offerings, key)) {
+      addOfferingDomains(p.t.offerings, reqs, key, out);
     } else {
       const v = p.t.it.labels[key];
       if (v !== undefined && (!r || r.has(v))) out.add(v);

@@ -34,6 +34,7 @@ import {
   wellKnownValuesProblem,
 } from '../apis/labels.ts';
 import { parseResource, type Resources } from '../apis/quantity.ts';
+import { offeringLabelKeys } from './instancetypes.ts';
 import { Requirement, Requirements, requirementProblem } from './requirements.ts';
 
 /** Why a NodeOverlay is not applied (the `ValidationSucceeded=False` reason upstream sets). */
@@ -162,18 +163,21 @@ function offeringKey(o: Offering): string {
   return `${o.zone}/${o.capacityType}`;
 }
 
-/** The requirements of one offering: its zone and capacity type. */
+/** The requirements of one offering: its zone, capacity type and labels (aws `topology.k8s.aws/zone-id`). */
 function offeringRequirements(o: Offering): Requirements {
-  return new Requirements([
+  const reqs = new Requirements([
     Requirement.in(LabelTopologyZone, [o.zone]),
     Requirement.in(LabelCapacityType, [o.capacityType]),
   ]);
+  for (const [k, v] of Object.entries(o.labels ?? {})) reqs.add(Requirement.in(k, [v]));
+  return reqs;
 }
 
 /**
  * Upstream `getOverlaidOfferings`: the offerings of `it` the overlay applies to in `nodePool`, empty when the
  * overlay does not select the instance type. The instance type's requirements are its labels, its offerings'
- * zones and capacity types, the NodePool label and the NodePool's template labels.
+ * zones, capacity types and labels (aws `topology.k8s.aws/zone-id`, as upstream aws adds it to both the instance
+ * type's and each offering's requirements), the NodePool label and the NodePool's template labels.
  */
 function overlaidOfferings(nodePool: NodePool, it: InstanceType, overlayReqs: Requirements): Offering[] {
   const itReqs = new Requirements([Requirement.in(LabelNodePool, [nodePool.metadata.name])]);
@@ -181,6 +185,14 @@ function overlaidOfferings(nodePool: NodePool, it: InstanceType, overlayReqs: Re
   itReqs.addAll(Requirements.fromLabels(it.labels));
   itReqs.add(Requirement.in(LabelTopologyZone, [...new Set(it.offerings.map((o) => o.zone))]));
   itReqs.add(Requirement.in(LabelCapacityType, [...new Set(it.offerings.map((o) => o.capacityType))]));
+  for (const key of offeringLabelKeys(it.offerings)) {
+    const values = new Set<string>();
+    for (const o of it.offerings) {
+      const v = o.labels?.[key];
+      if (v !== undefined) values.add(v);
+    }
+    if (values.size) itReqs.add(Requirement.in(key, [...values]));
+  }
   if (itReqs.compatible(overlayReqs) !== undefined) return [];
   return it.offerings.filter(
     (o) => overlayReqs.compatible(offeringRequirements(o), WellKnownLabels) === undefined,

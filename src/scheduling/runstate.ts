@@ -11,7 +11,13 @@ import { isTerminal } from '../apis/pod.ts';
 import { parseResources, QuantityParseError, type Resources, resourceListProblem } from '../apis/quantity.ts';
 import { type DaemonOverhead, daemonOverhead, daemonOverheadGroups } from './daemonoverhead.ts';
 import { type ExistingCapacity, existingNodeCapacity, inFlightCapacity } from './existingnode.ts';
-import { providerKeys, ResourceIndex, typeInfos } from './instancetypes.ts';
+import {
+  addOfferingDomains,
+  isOfferingKey,
+  providerKeys,
+  ResourceIndex,
+  typeInfos,
+} from './instancetypes.ts';
 import { PoolContext } from './nodeclaim.ts';
 import { nodeClaimTemplateRequirements } from './nodeclaimtemplate.ts';
 import { constraintKey, type PodInfo, PodInfoCache, resourceKey } from './podinfo.ts';
@@ -189,26 +195,24 @@ function buildPools(
 }
 
 /**
- * The domains of topology key `key` a run knows (lazy per key, cached): zones and capacity types of the
- * NodePools' offerings, values the NodePools' requirements allow, labels of their instance types, and the
- * labels of existing nodes.
+ * The domains of topology key `key` a run knows (lazy per key, cached): zones, capacity types and the provider's
+ * offering labels (aws `topology.k8s.aws/zone-id`) of the NodePools' offerings, values the NodePools' requirements
+ * allow, labels of their instance types, and the labels of existing nodes.
  */
 function domainUniverse(input: SchedulingInput, pools: readonly PoolContext[]) {
   const cache = new Map<string, Set<string>>();
   const fromPool = (pool: PoolContext, key: string, u: Set<string>) => {
     const r = pool.requirements.get(key);
     if (key === LabelTopologyZone || key === LabelCapacityType) {
-      const zone = pool.requirements.get(LabelTopologyZone);
-      const ct = pool.requirements.get(LabelCapacityType);
-      for (const p of pool.types)
-        for (const o of p.t.offerings) {
-          if ((zone && !zone.has(o.zone)) || (ct && !ct.has(o.capacityType))) continue;
-          u.add(key === LabelTopologyZone ? o.zone : o.capacityType);
-        }
+      for (const p of pool.types) addOfferingDomains(p.t.offerings, pool.requirements, key, u);
     } else if (r && !r.complement) {
       for (const v of r.values) if (r.has(v)) u.add(v);
     } else {
       for (const p of pool.types) {
+        if (isOfferingKey(p.t.offerings, key)) {
+          addOfferingDomains(p.t.offerings, pool.requirements, key, u);
+          continue;
+        }
         const v = p.t.it.labels[key];
         if (v !== undefined && (!r || r.has(v))) u.add(v);
       }

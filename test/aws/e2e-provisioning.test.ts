@@ -229,6 +229,49 @@ describe('aws provider end to end (embedded cluster + moto)', () => {
     await expectOneInstancePerNodeClaim(e, claims);
   });
 
+  it('4 replicas spread over topology.k8s.aws/zone-id (maxSkew 1): each NodeClaim pinned to one zone ID, its instance in a subnet of that zone ID (issue 28)', async () => {
+    e = await startAwsE2E(emu);
+    await e.env.apply(awsNodePoolYaml(e));
+    await nodeClassReady(e);
+    const cls = (await e.env.client.get('EC2NodeClass', 'default')) as {
+      status?: { subnets?: Array<{ id: string; zone: string; zoneID?: string }> };
+    };
+    const zoneIDs = [...new Set((cls.status?.subnets ?? []).map((s) => s.zoneID))].sort();
+    await e.env.apply(
+      deploymentYaml('spread', 4, '1500m', '1Gi').replace(
+        '      containers:',
+        '      topologySpreadConstraints:\n' +
+          '        - {maxSkew: 1, topologyKey: topology.k8s.aws/zone-id, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app: spread}}}\n' +
+          '      containers:',
+      ),
+    );
+    const claims = await settled(e, 4);
+    await expectOneInstancePerNodeClaim(e, claims);
+    const subnets = new Map((cls.status?.subnets ?? []).map((s) => [s.id, s]));
+    const instances = await e.instances();
+    const perZoneID = new Map<string, number>();
+    for (const nc of claims) {
+      const pinned = nc.spec.requirements.find((r) => r.key === 'topology.k8s.aws/zone-id');
+      expect(pinned).toMatchObject({ operator: 'In' });
+      expect(pinned?.values).toHaveLength(1);
+      const inst = instances.find((i) => i.InstanceId === instanceIdOf(nc))!;
+      // the launched instance's subnet is in the zone ID the scheduler chose, and the NodeClaim is labelled with it
+      expect(subnets.get(inst.SubnetId!)?.zoneID).toBe(pinned!.values![0]);
+      expect(nc.metadata.labels?.['topology.k8s.aws/zone-id']).toBe(pinned!.values![0]);
+    }
+    const pods = (await e.env.client.list('Pod', { namespace: 'default' })).items as Array<{ spec?: { nodeName?: string } }>;
+    const nodes = (await e.env.client.list('Node')).items;
+    for (const p of pods) {
+      const node = nodes.find((n) => n.metadata.name === p.spec?.nodeName);
+      const id = node?.metadata.labels?.['topology.k8s.aws/zone-id'] ?? '?';
+      perZoneID.set(id, (perZoneID.get(id) ?? 0) + 1);
+    }
+    expect({ zoneIDs, perZoneID: Object.fromEntries([...perZoneID].sort()) }).toEqual({
+      zoneIDs: ['usw2-az1', 'usw2-az2', 'usw2-az3', 'usw2-az4'],
+      perZoneID: { 'usw2-az1': 1, 'usw2-az2': 1, 'usw2-az3': 1, 'usw2-az4': 1 },
+    });
+  });
+
   it('an EC2NodeClass selecting no subnets: SubnetsReady=False with the reason, nothing launched', async () => {
     e = await startAwsE2E(emu);
     await e.env.apply(awsNodePoolYaml(e, { subnetTag: 'nobody' }));

@@ -196,11 +196,43 @@ export interface AwsCloudProviderDeps {
   shared?: { pricing?: AwsPricing; inventory?: InstanceTypeInventory };
 }
 
-/** The version of the class's `alias` AMI selector term (`bottlerocket@v1.46.0` → `v1.46.0`), or undefined. */
-function aliasVersion(nodeClass: EC2NodeClass): string | undefined {
-  const alias = nodeClass.spec.amiSelectorTerms?.find((t) => typeof t.alias === 'string')?.alias;
-  const parts = alias?.split('@');
-  return parts?.length === 2 ? parts[1] : undefined;
+/**
+ * The AMI version a launch's user data is rendered for (it picks Bottlerocket's ephemeral-storage bind, see
+ * `userdata.ts` `bottlerocketSupportsDefaultBind`), or undefined. Upstream aws v1.14.1
+ * `pkg/providers/amifamily/bottlerocket.go` `resolveAMIVersion`, in its order: the `alias` term's version
+ * (`bottlerocket@v1.46.0` → `v1.46.0`, `bottlerocket@latest` → `latest`); else the version in a `name` term
+ * (`bottlerocket-aws-k8s-1.33-x86_64-v1.46.0-431fe75a` → `v1.46.0`: the first `-`-separated part that starts with
+ * `v` and holds a `.`); else the name of the resolved AMI (`status.amis`) an `id` term names, when it is a
+ * Bottlerocket name; else the first resolved Bottlerocket AMI name that holds a version (a `tags` term).
+ */
+export function resolveAMIVersion(nodeClass: EC2NodeClass): string | undefined {
+  const terms = nodeClass.spec.amiSelectorTerms ?? [];
+  for (const t of terms) {
+    const parts = typeof t.alias === 'string' && t.alias !== '' ? t.alias.split('@') : [];
+    if (parts.length === 2) return parts[1];
+  }
+  for (const t of terms) {
+    const v = typeof t.name === 'string' ? versionInAMIName(t.name) : undefined;
+    if (v) return v;
+  }
+  const amis = ec2NodeClassStatus(nodeClass).amis ?? [];
+  const bottlerocket = (name: string | undefined): name is string => !!name?.includes('bottlerocket');
+  for (const t of terms) {
+    if (typeof t.id !== 'string' || t.id === '') continue;
+    const ami = amis.find((a) => a.id === t.id && bottlerocket(a.name));
+    const v = ami ? versionInAMIName(ami.name!) : undefined;
+    if (v) return v;
+  }
+  for (const a of amis) {
+    const v = bottlerocket(a.name) ? versionInAMIName(a.name) : undefined;
+    if (v) return v;
+  }
+  return undefined;
+}
+
+/** Upstream `extractVersionFromName`: the first `-`-separated part of `name` starting with `v` and holding a `.`. */
+function versionInAMIName(name: string): string | undefined {
+  return name.split('-').find((p) => p.startsWith('v') && p.includes('.'));
 }
 
 /** `aws:///<zone>/<id>` → parts, or undefined. */
@@ -1016,7 +1048,7 @@ export class AwsCloudProvider implements CloudProvider {
     } catch (err) {
       throw new CreateError((err as Error).message, 'InvalidNodeClass', undefined, { cause: err });
     }
-    const amiVersion = aliasVersion(nodeClass);
+    const amiVersion = resolveAMIVersion(nodeClass);
     const configs: FleetLaunchTemplateConfigRequest[] = [];
     for (const g of groups) {
       let userData: string;

@@ -46,7 +46,10 @@ export interface BootstrapOptions {
   customUserData?: string;
   /** The kube-dns Service IP: `clusterDNS` when `spec.kubelet.clusterDNS` is unset (upstream `KubeDNSIP`). */
   kubeDNSIP?: string;
-  /** The AMI version (`bottlerocket@v1.46.0` → `v1.46.0`, `latest`): picks Bottlerocket's ephemeral-storage bind. */
+  /**
+   * The AMI version (`v1.46.0`, `latest`; `provider.ts` `resolveAMIVersion`: alias, name term, or resolved AMI
+   * name): picks Bottlerocket's ephemeral-storage bind.
+   */
   amiVersion?: string;
 }
 
