@@ -354,9 +354,20 @@ describe('clusterapi provider under the real Cluster API v1.14.2 MachineDeployme
 
   it('scales up: replicas = NodeClaims, the MachineSet makes the Machines, each bound, Running with its Node', async () => {
     const t0 = Date.now();
+    // every phase each Machine shows while it comes up (CAPI's: Pending, Provisioning, Provisioned, Running)
+    const phases = new Map<string, string[]>();
+    const observe = async (): Promise<void> => {
+      for (const m of await machines()) {
+        const seen = phases.get(m.metadata.name) ?? [];
+        const p = m.status?.phase ?? '(none)';
+        if (seen.at(-1) !== p) seen.push(p);
+        phases.set(m.metadata.name, seen);
+      }
+    };
     await applyDocs(kc, [inflate(3)], 'the inflate Deployment');
     await until(
       async () => {
+        await observe();
         const pods = await list('pods', 'app=inflate');
         return pods.length === 3 && pods.every((p) => p.status?.phase === 'Running');
       },
@@ -370,8 +381,13 @@ describe('clusterapi provider under the real Cluster API v1.14.2 MachineDeployme
     const md = await get('machinedeployment', MD);
     const sets = await machineSets();
     console.log(
-      `realcapi-clusterapi: 3 pods Running ${(upMs / 1000).toFixed(1)} s after apply; MD status ${JSON.stringify(md.status)}; Machine phases ${ms.map((m) => m.status?.phase).join(',')}`,
+      `realcapi-clusterapi: 3 pods Running ${(upMs / 1000).toFixed(1)} s after apply; MD status ${JSON.stringify(md.status)}; Machine phases seen ${JSON.stringify([...phases])}; a Machine: ${JSON.stringify({ metadata: ms[0]?.metadata, status: ms[0]?.status })}; MachineSet status ${JSON.stringify(sets[0]?.status)}`,
     );
+    for (const seen of phases.values()) {
+      expect(seen.at(-1)).toBe('Running');
+      for (const p of seen)
+        expect(['(none)', 'Pending', 'Provisioning', 'Provisioned', 'Running']).toContain(p);
+    }
     expect(claims).toHaveLength(3);
     expect(md.spec?.replicas).toBe(3);
     expect(sets).toHaveLength(1);
@@ -379,7 +395,9 @@ describe('clusterapi provider under the real Cluster API v1.14.2 MachineDeployme
     expect(ms).toHaveLength(3);
     for (const c of claims) {
       expect(cond(c, 'Initialized')?.status).toBe('True');
-      const name = c.metadata.annotations?.['karpenter.cluster.x-k8s.io/machine'];
+      const ref = c.metadata.annotations?.['karpenter.cluster.x-k8s.io/machine'];
+      expect(ref?.startsWith(`${NS}/`)).toBe(true);
+      const name = ref?.slice(NS.length + 1);
       const m = ms.find((x) => x.metadata.name === name);
       expect(m, `NodeClaim ${c.metadata.name} → Machine ${name}`).toBeDefined();
       expect(m!.metadata.labels?.['karpenter.cluster.x-k8s.io/nodeclaim']).toBe(c.metadata.name);
@@ -402,17 +420,20 @@ describe('clusterapi provider under the real Cluster API v1.14.2 MachineDeployme
     const status = await until(
       async () => {
         const s = (await get('machinedeployment', MD)).status;
-        return s?.replicas === 3 ? s : undefined;
+        return s?.replicas === 3 && s.readyReplicas === 3 && s.availableReplicas === 3 ? s : undefined;
       },
-      'MachineDeployment status.replicas 3',
+      'MachineDeployment status.replicas, readyReplicas and availableReplicas 3',
       60_000,
       500,
     );
-    expect(status.replicas).toBe(3);
+    expect(status.upToDateReplicas).toBe(3);
+    expect(status.phase).toBe('Running');
   });
 
   it('consolidation deletes exactly the chosen Machine (delete-machine annotation) and the replicas drop to 2', async () => {
     const before = await machines();
+    const claimsBefore = (await nodeClaims()).map((c) => c.metadata.name);
+    const t0 = Date.now();
     const annotated = new Set<string>();
     const watch = async (): Promise<void> => {
       for (const m of await list('machines', `cluster.x-k8s.io/deployment-name=${MD}`))
@@ -429,12 +450,17 @@ describe('clusterapi provider under the real Cluster API v1.14.2 MachineDeployme
       180_000,
       300,
     );
+    console.log(
+      `realcapi-clusterapi: consolidated one Machine away ${((Date.now() - t0) / 1000).toFixed(1)} s after scaling inflate to 2`,
+    );
     const after = await machines();
     const gone = before.filter((m) => !after.some((a) => a.metadata.name === m.metadata.name));
     expect(gone).toHaveLength(1);
     expect([...annotated]).toEqual([gone[0]!.metadata.name]);
     // the surviving Machines are the ones from before, still bound to the surviving NodeClaims
     const claims = await nodeClaims();
+    // no replacement (e.g. a MachineTemplateDrift from CAPI's defaulted MachineSet template): the survivors are old
+    expect(claims.every((c) => claimsBefore.includes(c.metadata.name))).toBe(true);
     expect(after.map((m) => m.metadata.labels?.['karpenter.cluster.x-k8s.io/nodeclaim']).sort()).toEqual(
       claims.map((c) => c.metadata.name).sort(),
     );
