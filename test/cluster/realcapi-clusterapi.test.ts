@@ -326,6 +326,10 @@ afterAll(async () => {
   );
   await kubectl(kc, ['delete', 'namespace', NS, '--wait=false']);
   await kubectl(kc, ['delete', 'clusterapinodeclass', POOL, '--ignore-not-found', '--wait=false']);
+  const noisy = new Map<string, number>();
+  for (const l of ctl?.logs ?? [])
+    if (l.level === 'error' || l.level === 'warn') noisy.set(l.message, (noisy.get(l.message) ?? 0) + 1);
+  console.log(`realcapi-clusterapi: capenter warn/error lines ${JSON.stringify([...noisy])}`);
   await ctl?.stop();
   await infra?.stop();
   await capi?.stop();
@@ -477,5 +481,35 @@ describe('clusterapi provider under the real Cluster API v1.14.2 MachineDeployme
     );
     const pods = await list('pods', 'app=inflate');
     expect(pods.filter((p) => p.status?.phase === 'Running')).toHaveLength(2);
+    // the MachineSet CAPI made from the deployment is not a template drift (capenter compares their templates)
+    for (const c of claims) expect(cond(c, 'Drifted')?.status).not.toBe('True');
+  });
+
+  it('scales to zero: no NodeClaim, MachineDeployment and MachineSet replicas 0, no Machine, no Node left', async () => {
+    await k('scale', 'deployment', 'inflate', '-n', NS, '--replicas', '0');
+    await until(
+      async () => (await nodeClaims()).length === 0 && (await list('machines')).length === 0,
+      'NodeClaims and Machines gone',
+      180_000,
+      500,
+    );
+    expect((await get('machinedeployment', MD)).spec?.replicas).toBe(0);
+    expect((await machineSets())[0]!.spec?.replicas).toBe(0);
+    await until(
+      async () => (await list('nodes', `karpenter.sh/nodepool=${POOL}`, null)).length === 0,
+      'the pool’s Nodes gone',
+      60_000,
+      500,
+    );
+    const md = await until(
+      async () => {
+        const o = await get('machinedeployment', MD);
+        return o.status?.replicas === 0 ? o : undefined;
+      },
+      'MachineDeployment status.replicas 0',
+      60_000,
+      500,
+    );
+    expect(md.status?.phase).toBe('Running');
   });
 });
