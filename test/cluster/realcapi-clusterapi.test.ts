@@ -10,6 +10,7 @@
  * run in order: scale-up (replicas = NodeClaims, Machines bound, Running with nodeRef, NodeClaims Initialized, pods
  * Running), then consolidation deleting exactly the chosen Machine.
  */
+import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ControllerProcess, clusterKubeconfig, kubectl, startController, until } from './helpers.ts';
@@ -328,7 +329,7 @@ afterAll(async () => {
   await kubectl(kc, ['delete', 'clusterapinodeclass', POOL, '--ignore-not-found', '--wait=false']);
   const noisy = new Map<string, number>();
   for (const l of ctl?.logs ?? [])
-    if (l.level === 'error' || l.level === 'warn') noisy.set(l.message, (noisy.get(l.message) ?? 0) + 1);
+    if (/^(error|warn)$/i.test(l.level)) noisy.set(l.message, (noisy.get(l.message) ?? 0) + 1);
   console.log(`realcapi-clusterapi: capenter warn/error lines ${JSON.stringify([...noisy])}`);
   await ctl?.stop();
   await infra?.stop();
@@ -438,22 +439,45 @@ describe('clusterapi provider under the real Cluster API v1.14.2 MachineDeployme
     const before = await machines();
     const claimsBefore = (await nodeClaims()).map((c) => c.metadata.name);
     const t0 = Date.now();
+    // every version of every Machine (a watch: the annotated Machine can be gone within a second)
     const annotated = new Set<string>();
-    const watch = async (): Promise<void> => {
-      for (const m of await list('machines', `cluster.x-k8s.io/deployment-name=${MD}`))
-        if (m.metadata.annotations?.['cluster.x-k8s.io/delete-machine'] !== undefined)
-          annotated.add(m.metadata.name);
-    };
+    const watch = spawn(
+      process.env.CAPENTER_TEST_KUBECTL || 'kubectl',
+      [
+        '--kubeconfig',
+        kc,
+        'get',
+        'machines',
+        '-n',
+        NS,
+        '-w',
+        '-o',
+        'jsonpath={.metadata.name}{" "}{.metadata.annotations}{"\\n"}',
+      ],
+      { stdio: ['ignore', 'pipe', 'ignore'] },
+    );
+    let seen = 0;
+    let buf = '';
+    watch.stdout.on('data', (d: Buffer) => {
+      buf += d.toString();
+      const lines = buf.split('\n');
+      buf = lines.pop() ?? '';
+      for (const line of lines) {
+        // `<name> <annotations as JSON>`; the annotation's value is ""
+        const name = line.trim().split(' ')[0];
+        seen++;
+        if (name && line.includes('"cluster.x-k8s.io/delete-machine"')) annotated.add(name);
+      }
+    });
+    await until(() => seen >= before.length, 'the Machine watch listing the Machines', 30_000, 100);
     await k('scale', 'deployment', 'inflate', '-n', NS, '--replicas', '2');
     await until(
-      async () => {
-        await watch();
-        return (await nodeClaims()).length === 2 && (await machines()).length === 2;
-      },
+      async () => (await nodeClaims()).length === 2 && (await machines()).length === 2,
       'one NodeClaim and its Machine gone',
       180_000,
       300,
     );
+    watch.kill();
     console.log(
       `realcapi-clusterapi: consolidated one Machine away ${((Date.now() - t0) / 1000).toFixed(1)} s after scaling inflate to 2`,
     );

@@ -18,14 +18,16 @@
  *   Machine's Node is deleted;
  * - paused: a MachineDeployment with `spec.paused`, the `cluster.x-k8s.io/paused` annotation or a paused Cluster is
  *   not reconciled at all (no scaling, no MachineSet), as cluster-api v1.14 skips paused objects;
- * - infrastructure failures: `failMachines(md)` → new Machines get phase `Failed` and a v1beta1 `failureReason`;
+ * - infrastructure failures: `failMachines(md)` → new Machines get the v1beta1 `failureReason` under
+ *   `status.deprecated` and keep phase `Provisioning` (cluster-api v1.14.2 never sets phase `Failed`);
  * - MachineSet preflight checks: `preflightBlocked(md)` true → no new Machines, and the MachineSet condition
  *   `MachinesCreated=False` reason `PreflightCheckFailed` (v1beta1 shape under `status.deprecated`), as CAPI does
  *   while the control plane upgrades.
  * - the current MachineSet's `spec.replicas` follows the deployment's (less older sets' Machines), as the real
  *   MachineDeployment controller scales its MachineSet;
- * - Machine phases: `Pending` until the provider ID, `Provisioned` with it, `Running` with the Node (cluster-api
- *   v1.14.2 observed Pending → Provisioned → Running with a `bootstrap.dataSecretName`; test/cluster/realcapi-clusterapi).
+ * - Machine phases: `Provisioning` (`Pending` without bootstrap data) until the provider ID, `Provisioned` with it,
+ *   `Running` with the Node (cluster-api v1.14.2's `setMachinePhaseAndLastUpdated`; observed in
+ *   test/cluster/realcapi-clusterapi.test.ts).
  * Status of MachineDeployments: `replicas`, `readyReplicas`, `availableReplicas`, `upToDateReplicas`.
  * Known differences from the real controllers (test/cluster/realcapi-clusterapi.test.ts runs those): names (real:
  * `<md>-<5 random>` sets, `<set>-<5 random>` Machines with a `machine-template-hash` label), the Node's
@@ -109,10 +111,19 @@ export interface CAPIMachineDeploymentOptions {
   preflightBlocked?: (md: MachineDeployment) => boolean;
   /**
    * The infrastructure fails new Machines of this deployment with this reason (e.g. `InsufficientInstanceCapacity`):
-   * phase `Failed` and the v1beta1 `failureReason`/`failureMessage`, no provider ID. Default never.
+   * the v1beta1 `failureReason`/`failureMessage`, no provider ID. Default never.
    */
   failMachines?: (md: MachineDeployment) => string | undefined;
   onError?: (err: unknown, where: string) => void;
+}
+
+/**
+ * The phase cluster-api v1.14.2 gives a Machine without a provider ID (`setMachinePhaseAndLastUpdated`):
+ * `Provisioning` once its bootstrap data exists (here: `bootstrap.dataSecretName` set), else `Pending`. v1.14 never
+ * sets `Failed`: an infrastructure failure only shows as the v1beta1 `failureReason` under `status.deprecated`.
+ */
+function waitingPhase(m: Machine): string {
+  return m.spec.bootstrap?.dataSecretName ? 'Provisioning' : 'Pending';
 }
 
 /** The MachineDeployment/MachineSet/Machine stand-in; see the module comment. */
@@ -234,7 +245,7 @@ export class CAPIMachineDeploymentStandIn {
       });
   }
 
-  /** Sets a Machine's `status.phase` (cluster-api's `Pending`, `Provisioned`, `Running`); returns it as stored. */
+  /** Sets a Machine's `status.phase` (cluster-api's `Provisioning`, `Provisioned`, …); returns it as stored. */
   private async setPhase(m: Machine, phase: string): Promise<Machine> {
     if (m.status?.phase === phase) return m;
     return (await this.opts.client
@@ -403,7 +414,7 @@ export class CAPIMachineDeploymentStandIn {
 
   /**
    * The infrastructure provider and Node registration for one live Machine, once `provisionSeconds` have passed
-   * since its creation: phase `Failed` when `failMachines` says so; else a provider ID, then (with a workload
+   * since its creation: the v1beta1 `failureReason` when `failMachines` says so; else a provider ID, then (with a workload
    * cluster) its Node and `status.nodeRef`, phase `Running`. Returns whether the Machine is ready (has a Node).
    */
   private async provisionMachine(
@@ -420,21 +431,20 @@ export class CAPIMachineDeploymentStandIn {
     const tspec = md.spec.template.spec;
     const created = Date.parse(String(m.metadata.creationTimestamp ?? '')) || this.opts.clock.now();
     if (this.opts.clock.now() - created < (this.opts.provisionSeconds ?? 0) * 1000) {
-      // cluster-api's first phase (observed: Pending → Provisioned → Running with dataSecretName)
-      if (!m.status?.phase) await this.setPhase(m, 'Pending');
+      if (!m.status?.phase) await this.setPhase(m, waitingPhase(m));
       return false;
     }
     let cur = m;
     const zone = tspec.failureDomain ?? 'unspecified';
     const failure = cur.spec.providerID ? undefined : this.opts.failMachines?.(md);
     if (failure) {
-      if (cur.status?.phase !== 'Failed')
+      if (!cur.status?.deprecated?.v1beta1?.failureReason)
         await c
           .updateStatus({
             ...cur,
             status: {
               ...(cur.status ?? {}),
-              phase: 'Failed',
+              phase: waitingPhase(cur),
               deprecated: {
                 v1beta1: {
                   failureReason: failure,
