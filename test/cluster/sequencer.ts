@@ -3,15 +3,15 @@
  * suite first (it installs and deletes the upstream NodeClaim CRD), then test/cluster/ (which starts from a
  * cluster without capenter's CRDs and leaves them installed, with NodeClaims whose finalizers only a running
  * controller removes), then test/differential/ (it installs capenter's CRDs itself), each group in path order,
- * and last test/cluster/realcapi.test.ts (it replaces the CAPI CRDs by the real ones, with conversion webhooks
- * served by a manager that is gone once the file ends).
+ * and last test/cluster/realcapi*.test.ts (they replace the CAPI CRDs by the real ones, with conversion webhooks
+ * served by a manager that is gone once the file ends; each file starts its own).
  */
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 export default class ClusterSequencer extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
     const rank = (f: TestSpecification): number =>
-      f.moduleId.endsWith('/test/cluster/realcapi.test.ts')
+      f.moduleId.includes('/test/cluster/realcapi')
         ? 3
         : f.moduleId.includes('/test/differential/')
           ? 2

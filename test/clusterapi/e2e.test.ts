@@ -4,7 +4,7 @@
  * pods from an expensive to a cheap deployment; a restart mid-scale leaves replicas equal to NodeClaims.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import type { MachineDeployment } from '../../src/apis/capi.ts';
+import type { MachineDeployment, MachineSet } from '../../src/apis/capi.ts';
 import type { Node } from '../../src/apis/core.ts';
 import type { NodeClaim } from '../../src/apis/karpenter.ts';
 import {
@@ -48,6 +48,23 @@ describe('clusterapi provider on two embedded clusters', () => {
     );
     expect((await t.deployment('md-cheap')).spec.replicas).toBe(claims.length);
     expect((await t.deployment('md-dear')).spec.replicas).toBe(0);
+    // as the real controllers do (test/cluster/realcapi-clusterapi.test.ts): the current MachineSet carries the
+    // deployment's replicas, Machines end Running, the deployment counts ready/available/up-to-date replicas
+    const mgmt = t.stack.env.mgmt;
+    const sets = (await mgmt.list('MachineSet', { namespace: 'default' })).items as MachineSet[];
+    expect(
+      sets.find((s) => s.metadata.labels?.['cluster.x-k8s.io/deployment-name'] === 'md-cheap')?.spec.replicas,
+    ).toBe(claims.length);
+    expect(machines.map((m) => m.status?.phase)).toEqual(machines.map(() => 'Running'));
+    const st = await eventually(async () => {
+      const s = (await t!.deployment('md-cheap')).status as Record<string, unknown> | undefined;
+      return s?.availableReplicas === claims.length ? s : undefined;
+    }, 'md-cheap availableReplicas');
+    expect(st).toMatchObject({
+      replicas: claims.length,
+      readyReplicas: claims.length,
+      upToDateReplicas: claims.length,
+    });
     const nodes = (await wl.list('Node')).items as Node[];
     for (const nc of claims) {
       const node = nodes.find((n) => n.spec?.providerID === nc.status?.providerID);

@@ -18,11 +18,23 @@
  *   Machine's Node is deleted;
  * - paused: a MachineDeployment with `spec.paused`, the `cluster.x-k8s.io/paused` annotation or a paused Cluster is
  *   not reconciled at all (no scaling, no MachineSet), as cluster-api v1.14 skips paused objects;
- * - infrastructure failures: `failMachines(md)` → new Machines get phase `Failed` and a v1beta1 `failureReason`;
+ * - infrastructure failures: `failMachines(md)` → new Machines get the v1beta1 `failureReason` under
+ *   `status.deprecated` and keep phase `Provisioning` (cluster-api v1.14.2 never sets phase `Failed`);
  * - MachineSet preflight checks: `preflightBlocked(md)` true → no new Machines, and the MachineSet condition
  *   `MachinesCreated=False` reason `PreflightCheckFailed` (v1beta1 shape under `status.deprecated`), as CAPI does
  *   while the control plane upgrades.
- * Status of MachineDeployments/MachineSets: `replicas`, `readyReplicas`.
+ * - the current MachineSet's `spec.replicas` follows the deployment's (less older sets' Machines), as the real
+ *   MachineDeployment controller scales its MachineSet;
+ * - Machine phases: `Provisioning` (`Pending` without bootstrap data) until the provider ID, `Provisioned` with it,
+ *   `Running` with the Node (cluster-api v1.14.2's `setMachinePhaseAndLastUpdated`; observed in
+ *   test/cluster/realcapi-clusterapi.test.ts).
+ * Status of MachineDeployments: `replicas`, `readyReplicas`, `availableReplicas`, `upToDateReplicas`.
+ * Known differences from the real controllers (test/cluster/realcapi-clusterapi.test.ts runs those): names (real:
+ * `<md>-<5 random>` sets, `<set>-<5 random>` Machines with a `machine-template-hash` label), the Node's
+ * `cluster.x-k8s.io/*` annotations (real: written by the Machine controller after `nodeRef`; here with the Node),
+ * the Node written by the stand-in rather than by an infrastructure provider, no drain by CAPI, no webhook defaulting
+ * (real: `spec.replicas` defaults to the min-size annotation, the selector to cluster/deployment name), and the
+ * MachineSet's status is not written (only its preflight condition).
  */
 import { createHash, randomBytes } from 'node:crypto';
 import {
@@ -99,10 +111,19 @@ export interface CAPIMachineDeploymentOptions {
   preflightBlocked?: (md: MachineDeployment) => boolean;
   /**
    * The infrastructure fails new Machines of this deployment with this reason (e.g. `InsufficientInstanceCapacity`):
-   * phase `Failed` and the v1beta1 `failureReason`/`failureMessage`, no provider ID. Default never.
+   * the v1beta1 `failureReason`/`failureMessage`, no provider ID. Default never.
    */
   failMachines?: (md: MachineDeployment) => string | undefined;
   onError?: (err: unknown, where: string) => void;
+}
+
+/**
+ * The phase cluster-api v1.14.2 gives a Machine without a provider ID (`setMachinePhaseAndLastUpdated`):
+ * `Provisioning` once its bootstrap data exists (here: `bootstrap.dataSecretName` set), else `Pending`. v1.14 never
+ * sets `Failed`: an infrastructure failure only shows as the v1beta1 `failureReason` under `status.deprecated`.
+ */
+function waitingPhase(m: Machine): string {
+  return m.spec.bootstrap?.dataSecretName ? 'Provisioning' : 'Pending';
 }
 
 /** The MachineDeployment/MachineSet/Machine stand-in; see the module comment. */
@@ -185,6 +206,8 @@ export class CAPIMachineDeploymentStandIn {
 
     const live = machines.filter((m) => !m.metadata.deletionTimestamp);
     const desired = md.spec.replicas ?? 0;
+    const inOtherSets = live.filter((m) => m.metadata.labels?.[LabelSetName] !== setName).length;
+    await this.syncMachineSetReplicas(ms, Math.max(0, desired - inOtherSets));
     if (live.length < desired && !blocked) await this.scaleUp(md, ms, desired - live.length);
     if (live.length > desired) await this.scaleDown(live, desired, cluster);
     // Deleted directly (not by scale-down): their Nodes go too.
@@ -194,7 +217,43 @@ export class CAPIMachineDeploymentStandIn {
     const template = live.some((m) => !m.status?.nodeRef) ? await this.infrastructureTemplate(md) : undefined;
     let ready = 0;
     for (const m of live) if (await this.provisionMachine(md, m, template)) ready++;
-    await this.updateDeploymentStatus(md, live.length, ready);
+    await this.updateDeploymentStatus(md, {
+      replicas: live.length,
+      readyReplicas: ready,
+      availableReplicas: ready,
+      upToDateReplicas: live.length - inOtherSets,
+    });
+  }
+
+  /**
+   * The MachineDeployment controller's scaling of its current MachineSet: `spec.replicas` = the deployment's replicas
+   * less the live Machines of older MachineSets (cluster-api logs "Scaled up current MachineSet … from 0 to 3
+   * replicas"); written only when it changes.
+   */
+  private async syncMachineSetReplicas(ms: MachineSet, replicas: number): Promise<void> {
+    if (ms.spec.replicas === replicas) return;
+    await this.opts.client
+      .patch(
+        'MachineSet',
+        ms.metadata.name!,
+        ms.metadata.namespace ?? 'default',
+        { spec: { replicas } },
+        { type: 'merge' },
+      )
+      .catch((err) => {
+        if (!isNotFound(err) && !isConflict(err)) throw err;
+      });
+  }
+
+  /** Sets a Machine's `status.phase` (cluster-api's `Provisioning`, `Provisioned`, …); returns it as stored. */
+  private async setPhase(m: Machine, phase: string): Promise<Machine> {
+    if (m.status?.phase === phase) return m;
+    return (await this.opts.client
+      .updateStatus({ ...m, status: { ...(m.status ?? {}), phase } })
+      .catch((err) => {
+        if (!isNotFound(err) && !isConflict(err)) throw err;
+        return m;
+      })) as Machine;
   }
 
   /** True when `md` or its Cluster is paused (cluster-api `annotations.IsPaused`): it is left alone. */
@@ -355,7 +414,7 @@ export class CAPIMachineDeploymentStandIn {
 
   /**
    * The infrastructure provider and Node registration for one live Machine, once `provisionSeconds` have passed
-   * since its creation: phase `Failed` when `failMachines` says so; else a provider ID, then (with a workload
+   * since its creation: the v1beta1 `failureReason` when `failMachines` says so; else a provider ID, then (with a workload
    * cluster) its Node and `status.nodeRef`, phase `Running`. Returns whether the Machine is ready (has a Node).
    */
   private async provisionMachine(
@@ -371,18 +430,21 @@ export class CAPIMachineDeploymentStandIn {
     const ns = md.metadata.namespace ?? 'default';
     const tspec = md.spec.template.spec;
     const created = Date.parse(String(m.metadata.creationTimestamp ?? '')) || this.opts.clock.now();
-    if (this.opts.clock.now() - created < (this.opts.provisionSeconds ?? 0) * 1000) return false;
+    if (this.opts.clock.now() - created < (this.opts.provisionSeconds ?? 0) * 1000) {
+      if (!m.status?.phase) await this.setPhase(m, waitingPhase(m));
+      return false;
+    }
     let cur = m;
     const zone = tspec.failureDomain ?? 'unspecified';
     const failure = cur.spec.providerID ? undefined : this.opts.failMachines?.(md);
     if (failure) {
-      if (cur.status?.phase !== 'Failed')
+      if (!cur.status?.deprecated?.v1beta1?.failureReason)
         await c
           .updateStatus({
             ...cur,
             status: {
               ...(cur.status ?? {}),
-              phase: 'Failed',
+              phase: waitingPhase(cur),
               deprecated: {
                 v1beta1: {
                   failureReason: failure,
@@ -413,6 +475,8 @@ export class CAPIMachineDeploymentStandIn {
         if (isNotFound(err)) return false;
         throw err;
       }
+      // cluster-api copies the provider ID once the infrastructure is provisioned: phase Provisioned, no Node yet
+      cur = await this.setPhase(cur, 'Provisioned');
     }
     if (!this.opts.workload) return false;
     const node = this.nodeFor(md, cur, template);
@@ -459,15 +523,19 @@ export class CAPIMachineDeploymentStandIn {
     this.initialized.add(name);
   }
 
-  /** Writes `md`'s `status.replicas` and `status.readyReplicas` when they changed. */
+  /**
+   * Writes `md`'s v1beta2 replica counters when they changed: `replicas` (live Machines), `readyReplicas` and
+   * `availableReplicas` (Machines with a Node; cluster-api counts the Machines' `Ready`/`Available` conditions, which
+   * lag the Node by a reconcile), `upToDateReplicas` (Machines of the current MachineSet).
+   */
   private async updateDeploymentStatus(
     md: MachineDeployment,
-    replicas: number,
-    ready: number,
+    counts: { replicas: number; readyReplicas: number; availableReplicas: number; upToDateReplicas: number },
   ): Promise<void> {
-    if (md.status?.replicas === replicas && md.status?.readyReplicas === ready) return;
+    const cur = (md.status ?? {}) as Record<string, unknown>;
+    if (Object.entries(counts).every(([k, v]) => cur[k] === v)) return;
     await this.opts.client
-      .updateStatus({ ...md, status: { ...(md.status ?? {}), replicas, readyReplicas: ready } })
+      .updateStatus({ ...md, status: { ...(md.status ?? {}), ...counts } })
       .catch((err) => {
         if (!isConflict(err) && !isNotFound(err)) throw err;
       });
