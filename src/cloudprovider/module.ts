@@ -22,9 +22,9 @@ import type { NodeClassReference } from '../apis/karpenter.ts';
 import type { Setting, SettingSources } from '../config/settings.ts';
 import type { KubeClient } from '../kube/client.ts';
 import type { Clock } from '../kube/clock.ts';
+import type { Recorder } from '../kube/events.ts';
 import type { SharedInformers } from '../kube/informer.ts';
 import type { Logger } from '../kube/logger.ts';
-import type { KubeEvent } from '../kube/types.ts';
 import type { BootstrapDataStore } from './bootstrap.ts';
 import type { CloudProvider, NodeClassKind } from './types.ts';
 
@@ -76,14 +76,7 @@ export interface ProviderControllerDeps {
   clock: Clock;
   logger: Logger;
   /** Kubernetes Event recorder (component `karpenter`). */
-  recorder: {
-    publish(
-      obj: KubeObject,
-      type: 'Normal' | 'Warning',
-      reason: string,
-      message: string,
-    ): Promise<KubeEvent | undefined>;
-  };
+  recorder: Recorder;
   /** prom-client registry of the operator. */
   registry: Registry;
   informers?: SharedInformers;

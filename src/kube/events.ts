@@ -26,6 +26,20 @@ export interface EventRecorderOptions {
   onError?: (err: unknown) => void;
 }
 
+/**
+ * Something that records Events (upstream's `events.Recorder`; {@link EventRecorder} fits). Controllers and the
+ * providers' own controllers take this, so tests can pass a recording fake.
+ */
+export interface Recorder {
+  /** Publishes (or deduplicates) one Event about `obj`; resolves to the Event written, if any. */
+  publish(
+    obj: KubeObject,
+    type: 'Normal' | 'Warning',
+    reason: string,
+    message: string,
+  ): Promise<KubeEvent | undefined>;
+}
+
 /** Normal or Warning, as core/v1. */
 export type EventType = 'Normal' | 'Warning';
 

@@ -3,24 +3,15 @@
  * recorder interface (upstream's `events.Recorder`).
  */
 import type { Registry } from 'prom-client';
-import type { KubeObject } from '../../apis/core.ts';
 import type { CloudProvider } from '../../cloudprovider/types.ts';
 import type { KubeClient } from '../../kube/client.ts';
 import type { Clock } from '../../kube/clock.ts';
+import type { Recorder } from '../../kube/events.ts';
 import type { SharedInformers } from '../../kube/informer.ts';
 import type { Logger } from '../../kube/logger.ts';
-import type { KubeEvent } from '../../kube/types.ts';
 
-/** Something that records Events (the `EventRecorder` of `kube/events.ts` fits). */
-export interface Recorder {
-  /** Publishes (or deduplicates) one Event about `obj`; resolves to the Event written, if any. */
-  publish(
-    obj: KubeObject,
-    type: 'Normal' | 'Warning',
-    reason: string,
-    message: string,
-  ): Promise<KubeEvent | undefined>;
-}
+/** Something that records Events: one interface, in `kube/events.ts` (providers' controllers take it too). */
+export type { Recorder } from '../../kube/events.ts';
 
 /** Dependencies and options shared by capenter's controllers. */
 export interface ControllerDeps {
