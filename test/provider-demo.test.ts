@@ -11,8 +11,10 @@ import { ROOT } from '../scripts/build.ts';
 import { crdFor, type JSONSchemaNode } from '../src/apis/crds.ts';
 import type { NodeClaim } from '../src/apis/karpenter.ts';
 import { LabelNodePool } from '../src/apis/labels.ts';
+import { registerProviderKind } from '../src/apis/provider-kinds.ts';
 import { runStart } from '../src/cli/start.ts';
 import { describeCloudProviderConformance } from '../src/cloudprovider/conformance/suite.ts';
+import { ownKindsOf } from '../src/cloudprovider/module.ts';
 import { PROVIDER_MODULES } from '../src/cloudprovider/modules.ts';
 import { checkSettingList } from '../src/config/settings.ts';
 import type { StartSummary } from '../src/embedded/summary.ts';
@@ -20,7 +22,7 @@ import { KubeClient } from '../src/kube/client.ts';
 import { FakeClock } from '../src/kube/clock.ts';
 import { checkCRDs, installCRDs, requiredCRDs, resourceOf } from '../src/operator/crds.ts';
 import { startEmbeddedCluster } from '../src/sim/apiserver/index.ts';
-import { DemoNodeClassAPI } from './fixtures/provider-demo/api.ts';
+import { DemoNodeClassAPI, DemoNodeClassKind } from './fixtures/provider-demo/api.ts';
 import { demoModule } from './fixtures/provider-demo/module.ts';
 import { DemoCloudProvider, DemoNodeClass } from './fixtures/provider-demo/provider.ts';
 
@@ -56,6 +58,15 @@ describe('a fourth provider module', () => {
     ).toEqual({
       zones: ['a', 'b'],
     });
+    expect(ownKindsOf(demoModule.nodeClassKinds).map((k) => `${k.group}/${k.version}/${k.kind}`)).toEqual([
+      'karpenter.demo.sh/v1alpha1/DemoNodeClass',
+    ]);
+    expect(() => ownKindsOf([{ ...DemoNodeClassKind, version: 'v1' }])).toThrow(
+      "NodeClass kind karpenter.demo.sh/v1 DemoNodeClass: api declares karpenter.demo.sh/v1alpha1 DemoNodeClass; make api's group, version and kind the same",
+    );
+    expect(() => registerProviderKind({ ...DemoNodeClassAPI, group: 'karpenter.kwok.sh' })).toThrow(
+      'NodeClass kind DemoNodeClass: group "karpenter.kwok.sh" is capenter\'s own; declare the kind in a group of the provider (e.g. karpenter.<provider>.sh)',
+    );
   });
 
   it('capenter start --cloud-provider demo settles with a DemoNodeClass: 6 pods of 1.5 vCPU, at most 3 a node, on three demo.4x in DEMO_ZONES', async () => {

@@ -3,7 +3,8 @@
  * `main` composing `operator.NewOperator()` + `controllers.NewControllers(…)` + its own controllers; here a provider
  * is a value registered in one list, `./index.ts`). A module declares, without loading its implementation:
  * - its `name` (the `--cloud-provider` value) and one line of help;
- * - its NodeClass kinds ({@link ProviderNodeClassKind}: group, version, kind, the conditions its `Ready` depends on,
+ * - its NodeClass kinds ({@link ProviderNodeClassKind}: group, version, kind, for a kind of its own its API (schema,
+ *   defaults, CRD), the conditions its `Ready` depends on,
  *   the order `capenter start` creates them in);
  * - its settings (`Setting[]` of the registry, `src/config/settings.ts`), turned into its own settings object by
  *   {@link ProviderModule.configure};
@@ -46,9 +47,10 @@ export interface ProviderNodeClassKind extends NodeClassKind {
   /**
    * The kind's API when it is not one of `apis/schemas.ts`'s `KarpenterKinds` (a provider's own group, e.g.
    * `karpenter.demo.sh`): plural, zod schemas of the object, `spec` and `status` (defaults as `.default()`),
-   * description. With it the kind is registered at start (`registerProviderKinds`): its objects are validated and
-   * defaulted with `schema` (`apis/validation.ts`), the operator's client serves it, `capenter start` installs its
-   * CRD (`crdFor`, `apis/crds.ts`) and `capenter controller --install-crds` applies it.
+   * description. With it the kind is registered at start (`registerOwnKinds` of `src/operator/crds.ts`,
+   * `registerProviderKind` of `src/apis/provider-kinds.ts`): its objects are validated and defaulted with `schema`
+   * (`apis/validation.ts`), the operator's client serves it, `capenter start` installs its CRD (`crdFor`,
+   * `apis/crds.ts`) and `capenter controller --install-crds` applies it and waits for it to be served.
    */
   api?: KarpenterKindInfo;
 }
@@ -216,9 +218,20 @@ export function readyDependentsOf(kinds: readonly ProviderNodeClassKind[]): Reco
   return out;
 }
 
-/** The kinds of `kinds` that declare their own API ({@link ProviderNodeClassKind.api}). */
+/**
+ * The APIs of the kinds of `kinds` that declare their own ({@link ProviderNodeClassKind.api}).
+ * @throws Error when an `api` names another group, version or kind than its `ProviderNodeClassKind`.
+ */
 export function ownKindsOf(kinds: readonly ProviderNodeClassKind[]): KarpenterKindInfo[] {
-  return kinds.flatMap((k) => (k.api ? [k.api] : []));
+  return kinds.flatMap((k) => {
+    if (!k.api) return [];
+    const a = k.api;
+    if (a.group !== k.group || a.version !== k.version || a.kind !== k.kind)
+      throw new Error(
+        `NodeClass kind ${k.group}/${k.version} ${k.kind}: api declares ${a.group}/${a.version} ${a.kind}; make api's group, version and kind the same`,
+      );
+    return [a];
+  });
 }
 
 /** `setup` with the module's own kinds ({@link ProviderSetup.ownKinds}); what loaders of a module return. */
