@@ -14,14 +14,18 @@ import { LabelNodePool } from '../src/apis/labels.ts';
 import { registerProviderKind } from '../src/apis/provider-kinds.ts';
 import { runStart } from '../src/cli/start.ts';
 import { describeCloudProviderConformance } from '../src/cloudprovider/conformance/suite.ts';
-import { ownKindsOf } from '../src/cloudprovider/module.ts';
+import { ownKindsOf, withModuleKinds } from '../src/cloudprovider/module.ts';
 import { PROVIDER_MODULES } from '../src/cloudprovider/modules.ts';
 import { checkSettingList } from '../src/config/settings.ts';
 import type { StartSummary } from '../src/embedded/summary.ts';
 import { KubeClient } from '../src/kube/client.ts';
 import { FakeClock } from '../src/kube/clock.ts';
+import { silentLogger } from '../src/kube/logger.ts';
 import { checkCRDs, installCRDs, requiredCRDs, resourceOf } from '../src/operator/crds.ts';
+import { createOperator } from '../src/operator/operator.ts';
+import { embeddedOptions } from '../src/operator/options.ts';
 import { startEmbeddedCluster } from '../src/sim/apiserver/index.ts';
+import { whenObjects } from '../src/testing/watch.ts';
 import { DemoNodeClassAPI, DemoNodeClassKind } from './fixtures/provider-demo/api.ts';
 import { demoModule } from './fixtures/provider-demo/module.ts';
 import { DemoCloudProvider, DemoNodeClass } from './fixtures/provider-demo/provider.ts';
@@ -168,6 +172,52 @@ describe('a fourth provider module', () => {
       });
       expect((await client.get(rt, 'ok')).spec).toEqual({ maxPods: 3 });
     } finally {
+      client.close();
+      await srv.stop();
+    }
+  });
+
+  it('capenter controller --install-crds: applies the DemoNodeClass CRD, the NodeClass controllers make one Ready', async () => {
+    const srv = await startEmbeddedCluster();
+    const client = KubeClient.fromKubeconfig(srv.kubeconfig);
+    const setup = withModuleKinds(
+      demoModule,
+      await demoModule.load({ zones: ['demo-1a'] }, { client, logger: silentLogger(), region: 'us-east-1' }),
+    );
+    const op = createOperator({
+      client,
+      logger: silentLogger(),
+      options: { ...embeddedOptions(), leaderElect: false },
+      provider: setup,
+      installCRDs: true,
+      defaultMetrics: false,
+      tuning: { crdRecheckSeconds: 0.05 },
+    });
+    try {
+      await op.start();
+      await op.informers.waitForSync(); // once the CRDs, the DemoNodeClass one included, are applied and served
+      expect(op.readiness()).toBeUndefined();
+      await client.create({
+        apiVersion: 'karpenter.demo.sh/v1alpha1',
+        kind: 'DemoNodeClass',
+        metadata: { name: 'default' },
+        spec: { maxPods: 7 },
+      });
+      const ready = await whenObjects(client, 'DemoNodeClass.karpenter.demo.sh', (ncs) =>
+        ncs.find((nc) =>
+          (
+            nc.status as { conditions?: Array<{ type: string; status: string }> } | undefined
+          )?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'),
+        ),
+      );
+      const conds = (ready.status as { conditions: Array<{ type: string; status: string }> }).conditions;
+      expect(conds.map((c) => `${c.type}=${c.status}`).sort()).toEqual([
+        'Ready=True',
+        'ValidationSucceeded=True',
+      ]);
+      expect(op.cluster.getNodeClass({ ...DemoNodeClass, name: 'default' })?.spec).toEqual({ maxPods: 7 });
+    } finally {
+      await op.stop();
       client.close();
       await srv.stop();
     }
