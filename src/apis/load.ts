@@ -18,6 +18,7 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import { extname, join } from 'node:path';
 import { type Document, LineCounter, parseAllDocuments } from 'yaml';
 import type { KubeObject } from './core.ts';
+import { providerKindsOf } from './provider-kinds.ts';
 import { quantityIssues } from './quantityfields.ts';
 import { apiGroup, KarpenterGroups, objectName, validateObject } from './validation.ts';
 
@@ -241,7 +242,8 @@ function handleObject(
   }
   const apiVersion = typeof v.apiVersion === 'string' ? v.apiVersion : undefined;
   const group = apiVersion !== undefined ? apiGroup(apiVersion) : undefined;
-  if (apiVersion === undefined || kind === undefined || KarpenterGroups.includes(group ?? '')) {
+  const karpenter = KarpenterGroups.includes(group ?? '') || providerKindsOf(group ?? '').length > 0;
+  if (apiVersion === undefined || kind === undefined || karpenter) {
     loadKarpenterObject(s, v, prefix, item);
     return;
   }

@@ -252,8 +252,12 @@ function conditionSchema(relaxed: boolean) {
   });
 }
 
-/** `status.conditions`; `mapByType` adds upstream's `x-kubernetes-list-type: map` keyed by `type`. */
-function conditionsSchema(relaxed: boolean, mapByType: boolean) {
+/**
+ * `status.conditions` (metav1.Condition list); `relaxed` makes `reason`, `message` and the transition time optional,
+ * `mapByType` adds upstream's `x-kubernetes-list-type: map` keyed by `type`. Also for a provider module's own
+ * NodeClass `status` (`ProviderNodeClassKind.api`).
+ */
+export function conditionsSchema(relaxed: boolean, mapByType: boolean) {
   const list = z.array(conditionSchema(relaxed));
   if (!mapByType) return list;
   return withRules(list, [], (v, ctx) => {
@@ -1661,7 +1665,12 @@ export const ObjectMetaSchema = withRules(
   },
 );
 
-function objectSchema<A extends string, K extends string, Sp extends z.ZodType, St extends z.ZodType>(
+/**
+ * The zod schema of a whole custom resource: `apiVersion` and `kind` as literals, {@link ObjectMetaSchema}, and
+ * the given `spec` and `status` schemas; unknown top-level fields pass. Also what a provider module builds its own
+ * NodeClass kind's `schema` with (`ProviderNodeClassKind.api`, src/cloudprovider/module.ts).
+ */
+export function objectSchema<A extends string, K extends string, Sp extends z.ZodType, St extends z.ZodType>(
   apiVersion: A,
   kind: K,
   spec: Sp,

@@ -5,13 +5,15 @@
  *   NodePool "general": spec.template.spec.requirements[0].operator: Unsupported value "Foo": must be one of
  *   In, NotIn, Exists, DoesNotExist, Gt, Lt, Gte, Lte
  *
- * Karpenter kinds (NodePool, NodeClaim, EC2NodeClass, KWOKNodeClass) are checked and defaulted; a Karpenter
+ * Karpenter kinds (NodePool, NodeClaim, EC2NodeClass, KWOKNodeClass, and the NodeClass kinds provider modules
+ * registered, `provider-kinds.ts`) are checked and defaulted; a Karpenter
  * API group with an unknown version or kind is an error (e.g. `karpenter.sh/v1beta1`); every other kind
  * passes unchanged. Unknown fields in Karpenter kinds are errors, like `kubectl apply --validate=strict`.
  */
 import type { z } from 'zod';
 import type { KubeObject } from './core.ts';
 import type { EC2NodeClass, KWOKNodeClass, NodeClaim, NodePool } from './karpenter.ts';
+import { providerKind, providerKindsOf } from './provider-kinds.ts';
 import { type IssueCode, KarpenterKinds, type RuleIssueParams } from './schemas.ts';
 
 /** One validation failure. `message` is complete: kind, name, field path and what is wrong. */
@@ -360,11 +362,12 @@ export function validateObject(obj: KubeObject): ValidationResult {
   }
   if (missing.length > 0) return fail(...missing);
   const apiVersion = obj.apiVersion as string;
-  const info = KarpenterKinds[`${apiVersion}/${kind}`];
+  const info = KarpenterKinds[`${apiVersion}/${kind}`] ?? providerKind(apiVersion, kind);
   if (!info) {
     const group = apiGroup(apiVersion);
-    if (!KarpenterGroups.includes(group)) return { ok: true, object: obj };
-    const served = Object.values(KarpenterKinds).filter((k) => k.group === group);
+    const ofProvider = providerKindsOf(group);
+    if (!KarpenterGroups.includes(group) && ofProvider.length === 0) return { ok: true, object: obj };
+    const served = [...Object.values(KarpenterKinds).filter((k) => k.group === group), ...ofProvider];
     const sameKind = served.find((k) => k.kind === kind);
     if (sameKind) {
       return fail({

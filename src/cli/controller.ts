@@ -18,7 +18,7 @@
  * kwok` never loads the AWS SDK (~100 MB of RSS) and no command pays for the controllers at start-up (see scripts/build.ts).
  */
 import { type Command, Option } from 'commander';
-import type { ProviderModule, ProviderSetup } from '../cloudprovider/module.ts';
+import { type ProviderModule, type ProviderSetup, withModuleKinds } from '../cloudprovider/module.ts';
 import { orList, PROVIDER_MODULES, providerModule, providerNames } from '../cloudprovider/modules.ts';
 import { addSettingFlags, checkMisspelledEnv, checkSettingList, type Setting } from '../config/settings.ts';
 import { KubeClient } from '../kube/client.ts';
@@ -247,7 +247,10 @@ export async function runController(
     ]);
     const logger = createLogger({ level: options.logLevel, outputPaths: options.logOutputPaths });
     const client = controllerClient(flags, io.env, options);
-    const setup = await module.load(settings, { client, logger, region: options.region });
+    const setup = withModuleKinds(
+      module,
+      await module.load(settings, { client, logger, region: options.region }),
+    );
     if (setup.region) options.region = setup.region;
     const op = createOperator({
       client,

@@ -24,7 +24,7 @@
 import { setFlagsFromString } from 'node:v8';
 import type { Command } from 'commander';
 import { isSupportedRegion, SUPPORTED_REGIONS } from '../cloudprovider/aws/catalog/index.ts';
-import type { ProviderModule } from '../cloudprovider/module.ts';
+import { ownKindsOf, type ProviderModule } from '../cloudprovider/module.ts';
 import { PROVIDER_MODULES, providerNames } from '../cloudprovider/modules.ts';
 import type { EmbeddedProviderHooks, EmbeddedRunFlags } from '../embedded/hooks.ts';
 import type { StartIO } from '../embedded/settle.ts';
@@ -171,7 +171,17 @@ export async function runStart(
   const { module: _m, port: _p, ...run } = c;
   if (hooks.run) return hooks.run(run, io);
   const paths = c.filename && c.filename.length > 0 ? c.filename : [defaultExamplePath()];
-  const { loadManifestPaths } = await import('../apis/load.ts');
+  const [{ loadManifestPaths }, { registerProviderKind }] = await Promise.all([
+    import('../apis/load.ts'),
+    import('../apis/provider-kinds.ts'),
+  ]);
+  try {
+    // the module's own NodeClass kinds are validated and defaulted like the built-in ones
+    for (const info of ownKindsOf(c.module.nodeClassKinds)) registerProviderKind(info);
+  } catch (err) {
+    io.stderr(`error: --cloud-provider ${c.module.name}: ${(err as Error).message}\n`);
+    return 2;
+  }
   const loaded = await loadManifestPaths(paths);
   for (const e of loaded.errors) io.stderr(`error: ${e.message}\n`);
   if (loaded.errors.length > 0) {

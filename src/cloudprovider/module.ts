@@ -3,7 +3,8 @@
  * `main` composing `operator.NewOperator()` + `controllers.NewControllers(…)` + its own controllers; here a provider
  * is a value registered in one list, `./index.ts`). A module declares, without loading its implementation:
  * - its `name` (the `--cloud-provider` value) and one line of help;
- * - its NodeClass kinds ({@link ProviderNodeClassKind}: group, version, kind, the conditions its `Ready` depends on,
+ * - its NodeClass kinds ({@link ProviderNodeClassKind}: group, version, kind, for a kind of its own its API (schema,
+ *   defaults, CRD), the conditions its `Ready` depends on,
  *   the order `capenter start` creates them in);
  * - its settings (`Setting[]` of the registry, `src/config/settings.ts`), turned into its own settings object by
  *   {@link ProviderModule.configure};
@@ -19,6 +20,7 @@
 import type { Registry } from 'prom-client';
 import type { KubeObject } from '../apis/core.ts';
 import type { NodeClassReference } from '../apis/karpenter.ts';
+import type { KarpenterKindInfo } from '../apis/schemas.ts';
 import type { Setting, SettingSources } from '../config/settings.ts';
 import type { KubeClient } from '../kube/client.ts';
 import type { Clock } from '../kube/clock.ts';
@@ -28,7 +30,10 @@ import type { Logger } from '../kube/logger.ts';
 import type { BootstrapDataStore } from './bootstrap.ts';
 import type { CloudProvider, NodeClassKind } from './types.ts';
 
-/** A NodeClass kind a provider serves (its schema, defaults and CRD are declared in `apis/`, a lower floor). */
+/**
+ * A NodeClass kind a provider serves. The built-in kinds' schema, defaults and CRD are declared in `apis/` (a lower
+ * floor); a new provider declares its own kind completely in its folder with {@link ProviderNodeClassKind.api}.
+ */
 export interface ProviderNodeClassKind extends NodeClassKind {
   /** API version of the kind, e.g. `v1` for `karpenter.k8s.aws/v1`. */
   version: string;
@@ -39,6 +44,15 @@ export interface ProviderNodeClassKind extends NodeClassKind {
   readyDependents: readonly string[];
   /** Where `capenter start` creates objects of this kind (see `src/embedded/apply.ts`; default 3: before NodePools). */
   applyOrder?: number;
+  /**
+   * The kind's API when it is not one of `apis/schemas.ts`'s `KarpenterKinds` (a provider's own group, e.g.
+   * `karpenter.demo.sh`): plural, zod schemas of the object, `spec` and `status` (defaults as `.default()`),
+   * description. With it the kind is registered at start (`registerOwnKinds` of `src/operator/crds.ts`,
+   * `registerProviderKind` of `src/apis/provider-kinds.ts`): its objects are validated and defaulted with `schema`
+   * (`apis/validation.ts`), the operator's client serves it, `capenter start` installs its CRD (`crdFor`,
+   * `apis/crds.ts`) and `capenter controller --install-crds` applies it and waits for it to be served.
+   */
+  api?: KarpenterKindInfo;
 }
 
 /** What a provider built by the operator gets: the operator's client, clock, logger and cluster state. */
@@ -91,6 +105,11 @@ export interface ProviderSetup {
   name: string;
   /** Dependents of `Ready` by NodeClass kind (from the module's {@link ProviderNodeClassKind}s). */
   readyDependents: Record<string, string[]>;
+  /**
+   * The module's NodeClass kinds that declare their own API ({@link ProviderNodeClassKind.api}); set by the
+   * module's loader ({@link withModuleKinds}), so a provider need not repeat them in `load`.
+   */
+  ownKinds?: readonly KarpenterKindInfo[];
   /** The region the provider found at load (aws: from the instance metadata service), when the settings had none. */
   region?: string;
   /**
@@ -190,4 +209,26 @@ export function readyDependentsOf(kinds: readonly ProviderNodeClassKind[]): Reco
   const out: Record<string, string[]> = {};
   for (const k of kinds) if (k.readyDependents.length > 0) out[k.kind] = [...k.readyDependents];
   return out;
+}
+
+/**
+ * The APIs of the kinds of `kinds` that declare their own ({@link ProviderNodeClassKind.api}).
+ * @throws Error when an `api` names another group, version or kind than its `ProviderNodeClassKind`.
+ */
+export function ownKindsOf(kinds: readonly ProviderNodeClassKind[]): KarpenterKindInfo[] {
+  return kinds.flatMap((k) => {
+    if (!k.api) return [];
+    const a = k.api;
+    if (a.group !== k.group || a.version !== k.version || a.kind !== k.kind)
+      throw new Error(
+        `NodeClass kind ${k.group}/${k.version} ${k.kind}: api declares ${a.group}/${a.version} ${a.kind}; make api's group, version and kind the same`,
+      );
+    return [a];
+  });
+}
+
+/** `setup` with the module's own kinds ({@link ProviderSetup.ownKinds}); what loaders of a module return. */
+export function withModuleKinds(module: ProviderModule, setup: ProviderSetup): ProviderSetup {
+  const own = ownKindsOf(module.nodeClassKinds);
+  return own.length > 0 ? { ...setup, ownKinds: own } : setup;
 }

@@ -6,7 +6,7 @@
  * own two-cluster topology with the MachineDeployment stand-in, `./clusterapi-start.ts`). `--capi` (the
  * KarpenterMachinePool on two clusters, `./capi-start.ts`) runs with the providers marked `capi`.
  */
-import type { ProviderModule } from '../cloudprovider/module.ts';
+import { type ProviderModule, withModuleKinds } from '../cloudprovider/module.ts';
 import type { EmbeddedProviderContext, EmbeddedProviderHooks, EmbeddedProviderRun } from './hooks.ts';
 
 /** Hooks of the providers that need the simulator's stand-ins (loaded when `capenter start` runs them). */
@@ -31,6 +31,9 @@ export async function loadedProvider(
 ): Promise<EmbeddedProviderRun> {
   const core = { region: ctx.region, clusterName: ctx.clusterName };
   const settings = module.configure({ env: ctx.env }, core);
-  const setup = await module.load(settings, { client: ctx.client, logger: ctx.logger, region: ctx.region });
+  const setup = withModuleKinds(
+    module,
+    await module.load(settings, { client: ctx.client, logger: ctx.logger, region: ctx.region }),
+  );
   return { setup, clusterName: core.clusterName, stop: async () => setup.close?.() };
 }

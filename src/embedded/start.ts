@@ -10,8 +10,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { KubeObject } from '../apis/core.ts';
+import { crdFor } from '../apis/crds.ts';
 import type { LoadResult } from '../apis/load.ts';
-import type { ProviderModule } from '../cloudprovider/module.ts';
+import { ownKindsOf, type ProviderModule } from '../cloudprovider/module.ts';
 import type { Dashboard } from '../dashboard/server.ts';
 import { diagnose, doctorSummary, readSnapshot } from '../doctor/index.ts';
 import { RealClock } from '../kube/clock.ts';
@@ -96,6 +97,8 @@ export async function runEmbedded(
   try {
     sim = await startSimulatedCluster({
       port: f.port,
+      // the CRDs of the module's own NodeClass kinds (ProviderNodeClassKind.api) beside capenter's
+      extraCRDs: ownKindsOf(module.nodeClassKinds).map((k) => crdFor(k) as unknown as KubeObject),
       // the stand-ins and the operator below share this process: in-process requests between them
       loopback: true,
       kubeconfigPath,

@@ -11,6 +11,8 @@
  * resource names ({@link ShippedCRDKinds}), and a controller that does not install CRDs never loads zod for it.
  */
 import type { CustomResourceDefinition } from '../apis/crds.ts';
+import { registerProviderKind } from '../apis/provider-kinds.ts';
+import type { KarpenterKindInfo } from '../apis/schemas.ts';
 import type { NodeClassKind } from '../cloudprovider/types.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { isNotFound } from '../kube/errors.ts';
@@ -37,16 +39,42 @@ export const ShippedCRDKinds: readonly ResourceType[] = [
   Resources.NodeOverlay,
 ];
 
+/** The served resource of a module's own NodeClass kind (cluster-scoped unless its `scope` says otherwise). */
+export function resourceOf(info: KarpenterKindInfo): ResourceType {
+  return {
+    group: info.group,
+    version: info.version,
+    plural: info.plural,
+    kind: info.kind,
+    namespaced: info.scope === 'Namespaced',
+  };
+}
+
+/**
+ * Registers a module's own NodeClass kinds (`ProviderNodeClassKind.api`): in `client`'s resource registry (so the
+ * cluster state, the NodeClass controllers and informers serve them like built-in kinds) and for validation
+ * (`apis/provider-kinds.ts`). @throws Error for a kind in one of capenter's own API groups.
+ */
+export function registerOwnKinds(client: KubeClient, ownKinds: readonly KarpenterKindInfo[]): void {
+  for (const info of ownKinds) {
+    registerProviderKind(info);
+    client.registry.register(resourceOf(info));
+  }
+}
+
 /** The fix printed with every missing-CRD message. */
 export const CRDFix = 'kubectl apply -f crds/';
 
 /**
  * The CRDs the controller needs: NodePool and NodeClaim (`karpenter.sh/v1`) plus the CRD of every
- * NodeClass kind the cloud provider supports that capenter ships (kinds it does not ship, e.g. a
- * provider's own, are the provider's business). Order: NodePool, NodeClaim, then the NodeClasses in the
- * provider's order.
+ * NodeClass kind the cloud provider supports that capenter ships or its module declares (`ownKinds`,
+ * `ProviderNodeClassKind.api`); other kinds are the provider's business. Order: NodePool, NodeClaim, then the
+ * NodeClasses in the provider's order.
  */
-export function requiredCRDs(nodeClasses: readonly NodeClassKind[]): RequiredCRD[] {
+export function requiredCRDs(
+  nodeClasses: readonly NodeClassKind[],
+  ownKinds: readonly KarpenterKindInfo[] = [],
+): RequiredCRD[] {
   const wanted = [
     { group: 'karpenter.sh', kind: 'NodePool' },
     { group: 'karpenter.sh', kind: 'NodeClaim' },
@@ -54,7 +82,9 @@ export function requiredCRDs(nodeClasses: readonly NodeClassKind[]): RequiredCRD
   ];
   const out: RequiredCRD[] = [];
   for (const w of wanted) {
-    const info = ShippedCRDKinds.find((i) => i.group === w.group && i.kind === w.kind);
+    const info =
+      ShippedCRDKinds.find((i) => i.group === w.group && i.kind === w.kind) ??
+      ownKinds.map(resourceOf).find((i) => i.group === w.group && i.kind === w.kind);
     if (!info || out.some((r) => r.resource.kind === info.kind && r.resource.group === info.group)) continue;
     out.push({
       name: `${info.plural}.${info.group}`,
@@ -120,9 +150,11 @@ export function crdProblem(check: CRDCheck): string | undefined {
 export async function installCRDs(
   client: KubeClient,
   crds?: readonly CustomResourceDefinition[],
+  ownKinds: readonly KarpenterKindInfo[] = [],
 ): Promise<string[]> {
   const names: string[] = [];
-  for (const crd of crds ?? Object.values((await import('../apis/crds.ts')).crdObjects())) {
+  const { crdFor, crdObjects } = await import('../apis/crds.ts');
+  for (const crd of [...(crds ?? Object.values(crdObjects())), ...ownKinds.map(crdFor)]) {
     await client.apply(structuredClone(crd) as never, { fieldManager: 'capenter', force: true });
     names.push(crd.metadata.name);
   }

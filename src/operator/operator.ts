@@ -32,7 +32,7 @@ import type { KubeTransport } from '../kube/transport.ts';
 import { Cluster } from '../state/cluster.ts';
 import { registerBuildInfo } from './buildinfo.ts';
 import { buildControllers, type ControllerTuning } from './controllers.ts';
-import { requiredCRDs } from './crds.ts';
+import { registerOwnKinds, requiredCRDs } from './crds.ts';
 import type { OperatorOptions } from './options.ts';
 import { createRuntime } from './runtime.ts';
 
@@ -148,6 +148,8 @@ export function createOperator(cfg: OperatorConfig): Operator {
   });
   let cluster: Cluster | undefined;
   const setup = cfg.cloudProvider ? undefined : (cfg.provider ?? kwokSetup(cfg.kwok));
+  const ownKinds = setup?.ownKinds ?? [];
+  registerOwnKinds(client, ownKinds);
   const rawProvider: CloudProvider =
     cfg.cloudProvider ??
     (setup as ProviderSetup).createProvider({
@@ -197,7 +199,8 @@ export function createOperator(cfg: OperatorConfig): Operator {
     options,
     installCRDs: cfg.installCRDs === true,
     crdRecheckSeconds: tuning.crdRecheckSeconds ?? 5,
-    required: requiredCRDs(rawProvider.supportedNodeClasses()),
+    required: requiredCRDs(rawProvider.supportedNodeClasses(), ownKinds),
+    ownKinds,
     registry,
     informers,
     cluster,

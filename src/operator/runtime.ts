@@ -7,6 +7,7 @@
  */
 import { setMaxListeners } from 'node:events';
 import type { Registry } from 'prom-client';
+import type { KarpenterKindInfo } from '../apis/schemas.ts';
 import { type Controller, errorMessage } from '../controllers/runtime/index.ts';
 import type { KubeClient } from '../kube/client.ts';
 import type { Clock } from '../kube/clock.ts';
@@ -35,6 +36,8 @@ export interface OperatorRuntimeDeps {
   crdRecheckSeconds: number;
   /** The CRDs that must be served (the provider's NodeClass kinds included). */
   required: RequiredCRD[];
+  /** The provider module's own NodeClass kinds, whose CRDs `installCRDs` applies too (default none). */
+  ownKinds?: readonly KarpenterKindInfo[];
   registry: Registry;
   informers: SharedInformers;
   cluster: Cluster;
@@ -83,7 +86,7 @@ class CRDGate {
     let graceUntil = Number.NEGATIVE_INFINITY;
     if (this.d.installCRDs) {
       try {
-        const names = await installCRDs(client);
+        const names = await installCRDs(client, undefined, this.d.ownKinds);
         log.info({ crds: names }, 'applied CustomResourceDefinitions (--install-crds)');
         graceUntil = clock.now() + 60_000;
       } catch (err) {
