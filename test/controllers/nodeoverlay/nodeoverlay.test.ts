@@ -71,7 +71,10 @@ describe('nodeoverlay.controller (integration)', () => {
       }),
       overlay('alpha', { requirements: [m5], capacity: { 'smarter-devices/fuse': '1' }, weight: 5 }),
       overlay('beta', { requirements: [m5], capacity: { 'smarter-devices/fuse': '2' }, weight: 5 }),
-      overlay('restricted', { requirements: [{ key: 'kubernetes.io/foo', operator: 'Exists' }], price: '1' }),
+      overlay('restricted', {
+        requirements: [{ key: 'karpenter.k8s.aws/ec2nodeclass', operator: 'Exists' }],
+        price: '1',
+      }),
     ])
       await env.client.create(o);
     const controller = new NodeOverlayController({
