@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import type { KubeObject, Pod } from '../../src/apis/core.ts';
+import type { NodeClaim } from '../../src/apis/karpenter.ts';
 import { parseManifests } from '../../src/apis/load.ts';
 import { simulate } from '../../src/simulate/run.ts';
 import { type E2E, eventually, instanceTypeOf, livePods, nodeClaims, startE2E } from './harness.ts';
@@ -201,6 +202,28 @@ describe('provisioning cases through the controller (e2e)', () => {
         );
         await env.apply(objects.filter(isWorkload));
 
+        const describe = (n: NodeClaim) =>
+          `${n.metadata.labels?.['karpenter.sh/nodepool']}/${instanceTypeOf(n)}/${n.metadata.labels?.['topology.kubernetes.io/zone']}`;
+        /** Each NodeClaim with the shapes of the workload pods on its node (sorted), as `expectedPlacement`. */
+        const placementOf = (ncs: NodeClaim[], pods: Pod[]): string[] =>
+          ncs
+            .map((n) => {
+              const shapes = workloadPods(pods.filter((p) => p.spec.nodeName === n.status?.nodeName))
+                .map(podShape)
+                .sort();
+              return `${describe(n)}: ${shapes.join(' ')}`;
+            })
+            .sort();
+        const placedCount = (ncs: NodeClaim[], pods: Pod[]): number =>
+          ncs.reduce(
+            (sum, n) => sum + workloadPods(pods.filter((p) => p.spec.nodeName === n.status?.nodeName)).length,
+            0,
+          );
+        const expectedPlaced = sim.scheduling.newNodeClaims.reduce(
+          (sum, plan) => sum + workloadPods(plan.pods).length,
+          0,
+        );
+
         // settled: NodeClaims initialized, and each workload pod Running or answered by the provisioner
         await eventually(
           async () => {
@@ -227,7 +250,11 @@ describe('provisioning cases through the controller (e2e)', () => {
               initialized &&
               ncs.length >= expectedTypes.length &&
               (waiting.length === expectedUnschedulable || c.id in PLACEMENT_DIVERGES) &&
-              waiting.every((p) => answered.has(p.metadata.uid) || optsOut(p))
+              waiting.every((p) => answered.has(p.metadata.uid) || optsOut(p)) &&
+              // a workload pod between a deletion and its replacement is in no list: under load a pass could see
+              // none Pending and a NodeClaim with no pods (CI of f099c5b, two DaemonSet cases); wait until the
+              // placement is whole, the assertion below still compares it
+              (c.id in PLACEMENT_DIVERGES || placedCount(ncs, pods) === expectedPlaced)
             );
           },
           `case ${c.id} to settle`,
@@ -235,22 +262,13 @@ describe('provisioning cases through the controller (e2e)', () => {
           100,
         );
         const ncs = await nodeClaims(client);
-        const describe = (n: (typeof ncs)[number]) =>
-          `${n.metadata.labels?.['karpenter.sh/nodepool']}/${instanceTypeOf(n)}/${n.metadata.labels?.['topology.kubernetes.io/zone']}`;
         expect(ncs.map(describe).sort()).toEqual(expectedTypes);
         const pods = await livePods(client);
         if (!(c.id in PLACEMENT_DIVERGES)) {
           expect(workloadPods(pods).filter((p) => p.status?.phase !== 'Running').length).toBe(
             expectedUnschedulable,
           );
-          const placement = ncs
-            .map((n) => {
-              const shapes = workloadPods(pods.filter((p) => p.spec.nodeName === n.status?.nodeName))
-                .map(podShape)
-                .sort();
-              return `${describe(n)}: ${shapes.join(' ')}`;
-            })
-            .sort();
+          const placement = placementOf(ncs, pods);
           expect(placement, 'the same pods on each NodeClaim').toEqual(expectedPlacement);
         }
         // every launched NodeClaim has exactly one Node (nothing leaked)
