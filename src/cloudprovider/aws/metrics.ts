@@ -6,7 +6,8 @@
  *   TerminateInstances of an instance.
  * Both are created once per registry.
  */
-import { Counter, type Registry } from 'prom-client';
+import type { Counter, Registry } from 'prom-client';
+import { registeredCounter } from '../../kube/metrics.ts';
 
 export const METRIC_LAUNCH_FAILURES = 'karpenter_cloudprovider_instance_launch_failures_total';
 export const METRIC_TERMINATION_FAILURES = 'karpenter_cloudprovider_instance_termination_failures_total';
@@ -17,16 +18,7 @@ export interface InstanceMetrics {
   terminationFailures: Counter<'zone' | 'zone_id'>;
 }
 
-function counter<L extends string>(
-  registry: Registry,
-  name: string,
-  help: string,
-  labelNames: L[],
-): Counter<L> {
-  const m = registry.getSingleMetric(name);
-  if (m) return m as Counter<L>;
-  return new Counter({ name, help, labelNames, registers: [registry] });
-}
+const counter = registeredCounter;
 
 /** The instance metrics in `registry` (registered on first use). */
 export function instanceMetrics(registry: Registry): InstanceMetrics {

@@ -5,9 +5,10 @@
  */
 
 import type { Logger } from 'pino';
-import { Gauge, type Registry } from 'prom-client';
+import type { Gauge, Registry } from 'prom-client';
 import { parseResources, type Resources } from '../../apis/quantity.ts';
 import type { Clock } from '../../kube/clock.ts';
+import { registeredGauge } from '../../kube/metrics.ts';
 import type { Cluster } from '../../state/cluster.ts';
 import { type Controller, SingletonController } from '../runtime/index.ts';
 
@@ -22,17 +23,8 @@ export interface MetricsControllerDeps {
   periodSeconds?: number;
 }
 
-/** The gauge `name` in `registry`, created with `labelNames` on first use. */
-export function gauge<L extends string>(
-  registry: Registry,
-  name: string,
-  help: string,
-  labelNames: readonly L[],
-): Gauge<L> {
-  const existing = registry.getSingleMetric(name);
-  if (existing) return existing as Gauge<L>;
-  return new Gauge<L>({ name, help, labelNames: [...labelNames], registers: [registry] });
-}
+/** The gauge `name` in `registry`, created with `labelNames` on first use (see `kube/metrics.ts`). */
+export const gauge = registeredGauge;
 
 /**
  * Base of every metrics controller: a singleton loop that calls {@link update} once per pass and then waits

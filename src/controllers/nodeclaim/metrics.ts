@@ -4,7 +4,8 @@
  * `pkg/controllers/node/termination/metrics.go`). Metrics are created once per registry and shared by every
  * controller that asks for them (the operator passes one prom-client `Registry`).
  */
-import { Counter, Histogram, type Registry } from 'prom-client';
+import type { Counter, Histogram, Registry } from 'prom-client';
+import { registeredCounter, registeredHistogram } from '../../kube/metrics.ts';
 
 /** Label names, as upstream spells them. */
 export type LifecycleLabel = 'nodepool' | 'capacity_type' | 'reason';
@@ -38,28 +39,8 @@ export interface LifecycleMetrics {
   nodeTerminationDuration: Histogram<'nodepool'>;
 }
 
-function counter<L extends string>(
-  registry: Registry,
-  name: string,
-  help: string,
-  labelNames: L[],
-): Counter<L> {
-  const existing = registry.getSingleMetric(name);
-  if (existing) return existing as Counter<L>;
-  return new Counter({ name, help, labelNames, registers: [registry] });
-}
-
-function histogram<L extends string>(
-  registry: Registry,
-  name: string,
-  help: string,
-  labelNames: L[],
-  buckets: readonly number[],
-): Histogram<L> {
-  const existing = registry.getSingleMetric(name);
-  if (existing) return existing as Histogram<L>;
-  return new Histogram({ name, help, labelNames, buckets: [...buckets], registers: [registry] });
-}
+const counter = registeredCounter;
+const histogram = registeredHistogram;
 
 const exp = (start: number, factor: number, n: number): number[] =>
   Array.from({ length: n }, (_, i) => start * factor ** i);

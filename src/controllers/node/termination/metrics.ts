@@ -4,7 +4,8 @@
  * `karpenter_nodes_drained_total{nodepool}`, `karpenter_pods_drained_total{reason}`,
  * `karpenter_pods_eviction_requests_total{code}`. Created once per registry.
  */
-import { Counter, type Registry } from 'prom-client';
+import type { Counter, Registry } from 'prom-client';
+import { registeredCounter } from '../../../kube/metrics.ts';
 
 /** The drain metrics. */
 export interface DrainMetrics {
@@ -16,16 +17,7 @@ export interface DrainMetrics {
   evictionRequests: Counter<'code'>;
 }
 
-function counter<L extends string>(
-  registry: Registry,
-  name: string,
-  help: string,
-  labelNames: L[],
-): Counter<L> {
-  const existing = registry.getSingleMetric(name);
-  if (existing) return existing as Counter<L>;
-  return new Counter({ name, help, labelNames, registers: [registry] });
-}
+const counter = registeredCounter;
 
 /** The drain metrics registered in `registry` (created on first call, shared afterwards). */
 export function drainMetrics(registry: Registry): DrainMetrics {
