@@ -15,7 +15,7 @@ import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ControllerProcess, clusterKubeconfig, kubectl, startController, until } from './helpers.ts';
 import { type KwokInfra, kwokInfraCRDs, startKwokInfra } from './kwokinfra.ts';
-import { applyDocs, type RealCAPI, startRealCAPI } from './realcapi.ts';
+import { applyDocs, capiClusterObjects, type RealCAPI, startRealCAPI } from './realcapi.ts';
 
 const NS = 'realcapi-md';
 const CLUSTER = 'rcmd';
@@ -76,51 +76,7 @@ const cond = (o: Obj, type: string) => (o.status?.conditions ?? []).find((c) => 
 function clusterObjects(kubeconfigB64: string, apiPort: string): unknown[] {
   const meta = (name: string) => ({ name, namespace: NS, labels: OWNED });
   return [
-    { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } },
-    {
-      apiVersion: 'infrastructure.cluster.x-k8s.io/v1beta2',
-      kind: 'AWSCluster',
-      metadata: meta(CLUSTER),
-      spec: { region: 'us-east-1', controlPlaneEndpoint: { host: '127.0.0.1', port: Number(apiPort) } },
-    },
-    {
-      apiVersion: 'controlplane.cluster.x-k8s.io/v1beta2',
-      kind: 'KubeadmControlPlane',
-      metadata: meta(`${CLUSTER}-control-plane`),
-      spec: {
-        version: 'v1.33.1',
-        replicas: 1,
-        machineTemplate: {
-          spec: {
-            infrastructureRef: {
-              apiGroup: 'infrastructure.cluster.x-k8s.io',
-              kind: 'AWSMachineTemplate',
-              name: `${CLUSTER}-control-plane`,
-            },
-          },
-        },
-      },
-    },
-    {
-      apiVersion: 'cluster.x-k8s.io/v1beta2',
-      kind: 'Cluster',
-      metadata: meta(CLUSTER),
-      spec: {
-        infrastructureRef: { apiGroup: 'infrastructure.cluster.x-k8s.io', kind: 'AWSCluster', name: CLUSTER },
-        controlPlaneRef: {
-          apiGroup: 'controlplane.cluster.x-k8s.io',
-          kind: 'KubeadmControlPlane',
-          name: `${CLUSTER}-control-plane`,
-        },
-      },
-    },
-    {
-      apiVersion: 'v1',
-      kind: 'Secret',
-      metadata: meta(`${CLUSTER}-kubeconfig`),
-      type: 'cluster.x-k8s.io/secret',
-      data: { value: kubeconfigB64 },
-    },
+    ...capiClusterObjects({ ns: NS, cluster: CLUSTER, kubeconfigB64, apiPort }),
     {
       apiVersion: 'v1',
       kind: 'Secret',

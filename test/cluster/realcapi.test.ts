@@ -13,7 +13,7 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ControllerProcess, clusterKubeconfig, kubectl, startController, until } from './helpers.ts';
-import { applyDocs, type RealCAPI, startRealCAPI } from './realcapi.ts';
+import { applyDocs, capiClusterObjects, type RealCAPI, startRealCAPI } from './realcapi.ts';
 
 const NS = 'realcapi';
 const CLUSTER = 'rcapi';
@@ -62,14 +62,12 @@ const patchStatus = (kind: string, name: string, status: unknown) =>
 function objects(kubeconfigB64: string, apiPort: string): unknown[] {
   const meta = (name: string) => ({ name, namespace: NS, labels: OWNED });
   return [
-    { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } },
-    {
-      apiVersion: 'infrastructure.cluster.x-k8s.io/v1beta2',
-      kind: 'AWSCluster',
-      metadata: meta(CLUSTER),
-      spec: {
-        region: 'us-east-1',
-        controlPlaneEndpoint: { host: '127.0.0.1', port: Number(apiPort) },
+    ...capiClusterObjects({
+      ns: NS,
+      cluster: CLUSTER,
+      kubeconfigB64,
+      apiPort,
+      awsClusterSpec: {
         s3Bucket: { name: 'rcapi-bootstrap', nodesIAMInstanceProfiles: ['nodes-rcapi'] },
         network: {
           vpc: { id: 'vpc-0abc' },
@@ -78,45 +76,7 @@ function objects(kubeconfigB64: string, apiPort: string): unknown[] {
           ],
         },
       },
-    },
-    {
-      apiVersion: 'controlplane.cluster.x-k8s.io/v1beta2',
-      kind: 'KubeadmControlPlane',
-      metadata: meta(`${CLUSTER}-control-plane`),
-      spec: {
-        version: 'v1.33.1',
-        replicas: 1,
-        machineTemplate: {
-          spec: {
-            infrastructureRef: {
-              apiGroup: 'infrastructure.cluster.x-k8s.io',
-              kind: 'AWSMachineTemplate',
-              name: `${CLUSTER}-control-plane`,
-            },
-          },
-        },
-      },
-    },
-    {
-      apiVersion: 'cluster.x-k8s.io/v1beta2',
-      kind: 'Cluster',
-      metadata: meta(CLUSTER),
-      spec: {
-        infrastructureRef: { apiGroup: 'infrastructure.cluster.x-k8s.io', kind: 'AWSCluster', name: CLUSTER },
-        controlPlaneRef: {
-          apiGroup: 'controlplane.cluster.x-k8s.io',
-          kind: 'KubeadmControlPlane',
-          name: `${CLUSTER}-control-plane`,
-        },
-      },
-    },
-    {
-      apiVersion: 'v1',
-      kind: 'Secret',
-      metadata: meta(`${CLUSTER}-kubeconfig`),
-      type: 'cluster.x-k8s.io/secret',
-      data: { value: kubeconfigB64 },
-    },
+    }),
     {
       apiVersion: 'bootstrap.cluster.x-k8s.io/v1beta2',
       kind: 'KubeadmConfig',

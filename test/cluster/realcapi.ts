@@ -282,3 +282,79 @@ export async function startRealCAPI(kubeconfig: string): Promise<RealCAPI> {
     },
   };
 }
+
+/**
+ * The objects every real-CAPI test cluster needs in `ns`, labelled with the Cluster's name: the Namespace, the
+ * AWSCluster (`awsClusterSpec` beside its region and control-plane endpoint on 127.0.0.1:`apiPort`), a
+ * KubeadmControlPlane at v1.33.1 (no controller runs for it: the tests write its status), the Cluster pointing at
+ * both, and the `<cluster>-kubeconfig` Secret (`kubeconfigB64`: base64 of the kubeconfig CAPI reads the workload
+ * cluster with).
+ */
+export function capiClusterObjects(o: {
+  ns: string;
+  cluster: string;
+  kubeconfigB64: string;
+  apiPort: string;
+  awsClusterSpec?: Record<string, unknown>;
+}): unknown[] {
+  const meta = (name: string) => ({
+    name,
+    namespace: o.ns,
+    labels: { 'cluster.x-k8s.io/cluster-name': o.cluster },
+  });
+  return [
+    { apiVersion: 'v1', kind: 'Namespace', metadata: { name: o.ns } },
+    {
+      apiVersion: 'infrastructure.cluster.x-k8s.io/v1beta2',
+      kind: 'AWSCluster',
+      metadata: meta(o.cluster),
+      spec: {
+        region: 'us-east-1',
+        controlPlaneEndpoint: { host: '127.0.0.1', port: Number(o.apiPort) },
+        ...o.awsClusterSpec,
+      },
+    },
+    {
+      apiVersion: 'controlplane.cluster.x-k8s.io/v1beta2',
+      kind: 'KubeadmControlPlane',
+      metadata: meta(`${o.cluster}-control-plane`),
+      spec: {
+        version: 'v1.33.1',
+        replicas: 1,
+        machineTemplate: {
+          spec: {
+            infrastructureRef: {
+              apiGroup: 'infrastructure.cluster.x-k8s.io',
+              kind: 'AWSMachineTemplate',
+              name: `${o.cluster}-control-plane`,
+            },
+          },
+        },
+      },
+    },
+    {
+      apiVersion: 'cluster.x-k8s.io/v1beta2',
+      kind: 'Cluster',
+      metadata: meta(o.cluster),
+      spec: {
+        infrastructureRef: {
+          apiGroup: 'infrastructure.cluster.x-k8s.io',
+          kind: 'AWSCluster',
+          name: o.cluster,
+        },
+        controlPlaneRef: {
+          apiGroup: 'controlplane.cluster.x-k8s.io',
+          kind: 'KubeadmControlPlane',
+          name: `${o.cluster}-control-plane`,
+        },
+      },
+    },
+    {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: meta(`${o.cluster}-kubeconfig`),
+      type: 'cluster.x-k8s.io/secret',
+      data: { value: o.kubeconfigB64 },
+    },
+  ];
+}
