@@ -259,7 +259,9 @@ describe('aws provider end to end (embedded cluster + moto)', () => {
       expect(subnets.get(inst.SubnetId!)?.zoneID).toBe(pinned!.values![0]);
       expect(nc.metadata.labels?.['topology.k8s.aws/zone-id']).toBe(pinned!.values![0]);
     }
-    const pods = (await e.env.client.list('Pod', { namespace: 'default' })).items as Array<{ spec?: { nodeName?: string } }>;
+    const pods = (await e.env.client.list('Pod', { namespace: 'default' })).items as Array<{
+      spec?: { nodeName?: string };
+    }>;
     const nodes = (await e.env.client.list('Node')).items;
     for (const p of pods) {
       const node = nodes.find((n) => n.metadata.name === p.spec?.nodeName);
