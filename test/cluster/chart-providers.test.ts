@@ -12,8 +12,10 @@
  *   the chart's Cluster API rules in the ClusterRole; a pending pod scales a MachineDeployment from 0.
  * Measured: 63 s for the file on 2 shared cores (aws 41 s including moto's start, clusterapi 20 s).
  */
+
 import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { CreateClusterCommand } from '@aws-sdk/client-eks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
 import type { KubeObject } from '../../src/apis/core.ts';
@@ -249,6 +251,16 @@ describe('helm install per cloud provider on a real control plane', () => {
     const handOver = kwokHandOver(client, POOL);
     try {
       const seed = await prepareEmulator(clients.ec2, clients.iam, CLUSTER);
+      // AL2023 needs the cluster's service CIDR, which the controller reads from EKS DescribeCluster as upstream
+      // does (otherwise the class is ClusterCIDRResolutionFailed and nothing launches)
+      await clients.eks.send(
+        new CreateClusterCommand({
+          name: CLUSTER,
+          roleArn: 'arn:aws:iam::123456789012:role/eks-cluster',
+          resourcesVpcConfig: { subnetIds: seed.subnets },
+          kubernetesNetworkConfig: { serviceIpv4Cidr: '10.96.0.0/12' },
+        }),
+      );
       const server = (parse(readFileSync(kc, 'utf8')) as { clusters: Array<{ cluster: { server: string } }> })
         .clusters[0]!.cluster.server;
       const objs = install(NS, NS, {
