@@ -51,14 +51,22 @@ describe('createLogger (upstream zap JSON keys)', () => {
     expect(objectRef('default-abc12')).toEqual({ name: 'default-abc12' });
     expect(objectRef('web-0', 'shop')).toEqual({ name: 'web-0', namespace: 'shop' });
     expect(objectRef('n', '')).toEqual({ name: 'n' });
-    expect(reconcileFields('nodeclaim.lifecycle', 'karpenter.sh', 'NodeClaim', 'default-abc12')).toEqual({
+    expect(
+      reconcileFields('nodeclaim.lifecycle', 'karpenter.sh', 'NodeClaim', 'default-abc12', '', 'id-1'),
+    ).toEqual({
       controller: 'nodeclaim.lifecycle',
       controllerGroup: 'karpenter.sh',
       controllerKind: 'NodeClaim',
       NodeClaim: { name: 'default-abc12' },
       namespace: '',
       name: 'default-abc12',
+      reconcileID: 'id-1',
     });
+    // one fresh UUID per reconcile, as controller-runtime's uuid.NewUUID()
+    const a = reconcileFields('c', 'karpenter.sh', 'NodeClaim', 'n').reconcileID as string;
+    const b = reconcileFields('c', 'karpenter.sh', 'NodeClaim', 'n').reconcileID as string;
+    expect(a).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(b).not.toBe(a);
   });
 
   it('never writes user data, Secret data or tokens, even when an object is logged by mistake', () => {

@@ -9,6 +9,7 @@
  * Controllers receive a `Logger` and log with `logger.child({controller})`. Bootstrap user data and Secrets are
  * never logged: the redact list below strips them even when an object is logged by mistake.
  */
+import { randomUUID } from 'node:crypto';
 import { type DestinationStream, type Logger, pino } from 'pino';
 
 export type { Logger } from 'pino';
@@ -46,8 +47,10 @@ export function objectRef(
 
 /**
  * The keys controller-runtime's builder puts on a typed controller's reconcile logger (controller-runtime
- * `pkg/builder/controller.go` `LogConstructor`): `controller`, `controllerGroup`, `controllerKind`,
- * `<kind>: {name[, namespace]}`, `namespace`, `name`. `reconcileID` is not emitted (capenter has no reconcile UUIDs).
+ * `pkg/builder/controller.go` `LogConstructor`, and `pkg/internal/controller/controller.go`, which adds a fresh
+ * `reconcileID` UUID to every reconcile): `controller`, `controllerGroup`, `controllerKind`,
+ * `<kind>: {name[, namespace]}`, `namespace`, `name`, `reconcileID`. Call it once per reconcile; `reconcileID`
+ * defaults to a new random (v4) UUID, as controller-runtime's `uuid.NewUUID()` gives one per reconcile.
  */
 export function reconcileFields(
   controller: string,
@@ -55,6 +58,7 @@ export function reconcileFields(
   kind: string,
   name: string | undefined,
   namespace = '',
+  reconcileID: string = randomUUID(),
 ): Record<string, unknown> {
   return {
     controller,
@@ -63,6 +67,7 @@ export function reconcileFields(
     [kind]: objectRef(name, namespace),
     namespace,
     name: name ?? '',
+    reconcileID,
   };
 }
 

@@ -12,6 +12,9 @@ import { SharedInformers } from '../../../src/kube/informer.ts';
 import { createLogger } from '../../../src/kube/logger.ts';
 import { createNodePool, createPendingPod, type Env, eventually, startEnv } from './harness.ts';
 
+/** controller-runtime's `reconcileID`: a random (v4) UUID. */
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
 let env: Env | undefined;
 afterEach(async () => {
   await env?.stop();
@@ -107,6 +110,7 @@ describe('controller log lines (upstream keys)', () => {
       NodeClaim: { name },
       namespace: '',
       name,
+      reconcileID: expect.stringMatching(UUID),
       'provider-id': 'kwok://us-east-1/us-east-1a/i-00000000000000001',
       'instance-type': 'm5.large',
       zone: 'us-east-1a',
@@ -133,6 +137,7 @@ describe('controller log lines (upstream keys)', () => {
       NodeClaim: { name },
       namespace: '',
       name,
+      reconcileID: expect.stringMatching(UUID),
       'provider-id': 'kwok://us-east-1/us-east-1a/i-00000000000000001',
       Node: { name },
       message: 'registered nodeclaim',
