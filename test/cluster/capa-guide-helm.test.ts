@@ -1,7 +1,7 @@
 /**
  * docs/capa-guide.md (issue 29): its Helm values blocks render with the chart into the flags, volumes and
  * management-cluster RBAC the guide describes. Here rather than in test/docs/capa-guide.test.ts because Helm comes
- * from the cache `npm run test:cluster` fills (scripts/ensure-helm.sh), never a source build inside `npm test`.
+ * from the cache `npm run test:cluster` fills (scripts/ensure-helm.sh), never from inside `npm test`.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

