@@ -128,6 +128,27 @@ describe('plan AMI/subnet/security-group/capacity-reservation drift evaluation (
     expect(down.drifts.size).toBe(0);
   });
 
+  it('an alias without any Node kubelet version: a notice, and no SSM parameter is read', async () => {
+    const a = cls('a', {});
+    let ssmCalls = 0;
+    const ssm = { send: () => Promise.reject(new Error(`ssm call ${++ssmCalls}`)) };
+    const ec2 = { send: () => Promise.resolve({}) };
+    const r = await evaluateSelectorDrift(
+      [claim('aws:///us-east-1a/i-0abc')],
+      objs([a], [a]),
+      { clients: { ec2: ec2 as unknown as EC2Client, ssm: ssm as unknown as SSMClient } },
+      () => 0,
+    );
+    expect(ssmCalls).toBe(0);
+    expect(r.evaluation).toEqual({ evaluated: true, nodeClasses: ['a'], changed: [] });
+    expect(r.notices).toContain(
+      'EC2NodeClass "a": amiSelectorTerms: AMINotFound: its alias needs the cluster\'s Kubernetes version, and no Node reports status.nodeInfo.kubeletVersion (that part is not compared; the class would not be Ready: nothing launches)',
+    );
+    expect(r.notices).toContain(
+      'NodeClaim general-x1: instance i-0abc does not exist in AWS; its drift is not evaluated',
+    );
+  });
+
   it('the cluster Kubernetes version is the lowest kubelet minor among the Nodes', () => {
     const node = (v: string) => ({
       kind: 'Node',

@@ -142,12 +142,8 @@ async function evaluateClass(
       return `NodeClaim ${c.metadata.name} has provider ID "${c.status?.providerID ?? ''}", not an EC2 instance (aws:///<zone>/<instance-id>): the cluster's nodes are not in AWS (kwok?)`;
   }
   if (ids.size === 0) return undefined;
-  const res = await resolveEC2NodeClassSelectors(ctx.clients, cls, ctx.version ?? '', ctx.now);
+  const res = await resolveEC2NodeClassSelectors(ctx.clients, cls, ctx.version, ctx.now);
   if (res.errors.length > 0) return `the AWS API failed: ${res.errors.join('; ')}`;
-  if (ctx.version === undefined && cls.spec.amiSelectorTerms?.some((t) => t.alias))
-    res.problems.push(
-      `EC2NodeClass "${name}": its alias needs the cluster's Kubernetes version, and no Node reports status.nodeInfo.kubeletVersion`,
-    );
   ctx.notices.push(
     ...res.problems.map(
       (p) => `${p} (that part is not compared; the class would not be Ready: nothing launches)`,

@@ -19,7 +19,7 @@ import type { SSMClient } from '@aws-sdk/client-ssm';
 import type { EC2NodeClass } from '../../apis/karpenter.ts';
 import { LabelArch } from '../../apis/labels.ts';
 import { Requirements } from '../../scheduling/requirements.ts';
-import { AMIResolver } from './nodeclass/amis.ts';
+import { type AMIResolution, AMIResolver } from './nodeclass/amis.ts';
 import {
   type CapacityReservationSelectorTerm,
   type CapacityReservationStatus,
@@ -124,22 +124,29 @@ export interface SelectorResolution {
  * Resolves `nodeClass`'s `amiSelectorTerms`, `subnetSelectorTerms`, `securityGroupSelectorTerms` and
  * `capacityReservationSelectorTerms` with the EC2NodeClass controller's resolvers (`nodeclass/amis.ts`,
  * `nodeclass/network.ts`, `nodeclass/capacityreservations.ts`) for Kubernetes `k8sVersion` (`1.32`; aliases read
- * its SSM parameters). Read-only (Describe*, GetParameter). A part that matches nothing is empty with a problem
+ * its SSM parameters; undefined: an alias is a problem, not resolved). Read-only (Describe*, GetParameter). A part that matches nothing is empty with a problem
  * (a reservation term that matches nothing leaves `capacityReservations` undefined: not compared, the class would
  * not be Ready), one whose calls fail is empty with an error; never throws.
  */
 export async function resolveEC2NodeClassSelectors(
   clients: { ec2: EC2Client; ssm: SSMClient },
   nodeClass: EC2NodeClass,
-  k8sVersion: string,
+  k8sVersion: string | undefined,
   now: () => number,
 ): Promise<SelectorResolution> {
   const name = `EC2NodeClass "${nodeClass.metadata.name ?? ''}"`;
   const problems: string[] = [];
   const errors: string[] = [];
   const amiResolver = new AMIResolver({ ec2: clients.ec2, ssm: clients.ssm, now });
+  const noVersion: AMIResolution = {
+    amis: [],
+    reason: 'AMINotFound',
+    message:
+      "its alias needs the cluster's Kubernetes version, and no Node reports status.nodeInfo.kubeletVersion",
+  };
+  const aliased = nodeClass.spec.amiSelectorTerms?.some((t) => t.alias) ?? false;
   const [amis, subnets, groups, reservations] = await Promise.allSettled([
-    amiResolver.resolve(nodeClass, k8sVersion),
+    k8sVersion === undefined && aliased ? noVersion : amiResolver.resolve(nodeClass, k8sVersion ?? ''),
     resolveSubnets(clients.ec2, nodeClass),
     resolveSecurityGroups(clients.ec2, nodeClass),
     resolveCapacityReservations(clients.ec2, nodeClass, { now }),
