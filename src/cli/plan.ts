@@ -2,8 +2,9 @@
  * `capenter plan [--kubeconfig K] [--context C] -f FILE... [--delete KIND/NAME...] [-o table|json]`: reads the
  * live cluster (LIST only, see `plan/read.ts`), applies the proposed NodePools / NodeClasses and deletions in
  * memory, and prints what would happen (`plan/plan.ts`; docs/plan.md). Never writes to the cluster. Reads AWS
- * (read-only, the SDK's default credentials) only to resolve a changed EC2NodeClass's selector terms, unless
- * `--offline`; without AWS the plan says that AMI/subnet/security-group drift was not evaluated.
+ * (read-only, the SDK's default credentials) only to resolve EC2NodeClasses' selector terms as the controller would
+ * now (changed ones, and those whose NodeClaims run on EC2), unless `--offline`; without AWS the plan says that
+ * AMI/subnet/security-group/capacity-reservation drift was not evaluated.
  * Exit codes: 0 plan printed; 2 usage error or an invalid proposed object (the API server's error text, with the
  * file); 1 the cluster could not be read, a deletion names nothing, or an unexpected failure.
  */
@@ -24,7 +25,7 @@ export interface PlanCommandOptions {
   now?: string;
   /** Seconds one wave lasts (launch + drain); default 180. */
   waveSeconds?: string;
-  /** Do not call AWS: AMI/subnet/security-group drift is reported as not evaluated. */
+  /** Do not call AWS: AMI/subnet/security-group/capacity-reservation drift is reported as not evaluated. */
   offline?: boolean;
 }
 
@@ -206,7 +207,7 @@ export function registerPlanCommand(program: Command): void {
     .option('--wave-seconds <n>', 'seconds one wave takes (launch the replacement, drain the node)', '180')
     .option(
       '--offline',
-      'do not call AWS (AMI/subnet/security-group drift of a changed EC2NodeClass is then reported as not evaluated)',
+      'do not call AWS (AMI, subnet, security-group and capacity-reservation drift of EC2NodeClasses is then reported as not evaluated)',
     )
     .action(async (flags: PlanCommandOptions) => {
       process.exitCode = await runPlan(flags, {

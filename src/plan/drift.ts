@@ -4,8 +4,8 @@
  * `NodePoolDrifted` from `karpenter.sh/nodepool-hash`, `RequirementsDrifted`, `InstanceTypeNotFound`) and the
  * providers' static NodeClass drift (`NodeClassDrift`: the EC2NodeClass or KWOKNodeClass hash stamped on the
  * NodeClaim differs from the proposed class's, as `CloudProvider.isDrifted` checks it), then the EC2NodeClass's
- * AMI, subnet and security-group drift (`AMIDrift`, `SubnetDrift`, `SecurityGroupDrift`), which need AWS: `aws.ts`
- * evaluates them with the provider's rule and hands them in.
+ * AMI, subnet, security-group and capacity-reservation drift (`AMIDrift`, `SubnetDrift`, `SecurityGroupDrift`,
+ * `CapacityReservationDrift`), which need AWS: `aws.ts` evaluates them with the provider's rule and hands them in.
  *
  * A node whose NodeClaim is not in the cluster, carries no hash, or a hash of another version (older upstream or
  * capenter stamps, which the controllers re-stamp rather than drift) is compared as if stamped with the LIVE
@@ -42,7 +42,7 @@ export interface PlanObjects {
   proposedClasses: ReadonlyMap<string, KubeObject>;
 }
 
-/** A node's AMI, subnet or security-group drift (`aws.ts`), with the EC2NodeClass it was judged against. */
+/** A node's AMI, subnet, security-group or capacity-reservation drift (`aws.ts`), with the EC2NodeClass it was judged against. */
 export interface NodeSelectorDrift extends SelectorDrift {
   nodeClass: string;
 }
@@ -51,7 +51,10 @@ export interface NodeSelectorDrift extends SelectorDrift {
 export interface NodeDrift {
   reason: string;
   detail: string;
-  /** For `AMIDrift`, `SubnetDrift`, `SecurityGroupDrift`: the instance's IDs and the proposed class's, sorted. */
+  /**
+   * For `AMIDrift`, `SubnetDrift`, `SecurityGroupDrift`, `CapacityReservationDrift`: the instance's IDs and the
+   * planned class's, sorted.
+   */
   selectors?: { current: string[]; resolved: string[] };
 }
 
@@ -59,6 +62,7 @@ const SELECTOR_WORDS: Readonly<Record<string, [field: string, what: string]>> = 
   AMIDrift: ['amiSelectorTerms', 'image'],
   SubnetDrift: ['subnetSelectorTerms', 'subnet'],
   SecurityGroupDrift: ['securityGroupSelectorTerms', 'security groups'],
+  CapacityReservationDrift: ['capacityReservationSelectorTerms', 'capacity reservation'],
 };
 
 /** The detail of an AMI, subnet or security-group drift, naming the old and new IDs. */
@@ -158,7 +162,7 @@ export function claimForDrift(dn: DisruptionNode, livePool: NodePool | undefined
 
 /**
  * The drift of one managed node under the proposed NodePool `pool` (with its instance types `poolTypes`), or
- * undefined when it stays; `selector` is its AMI/subnet/security-group drift when `aws.ts` found one (it counts
+ * undefined when it stays; `selector` is its AMI/subnet/security-group/capacity-reservation drift when `aws.ts` found one (it counts
  * after the static NodeClass hash, as upstream's order). Pure.
  */
 export function nodeDrift(
@@ -200,6 +204,7 @@ export function nodeDrift(
     case 'AMIDrift':
     case 'SubnetDrift':
     case 'SecurityGroupDrift':
+    case 'CapacityReservationDrift':
       if (selector?.reason === reason)
         return {
           reason,

@@ -18,7 +18,8 @@ export function planJSON(report: PlanReport): Record<string, unknown> {
 const usd = (v: number) => `$${v.toFixed(4)}`;
 
 /**
- * The human-readable plan: changes, drifted nodes (with whether AMI/subnet/security-group drift was evaluated),
+ * The human-readable plan: changes, drifted nodes (with whether AMI/subnet/security-group/capacity-reservation
+ * drift was evaluated),
  * waves, replacements, launches, unschedulable pods, cost. */
 export function formatPlan(r: PlanReport): string {
   const out: string[] = [];
@@ -58,13 +59,20 @@ export function formatPlan(r: PlanReport): string {
     out.push(renderTable(rows, claims ? new Set([4, 5]) : new Set([3, 4])));
   }
   const sd = r.selectorDrift;
-  const classes = sd.nodeClasses.map((n) => `EC2NodeClass "${n}"`).join(', ');
+  const classes = sd.nodeClasses
+    .map(
+      (n) =>
+        `EC2NodeClass "${n}" (${sd.changed.includes(n) ? 'proposed selector terms' : 'selector terms unchanged, resolved now'})`,
+    )
+    .join(', ');
   if (sd.evaluated)
     out.push(
-      `AMI, subnet and security-group drift: evaluated against AWS for ${classes} (proposed selector terms).`,
+      `AMI, subnet, security-group and capacity-reservation drift: evaluated against AWS for ${classes}.`,
     );
   else if (sd.reason !== undefined)
-    out.push(`AMI, subnet and security-group drift: NOT evaluated for ${classes}: ${sd.reason}.`);
+    out.push(
+      `AMI, subnet, security-group and capacity-reservation drift: NOT evaluated for ${classes}: ${sd.reason}.`,
+    );
   if (r.waves.length > 0) {
     out.push('', "Waves (the Drifted disruption budgets; a deleted NodePool's nodes go at once):");
     const rows = [['WAVE', 'START', 'AFTER', 'NODES']];

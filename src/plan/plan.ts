@@ -48,13 +48,14 @@ export interface PlannedNode {
   instanceType: string;
   /**
    * `NodePoolDrifted`, `RequirementsDrifted`, `InstanceTypeNotFound`, `NodeClassDrift`, `AMIDrift`, `SubnetDrift`,
-   * `SecurityGroupDrift`, ..., or `NodePoolDeleted`.
+   * `SecurityGroupDrift`, `CapacityReservationDrift`, ..., or `NodePoolDeleted`.
    */
   reason: string;
   detail: string;
   /**
-   * For `AMIDrift`, `SubnetDrift`, `SecurityGroupDrift`: the instance's image, subnet or security-group IDs
-   * (`current`) and those the proposed EC2NodeClass resolves to (`resolved`; AMIs: those for its instance type).
+   * For `AMIDrift`, `SubnetDrift`, `SecurityGroupDrift`, `CapacityReservationDrift`: the instance's image, subnet,
+   * security-group or capacity-reservation IDs (`current`) and those the planned EC2NodeClass resolves to now
+   * (`resolved`; AMIs: those for its instance type).
    */
   selectors?: { current: string[]; resolved: string[] };
   /** Reschedulable pods it holds. */
@@ -114,7 +115,10 @@ export interface PlanReport {
   launches: PlannedNodeClaim[];
   unschedulable: PlanUnschedulable[];
   cost: { beforeUSDPerHour: number; afterUSDPerHour: number; deltaUSDPerHour: number };
-  /** Whether AMI/subnet/security-group drift was evaluated against AWS, for which EC2NodeClasses, and why not. */
+  /**
+   * Whether AMI/subnet/security-group/capacity-reservation drift was evaluated against AWS, for which
+   * EC2NodeClasses, and why not.
+   */
   selectorDrift: SelectorDriftEvaluation;
   notices: string[];
   /** Problems that stop the plan (a deletion of nothing): exit 1 when non-empty. */
@@ -131,8 +135,8 @@ export interface PlanOptions {
   waveSeconds?: number;
   catalog?: CatalogFunction;
   /**
-   * AWS access for AMI/subnet/security-group drift (`aws.ts`); default unavailable ("no AWS access was given"):
-   * the report then says those drifts were not evaluated when a selector term changes.
+   * AWS access for AMI/subnet/security-group/capacity-reservation drift (`aws.ts`); default unavailable ("no AWS
+   * access was given"): the report then says those drifts were not evaluated when there are classes to resolve.
    */
   aws?: PlanAwsAccess;
 }

@@ -206,7 +206,7 @@ describe('capenter plan: AMI, subnet and security-group drift (moto)', () => {
     );
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
-    expect(r.json.selectorDrift).toEqual({ evaluated: true, nodeClasses: ['default'] });
+    expect(r.json.selectorDrift).toEqual({ evaluated: true, nodeClasses: ['default'], changed: ['default'] });
     expect(r.json.nodes).toEqual([
       {
         node: 'gen-1',
@@ -240,7 +240,7 @@ describe('capenter plan: AMI, subnet and security-group drift (moto)', () => {
     expect(t.stdout).toMatch(/^gen-1 +general-abcde +general +m5\.large +\$0\.0960 +1 +1 +AMIDrift /m);
     expect(t.stdout).toContain(`the instance's image ${oldAMI} is not among them`);
     expect(t.stdout).toContain(
-      'AMI, subnet and security-group drift: evaluated against AWS for EC2NodeClass "default" (proposed selector terms).',
+      'AMI, subnet, security-group and capacity-reservation drift: evaluated against AWS for EC2NodeClass "default" (proposed selector terms).',
     );
   });
 
@@ -279,15 +279,16 @@ describe('capenter plan: AMI, subnet and security-group drift (moto)', () => {
     expect(r.json.selectorDrift).toEqual({
       evaluated: false,
       nodeClasses: ['default'],
+      changed: ['default'],
       reason: '--offline was given',
     });
     expect(r.json.nodes).toEqual([]);
     expect(r.json.notices).toContain(
-      'AMI, subnet and security-group drift was NOT evaluated for EC2NodeClass "default" (its selector terms change): --offline was given. Nodes listed above drift for the other reasons only; AMIDrift, SubnetDrift and SecurityGroupDrift may add more.',
+      'AMI, subnet, security-group and capacity-reservation drift was NOT evaluated for EC2NodeClass "default": --offline was given. Nodes listed above drift for the other reasons only; AMIDrift, SubnetDrift, SecurityGroupDrift and CapacityReservationDrift may add more (an alias can name a newer AMI without any change to the manifests).',
     );
     const t = await plan(cls, { offline: true, table: true });
     expect(t.stdout).toContain(
-      'AMI, subnet and security-group drift: NOT evaluated for EC2NodeClass "default": --offline was given.',
+      'AMI, subnet, security-group and capacity-reservation drift: NOT evaluated for EC2NodeClass "default" (proposed selector terms): --offline was given.',
     );
   });
 });

@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { amisForNode, DriftAMI, DriftSecurityGroup, DriftSubnet, selectorDrift } from './drift.ts';
+import {
+  amisForNode,
+  DriftAMI,
+  DriftCapacityReservation,
+  DriftSecurityGroup,
+  DriftSubnet,
+  selectorDrift,
+} from './drift.ts';
 import { variantRequirements } from './nodeclass/amis.ts';
 import type { AMIStatus } from './nodeclass/types.ts';
 
@@ -66,5 +73,27 @@ describe('selectorDrift (upstream drift.go isAMIDrifted / isSubnetDrifted / areS
         },
       ),
     ).toBeUndefined();
+  });
+
+  it('CapacityReservationDrift (isCapacityReservationDrifted): the reservation is no longer selected; last in order', () => {
+    const inCr = { ...inst, capacityReservationId: 'cr-0old' };
+    expect(
+      selectorDrift(inCr, { ...resolved, capacityReservations: [{ id: 'cr-0b' }, { id: 'cr-0a' }] }, amd64),
+    ).toEqual({ reason: DriftCapacityReservation, current: ['cr-0old'], resolved: ['cr-0a', 'cr-0b'] });
+    // no reservation selected at all: drift too (upstream compares against the empty status list)
+    expect(selectorDrift(inCr, { ...resolved, capacityReservations: [] }, amd64)?.reason).toBe(
+      DriftCapacityReservation,
+    );
+    // still selected, not in a reservation, or not compared (ReservedCapacity off): no drift
+    expect(
+      selectorDrift(inCr, { ...resolved, capacityReservations: [{ id: 'cr-0old' }] }, amd64),
+    ).toBeUndefined();
+    expect(selectorDrift(inst, { ...resolved, capacityReservations: [] }, amd64)).toBeUndefined();
+    expect(selectorDrift(inCr, resolved, amd64)).toBeUndefined();
+    // the AMI comes first
+    expect(
+      selectorDrift({ ...inCr, imageId: 'ami-0old' }, { ...resolved, capacityReservations: [] }, amd64)
+        ?.reason,
+    ).toBe(DriftAMI);
   });
 });

@@ -8,15 +8,23 @@
  *   node's labels);
  * - `SubnetDrift` (`isSubnetDrifted`): the instance's subnet is not among the resolved subnets;
  * - `SecurityGroupDrift` (`areSecurityGroupsDrifted`): the instance's security groups are not exactly the resolved
- *   ones.
- * An empty resolved list is not drift (upstream returns an error and the class is not Ready: nothing launches).
+ *   ones;
+ * - `CapacityReservationDrift` (`isCapacityReservationDrifted`, only with the `ReservedCapacity` feature gate): the
+ *   instance runs in a capacity reservation that is not among the class's resolved reservations.
+ * An empty resolved list of AMIs, subnets or security groups is not drift (upstream returns an error and the class
+ * is not Ready: nothing launches); an empty list of reservations is (the class selects none any more).
  */
 import { DescribeInstancesCommand, type EC2Client } from '@aws-sdk/client-ec2';
 import type { SSMClient } from '@aws-sdk/client-ssm';
 import type { EC2NodeClass } from '../../apis/karpenter.ts';
 import { LabelArch } from '../../apis/labels.ts';
 import { Requirements } from '../../scheduling/requirements.ts';
-import { AMIResolver } from './nodeclass/amis.ts';
+import { type AMIResolution, AMIResolver } from './nodeclass/amis.ts';
+import {
+  type CapacityReservationSelectorTerm,
+  type CapacityReservationStatus,
+  resolveCapacityReservations,
+} from './nodeclass/capacityreservations.ts';
 import { resolveSecurityGroups, resolveSubnets } from './nodeclass/network.ts';
 import type { AMIStatus, SecurityGroupStatus, SubnetStatus } from './nodeclass/types.ts';
 
@@ -24,6 +32,7 @@ import type { AMIStatus, SecurityGroupStatus, SubnetStatus } from './nodeclass/t
 export const DriftAMI = 'AMIDrift';
 export const DriftSubnet = 'SubnetDrift';
 export const DriftSecurityGroup = 'SecurityGroupDrift';
+export const DriftCapacityReservation = 'CapacityReservationDrift';
 
 /** What the rule needs of a running instance (`ec2:DescribeInstances`). */
 export interface InstanceFacts {
@@ -33,6 +42,8 @@ export interface InstanceFacts {
   subnetId?: string;
   /** `SecurityGroups[].GroupId`, any order. */
   securityGroupIds: string[];
+  /** `CapacityReservationId` when the instance runs in a capacity reservation, e.g. `cr-0abc`. */
+  capacityReservationId?: string;
 }
 
 /** The class's resolved selectors (its `status`, or a proposed class's terms resolved by plan). */
@@ -40,14 +51,19 @@ export interface ResolvedSelectors {
   amis: readonly AMIStatus[];
   subnets: readonly Pick<SubnetStatus, 'id'>[];
   securityGroups: readonly Pick<SecurityGroupStatus, 'id'>[];
+  /**
+   * The class's capacity reservations (`status.capacityReservations`); undefined: not compared (the
+   * `ReservedCapacity` feature gate is off, or plan could not resolve a term).
+   */
+  capacityReservations?: readonly Pick<CapacityReservationStatus, 'id'>[];
 }
 
 /** A dynamic drift: the upstream reason, what the instance has and what the class resolves to now (IDs, sorted). */
 export interface SelectorDrift {
-  reason: typeof DriftAMI | typeof DriftSubnet | typeof DriftSecurityGroup;
-  /** The instance's image, subnet or security groups. */
+  reason: typeof DriftAMI | typeof DriftSubnet | typeof DriftSecurityGroup | typeof DriftCapacityReservation;
+  /** The instance's image, subnet, security groups or capacity reservation. */
   current: string[];
-  /** The class's AMIs for the node's instance type, its subnets, or its security groups. */
+  /** The class's AMIs for the node's instance type, its subnets, its security groups or its reservations. */
   resolved: string[];
 }
 
@@ -67,8 +83,8 @@ export function amisForNode(
 const sorted = (v: Iterable<string>) => [...new Set(v)].sort();
 
 /**
- * Upstream's AMI, subnet and security-group drift of an instance against the class's resolved selectors, in that
- * order; `labels` are the node's (or NodeClaim's) labels for the AMI-to-instance-type mapping. Pure.
+ * Upstream's AMI, subnet, security-group and capacity-reservation drift of an instance against the class's
+ * resolved selectors, in that order; `labels` are the node's (or NodeClaim's) labels for the AMI-to-instance-type mapping. Pure.
  * @returns the first drift, or undefined.
  */
 export function selectorDrift(
@@ -88,6 +104,10 @@ export function selectorDrift(
   const have = sorted(inst.securityGroupIds);
   if (want.length > 0 && want.join(',') !== have.join(','))
     return { reason: DriftSecurityGroup, current: have, resolved: want };
+  const cr = inst.capacityReservationId;
+  const reservations = resolved.capacityReservations?.map((r) => r.id);
+  if (cr && reservations && !reservations.includes(cr))
+    return { reason: DriftCapacityReservation, current: [cr], resolved: sorted(reservations) };
   return undefined;
 }
 
@@ -101,25 +121,35 @@ export interface SelectorResolution {
 }
 
 /**
- * Resolves `nodeClass`'s `amiSelectorTerms`, `subnetSelectorTerms` and `securityGroupSelectorTerms` with the
- * EC2NodeClass controller's resolvers (`nodeclass/amis.ts`, `nodeclass/network.ts`) for Kubernetes `k8sVersion`
- * (`1.32`; aliases read its SSM parameters). Read-only (Describe*, GetParameter). A part that matches nothing is
- * empty with a problem, one whose calls fail is empty with an error; never throws.
+ * Resolves `nodeClass`'s `amiSelectorTerms`, `subnetSelectorTerms`, `securityGroupSelectorTerms` and
+ * `capacityReservationSelectorTerms` with the EC2NodeClass controller's resolvers (`nodeclass/amis.ts`,
+ * `nodeclass/network.ts`, `nodeclass/capacityreservations.ts`) for Kubernetes `k8sVersion` (`1.32`; aliases read
+ * its SSM parameters; undefined: an alias is a problem, not resolved). Read-only (Describe*, GetParameter). A part that matches nothing is empty with a problem
+ * (a reservation term that matches nothing leaves `capacityReservations` undefined: not compared, the class would
+ * not be Ready), one whose calls fail is empty with an error; never throws.
  */
 export async function resolveEC2NodeClassSelectors(
   clients: { ec2: EC2Client; ssm: SSMClient },
   nodeClass: EC2NodeClass,
-  k8sVersion: string,
+  k8sVersion: string | undefined,
   now: () => number,
 ): Promise<SelectorResolution> {
   const name = `EC2NodeClass "${nodeClass.metadata.name ?? ''}"`;
   const problems: string[] = [];
   const errors: string[] = [];
   const amiResolver = new AMIResolver({ ec2: clients.ec2, ssm: clients.ssm, now });
-  const [amis, subnets, groups] = await Promise.allSettled([
-    amiResolver.resolve(nodeClass, k8sVersion),
+  const noVersion: AMIResolution = {
+    amis: [],
+    reason: 'AMINotFound',
+    message:
+      "its alias needs the cluster's Kubernetes version, and no Node reports status.nodeInfo.kubeletVersion",
+  };
+  const aliased = nodeClass.spec.amiSelectorTerms?.some((t) => t.alias) ?? false;
+  const [amis, subnets, groups, reservations] = await Promise.allSettled([
+    k8sVersion === undefined && aliased ? noVersion : amiResolver.resolve(nodeClass, k8sVersion ?? ''),
     resolveSubnets(clients.ec2, nodeClass),
     resolveSecurityGroups(clients.ec2, nodeClass),
+    resolveCapacityReservations(clients.ec2, nodeClass, { now }),
   ]);
   const part = <T>(r: PromiseSettledResult<T[]>, what: string): T[] => {
     if (r.status === 'rejected') {
@@ -134,11 +164,23 @@ export async function resolveEC2NodeClassSelectors(
   else if ('reason' in amis.value)
     problems.push(`${name}: amiSelectorTerms: ${amis.value.reason}: ${amis.value.message}`);
   else amiList = amis.value.amis;
+  let crList: CapacityReservationStatus[] | undefined;
+  if (reservations.status === 'rejected')
+    errors.push(`${name}: capacityReservationSelectorTerms: ${(reservations.reason as Error).message}`);
+  else if (reservations.value.unmatchedTerms.length > 0) {
+    const terms = (nodeClass.spec.capacityReservationSelectorTerms ??
+      []) as CapacityReservationSelectorTerm[];
+    const named = reservations.value.unmatchedTerms.map(
+      (i) => `capacityReservationSelectorTerms[${i}] ${JSON.stringify(terms[i])}`,
+    );
+    problems.push(`${name}: ${named.join(', ')} matched no active capacity reservation`);
+  } else crList = reservations.value.reservations;
   return {
     resolved: {
       amis: amiList,
       subnets: part(subnets, 'subnetSelectorTerms'),
       securityGroups: part(groups, 'securityGroupSelectorTerms'),
+      ...(crList ? { capacityReservations: crList } : {}),
     },
     problems,
     errors,
@@ -146,7 +188,7 @@ export async function resolveEC2NodeClassSelectors(
 }
 
 /**
- * The image, subnet and security groups of each instance ID that exists (terminated ones and unknown IDs are
+ * The image, subnet, security groups and capacity reservation of each instance ID that exists (terminated ones and unknown IDs are
  * absent), with one `DescribeInstances` per 100 IDs. Read-only.
  * @throws Error naming the call when EC2 fails.
  */
@@ -179,6 +221,7 @@ export async function describeInstanceFacts(
             ...(inst.ImageId ? { imageId: inst.ImageId } : {}),
             ...(inst.SubnetId ? { subnetId: inst.SubnetId } : {}),
             securityGroupIds: (inst.SecurityGroups ?? []).map((g) => g.GroupId ?? '').filter(Boolean),
+            ...(inst.CapacityReservationId ? { capacityReservationId: inst.CapacityReservationId } : {}),
           });
         }
       token = page.NextToken;

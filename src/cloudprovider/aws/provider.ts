@@ -155,10 +155,12 @@ export const TagNodeClaim = 'karpenter.sh/nodeclaim';
 export const TagEKSClusterName = 'eks:eks-cluster-name';
 /** Upstream's cap on instance types per CreateFleet. */
 export const MAX_INSTANCE_TYPES = 60;
-/** Drift reasons (upstream `pkg/cloudprovider/drift.go`); the AMI, subnet and security-group rule: `./drift.ts`. */
-export { DriftAMI, DriftSecurityGroup, DriftSubnet } from './drift.ts';
+/**
+ * Drift reasons (upstream `pkg/cloudprovider/drift.go`); the AMI, subnet, security-group and capacity-reservation
+ * rule: `./drift.ts`.
+ */
+export { DriftAMI, DriftCapacityReservation, DriftSecurityGroup, DriftSubnet } from './drift.ts';
 export const DriftNodeClass = 'NodeClassDrift';
-export const DriftCapacityReservation = 'CapacityReservationDrift';
 
 /** Constructor dependencies of {@link AwsCloudProvider}. */
 export interface AwsCloudProviderDeps {
@@ -1349,20 +1351,22 @@ export class AwsCloudProvider implements CloudProvider {
     if (!providerID) return undefined;
     const inst = await this.instance(providerID);
     const status = ec2NodeClassStatus(nodeClass);
+    // upstream isCapacityReservationDrifted (with the ReservedCapacity gate) is the rule's last step
     const dynamic = selectorDrift(
       {
         ...(inst.ImageId ? { imageId: inst.ImageId } : {}),
         ...(inst.SubnetId ? { subnetId: inst.SubnetId } : {}),
         securityGroupIds: (inst.SecurityGroups ?? []).map((g) => g.GroupId ?? ''),
+        ...(inst.CapacityReservationId ? { capacityReservationId: inst.CapacityReservationId } : {}),
       },
-      { amis: status.amis ?? [], subnets: status.subnets ?? [], securityGroups: status.securityGroups ?? [] },
+      {
+        amis: status.amis ?? [],
+        subnets: status.subnets ?? [],
+        securityGroups: status.securityGroups ?? [],
+        ...(this.reservedCapacity ? { capacityReservations: status.capacityReservations ?? [] } : {}),
+      },
       nodeClaim.metadata.labels,
     );
-    if (dynamic) return dynamic.reason;
-    // upstream isCapacityReservationDrifted: the instance's reservation is no longer selected by the class
-    const crID = inst.CapacityReservationId;
-    if (this.reservedCapacity && crID && !(status.capacityReservations ?? []).some((r) => r.id === crID))
-      return DriftCapacityReservation;
-    return undefined;
+    return dynamic?.reason;
   }
 }

@@ -276,6 +276,8 @@ export class AwsEmulatorProxy {
   }
   /** The emulated capacity reservations (cleared by {@link reset}). */
   readonly reservations = new CapacityReservations();
+  /** SSM parameters published with {@link setSSMParameter} (cleared by {@link reset}). */
+  private readonly publishedParameters = new Map<string, string>();
   /** Injected instance health ({@link setInstanceHealth}). */
   private readonly instanceHealth = new InstanceHealthStatuses();
   /** Launch template (id or name, version) → the reservation it targets ('' for none); cleared by {@link reset}. */
@@ -404,6 +406,22 @@ export class AwsEmulatorProxy {
     this.templateTargets.clear();
     this.dedicatedInstances.clear();
     this.monitoredInstances.clear();
+    this.publishedParameters.clear();
+  }
+
+  /**
+   * Publishes SSM parameter `name` with `value` (e.g. a newer AMI ID under an EKS-optimized alias's
+   * `/aws/service/eks/optimized-ami/<k8s>/amazon-linux-2023/x86_64/standard/recommended/image_id`, as AWS does when
+   * it releases an AMI); it wins over the start options' and the derived image parameters until {@link reset}.
+   * @throws Error when `name` does not start with `/` or `value` is empty.
+   */
+  setSSMParameter(name: string, value: string): void {
+    if (!name.startsWith('/'))
+      throw new Error(
+        `SSM parameter name "${name}" must be a path starting with "/" (e.g. /aws/service/...)`,
+      );
+    if (value === '') throw new Error(`SSM parameter ${name}: the value must not be empty`);
+    this.publishedParameters.set(name, value);
   }
 
   /** Stops listening and closes idle connections. */
@@ -1020,7 +1038,7 @@ export class AwsEmulatorProxy {
 
   /** The value the proxy serves for SSM parameter `name`, or undefined when moto should answer. */
   private async ssmValue(region: string, name: string): Promise<string | undefined> {
-    const fixed = this.opts.ssmParameters?.[name];
+    const fixed = this.publishedParameters.get(name) ?? this.opts.ssmParameters?.[name];
     if (fixed !== undefined) return fixed;
     const isWindows = name.startsWith('/aws/service/ami-windows-latest/') && name.includes('EKS_Optimized');
     if (
