@@ -73,5 +73,5 @@ describe('capenter plan on the bundled demo (README)', () => {
       abort.abort();
       await started;
     }
-  }, 90_000);
+  }, 240_000);
 });
