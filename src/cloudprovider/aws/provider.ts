@@ -851,7 +851,10 @@ export class AwsCloudProvider implements CloudProvider {
     throw new InsufficientCapacityError(
       tried.length > 0
         ? `NodeClaim "${name}": every compatible offering failed or is unavailable: ${describeOfferings(tried)}`
-        : `NodeClaim "${name}": no available offering in ${this.region} satisfies its requirements`,
+        : `NodeClaim "${name}": no available offering in ${this.region} satisfies its requirements` +
+            (requestedEFA(nodeClaim) > 0
+              ? ` and its ${ResourceEFA} request ${requestedEFA(nodeClaim)} (only types with that many EFA interfaces)`
+              : ''),
       tried.length > 0 ? tried : this.unavailableCompatible(nodeClaim, reqs, types),
     );
   }
