@@ -94,6 +94,12 @@ describe('EFA against moto + proxy', () => {
     const sg = net.securityGroups[0]!.id;
     expect(layout(datas[0]!)).toEqual([[0, 0, 'efa', [sg]]]);
     expect(datas[0]!.SecurityGroupIds ?? []).toEqual([]);
+    // Listed back, EFA comes from the instance's efa/efa-only interfaces (upstream `NewInstance` `EFACount`). moto
+    // attaches one primary interface of type "interface" whatever the template says, so the listed NodeClaim
+    // advertises no EFA here (an emulator limit; EC2 reports the efa interface).
+    const listed = (await provider.list()).find((n) => n.status?.providerID === nc.status?.providerID);
+    expect(listed?.status?.allocatable?.cpu).toBeDefined();
+    expect(listed?.status?.allocatable?.[EFA]).toBeUndefined();
   });
 
   it('c6in.32xlarge (2 EFA devices): one efa interface per network card, device index 0 then 1', async () => {
