@@ -42,6 +42,18 @@ describe('DescribeInstanceTypes → instance type spec', () => {
     expect(mismatches.slice(0, 5)).toEqual([]);
   });
 
+  it('network cards: MaximumNetworkCards and per-card MaximumNetworkInterfaces (p4d.24xlarge, p5.48xlarge)', () => {
+    const data = motoInstanceTypes();
+    const p4d = specFromEC2(data['p4d.24xlarge']!, getInstanceTypeSpec('p4d.24xlarge'));
+    expect([p4d.maxNetworkCards, p4d.networkCardMaxENIs, p4d.efaMaxInterfaces]).toEqual([
+      4,
+      [15, 15, 15, 15],
+      4,
+    ]);
+    const p5 = specFromEC2(data['p5.48xlarge']!, getInstanceTypeSpec('p5.48xlarge'));
+    expect([p5.maxNetworkCards, p5.networkCardMaxENIs?.length, p5.efaMaxInterfaces]).toEqual([32, 32, 32]);
+  });
+
   it('m5.large and g4dn.xlarge field by field', () => {
     const data = motoInstanceTypes();
     const m5 = specFromEC2(data['m5.large']!, getInstanceTypeSpec('m5.large'));
