@@ -49,6 +49,7 @@ interface SourceInstanceType {
   localNvmeGB: number | null;
   networkBandwidthMbps: number | null;
   defaultCardMaxENIs: number;
+  maxNetworkCards: number;
   ipv4PerENI: number;
   efaMaxInterfaces: number | null;
   encryptionInTransitSupported: boolean;
@@ -108,6 +109,7 @@ const SPEC_KEYS = [
   'localNvmeGB',
   'networkBandwidthMbps',
   'defaultCardMaxENIs',
+  'maxNetworkCards',
   'ipv4PerENI',
   'efaMaxInterfaces',
   'encryptionInTransitSupported',

@@ -122,6 +122,15 @@ export interface BlockDeviceMapping {
   rootVolume?: boolean;
   ebs?: { volumeSize?: string; volumeType?: string; [key: string]: unknown };
 }
+/**
+ * One EC2NodeClass `spec.networkInterfaces[]` entry (upstream aws `v1.NetworkInterface`): the network card, the
+ * device index on it, and `interface` (ENA) or `efa-only` (an EFA device without IP networking).
+ */
+export interface EC2NetworkInterface {
+  networkCardIndex: number;
+  deviceIndex: number;
+  interfaceType: 'interface' | 'efa-only';
+}
 export interface EC2NodeClass extends KubeObject {
   apiVersion: 'karpenter.k8s.aws/v1';
   kind: 'EC2NodeClass';
@@ -163,6 +172,8 @@ export interface EC2NodeClass extends KubeObject {
     connectionTracking?: { tcpEstablishedTimeout?: number; udpStreamTimeout?: number; udpTimeout?: number };
     /** Prefixes (IPv4 /28 or IPv6 /80) assigned to the primary network interface. */
     ipPrefixCount?: number;
+    /** The instances' network interfaces (launch template `NetworkInterfaces`), e.g. EFA-only ones per card. */
+    networkInterfaces?: EC2NetworkInterface[];
     [key: string]: unknown;
   };
   status?: Record<string, unknown>;

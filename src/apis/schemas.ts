@@ -1374,8 +1374,6 @@ export const EC2NodeClassSpecFields = z.strictObject({
  * refuses them, so that a class using one is never launched as if the field were not there.
  */
 export const EC2NodeClassUnsupportedFields: Readonly<Record<string, string>> = {
-  networkInterfaces:
-    'capenter launches one primary network interface per instance (no EFA or secondary interfaces); remove networkInterfaces',
   placementGroupSelector: 'capenter does not launch into placement groups; remove placementGroupSelector',
 };
 

@@ -629,13 +629,11 @@ describe('EC2NodeClass validation', () => {
       messages(
         ec2({
           placementGroupSelector: { name: 'pg' },
-          networkInterfaces: [{ deviceIndex: 0, networkCardIndex: 0, interfaceType: 'interface' }],
           cpuOptions: { nestedVirtualization: 'enabled' },
         }),
       ),
     ).toEqual([
       'EC2NodeClass "default": spec.cpuOptions.nestedVirtualization: Forbidden: capenter does not support cpuOptions.nestedVirtualization "enabled" yet: it cannot tell which instance types support nested virtualization; remove it or set "disabled"',
-      'EC2NodeClass "default": spec.networkInterfaces: Forbidden: capenter does not support networkInterfaces yet: capenter launches one primary network interface per instance (no EFA or secondary interfaces); remove networkInterfaces',
       'EC2NodeClass "default": spec.placementGroupSelector: Forbidden: capenter does not support placementGroupSelector yet: capenter does not launch into placement groups; remove placementGroupSelector',
     ]);
   });
@@ -708,6 +706,47 @@ describe('KWOKNodeClass validation', () => {
       }),
     ).toEqual([
       'KWOKNodeClass "default": spec.nodeRegistrationDelay: Invalid value "1.5m": must be a duration in hours, minutes and seconds like "720h", "1h30m" or "30s"',
+    ]);
+  });
+});
+
+describe('EC2NodeClass spec.networkInterfaces (upstream v1.14.1 CEL rules of `NetworkInterfaces`)', () => {
+  const ni = (networkCardIndex: number, deviceIndex: number, interfaceType: string) => ({
+    networkCardIndex,
+    deviceIndex,
+    interfaceType,
+  });
+
+  it('accepts a primary interface with EFA-only interfaces on other network cards', () => {
+    expect(
+      messages(
+        ec2({ networkInterfaces: [ni(0, 0, 'interface'), ni(1, 0, 'efa-only'), ni(2, 0, 'efa-only')] }),
+      ),
+    ).toEqual([]);
+    expect(messages(ec2({ networkInterfaces: [] }))).toEqual([]);
+  });
+
+  it.each([
+    [
+      [ni(0, 0, 'efa-only'), ni(1, 0, 'efa-only')],
+      `EC2NodeClass "default": spec.networkInterfaces: Invalid value: networkInterfaces must include a primary interface with interfaceType='interface'`,
+    ],
+    [
+      [ni(0, 0, 'interface'), ni(1, 0, 'efa-only'), ni(1, 0, 'interface')],
+      'EC2NodeClass "default": spec.networkInterfaces: Invalid value: networkInterfaces must not have duplicate networkCardIndex and deviceIndex pairs, and can have at most one efa device per network card',
+    ],
+    [
+      [ni(0, 0, 'interface'), ni(1, 0, 'efa-only'), ni(1, 1, 'efa-only')],
+      'EC2NodeClass "default": spec.networkInterfaces: Invalid value: networkInterfaces must not have duplicate networkCardIndex and deviceIndex pairs, and can have at most one efa device per network card',
+    ],
+  ])('refuses the layout %j', (networkInterfaces, message) => {
+    expect(messages(ec2({ networkInterfaces }))).toEqual([message]);
+  });
+
+  it('refuses a negative index and an unknown interface type, naming the item and the allowed values', () => {
+    expect(messages(ec2({ networkInterfaces: [ni(0, 0, 'interface'), ni(1, -1, 'efa')] }))).toEqual([
+      'EC2NodeClass "default": spec.networkInterfaces[1].deviceIndex: Invalid value -1: must be greater than or equal to 0',
+      'EC2NodeClass "default": spec.networkInterfaces[1].interfaceType: Unsupported value "efa": must be one of interface, efa-only',
     ]);
   });
 });

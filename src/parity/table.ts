@@ -540,9 +540,13 @@ const EC2NODECLASS_ROWS: ParityRow[] = [
       'spec.networkInterfaces[].interfaceType',
       'spec.networkInterfaces[].networkCardIndex',
     ],
-    status: 'refused',
-    note: 'refused at validation naming the EC2NodeClass and the field (no multi-interface / EFA launches yet)',
-    test: 'src/apis/validation.test.ts',
+    status: 'works',
+    note:
+      "upstream's CEL rules (primary interface, unique card/device pairs, one efa-only per card); the launch " +
+      'template carries the list; vpc.amazonaws.com/efa = efa-only count, efa-only on card 0 takes an ENI from max ' +
+      'pods, types that do not fit the layout are left out (per-card ENI limits from DescribeInstanceTypes only); ' +
+      'a NodeClaim requesting vpc.amazonaws.com/efa gets one efa interface per EFA device (card i, device 0/1)',
+    test: 'src/cloudprovider/aws/efa.test.ts',
   },
   {
     kind: 'EC2NodeClass',

@@ -92,3 +92,55 @@ describe('scheduler on the us-east-1 catalog', () => {
       expect(n.cheapest.instanceType.capacity.cpu!).toBeLessThanOrEqual(192_000);
   });
 });
+
+describe('a pod requesting vpc.amazonaws.com/efa on the us-east-1 catalog (upstream: EFA is an extended resource)', () => {
+  const efaPod = (name: string) => {
+    const p = makePod(name, { cpu: '1', memory: '2Gi' });
+    const req = p.spec!.containers[0]!.resources!.requests!;
+    req['vpc.amazonaws.com/efa'] = '1';
+    p.spec!.containers[0]!.resources!.limits = { 'vpc.amazonaws.com/efa': '1' };
+    return p;
+  };
+
+  it('schedules only on types with EFA: category c picks c5n.9xlarge, not the cheaper c6a.large', () => {
+    const pool = makeNodePool('general', {
+      requirements: [{ key: 'karpenter.k8s.aws/instance-category', operator: 'In', values: ['c'] }, onDemand],
+    });
+    const r = solve({
+      pods: [efaPod('mpi-0')],
+      existingNodes: [],
+      nodePools: [pool],
+      instanceTypes: { general: catalog },
+      daemonSets: [],
+    });
+    expect(r.unschedulable).toEqual([]);
+    const nc = r.newNodeClaims[0]!;
+    expect(nc.cheapest.instanceType.name).toBe('c5n.9xlarge');
+    expect(nc.cheapest.offering.priceUSDPerHour).toBe(1.944);
+    expect(nc.instanceTypeOptions.every((t) => (t.allocatable['vpc.amazonaws.com/efa'] ?? 0) >= 1)).toBe(
+      true,
+    );
+  });
+
+  it('stays pending when no allowed type has EFA, the reason naming the resource', () => {
+    const pool = makeNodePool('general', {
+      requirements: [{ key: 'karpenter.k8s.aws/instance-family', operator: 'In', values: ['m5'] }, onDemand],
+    });
+    const r = solve({
+      pods: [efaPod('mpi-0')],
+      existingNodes: [],
+      nodePools: [pool],
+      instanceTypes: { general: catalog },
+      daemonSets: [],
+    });
+    expect(r.newNodeClaims).toEqual([]);
+    expect(r.unschedulable.map((u) => [u.code, u.message])).toEqual([
+      [
+        'NoInstanceTypeFits',
+        'incompatible with nodepool "general": no instance type has enough resources: pod needs cpu 1, memory 2048Mi, ' +
+          'pods 1, vpc.amazonaws.com/efa 1; largest allowed type m5.large has 1930m/6903Mi/29 pods allocatable; ' +
+          'no allowed instance type has vpc.amazonaws.com/efa',
+      ],
+    ]);
+  });
+});

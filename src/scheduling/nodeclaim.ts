@@ -669,7 +669,10 @@ export class NewNodeClaim {
   }
 }
 
-/** Builds the "no instance type has enough resources" message with numbers. */
+/**
+ * Builds the "no instance type has enough resources" message with numbers, and names each requested resource that
+ * no allowed type has at all (e.g. `vpc.amazonaws.com/efa` when none of them supports EFA).
+ */
 export function noFitMessage(
   base: readonly PricedType[],
   need: Float64Array,
@@ -698,6 +701,10 @@ export function noFitMessage(
   } else {
     msg += '; no instance type is allowed';
   }
+  const missing = Object.keys(pod.requests)
+    .filter((name) => (pod.requests[name] ?? 0) > 0 && !base.some((p) => (p.t.it.allocatable[name] ?? 0) > 0))
+    .sort();
+  if (best && missing.length > 0) msg += `; no allowed instance type has ${missing.join(', ')}`;
   return msg;
 }
 

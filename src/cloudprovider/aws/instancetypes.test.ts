@@ -33,12 +33,25 @@ describe('DescribeInstanceTypes → instance type spec', () => {
         mismatches.push(`${spec.name}: not in moto's data`);
         continue;
       }
-      const mapped = specFromEC2(info, spec);
+      // per-card ENI limits come from DescribeInstanceTypes only (the embedded catalog's source lacks them)
+      const { networkCardMaxENIs: _cards, ...mapped } = specFromEC2(info, spec);
       if (JSON.stringify(Object.entries(mapped).sort()) !== JSON.stringify(Object.entries(spec).sort())) {
         mismatches.push(`${spec.name}: ${JSON.stringify(mapped)} vs ${JSON.stringify(spec)}`);
       }
     }
     expect(mismatches.slice(0, 5)).toEqual([]);
+  });
+
+  it('network cards: MaximumNetworkCards and per-card MaximumNetworkInterfaces (p4d.24xlarge, p5.48xlarge)', () => {
+    const data = motoInstanceTypes();
+    const p4d = specFromEC2(data['p4d.24xlarge']!, getInstanceTypeSpec('p4d.24xlarge'));
+    expect([p4d.maxNetworkCards, p4d.networkCardMaxENIs, p4d.efaMaxInterfaces]).toEqual([
+      4,
+      [15, 15, 15, 15],
+      4,
+    ]);
+    const p5 = specFromEC2(data['p5.48xlarge']!, getInstanceTypeSpec('p5.48xlarge'));
+    expect([p5.maxNetworkCards, p5.networkCardMaxENIs?.length, p5.efaMaxInterfaces]).toEqual([32, 32, 32]);
   });
 
   it('m5.large and g4dn.xlarge field by field', () => {

@@ -15,6 +15,7 @@ import {
   DescribeInstanceTypesCommand,
   type EC2Client,
   type InstanceTypeInfo,
+  type NetworkCardInfo,
 } from '@aws-sdk/client-ec2';
 import type { EC2NodeClass } from '../../apis/karpenter.ts';
 import {
@@ -46,6 +47,17 @@ import type { AwsPricing } from './pricing.ts';
 import { withThrottleRetry } from './retry.ts';
 
 const CATEGORY_RE = /(^[a-z]+)(-[0-9]+tb)?([0-9]+).*\./;
+
+/**
+ * `MaximumNetworkInterfaces` of each card of `NetworkInfo.NetworkCards`, indexed by `NetworkCardIndex` (a card
+ * missing from the list allows 0); undefined when EC2 lists no cards.
+ */
+function networkCardMaxENIs(cards: NetworkCardInfo[] | undefined): number[] | undefined {
+  if (!cards || cards.length === 0) return undefined;
+  const out: number[] = [];
+  for (const c of cards) out[c.NetworkCardIndex ?? 0] = c.MaximumNetworkInterfaces ?? 0;
+  return Array.from(out, (n) => n ?? 0);
+}
 
 /**
  * Maps one `DescribeInstanceTypes` entry to an {@link InstanceTypeSpec} as the catalog generator does (field rules in
@@ -89,6 +101,8 @@ export function specFromEC2(info: InstanceTypeInfo, known?: InstanceTypeSpec): I
     localNvmeGB: storage && storage.NvmeSupport !== 'unsupported' ? storage.TotalSizeInGB : undefined,
     networkBandwidthMbps: known?.networkBandwidthMbps,
     defaultCardMaxENIs: defaultCard?.MaximumNetworkInterfaces ?? net?.MaximumNetworkInterfaces ?? 0,
+    maxNetworkCards: net?.MaximumNetworkCards,
+    networkCardMaxENIs: networkCardMaxENIs(net?.NetworkCards),
     ipv4PerENI: net?.Ipv4AddressesPerInterface ?? 0,
     efaMaxInterfaces: net?.EfaInfo?.MaximumEfaInterfaces,
     encryptionInTransitSupported: net?.EncryptionInTransitSupported,

@@ -6,6 +6,7 @@ import {
   type LaunchTemplateOptions,
   launchTemplateName,
   metadataOptions,
+  templateNetworkInterfaces,
 } from './launchtemplates.ts';
 
 function nodeClass(spec: Partial<EC2NodeClass['spec']> = {}): EC2NodeClass {
@@ -159,5 +160,58 @@ describe('Batcher', () => {
     });
     expect(await Promise.all([b.add(1), b.add(2)])).toEqual([1, 2]);
     expect(n).toBe(1);
+  });
+});
+
+describe('templateNetworkInterfaces (upstream v1.14.1 generateNetworkInterfaces)', () => {
+  it('efaCount n: one efa interface per network card 0..n-1, device index 0 then 1, the security groups on each', () => {
+    expect(
+      templateNetworkInterfaces({ ...opts, efaCount: 3, ipPrefixCount: { count: 2, ipv6: false } }),
+    ).toEqual(
+      [0, 1, 2].map((i) => ({
+        NetworkCardIndex: i,
+        DeviceIndex: i === 0 ? 0 : 1,
+        InterfaceType: 'efa',
+        Groups: ['sg-1'],
+        Ipv4PrefixCount: 2,
+      })),
+    );
+    expect(launchTemplateName({ ...opts, efaCount: 1 })).not.toBe(launchTemplateName(opts));
+  });
+
+  it('spec.networkInterfaces: each entry as given; efa-only ones without IPs, public IP or connection tracking', () => {
+    const nis = templateNetworkInterfaces({
+      ...opts,
+      efaCount: 4, // the configured list wins
+      associatePublicIPAddress: false,
+      connectionTracking: { UdpTimeout: 30 },
+      ipPrefixCount: { count: 1, ipv6: true },
+      ipv6: true,
+      networkInterfaces: [
+        { networkCardIndex: 0, deviceIndex: 0, interfaceType: 'interface' },
+        { networkCardIndex: 1, deviceIndex: 0, interfaceType: 'efa-only' },
+      ],
+    });
+    expect(nis).toEqual([
+      {
+        NetworkCardIndex: 0,
+        DeviceIndex: 0,
+        InterfaceType: 'interface',
+        Groups: ['sg-1'],
+        Ipv6PrefixCount: 1,
+        Ipv6AddressCount: 1,
+        AssociatePublicIpAddress: false,
+        PrimaryIpv6: true,
+        ConnectionTrackingSpecification: { UdpTimeout: 30 },
+      },
+      { NetworkCardIndex: 1, DeviceIndex: 0, InterfaceType: 'efa-only', Groups: ['sg-1'] },
+    ]);
+  });
+
+  it('neither: the primary interface only when it carries something, else none (SecurityGroupIds instead)', () => {
+    expect(templateNetworkInterfaces(opts)).toBeUndefined();
+    expect(templateNetworkInterfaces({ ...opts, associatePublicIPAddress: true })).toEqual([
+      { DeviceIndex: 0, Groups: ['sg-1'], AssociatePublicIpAddress: true },
+    ]);
   });
 });

@@ -18,7 +18,7 @@ import {
   type RequestLaunchTemplateData,
   type VolumeType,
 } from '@aws-sdk/client-ec2';
-import type { BlockDeviceMapping, EC2NodeClass } from '../../apis/karpenter.ts';
+import type { BlockDeviceMapping, EC2NetworkInterface, EC2NodeClass } from '../../apis/karpenter.ts';
 import { parseResource } from '../../apis/quantity.ts';
 import type { NowClock } from '../offerings.ts';
 import type { AMIFamily } from './catalog/index.ts';
@@ -55,6 +55,21 @@ export interface LaunchTemplateOptions {
   ipPrefixCount?: { count: number; ipv6: boolean };
   /** `spec.connectionTracking` (seconds) as the primary network interface's `ConnectionTrackingSpecification`. */
   connectionTracking?: { TcpEstablishedTimeout?: number; UdpStreamTimeout?: number; UdpTimeout?: number };
+  /**
+   * `spec.networkInterfaces` (non-empty): the template's interfaces, one per entry (upstream
+   * `generateNetworkInterfaces`, its first case). Takes precedence over {@link efaCount}.
+   */
+  networkInterfaces?: EC2NetworkInterface[];
+  /**
+   * EFA interfaces for a NodeClaim requesting `vpc.amazonaws.com/efa`: the instance type's EFA count, one `efa`
+   * interface per network card 0..n−1 (upstream `LaunchTemplate.EFACount`). Absent (or 0): none.
+   */
+  efaCount?: number;
+  /**
+   * The cluster is IPv6 (its service CIDR): interfaces built from {@link networkInterfaces} / {@link efaCount} get
+   * `PrimaryIpv6` and one IPv6 address, as upstream. Only set with one of those, so other templates keep their names.
+   */
+  ipv6?: boolean;
   /** Tags for the template and (via the template) the volumes and network interfaces. */
   tags: Record<string, string>;
   /**
@@ -237,6 +252,70 @@ export function primaryNetworkInterface(
   };
 }
 
+type NetworkInterfaceRequest = LaunchTemplateInstanceNetworkInterfaceSpecificationRequest;
+
+/**
+ * One interface of {@link LaunchTemplateOptions.networkInterfaces} (upstream `generateNetworkInterfaces`, first
+ * case): card, device index and type; the security groups; for an `interface` (not `efa-only`, where EC2 refuses
+ * them) also the IP prefixes (`Ipv4PrefixCount`, or `Ipv6PrefixCount` and one IPv6 address in an IPv6 cluster),
+ * `AssociatePublicIpAddress`, `PrimaryIpv6` and connection tracking.
+ */
+function configuredInterface(o: LaunchTemplateOptions, ni: EC2NetworkInterface): NetworkInterfaceRequest {
+  const ip = ni.interfaceType !== 'efa-only';
+  const count = o.ipPrefixCount?.count;
+  return {
+    NetworkCardIndex: ni.networkCardIndex,
+    DeviceIndex: ni.deviceIndex,
+    InterfaceType: ni.interfaceType,
+    Groups: o.securityGroupIDs,
+    ...(ip && !o.ipv6 && count !== undefined ? { Ipv4PrefixCount: count } : {}),
+    ...(ip && o.ipv6
+      ? { ...(count !== undefined ? { Ipv6PrefixCount: count } : {}), Ipv6AddressCount: 1 }
+      : {}),
+    ...(ip && o.associatePublicIPAddress !== undefined
+      ? { AssociatePublicIpAddress: o.associatePublicIPAddress }
+      : {}),
+    ...(ip && o.ipv6 ? { PrimaryIpv6: true } : {}),
+    ...(ip && o.connectionTracking ? { ConnectionTrackingSpecification: o.connectionTracking } : {}),
+  };
+}
+
+/**
+ * EFA interface `i` of {@link LaunchTemplateOptions.efaCount} (upstream `generateNetworkInterfaces`, second case):
+ * network card `i`, device index 0 on card 0 and 1 on the others (so card 0 keeps the primary interface), type
+ * `efa`, the security groups, the IP prefixes, `AssociatePublicIpAddress`, IPv6 and connection tracking.
+ */
+function efaInterface(o: LaunchTemplateOptions, i: number): NetworkInterfaceRequest {
+  const count = o.ipPrefixCount?.count;
+  return {
+    NetworkCardIndex: i,
+    DeviceIndex: i === 0 ? 0 : 1,
+    InterfaceType: 'efa',
+    Groups: o.securityGroupIDs,
+    ...(count !== undefined ? (o.ipv6 ? { Ipv6PrefixCount: count } : { Ipv4PrefixCount: count }) : {}),
+    ...(o.associatePublicIPAddress !== undefined
+      ? { AssociatePublicIpAddress: o.associatePublicIPAddress }
+      : {}),
+    ...(o.ipv6 ? { PrimaryIpv6: true, Ipv6AddressCount: 1 } : {}),
+    ...(o.connectionTracking ? { ConnectionTrackingSpecification: o.connectionTracking } : {}),
+  };
+}
+
+/**
+ * The template's `NetworkInterfaces` (upstream `pkg/providers/launchtemplate/launchtemplate.go`
+ * `generateNetworkInterfaces`): the class's `spec.networkInterfaces` when set; else `efaCount` EFA interfaces; else
+ * the primary interface of {@link primaryNetworkInterface} (undefined when it has nothing to carry, and then the
+ * template names `SecurityGroupIds` instead).
+ */
+export function templateNetworkInterfaces(o: LaunchTemplateOptions): NetworkInterfaceRequest[] | undefined {
+  if (o.networkInterfaces && o.networkInterfaces.length > 0) {
+    return o.networkInterfaces.map((ni) => configuredInterface(o, ni));
+  }
+  if (o.efaCount && o.efaCount > 0) return Array.from({ length: o.efaCount }, (_, i) => efaInterface(o, i));
+  const nic = primaryNetworkInterface(o);
+  return nic ? [nic] : undefined;
+}
+
 /** Dependencies of {@link LaunchTemplates}. */
 export interface LaunchTemplatesDeps {
   ec2: EC2Client;
@@ -321,12 +400,12 @@ export class LaunchTemplates {
       [TagLaunchTemplateCluster]: o.clusterName,
       [TagNodeClass]: o.nodeClassName,
     }).map(([Key, Value]) => ({ Key, Value }));
-    const nic = primaryNetworkInterface(o);
+    const nics = templateNetworkInterfaces(o);
     const data: RequestLaunchTemplateData = {
       ImageId: o.amiID,
       UserData: Buffer.from(o.userData, 'utf8').toString('base64'),
       ...(o.instanceProfile ? { IamInstanceProfile: { Name: o.instanceProfile } } : {}),
-      ...(nic ? { NetworkInterfaces: [nic] } : { SecurityGroupIds: o.securityGroupIDs }),
+      ...(nics ? { NetworkInterfaces: nics } : { SecurityGroupIds: o.securityGroupIDs }),
       ...(o.blockDeviceMappings.length > 0 ? { BlockDeviceMappings: o.blockDeviceMappings } : {}),
       MetadataOptions: o.metadataOptions,
       Monitoring: { Enabled: o.detailedMonitoring ?? false },

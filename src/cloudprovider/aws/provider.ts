@@ -68,7 +68,7 @@ import {
   TaintUnregistered,
   WellKnownLabels,
 } from '../../apis/labels.ts';
-import { formatResources } from '../../apis/quantity.ts';
+import { formatResources, parseResource, type Resources } from '../../apis/quantity.ts';
 import { Requirements } from '../../scheduling/requirements.ts';
 import {
   describeOfferings,
@@ -90,6 +90,7 @@ import {
   type OfferingRef,
   type RepairPolicy,
 } from '../types.ts';
+import { ResourceEFA } from './catalog/allocatable.ts';
 import { resolveAMIFamily } from './catalog/index.ts';
 import type { AwsClients } from './clients.ts';
 import { type ClusterInfo, discoverCluster, resolveClusterCIDR } from './cluster.ts';
@@ -287,11 +288,51 @@ interface Candidate {
 /** What {@link Instances.createFleet} returns. */
 type FleetResult = Awaited<ReturnType<Instances['createFleet']>>;
 
-/** The candidates launched with one AMI and one max-pods value (one launch template). */
+/** The candidates launched with one AMI, one max-pods value and one EFA count (one launch template). */
 interface AMIGroup {
   ami: string;
   maxPods: number;
+  /** EFA interfaces of the template: the types' `vpc.amazonaws.com/efa` when the NodeClaim requests it, else 0. */
+  efaCount: number;
   candidates: Candidate[];
+}
+
+/** True when the NodeClaim's `spec.resources.requests` has `vpc.amazonaws.com/efa` (upstream checks the key). */
+function requestsEFA(nodeClaim: NodeClaim): boolean {
+  return nodeClaim.spec.resources?.requests?.[ResourceEFA] !== undefined;
+}
+
+/**
+ * The NodeClaim's `vpc.amazonaws.com/efa` request (0 without one, or when it is not a quantity). A type with less
+ * allocatable EFA is not launched for it: the EFA part of upstream's `CompatibleAvailableFilter` (requests must fit).
+ */
+function requestedEFA(nodeClaim: NodeClaim): number {
+  const q = nodeClaim.spec.resources?.requests?.[ResourceEFA];
+  if (q === undefined) return 0;
+  try {
+    return parseResource(ResourceEFA, String(q));
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * EFA interfaces an instance of `it` launches with for `nodeClaim` (upstream `getEFACountForInstance`): the type's
+ * `vpc.amazonaws.com/efa` capacity when the NodeClaim requests EFA or the class sets `spec.networkInterfaces`, else 0.
+ */
+function launchEFACount(nodeClaim: NodeClaim, nodeClass: EC2NodeClass, it: InstanceType): number {
+  if (!requestsEFA(nodeClaim) && nodeClass.spec.networkInterfaces === undefined) return 0;
+  return it.capacity[ResourceEFA] ?? 0;
+}
+
+/**
+ * `resources` without `vpc.amazonaws.com/efa` when the instance has no EFA interface (upstream `instanceToNodeClaim`
+ * `resourceFilter`: a node advertises EFA only when its launch template gave it EFA interfaces).
+ */
+function withoutUnlaunchedEFA(resources: Resources, efaCount: number): Resources {
+  if (efaCount > 0 || resources[ResourceEFA] === undefined) return resources;
+  const { [ResourceEFA]: _efa, ...rest } = resources;
+  return rest;
 }
 
 /**
@@ -408,13 +449,15 @@ export function launchSatisfies(reqs: Requirements, labels: Readonly<Record<stri
 
 /**
  * Groups the candidates by AMI (the first, newest, of `amis` whose requirements each type's labels satisfy; types
- * with none are left out) and max pods (default 110), with the AMI of each type.
+ * with none are left out), max pods (default 110) and, when `efa` (the NodeClaim requests `vpc.amazonaws.com/efa`),
+ * the type's EFA count (upstream `Resolve`'s `launchTemplateParams`), with the AMI of each type.
  * @throws CreateError `NoCompatibleAMI` when no candidate has an AMI.
  */
 function amiGroups(
   nodeClass: EC2NodeClass,
   candidates: readonly Candidate[],
   amis: readonly AMIStatus[],
+  efa: boolean,
 ): { groups: AMIGroup[]; amiFor: Map<string, string> } {
   const groups = new Map<string, AMIGroup>();
   const amiFor = new Map<string, string>();
@@ -425,8 +468,9 @@ function amiGroups(
     if (!ami) continue;
     amiFor.set(c.it.name, ami.id);
     const maxPods = c.it.capacity.pods ?? 110;
-    const key = `${ami.id}/${maxPods}`;
-    const g = groups.get(key) ?? { ami: ami.id, maxPods, candidates: [] };
+    const efaCount = efa ? (c.it.capacity[ResourceEFA] ?? 0) : 0;
+    const key = `${ami.id}/${maxPods}/${efaCount}`;
+    const g = groups.get(key) ?? { ami: ami.id, maxPods, efaCount, candidates: [] };
     g.candidates.push(c);
     groups.set(key, g);
   }
@@ -809,7 +853,10 @@ export class AwsCloudProvider implements CloudProvider {
     throw new InsufficientCapacityError(
       tried.length > 0
         ? `NodeClaim "${name}": every compatible offering failed or is unavailable: ${describeOfferings(tried)}`
-        : `NodeClaim "${name}": no available offering in ${this.region} satisfies its requirements`,
+        : `NodeClaim "${name}": no available offering in ${this.region} satisfies its requirements` +
+            (requestedEFA(nodeClaim) > 0
+              ? ` and its ${ResourceEFA} request ${requestedEFA(nodeClaim)} (only types with that many EFA interfaces)`
+              : ''),
       tried.length > 0 ? tried : this.unavailableCompatible(nodeClaim, reqs, types),
     );
   }
@@ -919,9 +966,11 @@ export class AwsCloudProvider implements CloudProvider {
   ): { capacityType: CapacityType; candidates: Candidate[] } | undefined {
     const named = this.namedTypes(nodeClaim);
     const tenancy = tenancyOf(reqs);
+    const efa = requestedEFA(nodeClaim);
     const byCT = new Map<CapacityType, Candidate[]>();
     for (const it of types) {
       if (named && !named.has(it.name)) continue;
+      if (efa > 0 && (it.allocatable[ResourceEFA] ?? 0) < efa) continue;
       const perCT = new Map<CapacityType, Offering[]>();
       for (const o of it.offerings) {
         if (!o.available || this.ice.isUnavailable(it.name, o.zone, o.capacityType)) continue;
@@ -1030,12 +1079,12 @@ export class AwsCloudProvider implements CloudProvider {
   ): Promise<{ request: CreateFleetCommandInput; amiFor: Map<string, string> }> {
     const { capacityType } = launch;
     // upstream's cluster IP family (of the kube-dns address); capenter knows the service CIDR
-    const ltLaunch = { tenancy: launch.tenancy, ipv6: cluster.cidr?.includes(':') ?? false };
+    const ltLaunch = { tenancy: launch.tenancy, ipv6: cluster.cidr?.includes(':') ?? false, efaCount: 0 };
     const family = resolveAMIFamily(nodeClass);
     // One subnet per zone: the first in status order (the controller orders them by free addresses).
     const subnetByZone = new Map<string, string>();
     for (const s of subnets) if (!subnetByZone.has(s.zone)) subnetByZone.set(s.zone, s.id);
-    const { groups, amiFor } = amiGroups(nodeClass, candidates, amis);
+    const { groups, amiFor } = amiGroups(nodeClass, candidates, amis, requestsEFA(nodeClaim));
     const labels = kubeletLabels({
       ...(nodeClaim.metadata.labels ?? {}),
       [LabelCapacityType]: capacityType,
@@ -1086,7 +1135,7 @@ export class AwsCloudProvider implements CloudProvider {
               userData,
               securityGroups,
               bdms,
-              ltLaunch,
+              { ...ltLaunch, efaCount: g.efaCount },
               {
                 id: o.reservationID,
                 type:
@@ -1104,7 +1153,10 @@ export class AwsCloudProvider implements CloudProvider {
         }
         continue;
       }
-      const lt = await this.ensureLaunchTemplate(nodeClass, g.ami, userData, securityGroups, bdms, ltLaunch);
+      const lt = await this.ensureLaunchTemplate(nodeClass, g.ami, userData, securityGroups, bdms, {
+        ...ltLaunch,
+        efaCount: g.efaCount,
+      });
       const overrides = fleetOverrides(g.candidates, subnetByZone, overlay);
       if (overrides.length === 0) continue;
       configs.push({
@@ -1125,8 +1177,9 @@ export class AwsCloudProvider implements CloudProvider {
    * Ensures the launch template of `nodeClass` for one AMI and user data, its tenancy (`dedicated`: a template with
    * `Placement.Tenancy` dedicated, upstream `CreateLaunchTemplateInputBuilder.buildPlacement`), and for a reserved
    * launch one capacity reservation (see {@link LaunchTemplates.ensure}). The class's `metadataOptions`,
-   * `detailedMonitoring`, `cpuOptions`, `associatePublicIPAddress`, `ipPrefixCount` (IPv6 prefixes when `ipv6`) and
-   * `connectionTracking` go into the template as upstream `pkg/providers/launchtemplate/launchtemplate.go`.
+   * `detailedMonitoring`, `cpuOptions`, `associatePublicIPAddress`, `ipPrefixCount` (IPv6 prefixes when `ipv6`),
+   * `connectionTracking` and `networkInterfaces` (else `efaCount` EFA interfaces) go into the template as upstream
+   * `pkg/providers/launchtemplate/launchtemplate.go`.
    */
   private ensureLaunchTemplate(
     nodeClass: EC2NodeClass,
@@ -1134,10 +1187,12 @@ export class AwsCloudProvider implements CloudProvider {
     userData: string,
     securityGroupIDs: string[],
     bdms: ReturnType<typeof blockDeviceMappings>,
-    launch: { tenancy: Tenancy; ipv6: boolean },
+    launch: { tenancy: Tenancy; ipv6: boolean; efaCount: number },
     capacityReservation?: LaunchTemplateOptions['capacityReservation'],
   ): ReturnType<LaunchTemplates['ensure']> {
     const status = ec2NodeClassStatus(nodeClass);
+    const nis = nodeClass.spec.networkInterfaces;
+    const multi = (nis !== undefined && nis.length > 0) || launch.efaCount > 0;
     const { tenancy } = launch;
     const cpu = cpuOptions(nodeClass);
     const ct = connectionTracking(nodeClass);
@@ -1160,6 +1215,9 @@ export class AwsCloudProvider implements CloudProvider {
       ...(cpu ? { cpuOptions: cpu } : {}),
       ...(typeof prefixes === 'number' ? { ipPrefixCount: { count: prefixes, ipv6: launch.ipv6 } } : {}),
       ...(ct ? { connectionTracking: ct } : {}),
+      ...(nis && nis.length > 0 ? { networkInterfaces: nis } : {}),
+      ...(launch.efaCount > 0 ? { efaCount: launch.efaCount } : {}),
+      ...(multi && launch.ipv6 ? { ipv6: true } : {}),
       tags: { ...(nodeClass.spec.tags ?? {}), [LabelEC2NodeClass]: nodeClass.metadata.name },
       ...(capacityReservation ? { capacityReservation } : {}),
       ...(tenancy === 'dedicated' ? { tenancy } : {}),
@@ -1195,6 +1253,7 @@ export class AwsCloudProvider implements CloudProvider {
         requirementLabels[r.key] = r.values[0]!;
     }
     const zoneID = subnetZoneIDs(ec2NodeClassStatus(nodeClass).subnets ?? []).get(offering.zone);
+    const efa = launchEFACount(nodeClaim, nodeClass, it);
     const out: NodeClaim = structuredClone(nodeClaim);
     out.metadata.labels = {
       ...requirementLabels,
@@ -1213,8 +1272,8 @@ export class AwsCloudProvider implements CloudProvider {
     out.status = {
       ...(out.status ?? {}),
       providerID: `${AwsProviderIDPrefix}${offering.zone}/${instanceId}`,
-      capacity: formatResources(it.capacity),
-      allocatable: formatResources(it.allocatable),
+      capacity: formatResources(withoutUnlaunchedEFA(it.capacity, efa)),
+      allocatable: formatResources(withoutUnlaunchedEFA(it.allocatable, efa)),
       ...(imageID ? { imageID } : {}),
     };
     return out;
@@ -1246,6 +1305,10 @@ export class AwsCloudProvider implements CloudProvider {
     };
     if (tags[LabelNodePool]) labels[LabelNodePool] = tags[LabelNodePool];
     if (className) labels[LabelEC2NodeClass] = className;
+    // upstream `NewInstance` `EFACount`: the instance's `efa` / `efa-only` interfaces
+    const efa = (inst.NetworkInterfaces ?? []).filter(
+      (n) => n.InterfaceType === 'efa' || n.InterfaceType === 'efa-only',
+    ).length;
     const nc: NodeClaim = {
       apiVersion: 'karpenter.sh/v1',
       kind: 'NodeClaim',
@@ -1262,7 +1325,10 @@ export class AwsCloudProvider implements CloudProvider {
         providerID: `${AwsProviderIDPrefix}${zone}/${inst.InstanceId}`,
         ...(inst.ImageId ? { imageID: inst.ImageId } : {}),
         ...(it
-          ? { capacity: formatResources(it.capacity), allocatable: formatResources(it.allocatable) }
+          ? {
+              capacity: formatResources(withoutUnlaunchedEFA(it.capacity, efa)),
+              allocatable: formatResources(withoutUnlaunchedEFA(it.allocatable, efa)),
+            }
           : {}),
       },
     };

@@ -5,6 +5,7 @@ import { parse, parseAllDocuments } from 'yaml';
 import type { EC2NodeClass } from '../../../apis/karpenter.ts';
 import { formatResource, parseResource } from '../../../apis/quantity.ts';
 import {
+  compatibleWithNodeClass,
   computeAllocatable,
   eniLimitedPods,
   getInstanceTypeSpec,
@@ -271,5 +272,50 @@ describe('shared cases with allocatable expectations', () => {
       expect(it.allocatable.memory, `${e.type} memory`).toBe(parseResource('memory', e.memory));
       expect(it.allocatable.pods, `${e.type} pods`).toBe(Number(e.pods));
     }
+  });
+});
+
+describe('EC2NodeClass spec.networkInterfaces (upstream v1.14.1 `efas`, `ENILimitedPods`, `networkInterfaceCheck`)', () => {
+  const primary = { networkCardIndex: 0, deviceIndex: 0, interfaceType: 'interface' as const };
+  const efaOnly = (networkCardIndex: number, deviceIndex = 0) => ({
+    networkCardIndex,
+    deviceIndex,
+    interfaceType: 'efa-only' as const,
+  });
+
+  it('vpc.amazonaws.com/efa is the count of efa-only interfaces; one on card 0 takes an ENI from max pods', () => {
+    // p4d.24xlarge: 4 network cards, 15 ENIs on card 0, 50 IPv4 per ENI, MaximumEfaInterfaces 4
+    const base = computeAllocatable(spec('p4d.24xlarge'));
+    expect(base.capacity['vpc.amazonaws.com/efa']).toBe(4);
+    expect(base.capacity.pods).toBe(15 * 49 + 2);
+    const cards = computeAllocatable(spec('p4d.24xlarge'), {
+      networkInterfaces: [primary, efaOnly(1), efaOnly(2)],
+    });
+    expect(cards.capacity['vpc.amazonaws.com/efa']).toBe(2);
+    expect(cards.capacity.pods).toBe(737);
+    const card0 = computeAllocatable(spec('p4d.24xlarge'), { networkInterfaces: [primary, efaOnly(0, 1)] });
+    expect(card0.capacity['vpc.amazonaws.com/efa']).toBe(1);
+    expect(card0.capacity.pods).toBe(14 * 49 + 2);
+    // a class with only the primary interface: no EFA capacity even on an EFA type
+    const none = computeAllocatable(spec('p4d.24xlarge'), { networkInterfaces: [primary] });
+    expect(none.capacity['vpc.amazonaws.com/efa']).toBeUndefined();
+  });
+
+  it('only types whose cards, device indices and EFA count fit the layout are compatible', () => {
+    const nc = (networkInterfaces: Array<ReturnType<typeof efaOnly> | typeof primary>) =>
+      nodeClass({ networkInterfaces });
+    const layout = nc([primary, efaOnly(1), efaOnly(2), efaOnly(3)]);
+    expect(compatibleWithNodeClass(spec('p4d.24xlarge'), layout)).toBe(true); // 4 cards, 4 EFA
+    expect(compatibleWithNodeClass(spec('c6in.32xlarge'), layout)).toBe(false); // 2 cards
+    expect(compatibleWithNodeClass(spec('m5.large'), nc([primary]))).toBe(true);
+    expect(compatibleWithNodeClass(spec('m5.large'), nc([primary, efaOnly(0, 1)]))).toBe(false); // no EFA
+    expect(compatibleWithNodeClass(spec('c5n.18xlarge'), nc([primary, efaOnly(0, 1)]))).toBe(true);
+    expect(compatibleWithNodeClass(spec('m5.large'), nc([primary, { ...primary, deviceIndex: 3 }]))).toBe(
+      false,
+    ); // 3 ENIs
+    const its = getInstanceTypes({ region: 'us-east-1', nodeClass: layout }).instanceTypes;
+    expect(its.every((it) => (it.capacity['vpc.amazonaws.com/efa'] ?? 0) === 3)).toBe(true);
+    expect(its.map((it) => it.name)).toContain('p4d.24xlarge');
+    expect(its.map((it) => it.name)).not.toContain('m5.large');
   });
 });

@@ -8,7 +8,12 @@
  * `reservedENIs=0`. Verified against upstream's generated reference table for all 1,363 AL2023 types
  * (`test/catalog-golden.test.ts`).
  */
-import type { BlockDeviceMapping, EC2NodeClass, KubeletConfiguration } from '../../../apis/karpenter.ts';
+import type {
+  BlockDeviceMapping,
+  EC2NetworkInterface,
+  EC2NodeClass,
+  KubeletConfiguration,
+} from '../../../apis/karpenter.ts';
 import { parseResource, type Resources } from '../../../apis/quantity.ts';
 import type { InstanceTypeSpec } from './data.ts';
 
@@ -136,6 +141,9 @@ export const ResourceEFA = 'vpc.amazonaws.com/efa';
 export const ResourceAWSPodENI = 'vpc.amazonaws.com/pod-eni';
 export const ResourcePrivateIPv4Address = 'vpc.amazonaws.com/PrivateIPv4Address';
 
+/** One EC2NodeClass `spec.networkInterfaces[]` entry ({@link EC2NetworkInterface}). */
+export type NodeClassNetworkInterface = EC2NetworkInterface;
+
 /** Inputs of {@link computeAllocatable} besides the instance type. */
 export interface AllocatableOptions {
   /** Default AL2023. */
@@ -150,6 +158,12 @@ export interface AllocatableOptions {
   vmMemoryOverheadPercent?: number;
   /** ENIs reserved for other uses (upstream option `--reserved-enis`, default 0). */
   reservedENIs?: number;
+  /**
+   * EC2NodeClass `spec.networkInterfaces`: when set, `vpc.amazonaws.com/efa` is its count of `efa-only` interfaces
+   * (instead of the type's `MaximumEfaInterfaces`), and each `efa-only` interface on network card 0 takes one ENI
+   * from the ENI-limited pods (upstream `efas`, `ENILimitedPods`).
+   */
+  networkInterfaces?: readonly NodeClassNetworkInterface[];
 }
 
 /** Result of {@link computeAllocatable}: all in internal units (cpu millicores, memory/storage bytes, counts). */
@@ -208,9 +222,19 @@ export function memoryCapacityBytes(spec: InstanceTypeSpec, vmMemoryOverheadPerc
   return bytes - Math.ceil((bytes * vmMemoryOverheadPercent) / 1024 / 1024) * MiB;
 }
 
-/** ENI-limited max pods: `ENIs × (IPv4 per ENI − 1) + 2`, ENIs of the default card minus reserved. Upstream `ENILimitedPods`. */
-export function eniLimitedPods(spec: InstanceTypeSpec, reservedENIs = 0): number {
-  const usable = Math.max(spec.defaultCardMaxENIs - reservedENIs, 0);
+/**
+ * ENI-limited max pods: `ENIs × (IPv4 per ENI − 1) + 2`, ENIs of the default card minus reserved minus the class's
+ * `efa-only` interfaces on network card 0 (they take an ENI and carry no IPs). Upstream `ENILimitedPods`.
+ */
+export function eniLimitedPods(
+  spec: InstanceTypeSpec,
+  reservedENIs = 0,
+  networkInterfaces: readonly NodeClassNetworkInterface[] = [],
+): number {
+  const efaOnly = networkInterfaces.filter(
+    (n) => n.networkCardIndex === 0 && n.interfaceType === 'efa-only',
+  ).length;
+  const usable = Math.max(spec.defaultCardMaxENIs - reservedENIs - efaOnly, 0);
   if (usable === 0) return 0;
   return usable * (spec.ipv4PerENI - 1) + 2;
 }
@@ -248,10 +272,11 @@ export function podsCapacity(
   traits: AMIFamilyTraits,
   kubelet: KubeletConfiguration | undefined,
   reservedENIs = 0,
+  networkInterfaces: readonly NodeClassNetworkInterface[] = [],
 ): number {
   let count: number;
   if (kubelet?.maxPods !== undefined && kubelet.maxPods !== null) count = kubelet.maxPods;
-  else if (traits.supportsENILimitedPodDensity) count = eniLimitedPods(spec, reservedENIs);
+  else if (traits.supportsENILimitedPodDensity) count = eniLimitedPods(spec, reservedENIs, networkInterfaces);
   else count = 110;
   const ppc = kubelet?.podsPerCore ?? 0;
   if (ppc > 0 && traits.podsPerCoreEnabled) count = Math.min(ppc * spec.vcpu, count);
@@ -298,6 +323,18 @@ export function evictionSignalBytes(field: string, capacity: number, value: stri
 }
 
 /**
+ * `vpc.amazonaws.com/efa` of a type: the count of `efa-only` entries when the class sets `spec.networkInterfaces`
+ * (they override what the type supports), else `EfaInfo.MaximumEfaInterfaces` (0 without EFA). Upstream `efas`.
+ */
+export function efaCount(
+  spec: InstanceTypeSpec,
+  networkInterfaces: readonly NodeClassNetworkInterface[] | undefined,
+): number {
+  if (networkInterfaces) return networkInterfaces.filter((n) => n.interfaceType === 'efa-only').length;
+  return spec.efaMaxInterfaces ?? 0;
+}
+
+/**
  * Computes capacity, overhead and allocatable of one instance type for a node class, as upstream Karpenter does
  * (`NewInstanceType` in aws/karpenter-provider-aws `pkg/providers/instancetype/types.go`):
  * - cpu = vCPUs; memory = MiB (− 64 on arm64) − ceil(7.5%) MiB; ephemeral-storage = root/ephemeral volume
@@ -321,7 +358,7 @@ export function computeAllocatable(spec: InstanceTypeSpec, opts: AllocatableOpti
 
   const memory = memoryCapacityBytes(spec, opts.vmMemoryOverheadPercent ?? 0.075);
   const storage = ephemeralStorageBytes(spec, traits, opts.blockDeviceMappings, opts.instanceStorePolicy);
-  const pods = podsCapacity(spec, traits, kubelet, reservedENIs);
+  const pods = podsCapacity(spec, traits, kubelet, reservedENIs, opts.networkInterfaces);
 
   const capacity: Resources = { cpu: spec.vcpu * 1000, memory, 'ephemeral-storage': storage, pods };
   const add = (name: string, n: number | undefined): void => {
@@ -333,13 +370,15 @@ export function computeAllocatable(spec: InstanceTypeSpec, opts: AllocatableOpti
   add(ResourceHabanaGaudi, spec.gpuManufacturer === 'Habana' ? gpus : 0);
   add(ResourceAWSNeuron, spec.neuronDeviceCount);
   add(ResourceAWSNeuronCore, spec.neuronCoreCount);
-  add(ResourceEFA, spec.efaMaxInterfaces);
+  add(ResourceEFA, efaCount(spec, opts.networkInterfaces));
   add(ResourceAWSPodENI, spec.trunkingCompatible ? spec.branchENIs : 0);
   if (traits.os === 'windows' && spec.trunkingCompatible !== undefined) {
     add(ResourcePrivateIPv4Address, spec.ipv4PerENI - 1);
   }
 
-  const memoryPods = traits.usesENILimitedMemoryOverhead ? eniLimitedPods(spec, 0) : pods;
+  const memoryPods = traits.usesENILimitedMemoryOverhead
+    ? eniLimitedPods(spec, 0, opts.networkInterfaces)
+    : pods;
   const kubeReserved: Resources = {
     cpu: kubeReservedCPU(spec.vcpu),
     memory: (11 * memoryPods + 255) * MiB,

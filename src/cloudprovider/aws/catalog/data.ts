@@ -55,6 +55,14 @@ export interface InstanceTypeSpec {
   networkBandwidthMbps?: number;
   /** `MaximumNetworkInterfaces` of the default network card (ENI-limited max pods uses it). */
   defaultCardMaxENIs: number;
+  /** `NetworkInfo.MaximumNetworkCards` (absent: 1); upstream's network-interface compatibility check uses it. */
+  maxNetworkCards?: number;
+  /**
+   * `MaximumNetworkInterfaces` of each network card, by `NetworkCardIndex` (`NetworkInfo.NetworkCards`). Only
+   * DescribeInstanceTypes gives it; the embedded catalog does not carry it, and then every card is taken to allow
+   * {@link defaultCardMaxENIs}.
+   */
+  networkCardMaxENIs?: number[];
   /** `Ipv4AddressesPerInterface`. */
   ipv4PerENI: number;
   /** `EfaInfo.MaximumEfaInterfaces`. */

@@ -13,6 +13,7 @@ import {
   type AMIFamily,
   amiFamilyTraits,
   computeAllocatable,
+  type NodeClassNetworkInterface,
   resolveAMIFamily,
 } from './allocatable.ts';
 import { type InstanceTypeSpec, loadCatalogData } from './data.ts';
@@ -25,10 +26,12 @@ export {
   type AMIFamilyTraits,
   amiFamilyTraits,
   computeAllocatable,
+  efaCount,
   eniLimitedPods,
   InvalidNodeClassValueError,
   kubeReservedCPU,
   memoryCapacityBytes,
+  type NodeClassNetworkInterface,
   resolveAMIFamily,
 } from './allocatable.ts';
 export type { InstanceTypeSpec } from './data.ts';
@@ -185,6 +188,7 @@ function cacheKey(region: string, family: AMIFamily, nodeClass: EC2NodeClass | u
     },
     bdm: nodeClass?.spec.blockDeviceMappings,
     isp: nodeClass?.spec.instanceStorePolicy,
+    nis: nodeClass?.spec.networkInterfaces,
     nitroOnly: nitroOnly(nodeClass) || undefined,
   });
 }
@@ -197,15 +201,40 @@ function nitroOnly(nodeClass: EC2NodeClass | undefined): boolean {
 /**
  * Whether instances of `spec` can launch with `nodeClass`'s launch options (upstream aws/karpenter-provider-aws
  * v1.14.1 `pkg/providers/instancetype/compatibility/compatibility.go` `IsCompatibleWithNodeClass`): with
- * `spec.connectionTracking` only Nitro types (`connectionTrackingCompatibility`). Upstream's nested-virtualization
- * check is not needed: capenter refuses `cpuOptions.nestedVirtualization: enabled` (`src/apis/schemas.ts`); nor its
- * network-interface and placement-group checks (those fields are refused too).
+ * `spec.connectionTracking` only Nitro types (`connectionTrackingCompatibility`); with `spec.networkInterfaces` only
+ * types that fit the layout ({@link networkInterfacesFit}). Upstream's nested-virtualization check is not needed:
+ * capenter refuses `cpuOptions.nestedVirtualization: enabled` (`src/apis/schemas.ts`); nor its placement-group check
+ * (that field is refused too).
  */
 export function compatibleWithNodeClass(
   spec: InstanceTypeSpec,
   nodeClass: EC2NodeClass | undefined,
 ): boolean {
-  return !nitroOnly(nodeClass) || spec.hypervisor === 'nitro';
+  if (nitroOnly(nodeClass) && spec.hypervisor !== 'nitro') return false;
+  const nis = nodeClass?.spec.networkInterfaces;
+  return !nis || networkInterfacesFit(spec, nis);
+}
+
+/**
+ * Upstream `networkInterfaceCheck.compatibleCheck`: the type has a network card (`defaultCardMaxENIs` > 0), every interface's
+ * `networkCardIndex` is below the type's card count (`maxNetworkCards`, 1 when absent) and its `deviceIndex` below
+ * that card's `MaximumNetworkInterfaces` (`networkCardMaxENIs`; without it, as in the embedded catalog, the default
+ * card's `defaultCardMaxENIs`), and the `efa-only` interfaces are at most `MaximumEfaInterfaces` (none without EFA).
+ * Upstream's secondary-IP check does not apply: the v1 API has no per-interface IP counts.
+ */
+export function networkInterfacesFit(
+  spec: InstanceTypeSpec,
+  networkInterfaces: readonly NodeClassNetworkInterface[],
+): boolean {
+  if (spec.defaultCardMaxENIs === 0) return false;
+  const cards = spec.maxNetworkCards ?? 1;
+  for (const ni of networkInterfaces) {
+    if (ni.networkCardIndex >= cards) return false;
+    const max = spec.networkCardMaxENIs?.[ni.networkCardIndex] ?? spec.defaultCardMaxENIs;
+    if (ni.deviceIndex >= max) return false;
+  }
+  const efaOnly = networkInterfaces.filter((n) => n.interfaceType === 'efa-only').length;
+  return efaOnly === 0 || efaOnly <= (spec.efaMaxInterfaces ?? 0);
 }
 
 /** Offerings of every type offered in a region (independent of the node class), built once per region and frozen. */
@@ -274,8 +303,8 @@ function familyLabels(family: AMIFamily, spec: InstanceTypeSpec): Readonly<Recor
 }
 
 /**
- * The {@link AllocatableOptions} of an EC2NodeClass under an AMI family: its kubelet, blockDeviceMappings and
- * instanceStorePolicy, plus the operator's `vmMemoryOverheadPercent` / `reservedENIs` when given (defaults 0.075 / 0).
+ * The {@link AllocatableOptions} of an EC2NodeClass under an AMI family: its kubelet, blockDeviceMappings,
+ * instanceStorePolicy and networkInterfaces, plus the operator's `vmMemoryOverheadPercent` / `reservedENIs` when given (defaults 0.075 / 0).
  * Shared by the embedded catalog and the aws provider so both compute allocatable the same way.
  */
 export function allocatableOptionsFor(
@@ -289,6 +318,7 @@ export function allocatableOptionsFor(
     ...(spec?.kubelet ? { kubelet: spec.kubelet } : {}),
     ...(spec?.blockDeviceMappings ? { blockDeviceMappings: spec.blockDeviceMappings } : {}),
     ...(spec?.instanceStorePolicy ? { instanceStorePolicy: spec.instanceStorePolicy } : {}),
+    ...(spec?.networkInterfaces ? { networkInterfaces: spec.networkInterfaces } : {}),
     ...(operator.vmMemoryOverheadPercent !== undefined
       ? { vmMemoryOverheadPercent: operator.vmMemoryOverheadPercent }
       : {}),
