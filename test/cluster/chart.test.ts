@@ -131,7 +131,10 @@ describe('Helm chart', () => {
     });
     expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 65532 });
     expect(JSON.stringify(pod.affinity)).toContain('"topologyKey":"kubernetes.io/hostname"');
-    expect(JSON.stringify(pod.topologySpreadConstraints)).toContain('topology.kubernetes.io/zone');
+    // upstream's chart default (charts/karpenter/values.yaml v1.14.1): a hard spread over zones
+    expect(pod.topologySpreadConstraints).toMatchObject([
+      { maxSkew: 1, topologyKey: 'topology.kubernetes.io/zone', whenUnsatisfiable: 'DoNotSchedule' },
+    ]);
     expect(byKind(objs, 'PodDisruptionBudget')[0]).toMatchObject({ spec: { maxUnavailable: 1 } });
     const { env, options, warnings } = settingsOf(objs, 'karpenter');
     const known = new Set(CONTROLLER_SETTINGS.map((s) => s.env));
