@@ -16,6 +16,7 @@ import { expect } from 'vitest';
 import type { NodeCondition, Pod } from '../../src/apis/core.ts';
 import type { NodeClaim, NodePool } from '../../src/apis/karpenter.ts';
 import { InterruptionController } from '../../src/cloudprovider/aws/controllers/interruption/controller.ts';
+import { AwsRepairPolicies } from '../../src/cloudprovider/aws/provider.ts';
 import { KwokNodeMarker } from '../../src/cloudprovider/kwok/provider.ts';
 import { type CloudProvider, CreateError } from '../../src/cloudprovider/types.ts';
 import { NodeTerminationController } from '../../src/controllers/node/termination/controller.ts';
@@ -183,9 +184,10 @@ export function fakeSQS(bodies: string[]): { sqs: SQSClient; deleted: string[] }
  * The interruption controller over `p` (its provider is the unavailable-offerings cache) reading a queue that holds
  * one EC2 Spot Instance Interruption Warning for node-s's instance, as EventBridge writes it, sent at `now` (ms).
  */
-export function spotInterruption(
-  d: ScenarioDeps & { provider: ControllerProcess['provider'] },
-): { interruption: InterruptionController; deleted: string[] } {
+export function spotInterruption(d: ScenarioDeps & { provider: ControllerProcess['provider'] }): {
+  interruption: InterruptionController;
+  deleted: string[];
+} {
   const { sqs, deleted } = fakeSQS([
     JSON.stringify({
       version: '0',
@@ -228,7 +230,11 @@ export async function metricOf(
 /** The instance type, zone and capacity type a launched NodeClaim's labels name. */
 export function offeringOf(nc: NodeClaim): Array<string | undefined> {
   const l = nc.metadata.labels ?? {};
-  return [l['node.kubernetes.io/instance-type'], l['topology.kubernetes.io/zone'], l['karpenter.sh/capacity-type']];
+  return [
+    l['node.kubernetes.io/instance-type'],
+    l['topology.kubernetes.io/zone'],
+    l['karpenter.sh/capacity-type'],
+  ];
 }
 
 // ---- C2: drain groups -----------------------------------------------------------------------------------------
@@ -304,8 +310,54 @@ export async function kubeletStops(env: ControllerTestEnv, name: string): Promis
     message: 'Kubelet stopped posting node status.',
     lastTransitionTime: new Date(env.clock.now()).toISOString(),
   };
-  await env.client.patchStatus('Node', name, undefined, { status: { conditions: [ready] } }, { type: 'merge' });
+  await env.client.patchStatus(
+    'Node',
+    name,
+    undefined,
+    { status: { conditions: [ready] } },
+    { type: 'merge' },
+  );
 }
+
+// ---- C4: node repair ------------------------------------------------------------------------------------------
+
+/** NodePool `default` (on-demand) without terminationGracePeriod. */
+export const repairNodePool = {
+  apiVersion: 'karpenter.sh/v1',
+  kind: 'NodePool',
+  metadata: { name: 'default' },
+  spec: {
+    template: {
+      spec: {
+        nodeClassRef: { group: 'karpenter.kwok.sh', kind: 'KWOKNodeClass', name: 'default' },
+        requirements: [{ key: 'karpenter.sh/capacity-type', operator: 'In' as const, values: ['on-demand'] }],
+      },
+    },
+  },
+};
+
+/** `provider` answering the aws provider's repair policies (Ready False/Unknown tolerated 30 min, ...). */
+export function withAwsRepairPolicies(provider: CloudProvider): CloudProvider {
+  return Object.assign(Object.create(provider) as CloudProvider, {
+    repairPolicies: () => AwsRepairPolicies.map((p) => ({ ...p })),
+  });
+}
+
+/** Pod `guarded` (label app=guarded) in `namespace`, bound to r-0. */
+export const guardedPod = (namespace: string): Pod => ({
+  apiVersion: 'v1',
+  kind: 'Pod',
+  metadata: { name: 'guarded', namespace, labels: { app: 'guarded' } },
+  spec: { nodeName: 'r-0', containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.10' }] },
+});
+
+/** The PDB of `guarded`: minAvailable 100%. */
+export const guardedPDB = (namespace: string) => ({
+  apiVersion: 'policy/v1',
+  kind: 'PodDisruptionBudget',
+  metadata: { name: 'guarded', namespace },
+  spec: { selector: { matchLabels: { app: 'guarded' } }, minAvailable: '100%' },
+});
 
 // ---- C3: launch and registration timeouts ---------------------------------------------------------------------
 
@@ -358,12 +410,16 @@ export async function registrationTimeoutRun(
   expect(await ctl.reconcile(name)).toEqual({ requeueAfter: 1 });
   expect(await provision(p)).toEqual([]);
   expect((await live(client)).map((nc) => nc.metadata.name)).toEqual([name]);
-  expect(await metricOf(p, 'karpenter_nodeclaims_disrupted_total', { reason: 'registration_timeout' })).toBe(0);
+  expect(await metricOf(p, 'karpenter_nodeclaims_disrupted_total', { reason: 'registration_timeout' })).toBe(
+    0,
+  );
   // 15 min: deleted, counted, the instance terminated by the finalizer
   clock.set(t0 + 15 * MIN);
   expect(await ctl.reconcile(name)).toEqual({});
   expect((await client.get('NodeClaim', name)).metadata.deletionTimestamp).toBeDefined();
-  expect(await metricOf(p, 'karpenter_nodeclaims_disrupted_total', { reason: 'registration_timeout' })).toBe(1);
+  expect(await metricOf(p, 'karpenter_nodeclaims_disrupted_total', { reason: 'registration_timeout' })).toBe(
+    1,
+  );
   await p.recorder.flush();
   const ev = (await client.list('Event')).items.find((x) => x.reason === 'RegistrationTimeout');
   expect(ev?.message).toBe('Node did not register within 900s; deleting the NodeClaim');
@@ -382,7 +438,11 @@ export async function registrationTimeoutRun(
  * C3 (ii): with one pending pod in `p`'s state and every launch failing, the NodeClaim is Launched=False and
  * deleted at 5 min (`launch_timeout`), not a second earlier.
  */
-export async function launchTimeoutRun(client: KubeClient, clock: FakeClock, p: ControllerProcess): Promise<void> {
+export async function launchTimeoutRun(
+  client: KubeClient,
+  clock: FakeClock,
+  p: ControllerProcess,
+): Promise<void> {
   const failing = Object.assign(Object.create(p.provider) as CloudProvider, {
     create: async () => {
       throw new CreateError('no capacity in the simulated cloud', 'LaunchFailed');
