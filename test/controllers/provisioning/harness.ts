@@ -65,27 +65,7 @@ export async function startEnv(): Promise<Env> {
     components: { scheduler: false, kubelet: false, podGC: false, workloads: false },
   });
   const client = sim.client;
-  const nc: KWOKNodeClass = {
-    apiVersion: 'karpenter.kwok.sh/v1alpha1',
-    kind: 'KWOKNodeClass',
-    metadata: { name: 'default' },
-    spec: {},
-  };
-  const created = await client.create(nc);
-  await client.updateStatus({
-    ...created,
-    status: {
-      conditions: [
-        {
-          type: 'Ready',
-          status: 'True',
-          reason: 'Ready',
-          message: '',
-          lastTransitionTime: '2025-01-01T00:00:00Z',
-        },
-      ],
-    },
-  });
+  await createKwokNodeClass(client);
   const processes: ControllerProcess[] = [];
   return {
     sim,
@@ -164,6 +144,31 @@ export async function startControllerProcess(
       await informers.stop();
     },
   };
+}
+
+/** Creates KWOKNodeClass `default` with a Ready status (what its controller would report). */
+export async function createKwokNodeClass(client: KubeClient): Promise<void> {
+  const nc: KWOKNodeClass = {
+    apiVersion: 'karpenter.kwok.sh/v1alpha1',
+    kind: 'KWOKNodeClass',
+    metadata: { name: 'default' },
+    spec: {},
+  };
+  const created = await client.create(nc);
+  await client.updateStatus({
+    ...created,
+    status: {
+      conditions: [
+        {
+          type: 'Ready',
+          status: 'True',
+          reason: 'Ready',
+          message: '',
+          lastTransitionTime: '2025-01-01T00:00:00Z',
+        },
+      ],
+    },
+  });
 }
 
 /** Creates `pod` and marks it Unschedulable (the scheduler's verdict); returns the stored pod. */
