@@ -158,7 +158,14 @@ export async function createSpotNode(
     },
     spec: { providerID: SpotProviderID },
   });
-  if (node.status) await client.updateStatus({ ...n, status: node.status });
+  if (node.status)
+    await client.patchStatus(
+      'Node',
+      n.metadata.name as string,
+      undefined,
+      { status: node.status },
+      { type: 'merge' },
+    );
 }
 
 /** A stand-in SQS client: one queue holding `bodies` until received and deleted; `deleted` lists receipt handles. */
