@@ -364,13 +364,15 @@ describe('node repair (C4) on the real control plane', () => {
     for (let i = 0; i < 10; i++) await launchNode(env, `r-${i}`);
     await client.create(guardedPod(NS));
     await run(['guarded']);
-    await client.create(guardedPDB(NS));
+    // minAvailable 1, all of guarded: the disruption controller refuses a percentage for a pod without a controller
+    await client.create(guardedPDB(NS, 1));
     // the disruption controller allows no disruption of it
     await waitFor(async () => {
       const st = (await client.get('PodDisruptionBudget', 'guarded', NS)).status as
         | { currentHealthy?: number; disruptionsAllowed?: number }
         | undefined;
-      return st?.currentHealthy === 1 && st.disruptionsAllowed === 0;
+      if (st?.currentHealthy === 1 && st.disruptionsAllowed === 0) return true;
+      throw new Error(`PDB status ${JSON.stringify(st)}`);
     }, 'the PDB to count guarded healthy and allow no disruption');
     const t0 = env.clock.now();
     await kubeletStops(env, 'r-0');
@@ -536,15 +538,31 @@ describe('spot interruption (C1) on the real control plane', () => {
       expect(offeringOf(replacement)).not.toEqual(['m5.large', 'us-east-1a', 'spot']);
       expect(offeringOf(replacement)).toEqual(['m5.large', 'us-east-1b', 'spot']);
       // it registers; kube-scheduler binds the replacement pod to it and kwok runs it, node-s still draining
-      await new Registration(ctx).reconcile(replacement);
+      const stored = await client.get('NodeClaim', replacement.metadata.name as string);
+      await new Registration(ctx).reconcile({
+        ...stored,
+        metadata: { ...stored.metadata, labels: replacement.metadata.labels },
+        status: replacement.status,
+      } as NodeClaim);
       const nodeName = (await client.list('Node')).items.find(
         (n) => n.spec?.providerID === replacement.status?.providerID,
-      )?.metadata.name;
+      )?.metadata.name as string;
       expect(nodeName).toBeDefined();
-      await waitFor(async () => {
-        const x = await client.tryGet('Pod', pending.metadata.name as string, NS);
-        return x?.spec.nodeName === nodeName && x?.status?.phase === 'Running';
-      }, 'the replacement pod Running on the replacement node');
+      await until(
+        async () => {
+          const x = await client.tryGet('Pod', pending.metadata.name as string, NS);
+          if (x?.spec.nodeName === nodeName && x?.status?.phase === 'Running') return true;
+          const n = await client.tryGet('Node', nodeName);
+          const why = x?.status?.conditions?.find((c) => c.type === 'PodScheduled')?.message;
+          throw new Error(
+            `pod on ${x?.spec.nodeName ?? '-'} phase ${x?.status?.phase} (${why}); node taints ` +
+              `${JSON.stringify(n?.spec?.taints ?? [])} Ready ${condition(n ?? {}, 'Ready')}`,
+          );
+        },
+        'the replacement pod Running on the replacement node',
+        30_000,
+        200,
+      );
       expect(await client.tryGet('Node', 'node-s')).toBeDefined();
     } finally {
       await p.stop();

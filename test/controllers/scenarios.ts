@@ -358,12 +358,15 @@ export const guardedPod = (namespace: string): Pod => ({
   spec: { nodeName: 'r-0', containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.10' }] },
 });
 
-/** The PDB of `guarded`: minAvailable 100%. */
-export const guardedPDB = (namespace: string) => ({
+/**
+ * The PDB of `guarded`: minAvailable 100% (or `minAvailable`: the real disruption controller resolves a percentage
+ * only through the pods' controller's scale, and `guarded` has none).
+ */
+export const guardedPDB = (namespace: string, minAvailable: string | number = '100%') => ({
   apiVersion: 'policy/v1',
   kind: 'PodDisruptionBudget',
   metadata: { name: 'guarded', namespace },
-  spec: { selector: { matchLabels: { app: 'guarded' } }, minAvailable: '100%' },
+  spec: { selector: { matchLabels: { app: 'guarded' } }, minAvailable },
 });
 
 // ---- C3: launch and registration timeouts ---------------------------------------------------------------------
