@@ -19,7 +19,6 @@ import type { NodeClaim } from '../../src/apis/karpenter.ts';
 import { isNodeClaimNotFoundError } from '../../src/cloudprovider/types.ts';
 import { NodeHealthController } from '../../src/controllers/node/health/controller.ts';
 import { Launch } from '../../src/controllers/nodeclaim/lifecycle/launch.ts';
-import { Registration } from '../../src/controllers/nodeclaim/lifecycle/registration.ts';
 import { NodeClaimTermination } from '../../src/controllers/nodeclaim/lifecycle/termination.ts';
 import {
   type ControllerTestEnv,
@@ -45,6 +44,7 @@ import {
   metricOf,
   nodeTermination,
   offeringOf,
+  register,
   registrationTimeoutRun,
   repairNodePool,
   rfc,
@@ -539,7 +539,7 @@ describe('spot interruption (C1) on the real control plane', () => {
       expect(offeringOf(replacement)).toEqual(['m5.large', 'us-east-1b', 'spot']);
       // it registers; kube-scheduler binds the replacement pod to it and kwok runs it, node-s still draining
       const stored = await client.get('NodeClaim', replacement.metadata.name as string);
-      await new Registration(ctx).reconcile({
+      await register(ctx, {
         ...stored,
         metadata: { ...stored.metadata, labels: replacement.metadata.labels },
         status: replacement.status,

@@ -266,6 +266,17 @@ export const DrainGroups: readonly DrainGroupPod[] = [
   { name: 'd-crit-ds', daemon: true, priorityClassName: 'system-node-critical' },
 ];
 
+/**
+ * Runs the Registration step on `nc` until it is done: it answers a conflict on its optimistic Node patch (another
+ * writer, e.g. kwok posting the Node's status or the node lifecycle controller's taints) with `requeue`, which the
+ * lifecycle controller would re-run; here it is re-run at once, at most 10 times.
+ * @throws Error naming the NodeClaim when it still conflicts after 10 runs.
+ */
+export async function register(ctx: LifecycleContext, nc: NodeClaim): Promise<void> {
+  for (let i = 0; i < 10; i++) if (!(await new Registration(ctx).reconcile(nc)).requeue) return;
+  throw new Error(`NodeClaim ${nc.metadata.name}: Registration still conflicting after 10 runs`);
+}
+
 // ---- C2, C4: launched nodes -----------------------------------------------------------------------------------
 
 /**
@@ -286,7 +297,7 @@ export async function launchNode(
   if (opts.annotations) claim.metadata.annotations = opts.annotations;
   const nc = await env.client.create(claim);
   await new Launch(env.ctx).reconcile(nc);
-  await new Registration(env.ctx).reconcile(nc);
+  await register(env.ctx, nc);
   await env.client.patchStatus('NodeClaim', name, undefined, { status: nc.status }, { type: 'merge' });
   await env.client.patch(
     'NodeClaim',
