@@ -8,10 +8,11 @@
  *
  * What the real components do here that the embedded tests play themselves: kube-scheduler marks the pending pods
  * Unschedulable and binds the DaemonSet pods and C1's replacement pod; the ReplicaSet controller replaces C1's
- * evicted replica; the DaemonSet controller makes C2's agents; the disruption controller computes the PDBs'
- * allowed disruptions that the Eviction API enforces; kwok runs the Nodes and their pods until the test takes a
- * kubelet over (C2 to hold the pods in their grace period as a preStop hook does; C4 to stop it). Object timestamps
- * (deletionTimestamp) are the server's wall clock, so they are asserted as grace periods, not as fake-clock times.
+ * evicted replica; the DaemonSet controller makes C2's agents; the disruption controller computes the PDBs' allowed
+ * disruptions that the Eviction API enforces; kwok runs C1's Nodes and their pods. C2's and C4's Nodes are created
+ * without the kwok marker and the test is their kubelet (kwok would post Ready again after C4's kubelet stops, and
+ * removes a terminating pod at once, with no preStop hook for C2). Object timestamps (deletionTimestamp) are the
+ * server's wall clock, so they are asserted as grace periods, not as fake-clock times.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeObject, Pod } from '../../src/apis/core.ts';
