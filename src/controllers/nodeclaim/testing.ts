@@ -17,6 +17,7 @@ import {
 } from '../../cloudprovider/kwok/provider.ts';
 import { KubeClient } from '../../kube/client.ts';
 import { FakeClock } from '../../kube/clock.ts';
+import { isNotFound } from '../../kube/errors.ts';
 import { EventRecorder } from '../../kube/events.ts';
 import { silentLogger } from '../../kube/logger.ts';
 import type { KubeEvent } from '../../kube/types.ts';
@@ -37,9 +38,11 @@ export function clientNodeWriter(client: KubeClient): NodeWriter {
   };
 }
 
-/** A running test environment; `stop()` tears it down. */
-export interface TestEnv {
-  cluster: EmbeddedCluster;
+/**
+ * The controllers' side of a test environment, over any API server (embedded, or the real control plane of
+ * `npm run test:cluster`); `stop()` flushes events and closes the client.
+ */
+export interface ControllerTestEnv {
   client: KubeClient;
   clock: FakeClock;
   provider: KwokCloudProvider;
@@ -62,12 +65,38 @@ export interface TestEnv {
   stop(): Promise<void>;
 }
 
+/** A running test environment on the embedded API server; `stop()` tears it down. */
+export interface TestEnv extends ControllerTestEnv {
+  cluster: EmbeddedCluster;
+}
+
 /** Starts the environment. `provider` overrides kwok provider deps (e.g. `registrationDelaySeconds`). */
 export async function startTestEnv(provider: Partial<KwokCloudProviderDeps> = {}): Promise<TestEnv> {
   const cluster = await startEmbeddedCluster();
   for (const crd of Object.values(crdObjects())) cluster.installCRD(crd as never);
   const client = KubeClient.fromKubeconfig(cluster.kubeconfig);
-  const clock = new FakeClock(Math.floor(Date.now() / 1000) * 1000);
+  const env = controllerTestEnv(client, new FakeClock(Math.floor(Date.now() / 1000) * 1000), provider);
+  return {
+    ...env,
+    cluster,
+    stop: async () => {
+      await env.stop();
+      await cluster.stop();
+    },
+  };
+}
+
+/**
+ * The controllers' side of a test environment on `client` (its API server already serves capenter's CRDs): the
+ * kwok provider writing Nodes through `client` on `clock`, KWOKNodeClass `default` (Ready, in memory), a recorder,
+ * a registry and the kubelet stand-ins. `finishTerminating` strips the finalizers of the terminating pods (a test's
+ * stand-in for a preStop hook) before deleting them with grace 0. `stop()` closes `client`.
+ */
+export function controllerTestEnv(
+  client: KubeClient,
+  clock: FakeClock,
+  provider: Partial<KwokCloudProviderDeps> = {},
+): ControllerTestEnv {
   const nodeClasses = new Map<string, KWOKNodeClass>([
     [
       'default',
@@ -105,7 +134,6 @@ export async function startTestEnv(provider: Partial<KwokCloudProviderDeps> = {}
     },
   };
   return {
-    cluster,
     client,
     clock,
     provider: kwok,
@@ -137,10 +165,16 @@ export async function startTestEnv(provider: Partial<KwokCloudProviderDeps> = {}
     finishTerminating: async (nodeName) => {
       const pods = (await client.list('Pod', { fieldSelector: `spec.nodeName=${nodeName}` })).items;
       const done = pods.filter((p) => p.metadata.deletionTimestamp);
-      for (const p of done)
-        await client.delete('Pod', p.metadata.name as string, p.metadata.namespace, {
-          gracePeriodSeconds: 0,
-        });
+      for (const p of done) {
+        const name = p.metadata.name as string;
+        if (p.metadata.finalizers?.length)
+          await client
+            .patch('Pod', name, p.metadata.namespace, { metadata: { finalizers: null } }, { type: 'merge' })
+            .catch((err: unknown) => {
+              if (!isNotFound(err)) throw err;
+            });
+        await client.tryDelete('Pod', name, p.metadata.namespace, { gracePeriodSeconds: 0 });
+      }
       return done.map((p) => p.metadata.name as string);
     },
     events: async (name) => {
@@ -158,7 +192,6 @@ export async function startTestEnv(provider: Partial<KwokCloudProviderDeps> = {}
     stop: async () => {
       await recorder.flush();
       client.close();
-      await cluster.stop();
     },
   };
 }

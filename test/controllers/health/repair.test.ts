@@ -7,19 +7,27 @@
  * explicit reconcile.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { NodeCondition } from '../../../src/apis/core.ts';
-import { AwsRepairPolicies } from '../../../src/cloudprovider/aws/provider.ts';
 import type { CloudProvider } from '../../../src/cloudprovider/types.ts';
 import { isNodeClaimNotFoundError } from '../../../src/cloudprovider/types.ts';
 import { NodeHealthController } from '../../../src/controllers/node/health/controller.ts';
-import { NodeTerminationController } from '../../../src/controllers/node/termination/controller.ts';
-import { Launch } from '../../../src/controllers/nodeclaim/lifecycle/launch.ts';
-import { Registration } from '../../../src/controllers/nodeclaim/lifecycle/registration.ts';
+import type { NodeTerminationController } from '../../../src/controllers/node/termination/controller.ts';
 import { NodeClaimTermination } from '../../../src/controllers/nodeclaim/lifecycle/termination.ts';
-import { startTestEnv, type TestEnv, testNodeClaim } from '../../../src/controllers/nodeclaim/testing.ts';
+import { startTestEnv, type TestEnv } from '../../../src/controllers/nodeclaim/testing.ts';
 import { silentLogger } from '../../../src/kube/logger.ts';
 import { createOperator } from '../../../src/operator/operator.ts';
 import { DEFAULT_FEATURE_GATES, embeddedOptions } from '../../../src/operator/options.ts';
+import {
+  guardedPDB,
+  guardedPod,
+  kubeletStops as kubeletStopsShared,
+  launchNode as launchShared,
+  MIN,
+  nodeTermination,
+  repairNodePool,
+  rfc,
+  TerminationTimestamp as TS,
+  withAwsRepairPolicies,
+} from '../scenarios.ts';
 
 let env: TestEnv;
 /** The kwok provider answering the aws provider's repair policies (Ready False/Unknown 30 min, ...). */
@@ -27,29 +35,13 @@ let provider: CloudProvider;
 let health: NodeHealthController;
 let termination: NodeTerminationController;
 const NS = 'w';
-const MIN = 60_000;
-const TS = 'karpenter.sh/nodeclaim-termination-timestamp';
 
 beforeAll(async () => {
   env = await startTestEnv();
   Object.defineProperty(env.cluster.store, 'now', { value: () => env.clock.now() });
   await env.client.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
-  await env.client.create({
-    apiVersion: 'karpenter.sh/v1',
-    kind: 'NodePool',
-    metadata: { name: 'default' },
-    spec: {
-      template: {
-        spec: {
-          nodeClassRef: { group: 'karpenter.kwok.sh', kind: 'KWOKNodeClass', name: 'default' },
-          requirements: [{ key: 'karpenter.sh/capacity-type', operator: 'In', values: ['on-demand'] }],
-        },
-      },
-    },
-  });
-  provider = Object.assign(Object.create(env.provider) as CloudProvider, {
-    repairPolicies: () => AwsRepairPolicies.map((p) => ({ ...p })),
-  });
+  await env.client.create(repairNodePool);
+  provider = withAwsRepairPolicies(env.provider);
   const deps = {
     client: env.client,
     cloudProvider: provider,
@@ -59,59 +51,13 @@ beforeAll(async () => {
     registry: env.registry,
   };
   health = new NodeHealthController(deps);
-  termination = new NodeTerminationController({
-    ...deps,
-    nodeClaimsFor: async (n) =>
-      (await env.client.list('NodeClaim')).items.filter((c) => c.status?.providerID === n.spec?.providerID),
-  });
+  termination = nodeTermination(deps);
 });
 afterAll(async () => env.stop());
 
-/** A launched, registered, Ready NodeClaim `name` of NodePool `default` with its Node (both with the finalizer). */
-async function launchNode(
-  name: string,
-  nodePool = 'default',
-  annotations?: Record<string, string>,
-): Promise<void> {
-  const claim = testNodeClaim(name, {
-    instanceType: 'm5.large',
-    labels: { 'karpenter.sh/nodepool': nodePool },
-  });
-  if (annotations) claim.metadata.annotations = annotations;
-  const nc = await env.client.create(claim);
-  await new Launch(env.ctx).reconcile(nc);
-  await new Registration(env.ctx).reconcile(nc);
-  await env.client.patchStatus('NodeClaim', name, undefined, { status: nc.status }, { type: 'merge' });
-  await env.client.patch(
-    'NodeClaim',
-    name,
-    undefined,
-    { metadata: { labels: nc.metadata.labels, finalizers: ['karpenter.sh/termination'] } },
-    { type: 'merge' },
-  );
-  await env.markReady(name);
-}
-
-/** RFC 3339 without milliseconds, as the API serialises times. */
-const rfc = (ms: number): string => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
-
-/** The kubelet of `name` stops posting status: Ready=Unknown since now. */
-async function kubeletStops(name: string): Promise<void> {
-  const ready: NodeCondition = {
-    type: 'Ready',
-    status: 'Unknown',
-    reason: 'NodeStatusUnknown',
-    message: 'Kubelet stopped posting node status.',
-    lastTransitionTime: new Date(env.clock.now()).toISOString(),
-  };
-  await env.client.patchStatus(
-    'Node',
-    name,
-    undefined,
-    { status: { conditions: [ready] } },
-    { type: 'merge' },
-  );
-}
+const launchNode = (name: string, nodePool = 'default', annotations?: Record<string, string>) =>
+  launchShared(env, name, { nodePool, ...(annotations ? { annotations } : {}) });
+const kubeletStops = (name: string) => kubeletStopsShared(env, name);
 
 const nodeClaim = (name: string) => env.client.get('NodeClaim', name);
 
@@ -119,12 +65,7 @@ describe('node repair (C4)', () => {
   it('repairs the Unknown node at 30 min, not at 29, deleting its PDB-protected pod; the instance is terminated', async () => {
     const names = Array.from({ length: 10 }, (_, i) => `r-${i}`);
     for (const n of names) await launchNode(n);
-    await env.client.create({
-      apiVersion: 'v1',
-      kind: 'Pod',
-      metadata: { name: 'guarded', namespace: NS, labels: { app: 'guarded' } },
-      spec: { nodeName: 'r-0', containers: [{ name: 'c', image: 'registry.example/app:1' }] },
-    });
+    await env.client.create(guardedPod(NS));
     await env.client.patchStatus(
       'Pod',
       'guarded',
@@ -132,12 +73,7 @@ describe('node repair (C4)', () => {
       { status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] } },
       { type: 'merge' },
     );
-    await env.client.create({
-      apiVersion: 'policy/v1',
-      kind: 'PodDisruptionBudget',
-      metadata: { name: 'guarded', namespace: NS },
-      spec: { selector: { matchLabels: { app: 'guarded' } }, minAvailable: '100%' },
-    });
+    await env.client.create(guardedPDB(NS));
     await env.cluster.store.settle();
     const t0 = env.clock.now();
     await kubeletStops('r-0');

@@ -16,6 +16,7 @@ import {
 import type { InstanceType } from '../../../src/cloudprovider/types.ts';
 import { Provisioner, type ProvisionerOptions } from '../../../src/controllers/provisioning/provisioner.ts';
 import { type SimulatedCluster, startSimulatedCluster } from '../../../src/embedded/cluster.ts';
+import type { KubeClient } from '../../../src/kube/client.ts';
 import { FakeClock } from '../../../src/kube/clock.ts';
 import { EventRecorder } from '../../../src/kube/events.ts';
 import { SharedInformers } from '../../../src/kube/informer.ts';
@@ -64,6 +65,89 @@ export async function startEnv(): Promise<Env> {
     components: { scheduler: false, kubelet: false, podGC: false, workloads: false },
   });
   const client = sim.client;
+  await createKwokNodeClass(client);
+  const processes: ControllerProcess[] = [];
+  return {
+    sim,
+    clock,
+    client,
+    async startProcess(options = {}, logger = silentLogger(), providerDeps = {}) {
+      const p = await startControllerProcess(client, clock, options, logger, providerDeps);
+      processes.push(p);
+      return p;
+    },
+    async stop() {
+      for (const p of processes) await p.stop();
+      await sim.stop();
+    },
+  };
+}
+
+/**
+ * One controller "process" on `client` (any API server serving capenter's CRDs: the embedded one, or the real
+ * control plane of test/cluster): its own informers (synced before it resolves), Cluster state, the kwok provider
+ * writing Nodes through `client` (KWOKNodeClasses read from state), a recorder, a registry and a Provisioner, all
+ * on `clock`. `stop()` flushes events and stops the informers; it does not close `client`.
+ */
+export async function startControllerProcess(
+  client: KubeClient,
+  clock: FakeClock,
+  options: ProvisionerOptions = {},
+  logger: Logger = silentLogger(),
+  providerDeps: Partial<KwokCloudProviderDeps> = {},
+): Promise<ControllerProcess> {
+  const informers = new SharedInformers(client, { clock });
+  const registry = new Registry();
+  let cluster: Cluster | undefined;
+  const provider = new KwokCloudProvider({
+    region: 'us-east-1',
+    nodes: new KubeNodeWriter(client),
+    clock,
+    instanceId: sequentialInstanceIds(),
+    nodeClass: (name) =>
+      cluster?.getNodeClass({ group: 'karpenter.kwok.sh', kind: 'KWOKNodeClass', name }) as
+        | KWOKNodeClass
+        | undefined,
+    ...providerDeps,
+  });
+  cluster = new Cluster({
+    client,
+    informers,
+    clock,
+    nodeClassKinds: provider.supportedNodeClasses(),
+    registry,
+  });
+  informers.start();
+  await informers.waitForSync(10_000);
+  const recorder = new EventRecorder(client, { clock });
+  const provisioner = new Provisioner({
+    client,
+    cluster,
+    cloudProvider: provider,
+    clock,
+    logger,
+    recorder,
+    registry,
+    options,
+  });
+  const c = cluster;
+  return {
+    informers,
+    cluster: c,
+    provider,
+    provisioner,
+    recorder,
+    registry,
+    async stop() {
+      await recorder.flush();
+      c.close();
+      await informers.stop();
+    },
+  };
+}
+
+/** Creates KWOKNodeClass `default` with a Ready status (what its controller would report). */
+export async function createKwokNodeClass(client: KubeClient): Promise<void> {
   const nc: KWOKNodeClass = {
     apiVersion: 'karpenter.kwok.sh/v1alpha1',
     kind: 'KWOKNodeClass',
@@ -85,72 +169,6 @@ export async function startEnv(): Promise<Env> {
       ],
     },
   });
-  const processes: ControllerProcess[] = [];
-  return {
-    sim,
-    clock,
-    client,
-    async startProcess(
-      options: ProvisionerOptions = {},
-      logger: Logger = silentLogger(),
-      providerDeps: Partial<KwokCloudProviderDeps> = {},
-    ) {
-      const informers = new SharedInformers(client, { clock });
-      const registry = new Registry();
-      let cluster: Cluster | undefined;
-      const provider = new KwokCloudProvider({
-        region: 'us-east-1',
-        nodes: new KubeNodeWriter(client),
-        clock,
-        instanceId: sequentialInstanceIds(),
-        nodeClass: (name) =>
-          cluster?.getNodeClass({ group: 'karpenter.kwok.sh', kind: 'KWOKNodeClass', name }) as
-            | KWOKNodeClass
-            | undefined,
-        ...providerDeps,
-      });
-      cluster = new Cluster({
-        client,
-        informers,
-        clock,
-        nodeClassKinds: provider.supportedNodeClasses(),
-        registry,
-      });
-      informers.start();
-      await informers.waitForSync(10_000);
-      const recorder = new EventRecorder(client, { clock });
-      const provisioner = new Provisioner({
-        client,
-        cluster,
-        cloudProvider: provider,
-        clock,
-        logger,
-        recorder,
-        registry,
-        options,
-      });
-      const c = cluster;
-      const p: ControllerProcess = {
-        informers,
-        cluster: c,
-        provider,
-        provisioner,
-        recorder,
-        registry,
-        async stop() {
-          await recorder.flush();
-          c.close();
-          await informers.stop();
-        },
-      };
-      processes.push(p);
-      return p;
-    },
-    async stop() {
-      for (const p of processes) await p.stop();
-      await sim.stop();
-    },
-  };
 }
 
 /** Creates `pod` and marks it Unschedulable (the scheduler's verdict); returns the stored pod. */

@@ -5,12 +5,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Pod } from '../../../src/apis/core.ts';
-import { NodeTerminationController } from '../../../src/controllers/node/termination/controller.ts';
-import { Launch } from '../../../src/controllers/nodeclaim/lifecycle/launch.ts';
-import { Registration } from '../../../src/controllers/nodeclaim/lifecycle/registration.ts';
+import type { NodeTerminationController } from '../../../src/controllers/node/termination/controller.ts';
 import { NodeClaimTermination } from '../../../src/controllers/nodeclaim/lifecycle/termination.ts';
-import { startTestEnv, type TestEnv, testNodeClaim } from '../../../src/controllers/nodeclaim/testing.ts';
-import { silentLogger } from '../../../src/kube/logger.ts';
+import { startTestEnv, type TestEnv } from '../../../src/controllers/nodeclaim/testing.ts';
+import { DrainGroups, launchNode as launchShared, nodeTermination } from '../scenarios.ts';
 
 let env: TestEnv;
 let ctl: NodeTerminationController;
@@ -21,37 +19,13 @@ beforeAll(async () => {
   // object timestamps (deletionTimestamp → the termination deadline) follow the fake clock
   Object.defineProperty(env.cluster.store, 'now', { value: () => env.clock.now() });
   await env.client.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
-  ctl = new NodeTerminationController({
-    client: env.client,
-    cloudProvider: env.provider,
-    clock: env.clock,
-    logger: silentLogger(),
-    recorder: env.recorder,
-    registry: env.registry,
-    nodeClaimsFor: async (n) =>
-      (await env.client.list('NodeClaim')).items.filter((c) => c.status?.providerID === n.spec?.providerID),
-  });
+  ctl = nodeTermination({ ...env, cloudProvider: env.provider });
 });
 afterAll(async () => env.stop());
 
 /** A launched, registered NodeClaim `name` with its Node (both carrying the termination finalizer). */
 async function launchNode(name: string, terminationGracePeriod?: string): Promise<void> {
-  const nc = await env.client.create(
-    testNodeClaim(name, {
-      instanceType: 'm5.large',
-      ...(terminationGracePeriod ? { terminationGracePeriod } : {}),
-    }),
-  );
-  await new Launch(env.ctx).reconcile(nc);
-  await new Registration(env.ctx).reconcile(nc);
-  await env.client.patchStatus('NodeClaim', name, undefined, { status: nc.status }, { type: 'merge' });
-  await env.client.patch(
-    'NodeClaim',
-    name,
-    undefined,
-    { metadata: { labels: nc.metadata.labels, finalizers: ['karpenter.sh/termination'] } },
-    { type: 'merge' },
-  );
+  await launchShared(env, name, terminationGracePeriod ? { terminationGracePeriod } : {});
   const node = await env.client.get('Node', name);
   expect(node.metadata.finalizers).toContain('karpenter.sh/termination');
 }
@@ -345,10 +319,7 @@ const deletingAt = async (name: string): Promise<number | undefined> => {
 describe('drain groups wait for the previous group to be gone (C2)', () => {
   it('evicts (a) app with a 120 s preStop, (b) log agent only once (a) is gone, then (c) critical, then (d) critical DaemonSet', async () => {
     await launchNode('c2');
-    await runningPod('a-app', 'c2', { terminationGracePeriodSeconds: 135 });
-    await runningPod('b-logs', 'c2', { daemon: true });
-    await runningPod('c-crit', 'c2', { priorityClassName: 'system-cluster-critical' });
-    await runningPod('d-crit-ds', 'c2', { daemon: true, priorityClassName: 'system-node-critical' });
+    for (const p of DrainGroups) await runningPod(p.name, 'c2', p);
     expect(await deleteNodeClaim('c2')).toBeUndefined(); // no terminationGracePeriod
     const t0 = env.clock.now();
     expect(await ctl.reconcile('c2')).toEqual({ requeueAfter: 1 });
