@@ -29,6 +29,7 @@ export const SELECTOR_FIELDS = [
   'amiSelectorTerms',
   'subnetSelectorTerms',
   'securityGroupSelectorTerms',
+  'placementGroupSelector',
 ] as const;
 
 /** Whether plan evaluated AMI/subnet/security-group drift (the `-o json` `selectorDrift` field). */

@@ -8,7 +8,10 @@
  *   node's labels);
  * - `SubnetDrift` (`isSubnetDrifted`): the instance's subnet is not among the resolved subnets;
  * - `SecurityGroupDrift` (`areSecurityGroupsDrifted`): the instance's security groups are not exactly the resolved
- *   ones.
+ *   ones;
+ * - `PlacementGroupDrift` (`isPlacementGroupDrifted`, when the resolved placement group is given): the node's
+ *   `karpenter.k8s.aws/placement-group-id` label is not the ID of the group `spec.placementGroupSelector` resolves
+ *   to now ('' for none: a selector added, removed or pointed at another group).
  * An empty resolved list is not drift (upstream returns an error and the class is not Ready: nothing launches).
  */
 import { DescribeInstancesCommand, type EC2Client } from '@aws-sdk/client-ec2';
@@ -18,12 +21,18 @@ import { LabelArch } from '../../apis/labels.ts';
 import { Requirements } from '../../scheduling/requirements.ts';
 import { AMIResolver } from './nodeclass/amis.ts';
 import { resolveSecurityGroups, resolveSubnets } from './nodeclass/network.ts';
+import {
+  describePlacementGroup,
+  LabelPlacementGroupID,
+  placementGroupSelector,
+} from './nodeclass/placementgroups.ts';
 import type { AMIStatus, SecurityGroupStatus, SubnetStatus } from './nodeclass/types.ts';
 
 /** Drift reasons (upstream `pkg/cloudprovider/drift.go`). */
 export const DriftAMI = 'AMIDrift';
 export const DriftSubnet = 'SubnetDrift';
 export const DriftSecurityGroup = 'SecurityGroupDrift';
+export const DriftPlacementGroup = 'PlacementGroupDrift';
 
 /** What the rule needs of a running instance (`ec2:DescribeInstances`). */
 export interface InstanceFacts {
@@ -40,14 +49,19 @@ export interface ResolvedSelectors {
   amis: readonly AMIStatus[];
   subnets: readonly Pick<SubnetStatus, 'id'>[];
   securityGroups: readonly Pick<SecurityGroupStatus, 'id'>[];
+  /**
+   * The ID of the placement group `spec.placementGroupSelector` resolves to, '' without a selector; undefined when
+   * not evaluated (placement-group drift is then not judged).
+   */
+  placementGroupID?: string;
 }
 
 /** A dynamic drift: the upstream reason, what the instance has and what the class resolves to now (IDs, sorted). */
 export interface SelectorDrift {
-  reason: typeof DriftAMI | typeof DriftSubnet | typeof DriftSecurityGroup;
-  /** The instance's image, subnet or security groups. */
+  reason: typeof DriftAMI | typeof DriftSubnet | typeof DriftSecurityGroup | typeof DriftPlacementGroup;
+  /** The instance's image, subnet or security groups, or the node's placement group ID (none: empty). */
   current: string[];
-  /** The class's AMIs for the node's instance type, its subnets, or its security groups. */
+  /** The class's AMIs for the node's instance type, its subnets, its security groups, or its placement group. */
   resolved: string[];
 }
 
@@ -88,7 +102,26 @@ export function selectorDrift(
   const have = sorted(inst.securityGroupIds);
   if (want.length > 0 && want.join(',') !== have.join(','))
     return { reason: DriftSecurityGroup, current: have, resolved: want };
+  if (resolved.placementGroupID !== undefined) return placementGroupDrift(labels, resolved.placementGroupID);
   return undefined;
+}
+
+/**
+ * Upstream `isPlacementGroupDrifted` (`pkg/cloudprovider/drift.go`): `PlacementGroupDrift` when the NodeClaim's (or
+ * node's) `karpenter.k8s.aws/placement-group-id` label ('' when absent) differs from `resolvedID` (the ID of the
+ * class's placement group now, '' without a selector). Pure.
+ */
+export function placementGroupDrift(
+  labels: Readonly<Record<string, string>> | undefined,
+  resolvedID: string,
+): SelectorDrift | undefined {
+  const have = labels?.[LabelPlacementGroupID] ?? '';
+  if (have === resolvedID) return undefined;
+  return {
+    reason: DriftPlacementGroup,
+    current: have ? [have] : [],
+    resolved: resolvedID ? [resolvedID] : [],
+  };
 }
 
 /** A class's selector terms resolved now, or why a part could not be (`AMINotFound`, an EC2 error, …). */
@@ -101,8 +134,10 @@ export interface SelectorResolution {
 }
 
 /**
- * Resolves `nodeClass`'s `amiSelectorTerms`, `subnetSelectorTerms` and `securityGroupSelectorTerms` with the
- * EC2NodeClass controller's resolvers (`nodeclass/amis.ts`, `nodeclass/network.ts`) for Kubernetes `k8sVersion`
+ * Resolves `nodeClass`'s `amiSelectorTerms`, `subnetSelectorTerms`, `securityGroupSelectorTerms` and
+ * `placementGroupSelector` with the EC2NodeClass controller's resolvers (`nodeclass/amis.ts`,
+ * `nodeclass/network.ts`, `nodeclass/placementgroups.ts`; a selector matching no available group leaves
+ * `placementGroupID` undefined with a problem) for Kubernetes `k8sVersion`
  * (`1.32`; aliases read its SSM parameters). Read-only (Describe*, GetParameter). A part that matches nothing is
  * empty with a problem, one whose calls fail is empty with an error; never throws.
  */
@@ -116,10 +151,12 @@ export async function resolveEC2NodeClassSelectors(
   const problems: string[] = [];
   const errors: string[] = [];
   const amiResolver = new AMIResolver({ ec2: clients.ec2, ssm: clients.ssm, now });
-  const [amis, subnets, groups] = await Promise.allSettled([
+  const selector = placementGroupSelector(nodeClass);
+  const [amis, subnets, groups, pg] = await Promise.allSettled([
     amiResolver.resolve(nodeClass, k8sVersion),
     resolveSubnets(clients.ec2, nodeClass),
     resolveSecurityGroups(clients.ec2, nodeClass),
+    selector ? describePlacementGroup(clients.ec2, selector) : Promise.resolve(undefined),
   ]);
   const part = <T>(r: PromiseSettledResult<T[]>, what: string): T[] => {
     if (r.status === 'rejected') {
@@ -134,11 +171,18 @@ export async function resolveEC2NodeClassSelectors(
   else if ('reason' in amis.value)
     problems.push(`${name}: amiSelectorTerms: ${amis.value.reason}: ${amis.value.message}`);
   else amiList = amis.value.amis;
+  let placementGroupID: string | undefined;
+  if (pg.status === 'rejected')
+    errors.push(`${name}: placementGroupSelector: ${(pg.reason as Error).message}`);
+  else if (selector && !pg.value)
+    problems.push(`${name}: placementGroupSelector matches no available placement group`);
+  else placementGroupID = pg.value?.id ?? '';
   return {
     resolved: {
       amis: amiList,
       subnets: part(subnets, 'subnetSelectorTerms'),
       securityGroups: part(groups, 'securityGroupSelectorTerms'),
+      ...(placementGroupID !== undefined ? { placementGroupID } : {}),
     },
     problems,
     errors,

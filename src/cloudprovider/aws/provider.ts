@@ -35,9 +35,17 @@
  *    NodeClaim carries the tenancy label. Offerings carry `topology.k8s.aws/zone-id` (the class subnets' zone IDs);
  *    a requirement on either label that an offering lacks is never satisfied ({@link launchSatisfies}).
  *
+ * 8. Placement groups (upstream `pkg/providers/placementgroup`): the group `spec.placementGroupSelector` resolves to
+ *    ({@link PlacementGroups}, shared with the EC2NodeClass controller's `PlacementGroupReady`) gives every instance
+ *    type the label `karpenter.k8s.aws/placement-group-id` and, for a `partition` group, one offering per partition
+ *    labelled `karpenter.k8s.aws/placement-group-partition`; the launch template carries `Placement.GroupId` and the
+ *    lowest partition the NodeClaim's requirement allows as `Placement.PartitionNumber` (none: EC2 picks it and the
+ *    label is read back from the instance). The NodeClaim carries both labels. A class whose selector resolves to no
+ *    group launches nothing (NodeClassNotReadyError).
+ *
  * Get/List/Delete go through batched DescribeInstances/TerminateInstances; instances that are shutting down or
  * terminated count as gone. Drift: `AMIDrift`, `SubnetDrift`, `SecurityGroupDrift`, `CapacityReservationDrift`,
- * `NodeClassDrift` (static hash).
+ * `PlacementGroupDrift`, `NodeClassDrift` (static hash).
  */
 
 import type {
@@ -93,7 +101,7 @@ import {
 import { resolveAMIFamily } from './catalog/index.ts';
 import type { AwsClients } from './clients.ts';
 import { type ClusterInfo, discoverCluster, resolveClusterCIDR } from './cluster.ts';
-import { selectorDrift } from './drift.ts';
+import { placementGroupDrift, selectorDrift } from './drift.ts';
 import { Instances } from './instances.ts';
 import { AwsInstanceTypes, type InstanceTypeInventory, subnetZoneIDs } from './instancetypes.ts';
 import {
@@ -109,6 +117,16 @@ import {
   CapacityReservationAvailability,
   type CapacityReservationStatus,
 } from './nodeclass/capacityreservations.ts';
+import {
+  describePlacementGroupSelector,
+  LabelPlacementGroupID,
+  LabelPlacementGroupPartition,
+  type PlacementGroup,
+  PlacementGroups,
+  placementGroupSelector,
+  requestedPartition,
+  withPlacementGroup,
+} from './nodeclass/placementgroups.ts';
 import {
   type AMIStatus,
   ec2NodeClassNotReadyReason,
@@ -156,7 +174,7 @@ export const TagEKSClusterName = 'eks:eks-cluster-name';
 /** Upstream's cap on instance types per CreateFleet. */
 export const MAX_INSTANCE_TYPES = 60;
 /** Drift reasons (upstream `pkg/cloudprovider/drift.go`); the AMI, subnet and security-group rule: `./drift.ts`. */
-export { DriftAMI, DriftSecurityGroup, DriftSubnet } from './drift.ts';
+export { DriftAMI, DriftPlacementGroup, DriftSecurityGroup, DriftSubnet } from './drift.ts';
 export const DriftNodeClass = 'NodeClassDrift';
 export const DriftCapacityReservation = 'CapacityReservationDrift';
 
@@ -373,6 +391,22 @@ export function tenancyOf(reqs: Requirements): Tenancy {
   return r.has('dedicated') ? 'dedicated' : 'default';
 }
 
+/** Where a launch goes in its class's placement group: the group's ID and the partition asked for, if any. */
+export interface LaunchPlacement {
+  id: string;
+  /** 1-based partition of a `partition` group; absent: EC2 picks one. */
+  partition?: number;
+}
+
+/**
+ * The placement of a launch into `pg` (upstream `launchtemplate.go`): its ID, and for a `partition` group the lowest
+ * partition the NodeClaim's `karpenter.k8s.aws/placement-group-partition` requirement allows ({@link requestedPartition}).
+ */
+export function placementOf(pg: PlacementGroup, reqs: Requirements): LaunchPlacement {
+  const partition = pg.strategy === 'partition' ? requestedPartition(reqs) : undefined;
+  return { id: pg.id, ...(partition !== undefined ? { partition } : {}) };
+}
+
 /**
  * Labels the aws provider computes per offering; a requirement on one that an offering does not carry must allow
  * the label's absence (a requirement `topology.k8s.aws/zone-id In [usw2-az1]` never launches in a zone whose subnet
@@ -466,10 +500,13 @@ function fleetOverrides(
   withPriority = false,
 ): FleetLaunchTemplateOverridesRequest[] {
   const overrides: Array<FleetLaunchTemplateOverridesRequest & { price: number }> = [];
+  const seen = new Set<string>();
   for (const c of candidates) {
     for (const o of c.offerings) {
       const subnet = subnetByZone.get(o.zone);
-      if (!subnet) continue;
+      // one override per type and subnet (a partition group's offerings repeat per partition)
+      if (!subnet || seen.has(`${c.it.name}/${subnet}`)) continue;
+      seen.add(`${c.it.name}/${subnet}`);
       overrides.push({
         InstanceType: c.it.name as _InstanceType,
         SubnetId: subnet,
@@ -607,6 +644,8 @@ export class AwsCloudProvider implements CloudProvider {
   readonly capacityReservations = new CapacityReservationAvailability();
   /** The `ReservedCapacity` feature gate. */
   readonly reservedCapacity: boolean;
+  /** The placement groups of the classes' `spec.placementGroupSelector` (shared with the EC2NodeClass controller). */
+  readonly placementGroups: PlacementGroups;
   private readonly ice: UnavailableOfferings;
   private readonly metrics: InstanceMetrics;
   private clusterInfo: Promise<ClusterInfo> | undefined;
@@ -631,6 +670,7 @@ export class AwsCloudProvider implements CloudProvider {
     this.ice = deps.unavailableOfferings ?? new UnavailableOfferings({ clock: deps.clock });
     this.metrics = instanceMetrics(deps.registry ?? new Registry());
     this.instances = new Instances(deps.clients.ec2);
+    this.placementGroups = new PlacementGroups({ ec2: deps.clients.ec2, now: () => deps.clock.now() });
     this.launchTemplates = new LaunchTemplates({
       ec2: deps.clients.ec2,
       clusterName: deps.settings.clusterName,
@@ -693,7 +733,39 @@ export class AwsCloudProvider implements CloudProvider {
   async instanceTypes(nodePool: NodePool): Promise<InstanceType[]> {
     const ref = nodePool.spec.template.spec.nodeClassRef;
     if (ref.group !== AwsGroup || ref.kind !== EC2NodeClassKind) return [];
-    return this.instanceTypeProvider.list(this.readyNodeClass(ref.name));
+    const nodeClass = this.readyNodeClass(ref.name);
+    const pg = await this.placementGroupOf(nodeClass);
+    return withPlacementGroup(await this.instanceTypeProvider.list(nodeClass), pg);
+  }
+
+  /**
+   * The class's placement group (undefined without `spec.placementGroupSelector`): the cached one, the last one
+   * found while EC2 fails (upstream's availability cache).
+   * @throws NodeClassNotReadyError when the selector resolves to no available group, or EC2 fails with none known
+   *   (upstream would launch outside the group; capenter launches nothing, as the class is not Ready then).
+   */
+  private async placementGroupOf(nodeClass: EC2NodeClass): Promise<PlacementGroup | undefined> {
+    const selector = placementGroupSelector(nodeClass);
+    if (!selector) return undefined;
+    const id = `${EC2NodeClassKind}/${nodeClass.metadata.name}`;
+    let pg: PlacementGroup | undefined;
+    try {
+      pg = await this.placementGroups.get(nodeClass);
+    } catch (err) {
+      pg = this.placementGroups.lastKnown(nodeClass);
+      if (!pg)
+        throw new NodeClassNotReadyError(`${id}: resolving placement group: ${(err as Error).message}`, {
+          nodeClass: id,
+        });
+    }
+    if (!pg) {
+      throw new NodeClassNotReadyError(
+        `${id}: PlacementGroupReady=False (PlacementGroupNotFound): ${describePlacementGroupSelector(selector)} ` +
+          'matches no available placement group; create it or fix spec.placementGroupSelector',
+        { nodeClass: id },
+      );
+    }
+    return pg;
   }
 
   private readyNodeClass(name: string): EC2NodeClass {
@@ -764,7 +836,9 @@ export class AwsCloudProvider implements CloudProvider {
     const { subnets, amis, sgs } = launchStatus(nodeClass);
     const reqs = claimRequirements(nodeClaim, name);
     const cluster = await this.cluster();
-    let types = await this.nodeClassInstanceTypes(nodeClass);
+    const pg = await this.placementGroupOf(nodeClass);
+    const placement = pg ? placementOf(pg, reqs) : undefined;
+    let types = withPlacementGroup(await this.nodeClassInstanceTypes(nodeClass), pg);
     const tried: OfferingRef[] = [];
     for (let attempt = 0; attempt < 3; attempt++) {
       const plan = this.plan(nodeClaim, reqs, types);
@@ -774,7 +848,7 @@ export class AwsCloudProvider implements CloudProvider {
         nodeClaim,
         nodeClass,
         cluster,
-        { capacityType, tenancy: tenancyOf(reqs) },
+        { capacityType, tenancy: tenancyOf(reqs), ...(placement ? { placementGroup: placement } : {}) },
         candidates,
         subnets,
         amis,
@@ -793,7 +867,17 @@ export class AwsCloudProvider implements CloudProvider {
             ? candidates.find((c) => c.it.name === inst.instanceType)?.offerings.find((o) => o.zone === zone)
             : undefined;
         if (reserved?.reservationID) this.capacityReservations.markLaunched(reserved.reservationID);
-        return this.launchedFleetInstance(nodeClaim, nodeClass, types, inst, zone, input.amiFor, reserved);
+        const launched = this.launchedFleetInstance(
+          nodeClaim,
+          nodeClass,
+          types,
+          inst,
+          zone,
+          input.amiFor,
+          reserved,
+        );
+        if (pg && placement) await this.labelPlacement(launched, pg, placement, inst.instanceId);
+        return launched;
       }
       if (iced.length === 0) {
         const codes = [...new Set(result.errors.map((e) => `${e.ErrorCode}: ${e.ErrorMessage}`))].join('; ');
@@ -1020,7 +1104,7 @@ export class AwsCloudProvider implements CloudProvider {
     nodeClaim: NodeClaim,
     nodeClass: EC2NodeClass,
     cluster: { endpoint: string; caBundle: string; cidr?: string },
-    launch: { capacityType: CapacityType; tenancy: Tenancy },
+    launch: { capacityType: CapacityType; tenancy: Tenancy; placementGroup?: LaunchPlacement },
     candidates: Candidate[],
     subnets: SubnetStatus[],
     amis: AMIStatus[],
@@ -1028,7 +1112,11 @@ export class AwsCloudProvider implements CloudProvider {
   ): Promise<{ request: CreateFleetCommandInput; amiFor: Map<string, string> }> {
     const { capacityType } = launch;
     // upstream's cluster IP family (of the kube-dns address); capenter knows the service CIDR
-    const ltLaunch = { tenancy: launch.tenancy, ipv6: cluster.cidr?.includes(':') ?? false };
+    const ltLaunch = {
+      tenancy: launch.tenancy,
+      ipv6: cluster.cidr?.includes(':') ?? false,
+      ...(launch.placementGroup ? { placementGroup: launch.placementGroup } : {}),
+    };
     const family = resolveAMIFamily(nodeClass);
     // One subnet per zone: the first in status order (the controller orders them by free addresses).
     const subnetByZone = new Map<string, string>();
@@ -1124,7 +1212,8 @@ export class AwsCloudProvider implements CloudProvider {
    * `Placement.Tenancy` dedicated, upstream `CreateLaunchTemplateInputBuilder.buildPlacement`), and for a reserved
    * launch one capacity reservation (see {@link LaunchTemplates.ensure}). The class's `metadataOptions`,
    * `detailedMonitoring`, `cpuOptions`, `associatePublicIPAddress`, `ipPrefixCount` (IPv6 prefixes when `ipv6`) and
-   * `connectionTracking` go into the template as upstream `pkg/providers/launchtemplate/launchtemplate.go`.
+   * `connectionTracking` go into the template as upstream `pkg/providers/launchtemplate/launchtemplate.go`; the
+   * placement group (`Placement.GroupId`, `PartitionNumber`) as upstream `buildPlacement`.
    */
   private ensureLaunchTemplate(
     nodeClass: EC2NodeClass,
@@ -1132,7 +1221,7 @@ export class AwsCloudProvider implements CloudProvider {
     userData: string,
     securityGroupIDs: string[],
     bdms: ReturnType<typeof blockDeviceMappings>,
-    launch: { tenancy: Tenancy; ipv6: boolean },
+    launch: { tenancy: Tenancy; ipv6: boolean; placementGroup?: LaunchPlacement },
     capacityReservation?: LaunchTemplateOptions['capacityReservation'],
   ): ReturnType<LaunchTemplates['ensure']> {
     const status = ec2NodeClassStatus(nodeClass);
@@ -1161,7 +1250,33 @@ export class AwsCloudProvider implements CloudProvider {
       tags: { ...(nodeClass.spec.tags ?? {}), [LabelEC2NodeClass]: nodeClass.metadata.name },
       ...(capacityReservation ? { capacityReservation } : {}),
       ...(tenancy === 'dedicated' ? { tenancy } : {}),
+      ...(launch.placementGroup ? { placementGroup: launch.placementGroup } : {}),
     });
+  }
+
+  /**
+   * Puts the placement-group labels on a launched NodeClaim (upstream `instanceToNodeClaim`): the group's ID, and for
+   * a `partition` group the partition asked for, else the one EC2 assigned (read with DescribeInstances, as
+   * upstream's `PlacementGroupRegistrationHook` does before the node registers), else '' (not reported yet).
+   */
+  private async labelPlacement(
+    nodeClaim: NodeClaim,
+    pg: PlacementGroup,
+    placement: LaunchPlacement,
+    instanceId: string,
+  ): Promise<void> {
+    const labels = (nodeClaim.metadata.labels ??= {});
+    labels[LabelPlacementGroupID] = pg.id;
+    if (pg.strategy !== 'partition') {
+      delete labels[LabelPlacementGroupPartition];
+      return;
+    }
+    let partition = placement.partition;
+    if (partition === undefined) {
+      const inst = await this.instances.get(instanceId).catch(() => undefined);
+      partition = inst?.Placement?.PartitionNumber;
+    }
+    labels[LabelPlacementGroupPartition] = partition !== undefined ? String(partition) : '';
   }
 
   /** Upstream's instance tags: the class's tags, then the cluster/nodepool/nodeclaim/nodeclass/EKS tags. */
@@ -1241,6 +1356,11 @@ export class AwsCloudProvider implements CloudProvider {
       [LabelCapacityType]: ct,
       [LabelInstanceTenancy]: inst.Placement?.Tenancy === 'dedicated' ? 'dedicated' : 'default',
       ...(crID ? reservationLabels(crID, inst, nodeClass) : {}),
+      // the instance's placement group and partition (upstream labels the class's group)
+      ...(inst.Placement?.GroupId ? { [LabelPlacementGroupID]: inst.Placement.GroupId } : {}),
+      ...(inst.Placement?.GroupId && inst.Placement.PartitionNumber !== undefined
+        ? { [LabelPlacementGroupPartition]: String(inst.Placement.PartitionNumber) }
+        : {}),
     };
     if (tags[LabelNodePool]) labels[LabelNodePool] = tags[LabelNodePool];
     if (className) labels[LabelEC2NodeClass] = className;
@@ -1337,7 +1457,8 @@ export class AwsCloudProvider implements CloudProvider {
    * `NodeClassDrift` (static hash changed), `AMIDrift` (the instance's image is not among the class's resolved AMIs),
    * `SubnetDrift` (its subnet is not among the resolved subnets), `SecurityGroupDrift` (its security groups differ
    * from the resolved ones), `CapacityReservationDrift` (it runs in a capacity reservation that is no longer in
-   * `status.capacityReservations`); undefined otherwise, and when the class is missing or not Ready (not drift).
+   * `status.capacityReservations`), `PlacementGroupDrift` (its placement-group label is not the class's group now);
+   * undefined otherwise, and when the class is missing or not Ready (not drift).
    */
   async isDrifted(nodeClaim: NodeClaim): Promise<string | undefined> {
     const ref = nodeClaim.spec.nodeClassRef;
@@ -1363,6 +1484,21 @@ export class AwsCloudProvider implements CloudProvider {
     const crID = inst.CapacityReservationId;
     if (this.reservedCapacity && crID && !(status.capacityReservations ?? []).some((r) => r.id === crID))
       return DriftCapacityReservation;
-    return undefined;
+    return (await this.placementGroupDrifted(nodeClaim, nodeClass))?.reason;
+  }
+
+  /**
+   * Upstream `isPlacementGroupDrifted`: the NodeClaim's `karpenter.k8s.aws/placement-group-id` against the class's
+   * group now ('' without a selector). While EC2 fails the last group found counts; with none known it is not judged.
+   */
+  private async placementGroupDrifted(nodeClaim: NodeClaim, nodeClass: EC2NodeClass) {
+    let pg: PlacementGroup | undefined;
+    try {
+      pg = await this.placementGroups.get(nodeClass);
+    } catch {
+      pg = this.placementGroups.lastKnown(nodeClass);
+      if (!pg) return undefined;
+    }
+    return placementGroupDrift(nodeClaim.metadata.labels, pg?.id ?? '');
   }
 }
