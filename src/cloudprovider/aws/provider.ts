@@ -1265,7 +1265,8 @@ export class AwsCloudProvider implements CloudProvider {
     placement: LaunchPlacement,
     instanceId: string,
   ): Promise<void> {
-    const labels = (nodeClaim.metadata.labels ??= {});
+    nodeClaim.metadata.labels ??= {};
+    const labels = nodeClaim.metadata.labels;
     labels[LabelPlacementGroupID] = pg.id;
     if (pg.strategy !== 'partition') {
       delete labels[LabelPlacementGroupPartition];

@@ -28,6 +28,12 @@
  * - EC2 instance tenancy (moto launches every instance with default tenancy and ignores a launch template's
  *   `Placement.Tenancy`): a fleet instance launched from a template with `Placement.Tenancy=dedicated` is reported
  *   by `DescribeInstances` with `<placement><tenancy>dedicated</tenancy>` (aws provider's `instance-tenancy`).
+ * - EC2 placement groups (moto has none; `./placementgroups.ts`): `CreatePlacementGroup`, `DescribePlacementGroups`
+ *   (`GroupName.N`, `GroupId.N`, filters `state`, `strategy`, `group-name`, …; an unknown name is
+ *   `InvalidPlacementGroup.Unknown`) and `DeletePlacementGroup` served from memory; a fleet instance launched from a
+ *   template with `Placement.GroupId`/`GroupName` is reported by `DescribeInstances` with that group's
+ *   `<groupName>`, `<groupId>` and, in a `partition` group, `<partitionNumber>` (the template's, else the partition
+ *   with the fewest instances). {@link AwsEmulatorProxy.placementGroups} `.setState(...)` makes a group `pending`.
  * - EC2 instance metadata options and detailed monitoring of fleet instances (moto launches them with its own
  *   metadata options, tokens `optional` and hop limit 1, and monitoring `disabled`, whatever the template says; it
  *   has no `MonitorInstances`): after the launch the proxy applies the template's `MetadataOptions` with
@@ -68,6 +74,7 @@ import {
   InstanceHealthStatuses,
   InstanceStatusRequestError,
 } from './instancestatus.ts';
+import { PlacementGroupRequestError, PlacementGroupStore } from './placementgroups.ts';
 import { type PriceTable, spotPrice } from './prices.ts';
 import { CapacityReservations, type EmulatedReservation } from './reservations.ts';
 
@@ -276,6 +283,8 @@ export class AwsEmulatorProxy {
   }
   /** The emulated capacity reservations (cleared by {@link reset}). */
   readonly reservations = new CapacityReservations();
+  /** The emulated placement groups and where fleet instances were placed (cleared by {@link reset}). */
+  readonly placementGroups = new PlacementGroupStore();
   /** Injected instance health ({@link setInstanceHealth}). */
   private readonly instanceHealth = new InstanceHealthStatuses();
   /** Launch template (id or name, version) → the reservation it targets ('' for none); cleared by {@link reset}. */
@@ -401,6 +410,7 @@ export class AwsEmulatorProxy {
     this.lostFleetReplies = 0;
     this.subnetZones.clear();
     this.reservations.clear();
+    this.placementGroups.clear();
     this.templateTargets.clear();
     this.dedicatedInstances.clear();
     this.monitoredInstances.clear();
@@ -475,6 +485,8 @@ export class AwsEmulatorProxy {
       if (STATIC_EC2_ACTIONS.has(action)) return this.forwardCached(req, res, region, body);
       if (action.endsWith('CapacityReservation') || action === 'DescribeCapacityReservations')
         return this.capacityReservation(res, region, action, form);
+      if (action.endsWith('PlacementGroup') || action === 'DescribePlacementGroups')
+        return this.placementGroup(res, region, action, form);
       if (action === 'DescribeInstances' || action === 'TerminateInstances')
         return this.instancesInReservations(req, res, action, form, body);
     }
@@ -542,6 +554,34 @@ export class AwsEmulatorProxy {
     this.ec2Error(res, 400, 'InvalidAction', `${action} is not emulated`);
   }
 
+  /** `CreatePlacementGroup`, `DescribePlacementGroups`, `DeletePlacementGroup` (moto has none). */
+  private placementGroup(
+    res: http.ServerResponse,
+    region: string,
+    action: string,
+    form: URLSearchParams,
+  ): void {
+    const store = this.placementGroups;
+    try {
+      const xml =
+        action === 'CreatePlacementGroup'
+          ? store.create(region, form)
+          : action === 'DescribePlacementGroups'
+            ? store.describe(region, form)
+            : action === 'DeletePlacementGroup'
+              ? store.delete(region, form)
+              : undefined;
+      if (xml === undefined) {
+        this.ec2Error(res, 400, 'InvalidAction', `${action} is not emulated`);
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'text/xml' }).end(xml);
+    } catch (err) {
+      if (!(err instanceof PlacementGroupRequestError)) throw err;
+      this.ec2Error(res, 400, err.code, err.message);
+    }
+  }
+
   /** DescribeInstances with each instance's reservation added; TerminateInstances freeing reservation slots. */
   private async instancesInReservations(
     req: http.IncomingMessage,
@@ -552,9 +592,11 @@ export class AwsEmulatorProxy {
   ): Promise<void> {
     const out = await this.upstream(req, body);
     if (out.status === 200 && action === 'DescribeInstances') {
-      const body = withDetailedMonitoring(
-        withDedicatedTenancy(this.reservations.annotateInstances(out.body), this.dedicatedInstances),
-        this.monitoredInstances,
+      const body = this.placementGroups.annotateInstances(
+        withDetailedMonitoring(
+          withDedicatedTenancy(this.reservations.annotateInstances(out.body), this.dedicatedInstances),
+          this.monitoredInstances,
+        ),
       );
       res.writeHead(out.status, out.headers).end(body);
       return;
@@ -848,7 +890,7 @@ export class AwsEmulatorProxy {
   /**
    * Applies the launch template's security groups, instance profile and metadata options to fleet instances (moto
    * ignores them), and remembers them as dedicated when the template's `Placement.Tenancy` is `dedicated` and as
-   * monitored when its `Monitoring.Enabled` is true.
+   * monitored when its `Monitoring.Enabled` is true, and places them in the template's `Placement` group.
    */
   private async applyTemplate(
     region: string,
@@ -875,6 +917,7 @@ export class AwsEmulatorProxy {
       if (data?.Placement?.Tenancy === 'dedicated')
         for (const id of instanceIds) this.dedicatedInstances.add(id);
       if (data?.Monitoring?.Enabled) for (const id of instanceIds) this.monitoredInstances.add(id);
+      this.placementGroups.place(region, data?.Placement, instanceIds);
       const md = data?.MetadataOptions;
       await Promise.all(
         instanceIds.map(async (id) => {
