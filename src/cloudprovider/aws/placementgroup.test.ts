@@ -19,7 +19,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import { type AwsEmulator, startAwsEmulator } from '../../../test/aws/moto.ts';
 import type { NodePool } from '../../apis/karpenter.ts';
 import { LabelCapacityType, LabelInstanceType, LabelTopologyZone } from '../../apis/labels.ts';
-import { isNodeClassNotReadyError } from '../types.ts';
+import { isInsufficientCapacityError, isNodeClassNotReadyError } from '../types.ts';
 import { placementGroupDrift, selectorDrift } from './drift.ts';
 import { LabelPlacementGroupID, LabelPlacementGroupPartition } from './nodeclass/placementgroups.ts';
 import { DriftPlacementGroup } from './provider.ts';
@@ -206,6 +206,89 @@ describe('aws placement groups against moto + proxy', () => {
         '"db" matches no available placement group; create it or fix spec.placementGroupSelector',
     );
     expect(emu.proxy.calls.get('ec2:CreateFleet') ?? 0).toBe(0);
+  });
+});
+
+describe('placement groups: capacity errors scoped to the group (upstream updateUnavailableOfferingsCache)', () => {
+  it("a spread group's seventh instance in a zone is the last: the eighth fails with EC2's limit error, marked for the group only", async () => {
+    const bed = await beds(['us-west-2a']);
+    const id = await createGroup(bed.clients.ec2, 'web', 'spread');
+    const cls = bed.nodeClasses.get('default')!;
+    const plain = structuredClone(cls);
+    cls.spec.placementGroupSelector = { name: 'web' };
+    bed.nodeClasses.set('plain', { ...plain, metadata: { ...plain.metadata, name: 'plain' } });
+    const reqs = [inReq(LabelInstanceType, ['m5.large']), inReq(LabelCapacityType, ['on-demand'])];
+    for (let i = 1; i <= 7; i++) {
+      const nc = await bed.provider.create(awsNodeClaim(`nc-${i}`, reqs));
+      expect(nc.metadata.labels?.[LabelPlacementGroupID]).toBe(id);
+    }
+    const messages: string[] = [];
+    const send = bed.clients.ec2.send.bind(bed.clients.ec2) as (c: unknown) => Promise<unknown>;
+    (bed.clients.ec2 as unknown as { send: (c: unknown) => Promise<unknown> }).send = async (c: unknown) => {
+      const out = await send(c);
+      if (c instanceof CreateFleetCommand)
+        for (const e of (out as { Errors?: { ErrorMessage?: string }[] }).Errors ?? [])
+          messages.push(e.ErrorMessage ?? '');
+      return out;
+    };
+    const err = await bed.provider.create(awsNodeClaim('nc-8', reqs)).catch((e: unknown) => e);
+    expect(messages).toEqual([
+      "You've reached the limit of instances in this spread placement group. A spread placement group can have up to seven instances per Availability Zone.",
+    ]);
+    expect(isInsufficientCapacityError(err)).toBe(true);
+    expect((err as Error).message).toBe(
+      'insufficient capacity, NodeClaim "nc-8": every compatible offering failed or is unavailable: m5.large/us-west-2a/on-demand',
+    );
+    // out of capacity for the group, not for launches outside it
+    expect(bed.provider.unavailableOfferings.isUnavailable('m5.large', 'us-west-2a', 'on-demand')).toBe(
+      false,
+    );
+    const m5 = (await bed.provider.instanceTypes(nodePool())).find((t) => t.name === 'm5.large')!;
+    expect(
+      m5.offerings.filter((o) => o.zone === 'us-west-2a').map((o) => [o.capacityType, o.available]),
+    ).toEqual([
+      ['on-demand', false],
+      ['spot', true],
+    ]);
+    const outside = await bed.provider.create({
+      ...awsNodeClaim('nc-plain', reqs),
+      spec: {
+        ...awsNodeClaim('nc-plain', reqs).spec,
+        nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'plain' },
+      },
+    });
+    expect(outside.metadata.labels?.[LabelTopologyZone]).toBe('us-west-2a');
+    expect(outside.metadata.labels?.[LabelPlacementGroupID]).toBeUndefined();
+  });
+
+  it('a capacity error of a launch pinned to partition 2 marks that partition only', async () => {
+    const bed = await beds(['us-west-2a']);
+    const id = await createGroup(bed.clients.ec2, 'db', 'partition', 3);
+    bed.nodeClasses.get('default')!.spec.placementGroupSelector = { id };
+    emu.proxy.injectCapacityError({ instanceType: 'm5.large', zone: 'us-west-2a', times: 1 });
+    const err = await bed.provider
+      .create(
+        awsNodeClaim('nc-p2', [
+          inReq(LabelInstanceType, ['m5.large']),
+          inReq(LabelCapacityType, ['on-demand']),
+          inReq(LabelPlacementGroupPartition, ['2']),
+        ]),
+      )
+      .catch((e: unknown) => e);
+    expect(isInsufficientCapacityError(err)).toBe(true);
+    expect(bed.provider.unavailableOfferings.isUnavailable('m5.large', 'us-west-2a', 'on-demand')).toBe(
+      false,
+    );
+    const m5 = (await bed.provider.instanceTypes(nodePool())).find((t) => t.name === 'm5.large')!;
+    expect(
+      m5.offerings
+        .filter((o) => o.zone === 'us-west-2a' && o.capacityType === 'on-demand')
+        .map((o) => [o.labels?.[LabelPlacementGroupPartition], o.available]),
+    ).toEqual([
+      ['1', true],
+      ['2', false],
+      ['3', true],
+    ]);
   });
 });
 

@@ -647,6 +647,8 @@ export class AwsCloudProvider implements CloudProvider {
   /** The placement groups of the classes' `spec.placementGroupSelector` (shared with the EC2NodeClass controller). */
   readonly placementGroups: PlacementGroups;
   private readonly ice: UnavailableOfferings;
+  /** ICE entries scoped to a placement group (`<group ID>`) or one of its partitions (`<group ID>:<n>`). */
+  private readonly groupICE = new Map<string, UnavailableOfferings>();
   private readonly metrics: InstanceMetrics;
   private clusterInfo: Promise<ClusterInfo> | undefined;
   /** The service CIDR once known (configured, or resolved by {@link resolveClusterCIDR}); upstream `ClusterCIDR`. */
@@ -735,7 +737,48 @@ export class AwsCloudProvider implements CloudProvider {
     if (ref.group !== AwsGroup || ref.kind !== EC2NodeClassKind) return [];
     const nodeClass = this.readyNodeClass(ref.name);
     const pg = await this.placementGroupOf(nodeClass);
-    return withPlacementGroup(await this.instanceTypeProvider.list(nodeClass), pg);
+    return this.withGroupUnavailable(
+      withPlacementGroup(await this.instanceTypeProvider.list(nodeClass), pg),
+      pg,
+    );
+  }
+
+  /** The ICE cache of one placement-group scope (`<group ID>` or `<group ID>:<partition>`), created on first use. */
+  private groupIce(scope: string): UnavailableOfferings {
+    let c = this.groupICE.get(scope);
+    if (!c) {
+      c = new UnavailableOfferings({ clock: this.deps.clock });
+      this.groupICE.set(scope, c);
+    }
+    return c;
+  }
+
+  /**
+   * Whether an offering is out of capacity in placement group `pgID` (upstream `WithPlacementGroup`,
+   * `WithPlacementGroupPartition`): marked for the group, or for the offering's partition.
+   */
+  private groupUnavailable(pgID: string, instanceType: string, o: Offering): boolean {
+    const part = o.labels?.[LabelPlacementGroupPartition];
+    return (
+      this.groupICE.get(pgID)?.isUnavailable(instanceType, o.zone, o.capacityType) === true ||
+      (part !== undefined &&
+        this.groupICE.get(`${pgID}:${part}`)?.isUnavailable(instanceType, o.zone, o.capacityType) === true)
+    );
+  }
+
+  /** `types` with the offerings out of capacity in `pg` (see {@link groupUnavailable}) unavailable. */
+  private withGroupUnavailable(types: InstanceType[], pg: PlacementGroup | undefined): InstanceType[] {
+    if (!pg || this.groupICE.size === 0) return types;
+    return types.map((it) =>
+      it.offerings.some((o) => o.available && this.groupUnavailable(pg.id, it.name, o))
+        ? {
+            ...it,
+            offerings: it.offerings.map((o) =>
+              o.available && this.groupUnavailable(pg.id, it.name, o) ? { ...o, available: false } : o,
+            ),
+          }
+        : it,
+    );
   }
 
   /**
@@ -841,7 +884,7 @@ export class AwsCloudProvider implements CloudProvider {
     let types = withPlacementGroup(await this.nodeClassInstanceTypes(nodeClass), pg);
     const tried: OfferingRef[] = [];
     for (let attempt = 0; attempt < 3; attempt++) {
-      const plan = this.plan(nodeClaim, reqs, types);
+      const plan = this.plan(nodeClaim, reqs, types, pg?.id);
       if (!plan) break;
       const { capacityType, candidates } = plan;
       const input = await this.fleetInput(
@@ -856,7 +899,7 @@ export class AwsCloudProvider implements CloudProvider {
       );
       const result = await this.runFleet(input.request, name);
       this.countLaunchFailures(result.errors, capacityType, subnets);
-      const iced = this.markFleetErrors(result.errors, capacityType, subnets, candidates);
+      const iced = this.markFleetErrors(result.errors, capacityType, subnets, candidates, placement);
       tried.push(...iced);
       if (result.instance) {
         const inst = result.instance;
@@ -998,6 +1041,7 @@ export class AwsCloudProvider implements CloudProvider {
     nodeClaim: NodeClaim,
     reqs: Requirements,
     types: InstanceType[],
+    pgID?: string,
   ): { capacityType: CapacityType; candidates: Candidate[] } | undefined {
     const named = this.namedTypes(nodeClaim);
     const tenancy = tenancyOf(reqs);
@@ -1007,6 +1051,7 @@ export class AwsCloudProvider implements CloudProvider {
       const perCT = new Map<CapacityType, Offering[]>();
       for (const o of it.offerings) {
         if (!o.available || this.ice.isUnavailable(it.name, o.zone, o.capacityType)) continue;
+        if (pgID && this.groupUnavailable(pgID, it.name, o)) continue;
         if (o.reservationID !== undefined && this.capacityReservations.available(o.reservationID) <= 0)
           continue;
         if (!launchSatisfies(reqs, { ...offeringLabels(it, o), [LabelInstanceTenancy]: tenancy })) continue;
@@ -1067,13 +1112,15 @@ export class AwsCloudProvider implements CloudProvider {
 
   /**
    * Marks the offerings of capacity errors unavailable (a reserved launch: their reservations, until the next
-   * describe, as upstream's `MarkUnavailable`; the ICE cache is left alone); returns them.
+   * describe, as upstream's `MarkUnavailable`; the ICE cache is left alone; a launch into a placement group: for that
+   * group only, {@link markGroupErrors}); returns them.
    */
   private markFleetErrors(
     errors: CreateFleetError[],
     capacityType: CapacityType,
     subnets: SubnetStatus[],
     candidates: readonly Candidate[],
+    placement?: LaunchPlacement,
   ): OfferingRef[] {
     const out: OfferingRef[] = [];
     for (const e of errors) {
@@ -1089,10 +1136,41 @@ export class AwsCloudProvider implements CloudProvider {
         continue;
       }
       const ct = (e.Lifecycle as CapacityType | undefined) ?? capacityType;
+      if (placement) {
+        out.push(...this.markGroupErrors(e, placement, type, zone, ct, candidates));
+        continue;
+      }
       this.ice.markUnavailable(type, zone, ct, e.ErrorCode);
       out.push({ instanceType: type, zone, capacityType: ct });
     }
     return out;
+  }
+
+  /**
+   * A capacity error of a launch into a placement group, scoped to it as upstream `updateUnavailableOfferingsCache`:
+   * a spread group's seven-per-zone limit (EC2's message "…limit of instances in this spread placement group…")
+   * marks every candidate type in that zone for the group; any other error marks the offering for the group, or for
+   * the partition the launch targeted. Launches outside the group are not affected. Returns the offerings marked.
+   */
+  private markGroupErrors(
+    e: CreateFleetError,
+    placement: LaunchPlacement,
+    type: string,
+    zone: string,
+    ct: CapacityType,
+    candidates: readonly Candidate[],
+  ): OfferingRef[] {
+    const code = e.ErrorCode ?? 'InsufficientInstanceCapacity';
+    if (e.ErrorMessage?.includes('limit of instances in this spread placement group')) {
+      const ice = this.groupIce(placement.id);
+      return candidates.map((c) => {
+        ice.markUnavailable(c.it.name, zone, ct, code);
+        return { instanceType: c.it.name, zone, capacityType: ct };
+      });
+    }
+    const scope = placement.partition !== undefined ? `${placement.id}:${placement.partition}` : placement.id;
+    this.groupIce(scope).markUnavailable(type, zone, ct, code);
+    return [{ instanceType: type, zone, capacityType: ct }];
   }
 
   /**

@@ -27,6 +27,8 @@ export interface EmulatedPlacementGroup {
 /** Where one emulated instance was placed. */
 export interface EmulatedPlacement {
   groupId: string;
+  /** The instance's availability zone. */
+  zone: string;
   groupName: string;
   /** 1-based, for a `partition` group. */
   partition?: number;
@@ -213,19 +215,14 @@ export class PlacementGroupStore {
       | { GroupId?: string | undefined; GroupName?: string | undefined; PartitionNumber?: number | undefined }
       | undefined,
     instanceIds: readonly string[],
+    zone: string,
   ): void {
-    if (!placement?.GroupId && !placement?.GroupName) return;
-    const g = [...this.groups.values()].find(
-      (x) =>
-        x.region === region &&
-        x.state !== 'deleted' &&
-        (placement.GroupId ? x.id === placement.GroupId : x.name === placement.GroupName),
-    );
+    const g = this.groupOf(region, placement);
     if (!g) return;
     for (const id of instanceIds) {
       let partition: number | undefined;
       if (g.strategy === 'partition') {
-        partition = placement.PartitionNumber;
+        partition = placement?.PartitionNumber;
         if (partition === undefined) {
           const counts = Array.from({ length: g.partitionCount }, () => 0);
           for (const p of this.placed.values())
@@ -233,8 +230,39 @@ export class PlacementGroupStore {
           partition = counts.indexOf(Math.min(...counts)) + 1;
         }
       }
-      this.placed.set(id, { groupId: g.id, groupName: g.name, ...(partition ? { partition } : {}) });
+      this.placed.set(id, { groupId: g.id, groupName: g.name, zone, ...(partition ? { partition } : {}) });
     }
+  }
+
+  /** The live group a template's `Placement` names (by ID or name), or undefined. */
+  private groupOf(
+    region: string,
+    placement: { GroupId?: string | undefined; GroupName?: string | undefined } | undefined,
+  ): EmulatedPlacementGroup | undefined {
+    const id = placement?.GroupId;
+    const name = placement?.GroupName;
+    if (!id && !name) return undefined;
+    return [...this.groups.values()].find(
+      (x) => x.region === region && x.state !== 'deleted' && (id ? x.id === id : x.name === name),
+    );
+  }
+
+  /** True when `placement` names a `spread` group that already holds seven instances in `zone` (EC2's limit). */
+  spreadLimitReached(
+    region: string,
+    placement: { GroupId?: string | undefined; GroupName?: string | undefined } | undefined,
+    zone: string,
+  ): boolean {
+    const g = this.groupOf(region, placement);
+    if (g?.strategy !== 'spread') return false;
+    let n = 0;
+    for (const p of this.placed.values()) if (p.groupId === g.id && p.zone === zone) n++;
+    return n >= 7;
+  }
+
+  /** Forgets instances that were terminated (they no longer count against a spread group's limit). */
+  terminated(ids: readonly string[]): void {
+    for (const id of ids) this.placed.delete(id);
   }
 
   /** Where instance `id` was placed, or undefined. */

@@ -33,7 +33,9 @@
  *   `InvalidPlacementGroup.Unknown`) and `DeletePlacementGroup` served from memory; a fleet instance launched from a
  *   template with `Placement.GroupId`/`GroupName` is reported by `DescribeInstances` with that group's
  *   `<groupName>`, `<groupId>` and, in a `partition` group, `<partitionNumber>` (the template's, else the partition
- *   with the fewest instances). {@link AwsEmulatorProxy.placementGroups} `.setState(...)` makes a group `pending`.
+ *   with the fewest instances). A `spread` group takes seven instances per zone: an override beyond fails with EC2's
+ *   `InsufficientInstanceCapacity` "You've reached the limit of instances in this spread placement group…".
+ *   {@link AwsEmulatorProxy.placementGroups} `.setState(...)` makes a group `pending`.
  * - EC2 instance metadata options and detailed monitoring of fleet instances (moto launches them with its own
  *   metadata options, tokens `optional` and hop limit 1, and monitoring `disabled`, whatever the template says; it
  *   has no `MonitorInstances`): after the launch the proxy applies the template's `MetadataOptions` with
@@ -67,6 +69,7 @@ import {
   EC2Client,
   ModifyInstanceAttributeCommand,
   ModifyInstanceMetadataOptionsCommand,
+  type ResponseLaunchTemplateData,
 } from '@aws-sdk/client-ec2';
 import {
   type InjectedHealth,
@@ -110,6 +113,13 @@ interface Override {
   zone: string;
   price: number;
 }
+
+/** The launch template data the proxy reads (`DescribeLaunchTemplateVersions`). */
+type RequestedTemplateData = ResponseLaunchTemplateData;
+
+/** EC2's fleet error message once a spread placement group holds seven instances in a zone. */
+const SPREAD_LIMIT_MESSAGE =
+  "You've reached the limit of instances in this spread placement group. A spread placement group can have up to seven instances per Availability Zone.";
 
 const EC2_CAPACITY_MESSAGE: Record<string, string> = {
   InsufficientInstanceCapacity:
@@ -222,18 +232,18 @@ function xmlFields(fields: Record<string, string>): string {
 
 /** The `<errorSet>` items of CreateFleet for the overrides that hit an injected capacity error. */
 function fleetErrorXml(
-  errors: ReadonlyArray<{ o: Override; code: string }>,
+  errors: ReadonlyArray<{ o: Override; code: string; message?: string }>,
   form: URLSearchParams,
   capacityType: string,
 ): string {
   return errors
-    .map(({ o, code }) => {
+    .map(({ o, code, message }) => {
       const lt = xmlFields(launchTemplateSpecOf(form, o.config));
       const ov = xmlFields(o.fields);
       return (
         `<item><launchTemplateAndOverrides><launchTemplateSpecification>${lt}</launchTemplateSpecification>` +
         `<overrides>${ov}</overrides></launchTemplateAndOverrides><lifecycle>${capacityType}</lifecycle>` +
-        `<errorCode>${code}</errorCode><errorMessage>${xmlEscape(EC2_CAPACITY_MESSAGE[code] ?? code)}</errorMessage></item>`
+        `<errorCode>${code}</errorCode><errorMessage>${xmlEscape(message ?? EC2_CAPACITY_MESSAGE[code] ?? code)}</errorMessage></item>`
       );
     })
     .join('');
@@ -288,7 +298,7 @@ export class AwsEmulatorProxy {
   /** Injected instance health ({@link setInstanceHealth}). */
   private readonly instanceHealth = new InstanceHealthStatuses();
   /** Launch template (id or name, version) → the reservation it targets ('' for none); cleared by {@link reset}. */
-  private readonly templateTargets = new Map<string, Promise<string>>();
+  private readonly templateTargets = new Map<string, Promise<RequestedTemplateData | undefined>>();
   /** Fleet instances launched from a `Placement.Tenancy=dedicated` template (moto reports them as default). */
   private readonly dedicatedInstances = new Set<string>();
   /** Fleet instances launched from a template with `Monitoring.Enabled=true`. */
@@ -605,12 +615,22 @@ export class AwsEmulatorProxy {
       const ids: string[] = [];
       for (const [k, v] of form) if (/^InstanceId\.\d+$/.test(k)) ids.push(v);
       this.reservations.terminated(ids);
+      this.placementGroups.terminated(ids);
     }
     res.writeHead(out.status, out.headers).end(out.body);
   }
 
   /** The capacity reservation launch template `spec` targets ('' for none), described once per template version. */
-  private templateTarget(region: string, spec: Record<string, string>): Promise<string> {
+  private async templateTarget(region: string, spec: Record<string, string>): Promise<string> {
+    const data = await this.templateData(region, spec);
+    return data?.CapacityReservationSpecification?.CapacityReservationTarget?.CapacityReservationId ?? '';
+  }
+
+  /** The data of launch template `spec`, described once per template version. */
+  private templateData(
+    region: string,
+    spec: Record<string, string>,
+  ): Promise<RequestedTemplateData | undefined> {
     const key = `${spec.LaunchTemplateId ?? spec.LaunchTemplateName}|${spec.Version ?? '$Default'}`;
     let p = this.templateTargets.get(key);
     if (!p) {
@@ -623,11 +643,7 @@ export class AwsEmulatorProxy {
             Versions: [spec.Version ?? '$Default'],
           }),
         )
-        .then(
-          (v) =>
-            v.LaunchTemplateVersions?.[0]?.LaunchTemplateData?.CapacityReservationSpecification
-              ?.CapacityReservationTarget?.CapacityReservationId ?? '',
-        );
+        .then((v) => v.LaunchTemplateVersions?.[0]?.LaunchTemplateData);
       p.catch(() => this.templateTargets.delete(key));
       this.templateTargets.set(key, p);
     }
@@ -825,11 +841,17 @@ export class AwsEmulatorProxy {
         : form.get('OnDemandOptions.AllocationStrategy')) ??
       (capacityType === 'spot' ? 'price-capacity-optimized' : 'lowest-price');
     const overrides = await this.orderedOverrides(region, form, capacityType, strategy);
-    const errors: Array<{ o: Override; code: string }> = [];
+    const errors: Array<{ o: Override; code: string; message?: string }> = [];
     let chosen: Override | undefined;
     let reservation: EmulatedReservation | undefined;
     for (const o of overrides) {
-      const target = await this.templateTarget(region, launchTemplateSpecOf(form, o.config));
+      const ltSpec = launchTemplateSpecOf(form, o.config);
+      const target = await this.templateTarget(region, ltSpec);
+      const placement = (await this.templateData(region, ltSpec))?.Placement;
+      if (this.placementGroups.spreadLimitReached(region, placement, o.zone)) {
+        errors.push({ o, code: 'InsufficientInstanceCapacity', message: SPREAD_LIMIT_MESSAGE });
+        continue;
+      }
       if (target) {
         const check = this.reservations.checkLaunch(target, o.fields.InstanceType ?? '', o.zone);
         if (!check.ok) {
@@ -874,7 +896,7 @@ export class AwsEmulatorProxy {
       const ids = [...text.matchAll(/<item>(i-[0-9a-zA-Z]+)<\/item>/g)].map((m) => m[1]!);
       if (reservation && ids.length > 0) this.reservations.launched(reservation, ids);
       else if (reservation) this.reservations.release(reservation);
-      await this.applyTemplate(region, spec, ids);
+      await this.applyTemplate(region, spec, ids, chosen.zone);
       if (ids.length > 0 && this.repliesToLose > 0) {
         // launched, but the caller hears a retryable server error (its SDK retries and launches again)
         this.repliesToLose--;
@@ -896,6 +918,7 @@ export class AwsEmulatorProxy {
     region: string,
     spec: Record<string, string>,
     instanceIds: string[],
+    zone: string,
   ): Promise<void> {
     if (instanceIds.length === 0) return;
     const ec2 = this.ec2(region);
@@ -917,7 +940,7 @@ export class AwsEmulatorProxy {
       if (data?.Placement?.Tenancy === 'dedicated')
         for (const id of instanceIds) this.dedicatedInstances.add(id);
       if (data?.Monitoring?.Enabled) for (const id of instanceIds) this.monitoredInstances.add(id);
-      this.placementGroups.place(region, data?.Placement, instanceIds);
+      this.placementGroups.place(region, data?.Placement, instanceIds, zone);
       const md = data?.MetadataOptions;
       await Promise.all(
         instanceIds.map(async (id) => {
