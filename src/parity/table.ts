@@ -559,8 +559,9 @@ const EC2NODECLASS_ROWS: ParityRow[] = [
       'PlacementGroupResolutionFailed naming the field; not Ready, nothing launches); launch template ' +
       'Placement.GroupId and PartitionNumber (lowest partition the NodeClaim allows, else EC2 picks and the label ' +
       'is read back); labels placement-group-id / placement-group-partition on instance types, offerings (one per ' +
-      'partition) and NodeClaims; PlacementGroupDrift; plan resolves it too. Not: strategy compatibility of ' +
-      'instance types, ICE scoped to the group (test/aws/nodeclass-controller.test.ts for the condition)',
+      'partition) and NodeClaims; PlacementGroupDrift; plan resolves it too; capacity errors scoped to the group ' +
+      "/ targeted partition, a spread group's 7-per-zone limit error marks the zone for the group. Not: " +
+      'strategy compatibility of instance types (test/aws/nodeclass-controller.test.ts for the condition)',
     test: 'src/cloudprovider/aws/placementgroup.test.ts',
   },
   {
