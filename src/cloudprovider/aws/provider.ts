@@ -1352,7 +1352,10 @@ export class AwsCloudProvider implements CloudProvider {
     }
     let partition = placement.partition;
     if (partition === undefined) {
-      const inst = await this.instances.get(instanceId).catch(() => undefined);
+      const inst = await this.instances.get(instanceId).catch((err: unknown) => {
+        this.deps.onError?.(err, `reading the placement-group partition of instance ${instanceId}`);
+        return undefined;
+      });
       partition = inst?.Placement?.PartitionNumber;
     }
     labels[LabelPlacementGroupPartition] = partition !== undefined ? String(partition) : '';
