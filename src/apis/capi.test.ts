@@ -78,19 +78,16 @@ describe('KarpenterMachinePool CRD', () => {
 });
 
 describe('KarpenterMachinePool spec.ec2NodeClass', () => {
-  it('refuses the EC2NodeClass fields capenter does not implement yet, as an EC2NodeClass does', () => {
+  it('refuses the EC2NodeClass fields capenter does not implement yet, as an EC2NodeClass does (networkInterfaces and placementGroupSelector are implemented)', () => {
     const r = KMPEC2NodeClassSchema.safeParse({
       placementGroupSelector: { name: 'pg' },
+      networkInterfaces: [{ deviceIndex: 0, networkCardIndex: 0, interfaceType: 'interface' }],
       cpuOptions: { nestedVirtualization: 'enabled' },
     });
     expect(r.success ? [] : r.error.issues.map((i) => [i.path.join('.'), i.message])).toEqual([
       [
         'cpuOptions.nestedVirtualization',
         'capenter does not support cpuOptions.nestedVirtualization "enabled" yet: it cannot tell which instance types support nested virtualization; remove it or set "disabled"',
-      ],
-      [
-        'placementGroupSelector',
-        'capenter does not support placementGroupSelector yet: capenter does not launch into placement groups; remove placementGroupSelector',
       ],
     ]);
     expect(

@@ -93,8 +93,7 @@ export const LabelClusterAPIInstanceGPUType = 'karpenter.cluster.x-k8s.io/instan
 /**
  * Labels Karpenter knows and may narrow by NodePool or pod (upstream `WellKnownLabels`: the core's eight of
  * kubernetes-sigs/karpenter v1.14.1 `pkg/apis/v1/labels.go`, the aws provider's registrations of
- * aws/karpenter-provider-aws v1.14.1 `pkg/apis/v1/labels.go` `init` except the placement-group keys capenter's aws
- * provider never sets, and the clusterapi provider's `karpenter.cluster.x-k8s.io/instance-*`). A requirement key in
+ * aws/karpenter-provider-aws v1.14.1 `pkg/apis/v1/labels.go` `init`, and the clusterapi provider's `karpenter.cluster.x-k8s.io/instance-*`). A requirement key in
  * one of the {@link RestrictedLabelDomains} that is not listed here is refused ({@link isRestrictedLabel}).
  */
 export const WellKnownLabels: ReadonlySet<string> = wellKnown([
@@ -111,6 +110,8 @@ export const WellKnownLabels: ReadonlySet<string> = wellKnown([
   'karpenter.k8s.aws/capacity-reservation-id',
   'karpenter.k8s.aws/capacity-reservation-type',
   'karpenter.k8s.aws/capacity-reservation-interruptible',
+  'karpenter.k8s.aws/placement-group-id',
+  'karpenter.k8s.aws/placement-group-partition',
   'karpenter.k8s.aws/instance-hypervisor',
   'karpenter.k8s.aws/instance-encryption-in-transit-supported',
   LabelInstanceCategory,

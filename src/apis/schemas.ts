@@ -334,22 +334,11 @@ export const AWSAllowedLabels: ReadonlySet<string> = new Set(
 );
 
 /**
- * Keys upstream allows in the `karpenter.k8s.aws` domain (they are in {@link AWSAllowedLabels} and the CRD rule)
- * that capenter's aws provider never sets: it does not launch into placement groups (upstream
- * `pkg/providers/placementgroup`), so a NodePool requiring one would get nodes that do not carry it. Refused at
- * validation, naming the fix.
- */
-export const AWSUnsupportedLabels: ReadonlySet<string> = new Set([
-  'karpenter.k8s.aws/placement-group-id',
-  'karpenter.k8s.aws/placement-group-partition',
-]);
-
-/**
  * The `karpenter.k8s.aws` labels capenter's aws provider sets that a NodePool may use (well-known, so not
  * `ec2nodeclass`, which upstream's `IsRestrictedLabel` refuses), short names, for the fix of the messages below.
  */
 const awsSupportedShort = [...AWSAllowedLabels]
-  .filter((k) => !AWSUnsupportedLabels.has(k) && WellKnownLabels.has(k))
+  .filter((k) => WellKnownLabels.has(k))
   .map((k) => k.slice('karpenter.k8s.aws/'.length))
   .sort();
 
@@ -361,8 +350,6 @@ function awsLabelMessage(key: string): string {
   const fix =
     `use a label the aws provider sets (karpenter.k8s.aws/{${awsSupportedShort.join(',')}}, ` +
     `topology.k8s.aws/zone-id) or a custom label outside karpenter.k8s.aws`;
-  if (AWSUnsupportedLabels.has(key))
-    return `label "${key}" is not supported: capenter does not launch into placement groups, so no node would carry it; ${fix}`;
   return `${LabelRules.awsDomain.message}: "${key}" is not a label the aws provider sets; ${fix}`;
 }
 
@@ -371,7 +358,7 @@ const celList = (keys: Iterable<string>) => `[${[...keys].map((k) => `"${k}"`).j
 /**
  * Returns the first label rule that `key` breaks, or undefined when it may be used. Upstream's CEL rules come first
  * (`kubernetes.io/hostname`, `karpenter.sh/nodepool` unless `allowNodePool`, the `karpenter.sh` and
- * `karpenter.k8s.aws` domains, with capenter's refusal of the placement-group keys its aws provider never sets),
+ * `karpenter.k8s.aws` domains),
  * then, when `runtime` (a NodePool's `RuntimeValidate`; upstream runs none for NodeClaims), upstream's
  * `IsRestrictedLabel` ({@link isRestrictedLabel}, rule `IsRestrictedLabel`) on the key, normalized first for a
  * requirement (`normalize`, upstream `ValidateRequirement`). `kubernetes.io`, `k8s.io` and their subdomains are
@@ -387,10 +374,7 @@ export function restrictedLabelRule(
   if (domain.endsWith('karpenter.sh') && rawKey !== LabelCapacityType && rawKey !== LabelNodePool) {
     return LabelRules.karpenterDomain;
   }
-  if (
-    domain.endsWith('karpenter.k8s.aws') &&
-    (!AWSAllowedLabels.has(rawKey) || AWSUnsupportedLabels.has(rawKey))
-  )
+  if (domain.endsWith('karpenter.k8s.aws') && !AWSAllowedLabels.has(rawKey))
     return { rule: LabelRules.awsDomain.rule, message: awsLabelMessage(rawKey) };
   if (!opts.runtime) return undefined;
   const message = isRestrictedLabel(opts.normalize ? (NormalizedLabels[rawKey] ?? rawKey) : rawKey);
@@ -1373,9 +1357,7 @@ export const EC2NodeClassSpecFields = z.strictObject({
  * to do instead. They stay in the schema (the CRD is upstream's), and {@link refuseUnsupportedEC2NodeClassFields}
  * refuses them, so that a class using one is never launched as if the field were not there.
  */
-export const EC2NodeClassUnsupportedFields: Readonly<Record<string, string>> = {
-  placementGroupSelector: 'capenter does not launch into placement groups; remove placementGroupSelector',
-};
+export const EC2NodeClassUnsupportedFields: Readonly<Record<string, string>> = {};
 
 /**
  * Runtime-only rule (not in the CRD): refuses each `spec` field of {@link EC2NodeClassUnsupportedFields} that is

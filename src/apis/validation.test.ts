@@ -21,7 +21,7 @@ function messages(o: AnyObj): string[] {
 
 /**
  * Upstream v1.14.1 `IsRestrictedLabel`'s message, with capenter's well-known labels (the core's, the aws provider's
- * but placement groups, the clusterapi provider's) and restricted domains (core `karpenter.sh`, aws
+ * incl. placement groups, the clusterapi provider's) and restricted domains (core `karpenter.sh`, aws
  * `karpenter.k8s.aws`), both sorted and printed as Go's `%v` of a slice.
  */
 function upstreamRestricted(key: string): string {
@@ -55,6 +55,8 @@ function upstreamRestricted(key: string): string {
       'instance-network-bandwidth',
       'instance-size',
       'instance-tenancy',
+      'placement-group-id',
+      'placement-group-partition',
     ].map((k) => `karpenter.k8s.aws/${k}`),
     'karpenter.sh/capacity-type',
     'karpenter.sh/nodepool',
@@ -152,26 +154,16 @@ describe('NodePool validation', () => {
       'instance-cpu-sustained-clock-speed-mhz,instance-ebs-bandwidth,instance-encryption-in-transit-supported,' +
       'instance-family,instance-generation,instance-gpu-count,instance-gpu-manufacturer,instance-gpu-memory,' +
       'instance-gpu-name,instance-hypervisor,instance-local-nvme,instance-memory,instance-network-bandwidth,' +
-      'instance-size,instance-tenancy}, topology.k8s.aws/zone-id) or a custom label outside karpenter.k8s.aws';
+      'instance-size,instance-tenancy,placement-group-id,placement-group-partition}, topology.k8s.aws/zone-id) or a custom label outside karpenter.k8s.aws';
     expect(keyMsgs('karpenter.k8s.aws/instance-familly')).toEqual([
       `NodePool "general": spec.template.spec.requirements[0].key: Invalid value "karpenter.k8s.aws/instance-familly": label domain "karpenter.k8s.aws" is restricted: "karpenter.k8s.aws/instance-familly" is not a label the aws provider sets; ${awsFix}`,
     ]);
     expect(keyMsgs('karpenter.k8s.aws/instance-foo')).toEqual([
       `NodePool "general": spec.template.spec.requirements[0].key: Invalid value "karpenter.k8s.aws/instance-foo": label domain "karpenter.k8s.aws" is restricted: "karpenter.k8s.aws/instance-foo" is not a label the aws provider sets; ${awsFix}`,
     ]);
-    // well-known upstream (v1.14.1 placement groups), but capenter's aws provider never sets it
-    expect(keyMsgs('karpenter.k8s.aws/placement-group-id')).toEqual([
-      `NodePool "general": spec.template.spec.requirements[0].key: Invalid value "karpenter.k8s.aws/placement-group-id": label "karpenter.k8s.aws/placement-group-id" is not supported: capenter does not launch into placement groups, so no node would carry it; ${awsFix}`,
-    ]);
-    expect(
-      messages(
-        withNodePool((o) => {
-          o.spec.template.metadata = { labels: { 'karpenter.k8s.aws/placement-group-partition': '1' } };
-        }),
-      ),
-    ).toEqual([
-      `NodePool "general": spec.template.metadata.labels[karpenter.k8s.aws/placement-group-partition]: Invalid value "karpenter.k8s.aws/placement-group-partition": label "karpenter.k8s.aws/placement-group-partition" is not supported: capenter does not launch into placement groups, so no node would carry it; ${awsFix}`,
-    ]);
+    // well-known upstream (v1.14.1 placement groups) and set by capenter's aws provider (issue 28 item 2)
+    expect(keyMsgs('karpenter.k8s.aws/placement-group-id')).toEqual([]);
+    expect(keyMsgs('karpenter.k8s.aws/placement-group-partition')).toEqual([]);
     // upstream v1.14.1 IsRestrictedLabel (runtime, after the CEL rules): `karpenter.k8s.aws/ec2nodeclass` passes the
     // CRD's allow-list but is not a well-known label in a restricted domain
     expect(keyMsgs('karpenter.k8s.aws/ec2nodeclass')).toEqual([
@@ -625,16 +617,16 @@ describe('EC2NodeClass validation', () => {
   });
 
   it('refuses the EC2NodeClass fields capenter does not implement yet, naming the class and the field', () => {
-    expect(
-      messages(
-        ec2({
-          placementGroupSelector: { name: 'pg' },
-          cpuOptions: { nestedVirtualization: 'enabled' },
-        }),
-      ),
-    ).toEqual([
+    expect(messages(ec2({ cpuOptions: { nestedVirtualization: 'enabled' } }))).toEqual([
       'EC2NodeClass "default": spec.cpuOptions.nestedVirtualization: Forbidden: capenter does not support cpuOptions.nestedVirtualization "enabled" yet: it cannot tell which instance types support nested virtualization; remove it or set "disabled"',
-      'EC2NodeClass "default": spec.placementGroupSelector: Forbidden: capenter does not support placementGroupSelector yet: capenter does not launch into placement groups; remove placementGroupSelector',
+    ]);
+  });
+
+  it('accepts placementGroupSelector by name or id (issue 28 item 2); upstream CRD rules still refuse both or neither', () => {
+    expect(messages(ec2({ placementGroupSelector: { name: 'pg' } }))).toEqual([]);
+    expect(messages(ec2({ placementGroupSelector: { id: 'pg-0123456789abcdef0' } }))).toEqual([]);
+    expect(messages(ec2({ placementGroupSelector: { name: 'pg', id: 'pg-0123456789abcdef0' } }))).toEqual([
+      `EC2NodeClass "default": spec.placementGroupSelector: Forbidden: 'name' and 'id' are mutually exclusive`,
     ]);
   });
 

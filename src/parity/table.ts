@@ -151,8 +151,9 @@ function claimSpecRows(
       note:
         'In/NotIn/Exists/DoesNotExist/Gt/Lt/Gte/Lte on well-known and custom labels (incl. aws instance-tenancy, ' +
         'zone-id and capacity-reservation labels on offerings, which also give topology spread / affinity ' +
-        'domains such as topology.k8s.aws/zone-id); a karpenter.k8s.aws key the ' +
-        'aws provider never sets (placement-group-id/-partition, unknown keys) is refused by validation ' +
+        'domains such as topology.k8s.aws/zone-id; placement-group-id on every type and placement-group-partition ' +
+        'per offering of a class with a placementGroupSelector); a karpenter.k8s.aws key the ' +
+        'aws provider never sets (unknown keys) is refused by validation ' +
         '(src/apis/schemas.ts) naming the field; restricted label domains are karpenter.sh and karpenter.k8s.aws ' +
         'as upstream v1.14 (kubernetes.io and k8s.io keys are custom labels)',
       test: tests.requirements,
@@ -555,11 +556,17 @@ const EC2NODECLASS_ROWS: ParityRow[] = [
       'spec.placementGroupSelector.id',
       'spec.placementGroupSelector.name',
     ],
-    status: 'refused',
+    status: 'works',
     note:
-      'refused at validation naming the EC2NodeClass and the field (no placement groups yet); requirements on ' +
-      'the placement-group labels are refused too (src/apis/schemas.ts)',
-    test: 'src/apis/validation.test.ts',
+      'as upstream v1.14.1: DescribePlacementGroups (id or name, state available) kept in memory (1 min, last ' +
+      'group 24 h; upstream has no status field) → PlacementGroupReady (False PlacementGroupNotFound / ' +
+      'PlacementGroupResolutionFailed naming the field; not Ready, nothing launches); launch template ' +
+      'Placement.GroupId and PartitionNumber (lowest partition the NodeClaim allows, else EC2 picks and the label ' +
+      'is read back); labels placement-group-id / placement-group-partition on instance types, offerings (one per ' +
+      'partition) and NodeClaims; PlacementGroupDrift; plan resolves it too; capacity errors scoped to the group ' +
+      "/ targeted partition, a spread group's 7-per-zone limit error marks the zone for the group. Not: " +
+      'strategy compatibility of instance types (test/aws/nodeclass-controller.test.ts for the condition)',
+    test: 'src/cloudprovider/aws/placementgroup.test.ts',
   },
   {
     kind: 'EC2NodeClass',

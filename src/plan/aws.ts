@@ -38,6 +38,7 @@ export const SELECTOR_FIELDS = [
   'subnetSelectorTerms',
   'securityGroupSelectorTerms',
   'capacityReservationSelectorTerms',
+  'placementGroupSelector',
 ] as const;
 
 /** Whether plan evaluated AMI/subnet/security-group/capacity-reservation drift (the `-o json` `selectorDrift`). */

@@ -157,7 +157,14 @@ export async function startAwsE2E(emu: AwsEmulator, o: AwsE2EOptions = {}): Prom
 /** The EC2NodeClass + NodePool of the e2e cluster `e` (discovery tags, AL2023 alias) as YAML. */
 export function awsNodePoolYaml(
   e: AwsE2E,
-  o: { capacityTypes?: string[]; budget?: string; extraRequirements?: string; subnetTag?: string } = {},
+  o: {
+    capacityTypes?: string[];
+    budget?: string;
+    extraRequirements?: string;
+    subnetTag?: string;
+    /** `spec.placementGroupSelector.name` of the class. */
+    placementGroupName?: string;
+  } = {},
 ): string {
   const E2E_CLUSTER = e.clusterName;
   return `apiVersion: karpenter.k8s.aws/v1
@@ -168,7 +175,7 @@ spec:
   amiSelectorTerms: [{alias: al2023@latest}]
   subnetSelectorTerms: [{tags: {karpenter.sh/discovery: ${o.subnetTag ?? E2E_CLUSTER}}}]
   securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: ${E2E_CLUSTER}}}]
----
+${o.placementGroupName ? `  placementGroupSelector: {name: ${o.placementGroupName}}\n` : ''}---
 apiVersion: karpenter.sh/v1
 kind: NodePool
 metadata: {name: default}

@@ -7,6 +7,7 @@
  */
 import {
   CreateCapacityReservationCommand,
+  CreatePlacementGroupCommand,
   RunInstancesCommand,
   TerminateInstancesCommand,
 } from '@aws-sdk/client-ec2';
@@ -272,6 +273,49 @@ describe('aws provider end to end (embedded cluster + moto)', () => {
       zoneIDs: ['usw2-az1', 'usw2-az2', 'usw2-az3', 'usw2-az4'],
       perZoneID: { 'usw2-az1': 1, 'usw2-az2': 1, 'usw2-az3': 1, 'usw2-az4': 1 },
     });
+  });
+
+  it('3 replicas spread over karpenter.k8s.aws/placement-group-partition of a 3-partition group: one instance per partition, NodeClaims and Nodes labelled (issue 28)', async () => {
+    e = await startAwsE2E(emu);
+    const pg = await e.clients.ec2.send(
+      new CreatePlacementGroupCommand({ GroupName: 'db', Strategy: 'partition', PartitionCount: 3 }),
+    );
+    const id = pg.PlacementGroup!.GroupId!;
+    await e.env.apply(awsNodePoolYaml(e, { placementGroupName: 'db' }));
+    await nodeClassReady(e);
+    await e.env.apply(
+      deploymentYaml('db', 3, '1500m', '1Gi').replace(
+        '      containers:',
+        '      topologySpreadConstraints:\n' +
+          '        - {maxSkew: 1, topologyKey: karpenter.k8s.aws/placement-group-partition, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app: db}}}\n' +
+          '      containers:',
+      ),
+    );
+    const claims = await settled(e, 3);
+    await expectOneInstancePerNodeClaim(e, claims);
+    const instances = await e.instances();
+    const partitions: string[] = [];
+    for (const nc of claims) {
+      const inst = instances.find((i) => i.InstanceId === instanceIdOf(nc))!;
+      expect(inst.Placement).toMatchObject({ GroupName: 'db', GroupId: id });
+      const label = nc.metadata.labels?.['karpenter.k8s.aws/placement-group-partition'];
+      // the scheduler pinned the NodeClaim to one partition; the launch template asked EC2 for it
+      const pinned = nc.spec.requirements.find(
+        (r) => r.key === 'karpenter.k8s.aws/placement-group-partition',
+      );
+      expect(pinned).toMatchObject({ operator: 'In', values: [label] });
+      expect(String(inst.Placement?.PartitionNumber)).toBe(label);
+      expect(nc.metadata.labels?.['karpenter.k8s.aws/placement-group-id']).toBe(id);
+      partitions.push(label ?? '?');
+    }
+    expect(partitions.sort()).toEqual(['1', '2', '3']);
+    const nodes = (await e.env.client.list('Node')).items;
+    expect(
+      nodes.map((n) => n.metadata.labels?.['karpenter.k8s.aws/placement-group-partition']).sort(),
+    ).toEqual(['1', '2', '3']);
+    expect(new Set(nodes.map((n) => n.metadata.labels?.['karpenter.k8s.aws/placement-group-id']))).toEqual(
+      new Set([id]),
+    );
   });
 
   it('an EC2NodeClass selecting no subnets: SubnetsReady=False with the reason, nothing launched', async () => {

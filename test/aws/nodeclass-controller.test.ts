@@ -6,6 +6,7 @@
 import {
   CancelCapacityReservationCommand,
   CreateCapacityReservationCommand,
+  CreatePlacementGroupCommand,
   CreateSecurityGroupCommand,
   CreateSubnetCommand,
   CreateTagsCommand,
@@ -834,5 +835,79 @@ describe('capacityreservation.capacitytype (issue 28)', () => {
     }
     expect(await syncReservedCapacityTypes(env.client, await t.provider.list())).toEqual([]);
     t.clients.destroy();
+  });
+});
+
+describe('EC2NodeClass controller: placement groups (issue 28 item 2)', () => {
+  async function ready(): Promise<void> {
+    await network();
+    await tagImages();
+    await iam.send(
+      new CreateRoleCommand({ RoleName: 'KarpenterNodeRole-test', AssumeRolePolicyDocument: '{}' }),
+    );
+  }
+  const group = async (name: string, strategy: 'cluster' | 'partition' | 'spread') =>
+    (await ec2.send(new CreatePlacementGroupCommand({ GroupName: name, Strategy: strategy }))).PlacementGroup
+      ?.GroupId as string;
+
+  it('a selector naming an available group (by name or id): PlacementGroupReady=True and Ready; no selector: True', async () => {
+    await ready();
+    const id = await group('db', 'cluster');
+    expect(id).toMatch(/^pg-[0-9a-f]{17}$/);
+    await env.client.create(nodeClass('by-name', { placementGroupSelector: { name: 'db' } }));
+    await env.client.create(nodeClass('by-id', { placementGroupSelector: { id } }));
+    await env.client.create(nodeClass('none', {}));
+    for (const name of ['by-name', 'by-id', 'none']) {
+      await controller.reconcile(name);
+      const { st } = await statusOf(name);
+      expect(cond(st, 'PlacementGroupReady'), name).toMatchObject({
+        status: 'True',
+        reason: 'PlacementGroupReady',
+      });
+      expect(cond(st, 'Ready')?.status, name).toBe('True');
+    }
+  });
+
+  it('a group not available yet: PlacementGroupReady=False PlacementGroupNotFound naming the field and the fix, not Ready; available a minute later: Ready', async () => {
+    await ready();
+    await group('db', 'partition');
+    moto.proxy.placementGroups.setState(moto.region, 'db', 'pending');
+    await env.client.create(nodeClass('default', { placementGroupSelector: { name: 'db' } }));
+    await controller.reconcile('default');
+    const { obj, st } = await statusOf('default');
+    expect(cond(st, 'PlacementGroupReady')).toMatchObject({
+      status: 'False',
+      reason: 'PlacementGroupNotFound',
+      message:
+        'Placement group "db" not found: EC2NodeClass default spec.placementGroupSelector.name "db" matches no ' +
+        `placement group in state available in ${moto.region}; create it (or wait until it is available) or fix ` +
+        'spec.placementGroupSelector',
+    });
+    expect(cond(st, 'Ready')?.status).toBe('False');
+    expect(ec2NodeClassNotReadyReason(obj)).toMatch(/^PlacementGroupReady=False \(PlacementGroupNotFound\)/);
+    moto.proxy.placementGroups.setState(moto.region, 'db', 'available');
+    await controller.reconcile('default');
+    // the answer is cached for a minute (upstream pgCache)
+    expect(cond((await statusOf('default')).st, 'PlacementGroupReady')?.status).toBe('False');
+    env.clock.advance(61_000);
+    await controller.reconcile('default');
+    expect(cond((await statusOf('default')).st, 'Ready')?.status).toBe('True');
+  });
+
+  it("an unknown name: PlacementGroupReady=False PlacementGroupResolutionFailed with EC2's error, and the reconcile is retried", async () => {
+    await ready();
+    await env.client.create(nodeClass('default', { placementGroupSelector: { name: 'nope' } }));
+    await expect(controller.reconcile('default')).rejects.toThrow(
+      /resolving placement group, describing placement groups \(spec\.placementGroupSelector\.name "nope"\): The Placement Group 'nope' is unknown\./,
+    );
+    const { st } = await statusOf('default');
+    expect(cond(st, 'PlacementGroupReady')).toMatchObject({
+      status: 'False',
+      reason: 'PlacementGroupResolutionFailed',
+    });
+    expect(cond(st, 'PlacementGroupReady')?.message).toMatch(
+      /^Failed to resolve placement group: EC2NodeClass default spec\.placementGroupSelector\.name "nope": .*The Placement Group 'nope' is unknown\.; check the name or id and the ec2:DescribePlacementGroups permission$/,
+    );
+    expect(cond(st, 'Ready')?.status).toBe('False');
   });
 });

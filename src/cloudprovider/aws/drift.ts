@@ -10,7 +10,10 @@
  * - `SecurityGroupDrift` (`areSecurityGroupsDrifted`): the instance's security groups are not exactly the resolved
  *   ones;
  * - `CapacityReservationDrift` (`isCapacityReservationDrifted`, only with the `ReservedCapacity` feature gate): the
- *   instance runs in a capacity reservation that is not among the class's resolved reservations.
+ *   instance runs in a capacity reservation that is not among the class's resolved reservations;
+ * - `PlacementGroupDrift` (`isPlacementGroupDrifted`, when the resolved placement group is given): the node's
+ *   `karpenter.k8s.aws/placement-group-id` label is not the ID of the group `spec.placementGroupSelector` resolves
+ *   to now ('' for none: a selector added, removed or pointed at another group).
  * An empty resolved list of AMIs, subnets or security groups is not drift (upstream returns an error and the class
  * is not Ready: nothing launches); an empty list of reservations is (the class selects none any more).
  */
@@ -26,6 +29,11 @@ import {
   resolveCapacityReservations,
 } from './nodeclass/capacityreservations.ts';
 import { resolveSecurityGroups, resolveSubnets } from './nodeclass/network.ts';
+import {
+  describePlacementGroup,
+  LabelPlacementGroupID,
+  placementGroupSelector,
+} from './nodeclass/placementgroups.ts';
 import type { AMIStatus, SecurityGroupStatus, SubnetStatus } from './nodeclass/types.ts';
 
 /** Drift reasons (upstream `pkg/cloudprovider/drift.go`). */
@@ -33,6 +41,7 @@ export const DriftAMI = 'AMIDrift';
 export const DriftSubnet = 'SubnetDrift';
 export const DriftSecurityGroup = 'SecurityGroupDrift';
 export const DriftCapacityReservation = 'CapacityReservationDrift';
+export const DriftPlacementGroup = 'PlacementGroupDrift';
 
 /** What the rule needs of a running instance (`ec2:DescribeInstances`). */
 export interface InstanceFacts {
@@ -56,14 +65,24 @@ export interface ResolvedSelectors {
    * `ReservedCapacity` feature gate is off, or plan could not resolve a term).
    */
   capacityReservations?: readonly Pick<CapacityReservationStatus, 'id'>[];
+  /**
+   * The ID of the placement group `spec.placementGroupSelector` resolves to, '' without a selector; undefined when
+   * not evaluated (placement-group drift is then not judged).
+   */
+  placementGroupID?: string;
 }
 
 /** A dynamic drift: the upstream reason, what the instance has and what the class resolves to now (IDs, sorted). */
 export interface SelectorDrift {
-  reason: typeof DriftAMI | typeof DriftSubnet | typeof DriftSecurityGroup | typeof DriftCapacityReservation;
-  /** The instance's image, subnet, security groups or capacity reservation. */
+  reason:
+    | typeof DriftAMI
+    | typeof DriftSubnet
+    | typeof DriftSecurityGroup
+    | typeof DriftCapacityReservation
+    | typeof DriftPlacementGroup;
+  /** The instance's image, subnet, security groups or capacity reservation, or the node's placement group ID (none: empty). */
   current: string[];
-  /** The class's AMIs for the node's instance type, its subnets, its security groups or its reservations. */
+  /** The class's AMIs for the node's instance type, its subnets, its security groups, its reservations or its placement group. */
   resolved: string[];
 }
 
@@ -83,7 +102,7 @@ export function amisForNode(
 const sorted = (v: Iterable<string>) => [...new Set(v)].sort();
 
 /**
- * Upstream's AMI, subnet, security-group and capacity-reservation drift of an instance against the class's
+ * Upstream's AMI, subnet, security-group, capacity-reservation and placement-group drift of an instance against the class's
  * resolved selectors, in that order; `labels` are the node's (or NodeClaim's) labels for the AMI-to-instance-type mapping. Pure.
  * @returns the first drift, or undefined.
  */
@@ -108,7 +127,26 @@ export function selectorDrift(
   const reservations = resolved.capacityReservations?.map((r) => r.id);
   if (cr && reservations && !reservations.includes(cr))
     return { reason: DriftCapacityReservation, current: [cr], resolved: sorted(reservations) };
+  if (resolved.placementGroupID !== undefined) return placementGroupDrift(labels, resolved.placementGroupID);
   return undefined;
+}
+
+/**
+ * Upstream `isPlacementGroupDrifted` (`pkg/cloudprovider/drift.go`): `PlacementGroupDrift` when the NodeClaim's (or
+ * node's) `karpenter.k8s.aws/placement-group-id` label ('' when absent) differs from `resolvedID` (the ID of the
+ * class's placement group now, '' without a selector). Pure.
+ */
+export function placementGroupDrift(
+  labels: Readonly<Record<string, string>> | undefined,
+  resolvedID: string,
+): SelectorDrift | undefined {
+  const have = labels?.[LabelPlacementGroupID] ?? '';
+  if (have === resolvedID) return undefined;
+  return {
+    reason: DriftPlacementGroup,
+    current: have ? [have] : [],
+    resolved: resolvedID ? [resolvedID] : [],
+  };
 }
 
 /** A class's selector terms resolved now, or why a part could not be (`AMINotFound`, an EC2 error, …). */
@@ -122,11 +160,13 @@ export interface SelectorResolution {
 
 /**
  * Resolves `nodeClass`'s `amiSelectorTerms`, `subnetSelectorTerms`, `securityGroupSelectorTerms` and
- * `capacityReservationSelectorTerms` with the EC2NodeClass controller's resolvers (`nodeclass/amis.ts`,
- * `nodeclass/network.ts`, `nodeclass/capacityreservations.ts`) for Kubernetes `k8sVersion` (`1.32`; aliases read
- * its SSM parameters; undefined: an alias is a problem, not resolved). Read-only (Describe*, GetParameter). A part that matches nothing is empty with a problem
- * (a reservation term that matches nothing leaves `capacityReservations` undefined: not compared, the class would
- * not be Ready), one whose calls fail is empty with an error; never throws.
+ * `capacityReservationSelectorTerms` and `placementGroupSelector` with the EC2NodeClass controller's resolvers
+ * (`nodeclass/amis.ts`, `nodeclass/network.ts`, `nodeclass/capacityreservations.ts`, `nodeclass/placementgroups.ts`)
+ * for Kubernetes `k8sVersion` (`1.32`; aliases read its SSM parameters; undefined: an alias is a problem, not
+ * resolved). Read-only (Describe*, GetParameter). A part that matches nothing is empty with a problem (a reservation
+ * term that matches nothing leaves `capacityReservations` undefined, a selector matching no available placement group
+ * leaves `placementGroupID` undefined: not compared, the class would not be Ready), one whose calls fail is empty
+ * with an error; never throws.
  */
 export async function resolveEC2NodeClassSelectors(
   clients: { ec2: EC2Client; ssm: SSMClient },
@@ -145,11 +185,13 @@ export async function resolveEC2NodeClassSelectors(
       "its alias needs the cluster's Kubernetes version, and no Node reports status.nodeInfo.kubeletVersion",
   };
   const aliased = nodeClass.spec.amiSelectorTerms?.some((t) => t.alias) ?? false;
-  const [amis, subnets, groups, reservations] = await Promise.allSettled([
+  const selector = placementGroupSelector(nodeClass);
+  const [amis, subnets, groups, reservations, pg] = await Promise.allSettled([
     k8sVersion === undefined && aliased ? noVersion : amiResolver.resolve(nodeClass, k8sVersion ?? ''),
     resolveSubnets(clients.ec2, nodeClass),
     resolveSecurityGroups(clients.ec2, nodeClass),
     resolveCapacityReservations(clients.ec2, nodeClass, { now }),
+    selector ? describePlacementGroup(clients.ec2, selector) : Promise.resolve(undefined),
   ]);
   const part = <T>(r: PromiseSettledResult<T[]>, what: string): T[] => {
     if (r.status === 'rejected') {
@@ -175,12 +217,19 @@ export async function resolveEC2NodeClassSelectors(
     );
     problems.push(`${name}: ${named.join(', ')} matched no active capacity reservation`);
   } else crList = reservations.value.reservations;
+  let placementGroupID: string | undefined;
+  if (pg.status === 'rejected')
+    errors.push(`${name}: placementGroupSelector: ${(pg.reason as Error).message}`);
+  else if (selector && !pg.value)
+    problems.push(`${name}: placementGroupSelector matches no available placement group`);
+  else placementGroupID = pg.value?.id ?? '';
   return {
     resolved: {
       amis: amiList,
       subnets: part(subnets, 'subnetSelectorTerms'),
       securityGroups: part(groups, 'securityGroupSelectorTerms'),
       ...(crList ? { capacityReservations: crList } : {}),
+      ...(placementGroupID !== undefined ? { placementGroupID } : {}),
     },
     problems,
     errors,

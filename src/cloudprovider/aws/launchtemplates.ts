@@ -84,6 +84,12 @@ export interface LaunchTemplateOptions {
    * shared launches keep the names (hashes) they had before tenancy was an option.
    */
   tenancy?: 'dedicated';
+  /**
+   * The class's placement group (upstream `buildPlacement`): `Placement.GroupId`, and for a `partition` group the
+   * `Placement.PartitionNumber` the NodeClaim asks for (absent: EC2 picks one). Absent without a group, so the
+   * templates of other launches keep their names (hashes).
+   */
+  placementGroup?: { id: string; partition?: number };
 }
 
 /** A launch template that exists in EC2. */
@@ -410,7 +416,15 @@ export class LaunchTemplates {
       MetadataOptions: o.metadataOptions,
       Monitoring: { Enabled: o.detailedMonitoring ?? false },
       ...(o.cpuOptions ? { CpuOptions: o.cpuOptions } : {}),
-      ...(o.tenancy ? { Placement: { Tenancy: o.tenancy } } : {}),
+      ...(o.tenancy || o.placementGroup
+        ? {
+            Placement: {
+              ...(o.tenancy ? { Tenancy: o.tenancy } : {}),
+              ...(o.placementGroup ? { GroupId: o.placementGroup.id } : {}),
+              ...(o.placementGroup?.partition ? { PartitionNumber: o.placementGroup.partition } : {}),
+            },
+          }
+        : {}),
       ...(o.capacityReservation
         ? {
             CapacityReservationSpecification: {

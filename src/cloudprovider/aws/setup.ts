@@ -171,6 +171,7 @@ export function awsControllers(
         ? {
             reservedCapacity: deps.cloudProvider.reservedCapacity,
             capacityReservations: deps.cloudProvider.capacityReservations,
+            placementGroups: deps.cloudProvider.placementGroups,
             resolveClusterCIDR: () => (deps.cloudProvider as AwsCloudProvider).resolveClusterCIDR(),
             onDeleted: async (nc: EC2NodeClass) => {
               await (deps.cloudProvider as AwsCloudProvider).deleteLaunchTemplates(nc.metadata.name);

@@ -28,6 +28,14 @@
  * - EC2 instance tenancy (moto launches every instance with default tenancy and ignores a launch template's
  *   `Placement.Tenancy`): a fleet instance launched from a template with `Placement.Tenancy=dedicated` is reported
  *   by `DescribeInstances` with `<placement><tenancy>dedicated</tenancy>` (aws provider's `instance-tenancy`).
+ * - EC2 placement groups (moto has none; `./placementgroups.ts`): `CreatePlacementGroup`, `DescribePlacementGroups`
+ *   (`GroupName.N`, `GroupId.N`, filters `state`, `strategy`, `group-name`, …; an unknown name is
+ *   `InvalidPlacementGroup.Unknown`) and `DeletePlacementGroup` served from memory; a fleet instance launched from a
+ *   template with `Placement.GroupId`/`GroupName` is reported by `DescribeInstances` with that group's
+ *   `<groupName>`, `<groupId>` and, in a `partition` group, `<partitionNumber>` (the template's, else the partition
+ *   with the fewest instances). A `spread` group takes seven instances per zone: an override beyond fails with EC2's
+ *   `InsufficientInstanceCapacity` "You've reached the limit of instances in this spread placement group…".
+ *   {@link AwsEmulatorProxy.placementGroups} `.setState(...)` makes a group `pending`.
  * - EC2 instance metadata options and detailed monitoring of fleet instances (moto launches them with its own
  *   metadata options, tokens `optional` and hop limit 1, and monitoring `disabled`, whatever the template says; it
  *   has no `MonitorInstances`): after the launch the proxy applies the template's `MetadataOptions` with
@@ -61,6 +69,7 @@ import {
   EC2Client,
   ModifyInstanceAttributeCommand,
   ModifyInstanceMetadataOptionsCommand,
+  type ResponseLaunchTemplateData,
 } from '@aws-sdk/client-ec2';
 import {
   type InjectedHealth,
@@ -68,6 +77,7 @@ import {
   InstanceHealthStatuses,
   InstanceStatusRequestError,
 } from './instancestatus.ts';
+import { PlacementGroupRequestError, PlacementGroupStore } from './placementgroups.ts';
 import { type PriceTable, spotPrice } from './prices.ts';
 import { CapacityReservations, type EmulatedReservation } from './reservations.ts';
 
@@ -103,6 +113,13 @@ interface Override {
   zone: string;
   price: number;
 }
+
+/** The launch template data the proxy reads (`DescribeLaunchTemplateVersions`). */
+type RequestedTemplateData = ResponseLaunchTemplateData;
+
+/** EC2's fleet error message once a spread placement group holds seven instances in a zone. */
+const SPREAD_LIMIT_MESSAGE =
+  "You've reached the limit of instances in this spread placement group. A spread placement group can have up to seven instances per Availability Zone.";
 
 const EC2_CAPACITY_MESSAGE: Record<string, string> = {
   InsufficientInstanceCapacity:
@@ -215,18 +232,18 @@ function xmlFields(fields: Record<string, string>): string {
 
 /** The `<errorSet>` items of CreateFleet for the overrides that hit an injected capacity error. */
 function fleetErrorXml(
-  errors: ReadonlyArray<{ o: Override; code: string }>,
+  errors: ReadonlyArray<{ o: Override; code: string; message?: string }>,
   form: URLSearchParams,
   capacityType: string,
 ): string {
   return errors
-    .map(({ o, code }) => {
+    .map(({ o, code, message }) => {
       const lt = xmlFields(launchTemplateSpecOf(form, o.config));
       const ov = xmlFields(o.fields);
       return (
         `<item><launchTemplateAndOverrides><launchTemplateSpecification>${lt}</launchTemplateSpecification>` +
         `<overrides>${ov}</overrides></launchTemplateAndOverrides><lifecycle>${capacityType}</lifecycle>` +
-        `<errorCode>${code}</errorCode><errorMessage>${xmlEscape(EC2_CAPACITY_MESSAGE[code] ?? code)}</errorMessage></item>`
+        `<errorCode>${code}</errorCode><errorMessage>${xmlEscape(message ?? EC2_CAPACITY_MESSAGE[code] ?? code)}</errorMessage></item>`
       );
     })
     .join('');
@@ -278,10 +295,12 @@ export class AwsEmulatorProxy {
   readonly reservations = new CapacityReservations();
   /** SSM parameters published with {@link setSSMParameter} (cleared by {@link reset}). */
   private readonly publishedParameters = new Map<string, string>();
+  /** The emulated placement groups and where fleet instances were placed (cleared by {@link reset}). */
+  readonly placementGroups = new PlacementGroupStore();
   /** Injected instance health ({@link setInstanceHealth}). */
   private readonly instanceHealth = new InstanceHealthStatuses();
   /** Launch template (id or name, version) → the reservation it targets ('' for none); cleared by {@link reset}. */
-  private readonly templateTargets = new Map<string, Promise<string>>();
+  private readonly templateTargets = new Map<string, Promise<RequestedTemplateData | undefined>>();
   /** Fleet instances launched from a `Placement.Tenancy=dedicated` template (moto reports them as default). */
   private readonly dedicatedInstances = new Set<string>();
   /** Fleet instances launched from a template with `Monitoring.Enabled=true`. */
@@ -403,6 +422,7 @@ export class AwsEmulatorProxy {
     this.lostFleetReplies = 0;
     this.subnetZones.clear();
     this.reservations.clear();
+    this.placementGroups.clear();
     this.templateTargets.clear();
     this.dedicatedInstances.clear();
     this.monitoredInstances.clear();
@@ -493,6 +513,8 @@ export class AwsEmulatorProxy {
       if (STATIC_EC2_ACTIONS.has(action)) return this.forwardCached(req, res, region, body);
       if (action.endsWith('CapacityReservation') || action === 'DescribeCapacityReservations')
         return this.capacityReservation(res, region, action, form);
+      if (action.endsWith('PlacementGroup') || action === 'DescribePlacementGroups')
+        return this.placementGroup(res, region, action, form);
       if (action === 'DescribeInstances' || action === 'TerminateInstances')
         return this.instancesInReservations(req, res, action, form, body);
     }
@@ -560,6 +582,34 @@ export class AwsEmulatorProxy {
     this.ec2Error(res, 400, 'InvalidAction', `${action} is not emulated`);
   }
 
+  /** `CreatePlacementGroup`, `DescribePlacementGroups`, `DeletePlacementGroup` (moto has none). */
+  private placementGroup(
+    res: http.ServerResponse,
+    region: string,
+    action: string,
+    form: URLSearchParams,
+  ): void {
+    const store = this.placementGroups;
+    try {
+      const xml =
+        action === 'CreatePlacementGroup'
+          ? store.create(region, form)
+          : action === 'DescribePlacementGroups'
+            ? store.describe(region, form)
+            : action === 'DeletePlacementGroup'
+              ? store.delete(region, form)
+              : undefined;
+      if (xml === undefined) {
+        this.ec2Error(res, 400, 'InvalidAction', `${action} is not emulated`);
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'text/xml' }).end(xml);
+    } catch (err) {
+      if (!(err instanceof PlacementGroupRequestError)) throw err;
+      this.ec2Error(res, 400, err.code, err.message);
+    }
+  }
+
   /** DescribeInstances with each instance's reservation added; TerminateInstances freeing reservation slots. */
   private async instancesInReservations(
     req: http.IncomingMessage,
@@ -570,9 +620,11 @@ export class AwsEmulatorProxy {
   ): Promise<void> {
     const out = await this.upstream(req, body);
     if (out.status === 200 && action === 'DescribeInstances') {
-      const body = withDetailedMonitoring(
-        withDedicatedTenancy(this.reservations.annotateInstances(out.body), this.dedicatedInstances),
-        this.monitoredInstances,
+      const body = this.placementGroups.annotateInstances(
+        withDetailedMonitoring(
+          withDedicatedTenancy(this.reservations.annotateInstances(out.body), this.dedicatedInstances),
+          this.monitoredInstances,
+        ),
       );
       res.writeHead(out.status, out.headers).end(body);
       return;
@@ -581,12 +633,22 @@ export class AwsEmulatorProxy {
       const ids: string[] = [];
       for (const [k, v] of form) if (/^InstanceId\.\d+$/.test(k)) ids.push(v);
       this.reservations.terminated(ids);
+      this.placementGroups.terminated(ids);
     }
     res.writeHead(out.status, out.headers).end(out.body);
   }
 
   /** The capacity reservation launch template `spec` targets ('' for none), described once per template version. */
-  private templateTarget(region: string, spec: Record<string, string>): Promise<string> {
+  private async templateTarget(region: string, spec: Record<string, string>): Promise<string> {
+    const data = await this.templateData(region, spec);
+    return data?.CapacityReservationSpecification?.CapacityReservationTarget?.CapacityReservationId ?? '';
+  }
+
+  /** The data of launch template `spec`, described once per template version. */
+  private templateData(
+    region: string,
+    spec: Record<string, string>,
+  ): Promise<RequestedTemplateData | undefined> {
     const key = `${spec.LaunchTemplateId ?? spec.LaunchTemplateName}|${spec.Version ?? '$Default'}`;
     let p = this.templateTargets.get(key);
     if (!p) {
@@ -599,11 +661,7 @@ export class AwsEmulatorProxy {
             Versions: [spec.Version ?? '$Default'],
           }),
         )
-        .then(
-          (v) =>
-            v.LaunchTemplateVersions?.[0]?.LaunchTemplateData?.CapacityReservationSpecification
-              ?.CapacityReservationTarget?.CapacityReservationId ?? '',
-        );
+        .then((v) => v.LaunchTemplateVersions?.[0]?.LaunchTemplateData);
       p.catch(() => this.templateTargets.delete(key));
       this.templateTargets.set(key, p);
     }
@@ -801,11 +859,17 @@ export class AwsEmulatorProxy {
         : form.get('OnDemandOptions.AllocationStrategy')) ??
       (capacityType === 'spot' ? 'price-capacity-optimized' : 'lowest-price');
     const overrides = await this.orderedOverrides(region, form, capacityType, strategy);
-    const errors: Array<{ o: Override; code: string }> = [];
+    const errors: Array<{ o: Override; code: string; message?: string }> = [];
     let chosen: Override | undefined;
     let reservation: EmulatedReservation | undefined;
     for (const o of overrides) {
-      const target = await this.templateTarget(region, launchTemplateSpecOf(form, o.config));
+      const ltSpec = launchTemplateSpecOf(form, o.config);
+      const target = await this.templateTarget(region, ltSpec);
+      const placement = (await this.templateData(region, ltSpec))?.Placement;
+      if (this.placementGroups.spreadLimitReached(region, placement, o.zone)) {
+        errors.push({ o, code: 'InsufficientInstanceCapacity', message: SPREAD_LIMIT_MESSAGE });
+        continue;
+      }
       if (target) {
         const check = this.reservations.checkLaunch(target, o.fields.InstanceType ?? '', o.zone);
         if (!check.ok) {
@@ -850,7 +914,7 @@ export class AwsEmulatorProxy {
       const ids = [...text.matchAll(/<item>(i-[0-9a-zA-Z]+)<\/item>/g)].map((m) => m[1]!);
       if (reservation && ids.length > 0) this.reservations.launched(reservation, ids);
       else if (reservation) this.reservations.release(reservation);
-      await this.applyTemplate(region, spec, ids);
+      await this.applyTemplate(region, spec, ids, chosen.zone);
       if (ids.length > 0 && this.repliesToLose > 0) {
         // launched, but the caller hears a retryable server error (its SDK retries and launches again)
         this.repliesToLose--;
@@ -866,12 +930,13 @@ export class AwsEmulatorProxy {
   /**
    * Applies the launch template's security groups, instance profile and metadata options to fleet instances (moto
    * ignores them), and remembers them as dedicated when the template's `Placement.Tenancy` is `dedicated` and as
-   * monitored when its `Monitoring.Enabled` is true.
+   * monitored when its `Monitoring.Enabled` is true, and places them in the template's `Placement` group.
    */
   private async applyTemplate(
     region: string,
     spec: Record<string, string>,
     instanceIds: string[],
+    zone: string,
   ): Promise<void> {
     if (instanceIds.length === 0) return;
     const ec2 = this.ec2(region);
@@ -893,6 +958,7 @@ export class AwsEmulatorProxy {
       if (data?.Placement?.Tenancy === 'dedicated')
         for (const id of instanceIds) this.dedicatedInstances.add(id);
       if (data?.Monitoring?.Enabled) for (const id of instanceIds) this.monitoredInstances.add(id);
+      this.placementGroups.place(region, data?.Placement, instanceIds, zone);
       const md = data?.MetadataOptions;
       await Promise.all(
         instanceIds.map(async (id) => {

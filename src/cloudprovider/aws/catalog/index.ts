@@ -203,8 +203,8 @@ function nitroOnly(nodeClass: EC2NodeClass | undefined): boolean {
  * v1.14.1 `pkg/providers/instancetype/compatibility/compatibility.go` `IsCompatibleWithNodeClass`): with
  * `spec.connectionTracking` only Nitro types (`connectionTrackingCompatibility`); with `spec.networkInterfaces` only
  * types that fit the layout ({@link networkInterfacesFit}). Upstream's nested-virtualization check is not needed:
- * capenter refuses `cpuOptions.nestedVirtualization: enabled` (`src/apis/schemas.ts`); nor its placement-group check
- * (that field is refused too).
+ * capenter refuses `cpuOptions.nestedVirtualization: enabled` (`src/apis/schemas.ts`). Its placement-group check
+ * (the type's supported strategies) is not made: the instance-type data does not carry them.
  */
 export function compatibleWithNodeClass(
   spec: InstanceTypeSpec,

@@ -17,6 +17,9 @@
  *   `CapacityReservationsNotFound` naming each term that matched no active reservation, or
  *   `CapacityReservationIncompatible` naming a reservation the class cannot launch into (a zone without a subnet of
  *   the class, an architecture none of its AMIs serve); True with no terms or with the `ReservedCapacity` gate off;
+ * - `PlacementGroupReady` from `spec.placementGroupSelector` (`../nodeclass/placementgroups.ts`, the provider's
+ *   cache): False `PlacementGroupNotFound` when no available group matches, `PlacementGroupResolutionFailed` when
+ *   EC2 fails; True without a selector;
  * - `ValidationSucceeded`: for an AL2023 class first the cluster CIDR (False `ClusterCIDRResolutionFailed` "Failed to
  *   detect the cluster CIDR" when it cannot be resolved, as upstream `validation.go`), then the CRD rules (the same
  *   check as `nodeclass.status`);
@@ -60,9 +63,15 @@ import { describeTerms } from '../nodeclass/filters.ts';
 import { InstanceProfileResolver } from '../nodeclass/instanceprofile.ts';
 import { resolveSecurityGroups, resolveSubnets } from '../nodeclass/network.ts';
 import {
+  describePlacementGroupSelector,
+  PlacementGroups,
+  placementGroupSelector,
+} from '../nodeclass/placementgroups.ts';
+import {
   ConditionAMIsReady,
   ConditionCapacityReservationsReady,
   ConditionInstanceProfileReady,
+  ConditionPlacementGroupReady,
   ConditionSecurityGroupsReady,
   ConditionSubnetsReady,
   ConditionValidationSucceeded,
@@ -103,6 +112,8 @@ export interface EC2NodeClassControllerOptions
   reservedCapacity?: boolean;
   /** Where the reservations' free counts go (the provider's; default a private one). */
   capacityReservations?: CapacityReservationAvailability;
+  /** The placement-group provider launches read (the provider's, so both see one group; default a private one). */
+  placementGroups?: PlacementGroups;
   /**
    * Makes the cluster's service CIDR known, or throws why not (the provider's `resolveClusterCIDR`, upstream
    * `ResolveClusterCIDR`). Run first in the validation of AL2023 classes; unset, AL2023 classes are not checked.
@@ -122,9 +133,12 @@ export class EC2NodeClassController implements Controller {
   private readonly amis: AMIResolver;
   private readonly profiles: InstanceProfileResolver;
   private readonly availability: CapacityReservationAvailability;
+  private readonly placementGroups: PlacementGroups;
 
   constructor(private readonly opts: EC2NodeClassControllerOptions) {
     this.availability = opts.capacityReservations ?? new CapacityReservationAvailability();
+    this.placementGroups =
+      opts.placementGroups ?? new PlacementGroups({ ec2: opts.ec2, now: () => opts.clock.now() });
     this.amis = new AMIResolver({ ec2: opts.ec2, ssm: opts.ssm, now: () => opts.clock.now() });
     this.profiles = new InstanceProfileResolver({
       iam: opts.iam,
@@ -315,11 +329,55 @@ export class EC2NodeClassController implements Controller {
     if (reservations.status === 'rejected') errors.push(errorMessage(reservations.reason));
     else this.applyReservations(nodeClass, conds, reservations.value);
 
+    await this.resolvePlacementGroup(nodeClass, conds, errors);
+
     if (!(await this.clusterCIDRKnown(nodeClass, conds, errors))) return errors;
     const invalid = await nodeClassValidationError(nodeClass);
     if (invalid) conds.setFalse(ConditionValidationSucceeded, 'ValidationFailed', invalid);
     else conds.setTrue(ConditionValidationSucceeded);
     return errors;
+  }
+
+  /**
+   * `PlacementGroupReady` (upstream `pkg/controllers/nodeclass/placementgroup.go`): True without
+   * `spec.placementGroupSelector` or when it names an available group; False `PlacementGroupNotFound` when none is
+   * available (unknown, `pending`, `deleting`), False `PlacementGroupResolutionFailed` when EC2 fails (the error is
+   * returned and the reconcile retried). The messages start with upstream's and name the field and the fix.
+   */
+  private async resolvePlacementGroup(
+    nodeClass: EC2NodeClass,
+    conds: ConditionSet,
+    errors: string[],
+  ): Promise<void> {
+    const selector = placementGroupSelector(nodeClass);
+    if (!selector) {
+      conds.setTrue(ConditionPlacementGroupReady);
+      return;
+    }
+    const field = describePlacementGroupSelector(selector);
+    const which = selector.name ?? selector.id ?? '';
+    try {
+      const pg = await this.placementGroups.get(nodeClass);
+      if (pg) {
+        conds.setTrue(ConditionPlacementGroupReady);
+        return;
+      }
+      conds.setFalse(
+        ConditionPlacementGroupReady,
+        'PlacementGroupNotFound',
+        `Placement group "${which}" not found: EC2NodeClass ${nodeClass.metadata.name} ${field} matches no ` +
+          `placement group in state available in ${this.opts.region}; create it (or wait until it is available) ` +
+          'or fix spec.placementGroupSelector',
+      );
+    } catch (err) {
+      errors.push(`resolving placement group, ${errorMessage(err)}`);
+      conds.setFalse(
+        ConditionPlacementGroupReady,
+        'PlacementGroupResolutionFailed',
+        `Failed to resolve placement group: EC2NodeClass ${nodeClass.metadata.name} ${field}: ${errorMessage(err)}; ` +
+          'check the name or id and the ec2:DescribePlacementGroups permission',
+      );
+    }
   }
 
   /**

@@ -59,6 +59,8 @@ export const ConditionAMIsReady = 'AMIsReady';
 export const ConditionInstanceProfileReady = 'InstanceProfileReady';
 export const ConditionValidationSucceeded = 'ValidationSucceeded';
 export const ConditionCapacityReservationsReady = 'CapacityReservationsReady';
+/** `spec.placementGroupSelector` resolved to an available group, or no selector (upstream v1.14.1). */
+export const ConditionPlacementGroupReady = 'PlacementGroupReady';
 
 /** The dependents of the root `Ready` condition that the EC2NodeClass controller owns. */
 export const EC2NodeClassResolvedConditions: readonly string[] = [
@@ -67,6 +69,7 @@ export const EC2NodeClassResolvedConditions: readonly string[] = [
   ConditionSecurityGroupsReady,
   ConditionInstanceProfileReady,
   ConditionCapacityReservationsReady,
+  ConditionPlacementGroupReady,
 ];
 
 /** Finalizer the EC2NodeClass controller puts on every class (upstream `karpenter.k8s.aws/termination`). */
