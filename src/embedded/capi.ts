@@ -212,7 +212,10 @@ async function startControllers(a: {
       credentials && a.aws ? { credentials, endpoint: a.aws.proxy.endpoint } : undefined,
     );
     if (o.withOperator ?? true) {
-      const awsConfig = a.awsConfig && { ...a.awsConfig, ...(providerClients ? { clients: providerClients } : {}) };
+      const awsConfig = a.awsConfig && {
+        ...a.awsConfig,
+        ...(providerClients ? { clients: providerClients } : {}),
+      };
       op = createOperator({
         ...(awsConfig ? { provider: awsSetup(awsConfig) } : {}),
         kubeconfig: env.workload.kubeconfig,

@@ -9,8 +9,8 @@
 import { CreateRoleCommand, IAMClient } from '@aws-sdk/client-iam';
 import { S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { S3BootstrapStore } from '../../src/cloudprovider/aws/s3store.ts';
 import { ClusterCredentials, clusterIdentityCheck } from '../../src/cloudprovider/aws/identity.ts';
+import { S3BootstrapStore } from '../../src/cloudprovider/aws/s3store.ts';
 import { applyObjects } from '../../src/embedded/apply.ts';
 import { type CAPIStack, startCAPIStack } from '../../src/embedded/capi.ts';
 import { prepareCAPAEmulator } from '../../src/sim/capi/aws.ts';
@@ -40,7 +40,7 @@ afterAll(async () => {
 });
 
 /** A Deployment of `replicas` pods of 1 CPU, one per node (hostname anti-affinity): each new replica needs a launch. */
-const app = (replicas: number) =>
+const app = (replicas: number): never =>
   ({
     apiVersion: 'apps/v1',
     kind: 'Deployment',
@@ -162,30 +162,32 @@ describe('AWSClusterRoleIdentity after a controller restart', () => {
     });
     await stack.restart();
     const since = log.length;
-    const after = () => log.slice(since);
-    await applyObjects(wl, [app(2)]);
+    const sinceRestart = () => log.slice(since);
+    await wl.patch('Deployment', 'app', 'default', { spec: { replicas: 2 } }, { type: 'merge' });
     await eventually(
       async () => (stack?.credentials?.waiting ?? 0) > 0,
       'a provider call (instance types, launch) waiting for the identity',
     );
-    expect(after().filter((c) => c.call === 'ec2:CreateFleet')).toEqual([]);
+    expect(sinceRestart().filter((c) => c.call === 'ec2:CreateFleet')).toEqual([]);
     // since the restart the controller's own keys signed only the joining-kubelet stand-in's polls
-    const ownKeyCalls = new Set(after().flatMap((c) => (c.accessKeyId === controllerKey ? [c.call] : [])));
+    const ownKeyCalls = new Set(
+      sinceRestart().flatMap((c) => (c.accessKeyId === controllerKey ? [c.call] : [])),
+    );
     expect([...ownKeyCalls].filter((c) => c !== 'ec2:DescribeInstances')).toEqual([]);
 
     releaseHold();
     hold = undefined;
     await eventually(() => allRunning(wl, 2), 'the second pod running on an EC2 instance', 120_000);
-    const relaunch = after().filter((c) => c.call === 'ec2:CreateFleet');
+    const relaunch = sinceRestart().filter((c) => c.call === 'ec2:CreateFleet');
     expect(relaunch.length).toBeGreaterThan(0);
     const assumed = (await stack.credentials!.provider()).accessKeyId;
     expect(assumed).toMatch(/^ASIA/);
     expect(assumed).not.toBe(first[0]?.accessKeyId); // a new process assumed the role again
     expect(relaunch.map((c) => c.accessKeyId)).toEqual(relaunch.map(() => assumed));
-    const assumeAt = after().findIndex((c) => c.call === 'sts:AssumeRole');
-    const launchAt = after().findIndex((c) => c.call === 'ec2:CreateFleet');
+    const assumeAt = sinceRestart().findIndex((c) => c.call === 'sts:AssumeRole');
+    const launchAt = sinceRestart().findIndex((c) => c.call === 'ec2:CreateFleet');
     expect(assumeAt).toBeGreaterThanOrEqual(0);
     expect(assumeAt).toBeLessThan(launchAt);
-    expect(after()[assumeAt]?.accessKeyId).toBe(controllerKey);
+    expect(sinceRestart()[assumeAt]?.accessKeyId).toBe(controllerKey);
   }, 300_000);
 });
