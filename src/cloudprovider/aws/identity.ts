@@ -17,7 +17,7 @@ import { AssumeRoleCommand, STSClient } from '@aws-sdk/client-sts';
 import type { AWSCluster, AWSClusterIdentity, AWSIdentityReference } from '../../apis/capi.ts';
 import type { KubeObject } from '../../apis/core.ts';
 import type { KubeClient } from '../../kube/client.ts';
-import { isNotFound } from '../../kube/errors.ts';
+import { isNotFound, KubeApiError } from '../../kube/errors.ts';
 import { selectorMatches } from '../../scheduling/labelselector.ts';
 
 /** Credentials as the AWS SDK v3 takes them (`AwsCredentialIdentity`); `expiration` ends a cache entry. */
@@ -210,6 +210,15 @@ async function staticIdentity(
       `${where}: Secret ${deps.controllerNamespace}/${name} not found; create it in the controller's namespace with keys AccessKeyID and SecretAccessKey`,
     );
   }
+  try {
+    secret = await ensureOwnedByIdentity(secret, id, deps.management);
+  } catch (err) {
+    if (!(err instanceof KubeApiError && err.code === 403)) throw err;
+    throw new IdentityError(
+      IdentityReasons.InvalidIdentity,
+      `${where}: cannot set the owner reference of Secret ${deps.controllerNamespace}/${name} to the identity (as CAPA does for clusterctl move): the controller may not patch Secrets in ${deps.controllerNamespace}; grant it (the chart's Role does)`,
+    );
+  }
   const value = (k: string): string | undefined => {
     const b64 = secret.data?.[k];
     return b64 ? Buffer.from(b64, 'base64').toString('utf8') : undefined;
@@ -226,6 +235,43 @@ async function staticIdentity(
     ...(value('SessionToken') ? { sessionToken: value('SessionToken') as string } : {}),
   };
   return { key: `${key}:${secret.metadata?.resourceVersion ?? ''}`, provider: async () => creds };
+}
+
+/**
+ * CAPA `buildAWSClusterStaticIdentity`: "Set ClusterStaticPrincipal as Secret's owner reference for 'clusterctl
+ * move'" — the Secret gets an owner reference to its AWSClusterStaticIdentity (`util.EnsureOwnerRef`: an existing
+ * reference to the same group, kind and name is replaced, else one is appended; no `controller` flag), so `clusterctl
+ * move` carries the Secret with the identity and deleting the identity garbage-collects it. A merge patch carrying
+ * the read `resourceVersion` (a concurrent change is a Conflict, retried by the reconcile). Returns the patched
+ * Secret (unchanged when the reference is already there). @throws the API error of the patch (Forbidden: the
+ * controller needs `patch` on Secrets in its namespace).
+ */
+export async function ensureOwnedByIdentity<T extends KubeObject>(
+  secret: T,
+  id: AWSClusterIdentity,
+  management: KubeClient,
+): Promise<T> {
+  const apiVersion = id.apiVersion ?? 'infrastructure.cluster.x-k8s.io/v1beta2';
+  const group = apiVersion.split('/')[0];
+  const ref = {
+    apiVersion,
+    kind: 'AWSClusterStaticIdentity',
+    name: id.metadata.name,
+    uid: id.metadata.uid ?? '',
+  };
+  const refs = secret.metadata?.ownerReferences ?? [];
+  const same = (r: (typeof refs)[number]): boolean =>
+    r.apiVersion.split('/')[0] === group && r.kind === ref.kind && r.name === ref.name;
+  const existing = refs.find(same);
+  if (existing && existing.uid === ref.uid && existing.apiVersion === ref.apiVersion) return secret;
+  const ownerReferences = existing ? refs.map((r) => (same(r) ? ref : r)) : [...refs, ref];
+  return (await management.patch(
+    'Secret',
+    secret.metadata?.name ?? '',
+    secret.metadata?.namespace,
+    { metadata: { ownerReferences, resourceVersion: secret.metadata?.resourceVersion } },
+    { type: 'merge' },
+  )) as T;
 }
 
 /**
