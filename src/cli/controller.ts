@@ -18,7 +18,12 @@
  * kwok` never loads the AWS SDK (~100 MB of RSS) and no command pays for the controllers at start-up (see scripts/build.ts).
  */
 import { type Command, Option } from 'commander';
-import { type ProviderModule, type ProviderSetup, withModuleKinds } from '../cloudprovider/module.ts';
+import {
+  type ClusterIdentityCheck,
+  type ProviderModule,
+  type ProviderSetup,
+  withModuleKinds,
+} from '../cloudprovider/module.ts';
 import { orList, PROVIDER_MODULES, providerModule, providerNames } from '../cloudprovider/modules.ts';
 import { addSettingFlags, checkMisspelledEnv, checkSettingList, type Setting } from '../config/settings.ts';
 import { KubeClient } from '../kube/client.ts';
@@ -125,42 +130,56 @@ function controllerClient(
     : KubeClient.fromCluster(limits);
 }
 
+/** The management-cluster side of `--capi-management-kubeconfig`, built before the operator starts. */
+interface CAPIManagement {
+  management: KubeClient;
+  /** The provider's identity check (aws: `AWSCluster.spec.identityRef`); building it gates the provider's calls. */
+  clusterIdentity?: ClusterIdentityCheck;
+}
+
+/**
+ * The management client and the provider's identity check of `--capi-management-kubeconfig`, built before the
+ * operator starts: the aws provider then makes no AWS call before the cluster's identity is resolved (a launch right
+ * after a restart never signs with the controller's own credentials). `controllerNamespace` (the pod's,
+ * `LEADER_ELECTION_NAMESPACE`) is where an AWSClusterStaticIdentity's Secret is read on the management cluster.
+ */
+function capiManagement(path: string, setup: ProviderSetup, controllerNamespace: string): CAPIManagement {
+  const management = KubeClient.fromKubeconfig(path, { userAgent: 'capenter-capi' });
+  const clusterIdentity = setup.capi?.clusterIdentity?.({ management, controllerNamespace });
+  return { management, ...(clusterIdentity ? { clusterIdentity } : {}) };
+}
+
 /**
  * With `--capi-management-kubeconfig`: runs the KarpenterMachinePool controllers on the leader only, like every other
- * controller, until `signal` aborts; bootstrap data goes to the provider's store (aws: S3), else to memory.
- * `controllerNamespace` (the pod's, `LEADER_ELECTION_NAMESPACE`) is where an AWSClusterStaticIdentity's Secret is
- * read on the management cluster.
+ * controller, until `signal` aborts; bootstrap data goes to the provider's store (aws: S3), else to memory. Closes
+ * the management client when done.
  */
 async function runCAPIWhenLeading(
   op: Operator,
-  path: string,
+  capi: CAPIManagement,
   setup: ProviderSetup,
   logger: Logger,
   signal: AbortSignal,
-  controllerNamespace: string,
 ): Promise<void> {
-  const leading = await op.leading();
-  if (!leading || signal.aborted) return;
-  const [{ runCAPIControllers }, { InMemoryBootstrapStore }] = await Promise.all([
-    import('../operator/capi.ts'),
-    import('../controllers/capi/bootstrap.ts'),
-  ]);
-  const management = KubeClient.fromKubeconfig(path, { userAgent: 'capenter-capi' });
-  await runCAPIControllers(op, {
-    management,
-    logger,
-    signal: AbortSignal.any([leading, signal]),
-    ...(setup.capi ? { clusterName: setup.capi.clusterName } : {}),
-    bootstrapStore: setup.capi?.bootstrapStore() ?? new InMemoryBootstrapStore(),
-    ...(setup.capi?.clusterIdentity
-      ? {
-          clusterIdentity: setup.capi.clusterIdentity({
-            management,
-            controllerNamespace,
-          }),
-        }
-      : {}),
-  }).finally(() => management.close());
+  const { management } = capi;
+  try {
+    const leading = await op.leading();
+    if (!leading || signal.aborted) return;
+    const [{ runCAPIControllers }, { InMemoryBootstrapStore }] = await Promise.all([
+      import('../operator/capi.ts'),
+      import('../controllers/capi/bootstrap.ts'),
+    ]);
+    await runCAPIControllers(op, {
+      management,
+      logger,
+      signal: AbortSignal.any([leading, signal]),
+      ...(setup.capi ? { clusterName: setup.capi.clusterName } : {}),
+      bootstrapStore: setup.capi?.bootstrapStore() ?? new InMemoryBootstrapStore(),
+      ...(capi.clusterIdentity ? { clusterIdentity: capi.clusterIdentity } : {}),
+    });
+  } finally {
+    management.close();
+  }
 }
 
 /**
@@ -269,17 +288,11 @@ export async function runController(
     };
     process.once('SIGINT', onSignal);
     process.once('SIGTERM', onSignal);
-    await op.start(ac.signal);
-    const capi = flags.capiManagementKubeconfig
-      ? runCAPIWhenLeading(
-          op,
-          flags.capiManagementKubeconfig,
-          setup,
-          logger,
-          ac.signal,
-          options.leaderElectionNamespace,
-        )
+    const management = flags.capiManagementKubeconfig
+      ? capiManagement(flags.capiManagementKubeconfig, setup, options.leaderElectionNamespace)
       : undefined;
+    await op.start(ac.signal);
+    const capi = management ? runCAPIWhenLeading(op, management, setup, logger, ac.signal) : undefined;
     io.stderr(
       `capenter controller: ${client.server}, region ${options.region}, metrics :${op.metricsPort}/metrics, health :${op.healthProbePort}/healthz\n`,
     );

@@ -5,6 +5,8 @@
  * provider). Shared by `capenter start --capi`, the CAPI end-to-end tests and the CAPI benchmark.
  */
 
+import { createAwsClients } from '../cloudprovider/aws/clients.ts';
+import type { ClusterCredentials } from '../cloudprovider/aws/identity.ts';
 import { resolveAwsSettings } from '../cloudprovider/aws/settings.ts';
 import { type AwsControllersConfig, awsSetup } from '../cloudprovider/aws/setup.ts';
 import type { ClusterIdentityCheck } from '../cloudprovider/module.ts';
@@ -42,9 +44,26 @@ export interface CAPIStackOptions {
    * emulator proxy, the joining-kubelet stand-in (`./aws.ts`) and the aws provider/controllers
    * (`cloudprovider/aws/setup.ts`).
    */
-  aws?: { emulatorEndpoint: string; region: string; clusterName: string };
-  /** The AWSCluster identity check of the KMP controller, built on the started environment (default none). */
-  clusterIdentity?: (env: CAPIEnvironment) => ClusterIdentityCheck;
+  aws?: {
+    emulatorEndpoint: string;
+    region: string;
+    clusterName: string;
+    /**
+     * The provider's credentials, made afresh at each (re)start as by a new process (e.g. a {@link ClusterCredentials}
+     * over the emulator's keys that an AWSCluster identity switches): the provider's SDK clients sign with them; the
+     * stand-ins' clients keep the default chain. Default: the stand-ins' clients serve the provider too.
+     */
+    credentials?: () => ClusterCredentials;
+  };
+  /**
+   * The AWSCluster identity check of the KMP controller, built on the started environment at each (re)start, with that
+   * start's provider credentials and the emulator proxy's endpoint (for STS) when `aws.credentials` is set (default
+   * none).
+   */
+  clusterIdentity?: (
+    env: CAPIEnvironment,
+    aws?: { credentials: ClusterCredentials; endpoint: string },
+  ) => ClusterIdentityCheck;
   /**
    * The KMP controller's own management client (with informers of its own on it, stopped with the stack), e.g. one
    * that records its requests for the chart's RBAC; default the environment's client and informers.
@@ -55,23 +74,40 @@ export interface CAPIStackOptions {
 /** A running CAPI stack. */
 export interface CAPIStack {
   env: CAPIEnvironment;
+  /** The current operator, KMP and taint controllers (replaced by {@link restart}). */
   op?: Operator;
   kmp: KarpenterMachinePoolController;
   taints?: CAPITaintController;
+  /** The current start's provider credentials (with `aws.credentials`). */
+  credentials?: ClusterCredentials;
   store: BootstrapDataStore;
   /** The AWS side (with `aws`). */
   aws?: EmbeddedAws;
+  /**
+   * Stops the operator and the CAPI controllers (as a crashed/restarted controller process) and starts fresh ones on
+   * the same environment, emulator and bootstrap store: new provider credentials and clients, new KMP informers.
+   * Resolves once the operator has started (its first AWS calls may still be waiting for the cluster identity).
+   */
+  restart(): Promise<void>;
   stop(): Promise<void>;
+}
+
+/** One start of the controllers of {@link startCAPIStack}: what {@link CAPIStack.restart} stops and replaces. */
+interface ControllerRun {
+  op?: Operator;
+  kmp: KarpenterMachinePoolController;
+  taints?: CAPITaintController;
+  credentials?: ClusterCredentials;
+  /** Aborts the controllers, waits for them, stops the operator and the provider's own clients. */
+  halt(): Promise<void>;
 }
 
 /** Starts the environment, the operator and the CAPI controllers. @throws when a server cannot start. */
 export async function startCAPIStack(o: CAPIStackOptions = {}): Promise<CAPIStack> {
   const env = await startCAPIEnvironment(o.env ?? {});
   const logger = o.logger ?? silentLogger();
-  const ac = new AbortController();
-  const runs: Array<Promise<void>> = [];
-  let op: Operator | undefined;
   let aws: EmbeddedAws | undefined;
+  let run: ControllerRun | undefined;
   try {
     let awsConfig: AwsControllersConfig | undefined;
     if (o.aws) {
@@ -97,7 +133,89 @@ export async function startCAPIStack(o: CAPIStackOptions = {}): Promise<CAPIStac
         clusterCIDR: '10.96.0.0/12',
       };
     }
+    const store = o.bootstrapStore ?? new InMemoryBootstrapStore();
+    const launch = (first: boolean): Promise<ControllerRun> =>
+      startControllers({ o, env, logger, store, first, ...(awsConfig && aws ? { awsConfig, aws } : {}) });
+    run = await launch(true);
+    const stack: CAPIStack = {
+      env,
+      kmp: run.kmp,
+      store,
+      ...(aws ? { aws } : {}),
+      async restart() {
+        await run?.halt();
+        run = await launch(false);
+        setRun(stack, run);
+      },
+      async stop() {
+        await run?.halt();
+        await aws?.stop();
+        await env.stop();
+      },
+    };
+    setRun(stack, run);
+    return stack;
+  } catch (err) {
+    await run?.halt();
+    await aws?.stop();
+    await env.stop();
+    throw err;
+  }
+}
+
+/** Points `stack`'s current-controller fields at `run`. */
+function setRun(stack: CAPIStack, run: ControllerRun): void {
+  stack.kmp = run.kmp;
+  for (const k of ['op', 'taints', 'credentials'] as const) {
+    if (run[k]) (stack as unknown as Record<string, unknown>)[k] = run[k];
+    else delete stack[k];
+  }
+}
+
+/**
+ * Starts the operator (aws: on the provider's own clients when `o.aws.credentials` is set), the KMP controller (on
+ * fresh informers after the first start, as a new process) and the taint controller. @throws when the operator
+ * cannot start (what started is stopped).
+ */
+async function startControllers(a: {
+  o: CAPIStackOptions;
+  env: CAPIEnvironment;
+  logger: Logger;
+  store: BootstrapDataStore;
+  first: boolean;
+  awsConfig?: AwsControllersConfig;
+  aws?: EmbeddedAws;
+}): Promise<ControllerRun> {
+  const { o, env, logger } = a;
+  const ac = new AbortController();
+  const runs: Array<Promise<void>> = [];
+  const credentials = a.aws && o.aws?.credentials ? o.aws.credentials() : undefined;
+  const providerClients =
+    credentials && a.aws
+      ? createAwsClients({
+          region: a.awsConfig?.region ?? 'us-east-1',
+          endpoint: a.aws.proxy.endpoint,
+          credentials: credentials.provider,
+        })
+      : undefined;
+  let op: Operator | undefined;
+  const halt = async (): Promise<void> => {
+    ac.abort();
+    await Promise.all(runs);
+    await op?.stop();
+    providerClients?.destroy();
+  };
+  try {
+    // the identity check is built first: it makes the provider's credentials wait for the first resolution
+    const identity = o.clusterIdentity?.(
+      env,
+      credentials && a.aws ? { credentials, endpoint: a.aws.proxy.endpoint } : undefined,
+    );
     if (o.withOperator ?? true) {
+      const awsConfig = a.awsConfig && {
+        ...a.awsConfig,
+        ...(providerClients ? { clients: providerClients } : {}),
+      };
       op = createOperator({
         ...(awsConfig ? { provider: awsSetup(awsConfig) } : {}),
         kubeconfig: env.workload.kubeconfig,
@@ -110,11 +228,10 @@ export async function startCAPIStack(o: CAPIStackOptions = {}): Promise<CAPIStac
       await op.start(ac.signal);
     }
     const provider = op?.cloudProvider;
-    const store = o.bootstrapStore ?? new InMemoryBootstrapStore();
     const kmpClient = o.managementClient?.(env);
-    const kmpInformers = kmpClient ? new SharedInformers(kmpClient, { clock: env.clock }) : undefined;
-    if (kmpInformers)
-      runs.push(ac.signal.aborted ? Promise.resolve() : onAbort(ac.signal, () => kmpInformers.stop()));
+    const kmpInformers =
+      kmpClient || !a.first ? new SharedInformers(kmpClient ?? env.mgmt, { clock: env.clock }) : undefined;
+    if (kmpInformers) runs.push(onAbort(ac.signal, () => kmpInformers.stop()));
     const kmp = new KarpenterMachinePoolController({
       client: kmpClient ?? env.mgmt,
       informers: kmpInformers ?? env.mgmtInformers,
@@ -125,9 +242,9 @@ export async function startCAPIStack(o: CAPIStackOptions = {}): Promise<CAPIStac
         component: 'capenter-capi',
         host: 'capenter',
       }),
-      bootstrapStore: store,
+      bootstrapStore: a.store,
       instances: cloudProviderInstances(() => provider),
-      ...(o.clusterIdentity ? { clusterIdentity: o.clusterIdentity(env) } : {}),
+      ...(identity ? { clusterIdentity: identity } : {}),
     });
     runs.push(kmp.start(ac.signal));
     let taints: CAPITaintController | undefined;
@@ -145,26 +262,14 @@ export async function startCAPIStack(o: CAPIStackOptions = {}): Promise<CAPIStac
       runs.push(taints.start(ac.signal));
     }
     return {
-      env,
       ...(op ? { op } : {}),
       kmp,
       ...(taints ? { taints } : {}),
-      store,
-      ...(aws ? { aws } : {}),
-      async stop() {
-        ac.abort();
-        await Promise.all(runs);
-        await op?.stop();
-        await aws?.stop();
-        await env.stop();
-      },
+      ...(credentials ? { credentials } : {}),
+      halt,
     };
   } catch (err) {
-    ac.abort();
-    await Promise.all(runs);
-    await op?.stop();
-    await aws?.stop();
-    await env.stop();
+    await halt();
     throw err;
   }
 }

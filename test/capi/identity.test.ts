@@ -123,6 +123,17 @@ describe('AWSCluster.spec.identityRef', () => {
       ok: true,
     });
     expect(await callerArn()).toBe(`arn:aws:iam::${ACCOUNT}:user/capa-static`);
+    // CAPA's owner reference from the Secret to the identity (for clusterctl move), set once
+    const identity = await stack.env.mgmt.get('AWSClusterStaticIdentity', 'static');
+    const secret = await stack.env.mgmt.get('Secret', 'capa-static', 'capenter');
+    expect(secret.metadata?.ownerReferences).toEqual([
+      { apiVersion: G, kind: 'AWSClusterStaticIdentity', name: 'static', uid: identity.metadata?.uid },
+    ]);
+    expect(await check(awsCluster('team-a', { kind: 'AWSClusterStaticIdentity', name: 'static' }))).toEqual({
+      ok: true,
+    });
+    const again = await stack.env.mgmt.get('Secret', 'capa-static', 'capenter');
+    expect(again.metadata?.resourceVersion).toBe(secret.metadata?.resourceVersion);
     await clients.ec2.send(new DescribeRegionsCommand({}));
     expect(signedWith.at(-1)).toBe(keys.id);
   });
@@ -283,14 +294,11 @@ describe('AWSCluster.spec.identityRef', () => {
     await expect(creds.provider()).rejects.toThrow(`PrincipalUsageUnauthorized: ${message}`);
   });
 
-  it("the identity reads are granted by the chart's management-cluster rules (files/clusterrole-rules-capi.yaml)", () => {
-    const rules = parse(
-      readFileSync(join(ROOT, 'charts/capenter/files/clusterrole-rules-capi.yaml'), 'utf8'),
-    ) as Array<{
-      apiGroups: string[];
-      resources: string[];
-      verbs: string[];
-    }>;
+  it("the identity requests are granted by the chart's management-cluster rules (ClusterRole, and the Role of the controller namespace for Secrets)", () => {
+    type Rule = { apiGroups: string[]; resources: string[]; verbs: string[] };
+    const file = (f: string) => parse(readFileSync(join(ROOT, 'charts/capenter/files', f), 'utf8')) as Rule[];
+    const cluster = file('clusterrole-rules-capi.yaml');
+    const namespaced = file('role-rules-capi.yaml');
     const keys = requestKeys(recorder.requests);
     expect(keys).toEqual([
       'get core namespaces',
@@ -298,8 +306,13 @@ describe('AWSCluster.spec.identityRef', () => {
       'get infrastructure.cluster.x-k8s.io awsclustercontrolleridentities',
       'get infrastructure.cluster.x-k8s.io awsclusterroleidentities',
       'get infrastructure.cluster.x-k8s.io awsclusterstaticidentities',
+      'patch core secrets',
     ]);
-    for (const r of recorder.requests)
-      expect(allows(rules, r), `${r.verb} ${r.group} ${r.resource}`).toBe(true);
+    for (const r of recorder.requests) {
+      const secret = r.resource === 'secrets';
+      // Secrets only in the controller's namespace, under its Role; everything else under the ClusterRole
+      if (secret) expect(r.namespace).toBe('capenter');
+      expect(allows(secret ? namespaced : cluster, r), `${r.verb} ${r.group} ${r.resource}`).toBe(true);
+    }
   });
 });

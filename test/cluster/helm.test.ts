@@ -266,6 +266,9 @@ current-context: real
         rules.reduce((n, r) => n + r.apiGroups.length * r.resources.length * r.verbs.length, 0),
       );
       expect(granted.length).toBeGreaterThanOrEqual(30);
+      // the static identity's Secret gets CAPA's owner reference: patch of Secrets in the release namespace only
+      expect(await review('patch', '', 'secrets', NS)).toMatch(/: yes$/);
+      expect(await review('patch', '', 'secrets', 'default')).toMatch(/: no$/);
     } finally {
       const un = helm(['uninstall', 'capenter', '-n', NS]);
       expect(un.code, un.out).toBe(0);

@@ -133,9 +133,9 @@ describe('docs/capa-guide.md', () => {
     for (const r of reasons) expect(code, r).toContain(`'${r}'`);
     for (const r of ['UnregisteredTaintMissing', 'SomeMachineDeploymentsUnusable', 'MachineNotReady'])
       expect(code, r).toContain(r);
-    // gaps: the static identity's Secret gets no owner reference; the bootstrap policies grant no S3 action
-    expect(readFileSync(join(ROOT, 'src/cloudprovider/aws/identity.ts'), 'utf8')).not.toContain(
-      'ownerReferences',
+    // gaps: Secrets watched in every namespace (label-selected); the bootstrap policies grant no S3 action
+    expect(readFileSync(join(ROOT, 'src/controllers/capi/controller.ts'), 'utf8')).toContain(
+      "watch('Secret', { informer: { labelSelector: LabelClusterName }",
     );
     expect(readFileSync(join(ROOT, 'src/cloudprovider/aws/bootstrap/policies.ts'), 'utf8')).not.toMatch(
       /['"]s3:/,

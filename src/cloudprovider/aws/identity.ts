@@ -17,7 +17,7 @@ import { AssumeRoleCommand, STSClient } from '@aws-sdk/client-sts';
 import type { AWSCluster, AWSClusterIdentity, AWSIdentityReference } from '../../apis/capi.ts';
 import type { KubeObject } from '../../apis/core.ts';
 import type { KubeClient } from '../../kube/client.ts';
-import { isNotFound } from '../../kube/errors.ts';
+import { isNotFound, KubeApiError } from '../../kube/errors.ts';
 import { selectorMatches } from '../../scheduling/labelselector.ts';
 
 /** Credentials as the AWS SDK v3 takes them (`AwsCredentialIdentity`); `expiration` ends a cache entry. */
@@ -210,6 +210,15 @@ async function staticIdentity(
       `${where}: Secret ${deps.controllerNamespace}/${name} not found; create it in the controller's namespace with keys AccessKeyID and SecretAccessKey`,
     );
   }
+  try {
+    secret = await ensureOwnedByIdentity(secret, id, deps.management);
+  } catch (err) {
+    if (!(err instanceof KubeApiError && err.code === 403)) throw err;
+    throw new IdentityError(
+      IdentityReasons.InvalidIdentity,
+      `${where}: cannot set the owner reference of Secret ${deps.controllerNamespace}/${name} to the identity (as CAPA does for clusterctl move): the controller may not patch Secrets in ${deps.controllerNamespace}; grant it (the chart's Role does)`,
+    );
+  }
   const value = (k: string): string | undefined => {
     const b64 = secret.data?.[k];
     return b64 ? Buffer.from(b64, 'base64').toString('utf8') : undefined;
@@ -226,6 +235,43 @@ async function staticIdentity(
     ...(value('SessionToken') ? { sessionToken: value('SessionToken') as string } : {}),
   };
   return { key: `${key}:${secret.metadata?.resourceVersion ?? ''}`, provider: async () => creds };
+}
+
+/**
+ * CAPA `buildAWSClusterStaticIdentity`: "Set ClusterStaticPrincipal as Secret's owner reference for 'clusterctl
+ * move'" — the Secret gets an owner reference to its AWSClusterStaticIdentity (`util.EnsureOwnerRef`: an existing
+ * reference to the same group, kind and name is replaced, else one is appended; no `controller` flag), so `clusterctl
+ * move` carries the Secret with the identity and deleting the identity garbage-collects it. A merge patch carrying
+ * the read `resourceVersion` (a concurrent change is a Conflict, retried by the reconcile). Returns the patched
+ * Secret (unchanged when the reference is already there). @throws the API error of the patch (Forbidden: the
+ * controller needs `patch` on Secrets in its namespace).
+ */
+export async function ensureOwnedByIdentity<T extends KubeObject>(
+  secret: T,
+  id: AWSClusterIdentity,
+  management: KubeClient,
+): Promise<T> {
+  const apiVersion = id.apiVersion ?? 'infrastructure.cluster.x-k8s.io/v1beta2';
+  const group = apiVersion.split('/')[0];
+  const ref = {
+    apiVersion,
+    kind: 'AWSClusterStaticIdentity',
+    name: id.metadata.name,
+    uid: id.metadata.uid ?? '',
+  };
+  const refs = secret.metadata?.ownerReferences ?? [];
+  const same = (r: (typeof refs)[number]): boolean =>
+    r.apiVersion.split('/')[0] === group && r.kind === ref.kind && r.name === ref.name;
+  const existing = refs.find(same);
+  if (existing && existing.uid === ref.uid && existing.apiVersion === ref.apiVersion) return secret;
+  const ownerReferences = existing ? refs.map((r) => (same(r) ? ref : r)) : [...refs, ref];
+  return (await management.patch(
+    'Secret',
+    secret.metadata?.name ?? '',
+    secret.metadata?.namespace,
+    { metadata: { ownerReferences, resourceVersion: secret.metadata?.resourceVersion } },
+    { type: 'merge' },
+  )) as T;
 }
 
 /**
@@ -272,20 +318,26 @@ function assumeRoleProvider(
 }
 
 /**
- * The credential provider of the aws provider's SDK clients: the controller's own until {@link use} switches it to a
- * cluster identity's; after {@link refuse} every call fails with the given message (a disallowed or broken identity
- * launches nothing with the wrong credentials).
+ * The credential provider of the aws provider's SDK clients: the controller's own until {@link apply} switches it to
+ * a cluster identity's; after a failed resolution is applied every call fails with its reason and message (a disallowed or broken identity
+ * launches nothing with the wrong credentials). After {@link requireIdentity} (CAPI mode: the cluster's AWSCluster
+ * may name an `identityRef`) no call goes out before the first {@link apply}: calls wait for it (at most the given
+ * time, then fail naming what is missing), so a launch right after a controller restart never signs with the
+ * controller's own credentials when the cluster has an identity of its own.
  */
 export class ClusterCredentials {
   private current: AwsCredentialIdentityProvider | undefined;
   private refusal: string | undefined;
   private currentKey = 'controller';
+  private pending: { resolved: Promise<void>; release: () => void; timeoutMs: number } | undefined;
+  private waiters = 0;
 
   /** @param controller the controller's own credentials (the SDK's default chain or an emulator's keys). */
   constructor(readonly controller: AwsCredentialIdentityProvider) {}
 
   /** The provider to build SDK clients with (`credentials`). */
   readonly provider: AwsCredentialIdentityProvider = async (o) => {
+    if (this.pending) await this.awaitIdentity(this.pending);
     if (this.refusal) throw new Error(this.refusal);
     const c = await (this.current ?? this.controller)(o);
     // the SDK memoizes a client's credentials until 5 min before `expiration` (forever without one): "expiring now"
@@ -293,16 +345,63 @@ export class ClusterCredentials {
     return { ...c, expiration: new Date() };
   };
 
+  /** Calls waiting for the first {@link apply} now (0 when none or when no identity is required). */
+  get waiting(): number {
+    return this.waiters;
+  }
+
+  /**
+   * From now until the first {@link apply}, every call waits for the cluster identity to be resolved; a call that
+   * waited `timeoutMs` (default 120 000 ms) fails with an error naming the KarpenterMachinePool controller. Idempotent.
+   */
+  requireIdentity(timeoutMs = 120_000): void {
+    if (this.pending || this.currentKey !== 'controller' || this.refusal) return;
+    let release = (): void => {};
+    const resolved = new Promise<void>((r) => {
+      release = r;
+    });
+    this.pending = { resolved, release, timeoutMs };
+  }
+
+  /** Waits for `p` to be released, or fails after its timeout. */
+  private async awaitIdentity(p: NonNullable<ClusterCredentials['pending']>): Promise<void> {
+    this.waiters++;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    try {
+      await Promise.race([
+        p.resolved,
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(
+            () =>
+              reject(
+                new Error(
+                  `IdentityNotResolved: the AWSCluster spec.identityRef of this cluster is not resolved yet after ${p.timeoutMs / 1000}s: no AWS call is made with the controller's own credentials before the KarpenterMachinePool controller has reconciled a KarpenterMachinePool of the cluster (check that one exists: kubectl get karpentermachinepools -A, and its Ready condition)`,
+                ),
+              ),
+            p.timeoutMs,
+          );
+          timer.unref?.();
+        }),
+      ]);
+    } finally {
+      clearTimeout(timer);
+      this.waiters--;
+    }
+  }
+
   /** Applies a resolution: switches to its provider (kept when `key` is unchanged) or refuses with its message. */
   apply(r: IdentityResolution): void {
-    if (!r.ok) {
-      this.refusal = `${r.reason}: ${r.message}`;
-      return;
+    if (!r.ok) this.refusal = `${r.reason}: ${r.message}`;
+    else {
+      this.refusal = undefined;
+      if (r.key !== this.currentKey) {
+        this.currentKey = r.key;
+        this.current = r.provider;
+      }
     }
-    this.refusal = undefined;
-    if (r.key === this.currentKey) return;
-    this.currentKey = r.key;
-    this.current = r.provider;
+    const p = this.pending;
+    this.pending = undefined;
+    p?.release();
   }
 }
 
@@ -318,11 +417,14 @@ export function defaultClusterCredentials(region: string): ClusterCredentials {
 /**
  * `ProviderSetup.capi.clusterIdentity` of the aws provider: resolves the AWSCluster's `spec.identityRef`
  * ({@link resolveClusterIdentity}, region: the AWSCluster's, else `deps.region`) and applies it to `credentials`.
+ * Building it makes `credentials` wait for the first check ({@link ClusterCredentials.requireIdentity}): the
+ * provider's calls after a controller restart go out only once the cluster's identity is known.
  */
 export function clusterIdentityCheck(
   credentials: ClusterCredentials,
   deps: { management: KubeClient; controllerNamespace: string; region: string; endpoint?: string },
 ): (infraCluster: KubeObject) => Promise<{ ok: true } | { ok: false; reason: string; message: string }> {
+  credentials.requireIdentity();
   return async (infraCluster) => {
     const aws = infraCluster as AWSCluster;
     const r = await resolveClusterIdentity(aws, {

@@ -33,6 +33,7 @@ import { LabelCapacityType, LabelInstanceType, LabelTopologyZone } from '../../a
 import { formatResources } from '../../apis/quantity.ts';
 import type { KubeClient } from '../../kube/client.ts';
 import type { Clock } from '../../kube/clock.ts';
+import { isConflict, isNotFound } from '../../kube/errors.ts';
 import { matchesLabels } from '../../kube/selectors.ts';
 import { describeOfferings, selectLaunchOption, UnavailableOfferings } from '../offerings.ts';
 import {
@@ -394,6 +395,7 @@ export class ClusterAPICloudProvider implements CloudProvider {
       return this.launched(nodeClaim, m, await this.snapshot());
     }
 
+    await this.releaseOrphanedMachines();
     const taints = [...(nodeClaim.spec.taints ?? []), ...(nodeClaim.spec.startupTaints ?? [])];
     const tried = new Set<string>();
     const full: OfferingRef[] = [];
@@ -590,11 +592,59 @@ export class ClusterAPICloudProvider implements CloudProvider {
   }
 
   /**
+   * Unbinds the namespace's Machines whose `karpenter.cluster.x-k8s.io/nodeclaim` label names a NodeClaim that no
+   * longer exists in the workload cluster: a NodeClaim deleted before it launched (the launch timeout after
+   * `MachineNotReady`, when the infrastructure never gave its Machine a provider ID) is finalized without
+   * `delete` (no provider ID, as upstream), and its Machine would otherwise stay bound and counted in the replicas
+   * for ever, each retry adding one more. Released, the Machine is an unclaimed one again: the next waiting NodeClaim
+   * takes it (oldest first) or {@link trimUnclaimed} removes it after the grace. Machines are listed before the
+   * NodeClaims (a label is written only for an existing NodeClaim, so one missing from the later list is gone); the
+   * label is removed with the Machine's resourceVersion (a concurrent bind wins). Concurrent calls share one pass.
+   * Without a workload client nothing is done. Returns the released Machines' names.
+   */
+  releaseOrphanedMachines(): Promise<string[]> {
+    this.releasing ??= this.releaseOrphans().finally(() => {
+      this.releasing = undefined;
+    });
+    return this.releasing;
+  }
+
+  private releasing: Promise<string[]> | undefined;
+
+  /** One pass of {@link releaseOrphanedMachines}. */
+  private async releaseOrphans(): Promise<string[]> {
+    const workload = this.deps.workload;
+    if (!workload) return [];
+    const { management, namespace } = this.deps;
+    const bound = ((await management.list('Machine', { namespace })).items as Machine[]).filter(
+      (m) => m.metadata.labels?.[LabelMachineNodeClaim] && !isMachineGoing(m),
+    );
+    if (bound.length === 0) return [];
+    const claims = new Set(
+      ((await workload.list('NodeClaim')).items as NodeClaim[]).map((nc) => nc.metadata.name),
+    );
+    const released: string[] = [];
+    for (const m of bound) {
+      if (claims.has(m.metadata.labels?.[LabelMachineNodeClaim])) continue;
+      const labels = { ...(m.metadata.labels ?? {}) };
+      delete labels[LabelMachineNodeClaim];
+      try {
+        await management.update({ ...m, metadata: { ...m.metadata, labels } });
+        released.push(m.metadata.name ?? '');
+      } catch (err) {
+        if (!isConflict(err) && !isNotFound(err)) throw err;
+      }
+    }
+    return released;
+  }
+
+  /**
    * Removes unclaimed Machines of every member deployment created more than `unclaimedGraceSeconds` ago (default
    * 300) that no NodeClaim waits for, down to min-size (see `DeploymentScaler.trimUnclaimed`). Called periodically
    * by the ClusterAPINodeClass controller. Returns the count per deployment that lost Machines.
    */
   async trimUnclaimed(): Promise<Record<string, number>> {
+    await this.releaseOrphanedMachines();
     const snap = await this.snapshot();
     const out: Record<string, number> = {};
     for (const md of snap.deployments) {

@@ -273,12 +273,21 @@ function withFleetErrors(text: string, errorXml: string): string {
       : text.replace('</CreateFleetResponse>', `<errorSet>${errorXml}</errorSet></CreateFleetResponse>`);
 }
 
+/** How many calls {@link AwsEmulatorProxy.signedCalls} keeps. */
+const SIGNED_LOG_SIZE = 10_000;
+
 /** The running proxy. */
 export class AwsEmulatorProxy {
   /** `http://127.0.0.1:<port>`. */
   readonly endpoint: string;
   /** Calls clients made through the proxy, by `service:Action` (e.g. `ec2:CreateFleet`). */
   readonly calls = new Map<string, number>();
+  /**
+   * The last {@link SIGNED_LOG_SIZE} calls in arrival order: `service:Action` and the access key id that signed it
+   * (from the SigV4 `Authorization` header; '' when unsigned), so a test can tell which credentials made a call
+   * (e.g. a launch signed with an assumed role's `ASIA…` key). Cleared by {@link reset}.
+   */
+  readonly signedCalls: Array<{ call: string; accessKeyId: string }> = [];
   /** Fleet replies still to lose (see {@link loseFleetReplies}). */
   private repliesToLose = 0;
   /** CreateFleet calls that launched but answered an error (see {@link loseFleetReplies}; reset by {@link reset}). */
@@ -418,6 +427,7 @@ export class AwsEmulatorProxy {
     if (!res.ok) throw new Error(`moto reset failed: HTTP ${res.status}`);
     this.clearFaults();
     this.calls.clear();
+    this.signedCalls.length = 0;
     this.capacityErrorsInjected = 0;
     this.lostFleetReplies = 0;
     this.subnetZones.clear();
@@ -467,6 +477,9 @@ export class AwsEmulatorProxy {
 
   private count(key: string, req?: http.IncomingMessage): void {
     this.calls.set(key, (this.calls.get(key) ?? 0) + 1);
+    const accessKeyId = /Credential=([^/]+)\//.exec(req?.headers.authorization ?? '')?.[1] ?? '';
+    this.signedCalls.push({ call: key, accessKeyId });
+    if (this.signedCalls.length > SIGNED_LOG_SIZE) this.signedCalls.shift();
     const open = req && this.open.get(req);
     if (open) open.what = key;
   }

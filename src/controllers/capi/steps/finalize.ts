@@ -50,7 +50,10 @@ export async function finalizePool(ctx: KMPStepContext, kmp: KarpenterMachinePoo
   return {};
 }
 
-/** The pool's cluster, AWSCluster and workload client by live reads; undefined when another capenter owns it. */
+/**
+ * The pool's cluster, AWSCluster and workload client by live reads, with the AWSCluster's identity check run
+ * (`ctx.clusterIdentity`); undefined when another capenter owns it.
+ */
 async function deletionTarget(
   ctx: KMPStepContext,
   kmp: KarpenterMachinePool,
@@ -69,6 +72,9 @@ async function deletionTarget(
           | AWSCluster
           | undefined)
       : undefined;
+  // the provider's calls below (instances, S3) sign with the cluster's identity: resolved here too, as the first
+  // reconcile after a restart may be this deletion (a refused identity makes them fail with its reason)
+  if (awsCluster) await ctx.clusterIdentity?.(awsCluster);
   let workload: KubeClient | undefined;
   if (clusterName) {
     try {
