@@ -17,6 +17,7 @@ import type { AwsPricing } from './pricing.ts';
 import {
   AnnotationEC2NodeClassHash,
   AnnotationEC2NodeClassHashVersion,
+  AnnotationInstanceProfile,
   DriftAMI,
   DriftNodeClass,
   DriftSecurityGroup,
@@ -263,6 +264,8 @@ describe('aws provider against moto + proxy', () => {
     const { provider, nodeClasses, net } = await bed();
     const nc = await provider.create(awsNodeClaim('nc-drift', [inReq(LabelInstanceType, ['m5.large'])]));
     expect(nc.metadata.annotations?.[AnnotationEC2NodeClassHash]).toMatch(/^\d+$/);
+    // upstream's instance-profile-name annotation (instanceprofile.garbagecollection keeps that profile)
+    expect(nc.metadata.annotations?.[AnnotationInstanceProfile]).toBe(net.instanceProfile);
     expect(await provider.isDrifted(nc)).toBeUndefined();
     const base = nodeClasses.get('default')!;
     const withStatus = (patch: Partial<TestNetwork>) => {

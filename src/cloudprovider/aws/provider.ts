@@ -146,6 +146,11 @@ export const EC2NodeClassKind = 'EC2NodeClass';
 export const AwsProviderIDPrefix = 'aws:///';
 /** NodeClaim annotation: the EC2NodeClass static hash at launch (upstream `karpenter.k8s.aws/ec2nodeclass-hash`). */
 export const AnnotationEC2NodeClassHash = 'karpenter.k8s.aws/ec2nodeclass-hash';
+/**
+ * NodeClaim annotation: the instance profile its instance was launched with (upstream `v1.AnnotationInstanceProfile`,
+ * set by `cloudprovider.go` Create); `instanceprofile.garbagecollection` keeps the profiles it names.
+ */
+export const AnnotationInstanceProfile = 'karpenter.k8s.aws/instance-profile-name';
 /** NodeClaim annotation: version of the hashing scheme (upstream `karpenter.k8s.aws/ec2nodeclass-hash-version`). */
 export const AnnotationEC2NodeClassHashVersion = 'karpenter.k8s.aws/ec2nodeclass-hash-version';
 /** Current {@link AnnotationEC2NodeClassHashVersion} (upstream v1.12 to v1.14: `v5`); the hash: `nodeclass-hash.ts`. */
@@ -1268,6 +1273,9 @@ export class AwsCloudProvider implements CloudProvider {
       ...(out.metadata.annotations ?? {}),
       [AnnotationEC2NodeClassHash]: ec2NodeClassHash(nodeClass, this.caBundle),
       [AnnotationEC2NodeClassHashVersion]: EC2NodeClassHashVersion,
+      ...(ec2NodeClassStatus(nodeClass).instanceProfile
+        ? { [AnnotationInstanceProfile]: `${ec2NodeClassStatus(nodeClass).instanceProfile}` }
+        : {}),
     };
     out.status = {
       ...(out.status ?? {}),
