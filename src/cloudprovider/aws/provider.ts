@@ -18,8 +18,11 @@
  *    tags `kubernetes.io/cluster/<name>=owned`,
  *    `karpenter.sh/nodepool`, `karpenter.sh/nodeclaim`, `karpenter.k8s.aws/ec2nodeclass`, `eks:eks-cluster-name`
  *    plus the class's tags.
- * 5. Fleet `Errors[]` with capacity codes mark those offerings unavailable (3 minutes); when no instance came back
- *    the launch is retried without them (e.g. spot → on-demand), and `InsufficientCapacityError` when none is left.
+ * 5. Fleet `Errors[]` with capacity codes (upstream `unfulfillableCapacityErrorCodes`, `MaxFleetCountExceeded`
+ *    included) mark those offerings unavailable (3 minutes); `InsufficientFreeAddressesInSubnet` also marks its subnet,
+ *    which launches then take last in its zone for 3 minutes (upstream `MarkSubnetUnavailable`, `UpdateICEdSubnet`);
+ *    when no instance came back the launch is retried without them (e.g. spot → on-demand), and
+ *    `InsufficientCapacityError` when none is left.
  * 6. Capacity reservations (`ReservedCapacity` gate, upstream default on): `reserved` offerings (one per
  *    `status.capacityReservations[]` entry, priced on-demand / 10,000,000) come first. A reserved launch keeps one
  *    reservation per type × zone (the one with the most room, upstream `ReservedOfferingFilter`) of one reservation
@@ -75,6 +78,7 @@ import {
   labelsSatisfy,
   type NowClock,
   offeringLabels,
+  UNAVAILABLE_OFFERINGS_TTL_SECONDS,
   UnavailableOfferings,
 } from '../offerings.ts';
 import {
@@ -659,6 +663,11 @@ export class AwsCloudProvider implements CloudProvider {
   /** The `ReservedCapacity` feature gate. */
   readonly reservedCapacity: boolean;
   private readonly ice: UnavailableOfferings;
+  /**
+   * Subnets that answered `InsufficientFreeAddressesInSubnet` → when that stops counting (ms): launches take them
+   * last in their zone (upstream `MarkSubnetUnavailable` + `UpdateICEdSubnet`, TTL `UnavailableOfferingsTTL`).
+   */
+  private readonly icedSubnets = new Map<string, number>();
   private readonly metrics: InstanceMetrics;
   private clusterInfo: Promise<ClusterInfo> | undefined;
   /** The service CIDR once known (configured, or resolved by {@link resolveClusterCIDR}); upstream `ClusterCIDR`. */
@@ -724,6 +733,18 @@ export class AwsCloudProvider implements CloudProvider {
   /** Upstream's node repair policies ({@link AwsRepairPolicies}), a fresh copy per call. */
   repairPolicies(): RepairPolicy[] {
     return AwsRepairPolicies.map((p) => ({ ...p }));
+  }
+
+  /** Marks a subnet out of free addresses for {@link UNAVAILABLE_OFFERINGS_TTL_SECONDS} (upstream `MarkSubnetUnavailable`). */
+  markSubnetUnavailable(subnetID: string): void {
+    this.icedSubnets.set(subnetID, this.deps.clock.now() + UNAVAILABLE_OFFERINGS_TTL_SECONDS * 1000);
+  }
+
+  /** The subnets currently marked out of free addresses, sorted. */
+  unavailableSubnets(): string[] {
+    const now = this.deps.clock.now();
+    for (const [id, until] of this.icedSubnets) if (until <= now) this.icedSubnets.delete(id);
+    return [...this.icedSubnets.keys()].sort();
   }
 
   /** Marks an offering unavailable (interruption: a spot warning marks its spot offering). */
@@ -1051,6 +1072,8 @@ export class AwsCloudProvider implements CloudProvider {
     for (const e of errors) {
       if (!e.ErrorCode || !CAPACITY_ERROR_CODES.has(e.ErrorCode)) continue;
       const ov = e.LaunchTemplateAndOverrides?.Overrides;
+      if (e.ErrorCode === 'InsufficientFreeAddressesInSubnet' && ov?.SubnetId)
+        this.markSubnetUnavailable(ov.SubnetId);
       const type = ov?.InstanceType;
       const zone = ov?.AvailabilityZone ?? subnets.find((s) => s.id === ov?.SubnetId)?.zone;
       if (!type || !zone) continue;
@@ -1086,9 +1109,12 @@ export class AwsCloudProvider implements CloudProvider {
     // upstream's cluster IP family (of the kube-dns address); capenter knows the service CIDR
     const ltLaunch = { tenancy: launch.tenancy, ipv6: cluster.cidr?.includes(':') ?? false, efaCount: 0 };
     const family = resolveAMIFamily(nodeClass);
-    // One subnet per zone: the first in status order (the controller orders them by free addresses).
+    // One subnet per zone: the first in status order (the controller orders them by free addresses), subnets out of
+    // free addresses last (upstream `UpdateICEdSubnet` sorts them last).
+    const iced = new Set(this.unavailableSubnets());
     const subnetByZone = new Map<string, string>();
-    for (const s of subnets) if (!subnetByZone.has(s.zone)) subnetByZone.set(s.zone, s.id);
+    for (const s of [...subnets.filter((x) => !iced.has(x.id)), ...subnets.filter((x) => iced.has(x.id))])
+      if (!subnetByZone.has(s.zone)) subnetByZone.set(s.zone, s.id);
     const { groups, amiFor } = amiGroups(nodeClass, candidates, amis, requestsEFA(nodeClaim));
     const labels = kubeletLabels({
       ...(nodeClaim.metadata.labels ?? {}),
