@@ -234,6 +234,24 @@ describe('aws provider against moto + proxy', () => {
       awsNodeClaim('nc-ip2', [inReq(LabelInstanceType, ['c5.large']), inA, od]),
     );
     expect(await subnetOf(id(next))).toBe(extra);
+    // the other subnet runs out too: us-west-2a has no subnet left, its offerings are not tried (no CreateFleet)
+    emu.proxy.injectCapacityError({
+      instanceType: 'c5.xlarge',
+      zone: 'us-west-2a',
+      code: 'InsufficientFreeAddressesInSubnet',
+      times: 1,
+    });
+    const both = await provider.create(
+      awsNodeClaim('nc-ip-both', [inReq(LabelInstanceType, ['c5.xlarge', 'c5.2xlarge']), inA, od]),
+    );
+    expect(both.metadata.labels?.[LabelInstanceType]).toBe('c5.2xlarge');
+    expect(provider.unavailableSubnets()).toEqual([first.id, extra].sort());
+    const fleets = emu.proxy.calls.get('ec2:CreateFleet');
+    const none = await provider
+      .create(awsNodeClaim('nc-ip-none', [inReq(LabelInstanceType, ['c5.large']), inA, od]))
+      .catch((e: unknown) => e);
+    expect(isInsufficientCapacityError(none), String(none)).toBe(true);
+    expect(emu.proxy.calls.get('ec2:CreateFleet')).toBe(fleets);
     // after upstream's 3-minute TTL the subnet is first again
     clock.advance(180_000);
     expect(provider.unavailableSubnets()).toEqual([]);

@@ -20,7 +20,8 @@
  *    plus the class's tags.
  * 5. Fleet `Errors[]` with capacity codes (upstream `unfulfillableCapacityErrorCodes`, `MaxFleetCountExceeded`
  *    included) mark those offerings unavailable (3 minutes); `InsufficientFreeAddressesInSubnet` also marks its subnet,
- *    which launches then take last in its zone for 3 minutes (upstream `MarkSubnetUnavailable`, `UpdateICEdSubnet`);
+ *    which launches then take last in its zone for 3 minutes, a zone with all its subnets marked being skipped
+ *    (upstream `MarkSubnetUnavailable`, `UpdateICEdSubnet`, `IsUnavailable`);
  *    when no instance came back the launch is retried without them (e.g. spot → on-demand), and
  *    `InsufficientCapacityError` when none is left.
  * 6. Capacity reservations (`ReservedCapacity` gate, upstream default on): `reserved` offerings (one per
@@ -512,6 +513,19 @@ function kubeletTaints(nodeClaim: NodeClaim): Taint[] {
 }
 
 /**
+ * Zones all of whose subnets (`subnets`, the class's) are marked out of free addresses (`iced`): their offerings are
+ * unavailable for launches (upstream `UnavailableOfferings.IsUnavailable`: a zone whose subnets are all in the subnet
+ * cache).
+ */
+function exhaustedZones(subnets: readonly SubnetStatus[], iced: readonly string[]): Set<string> {
+  const marked = new Set(iced);
+  const out = new Set<string>();
+  for (const s of subnets) out.add(s.zone);
+  for (const s of subnets) if (!marked.has(s.id)) out.delete(s.zone);
+  return out;
+}
+
+/**
  * The fleet overrides of one launch template: each candidate offering in its zone's subnet, cheapest first;
  * `withPriority` (NodeOverlay) sets `Priority` to the offering's USD/hour price, as upstream `getOverrides`.
  */
@@ -839,7 +853,7 @@ export class AwsCloudProvider implements CloudProvider {
     let types = await this.nodeClassInstanceTypes(nodeClass);
     const tried: OfferingRef[] = [];
     for (let attempt = 0; attempt < 3; attempt++) {
-      const plan = this.plan(nodeClaim, reqs, types);
+      const plan = this.plan(nodeClaim, reqs, types, exhaustedZones(subnets, this.unavailableSubnets()));
       if (!plan) break;
       const { capacityType, candidates } = plan;
       const input = await this.fleetInput(
@@ -989,6 +1003,7 @@ export class AwsCloudProvider implements CloudProvider {
     nodeClaim: NodeClaim,
     reqs: Requirements,
     types: InstanceType[],
+    exhausted: ReadonlySet<string>,
   ): { capacityType: CapacityType; candidates: Candidate[] } | undefined {
     const named = this.namedTypes(nodeClaim);
     const tenancy = tenancyOf(reqs);
@@ -999,7 +1014,8 @@ export class AwsCloudProvider implements CloudProvider {
       if (efa > 0 && (it.allocatable[ResourceEFA] ?? 0) < efa) continue;
       const perCT = new Map<CapacityType, Offering[]>();
       for (const o of it.offerings) {
-        if (!o.available || this.ice.isUnavailable(it.name, o.zone, o.capacityType)) continue;
+        if (!o.available || exhausted.has(o.zone) || this.ice.isUnavailable(it.name, o.zone, o.capacityType))
+          continue;
         if (o.reservationID !== undefined && this.capacityReservations.available(o.reservationID) <= 0)
           continue;
         if (!launchSatisfies(reqs, { ...offeringLabels(it, o), [LabelInstanceTenancy]: tenancy })) continue;
