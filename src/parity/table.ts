@@ -445,7 +445,10 @@ const EC2NODECLASS_ROWS: ParityRow[] = [
     kind: 'EC2NodeClass',
     names: ['spec.role'],
     status: 'works',
-    note: 'managed instance profile under /karpenter/<region>/<cluster>/<uid>/, role mutable, deleted with the class',
+    note:
+      'managed instance profile under /karpenter/<region>/<cluster>/<uid>/, role mutable, deleted with the class; ' +
+      'orphans (old role, crash, class gone) collected by instanceprofile.garbagecollection after 1 h protection ' +
+      '(test/aws/instanceprofile-gc.test.ts)',
     test: 'test/aws/nodeclass-controller.test.ts',
   },
   {

@@ -148,6 +148,8 @@ describe('nodeclaim.tagging', () => {
       },
     );
     expect(all.map((c) => c.name)).toContain('nodeclaim.tagging');
+    // registered beside it, always (upstream controllers.go): the instance-profile garbage collector
+    expect(all.map((c) => c.name)).toContain('instanceprofile.garbagecollection');
     t.clients.destroy();
   });
 });

@@ -1,6 +1,7 @@
 import {
   CreateFleetCommand,
   type CreateFleetCommandInput,
+  CreateSubnetCommand,
   DescribeInstancesCommand,
   DescribeLaunchTemplatesCommand,
   DescribeLaunchTemplateVersionsCommand,
@@ -17,6 +18,7 @@ import type { AwsPricing } from './pricing.ts';
 import {
   AnnotationEC2NodeClassHash,
   AnnotationEC2NodeClassHashVersion,
+  AnnotationInstanceProfile,
   DriftAMI,
   DriftNodeClass,
   DriftSecurityGroup,
@@ -187,6 +189,94 @@ describe('aws provider against moto + proxy', () => {
     expect(net.subnets.every((s) => /^usw2-az\d$/.test(s.zoneID ?? ''))).toBe(true);
   });
 
+  it('InsufficientFreeAddressesInSubnet marks the subnet (taken last in its zone) and the offering; MaxFleetCountExceeded is a capacity error', async () => {
+    const { provider, net, nodeClasses, clients, clock } = await bed();
+    // a second subnet in us-west-2a, after the first in status order
+    const extra = (
+      await clients.ec2.send(
+        new CreateSubnetCommand({
+          VpcId: net.vpcId,
+          CidrBlock: '10.0.64.0/20',
+          AvailabilityZone: 'us-west-2a',
+        }),
+      )
+    ).Subnet!.SubnetId!;
+    const first = net.subnets.find((s) => s.zone === 'us-west-2a')!;
+    nodeClasses.set(
+      'default',
+      testNodeClass('default', {
+        ...net,
+        subnets: [first, { ...first, id: extra }, ...net.subnets.filter((s) => s.zone !== 'us-west-2a')],
+      }),
+    );
+    emu.proxy.injectCapacityError({
+      instanceType: 'm5.large',
+      zone: 'us-west-2a',
+      code: 'InsufficientFreeAddressesInSubnet',
+      times: 1,
+    });
+    const inA = inReq(LabelTopologyZone, ['us-west-2a']);
+    const od = inReq(LabelCapacityType, ['on-demand']);
+    const nc = await provider.create(
+      awsNodeClaim('nc-ip', [inReq(LabelInstanceType, ['m5.large', 'm5.xlarge']), inA, od]),
+    );
+    expect(nc.metadata.labels?.[LabelInstanceType]).toBe('m5.xlarge');
+    expect(provider.unavailableSubnets()).toEqual([first.id]);
+    expect(
+      provider.unavailableOfferings.list().map((e) => `${e.instanceType}/${e.zone}/${e.reason}`),
+    ).toEqual(['m5.large/us-west-2a/InsufficientFreeAddressesInSubnet']);
+    // the next launch in us-west-2a goes to the other subnet, the exhausted one being taken last
+    const id = (n: { status?: { providerID?: string } }) => n.status!.providerID!.split('/').pop()!;
+    const subnetOf = async (instanceId: string) =>
+      (await clients.ec2.send(new DescribeInstancesCommand({ InstanceIds: [instanceId] }))).Reservations![0]!
+        .Instances![0]!.SubnetId;
+    const next = await provider.create(
+      awsNodeClaim('nc-ip2', [inReq(LabelInstanceType, ['c5.large']), inA, od]),
+    );
+    expect(await subnetOf(id(next))).toBe(extra);
+    // the other subnet runs out too: us-west-2a has no subnet left, its offerings are not tried (no CreateFleet)
+    emu.proxy.injectCapacityError({
+      instanceType: 'c5.xlarge',
+      zone: 'us-west-2a',
+      code: 'InsufficientFreeAddressesInSubnet',
+      times: 1,
+    });
+    const both = await provider.create(
+      awsNodeClaim('nc-ip-both', [inReq(LabelInstanceType, ['c5.xlarge', 'c5.2xlarge']), inA, od]),
+    );
+    expect(both.metadata.labels?.[LabelInstanceType]).toBe('c5.2xlarge');
+    expect(provider.unavailableSubnets()).toEqual([first.id, extra].sort());
+    const fleets = emu.proxy.calls.get('ec2:CreateFleet');
+    const none = await provider
+      .create(awsNodeClaim('nc-ip-none', [inReq(LabelInstanceType, ['c5.large']), inA, od]))
+      .catch((e: unknown) => e);
+    expect(isInsufficientCapacityError(none), String(none)).toBe(true);
+    expect(emu.proxy.calls.get('ec2:CreateFleet')).toBe(fleets);
+    // after upstream's 3-minute TTL the subnet is first again
+    clock.advance(180_000);
+    expect(provider.unavailableSubnets()).toEqual([]);
+    const again = await provider.create(
+      awsNodeClaim('nc-ip3', [inReq(LabelInstanceType, ['c5.large']), inA, od]),
+    );
+    expect(await subnetOf(id(again))).toBe(first.id);
+    // MaxFleetCountExceeded marks the offering like any capacity error (upstream unfulfillableCapacityErrorCodes)
+    emu.proxy.injectCapacityError({
+      instanceType: 'm5.2xlarge',
+      zone: 'us-west-2a',
+      code: 'MaxFleetCountExceeded',
+    });
+    const fleet = await provider.create(
+      awsNodeClaim('nc-fleet', [inReq(LabelInstanceType, ['m5.2xlarge', 'm5.4xlarge']), inA, od]),
+    );
+    expect(fleet.metadata.labels?.[LabelInstanceType]).toBe('m5.4xlarge');
+    expect(
+      provider.unavailableOfferings
+        .list()
+        .filter((e) => e.reason === 'MaxFleetCountExceeded')
+        .map((e) => `${e.instanceType}/${e.zone}/${e.capacityType}`),
+    ).toEqual(['m5.2xlarge/us-west-2a/on-demand']);
+  });
+
   it('a failed TerminateInstances counts karpenter_cloudprovider_instance_termination_failures_total by zone', async () => {
     const registry = new Registry();
     const { provider, net } = await bed({}, registry);
@@ -263,6 +353,8 @@ describe('aws provider against moto + proxy', () => {
     const { provider, nodeClasses, net } = await bed();
     const nc = await provider.create(awsNodeClaim('nc-drift', [inReq(LabelInstanceType, ['m5.large'])]));
     expect(nc.metadata.annotations?.[AnnotationEC2NodeClassHash]).toMatch(/^\d+$/);
+    // upstream's instance-profile-name annotation (instanceprofile.garbagecollection keeps that profile)
+    expect(nc.metadata.annotations?.[AnnotationInstanceProfile]).toBe(net.instanceProfile);
     expect(await provider.isDrifted(nc)).toBeUndefined();
     const base = nodeClasses.get('default')!;
     const withStatus = (patch: Partial<TestNetwork>) => {

@@ -18,8 +18,12 @@
  *    tags `kubernetes.io/cluster/<name>=owned`,
  *    `karpenter.sh/nodepool`, `karpenter.sh/nodeclaim`, `karpenter.k8s.aws/ec2nodeclass`, `eks:eks-cluster-name`
  *    plus the class's tags.
- * 5. Fleet `Errors[]` with capacity codes mark those offerings unavailable (3 minutes); when no instance came back
- *    the launch is retried without them (e.g. spot → on-demand), and `InsufficientCapacityError` when none is left.
+ * 5. Fleet `Errors[]` with capacity codes (upstream `unfulfillableCapacityErrorCodes`, `MaxFleetCountExceeded`
+ *    included) mark those offerings unavailable (3 minutes); `InsufficientFreeAddressesInSubnet` also marks its subnet,
+ *    which launches then take last in its zone for 3 minutes, a zone with all its subnets marked being skipped
+ *    (upstream `MarkSubnetUnavailable`, `UpdateICEdSubnet`, `IsUnavailable`);
+ *    when no instance came back the launch is retried without them (e.g. spot → on-demand), and
+ *    `InsufficientCapacityError` when none is left.
  * 6. Capacity reservations (`ReservedCapacity` gate, upstream default on): `reserved` offerings (one per
  *    `status.capacityReservations[]` entry, priced on-demand / 10,000,000) come first. A reserved launch keeps one
  *    reservation per type × zone (the one with the most room, upstream `ReservedOfferingFilter`) of one reservation
@@ -83,6 +87,7 @@ import {
   labelsSatisfy,
   type NowClock,
   offeringLabels,
+  UNAVAILABLE_OFFERINGS_TTL_SECONDS,
   UnavailableOfferings,
 } from '../offerings.ts';
 import {
@@ -164,6 +169,11 @@ export const EC2NodeClassKind = 'EC2NodeClass';
 export const AwsProviderIDPrefix = 'aws:///';
 /** NodeClaim annotation: the EC2NodeClass static hash at launch (upstream `karpenter.k8s.aws/ec2nodeclass-hash`). */
 export const AnnotationEC2NodeClassHash = 'karpenter.k8s.aws/ec2nodeclass-hash';
+/**
+ * NodeClaim annotation: the instance profile its instance was launched with (upstream `v1.AnnotationInstanceProfile`,
+ * set by `cloudprovider.go` Create); `instanceprofile.garbagecollection` keeps the profiles it names.
+ */
+export const AnnotationInstanceProfile = 'karpenter.k8s.aws/instance-profile-name';
 /** NodeClaim annotation: version of the hashing scheme (upstream `karpenter.k8s.aws/ec2nodeclass-hash-version`). */
 export const AnnotationEC2NodeClassHashVersion = 'karpenter.k8s.aws/ec2nodeclass-hash-version';
 /** Current {@link AnnotationEC2NodeClassHashVersion} (upstream v1.12 to v1.14: `v5`); the hash: `nodeclass-hash.ts`. */
@@ -543,6 +553,19 @@ function kubeletTaints(nodeClaim: NodeClaim): Taint[] {
 }
 
 /**
+ * Zones all of whose subnets (`subnets`, the class's) are marked out of free addresses (`iced`): their offerings are
+ * unavailable for launches (upstream `UnavailableOfferings.IsUnavailable`: a zone whose subnets are all in the subnet
+ * cache).
+ */
+function exhaustedZones(subnets: readonly SubnetStatus[], iced: readonly string[]): Set<string> {
+  const marked = new Set(iced);
+  const out = new Set<string>();
+  for (const s of subnets) out.add(s.zone);
+  for (const s of subnets) if (!marked.has(s.id)) out.delete(s.zone);
+  return out;
+}
+
+/**
  * The fleet overrides of one launch template: each candidate offering in its zone's subnet, cheapest first;
  * `withPriority` (NodeOverlay) sets `Priority` to the offering's USD/hour price, as upstream `getOverrides`.
  */
@@ -701,6 +724,11 @@ export class AwsCloudProvider implements CloudProvider {
   private readonly ice: UnavailableOfferings;
   /** ICE entries scoped to a placement group (`<group ID>`) or one of its partitions (`<group ID>:<n>`). */
   private readonly groupICE = new Map<string, UnavailableOfferings>();
+  /**
+   * Subnets that answered `InsufficientFreeAddressesInSubnet` → when that stops counting (ms): launches take them
+   * last in their zone (upstream `MarkSubnetUnavailable` + `UpdateICEdSubnet`, TTL `UnavailableOfferingsTTL`).
+   */
+  private readonly icedSubnets = new Map<string, number>();
   private readonly metrics: InstanceMetrics;
   private clusterInfo: Promise<ClusterInfo> | undefined;
   /** The service CIDR once known (configured, or resolved by {@link resolveClusterCIDR}); upstream `ClusterCIDR`. */
@@ -767,6 +795,18 @@ export class AwsCloudProvider implements CloudProvider {
   /** Upstream's node repair policies ({@link AwsRepairPolicies}), a fresh copy per call. */
   repairPolicies(): RepairPolicy[] {
     return AwsRepairPolicies.map((p) => ({ ...p }));
+  }
+
+  /** Marks a subnet out of free addresses for {@link UNAVAILABLE_OFFERINGS_TTL_SECONDS} (upstream `MarkSubnetUnavailable`). */
+  markSubnetUnavailable(subnetID: string): void {
+    this.icedSubnets.set(subnetID, this.deps.clock.now() + UNAVAILABLE_OFFERINGS_TTL_SECONDS * 1000);
+  }
+
+  /** The subnets currently marked out of free addresses, sorted. */
+  unavailableSubnets(): string[] {
+    const now = this.deps.clock.now();
+    for (const [id, until] of this.icedSubnets) if (until <= now) this.icedSubnets.delete(id);
+    return [...this.icedSubnets.keys()].sort();
   }
 
   /** Marks an offering unavailable (interruption: a spot warning marks its spot offering). */
@@ -936,7 +976,13 @@ export class AwsCloudProvider implements CloudProvider {
     let types = withPlacementGroup(await this.nodeClassInstanceTypes(nodeClass), pg);
     const tried: OfferingRef[] = [];
     for (let attempt = 0; attempt < 3; attempt++) {
-      const plan = this.plan(nodeClaim, reqs, types, pg?.id);
+      const plan = this.plan(
+        nodeClaim,
+        reqs,
+        types,
+        exhaustedZones(subnets, this.unavailableSubnets()),
+        pg?.id,
+      );
       if (!plan) break;
       const { capacityType, candidates } = plan;
       const input = await this.fleetInput(
@@ -1096,6 +1142,7 @@ export class AwsCloudProvider implements CloudProvider {
     nodeClaim: NodeClaim,
     reqs: Requirements,
     types: InstanceType[],
+    exhausted: ReadonlySet<string>,
     pgID?: string,
   ): { capacityType: CapacityType; candidates: Candidate[] } | undefined {
     const named = this.namedTypes(nodeClaim);
@@ -1107,7 +1154,8 @@ export class AwsCloudProvider implements CloudProvider {
       if (efa > 0 && (it.allocatable[ResourceEFA] ?? 0) < efa) continue;
       const perCT = new Map<CapacityType, Offering[]>();
       for (const o of it.offerings) {
-        if (!o.available || this.ice.isUnavailable(it.name, o.zone, o.capacityType)) continue;
+        if (!o.available || exhausted.has(o.zone) || this.ice.isUnavailable(it.name, o.zone, o.capacityType))
+          continue;
         if (pgID && this.groupUnavailable(pgID, it.name, o)) continue;
         if (o.reservationID !== undefined && this.capacityReservations.available(o.reservationID) <= 0)
           continue;
@@ -1183,6 +1231,8 @@ export class AwsCloudProvider implements CloudProvider {
     for (const e of errors) {
       if (!e.ErrorCode || !CAPACITY_ERROR_CODES.has(e.ErrorCode)) continue;
       const ov = e.LaunchTemplateAndOverrides?.Overrides;
+      if (e.ErrorCode === 'InsufficientFreeAddressesInSubnet' && ov?.SubnetId)
+        this.markSubnetUnavailable(ov.SubnetId);
       const type = ov?.InstanceType;
       const zone = ov?.AvailabilityZone ?? subnets.find((s) => s.id === ov?.SubnetId)?.zone;
       if (!type || !zone) continue;
@@ -1254,9 +1304,12 @@ export class AwsCloudProvider implements CloudProvider {
       ...(launch.placementGroup ? { placementGroup: launch.placementGroup } : {}),
     };
     const family = resolveAMIFamily(nodeClass);
-    // One subnet per zone: the first in status order (the controller orders them by free addresses).
+    // One subnet per zone: the first in status order (the controller orders them by free addresses), subnets out of
+    // free addresses last (upstream `UpdateICEdSubnet` sorts them last).
+    const iced = new Set(this.unavailableSubnets());
     const subnetByZone = new Map<string, string>();
-    for (const s of subnets) if (!subnetByZone.has(s.zone)) subnetByZone.set(s.zone, s.id);
+    for (const s of [...subnets.filter((x) => !iced.has(x.id)), ...subnets.filter((x) => iced.has(x.id))])
+      if (!subnetByZone.has(s.zone)) subnetByZone.set(s.zone, s.id);
     const { groups, amiFor } = amiGroups(nodeClass, candidates, amis, requestsEFA(nodeClaim));
     const labels = kubeletLabels({
       ...(nodeClaim.metadata.labels ?? {}),
@@ -1472,6 +1525,9 @@ export class AwsCloudProvider implements CloudProvider {
       ...(out.metadata.annotations ?? {}),
       [AnnotationEC2NodeClassHash]: ec2NodeClassHash(nodeClass, this.caBundle),
       [AnnotationEC2NodeClassHashVersion]: EC2NodeClassHashVersion,
+      ...(ec2NodeClassStatus(nodeClass).instanceProfile
+        ? { [AnnotationInstanceProfile]: `${ec2NodeClassStatus(nodeClass).instanceProfile}` }
+        : {}),
     };
     out.status = {
       ...(out.status ?? {}),

@@ -12,6 +12,7 @@ export const CAPACITY_ERROR_CODES: ReadonlySet<string> = new Set([
   'UnfulfillableCapacity',
   'Unsupported',
   'InsufficientFreeAddressesInSubnet',
+  'MaxFleetCountExceeded',
   'ReservationCapacityExceeded',
 ]);
 

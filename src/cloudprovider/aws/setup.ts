@@ -2,7 +2,8 @@
  * The loaded `aws` provider ({@link awsSetup}; upstream aws/karpenter-provider-aws `pkg/controllers/controllers.go`):
  * the provider, the EC2NodeClass controller (`nodeclass`), with the `ReservedCapacity` gate the capacity
  * reservation controllers (`capacityreservation.capacitytype`, `capacityreservation.expiration`), the EC2 instance
- * status controller (`interruption.instancestatus`, always, as upstream), the instance tagging controller
+ * status controller (`interruption.instancestatus`, always, as upstream), the instance-profile garbage collector
+ * (`instanceprofile.garbagecollection`, always, as upstream), the instance tagging controller
  * (`nodeclaim.tagging`: `Name=<node name>`, always, as upstream) and, when `--interruption-queue` is set, the
  * interruption controller; plus a loop that garbage-collects the provider's unused launch templates every 5 minutes. This module
  * loads the AWS SDK: only `awsModule.load` (`./module.ts`), the embedded layer and tests import it.
@@ -24,11 +25,13 @@ import {
   capacityReservationCapacityTypeController,
   capacityReservationExpirationController,
 } from './controllers/capacityreservation.ts';
+import { instanceProfileGCController } from './controllers/instanceprofile-gc.ts';
 import { InterruptionController, type UnavailableOfferings } from './controllers/interruption/controller.ts';
 import { InstanceStatusController } from './controllers/interruption/instancestatus.ts';
 import { EC2NodeClassController } from './controllers/nodeclass.ts';
 import { taggingController } from './controllers/tagging.ts';
 import { awsNodeClassKinds, awsProviderName } from './kinds.ts';
+import { InstanceProfileResolver } from './nodeclass/instanceprofile.ts';
 import { AwsCloudProvider, EC2NodeClassKind } from './provider.ts';
 import type { AwsSettings } from './settings.ts';
 
@@ -54,6 +57,8 @@ export interface AwsControllersConfig {
   kubeDNSIP?: string;
   /** Seconds between launch-template garbage collections (default 300). */
   launchTemplateGCPeriodSeconds?: number;
+  /** Seconds between instance-profile garbage collections (default 1800, upstream's 30 minutes). */
+  instanceProfileGCPeriodSeconds?: number;
   /** Seconds between DescribeInstanceStatus polls of `interruption.instancestatus` (default 60, upstream's). */
   instanceStatusPeriodSeconds?: number;
 }
@@ -139,48 +144,62 @@ export function kubernetesVersionFrom(client: KubeClient, clock: Clock): () => P
   };
 }
 
-/** Builds the aws controllers. */
-export function awsControllers(
+/** Dependencies the aws controllers get from the operator. */
+export interface AwsControllerDeps {
+  client: KubeClient;
+  clock: Clock;
+  logger: Logger;
+  recorder: Recorder;
+  registry: Registry;
+  informers?: SharedInformers;
+  cloudProvider: CloudProvider;
+}
+
+/** The EC2NodeClass controller of {@link awsControllers}, on the shared instance-profile resolver. */
+function ec2NodeClassController(
   cfg: AwsControllersConfig,
-  deps: {
-    client: KubeClient;
-    clock: Clock;
-    logger: Logger;
-    recorder: Recorder;
-    registry: Registry;
-    informers?: SharedInformers;
-    cloudProvider: CloudProvider;
-  },
-): Controller[] {
-  const out: Controller[] = [
-    new EC2NodeClassController({
-      client: deps.client,
-      clock: deps.clock,
-      logger: deps.logger,
-      recorder: deps.recorder,
-      registry: deps.registry,
-      ...(deps.informers ? { informers: deps.informers } : {}),
-      ec2: cfg.clients.ec2,
-      ssm: cfg.clients.ssm,
-      iam: cfg.clients.iam,
-      region: cfg.region,
-      clusterName: cfg.settings.clusterName,
-      caBundle: cfg.settings.clusterCABundle || cfg.kubeconfigCABundle || '',
-      kubernetesVersion: cfg.kubernetesVersion ?? kubernetesVersionFrom(deps.client, deps.clock),
-      ...(deps.cloudProvider instanceof AwsCloudProvider
-        ? {
-            reservedCapacity: deps.cloudProvider.reservedCapacity,
-            capacityReservations: deps.cloudProvider.capacityReservations,
-            placementGroups: deps.cloudProvider.placementGroups,
-            resolveClusterCIDR: () => (deps.cloudProvider as AwsCloudProvider).resolveClusterCIDR(),
-            onDeleted: async (nc: EC2NodeClass) => {
-              await (deps.cloudProvider as AwsCloudProvider).deleteLaunchTemplates(nc.metadata.name);
-            },
-          }
-        : {}),
-      periodSeconds: nodeClassPeriodSeconds(cfg),
-    }),
-  ];
+  deps: AwsControllerDeps,
+  instanceProfiles: InstanceProfileResolver,
+): EC2NodeClassController {
+  return new EC2NodeClassController({
+    instanceProfiles,
+    client: deps.client,
+    clock: deps.clock,
+    logger: deps.logger,
+    recorder: deps.recorder,
+    registry: deps.registry,
+    ...(deps.informers ? { informers: deps.informers } : {}),
+    ec2: cfg.clients.ec2,
+    ssm: cfg.clients.ssm,
+    iam: cfg.clients.iam,
+    region: cfg.region,
+    clusterName: cfg.settings.clusterName,
+    caBundle: cfg.settings.clusterCABundle || cfg.kubeconfigCABundle || '',
+    kubernetesVersion: cfg.kubernetesVersion ?? kubernetesVersionFrom(deps.client, deps.clock),
+    ...(deps.cloudProvider instanceof AwsCloudProvider
+      ? {
+          reservedCapacity: deps.cloudProvider.reservedCapacity,
+          capacityReservations: deps.cloudProvider.capacityReservations,
+          placementGroups: deps.cloudProvider.placementGroups,
+          resolveClusterCIDR: () => (deps.cloudProvider as AwsCloudProvider).resolveClusterCIDR(),
+          onDeleted: async (nc: EC2NodeClass) => {
+            await (deps.cloudProvider as AwsCloudProvider).deleteLaunchTemplates(nc.metadata.name);
+          },
+        }
+      : {}),
+    periodSeconds: nodeClassPeriodSeconds(cfg),
+  });
+}
+
+/** Builds the aws controllers. */
+export function awsControllers(cfg: AwsControllersConfig, deps: AwsControllerDeps): Controller[] {
+  const instanceProfiles = new InstanceProfileResolver({
+    iam: cfg.clients.iam,
+    region: cfg.region,
+    clusterName: cfg.settings.clusterName,
+    now: () => deps.clock.now(),
+  });
+  const out: Controller[] = [ec2NodeClassController(cfg, deps, instanceProfiles)];
   const provider = deps.cloudProvider;
   if (provider instanceof AwsCloudProvider)
     out.push(
@@ -215,6 +234,18 @@ export function awsControllers(
       }),
     );
   out.push(
+    instanceProfileGCController({
+      client: deps.client,
+      ec2: cfg.clients.ec2,
+      profiles: instanceProfiles,
+      region: cfg.region,
+      clusterName: cfg.settings.clusterName,
+      clock: deps.clock,
+      logger: deps.logger,
+      ...(cfg.instanceProfileGCPeriodSeconds !== undefined
+        ? { periodSeconds: cfg.instanceProfileGCPeriodSeconds }
+        : {}),
+    }),
     taggingController({
       client: deps.client,
       ec2: cfg.clients.ec2,

@@ -102,6 +102,11 @@ export interface EC2NodeClassControllerOptions
   kubernetesVersion: () => Promise<string>;
   /** Runs once a deleting class has no NodeClaims left, before the finalizer goes (e.g. launch-template cleanup). */
   onDeleted?: (nodeClass: EC2NodeClass) => Promise<void>;
+  /**
+   * The instance-profile resolver (shared with `instanceprofile.garbagecollection`, which reads its protected
+   * profiles); default a private one on `iam`, `region`, `clusterName` and `clock`.
+   */
+  instanceProfiles?: InstanceProfileResolver;
   /** Seconds between re-resolutions of each class (upstream: subnets every minute; default 60). */
   periodSeconds?: number;
   /** Parallel reconciles (default 10, as upstream). */
@@ -140,11 +145,14 @@ export class EC2NodeClassController implements Controller {
     this.placementGroups =
       opts.placementGroups ?? new PlacementGroups({ ec2: opts.ec2, now: () => opts.clock.now() });
     this.amis = new AMIResolver({ ec2: opts.ec2, ssm: opts.ssm, now: () => opts.clock.now() });
-    this.profiles = new InstanceProfileResolver({
-      iam: opts.iam,
-      region: opts.region,
-      clusterName: opts.clusterName,
-    });
+    this.profiles =
+      opts.instanceProfiles ??
+      new InstanceProfileResolver({
+        iam: opts.iam,
+        region: opts.region,
+        clusterName: opts.clusterName,
+        now: () => opts.clock.now(),
+      });
     this.kit = defineController({
       name: this.name,
       deps: opts,

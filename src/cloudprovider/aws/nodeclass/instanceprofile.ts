@@ -8,7 +8,10 @@
  *   `topology.kubernetes.io/region=<region>` (plus the class's `spec.tags`), and the role added to it; a new
  *   profile is made only when the current one does not carry `spec.role`;
  * - with `spec.instanceProfile`, that name is used as is (nothing is created);
- * - when the class is deleted, every profile under its path is deleted (role removed first).
+ * - when the class is deleted, every profile under its path is deleted (role removed first);
+ * - a profile just created, or just replaced by another one, is protected for {@link ProtectedProfileTTLMs} from the
+ *   instance-profile garbage collector (`../controllers/instanceprofile-gc.ts`), as upstream's
+ *   `protectedProfileCache` (`SetProtectedState`, `IsProtected`; TTL `ProtectedProfilesTTL`, 1 hour).
  */
 import { createHash, randomUUID } from 'node:crypto';
 import {
@@ -22,6 +25,14 @@ import {
   RemoveRoleFromInstanceProfileCommand,
 } from '@aws-sdk/client-iam';
 import type { EC2NodeClass } from '../../../apis/karpenter.ts';
+
+/** How long a created or replaced profile is protected from garbage collection (upstream `ProtectedProfilesTTL`). */
+export const ProtectedProfileTTLMs = 60 * 60 * 1000;
+
+/** IAM path prefix of every managed profile of the cluster: `/karpenter/<region>/<cluster>/` (upstream `FormatPath`). */
+export function clusterInstanceProfilePath(region: string, clusterName: string): string {
+  return `/karpenter/${region}/${clusterName}/`;
+}
 
 /** IAM path of a class's managed profiles: `/karpenter/<region>/<cluster>/<uid>/`. */
 export function instanceProfilePath(region: string, clusterName: string, uid: string): string {
@@ -61,12 +72,16 @@ export interface InstanceProfileDeps {
   iam: IAMClient;
   region: string;
   clusterName: string;
+  /** Milliseconds since the epoch (the operator's clock); protection times are measured with it. Default `Date.now`. */
+  now?: () => number;
 }
 
 /** Creates, checks and deletes the managed instance profiles of EC2NodeClasses. */
 export class InstanceProfileResolver {
   /** `<role>/<uid>` → profile created for it (survives a failed status write, like upstream's recreation cache). */
   private readonly created = new Map<string, string>();
+  /** Profile name → when it was protected (ms, `deps.now`). */
+  private readonly protectedAt = new Map<string, number>();
 
   constructor(private readonly deps: InstanceProfileDeps) {}
 
@@ -82,13 +97,19 @@ export class InstanceProfileResolver {
         throw new Error(
           `EC2NodeClass ${nodeClass.metadata.name} sets neither spec.role nor spec.instanceProfile`,
         );
+      // a class moving from spec.role to spec.instanceProfile: its old managed profile may still be in use
+      if (current && current !== nodeClass.spec.instanceProfile) this.protect(current);
       return nodeClass.spec.instanceProfile;
     }
     const key = `${role}/${nodeClass.metadata.uid ?? ''}`;
     const name = this.created.get(key) ?? current;
     if (name) {
       const profile = await this.get(name);
-      if (profile?.Roles?.[0]?.RoleName === roleName(role)) return name;
+      if (profile?.Roles?.[0]?.RoleName === roleName(role)) {
+        // the status moves to this profile: the one it leaves may still be used by launching instances
+        if (current && current !== name) this.protect(current);
+        return name;
+      }
     }
     const fresh = newInstanceProfileName(this.deps.clusterName, this.deps.region, nodeClass.metadata.name);
     try {
@@ -112,7 +133,49 @@ export class InstanceProfileResolver {
       );
     }
     this.created.set(key, fresh);
+    // the new profile until the class's status shows it; the old one while instances launched with it appear
+    this.protect(fresh);
+    if (current) this.protect(current);
     return fresh;
+  }
+
+  /**
+   * Protects `name` from the garbage collector for {@link ProtectedProfileTTLMs} from now (upstream
+   * `SetProtectedState(name, true)`); an empty name is ignored.
+   */
+  protect(name: string | undefined): void {
+    if (name) this.protectedAt.set(name, this.now());
+  }
+
+  /** Whether `name` was protected less than {@link ProtectedProfileTTLMs} ago (upstream `IsProtected`). */
+  isProtected(name: string): boolean {
+    const at = this.protectedAt.get(name);
+    if (at === undefined) return false;
+    if (this.now() - at < ProtectedProfileTTLMs) return true;
+    this.protectedAt.delete(name);
+    return false;
+  }
+
+  /**
+   * Every profile whose IAM path starts with `pathPrefix` (all pages of ListInstanceProfiles; upstream
+   * `ListProfiles`). @throws on IAM errors.
+   */
+  async list(pathPrefix: string): Promise<InstanceProfile[]> {
+    const out: InstanceProfile[] = [];
+    let marker: string | undefined;
+    do {
+      const page = await this.deps.iam.send(
+        new ListInstanceProfilesCommand({ PathPrefix: pathPrefix, ...(marker ? { Marker: marker } : {}) }),
+      );
+      // the prefix is checked here too: an emulator (moto 5) ignores PathPrefix and lists every profile
+      out.push(...(page.InstanceProfiles ?? []).filter((p) => (p.Path ?? '/').startsWith(pathPrefix)));
+      marker = page.IsTruncated ? page.Marker : undefined;
+    } while (marker);
+    return out;
+  }
+
+  private now(): number {
+    return this.deps.now ? this.deps.now() : Date.now();
   }
 
   /** The profile, `undefined` when it does not exist. */
@@ -126,8 +189,9 @@ export class InstanceProfileResolver {
     }
   }
 
-  /** Deletes a profile (role removed first); a missing profile is not an error. */
+  /** Deletes a profile (role removed first; its protection dropped, as upstream); a missing profile is not an error. */
   async delete(name: string): Promise<void> {
+    this.protectedAt.delete(name);
     const profile = await this.get(name);
     if (!profile) return;
     for (const r of profile.Roles ?? [])
@@ -144,16 +208,9 @@ export class InstanceProfileResolver {
   /** Deletes every profile managed for the class (under its path); returns their names. */
   async deleteAll(nodeClass: EC2NodeClass): Promise<string[]> {
     const prefix = instanceProfilePath(this.deps.region, this.deps.clusterName, nodeClass.metadata.uid ?? '');
-    const names: string[] = [];
-    let marker: string | undefined;
-    do {
-      const page = await this.deps.iam.send(
-        new ListInstanceProfilesCommand({ PathPrefix: prefix, ...(marker ? { Marker: marker } : {}) }),
-      );
-      for (const p of page.InstanceProfiles ?? [])
-        if (p.InstanceProfileName) names.push(p.InstanceProfileName);
-      marker = page.IsTruncated ? page.Marker : undefined;
-    } while (marker);
+    const names = (await this.list(prefix)).flatMap((p) =>
+      p.InstanceProfileName ? [p.InstanceProfileName] : [],
+    );
     for (const n of names) await this.delete(n);
     for (const [k, v] of this.created) if (names.includes(v)) this.created.delete(k);
     return names;
