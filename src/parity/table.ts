@@ -3,14 +3,19 @@
  * one place. Rows cover every `spec` field path of upstream's NodePool, NodeClaim and EC2NodeClass CRDs
  * (kubernetes-sigs/karpenter and aws/karpenter-provider-aws `pkg/apis/crds/*.yaml` at v1.14.1, copied byte for byte
  * into `../shared/data/crds/`), every upstream setting (environment variable, from both repositories'
- * `pkg/operator/options/options.go`) and every upstream feature gate (`DefaultFeatureGates`).
+ * `pkg/operator/options/options.go`), every upstream feature gate (`DefaultFeatureGates`), every metric upstream
+ * documents and every Event reason upstream publishes.
  *
  * test/parity.test.ts holds the table against those sources: a field path of the upstream CRDs, an upstream
- * setting or gate without a row fails it, and so does a row naming a test file that does not exist or a
+ * setting, gate, metric or Event reason without a row fails it, and so does a row naming a test file that does not exist or a
  * docs/parity.md that differs from `renderParityDoc` (src/parity/render.ts; scripts/generate-parity.ts writes it).
  *
- * Pure data and string formatting: no imports, no I/O.
+ * Metric and Event reason rows live in src/parity/observability.ts (upstream lists in
+ * `test/fixtures/upstream/{metrics,events}-v1.14.1.json`).
+ *
+ * Pure data and string formatting: no I/O.
  */
+import { EVENT_ROWS, METRIC_ROWS } from './observability.ts';
 
 /**
  * What capenter does with an upstream feature:
@@ -26,8 +31,18 @@ export type ParityStatus = 'works' | 'refused' | 'no-effect' | 'missing';
 /** The statuses in the order docs/parity.md counts them. */
 export const PARITY_STATUSES: readonly ParityStatus[] = ['works', 'refused', 'no-effect', 'missing'];
 
-/** Which upstream surface a row covers: a CRD kind (its `spec` field paths), a setting, or a feature gate. */
-export type ParityKind = 'NodePool' | 'NodeClaim' | 'EC2NodeClass' | 'setting' | 'feature gate';
+/**
+ * Which upstream surface a row covers: a CRD kind (its `spec` field paths), a setting, a feature gate, a
+ * Prometheus metric or an Event reason (rows of the last two in src/parity/observability.ts).
+ */
+export type ParityKind =
+  | 'NodePool'
+  | 'NodeClaim'
+  | 'EC2NodeClass'
+  | 'setting'
+  | 'feature gate'
+  | 'metric'
+  | 'event';
 
 /** The kinds in the order of docs/parity.md's sections. */
 export const PARITY_KINDS: readonly ParityKind[] = [
@@ -36,6 +51,8 @@ export const PARITY_KINDS: readonly ParityKind[] = [
   'EC2NodeClass',
   'setting',
   'feature gate',
+  'metric',
+  'event',
 ];
 
 /** One row: some names of one kind sharing a status and a test. */
@@ -44,7 +61,8 @@ export interface ParityRow {
   /**
    * For CRD kinds, `spec` field paths as the schema walk in test/parity.test.ts spells them: dot-separated
    * properties, `[]` after an array (`spec.template.spec.requirements[].minValues`); maps stop at the map
-   * (`spec.limits`). For settings, upstream environment variable names; for gates, gate names.
+   * (`spec.limits`). For settings, upstream environment variable names; for gates, gate names; for metrics,
+   * upstream metric names; for events, upstream Event reasons.
    */
   names: readonly string[];
   /** When set, the row covers these names only in this case (e.g. `amiFamily AL2, Bottlerocket`). */
@@ -724,4 +742,6 @@ export const PARITY_TABLE: readonly ParityRow[] = [
   ...EC2NODECLASS_ROWS,
   ...SETTING_ROWS,
   ...GATE_ROWS,
+  ...METRIC_ROWS,
+  ...EVENT_ROWS,
 ];

@@ -194,6 +194,16 @@ ${deploymentYaml('web', 2, '1500m', '256Mi').replace('      containers:', '     
       throw new Error(`${err.message}; missing: ${missing(last).join(', ')}`);
     });
     expect(missing(last)).toEqual([]);
+    {
+      const fx = JSON.parse(readFileSync(new URL('../fixtures/upstream/metrics-v1.14.1.json', import.meta.url), 'utf8'));
+      const rows: string[] = [];
+      for (const m of fx.metrics) {
+        const mine = op.registry.getSingleMetric(m.name) as unknown as { labelNames?: string[] } | undefined;
+        const t = mine ? (await (mine as unknown as { get(): Promise<{ type: string }> }).get()).type : '-';
+        rows.push(`${m.name} ${t}/${m.type} declared=${last.includes(`# TYPE ${m.name} `)} sample=${hasSample(m.name, last)} mine=${(mine?.labelNames ?? []).join(',')} up=${m.labels.join(',')}`);
+      }
+      (await import('node:fs')).writeFileSync('/tmp/obs26/dump.txt', rows.join('\n'));
+    }
 
     // the run's real values, under upstream's labels
     const sum = (name: string, labels: Record<string, string> = {}): number =>
