@@ -387,6 +387,10 @@ ${deploymentYaml('web', 2, '1500m', '256Mi').replace('      containers:', '     
       ready('operator_kwoknodeclass_status_condition_count', { name: 'default' }).map((x) => x.labels.status),
     ).toEqual(['True']);
 
+    // client-go's request counter: the three NodeClaims were created (201) by POSTs, and lists/gets answered 200
+    expect(sum('client_go_request_total', { code: '201', method: 'POST' })).toBeGreaterThanOrEqual(3);
+    expect(sum('client_go_request_total', { code: '200', method: 'GET' })).toBeGreaterThan(0);
+
     // the kept node is not empty under a WhenEmpty policy: upstream's Unconsolidatable Event, once per object
     await op.recorder.flush();
     const uncons = ((await client.list('Event')).items as KubeEvent[]).filter(
