@@ -203,14 +203,24 @@ export const METRIC_ROWS: ParityRow[] = [
     E2E,
   ),
   metric(
-    [
-      'karpenter_interruption_received_messages_total',
-      'karpenter_interruption_deleted_messages_total',
-      'karpenter_interruption_message_queue_duration_seconds',
-      'karpenter_interruption_instance_status_unhealthy_total',
-    ],
+    ['karpenter_interruption_received_messages_total', 'karpenter_interruption_deleted_messages_total'],
     'works',
-    'the interruption controller’s SQS message counters and EC2 instance-status health counter',
+    'the interruption controller’s SQS message counters (`message_type` as upstream)',
+    'test/aws/interruption-controller.test.ts',
+    AWS_PROVIDER_SCOPE,
+  ),
+  metric(
+    ['karpenter_interruption_instance_status_unhealthy_total'],
+    'works',
+    'one per unhealthy EC2 instance status check of a NodeClaim’s instance, by `category`',
+    'test/aws/instance-status.test.ts',
+    AWS_PROVIDER_SCOPE,
+  ),
+  metric(
+    ['karpenter_interruption_message_queue_duration_seconds'],
+    'missing',
+    'registered and observed per message (src/cloudprovider/aws/controllers/interruption/controller.ts) but no ' +
+      'test asserts a value yet',
     'test/aws/interruption-controller.test.ts',
     AWS_PROVIDER_SCOPE,
   ),

@@ -177,6 +177,7 @@ describe('aws provider against moto + proxy', () => {
     expect((await provider.list()).map((n) => n.status?.providerID)).toEqual([nc.status?.providerID]);
     expect(emu.proxy.calls.get('ec2:CreateFleet')).toBe(1);
     // one launch failure per CreateFleet error entry, under upstream's labels (an ICE is upstream's LaunchFailed)
+    expect(METRIC_LAUNCH_FAILURES).toBe('karpenter_cloudprovider_instance_launch_failures_total');
     const failures = (await registry.getSingleMetric(METRIC_LAUNCH_FAILURES)!.get()).values;
     expect(failures.map((v) => [v.labels, v.value])).toEqual(
       net.subnets.map((s) => [
