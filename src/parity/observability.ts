@@ -382,8 +382,8 @@ export const EVENT_ROWS: ParityRow[] = [
   ),
   event(
     ['DisruptionLaunching', 'DisruptionWaitingReadiness'],
-    'missing',
-    'published on replacement NodeClaims (src/controllers/disruption/orchestration.ts) but no test asserts them',
+    'works',
+    'on each replacement NodeClaim, with upstream’s messages (`Launching NodeClaim: Drifted`, `Waiting on readiness …`)',
     'test/controllers/disruption/scenarios.test.ts',
   ),
   event(
