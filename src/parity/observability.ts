@@ -416,8 +416,9 @@ export const EVENT_ROWS: ParityRow[] = [
   event(
     ['TerminationGracePeriodExpiring'],
     'missing',
-    'published by NodeClaim termination (src/controllers/nodeclaim/lifecycle/termination.ts) but no test asserts it',
-    TERMINATION_TEST,
+    'published on the NodeClaim with upstream’s message (asserted in the named test) but not on its Node, where ' +
+      'upstream also publishes it',
+    'src/controllers/nodeclaim/lifecycle/termination.test.ts',
   ),
   event(
     ['FailedTermination'],
