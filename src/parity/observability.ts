@@ -238,9 +238,10 @@ export const METRIC_ROWS: ParityRow[] = [
   ),
   metric(
     ['karpenter_cloudprovider_batcher_batch_size', 'karpenter_cloudprovider_batcher_batch_time_seconds'],
-    'missing',
-    'EC2 calls are batched (src/cloudprovider/aws/batcher.ts) but batch sizes and windows are not exported',
-    'src/cloudprovider/aws/launchtemplates.test.ts',
+    'works',
+    'per batch of the CreateFleet, DescribeInstances and TerminateInstances batchers (`batcher` create_fleet, ' +
+      'describe_instances, terminate_instances), upstream’s buckets',
+    'src/cloudprovider/aws/provider.test.ts',
     AWS_PROVIDER_SCOPE,
   ),
   metric(

@@ -186,6 +186,27 @@ describe('aws provider against moto + proxy', () => {
       ]),
     );
     expect(net.subnets.every((s) => /^usw2-az\d$/.test(s.zoneID ?? ''))).toBe(true);
+    // the one CreateFleet went out as one batch of one request (upstream pkg/batcher metrics, batcher create_fleet)
+    const sizes = (await registry.getSingleMetric('karpenter_cloudprovider_batcher_batch_size')!.get())
+      .values;
+    const fleet = (suffix: string) =>
+      sizes.find(
+        (v) =>
+          (v as { metricName?: string }).metricName ===
+            `karpenter_cloudprovider_batcher_batch_size${suffix}` && v.labels.batcher === 'create_fleet',
+      )?.value;
+    expect([fleet('_count'), fleet('_sum')]).toEqual([1, 1]);
+    const times = (
+      await registry.getSingleMetric('karpenter_cloudprovider_batcher_batch_time_seconds')!.get()
+    ).values;
+    const window = times.find(
+      (v) =>
+        (v as { metricName?: string }).metricName ===
+          'karpenter_cloudprovider_batcher_batch_time_seconds_sum' && v.labels.batcher === 'create_fleet',
+    )?.value;
+    // flushed by the 35 ms idle window, before the 1 s maximum
+    expect(window).toBeGreaterThanOrEqual(0.03);
+    expect(window).toBeLessThan(1.1);
   });
 
   it('a failed TerminateInstances counts karpenter_cloudprovider_instance_termination_failures_total by zone', async () => {
