@@ -4,6 +4,9 @@
  * or test/fixtures/crds/ where the shared copy is absent), every upstream setting and feature gate has a row; every
  * row names an upstream path and an existing test file; the settings rows agree with capenter's settings registry;
  * docs/parity.md is exactly the generator's output. A new upstream field, setting or gate fails here by name.
+ * Metrics and Event reasons (issue 26 item 5): every metric of upstream's v1.14 metrics reference and every Event
+ * reason upstream publishes (test/fixtures/upstream/{metrics,events}-v1.14.1.json) has exactly one row, and a
+ * `works` Event row names a test that asserts that reason.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -26,6 +29,32 @@ import {
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const SHARED_CRDS = resolve(root, '../shared/data/crds');
 const FIXTURE_CRDS = join(root, 'test/fixtures/crds');
+
+/** One metric of test/fixtures/upstream/metrics-v1.14.1.json. */
+interface UpstreamMetric {
+  name: string;
+  type: 'counter' | 'gauge' | 'histogram' | 'summary';
+  labels: string[];
+  source: string;
+}
+
+/** One Event reason of test/fixtures/upstream/events-v1.14.1.json. */
+interface UpstreamEvent {
+  reason: string;
+  kinds: string[];
+  source: string;
+}
+
+const UPSTREAM_METRICS = (
+  JSON.parse(readFileSync(join(root, 'test/fixtures/upstream/metrics-v1.14.1.json'), 'utf8')) as {
+    metrics: UpstreamMetric[];
+  }
+).metrics;
+const UPSTREAM_EVENTS = (
+  JSON.parse(readFileSync(join(root, 'test/fixtures/upstream/events-v1.14.1.json'), 'utf8')) as {
+    events: UpstreamEvent[];
+  }
+).events;
 
 /** A JSON schema node of a CRD's openAPIV3Schema (the parts the walk reads). */
 interface SchemaNode {
@@ -161,6 +190,51 @@ describe('parity table vs upstream v1.14.1 (issue 26)', () => {
       rows.flatMap((r) => r.names.map((g) => [g, r.status])),
       'a gate of DEFAULT_FEATURE_GATES works; an upstream-only gate is refused at true',
     ).toEqual(rows.flatMap((r) => r.names.map((g) => [g, g in DEFAULT_FEATURE_GATES ? 'works' : 'refused'])));
+  });
+
+  it('every upstream metric has exactly one row, and every metric row names an upstream metric', () => {
+    expect(UPSTREAM_METRICS).toHaveLength(127);
+    expect(new Set(UPSTREAM_METRICS.map((m) => m.name)).size).toBe(127);
+    const rows = PARITY_TABLE.filter((r) => r.kind === 'metric').flatMap((r) => r.names);
+    expect(rows.length, 'a metric named by two rows').toBe(new Set(rows).size);
+    expect([...rows].sort()).toEqual(UPSTREAM_METRICS.map((m) => m.name).sort());
+    // the zone label upstream v1.14 added to the terminated counters is in the fixture
+    const labels = new Map(UPSTREAM_METRICS.map((m) => [m.name, m.labels]));
+    expect(labels.get('karpenter_nodes_terminated_total')).toEqual(['nodepool', 'zone']);
+    expect(labels.get('karpenter_nodeclaims_terminated_total')).toEqual([
+      'nodepool',
+      'capacity_type',
+      'zone',
+    ]);
+    expect(labels.get('karpenter_scheduler_pending_pods_by_effective_zone_count')).toEqual([
+      'controller',
+      'zone',
+    ]);
+  });
+
+  it('every upstream Event reason has exactly one row; a works row names a test asserting the reason', () => {
+    expect(UPSTREAM_EVENTS).toHaveLength(35);
+    const rows = PARITY_TABLE.filter((r) => r.kind === 'event');
+    const names = rows.flatMap((r) => r.names);
+    expect(names.length, 'a reason named by two rows').toBe(new Set(names).size);
+    expect([...names].sort()).toEqual(UPSTREAM_EVENTS.map((e) => e.reason).sort());
+    const unasserted = rows
+      .filter((r) => r.status === 'works')
+      .flatMap((r) => {
+        const text = readFileSync(join(root, r.test), 'utf8');
+        return r.names.filter((n) => !text.includes(n)).map((n) => `${n} (${r.test})`);
+      });
+    expect(unasserted).toEqual([]);
+  });
+
+  it('a works metric row names a test asserting the metric (the dashboards e2e checks its rows generically)', () => {
+    const unasserted = PARITY_TABLE.filter(
+      (r) => r.kind === 'metric' && r.status === 'works' && r.test !== 'test/e2e/dashboards.test.ts',
+    ).flatMap((r) => {
+      const text = readFileSync(join(root, r.test), 'utf8');
+      return r.names.filter((n) => !text.includes(n)).map((n) => `${n} (${r.test})`);
+    });
+    expect(unasserted).toEqual([]);
   });
 
   it('docs/parity.md is the output of the generator (npm run generate:parity)', () => {

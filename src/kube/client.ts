@@ -173,6 +173,9 @@ interface RawRequest {
   signal?: AbortSignal | undefined;
 }
 
+/** Receives a raw request's method and result code (see {@link KubeClient.observeRequests}). */
+export type RequestObserver = (method: string, code: string) => void;
+
 /**
  * The Kubernetes client used by every controller. Objects in and out are plain JSON. Errors from the API
  * are thrown as {@link KubeApiError} (see `errors.ts` for `isNotFound`, `isConflict`, ...); `evict`
@@ -196,6 +199,7 @@ export class KubeClient {
   private readonly clock: Clock;
   private readonly limiter: TokenBucket | undefined;
   private readonly transport: KubeTransport | undefined;
+  private readonly requestObservers = new Set<RequestObserver>();
 
   constructor(config: ResolvedKubeconfig, opts: Omit<ClientOptions, 'context'> = {}) {
     this.config = config;
@@ -672,6 +676,26 @@ export class KubeClient {
     }
   }
 
+  /**
+   * Calls `observer` after every raw request (not watches) with its method and result: the HTTP status code as
+   * a string, or `<error>` when no response arrived (client-go's `RequestResult` codes). Returns the function
+   * that removes it. Observers must not throw; one that does is removed.
+   */
+  observeRequests(observer: RequestObserver): () => void {
+    this.requestObservers.add(observer);
+    return () => this.requestObservers.delete(observer);
+  }
+
+  private notify(method: string, code: string): void {
+    for (const o of this.requestObservers) {
+      try {
+        o(method, code);
+      } catch {
+        this.requestObservers.delete(o);
+      }
+    }
+  }
+
   /** Credentials and TLS options from the kubeconfig, recomputed at most every 5 s (and on 401). */
   private async requestOptions(fresh: boolean): Promise<https.RequestOptions> {
     const now = this.clock.now();
@@ -722,6 +746,26 @@ export class KubeClient {
   }
 
   private async doRequest<T>(method: string, path: string, req: RawRequest, fresh: boolean): Promise<T> {
+    const status = { code: 0 };
+    if (this.requestObservers.size === 0) return this.send<T>(method, path, req, fresh, status);
+    try {
+      const out = await this.send<T>(method, path, req, fresh, status);
+      this.notify(method, String(status.code));
+      return out;
+    } catch (err) {
+      this.notify(method, status.code > 0 ? String(status.code) : '<error>');
+      throw err;
+    }
+  }
+
+  /** One request; `status.code` receives the HTTP status when a response arrives. */
+  private async send<T>(
+    method: string,
+    path: string,
+    req: RawRequest,
+    fresh: boolean,
+    status: { code: number },
+  ): Promise<T> {
     const o = await this.requestOptions(fresh);
     const url = new URL(this.server + path);
     for (const [k, v] of Object.entries(req.query ?? {}))
@@ -735,6 +779,7 @@ export class KubeClient {
     }
     const reqDesc = `${method} ${path}`;
     const answer = (code: number, body: string): T => {
+      status.code = code;
       let parsed: unknown;
       if (body.length > 0) {
         try {

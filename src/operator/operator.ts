@@ -28,6 +28,7 @@ import { type Clock, RealClock } from '../kube/clock.ts';
 import { EventRecorder } from '../kube/events.ts';
 import { SharedInformers, stripManagedFields } from '../kube/informer.ts';
 import { type Logger, silentLogger } from '../kube/logger.ts';
+import { registeredCounter } from '../kube/metrics.ts';
 import type { KubeTransport } from '../kube/transport.ts';
 import { Cluster } from '../state/cluster.ts';
 import { registerBuildInfo } from './buildinfo.ts';
@@ -139,6 +140,14 @@ export function createOperator(cfg: OperatorConfig): Operator {
   const registry = new Registry();
   if (cfg.defaultMetrics ?? true) collectDefaultMetrics({ register: registry });
   registerBuildInfo(registry);
+  // client-go's request counter (awslabs/operatorpkg `metrics.RegisterClientMetrics`): code and method per request
+  const requests = registeredCounter(
+    registry,
+    'client_go_request_total',
+    'Number of HTTP requests, partitioned by status code and method.',
+    ['code', 'method'],
+  );
+  const unobserve = client.observeRequests((method, code) => requests.inc({ code, method }));
 
   const informers = new SharedInformers(client, {
     clock,
@@ -208,6 +217,7 @@ export function createOperator(cfg: OperatorConfig): Operator {
     controllers,
     ...(setup?.readiness ? { providerReadiness: () => setup.readiness?.() } : {}),
   });
+  void runtime.done.then(unobserve);
   return {
     registry,
     cluster,

@@ -6,7 +6,7 @@
  * so the process is restarted); and the ordered stop. `createOperator` (`./operator.ts`) builds one per operator.
  */
 import { setMaxListeners } from 'node:events';
-import type { Registry } from 'prom-client';
+import type { Gauge, Registry } from 'prom-client';
 import type { KarpenterKindInfo } from '../apis/schemas.ts';
 import { type Controller, errorMessage } from '../controllers/runtime/index.ts';
 import type { KubeClient } from '../kube/client.ts';
@@ -15,6 +15,7 @@ import type { EventRecorder } from '../kube/events.ts';
 import type { SharedInformers } from '../kube/informer.ts';
 import { type LeaderCallbacks, LeaderElector } from '../kube/leaderelection.ts';
 import type { Logger } from '../kube/logger.ts';
+import { registeredGauge } from '../kube/metrics.ts';
 import type { Cluster } from '../state/cluster.ts';
 import { checkCRDs, crdProblem, installCRDs, type RequiredCRD } from './crds.ts';
 import type { OperatorOptions } from './options.ts';
@@ -118,9 +119,29 @@ class CRDGate {
   }
 }
 
-/** The leader elector of `d` (the options' Lease and timings) calling `callbacks`. */
+/**
+ * client-go's `leader_election_master_status{name}` gauge in `registry` (controller-runtime
+ * `pkg/metrics/leaderelection.go`): 1 while this instance leads the Lease `name`, else 0. Declared also when
+ * leader election is off, as controller-runtime registers it at start; it then has no series.
+ */
+function masterStatusGauge(registry: Registry): Gauge<'name'> {
+  return registeredGauge(
+    registry,
+    'leader_election_master_status',
+    "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease. Please make sure to group by name.",
+    ['name'],
+  );
+}
+
+/**
+ * The leader elector of `d` (the options' Lease and timings) calling `callbacks`, keeping
+ * {@link masterStatusGauge} of the Lease.
+ */
 function leaderElector(d: OperatorRuntimeDeps, callbacks: LeaderCallbacks): LeaderElector {
   const { options, log } = d;
+  const status = masterStatusGauge(d.registry);
+  const lease = { name: options.leaderElectionName };
+  status.set(lease, 0);
   return new LeaderElector({
     client: d.client,
     clock: d.clock,
@@ -131,7 +152,17 @@ function leaderElector(d: OperatorRuntimeDeps, callbacks: LeaderCallbacks): Lead
     renewDeadlineSeconds: options.renewDeadlineSeconds,
     retryPeriodSeconds: options.retryPeriodSeconds,
     onError: (err) => log.warn({ err: errorMessage(err) }, 'leader election error'),
-    callbacks,
+    callbacks: {
+      ...callbacks,
+      onStartedLeading: (signal) => {
+        status.set(lease, 1);
+        callbacks.onStartedLeading(signal);
+      },
+      onStoppedLeading: () => {
+        status.set(lease, 0);
+        callbacks.onStoppedLeading();
+      },
+    },
   });
 }
 
@@ -168,6 +199,7 @@ export function createRuntime(d: OperatorRuntimeDeps): OperatorRuntime {
   let started = false;
   let stopping: Promise<void> | undefined;
   let electionDecided = !options.leaderElect;
+  masterStatusGauge(d.registry);
   const gate = new CRDGate(d);
   const done = deferred<void>();
   const leadingStarted = deferred<AbortSignal | undefined>();

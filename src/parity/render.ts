@@ -18,6 +18,16 @@ const HEADINGS: Record<ParityKind, string> = {
   EC2NodeClass: 'EC2NodeClass (`karpenter.k8s.aws/v1`) spec fields',
   setting: 'Settings (environment variables; each is also a `capenter controller` flag)',
   'feature gate': 'Feature gates (`FEATURE_GATES`)',
+  metric: 'Metrics (Prometheus `/metrics`, upstream’s names, types and label names)',
+  event: 'Event reasons',
+};
+
+/** The first column's heading of a kind's section. */
+const NAME_HEADS: Partial<Record<ParityKind, string>> = {
+  setting: 'upstream variable',
+  'feature gate': 'gate',
+  metric: 'upstream metric',
+  event: 'upstream reason',
 };
 
 /** `|` and newlines made safe inside a Markdown table cell. */
@@ -63,8 +73,7 @@ function gapList(rows: readonly ParityRow[]): string[] {
 
 /** One kind's section: a row per table row. */
 function section(kind: ParityKind, rows: readonly ParityRow[]): string[] {
-  const head =
-    kind === 'setting' ? 'upstream variable' : kind === 'feature gate' ? 'gate' : 'upstream field path';
+  const head = NAME_HEADS[kind] ?? 'upstream field path';
   return [
     `## ${HEADINGS[kind]}`,
     '',
@@ -89,19 +98,24 @@ export function renderParityDoc(rows: readonly ParityRow[] = PARITY_TABLE): stri
     '<!-- Generated from src/parity/table.ts by `npm run generate:parity`; do not edit by hand. -->',
     '',
     'What capenter does with every `spec` field of upstream’s NodePool, NodeClaim and EC2NodeClass CRDs, every',
-    'upstream setting and every feature gate. The table lives in `src/parity/table.ts`; `test/parity.test.ts`',
-    'walks the upstream CRDs (`../shared/data/crds/`, v1.14.1) and upstream’s settings and gates, and fails on any',
-    'field path, setting or gate without a row, on a row naming a test file that does not exist, and when this page',
-    'differs from the table.',
+    'upstream setting and feature gate, every metric upstream documents and every Event reason upstream publishes.',
+    'The table lives in `src/parity/table.ts` and `src/parity/observability.ts`; `test/parity.test.ts` walks the',
+    'upstream CRDs (`../shared/data/crds/`, v1.14.1), upstream’s settings and gates and the upstream metric and',
+    'Event lists (`test/fixtures/upstream/{metrics,events}-v1.14.1.json`, with source file and commit), and fails',
+    'on any name without a row, on a row naming a test file that does not exist, and when this page differs from',
+    'the table. `test/e2e/dashboards.test.ts` scrapes `/metrics` after a provisioning and consolidation run and',
+    'checks every metric whose works row names it (outside the AWS provider scope) under upstream’s type and label',
+    'names; any other works metric row names a test containing the metric.',
     '',
     'Status: **works** — implemented, the named test proves it · **refused** — upstream’s default is accepted, a',
     'value needing the feature is refused with an error naming it · **no-effect** — upstream-internal, accepted',
-    'with a warning at start · **missing** — accepted by the CRD schema but not acted on, without a warning (the',
-    'named test file is where its test belongs). A row with a scope covers its names only in that case.',
+    'with a warning at start (for a metric or Event: not exported, with the reason) · **missing** — accepted by',
+    'the CRD schema but not acted on, without a warning; for a metric or Event, not exported (the named test file',
+    'is where its test belongs). A row with a scope covers its names only in that case.',
     '',
     '## Counts',
     '',
-    'One entry per field path, setting or gate of a row (a path split by scope counts once per scope).',
+    'One entry per field path, setting, gate, metric or Event reason of a row (a path split by scope counts once per scope).',
     '',
     ...countsTable(rows),
     '',

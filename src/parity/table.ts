@@ -3,31 +3,25 @@
  * one place. Rows cover every `spec` field path of upstream's NodePool, NodeClaim and EC2NodeClass CRDs
  * (kubernetes-sigs/karpenter and aws/karpenter-provider-aws `pkg/apis/crds/*.yaml` at v1.14.1, copied byte for byte
  * into `../shared/data/crds/`), every upstream setting (environment variable, from both repositories'
- * `pkg/operator/options/options.go`) and every upstream feature gate (`DefaultFeatureGates`).
+ * `pkg/operator/options/options.go`), every upstream feature gate (`DefaultFeatureGates`), every metric upstream
+ * documents and every Event reason upstream publishes.
  *
  * test/parity.test.ts holds the table against those sources: a field path of the upstream CRDs, an upstream
- * setting or gate without a row fails it, and so does a row naming a test file that does not exist or a
+ * setting, gate, metric or Event reason without a row fails it, and so does a row naming a test file that does not exist or a
  * docs/parity.md that differs from `renderParityDoc` (src/parity/render.ts; scripts/generate-parity.ts writes it).
  *
- * Pure data and string formatting: no imports, no I/O.
+ * Metric and Event reason rows live in src/parity/observability.ts (upstream lists in
+ * `test/fixtures/upstream/{metrics,events}-v1.14.1.json`).
+ *
+ * Pure data and string formatting: no I/O.
  */
+import { EVENT_ROWS, METRIC_ROWS } from './observability.ts';
+import type { ParityKind, ParityRow, ParityStatus } from './types.ts';
 
-/**
- * What capenter does with an upstream feature:
- * - `works`: implemented as upstream does; the row's test proves it.
- * - `refused`: a value that would need the feature is refused with an error naming it (the row says where);
- *   upstream's default value is accepted.
- * - `no-effect`: accepted and warned about at start (`has no effect in capenter (why)`); upstream-internal
- *   settings (Go runtime, webhooks, dry-run calls) that have no meaning in capenter.
- * - `missing`: accepted (the CRD schema has the field) but not acted on, without a warning. The gaps.
- */
-export type ParityStatus = 'works' | 'refused' | 'no-effect' | 'missing';
+export type { ParityKind, ParityRow, ParityStatus } from './types.ts';
 
 /** The statuses in the order docs/parity.md counts them. */
 export const PARITY_STATUSES: readonly ParityStatus[] = ['works', 'refused', 'no-effect', 'missing'];
-
-/** Which upstream surface a row covers: a CRD kind (its `spec` field paths), a setting, or a feature gate. */
-export type ParityKind = 'NodePool' | 'NodeClaim' | 'EC2NodeClass' | 'setting' | 'feature gate';
 
 /** The kinds in the order of docs/parity.md's sections. */
 export const PARITY_KINDS: readonly ParityKind[] = [
@@ -36,28 +30,9 @@ export const PARITY_KINDS: readonly ParityKind[] = [
   'EC2NodeClass',
   'setting',
   'feature gate',
+  'metric',
+  'event',
 ];
-
-/** One row: some names of one kind sharing a status and a test. */
-export interface ParityRow {
-  kind: ParityKind;
-  /**
-   * For CRD kinds, `spec` field paths as the schema walk in test/parity.test.ts spells them: dot-separated
-   * properties, `[]` after an array (`spec.template.spec.requirements[].minValues`); maps stop at the map
-   * (`spec.limits`). For settings, upstream environment variable names; for gates, gate names.
-   */
-  names: readonly string[];
-  /** When set, the row covers these names only in this case (e.g. `amiFamily AL2, Bottlerocket`). */
-  scope?: string;
-  status: ParityStatus;
-  /** What capenter does: for `refused` where and how, for `no-effect` the warning, for `missing` what is absent. */
-  note: string;
-  /**
-   * Repository-relative path of the test file that proves the status; for `missing`, the existing test file where
-   * the feature's test belongs (beside the code that would implement it).
-   */
-  test: string;
-}
 
 /** Upstream v1.14.1's settings (environment variable and flag), both repositories' `options.go`, in their order. */
 export const UPSTREAM_SETTINGS: readonly { env: string; flag: string }[] = [
@@ -738,4 +713,6 @@ export const PARITY_TABLE: readonly ParityRow[] = [
   ...EC2NODECLASS_ROWS,
   ...SETTING_ROWS,
   ...GATE_ROWS,
+  ...METRIC_ROWS,
+  ...EVENT_ROWS,
 ];

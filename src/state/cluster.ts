@@ -836,6 +836,22 @@ export class Cluster {
     return this.nodes.get(name);
   }
 
+  /** Every Node (cached instances: read-only). */
+  listNodes(): Node[] {
+    return [...this.nodes.values()];
+  }
+
+  /** The NodeClass kinds this Cluster watches (the provider's supported node classes), in registration order. */
+  nodeClassKinds(): readonly NodeClassKind[] {
+    return this.opts.nodeClassKinds ?? [];
+  }
+
+  /** Every watched NodeClass of `group`/`kind` (cached instances: read-only). */
+  listNodeClasses(group: string, kind: string): KubeObject[] {
+    const prefix = `${group}/${kind}/`;
+    return [...this.nodeClasses].filter(([k]) => k.startsWith(prefix)).map(([, o]) => o);
+  }
+
   /** The NodePool by name. */
   getNodePool(name: string): NodePool | undefined {
     return this.nodePools.get(name);

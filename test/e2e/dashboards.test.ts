@@ -9,8 +9,10 @@
  * gets upstream's `Unconsolidatable` Event once on its Node and once on its NodeClaim despite a pass every second.
  */
 import { readFileSync } from 'node:fs';
+import type { Registry } from 'prom-client';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { KubeEvent } from '../../src/kube/types.ts';
+import { PARITY_TABLE } from '../../src/parity/table.ts';
 import {
   allRunning,
   deploymentYaml,
@@ -99,6 +101,59 @@ function samples(text: string): Sample[] {
     out.push({ name: m[1]!, labels, value: Number(m[3]) });
   }
   return out;
+}
+
+/** One metric of test/fixtures/upstream/metrics-v1.14.1.json. */
+interface UpstreamMetric {
+  name: string;
+  type: string;
+  labels: string[];
+}
+
+/** Upstream's v1.14.1 metrics (name, type, label names). */
+const UPSTREAM_METRICS = (
+  JSON.parse(readFileSync(new URL('../fixtures/upstream/metrics-v1.14.1.json', import.meta.url), 'utf8')) as {
+    metrics: UpstreamMetric[];
+  }
+).metrics;
+
+/**
+ * Upstream labels Nodes' status metrics with its EC2NodeClass label key; the run's provider is KWOK, whose node
+ * class label key takes its place (upstream `v1.NodeClassLabelKey` of each supported node class).
+ */
+const PROVIDER_LABEL: Record<string, string> = {
+  karpenter_k8s_aws_ec2nodeclass: 'karpenter_kwok_sh_kwoknodeclass',
+};
+
+/**
+ * For each metric the parity table marks `works` outside the AWS provider scope with this file as its test
+ * (other rows name a test asserting the metric, test/parity.test.ts checks): problems with its `# TYPE` line
+ * in `text` (upstream's type) and with its label names, read from `registry` (a labelled metric without series
+ * exports no label names) and from its sample lines when it has any (`le`/`quantile` aside).
+ */
+function upstreamMetricProblems(text: string, registry: Registry): string[] {
+  const works = new Set(
+    PARITY_TABLE.filter(
+      (r) =>
+        r.kind === 'metric' && r.status === 'works' && !r.scope && r.test === 'test/e2e/dashboards.test.ts',
+    ).flatMap((r) => r.names),
+  );
+  const problems: string[] = [];
+  const all = samples(text);
+  for (const m of UPSTREAM_METRICS.filter((u) => works.has(u.name))) {
+    if (!text.includes(`# TYPE ${m.name} ${m.type}\n`))
+      problems.push(`${m.name}: not exported as a ${m.type}`);
+    const want = m.labels.map((l) => PROVIDER_LABEL[l] ?? l);
+    const declared = (registry.getSingleMetric(m.name) as unknown as { labelNames?: string[] } | undefined)
+      ?.labelNames;
+    const absent = want.filter((l) => !declared?.includes(l));
+    if (absent.length > 0) problems.push(`${m.name}: labels ${absent.join(', ')} not declared`);
+    const series = all.find((x) => x.name === m.name || familyOf(x.name, text) === m.name);
+    const unlabelled = series ? want.filter((l) => !(l in series.labels)) : [];
+    if (unlabelled.length > 0) problems.push(`${m.name}: a sample without ${unlabelled.join(', ')}`);
+  }
+  expect(works.size).toBeGreaterThanOrEqual(80);
+  return problems;
 }
 
 let env: E2E | undefined;
@@ -194,6 +249,8 @@ ${deploymentYaml('web', 2, '1500m', '256Mi').replace('      containers:', '     
       throw new Error(`${err.message}; missing: ${missing(last).join(', ')}`);
     });
     expect(missing(last)).toEqual([]);
+    // every metric the parity table marks works (outside the AWS provider scope): upstream's type and labels
+    expect(upstreamMetricProblems(last, op.registry)).toEqual([]);
 
     // the run's real values, under upstream's labels
     const sum = (name: string, labels: Record<string, string> = {}): number =>
@@ -283,12 +340,64 @@ ${deploymentYaml('web', 2, '1500m', '256Mi').replace('      containers:', '     
     expect(kept[0]!.value).toBeGreaterThan(0);
     expect(kept[0]!.value).toBeLessThan(60);
 
+    const keptNode = (await client.list('Node')).items[0]!.metadata.name!;
+    // upstream's newer labels on the kept node and its pod
+    const keepPod = samples(last).find(
+      (x) => x.name === 'karpenter_pods_state' && x.labels.name?.startsWith('keep-'),
+    )!;
+    expect([keepPod.labels.scheduled, keepPod.labels.ready, keepPod.labels.managed]).toEqual([
+      'true',
+      'true',
+      'true',
+    ]);
+    expect([kept[0]!.labels.managed, kept[0]!.labels.windows_build]).toEqual(['true', '']);
+    // operatorpkg's status metrics: the kept NodeClaim is Ready, for less than the run
+    const ready = (name: string, labels: Record<string, string> = {}): Sample[] =>
+      samples(last).filter(
+        (x) =>
+          x.name === name &&
+          x.labels.type === 'Ready' &&
+          Object.entries(labels).every(([k, v]) => x.labels[k] === v),
+      );
+    expect(ready('operator_nodeclaim_status_condition_count').map((x) => [x.labels.status, x.value])).toEqual(
+      [['True', 1]],
+    );
+    const readyFor = ready('operator_nodeclaim_status_condition_current_status_seconds')[0]!.value;
+    expect(readyFor).toBeGreaterThan(0);
+    expect(readyFor).toBeLessThan(60);
+    const readyTransitions = sum('operator_nodeclaim_status_condition_transitions_total', {
+      type: 'Ready',
+      status: 'True',
+    });
+    expect(readyTransitions).toBeGreaterThanOrEqual(1);
+    expect(readyTransitions).toBeLessThanOrEqual(3);
+    expect(
+      ready('operator_node_status_condition_count', {
+        name: keptNode,
+        karpenter_sh_nodepool: 'default',
+        status: 'True',
+      }).map((x) => x.value),
+    ).toEqual([1]);
+    expect(
+      ready('operator_status_condition_count', {
+        kind: 'NodePool',
+        group: 'karpenter.sh',
+        name: 'default',
+      }).map((x) => [x.labels.status, x.value]),
+    ).toEqual([['True', 1]]);
+    expect(
+      ready('operator_kwoknodeclass_status_condition_count', { name: 'default' }).map((x) => x.labels.status),
+    ).toEqual(['True']);
+
+    // client-go's request counter: the three NodeClaims were created (201) by POSTs, and lists/gets answered 200
+    expect(sum('client_go_request_total', { code: '201', method: 'POST' })).toBeGreaterThanOrEqual(3);
+    expect(sum('client_go_request_total', { code: '200', method: 'GET' })).toBeGreaterThan(0);
+
     // the kept node is not empty under a WhenEmpty policy: upstream's Unconsolidatable Event, once per object
     await op.recorder.flush();
     const uncons = ((await client.list('Event')).items as KubeEvent[]).filter(
       (e) => e.reason === 'Unconsolidatable',
     );
-    const keptNode = (await client.list('Node')).items[0]!.metadata.name;
     expect(kept[0]!.labels.node_name).toBe(keptNode);
     expect(uncons.map((e) => [e.involvedObject.kind, e.count ?? 1, e.message]).sort()).toEqual([
       ['Node', 1, 'NodePool "default" has consolidation policy WhenEmpty, but node is not empty'],

@@ -184,6 +184,15 @@ ${deploymentYaml('ok', 2, '500m', '512Mi')}`,
       metricValue(await op.registry.metrics(), 'karpenter_nodeclaims_created_total', { nodepool: 'default' });
     expect(await created(a)).toBe((await nodeClaims(client)).length);
     expect(await created(b)).toBe(0);
+    // client-go's leader_election_master_status{name}: 1 on the leader, 0 on the standby
+    const master = async (op: typeof a) =>
+      metricValue(await op.registry.metrics(), 'leader_election_master_status', {
+        name: 'karpenter-leader-election',
+      });
+    expect([await master(a), await master(b)]).toEqual([1, 0]);
+    expect(await b.registry.metrics()).toContain(
+      'leader_election_master_status{name="karpenter-leader-election"} 0',
+    );
     const lease = await client.get('Lease', 'karpenter-leader-election', 'kube-system');
     expect(lease.spec?.holderIdentity).toBe(a.identity);
 
@@ -191,6 +200,7 @@ ${deploymentYaml('ok', 2, '500m', '512Mi')}`,
     await a.stop(); // releases the Lease
     expect(aLeading?.aborted).toBe(true);
     await eventually(() => b.isLeader(), 'standby takes over', 15_000);
+    expect([await master(a), await master(b)]).toEqual([0, 1]);
     await eventually(() => bLeading.resolved, "standby's leading() resolves");
     expect(bLeading.signal?.aborted).toBe(false);
     await scale(client, 'le', 12);

@@ -13,6 +13,7 @@ import {
   type Instance,
   TerminateInstancesCommand,
 } from '@aws-sdk/client-ec2';
+import type { Registry } from 'prom-client';
 import { Batcher } from './batcher.ts';
 import { isAwsNotFound, withThrottleRetry } from './retry.ts';
 
@@ -53,8 +54,14 @@ export class Instances {
   private readonly describes: Batcher<string, Instance | null>;
   private readonly terminates: Batcher<string, true>;
 
-  constructor(private readonly ec2: EC2Client) {
+  /** `registry`: where the batchers' upstream metrics are observed (none when absent). */
+  constructor(
+    private readonly ec2: EC2Client,
+    registry?: Registry,
+  ) {
+    const metrics = (name: string) => (registry ? { metrics: { name, registry } } : {});
     this.fleets = new Batcher({
+      ...metrics('create_fleet'),
       key: (i) =>
         stable({
           ...i,
@@ -66,6 +73,7 @@ export class Instances {
       maxItems: 1000,
     });
     this.describes = new Batcher({
+      ...metrics('describe_instances'),
       key: () => 'describe',
       exec: (ids) => this.execDescribe(ids),
       idleMs: 100,
@@ -73,6 +81,7 @@ export class Instances {
       maxItems: 500,
     });
     this.terminates = new Batcher({
+      ...metrics('terminate_instances'),
       key: () => 'terminate',
       exec: (ids) => this.execTerminate(ids),
       idleMs: 100,

@@ -179,6 +179,7 @@ describe('aws provider against moto + proxy', () => {
     expect((await provider.list()).map((n) => n.status?.providerID)).toEqual([nc.status?.providerID]);
     expect(emu.proxy.calls.get('ec2:CreateFleet')).toBe(1);
     // one launch failure per CreateFleet error entry, under upstream's labels (an ICE is upstream's LaunchFailed)
+    expect(METRIC_LAUNCH_FAILURES).toBe('karpenter_cloudprovider_instance_launch_failures_total');
     const failures = (await registry.getSingleMetric(METRIC_LAUNCH_FAILURES)!.get()).values;
     expect(failures.map((v) => [v.labels, v.value])).toEqual(
       net.subnets.map((s) => [
@@ -187,6 +188,27 @@ describe('aws provider against moto + proxy', () => {
       ]),
     );
     expect(net.subnets.every((s) => /^usw2-az\d$/.test(s.zoneID ?? ''))).toBe(true);
+    // the one CreateFleet went out as one batch of one request (upstream pkg/batcher metrics, batcher create_fleet)
+    const sizes = (await registry.getSingleMetric('karpenter_cloudprovider_batcher_batch_size')!.get())
+      .values;
+    const fleet = (suffix: string) =>
+      sizes.find(
+        (v) =>
+          (v as { metricName?: string }).metricName ===
+            `karpenter_cloudprovider_batcher_batch_size${suffix}` && v.labels.batcher === 'create_fleet',
+      )?.value;
+    expect([fleet('_count'), fleet('_sum')]).toEqual([1, 1]);
+    const times = (
+      await registry.getSingleMetric('karpenter_cloudprovider_batcher_batch_time_seconds')!.get()
+    ).values;
+    const window = times.find(
+      (v) =>
+        (v as { metricName?: string }).metricName ===
+          'karpenter_cloudprovider_batcher_batch_time_seconds_sum' && v.labels.batcher === 'create_fleet',
+    )?.value;
+    // flushed by the 35 ms idle window, before the 1 s maximum
+    expect(window).toBeGreaterThanOrEqual(0.03);
+    expect(window).toBeLessThan(1.1);
   });
 
   it('InsufficientFreeAddressesInSubnet marks the subnet (taken last in its zone) and the offering; MaxFleetCountExceeded is a capacity error', async () => {

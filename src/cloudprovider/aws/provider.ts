@@ -751,7 +751,7 @@ export class AwsCloudProvider implements CloudProvider {
     this.reservedCapacity = deps.reservedCapacity !== false;
     this.ice = deps.unavailableOfferings ?? new UnavailableOfferings({ clock: deps.clock });
     this.metrics = instanceMetrics(deps.registry ?? new Registry());
-    this.instances = new Instances(deps.clients.ec2);
+    this.instances = new Instances(deps.clients.ec2, deps.registry);
     this.placementGroups = new PlacementGroups({ ec2: deps.clients.ec2, now: () => deps.clock.now() });
     this.launchTemplates = new LaunchTemplates({
       ec2: deps.clients.ec2,

@@ -62,6 +62,7 @@ import {
   consolidationType,
   type DisruptionMetrics,
   disruptionMetrics,
+  reasonLabel,
   recordConsolidationMoves,
 } from './metrics.ts';
 import {
@@ -218,8 +219,13 @@ export class DisruptionController implements Controller {
     const started = performance.now();
     const result = computeDisruption(input, stats);
     recordConsolidationMoves(this.metrics, stats.consolidationMoves);
+    // upstream labels the evaluation by the disruption reason (`empty`, `underutilized`, `drifted`, …)
+    const evaluated = chosenCommand(result);
     this.metrics.evaluationDuration.observe(
-      { method: stats.method ?? 'none', consolidation_type: consolidationType(stats.method ?? '') },
+      {
+        reason: evaluated ? reasonLabel(evaluated.reason) : 'none',
+        consolidation_type: consolidationType(stats.method ?? ''),
+      },
       (performance.now() - started) / 1000,
     );
     const view = buildClusterView(input);

@@ -31,8 +31,11 @@ export interface DisruptionMetrics {
   allowedDisruptions: Gauge<'nodepool' | 'reason'>;
   /** `karpenter_nodepools_nodes_consuming_budgets{nodepool, reason}`: nodes NotReady or being disrupted. */
   nodesConsumingBudgets: Gauge<'nodepool' | 'reason'>;
-  /** `karpenter_voluntary_disruption_decision_evaluation_duration_seconds{method, consolidation_type}`. */
-  evaluationDuration: Histogram<'method' | 'consolidation_type'>;
+  /**
+   * `karpenter_voluntary_disruption_decision_evaluation_duration_seconds{reason, consolidation_type}`: one
+   * observation per pass, `reason` the chosen command's lower-cased disruption reason or `none`.
+   */
+  evaluationDuration: Histogram<'reason' | 'consolidation_type'>;
   /** `karpenter_voluntary_disruption_queue_failures_total{decision, reason, consolidation_type}`: rolled back commands. */
   queueFailures: Counter<'decision' | 'reason' | 'consolidation_type'>;
   /**
@@ -148,8 +151,8 @@ export function disruptionMetrics(registry: Registry): DisruptionMetrics {
       () =>
         new Histogram({
           name: 'karpenter_voluntary_disruption_decision_evaluation_duration_seconds',
-          help: 'Duration of the disruption decision evaluation process in seconds. Labeled by method and consolidation type.',
-          labelNames: ['method', 'consolidation_type'],
+          help: 'Duration of the disruption decision evaluation process in seconds. Labeled by reason and consolidation type.',
+          labelNames: ['reason', 'consolidation_type'],
           buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300],
           registers,
         }),

@@ -31,9 +31,16 @@ export const NODE_WELL_KNOWN_LABELS: Readonly<Record<string, string>> = {
   'topology.kubernetes.io/region': 'region',
   'kubernetes.io/arch': 'arch',
   'kubernetes.io/os': 'os',
+  'node.kubernetes.io/windows-build': 'windows_build',
 };
 
-const LABELS = ['node_name', 'resource_type', 'phase', ...Object.values(NODE_WELL_KNOWN_LABELS)] as const;
+const LABELS = [
+  'node_name',
+  'resource_type',
+  'phase',
+  'managed',
+  ...Object.values(NODE_WELL_KNOWN_LABELS),
+] as const;
 type NodeLabel = (typeof LABELS)[number];
 
 /** Metric names of this controller. */
@@ -145,6 +152,8 @@ export class NodeMetricsController extends PeriodicMetricsController {
     const base: Partial<Record<NodeLabel, string>> = {
       node_name: node.metadata.name ?? '',
       phase: (node.status as { phase?: string } | undefined)?.phase ?? '',
+      // upstream `StateNode.Managed()`: the Node has a NodeClaim
+      managed: String(sn.managed),
     };
     const labels = node.metadata.labels ?? {};
     for (const [k, l] of Object.entries(NODE_WELL_KNOWN_LABELS)) base[l as NodeLabel] = labels[k] ?? '';

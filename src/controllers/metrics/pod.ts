@@ -34,6 +34,9 @@ const LABELS = [
   'capacity_type',
   'instance_type',
   'phase',
+  'scheduled',
+  'ready',
+  'managed',
 ] as const;
 type PodLabel = (typeof LABELS)[number];
 
@@ -156,7 +159,7 @@ export class PodMetricsController extends PeriodicMetricsController {
     this.state = gauge<PodLabel>(
       deps.registry,
       POD_METRICS.state,
-      'Pod state is the current state of pods. This metric can be used several ways as it is labeled by the pod name, namespace, owner, node, nodepool name, zone, architecture, capacity type, instance type and pod phase.',
+      'Pod state is the current state of pods. This metric can be used several ways as it is labeled by the pod name, namespace, owner, node, nodepool name, zone, architecture, capacity type, instance type, pod phase, whether it is scheduled and ready, and whether its node is managed by a NodePool.',
       LABELS,
     );
     this.startup =
@@ -201,6 +204,11 @@ export class PodMetricsController extends PeriodicMetricsController {
           capacity_type: na(l?.['karpenter.sh/capacity-type']),
           instance_type: na(l?.['node.kubernetes.io/instance-type']),
           phase,
+          scheduled: String(nodeName !== ''),
+          ready: String(
+            pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false,
+          ),
+          managed: String(!!l?.['karpenter.sh/nodepool']),
         },
         1,
       );

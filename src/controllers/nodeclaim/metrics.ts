@@ -4,8 +4,8 @@
  * `pkg/controllers/node/termination/metrics.go`). Metrics are created once per registry and shared by every
  * controller that asks for them (the operator passes one prom-client `Registry`).
  */
-import type { Counter, Histogram, Registry } from 'prom-client';
-import { registeredCounter, registeredHistogram } from '../../kube/metrics.ts';
+import type { Counter, Histogram, Registry, Summary } from 'prom-client';
+import { registeredCounter, registeredHistogram, registeredSummary } from '../../kube/metrics.ts';
 
 /** Label names, as upstream spells them. */
 export type LifecycleLabel = 'nodepool' | 'capacity_type' | 'reason';
@@ -35,8 +35,11 @@ export interface LifecycleMetrics {
   nodeClaimTerminationDuration: Histogram<'nodepool'>;
   /** `karpenter_nodeclaims_instance_termination_duration_seconds{nodepool}` */
   instanceTerminationDuration: Histogram<'nodepool'>;
-  /** `karpenter_nodes_termination_duration_seconds{nodepool}`: Node deletion request → finalizer removed. */
-  nodeTerminationDuration: Histogram<'nodepool'>;
+  /**
+   * `karpenter_nodes_termination_duration_seconds{nodepool}`: Node deletion request → finalizer removed; a
+   * summary (quantiles 0, 0.5, 0.9, 0.99, 1) as upstream's `pkg/controllers/node/termination/metrics.go`.
+   */
+  nodeTerminationDuration: Summary<'nodepool'>;
 }
 
 const counter = registeredCounter;
@@ -128,12 +131,11 @@ export function lifecycleMetrics(registry: Registry): LifecycleMetrics {
       ['nodepool'],
       exp(1, 2, 11),
     ),
-    nodeTerminationDuration: histogram(
+    nodeTerminationDuration: registeredSummary(
       registry,
       'karpenter_nodes_termination_duration_seconds',
       "The time taken between a node's deletion request and the removal of its finalizer",
       ['nodepool'],
-      exp(1, 2, 14),
     ),
   };
   cache.set(registry, m);

@@ -3,6 +3,8 @@
  * (`pkg/controllers/provisioning/scheduling/metrics.go`, `pkg/metrics/metrics.go`):
  * - `karpenter_scheduler_scheduling_duration_seconds{controller}` histogram (seconds);
  * - `karpenter_scheduler_queue_depth{controller, scheduling_id}` gauge (pods waiting in a running simulation);
+ * - `karpenter_scheduler_unfinished_work_seconds{controller, scheduling_id}` gauge (age of a running simulation;
+ *   the simulation is synchronous, so like `queue_depth` it exists only while one runs and reads 0);
  * - `karpenter_scheduler_unschedulable_pods_count{controller}` gauge (pods the last simulation could not place);
  * - `karpenter_pods_scheduling_decision_duration_seconds` histogram (seconds, {@link schedulingDecisionHistogram});
  * - `karpenter_nodeclaims_created_total{reason, nodepool, min_values_relaxed}` counter (also used by disruption,
@@ -13,6 +15,7 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { NodeClaim } from '../../apis/karpenter.ts';
 import { AnnotationNodeClaimMinValuesRelaxed } from '../../apis/labels.ts';
+import { registeredGauge } from '../../kube/metrics.ts';
 
 /**
  * Upstream `metrics.DurationBuckets()` (seconds, `pkg/metrics/constants.go`): controller-runtime's thresholds
@@ -73,6 +76,21 @@ export function queueDepthGauge(registry: Registry): Gauge<'controller' | 'sched
     labelNames: ['controller', 'scheduling_id'],
     registers: [registry],
   });
+}
+
+export const METRIC_UNFINISHED_WORK = 'karpenter_scheduler_unfinished_work_seconds';
+
+/**
+ * The unfinished-work gauge (labels `controller`, `scheduling_id`; seconds a running simulation has been going,
+ * upstream `UnfinishedWorkSeconds`), set when a simulation starts and removed when it ends.
+ */
+export function unfinishedWorkGauge(registry: Registry): Gauge<'controller' | 'scheduling_id'> {
+  return registeredGauge(
+    registry,
+    METRIC_UNFINISHED_WORK,
+    'The amount of time in seconds a scheduling simulation has been running, labeled by controller and scheduling ID.',
+    ['controller', 'scheduling_id'],
+  );
 }
 
 export const METRIC_IGNORED_PODS = 'karpenter_scheduler_ignored_pods_count';

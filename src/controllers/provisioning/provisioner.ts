@@ -47,6 +47,7 @@ import {
   queueDepthGauge,
   schedulingDecisionHistogram,
   schedulingDurationHistogram,
+  unfinishedWorkGauge,
   unschedulablePodsGauge,
 } from './metrics.ts';
 import { type NodePoolHash, templateHash } from './nodeclaim.ts';
@@ -181,6 +182,7 @@ export class Provisioner implements Controller {
     this.metrics = {
       duration: schedulingDurationHistogram(deps.registry),
       queueDepth: queueDepthGauge(deps.registry),
+      unfinishedWork: unfinishedWorkGauge(deps.registry),
       ignored: ignoredPodsGauge(deps.registry),
       unschedulable: unschedulablePodsGauge(deps.registry),
       created: nodeClaimsCreatedCounter(deps.registry),
@@ -321,12 +323,15 @@ export class Provisioner implements Controller {
     if (this.deps.options?.preferencePolicy === 'Ignore') input.preferencePolicy = 'Ignore';
     if (this.deps.options?.minValuesPolicy === 'BestEffort') input.minValuesPolicy = 'BestEffort';
     const schedulingId = randomUUID();
-    this.metrics.queueDepth.set({ controller: CONTROLLER, scheduling_id: schedulingId }, input.pods.length);
+    const simulation = { controller: CONTROLLER, scheduling_id: schedulingId };
+    this.metrics.queueDepth.set(simulation, input.pods.length);
+    this.metrics.unfinishedWork.set(simulation, 0);
     let result: SchedulingResult;
     try {
       result = solve(input);
     } finally {
-      this.metrics.queueDepth.remove({ controller: CONTROLLER, scheduling_id: schedulingId });
+      this.metrics.queueDepth.remove(simulation);
+      this.metrics.unfinishedWork.remove(simulation);
     }
     // Messages with numbers need the explaining run; do it only when some event would actually be written.
     if (

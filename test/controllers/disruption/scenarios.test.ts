@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import type { Node } from '../../../src/apis/core.ts';
 import type { InFlightCommand } from '../../../src/controllers/disruption/orchestration.ts';
 import type { WatchHandle } from '../../../src/kube/client.ts';
+import type { KubeEvent } from '../../../src/kube/types.ts';
 import { conditionOf } from '../../../src/state/cluster.ts';
 import { type Env, liveNodeClaims, livePods, poolYaml, startEnv } from './harness.ts';
 
@@ -209,6 +210,17 @@ describe('rollback', () => {
           consolidation_type: '',
         }),
       ).toBe(1);
+      // upstream's Events on the replacement NodeClaim: launched, then waited on (disruption/events/events.go)
+      await env.op.recorder.flush();
+      const onReplacement = ((await env.client.list('Event')).items as KubeEvent[])
+        .filter((e) => e.involvedObject.kind === 'NodeClaim' && e.involvedObject.name === c.replacements[0])
+        .map((e) => [e.reason, e.message]);
+      expect(onReplacement).toEqual(
+        expect.arrayContaining([
+          ['DisruptionLaunching', 'Launching NodeClaim: Drifted'],
+          ['DisruptionWaitingReadiness', 'Waiting on readiness to continue disruption'],
+        ]),
+      );
     } finally {
       nodeWatch.stop();
       env.resume();

@@ -45,6 +45,15 @@ describe('NodeClaimTermination', () => {
       annotated.metadata.annotations?.['karpenter.sh/nodeclaim-termination-timestamp'] ?? '',
     );
     expect(deadline - Date.parse(annotated.metadata.deletionTimestamp ?? '')).toBe(3600_000);
+    // upstream's Warning on the NodeClaim, naming the deadline (terminator/events NodeClaimTerminationGracePeriodExpiring)
+    const expiring = (await env.events('fin-1')).filter((e) => e.reason === 'TerminationGracePeriodExpiring');
+    expect(expiring.map((e) => [e.involvedObject.kind, e.type, e.message])).toEqual([
+      [
+        'NodeClaim',
+        'Warning',
+        `All pods will be deleted by ${annotated.metadata.annotations?.['karpenter.sh/nodeclaim-termination-timestamp']}`,
+      ],
+    ]);
     const node = await env.client.get('Node', 'fin-1');
     expect(node.metadata.deletionTimestamp).toBeDefined(); // held by its finalizer until node termination runs
     // node termination done: finalizer removed by hand here
