@@ -33,9 +33,11 @@ describe('CAPI taints on capenter nodes', () => {
     expect(nodes.length).toBeGreaterThan(0);
     for (const n of nodes)
       expect(n.spec?.taints?.map((x) => x.key) ?? []).not.toContain('node.cluster.x-k8s.io/uninitialized');
-    // One removal per node that registered: an extra node launched while the first was still coming up (and
-    // emptied away later) counts too, so the total is compared with every node created, not the ones left.
-    // An extra node may still be inside its 1-s wait here, hence eventually.
+    // At least one removal per node that registered: an extra node launched while the first was still coming up
+    // (and emptied away later) counts too, so the total is compared with every node created, not the ones left.
+    // An extra node may still be inside its 1-s wait here, hence eventually. More removals than nodes happen when
+    // the registration step runs twice for a node (its NodeClaim status write conflicted): like upstream's
+    // `syncNode` it merges the startup taints again, CAPI's uninitialized taint among them, and it is removed again.
     const [created, removed] = await eventually(async () => {
       // one series per zone (label `zone`, upstream v1.14)
       const text = await t.op.registry.metrics();
@@ -44,10 +46,12 @@ describe('CAPI taints on capenter nodes', () => {
       ];
       const total = created.length > 0 ? created.reduce((n, m) => n + Number(m[1]), 0) : Number.NaN;
       const pair = [total, (await t.taints.counts()).uninitialized] as const;
-      return pair[0] === pair[1] ? pair : undefined;
-    }, 'one uninitialized-taint removal per node created');
+      if (!(pair[1] >= pair[0]))
+        throw new Error(`nodes created ${pair[0]}, uninitialized-taint removals ${pair[1]}`);
+      return pair;
+    }, 'an uninitialized-taint removal for every node created');
     expect(created).toBeGreaterThanOrEqual(nodes.length);
-    expect(removed).toBe(created);
+    expect(removed).toBeGreaterThanOrEqual(created);
 
     // CAPI writes a stale taint list back (cluster-api#11401).
     const node = nodes[0]!;
