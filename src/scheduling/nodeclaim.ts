@@ -141,6 +141,23 @@ export class PoolContext {
     this.types = this.price(own, requirements);
   }
 
+  /**
+   * Upstream `NewScheduler`'s pre-filter (`filterInstanceTypesByRequirements` with an empty pod): `undefined` when
+   * some of {@link types} (template-compatible, with an available offering) has room for its daemon overhead and,
+   * under `MIN_VALUES_POLICY=Strict`, those types meet the template's `minValues`; else why not (`minValues`: true
+   * when only `minValues` ruled them out).
+   */
+  noCompatibleInstanceTypes(): { minValues: boolean } | undefined {
+    const fitting = this.types.filter((p) => p.t.alloc.every((a) => a >= 0));
+    if (fitting.length === 0) return { minValues: false };
+    if (!this.hasMinValues || this.relaxMinValues) return undefined;
+    const short = minValuesShortfall(
+      fitting.map((p) => p.t.it),
+      this.requirements,
+    );
+    return short === undefined ? undefined : { minValues: true };
+  }
+
   /** The daemon overhead of one of this NodePool's types (as in {@link types}; empty for any other). */
   daemon(t: TypeInfo): DaemonOverhead {
     return this.daemonOf.get(t) ?? NO_DAEMONS;

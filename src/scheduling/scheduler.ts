@@ -319,7 +319,18 @@ export function finalise(run: RunState, s: Scheduler, recorder: ExplanationRecor
     if (recorder.detailed) recorder.decide(pod.key, describeTarget(target, newNodeClaims));
   }
   for (const u of run.invalid) recorder.decide(podKey(u.pod), `unschedulable (${u.code}): ${u.message}`);
-  return { newNodeClaims, placements, unschedulable, explanations: recorder.explanations() };
+  const result: SchedulingResult = {
+    newNodeClaims,
+    placements,
+    unschedulable,
+    explanations: recorder.explanations(),
+  };
+  const none = run.pools.flatMap((p) => {
+    const why = p.noCompatibleInstanceTypes();
+    return why ? [{ nodePool: p.name, minValues: why.minValues }] : [];
+  });
+  if (none.length > 0) result.noCompatibleInstanceTypes = none;
+  return result;
 }
 
 /**
