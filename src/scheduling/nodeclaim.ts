@@ -40,8 +40,12 @@ import { untoleratedTaint } from './taints.ts';
 import type { Topology } from './topology.ts';
 import type { Unschedulable } from './types.ts';
 
-/** Upstream `MaxInstanceTypes`: a NodeClaim lists at most this many instance types. */
-export const MAX_INSTANCE_TYPES = 60;
+/**
+ * Upstream core `MaxInstanceTypes` (kubernetes-sigs/karpenter `pkg/controllers/provisioning/scheduling/
+ * nodeclaimtemplate.go`, 600 since v1.8): a NodeClaim lists at most this many instance types, the cheapest. The
+ * aws provider cuts further to 60 per CreateFleet (`src/cloudprovider/aws/provider.ts` `MAX_INSTANCE_TYPES`).
+ */
+export const MAX_INSTANCE_TYPES = 600;
 /** See the module doc: max ratio of the cheapest option's cost per unit of the plan's mix to the best type's. */
 export const GROWTH_EFFICIENCY = 1.1;
 
