@@ -63,6 +63,7 @@ import {
   type DisruptionMetrics,
   disruptionMetrics,
   recordConsolidationMoves,
+  recordConsolidationTimeouts,
 } from './metrics.ts';
 import {
   AnnotationReplacementFor,
@@ -198,7 +199,7 @@ export class DisruptionController implements Controller {
     return buildDisruptionInput(this.opts.cluster.snapshot(), {
       cloudProvider: this.opts.cloudProvider,
       ...(this.opts.featureGates ? { featureGates: this.opts.featureGates } : {}),
-      ...(this.opts.coreOptions ? { options: this.opts.coreOptions } : {}),
+      options: { ...this.opts.coreOptions, clockMs: () => this.opts.clock.now() },
       onInstanceTypeError: (np, msg) =>
         this.opts.logger.warn(
           { controller: this.name, nodepool: np, err: msg },
@@ -218,6 +219,9 @@ export class DisruptionController implements Controller {
     const started = performance.now();
     const result = computeDisruption(input, stats);
     recordConsolidationMoves(this.metrics, stats.consolidationMoves);
+    recordConsolidationTimeouts(this.metrics, stats.consolidationTimeouts);
+    for (const t of stats.consolidationTimeouts ?? [])
+      log.debug({ consolidation_type: t }, 'abandoning consolidation due to timeout');
     this.metrics.evaluationDuration.observe(
       { method: stats.method ?? 'none', consolidation_type: consolidationType(stats.method ?? '') },
       (performance.now() - started) / 1000,
