@@ -76,7 +76,11 @@ describe('karpenter_voluntary_disruption_consolidation_timeouts_total (upstream 
     /** A fake clock (ms) that moves `step` ms on every read. */
     const stepping = (step: number) => {
       let t = 0;
-      return () => (t += step) - step;
+      return () => {
+        const now = t;
+        t += step;
+        return now;
+      };
     };
     const pass = (nodes: ReturnType<typeof node>[], step: number) => {
       const stats: DisruptionStats = { simulations: 0 };
