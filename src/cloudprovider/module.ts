@@ -70,6 +70,8 @@ export interface ProviderContext {
   featureGates?: Readonly<Record<string, boolean>>;
   /** The registry behind `/metrics`, for the provider's own metrics (aws: instance launch/termination failures). */
   registry?: Registry;
+  /** `MIN_VALUES_POLICY` (absent: `Strict`); aws checks `minValues` after cutting a launch to 60 types. */
+  minValuesPolicy?: 'Strict' | 'BestEffort';
 }
 
 /** A controller run under leadership with the core ones (same shape as `controllers/runtime.ts` `Controller`). */

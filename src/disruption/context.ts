@@ -45,6 +45,8 @@ export interface ResolvedOptions {
   singleNodeMaxSimulations: number;
   flexibleOnDemandReplacements: boolean;
   spotToSpotConsolidation: boolean;
+  /** `DisruptionOptions.clockMs`: absent means no consolidation timeouts. */
+  clockMs?: () => number;
 }
 
 /** Outcome of one scheduling simulation. */
@@ -306,6 +308,7 @@ export class PassContext {
       singleNodeMaxSimulations: o.singleNodeMaxSimulations ?? 200,
       flexibleOnDemandReplacements: o.flexibleOnDemandReplacements ?? true,
       spotToSpotConsolidation: input.featureGates?.spotToSpotConsolidation ?? false,
+      ...(o.clockMs ? { clockMs: o.clockMs } : {}),
     };
   }
 

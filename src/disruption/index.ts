@@ -55,6 +55,11 @@ export interface DisruptionStats {
    * `karpenter_consolidation_moves_total` / `karpenter_consolidation_score`, balanced.go); absent when none.
    */
   consolidationMoves?: ConsolidationMoveRecord[];
+  /**
+   * Consolidation methods that stopped at their timeout this pass (`MethodResult.timedOut`), as upstream's
+   * `consolidation_type` label (`multi`, `single`); absent when none.
+   */
+  consolidationTimeouts?: Array<'multi' | 'single'>;
 }
 
 /** Why a candidate cannot be disrupted by a method of `m`'s class, or undefined. */
@@ -90,6 +95,7 @@ export function computeDisruption(input: DisruptionInput, stats?: DisruptionStat
   };
   let chosen: Command | undefined;
   const moves: ConsolidationMoveRecord[] = [];
+  const timeouts: Array<'multi' | 'single'> = [];
   const unconsolidatable = new Map<string, string>();
   for (const m of defaultMethods()) {
     const cands: Candidate[] = [];
@@ -106,6 +112,7 @@ export function computeDisruption(input: DisruptionInput, stats?: DisruptionStat
     const budgets = budgetMapping(input.nodePools, view.poolCounts, m.reason, input.now);
     const res = m.computeCommands(ctx, budgets, cands);
     if (res.moves?.length) moves.push(...res.moves);
+    if (res.timedOut) timeouts.push(m.name === 'MultiNodeConsolidation' ? 'multi' : 'single');
     for (const [k, v] of res.unconsolidatable ?? []) if (!unconsolidatable.has(k)) unconsolidatable.set(k, v);
     for (const [k, v] of res.notes) {
       const prev = why.get(k);
@@ -123,6 +130,7 @@ export function computeDisruption(input: DisruptionInput, stats?: DisruptionStat
     stats.simulations = ctx.simulations;
     if (chosen) stats.method = chosen.method;
     if (moves.length) stats.consolidationMoves = moves;
+    if (timeouts.length) stats.consolidationTimeouts = timeouts;
   }
 
   const disrupted = new Set(commands.flatMap((c) => c.candidates.map((x) => x.name)));

@@ -94,3 +94,51 @@ describe('multi-node consolidation', () => {
     expect(r.commands[0]!.method).toBe('SingleNodeConsolidation');
   });
 });
+
+describe('consolidation timeouts (upstream multi-node 1 min, single-node 3 min, on the injected clock)', () => {
+  /** A fake clock (ms) that moves `step` ms on every read. */
+  const stepping = (step: number) => {
+    let t = 0;
+    return () => {
+      const now = t;
+      t += step;
+      return now;
+    };
+  };
+  const three = () => [
+    node('a', [pod('p1', { cpu: '500m' })]),
+    node('b', [pod('p2', { cpu: '500m' })]),
+    node('c', [pod('p3', { cpu: '500m' })]),
+  ];
+
+  it('multi-node: past 1 min the search stops and returns the last valid command (2 of the 3 nodes)', () => {
+    const stats: DisruptionStats = { simulations: 0 };
+    // reads: start 0 s (deadline 60 s), before the first batch 40 s, before the second 80 s: timed out
+    const r = computeDisruption(input(three(), { options: { clockMs: stepping(40_000) } }), stats);
+    expect(r.commands.map((c) => [c.method, c.decision, c.candidates.length])).toEqual([
+      ['MultiNodeConsolidation', 'delete', 2],
+    ]);
+    expect(stats.consolidationTimeouts).toEqual(['multi']);
+    // without the timeout the same search takes all 3 (see above)
+    const full: DisruptionStats = { simulations: 0 };
+    const all = computeDisruption(input(three(), { options: { clockMs: stepping(1_000) } }), full);
+    expect(all.commands.map((c) => [c.method, c.decision, c.candidates.length])).toEqual([
+      ['MultiNodeConsolidation', 'replace', 3],
+    ]);
+    expect(full.consolidationTimeouts).toBeUndefined();
+  });
+
+  it('single-node: past 3 min it abandons the pass with no command', () => {
+    const lone = [node('big', [pod('a', { cpu: '500m', memory: '1Gi' })], { type: 'm5.2xlarge' })];
+    const stats: DisruptionStats = { simulations: 0 };
+    // reads: start 0 s (deadline 180 s), before the candidate 200 s: timed out
+    const r = computeDisruption(input(lone, { options: { clockMs: stepping(200_000) } }), stats);
+    expect(r.commands).toEqual([]);
+    expect(stats.consolidationTimeouts).toEqual(['single']);
+    expect(stats.simulations).toBe(0);
+    const ok: DisruptionStats = { simulations: 0 };
+    const r2 = computeDisruption(input(lone, { options: { clockMs: stepping(100_000) } }), ok);
+    expect(r2.commands.map((c) => [c.method, c.decision])).toEqual([['SingleNodeConsolidation', 'replace']]);
+    expect(ok.consolidationTimeouts).toBeUndefined();
+  });
+});

@@ -21,7 +21,12 @@ import type { PassContext } from './context.ts';
 import { isEmptyCandidate } from './cost.ts';
 import type { Method } from './method.ts';
 import { consolidationShouldDisrupt } from './singlenode.ts';
-import type { Candidate, Command, MethodResult } from './types.ts';
+import {
+  type Candidate,
+  type Command,
+  type MethodResult,
+  MULTI_NODE_CONSOLIDATION_TIMEOUT_MS,
+} from './types.ts';
 
 /** Upstream `filterOutSameType` (see the module doc); returns the surviving plan or undefined. */
 export function filterOutSameType(
@@ -84,7 +89,15 @@ export class MultiNodeConsolidation implements Method {
     let hi = list.length - 1;
     let best: Command | undefined;
     let lastRejected: Command | undefined;
+    const clock = ctx.options.clockMs;
+    const deadline = clock ? clock() + MULTI_NODE_CONSOLIDATION_TIMEOUT_MS : undefined;
+    let timedOut = false;
     while (lo <= hi) {
+      // upstream: past the timeout the search stops and returns the last valid command
+      if (deadline !== undefined && clock!() > deadline) {
+        timedOut = true;
+        break;
+      }
       const mid = (lo + hi) >> 1;
       const batch = list.slice(0, mid + 1);
       const out = computeConsolidation(ctx, batch, this.name);
@@ -111,6 +124,6 @@ export class MultiNodeConsolidation implements Method {
       : lastRejected
         ? consolidationMoveRecords(lastRejected, totals, false)
         : [];
-    return { commands: best ? [best] : [], notes, moves };
+    return { commands: best ? [best] : [], notes, moves, ...(timedOut ? { timedOut } : {}) };
   }
 }

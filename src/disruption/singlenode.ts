@@ -5,8 +5,9 @@
  * v1.14 `consolidation.go` ShouldDisrupt leaves empty nodes to Emptiness and its `Empty` budget) with `Underutilized`
  * budget left is simulated alone, and the first that can be deleted or replaced by one cheaper NodeClaim wins.
  * A candidate of a `Balanced` NodePool is skipped when even deleting it would not pass the Balanced score, and its
- * command must pass the score (`balanced.ts`). Upstream stops after 3 minutes; the pure core stops after
- * `singleNodeMaxSimulations` simulations instead.
+ * command must pass the score (`balanced.ts`). Like upstream it gives up (no command, `timedOut`) once 3 minutes
+ * of the injected clock (`DisruptionOptions.clockMs`) have passed; it also stops after `singleNodeMaxSimulations`
+ * simulations.
  *
  * Pruning (capenter, exact-safe): a candidate is skipped without a simulation when a lower bound on what its
  * replacement must hold — the pods that fit no other node's free capacity, or the part of its pods' total requests
@@ -26,7 +27,12 @@ import { computeConsolidation } from './consolidation.ts';
 import type { PassContext } from './context.ts';
 import { isEmptyCandidate } from './cost.ts';
 import type { Method } from './method.ts';
-import type { Candidate, ConsolidationMoveRecord, MethodResult } from './types.ts';
+import {
+  type Candidate,
+  type ConsolidationMoveRecord,
+  type MethodResult,
+  SINGLE_NODE_CONSOLIDATION_TIMEOUT_MS,
+} from './types.ts';
 
 /**
  * Upstream's `Unconsolidatable` Event message from consolidation `ShouldDisrupt` (kubernetes-sigs/karpenter
@@ -193,7 +199,12 @@ export class SingleNodeConsolidation implements Method {
     const max = ctx.options.singleNodeMaxSimulations;
     let runs = 0;
     const totals = ctx.nodePoolTotals();
+    const clock = ctx.options.clockMs;
+    const deadline = clock ? clock() + SINGLE_NODE_CONSOLIDATION_TIMEOUT_MS : undefined;
     for (const c of interweaveByNodePool([...candidates].sort(bySavingsRatio))) {
+      // upstream: checked before each candidate; a timeout abandons the pass with no command
+      if (deadline !== undefined && clock!() > deadline)
+        return { commands: [], notes, moves, unconsolidatable, timedOut: true };
       // Emptiness owns empty nodes under the `Empty` budget: an `Empty` budget of 0 must keep them (upstream v1.14
       // consolidation.go ShouldDisrupt `cn.IsEmpty()`; before v1.14 singlenodeconsolidation.go "Filter out empty
       // candidates").

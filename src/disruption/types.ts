@@ -48,11 +48,18 @@ export interface DisruptionOptions {
   /** Candidates multi-node consolidation considers at most (upstream 100). */
   multiNodeMaxCandidates?: number;
   /**
-   * Scheduling simulations single-node consolidation may run in one pass before giving up (upstream stops after
-   * 3 minutes of wall time; the pure core counts simulations instead). Default 200 (≈ 7 s at 1,000 nodes, see
+   * Scheduling simulations single-node consolidation may run in one pass before giving up (capenter's cap, beside
+   * upstream's 3-minute timeout, see {@link clockMs}). Default 200 (≈ 7 s at 1,000 nodes, see
    * bench/disruption.ts).
    */
   singleNodeMaxSimulations?: number;
+  /**
+   * Reads the caller's (injected) clock, ms, for upstream's consolidation timeouts: multi-node stops its search
+   * {@link MULTI_NODE_CONSOLIDATION_TIMEOUT_MS} after it starts (keeping its best command so far), single-node
+   * gives up {@link SINGLE_NODE_CONSOLIDATION_TIMEOUT_MS} after it starts (no command), each reporting
+   * `MethodResult.timedOut`. Absent: no timeouts (the simulation caps above still hold).
+   */
+  clockMs?: () => number;
   /**
    * Keep every instance type cheaper than the candidates in an on-demand replacement (upstream behaviour, the
    * default): an insufficient-capacity error on the cheapest still leaves a launch that saves money. `false`
@@ -195,7 +202,14 @@ export interface DisruptionResult {
 export type DisruptionClass = 'graceful' | 'eventual';
 
 /** What a method returns: its commands (usually zero or one) and per-node notes explaining non-selection. */
+/** Upstream `MultiNodeConsolidationTimeoutDuration` (multinodeconsolidation.go): 1 min, in ms. */
+export const MULTI_NODE_CONSOLIDATION_TIMEOUT_MS = 60_000;
+/** Upstream `SingleNodeConsolidationTimeoutDuration` (singlenodeconsolidation.go): 3 min, in ms. */
+export const SINGLE_NODE_CONSOLIDATION_TIMEOUT_MS = 180_000;
+
 export interface MethodResult {
+  /** True when the method stopped at its wall-clock timeout (`DisruptionOptions.clockMs`). */
+  timedOut?: boolean;
   commands: Command[];
   /** Node name → why this method did not disrupt it. */
   notes: Map<string, string>;

@@ -169,6 +169,7 @@ export function createOperator(cfg: OperatorConfig): Operator {
       nodeClass: (ref) => cluster?.getNodeClass(ref),
       featureGates: options.featureGates,
       registry,
+      minValuesPolicy: options.minValuesPolicy,
     });
   cluster = new Cluster({
     client,

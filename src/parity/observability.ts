@@ -397,8 +397,8 @@ export const EVENT_ROWS: ParityRow[] = [
   ),
   event(
     ['NoCompatibleInstanceTypes'],
-    'missing',
-    'published on a NodePool only by the static-capacity controller; the provisioner does not publish it',
+    'works',
+    'on the NodePool, by the provisioner (plain and `minValues` messages, 1-min dedupe per NodePool UID) and the static-capacity controller; not during disruption simulations',
     'test/controllers/provisioning/provisioner.test.ts',
   ),
   event(['NodeRepairBlocked'], 'works', 'on the Node', 'test/controllers/health/repair.test.ts'),

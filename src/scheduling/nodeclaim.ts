@@ -40,8 +40,12 @@ import { untoleratedTaint } from './taints.ts';
 import type { Topology } from './topology.ts';
 import type { Unschedulable } from './types.ts';
 
-/** Upstream `MaxInstanceTypes`: a NodeClaim lists at most this many instance types. */
-export const MAX_INSTANCE_TYPES = 60;
+/**
+ * Upstream core `MaxInstanceTypes` (kubernetes-sigs/karpenter `pkg/controllers/provisioning/scheduling/
+ * nodeclaimtemplate.go`, 600 since v1.8): a NodeClaim lists at most this many instance types, the cheapest. The
+ * aws provider cuts further to 60 per CreateFleet (`src/cloudprovider/aws/provider.ts` `MAX_INSTANCE_TYPES`).
+ */
+export const MAX_INSTANCE_TYPES = 600;
 /** See the module doc: max ratio of the cheapest option's cost per unit of the plan's mix to the best type's. */
 export const GROWTH_EFFICIENCY = 1.1;
 
@@ -139,6 +143,23 @@ export class PoolContext {
       return { t: mine, price: 0 };
     });
     this.types = this.price(own, requirements);
+  }
+
+  /**
+   * Upstream `NewScheduler`'s pre-filter (`filterInstanceTypesByRequirements` with an empty pod): `undefined` when
+   * some of {@link types} (template-compatible, with an available offering) has room for its daemon overhead and,
+   * under `MIN_VALUES_POLICY=Strict`, those types meet the template's `minValues`; else why not (`minValues`: true
+   * when only `minValues` ruled them out).
+   */
+  noCompatibleInstanceTypes(): { minValues: boolean } | undefined {
+    const fitting = this.types.filter((p) => p.t.alloc.every((a) => a >= 0));
+    if (fitting.length === 0) return { minValues: false };
+    if (!this.hasMinValues || this.relaxMinValues) return undefined;
+    const short = minValuesShortfall(
+      fitting.map((p) => p.t.it),
+      this.requirements,
+    );
+    return short === undefined ? undefined : { minValues: true };
   }
 
   /** The daemon overhead of one of this NodePool's types (as in {@link types}; empty for any other). */

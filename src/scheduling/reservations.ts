@@ -82,9 +82,10 @@ export function reserveOffering(
 ): ReservationChoice {
   const usedUp = new Set(ledger.usedUp());
   const blocked = new Set<string>();
-  for (const offs of offeringsOf)
-    for (const o of offs)
-      if (o.reservationID !== undefined && usedUp.has(o.reservationID)) blocked.add(o.reservationID);
+  if (usedUp.size > 0)
+    for (const offs of offeringsOf)
+      for (const o of offs)
+        if (o.reservationID !== undefined && usedUp.has(o.reservationID)) blocked.add(o.reservationID);
   const out = reqs.clone();
   if (blocked.size > 0) {
     out.add(Requirement.notIn(LabelCapacityReservationID, [...blocked].sort()));

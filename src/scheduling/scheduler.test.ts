@@ -175,20 +175,20 @@ describe('solve: new NodeClaims', () => {
     ]);
   });
 
-  it('truncates options to 60 and keeps the cheapest first', () => {
-    const types: InstanceType[] = Array.from({ length: 100 }, (_, i) =>
+  it("truncates options to upstream core's 600 and keeps the cheapest first", () => {
+    const types: InstanceType[] = Array.from({ length: 700 }, (_, i) =>
       makeInstanceType({
         name: `t${String(i).padStart(3, '0')}.large`,
         cpu: 2,
         memoryGiB: 4,
-        price: 1 - i / 1000,
+        price: 1 - i / 10_000,
       }),
     );
     const r = solve(input([makePod('a', { cpu: '1' })], [makeNodePool('p')], {}, types));
     const nc = r.newNodeClaims[0]!;
-    expect(nc.instanceTypeOptions).toHaveLength(60);
-    expect(nc.cheapest.instanceType.name).toBe('t099.large');
-    expect(nc.instanceTypeOptions[59]!.name).toBe('t040.large');
+    expect(nc.instanceTypeOptions).toHaveLength(600);
+    expect(nc.cheapest.instanceType.name).toBe('t699.large');
+    expect(nc.instanceTypeOptions[599]!.name).toBe('t100.large');
   });
 
   it('minValues keeps enough families, else the pod fails with the key in the message', () => {
@@ -272,15 +272,15 @@ describe('solve: new NodeClaims', () => {
       expect(familyReq(nc)?.minValues).toBe(3);
     });
 
-    it('truncation to 60 options: Strict fails the pod, BestEffort lowers minValues to the kept families (capenter deviation)', () => {
-      // 100 types, cheapest first: 40 of family fa, 40 of fb, then 20 of fc; the 60 cheapest hold only fa and fb
-      const types: InstanceType[] = Array.from({ length: 100 }, (_, i) =>
+    it('truncation to 600 options: Strict fails the pod, BestEffort lowers minValues to the kept families (capenter deviation)', () => {
+      // 700 types, cheapest first: 300 of family fa, 300 of fb, then 100 of fc; the 600 cheapest hold only fa and fb
+      const types: InstanceType[] = Array.from({ length: 700 }, (_, i) =>
         makeInstanceType({
           name: `t${String(i).padStart(3, '0')}.large`,
           cpu: 2,
           memoryGiB: 4,
-          price: 0.1 + i / 1000,
-          labels: { 'karpenter.k8s.aws/instance-family': i < 40 ? 'fa' : i < 80 ? 'fb' : 'fc' },
+          price: 0.1 + i / 10_000,
+          labels: { 'karpenter.k8s.aws/instance-family': i < 300 ? 'fa' : i < 600 ? 'fb' : 'fc' },
         }),
       );
       const pool = makeNodePool('p', {
@@ -302,8 +302,8 @@ describe('solve: new NodeClaims', () => {
         input([makePod('a', { cpu: '1' })], [pool], { minValuesPolicy: 'BestEffort' }, types),
       );
       const nc = best.newNodeClaims[0]!;
-      expect(nc.instanceTypeOptions).toHaveLength(60);
-      expect(nc.instanceTypeOptions[59]!.name).toBe('t059.large');
+      expect(nc.instanceTypeOptions).toHaveLength(600);
+      expect(nc.instanceTypeOptions[599]!.name).toBe('t599.large');
       expect(nc.minValuesRelaxed).toBe(true);
       expect(familyReq(nc)?.minValues).toBe(2);
     });

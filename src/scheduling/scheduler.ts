@@ -319,7 +319,18 @@ export function finalise(run: RunState, s: Scheduler, recorder: ExplanationRecor
     if (recorder.detailed) recorder.decide(pod.key, describeTarget(target, newNodeClaims));
   }
   for (const u of run.invalid) recorder.decide(podKey(u.pod), `unschedulable (${u.code}): ${u.message}`);
-  return { newNodeClaims, placements, unschedulable, explanations: recorder.explanations() };
+  const result: SchedulingResult = {
+    newNodeClaims,
+    placements,
+    unschedulable,
+    explanations: recorder.explanations(),
+  };
+  const none = run.pools.flatMap((p) => {
+    const why = p.noCompatibleInstanceTypes();
+    return why ? [{ nodePool: p.name, minValues: why.minValues }] : [];
+  });
+  if (none.length > 0) result.noCompatibleInstanceTypes = none;
+  return result;
 }
 
 /**
@@ -357,10 +368,15 @@ function withReservation(
   return { reqs: choice.reqs, options: options.sort(byPriceThenName) };
 }
 
-/** The cheapest offering under `reqs` among `types`' available offerings (ties: first type in order). */
+/**
+ * The cheapest offering under `reqs` among `types`' available offerings (ties: first type in order). `types` are
+ * sorted by `price`, each priced under requirements `reqs` narrows (a lower bound of its price under `reqs`), so
+ * the scan stops at the first type whose bound cannot beat the best found.
+ */
 function cheapestAmong(types: readonly PricedType[], reqs: Requirements): Offering | undefined {
   let best: Offering | undefined;
   for (const p of types) {
+    if (best && p.price >= best.priceUSDPerHour) break;
     const o = cheapestOffering(p.t.offerings, reqs);
     if (o && (!best || o.priceUSDPerHour < best.priceUSDPerHour)) best = o;
   }

@@ -165,9 +165,24 @@ export interface Explanation {
   details: string[];
 }
 
+/**
+ * A NodePool whose template requirements leave none of its instance types (upstream `NewScheduler` pre-filter with
+ * `filterInstanceTypesByRequirements` on an empty pod: requirements, an available compatible offering, room for the
+ * daemon overhead, then `minValues` under `MIN_VALUES_POLICY=Strict`). The provisioner publishes upstream's
+ * `NoCompatibleInstanceTypes` Warning Event on the NodePool for it.
+ */
+export interface NoCompatibleInstanceTypes {
+  nodePool: string;
+  /** True when types remained but could not meet the template's `minValues` (upstream `minValuesIncompatibleErr`). */
+  minValues: boolean;
+}
+
+/** The outcome of {@link SchedulingInput} solved: NodeClaims to create, placements, failures, explanations. */
 export interface SchedulingResult {
   newNodeClaims: NodeClaimPlan[];
   placements: Placement[];
   unschedulable: Unschedulable[];
   explanations: Explanation[];
+  /** NodePools left with no compatible instance type, by weight desc then name; absent when there is none. */
+  noCompatibleInstanceTypes?: NoCompatibleInstanceTypes[];
 }

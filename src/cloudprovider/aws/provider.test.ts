@@ -335,6 +335,77 @@ describe('aws provider against moto + proxy', () => {
     expect(await provider.list()).toHaveLength(1);
   });
 
+  it("a launch sends the 60 cheapest of a NodeClaim's (up to 600) types to CreateFleet; under Strict, minValues those 60 cannot meet is insufficient capacity", async () => {
+    const { provider } = await bed();
+    const pool = {
+      apiVersion: 'karpenter.sh/v1' as const,
+      kind: 'NodePool' as const,
+      metadata: { name: 'default' },
+      spec: {
+        template: {
+          spec: {
+            nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' },
+            requirements: [],
+          },
+        },
+      },
+    };
+    const odPrice = (t: {
+      offerings: Array<{ capacityType: string; available: boolean; priceUSDPerHour: number }>;
+    }) =>
+      Math.min(
+        ...t.offerings
+          .filter((o) => o.capacityType === 'on-demand' && o.available)
+          .map((o) => o.priceUSDPerHour),
+      );
+    // 100 non-exotic (no GPU/accelerator) x86 on-demand types, in a shuffled order: the NodeClaim lists them all
+    const all = (await provider.instanceTypes(pool as never))
+      .filter(
+        (t) =>
+          t.labels['kubernetes.io/arch'] === 'amd64' && !t.labels['karpenter.k8s.aws/instance-gpu-count'],
+      )
+      .filter((t) => Number.isFinite(odPrice(t)))
+      .slice(0, 100);
+    expect(all).toHaveLength(100);
+    const names = all.map((t) => t.name).reverse();
+    const cheapest60 = [...all]
+      .sort((a, b) => odPrice(a) - odPrice(b) || (a.name < b.name ? -1 : 1))
+      .slice(0, 60)
+      .map((t) => t.name)
+      .sort();
+    const fleets: string[][] = [];
+    const createFleet = provider.instances.createFleet.bind(provider.instances);
+    provider.instances.createFleet = (req) => {
+      fleets.push([
+        ...new Set(
+          (req.LaunchTemplateConfigs ?? []).flatMap((c) =>
+            (c.Overrides ?? []).map((o) => String(o.InstanceType)),
+          ),
+        ),
+      ]);
+      return createFleet(req);
+    };
+    await provider.create(
+      awsNodeClaim('nc-60', [inReq(LabelInstanceType, names), inReq(LabelCapacityType, ['on-demand'])]),
+    );
+    expect(fleets).toHaveLength(1);
+    expect(fleets[0]!.sort()).toEqual(cheapest60);
+    // minValues 61 on the instance type: the 60 kept cannot meet it (upstream InstanceTypes.Truncate, Strict)
+    const err = await provider
+      .create(
+        awsNodeClaim('nc-61', [
+          { ...inReq(LabelInstanceType, names), minValues: 61 },
+          inReq(LabelCapacityType, ['on-demand']),
+        ]),
+      )
+      .catch((e: unknown) => e);
+    expect(isInsufficientCapacityError(err), String(err)).toBe(true);
+    expect((err as Error).message).toBe(
+      'insufficient capacity, NodeClaim "nc-61": truncating instance types based on the passed-in requirements, validating minValues, minValues requirement not met: key "node.kubernetes.io/instance-type" needs at least 61 distinct values, the remaining instance types offer 60 [c1.xlarge, c3.2xlarge, c3.4xlarge, c3.8xlarge, c3.xlarge, c4.2xlarge, c4.4xlarge, c4.8xlarge and 52 more]',
+    );
+    expect(fleets).toHaveLength(1);
+  });
+
   it('RequestLimitExceeded on CreateFleet is retried with backoff', async () => {
     const { provider } = await bed();
     emu.proxy.throttle('CreateFleet', 3);

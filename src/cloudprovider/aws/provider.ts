@@ -81,6 +81,7 @@ import {
   WellKnownLabels,
 } from '../../apis/labels.ts';
 import { formatResources, parseResource, type Resources } from '../../apis/quantity.ts';
+import { minValuesShortfall } from '../../scheduling/instancetypes.ts';
 import { Requirements } from '../../scheduling/requirements.ts';
 import {
   describeOfferings,
@@ -182,7 +183,12 @@ export { EC2NodeClassHashVersion, ec2NodeClassHash } from './nodeclass-hash.ts';
 export const TagNodeClaim = 'karpenter.sh/nodeclaim';
 /** Instance tag with the EKS cluster name (upstream `eks:eks-cluster-name`). */
 export const TagEKSClusterName = 'eks:eks-cluster-name';
-/** Upstream's cap on instance types per CreateFleet. */
+/**
+ * Upstream aws `maxInstanceTypes` (`pkg/providers/instance/instance.go`): a launch keeps the 60 cheapest of the
+ * NodeClaim's instance types (by their cheapest available compatible offering; the NodeClaim itself lists up to
+ * the core's 600, `src/scheduling/nodeclaim.ts`), and fails with insufficient capacity when those 60 cannot meet
+ * the NodeClaim's `minValues` (unless `MIN_VALUES_POLICY=BestEffort`).
+ */
 export const MAX_INSTANCE_TYPES = 60;
 /**
  * Drift reasons (upstream `pkg/cloudprovider/drift.go`); the AMI, subnet, security-group, capacity-reservation and
@@ -226,6 +232,11 @@ export interface AwsCloudProviderDeps {
   registry?: Registry;
   /** The `ReservedCapacity` feature gate (default true, as upstream): list and launch `reserved` offerings. */
   reservedCapacity?: boolean;
+  /**
+   * `MIN_VALUES_POLICY` (default `Strict`): under `Strict` a launch whose 60 cheapest types cannot meet the
+   * NodeClaim's `minValues` fails with insufficient capacity (upstream `InstanceTypes.Truncate`).
+   */
+  minValuesPolicy?: 'Strict' | 'BestEffort';
   /**
    * Price tables and instance-type inventory already fetched for this region (tests and benchmarks share them
    * between providers; they do not depend on the account's resources).
@@ -1148,11 +1159,12 @@ export class AwsCloudProvider implements CloudProvider {
     const named = this.namedTypes(nodeClaim);
     const tenancy = tenancyOf(reqs);
     const efa = requestedEFA(nodeClaim);
-    const byCT = new Map<CapacityType, Candidate[]>();
+    let usable: Array<{ it: InstanceType; perCT: Map<CapacityType, Offering[]>; price: number }> = [];
     for (const it of types) {
       if (named && !named.has(it.name)) continue;
       if (efa > 0 && (it.allocatable[ResourceEFA] ?? 0) < efa) continue;
       const perCT = new Map<CapacityType, Offering[]>();
+      let price = Number.POSITIVE_INFINITY;
       for (const o of it.offerings) {
         if (!o.available || exhausted.has(o.zone) || this.ice.isUnavailable(it.name, o.zone, o.capacityType))
           continue;
@@ -1163,13 +1175,28 @@ export class AwsCloudProvider implements CloudProvider {
         const list = perCT.get(o.capacityType) ?? [];
         list.push(o);
         perCT.set(o.capacityType, list);
+        price = Math.min(price, o.priceUSDPerHour);
       }
+      if (perCT.size > 0) usable.push({ it, perCT, price });
+    }
+    // Upstream ExoticInstanceTypeFilter, then InstanceTypes.Truncate (instance.go filterInstanceTypes): the
+    // MAX_INSTANCE_TYPES types cheapest by their cheapest available compatible offering of any capacity type.
+    const plain = usable.filter((u) => !isExotic(u.it));
+    if (plain.length > 0 && plain.length < usable.length && !named) usable = plain;
+    usable.sort((a, b) => a.price - b.price || (a.it.name < b.it.name ? -1 : 1));
+    usable = usable.slice(0, MAX_INSTANCE_TYPES);
+    this.checkTruncatedMinValues(
+      nodeClaim,
+      reqs,
+      usable.map((u) => u.it),
+    );
+    const byCT = new Map<CapacityType, Candidate[]>();
+    for (const { it, perCT } of usable)
       for (const [ct, offs] of perCT) {
         const list = byCT.get(ct) ?? [];
         list.push({ it, offerings: offs, price: Math.min(...offs.map((o) => o.priceUSDPerHour)) });
         byCT.set(ct, list);
       }
-    }
     // Upstream order: reserved, then spot when allowed and offered, else on-demand.
     const capacityType: CapacityType | undefined = byCT.has('reserved')
       ? 'reserved'
@@ -1187,10 +1214,26 @@ export class AwsCloudProvider implements CloudProvider {
       const kept = candidates.filter((c) => c.price <= cheapestOD);
       if (kept.length > 0) candidates = kept;
     }
-    const plain = candidates.filter((c) => !isExotic(c.it));
-    if (plain.length > 0 && plain.length < candidates.length && !named) candidates = plain;
     candidates.sort((a, b) => a.price - b.price || (a.it.name < b.it.name ? -1 : 1));
-    return { capacityType, candidates: candidates.slice(0, MAX_INSTANCE_TYPES) };
+    return { capacityType, candidates };
+  }
+
+  /**
+   * Upstream `InstanceTypes.Truncate` under `MIN_VALUES_POLICY=Strict`: the kept (truncated) types must still meet
+   * the NodeClaim's `minValues`.
+   * @throws InsufficientCapacityError naming the first key that falls short.
+   */
+  private checkTruncatedMinValues(
+    nodeClaim: NodeClaim,
+    reqs: Requirements,
+    kept: readonly InstanceType[],
+  ): void {
+    if (kept.length === 0 || this.deps.minValuesPolicy === 'BestEffort') return;
+    const short = minValuesShortfall(kept, reqs);
+    if (short)
+      throw new InsufficientCapacityError(
+        `NodeClaim "${launchableName(nodeClaim)}": truncating instance types based on the passed-in requirements, validating minValues, ${short}`,
+      );
   }
 
   /**

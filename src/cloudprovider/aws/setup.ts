@@ -74,9 +74,11 @@ export function createAwsProvider(
   onError?: (err: unknown, context: string) => void,
   featureGates?: Readonly<Record<string, boolean>>,
   registry?: Registry,
+  minValuesPolicy?: 'Strict' | 'BestEffort',
 ): AwsCloudProvider {
   return new AwsCloudProvider({
     ...(registry ? { registry } : {}),
+    ...(minValuesPolicy ? { minValuesPolicy } : {}),
     reservedCapacity: featureGates?.ReservedCapacity !== false,
     clients: cfg.clients,
     settings: cfg.settings,
@@ -100,7 +102,7 @@ export function awsSetup(cfg: AwsControllersConfig): ProviderSetup {
   return {
     name: awsProviderName,
     readyDependents: readyDependentsOf(awsNodeClassKinds),
-    createProvider: ({ clock, logger, nodeClass, featureGates, registry }) =>
+    createProvider: ({ clock, logger, nodeClass, featureGates, registry, minValuesPolicy }) =>
       createAwsProvider(
         cfg,
         clock,
@@ -108,6 +110,7 @@ export function awsSetup(cfg: AwsControllersConfig): ProviderSetup {
         (err, context) => logger.warn({ context, err: errorMessage(err) }, 'aws provider'),
         featureGates,
         registry,
+        minValuesPolicy,
       ),
     controllers: (deps) => awsControllers(cfg, deps),
     readiness: () =>

@@ -64,6 +64,7 @@ import {
   disruptionMetrics,
   reasonLabel,
   recordConsolidationMoves,
+  recordConsolidationTimeouts,
 } from './metrics.ts';
 import {
   AnnotationReplacementFor,
@@ -199,7 +200,7 @@ export class DisruptionController implements Controller {
     return buildDisruptionInput(this.opts.cluster.snapshot(), {
       cloudProvider: this.opts.cloudProvider,
       ...(this.opts.featureGates ? { featureGates: this.opts.featureGates } : {}),
-      ...(this.opts.coreOptions ? { options: this.opts.coreOptions } : {}),
+      options: { ...this.opts.coreOptions, clockMs: () => this.opts.clock.now() },
       onInstanceTypeError: (np, msg) =>
         this.opts.logger.warn(
           { controller: this.name, nodepool: np, err: msg },
@@ -219,6 +220,9 @@ export class DisruptionController implements Controller {
     const started = performance.now();
     const result = computeDisruption(input, stats);
     recordConsolidationMoves(this.metrics, stats.consolidationMoves);
+    recordConsolidationTimeouts(this.metrics, stats.consolidationTimeouts);
+    for (const t of stats.consolidationTimeouts ?? [])
+      log.debug({ consolidation_type: t }, 'abandoning consolidation due to timeout');
     // upstream labels the evaluation by the disruption reason (`empty`, `underutilized`, `drifted`, …)
     const evaluated = chosenCommand(result);
     this.metrics.evaluationDuration.observe(

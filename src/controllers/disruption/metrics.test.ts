@@ -2,7 +2,7 @@ import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { computeDisruption, type DisruptionStats } from '../../disruption/index.ts';
 import { input, node, pod, pool } from '../../disruption/testing.ts';
-import { disruptionMetrics, recordConsolidationMoves } from './metrics.ts';
+import { disruptionMetrics, recordConsolidationMoves, recordConsolidationTimeouts } from './metrics.ts';
 
 /** One pass's consolidation move records (see `DisruptionStats.consolidationMoves`). */
 function passMoves(policy: 'Balanced' | 'WhenEmptyOrUnderutilized') {
@@ -68,5 +68,38 @@ describe('consolidation move metrics (upstream v1.14 karpenter_consolidation_mov
     expect(disruptionMetrics(registry).consolidationMoves).toBe(
       disruptionMetrics(registry).consolidationMoves,
     );
+  });
+});
+
+describe('karpenter_voluntary_disruption_consolidation_timeouts_total (upstream ConsolidationTimeoutsTotal)', () => {
+  it('counts a multi-node search and a single-node pass stopped by their 1 min / 3 min timeouts on a fake clock', async () => {
+    /** A fake clock (ms) that moves `step` ms on every read. */
+    const stepping = (step: number) => {
+      let t = 0;
+      return () => {
+        const now = t;
+        t += step;
+        return now;
+      };
+    };
+    const pass = (nodes: ReturnType<typeof node>[], step: number) => {
+      const stats: DisruptionStats = { simulations: 0 };
+      computeDisruption(input(nodes, { options: { clockMs: stepping(step) } }), stats);
+      return stats.consolidationTimeouts;
+    };
+    const three = ['a', 'b', 'c'].map((n) => node(n, [pod(`${n}0`, { cpu: '500m' })]));
+    const lone = [node('big', [pod('x', { cpu: '500m' })], { type: 'm5.2xlarge' })];
+    const registry = new Registry();
+    const m = disruptionMetrics(registry);
+    recordConsolidationTimeouts(m, pass(three, 40_000)); // 0 s start, 40 s, 80 s > 60 s
+    recordConsolidationTimeouts(m, pass(lone, 200_000)); // 0 s start, 200 s > 180 s
+    recordConsolidationTimeouts(m, pass(lone, 1_000)); // within 3 min: nothing
+    const text = await registry.getSingleMetricAsString(
+      'karpenter_voluntary_disruption_consolidation_timeouts_total',
+    );
+    expect(text.split('\n').filter((l) => !l.startsWith('#'))).toEqual([
+      'karpenter_voluntary_disruption_consolidation_timeouts_total{consolidation_type="multi"} 1',
+      'karpenter_voluntary_disruption_consolidation_timeouts_total{consolidation_type="single"} 1',
+    ]);
   });
 });

@@ -195,6 +195,18 @@ export function disruptionMetrics(registry: Registry): DisruptionMetrics {
 }
 
 /**
+ * Counts the consolidation methods that stopped at their timeout in one pass (`DisruptionStats.consolidationTimeouts`)
+ * in `karpenter_voluntary_disruption_consolidation_timeouts_total{consolidation_type}` (upstream
+ * singlenodeconsolidation.go / multinodeconsolidation.go `ConsolidationTimeoutsTotal.Inc`).
+ */
+export function recordConsolidationTimeouts(
+  m: Pick<DisruptionMetrics, 'consolidationTimeouts'>,
+  timeouts: ReadonlyArray<'multi' | 'single'> | undefined,
+): void {
+  for (const t of timeouts ?? []) m.consolidationTimeouts.inc({ consolidation_type: t });
+}
+
+/**
  * Records the consolidation moves of one pass (`DisruptionStats.consolidationMoves`) as upstream balanced.go does:
  * each adds 1 to `karpenter_consolidation_moves_total`; a Balanced pool's score is observed in
  * `karpenter_consolidation_score` with that pool's own verdict as `decision`.

@@ -377,7 +377,8 @@ export class Orchestrator {
       const fresh = await this.deps.client.tryGet('NodeClaim', name);
       if (!fresh || fresh.metadata.deletionTimestamp) return;
       const conds = new ConditionSet(fresh, NodeClaimDependents, this.deps.clock);
-      if (reason) conds.setTrue(ConditionDisruptionReason, reason, `Disrupting: ${reason}`);
+      if (reason)
+        conds.setTrue(ConditionDisruptionReason, reason, reason); // upstream queue.go: SetTrueWithReason(reason, reason)
       else if (conds.get(ConditionDisruptionReason)) conds.clear(ConditionDisruptionReason);
       else return;
       try {

@@ -78,7 +78,7 @@ describe('nodeClaimFromPlan', () => {
     expect(nc.spec.resources).toEqual({ requests: { cpu: '3', memory: '3072Mi', pods: '3' } });
   });
 
-  it('lists instance types cheapest first (max 60) and keeps the other requirements', () => {
+  it('lists every fitting instance type cheapest first (up to 600, not the aws 60) and keeps the other requirements', () => {
     const plan = result.newNodeClaims[0]!;
     const nc = nodeClaimFromPlan(plan, np, templateHash(np));
     const keys = nc.spec.requirements.map((r) => r.key);
@@ -86,8 +86,9 @@ describe('nodeClaimFromPlan', () => {
     expect(keys.filter((k) => k === 'node.kubernetes.io/instance-type')).toHaveLength(1);
     const it = nc.spec.requirements.find((r) => r.key === 'node.kubernetes.io/instance-type')!;
     expect(it.operator).toBe('In');
-    expect(it.values!.length).toBeGreaterThan(5);
-    expect(it.values!.length).toBeLessThanOrEqual(60);
+    // all the plan's options: upstream's core keeps up to 600 (only the aws CreateFleet cuts to 60)
+    expect(it.values).toEqual(plan.instanceTypeOptions.map((t) => t.name));
+    expect(it.values!.length).toBe(600); // more than 600 of the catalog fit 3 cpu + 3Gi
     expect(it.values![0]).toBe(plan.cheapest.instanceType.name);
     const byName = new Map(types.map((t) => [t.name, t]));
     const prices = it.values!.map((n) => onDemandPrice(byName.get(n)!));

@@ -121,6 +121,8 @@ export interface ProvisioningResult {
 
 /** Seconds a `FailedScheduling` event for the same pod and message is not repeated (upstream DedupeTimeout). */
 const FAILED_SCHEDULING_DEDUPE_SECONDS = 300;
+/** Seconds a `NoCompatibleInstanceTypes` event for the same NodePool is not repeated (upstream DedupeTimeout). */
+const NO_COMPATIBLE_INSTANCE_TYPES_DEDUPE_SECONDS = 60;
 /** Seconds a `Nominated` event for the same pod and target is not repeated. */
 const NOMINATED_DEDUPE_SECONDS = 120;
 /**
@@ -344,8 +346,35 @@ export class Provisioner implements Controller {
     }
     out.input = input;
     out.result = result;
+    this.noCompatibleInstanceTypes(result, livePools);
     this.markDecisions(selection, result);
     return { input, result };
+  }
+
+  /**
+   * Upstream `NewScheduler` (`scheduling/scheduler.go`): a NodePool whose requirements filter out all of its
+   * instance types is logged and gets a Warning `NoCompatibleInstanceTypes` Event (`scheduling/events.go`:
+   * deduplicated by NodePool UID for 1 min; the message names minValues when only they ruled the types out).
+   */
+  private noCompatibleInstanceTypes(result: SchedulingResult, pools: readonly NodePool[]): void {
+    for (const n of result.noCompatibleInstanceTypes ?? []) {
+      const np = pools.find((p) => p.metadata.name === n.nodePool);
+      if (!np) continue;
+      this.log.info(
+        { NodePool: objectRef(n.nodePool), minValuesIncompatible: n.minValues },
+        'skipping, nodepool requirements filtered out all instance types',
+      );
+      if (!this.eventDue(`nct|${np.metadata.uid ?? n.nodePool}`, NO_COMPATIBLE_INSTANCE_TYPES_DEDUPE_SECONDS))
+        continue;
+      void this.deps.recorder.publish(
+        np,
+        'Warning',
+        'NoCompatibleInstanceTypes',
+        n.minValues
+          ? 'NodePool requirements filtered out all compatible available instance types due to minValues incompatibility'
+          : 'NodePool requirements filtered out all compatible available instance types',
+      );
+    }
   }
 
   /**

@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { Node } from '../../../src/apis/core.ts';
+import type { NodeClaim } from '../../../src/apis/karpenter.ts';
 import type { InFlightCommand } from '../../../src/controllers/disruption/orchestration.ts';
 import type { WatchHandle } from '../../../src/kube/client.ts';
 import type { KubeEvent } from '../../../src/kube/types.ts';
@@ -65,10 +66,31 @@ async function watchNodes(env: Env) {
   return out;
 }
 
+/** Watches NodeClaims: per NodeClaim, the `DisruptionReason` condition (status/reason/message) last seen on it. */
+async function watchDisruptionReasons(env: Env) {
+  const seen = new Map<
+    string,
+    { status: string; reason?: string | undefined; message?: string | undefined }
+  >();
+  const handle = await env.client.watch(
+    'NodeClaim',
+    {},
+    (ev) => {
+      if (ev.type === 'BOOKMARK' || ev.type === 'ERROR') return;
+      const nc = ev.object as NodeClaim;
+      const c = (nc.status?.conditions ?? []).find((x) => x.type === 'DisruptionReason');
+      if (c) seen.set(nc.metadata.name as string, { status: c.status, reason: c.reason, message: c.message });
+    },
+    () => {},
+  );
+  return { seen, handle };
+}
+
 describe('drift', () => {
   it('changing the NodePool template rolls every node, one at a time, replacements initialized first', async () => {
     const env = await startEnv();
     const watch = await watchNodes(env);
+    const reasons = await watchDisruptionReasons(env);
     const phases: Array<{ phase: string; replacementsInitialized: boolean; method: string }> = [];
     env.disruption.orchestrator.listeners.add((c: InFlightCommand) => {
       phases.push({
@@ -136,7 +158,15 @@ describe('drift', () => {
       ).toBe(3);
       expect(drifted?.every((v) => ['replace', 'delete'].includes(String(v.labels.decision)))).toBe(true);
       expect(drifted?.find((v) => v.labels.decision === 'replace')?.value).toBeGreaterThanOrEqual(1);
+      // each drifted NodeClaim was marked as upstream's queue does: DisruptionReason=True, reason = message = Drifted
+      expect([...reasons.seen.keys()].sort()).toEqual(original);
+      for (const c of reasons.seen.values())
+        expect(c).toEqual({ status: 'True', reason: 'Drifted', message: 'Drifted' });
+      // their pods drained under that reason (upstream eviction.go evictionReason)
+      expect(await metric(env, 'karpenter_pods_drained_total', { reason: 'Drifted' })).toBe(3);
+      expect(await metric(env, 'karpenter_pods_drained_total', { reason: 'Forceful Termination' })).toBe(0);
     } finally {
+      reasons.handle.stop();
       watch.handle?.stop();
       await env.stop();
     }
@@ -232,6 +262,7 @@ describe('rollback', () => {
 describe('expiration', () => {
   it('expireAfter deletes nodes past their lifetime; their pods move to new nodes', async () => {
     const env = await startEnv({ msPerStep: 1000 });
+    const reasons = await watchDisruptionReasons(env);
     try {
       await env.apply(poolYaml({ expireAfter: '10m', consolidateAfter: 'Never' }));
       await env.apply(spreadDeployment('web', 2));
@@ -258,7 +289,15 @@ describe('expiration', () => {
           capacity_type: 'on-demand',
         }),
       ).toBeGreaterThanOrEqual(2);
+      // upstream's expiration controller deletes without stamping DisruptionReason (only the disruption queue
+      // does), so the expired nodes' pods count as drained by "Forceful Termination"
+      expect(original.filter((o) => reasons.seen.has(o.metadata.name as string))).toEqual([]);
+      expect(
+        await metric(env, 'karpenter_pods_drained_total', { reason: 'Forceful Termination' }),
+      ).toBeGreaterThanOrEqual(2);
+      expect(await metric(env, 'karpenter_pods_drained_total', { reason: 'Expired' })).toBe(0);
     } finally {
+      reasons.handle.stop();
       await env.stop();
     }
   }, 150_000);
@@ -268,6 +307,7 @@ describe('emptiness', () => {
   it('an empty node is removed once consolidateAfter has passed since its last pod left', async () => {
     const env = await startEnv();
     const watch = await watchNodes(env);
+    const reasons = await watchDisruptionReasons(env);
     try {
       await env.apply(
         poolYaml({ policy: 'WhenEmpty', consolidateAfter: '2m', budgets: '[{nodes: "100%"}]' }),
@@ -294,7 +334,15 @@ describe('emptiness', () => {
         (e) => (e as { reason?: string }).reason === 'DisruptionTerminating',
       );
       expect(events.map((e) => (e as { message?: string }).message)).toContain('Disrupting Node: Empty');
+      // the two consolidated NodeClaims carried DisruptionReason=True, reason = message = Empty; the kept one none
+      expect([...reasons.seen.values()]).toEqual([
+        { status: 'True', reason: 'Empty', message: 'Empty' },
+        { status: 'True', reason: 'Empty', message: 'Empty' },
+      ]);
+      const kept = (await liveNodeClaims(env.client)).map((n) => n.metadata.name as string);
+      expect(kept.filter((n) => reasons.seen.has(n))).toEqual([]);
     } finally {
+      reasons.handle.stop();
       watch.handle?.stop();
       await env.stop();
     }

@@ -177,6 +177,77 @@ describe('provisioner (embedded API server, kwok provider)', () => {
     );
   });
 
+  it('publishes NoCompatibleInstanceTypes on a NodePool whose requirements filter out all its instance types, once a minute', async () => {
+    env = await startEnv();
+    const { client, clock } = env;
+    // "huge": no catalog type has more than 10,000 vCPUs; "narrow": only m5 exists of its two families (no "x9"), so
+    // its types can never meet minValues 2.
+    const huge = await createNodePool(
+      client,
+      testNodePool('huge', {
+        requirements: [{ key: 'karpenter.k8s.aws/instance-cpu', operator: 'Gt', values: ['10000'] }],
+      }),
+    );
+    const narrow = await createNodePool(
+      client,
+      testNodePool('narrow', {
+        requirements: [
+          { key: 'karpenter.k8s.aws/instance-family', operator: 'In', values: ['m5', 'x9'], minValues: 2 },
+        ],
+      }),
+    );
+    await createPendingPod(client, pendingPod('web', { cpu: '1', memory: '1Gi' }));
+    const p = await env.startProcess();
+    await podsSeen(p.cluster, 1);
+    const res = await p.provisioner.provision();
+    expect(res.result?.noCompatibleInstanceTypes).toEqual([
+      { nodePool: 'huge', minValues: false },
+      { nodePool: 'narrow', minValues: true },
+    ]);
+    expect(res.created).toHaveLength(0);
+    const seen = async () =>
+      (await events(client, 'NoCompatibleInstanceTypes'))
+        .map((e) => ({
+          type: e.type,
+          name: e.involvedObject.name,
+          kind: e.involvedObject.kind,
+          uid: e.involvedObject.uid,
+          message: e.message,
+          count: e.count,
+        }))
+        .sort((a, b) => String(a.name).localeCompare(String(b.name)));
+    await p.recorder.flush();
+    const first = [
+      {
+        type: 'Warning',
+        name: 'huge',
+        kind: 'NodePool',
+        uid: huge.metadata.uid,
+        message: 'NodePool requirements filtered out all compatible available instance types',
+        count: 1,
+      },
+      {
+        type: 'Warning',
+        name: 'narrow',
+        kind: 'NodePool',
+        uid: narrow.metadata.uid,
+        message:
+          'NodePool requirements filtered out all compatible available instance types due to minValues incompatibility',
+        count: 1,
+      },
+    ];
+    expect(await seen()).toEqual(first);
+    // deduplicated per NodePool UID for 1 min (upstream DedupeTimeout)
+    clock.advance(59_000);
+    await p.provisioner.provision();
+    await p.recorder.flush();
+    expect(await seen()).toEqual(first);
+    clock.advance(1_000);
+    await p.provisioner.provision();
+    await p.recorder.flush();
+    expect((await seen()).map((e) => e.count)).toEqual([2, 2]);
+  });
+
   it('creates no NodeClaim when the pods fit an existing node, and nominates them to it', async () => {
     env = await startEnv();
     const { client } = env;

@@ -2,15 +2,14 @@
  * `nodeclaim.expiration`: deletes NodeClaims older than their `spec.expireAfter` (else their NodePool template's;
  * `Never` = never), after kubernetes-sigs/karpenter v1 `pkg/controllers/nodeclaim/expiration/controller.go`:
  * forceful — no disruption budgets, no do-not-disrupt or PDB checks at decision time (the drain is bounded by
- * `terminationGracePeriod`). Before deleting it stamps condition `DisruptionReason=Expired` and afterwards counts
- * `karpenter_nodeclaims_disrupted_total{reason="expired"}`. A NodeClaim not yet expired is re-checked at its expiry.
+ * `terminationGracePeriod`). Like upstream it does not stamp condition `DisruptionReason` (only the disruption
+ * queue does, upstream `queue.go` markDisrupted), so the drain counts `karpenter_pods_drained_total{reason="Forceful
+ * Termination"}`; after deleting it counts `karpenter_nodeclaims_disrupted_total{reason="expired"}`. A NodeClaim not yet expired is re-checked at its expiry.
  */
 import { tryParseDuration } from '../../../apis/duration.ts';
 import type { NodeClaim, NodePool } from '../../../apis/karpenter.ts';
-import { ConditionDisruptionReason, LabelNodePool } from '../../../apis/labels.ts';
-import { isConflict, isNotFound } from '../../../kube/errors.ts';
+import { LabelNodePool } from '../../../apis/labels.ts';
 import {
-  ConditionSet,
   type Controller,
   type ControllerDeps,
   capacityTypeOf,
@@ -21,7 +20,6 @@ import {
   type ReconcileResult,
   watch,
 } from '../../runtime/index.ts';
-import { NodeClaimDependents } from '../lifecycle/context.ts';
 import { lifecycleMetrics } from '../metrics.ts';
 
 /** Options of {@link ExpirationController}. */
@@ -83,7 +81,6 @@ export class ExpirationController implements Controller {
     if (at === undefined) return {};
     const now = this.opts.clock.now();
     if (now < at) return { requeueAfter: Math.min((at - now) / 1000, 24 * 3600) };
-    await this.stampExpired(name);
     if (!(await this.opts.client.tryDelete('NodeClaim', name))) return {};
     lifecycleMetrics(this.opts.registry).disrupted.inc({
       reason: 'expired',
@@ -99,30 +96,5 @@ export class ExpirationController implements Controller {
       'deleting expired nodeclaim',
     );
     return {};
-  }
-
-  private async stampExpired(name: string): Promise<void> {
-    for (let attempt = 0; attempt < 3; attempt++) {
-      const fresh = await this.opts.client.tryGet('NodeClaim', name);
-      if (!fresh) return;
-      const conds = new ConditionSet(fresh, NodeClaimDependents, this.opts.clock);
-      conds.setTrue(ConditionDisruptionReason, 'Expired', 'Disrupting: Expired');
-      try {
-        await this.opts.client.patchStatus(
-          'NodeClaim',
-          name,
-          undefined,
-          {
-            metadata: { resourceVersion: fresh.metadata.resourceVersion },
-            status: { conditions: conds.list() },
-          },
-          { type: 'merge' },
-        );
-        return;
-      } catch (err) {
-        if (isNotFound(err)) return;
-        if (!isConflict(err)) throw err;
-      }
-    }
   }
 }
