@@ -128,7 +128,7 @@ describe('capenter simulate -f examples/microservices-demo', () => {
     expect(out).not.toMatch(/new nodeclaim #\d/); // the plan's names only
     expect(out).toContain('general-purpose-1: NodePool general-purpose (the only NodePool)');
     expect(out).toContain(
-      'c6a.large on-demand in us-east-1a at $0.0765/h: the cheapest of 60 instance type(s) that satisfy the requirements and fit its 12 pod(s)',
+      'c6a.large on-demand in us-east-1a at $0.0765/h: the cheapest of 600 instance type(s) that satisfy the requirements and fit its 12 pod(s)',
     );
     expect(out).toContain(
       'rejected cheaper r7a.medium ($0.0761/h): too small: cpu: need 1682m, have 940m (short 742m); pods: need 13, have 8 (short 5)',

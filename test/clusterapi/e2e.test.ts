@@ -126,7 +126,7 @@ describe('clusterapi provider on two embedded clusters', () => {
     await eventually(
       async () => (await wl.list('Pod')).items.filter((p) => p.status?.phase === 'Running').length === 20,
       '20 pods running',
-      60_000,
+      120_000,
     );
     // The NodeClass reports the deployment full only through offerings: the provisioner keeps trying, and every
     // attempt past the cap is refused. Wait for the refusals to be visible, then check the cap held throughout.
@@ -153,7 +153,7 @@ describe('clusterapi provider on two embedded clusters', () => {
     );
     expect(launched).toBe(5);
     expect((await t.deployment('md-capped')).spec.replicas).toBe(5);
-  }, 120_000);
+  }, 300_000);
 
   it('consolidation moves pods from an expensive deployment to a cheap one', async () => {
     // nominations live 2 s, not upstream's 20: the pods' node is no consolidation candidate while nominated
