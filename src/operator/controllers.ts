@@ -200,6 +200,7 @@ export function buildControllers(d: ControllerListDeps): ControllerList {
     new InstanceTypeMetricsController({
       ...deps('metrics.instancetype'),
       nodePools: () => cluster.listNodePools(),
+      nodeClaims: () => cluster.listNodeClaims(),
       ...(tuning.instanceTypeMetricsSeconds !== undefined
         ? { periodSeconds: tuning.instanceTypeMetricsSeconds }
         : {}),

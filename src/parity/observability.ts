@@ -164,8 +164,8 @@ export const METRIC_ROWS: ParityRow[] = [
   ),
   metric(
     ['karpenter_nodepools_cost_total', 'karpenter_nodepools_cost_tracker_errors_total'],
-    'missing',
-    'no per-NodePool cost tracker (upstream pkg/state/cost); offering prices are exported per instance type',
+    'works',
+    'sum of the offering prices of each NodePool’s launched NodeClaims (USD/hour), once a minute with the instance-type metrics; a NodeClaim whose offering is unknown counts an error',
     METRICS_UNIT,
   ),
   metric(

@@ -10,12 +10,23 @@
  *   offering's hourly price in USD.
  * A NodePool whose instance types cannot be resolved is logged and skipped (the others are still published), as
  * upstream. Series of types no NodePool offers any more are dropped on the next pass.
+ *
+ * With `nodeClaims`, the same pass also sets upstream's NodePool cost (kubernetes-sigs/karpenter
+ * `pkg/controllers/metrics/nodepool/controller.go` `ClusterCost`, `pkg/state/cost/cost.go`):
+ * - `karpenter_nodepools_cost_total{nodepool}`: the sum of the offering price (USD/hour, available or not) of each
+ *   of the NodePool's NodeClaims that carries instance-type, zone and capacity-type labels (a launched one), with
+ *   the prices this pass resolved (NodeOverlay prices included); 0 for a NodePool without such NodeClaims;
+ * - `karpenter_nodepools_cost_tracker_errors_total{nodepool}`: +1 for each such NodeClaim whose offering is not
+ *   among the NodePool's instance types (not counted in the cost), as upstream's tracker counts a missing price.
+ * Upstream updates the cost on every NodeClaim event; capenter once per pass (a minute by default).
  */
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import type { NodePool } from '../../apis/karpenter.ts';
+import type { NodeClaim, NodePool } from '../../apis/karpenter.ts';
+import { LabelCapacityType, LabelInstanceType, LabelNodePool, LabelTopologyZone } from '../../apis/labels.ts';
 import type { CloudProvider } from '../../cloudprovider/types.ts';
 import type { Clock } from '../../kube/clock.ts';
+import { registeredCounter } from '../../kube/metrics.ts';
 import { type Controller, errorMessage, SingletonController } from '../runtime/index.ts';
 import { gauge } from './common.ts';
 
@@ -25,6 +36,8 @@ export const INSTANCE_TYPE_METRICS = {
   memory: 'karpenter_cloudprovider_instance_type_memory_bytes',
   available: 'karpenter_cloudprovider_instance_type_offering_available',
   price: 'karpenter_cloudprovider_instance_type_offering_price_estimate',
+  nodePoolCost: 'karpenter_nodepools_cost_total',
+  costTrackerErrors: 'karpenter_nodepools_cost_tracker_errors_total',
 } as const;
 
 /** Seconds between passes (upstream: `RequeueAfter: time.Minute`). */
@@ -35,6 +48,8 @@ export interface InstanceTypeMetricsDeps {
   cloudProvider: CloudProvider;
   /** The NodePools to resolve instance types for (cluster state's). */
   nodePools: () => readonly NodePool[];
+  /** The NodeClaims whose offerings make up each NodePool's cost (cluster state's); absent: no cost metrics. */
+  nodeClaims?: () => readonly NodeClaim[];
   clock: Clock;
   logger: Logger;
   registry: Registry;
@@ -49,6 +64,7 @@ export class InstanceTypeMetricsController implements Controller {
   readonly name = 'metrics.instancetype';
   private readonly loop: SingletonController;
   private readonly gauges;
+  private readonly costErrors;
 
   constructor(private readonly deps: InstanceTypeMetricsDeps) {
     const offering: OfferingLabel[] = ['instance_type', 'capacity_type', 'zone'];
@@ -74,7 +90,19 @@ export class InstanceTypeMetricsController implements Controller {
         'Instance type offering estimated hourly price used when making informed decisions on node cost calculation, based on instance type, capacity type, and zone.',
         offering,
       ),
+      nodePoolCost: gauge(
+        deps.registry,
+        INSTANCE_TYPE_METRICS.nodePoolCost,
+        "Total cost of the nodepool from Karpenter's perspective. Units are determined by the cloud provider. Not an authoritative source for billing. Includes modifications due to NodeOverlays",
+        ['nodepool'],
+      ),
     };
+    this.costErrors = registeredCounter(
+      deps.registry,
+      INSTANCE_TYPE_METRICS.costTrackerErrors,
+      'Number of errors encountered during cost tracking operations. Labeled by nodepool and nodeclaim.',
+      ['nodepool'],
+    );
     this.loop = new SingletonController({
       name: this.name,
       clock: deps.clock,
@@ -97,6 +125,8 @@ export class InstanceTypeMetricsController implements Controller {
     const memory = new Map<string, number>();
     const available = new Map<string, boolean>();
     const price = new Map<string, number>();
+    const cost = new Map<string, number>();
+    const claims = this.nodeClaimsByPool();
     for (const np of this.deps.nodePools()) {
       let types: Awaited<ReturnType<CloudProvider['instanceTypes']>>;
       try {
@@ -117,6 +147,7 @@ export class InstanceTypeMetricsController implements Controller {
           price.set(key, o.priceUSDPerHour);
         }
       }
+      if (claims) cost.set(np.metadata.name, this.nodePoolCost(np.metadata.name, types, claims));
     }
     for (const g of Object.values(this.gauges)) g.reset();
     for (const [name, v] of cpu) this.gauges.cpu.set({ instance_type: name }, v);
@@ -127,5 +158,40 @@ export class InstanceTypeMetricsController implements Controller {
     };
     for (const [key, v] of available) this.gauges.available.set(labels(key), v ? 1 : 0);
     for (const [key, v] of price) this.gauges.price.set(labels(key), v);
+    for (const [nodepool, v] of cost) this.gauges.nodePoolCost.set({ nodepool }, v);
+  }
+
+  /** The launched NodeClaims (instance-type, zone and capacity-type labels) by NodePool; undefined without `nodeClaims`. */
+  private nodeClaimsByPool(): Map<string, NodeClaim[]> | undefined {
+    if (!this.deps.nodeClaims) return undefined;
+    const out = new Map<string, NodeClaim[]>();
+    for (const nc of this.deps.nodeClaims()) {
+      const l = nc.metadata.labels ?? {};
+      const pool = l[LabelNodePool];
+      if (!pool || !l[LabelInstanceType] || !l[LabelTopologyZone] || !l[LabelCapacityType]) continue;
+      out.set(pool, [...(out.get(pool) ?? []), nc]);
+    }
+    return out;
+  }
+
+  /**
+   * The NodePool's cost in USD/hour: each of its launched NodeClaims' offering price among `types`; a NodeClaim whose
+   * offering is not there counts a cost-tracker error and adds nothing.
+   */
+  private nodePoolCost(
+    nodePool: string,
+    types: Awaited<ReturnType<CloudProvider['instanceTypes']>>,
+    claims: ReadonlyMap<string, NodeClaim[]>,
+  ): number {
+    let sum = 0;
+    for (const nc of claims.get(nodePool) ?? []) {
+      const l = nc.metadata.labels ?? {};
+      const o = types
+        .find((t) => t.name === l[LabelInstanceType])
+        ?.offerings.find((x) => x.zone === l[LabelTopologyZone] && x.capacityType === l[LabelCapacityType]);
+      if (o) sum += o.priceUSDPerHour;
+      else this.costErrors.inc({ nodepool: nodePool });
+    }
+    return sum;
   }
 }

@@ -3,10 +3,12 @@ import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import type { Pod } from '../../apis/core.ts';
 import type { NodeClaim, NodePool } from '../../apis/karpenter.ts';
+import type { CloudProvider } from '../../cloudprovider/types.ts';
 import { FakeClock } from '../../kube/clock.ts';
 import type { Cluster } from '../../state/cluster.ts';
 import { PodSchedulingTimes } from '../../state/podscheduling.ts';
 import { metricValue, resourceTypeLabel } from './common.ts';
+import { INSTANCE_TYPE_METRICS, InstanceTypeMetricsController } from './instancetype.ts';
 import { podsLimits } from './node.ts';
 import { nodeClaimPhase } from './nodeclaim.ts';
 import { NODEPOOL_METRICS, NodePoolMetricsController } from './nodepool.ts';
@@ -276,5 +278,70 @@ describe('pod provisioning metrics (upstream karpenter_pods_provisioning_*)', ()
       (v as { metricName?: string }).metricName?.endsWith('_count'),
     );
     expect(count?.value ?? 0).toBe(0);
+  });
+});
+
+describe('NodePool cost (upstream karpenter_nodepools_cost_total, pkg/state/cost)', () => {
+  const offering = (zone: string, capacityType: string, priceUSDPerHour: number, available = true) => ({
+    zone,
+    capacityType,
+    priceUSDPerHour,
+    available,
+    requirements: [],
+  });
+  const types = [
+    {
+      name: 'm5.large',
+      capacity: { cpu: 2000 },
+      offerings: [offering('a', 'on-demand', 0.096), offering('a', 'spot', 0.04, false)],
+    },
+    { name: 'c5.xlarge', capacity: { cpu: 4000 }, offerings: [offering('b', 'on-demand', 0.17)] },
+  ];
+  const claim = (name: string, pool: string, labels: Record<string, string>): NodeClaim =>
+    ({
+      metadata: { name, labels: { 'karpenter.sh/nodepool': pool, ...labels } },
+      spec: { nodeClassRef: { group: 'g', kind: 'k', name: 'n' }, requirements: [] },
+    }) as unknown as NodeClaim;
+  const launched = (it: string, zone: string, ct: string) => ({
+    'node.kubernetes.io/instance-type': it,
+    'topology.kubernetes.io/zone': zone,
+    'karpenter.sh/capacity-type': ct,
+  });
+
+  it('sums the offering price of each launched NodeClaim per NodePool; an unknown offering counts an error', async () => {
+    expect(INSTANCE_TYPE_METRICS.nodePoolCost).toBe('karpenter_nodepools_cost_total');
+    expect(INSTANCE_TYPE_METRICS.costTrackerErrors).toBe('karpenter_nodepools_cost_tracker_errors_total');
+    const registry = new Registry();
+    const pools = ['web', 'batch', 'idle'].map((name) => ({ metadata: { name } }) as NodePool);
+    let claims: NodeClaim[] = [
+      claim('web-1', 'web', launched('m5.large', 'a', 'on-demand')),
+      claim('web-2', 'web', launched('m5.large', 'a', 'spot')), // unavailable now, still priced
+      claim('web-3', 'web', {}), // not launched yet: no labels, not counted
+      claim('batch-1', 'batch', launched('c5.xlarge', 'b', 'on-demand')),
+      claim('batch-2', 'batch', launched('c5.xlarge', 'c', 'on-demand')), // no such offering
+    ];
+    const c = new InstanceTypeMetricsController({
+      cloudProvider: { instanceTypes: async () => types } as unknown as CloudProvider,
+      nodePools: () => pools,
+      nodeClaims: () => claims,
+      clock: new FakeClock(0),
+      logger: pino({ level: 'silent' }),
+      registry,
+    });
+    await c.update();
+    const cost = async () =>
+      Object.fromEntries(
+        (await registry.getSingleMetric(INSTANCE_TYPE_METRICS.nodePoolCost)!.get()).values.map((v) => [
+          v.labels.nodepool,
+          Number(v.value.toFixed(6)),
+        ]),
+      );
+    expect(await cost()).toEqual({ web: 0.136, batch: 0.17, idle: 0 });
+    const errors = await registry.getSingleMetric(INSTANCE_TYPE_METRICS.costTrackerErrors)!.get();
+    expect(errors.values.map((v) => [v.labels.nodepool, v.value])).toEqual([['batch', 1]]);
+    // a NodeClaim gone: the next pass drops its price
+    claims = claims.filter((x) => x.metadata.name !== 'web-1');
+    await c.update();
+    expect(await cost()).toEqual({ web: 0.04, batch: 0.17, idle: 0 });
   });
 });
