@@ -246,9 +246,9 @@ export const METRIC_ROWS: ParityRow[] = [
   ),
   metric(
     ['karpenter_ec2nodeclasses_userdata_bytes'],
-    'missing',
-    'registered by upstream (pkg/providers/launchtemplate/metrics.go) though not in metrics.md; not exported',
-    'src/cloudprovider/aws/launchtemplates.test.ts',
+    'works',
+    'raw (pre-base64) size of the user data rendered for the class, set before CreateLaunchTemplate, dropped with the class’s templates (upstream pkg/providers/launchtemplate/metrics.go; not in metrics.md)',
+    'src/cloudprovider/aws/provider.test.ts',
     AWS_PROVIDER_SCOPE,
   ),
   metric(

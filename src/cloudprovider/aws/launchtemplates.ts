@@ -18,8 +18,10 @@ import {
   type RequestLaunchTemplateData,
   type VolumeType,
 } from '@aws-sdk/client-ec2';
+import { type Gauge, Registry } from 'prom-client';
 import type { BlockDeviceMapping, EC2NetworkInterface, EC2NodeClass } from '../../apis/karpenter.ts';
 import { parseResource } from '../../apis/quantity.ts';
+import { registeredGauge } from '../../kube/metrics.ts';
 import type { NowClock } from '../offerings.ts';
 import type { AMIFamily } from './catalog/index.ts';
 import { awsErrorCode, isAwsNotFound, withThrottleRetry } from './retry.ts';
@@ -329,7 +331,17 @@ export interface LaunchTemplatesDeps {
   clock: NowClock;
   /** Seconds a template may go unused before garbage collection deletes it (default 3600). */
   ttlSeconds?: number;
+  /** Where `karpenter_ec2nodeclasses_userdata_bytes` is registered (default: a registry of its own). */
+  registry?: Registry;
 }
+
+/**
+ * `karpenter_ec2nodeclasses_userdata_bytes{nodeclass}` (aws/karpenter-provider-aws
+ * `pkg/providers/launchtemplate/metrics.go`): the byte size of the user data (raw, before base64) last rendered for a
+ * launch template of the EC2NodeClass, set just before `CreateLaunchTemplate` (so an oversized one is reported even
+ * when EC2 refuses it) and dropped with the class's templates.
+ */
+export const UserDataBytesMetric = 'karpenter_ec2nodeclasses_userdata_bytes';
 
 /** Ensures, caches and garbage-collects launch templates. */
 export class LaunchTemplates {
@@ -338,7 +350,16 @@ export class LaunchTemplates {
   /** The first cache miss of this process lists the cluster's templates once (undefined again after a failure). */
   private hydrated: Promise<void> | undefined;
 
-  constructor(private readonly deps: LaunchTemplatesDeps) {}
+  private readonly userDataBytes: Gauge<'nodeclass'>;
+
+  constructor(private readonly deps: LaunchTemplatesDeps) {
+    this.userDataBytes = registeredGauge(
+      deps.registry ?? new Registry(),
+      UserDataBytesMetric,
+      'Size in bytes of the rendered user data (raw, pre-base64) for the EC2NodeClass',
+      ['nodeclass'],
+    );
+  }
 
   /** Names of the cached templates. */
   cachedNames(): string[] {
@@ -443,6 +464,7 @@ export class LaunchTemplates {
         { ResourceType: 'network-interface', Tags: tags },
       ],
     };
+    this.userDataBytes.set({ nodeclass: o.nodeClassName }, Buffer.byteLength(o.userData, 'utf8'));
     try {
       const out = await withThrottleRetry(() =>
         this.deps.ec2.send(
@@ -532,6 +554,7 @@ export class LaunchTemplates {
 
   /** Deletes every template of the EC2NodeClass `name` (when the class is deleted). Returns the deleted names. */
   async deleteForNodeClass(name: string): Promise<string[]> {
+    this.userDataBytes.remove({ nodeclass: name });
     const deleted: string[] = [];
     for (const lt of await this.listClusterTemplates()) {
       if (lt.nodeClass !== name) continue;

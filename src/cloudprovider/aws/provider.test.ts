@@ -62,7 +62,8 @@ const inReq = (key: string, values: string[]) => ({ key, operator: 'In' as const
 
 describe('aws provider against moto + proxy', () => {
   it('launches the cheapest type with upstream tags, the class security groups and instance profile, and AL2023 user data', async () => {
-    const { provider, clients, net } = await bed({ tags: { team: 'a' } });
+    const registry = new Registry();
+    const { provider, clients, net } = await bed({ tags: { team: 'a' } }, registry);
     const nc = await provider.create(
       awsNodeClaim('nc-1', [
         inReq(LabelInstanceType, ['m5.xlarge', 'm5.large']),
@@ -112,11 +113,25 @@ describe('aws provider against moto + proxy', () => {
     expect(userData).toContain('kind: NodeConfig');
     expect(userData).toContain('maxPods: 29');
     expect(userData).toContain('karpenter.sh/capacity-type=on-demand');
+    // karpenter_ec2nodeclasses_userdata_bytes: the raw (pre-base64) size of the last rendered user data of the class
+    const sizes = datas.map((d) => Buffer.from(d.UserData!, 'base64').length);
+    const gauge = async () =>
+      (await registry.getSingleMetric('karpenter_ec2nodeclasses_userdata_bytes')!.get()).values.map((v) => [
+        v.labels.nodeclass,
+        v.value,
+      ]);
+    const [[label, bytes]] = (await gauge()) as [[string, number]];
+    expect(label).toBe('default');
+    expect(sizes).toContain(bytes);
+    expect(bytes).toBeGreaterThan(500);
     // The same options reuse the template: a second launch creates none.
     await provider.create(
       awsNodeClaim('nc-2', [inReq(LabelInstanceType, ['m5.large']), inReq(LabelCapacityType, ['on-demand'])]),
     );
     expect(emu.proxy.calls.get('ec2:CreateLaunchTemplate')).toBe(2);
+    // the class's templates deleted: its series goes with them
+    await provider.deleteLaunchTemplates('default');
+    expect(await gauge()).toEqual([]);
   });
 
   it('a Windows 2022 NodeClaim launches with the EKS bootstrap PowerShell carrying its labels, taints and max pods', async () => {

@@ -768,6 +768,7 @@ export class AwsCloudProvider implements CloudProvider {
       ec2: deps.clients.ec2,
       clusterName: deps.settings.clusterName,
       clock: deps.clock,
+      ...(deps.registry ? { registry: deps.registry } : {}),
     });
     const onError = deps.onError;
     this.pricing =
