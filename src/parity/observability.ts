@@ -418,10 +418,10 @@ export const EVENT_ROWS: ParityRow[] = [
   event(['Evicted'], 'works', 'on each evicted Pod', 'test/conformance/eviction.test.ts'),
   event(
     ['TerminationGracePeriodExpiring'],
-    'missing',
-    'published on the NodeClaim with upstream’s message (asserted in the named test) but not on its Node, where ' +
-      'upstream also publishes it',
-    'src/controllers/nodeclaim/lifecycle/termination.test.ts',
+    'works',
+    'on the NodeClaim when its termination timestamp is stamped and on its Node at each drain pass (deduplicated), ' +
+      'upstream’s message `All pods will be deleted by <time>`',
+    'test/controllers/termination/termination.test.ts',
   ),
   event(
     ['FailedTermination'],

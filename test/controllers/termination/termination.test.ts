@@ -271,6 +271,13 @@ describe('node termination drain', () => {
       expect(await ctl.reconcile('tgp-1')).toEqual({ requeueAfter: 1 });
       expect(await podNames('tgp-1')).toEqual(['stuck']);
     }
+    // upstream NodeTerminationGracePeriodExpiring: on the Node too, with the NodeClaim's termination timestamp
+    const at = new Date(d).toISOString().replace(/\.\d{3}Z$/, 'Z');
+    const expiring = (await env.events('tgp-1')).filter((e) => e.reason === 'TerminationGracePeriodExpiring');
+    expect(expiring.map((e) => [e.involvedObject.kind, e.type, e.message]).sort()).toEqual([
+      ['Node', 'Warning', `All pods will be deleted by ${at}`],
+      ['NodeClaim', 'Warning', `All pods will be deleted by ${at}`],
+    ]);
     env.clock.set(d - 30_000);
     await ctl.reconcile('tgp-1');
     expect(await podNames('tgp-1')).toEqual([]);

@@ -154,6 +154,17 @@ export class NodeTerminationController implements Controller {
     const tainted = await this.taintDisrupted(node);
     if (tainted) return tainted;
     const deadline = terminationDeadline(claims);
+    // upstream nodeTerminationTime: each pass of a Node whose NodeClaim has a termination timestamp warns on the Node
+    const expiring = claims
+      .map((c) => c.metadata.annotations?.[AnnotationNodeClaimTerminationTimestamp])
+      .find((a) => a !== undefined);
+    if (expiring !== undefined)
+      this.publishDeduped(
+        node,
+        'Warning',
+        'TerminationGracePeriodExpiring',
+        `All pods will be deleted by ${expiring}`,
+      );
     const drained = await this.awaitDrain(node, claims, deadline);
     if (drained) return drained;
     const detached = await this.awaitVolumeDetachment(node, claims, deadline);
