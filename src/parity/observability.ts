@@ -220,9 +220,8 @@ export const METRIC_ROWS: ParityRow[] = [
   ),
   metric(
     ['karpenter_interruption_message_queue_duration_seconds'],
-    'missing',
-    'registered and observed per message (src/cloudprovider/aws/controllers/interruption/controller.ts) but no ' +
-      'test asserts a value yet',
+    'works',
+    'observed per handled message: the seconds from the message’s time to its handling',
     'test/aws/interruption-controller.test.ts',
     AWS_PROVIDER_SCOPE,
   ),

@@ -154,6 +154,8 @@ describe('interruption controller (EventBridge → SQS → controller)', () => {
       }),
     ).toBe(1);
     expect(await env.metric('karpenter_interruption_deleted_messages_total', {})).toBe(1);
+    // one observation of the time the message spent in the queue (upstream's histogram; its +Inf bucket counts all)
+    expect(await env.metric('karpenter_interruption_message_queue_duration_seconds', { le: '+Inf' })).toBe(1);
     expect(
       await env.metric('karpenter_nodeclaims_disrupted_total', {
         reason: 'spot_interrupted',
