@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import type { MachineDeployment, MachineSet } from '../../src/apis/capi.ts';
-import type { Node } from '../../src/apis/core.ts';
+import type { Node, Pod } from '../../src/apis/core.ts';
 import type { NodeClaim } from '../../src/apis/karpenter.ts';
 import {
   AnnotationNodeClaimMachineDeployment,
@@ -127,7 +127,20 @@ describe('clusterapi provider on two embedded clusters', () => {
       async () => (await wl.list('Pod')).items.filter((p) => p.status?.phase === 'Running').length === 20,
       '20 pods running',
       120_000,
-    );
+    ).catch(async (err: Error) => {
+      // what the cluster looked like when it did not get there, for the next reader of a failed CI log
+      const pods = (await wl.list('Pod')).items as Pod[];
+      const nodes = (await wl.list('Node')).items as Node[];
+      const claims = await t!.nodeClaims();
+      throw new Error(
+        `${err.message}: ${pods.filter((p) => p.status?.phase === 'Running').length} Running, ` +
+          `${pods.filter((p) => p.spec?.nodeName).length} bound of ${pods.length}; nodes ` +
+          nodes
+            .map((n) => `${n.metadata.name}[${(n.spec?.taints ?? []).map((x) => x.key).join(',')}]`)
+            .join(' ') +
+          `; NodeClaims ${claims.map((c) => `${c.metadata.name}:${c.status?.providerID ? 'launched' : 'pending'}`).join(' ')}`,
+      );
+    });
     // The NodeClass reports the deployment full only through offerings: the provisioner keeps trying, and every
     // attempt past the cap is refused. Wait for the refusals to be visible, then check the cap held throughout.
     await eventually(

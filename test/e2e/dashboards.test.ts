@@ -240,8 +240,12 @@ ${deploymentYaml('web', 2, '1500m', '256Mi').replace('      containers:', '     
     await eventually(
       async () => {
         last = await (await fetch(`${base}/metrics`)).text();
-        // the cluster-state gauges follow on the metrics controllers' 1 s cadence
-        return missing(last).length === 0 && /^karpenter_cluster_state_node_count 1$/m.test(last);
+        // the cluster-state and node gauges follow on the metrics controllers' 1 s cadence (each its own pass)
+        return (
+          missing(last).length === 0 &&
+          /^karpenter_cluster_state_node_count 1$/m.test(last) &&
+          samples(last).filter((x) => x.name === 'karpenter_nodes_current_lifetime_seconds').length === 1
+        );
       },
       'dashboard metrics exported',
       10_000,
