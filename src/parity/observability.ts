@@ -199,10 +199,11 @@ export const METRIC_ROWS: ParityRow[] = [
   ),
   metric(
     ['karpenter_scheduler_pending_pods_by_effective_zone_count'],
-    'missing',
-    'not exported: pending pods per effective zone (the intersection of zone requirements, volume zones and ' +
-      'topology-spread domains, upstream `computeEffectiveZoneFromPod`) needs the scheduler’s topology domains',
-    E2E,
+    'works',
+    'the provisioner’s pending pods by effective zone (zone requirement, volume zones folded in, and the zones the ' +
+      'pod’s own topology groups allow before placing; upstream `computeEffectiveZoneFromPod`): a zone, `flexible` ' +
+      'or `none`, replaced by each simulation; the cases are in src/scheduling/scheduler.test.ts',
+    'test/controllers/provisioning/provisioner.test.ts',
   ),
   metric(
     ['karpenter_interruption_received_messages_total', 'karpenter_interruption_deleted_messages_total'],

@@ -466,6 +466,78 @@ describe('solve: topology', () => {
     expect([...perZone.values()]).toEqual([2, 2, 2]);
   });
 
+  it('counts pending pods by effective zone before placing any (upstream pending_pods_by_effective_zone_count)', () => {
+    // two web pods already in zone a: a zonal spread (maxSkew 1) allows only b and c for the next one
+    const existing: ExistingNode = {
+      node: makeNode('n1', {
+        labels: { 'topology.kubernetes.io/zone': 'test-zone-a' },
+        allocatable: { cpu: '100m', memory: '1Gi', pods: '10' },
+      }),
+      pods: ['old-0', 'old-1'].map((n) => ({
+        ...makePod(n, { labels: { app: 'web' } }),
+        spec: { ...makePod(n).spec, nodeName: 'n1' },
+      })),
+    };
+    const zone = (values: string[]) => ({
+      nodeAffinity: {
+        requiredDuringSchedulingIgnoredDuringExecution: {
+          nodeSelectorTerms: [
+            { matchExpressions: [{ key: 'topology.kubernetes.io/zone', operator: 'In' as const, values }] },
+          ],
+        },
+      },
+    });
+    const web = spread('web', 'topology.kubernetes.io/zone');
+    const pods = [
+      makePod('free', { cpu: '1' }),
+      makePod('pinned', {
+        cpu: '1',
+        spec: { nodeSelector: { 'topology.kubernetes.io/zone': 'test-zone-b' } },
+      }),
+      makePod('two', { cpu: '1', spec: { affinity: zone(['test-zone-a', 'test-zone-b']) } }),
+      makePod('web-any', { cpu: '1', ...web }),
+      makePod('web-a', {
+        cpu: '1',
+        labels: web.labels,
+        spec: { ...web.spec, affinity: zone(['test-zone-a']) },
+      }),
+      makePod('web-ab', {
+        cpu: '1',
+        labels: web.labels,
+        spec: { ...web.spec, affinity: zone(['test-zone-a', 'test-zone-b']) },
+      }),
+    ];
+    // anti-affinity to the web pods on zones, but only zone a allowed: nowhere to go
+    pods.push(
+      makePod('anti-a', {
+        cpu: '1',
+        spec: {
+          affinity: {
+            ...zone(['test-zone-a']),
+            podAntiAffinity: {
+              requiredDuringSchedulingIgnoredDuringExecution: [
+                {
+                  topologyKey: 'topology.kubernetes.io/zone',
+                  labelSelector: { matchLabels: { app: 'web' } },
+                },
+              ],
+            },
+          },
+        },
+      }),
+    );
+    const r = solve(input(pods, [general()], { existingNodes: [existing] }));
+    // free, two, web-any: flexible; pinned and web-ab: zone b (for web-ab, a is over the skew among a and b);
+    // web-a: zone a (its only eligible domain is the spread's minimum); anti-a: none
+    expect(r.pendingPodsByEffectiveZone).toEqual({
+      flexible: 3,
+      'test-zone-b': 2,
+      'test-zone-a': 1,
+      none: 1,
+    });
+    expect(solve(input([], [general()])).pendingPodsByEffectiveZone).toBeUndefined();
+  });
+
   it('counts pods on existing nodes for the spread', () => {
     const existing: ExistingNode = {
       node: makeNode('n1', {

@@ -36,7 +36,12 @@
  */
 import type { DaemonSet } from '../apis/core.ts';
 import type { Offering } from '../apis/instancetype.ts';
-import { LabelCapacityReservationID, LabelCapacityType, LabelInstanceType } from '../apis/labels.ts';
+import {
+  LabelCapacityReservationID,
+  LabelCapacityType,
+  LabelInstanceType,
+  LabelTopologyZone,
+} from '../apis/labels.ts';
 import { daemonSetPod } from './daemonoverhead.ts';
 import type { ExistingCapacity } from './existingnode.ts';
 import { type ExplanationRecorder, ExplanationTrace, NoExplanations } from './explain.ts';
@@ -63,6 +68,7 @@ import { Requirement, type RequirementError, type Requirements } from './require
 import { ReservationLedger, reserveOffering } from './reservations.ts';
 import { sumResources } from './resources.ts';
 import { prepareRun, type RunState } from './runstate.ts';
+import type { Topology } from './topology.ts';
 import type {
   NodeClaimPlan,
   Placement,
@@ -123,10 +129,34 @@ export function solve(input: SchedulingInput): SchedulingResult {
 function solveRun(input: SchedulingInput): SchedulingResult {
   const recorder = input.explain === true ? new ExplanationTrace() : NoExplanations;
   const run = prepareRun(input);
+  const byZone: Record<string, number> = {};
+  for (const pod of run.pods) {
+    const z = effectiveZone(pod, run.topology);
+    byZone[z] = (byZone[z] ?? 0) + 1;
+  }
   const scheduler = new Scheduler(run, recorder);
   scheduler.scheduleAll();
   scheduler.repack();
-  return finalise(run, scheduler, recorder);
+  const result = finalise(run, scheduler, recorder);
+  if (run.pods.length > 0) result.pendingPodsByEffectiveZone = byZone;
+  return result;
+}
+
+/**
+ * The zone a pod can go to, before the run places anything (upstream `computeEffectiveZoneFromPod`,
+ * `scheduling/scheduler.go`): the intersection of its zone requirement (node selector and required node affinity,
+ * volume zones included since `withVolumeTopology` folds them in) with the zones its own topology groups allow now
+ * ({@link Topology.validDomains}). One zone → its name; several → `flexible`; none → `none`. A pod with neither a
+ * zone requirement (`In`) nor a zone-keyed group is `flexible`. Pure.
+ */
+export function effectiveZone(pod: PodInfo, topology: Topology): string {
+  const tsc = topology.validDomains(pod, pod.groups, pod.strict, LabelTopologyZone);
+  if (!tsc.satisfiable) return 'none';
+  const req = pod.strict.get(LabelTopologyZone);
+  const zonal = req && req.operator() === 'In' ? [...req.values] : tsc.domains ? [...tsc.domains] : undefined;
+  if (!zonal) return 'flexible';
+  const matched = zonal.filter((z) => (!req || req.has(z)) && (!tsc.domains || tsc.domains.has(z)));
+  return matched.length === 1 ? matched[0]! : matched.length === 0 ? 'none' : 'flexible';
 }
 
 /**

@@ -427,6 +427,32 @@ export class Topology {
     return { ok: true, requirements: reqs };
   }
 
+  /**
+   * The domains of `key` where `pod` may go now under its own topology groups on `key` (upstream
+   * `Topology.GetTopologyZoneConstraints`, `scheduling/topology.go`): every domain the group allows, not the one a
+   * new NodeClaim would be pinned to; intersected over the groups. The candidates are the known domains of `key`
+   * that `podReqs` allows. `domains` is undefined when no group of the pod is keyed on `key`; `satisfiable` is false
+   * when a group allows none.
+   */
+  validDomains(
+    pod: TopologyPod,
+    owned: readonly TopologyGroup[],
+    podReqs: Requirements,
+    key: string,
+  ): { satisfiable: boolean; domains?: Set<string> } {
+    const req = podReqs.get(key);
+    let out: Set<string> | undefined;
+    for (const g of owned) {
+      if (g.key !== key) continue;
+      const known = this.universe(key, g.nodeFilter || g.taintFilter ? g : undefined);
+      const options = out ?? new Set([...known].filter((d) => !req || req.has(d)));
+      const allowed = this.allowed(g, pod, podReqs, options, false);
+      if (allowed.size === 0) return { satisfiable: false };
+      out = allowed;
+    }
+    return out ? { satisfiable: true, domains: out } : { satisfiable: true };
+  }
+
   /** Per group and pod-domain requirement (shared per pod template): the eligible domains, valid while the group's domain count is unchanged. */
   private readonly eligibleCache = new WeakMap<
     TopologyGroup,

@@ -185,4 +185,9 @@ export interface SchedulingResult {
   explanations: Explanation[];
   /** NodePools left with no compatible instance type, by weight desc then name; absent when there is none. */
   noCompatibleInstanceTypes?: NoCompatibleInstanceTypes[];
+  /**
+   * The run's pods by effective zone before any was placed (upstream `computeEffectiveZoneFromPod`): a zone name,
+   * `flexible` (more than one zone possible) or `none` (no zone possible); see `effectiveZone` in `scheduler.ts`.
+   */
+  pendingPodsByEffectiveZone?: Record<string, number>;
 }

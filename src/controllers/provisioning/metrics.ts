@@ -93,6 +93,22 @@ export function unfinishedWorkGauge(registry: Registry): Gauge<'controller' | 's
   );
 }
 
+export const METRIC_PENDING_BY_EFFECTIVE_ZONE = 'karpenter_scheduler_pending_pods_by_effective_zone_count';
+
+/**
+ * The pending-pods-by-effective-zone gauge (labels `controller`, `zone`; upstream `PendingPodsByEffectiveZone`,
+ * `scheduling/metrics.go`): the pods of the last simulation by the zone they can go to (`SchedulingResult`
+ * `pendingPodsByEffectiveZone`: a zone name, `flexible` or `none`), replaced by each simulation.
+ */
+export function pendingPodsByEffectiveZoneGauge(registry: Registry): Gauge<'controller' | 'zone'> {
+  return registeredGauge(
+    registry,
+    METRIC_PENDING_BY_EFFECTIVE_ZONE,
+    "Pending pods dimensioned by effective zone constraint, or the intersection of pod-level zone signals, volume topology (PVC zones), and topology constraints. Values: specific zone name (e.g., 'us-west-2a'), 'flexible' (multiple zones), or 'none' (no valid intersection).",
+    ['controller', 'zone'],
+  );
+}
+
 export const METRIC_IGNORED_PODS = 'karpenter_scheduler_ignored_pods_count';
 
 /** The ignored-pods gauge (no labels): pending pods rejected by validation in the last provisioning pass. */

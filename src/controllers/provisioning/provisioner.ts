@@ -44,6 +44,7 @@ import {
   minValuesRelaxedLabel,
   nodeClaimsCreatedCounter,
   ProvisionedReason,
+  pendingPodsByEffectiveZoneGauge,
   queueDepthGauge,
   schedulingDecisionHistogram,
   schedulingDurationHistogram,
@@ -187,6 +188,7 @@ export class Provisioner implements Controller {
       unfinishedWork: unfinishedWorkGauge(deps.registry),
       ignored: ignoredPodsGauge(deps.registry),
       unschedulable: unschedulablePodsGauge(deps.registry),
+      byZone: pendingPodsByEffectiveZoneGauge(deps.registry),
       created: nodeClaimsCreatedCounter(deps.registry),
       decision: schedulingDecisionHistogram(deps.registry),
     };
@@ -311,6 +313,7 @@ export class Provisioner implements Controller {
     if (selection.pods.length === 0) {
       this.markDecisions(selection, undefined);
       this.metrics.unschedulable.set({ controller: CONTROLLER }, 0);
+      this.metrics.byZone.reset();
       return undefined;
     }
     const livePools = usable
@@ -335,6 +338,10 @@ export class Provisioner implements Controller {
       this.metrics.queueDepth.remove(simulation);
       this.metrics.unfinishedWork.remove(simulation);
     }
+    // upstream: the controller's series are replaced by each simulation
+    this.metrics.byZone.reset();
+    for (const [zone, n] of Object.entries(result.pendingPodsByEffectiveZone ?? {}))
+      this.metrics.byZone.set({ controller: CONTROLLER, zone }, n);
     // Messages with numbers need the explaining run; do it only when some event would actually be written.
     if (
       result.unschedulable.some((u) =>

@@ -106,6 +106,12 @@ describe('provisioner (embedded API server, kwok provider)', () => {
     expect(
       await p.registry.getSingleMetricAsString('karpenter_scheduler_unschedulable_pods_count'),
     ).toContain('karpenter_scheduler_unschedulable_pods_count{controller="provisioner"} 0');
+    // no pod names a zone or spreads over zones: all 13 are `flexible` (upstream computeEffectiveZoneFromPod)
+    expect(
+      await p.registry.getSingleMetricAsString('karpenter_scheduler_pending_pods_by_effective_zone_count'),
+    ).toContain(
+      'karpenter_scheduler_pending_pods_by_effective_zone_count{controller="provisioner",zone="flexible"} 13',
+    );
     // Next pass: all pods nominated → nothing to do.
     const again = await p.provisioner.provision();
     expect(again.created).toHaveLength(0);
