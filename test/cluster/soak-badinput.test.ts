@@ -11,14 +11,25 @@ import { capenterCRDs } from '../../src/sim/cluster.ts';
 import { BAD_FAMILIES, badCases } from '../soak/badinput.ts';
 import { clusterKubeconfig, kubectl, until } from './helpers.ts';
 
-async function verdict(client: KubeClient, obj: object): Promise<number> {
-  try {
-    await client.create(structuredClone(obj) as never);
-    return 201;
-  } catch (err) {
-    const e = err as { statusCode?: number; code?: number };
-    return e.statusCode ?? (typeof e.code === 'number' ? e.code : 0);
+/**
+ * The HTTP status a server answers `obj`'s create with (201 stored). A transport failure (no HTTP answer: reset,
+ * timeout) is not a verdict: it is tried once more, and a second one throws with its message, so a failure says what
+ * happened instead of "answered 0" (it happened once, for the embedded server, with the kwok soak beside the shard).
+ */
+async function verdict(client: KubeClient, obj: object, what: string): Promise<number> {
+  let transport = '';
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      await client.create(structuredClone(obj) as never);
+      return 201;
+    } catch (err) {
+      const e = err as { statusCode?: number; code?: number; message?: string };
+      const status = e.statusCode ?? (typeof e.code === 'number' ? e.code : 0);
+      if (status > 0) return status;
+      transport = `${e.message ?? String(err)}${attempt === 0 ? '; ' : ''}${transport}`;
+    }
   }
+  throw new Error(`${what}: no HTTP answer twice: ${transport}`);
 }
 
 describe('bad input: real API server vs. embedded', () => {
@@ -47,8 +58,8 @@ describe('bad input: real API server vs. embedded', () => {
     const cases = badCases(Date.now() % 100_000, BAD_FAMILIES.length);
     const rows: string[] = [];
     for (const c of cases) {
-      const r = await verdict(real, c.object);
-      const s = await verdict(sim, c.object);
+      const r = await verdict(real, c.object, `${c.family} (real)`);
+      const s = await verdict(sim, c.object, `${c.family} (embedded)`);
       rows.push(`${c.family}: real ${r}, embedded ${s}`);
       if (c.apiServer === 'accept') {
         expect([r, s], c.family).toEqual([201, 201]);
