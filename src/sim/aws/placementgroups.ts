@@ -9,6 +9,7 @@
  * are `pending` briefly after creation and `deleting` while being deleted).
  */
 import { randomUUID } from 'node:crypto';
+import { formFilters, xmlEscape } from './query.ts';
 
 /** One placement group as the emulator keeps it. */
 export interface EmulatedPlacementGroup {
@@ -44,29 +45,10 @@ export class PlacementGroupRequestError extends Error {
   }
 }
 
-function esc(s: string): string {
-  return s.replace(/[<>&"']/g, (c) => `&#${c.charCodeAt(0)};`);
-}
-
 /** The values of `Prefix.N` keys of an EC2 query form, in order. */
 function listParam(form: URLSearchParams, prefix: string): string[] {
   const out: string[] = [];
   for (const [k, v] of form) if (new RegExp(`^${prefix}\\.\\d+$`).test(k)) out.push(v);
-  return out;
-}
-
-/** The `Filter.N.Name` → values of an EC2 query form. */
-function formFilters(form: URLSearchParams): Map<string, string[]> {
-  const names = new Map<string, string>();
-  const values = new Map<string, string[]>();
-  for (const [k, v] of form) {
-    const n = /^Filter\.(\d+)\.Name$/.exec(k);
-    if (n) names.set(n[1]!, v);
-    const m = /^Filter\.(\d+)\.Value\.\d+$/.exec(k);
-    if (m) values.set(m[1]!, [...(values.get(m[1]!) ?? []), v]);
-  }
-  const out = new Map<string, string[]>();
-  for (const [i, name] of names) out.set(name, values.get(i) ?? []);
   return out;
 }
 
@@ -85,13 +67,13 @@ function filterMatches(g: EmulatedPlacementGroup, name: string, want: readonly s
 
 function groupXml(g: EmulatedPlacementGroup): string {
   const tags = Object.entries(g.tags)
-    .map(([k, v]) => `<item><key>${esc(k)}</key><value>${esc(v)}</value></item>`)
+    .map(([k, v]) => `<item><key>${xmlEscape(k)}</key><value>${xmlEscape(v)}</value></item>`)
     .join('');
   return (
-    `<groupName>${esc(g.name)}</groupName><state>${g.state}</state><strategy>${g.strategy}</strategy>` +
+    `<groupName>${xmlEscape(g.name)}</groupName><state>${g.state}</state><strategy>${g.strategy}</strategy>` +
     (g.strategy === 'partition' ? `<partitionCount>${g.partitionCount}</partitionCount>` : '') +
     `<groupId>${g.id}</groupId><tagSet>${tags}</tagSet>` +
-    `<groupArn>arn:aws:ec2:${g.region}:123456789012:placement-group/${esc(g.name)}</groupArn>` +
+    `<groupArn>arn:aws:ec2:${g.region}:123456789012:placement-group/${xmlEscape(g.name)}</groupArn>` +
     (g.spreadLevel ? `<spreadLevel>${g.spreadLevel}</spreadLevel>` : '')
   );
 }
@@ -282,7 +264,7 @@ export class PlacementGroupStore {
       const p = this.placed.get(id);
       if (!p) continue;
       const fields =
-        `<groupName>${esc(p.groupName)}</groupName><groupId>${p.groupId}</groupId>` +
+        `<groupName>${xmlEscape(p.groupName)}</groupName><groupId>${p.groupId}</groupId>` +
         (p.partition ? `<partitionNumber>${p.partition}</partitionNumber>` : '');
       parts[i] = parts[i]!.replace(
         /<placement>((?:(?!<\/placement>).)*)<\/placement>/s,

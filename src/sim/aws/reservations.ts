@@ -10,6 +10,7 @@
  * {@link CapacityReservations.add}.
  */
 import { randomUUID } from 'node:crypto';
+import { formFilters, xmlEscape } from './query.ts';
 
 /** One reservation as the emulator keeps it. */
 export interface EmulatedReservation {
@@ -31,25 +32,6 @@ export interface EmulatedReservation {
 
 /** The account moto answers as (its default `ACCOUNT_ID`). */
 export const EMULATED_ACCOUNT_ID = '123456789012';
-
-function esc(s: string): string {
-  return s.replace(/[<>&"']/g, (c) => `&#${c.charCodeAt(0)};`);
-}
-
-/** The `Filter.N.Name` → values of an EC2 query form. */
-function formFilters(form: URLSearchParams): Map<string, string[]> {
-  const names = new Map<string, string>();
-  const values = new Map<string, string[]>();
-  for (const [k, v] of form) {
-    const n = /^Filter\.(\d+)\.Name$/.exec(k);
-    if (n) names.set(n[1]!, v);
-    const m = /^Filter\.(\d+)\.Value\.\d+$/.exec(k);
-    if (m) values.set(m[1]!, [...(values.get(m[1]!) ?? []), v]);
-  }
-  const out = new Map<string, string[]>();
-  for (const [i, name] of names) out.set(name, values.get(i) ?? []);
-  return out;
-}
 
 function matches(r: EmulatedReservation, name: string, want: readonly string[]): boolean {
   const has = (v: string | undefined) => v !== undefined && want.includes(v);
@@ -76,12 +58,12 @@ function matches(r: EmulatedReservation, name: string, want: readonly string[]):
 
 function reservationXml(r: EmulatedReservation): string {
   const tags = Object.entries(r.tags)
-    .map(([k, v]) => `<item><key>${esc(k)}</key><value>${esc(v)}</value></item>`)
+    .map(([k, v]) => `<item><key>${xmlEscape(k)}</key><value>${xmlEscape(v)}</value></item>`)
     .join('');
   return (
     `<item><capacityReservationId>${r.id}</capacityReservationId><ownerId>${r.ownerId}</ownerId>` +
     `<capacityReservationArn>arn:aws:ec2:${r.region}:${r.ownerId}:capacity-reservation/${r.id}</capacityReservationArn>` +
-    `<availabilityZone>${r.availabilityZone}</availabilityZone><instanceType>${esc(r.instanceType)}</instanceType>` +
+    `<availabilityZone>${r.availabilityZone}</availabilityZone><instanceType>${xmlEscape(r.instanceType)}</instanceType>` +
     `<instancePlatform>Linux/UNIX</instancePlatform><tenancy>default</tenancy>` +
     `<totalInstanceCount>${r.totalInstanceCount}</totalInstanceCount>` +
     `<availableInstanceCount>${r.availableInstanceCount}</availableInstanceCount>` +
@@ -285,7 +267,7 @@ function notFound(id: string): { status: number; body: string } {
     status: 400,
     body:
       `<?xml version="1.0" encoding="UTF-8"?><Response><Errors><Error><Code>InvalidCapacityReservationId.NotFound</Code>` +
-      `<Message>The capacity reservation ID '${esc(id)}' does not exist</Message></Error></Errors>` +
+      `<Message>The capacity reservation ID '${xmlEscape(id)}' does not exist</Message></Error></Errors>` +
       `<RequestID>${randomUUID()}</RequestID></Response>`,
   };
 }
