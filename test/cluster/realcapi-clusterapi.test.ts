@@ -337,6 +337,17 @@ describe('clusterapi provider under the real Cluster API v1.14.2 MachineDeployme
       1000,
     );
     const upMs = Date.now() - t0;
+    // CAPI sets a Machine's nodeRef (and so phase Running) from its own watch of the workload cluster, which can
+    // trail the pods by a few seconds under load: keep observing until every Machine has reached Running.
+    await until(
+      async () => {
+        await observe();
+        return phases.size > 0 && [...phases.values()].every((seen) => seen.at(-1) === 'Running');
+      },
+      `every Machine Running (phases seen so far are logged below)`,
+      120_000,
+      1000,
+    ).catch((err) => console.log(String(err)));
     const claims = await nodeClaims();
     const ms = await machines();
     const md = await get('machinedeployment', MD);
