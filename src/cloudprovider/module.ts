@@ -72,6 +72,11 @@ export interface ProviderContext {
   registry?: Registry;
   /** `MIN_VALUES_POLICY` (absent: `Strict`); aws checks `minValues` after cutting a launch to 60 types. */
   minValuesPolicy?: 'Strict' | 'BestEffort';
+  /**
+   * With the `NodeOverlay` gate: instance type name → USD/hour that validated NodeOverlays give offerings without a
+   * price of their own (preview types, upstream aws `GetOverlayPrice`); aws prices such offerings with it.
+   */
+  unpricedTypeOverlayPrices?: () => ReadonlyMap<string, number>;
 }
 
 /** A controller run under leadership with the core ones (same shape as `controllers/runtime.ts` `Controller`). */

@@ -6,8 +6,12 @@
  * {@link NodeOverlayStore}. Built only when the `NodeOverlay` feature gate is on; every other method passes
  * through unchanged (upstream decorates `GetInstanceTypes` only).
  */
-import type { NodeClaim, NodePool } from '../apis/karpenter.ts';
-import { applyNodeOverlays, type NodeOverlayEvaluation } from '../scheduling/nodeoverlay.ts';
+import type { NodeClaim, NodeOverlay, NodePool } from '../apis/karpenter.ts';
+import {
+  applyNodeOverlays,
+  type NodeOverlayEvaluation,
+  unpricedTypeOverlayPrices,
+} from '../scheduling/nodeoverlay.ts';
 import type { CloudProvider, InstanceType, NodeClassKind, RepairPolicy } from './types.ts';
 
 /**
@@ -16,10 +20,28 @@ import type { CloudProvider, InstanceType, NodeClassKind, RepairPolicy } from '.
  */
 export class NodeOverlayStore {
   private current: NodeOverlayEvaluation | undefined;
+  private unpriced: ReadonlyMap<string, number> = new Map();
 
   /** Replaces the evaluation (upstream `UpdateStore`). */
   update(evaluation: NodeOverlayEvaluation): void {
     this.current = evaluation;
+  }
+
+  /**
+   * Stores the prices NodeOverlays give instance types without a price of their own (preview types; pure rule
+   * `unpricedTypeOverlayPrices`), from the overlays as listed, their `ValidationSucceeded` conditions included.
+   * The nodeoverlay controller calls it at the start of each reconcile, before it lists instance types.
+   */
+  setOverlays(overlays: readonly NodeOverlay[]): void {
+    this.unpriced = unpricedTypeOverlayPrices(overlays);
+  }
+
+  /**
+   * Instance type name → USD/hour for offerings that have no price (upstream aws `GetOverlayPrice`); the aws
+   * provider reads it when it builds offerings. Empty before the first reconcile.
+   */
+  unpricedTypePrices(): ReadonlyMap<string, number> {
+    return this.unpriced;
   }
 
   /** The latest evaluation, or undefined before the first one. */

@@ -79,6 +79,11 @@ export interface ControllerListDeps {
   setup?: ProviderSetup;
   /** The provider decorated with cloud-provider metrics labelled `controller`. */
   provider: (controller: string) => CloudProvider;
+  /**
+   * The NodeOverlay store when the operator built it before the provider (so the provider reads its prices of
+   * unpriced instance types); default a new one when the `NodeOverlay` gate is on.
+   */
+  overlayStore?: NodeOverlayStore;
 }
 
 /** The built controllers, with the two the operator exposes. */
@@ -94,7 +99,8 @@ export function buildControllers(d: ControllerListDeps): ControllerList {
   const { client, cluster, clock, logger, recorder, registry, options, tuning } = d;
   // NodeOverlay gate (upstream default off): every controller sees instance types with the overlays applied,
   // as last evaluated by the nodeoverlay controller, which itself reads the provider without them.
-  const overlayStore = options.featureGates.NodeOverlay === true ? new NodeOverlayStore() : undefined;
+  const overlayStore =
+    options.featureGates.NodeOverlay === true ? (d.overlayStore ?? new NodeOverlayStore()) : undefined;
   const deps = (controller: string): ControllerDeps => ({
     client,
     cloudProvider: overlayStore

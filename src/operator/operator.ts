@@ -19,6 +19,7 @@ import type { EmbeddedCloudProviderDeps } from '../cloudprovider/kwok/embedded.t
 import { kwokSetup } from '../cloudprovider/kwok/setup.ts';
 import { withMetrics } from '../cloudprovider/metrics.ts';
 import type { ProviderSetup } from '../cloudprovider/module.ts';
+import { NodeOverlayStore } from '../cloudprovider/overlay.ts';
 import type { CloudProvider } from '../cloudprovider/types.ts';
 import type { DisruptionController } from '../controllers/disruption/controller.ts';
 import type { Provisioner } from '../controllers/provisioning/provisioner.ts';
@@ -159,6 +160,8 @@ export function createOperator(cfg: OperatorConfig): Operator {
   const setup = cfg.cloudProvider ? undefined : (cfg.provider ?? kwokSetup(cfg.kwok));
   const ownKinds = setup?.ownKinds ?? [];
   registerOwnKinds(client, ownKinds);
+  // NodeOverlay gate: the store the nodeoverlay controller fills; the provider reads its prices of unpriced types
+  const overlayStore = options.featureGates.NodeOverlay === true ? new NodeOverlayStore() : undefined;
   const rawProvider: CloudProvider =
     cfg.cloudProvider ??
     (setup as ProviderSetup).createProvider({
@@ -170,6 +173,7 @@ export function createOperator(cfg: OperatorConfig): Operator {
       featureGates: options.featureGates,
       registry,
       minValuesPolicy: options.minValuesPolicy,
+      ...(overlayStore ? { unpricedTypeOverlayPrices: () => overlayStore.unpricedTypePrices() } : {}),
     });
   cluster = new Cluster({
     client,
@@ -198,6 +202,7 @@ export function createOperator(cfg: OperatorConfig): Operator {
     tuning,
     rawProvider,
     ...(setup ? { setup } : {}),
+    ...(overlayStore ? { overlayStore } : {}),
     provider: (controller) => withMetrics(rawProvider, registry, { controller }),
   });
   const runtime = createRuntime({

@@ -9,6 +9,7 @@ import {
   evaluateNodeOverlays,
   orderByWeight,
   overlayInstanceTypes,
+  unpricedTypeOverlayPrices,
 } from './nodeoverlay.ts';
 
 const catalog = getInstanceTypes({ region: 'us-east-1' }).instanceTypes as InstanceType[];
@@ -249,6 +250,42 @@ describe('NodeOverlay application', () => {
   it('an unevaluated NodePool is refused (upstream UnevaluatedNodePoolError)', () => {
     const ev = evaluateNodeOverlays([], [{ nodePool: pool('default'), instanceTypes: types }]);
     expect(() => applyNodeOverlays(ev, 'other', types)).toThrow(/NodePool "other" has not been evaluated/);
+  });
+});
+
+describe('unpricedTypeOverlayPrices (upstream aws GetOverlayPrice, preview instance types)', () => {
+  const validated = (o: NodeOverlay, status: 'True' | 'False' = 'True'): NodeOverlay => ({
+    ...o,
+    status: { conditions: [{ type: 'ValidationSucceeded', status }] },
+  });
+  const preview = (values: string[]) => ({
+    key: 'node.kubernetes.io/instance-type',
+    operator: 'In' as const,
+    values,
+  });
+  it('validated overlays of the exact shape give each named type their absolute price; the last listed wins', () => {
+    const prices = unpricedTypeOverlayPrices([
+      validated(overlay('a', { requirements: [preview(['p6x.48xlarge', 'm9p.large'])], price: '98.32' })),
+      validated(overlay('b', { requirements: [preview(['m9p.large'])], price: '0.05', weight: 1 })),
+    ]);
+    expect([...prices]).toEqual([
+      ['p6x.48xlarge', 98.32],
+      ['m9p.large', 0.05],
+    ]);
+  });
+  it('priceAdjustment, extra requirements, other operators, a failed or missing validation give nothing', () => {
+    const od = { key: 'karpenter.sh/capacity-type', operator: 'In' as const, values: ['on-demand'] };
+    expect(
+      unpricedTypeOverlayPrices([
+        validated(overlay('adjust', { requirements: [preview(['m9p.large'])], priceAdjustment: '-10%' })),
+        validated(overlay('od', { requirements: [preview(['m9p.large']), od], price: '0.05' })),
+        validated(
+          overlay('notin', { requirements: [{ ...preview(['m9p.large']), operator: 'NotIn' }], price: '1' }),
+        ),
+        validated(overlay('conflict', { requirements: [preview(['m9p.large'])], price: '0.05' }), 'False'),
+        overlay('new', { requirements: [preview(['m9p.large'])], price: '0.05' }),
+      ]).size,
+    ).toBe(0);
   });
 });
 

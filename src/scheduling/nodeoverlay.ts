@@ -20,6 +20,9 @@
  *   (validation across all NodePools first, then storage, so never partially).
  * - `pkg/cloudprovider/types.go` `AdjustedPrice` (price override, `+/-` absolute or percent, floored at 0)
  *   and `ApplyCapacityOverlay` (capacity = capacity ∪ overlay, overlay values replacing same-named ones).
+ * - aws/karpenter-provider-aws v1.14.1 `pkg/providers/instancetype/offering/offering.go` `GetOverlayPrice`
+ *   (preview instance types, PR #9249): {@link unpricedTypeOverlayPrices}, the prices a provider gives offerings
+ *   that have none of their own.
  */
 
 import type { InstanceType, Offering } from '../apis/instancetype.ts';
@@ -27,6 +30,7 @@ import type { NodeOverlay, NodePool } from '../apis/karpenter.ts';
 import {
   isRestrictedLabel,
   LabelCapacityType,
+  LabelInstanceType,
   LabelNodePool,
   LabelTopologyZone,
   NormalizedLabels,
@@ -376,4 +380,34 @@ export function overlayInstanceTypes(
       p.instanceTypes,
     );
   return { instanceTypes, evaluation };
+}
+
+/**
+ * Upstream aws `GetOverlayPrice` (aws/karpenter-provider-aws v1.14.1 `pkg/providers/instancetype/offering/offering.go`,
+ * "preview instance types", PR #9249): the price in USD/hour a provider gives an offering of an instance type that has
+ * no price of its own (a preview type listed by `DescribeInstanceTypes` but absent from the pricing data; on-demand
+ * and spot alike, as upstream's `BaseResolver` asks for both capacity types), by instance type name. Without an
+ * entry such an offering stays unlaunchable. Only overlays of this exact shape count, as upstream:
+ * - condition `ValidationSucceeded` True (set by the nodeoverlay controller: a new overlay counts from the
+ *   reconcile after the one that validated it);
+ * - an absolute `spec.price` (a `priceAdjustment` never prices an offering that has no price to adjust);
+ * - exactly one requirement, `node.kubernetes.io/instance-type` `In` (any other requirement, capacity type,
+ *   zone or NodePool included, makes upstream skip the overlay here).
+ * Every NodePool sees these prices (upstream: "applies to all NodePools"); weights are not compared: for a type
+ * named by several such overlays the one listed last wins, as upstream's map fill. Pure.
+ */
+export function unpricedTypeOverlayPrices(overlays: readonly NodeOverlay[]): Map<string, number> {
+  const prices = new Map<string, number>();
+  for (const o of overlays) {
+    const validated = (o.status?.conditions ?? []).some(
+      (c) => c.type === 'ValidationSucceeded' && c.status === 'True',
+    );
+    if (!validated || o.spec?.price === undefined) continue;
+    const reqs = o.spec.requirements ?? [];
+    if (reqs.length !== 1 || reqs[0]!.key !== LabelInstanceType || reqs[0]!.operator !== 'In') continue;
+    const price = Number(o.spec.price);
+    if (o.spec.price.trim() === '' || !Number.isFinite(price)) continue;
+    for (const name of reqs[0]!.values ?? []) prices.set(name, price);
+  }
+  return prices;
 }

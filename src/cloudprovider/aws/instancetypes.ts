@@ -176,6 +176,12 @@ export interface AwsInstanceTypesDeps {
    * `reserved` offering (the `ReservedCapacity` feature gate). Without it no reserved offering is listed.
    */
   reservations?: CapacityReservationAvailability;
+  /**
+   * Instance type name → USD/hour for offerings that have no price of their own (preview types listed by
+   * `DescribeInstanceTypes` but absent from the pricing data): the prices validated NodeOverlays give them
+   * (`NodeOverlay` gate; the nodeoverlay store, upstream aws `GetOverlayPrice`). Absent: such offerings are left out.
+   */
+  overlayPrices?: () => ReadonlyMap<string, number>;
   /** Seconds between refreshes of the specs and zones, default 3600 (upstream refreshes them in a controller). */
   refreshSeconds?: number;
   onError?: (err: unknown, context: string) => void;
@@ -301,8 +307,10 @@ export class AwsInstanceTypes {
   /**
    * Every instance type offered in the class's zones (the zones of `status.subnets`; all zones of the region when the
    * class has no resolved subnets), with offerings per zone × capacity type (on-demand, spot, as the type supports)
-   * priced by {@link AwsPricing}; offerings without a price are left out, and types left without offerings are still
-   * listed (upstream returns them all). Offerings in the unavailable-offerings cache come back `available: false`.
+   * priced by {@link AwsPricing}; an offering without a price takes the price a NodeOverlay gives its type
+   * (`overlayPrices`, priceSource `node-overlay`: upstream aws v1.14 `BaseResolver` + `GetOverlayPrice`, preview
+   * instance types) and is otherwise left out (upstream lists it unavailable), and types left without offerings are
+   * still listed (upstream returns them all). Offerings in the unavailable-offerings cache come back `available: false`.
    * @throws InvalidNodeClassValueError naming a bad kubelet/blockDeviceMappings value of the class.
    */
   async list(nodeClass: EC2NodeClass | undefined): Promise<InstanceType[]> {
@@ -325,7 +333,9 @@ export class AwsInstanceTypes {
       allowedZones ? [...allowedZones].sort() : null,
       [...zoneIDs].sort(),
     ]);
-    const key = `${inv.fetchedAt}|${this.deps.pricing.generation}|${classKey}`;
+    const overlayPrices = this.deps.overlayPrices?.() ?? new Map<string, number>();
+    const overlayKey = JSON.stringify([...overlayPrices].sort((a, b) => (a[0] < b[0] ? -1 : 1)));
+    const key = `${inv.fetchedAt}|${this.deps.pricing.generation}|${classKey}|${overlayKey}`;
     const memoKey = nodeClass?.metadata.name ?? '';
     const hit = this.memo.get(memoKey);
     let types: InstanceType[];
@@ -341,7 +351,12 @@ export class AwsInstanceTypes {
         for (const zone of zones) {
           for (const ct of ['on-demand', 'spot'] as CapacityType[]) {
             if (!spec.supportedUsageClasses.includes(ct)) continue;
-            const price = this.deps.pricing.price(spec.name, zone, ct);
+            const overlaid = overlayPrices.get(spec.name);
+            const price =
+              this.deps.pricing.price(spec.name, zone, ct) ??
+              (overlaid !== undefined
+                ? { priceUSDPerHour: overlaid, priceSource: 'node-overlay' as const }
+                : undefined);
             if (!price) continue;
             const zoneID = zoneIDs.get(zone);
             offerings.push({

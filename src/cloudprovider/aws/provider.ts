@@ -242,6 +242,11 @@ export interface AwsCloudProviderDeps {
    * between providers; they do not depend on the account's resources).
    */
   shared?: { pricing?: AwsPricing; inventory?: InstanceTypeInventory };
+  /**
+   * With the `NodeOverlay` gate: instance type name → USD/hour for offerings without a price (preview types;
+   * the nodeoverlay store's `unpricedTypePrices`, upstream aws `GetOverlayPrice`). Absent: such offerings are left out.
+   */
+  unpricedTypeOverlayPrices?: () => ReadonlyMap<string, number>;
 }
 
 /**
@@ -790,6 +795,7 @@ export class AwsCloudProvider implements CloudProvider {
       vmMemoryOverheadPercent: deps.settings.vmMemoryOverheadPercent,
       reservedENIs: deps.settings.reservedENIs,
       ...(this.reservedCapacity ? { reservations: this.capacityReservations } : {}),
+      ...(deps.unpricedTypeOverlayPrices ? { overlayPrices: deps.unpricedTypeOverlayPrices } : {}),
       ...(onError ? { onError } : {}),
     });
     if (deps.shared?.inventory) this.instanceTypeProvider.seed(deps.shared.inventory);

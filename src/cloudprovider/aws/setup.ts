@@ -75,8 +75,10 @@ export function createAwsProvider(
   featureGates?: Readonly<Record<string, boolean>>,
   registry?: Registry,
   minValuesPolicy?: 'Strict' | 'BestEffort',
+  unpricedTypeOverlayPrices?: () => ReadonlyMap<string, number>,
 ): AwsCloudProvider {
   return new AwsCloudProvider({
+    ...(unpricedTypeOverlayPrices ? { unpricedTypeOverlayPrices } : {}),
     ...(registry ? { registry } : {}),
     ...(minValuesPolicy ? { minValuesPolicy } : {}),
     reservedCapacity: featureGates?.ReservedCapacity !== false,
@@ -102,7 +104,15 @@ export function awsSetup(cfg: AwsControllersConfig): ProviderSetup {
   return {
     name: awsProviderName,
     readyDependents: readyDependentsOf(awsNodeClassKinds),
-    createProvider: ({ clock, logger, nodeClass, featureGates, registry, minValuesPolicy }) =>
+    createProvider: ({
+      clock,
+      logger,
+      nodeClass,
+      featureGates,
+      registry,
+      minValuesPolicy,
+      unpricedTypeOverlayPrices,
+    }) =>
       createAwsProvider(
         cfg,
         clock,
@@ -111,6 +121,7 @@ export function awsSetup(cfg: AwsControllersConfig): ProviderSetup {
         featureGates,
         registry,
         minValuesPolicy,
+        unpricedTypeOverlayPrices,
       ),
     controllers: (deps) => awsControllers(cfg, deps),
     readiness: () =>

@@ -7,6 +7,10 @@
  * - `ValidationSucceeded` True; False reason `RuntimeValidation` (restricted label / well-known resource) or
  *   `Conflict` ("conflict with another overlay": same weight, same offering price or capacity resource);
  * - `Ready` follows `ValidationSucceeded` (upstream `NewReadyConditions(ValidationSucceeded)`).
+ * Before listing instance types it hands the overlays to the store, whose prices for unpriced (preview) instance
+ * types the provider reads (`NodeOverlayStore.setOverlays`; upstream aws `GetOverlayPrice` reads overlays whose
+ * `ValidationSucceeded` is True, so a new overlay prices them from the reconcile after the one that validated it,
+ * which its own status write triggers).
  * Triggered by NodeOverlay, NodePool and NodeClass events (one shared key); re-evaluated every 6 h. A NodePool
  * whose instance types cannot be resolved is left out (its overlays are not applied there) and the reconcile
  * fails after storing, so it is retried with backoff, as upstream returns the aggregated error.
@@ -53,6 +57,9 @@ export class NodeOverlayController extends StatusController<NodeOverlayControlle
   async reconcile(_key: string): Promise<ReconcileResult> {
     const { client, cloudProvider, store, clock, logger } = this.opts;
     const [overlays, nodePools] = await Promise.all([client.list('NodeOverlay'), client.list('NodePool')]);
+    // preview instance types (upstream aws PR #9249): prices of unpriced types from the validated overlays, before
+    // the instance types are listed, so that the evaluation below sees their offerings
+    store.setOverlays(overlays.items as NodeOverlay[]);
     const pools: NodePoolInstanceTypes[] = [];
     const failures: string[] = [];
     for (const np of nodePools.items as NodePool[]) {
