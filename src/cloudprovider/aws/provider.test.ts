@@ -12,6 +12,7 @@ import { type AwsEmulator, startAwsEmulator } from '../../../test/aws/moto.ts';
 import type { EC2NodeClass } from '../../apis/karpenter.ts';
 import { LabelCapacityType, LabelInstanceType, LabelOS, LabelTopologyZone } from '../../apis/labels.ts';
 import { isInsufficientCapacityError, isNodeClassNotReadyError } from '../types.ts';
+import { getInstanceTypeSpec } from './catalog/index.ts';
 import type { InstanceTypeInventory } from './instancetypes.ts';
 import { METRIC_LAUNCH_FAILURES, METRIC_TERMINATION_FAILURES } from './metrics.ts';
 import type { AwsPricing } from './pricing.ts';
@@ -668,5 +669,70 @@ describe('aws provider against moto + proxy', () => {
         .LaunchTemplateConfigs!.flatMap((c) => c.Overrides ?? [])
         .every((o) => o.Priority === undefined),
     ).toBe(true);
+  });
+
+  it('preview instance type (upstream aws v1.14 PR #9249): with a NodeOverlay price of $0.05 an unpriced type listed by EC2 is chosen over m5.large ($0.096) and launched, Priority 0.05 in a prioritized fleet', async () => {
+    const { net } = await bed();
+    // a made-up preview type: m5.large's spec under a name that no price table (Pricing API, embedded) has
+    const preview = 'm9p.large';
+    const m5 = getInstanceTypeSpec('m5.large')!;
+    const inv = shared!.inventory;
+    const inventory: InstanceTypeInventory = {
+      ...inv,
+      specs: new Map([...inv.specs, [preview, { ...m5, name: preview, family: 'm9p', generation: '9' }]]),
+      zones: new Map([...inv.zones, [preview, ['us-west-2a', 'us-west-2b']]]),
+    };
+    const nodeClasses = new Map([['default', testNodeClass('default', net)]]);
+    const priced = (prices: ReadonlyMap<string, number>) =>
+      awsTestProvider(emu.clientConfig, nodeClasses, { pricing: shared!.pricing, inventory }, {}, undefined, {
+        unpricedTypeOverlayPrices: () => prices,
+      });
+    const pool = {
+      apiVersion: 'karpenter.sh/v1' as const,
+      kind: 'NodePool' as const,
+      metadata: { name: 'default' },
+      spec: {
+        template: {
+          spec: {
+            nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' },
+            requirements: [],
+          },
+        },
+      },
+    };
+    const odOfferings = async (p: ReturnType<typeof priced>['provider']) =>
+      (await p.instanceTypes(pool as never))
+        .find((t) => t.name === preview)!
+        .offerings.filter((o) => o.capacityType === 'on-demand')
+        .map((o) => [o.zone, o.priceUSDPerHour, o.priceSource]);
+
+    // without an overlay price the preview type has no offering
+    expect(await odOfferings(priced(new Map()).provider)).toEqual([]);
+
+    const { provider, clients } = priced(new Map([[preview, 0.05]]));
+    expect(await odOfferings(provider)).toEqual([
+      ['us-west-2a', 0.05, 'node-overlay'],
+      ['us-west-2b', 0.05, 'node-overlay'],
+    ]);
+    const sent: CreateFleetCommandInput[] = [];
+    const send = clients.ec2.send.bind(clients.ec2);
+    vi.spyOn(clients.ec2, 'send').mockImplementation(((cmd: { input: unknown }) => {
+      if (cmd instanceof CreateFleetCommand) sent.push(cmd.input as CreateFleetCommandInput);
+      return send(cmd as never);
+    }) as never);
+    const nc = awsNodeClaim('preview', [
+      inReq(LabelInstanceType, [preview, 'm5.large']),
+      inReq(LabelCapacityType, ['on-demand']),
+    ]);
+    // the provisioner annotates a NodeClaim whose options carry a NodeOverlay price (priceSource node-overlay)
+    nc.metadata.annotations = { 'karpenter.sh/price-overlay-applied': 'true' };
+    const created = await provider.create(nc);
+    expect(created.metadata.labels?.[LabelInstanceType]).toBe(preview);
+    expect(sent.map((r) => r.OnDemandOptions?.AllocationStrategy)).toEqual(['prioritized']);
+    const overrides = sent[0]!.LaunchTemplateConfigs!.flatMap((c) => c.Overrides ?? []);
+    expect([...new Set(overrides.map((o) => `${o.InstanceType}=${o.Priority}`))].sort()).toEqual([
+      'm5.large=0.096',
+      `${preview}=0.05`,
+    ]);
   });
 });

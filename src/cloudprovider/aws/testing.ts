@@ -144,7 +144,7 @@ export function awsNodeClaim(
 
 /**
  * A provider against an emulator endpoint, on a FakeClock, with a NodeClass registry; `registry`: the Prometheus
- * registry of its instance metrics (default a private one).
+ * registry of its instance metrics (default a private one); `extra`: the NodeOverlay prices of unpriced types.
  */
 export function awsTestProvider(
   client: AwsClientOptions & { region: string },
@@ -152,6 +152,7 @@ export function awsTestProvider(
   shared?: AwsCloudProviderDeps['shared'],
   settings: Partial<AwsSettings> = {},
   registry?: Registry,
+  extra: Pick<AwsCloudProviderDeps, 'unpricedTypeOverlayPrices'> = {},
 ) {
   const clients = createAwsClients(client);
   const clock = new FakeClock();
@@ -170,6 +171,7 @@ export function awsTestProvider(
     nodeClass: (n) => nodeClasses.get(n),
     ...(shared ? { shared } : {}),
     ...(registry ? { registry } : {}),
+    ...extra,
   });
   return { provider, clients, clock };
 }
