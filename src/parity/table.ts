@@ -593,7 +593,10 @@ const GATE_ROWS: ParityRow[] = [
   ),
   gateRow(
     'NodeOverlay',
-    'karpenter.sh/v1alpha1 NodeOverlays adjust prices and capacity',
+    'karpenter.sh/v1alpha1 NodeOverlays adjust prices and capacity; preview instance types (aws v1.14, PR #9249): ' +
+      'an aws type without a price gets on-demand and spot offerings at the absolute `price` of a validated overlay ' +
+      'whose only requirement is node.kubernetes.io/instance-type In, as upstream GetOverlayPrice, and is chosen ' +
+      'when cheapest and launched (src/cloudprovider/aws/previewtypes.test.ts, provider.test.ts)',
     'test/nodeoverlay.test.ts',
   ),
   gateRow('StaticCapacity', 'NodePool spec.replicas', 'test/controllers/static/static.test.ts'),
