@@ -17,8 +17,12 @@ import { UnavailableOfferings } from '../offerings.ts';
 import { NodeOverlayStore } from '../overlay.ts';
 import type { CapacityType } from '../types.ts';
 import { getInstanceTypeSpec } from './catalog/index.ts';
+import { createAwsClients } from './clients.ts';
 import { AwsInstanceTypes } from './instancetypes.ts';
 import type { AwsPricing } from './pricing.ts';
+import type { AwsCloudProvider } from './provider.ts';
+import { awsSettings } from './settings.ts';
+import { awsSetup } from './setup.ts';
 
 /** A made-up preview type: m5.large's spec under a name no price table has. */
 const PREVIEW = 'm9p.large';
@@ -192,5 +196,51 @@ describe('preview instance types via NodeOverlay price (upstream aws v1.14 GetOv
     expect(offeringsOf(await its.list(undefined), PREVIEW)[0]).toBe(
       'us-west-2a/on-demand=0.07 node-overlay true',
     );
+  });
+
+  it('the operator wiring: awsSetup.createProvider passes the store’s prices (ProviderContext.unpricedTypeOverlayPrices) to the instance types', async () => {
+    const clients = createAwsClients({
+      region: 'us-west-2',
+      endpoint: 'http://127.0.0.1:9',
+      credentials: { accessKeyId: 'x', secretAccessKey: 'x' },
+      maxAttempts: 1,
+    });
+    // no AWS here: the price APIs fail at once (the provider falls back to the embedded tables)
+    for (const c of [clients.ec2, clients.pricing])
+      (c as { send: unknown }).send = async () => {
+        throw new Error('no AWS in this test');
+      };
+    const store = new NodeOverlayStore();
+    store.setOverlays([overlay('preview-price', { requirements: [previewReq], price: '0.05' })]);
+    const clock = new FakeClock();
+    const setup = awsSetup({
+      clients,
+      region: 'us-west-2',
+      settings: awsSettings({
+        clusterName: 'c',
+        clusterEndpoint: 'https://c.example.com',
+        region: 'us-west-2',
+      }),
+    });
+    const provider = setup.createProvider({
+      client: {} as never,
+      clock,
+      logger: { warn: () => {} } as never,
+      region: 'us-west-2',
+      nodeClass: () => undefined,
+      unpricedTypeOverlayPrices: () => store.unpricedTypePrices(),
+    }) as AwsCloudProvider;
+    const m5 = getInstanceTypeSpec('m5.large')!;
+    provider.instanceTypeProvider.seed({
+      specs: new Map([[PREVIEW, { ...m5, name: PREVIEW }]]),
+      zones: new Map([[PREVIEW, ['us-west-2a']]]),
+      source: 'ec2',
+      fetchedAt: clock.now(),
+    });
+    expect(offeringsOf(await provider.instanceTypeProvider.list(undefined), PREVIEW)).toEqual([
+      'us-west-2a/on-demand=0.05 node-overlay true',
+      'us-west-2a/spot=0.05 node-overlay true',
+    ]);
+    clients.destroy();
   });
 });
