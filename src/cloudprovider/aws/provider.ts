@@ -14,7 +14,9 @@
  *    subnet with the most free addresses in that zone, limited to the requirement's zones), allocation strategy
  *    `price-capacity-optimized` (spot) / `lowest-price` (on-demand) — for a NodeClaim annotated
  *    `karpenter.sh/price-overlay-applied` (NodeOverlay) `capacity-optimized-prioritized` / `prioritized` with each
- *    override's `Priority` = its offering's price (upstream `CreateFleetInputBuilder.WithOverlay`, `getOverrides`),
+ *    override's `Priority` = its offering's price (upstream `CreateFleetInputBuilder.WithOverlay`, `getOverrides`);
+ *    a type without a price (a preview type) has offerings only at the price a validated NodeOverlay gives it
+ *    (`unpricedTypeOverlayPrices`, upstream v1.14 `GetOverlayPrice`, see `./instancetypes.ts`),
  *    tags `kubernetes.io/cluster/<name>=owned`,
  *    `karpenter.sh/nodepool`, `karpenter.sh/nodeclaim`, `karpenter.k8s.aws/ec2nodeclass`, `eks:eks-cluster-name`
  *    plus the class's tags.
