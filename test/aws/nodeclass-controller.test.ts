@@ -544,7 +544,9 @@ describe('EC2NodeClass validation: EC2 authorization dry runs (issue 28, upstrea
       ...(opts.disableDryRun !== undefined ? { disableDryRun: opts.disableDryRun } : {}),
     });
   }
-  const calls = (action: string) => moto.proxy.calls.get(`ec2:${action}`) ?? 0;
+  /** Calls of EC2 `action`: the dry runs for CreateFleet and RunInstances (counted apart by the proxy). */
+  const calls = (action: string) =>
+    moto.proxy.calls.get(action === 'CreateLaunchTemplate' ? `ec2:${action}` : `ec2:${action} (DryRun)`) ?? 0;
   async function ready(name: string): Promise<void> {
     await network();
     await tagImages();

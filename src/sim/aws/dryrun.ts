@@ -15,6 +15,11 @@ export const DRY_RUN_ACTIONS: ReadonlySet<string> = new Set([
   'CreateLaunchTemplate',
 ]);
 
+/** Whether a request of `service` and `action` with form `form` is a dry run of one of {@link DRY_RUN_ACTIONS}. */
+export function isDryRun(service: string, action: string, form: URLSearchParams): boolean {
+  return service === 'ec2' && DRY_RUN_ACTIONS.has(action) && form.get('DryRun')?.toLowerCase() === 'true';
+}
+
 /** EC2's answer to an allowed dry run (HTTP 412), verbatim. */
 export const DryRunOperationMessage = 'Request would have succeeded, but DryRun flag is set.';
 
@@ -59,7 +64,7 @@ export class DeniedActions {
           `is not authorized to perform: ec2:${action} because no identity-based policy allows the ec2:${action} action`,
       };
     }
-    if (DRY_RUN_ACTIONS.has(action) && form.get('DryRun')?.toLowerCase() === 'true')
+    if (isDryRun('ec2', action, form))
       return { status: 412, code: 'DryRunOperation', message: DryRunOperationMessage };
     return undefined;
   }

@@ -52,7 +52,8 @@
  * - Faults: capacity errors per offering ({@link AwsEmulatorProxy.injectCapacityError}), `RequestLimitExceeded`
  *   throttling per action ({@link AwsEmulatorProxy.throttle}), lost fleet replies
  *   ({@link AwsEmulatorProxy.loseFleetReplies}).
- * - Counters of the calls clients made, by `service:Action` ({@link AwsEmulatorProxy.calls}).
+ * - Counters of the calls clients made, by `service:Action` ({@link AwsEmulatorProxy.calls}; a dry run of
+ *   `./dryrun.ts` `DRY_RUN_ACTIONS` as `ec2:<Action> (DryRun)`).
  *
  * Listens on 127.0.0.1 only. Control endpoints for out-of-process users (JSON): `POST /capenter-proxy/faults`
  * (body: a {@link CapacityFault}, `{throttle: {action, times}}`, `{deny: {action}}` or `{instanceHealth: {instanceId, ...InjectedHealth}}`),
@@ -74,7 +75,7 @@ import {
   ModifyInstanceMetadataOptionsCommand,
   type ResponseLaunchTemplateData,
 } from '@aws-sdk/client-ec2';
-import { DeniedActions } from './dryrun.ts';
+import { DeniedActions, isDryRun } from './dryrun.ts';
 import {
   type InjectedHealth,
   type InstanceFacts,
@@ -529,7 +530,11 @@ export class AwsEmulatorProxy {
     }
     const form = new URLSearchParams(body);
     const action = form.get('Action') ?? new URL(url, 'http://x').searchParams.get('Action') ?? '';
-    this.count(`${service}:${action || req.method}`, req);
+    // a dry run is counted apart (`ec2:CreateFleet (DryRun)`): it launches nothing
+    this.count(
+      `${service}:${action || req.method}${isDryRun(service, action, form) ? ' (DryRun)' : ''}`,
+      req,
+    );
     if (service === 'ec2') {
       const left = this.throttles.get(action) ?? 0;
       if (left > 0) {

@@ -7,7 +7,8 @@
  * `RunInstancesAuthCheckFailed`) and message (`Controller isn't authorized to call ec2:<Action>: <why>`, `<why>` as
  * upstream `ToReasonMessage`), to which capenter adds the fix. Throttling, a server fault, a transport failure or
  * any other answer is returned as {@link DryRunVerdict} `retry` (the condition stays as it was, the reconcile is
- * retried with backoff), as upstream's `Requeue`/error returns.
+ * retried with backoff), as upstream's `Requeue`/error returns. A 2xx answer (EC2 never gives one to a dry run; an
+ * emulator ignoring `DryRun`, moto without capenter's proxy, does) counts as allowed: the call was authorized.
  *
  * Verdicts (allowed and refused) are cached for {@link ValidationTTLSeconds} (upstream `ValidationTTL`, 30 min) per
  * class and a hash of its resolved status, spec and annotations (upstream `cacheKey`), so a class is checked again
@@ -129,13 +130,8 @@ export class DryRunValidation {
       return classify(err, ReasonCreateLaunchTemplateAuthFailed, nodeClass, 'CreateLaunchTemplate');
     }
     try {
+      // EC2 never answers a dry run 2xx; an emulator ignoring DryRun (moto) does: the call was authorized
       await this.opts.ec2.send(new CreateFleetCommand(launch.createFleet));
-      // EC2 never launches on DryRun; a 2xx means the request was not taken as a dry run
-      return {
-        kind: 'retry',
-        error:
-          'validating ec2:CreateFleet authorization, the DryRun request was answered without DryRunOperation',
-      };
     } catch (err) {
       if (!isDryRunOK(err)) return classify(err, ReasonCreateFleetAuthFailed, nodeClass, 'CreateFleet');
     }
@@ -143,11 +139,7 @@ export class DryRunValidation {
     for (const input of launch.runInstances) {
       try {
         await this.opts.ec2.send(new RunInstancesCommand(input));
-        return {
-          kind: 'retry',
-          error:
-            'validating ec2:RunInstances authorization, the DryRun request was answered without DryRunOperation',
-        };
+        return { kind: 'allowed' }; // answered 2xx (an emulator ignoring DryRun): authorized
       } catch (err) {
         if (isDryRunOK(err)) return { kind: 'allowed' }; // one subnet allowed is enough (upstream)
         first ??= err;
