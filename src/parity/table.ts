@@ -684,13 +684,14 @@ const SETTING_ROWS: ParityRow[] = [
       'other than upstream’s default warns `has no effect in capenter (why)` (src/operator/upstream-settings.ts)',
     test: 'src/operator/options.test.ts',
   },
-  {
-    kind: 'setting',
-    names: ['DISABLE_DRY_RUN'],
-    status: 'no-effect',
-    note: 'capenter makes no dry-run EC2 calls; true warns (src/cloudprovider/aws/settings.ts)',
-    test: SETTINGS_TEST,
-  },
+  settingRow(
+    ['DISABLE_DRY_RUN'],
+    'EC2NodeClass ValidationSucceeded checks EC2 authorization as upstream validation.go: the class’s launch ' +
+      'template (a real CreateLaunchTemplate), DryRun CreateFleet, DryRun RunInstances; UnauthorizedOperation → ' +
+      'False CreateLaunchTemplateAuthCheckFailed / CreateFleetAuthCheckFailed / RunInstancesAuthCheckFailed with ' +
+      'upstream’s message and the fix, verdicts cached 30 min per class state; true makes none of these calls',
+    'test/aws/nodeclass-controller.test.ts',
+  ),
   {
     kind: 'setting',
     names: ['DISABLE_CLUSTER_STATE_OBSERVABILITY', 'IGNORE_DRA_REQUESTS'],

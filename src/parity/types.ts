@@ -9,7 +9,7 @@
  * - `refused`: a value that would need the feature is refused with an error naming it (the row says where);
  *   upstream's default value is accepted.
  * - `no-effect`: accepted and warned about at start (`has no effect in capenter (why)`); upstream-internal
- *   settings (Go runtime, webhooks, dry-run calls) that have no meaning in capenter.
+ *   settings (Go runtime, webhooks) that have no meaning in capenter.
  * - `missing`: accepted (the CRD schema has the field) but not acted on, without a warning. The gaps.
  */
 export type ParityStatus = 'works' | 'refused' | 'no-effect' | 'missing';

@@ -196,14 +196,18 @@ ${o.extraRequirements ?? ''}  disruption:
 `;
 }
 
-/** Waits until the EC2NodeClass `default` is Ready (the nodeclass controller resolved it). */
+/**
+ * Waits until the EC2NodeClass `default` is Ready (the nodeclass controller resolved it, and its EC2 authorization dry
+ * runs, which first list the class's instance types: moto's 5.5 MB DescribeInstanceTypes on a file's first test,
+ * passed). Up to 120 s: a bound on a wait, never a sleep.
+ */
 export async function nodeClassReady(e: AwsE2E): Promise<void> {
   await eventually(async () => {
     const c = (await e.env.client.tryGet('EC2NodeClass', 'default')) as
       | { status?: { conditions?: Array<{ type: string; status: string }> } }
       | undefined;
     return c?.status?.conditions?.some((x) => x.type === 'Ready' && x.status === 'True');
-  }, 'EC2NodeClass default Ready');
+  }, 'EC2NodeClass default Ready', 120_000);
 }
 
 /** Launched, live NodeClaims. */

@@ -6,12 +6,14 @@
 import {
   CancelCapacityReservationCommand,
   CreateCapacityReservationCommand,
+  CreateFleetCommand,
   CreatePlacementGroupCommand,
   CreateSecurityGroupCommand,
   CreateSubnetCommand,
   CreateTagsCommand,
   CreateVpcCommand,
   DescribeImagesCommand,
+  DescribeInstancesCommand,
   EC2Client,
 } from '@aws-sdk/client-ec2';
 import type { EKSClient } from '@aws-sdk/client-eks';
@@ -519,6 +521,143 @@ describe('EC2NodeClass controller: the cluster CIDR of AL2023 classes (issue 28,
     const { st } = await statusOf('al2023');
     expect(cond(st, 'ValidationSucceeded')?.status).toBe('True');
     expect(cond(st, 'Ready')?.status).toBe('True');
+  });
+});
+
+describe('EC2NodeClass validation: EC2 authorization dry runs (issue 28, upstream validation.go)', () => {
+  /** A controller validating with a provider's launch (and `ec2` for everything, default the test client). */
+  function validatingController(opts: { disableDryRun?: boolean; ec2?: EC2Client } = {}) {
+    const t = awsTestProvider(moto.clientConfig, new Map());
+    return new EC2NodeClassController({
+      client: env.client,
+      clock: env.clock,
+      logger: silentLogger(),
+      recorder: env.recorder,
+      registry: env.registry,
+      ec2: opts.ec2 ?? ec2,
+      ssm,
+      iam,
+      region: moto.region,
+      clusterName: 'test-cluster',
+      kubernetesVersion: async () => '1.32',
+      validationLaunch: (nc) => t.provider.validationLaunch(nc),
+      ...(opts.disableDryRun !== undefined ? { disableDryRun: opts.disableDryRun } : {}),
+    });
+  }
+  /** Calls of EC2 `action`: the dry runs for CreateFleet and RunInstances (counted apart by the proxy). */
+  const calls = (action: string) =>
+    moto.proxy.calls.get(action === 'CreateLaunchTemplate' ? `ec2:${action}` : `ec2:${action} (DryRun)`) ?? 0;
+  async function ready(name: string): Promise<void> {
+    await network();
+    await tagImages();
+    await iam.send(
+      new CreateRoleCommand({ RoleName: 'KarpenterNodeRole-test', AssumeRolePolicyDocument: '{}' }),
+    );
+    await env.client.create(nodeClass(name, {}));
+  }
+  async function instanceCount(): Promise<number> {
+    const out = await ec2.send(new DescribeInstancesCommand({}));
+    return (out.Reservations ?? []).reduce((n, r) => n + (r.Instances ?? []).length, 0);
+  }
+
+  it('allowed: one CreateLaunchTemplate, DryRun CreateFleet and RunInstances, no instance; True, cached 30 min', async () => {
+    await ready('ok');
+    const c = validatingController();
+    expect(await c.reconcile('ok')).toEqual({ requeueAfter: 60 });
+    const { st } = await statusOf('ok');
+    expect(cond(st, 'ValidationSucceeded')?.status).toBe('True');
+    expect(cond(st, 'Ready')?.status).toBe('True');
+    expect([calls('CreateLaunchTemplate'), calls('CreateFleet'), calls('RunInstances')]).toEqual([1, 1, 1]);
+    expect(await instanceCount()).toBe(0);
+    // unchanged class: the verdict is cached; 30 min later (upstream ValidationTTL) EC2 is asked again
+    await c.reconcile('ok');
+    expect([calls('CreateFleet'), calls('RunInstances')]).toEqual([1, 1]);
+    env.clock.advance(30 * 60_000);
+    await c.reconcile('ok');
+    expect([calls('CreateFleet'), calls('RunInstances')]).toEqual([2, 2]);
+    expect(calls('CreateLaunchTemplate')).toBe(1); // the template is the provider's, cached
+  });
+
+  it('CreateFleet denied: False CreateFleetAuthCheckFailed naming ec2:CreateFleet and the fix; not Ready; RunInstances not tried', async () => {
+    await ready('denied');
+    moto.proxy.deny('CreateFleet');
+    const c = validatingController();
+    expect(await c.reconcile('denied')).toEqual({ requeueAfter: 60 });
+    const { obj, st } = await statusOf('denied');
+    expect(cond(st, 'ValidationSucceeded')).toMatchObject({
+      status: 'False',
+      reason: 'CreateFleetAuthCheckFailed',
+      message:
+        "Controller isn't authorized to call ec2:CreateFleet: User is not authorized to perform this operation " +
+        "because no identity-based policy allows it; grant ec2:CreateFleet to the controller's IAM role (see the " +
+        'Karpenter controller policy), or set DISABLE_DRY_RUN=true to skip the check (EC2NodeClass denied)',
+    });
+    expect(cond(st, 'Ready')?.status).toBe('False');
+    expect(ec2NodeClassNotReadyReason(obj)).toMatch(
+      /^ValidationSucceeded=False \(CreateFleetAuthCheckFailed\)/,
+    );
+    expect([calls('CreateFleet'), calls('RunInstances')]).toEqual([1, 0]);
+    // the refusal is cached too: the same class is not asked again within 30 min
+    await c.reconcile('denied');
+    expect(calls('CreateFleet')).toBe(1);
+  });
+
+  it('RunInstances or CreateLaunchTemplate denied: their upstream reasons', async () => {
+    await ready('ri');
+    moto.proxy.deny('RunInstances');
+    await validatingController().reconcile('ri');
+    expect(cond((await statusOf('ri')).st, 'ValidationSucceeded')).toMatchObject({
+      status: 'False',
+      reason: 'RunInstancesAuthCheckFailed',
+      message: expect.stringMatching(
+        /^Controller isn't authorized to call ec2:RunInstances: .*grant ec2:RunInstances/,
+      ),
+    });
+    expect(calls('RunInstances')).toBe(2); // every subnet tried (two)
+    moto.proxy.clearFaults();
+    moto.proxy.deny('CreateLaunchTemplate');
+    await env.client.create(nodeClass('lt', { tags: { other: 'template' } }));
+    await validatingController().reconcile('lt');
+    expect(cond((await statusOf('lt')).st, 'ValidationSucceeded')).toMatchObject({
+      status: 'False',
+      reason: 'CreateLaunchTemplateAuthCheckFailed',
+      message: expect.stringMatching(/^Controller isn't authorized to call ec2:CreateLaunchTemplate: /),
+    });
+  });
+
+  it('DISABLE_DRY_RUN=true: no dry-run call, True', async () => {
+    await ready('off');
+    moto.proxy.deny('CreateFleet');
+    expect(await validatingController({ disableDryRun: true }).reconcile('off')).toEqual({
+      requeueAfter: 60,
+    });
+    expect(cond((await statusOf('off')).st, 'ValidationSucceeded')?.status).toBe('True');
+    expect([calls('CreateLaunchTemplate'), calls('CreateFleet'), calls('RunInstances')]).toEqual([0, 0, 0]);
+  });
+
+  it('a transport failure or throttling of the dry run is retried, leaving the condition as it was', async () => {
+    await ready('flaky');
+    // CreateFleet sent to a closed port: the SDK's transport error, no HTTP answer
+    const dead = new EC2Client({ ...moto.clientConfig, endpoint: 'http://127.0.0.1:1', maxAttempts: 1 });
+    const broken = {
+      send: (cmd: unknown) =>
+        cmd instanceof CreateFleetCommand ? dead.send(cmd) : ec2.send(cmd as CreateFleetCommand),
+    } as unknown as EC2Client;
+    await expect(validatingController({ ec2: broken }).reconcile('flaky')).rejects.toThrow(
+      /^EC2NodeClass flaky: validating ec2:CreateFleet authorization, .*ECONNREFUSED/,
+    );
+    let st = (await statusOf('flaky')).st;
+    expect(cond(st, 'ValidationSucceeded')?.status).toBe('Unknown');
+    expect(cond(st, 'SubnetsReady')?.status).toBe('True'); // the rest was still written
+    moto.proxy.throttle('CreateFleet', 5);
+    await expect(validatingController().reconcile('flaky')).rejects.toThrow(
+      'validating ec2:CreateFleet authorization (throttled), Request limit exceeded.',
+    );
+    moto.proxy.clearFaults();
+    expect(await validatingController().reconcile('flaky')).toEqual({ requeueAfter: 60 });
+    st = (await statusOf('flaky')).st;
+    expect(cond(st, 'ValidationSucceeded')?.status).toBe('True');
+    dead.destroy();
   });
 });
 

@@ -11,6 +11,7 @@ import {
   DescribeSpotPriceHistoryCommand,
   EC2Client,
   type FleetLaunchTemplateOverridesRequest,
+  RunInstancesCommand,
 } from '@aws-sdk/client-ec2';
 import { GetProductsCommand, PricingClient } from '@aws-sdk/client-pricing';
 import { GetParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
@@ -79,6 +80,52 @@ describe('AWS emulator proxy in front of moto', () => {
       ],
     });
   }
+
+  it('DryRun CreateFleet/RunInstances: 412 DryRunOperation, nothing launched, counted apart; a denied action: 403 UnauthorizedOperation', async () => {
+    const n = await network();
+    const dry = fleet(n.lt, 'on-demand', [{ InstanceType: 'm5.large', SubnetId: n.a }]);
+    dry.input.DryRun = true;
+    const err = (await ec2.send(dry).catch((e: unknown) => e)) as Error & {
+      $metadata: { httpStatusCode?: number };
+    };
+    expect([err.name, err.message, err.$metadata.httpStatusCode]).toEqual([
+      'DryRunOperation',
+      'Request would have succeeded, but DryRun flag is set.',
+      412,
+    ]);
+    const run = { MinCount: 1, MaxCount: 1, ImageId: 'ami-ekslinux', InstanceType: 'm5.large' as const };
+    expect(
+      ((await ec2.send(new RunInstancesCommand({ ...run, DryRun: true })).catch((e: unknown) => e)) as Error)
+        .name,
+    ).toBe('DryRunOperation');
+    expect((await ec2.send(new DescribeInstancesCommand({}))).Reservations ?? []).toEqual([]);
+    expect([
+      emu.proxy.calls.get('ec2:CreateFleet'),
+      emu.proxy.calls.get('ec2:CreateFleet (DryRun)'),
+      emu.proxy.calls.get('ec2:RunInstances (DryRun)'),
+    ]).toEqual([undefined, 1, 1]);
+    // out-of-process knob: deny RunInstances, dry run or not
+    const res = await fetch(`${emu.endpoint}/capenter-proxy/faults`, {
+      method: 'POST',
+      body: JSON.stringify({ deny: { action: 'RunInstances' } }),
+    });
+    expect(res.status).toBe(200);
+    for (const input of [{ ...run, DryRun: true }, run]) {
+      const denied = (await ec2.send(new RunInstancesCommand(input)).catch((e: unknown) => e)) as Error & {
+        $metadata: { httpStatusCode?: number };
+      };
+      expect([denied.name, denied.$metadata.httpStatusCode]).toEqual(['UnauthorizedOperation', 403]);
+      expect(denied.message).toContain('is not authorized to perform: ec2:RunInstances');
+    }
+    expect(() => emu.proxy.deny('ec2:RunInstances')).toThrow(
+      'deny: "ec2:RunInstances" is not an EC2 action name',
+    );
+    emu.proxy.clearFaults();
+    expect(
+      ((await ec2.send(new RunInstancesCommand({ ...run, DryRun: true })).catch((e: unknown) => e)) as Error)
+        .name,
+    ).toBe('DryRunOperation');
+  });
 
   it('launches the cheapest override, applies the template security groups, and reports injected capacity errors', async () => {
     const n = await network();

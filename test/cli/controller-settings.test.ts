@@ -88,8 +88,10 @@ describe('capenter controller: upstream settings (issue 26)', () => {
       { CLUSTER_NAME: 'c1', DISABLE_DRY_RUN: 'true', AMI_REFRESH_INTERVAL: '1m' },
       aws,
     );
-    expect(dryRun.stderr.split('\n')[0]).toBe(
-      'warning: DISABLE_DRY_RUN=true: has no effect in capenter (capenter makes no dry-run calls)',
+    // DISABLE_DRY_RUN is a real setting (issue 28): no warning, the start goes on to the kubeconfig
+    expect(dryRun.stderr.split('\n')[0]).toMatch(/^error: .*capenter-kubeconfig/);
+    expect((await run({ CLUSTER_NAME: 'c1', DISABLE_DRY_RUN: 'maybe' }, aws)).stderr).toMatch(
+      /^error: DISABLE_DRY_RUN: "maybe" is not valid/,
     );
   });
 

@@ -220,6 +220,7 @@ describe('Helm chart', () => {
       reservedENIs: 1,
       amiRefreshSeconds: 300,
       subnetRefreshSeconds: 120,
+      disableDryRun: true,
     });
     expect(env.DISABLE_DRY_RUN).toBe('true');
     const pod = d.spec.template.spec as Record<string, unknown>;

@@ -61,6 +61,8 @@ import type {
   FleetLaunchTemplateConfigRequest,
   FleetLaunchTemplateOverridesRequest,
   Instance,
+  InstanceNetworkInterfaceSpecification,
+  RunInstancesCommandInput,
 } from '@aws-sdk/client-ec2';
 import { Registry } from 'prom-client';
 import type { NodeSelectorRequirement, Taint } from '../../apis/core.ts';
@@ -163,6 +165,17 @@ export const AwsRepairPolicies: readonly Readonly<RepairPolicy>[] = [
   { conditionType: 'KernelReady', conditionStatus: 'False', tolerationDurationSeconds: 30 * 60 },
   { conditionType: 'ContainerRuntimeReady', conditionStatus: 'False', tolerationDurationSeconds: 30 * 60 },
 ];
+
+/** The requests {@link AwsCloudProvider.validationLaunch} gives the EC2NodeClass validation (`DryRun` set). */
+export interface ValidationLaunch {
+  /** The launch template both requests launch from (ensured). */
+  launchTemplate: string;
+  /** The instance type both requests ask for. */
+  instanceType: string;
+  createFleet: CreateFleetCommandInput;
+  /** One per subnet of the class, in `status.subnets` order. */
+  runInstances: RunInstancesCommandInput[];
+}
 
 /** API group of the EC2NodeClass. */
 export const AwsGroup = 'karpenter.k8s.aws';
@@ -975,6 +988,112 @@ export class AwsCloudProvider implements CloudProvider {
     const cidr = await resolveClusterCIDR({ settings: this.deps.settings, eks: this.deps.clients.eks });
     this.knownClusterCIDR = cidr;
     return cidr;
+  }
+
+  /**
+   * What the EC2NodeClass validation checks EC2 authorization with (upstream `pkg/controllers/nodeclass/validation.go`
+   * `validateCreateLaunchTemplateAuthorization`, `getFleetLaunchTemplateConfig`, `getRunInstancesInput`): the class's
+   * on-demand, default-tenancy launch template for one instance type, ensured now (a real CreateLaunchTemplate when
+   * it is not cached, as upstream's `EnsureAll(..., instanceTypes[:1], ...)`; a NodeClaim without name or NodePool),
+   * and on it the `DryRun` CreateFleet request (that type in every subnet of `status.subnets`) and one `DryRun`
+   * RunInstances request per subnet, with the instance tags. The type: the first of upstream's fallbacks m5.large
+   * (amd64) and m6g.large (arm64) an AMI of `status.amis` serves, else the first of the class's types one serves
+   * (upstream `getPrioritizedInstanceTypes` first tries the types the class's NodePools allow; capenter does not).
+   * @throws NodeClassNotReadyError without resolved subnets, AMIs or security groups; CreateError `NoCompatibleAMI`,
+   *   `InvalidNodeClass`, `ClusterEndpointUnknown`; the EC2 error of CreateLaunchTemplate (e.g. `UnauthorizedOperation`).
+   */
+  async validationLaunch(nodeClass: EC2NodeClass): Promise<ValidationLaunch> {
+    const { subnets, amis, sgs } = launchStatus(nodeClass);
+    const cluster = await this.cluster();
+    const types = await this.nodeClassInstanceTypes(nodeClass);
+    const served = (t: InstanceType): boolean =>
+      amis.some((a) =>
+        labelsSatisfy(Requirements.fromNodeSelector(a.requirements as NodeSelectorRequirement[]), t.labels),
+      );
+    const it =
+      ['m5.large', 'm6g.large'].map((n) => types.find((t) => t.name === n && served(t))).find((t) => t) ??
+      types.find(served) ??
+      types[0];
+    if (!it) {
+      throw new CreateError(
+        `${EC2NodeClassKind}/${nodeClass.metadata.name} has no instance types to validate a launch with`,
+        'InvalidNodeClass',
+      );
+    }
+    const zones = [...new Set(subnets.map((s) => s.zone))];
+    const candidate: Candidate = {
+      it,
+      offerings: zones.map((zone) => ({
+        zone,
+        capacityType: 'on-demand',
+        priceUSDPerHour: 0,
+        available: true,
+        priceSource: 'provider',
+      })),
+      price: 0,
+    };
+    const claim: NodeClaim = {
+      apiVersion: 'karpenter.sh/v1',
+      kind: 'NodeClaim',
+      metadata: { name: '' },
+      spec: {
+        nodeClassRef: { group: AwsGroup, kind: EC2NodeClassKind, name: nodeClass.metadata.name },
+        requirements: [],
+      },
+    };
+    const { request } = await this.fleetInput(
+      claim,
+      nodeClass,
+      cluster,
+      { capacityType: 'on-demand', tenancy: 'default' },
+      [candidate],
+      subnets,
+      amis,
+      sgs,
+    );
+    const launchTemplate =
+      request.LaunchTemplateConfigs?.[0]?.LaunchTemplateSpecification?.LaunchTemplateName;
+    if (!launchTemplate) {
+      throw new CreateError(
+        `${EC2NodeClassKind}/${nodeClass.metadata.name}: no launch template for ${it.name}`,
+        'NoCompatibleAMI',
+      );
+    }
+    const spec = { LaunchTemplateName: launchTemplate, Version: '$Latest' };
+    request.LaunchTemplateConfigs = [
+      {
+        LaunchTemplateSpecification: spec,
+        Overrides: subnets.map((s) => ({ InstanceType: it.name as _InstanceType, SubnetId: s.id })),
+      },
+    ];
+    request.DryRun = true;
+    const tags = request.TagSpecifications?.[0]?.Tags ?? [];
+    const nis = nodeClass.spec.networkInterfaces;
+    const runInstances = subnets.map(
+      (s): RunInstancesCommandInput => ({
+        DryRun: true,
+        MinCount: 1,
+        MaxCount: 1,
+        LaunchTemplate: spec,
+        InstanceType: it.name as _InstanceType,
+        NetworkInterfaces:
+          nis && nis.length > 0
+            ? nis.map(
+                (ni): InstanceNetworkInterfaceSpecification => ({
+                  NetworkCardIndex: ni.networkCardIndex,
+                  DeviceIndex: ni.deviceIndex,
+                  InterfaceType: ni.interfaceType,
+                  SubnetId: s.id,
+                }),
+              )
+            : [{ DeviceIndex: 0, SubnetId: s.id }],
+        TagSpecifications: (['instance', 'volume', 'network-interface'] as const).map((ResourceType) => ({
+          ResourceType,
+          Tags: tags,
+        })),
+      }),
+    );
+    return { launchTemplate, instanceType: it.name, createFleet: request, runInstances };
   }
 
   /**

@@ -15,6 +15,7 @@ describe('aws settings', () => {
       ['RESERVED_ENIS', 'reserved-enis'],
       ['AWS_REGION', 'aws-region'],
       ['EKS_CONTROL_PLANE', 'eks-control-plane'],
+      ['DISABLE_DRY_RUN', 'disable-dry-run'],
       ['AMI_REFRESH_INTERVAL', 'ami-refresh-interval'],
       ['SUBNET_REFRESH_INTERVAL', 'subnet-refresh-interval'],
     ]);
@@ -28,6 +29,7 @@ describe('aws settings', () => {
       reservedENIs: 0,
       region: '',
       eksControlPlane: undefined,
+      disableDryRun: false,
       amiRefreshSeconds: 60,
       subnetRefreshSeconds: 60,
     });
@@ -79,15 +81,15 @@ describe('aws settings', () => {
     );
   });
 
-  it('upstream-only aws settings: DISABLE_DRY_RUN=true warns, ENABLE_ZONAL_SHIFT=true is refused', () => {
+  it('DISABLE_DRY_RUN (default false) turns off the EC2NodeClass dry runs without a warning; ENABLE_ZONAL_SHIFT=true is refused', () => {
     const warnings: string[] = [];
-    resolveAwsSettings({
+    const s = resolveAwsSettings({
       env: { DISABLE_DRY_RUN: 'true', ENABLE_ZONAL_SHIFT: 'false' },
       warn: (m) => warnings.push(m),
     });
-    expect(warnings).toEqual([
-      'DISABLE_DRY_RUN=true: has no effect in capenter (capenter makes no dry-run calls)',
-    ]);
+    expect([s.disableDryRun, awsSettings().disableDryRun]).toEqual([true, false]);
+    expect(resolveAwsSettings({ flags: { disableDryRun: true } }).disableDryRun).toBe(true);
+    expect(warnings).toEqual([]);
     expect(() => resolveAwsSettings({ flags: { enableZonalShift: true } })).toThrow(
       '--enable-zonal-shift: "true" is not valid (not implemented in capenter (zonal shift is not supported)); ENABLE_ZONAL_SHIFT accepts false (true is refused: not implemented)',
     );

@@ -10,7 +10,6 @@
  */
 import {
   defineSetting,
-  noEffect,
   onlyDefault,
   parseBooleanWord,
   parseDuration,
@@ -29,6 +28,11 @@ export interface AwsSettings {
   clusterCABundle: string;
   /** `INTERRUPTION_QUEUE`: SQS queue name for interruption events; empty disables interruption handling. */
   interruptionQueue: string;
+  /**
+   * `DISABLE_DRY_RUN`: the EC2NodeClass validation skips its EC2 authorization checks (upstream
+   * `pkg/controllers/nodeclass/validation.go` `dryRunDisabled`).
+   */
+  disableDryRun: boolean;
   /** `ISOLATED_VPC`: no Pricing API (embedded prices) and no public endpoints. */
   isolatedVPC: boolean;
   /** `VM_MEMORY_OVERHEAD_PERCENT`: fraction of memory the hypervisor keeps (0.075 = 7.5%). */
@@ -208,6 +212,18 @@ export const AWS_SETTINGS = [
     group: 'aws',
   }),
   defineSetting({
+    env: 'DISABLE_DRY_RUN',
+    flag: 'disable-dry-run',
+    key: 'disableDryRun',
+    description:
+      'skip the EC2 authorization checks of EC2NodeClass validation (its launch template, DryRun CreateFleet and RunInstances); ValidationSucceeded is then set without them.',
+    default: false,
+    accepts: 'true or false',
+    parse: parseBooleanWord,
+    boolean: true,
+    group: 'aws',
+  }),
+  defineSetting({
     env: 'AMI_REFRESH_INTERVAL',
     flag: 'ami-refresh-interval',
     key: 'amiRefreshSeconds',
@@ -237,18 +253,6 @@ export const AWS_SETTINGS = [
  * provider-aws v1.14.1 `pkg/operator/options/options.go`); resolved for their warnings and refusals only.
  */
 export const AWS_UPSTREAM_ONLY_SETTINGS = [
-  defineSetting({
-    env: 'DISABLE_DRY_RUN',
-    flag: 'disable-dry-run',
-    key: 'disableDryRun',
-    description:
-      'upstream: skip the dry-run EC2 calls that validate an EC2NodeClass. No effect: capenter makes none',
-    default: false,
-    accepts: 'true or false (true warns: no effect)',
-    parse: noEffect(parseBooleanWord, false, 'capenter makes no dry-run calls'),
-    boolean: true,
-    group: 'aws',
-  }),
   defineSetting({
     env: 'ENABLE_ZONAL_SHIFT',
     flag: 'enable-zonal-shift',

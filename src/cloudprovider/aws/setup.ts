@@ -196,6 +196,9 @@ function ec2NodeClassController(
           capacityReservations: deps.cloudProvider.capacityReservations,
           placementGroups: deps.cloudProvider.placementGroups,
           resolveClusterCIDR: () => (deps.cloudProvider as AwsCloudProvider).resolveClusterCIDR(),
+          validationLaunch: (nc: EC2NodeClass) =>
+            (deps.cloudProvider as AwsCloudProvider).validationLaunch(nc),
+          disableDryRun: cfg.settings.disableDryRun,
           onDeleted: async (nc: EC2NodeClass) => {
             await (deps.cloudProvider as AwsCloudProvider).deleteLaunchTemplates(nc.metadata.name);
           },

@@ -46,13 +46,17 @@
  *   scheduled events and ignores the `instance-status.status`, `system-status.status` and `event.code` filters; the
  *   proxy answers from moto's instances with the health injected by {@link AwsEmulatorProxy.setInstanceHealth}
  *   (impaired instance/system checks with their `impairedSince`, scheduled events), filtered and paginated as EC2.
+ * - EC2 `DryRun=true` on `CreateFleet`, `RunInstances`, `CreateLaunchTemplate` (moto ignores it and launches):
+ *   answered HTTP 412 `DryRunOperation` as EC2 does; an action denied with {@link AwsEmulatorProxy.deny} is answered
+ *   HTTP 403 `UnauthorizedOperation`, dry run or not (`./dryrun.ts`; the EC2NodeClass validation's auth checks).
  * - Faults: capacity errors per offering ({@link AwsEmulatorProxy.injectCapacityError}), `RequestLimitExceeded`
  *   throttling per action ({@link AwsEmulatorProxy.throttle}), lost fleet replies
  *   ({@link AwsEmulatorProxy.loseFleetReplies}).
- * - Counters of the calls clients made, by `service:Action` ({@link AwsEmulatorProxy.calls}).
+ * - Counters of the calls clients made, by `service:Action` ({@link AwsEmulatorProxy.calls}; a dry run of
+ *   `./dryrun.ts` `DRY_RUN_ACTIONS` as `ec2:<Action> (DryRun)`).
  *
  * Listens on 127.0.0.1 only. Control endpoints for out-of-process users (JSON): `POST /capenter-proxy/faults`
- * (body: a {@link CapacityFault}, `{throttle: {action, times}}` or `{instanceHealth: {instanceId, ...InjectedHealth}}`),
+ * (body: a {@link CapacityFault}, `{throttle: {action, times}}`, `{deny: {action}}` or `{instanceHealth: {instanceId, ...InjectedHealth}}`),
  * `DELETE /capenter-proxy/faults` (also makes every instance healthy again),
  * `GET /capenter-proxy/calls`. `POST /moto-api/reset` resets moto and the proxy's faults, caches and counters.
  */
@@ -71,6 +75,7 @@ import {
   ModifyInstanceMetadataOptionsCommand,
   type ResponseLaunchTemplateData,
 } from '@aws-sdk/client-ec2';
+import { DeniedActions, isDryRun } from './dryrun.ts';
 import {
   type InjectedHealth,
   type InstanceFacts,
@@ -306,6 +311,8 @@ export class AwsEmulatorProxy {
   private readonly publishedParameters = new Map<string, string>();
   /** The emulated placement groups and where fleet instances were placed (cleared by {@link reset}). */
   readonly placementGroups = new PlacementGroupStore();
+  /** EC2 actions answered `UnauthorizedOperation` ({@link deny}; cleared by {@link clearFaults}). */
+  private readonly denied = new DeniedActions();
   /** Injected instance health ({@link setInstanceHealth}). */
   private readonly instanceHealth = new InstanceHealthStatuses();
   /** Launch template (id or name, version) → the reservation it targets ('' for none); cleared by {@link reset}. */
@@ -385,8 +392,19 @@ export class AwsEmulatorProxy {
     this.instanceHealth.set(instanceId, health);
   }
 
-  /** Drops every fault and throttle, and makes every instance healthy again. */
+  /**
+   * From now on every call of EC2 `action` (e.g. `CreateFleet`, dry run or not) is answered HTTP 403
+   * `UnauthorizedOperation`, as for an IAM identity without `ec2:<action>` (see `./dryrun.ts`); until
+   * {@link clearFaults} or {@link reset}.
+   * @throws Error when `action` is not an EC2 action name.
+   */
+  deny(action: string): void {
+    this.denied.deny(action);
+  }
+
+  /** Drops every fault, throttle and denied action, and makes every instance healthy again. */
   clearFaults(): void {
+    this.denied.clear();
     this.instanceHealth.clear();
     this.faults = [];
     this.throttles.clear();
@@ -512,13 +530,19 @@ export class AwsEmulatorProxy {
     }
     const form = new URLSearchParams(body);
     const action = form.get('Action') ?? new URL(url, 'http://x').searchParams.get('Action') ?? '';
-    this.count(`${service}:${action || req.method}`, req);
+    // a dry run is counted apart (`ec2:CreateFleet (DryRun)`): it launches nothing
+    this.count(
+      `${service}:${action || req.method}${isDryRun(service, action, form) ? ' (DryRun)' : ''}`,
+      req,
+    );
     if (service === 'ec2') {
       const left = this.throttles.get(action) ?? 0;
       if (left > 0) {
         this.throttles.set(action, left - 1);
         return this.ec2Error(res, 503, 'RequestLimitExceeded', 'Request limit exceeded.');
       }
+      const refused = this.denied.answer(action, form);
+      if (refused) return this.ec2Error(res, refused.status, refused.code, refused.message);
       if (action === 'CreateFleet') return this.createFleet(req, res, region, form);
       if (action === 'DescribeSpotPriceHistory') return this.spotPriceHistory(res, region, form);
       if (action === 'DescribeLaunchTemplates') return this.describeLaunchTemplates(req, res, form);
@@ -693,6 +717,7 @@ export class AwsEmulatorProxy {
     if (url === '/capenter-proxy/faults' && req.method === 'POST') {
       let parsed: CapacityFault & {
         throttle?: { action: string; times: number };
+        deny?: { action: string };
         instanceHealth?: InjectedHealth & { instanceId?: string };
       };
       try {
@@ -705,6 +730,12 @@ export class AwsEmulatorProxy {
         if (!instanceId) return json(400, { error: 'instanceHealth.instanceId is required (e.g. "i-0abc")' });
         try {
           this.setInstanceHealth(instanceId, health);
+        } catch (err) {
+          return json(400, { error: (err as Error).message });
+        }
+      } else if (parsed.deny) {
+        try {
+          this.deny(parsed.deny.action);
         } catch (err) {
           return json(400, { error: (err as Error).message });
         }

@@ -22,7 +22,10 @@
  *   EC2 fails; True without a selector;
  * - `ValidationSucceeded`: for an AL2023 class first the cluster CIDR (False `ClusterCIDRResolutionFailed` "Failed to
  *   detect the cluster CIDR" when it cannot be resolved, as upstream `validation.go`), then the CRD rules (the same
- *   check as `nodeclass.status`);
+ *   check as `nodeclass.status`), then, with `validationLaunch` (the provider's) and without `DISABLE_DRY_RUN`, EC2's
+ *   authorization of CreateLaunchTemplate, CreateFleet and RunInstances (`./validation.ts`: False
+ *   `CreateLaunchTemplateAuthCheckFailed` / `CreateFleetAuthCheckFailed` / `RunInstancesAuthCheckFailed`, verdicts
+ *   cached 30 min per class state);
  * - root `Ready` = all of them; the status is patched only when it changed.
  * An AWS failure leaves that part as it was and the reconcile is retried with backoff (the other parts are still
  * written). A deleting class keeps its finalizer while NodeClaims reference it (Event
@@ -79,7 +82,9 @@ import {
   type EC2NodeClassStatus,
   FinalizerEC2NodeClassTermination,
 } from '../nodeclass/types.ts';
+import type { ValidationLaunch } from '../provider.ts';
 import { reconcileEC2NodeClassHash } from './nodeclass-hash.ts';
+import { DryRunValidation } from './validation.ts';
 
 /** The dependents of `Ready` on an EC2NodeClass (upstream `StatusConditions`). */
 export const EC2NodeClassDependents: readonly string[] = [
@@ -124,6 +129,14 @@ export interface EC2NodeClassControllerOptions
    * `ResolveClusterCIDR`). Run first in the validation of AL2023 classes; unset, AL2023 classes are not checked.
    */
   resolveClusterCIDR?: () => Promise<unknown>;
+  /**
+   * Ensures the class's launch template and builds the `DryRun` CreateFleet/RunInstances requests (the provider's
+   * `validationLaunch`): with it, `ValidationSucceeded` also needs EC2's authorization (`./validation.ts`, upstream
+   * `validation.go`); unset, only the CRD rules are checked.
+   */
+  validationLaunch?: (nodeClass: EC2NodeClass) => Promise<ValidationLaunch>;
+  /** `DISABLE_DRY_RUN`: with `validationLaunch`, make no EC2 call for validation (default false, as upstream). */
+  disableDryRun?: boolean;
 }
 
 /** `ValidationSucceeded=False` reason of an AL2023 class when the cluster CIDR is unknown (upstream, verbatim). */
@@ -139,8 +152,17 @@ export class EC2NodeClassController implements Controller {
   private readonly profiles: InstanceProfileResolver;
   private readonly availability: CapacityReservationAvailability;
   private readonly placementGroups: PlacementGroups;
+  private readonly dryRun: DryRunValidation | undefined;
 
   constructor(private readonly opts: EC2NodeClassControllerOptions) {
+    this.dryRun = opts.validationLaunch
+      ? new DryRunValidation({
+          ec2: opts.ec2,
+          launch: opts.validationLaunch,
+          disabled: opts.disableDryRun === true,
+          now: () => opts.clock.now(),
+        })
+      : undefined;
     this.availability = opts.capacityReservations ?? new CapacityReservationAvailability();
     this.placementGroups =
       opts.placementGroups ?? new PlacementGroups({ ec2: opts.ec2, now: () => opts.clock.now() });
@@ -342,8 +364,32 @@ export class EC2NodeClassController implements Controller {
     if (!(await this.clusterCIDRKnown(nodeClass, conds, errors))) return errors;
     const invalid = await nodeClassValidationError(nodeClass);
     if (invalid) conds.setFalse(ConditionValidationSucceeded, 'ValidationFailed', invalid);
-    else conds.setTrue(ConditionValidationSucceeded);
+    else await this.authorized(nodeClass, conds, errors);
     return errors;
+  }
+
+  /**
+   * The EC2 authorization part of `ValidationSucceeded` (`./validation.ts`): True when EC2 allows the dry runs (or
+   * `DISABLE_DRY_RUN`, or no `validationLaunch`, or while a resolved part the dry runs need is not True: those
+   * conditions keep the class from Ready themselves), False with upstream's `*AuthCheckFailed` reason when it refuses;
+   * an EC2 failure leaves the condition as it was and is returned as an error (the reconcile is retried).
+   */
+  private async authorized(nodeClass: EC2NodeClass, conds: ConditionSet, errors: string[]): Promise<void> {
+    const needed = [
+      ConditionAMIsReady,
+      ConditionInstanceProfileReady,
+      ConditionSecurityGroupsReady,
+      ConditionSubnetsReady,
+    ];
+    if (!this.dryRun || this.dryRun.disabled || !needed.every((t) => conds.isTrue(t))) {
+      conds.setTrue(ConditionValidationSucceeded);
+      return;
+    }
+    const verdict = await this.dryRun.validate(nodeClass);
+    if (verdict.kind === 'allowed') conds.setTrue(ConditionValidationSucceeded);
+    else if (verdict.kind === 'refused')
+      conds.setFalse(ConditionValidationSucceeded, verdict.reason, verdict.message);
+    else errors.push(verdict.error);
   }
 
   /**
@@ -470,6 +516,7 @@ export class EC2NodeClassController implements Controller {
       );
       return { requeueAfter: 600 };
     }
+    this.dryRun?.forget(name);
     const deleted = await this.profiles.deleteAll(nodeClass);
     if (deleted.length > 0)
       this.opts.logger.info(
