@@ -202,12 +202,16 @@ ${o.extraRequirements ?? ''}  disruption:
  * passed). Up to 120 s: a bound on a wait, never a sleep.
  */
 export async function nodeClassReady(e: AwsE2E): Promise<void> {
-  await eventually(async () => {
-    const c = (await e.env.client.tryGet('EC2NodeClass', 'default')) as
-      | { status?: { conditions?: Array<{ type: string; status: string }> } }
-      | undefined;
-    return c?.status?.conditions?.some((x) => x.type === 'Ready' && x.status === 'True');
-  }, 'EC2NodeClass default Ready', 120_000);
+  await eventually(
+    async () => {
+      const c = (await e.env.client.tryGet('EC2NodeClass', 'default')) as
+        | { status?: { conditions?: Array<{ type: string; status: string }> } }
+        | undefined;
+      return c?.status?.conditions?.some((x) => x.type === 'Ready' && x.status === 'True');
+    },
+    'EC2NodeClass default Ready',
+    120_000,
+  );
 }
 
 /** Launched, live NodeClaims. */
