@@ -26,16 +26,16 @@ import {
 } from '../cloudprovider/module.ts';
 import { orList, PROVIDER_MODULES, providerModule, providerNames } from '../cloudprovider/modules.ts';
 import { addSettingFlags, checkMisspelledEnv, checkSettingList, type Setting } from '../config/settings.ts';
-import { CAPI_SETTINGS, type CAPISettings, resolveCAPISettings } from '../controllers/capi/settings.ts';
 import { KubeClient } from '../kube/client.ts';
 import type { Logger } from '../kube/logger.ts';
+import { CAPI_SETTINGS, type CAPISettings, resolveCAPISettings } from '../operator/capi-settings.ts';
 import { limitYoungGeneration } from '../operator/heap.ts';
 import type { Operator } from '../operator/operator.ts';
 import { type OperatorOptions, resolveOperatorOptions, SETTINGS } from '../operator/options.ts';
 
 /**
  * Every setting of `capenter controller`: the core ones, the KarpenterMachinePool mode's
- * (src/controllers/capi/settings.ts), then each provider module's (docs/settings.md lists them in this order).
+ * (src/operator/capi-settings.ts), then each provider module's (docs/settings.md lists them in this order).
  * Checked for duplicate names at load.
  */
 export const CONTROLLER_SETTINGS: readonly Setting[] = [

@@ -27,7 +27,7 @@
  * `Ready=False` reason `ReconcileError`, are written and rethrown (a conflict requeues without a write). Secrets
  * are never logged.
  *
- * With a watch namespace (`CAPI_WATCH_NAMESPACE`, Cluster API's `--namespace`; src/controllers/capi/settings.ts) the
+ * With a watch namespace (`CAPI_WATCH_NAMESPACE`, Cluster API's `--namespace`; src/operator/capi-settings.ts) the
  * management informers list and watch that namespace only (their `SharedInformers` default `namespace`), so
  * Secrets need RBAC there only; a KMP of another namespace is never seen, and a key of one is not reconciled.
  */

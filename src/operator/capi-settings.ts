@@ -10,7 +10,7 @@
  * the labelled Secrets) lists and watches that namespace only, so the management cluster need grant Secrets only
  * there (a Role instead of a ClusterRole rule; the chart's `capi.watchNamespace`).
  */
-import { defineSetting, resolveSettings, type SettingSources } from '../../config/settings.ts';
+import { defineSetting, resolveSettings, type SettingSources } from '../config/settings.ts';
 
 /** The resolved settings of the KarpenterMachinePool mode. */
 export interface CAPISettings {
