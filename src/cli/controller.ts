@@ -28,16 +28,19 @@ import { orList, PROVIDER_MODULES, providerModule, providerNames } from '../clou
 import { addSettingFlags, checkMisspelledEnv, checkSettingList, type Setting } from '../config/settings.ts';
 import { KubeClient } from '../kube/client.ts';
 import type { Logger } from '../kube/logger.ts';
+import { CAPI_SETTINGS, type CAPISettings, resolveCAPISettings } from '../operator/capi-settings.ts';
 import { limitYoungGeneration } from '../operator/heap.ts';
 import type { Operator } from '../operator/operator.ts';
 import { type OperatorOptions, resolveOperatorOptions, SETTINGS } from '../operator/options.ts';
 
 /**
- * Every setting of `capenter controller`: the core ones, then each provider module's (docs/settings.md lists them in
- * this order). Checked for duplicate names at load.
+ * Every setting of `capenter controller`: the core ones, the KarpenterMachinePool mode's
+ * (src/operator/capi-settings.ts), then each provider module's (docs/settings.md lists them in this order).
+ * Checked for duplicate names at load.
  */
 export const CONTROLLER_SETTINGS: readonly Setting[] = [
   ...SETTINGS,
+  ...CAPI_SETTINGS,
   ...PROVIDER_MODULES.flatMap((m) => m.settings),
 ];
 checkSettingList(CONTROLLER_SETTINGS);
@@ -83,6 +86,8 @@ interface ResolvedController {
   options: OperatorOptions;
   module: ProviderModule;
   settings: unknown;
+  /** The KarpenterMachinePool mode's settings (`CAPI_WATCH_NAMESPACE`). */
+  capi: CAPISettings;
   /** One-line warnings about accepted settings without effect (`ENABLE_PROFILING=true: has no effect ...`). */
   warnings: string[];
 }
@@ -103,11 +108,16 @@ function resolveController(
     warnings.push(m);
   };
   const options = controllerOptions(flags, env, warn);
+  const capi = resolveCAPISettings({ flags, env, warn });
+  if (capi.capiWatchNamespace && !flags.capiManagementKubeconfig)
+    warn(
+      `CAPI_WATCH_NAMESPACE=${capi.capiWatchNamespace}: has no effect without --capi-management-kubeconfig (no KarpenterMachinePool controller runs)`,
+    );
   const name = (flags.cloudProvider as string | undefined) ?? PROVIDER_MODULES[0]?.name ?? '';
   const module = providerModule(name);
   if (!module) throw new Error(`--cloud-provider must be ${providerNames()}, got "${name}"`);
   const settings = module.configure({ flags, env, warn }, options);
-  return { options, module, settings, warnings };
+  return { options, module, settings, capi, warnings };
 }
 
 /** The client of `--kubeconfig` (else `$KUBECONFIG`, else the in-cluster config). @throws on an unusable config. */
@@ -133,6 +143,8 @@ function controllerClient(
 /** The management-cluster side of `--capi-management-kubeconfig`, built before the operator starts. */
 interface CAPIManagement {
   management: KubeClient;
+  /** `CAPI_WATCH_NAMESPACE`: the one namespace reconciled (every informer namespaced to it); undefined: all. */
+  watchNamespace?: string;
   /** The provider's identity check (aws: `AWSCluster.spec.identityRef`); building it gates the provider's calls. */
   clusterIdentity?: ClusterIdentityCheck;
 }
@@ -143,10 +155,19 @@ interface CAPIManagement {
  * after a restart never signs with the controller's own credentials). `controllerNamespace` (the pod's,
  * `LEADER_ELECTION_NAMESPACE`) is where an AWSClusterStaticIdentity's Secret is read on the management cluster.
  */
-function capiManagement(path: string, setup: ProviderSetup, controllerNamespace: string): CAPIManagement {
+function capiManagement(
+  path: string,
+  setup: ProviderSetup,
+  controllerNamespace: string,
+  watchNamespace: string,
+): CAPIManagement {
   const management = KubeClient.fromKubeconfig(path, { userAgent: 'capenter-capi' });
   const clusterIdentity = setup.capi?.clusterIdentity?.({ management, controllerNamespace });
-  return { management, ...(clusterIdentity ? { clusterIdentity } : {}) };
+  return {
+    management,
+    ...(clusterIdentity ? { clusterIdentity } : {}),
+    ...(watchNamespace ? { watchNamespace } : {}),
+  };
 }
 
 /**
@@ -176,6 +197,7 @@ async function runCAPIWhenLeading(
       ...(setup.capi ? { clusterName: setup.capi.clusterName } : {}),
       bootstrapStore: setup.capi?.bootstrapStore() ?? new InMemoryBootstrapStore(),
       ...(capi.clusterIdentity ? { clusterIdentity: capi.clusterIdentity } : {}),
+      ...(capi.watchNamespace ? { watchNamespace: capi.watchNamespace } : {}),
     });
   } finally {
     management.close();
@@ -198,13 +220,14 @@ export function dashboardPort(flags: ControllerCommandOptions): number | undefin
 /**
  * Starts the dashboard of `op` when `port` is set and prints its URL; undefined otherwise. With
  * `capiManagementKubeconfig` it also watches that cluster's KarpenterMachinePools and MachinePools for the
- * dashboard's CAPI rows (its own informers, stopped with it).
+ * dashboard's CAPI rows (its own informers, stopped with it; in `watchNamespace` only when set).
  */
 async function serveDashboard(
   op: Operator,
   flags: ControllerCommandOptions,
   port: number | undefined,
   stderr: (t: string) => void,
+  watchNamespace: string,
 ): Promise<{ close(): Promise<void> } | undefined> {
   if (port === undefined) return undefined;
   const { startDashboard } = await import('../dashboard/server.ts');
@@ -221,7 +244,10 @@ async function serveDashboard(
     import('../kube/clock.ts'),
   ]);
   const management = KubeClient.fromKubeconfig(path, { userAgent: 'capenter-dashboard' });
-  const informers = new SharedInformers(management, { clock: new RealClock() });
+  const informers = new SharedInformers(management, {
+    clock: new RealClock(),
+    ...(watchNamespace ? { namespace: watchNamespace } : {}),
+  });
   const source = machinePoolSource(informers);
   const d = await startDashboard(
     { ...op, machinePools: source.machinePools },
@@ -289,14 +315,25 @@ export async function runController(
     process.once('SIGINT', onSignal);
     process.once('SIGTERM', onSignal);
     const management = flags.capiManagementKubeconfig
-      ? capiManagement(flags.capiManagementKubeconfig, setup, options.leaderElectionNamespace)
+      ? capiManagement(
+          flags.capiManagementKubeconfig,
+          setup,
+          options.leaderElectionNamespace,
+          resolved.capi.capiWatchNamespace,
+        )
       : undefined;
     await op.start(ac.signal);
     const capi = management ? runCAPIWhenLeading(op, management, setup, logger, ac.signal) : undefined;
     io.stderr(
       `capenter controller: ${client.server}, region ${options.region}, metrics :${op.metricsPort}/metrics, health :${op.healthProbePort}/healthz\n`,
     );
-    const dashboard = await serveDashboard(op, flags, dashPort, io.stderr).catch(async (err: unknown) => {
+    const dashboard = await serveDashboard(
+      op,
+      flags,
+      dashPort,
+      io.stderr,
+      resolved.capi.capiWatchNamespace,
+    ).catch(async (err: unknown) => {
       await op.stop(); // a port in use: stop what started, then report it (exit 1)
       process.off('SIGINT', onSignal);
       process.off('SIGTERM', onSignal);

@@ -69,6 +69,11 @@ export interface CAPIStackOptions {
    * that records its requests for the chart's RBAC; default the environment's client and informers.
    */
   managementClient?: (env: CAPIEnvironment) => KubeClient;
+  /**
+   * `CAPI_WATCH_NAMESPACE`: the KMP controller reconciles this management namespace only, on informers of its own
+   * restricted to it (stopped with the stack); default all namespaces.
+   */
+  watchNamespace?: string;
 }
 
 /** A running CAPI stack. */
@@ -174,7 +179,8 @@ function setRun(stack: CAPIStack, run: ControllerRun): void {
 
 /**
  * Starts the operator (aws: on the provider's own clients when `o.aws.credentials` is set), the KMP controller (on
- * fresh informers after the first start, as a new process) and the taint controller. @throws when the operator
+ * fresh informers after the first start, as a new process, or with its own client or watch namespace) and the taint
+ * controller. @throws when the operator
  * cannot start (what started is stopped).
  */
 async function startControllers(a: {
@@ -229,8 +235,11 @@ async function startControllers(a: {
     }
     const provider = op?.cloudProvider;
     const kmpClient = o.managementClient?.(env);
+    const ns = o.watchNamespace;
     const kmpInformers =
-      kmpClient || !a.first ? new SharedInformers(kmpClient ?? env.mgmt, { clock: env.clock }) : undefined;
+      kmpClient || ns || !a.first
+        ? new SharedInformers(kmpClient ?? env.mgmt, { clock: env.clock, ...(ns ? { namespace: ns } : {}) })
+        : undefined;
     if (kmpInformers) runs.push(onAbort(ac.signal, () => kmpInformers.stop()));
     const kmp = new KarpenterMachinePoolController({
       client: kmpClient ?? env.mgmt,
@@ -245,6 +254,7 @@ async function startControllers(a: {
       bootstrapStore: a.store,
       instances: cloudProviderInstances(() => provider),
       ...(identity ? { clusterIdentity: identity } : {}),
+      ...(ns ? { watchNamespace: ns } : {}),
     });
     runs.push(kmp.start(ac.signal));
     let taints: CAPITaintController | undefined;

@@ -369,6 +369,14 @@ export class SharedInformers {
     private readonly defaults: InformerOptions,
   ) {}
 
+  /**
+   * The namespace every informer is restricted to unless its own options name another (the defaults'
+   * `namespace`, controller-runtime's `cache.Options.DefaultNamespaces`); undefined: all namespaces.
+   */
+  get namespace(): string | undefined {
+    return this.defaults.namespace;
+  }
+
   /** The informer for `ref` with `opts` (merged over the defaults), created if needed. */
   informerFor<R extends ResourceRef>(ref: R, opts: Partial<InformerOptions> = {}): Informer<R> {
     const rt = this.client.resource(ref);

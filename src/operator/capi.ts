@@ -27,6 +27,11 @@ export interface CAPIControllersOptions {
   uninitializedTimeoutSeconds?: number;
   /** The provider's identity check of the AWSCluster (`ProviderSetup.capi.clusterIdentity`, bound); default none. */
   clusterIdentity?: ClusterIdentityCheck;
+  /**
+   * `CAPI_WATCH_NAMESPACE`: the one management-cluster namespace reconciled; every management informer (KMP,
+   * MachinePool, Cluster, AWSCluster, Secret) lists and watches it only. Default: all namespaces.
+   */
+  watchNamespace?: string;
   signal: AbortSignal;
 }
 
@@ -37,7 +42,10 @@ export interface CAPIControllersOptions {
  */
 export async function runCAPIControllers(op: Operator, o: CAPIControllersOptions): Promise<void> {
   const clock = new RealClock();
-  const informers = new SharedInformers(o.management, { clock });
+  const informers = new SharedInformers(o.management, {
+    clock,
+    ...(o.watchNamespace ? { namespace: o.watchNamespace } : {}),
+  });
   const provider = op.cloudProvider;
   const store = o.bootstrapStore;
   const kmp = new KarpenterMachinePoolController({
@@ -50,6 +58,7 @@ export async function runCAPIControllers(op: Operator, o: CAPIControllersOptions
     instances: cloudProviderInstances(() => provider),
     ...(o.clusterName ? { clusterName: o.clusterName } : {}),
     ...(o.clusterIdentity ? { clusterIdentity: o.clusterIdentity } : {}),
+    ...(o.watchNamespace ? { watchNamespace: o.watchNamespace } : {}),
   });
   const taints = new CAPITaintController({
     client: op.client,

@@ -370,6 +370,70 @@ describe('Helm chart', () => {
     ).toEqual([]);
   });
 
+  it('capi.watchNamespace: --capi-watch-namespace, the Secrets rule in a Role of that namespace instead of the ClusterRole', () => {
+    type Rule = { apiGroups: string[]; resources: string[]; verbs: string[] };
+    const capi = ['--set', 'cloudProvider=aws', '--set', 'capi.enabled=true', ...NAMED];
+    const rulesOf = (o: KubeObject | undefined) => (o as { rules?: Rule[] } | undefined)?.rules ?? [];
+    const clusterSecrets = (objs: KubeObject[]) =>
+      rulesOf(byKind(objs, 'ClusterRole')[0]).filter((r) => r.resources.includes('secrets'));
+    const capiRole = (objs: KubeObject[]) =>
+      byKind(objs, 'Role').find((r) => r.metadata?.name === 'capenter-capi');
+    const SECRETS = { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch'] };
+
+    // default: every namespace, Secrets listed and watched cluster-wide
+    const all = renderChart('capenter', [], capi);
+    expect(clusterSecrets(all)).toEqual([SECRETS]);
+    expect(capiRole(all)).toBeUndefined();
+    expect(deployment(all).spec.template.spec.containers[0]!.args).not.toContainEqual(
+      expect.stringContaining('--capi-watch-namespace'),
+    );
+
+    const one = renderChart('capenter', [], [...capi, '--set', 'capi.watchNamespace=team-a']);
+    expect(deployment(one).spec.template.spec.containers[0]!.args).toEqual([
+      'controller',
+      '--cloud-provider=aws',
+      '--capi-management-kubeconfig=/etc/capenter/management/kubeconfig',
+      '--capi-watch-namespace=team-a',
+    ]);
+    expect(clusterSecrets(one)).toEqual([]);
+    // the ClusterRole keeps every other rule of files/clusterrole-rules-capi.yaml
+    const capiRules = parse(
+      readFileSync(join(CHART, 'files', 'clusterrole-rules-capi.yaml'), 'utf8'),
+    ) as Rule[];
+    for (const r of capiRules.filter((x) => !x.resources.includes('secrets')))
+      expect(rulesOf(byKind(one, 'ClusterRole')[0])).toContainEqual(r);
+    expect(capiRole(one)).toMatchObject({ metadata: { namespace: 'team-a' }, rules: [SECRETS] });
+    expect(byKind(one, 'RoleBinding').find((r) => r.metadata?.name === 'capenter-capi')).toMatchObject({
+      metadata: { namespace: 'team-a' },
+      roleRef: { kind: 'Role', name: 'capenter-capi' },
+      subjects: [{ kind: 'ServiceAccount', name: 'capenter', namespace: 'capenter' }],
+    });
+    // the release namespace's Role (leader Lease, the static identity's Secret) is unchanged
+    expect(rulesOf(byKind(one, 'Role').find((r) => r.metadata?.name === 'capenter'))).toContainEqual({
+      apiGroups: [''],
+      resources: ['secrets'],
+      verbs: ['get', 'patch'],
+    });
+
+    // another management cluster: the flag only (its RBAC is the user's)
+    const remote = renderChart(
+      'capenter',
+      [],
+      [...capi, '--set', 'capi.watchNamespace=team-a', '--set', 'capi.managementKubeconfig.secretName=mgmt'],
+    );
+    expect(deployment(remote).spec.template.spec.containers[0]!.args).toContain(
+      '--capi-watch-namespace=team-a',
+    );
+    expect(capiRole(remote)).toBeUndefined();
+
+    expect(refused('--set', 'capi.watchNamespace=team-a', ...NAMED)).toContain(
+      'value "capi.watchNamespace" (team-a) applies with capi.enabled only: remove it or set capi.enabled: true',
+    );
+    expect(refused(...capi, '--set', 'capi.watchNamespace=Team_A')).toContain(
+      'value "capi.watchNamespace": "Team_A" is not a namespace name',
+    );
+  });
+
   it('ships the generated CRDs in crds/ (installed, never deleted by helm uninstall)', () => {
     const files = readdirSync(join(CHART, 'crds')).sort();
     expect(files).toEqual(

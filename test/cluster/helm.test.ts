@@ -290,4 +290,45 @@ current-context: real
       helm(['uninstall', 'capenter', '-n', NS]);
     }
   });
+
+  it('capi.watchNamespace: Secrets are listed and watched in that namespace only (a Role there), nowhere else', async () => {
+    const kc = clusterKubeconfig();
+    helm(['uninstall', 'capenter', '-n', NS]);
+    await kubectl(kc, ['create', 'namespace', 'helm-kmp-a']); // exists already on a kept cluster: fine
+    const set = [...VALUES, '--set', 'capi.enabled=true', '--set', 'capi.watchNamespace=helm-kmp-a'];
+    const install = helm(['install', 'capenter', CHART, '-n', NS, '--create-namespace', ...set]);
+    expect(install.code, install.out).toBe(0);
+    try {
+      await until(
+        async () => (await review('watch', '', 'secrets', 'helm-kmp-a')).endsWith(': yes'),
+        'the Role of helm-kmp-a in the RBAC cache',
+        60_000,
+      );
+      const answers = await limited(
+        ['get', 'list', 'watch'].flatMap((v) => [
+          () => review(v, '', 'secrets', 'helm-kmp-a'),
+          () => review(v, '', 'secrets', 'helm-kmp-b'),
+          () => review(v, '', 'secrets', ''),
+        ]),
+      );
+      expect(answers).toEqual([
+        'get core secrets -n helm-kmp-a: yes',
+        'get core secrets -n helm-kmp-b: no',
+        'get core secrets -n : no',
+        'list core secrets -n helm-kmp-a: yes',
+        'list core secrets -n helm-kmp-b: no',
+        'list core secrets -n : no',
+        'watch core secrets -n helm-kmp-a: yes',
+        'watch core secrets -n helm-kmp-b: no',
+        'watch core secrets -n : no',
+      ]);
+      // the rest of the KarpenterMachinePool rules stay cluster-wide
+      expect(
+        await review('watch', 'infrastructure.cluster.x-k8s.io', 'karpentermachinepools', 'helm-kmp-b'),
+      ).toMatch(/: yes$/);
+    } finally {
+      const un = helm(['uninstall', 'capenter', '-n', NS]);
+      expect(un.code, un.out).toBe(0);
+    }
+  });
 });

@@ -133,7 +133,7 @@ describe('docs/capa-guide.md', () => {
     for (const r of reasons) expect(code, r).toContain(`'${r}'`);
     for (const r of ['UnregisteredTaintMissing', 'SomeMachineDeploymentsUnusable', 'MachineNotReady'])
       expect(code, r).toContain(r);
-    // gaps: Secrets watched in every namespace (label-selected); the bootstrap policies grant no S3 action
+    // gaps: without CAPI_WATCH_NAMESPACE, Secrets watched in every namespace (label-selected); the bootstrap policies grant no S3 action
     expect(readFileSync(join(ROOT, 'src/controllers/capi/controller.ts'), 'utf8')).toContain(
       "watch('Secret', { informer: { labelSelector: LabelClusterName }",
     );

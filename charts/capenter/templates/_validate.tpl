@@ -85,6 +85,12 @@ a value with effect, fail naming the value and why.
 {{- end }}
 {{- end }}
 {{- end }}
+{{- if and .Values.capi.watchNamespace (not .Values.capi.enabled) }}
+{{- fail (printf "value \"capi.watchNamespace\" (%s) applies with capi.enabled only: remove it or set capi.enabled: true" .Values.capi.watchNamespace) }}
+{{- end }}
+{{- if and .Values.capi.watchNamespace (not (regexMatch "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$" (toString .Values.capi.watchNamespace))) }}
+{{- fail (printf "value \"capi.watchNamespace\": %q is not a namespace name (one namespace, lowercase letters, digits and \"-\", at most 63)" (toString .Values.capi.watchNamespace)) }}
+{{- end }}
 {{- if and .Values.settings.awsFeatureGates .Values.settings.awsFeatureGates.nodeClassCEL }}
 {{- fail "value \"settings.awsFeatureGates.nodeClassCEL\": true is not implemented; set it to false" }}
 {{- end }}

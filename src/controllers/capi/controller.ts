@@ -26,6 +26,10 @@
  * the field and the fix ({@link NotReady} ends the steps, the status is still written); other errors set
  * `Ready=False` reason `ReconcileError`, are written and rethrown (a conflict requeues without a write). Secrets
  * are never logged.
+ *
+ * With a watch namespace (`CAPI_WATCH_NAMESPACE`, Cluster API's `--namespace`; src/operator/capi-settings.ts) the
+ * management informers list and watch that namespace only (their `SharedInformers` default `namespace`), so
+ * Secrets need RBAC there only; a KMP of another namespace is never seen, and a key of one is not reconciled.
  */
 import type { Logger } from 'pino';
 import {
@@ -84,6 +88,11 @@ export interface KMPControllerDeps
   clusterName?: string;
   /** The AWSCluster's identity check (`KMPStepContext.clusterIdentity`); default none. */
   clusterIdentity?: KMPStepContext['clusterIdentity'];
+  /**
+   * Only KMPs (and their MachinePools, Clusters, AWSClusters, Secrets) of this namespace (`CAPI_WATCH_NAMESPACE`):
+   * `informers` must be restricted to it (`new SharedInformers(client, { clock, namespace })`). Default: all.
+   */
+  watchNamespace?: string;
 }
 
 /** `namespace/name` of an object (namespace `default` when unset): the controller's key. */
@@ -98,7 +107,15 @@ export class KarpenterMachinePoolController implements Controller {
   private readonly kit: InformerController;
   private readonly ctx: KMPStepContext;
 
+  /**
+   * @throws Error when `deps.informers` is not restricted to exactly `deps.watchNamespace` (a cluster-wide Secret
+   * informer would need the RBAC the setting avoids; a namespaced one without the setting would miss pools).
+   */
   constructor(private readonly deps: KMPControllerDeps) {
+    if (deps.informers.namespace !== deps.watchNamespace)
+      throw new Error(
+        `KarpenterMachinePool controller: watchNamespace is ${deps.watchNamespace ? `"${deps.watchNamespace}"` : 'unset (all namespaces)'} but its management informers watch ${deps.informers.namespace ? `namespace "${deps.informers.namespace}"` : 'all namespaces'}; build them with new SharedInformers(client, { clock, namespace: watchNamespace })`,
+      );
     // a workload cluster's NodeClaim/Node event requeues the pool it belongs to
     this.workloads =
       deps.workloads ??
@@ -181,6 +198,7 @@ export class KarpenterMachinePoolController implements Controller {
   /** Reconciles `namespace/name` (exposed for tests and benchmarks). */
   async reconcile(key: string): Promise<ReconcileResult> {
     const [namespace, name] = key.includes('/') ? (key.split('/', 2) as [string, string]) : ['default', key];
+    if (this.deps.watchNamespace && namespace !== this.deps.watchNamespace) return {}; // never touched
     const cached = this.kmps().cache.getByName(name, namespace) as KarpenterMachinePool | undefined;
     if (!cached) return {};
     const kmp = structuredClone(cached);
