@@ -16,7 +16,7 @@ import type { Operator, OperatorConfig } from '../../src/operator/operator.ts';
 import type { OperatorOptions } from '../../src/operator/options.ts';
 import { prepareEmulator } from '../../src/sim/aws/emulator.ts';
 import { Ec2NodeJoiner } from '../../src/sim/aws/joiner.ts';
-import { type E2E, eventually, startE2E } from '../e2e/harness.ts';
+import { allRunning, type E2E, eventually, startE2E } from '../e2e/harness.ts';
 import { interruptionQueue } from './e2e-events.ts';
 import type { AwsEmulator } from './moto.ts';
 
@@ -196,14 +196,42 @@ ${o.extraRequirements ?? ''}  disruption:
 `;
 }
 
-/** Waits until the EC2NodeClass `default` is Ready (the nodeclass controller resolved it). */
+/**
+ * Waits until the EC2NodeClass `default` is Ready (the nodeclass controller resolved it). Bounded at 3 minutes, a
+ * bound for a hang: resolving takes several moto calls (subnets, security groups, AMIs, instance profile), seconds
+ * each on a loaded machine, where the former 20 s ran out (issue 24).
+ */
 export async function nodeClassReady(e: AwsE2E): Promise<void> {
-  await eventually(async () => {
-    const c = (await e.env.client.tryGet('EC2NodeClass', 'default')) as
-      | { status?: { conditions?: Array<{ type: string; status: string }> } }
-      | undefined;
-    return c?.status?.conditions?.some((x) => x.type === 'Ready' && x.status === 'True');
-  }, 'EC2NodeClass default Ready');
+  await eventually(
+    async () => {
+      const c = (await e.env.client.tryGet('EC2NodeClass', 'default')) as
+        | { status?: { conditions?: Array<{ type: string; status: string }> } }
+        | undefined;
+      return c?.status?.conditions?.some((x) => x.type === 'Ready' && x.status === 'True');
+    },
+    'EC2NodeClass default Ready',
+    180_000,
+    100,
+  );
+}
+
+/**
+ * Waits until at least `n` pods of `namespace` run and at least `n` NodeClaims are launched (have their
+ * `status.providerID`); returns the launched NodeClaims. Both, because the joiner registers a Node for an instance
+ * as soon as EC2 lists it, so pods can run before the launch controller wrote the NodeClaim's provider ID (on a
+ * loaded machine the test saw 3 pods Running and 1 launched NodeClaim). Bounded at 3 minutes, a bound for a hang.
+ */
+export async function runningOnLaunched(e: AwsE2E, n: number, namespace = 'default'): Promise<NodeClaim[]> {
+  return eventually(
+    async () => {
+      if (!(await allRunning(e.env.client, n, namespace))) return undefined;
+      const claims = await launchedNodeClaims(e);
+      return claims.length >= n ? claims : undefined;
+    },
+    `${n} pods Running on ${n} launched NodeClaims`,
+    180_000,
+    100,
+  );
 }
 
 /** Launched, live NodeClaims. */
