@@ -95,7 +95,7 @@ describe('aws disruption end to end (embedded cluster + moto)', () => {
     await e.env.apply(awsNodePoolYaml(e, { capacityTypes: ['spot'] }));
     await nodeClassReady(e);
     await e.env.apply(`${spreadDeployment('svc', 3, '1')}---\n${pdbYaml('svc', 2)}`);
-    const before = await runningOnLaunched(e, 3);
+    const before = await runningOnLaunched(e, 3, { noDeletions: true });
     expect(before).toHaveLength(3);
     expect(before.every((c) => c.metadata.labels?.['karpenter.sh/capacity-type'] === 'spot')).toBe(true);
     const victim = before[0] as NodeClaim;
@@ -153,7 +153,7 @@ describe('aws disruption end to end (embedded cluster + moto)', () => {
     await e.env.apply(awsNodePoolYaml(e, { capacityTypes: ['on-demand'] }));
     await nodeClassReady(e);
     await e.env.apply(`${spreadDeployment('hs', 3, '1')}---\n${pdbYaml('hs', 3)}`);
-    const before = await runningOnLaunched(e, 3);
+    const before = await runningOnLaunched(e, 3, { noDeletions: true });
     expect(before).toHaveLength(3);
     const victim = before[0] as NodeClaim;
     const victimID = instanceIdOf(victim) as string;
@@ -206,7 +206,7 @@ describe('aws disruption end to end (embedded cluster + moto)', () => {
     await e.env.apply(awsNodePoolYaml(e, { budget: '1' }));
     await nodeClassReady(e);
     await e.env.apply(spreadDeployment('roll', 2, '1'));
-    const before = await runningOnLaunched(e, 2);
+    const before = await runningOnLaunched(e, 2, { noDeletions: true });
     expect(before).toHaveLength(2);
     const cls = (await e.env.client.get('EC2NodeClass', 'default')) as EC2NodeClass;
     const oldAMIs = new Set(((cls.status?.amis ?? []) as Array<{ id: string }>).map((a) => a.id));

@@ -216,22 +216,38 @@ export async function nodeClassReady(e: AwsE2E): Promise<void> {
 }
 
 /**
- * Waits until at least `n` pods of `namespace` run and at least `n` NodeClaims are launched (have their
- * `status.providerID`); returns the launched NodeClaims. Both, because the joiner registers a Node for an instance
- * as soon as EC2 lists it, so pods can run before the launch controller wrote the NodeClaim's provider ID (on a
- * loaded machine the test saw 3 pods Running and 1 launched NodeClaim). Bounded at 3 minutes, a bound for a hang.
+ * Waits until at least `n` pods of `namespace` run and at least `n` NodeClaims are launched (live, with their
+ * `status.providerID`); returns the launched NodeClaims. Both, because the one does not imply the other at every
+ * moment: on a loaded machine a test saw 3 pods Running and 1 launched, live NodeClaim. With `noDeletions` (the
+ * wait before a test disrupts anything) a NodeClaim seen deleting fails the wait at once instead of being waited
+ * past, so a NodeClaim removed without cause is reported, not hidden. Bounded at 3 minutes, a bound for a hang.
  */
-export async function runningOnLaunched(e: AwsE2E, n: number, namespace = 'default'): Promise<NodeClaim[]> {
-  return eventually(
+export async function runningOnLaunched(
+  e: AwsE2E,
+  n: number,
+  o: { namespace?: string; noDeletions?: boolean } = {},
+): Promise<NodeClaim[]> {
+  const deleting = new Set<string>();
+  const claims = await eventually(
     async () => {
-      if (!(await allRunning(e.env.client, n, namespace))) return undefined;
-      const claims = await launchedNodeClaims(e);
-      return claims.length >= n ? claims : undefined;
+      if (o.noDeletions) {
+        for (const c of (await e.env.client.list('NodeClaim')).items as NodeClaim[])
+          if (c.metadata.deletionTimestamp) deleting.add(c.metadata.name ?? '');
+        if (deleting.size > 0) return 'deleting';
+      }
+      if (!(await allRunning(e.env.client, n, o.namespace ?? 'default'))) return undefined;
+      const launched = await launchedNodeClaims(e);
+      return launched.length >= n ? launched : undefined;
     },
     `${n} pods Running on ${n} launched NodeClaims`,
     180_000,
     100,
   );
+  if (claims === 'deleting')
+    throw new Error(
+      `NodeClaim(s) ${[...deleting].join(', ')} deleted before the test disrupted anything (waiting for ${n} pods Running on ${n} launched NodeClaims)`,
+    );
+  return claims;
 }
 
 /** Launched, live NodeClaims. */
