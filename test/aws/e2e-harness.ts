@@ -218,7 +218,10 @@ export async function nodeClassReady(e: AwsE2E): Promise<void> {
 /**
  * Waits until at least `n` pods of `namespace` run and at least `n` NodeClaims are launched (live, with their
  * `status.providerID`); returns the launched NodeClaims. Both, because the one does not imply the other at every
- * moment: on a loaded machine a test saw 3 pods Running and 1 launched, live NodeClaim. With `noDeletions` (the
+ * moment: when the joiner registers the Node while the launch step's CreateFleet is answered, the registration step
+ * of the same reconcile removes the Node's unregistered taint (pods are scheduled and run) before the reconcile
+ * writes the NodeClaim's status, `providerID` included (`lifecycle/controller.ts` persists once at the end, as
+ * upstream's lifecycle controller); on a loaded machine a test saw 3 pods Running and 1 launched NodeClaim. With `noDeletions` (the
  * wait before a test disrupts anything) a NodeClaim seen deleting fails the wait at once instead of being waited
  * past, so a NodeClaim removed without cause is reported, not hidden. Bounded at 3 minutes, a bound for a hang.
  */

@@ -104,8 +104,8 @@ spec:
 ---
 ${deploymentYaml('web', 3, '500m', '512Mi').replace('      containers:', '      terminationGracePeriodSeconds: 0\n      containers:')}`,
     );
-    // the pods run as soon as their Node exists; the NodeClaim's status.nodeName (registration controller) may
-    // come later: wait for both, or the NodeClaim's pods would count 0 below
+    // the registration step removes the Node's unregistered taint (the pods then run) before its reconcile writes
+    // the NodeClaim's status.nodeName, as upstream: wait for both, or the NodeClaim's pods count 0 below (under load)
     await eventually(
       async () =>
         (await allRunning(client, 3)) &&
