@@ -30,6 +30,12 @@ export interface StartIO {
    * pollSeconds: 1, validationSeconds: 1 } }`); default the operator's (upstream's periods).
    */
   tuning?: OperatorConfig['tuning'];
+  /**
+   * Monotonic clock in milliseconds (default `performance.now()`): the elapsed seconds and the `--timeout` deadline
+   * count on it. A test passes one that jumps past the deadline once the cluster is in the state it asserts the
+   * timed-out summary on, so that summary does not depend on how far a real run got in a fixed time.
+   */
+  now?: () => number;
 }
 
 /** What a mode adds to each progress line and to the settled summary. */
@@ -53,7 +59,7 @@ export interface SettleOptions {
   kubeconfig: string;
   exitWhenSettled: boolean;
   timeoutSeconds: number;
-  /** `performance.now()` when the run started (elapsed times count from it). */
+  /** The clock of `io.now` (default `performance.now()`) when the run started (elapsed times count from it). */
   startedMs: number;
   /** The view of each tick (pods, NodeClaims, Nodes; no Events needed). */
   view(): Promise<ClusterView>;
@@ -74,8 +80,9 @@ function render(s: StartSummary, output: 'table' | 'json', extra?: SettleExtra):
 /** Runs the loop of the module comment; resolves with the exit code (0, or 1 on timeout). Never rejects for a tick. */
 export async function settle(o: SettleOptions): Promise<number> {
   const { io, signal } = o;
-  const elapsed = (): number => (performance.now() - o.startedMs) / 1000;
-  const deadline = performance.now() + o.timeoutSeconds * 1000;
+  const now = io.now ?? (() => performance.now());
+  const elapsed = (): number => (now() - o.startedMs) / 1000;
+  const deadline = now() + o.timeoutSeconds * 1000;
   let lastLine = '';
   let printed = false;
   let summary: StartSummary | undefined;
@@ -100,7 +107,7 @@ export async function settle(o: SettleOptions): Promise<number> {
         if (o.exitWhenSettled) return 0;
       }
     } else printed = false;
-    if (o.exitWhenSettled && performance.now() > deadline) {
+    if (o.exitWhenSettled && now() > deadline) {
       summary = summarize(await o.finalView(), o.region, o.kubeconfig, elapsed(), true);
       io.stderr(
         `capenter: timed out after ${o.timeoutSeconds}s with ${summary.pods.pending} pod(s) not running\n`,

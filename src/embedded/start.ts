@@ -81,7 +81,7 @@ export async function runEmbedded(
   const env = io.env ?? {};
   const tmpDir = f.kubeconfigOut ? undefined : mkdtempSync(join(tmpdir(), 'capenter-'));
   const kubeconfigPath = resolve(f.kubeconfigOut ?? join(tmpDir as string, 'kubeconfig'));
-  const startedMs = performance.now();
+  const startedMs = io.now?.() ?? performance.now();
   const logger = createLogger({ level: f.logLevel });
   const ac = new AbortController();
   // a signal that aborted before this run started has already fired its event

@@ -35,7 +35,10 @@ export interface PendingPod {
   pod: string;
   /** Pod phase (`Pending`, ...). */
   phase: string;
-  /** Why it is not running; `""` when nothing says (e.g. bound, container starting). */
+  /**
+   * Why it is not running: for a pod bound to a node, that it waits for the node's kubelet; else the scheduling
+   * failure (see {@link pendingReason}); `""` when nothing says.
+   */
   reason: string;
 }
 
@@ -120,11 +123,15 @@ export function failedSchedulingIndex(events: readonly KubeEvent[]): FailedSched
 }
 
 /**
- * Why `pod` is not running: the newest `FailedScheduling` Event of capenter (component `karpenter`, as upstream),
- * else the newest of any component, else the `PodScheduled=False` condition's message, else `""`. `events` is
- * the Events' {@link failedSchedulingIndex}.
+ * Why `pod` is not running. A pod bound to a node (`spec.nodeName`) waits for that node's kubelet to start it:
+ * its `FailedScheduling` Events and `PodScheduled=False` condition are from before it was bound, so they are not
+ * the reason (a summary taken between the bind and the kubelet's start said `no nodes available to schedule pods`
+ * of a pod on a node; issue 24). Otherwise the newest `FailedScheduling` Event of capenter (component `karpenter`,
+ * as upstream), else the newest of any component, else the `PodScheduled=False` condition's message, else `""`.
+ * `events` is the Events' {@link failedSchedulingIndex}.
  */
 export function pendingReason(pod: Pod, events: FailedSchedulingIndex): string {
+  if (pod.spec?.nodeName) return `bound to node ${pod.spec.nodeName}, waiting for its kubelet to start it`;
   const mine = events.get(`${pod.metadata.namespace ?? ''}/${pod.metadata.name ?? ''}`);
   const ev = mine?.own ?? mine?.any;
   if (ev?.message) return ev.message;

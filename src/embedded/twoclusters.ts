@@ -129,7 +129,7 @@ export function twoClusterRun(flags: EmbeddedRunFlags, io: StartIO, prefix: stri
     },
     logger,
     signal: ac.signal,
-    startedMs: performance.now(),
+    startedMs: io.now?.() ?? performance.now(),
     tmpDir,
     release: () => {
       process.off('SIGINT', onSignal);

@@ -16,7 +16,7 @@ import type { Operator, OperatorConfig } from '../../src/operator/operator.ts';
 import type { OperatorOptions } from '../../src/operator/options.ts';
 import { prepareEmulator } from '../../src/sim/aws/emulator.ts';
 import { Ec2NodeJoiner } from '../../src/sim/aws/joiner.ts';
-import { type E2E, eventually, startE2E } from '../e2e/harness.ts';
+import { allRunning, type E2E, eventually, startE2E } from '../e2e/harness.ts';
 import { interruptionQueue } from './e2e-events.ts';
 import type { AwsEmulator } from './moto.ts';
 
@@ -198,8 +198,9 @@ ${o.extraRequirements ?? ''}  disruption:
 
 /**
  * Waits until the EC2NodeClass `default` is Ready (the nodeclass controller resolved it, and its EC2 authorization dry
- * runs, which first list the class's instance types: moto's 5.5 MB DescribeInstanceTypes on a file's first test,
- * passed). Up to 120 s: a bound on a wait, never a sleep.
+ * runs passed, which first list the class's instance types: moto's 5.5 MB DescribeInstanceTypes on a file's first
+ * test). Bounded at 3 minutes, a bound for a hang: resolving takes several moto calls (subnets, security groups,
+ * AMIs, instance profile), seconds each on a loaded machine, where the former 20 s ran out (issue 24).
  */
 export async function nodeClassReady(e: AwsE2E): Promise<void> {
   await eventually(
@@ -210,8 +211,47 @@ export async function nodeClassReady(e: AwsE2E): Promise<void> {
       return c?.status?.conditions?.some((x) => x.type === 'Ready' && x.status === 'True');
     },
     'EC2NodeClass default Ready',
-    120_000,
+    180_000,
+    100,
   );
+}
+
+/**
+ * Waits until at least `n` pods of `namespace` run and at least `n` NodeClaims are launched (live, with their
+ * `status.providerID`); returns the launched NodeClaims. Both, because the one does not imply the other at every
+ * moment: when the joiner registers the Node while the launch step's CreateFleet is answered, the registration step
+ * of the same reconcile removes the Node's unregistered taint (pods are scheduled and run) before the reconcile
+ * writes the NodeClaim's status, `providerID` included (`lifecycle/controller.ts` persists once at the end, as
+ * upstream's lifecycle controller); on a loaded machine a test saw 3 pods Running and 1 launched NodeClaim. With `noDeletions` (the
+ * wait before a test disrupts anything) a NodeClaim seen deleting fails the wait at once instead of being waited
+ * past, so a NodeClaim removed without cause is reported, not hidden. Bounded at 3 minutes, a bound for a hang.
+ */
+export async function runningOnLaunched(
+  e: AwsE2E,
+  n: number,
+  o: { namespace?: string; noDeletions?: boolean } = {},
+): Promise<NodeClaim[]> {
+  const deleting = new Set<string>();
+  const claims = await eventually(
+    async () => {
+      if (o.noDeletions) {
+        for (const c of (await e.env.client.list('NodeClaim')).items as NodeClaim[])
+          if (c.metadata.deletionTimestamp) deleting.add(c.metadata.name ?? '');
+        if (deleting.size > 0) return 'deleting';
+      }
+      if (!(await allRunning(e.env.client, n, o.namespace ?? 'default'))) return undefined;
+      const launched = await launchedNodeClaims(e);
+      return launched.length >= n ? launched : undefined;
+    },
+    `${n} pods Running on ${n} launched NodeClaims`,
+    180_000,
+    100,
+  );
+  if (claims === 'deleting')
+    throw new Error(
+      `NodeClaim(s) ${[...deleting].join(', ')} deleted before the test disrupted anything (waiting for ${n} pods Running on ${n} launched NodeClaims)`,
+    );
+  return claims;
 }
 
 /** Launched, live NodeClaims. */

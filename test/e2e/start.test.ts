@@ -17,6 +17,9 @@ import {
   type StartSummary,
   summarize,
 } from '../../src/embedded/summary.ts';
+import { KubeClient } from '../../src/kube/client.ts';
+import type { KubeEvent } from '../../src/kube/types.ts';
+import { eventually } from '../../src/testing/eventually.ts';
 
 const fixture = (f: string) => join(ROOT, 'test', 'fixtures', 'start', f);
 
@@ -25,7 +28,8 @@ describe('capenter start', () => {
     let out = '';
     let err = '';
     const code = await runStart(
-      { exitWhenSettled: true, output: 'json', timeout: '60' },
+      // it exits once settled (16 s at load 10 on 2 cores); 300 s is a bound for a hang, not a timing assertion
+      { exitWhenSettled: true, output: 'json', timeout: '300' },
       { stdout: (t) => (out += t), stderr: (t) => (err += t), progressIntervalMs: 250 },
     );
     expect(code, err).toBe(0);
@@ -49,7 +53,7 @@ describe('capenter start', () => {
     // the temporary folder of the kubeconfig is gone
     const kubeconfig = /kubeconfig (\S+kubeconfig)/.exec(err)![1]!;
     expect(existsSync(dirname(kubeconfig))).toBe(false);
-  }, 60_000);
+  }, 360_000);
 
   it('exits 2 at once, before starting anything, on a missing path or an invalid NodePool', async () => {
     for (const [f, msg] of [
@@ -72,12 +76,65 @@ describe('capenter start', () => {
   });
 
   it('on timeout prints why each pod is pending, NOT settled, and totals that match the rows', async () => {
+    // The timed-out summary is asserted on one state: `small` Running on its Initialized NodeClaim and capenter's
+    // FailedScheduling Event for `huge` written. `--timeout` counts on `now`, which jumps past the deadline once
+    // this test has seen that state through the run's kubeconfig, so the summary does not depend on how far the run
+    // got in a fixed time (with `--timeout 6` a loaded machine printed 0/2 pods running; issue 24). The real 300 s
+    // deadline is only a bound for a hang.
+    const timeoutSeconds = 300;
     let out = '';
     let err = '';
-    const code = await runStart(
-      { filename: [fixture('huge-pod.yaml')], exitWhenSettled: true, timeout: '6' },
-      { stdout: (t) => (out += t), stderr: (t) => (err += t), progressIntervalMs: 250 },
-    );
+    let aheadMs = 0;
+    let done = false;
+    const run = runStart(
+      { filename: [fixture('huge-pod.yaml')], exitWhenSettled: true, timeout: String(timeoutSeconds) },
+      {
+        stdout: (t) => (out += t),
+        stderr: (t) => (err += t),
+        progressIntervalMs: 250,
+        now: () => performance.now() + aheadMs,
+      },
+    ).finally(() => (done = true));
+    const observed = (async () => {
+      const path = await eventually(
+        () => done || /kubeconfig (\S+kubeconfig)/.exec(err)?.[1],
+        'the kubeconfig path on stderr',
+        { timeoutMs: timeoutSeconds * 1000, intervalMs: 50 },
+      );
+      if (path === true) return false;
+      const client = KubeClient.fromKubeconfig(path);
+      const reached = await eventually(
+        async () => {
+          if (done) return 'ended';
+          const [pods, claims, events] = await Promise.all([
+            client.list('Pod', { namespace: 'default' }),
+            client.list('NodeClaim'),
+            client.list('Event', { namespace: 'default' }),
+          ]);
+          const small = (pods.items as Pod[]).find((p) => p.metadata.name === 'small');
+          const ncs = claims.items as NodeClaim[];
+          const hugeEvent = (events.items as KubeEvent[]).some(
+            (e) =>
+              e.involvedObject?.name === 'huge' &&
+              e.reason === 'FailedScheduling' &&
+              e.source?.component === 'karpenter',
+          );
+          return (
+            small?.status?.phase === 'Running' &&
+            ncs.length === 1 &&
+            ncs[0]!.status?.conditions?.some((c) => c.type === 'Initialized' && c.status === 'True') &&
+            hugeEvent &&
+            'reached'
+          );
+        },
+        'small Running on an Initialized NodeClaim and the FailedScheduling Event of huge',
+        { timeoutMs: timeoutSeconds * 1000, intervalMs: 100 },
+      );
+      if (reached === 'reached') aheadMs = timeoutSeconds * 1000;
+      return reached === 'reached';
+    })().catch((e: unknown) => e);
+    const code = await run;
+    expect(await observed, `the run ended before the state was reached: ${err}`).toBe(true);
     expect(code, err).toBe(1);
     expect(out).toMatch(/^TOTAL .* 1$/m); // the one pod on the one NodeClaim, not the 2 live pods
     expect(out).toMatch(
@@ -85,9 +142,10 @@ describe('capenter start', () => {
     );
     expect(out).not.toMatch(/^Settled/m);
     expect(out).toMatch(
-      /default\/huge \(Pending\): Failed to schedule pod, incompatible with nodepool "default": no instance type has enough resources: pod needs cpu 1000/,
+      /Not running:\n {2}default\/huge \(Pending\): Failed to schedule pod, incompatible with nodepool "default": no instance type has enough resources: pod needs cpu 1000/,
     );
-  }, 60_000);
+    expect(out).not.toContain('default/small'); // it runs
+  }, 400_000);
 });
 
 describe('capenter start summary', () => {
@@ -136,6 +194,50 @@ describe('capenter start summary', () => {
       'NOT settled after 3s: 4/4 pods running, 3 of them on 2 NodeClaim(s) (1 deleting)',
     );
     expect(JSON.stringify(s)).not.toContain('"pricePerHour"');
+  });
+
+  it('a pod bound to a node waits for its kubelet: its FailedScheduling Event from before the bind is not the reason', () => {
+    const failed = (name: string, message: string): KubeEvent => ({
+      apiVersion: 'v1',
+      kind: 'Event',
+      metadata: { name: `${name}.1`, namespace: 'default' },
+      involvedObject: { kind: 'Pod', namespace: 'default', name },
+      reason: 'FailedScheduling',
+      message,
+      source: { component: 'default-scheduler' },
+      lastTimestamp: '2026-11-30T00:00:00Z',
+    });
+    const pending = (name: string, nodeName?: string): Pod => ({
+      ...pod(name, nodeName),
+      status: { phase: 'Pending' },
+    });
+    const s = summarize(
+      {
+        pods: [pending('bound', 'n1'), pending('unbound')],
+        nodeClaims: [nc('nc1', false, 'n1')],
+        nodes: [],
+        events: [
+          failed('bound', 'no nodes available to schedule pods'),
+          failed('unbound', 'no nodes available to schedule pods'),
+        ],
+      },
+      'us-east-1',
+      '/k',
+      9,
+      true,
+    );
+    expect(s.pendingPods).toEqual([
+      {
+        pod: 'default/bound',
+        phase: 'Pending',
+        reason: 'bound to node n1, waiting for its kubelet to start it',
+      },
+      { pod: 'default/unbound', phase: 'Pending', reason: 'no nodes available to schedule pods' },
+    ]);
+    expect(s.totals.pods).toBe(1);
+    expect(formatSummaryTable(s)).toContain(
+      'NOT settled (timed out) after 9s: 0/2 pods running, 1 of them on 1 NodeClaim(s)',
+    );
   });
 });
 
