@@ -4,7 +4,7 @@
  * stand-in binding the pods — and must reach the same decision as `capenter simulate` on the same input: the same
  * NodeClaims (NodePool, cheapest instance type, zone), the same pods on each of them (compared by pod shape:
  * namespace, template labels, requests) and the same number of pods left unschedulable. A run is settled by what
- * the cluster shows, not by a quiet period: every NodeClaim Initialized, and every workload pod Running or
+ * the cluster shows, not by a quiet period: every NodeClaim Ready (registered to its Node and initialized), and every workload pod Running or
  * answered by the provisioner with an Event (`FailedScheduling` / `Nominated` from component `karpenter`).
  */
 import { readdirSync, readFileSync } from 'node:fs';
@@ -232,8 +232,14 @@ describe('provisioning cases through the controller (e2e)', () => {
               livePods(client),
               client.list('Event'),
             ]);
-            const initialized = ncs.every((n) =>
-              n.status?.conditions?.some((x) => x.type === 'Initialized' && x.status === 'True'),
+            // Ready (Launched, Registered and Initialized), not Initialized alone: a registration whose NodePool
+            // status write conflicts requeues after the Node was synced, and initialization may pass in the same
+            // reconcile (upstream's lifecycle steps run in the same order), so a NodeClaim can briefly be
+            // Initialized with Registered=Unknown and no status.nodeName, and its pods would match no NodeClaim
+            const initialized = ncs.every(
+              (n) =>
+                !!n.status?.nodeName &&
+                n.status.conditions?.some((x) => x.type === 'Ready' && x.status === 'True'),
             );
             const answered = new Set(
               events.items
@@ -258,7 +264,7 @@ describe('provisioning cases through the controller (e2e)', () => {
             );
           },
           `case ${c.id} to settle`,
-          30_000,
+          60_000,
           100,
         );
         const ncs = await nodeClaims(client);
@@ -276,7 +282,8 @@ describe('provisioning cases through the controller (e2e)', () => {
         for (const nc of ncs)
           expect(nodes.filter((n) => n.spec?.providerID === nc.status?.providerID)).toHaveLength(1);
       },
-      45_000,
+      // startup + the existing cluster's wait (30 s) + the settle wait (60 s): a loaded 2-core machine needs them
+      100_000,
     );
   }
 });

@@ -269,15 +269,21 @@ describe('expiration', () => {
       await env.until(() => running(env, 2), '2 pods running', 60_000);
       const original = await liveNodeClaims(env.client);
       const created = Math.max(...original.map((n) => Date.parse(n.metadata.creationTimestamp ?? '')));
+      // the original NodeClaims gone, not merely deleting: their finalizer goes only after their Nodes were drained,
+      // and the drain (each original's pod evicted) is what the drained-pods metric below counts. While one is still
+      // deleting, its pod can still be Running there next to the replacement of the other one (both nominated to
+      // replacements before the evictions), so "2 running and no live original" passed with one pod evicted on a
+      // loaded machine.
       await env.until(
         async () => {
-          const ncs = await liveNodeClaims(env.client);
-          const names = new Set(ncs.map((n) => n.metadata.name));
+          const all = (await env.client.list('NodeClaim')).items as NodeClaim[];
+          const names = new Set(all.map((n) => n.metadata.name));
+          const live = all.filter((n) => !n.metadata.deletionTimestamp);
           return (
-            original.every((o) => !names.has(o.metadata.name)) && ncs.length >= 2 && (await running(env, 2))
+            original.every((o) => !names.has(o.metadata.name)) && live.length >= 2 && (await running(env, 2))
           );
         },
-        'original nodes expired and replaced',
+        'original nodes expired, drained, deleted and replaced',
         90_000,
       );
       // not before their lifetime
@@ -300,7 +306,7 @@ describe('expiration', () => {
       reasons.handle.stop();
       await env.stop();
     }
-  }, 150_000);
+  }, 180_000); // startup + the two waits (60 s + 90 s)
 });
 
 describe('emptiness', () => {

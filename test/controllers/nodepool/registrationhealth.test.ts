@@ -149,6 +149,53 @@ describe('NodeRegistrationHealthy', () => {
     expect((await env.client.get('NodePool', 'default')).status?.nodeClassObservedGeneration).toBe(2);
   });
 
+  it('a conflicting NodePool status write leaves the NodeClaim registered (upstream order) and requeues', async () => {
+    // a spec change resets the buffer, so one registration would set the condition True: a status write
+    await env.client.patch('NodePool', 'default', undefined, { spec: { weight: 20 } }, { type: 'merge' });
+    await reconcilePool(ctl);
+    expect((await condition())?.status).toBe('Unknown');
+    // another writer updates the NodePool between the registration's read and its status patch: a real 409
+    let races = 0;
+    const racing: LifecycleContext = {
+      ...ok,
+      client: new Proxy(env.client, {
+        get(target, prop, receiver) {
+          const v = Reflect.get(target, prop, receiver) as unknown;
+          if (prop !== 'patchStatus' || typeof v !== 'function') return v;
+          return async (...args: unknown[]) => {
+            if (args[0] === 'NodePool') {
+              races++;
+              await target.patch(
+                'NodePool',
+                'default',
+                undefined,
+                { metadata: { annotations: { 'test.capenter.dev/race': String(races) } } },
+                { type: 'merge' },
+              );
+            }
+            return (v as (...a: unknown[]) => unknown).apply(target, args);
+          };
+        },
+      }),
+    };
+    const nc = await ownedClaim('race-0');
+    await new Launch(ok).reconcile(nc);
+    expect(await new Registration(racing).reconcile(nc)).toEqual({ requeue: true });
+    expect(races).toBe(1);
+    // registered before the health write, as upstream: the Node synced and the NodeClaim says so (the lifecycle
+    // controller persists this status before requeueing), so initialization never sees a synced Node whose
+    // NodeClaim is still Registered=Unknown without status.nodeName
+    expect(nc.status?.conditions?.find((c) => c.type === 'Registered')?.status).toBe('True');
+    expect(nc.status?.nodeName).toBe('race-0');
+    const node = await env.client.get('Node', 'race-0');
+    expect(node.metadata.labels?.['karpenter.sh/registered']).toBe('true');
+    expect((node.spec?.taints ?? []).map((t) => t.key)).not.toContain('karpenter.sh/unregistered');
+    // the next reconcile has nothing left to do (upstream: Registered is no longer Unknown)
+    expect(await new Registration(racing).reconcile(nc)).toEqual({});
+    expect(races).toBe(1);
+    expect((await condition())?.status).toBe('Unknown');
+  });
+
   it('after a restart the buffer is seeded from the condition (False → unhealthy)', async () => {
     await launchTimesOut('g-0');
     await launchTimesOut('g-1');

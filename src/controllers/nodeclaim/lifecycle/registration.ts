@@ -9,8 +9,10 @@
  * - a Node with neither the unregistered taint nor the registered label → `Registered=False` reason
  *   `UnregisteredTaintNotFound` and an error (the kubelet must register with the taint);
  * - the Node patch is optimistic (resourceVersion); a conflict requeues.
- * A registration is recorded on the NodePool's registration health (`NodeRegistrationHealthy`, see
- * `registrationhealth.ts`). Counts `karpenter_nodeclaims_registered_total` and `karpenter_nodes_created_total`; Event `Registered`.
+ * A registration is then recorded on the NodePool's registration health (`NodeRegistrationHealthy`, see
+ * `registrationhealth.ts`), after `Registered=True` and `status.nodeName` are set, as upstream v1.14 orders it: a
+ * conflict on the NodePool's status requeues with the NodeClaim registered (the controller persists the status
+ * before returning), and the next reconcile does not record it again (upstream likewise). Counts `karpenter_nodeclaims_registered_total` and `karpenter_nodes_created_total`; Event `Registered`.
  */
 import type { Node } from '../../../apis/core.ts';
 import type { NodeClaim } from '../../../apis/karpenter.ts';
@@ -70,7 +72,6 @@ export class Registration {
     }
     try {
       await syncNode(this.ctx, nodeClaim, node);
-      await recordRegistrationHealth(this.ctx, this.ctx.nodePoolHealth, nodeClaim, true);
     } catch (err) {
       if (isConflict(err)) return { requeue: true };
       throw err;
@@ -90,6 +91,15 @@ export class Registration {
       'Registered',
       `Status condition transitioned, Type: Registered, Status: True, Node: ${node.metadata.name}`,
     );
+    // after Registered=True and status.nodeName, as upstream: a conflicting NodePool status write requeues with the
+    // NodeClaim registered (the controller persists it), never with a synced Node (unregistered taint gone) and
+    // Registered still Unknown, which initialization could pass in the same reconcile
+    try {
+      await recordRegistrationHealth(this.ctx, this.ctx.nodePoolHealth, nodeClaim, true);
+    } catch (err) {
+      if (isConflict(err)) return { requeue: true };
+      throw err;
+    }
     return {};
   }
 }
