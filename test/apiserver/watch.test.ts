@@ -57,6 +57,29 @@ describe('watch', () => {
     w.close();
   });
 
+  it('replays selector transitions from the history (which keeps only the field-label view of a previous version)', async () => {
+    const rv = (await s.req('GET', P)).body.metadata.resourceVersion;
+    await s.req('POST', P, pod('h', {}, { sel: 'no' }));
+    await s.req('PATCH', `${P}/h/status`, { status: { phase: 'Running' } }, 'application/merge-patch+json');
+    await s.req('PATCH', `${P}/h`, { metadata: { labels: { sel: 'yes' } } }, 'application/merge-patch+json');
+    const running = s.watch(`${P}?watch=1&fieldSelector=status.phase%3DRunning&resourceVersion=${rv}`);
+    const pending = s.watch(`${P}?watch=1&fieldSelector=status.phase%3DPending&resourceVersion=${rv}`);
+    const labelled = s.watch(`${P}?watch=1&labelSelector=sel%3Dyes&resourceVersion=${rv}`);
+    expect((await running.waitFor(2)).map((e) => `${e.type}:${e.object.status?.phase}`)).toEqual([
+      'ADDED:Running',
+      'MODIFIED:Running',
+    ]);
+    expect((await pending.waitFor(2)).map((e) => `${e.type}:${e.object.status?.phase}`)).toEqual([
+      'ADDED:Pending',
+      'DELETED:Running',
+    ]);
+    const ev = await labelled.waitFor(1);
+    expect(ev.map((e) => `${e.type}:${e.object.metadata.labels.sel}`)).toEqual(['ADDED:yes']);
+    expect(ev[0].object.spec.containers.length).toBeGreaterThan(0);
+    for (const w of [running, pending, labelled]) w.close();
+    await s.req('DELETE', `${P}/h`);
+  });
+
   it('answers 410 Gone (Expired) for a resourceVersion older than the history window', async () => {
     const start = (await s.req('GET', P)).body.metadata.resourceVersion;
     for (let i = 0; i < 8; i++) await s.req('POST', P, pod(`old-${i}`));

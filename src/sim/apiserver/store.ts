@@ -63,7 +63,7 @@ import {
   podServiceAccountName,
   ServiceAccountVolumePrefix,
 } from './serviceaccount.ts';
-import { dropUnknownTopLevel, validateCore } from './validation.ts';
+import { dropUnknownTopLevel, fieldLabelView, validateCore } from './validation.ts';
 
 /** Options of the store. */
 export interface StoreOptions {
@@ -77,7 +77,10 @@ export interface StoreOptions {
 /** Watch event type on the wire. */
 export type WatchType = 'ADDED' | 'MODIFIED' | 'DELETED';
 
-/** One recorded change. `prev` is the previous state for MODIFIED. */
+/**
+ * One recorded change. `prev` is the previous state for MODIFIED, as far as a watch's selectors can see it
+ * (built-in resources keep only their field-label view, `validation.ts` `fieldLabelView`).
+ */
 export interface WatchEvent {
   type: WatchType;
   rv: number;
@@ -457,7 +460,9 @@ export class ClusterStore {
       type,
       rv,
       obj: stored,
-      prev: type === 'MODIFIED' ? prev : undefined,
+      // only what a selector can match of the previous version (validation.ts fieldLabelView): the history
+      // would otherwise keep a whole superseded object per event (19 MB of pods at 10,000)
+      prev: type === 'MODIFIED' && prev ? (fieldLabelView(def.storageKey, prev) ?? prev) : undefined,
       lines: new Map(),
     };
     if (t.size < this.historyCap) {

@@ -7,7 +7,18 @@
  */
 
 import { badRequest, type StatusCause } from '../../apis/builtin/errors.ts';
-import { asArr, asObj, asStr, type KObj, type ResourceDef } from '../../apis/builtin/types.ts';
+import {
+  asArr,
+  asObj,
+  asStr,
+  getPath,
+  type Json,
+  type JsonObject,
+  type KObj,
+  type Meta,
+  type ResourceDef,
+  setPath,
+} from '../../apis/builtin/types.ts';
 import { parseQuantity } from '../../apis/quantity.ts';
 
 const CONFIG_KEY = /^[-._a-zA-Z0-9]+$/;
@@ -188,6 +199,38 @@ const FIELD_LABELS: Record<string, string[]> = {
   'batch/jobs': ['status.successful'],
   'certificates.k8s.io/certificatesigningrequests': ['spec.signerName'],
 };
+
+/**
+ * What a watch's label and field selectors can see of `obj`, a stored object of the built-in resource
+ * `storageKey`: its `apiVersion`, `kind`, `metadata` `name` / `namespace` / `uid` / `resourceVersion` /
+ * `creationTimestamp` / `labels`, and the values at the resource's field labels ({@link checkFieldLabels}; the
+ * REST layer refuses selectors on any other field), sharing their values with `obj`. Undefined for resources
+ * without fixed field labels (custom resources, whose CRD adds selectable fields): keep the whole object.
+ *
+ * The store's watch history keeps, for each MODIFIED event, the previous version only to decide whether a
+ * selector matched it (ADDED / MODIFIED / DELETED, as the watch cache's `prevObject`); at 10,000 pods (`capenter
+ * start`) the full previous versions of the last 10,000 pod events were 7,252 pod objects retained by nothing
+ * else, 19 MB of a 217-MB live heap (heap snapshot, 2026-12-03). This view is about 1/10 of a pod.
+ */
+export function fieldLabelView<T extends KObj & { metadata: Meta }>(
+  storageKey: string,
+  obj: T,
+): T | undefined {
+  const fields = FIELD_LABELS[storageKey];
+  if (!fields) return undefined;
+  const m = obj.metadata;
+  const meta: Meta = {};
+  for (const k of ['name', 'namespace', 'uid', 'resourceVersion', 'creationTimestamp', 'labels'] as const)
+    if (m[k] !== undefined) (meta as JsonObject)[k] = m[k] as Json;
+  const view: KObj = { metadata: meta };
+  if (obj.apiVersion !== undefined) view.apiVersion = obj.apiVersion;
+  if (obj.kind !== undefined) view.kind = obj.kind;
+  for (const path of fields) {
+    const v = getPath(obj, path);
+    if (v !== undefined) setPath(view, path, v as Json);
+  }
+  return view as T;
+}
 
 /**
  * Check that every requirement of a field selector uses a field label the resource supports.
