@@ -1,6 +1,6 @@
 /**
  * `capenter simulate --disruption` and `karpenter.sh/do-not-disrupt` durations (issue 27, parity D16), on the
- * shared case `do-not-disrupt-duration-still-running-blocks` (node-big, m5.2xlarge, one 500m/1Gi pod started
+ * shared case `do-not-disrupt-duration-still-running-blocks` (its copy in test/cases, as every case test reads it) (node-big, m5.2xlarge, one 500m/1Gi pod started
  * 2026-11-01) with the pod's and the Node's annotation varied.
  */
 import { readFileSync } from 'node:fs';
@@ -14,10 +14,7 @@ import { disruptionJSON, formatDisruptionTable, simulateDisruption } from '../..
 const here = dirname(fileURLToPath(import.meta.url));
 const caseInput = (
   parseYaml(
-    readFileSync(
-      join(here, '../../../shared/cases/do-not-disrupt-duration-still-running-blocks.yaml'),
-      'utf8',
-    ),
+    readFileSync(join(here, '../cases/do-not-disrupt-duration-still-running-blocks.yaml'), 'utf8'),
   ) as { input: string }
 ).input;
 const NOW = Date.parse('2026-12-02T00:00:00Z');
