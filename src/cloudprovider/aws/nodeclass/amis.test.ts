@@ -89,3 +89,49 @@ describe('AMIResolver alias version gates (upstream amifamily al2/windows)', () 
     expect(res.amis.map((a) => a.id)).toEqual(['ami-0f9e8d7c6b5a40312']);
   });
 });
+
+describe('AMIResolver deprecated AMIs (upstream compareAMI / AMI.Deprecated)', () => {
+  it('prefers a non-deprecated AMI over a newer deprecated one; a lone deprecated AMI is kept, marked deprecated', async () => {
+    const { r } = resolver({}, [
+      {
+        // newer, but deprecated 2026-11-25 (before the clock's 2026-12-01)
+        ImageId: 'ami-0d4c3b2a190817263',
+        Name: 'team-al2023-x86_64-2026.11.20',
+        Architecture: 'x86_64',
+        CreationDate: '2026-11-20T10:00:00.000Z',
+        DeprecationTime: '2026-11-25T00:00:00.000Z',
+      },
+      {
+        // older, deprecation still in the future
+        ImageId: 'ami-05a6b7c8d9e0f1a2b',
+        Name: 'team-al2023-x86_64-2026.10.01',
+        Architecture: 'x86_64',
+        CreationDate: '2026-10-01T10:00:00.000Z',
+        DeprecationTime: '2028-10-01T00:00:00.000Z',
+      },
+      {
+        // the only arm64 image, deprecated
+        ImageId: 'ami-0c1d2e3f4a5b6c7d8',
+        Name: 'team-al2023-arm64-2026.11.15',
+        Architecture: 'arm64',
+        CreationDate: '2026-11-15T10:00:00.000Z',
+        DeprecationTime: '2026-11-30T23:59:59.000Z',
+      },
+    ]);
+    expect(await r.resolve(cls([{ name: 'team-al2023-*' }]), '1.32')).toEqual({
+      amis: [
+        {
+          id: 'ami-0c1d2e3f4a5b6c7d8',
+          name: 'team-al2023-arm64-2026.11.15',
+          deprecated: true,
+          requirements: [{ key: 'kubernetes.io/arch', operator: 'In', values: ['arm64'] }],
+        },
+        {
+          id: 'ami-05a6b7c8d9e0f1a2b',
+          name: 'team-al2023-x86_64-2026.10.01',
+          requirements: [{ key: 'kubernetes.io/arch', operator: 'In', values: ['amd64'] }],
+        },
+      ],
+    });
+  });
+});
