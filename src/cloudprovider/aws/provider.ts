@@ -1599,7 +1599,6 @@ export class AwsCloudProvider implements CloudProvider {
   ): ReturnType<LaunchTemplates['ensure']> {
     const status = ec2NodeClassStatus(nodeClass);
     const nis = nodeClass.spec.networkInterfaces;
-    const multi = (nis !== undefined && nis.length > 0) || launch.efaCount > 0;
     const { tenancy } = launch;
     const cpu = cpuOptions(nodeClass);
     const ct = connectionTracking(nodeClass);
@@ -1624,7 +1623,7 @@ export class AwsCloudProvider implements CloudProvider {
       ...(ct ? { connectionTracking: ct } : {}),
       ...(nis && nis.length > 0 ? { networkInterfaces: nis } : {}),
       ...(launch.efaCount > 0 ? { efaCount: launch.efaCount } : {}),
-      ...(multi && launch.ipv6 ? { ipv6: true } : {}),
+      ...(launch.ipv6 ? { ipv6: true } : {}),
       tags: { ...(nodeClass.spec.tags ?? {}), [LabelEC2NodeClass]: nodeClass.metadata.name },
       ...(capacityReservation ? { capacityReservation } : {}),
       ...(tenancy === 'dedicated' ? { tenancy } : {}),
