@@ -214,4 +214,35 @@ describe('templateNetworkInterfaces (upstream v1.14.1 generateNetworkInterfaces)
       { DeviceIndex: 0, Groups: ['sg-1'], AssociatePublicIpAddress: true },
     ]);
   });
+
+  it('IPv6 cluster, single NIC: the primary interface always carries PrimaryIpv6 and one IPv6 address (upstream last case)', () => {
+    expect(templateNetworkInterfaces({ ...opts, ipv6: true })).toEqual([
+      { DeviceIndex: 0, Groups: ['sg-1'], PrimaryIpv6: true, Ipv6AddressCount: 1 },
+    ]);
+    expect(
+      templateNetworkInterfaces({
+        ...opts,
+        securityGroupIDs: ['sg-0a1b2c3d4e5f60718', 'sg-0f9e8d7c6b5a40312'],
+        associatePublicIPAddress: false,
+        ipPrefixCount: { count: 1, ipv6: true },
+        connectionTracking: { TcpEstablishedTimeout: 3600 },
+        ipv6: true,
+      }),
+    ).toEqual([
+      {
+        DeviceIndex: 0,
+        Groups: ['sg-0a1b2c3d4e5f60718', 'sg-0f9e8d7c6b5a40312'],
+        AssociatePublicIpAddress: false,
+        Ipv6PrefixCount: 1,
+        PrimaryIpv6: true,
+        Ipv6AddressCount: 1,
+        ConnectionTrackingSpecification: { TcpEstablishedTimeout: 3600 },
+      },
+    ]);
+    // IPv4 templates are unchanged: no interface, and the same name as before.
+    expect(templateNetworkInterfaces({ ...opts, ipPrefixCount: { count: 2, ipv6: false } })).toEqual([
+      { DeviceIndex: 0, Groups: ['sg-1'], Ipv4PrefixCount: 2 },
+    ]);
+    expect(launchTemplateName({ ...opts, ipv6: true })).not.toBe(launchTemplateName(opts));
+  });
 });

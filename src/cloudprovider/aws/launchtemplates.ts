@@ -68,8 +68,9 @@ export interface LaunchTemplateOptions {
    */
   efaCount?: number;
   /**
-   * The cluster is IPv6 (its service CIDR): interfaces built from {@link networkInterfaces} / {@link efaCount} get
-   * `PrimaryIpv6` and one IPv6 address, as upstream. Only set with one of those, so other templates keep their names.
+   * The cluster is IPv6 (its service CIDR): every interface that carries IPs (the primary one, those built from
+   * {@link networkInterfaces} / {@link efaCount}) gets `PrimaryIpv6` and one IPv6 address, as upstream
+   * `generateNetworkInterfaces`. Absent in an IPv4 cluster, so IPv4 templates keep their names.
    */
   ipv6?: boolean;
   /** Tags for the template and (via the template) the volumes and network interfaces. */
@@ -236,15 +237,17 @@ export function connectionTracking(nodeClass: EC2NodeClass): LaunchTemplateOptio
 
 /**
  * The template's primary network interface (device index 0, the security groups), carrying
- * `AssociatePublicIpAddress`, the IP prefix count and connection tracking (upstream
- * `pkg/providers/launchtemplate/launchtemplate.go` `generateNetworkInterfaces`, its last case). Undefined when the
- * options set none of them: the template then names `SecurityGroupIds` instead, and keeps the name (hash) it had
- * before these options existed. (Upstream always writes the interface; EC2 launches the same instance either way.)
+ * `AssociatePublicIpAddress`, the IP prefix count, connection tracking and, in an IPv6 cluster, `PrimaryIpv6: true`
+ * with one IPv6 address (upstream `pkg/providers/launchtemplate/launchtemplate.go` `generateNetworkInterfaces`, its
+ * last case). Undefined when the options set none of them (so never in an IPv6 cluster): the template then names
+ * `SecurityGroupIds` instead, and keeps the name (hash) it had before these options existed. (Upstream always writes
+ * the interface; EC2 launches the same IPv4 instance either way.)
  */
 export function primaryNetworkInterface(
   o: LaunchTemplateOptions,
 ): LaunchTemplateInstanceNetworkInterfaceSpecificationRequest | undefined {
-  if (o.associatePublicIPAddress === undefined && !o.ipPrefixCount && !o.connectionTracking) return undefined;
+  if (o.associatePublicIPAddress === undefined && !o.ipPrefixCount && !o.connectionTracking && !o.ipv6)
+    return undefined;
   return {
     DeviceIndex: 0,
     Groups: o.securityGroupIDs,
@@ -256,6 +259,7 @@ export function primaryNetworkInterface(
         ? { Ipv6PrefixCount: o.ipPrefixCount.count }
         : { Ipv4PrefixCount: o.ipPrefixCount.count }
       : {}),
+    ...(o.ipv6 ? { PrimaryIpv6: true, Ipv6AddressCount: 1 } : {}),
     ...(o.connectionTracking ? { ConnectionTrackingSpecification: o.connectionTracking } : {}),
   };
 }

@@ -343,7 +343,8 @@ function isExotic(it: InstanceType): boolean {
   );
 }
 
-interface Candidate {
+/** A launch candidate: one instance type with its offerings of the chosen capacity type. */
+export interface Candidate {
   it: InstanceType;
   /** Available compatible offerings of the chosen capacity type. */
   offerings: Offering[];
@@ -699,6 +700,19 @@ function reservationLabels(
       cr?.interruptible ?? lifecycle === 'interruptible-capacity-reservation',
     ),
   };
+}
+
+/**
+ * Drops the spot candidates whose cheapest spot offering (USD/hour) costs more than the cheapest compatible
+ * on-demand offering: such spot is not worth its interruptions (upstream `filterUnwantedSpot`,
+ * pkg/providers/instance/instance.go). With no on-demand candidates, or when every spot candidate would be
+ * dropped, the spot candidates are returned unchanged.
+ */
+export function filterUnwantedSpot(spot: readonly Candidate[], onDemand: readonly Candidate[]): Candidate[] {
+  if (onDemand.length === 0) return [...spot];
+  const cheapestOD = Math.min(...onDemand.map((c) => c.price));
+  const kept = spot.filter((c) => c.price <= cheapestOD);
+  return kept.length > 0 ? kept : [...spot];
 }
 
 /** Order of the reservation kinds when their cheapest offerings cost the same (upstream `CapacityReservationTypeFilter`). */
@@ -1336,12 +1350,7 @@ export class AwsCloudProvider implements CloudProvider {
     if (!capacityType) return undefined;
     let candidates = byCT.get(capacityType)!;
     if (capacityType === 'reserved') candidates = reservedCandidates(candidates);
-    if (capacityType === 'spot' && byCT.has('on-demand')) {
-      // Spot priced above the cheapest on-demand offering is not worth its interruptions (upstream filterUnwantedSpot).
-      const cheapestOD = Math.min(...byCT.get('on-demand')!.map((c) => c.price));
-      const kept = candidates.filter((c) => c.price <= cheapestOD);
-      if (kept.length > 0) candidates = kept;
-    }
+    if (capacityType === 'spot') candidates = filterUnwantedSpot(candidates, byCT.get('on-demand') ?? []);
     candidates.sort((a, b) => a.price - b.price || (a.it.name < b.it.name ? -1 : 1));
     return { capacityType, candidates };
   }
@@ -1590,7 +1599,6 @@ export class AwsCloudProvider implements CloudProvider {
   ): ReturnType<LaunchTemplates['ensure']> {
     const status = ec2NodeClassStatus(nodeClass);
     const nis = nodeClass.spec.networkInterfaces;
-    const multi = (nis !== undefined && nis.length > 0) || launch.efaCount > 0;
     const { tenancy } = launch;
     const cpu = cpuOptions(nodeClass);
     const ct = connectionTracking(nodeClass);
@@ -1615,7 +1623,7 @@ export class AwsCloudProvider implements CloudProvider {
       ...(ct ? { connectionTracking: ct } : {}),
       ...(nis && nis.length > 0 ? { networkInterfaces: nis } : {}),
       ...(launch.efaCount > 0 ? { efaCount: launch.efaCount } : {}),
-      ...(multi && launch.ipv6 ? { ipv6: true } : {}),
+      ...(launch.ipv6 ? { ipv6: true } : {}),
       tags: { ...(nodeClass.spec.tags ?? {}), [LabelEC2NodeClass]: nodeClass.metadata.name },
       ...(capacityReservation ? { capacityReservation } : {}),
       ...(tenancy === 'dedicated' ? { tenancy } : {}),
