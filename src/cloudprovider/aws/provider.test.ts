@@ -11,6 +11,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import { type AwsEmulator, startAwsEmulator } from '../../../test/aws/moto.ts';
 import type { EC2NodeClass } from '../../apis/karpenter.ts';
 import { LabelCapacityType, LabelInstanceType, LabelOS, LabelTopologyZone } from '../../apis/labels.ts';
+import { makeNodePool } from '../../scheduling/testing.ts';
 import { isInsufficientCapacityError, isNodeClassNotReadyError } from '../types.ts';
 import { getInstanceTypeSpec } from './catalog/index.ts';
 import type { InstanceTypeInventory } from './instancetypes.ts';
@@ -353,19 +354,7 @@ describe('aws provider against moto + proxy', () => {
 
   it("a launch sends the 60 cheapest of a NodeClaim's (up to 600) types to CreateFleet; under Strict, minValues those 60 cannot meet is insufficient capacity", async () => {
     const { provider } = await bed();
-    const pool = {
-      apiVersion: 'karpenter.sh/v1' as const,
-      kind: 'NodePool' as const,
-      metadata: { name: 'default' },
-      spec: {
-        template: {
-          spec: {
-            nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' },
-            requirements: [],
-          },
-        },
-      },
-    };
+    const pool = makeNodePool('default', { requirements: [] });
     const odPrice = (t: {
       offerings: Array<{ capacityType: string; available: boolean; priceUSDPerHour: number }>;
     }) =>
@@ -687,19 +676,7 @@ describe('aws provider against moto + proxy', () => {
       awsTestProvider(emu.clientConfig, nodeClasses, { pricing: shared!.pricing, inventory }, {}, undefined, {
         unpricedTypeOverlayPrices: () => prices,
       });
-    const pool = {
-      apiVersion: 'karpenter.sh/v1' as const,
-      kind: 'NodePool' as const,
-      metadata: { name: 'default' },
-      spec: {
-        template: {
-          spec: {
-            nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' },
-            requirements: [],
-          },
-        },
-      },
-    };
+    const pool = makeNodePool('default', { requirements: [] });
     const odOfferings = async (p: ReturnType<typeof priced>['provider']) =>
       (await p.instanceTypes(pool as never))
         .find((t) => t.name === preview)!
