@@ -500,7 +500,9 @@ export class CAPIMachineDeploymentStandIn {
 
   /**
    * The Machine controller's Node sync: once `uninitializedTaintSeconds` have passed since the Node was created,
-   * removes `node.cluster.x-k8s.io/uninitialized` from it (unless `holdUninitialized(md)`). Each Node once.
+   * removes `node.cluster.x-k8s.io/uninitialized` from it (unless `holdUninitialized(md)`). Each Node once. The patch
+   * carries the Node's resourceVersion, as cluster-api's does: a conflict (another writer, e.g. registration) leaves
+   * the Node for the next pass.
    */
   private async initializeNode(md: MachineDeployment, m: Machine): Promise<void> {
     const name = m.status?.nodeRef?.name;
@@ -512,14 +514,26 @@ export class CAPIMachineDeploymentStandIn {
     const created = Date.parse(String(node.metadata.creationTimestamp ?? '')) || this.opts.clock.now();
     if (this.opts.clock.now() - created < (this.opts.uninitializedTaintSeconds ?? 0) * 1000) return;
     const taints = node.spec?.taints ?? [];
-    if (taints.some((t) => t.key === TaintCAPIUninitialized.key))
-      await wl.patch(
-        'Node',
-        name,
-        undefined,
-        { spec: { taints: taints.filter((t) => t.key !== TaintCAPIUninitialized.key) } },
-        { type: 'merge' },
-      );
+    if (taints.some((t) => t.key === TaintCAPIUninitialized.key)) {
+      // optimistic, as cluster-api v1.14 `patchNode` (MergeFromWithOptimisticLock): the taint list written is the
+      // one read, so without the precondition a registration that removed karpenter.sh/unregistered in between
+      // would be undone; on a conflict the next pass reads the Node again
+      try {
+        await wl.patch(
+          'Node',
+          name,
+          undefined,
+          {
+            metadata: { resourceVersion: node.metadata.resourceVersion },
+            spec: { taints: taints.filter((t) => t.key !== TaintCAPIUninitialized.key) },
+          },
+          { type: 'merge' },
+        );
+      } catch (err) {
+        if (isConflict(err) || isNotFound(err)) return;
+        throw err;
+      }
+    }
     this.initialized.add(name);
   }
 
