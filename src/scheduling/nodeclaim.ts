@@ -173,13 +173,42 @@ export class PoolContext {
    */
   minDaemonRequests(options: readonly PricedType[]): Resources {
     let out: Resources | undefined;
+    let keys: string[] = [];
     for (const p of options) {
       const r = this.daemon(p.t).requests;
-      if (!out) out = { ...r };
-      else for (const k of Object.keys(out)) out[k] = Math.min(out[k]!, r[k] ?? 0);
+      if (!out) {
+        out = { ...r };
+        keys = Object.keys(out);
+      } else for (const k of keys) out[k] = Math.min(out[k]!, r[k] ?? 0);
     }
     for (const k of Object.keys(out ?? {})) if (!out![k]) delete out![k];
     return out ?? {};
+  }
+
+  /** {@link types}' distinct names, sorted, and each name's index among them (built on first use). */
+  private byName: { names: string[]; rank: Map<string, number> } | undefined;
+
+  /**
+   * The distinct names of `options` in sorted (UTF-16 code unit) order, as a NodeClaim's instance-type requirement
+   * lists them: marks each name's rank among the NodePool's types and reads the marks in order, O(types) instead of
+   * sorting up to 600 strings per NodeClaim. A name that is not one of the NodePool's types (none is) falls back to a
+   * sort.
+   */
+  sortedTypeNames(options: readonly PricedType[]): string[] {
+    if (!this.byName) {
+      const names = [...new Set(this.types.map((p) => p.t.it.name))].sort();
+      this.byName = { names, rank: new Map(names.map((n, i) => [n, i])) };
+    }
+    const { names, rank } = this.byName;
+    const marks = new Uint8Array(names.length);
+    for (const p of options) {
+      const r = rank.get(p.t.it.name);
+      if (r === undefined) return [...new Set(options.map((o) => o.t.it.name))].sort();
+      marks[r] = 1;
+    }
+    const out: string[] = [];
+    for (let i = 0; i < marks.length; i++) if (marks[i] === 1) out.push(names[i]!);
+    return out;
   }
 
   /** Filters `types` by `reqs` and prices them under `reqs` (cheapest compatible available offering), sorted. */

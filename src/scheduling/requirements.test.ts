@@ -106,6 +106,28 @@ describe('Requirements', () => {
     expect(r.signature()).not.toBe(nodePool.signature());
   });
 
+  it('toNodeSelector(override) puts the given entry in its key order, replacing the key held', () => {
+    const r = nodePool
+      .clone()
+      .add(Requirement.in('node.kubernetes.io/instance-type', ['m5.large', 'c5.large']));
+    expect(r.toNodeSelector()[1]).toEqual({
+      key: 'node.kubernetes.io/instance-type',
+      operator: 'In',
+      values: ['c5.large', 'm5.large'],
+    });
+    const it = { key: 'node.kubernetes.io/instance-type', operator: 'In' as const, values: ['c5.large'] };
+    expect(r.toNodeSelector(it).map((q) => [q.key, q.values])).toEqual([
+      ['karpenter.k8s.aws/instance-family', ['c6a', 'c7i']],
+      ['node.kubernetes.io/instance-type', ['c5.large']],
+      ['team', ['a']],
+    ]);
+    expect(nodePool.toNodeSelector(it).map((q) => q.key)).toEqual([
+      'karpenter.k8s.aws/instance-family',
+      'node.kubernetes.io/instance-type',
+      'team',
+    ]);
+  });
+
   it('matchesLabels honours absence', () => {
     const r = Requirements.fromNodeSelector([
       { key: 'a', operator: 'In', values: ['1'] },

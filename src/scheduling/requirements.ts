@@ -246,7 +246,7 @@ export class Requirement {
         withMin({
           key: this.key,
           operator: 'In',
-          values: [...this.values].filter((v) => this.has(v)).sort(),
+          values: (hasBounds ? [...this.values].filter((v) => this.has(v)) : [...this.values]).sort(),
         }),
       );
       return out;
@@ -431,10 +431,20 @@ export class Requirements {
     return out;
   }
 
-  /** Converts to NodeSelectorRequirementWithMinValues[], keys sorted (stable output for NodeClaims). */
-  toNodeSelector(): NodeSelectorRequirementWithMinValues[] {
+  /**
+   * Converts to NodeSelectorRequirementWithMinValues[], keys sorted (stable output for NodeClaims). `override`, when
+   * given, stands for whatever these requirements hold on its key (the caller has already intersected it): the
+   * scheduler passes a NodeClaim's instance-type list this way, sorted without building and sorting a 600-value set
+   * per NodeClaim.
+   */
+  toNodeSelector(override?: NodeSelectorRequirementWithMinValues): NodeSelectorRequirementWithMinValues[] {
     const out: NodeSelectorRequirementWithMinValues[] = [];
-    for (const k of [...this.map.keys()].sort()) out.push(...this.map.get(k)!.toNodeSelector());
+    const keys = [...this.map.keys()];
+    if (override && !this.map.has(override.key)) keys.push(override.key);
+    for (const k of keys.sort()) {
+      if (override && k === override.key) out.push(override);
+      else out.push(...this.map.get(k)!.toNodeSelector());
+    }
     return out;
   }
 

@@ -191,6 +191,37 @@ describe('solve: new NodeClaims', () => {
     expect(nc.instanceTypeOptions[599]!.name).toBe('t100.large');
   });
 
+  it("the NodeClaim's instance-type requirement lists the fitting types by name, within the NodePool's list, with its minValues", () => {
+    const pool = makeNodePool('named', {
+      requirements: [
+        amd64,
+        onDemand,
+        {
+          key: 'node.kubernetes.io/instance-type',
+          operator: 'In',
+          values: ['r5.xlarge', 'c5.large', 'm5.2xlarge', 'c5.xlarge', 'm5.large', 'c6g.large'],
+          minValues: 2,
+        },
+      ],
+    });
+    // 5Gi does not fit c5.large (4Gi); c6g is arm64; the options are sorted by price, the requirement by name
+    const r = solve(input([makePod('a', { cpu: '1', memory: '5Gi' })], [pool]));
+    const nc = r.newNodeClaims[0]!;
+    expect(nc.instanceTypeOptions.map((t) => t.name)).toEqual([
+      'm5.large',
+      'c5.xlarge',
+      'r5.xlarge',
+      'm5.2xlarge',
+    ]);
+    expect(nc.requirements.find((q) => q.key === 'node.kubernetes.io/instance-type')).toEqual({
+      key: 'node.kubernetes.io/instance-type',
+      operator: 'In',
+      values: ['c5.xlarge', 'm5.2xlarge', 'm5.large', 'r5.xlarge'],
+      minValues: 2,
+    });
+    expect(nc.requirements.map((q) => q.key)).toEqual([...nc.requirements.map((q) => q.key)].sort());
+  });
+
   it('minValues keeps enough families, else the pod fails with the key in the message', () => {
     const pool = makeNodePool('mv', {
       requirements: [

@@ -64,7 +64,7 @@ import { type PodInfo, podKey, refreshPodInfo, resetPodInfo } from './podinfo.ts
 import { withPreferencePolicy } from './preferencepolicy.ts';
 import { copyConstraints, relax } from './preferences.ts';
 import { repack } from './repack.ts';
-import { Requirement, type RequirementError, type Requirements } from './requirements.ts';
+import type { RequirementError, Requirements } from './requirements.ts';
 import { ReservationLedger, reserveOffering } from './reservations.ts';
 import { sumResources } from './resources.ts';
 import { prepareRun, type RunState } from './runstate.ts';
@@ -250,7 +250,7 @@ export class Scheduler {
     const { topology, index } = this.run;
     const what = kind === 'existing' ? 'existing node' : 'in-flight nodeclaim';
     const guard = kind === 'existing' ? this.run.consolidateAfterDestinations : undefined;
-    const guarded = guard !== undefined && guard.podKeys.has(pod.key);
+    const guarded = guard?.podKeys.has(pod.key) === true;
     for (const cap of capacity) {
       if (guarded && guard.nodes.has(cap.name)) {
         this.recorder.note(
@@ -439,19 +439,23 @@ function finalizePlan(
     planned = relaxMinValues(its, planned) ?? planned;
     relaxed = true;
   }
-  const reqs: Requirements = planned.clone();
-  reqs.add(
-    Requirement.in(
-      LabelInstanceType,
-      options.map((p) => p.t.it.name),
-    ),
-  );
+  // the NodeClaim's requirements: `planned` and `instance-type In <options>` (their intersection: the options already
+  // meet `planned`'s instance-type requirement, so the list is the options' names, sorted, with its minValues)
+  const typeReq = planned.get(LabelInstanceType);
+  const names = plan.pool.sortedTypeNames(options).filter((n) => !typeReq || typeReq.has(n));
+  if (names.length === 0)
+    return { message: `no instance type of NodePool "${plan.pool.name}" meets the NodeClaim's requirements` };
   const cheapest = options[0]!;
-  const offering = cheapestOffering(cheapest.t.offerings, reqs)!;
+  const offering = cheapestOffering(cheapest.t.offerings, planned)!;
   const daemon = plan.pool.minDaemonRequests(options);
   return {
     nodePool: plan.pool.name,
-    requirements: reqs.toNodeSelector(),
+    requirements: planned.toNodeSelector({
+      key: LabelInstanceType,
+      operator: 'In',
+      values: names,
+      ...(typeReq?.minValues !== undefined ? { minValues: typeReq.minValues } : {}),
+    }),
     instanceTypeOptions: options.map((p) => p.t.it),
     pods: plan.pods.map((p) => p.pod),
     requests: sumResources(index.resources(plan.requests), daemon),
