@@ -107,6 +107,8 @@ export class PoolContext {
   private readonly cache = new Map<string, OptionSet>();
   /** The daemon overhead of each of {@link types}. */
   private readonly daemonOf = new Map<TypeInfo, DaemonOverhead>();
+  /** False when no DaemonSet runs on any of the NodePool's types (every overhead is empty). */
+  private readonly hasDaemons: boolean;
   /**
    * The NodePool's types compatible with its template requirements, priced and sorted. Their `alloc` is the
    * type's allocatable minus ITS daemon overhead (upstream `filterInstanceTypesByRequirements` adds each daemon
@@ -133,6 +135,7 @@ export class PoolContext {
     this.taints = nodePool.spec.template.spec.taints ?? [];
     this.hasMinValues = [...requirements.values()].some((r) => r.minValues !== undefined);
     this.daemonHostPorts = daemon.groups.flatMap((g) => g.hostPorts);
+    this.hasDaemons = daemon.groups.length > 0;
     if (limits) this.remaining = remainingLimits(limits, usage);
     const vecs = new Map(daemon.groups.map((g) => [g, index.vector(g.requests)]));
     const own = types.map((t) => {
@@ -172,6 +175,7 @@ export class PoolContext {
    * units, `pods` = daemon pods), the part of a NodeClaim's `spec.resources.requests` that is not its pods'.
    */
   minDaemonRequests(options: readonly PricedType[]): Resources {
+    if (!this.hasDaemons) return {};
     let out: Resources | undefined;
     let keys: string[] = [];
     for (const p of options) {

@@ -77,7 +77,8 @@ export interface ReservationChoice {
 export function reserveOffering(
   ledger: ReservationLedger,
   reqs: Requirements,
-  offeringsOf: readonly (readonly Offering[])[],
+  /** The offerings of each instance type the NodeClaim may launch as (read only when a reservation is used up). */
+  offeringsOf: Iterable<readonly Offering[]>,
   pick: (reqs: Requirements) => Offering | undefined,
 ): ReservationChoice {
   const usedUp = new Set(ledger.usedUp());

@@ -376,11 +376,13 @@ function withReservation(
   const choice = reserveOffering(
     ledger,
     reqs,
-    fitting.map((p) => p.t.offerings),
+    (function* offerings() {
+      for (const p of fitting) yield p.t.offerings;
+    })(),
     (r) => cheapestAmong(fitting, r),
   );
   if (choice.reservationID === undefined && !choice.usedUp && !choice.reqs.has(LabelCapacityReservationID))
-    return { reqs, options: [...fitting] };
+    return { reqs, options: fitting as PricedType[] };
   const options: PricedType[] = [];
   for (const p of choice.usedUp ? [] : fitting) {
     const o = cheapestOffering(p.t.offerings, choice.reqs);
@@ -456,7 +458,7 @@ function finalizePlan(
       values: names,
       ...(typeReq?.minValues !== undefined ? { minValues: typeReq.minValues } : {}),
     }),
-    instanceTypeOptions: options.map((p) => p.t.it),
+    instanceTypeOptions: its,
     pods: plan.pods.map((p) => p.pod),
     requests: sumResources(index.resources(plan.requests), daemon),
     daemonOverhead: daemon,
