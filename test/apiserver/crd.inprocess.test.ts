@@ -1,5 +1,7 @@
-/** The crd suite again, through the embedded API server's in-process transport (see helpers.ts). */
+/** The crd suite (crd.suite.ts) again, through the embedded API server's in-process transport (see helpers.ts). */
 import { useInProcessTransport } from './helpers.ts';
 
 useInProcessTransport();
-await import('./crd.test.ts');
+// a module of its own per transport (the query), so both files register the suite in one worker (vitest isolate off)
+const suite = './crd.suite.ts?inprocess';
+await import(suite);

@@ -51,9 +51,18 @@ export interface WatchStream {
 
 let inProcess = false;
 
-/** From now on, {@link startServer}'s requests and watches use the server's in-process transport. */
+/**
+ * From now on, {@link startServer}'s requests and watches use the server's in-process transport. Test files share
+ * this module within a worker (vitest `isolate: false`), so each suite's file chooses its transport first:
+ * this or {@link useHttpsTransport}.
+ */
 export function useInProcessTransport(): void {
   inProcess = true;
+}
+
+/** From now on, {@link startServer}'s requests and watches go over HTTPS (the default). */
+export function useHttpsTransport(): void {
+  inProcess = false;
 }
 
 /** Start an embedded cluster and a client trusting its CA. */

@@ -1,5 +1,7 @@
-/** The watch suite again, through the embedded API server's in-process transport (see helpers.ts). */
+/** The watch suite (watch.suite.ts) again, through the embedded API server's in-process transport (see helpers.ts). */
 import { useInProcessTransport } from './helpers.ts';
 
 useInProcessTransport();
-await import('./watch.test.ts');
+// a module of its own per transport (the query), so both files register the suite in one worker (vitest isolate off)
+const suite = './watch.suite.ts?inprocess';
+await import(suite);
