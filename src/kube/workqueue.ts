@@ -10,6 +10,21 @@
 import { defaultControllerRateLimiter, type RateLimiter } from './backoff.ts';
 import type { Clock, TimerHandle } from './clock.ts';
 
+/**
+ * What a {@link WorkQueue} reports, as client-go's `workqueue.MetricsProvider` (the metrics themselves are in
+ * `src/controllers/runtime/metrics.ts`). Durations in seconds on the queue's clock.
+ */
+export interface WorkQueueObserver {
+  /** A key became queued (not counted when it already was): `workqueue_adds_total`. */
+  added(): void;
+  /** A key was handed to a worker after waiting `seconds` since it was queued: `workqueue_queue_duration_seconds`. */
+  queued(seconds: number): void;
+  /** A worker finished a key it held `seconds`: `workqueue_work_duration_seconds`. */
+  worked(seconds: number): void;
+  /** `addRateLimited` was called: `workqueue_retries_total`. */
+  retried(): void;
+}
+
 /** Options for {@link WorkQueue}. */
 export interface WorkQueueOptions<K> {
   /** Time source for delayed adds. */
@@ -18,6 +33,8 @@ export interface WorkQueueOptions<K> {
   rateLimiter?: RateLimiter<K>;
   /** Name for diagnostics/metrics. */
   name?: string;
+  /** Metric hooks (client-go's workqueue metrics); none by default. */
+  observer?: WorkQueueObserver;
 }
 
 /** Outcome of one reconcile, as returned to {@link runWorkers}. */
@@ -39,6 +56,11 @@ export class WorkQueue<K = string> {
   private shuttingDown = false;
   private readonly clock: Clock;
   private readonly limiter: RateLimiter<K>;
+  private readonly observer: WorkQueueObserver | undefined;
+  /** When each queued key was added (ms, the clock's), with an observer. */
+  private readonly addedAt = new Map<K, number>();
+  /** When each key being processed was handed out (ms), with an observer. */
+  private readonly startedAt = new Map<K, number>();
   /** Name given in the options (diagnostics). */
   readonly name: string;
 
@@ -46,21 +68,42 @@ export class WorkQueue<K = string> {
     this.clock = opts.clock;
     this.limiter = opts.rateLimiter ?? defaultControllerRateLimiter<K>(opts.clock);
     this.name = opts.name ?? 'queue';
+    this.observer = opts.observer;
   }
 
   /** Queues `key` unless already queued; if it is being processed it is re-queued on `done`. No-op after shutdown. */
   add(key: K): void {
+    this.enqueue(key, true);
+  }
+
+  /** {@link add}; `fresh` false for a key added while processed and queued on `done` (counted when it was added). */
+  private enqueue(key: K, fresh: boolean): void {
     if (this.shuttingDown || this.dirty.has(key)) return;
     this.dirty.add(key);
+    if (this.observer && fresh) {
+      this.observer.added();
+      this.addedAt.set(key, this.clock.now());
+    }
     if (this.processing.has(key)) return;
     const w = this.waiters.shift();
     if (w) {
       this.dirty.delete(key);
-      this.processing.add(key);
+      this.handOut(key);
       w(key);
       return;
     }
     this.queue.push(key);
+  }
+
+  /** Marks `key` processing (and reports how long it was queued). */
+  private handOut(key: K): void {
+    this.processing.add(key);
+    if (!this.observer) return;
+    const now = this.clock.now();
+    const at = this.addedAt.get(key);
+    this.addedAt.delete(key);
+    if (at !== undefined) this.observer.queued((now - at) / 1000);
+    this.startedAt.set(key, now);
   }
 
   /**
@@ -86,6 +129,7 @@ export class WorkQueue<K = string> {
 
   /** Adds `key` after the rate limiter's delay for it (one more failure counted). */
   addRateLimited(key: K): void {
+    this.observer?.retried();
     this.addAfter(key, this.limiter.when(key));
   }
 
@@ -120,16 +164,21 @@ export class WorkQueue<K = string> {
       this.head = 0;
     }
     this.dirty.delete(k);
-    this.processing.add(k);
+    this.handOut(k);
     return k;
   }
 
   /** Marks `key` finished; if it was added while processing it is queued again. */
   done(key: K): void {
     this.processing.delete(key);
+    const started = this.startedAt.get(key);
+    if (started !== undefined) {
+      this.startedAt.delete(key);
+      this.observer?.worked((this.clock.now() - started) / 1000);
+    }
     if (this.dirty.has(key)) {
       this.dirty.delete(key);
-      this.add(key);
+      this.enqueue(key, false);
     }
   }
 
@@ -148,6 +197,31 @@ export class WorkQueue<K = string> {
     return this.processing.size;
   }
 
+  /**
+   * Keys queued and not yet handed to a worker, those added again while processed included (client-go's
+   * `workqueue_depth`).
+   */
+  depth(): number {
+    return this.dirty.size;
+  }
+
+  /**
+   * Seconds the keys being processed have been held so far, in total and the longest (client-go's
+   * `workqueue_unfinished_work_seconds` and `workqueue_longest_running_processor_seconds`); zeros without an
+   * observer.
+   */
+  unfinishedWork(): { totalSeconds: number; longestSeconds: number } {
+    const now = this.clock.now();
+    let total = 0;
+    let longest = 0;
+    for (const at of this.startedAt.values()) {
+      const s = (now - at) / 1000;
+      total += s;
+      longest = Math.max(longest, s);
+    }
+    return { totalSeconds: total, longestSeconds: longest };
+  }
+
   /** True after {@link shutDown}. */
   isShuttingDown(): boolean {
     return this.shuttingDown;
@@ -162,10 +236,23 @@ export class WorkQueue<K = string> {
   }
 }
 
+/** How a reconcile ended, as controller-runtime's `controller_runtime_reconcile_total` `result` label. */
+export type ReconcileOutcome = 'success' | 'error' | 'requeue' | 'requeue_after';
+
+/**
+ * What {@link runWorkers} reports (the metrics are in `src/controllers/runtime/metrics.ts`): `started()` as a
+ * reconcile begins returns the function called with its outcome when it ends.
+ */
+export interface ReconcileObserver {
+  started(): (outcome: ReconcileOutcome) => void;
+}
+
 /**
  * Runs `concurrency` workers pulling from `queue` until it shuts down. For each key: `reconcile(key)`;
  * on success `forget` and (if asked) `addAfter(requeueAfter)` or `addRateLimited` (requeue); on a thrown
- * error `addRateLimited` and `onError(key, err)`. Resolves when all workers have exited.
+ * error `addRateLimited` and `onError(key, err)`. Resolves when all workers have exited. `observer` sees every
+ * reconcile's outcome: `error` when it threw, else `requeue_after` for a positive `requeueAfter`, else `requeue`,
+ * else `success` (controller-runtime's order).
  * Mirrors controller-runtime's reconcile loop semantics.
  */
 export async function runWorkers<K>(
@@ -174,11 +261,13 @@ export async function runWorkers<K>(
   // biome-ignore lint/suspicious/noConfusingVoidType: a reconciler may simply return nothing
   reconcile: (key: K) => Promise<ReconcileResult | undefined | void>,
   onError: (key: K, err: unknown) => void = () => {},
+  observer?: ReconcileObserver,
 ): Promise<void> {
   const worker = async (): Promise<void> => {
     for (;;) {
       const key = await queue.get();
       if (key === undefined) return;
+      const ended = observer?.started();
       try {
         const res = await reconcile(key);
         if (res?.requeue) {
@@ -187,7 +276,15 @@ export async function runWorkers<K>(
           queue.forget(key);
           if (res?.requeueAfter !== undefined) queue.addAfter(key, res.requeueAfter);
         }
+        ended?.(
+          res?.requeueAfter !== undefined && res.requeueAfter > 0
+            ? 'requeue_after'
+            : res?.requeue
+              ? 'requeue'
+              : 'success',
+        );
       } catch (err) {
+        ended?.('error');
         queue.addRateLimited(key);
         onError(key, err);
       } finally {

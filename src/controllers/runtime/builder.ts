@@ -16,6 +16,7 @@
  * });
  * ```
  */
+import type { Registry } from 'prom-client';
 import type { KubeObject } from '../../apis/core.ts';
 import type { Cache } from '../../kube/cache.ts';
 import type { KubeClient } from '../../kube/client.ts';
@@ -103,6 +104,8 @@ export interface InformerControllerDeps extends InformerSyncOptions {
   logger: Logger;
   /** The operator's shared informers; without them the controller creates private ones and stops them when it stops. */
   informers?: SharedInformers | undefined;
+  /** Where the controller's reconcile and work-queue metrics go (`metrics.ts`); none without it. */
+  registry?: Registry | undefined;
 }
 
 /** Options of {@link defineController}. */
@@ -139,6 +142,7 @@ export class InformerController implements Controller {
       clock: deps.clock,
       logger: deps.logger,
       ...(o.concurrency !== undefined ? { concurrency: o.concurrency } : {}),
+      registry: deps.registry,
       reconcile: o.reconcile,
     });
   }

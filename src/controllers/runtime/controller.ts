@@ -9,9 +9,11 @@
  *   (provisioning batcher, disruption every 10 s, garbage collection every 2 min).
  */
 import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
 import type { Clock } from '../../kube/clock.ts';
-import { type ReconcileResult, runWorkers, WorkQueue } from '../../kube/workqueue.ts';
+import { type ReconcileObserver, type ReconcileResult, runWorkers, WorkQueue } from '../../kube/workqueue.ts';
 import { errorMessage } from './errors.ts';
+import { reconcileMetrics, workQueueMetrics } from './metrics.ts';
 
 export type { ReconcileResult } from '../../kube/workqueue.ts';
 
@@ -30,6 +32,8 @@ export interface QueueControllerOptions {
   logger: Logger;
   /** Parallel reconciles of distinct keys (default 10). */
   concurrency?: number;
+  /** Where the controller's reconcile and work-queue metrics go (`metrics.ts`); none without it. */
+  registry?: Registry | undefined;
   /**
    * Reconciles one key (`name` or `namespace/name`). Returning `{requeueAfter: s}` re-runs it after `s`
    * seconds; throwing re-runs it with exponential backoff (5 ms → 1000 s) and logs the error.
@@ -44,10 +48,21 @@ export class QueueController implements Controller {
   readonly queue: WorkQueue<string>;
   private readonly opts: QueueControllerOptions;
 
+  private readonly observer: ReconcileObserver | undefined;
+
   constructor(opts: QueueControllerOptions) {
     this.name = opts.name;
     this.opts = opts;
-    this.queue = new WorkQueue<string>({ clock: opts.clock, name: opts.name });
+    const metrics = opts.registry ? workQueueMetrics(opts.registry, opts.name) : undefined;
+    this.queue = new WorkQueue<string>({
+      clock: opts.clock,
+      name: opts.name,
+      ...(metrics ? { observer: metrics } : {}),
+    });
+    metrics?.track(this.queue as WorkQueue<unknown>);
+    this.observer = opts.registry
+      ? reconcileMetrics(opts.registry, opts.name, opts.concurrency ?? 10, opts.clock)
+      : undefined;
   }
 
   /** Queues `key` for reconciliation now (deduplicated). */
@@ -64,8 +79,12 @@ export class QueueController implements Controller {
     const log = this.opts.logger.child({ controller: this.name });
     signal.addEventListener('abort', () => this.queue.shutDown(), { once: true });
     if (signal.aborted) this.queue.shutDown();
-    await runWorkers(this.queue, this.opts.concurrency ?? 10, this.opts.reconcile, (key, err) =>
-      log.error({ key, err: errorMessage(err) }, 'reconcile failed'),
+    await runWorkers(
+      this.queue,
+      this.opts.concurrency ?? 10,
+      this.opts.reconcile,
+      (key, err) => log.error({ key, err: errorMessage(err) }, 'reconcile failed'),
+      this.observer,
     );
   }
 }
