@@ -173,8 +173,53 @@ interface RawRequest {
   signal?: AbortSignal | undefined;
 }
 
-/** Receives a raw request's method and result code (see {@link KubeClient.observeRequests}). */
-export type RequestObserver = (method: string, code: string) => void;
+/**
+ * Receives a raw request's method, result code, URL path (no query) and latency in seconds (wall time from sending
+ * to the parsed answer or the failure; see {@link KubeClient.observeRequests}).
+ */
+export type RequestObserver = (method: string, code: string, path: string, seconds: number) => void;
+
+/** The labels of `client_go_request_duration_seconds` for one request (see {@link requestLatencyLabels}). */
+export interface RequestLatencyLabels {
+  verb: string;
+  group: string;
+  version: string;
+  kind: string;
+  subresource: string;
+}
+
+/**
+ * The `client_go_request_duration_seconds` labels of a request to `path` with HTTP `method`, as awslabs/operatorpkg
+ * `metrics/client.go` (`LatencyAdapter.Observe`, `parsePath`) derives them from client-go's URL: `group` (empty for
+ * the core API), `version`, `kind` (the resource, e.g. `pods`, `nodeclaims`), `subresource` (e.g. `status`,
+ * `eviction`); `verb` POST → CREATE, GET without a name → LIST, PUT → UPDATE (CREATE without a name), other methods
+ * as they are. Undefined for paths outside `/api` and `/apis` or too short to name a resource (discovery), as
+ * operatorpkg observes none of those.
+ */
+export function requestLatencyLabels(method: string, path: string): RequestLatencyLabels | undefined {
+  const parts = path.split('/').slice(1);
+  let groupIdx: number;
+  if (parts[0] === 'api') groupIdx = 0;
+  else if (parts[0] === 'apis') groupIdx = 1;
+  else return undefined;
+  if (parts.length < groupIdx + 3) return undefined;
+  const versionIdx = groupIdx + 1;
+  // a namespaced resource (not the namespace itself)
+  const kindIdx =
+    parts[groupIdx + 2] === 'namespaces' && parts.length > groupIdx + 4 ? versionIdx + 3 : versionIdx + 1;
+  const named = parts.length > kindIdx + 1;
+  let verb = method;
+  if (method === 'POST') verb = 'CREATE';
+  else if (method === 'GET' && !named) verb = 'LIST';
+  else if (method === 'PUT') verb = named ? 'UPDATE' : 'CREATE';
+  return {
+    verb,
+    group: groupIdx === 0 ? '' : (parts[groupIdx] ?? ''),
+    version: parts[versionIdx] ?? '',
+    kind: parts[kindIdx] ?? '',
+    subresource: parts.length === kindIdx + 3 ? (parts[kindIdx + 2] ?? '') : '',
+  };
+}
 
 /**
  * The Kubernetes client used by every controller. Objects in and out are plain JSON. Errors from the API
@@ -686,10 +731,10 @@ export class KubeClient {
     return () => this.requestObservers.delete(observer);
   }
 
-  private notify(method: string, code: string): void {
+  private notify(method: string, code: string, path: string, seconds: number): void {
     for (const o of this.requestObservers) {
       try {
-        o(method, code);
+        o(method, code, path, seconds);
       } catch {
         this.requestObservers.delete(o);
       }
@@ -748,12 +793,14 @@ export class KubeClient {
   private async doRequest<T>(method: string, path: string, req: RawRequest, fresh: boolean): Promise<T> {
     const status = { code: 0 };
     if (this.requestObservers.size === 0) return this.send<T>(method, path, req, fresh, status);
+    const t0 = performance.now();
+    const seconds = (): number => (performance.now() - t0) / 1000;
     try {
       const out = await this.send<T>(method, path, req, fresh, status);
-      this.notify(method, String(status.code));
+      this.notify(method, String(status.code), path, seconds());
       return out;
     } catch (err) {
-      this.notify(method, status.code > 0 ? String(status.code) : '<error>');
+      this.notify(method, status.code > 0 ? String(status.code) : '<error>', path, seconds());
       throw err;
     }
   }

@@ -24,12 +24,12 @@ import type { CloudProvider } from '../cloudprovider/types.ts';
 import type { DisruptionController } from '../controllers/disruption/controller.ts';
 import type { Provisioner } from '../controllers/provisioning/provisioner.ts';
 import { type Controller, errorMessage } from '../controllers/runtime/index.ts';
-import { KubeClient } from '../kube/client.ts';
+import { KubeClient, requestLatencyLabels } from '../kube/client.ts';
 import { type Clock, RealClock } from '../kube/clock.ts';
 import { EventRecorder } from '../kube/events.ts';
 import { SharedInformers, stripManagedFields } from '../kube/informer.ts';
 import { type Logger, silentLogger } from '../kube/logger.ts';
-import { registeredCounter } from '../kube/metrics.ts';
+import { registeredCounter, registeredHistogram } from '../kube/metrics.ts';
 import type { KubeTransport } from '../kube/transport.ts';
 import { Cluster } from '../state/cluster.ts';
 import { registerBuildInfo } from './buildinfo.ts';
@@ -148,7 +148,19 @@ export function createOperator(cfg: OperatorConfig): Operator {
     'Number of HTTP requests, partitioned by status code and method.',
     ['code', 'method'],
   );
-  const unobserve = client.observeRequests((method, code) => requests.inc({ code, method }));
+  // and its latency histogram (operatorpkg `RegisterClientMetrics`: ExponentialBuckets(0.001, 1.5, 20))
+  const latency = registeredHistogram(
+    registry,
+    'client_go_request_duration_seconds',
+    'Request latency in seconds. Broken down by verb, group, version, kind, and subresource.',
+    ['verb', 'group', 'version', 'kind', 'subresource'],
+    Array.from({ length: 20 }, (_, i) => 0.001 * 1.5 ** i),
+  );
+  const unobserve = client.observeRequests((method, code, path, seconds) => {
+    requests.inc({ code, method });
+    const labels = requestLatencyLabels(method, path);
+    if (labels) latency.observe({ ...labels }, seconds);
+  });
 
   const informers = new SharedInformers(client, {
     clock,
