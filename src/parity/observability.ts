@@ -350,9 +350,10 @@ export const METRIC_ROWS: ParityRow[] = [
       'aws_sdk_go_request_attempt_duration_seconds',
       'aws_sdk_go_request_retry_count',
     ],
-    'missing',
-    'the AWS SDK for JavaScript clients do not export aws-sdk-go-prometheus’s request metrics',
-    'src/cloudprovider/aws/clients.test.ts',
+    'works',
+    'SDK middlewares on every aws provider client (src/cloudprovider/aws/sdkmetrics.ts): per call after retries ' +
+      '(final code), per attempt, retries per call; `code` 0 without a response; buckets as aws-sdk-go-prometheus',
+    'src/cloudprovider/aws/sdkmetrics.test.ts',
     AWS_PROVIDER_SCOPE,
   ),
 ];

@@ -33,6 +33,7 @@ import { taggingController } from './controllers/tagging.ts';
 import { awsNodeClassKinds, awsProviderName } from './kinds.ts';
 import { InstanceProfileResolver } from './nodeclass/instanceprofile.ts';
 import { AwsCloudProvider, EC2NodeClassKind } from './provider.ts';
+import { type MetricsMiddlewareClient, watchAwsSdkMetrics } from './sdkmetrics.ts';
 import type { AwsSettings } from './settings.ts';
 
 /** What the operator needs to run with `--cloud-provider aws`: the provider and its own controllers. */
@@ -77,6 +78,20 @@ export function createAwsProvider(
   minValuesPolicy?: 'Strict' | 'BestEffort',
   unpricedTypeOverlayPrices?: () => ReadonlyMap<string, number>,
 ): AwsCloudProvider {
+  // upstream's aws_sdk_go_* request metrics (./sdkmetrics.ts) on every client, into the operator's registry
+  if (registry) {
+    const c = cfg.clients;
+    for (const [client, service] of [
+      [c.ec2, 'EC2'],
+      [c.ssm, 'SSM'],
+      [c.sqs, 'SQS'],
+      [c.iam, 'IAM'],
+      [c.eks, 'EKS'],
+      [c.pricing, 'Pricing'],
+    ] as const)
+      if (client?.middlewareStack)
+        watchAwsSdkMetrics(client as unknown as MetricsMiddlewareClient, service, registry);
+  }
   return new AwsCloudProvider({
     ...(unpricedTypeOverlayPrices ? { unpricedTypeOverlayPrices } : {}),
     ...(registry ? { registry } : {}),
