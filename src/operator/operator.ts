@@ -126,6 +126,36 @@ export interface Operator {
 }
 
 /**
+ * client-go's request metrics (awslabs/operatorpkg `metrics.RegisterClientMetrics`) for every request of `client`
+ * (watches aside): `client_go_request_total{code,method}` and `client_go_request_duration_seconds{verb,group,version,
+ * kind,subresource}` (buckets `ExponentialBuckets(0.001, 1.5, 20)`, labels from the URL: `requestLatencyLabels`).
+ * Returns the function that stops observing.
+ */
+export function registerClientMetrics(registry: Registry, client: KubeClient): () => void {
+  const requests = registeredCounter(
+    registry,
+    'client_go_request_total',
+    'Number of HTTP requests, partitioned by status code and method.',
+    ['code', 'method'],
+  );
+  const latency = registeredHistogram(
+    registry,
+    'client_go_request_duration_seconds',
+    'Request latency in seconds. Broken down by verb, group, version, kind, and subresource.',
+    ['verb', 'group', 'version', 'kind', 'subresource'],
+    Array.from({ length: 20 }, (_, i) => 0.001 * 1.5 ** i),
+  );
+  const stop = client.observeRequests((method, code, path, seconds) => {
+    requests.inc({ code, method });
+    const labels = requestLatencyLabels(method, path);
+    if (labels) latency.observe({ ...labels }, seconds);
+  });
+  return () => {
+    stop();
+  };
+}
+
+/**
  * Builds an operator; nothing runs until `start`.
  * @throws Error when neither `client` nor `kubeconfig` is given, the kubeconfig is unusable, or the region has
  * no catalog (default provider).
@@ -141,26 +171,7 @@ export function createOperator(cfg: OperatorConfig): Operator {
   const registry = new Registry();
   if (cfg.defaultMetrics ?? true) collectDefaultMetrics({ register: registry });
   registerBuildInfo(registry);
-  // client-go's request counter (awslabs/operatorpkg `metrics.RegisterClientMetrics`): code and method per request
-  const requests = registeredCounter(
-    registry,
-    'client_go_request_total',
-    'Number of HTTP requests, partitioned by status code and method.',
-    ['code', 'method'],
-  );
-  // and its latency histogram (operatorpkg `RegisterClientMetrics`: ExponentialBuckets(0.001, 1.5, 20))
-  const latency = registeredHistogram(
-    registry,
-    'client_go_request_duration_seconds',
-    'Request latency in seconds. Broken down by verb, group, version, kind, and subresource.',
-    ['verb', 'group', 'version', 'kind', 'subresource'],
-    Array.from({ length: 20 }, (_, i) => 0.001 * 1.5 ** i),
-  );
-  const unobserve = client.observeRequests((method, code, path, seconds) => {
-    requests.inc({ code, method });
-    const labels = requestLatencyLabels(method, path);
-    if (labels) latency.observe({ ...labels }, seconds);
-  });
+  const unobserve = registerClientMetrics(registry, client);
 
   const informers = new SharedInformers(client, {
     clock,
