@@ -145,14 +145,11 @@ export function registerClientMetrics(registry: Registry, client: KubeClient): (
     ['verb', 'group', 'version', 'kind', 'subresource'],
     Array.from({ length: 20 }, (_, i) => 0.001 * 1.5 ** i),
   );
-  const stop = client.observeRequests((method, code, path, seconds) => {
+  return client.observeRequests((method, code, path, seconds) => {
     requests.inc({ code, method });
     const labels = requestLatencyLabels(method, path);
     if (labels) latency.observe({ ...labels }, seconds);
   });
-  return () => {
-    stop();
-  };
 }
 
 /**

@@ -8,7 +8,7 @@
  * controller-runtime ping); this is capenter's addition, on the same endpoint.
  */
 
-/** The minimal client surface the middleware needs (every SDK v3 client has it). */
+/** The minimal client surface capenter's SDK middlewares need (every SDK v3 client has it; also `./sdkmetrics.ts`). */
 export interface MiddlewareClient {
   middlewareStack: {
     add(
@@ -16,7 +16,7 @@ export interface MiddlewareClient {
         next: (args: unknown) => Promise<unknown>,
         ctx: { commandName?: string },
       ) => (args: unknown) => Promise<unknown>,
-      options: { step: 'initialize' | 'build'; name: string; override?: boolean },
+      options: { step: 'initialize' | 'build' | 'deserialize'; name: string; override?: boolean },
     ): void;
   };
 }

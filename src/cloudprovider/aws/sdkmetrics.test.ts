@@ -3,7 +3,8 @@ import type { AddressInfo } from 'node:net';
 import { DescribeAvailabilityZonesCommand, EC2Client } from '@aws-sdk/client-ec2';
 import { Registry } from 'prom-client';
 import { afterAll, describe, expect, it } from 'vitest';
-import { type MetricsMiddlewareClient, watchAwsSdkMetrics } from './sdkmetrics.ts';
+import type { MiddlewareClient } from './callhealth.ts';
+import { watchAwsSdkMetrics } from './sdkmetrics.ts';
 
 /** `name{labels} value` lines of one metric family in the exposition text. */
 async function lines(registry: Registry, name: string): Promise<string[]> {
@@ -44,7 +45,7 @@ describe('aws_sdk_go_* metrics (aws-sdk-go-prometheus v0.1.1)', () => {
     const credentials = { accessKeyId: 'testing', secretAccessKey: 'testing' };
     const registry = new Registry();
     const ec2 = new EC2Client({ endpoint, region: 'us-east-1', credentials, maxAttempts: 3 });
-    watchAwsSdkMetrics(ec2 as unknown as MetricsMiddlewareClient, 'EC2', registry);
+    watchAwsSdkMetrics(ec2 as unknown as MiddlewareClient, 'EC2', registry);
     const zones = await ec2.send(new DescribeAvailabilityZonesCommand({}));
     expect(zones.AvailabilityZones?.map((z) => z.ZoneName)).toEqual(['us-east-1a']);
     const refused = await ec2.send(new DescribeAvailabilityZonesCommand({})).catch((e: Error) => e);
@@ -56,7 +57,7 @@ describe('aws_sdk_go_* metrics (aws-sdk-go-prometheus v0.1.1)', () => {
       credentials,
       maxAttempts: 1,
     });
-    watchAwsSdkMetrics(nowhere as unknown as MetricsMiddlewareClient, 'EC2', registry);
+    watchAwsSdkMetrics(nowhere as unknown as MiddlewareClient, 'EC2', registry);
     await expect(nowhere.send(new DescribeAvailabilityZonesCommand({}))).rejects.toThrow();
 
     const l = (code: number) => `{service="EC2",action="DescribeAvailabilityZones",code="${code}"}`;

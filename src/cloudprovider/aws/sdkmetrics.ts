@@ -16,19 +16,7 @@
  */
 import type { Registry } from 'prom-client';
 import { registeredCounter, registeredHistogram } from '../../kube/metrics.ts';
-
-/** The part of an SDK v3 client the metrics need (every client has it). */
-export interface MetricsMiddlewareClient {
-  middlewareStack: {
-    add(
-      mw: (
-        next: (args: unknown) => Promise<unknown>,
-        ctx: { commandName?: string },
-      ) => (args: unknown) => Promise<unknown>,
-      options: { step: 'initialize' | 'deserialize'; name: string; override?: boolean },
-    ): void;
-  };
-}
+import type { MiddlewareClient } from './callhealth.ts';
 
 /** `ExponentialBuckets(0.01, 1.5, 20)` (seconds). */
 export const AWS_SDK_DURATION_BUCKETS = Array.from({ length: 20 }, (_, i) => 0.01 * 1.5 ** i);
@@ -58,11 +46,7 @@ function attemptsOf(outcome: unknown): number {
  * Adds the metric middlewares to `client` (calls of `service`, e.g. `EC2`) recording into `registry`. Adding them
  * again (another operator on the same clients) replaces them: the newest registry records.
  */
-export function watchAwsSdkMetrics(
-  client: MetricsMiddlewareClient,
-  service: string,
-  registry: Registry,
-): void {
+export function watchAwsSdkMetrics(client: MiddlewareClient, service: string, registry: Registry): void {
   const labels = ['service', 'action', 'code'] as const;
   const requests = registeredCounter(
     registry,

@@ -20,6 +20,7 @@ import type { SharedInformers } from '../../kube/informer.ts';
 import type { Logger } from '../../kube/logger.ts';
 import { type ProviderSetup, readyDependentsOf } from '../module.ts';
 import type { CloudProvider } from '../types.ts';
+import type { MiddlewareClient } from './callhealth.ts';
 import type { AwsClients } from './clients.ts';
 import {
   capacityReservationCapacityTypeController,
@@ -33,7 +34,7 @@ import { taggingController } from './controllers/tagging.ts';
 import { awsNodeClassKinds, awsProviderName } from './kinds.ts';
 import { InstanceProfileResolver } from './nodeclass/instanceprofile.ts';
 import { AwsCloudProvider, EC2NodeClassKind } from './provider.ts';
-import { type MetricsMiddlewareClient, watchAwsSdkMetrics } from './sdkmetrics.ts';
+import { watchAwsSdkMetrics } from './sdkmetrics.ts';
 import type { AwsSettings } from './settings.ts';
 
 /** What the operator needs to run with `--cloud-provider aws`: the provider and its own controllers. */
@@ -90,7 +91,7 @@ export function createAwsProvider(
       [c.pricing, 'Pricing'],
     ] as const)
       if (client?.middlewareStack)
-        watchAwsSdkMetrics(client as unknown as MetricsMiddlewareClient, service, registry);
+        watchAwsSdkMetrics(client as unknown as MiddlewareClient, service, registry);
   }
   return new AwsCloudProvider({
     ...(unpricedTypeOverlayPrices ? { unpricedTypeOverlayPrices } : {}),
