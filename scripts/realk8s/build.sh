@@ -4,7 +4,8 @@
 # Copied from the shared tool ../shared/tools/realk8s/build.sh (the session's realk8s harness), with the
 # cache keyed by version and a lock so two runs never build into one directory at once.
 # Timings on 2 shared cores, cold cache: etcd 43 s, kube-apiserver 6 min 12 s, then kcm+scheduler 1 min 42 s
-# (shared build cache), kubectl ~1 min, kwok 1 min 58 s — about 11 minutes.
+# (shared build cache), kubectl ~1 min, kwok 1 min 58 s alone — about 11 minutes; kwok is mostly a link when the
+# Cluster API manager was built first (scripts/realcapi/capikwok.sh).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=env.sh
@@ -62,27 +63,21 @@ LD="-s -w"
 for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   LD="$LD -X $p.gitVersion=v$K8S -X $p.gitMajor=1 -X $p.gitMinor=$MINOR -X $p.gitTreeState=clean -X $p.buildDate=2025-01-01T00:00:00Z"
 done
-time $GO build -trimpath -ldflags="$LD" -o "$BIN/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
-time $GO build -trimpath -ldflags="$LD" -o "$BIN/" k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler
-# a kubectl of the same version (Debian's kubernetes-client is 1.20)
-time $GO build -trimpath -ldflags="$LD" -o "$BIN/kubectl" k8s.io/kubernetes/cmd/kubectl
+# one `go build` for the four (and a kubectl of the same version: Debian's kubernetes-client is 1.20): one
+# dependency graph keeps both cores busy to the end, where three builds in a row each ended on one core (the
+# last big package, then the link)
+time $GO build -trimpath -ldflags="$LD" -o "$BIN/" k8s.io/kubernetes/cmd/kube-apiserver \
+  k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl
 
-# ---- kwok (no replace directives: a plain require is enough) ----------------------------------------
+# ---- kwok: from the module the Cluster API manager is built from (scripts/realcapi/capikwok.sh) --------------
+# With the same go.mod, every package the two share is compiled once in Go's build cache: .ci/run builds the CAPI
+# manager (and kwok's packages) beside the control plane, so by the time this step runs it is mostly a link.
 mkdir -p "$REALK8S_HOME/src/kwokbuild" && cd "$REALK8S_HOME/src/kwokbuild"
-cat > go.mod <<GOMOD
-module realk8s/kwokbuild
-
-go 1.26.0
-
-require sigs.k8s.io/kwok v$KWOK_V
-GOMOD
-cat > tools.go <<'GOSRC'
-//go:build tools
-
-package tools
-
-import _ "sigs.k8s.io/kwok/cmd/kwok"
-GOSRC
+# shellcheck source=../realcapi/capikwok.sh
+source "$here/../realcapi/capikwok.sh"
+capikwok_versions "$here"
+rm -f go.sum
+capikwok_module
 go mod tidy
 time $GO build -trimpath -ldflags='-s -w' -o "$BIN/kwok" sigs.k8s.io/kwok/cmd/kwok
 # kwok's controller has no built-in stages: take kwokctl's default ones from the module
