@@ -33,7 +33,9 @@ LD="-s -w -X $p.gitVersion=v$CAPI -X $p.gitMajor=1 -X $p.gitMinor=$MINOR -X $p.g
 # kwok in the same build: scripts/realk8s/build.sh builds it from the same module (capikwok.sh) and finds its
 # packages in the build cache; the extra link (about 10 s) is the price of compiling them beside the manager's
 out=$(mktemp -d "$CAPI_HOME/bin/.build.XXXXXX")
-nice -n 10 "$GO" build -trimpath -ldflags="$LD" -o "$out/" sigs.k8s.io/cluster-api/core sigs.k8s.io/kwok/cmd/kwok
+# nice 10 on a developer's machine, CAPENTER_BUILD_NICE (0 in .ci/run) otherwise; no DWARF in the compiled
+# packages, as scripts/realk8s/build.sh (same flags, so kwok's build there finds these packages cached)
+nice -n "${CAPENTER_BUILD_NICE:-10}" "$GO" build -trimpath -gcflags=all=-dwarf=false -ldflags="$LD" -o "$out/" sigs.k8s.io/cluster-api/core sigs.k8s.io/kwok/cmd/kwok
 mv -f "$out/core" "$CAPI_HOME/bin/capi-manager"
 rm -rf "$out"
 echo "realcapi: go build (with kwok's packages) $((SECONDS - t0)) s"
