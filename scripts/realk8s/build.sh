@@ -93,7 +93,9 @@ for f in node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat
   echo '---'; cat "$S/$f"
 done > "$BIN/kwok-stages.yaml"
 
-"$BIN/etcd" --version | head -1; "$BIN/kube-apiserver" --version; "$BIN/kubectl" version --client 2>/dev/null | head -1
-"$BIN/kwok" --version 2>/dev/null | head -1 || true
+# sed, not head: under pipefail a `head -1` that exits before the second line is written fails the build with
+# SIGPIPE (it did, once, in a cold CI run at load ~8: kubectl writes its Kustomize line separately)
+"$BIN/etcd" --version | sed -n 1p; "$BIN/kube-apiserver" --version; "$BIN/kubectl" version --client 2>/dev/null | sed -n 1p
+"$BIN/kwok" --version 2>/dev/null | sed -n 1p || true
 realk8s_stamp_text > "$REALK8S_STAMP"
 echo "realk8s: built $REALK8S_KEY into $BIN"

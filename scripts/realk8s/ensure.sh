@@ -12,12 +12,12 @@ legacy=$REALK8S_CACHE/bin
 adopt() {
   for b in "${REALK8S_BINARIES[@]}"; do [[ -x $legacy/$b ]] || return 1; done
   [[ -f $legacy/kwok-stages.yaml ]] || return 1
-  [[ $("$legacy/etcd" --version 2>/dev/null | head -1) == "etcd Version: $ETCD" ]] || return 1
+  [[ $("$legacy/etcd" --version 2>/dev/null | sed -n 1p) == "etcd Version: $ETCD" ]] || return 1
   [[ $("$legacy/kube-apiserver" --version 2>/dev/null) == "Kubernetes v$K8S" ]] || return 1
   [[ $("$legacy/kube-controller-manager" --version 2>/dev/null) == "Kubernetes v$K8S" ]] || return 1
   [[ $("$legacy/kube-scheduler" --version 2>/dev/null) == "Kubernetes v$K8S" ]] || return 1
-  [[ $("$legacy/kubectl" version --client 2>/dev/null | head -1) == "Client Version: v$K8S" ]] || return 1
-  [[ $("$legacy/kwok" --version 2>/dev/null | head -1) == "kwok version v$KWOK_V "* ]] || return 1
+  [[ $("$legacy/kubectl" version --client 2>/dev/null | sed -n 1p) == "Client Version: v$K8S" ]] || return 1
+  [[ $("$legacy/kwok" --version 2>/dev/null | sed -n 1p) == "kwok version v$KWOK_V "* ]] || return 1
   mkdir -p "$BIN"
   for f in "${REALK8S_BINARIES[@]}" kwok-stages.yaml; do
     ln -f "$legacy/$f" "$BIN/$f" 2>/dev/null || cp -f "$legacy/$f" "$BIN/$f"
