@@ -28,10 +28,27 @@ async function listOrEmpty<T extends KubeObject>(client: KubeClient, ref: Resour
 }
 
 /**
- * Lists everything the checks read.
+ * Objects the caller already holds (informer caches), read instead of a list: `capenter start` passes its Nodes,
+ * Pods and NodeClaims, so the doctor line after its summary does not list 10,000 pods again (a 28-MB answer
+ * parsed into a second copy of every pod: the run's peak RSS).
+ */
+export interface CachedKinds {
+  nodes?: readonly KubeObject[];
+  pods?: readonly KubeObject[];
+  nodeClaims?: readonly KubeObject[];
+}
+
+/**
+ * Lists everything the checks read (the kinds in `cached` are taken from there instead).
  * @throws KubeApiError / connection errors other than "kind not served" (404).
  */
-export async function readSnapshot(client: KubeClient, clock: Clock): Promise<DoctorSnapshot> {
+export async function readSnapshot(
+  client: KubeClient,
+  clock: Clock,
+  cached: CachedKinds = {},
+): Promise<DoctorSnapshot> {
+  const held = async <T extends KubeObject>(have: readonly KubeObject[] | undefined, ref: ResourceRef) =>
+    have ? ([...have] as T[]) : listOrEmpty<T>(client, ref);
   const [
     nodes,
     pods,
@@ -47,15 +64,15 @@ export async function readSnapshot(client: KubeClient, clock: Clock): Promise<Do
     kubeadmConfigs,
     kubeadmConfigTemplates,
   ] = await Promise.all([
-    listOrEmpty(client, Resources.Node),
-    listOrEmpty(client, Resources.Pod),
+    held(cached.nodes, Resources.Node),
+    held(cached.pods, Resources.Pod),
     listOrEmpty(client, Resources.PodDisruptionBudget),
     listOrEmpty(client, Resources.Deployment),
     listOrEmpty(client, Resources.StatefulSet),
     listOrEmpty(client, Resources.ReplicaSet),
     listOrEmpty(client, Resources.DaemonSet),
     listOrEmpty(client, Resources.NodePool),
-    listOrEmpty(client, Resources.NodeClaim),
+    held(cached.nodeClaims, Resources.NodeClaim),
     listOrEmpty(client, Resources.EC2NodeClass),
     listOrEmpty(client, Resources.MachinePool),
     listOrEmpty(client, Resources.KubeadmConfig),

@@ -65,7 +65,9 @@ async function applyManifests(sim: SimulatedCluster, f: EmbeddedStartFlags, io: 
 /** One line from `capenter doctor` (src/doctor), on stderr (stdout stays the summary/JSON). */
 async function doctorLine(sim: SimulatedCluster, io: StartIO): Promise<void> {
   try {
-    io.stderr(`capenter: ${doctorSummary(diagnose(await readSnapshot(sim.client, new RealClock())))}\n`);
+    const { pods, nodes, nodeClaims } = await informerClusterView(sim.informers);
+    const snap = await readSnapshot(sim.client, new RealClock(), { pods, nodes, nodeClaims });
+    io.stderr(`capenter: ${doctorSummary(diagnose(snap))}\n`);
   } catch (err) {
     io.stderr(`capenter: doctor could not read the cluster: ${(err as Error).message}\n`);
   }

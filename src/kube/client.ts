@@ -113,6 +113,13 @@ export interface WatchOptions {
   allowWatchBookmarks?: boolean;
   /** Server closes the watch after this many seconds. */
   timeoutSeconds?: number;
+  /**
+   * Share decoded events with the other watches of this process that pass the same token (compared with `===`),
+   * over the in-process transport only (see {@link decodeShared}): each event's object is then given to all of
+   * them, so none may change it, except by a change that is idempotent and the same for every holder of the token
+   * (an informer's transform passes itself). Absent: this watch's objects are its own.
+   */
+  shareDecoded?: object;
 }
 
 /** A running watch; `stop()` closes it (the done callback then receives `undefined`). */
@@ -171,6 +178,12 @@ interface RawRequest {
   body?: unknown;
   contentType?: string;
   signal?: AbortSignal | undefined;
+  /**
+   * The caller does not read a successful answer: its body is not decoded and the request resolves `undefined`
+   * (an error answer is still decoded into its `KubeApiError`). At 10,000 pods the stand-ins' status writes and
+   * bindings answered with 55 MB of pods that nothing read.
+   */
+  discardBody?: boolean;
 }
 
 /**
@@ -492,21 +505,45 @@ export class KubeClient {
     patch: unknown,
     opts: PatchOptions = {},
   ): Promise<ObjectOf<R>> {
+    const { rt, path, req } = this.patchRequest(ref, name, namespace, patch, opts);
+    return this.withTypeMeta(rt, await this.request<ObjectOf<R>>('PATCH', path, req));
+  }
+
+  /** The resource, path and request of a {@link patch}. @throws Error for a `json` patch that is not an array */
+  private patchRequest(
+    ref: ResourceRef,
+    name: string,
+    namespace: string | undefined,
+    patch: unknown,
+    opts: PatchOptions,
+  ): { rt: ResourceType; path: string; req: RawRequest } {
     const rt = this.resource(ref);
     const type = opts.type ?? 'merge';
     if (type === 'json' && !Array.isArray(patch))
       throw new Error(`json patch of ${rt.kind} "${name}": the patch must be an array of operations`);
     const query = this.writeQuery(opts, type === 'apply');
     if (type === 'apply' && opts.force) query.force = true;
-    return this.withTypeMeta(
+    const path = this.path(rt, namespace, name, opts.subresource);
+    return {
       rt,
-      await this.request<ObjectOf<R>>('PATCH', this.path(rt, namespace, name, opts.subresource), {
-        body: patch,
-        contentType: PATCH_CONTENT_TYPES[type],
-        query,
-        signal: opts.signal,
-      }),
-    );
+      path,
+      req: { body: patch, contentType: PATCH_CONTENT_TYPES[type], query, signal: opts.signal },
+    };
+  }
+
+  /**
+   * {@link patch} for a caller that does not read the answer: the same request, resolving once the server has
+   * answered, without decoding the patched object (see `RawRequest.discardBody`). Errors throw as from `patch`.
+   */
+  async patchNoResult<R extends ResourceRef>(
+    ref: R,
+    name: string,
+    namespace: string | undefined,
+    patch: unknown,
+    opts: PatchOptions = {},
+  ): Promise<void> {
+    const { path, req } = this.patchRequest(ref, name, namespace, patch, opts);
+    await this.request('PATCH', path, { ...req, discardBody: true });
   }
 
   /** `patch` on the `status` subresource. */
@@ -659,6 +696,7 @@ export class KubeClient {
           this.withTypeMeta(rt, obj);
         onEvent({ type: type as WatchEvent['type'], object: obj as ObjectOf<R> });
       },
+      this.transport !== undefined ? opts.shareDecoded : undefined,
     );
     let close: (() => void) | undefined;
     try {
@@ -827,6 +865,7 @@ export class KubeClient {
     const reqDesc = `${method} ${path}`;
     const answer = (code: number, body: string): T => {
       status.code = code;
+      if (req.discardBody && code >= 200 && code < 300) return undefined as T;
       let parsed: unknown;
       if (body.length > 0) {
         try {
@@ -947,6 +986,7 @@ function watchSink(
   finish: (err: unknown) => void,
   isDone: () => boolean,
   emit: (type: string, obj: unknown) => void,
+  shareToken?: object,
 ): StreamSink {
   let code = 0;
   let buf = '';
@@ -955,6 +995,13 @@ function watchSink(
       code = status;
     },
     data: (chunk) => {
+      if (shareToken && code === 200 && buf === '' && chunk.indexOf('\n') === chunk.length - 1) {
+        // one whole event line, as the embedded API server writes them in process: decoded once per turn
+        if (isDone() || chunk.length === 1) return;
+        const ev = decodeShared(shareToken, chunk);
+        if (ev) emit(ev.type, ev.object);
+        return;
+      }
       buf += chunk;
       if (code !== 200) return;
       let nl = buf.indexOf('\n');
@@ -985,6 +1032,48 @@ function watchSink(
       finish(KubeApiError.fromResponse(code, body, desc));
     },
   };
+}
+
+/**
+ * Watch event lines decoded in this turn of the event loop, by share token and line. The embedded API server writes
+ * an event as one line, the same string for every watch it matches (`sim/apiserver/store.ts` `eventLine`), and in
+ * `capenter start` the stand-ins' and the operator's informers both watch pods (and nodes, NodeClaims): each line
+ * was parsed and interned twice, and both caches held their own copy of every pod. Watches that pass the same
+ * {@link WatchOptions.shareDecoded} token share the first decode instead. Emptied at the next turn, so it keeps
+ * no line or object past its delivery.
+ */
+const decodedThisTurn = new Map<object, Map<string, { type: string; object: unknown }>>();
+let decodedClearArmed = false;
+
+/**
+ * The decoded watch event of `line` (one JSON event and its newline) for the watches of `token`: from
+ * {@link decodedThisTurn}, or parsed and interned now; `undefined` for a malformed line (skipped, as the line
+ * splitter of {@link watchSink} skips it).
+ */
+function decodeShared(token: object, line: string): { type: string; object: unknown } | undefined {
+  let lines = decodedThisTurn.get(token);
+  const have = lines?.get(line);
+  if (have) return have;
+  let ev: { type?: string; object?: unknown };
+  try {
+    ev = JSON.parse(line) as { type?: string; object?: unknown };
+  } catch {
+    return undefined;
+  }
+  const out = { type: ev.type ?? '', object: internStrings(ev.object) };
+  if (!decodedClearArmed) {
+    decodedClearArmed = true;
+    setImmediate(() => {
+      decodedClearArmed = false;
+      decodedThisTurn.clear();
+    });
+  }
+  if (!lines) {
+    lines = new Map();
+    decodedThisTurn.set(token, lines);
+  }
+  lines.set(line, out);
+  return out;
 }
 
 /** `namespace/name` (or `name` for cluster-scoped objects): the cache and work-queue key of an object. */

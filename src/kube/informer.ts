@@ -43,8 +43,9 @@ export interface InformerOptions {
   onError?: (err: unknown, phase: 'list' | 'watch' | 'handler') => void;
   /**
    * Applied to every listed or watched object before it enters the cache and reaches the handlers (client-go's
-   * `SharedInformer.SetTransform`), e.g. {@link stripManagedFields}. Receives an object the informer owns (freshly
-   * decoded): it may change and return it.
+   * `SharedInformer.SetTransform`), e.g. {@link stripManagedFields}. Receives a freshly decoded object: it may
+   * change and return it, but must be idempotent, since in-process informers with the same transform share the
+   * objects of a watch event (`WatchOptions.shareDecoded`), and each applies it.
    */
   transform?: (obj: KubeObject) => KubeObject;
 }
@@ -59,6 +60,9 @@ export function stripManagedFields(obj: KubeObject): KubeObject {
   if (obj.metadata?.managedFields !== undefined) delete obj.metadata.managedFields;
   return obj;
 }
+
+/** The {@link WatchOptions.shareDecoded} token of informers without a transform. */
+const NO_TRANSFORM = {};
 
 /** Counters for diagnostics and tests. */
 export interface InformerStats {
@@ -269,6 +273,9 @@ export class Informer<R extends ResourceRef, T extends KubeObject = ObjectOf<R> 
             ...(this.opts.namespace !== undefined ? { namespace: this.opts.namespace } : {}),
             ...(this.opts.labelSelector !== undefined ? { labelSelector: this.opts.labelSelector } : {}),
             ...(this.opts.fieldSelector !== undefined ? { fieldSelector: this.opts.fieldSelector } : {}),
+            // informers never change a cached object, and their transform is idempotent: the in-process
+            // informers of one transform share decoded events (kube/client.ts decodeShared)
+            shareDecoded: this.opts.transform ?? NO_TRANSFORM,
           },
           (ev) => {
             if (settled) return;

@@ -458,6 +458,25 @@ describe('capenter doctor', () => {
     );
   });
 
+  it('readSnapshot takes the Pods, Nodes and NodeClaims the caller holds instead of listing them', async () => {
+    const c = await cluster();
+    await apply(c, [
+      kwokClass as KubeObject,
+      nodePool('gpu', { taints: [{ key: 'nvidia.com/gpu', value: 'true', effect: 'NoSchedule' }] }),
+    ]);
+    // the server has no pod; the caller's cache (capenter start's informers) has one the gpu pool cannot take
+    const held: KubeObject = await c.client.create(pod('cached-web'));
+    await c.client.delete('Pod', 'cached-web', 'default');
+    expect((await c.client.list('Pod')).items).toEqual([]);
+    const snap = await readSnapshot(c.client, new RealClock(), { pods: [held], nodes: [], nodeClaims: [] });
+    expect(snap.pods.map((p) => p.metadata.name)).toEqual(['cached-web']);
+    expect(byCheck(diagnose(snap), 'NodePoolUnusable').map((f) => f.objects)).toEqual([
+      ['NodePool gpu', 'Pod default/cached-web'],
+    ]);
+    const listed = await readSnapshot(c.client, new RealClock());
+    expect(listed.pods).toEqual([]);
+  });
+
   it('DoNotDisruptOutlivesExpiry: an annotated pod older than expireAfter', async () => {
     const c = await cluster();
     await apply(c, [

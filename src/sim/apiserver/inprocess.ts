@@ -3,7 +3,9 @@
  * (the stand-ins and the operator of `capenter start`) send their requests straight into the REST handler,
  * without sockets or HTTP framing. Everything else is as over the network: the same handler authenticates
  * the bearer token, routes, validates, admits and encodes; bodies cross as JSON text both ways, so no object
- * is shared between the store and a client; a watch streams the same newline-delimited lines. Requests are
+ * is shared between the store and a client; a watch streams the same newline-delimited lines, one event per
+ * chunk, which lets the watches of one process that ask for it share each decoded event (`kube/client.ts`
+ * `decodeShared`: the stand-ins' and the operator's informers no longer each hold a copy of every pod). Requests are
  * handled in a later turn of the event loop, as a socket would deliver them, so a client never sees its
  * answer (or a watch event) before its call returned.
  *
@@ -67,6 +69,8 @@ class LocalResponse extends EventEmitter implements RestResponse {
   headersSent = false;
   /** Chunks are handed over as they are written: nothing is ever buffered. */
   readonly writableLength = 0;
+  /** See {@link RestResponse.inMemory}. */
+  readonly inMemory = true;
   destroyed = false;
   writableEnded = false;
   private status = 0;

@@ -59,13 +59,14 @@ describe('kubelet stand-in', () => {
     });
     const client = new Proxy(real, {
       get(target, prop) {
-        if (prop === 'patchStatus')
-          return async (...args: Parameters<KubeClient['patchStatus']>) => {
+        // the kubelet writes pod statuses without reading the answer (patchNoResult)
+        if (prop === 'patchNoResult')
+          return async (...args: Parameters<KubeClient['patchNoResult']>) => {
             if (args[0] === 'Pod') {
               if (++blocked === 4) fourBlocked();
               await gate;
             }
-            return target.patchStatus(...args);
+            return target.patchNoResult(...args);
           };
         const v = Reflect.get(target, prop, target);
         return typeof v === 'function' ? v.bind(target) : v;

@@ -422,10 +422,13 @@ export class KubeletStandIn extends SimController {
 
   private async writePodStatus(pod: Pod, status: Record<string, unknown>): Promise<void> {
     try {
-      await this.client.patchStatus('Pod', pod.metadata.name ?? '', pod.metadata.namespace, {
-        metadata: { resourceVersion: pod.metadata.resourceVersion },
-        status,
-      });
+      await this.client.patchNoResult(
+        'Pod',
+        pod.metadata.name ?? '',
+        pod.metadata.namespace,
+        { metadata: { resourceVersion: pod.metadata.resourceVersion }, status },
+        { subresource: 'status' },
+      );
     } catch (err) {
       if (isNotFound(err)) return;
       throw err; // conflict: retried with backoff on a fresher cache

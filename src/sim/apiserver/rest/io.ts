@@ -35,5 +35,11 @@ export interface RestResponse {
   write(chunk: string): unknown;
   end(chunk?: string | Buffer): unknown;
   flushHeaders?(): void;
+  /**
+   * True when chunks are handed to the client in memory (`sim/apiserver/inprocess.ts`): a watch then writes each
+   * event line as its own chunk, the same string for every watch, so the process's in-process watches decode it
+   * once (`kube/client.ts`). Over a socket lines are joined per tick instead.
+   */
+  readonly inMemory?: boolean;
   on(event: 'close', listener: () => void): unknown;
 }

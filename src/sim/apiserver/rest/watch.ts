@@ -56,7 +56,8 @@ class WatchWriter {
     this.batch = [];
     if (this.closed || lines.length === 0) return;
     const res = this.ctx.res;
-    res.write(lines.length === 1 ? lines[0]! : lines.join(''));
+    if (res.inMemory) for (const line of lines) res.write(line);
+    else res.write(lines.length === 1 ? lines[0]! : lines.join(''));
     if (res.writableLength > MAX_BUFFERED_WATCH_BYTES) {
       this.ctx.server.log.warn?.(
         { resource: this.ctx.route.def.plural },
