@@ -54,16 +54,20 @@ async function clients(loopback: boolean): Promise<KubeClient[]> {
   ];
 }
 
+/** Two clients of a fresh cluster, each with a pods watch from now on that passes one token. */
+async function twoWatches(loopback: boolean) {
+  const [a, b] = await clients(loopback);
+  const rv = (await a!.list('Pod', { namespace: 'default' })).metadata.resourceVersion ?? '';
+  const token = {};
+  return { a: a!, b: b!, rv, first: await watchPods(a!, rv, token), second: await watchPods(b!, rv, token) };
+}
+
 describe('in-process watch decoding', () => {
   it('gives the watches of one token the same object per event, and a watch of another token its own', async () => {
-    const [a, b] = await clients(true);
-    const rv = (await a!.list('Pod', { namespace: 'default' })).metadata.resourceVersion ?? '';
-    const token = {};
-    const first = await watchPods(a!, rv, token);
-    const second = await watchPods(b!, rv, token);
-    const own = await watchPods(b!, rv, undefined);
-    await a!.create(pod('p1'));
-    await a!.patch('Pod', 'p1', 'default', { metadata: { labels: { app: 'b' } } });
+    const { a, b, rv, first, second } = await twoWatches(true);
+    const own = await watchPods(b, rv, undefined);
+    await a.create(pod('p1'));
+    await a.patch('Pod', 'p1', 'default', { metadata: { labels: { app: 'b' } } });
     await eventually(
       () => first.length === 2 && second.length === 2 && own.length === 2,
       'both events on 3 watches',
@@ -76,12 +80,8 @@ describe('in-process watch decoding', () => {
   });
 
   it('shares nothing over HTTPS, even with a token', async () => {
-    const [a, b] = await clients(false);
-    const rv = (await a!.list('Pod', { namespace: 'default' })).metadata.resourceVersion ?? '';
-    const token = {};
-    const first = await watchPods(a!, rv, token);
-    const second = await watchPods(b!, rv, token);
-    await a!.create(pod('p1'));
+    const { a, first, second } = await twoWatches(false);
+    await a.create(pod('p1'));
     await eventually(() => first.length === 1 && second.length === 1, 'the event on both watches');
     expect(second[0]).not.toBe(first[0]);
     expect(second[0]).toEqual(first[0]);
