@@ -242,11 +242,15 @@ ${deploymentYaml('web', 2, '1500m', '256Mi').replace('      containers:', '     
     await eventually(
       async () => {
         last = await (await fetch(`${base}/metrics`)).text();
-        // the cluster-state and node gauges follow on the metrics controllers' 1 s cadence (each its own pass)
+        // the cluster-state and node gauges follow on the metrics controllers' 1 s cadence (each its own pass);
+        // the consolidated NodeClaim's status-condition series go when its deletion reaches that controller
         return (
           missing(last).length === 0 &&
           /^karpenter_cluster_state_node_count 1$/m.test(last) &&
-          samples(last).filter((x) => x.name === 'karpenter_nodes_current_lifetime_seconds').length === 1
+          samples(last).filter((x) => x.name === 'karpenter_nodes_current_lifetime_seconds').length === 1 &&
+          samples(last).filter(
+            (x) => x.name === 'operator_nodeclaim_status_condition_count' && x.labels.type === 'Ready',
+          ).length === 1
         );
       },
       'dashboard metrics exported',
